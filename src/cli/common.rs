@@ -1,0 +1,22 @@
+//! Flag groups shared by several commands, defined once.
+
+use std::path::PathBuf;
+
+/// Flags of every command that takes a workspace lock.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct LockArgs {
+    /// Wait up to SECONDS for a busy lock instead of failing at once (exit 3).
+    #[arg(long, value_name = "SECONDS")]
+    pub wait: Option<u64>,
+    /// Work inside a manual hold taken with `tsbsctl workspace lock` (its token).
+    #[arg(long, value_name = "TOKEN")]
+    pub hold_token: Option<String>,
+}
+
+/// `--dataset-root DIR` (else $TSBS_DATASET_ROOT, else <root>/datasets).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DatasetRootArgs {
+    /// Where shared datasets live (default: $TSBS_DATASET_ROOT, else <root>/datasets).
+    #[arg(long, value_name = "DIR")]
+    pub dataset_root: Option<PathBuf>,
+}

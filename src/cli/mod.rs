@@ -1,0 +1,165 @@
+//! Command-line parsing and dispatch. Flags are defined once here (clap derive) and help is
+//! generated from them; each area of commands lives in its own file and returns an
+//! [`Outcome`]; this module prints it (human or `--json`) and picks the exit code.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::context::Ctx;
+use crate::error::{Error, ErrorKind, Result};
+use crate::output::{envelope, Outcome, StderrReporter};
+use crate::paths::Root;
+
+pub mod common;
+mod workspace;
+
+/// Reproducible TSBS benchmarks of GreptimeDB and InfluxDB 3.
+#[derive(Debug, Parser)]
+#[command(name = "tsbsctl", version, about, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags accepted by every command.
+#[derive(Debug, clap::Args)]
+pub struct GlobalArgs {
+    /// State root (default: $TSBSCTL_ROOT, else ./workspaces).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Print one JSON document on stdout; logs and progress go to stderr.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// No status lines and no progress bars (warnings and errors still show).
+    #[arg(long, global = true)]
+    pub quiet: bool,
+    /// Also write the JSON result to PATH (atomically), whatever the output mode.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub result_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Hold, release and inspect database workspace locks.
+    #[command(subcommand)]
+    Workspace(workspace::WorkspaceCmd),
+}
+
+impl Command {
+    fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        match self {
+            Command::Workspace(cmd) => workspace::run(ctx, cmd),
+        }
+    }
+}
+
+/// Parses `args`, runs the command and returns the process exit code.
+pub fn main_with_args(args: Vec<OsString>) -> i32 {
+    crate::interrupt::install();
+    let wants_json = args.iter().skip(1).any(|a| a == "--json");
+    let matches = match Cli::command().try_get_matches_from(&args) {
+        Ok(m) => m,
+        Err(e) => return report_parse_error(e, wants_json),
+    };
+    let name = command_name(&matches);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => return report_parse_error(e, wants_json),
+    };
+    let argv: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    let GlobalArgs { root, json, quiet, result_file } = cli.global;
+    let reporter = Arc::new(StderrReporter::new(json, quiet));
+
+    let result = Root::resolve(root.as_deref()).and_then(|root| {
+        let ctx = Ctx { root, json, quiet, reporter, argv };
+        let r = cli.command.run(&ctx);
+        // A command that finished while a signal arrived still reports as interrupted.
+        match r {
+            Ok(_) if crate::interrupt::requested() => Err(Error::interrupted("interrupted")),
+            other => other,
+        }
+    });
+
+    let doc = envelope(&name, &result);
+    if let Some(path) = &result_file {
+        let mut bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+        bytes.push(b'\n');
+        if let Err(e) = crate::fsutil::write_atomic(path, &bytes) {
+            let _ = writeln!(std::io::stderr(), "warning: could not write --result-file: {e}");
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        let _ = writeln!(out, "{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    }
+    match result {
+        Ok(outcome) => {
+            if !json && !outcome.human.is_empty() {
+                let _ = write!(out, "{}", outcome.human);
+                if !outcome.human.ends_with('\n') {
+                    let _ = writeln!(out);
+                }
+            }
+            0
+        }
+        Err(err) => {
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "error: {}", err.message);
+            if let Some(hint) = &err.hint {
+                let _ = writeln!(stderr, "hint: {hint}");
+            }
+            err.exit_code()
+        }
+    }
+}
+
+/// The subcommand path, e.g. `env prepare`, for the JSON envelope.
+fn command_name(matches: &clap::ArgMatches) -> String {
+    let mut parts = Vec::new();
+    let mut m = matches;
+    while let Some((name, sub)) = m.subcommand() {
+        parts.push(name.to_string());
+        m = sub;
+    }
+    parts.join(" ")
+}
+
+fn report_parse_error(e: clap::Error, json: bool) -> i32 {
+    use clap::error::ErrorKind as K;
+    match e.kind() {
+        K::DisplayHelp | K::DisplayVersion | K::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            if e.kind() == K::DisplayHelpOnMissingArgumentOrSubcommand {
+                2
+            } else {
+                0
+            }
+        }
+        _ => {
+            if json {
+                let err = Error::invalid(e.to_string().trim().trim_start_matches("error: ").to_string())
+                    .with_hint("run with --help to see the accepted flags");
+                let doc = envelope("", &Err(err));
+                println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            }
+            let _ = e.print();
+            ErrorKind::Invalid.exit_code()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,135 @@
+//! Small filesystem primitives that publish safely: write beside the target, fsync, rename,
+//! fsync the directory. Nothing is ever visible under a final name half-written.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename over
+/// the target, fsync the directory. Creates the parent directory if needed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let parent = parent_of(path)?;
+    fs::create_dir_all(parent).map_err(|e| Error::io("create directory", parent, e))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{}.", file_name(path)))
+        .suffix(".tmp")
+        .tempfile_in(parent)
+        .map_err(|e| Error::io("create a temporary file in", parent, e))?;
+    tmp.write_all(bytes).map_err(|e| Error::io("write", tmp.path(), e))?;
+    tmp.as_file().sync_all().map_err(|e| Error::io("sync", tmp.path(), e))?;
+    tmp.persist(path).map_err(|e| Error::io("publish", path, e.error))?;
+    sync_dir(parent)
+}
+
+/// Fsyncs a directory so that a rename inside it survives a crash.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    let f = File::open(dir).map_err(|e| Error::io("open directory", dir, e))?;
+    f.sync_all().map_err(|e| Error::io("sync directory", dir, e))
+}
+
+/// Renames `from` to `to` and fsyncs the parent of `to` (and of `from`, when different).
+pub fn rename_durable(from: &Path, to: &Path) -> Result<()> {
+    fs::rename(from, to).map_err(|e| {
+        Error::failed(format!("could not rename {} to {}: {e}", from.display(), to.display()))
+    })?;
+    let to_parent = parent_of(to)?;
+    sync_dir(to_parent)?;
+    let from_parent = parent_of(from)?;
+    if from_parent != to_parent {
+        sync_dir(from_parent)?;
+    }
+    Ok(())
+}
+
+/// A sibling path for staging: `<parent>/.<name>.<tag>-<pid>-<nanos>`. Leftovers from a crash
+/// are recognisable by the `.<name>.` prefix and can be cleaned by [`clean_staging`].
+pub fn staging_path(target: &Path, tag: &str) -> Result<PathBuf> {
+    let parent = parent_of(target)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    Ok(parent.join(format!(".{}.{tag}-{}-{nanos}", file_name(target), std::process::id())))
+}
+
+/// Removes staging leftovers of `target` made by [`staging_path`] with `tag`, whose creating
+/// process is gone. Returns what was removed.
+pub fn clean_staging(target: &Path, tag: &str) -> Result<Vec<PathBuf>> {
+    let parent = parent_of(target)?;
+    let prefix = format!(".{}.{tag}-", file_name(target));
+    let mut removed = Vec::new();
+    let entries = match fs::read_dir(parent) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
+        Err(e) => return Err(Error::io("list", parent, e)),
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(&prefix) else { continue };
+        let pid: Option<i32> = rest.split('-').next().and_then(|p| p.parse().ok());
+        if pid.is_some_and(process_alive) {
+            continue;
+        }
+        let path = entry.path();
+        let res = if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+        res.map_err(|e| Error::io("remove staging leftover", &path, e))?;
+        removed.push(path);
+    }
+    Ok(removed)
+}
+
+/// True when a process with this pid exists (signal 0 probe).
+pub fn process_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+fn parent_of(path: &Path) -> Result<&Path> {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => Ok(p),
+        _ => Ok(Path::new(".")),
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_atomic_replaces_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub").join("m.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = fs::read_dir(p.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn clean_staging_removes_dead_leftovers_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("tree");
+        let dead = dir.path().join(".tree.stage-999999999-1");
+        let mine = staging_path(&target, "stage").unwrap();
+        fs::create_dir(&dead).unwrap();
+        fs::create_dir(&mine).unwrap();
+        let removed = clean_staging(&target, "stage").unwrap();
+        assert_eq!(removed, vec![dead.clone()]);
+        assert!(mine.exists());
+    }
+}

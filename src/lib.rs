@@ -1,0 +1,18 @@
+//! tsbsctl: reproducible TSBS benchmarks of GreptimeDB and InfluxDB 3.
+//!
+//! `main` is thin; each concern lives in its own module. Commands are parsed in [`cli`], get a
+//! [`context::Ctx`], and return an [`output::Outcome`] or an [`error::Error`] whose kind picks the
+//! exit code.
+
+pub mod cli;
+pub mod context;
+pub mod error;
+pub mod fsutil;
+pub mod ids;
+pub mod interrupt;
+pub mod output;
+pub mod paths;
+pub mod platform;
+
+/// The tool's version, recorded in every manifest.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,194 @@
+//! What a command hands back, and how it reaches the user.
+//!
+//! Commands return an [`Outcome`] (JSON data plus a human rendering) and never print; progress
+//! and log lines go through a [`Reporter`], so the core stays testable and `--json` keeps stdout
+//! to exactly one document.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{json, Value};
+
+use crate::error::Error;
+
+/// The result of a successful command.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The `data` object of the JSON envelope.
+    pub data: Value,
+    /// What a person sees on stdout without `--json`.
+    pub human: String,
+}
+
+impl Outcome {
+    pub fn new(data: Value, human: impl Into<String>) -> Self {
+        Outcome { data, human: human.into() }
+    }
+}
+
+/// The `--json` envelope: `{"schema_version":1,"command":..,"ok":..,"data":..,"error":..}`.
+pub fn envelope(command: &str, result: &Result<Outcome, Error>) -> Value {
+    match result {
+        Ok(outcome) => json!({
+            "schema_version": 1,
+            "command": command,
+            "ok": true,
+            "data": outcome.data,
+            "error": null,
+        }),
+        Err(err) => json!({
+            "schema_version": 1,
+            "command": command,
+            "ok": false,
+            "data": null,
+            "error": {
+                "kind": err.kind.as_str(),
+                "message": err.message,
+                "hint": err.hint,
+            },
+        }),
+    }
+}
+
+/// How progress is shown for one long operation.
+pub trait Progress: Send + Sync {
+    /// Sets the total once it is known (bytes, rows, ...).
+    fn set_total(&self, total: u64);
+    /// Advances by `delta` units.
+    fn inc(&self, delta: u64);
+    /// Sets the absolute position (used when a download resumes).
+    fn set_position(&self, pos: u64);
+    /// Replaces the short message beside the bar.
+    fn set_message(&self, msg: String);
+    /// Ends the bar, leaving nothing behind.
+    fn finish(&self);
+}
+
+/// The unit a progress bar counts in; decides how numbers are formatted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Bytes,
+    Items,
+}
+
+/// Where logs and progress go. The core calls this; it never prints by itself.
+pub trait Reporter: Send + Sync {
+    /// A status line for a person ("downloading X", "server ready on ..."). Goes to stderr.
+    fn info(&self, msg: &str);
+    /// A warning line. Goes to stderr, even with `--quiet`.
+    fn warn(&self, msg: &str);
+    /// A progress bar for a long operation; a no-op when not on a terminal or with `--json`.
+    fn progress(&self, label: &str, total: Option<u64>, unit: Unit) -> Box<dyn Progress>;
+}
+
+/// Shared handle to the reporter.
+pub type SharedReporter = Arc<dyn Reporter>;
+
+/// The reporter used by the binary: status lines on stderr, indicatif bars on a terminal only.
+pub struct StderrReporter {
+    quiet: bool,
+    bars: bool,
+}
+
+impl StderrReporter {
+    /// Bars only when stderr is a terminal, stdout is a terminal (so a pipe means "a machine
+    /// reads this"), and neither `--json` nor `--quiet` was given.
+    pub fn new(json: bool, quiet: bool) -> Self {
+        let tty = std::io::stderr().is_terminal() && std::io::stdout().is_terminal();
+        StderrReporter { quiet, bars: tty && !json && !quiet }
+    }
+}
+
+impl Reporter for StderrReporter {
+    fn info(&self, msg: &str) {
+        if !self.quiet {
+            let _ = writeln!(std::io::stderr(), "{msg}");
+        }
+    }
+
+    fn warn(&self, msg: &str) {
+        let _ = writeln!(std::io::stderr(), "warning: {msg}");
+    }
+
+    fn progress(&self, label: &str, total: Option<u64>, unit: Unit) -> Box<dyn Progress> {
+        if !self.bars {
+            return Box::new(NoProgress);
+        }
+        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
+        let template = match (unit, total.is_some()) {
+            (Unit::Bytes, true) => "{prefix} {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}",
+            (Unit::Bytes, false) => "{prefix} {spinner} {bytes} {bytes_per_sec} {msg}",
+            (Unit::Items, true) => "{prefix} {wide_bar} {human_pos}/{human_len} {per_sec} eta {eta} {msg}",
+            (Unit::Items, false) => "{prefix} {spinner} {human_pos} {per_sec} {msg}",
+        };
+        bar.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()));
+        bar.set_prefix(label.to_string());
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Box::new(BarProgress(bar))
+    }
+}
+
+struct BarProgress(ProgressBar);
+
+impl Progress for BarProgress {
+    fn set_total(&self, total: u64) {
+        self.0.set_length(total);
+    }
+    fn inc(&self, delta: u64) {
+        self.0.inc(delta);
+    }
+    fn set_position(&self, pos: u64) {
+        self.0.set_position(pos);
+    }
+    fn set_message(&self, msg: String) {
+        self.0.set_message(msg);
+    }
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+/// A progress sink that shows nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn set_total(&self, _: u64) {}
+    fn inc(&self, _: u64) {}
+    fn set_position(&self, _: u64) {}
+    fn set_message(&self, _: String) {}
+    fn finish(&self) {}
+}
+
+/// A reporter that drops everything; for library callers and unit tests.
+pub struct SilentReporter;
+
+impl Reporter for SilentReporter {
+    fn info(&self, _: &str) {}
+    fn warn(&self, _: &str) {}
+    fn progress(&self, _: &str, _: Option<u64>, _: Unit) -> Box<dyn Progress> {
+        Box::new(NoProgress)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn envelope_has_the_documented_shape() {
+        let ok = envelope("env show", &Ok(Outcome::new(json!({"a": 1}), "a")));
+        assert_eq!(ok["schema_version"], 1);
+        assert_eq!(ok["ok"], true);
+        assert_eq!(ok["data"]["a"], 1);
+        assert!(ok["error"].is_null());
+
+        let err = envelope("env show", &Err(Error::busy("held").with_hint("wait")));
+        assert_eq!(err["ok"], false);
+        assert_eq!(err["error"]["kind"], "busy");
+        assert_eq!(err["error"]["hint"], "wait");
+        assert!(err["data"].is_null());
+    }
+}

@@ -1,0 +1,4 @@
+fn main() {
+    eprintln!("usage: testbed serve");
+    std::process::exit(2);
+}

@@ -1,0 +1,207 @@
+//! The harness: a temp directory per test, the real `tsbsctl` binary run in it, and every
+//! output printed when an assertion fails.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Path of the `tsbsctl` binary under test.
+pub fn tsbsctl_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tsbsctl"))
+}
+
+/// Path of the `testbed` binary (the emulators). `cargo test --workspace` builds it beside
+/// `tsbsctl`; when only this package is tested, it is built on first use.
+pub fn testbed_bin() -> PathBuf {
+    static ONCE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| {
+        let path = tsbsctl_bin().with_file_name("testbed");
+        if !path.exists() {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let st = Command::new(cargo)
+                .args(["build", "-q", "-p", "testbed", "--bin", "testbed"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .expect("run cargo build -p testbed");
+            assert!(st.success(), "could not build the testbed binary");
+        }
+        path
+    })
+    .clone()
+}
+
+/// One test's world: a temp directory holding the state root, a HOME and a working directory.
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    /// The state root passed as TSBSCTL_ROOT.
+    pub root: PathBuf,
+    /// Extra environment for every command run in this env.
+    pub envs: Vec<(String, String)>,
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let dir = tempfile::Builder::new().prefix("tsbsctl-test-").tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("cwd")).unwrap();
+        TestEnv { dir, root, envs: Vec::new() }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Adds an environment variable for later commands.
+    pub fn env(&mut self, key: impl Into<String>, value: impl Into<String>) -> &mut Self {
+        self.envs.push((key.into(), value.into()));
+        self
+    }
+
+    /// A `tsbsctl` command with a clean environment: only PATH, HOME (in the temp dir),
+    /// TSBSCTL_ROOT and what the test added. Nothing from the developer's shell leaks in.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(tsbsctl_bin());
+        c.args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path().join("home"))
+            .env("TSBSCTL_ROOT", &self.root)
+            .current_dir(self.dir.path().join("cwd"))
+            .stdin(Stdio::null());
+        for (k, v) in &self.envs {
+            c.env(k, v);
+        }
+        c
+    }
+
+    /// Runs `tsbsctl args...` to completion (bounded: 5 minutes) and captures everything.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let c = self.cmd(args);
+        run_command(c, args, Duration::from_secs(300))
+    }
+
+    /// Runs with `--json` appended and parses stdout.
+    pub fn run_json(&self, args: &[&str]) -> Run {
+        let mut a: Vec<&str> = args.to_vec();
+        a.push("--json");
+        self.run(&a)
+    }
+}
+
+/// Runs a command with a time bound; kills it and fails the test when the bound passes.
+pub fn run_command(mut c: Command, args: &[&str], limit: Duration) -> Run {
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn tsbsctl");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if rx.recv_timeout(limit).is_err() {
+            // SAFETY: sending SIGKILL to the child we spawned.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    });
+    let out = child.wait_with_output().expect("wait for tsbsctl");
+    let _ = tx.send(());
+    Run::from_output(args, out)
+}
+
+/// A finished command: exit code and both streams.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub args: Vec<String>,
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn from_output(args: &[&str], out: Output) -> Run {
+        use std::os::unix::process::ExitStatusExt;
+        let code = out.status.code().unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
+        Run {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            code,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Everything about this run, for failure messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "command: tsbsctl {}\nexit code: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.args.join(" "),
+            self.code,
+            self.stdout,
+            self.stderr
+        )
+    }
+
+    /// Asserts the exit code, printing everything otherwise.
+    #[track_caller]
+    pub fn code(&self, expected: i32) -> &Run {
+        assert_eq!(self.code, expected, "unexpected exit code\n{}", self.describe());
+        self
+    }
+
+    #[track_caller]
+    pub fn ok(&self) -> &Run {
+        self.code(0)
+    }
+
+    /// Parses stdout as the JSON envelope.
+    #[track_caller]
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e})\n{}", self.describe()))
+    }
+
+    /// Asserts that stderr (or stdout) contains `needle`.
+    #[track_caller]
+    pub fn says(&self, needle: &str) -> &Run {
+        assert!(
+            self.stderr.contains(needle) || self.stdout.contains(needle),
+            "expected output to contain {needle:?}\n{}",
+            self.describe()
+        );
+        self
+    }
+}
+
+/// Every file under `dir` (recursively), for "nothing was created" and "no secret" checks.
+pub fn all_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(p),
+                Ok(_) => out.push(p),
+                Err(_) => {}
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Asserts that no file under `dir`, nor the given outputs, contains `secret`.
+#[track_caller]
+pub fn assert_no_secret(dir: &Path, secret: &str, runs: &[&Run]) {
+    for f in all_files(dir) {
+        if let Ok(bytes) = std::fs::read(&f) {
+            let hay = String::from_utf8_lossy(&bytes);
+            assert!(!hay.contains(secret), "secret found in {}", f.display());
+        }
+    }
+    for r in runs {
+        assert!(!r.stdout.contains(secret) && !r.stderr.contains(secret), "secret in output\n{}", r.describe());
+    }
+}
