@@ -4,15 +4,24 @@
 //! [`context::Ctx`], and return an [`output::Outcome`] or an [`error::Error`] whose kind picks the
 //! exit code.
 
+pub mod archive;
+pub mod canonical;
 pub mod cli;
 pub mod context;
+pub mod download;
+pub mod environment;
 pub mod error;
 pub mod fsutil;
+pub mod hash;
 pub mod ids;
 pub mod interrupt;
+pub mod lock;
+pub mod manifest;
 pub mod output;
 pub mod paths;
 pub mod platform;
+pub mod sources;
+pub mod treehash;
 
 /// The tool's version, recorded in every manifest.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
