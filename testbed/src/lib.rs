@@ -7,3 +7,47 @@
 //! * `emulators`: `greptime`, `influxdb3`, `go` and the TSBS tools. They all live in the one
 //!   `testbed` binary (`testbed emulate <tool> ...`); the archives the mirror serves hold small
 //!   wrapper scripts that exec it, so a test's installed "binary" is a real executable.
+
+use std::path::PathBuf;
+
+/// The `testbed` binary that wrapper scripts exec: `$TESTBED_BIN` if set; this executable when
+/// it is the testbed itself; otherwise `target/<profile>/testbed` found from the running test
+/// binary (`target/<profile>/deps/<test>-<hash>`).
+pub fn testbed_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("TESTBED_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    if exe.file_name().is_some_and(|n| n == "testbed") {
+        return exe;
+    }
+    let dir = exe.parent().expect("exe dir");
+    let candidates = [dir.join("testbed"), dir.parent().map(|p| p.join("testbed")).unwrap_or_default()];
+    candidates
+        .iter()
+        .find(|p| p.exists())
+        .cloned()
+        .unwrap_or_else(|| candidates[1].clone())
+}
+
+/// A POSIX shell wrapper that execs `testbed emulate <tool> "$@"` with `env` exported first
+/// (e.g. `TESTBED_EMULATED_VERSION`, `TESTBED_KNOBS` = path of a knob file outside the install
+/// tree, so tests can change behaviour without changing the installed bytes). `exec` keeps the
+/// pid, so process groups and signals reach the emulator itself.
+pub fn wrapper_script(tool: &str, env: &[(&str, &str)]) -> String {
+    let mut s = String::from("#!/bin/sh\n");
+    for (k, v) in env {
+        s.push_str(&format!("{k}={}\nexport {k}\n", shell_quote(v)));
+    }
+    s.push_str(&format!(
+        "exec {} emulate {} \"$@\"\n",
+        shell_quote(&testbed_bin().to_string_lossy()),
+        shell_quote(tool)
+    ));
+    s
+}
+
+/// Single-quotes a string for POSIX sh.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
