@@ -55,7 +55,12 @@ impl Downloader {
     /// hex) while streaming; resumes a `.partial` after a network error. A mismatch publishes
     /// nothing, removes the partial and is an integrity error (exit 4). A verified cache entry
     /// is reused without a request.
-    pub fn fetch_verified(&self, _url: &str, _expected_sha256: &str, _file_name: &str) -> Result<Verified> {
+    pub fn fetch_verified(
+        &self,
+        _url: &str,
+        _expected_sha256: &str,
+        _file_name: &str,
+    ) -> Result<Verified> {
         todo!("foundation: download")
     }
 }

@@ -57,7 +57,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), hint: None }
+        Error {
+            kind,
+            message: message.into(),
+            hint: None,
+        }
     }
     pub fn failed(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Failed, message)
@@ -154,9 +158,14 @@ mod tests {
     #[test]
     fn context_prefixes_the_message_and_keeps_kind_and_hint() {
         let r: Result<()> = Err(Error::integrity("sha256 differs").with_hint("re-download"));
-        let e = r.context("verifying go1.21.13.linux-amd64.tar.gz").unwrap_err();
+        let e = r
+            .context("verifying go1.21.13.linux-amd64.tar.gz")
+            .unwrap_err();
         assert_eq!(e.kind, ErrorKind::Integrity);
-        assert_eq!(e.message, "verifying go1.21.13.linux-amd64.tar.gz: sha256 differs");
+        assert_eq!(
+            e.message,
+            "verifying go1.21.13.linux-amd64.tar.gz: sha256 differs"
+        );
         assert_eq!(e.hint.as_deref(), Some("re-download"));
     }
 }

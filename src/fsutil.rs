@@ -17,22 +17,31 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .suffix(".tmp")
         .tempfile_in(parent)
         .map_err(|e| Error::io("create a temporary file in", parent, e))?;
-    tmp.write_all(bytes).map_err(|e| Error::io("write", tmp.path(), e))?;
-    tmp.as_file().sync_all().map_err(|e| Error::io("sync", tmp.path(), e))?;
-    tmp.persist(path).map_err(|e| Error::io("publish", path, e.error))?;
+    tmp.write_all(bytes)
+        .map_err(|e| Error::io("write", tmp.path(), e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| Error::io("sync", tmp.path(), e))?;
+    tmp.persist(path)
+        .map_err(|e| Error::io("publish", path, e.error))?;
     sync_dir(parent)
 }
 
 /// Fsyncs a directory so that a rename inside it survives a crash.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     let f = File::open(dir).map_err(|e| Error::io("open directory", dir, e))?;
-    f.sync_all().map_err(|e| Error::io("sync directory", dir, e))
+    f.sync_all()
+        .map_err(|e| Error::io("sync directory", dir, e))
 }
 
 /// Renames `from` to `to` and fsyncs the parent of `to` (and of `from`, when different).
 pub fn rename_durable(from: &Path, to: &Path) -> Result<()> {
     fs::rename(from, to).map_err(|e| {
-        Error::failed(format!("could not rename {} to {}: {e}", from.display(), to.display()))
+        Error::failed(format!(
+            "could not rename {} to {}: {e}",
+            from.display(),
+            to.display()
+        ))
     })?;
     let to_parent = parent_of(to)?;
     sync_dir(to_parent)?;
@@ -51,7 +60,11 @@ pub fn staging_path(target: &Path, tag: &str) -> Result<PathBuf> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    Ok(parent.join(format!(".{}.{tag}-{}-{nanos}", file_name(target), std::process::id())))
+    Ok(parent.join(format!(
+        ".{}.{tag}-{}-{nanos}",
+        file_name(target),
+        std::process::id()
+    )))
 }
 
 /// Removes staging leftovers of `target` made by [`staging_path`] with `tag`, whose creating
@@ -67,7 +80,9 @@ pub fn clean_staging(target: &Path, tag: &str) -> Result<Vec<PathBuf>> {
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(&prefix) else { continue };
+        let Some(rest) = name.strip_prefix(&prefix) else {
+            continue;
+        };
         let pid: Option<i32> = rest.split('-').next().and_then(|p| p.parse().ok());
         if pid.is_some_and(process_alive) {
             continue;
@@ -102,7 +117,9 @@ fn parent_of(path: &Path) -> Result<&Path> {
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -116,7 +133,10 @@ mod tests {
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"two");
-        let names: Vec<_> = fs::read_dir(p.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 1, "{names:?}");
     }
 

@@ -9,7 +9,9 @@ pub fn validate_id(flag: &str, value: &str) -> Result<()> {
     let ok = !bytes.is_empty()
         && bytes.len() <= 64
         && bytes[0].is_ascii_alphanumeric()
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
     if ok {
         Ok(())
     } else {
@@ -24,7 +26,13 @@ mod tests {
 
     #[test]
     fn id_grammar() {
-        for good in ["a", "a..b", "A_1.x-2", "greptime-120-manual", &"a".repeat(64)] {
+        for good in [
+            "a",
+            "a..b",
+            "A_1.x-2",
+            "greptime-120-manual",
+            &"a".repeat(64),
+        ] {
             assert!(validate_id("--database-id", good).is_ok(), "{good}");
         }
         for bad in ["", ".a", "-a", "a/b", "a b", "ä", "..", &"a".repeat(65)] {

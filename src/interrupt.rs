@@ -16,7 +16,11 @@ fn flag() -> &'static Arc<AtomicBool> {
 
 /// Installs the SIGINT/SIGTERM handlers. Called once by `main`.
 pub fn install() {
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
         // Registration fails only for forbidden signals; these are all allowed.
         let _ = signal_hook::flag::register(sig, Arc::clone(flag()));
     }

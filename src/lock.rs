@@ -25,7 +25,10 @@ pub struct LockOptions {
 
 impl From<&LockArgs> for LockOptions {
     fn from(a: &LockArgs) -> Self {
-        LockOptions { wait: a.wait.map(Duration::from_secs), hold_token: a.hold_token.clone() }
+        LockOptions {
+            wait: a.wait.map(Duration::from_secs),
+            hold_token: a.hold_token.clone(),
+        }
     }
 }
 

@@ -24,7 +24,10 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn new(data: Value, human: impl Into<String>) -> Self {
-        Outcome { data, human: human.into() }
+        Outcome {
+            data,
+            human: human.into(),
+        }
     }
 }
 
@@ -97,7 +100,10 @@ impl StderrReporter {
     /// reads this"), and neither `--json` nor `--quiet` was given.
     pub fn new(json: bool, quiet: bool) -> Self {
         let tty = std::io::stderr().is_terminal() && std::io::stdout().is_terminal();
-        StderrReporter { quiet, bars: tty && !json && !quiet }
+        StderrReporter {
+            quiet,
+            bars: tty && !json && !quiet,
+        }
     }
 }
 
@@ -118,12 +124,18 @@ impl Reporter for StderrReporter {
         }
         let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
         let template = match (unit, total.is_some()) {
-            (Unit::Bytes, true) => "{prefix} {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}",
+            (Unit::Bytes, true) => {
+                "{prefix} {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}"
+            }
             (Unit::Bytes, false) => "{prefix} {spinner} {bytes} {bytes_per_sec} {msg}",
-            (Unit::Items, true) => "{prefix} {wide_bar} {human_pos}/{human_len} {per_sec} eta {eta} {msg}",
+            (Unit::Items, true) => {
+                "{prefix} {wide_bar} {human_pos}/{human_len} {per_sec} eta {eta} {msg}"
+            }
             (Unit::Items, false) => "{prefix} {spinner} {human_pos} {per_sec} {msg}",
         };
-        bar.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()));
+        bar.set_style(
+            ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
         bar.set_prefix(label.to_string());
         bar.enable_steady_tick(Duration::from_millis(200));
         Box::new(BarProgress(bar))

@@ -29,19 +29,27 @@ impl Root {
             },
         };
         let path = absolute_dir(&raw, origin)?;
-        Ok(Root { path, dataset_root: None })
+        Ok(Root {
+            path,
+            dataset_root: None,
+        })
     }
 
     /// Uses a root directly (tests and library callers).
     pub fn at(path: impl Into<PathBuf>) -> Root {
-        Root { path: path.into(), dataset_root: None }
+        Root {
+            path: path.into(),
+            dataset_root: None,
+        }
     }
 
     /// `--dataset-root` > `TSBS_DATASET_ROOT` > `<root>/datasets`.
     pub fn with_dataset_root(mut self, flag: Option<&Path>) -> Result<Root> {
         let chosen = match flag {
             Some(p) => Some((p.to_path_buf(), "--dataset-root")),
-            None => std::env::var_os(DATASET_ROOT_ENV).map(|v| (PathBuf::from(v), DATASET_ROOT_ENV)),
+            None => {
+                std::env::var_os(DATASET_ROOT_ENV).map(|v| (PathBuf::from(v), DATASET_ROOT_ENV))
+            }
         };
         if let Some((raw, origin)) = chosen {
             self.dataset_root = Some(absolute_dir(&raw, origin)?);
@@ -55,7 +63,8 @@ impl Root {
 
     /// Creates the root directory if needed (only commands that write call this).
     pub fn ensure(&self) -> Result<()> {
-        std::fs::create_dir_all(&self.path).map_err(|e| Error::io("create the state root", &self.path, e))
+        std::fs::create_dir_all(&self.path)
+            .map_err(|e| Error::io("create the state root", &self.path, e))
     }
 
     pub fn config_file(&self) -> PathBuf {
@@ -66,14 +75,20 @@ impl Root {
     }
     /// `environment/go/<version>/<platform>` (this directory is GOROOT).
     pub fn go_dir(&self, version: &str, platform: &str) -> PathBuf {
-        self.path.join("environment").join("go").join(version).join(platform)
+        self.path
+            .join("environment")
+            .join("go")
+            .join(version)
+            .join(platform)
     }
     /// `environment/tsbs/<commit>`.
     pub fn tsbs_dir(&self, commit: &str) -> PathBuf {
         self.path.join("environment").join("tsbs").join(commit)
     }
     pub fn datasets(&self) -> PathBuf {
-        self.dataset_root.clone().unwrap_or_else(|| self.path.join("datasets"))
+        self.dataset_root
+            .clone()
+            .unwrap_or_else(|| self.path.join("datasets"))
     }
     pub fn queries(&self) -> PathBuf {
         self.path.join("queries")

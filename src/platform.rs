@@ -86,8 +86,21 @@ mod tests {
         let p = Platform::from_parts("linux", "x86_64").unwrap();
         assert_eq!(p.dashed(), "linux-amd64");
         assert_eq!(p.underscored(), "linux_amd64");
-        assert_eq!(Platform::from_parts("Darwin", "arm64").unwrap().dashed(), "darwin-arm64");
-        assert_eq!(Platform::from_parts("windows", "x86_64").unwrap_err().exit_code(), 2);
-        assert_eq!(Platform::from_parts("linux", "riscv64").unwrap_err().exit_code(), 2);
+        assert_eq!(
+            Platform::from_parts("Darwin", "arm64").unwrap().dashed(),
+            "darwin-arm64"
+        );
+        assert_eq!(
+            Platform::from_parts("windows", "x86_64")
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
+        assert_eq!(
+            Platform::from_parts("linux", "riscv64")
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
     }
 }

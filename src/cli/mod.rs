@@ -19,7 +19,13 @@ mod workspace;
 
 /// Reproducible TSBS benchmarks of GreptimeDB and InfluxDB 3.
 #[derive(Debug, Parser)]
-#[command(name = "tsbsctl", version, about, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "tsbsctl",
+    version,
+    about,
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -72,12 +78,27 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Ok(c) => c,
         Err(e) => return report_parse_error(e, wants_json),
     };
-    let argv: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
-    let GlobalArgs { root, json, quiet, result_file } = cli.global;
+    let argv: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let GlobalArgs {
+        root,
+        json,
+        quiet,
+        result_file,
+    } = cli.global;
     let reporter = Arc::new(StderrReporter::new(json, quiet));
 
     let result = Root::resolve(root.as_deref()).and_then(|root| {
-        let ctx = Ctx { root, json, quiet, reporter, argv };
+        let ctx = Ctx {
+            root,
+            json,
+            quiet,
+            reporter,
+            argv,
+        };
         let r = cli.command.run(&ctx);
         // A command that finished while a signal arrived still reports as interrupted.
         match r {
@@ -91,12 +112,19 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         let mut bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
         bytes.push(b'\n');
         if let Err(e) = crate::fsutil::write_atomic(path, &bytes) {
-            let _ = writeln!(std::io::stderr(), "warning: could not write --result-file: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: could not write --result-file: {e}"
+            );
         }
     }
     let mut out = std::io::stdout().lock();
     if json {
-        let _ = writeln!(out, "{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        );
     }
     match result {
         Ok(outcome) => {
@@ -143,8 +171,13 @@ fn report_parse_error(e: clap::Error, json: bool) -> i32 {
         }
         _ => {
             if json {
-                let err = Error::invalid(e.to_string().trim().trim_start_matches("error: ").to_string())
-                    .with_hint("run with --help to see the accepted flags");
+                let err = Error::invalid(
+                    e.to_string()
+                        .trim()
+                        .trim_start_matches("error: ")
+                        .to_string(),
+                )
+                .with_hint("run with --help to see the accepted flags");
                 let doc = envelope("", &Err(err));
                 println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
             }

@@ -8,6 +8,9 @@
 //!   `testbed` binary (`testbed emulate <tool> ...`); the archives the mirror serves hold small
 //!   wrapper scripts that exec it, so a test's installed "binary" is a real executable.
 
+pub mod emulators;
+pub mod releases;
+
 use std::path::PathBuf;
 
 /// The `testbed` binary that wrapper scripts exec: `$TESTBED_BIN` if set; this executable when
@@ -22,7 +25,10 @@ pub fn testbed_bin() -> PathBuf {
         return exe;
     }
     let dir = exe.parent().expect("exe dir");
-    let candidates = [dir.join("testbed"), dir.parent().map(|p| p.join("testbed")).unwrap_or_default()];
+    let candidates = [
+        dir.join("testbed"),
+        dir.parent().map(|p| p.join("testbed")).unwrap_or_default(),
+    ];
     candidates
         .iter()
         .find(|p| p.exists())

@@ -2,12 +2,14 @@
 //! <tool> ...` is what the wrapper scripts inside the stand-in archives exec.
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let code = match args.get(1).map(String::as_str) {
-        _ => {
-            eprintln!("usage: testbed serve | testbed emulate <tool> [args...]");
-            2
-        }
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let code = if args.first().map(String::as_str) == Some("emulate") && args.len() >= 2 {
+        args.remove(0);
+        let tool = args.remove(0);
+        testbed::emulators::run(&tool, args)
+    } else {
+        eprintln!("usage: testbed serve | testbed emulate <tool> [args...]");
+        2
     };
     std::process::exit(code);
 }

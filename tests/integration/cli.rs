@@ -24,7 +24,12 @@ fn bad_root_is_exit_2_and_nothing_is_created() {
     let env = TestEnv::new();
     let file = env.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
-    let r = env.run(&["--root", file.join("sub").to_str().unwrap(), "workspace", "status"]);
+    let r = env.run(&[
+        "--root",
+        file.join("sub").to_str().unwrap(),
+        "workspace",
+        "status",
+    ]);
     r.code(2).says("not a directory");
     assert!(!env.root.exists());
     assert_eq!(std::fs::read(&file).unwrap(), b"x");

@@ -45,11 +45,18 @@ pub struct TestEnv {
 
 impl TestEnv {
     pub fn new() -> TestEnv {
-        let dir = tempfile::Builder::new().prefix("tsbsctl-test-").tempdir().expect("tempdir");
+        let dir = tempfile::Builder::new()
+            .prefix("tsbsctl-test-")
+            .tempdir()
+            .expect("tempdir");
         let root = dir.path().join("root");
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
         std::fs::create_dir_all(dir.path().join("cwd")).unwrap();
-        TestEnv { dir, root, envs: Vec::new() }
+        TestEnv {
+            dir,
+            root,
+            envs: Vec::new(),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -96,7 +103,7 @@ impl TestEnv {
 /// Runs a command with a time bound; kills it and fails the test when the bound passes.
 pub fn run_command(mut c: Command, args: &[&str], limit: Duration) -> Run {
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = c.spawn().expect("spawn tsbsctl");
+    let child = c.spawn().expect("spawn tsbsctl");
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -122,7 +129,10 @@ pub struct Run {
 impl Run {
     pub fn from_output(args: &[&str], out: Output) -> Run {
         use std::os::unix::process::ExitStatusExt;
-        let code = out.status.code().unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
+        let code = out
+            .status
+            .code()
+            .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
         Run {
             args: args.iter().map(|s| s.to_string()).collect(),
             code,
@@ -145,7 +155,12 @@ impl Run {
     /// Asserts the exit code, printing everything otherwise.
     #[track_caller]
     pub fn code(&self, expected: i32) -> &Run {
-        assert_eq!(self.code, expected, "unexpected exit code\n{}", self.describe());
+        assert_eq!(
+            self.code,
+            expected,
+            "unexpected exit code\n{}",
+            self.describe()
+        );
         self
     }
 
@@ -157,8 +172,9 @@ impl Run {
     /// Parses stdout as the JSON envelope.
     #[track_caller]
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e})\n{}", self.describe()))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!("stdout is not one JSON document ({e})\n{}", self.describe())
+        })
     }
 
     /// Asserts that stderr (or stdout) contains `needle`.
@@ -178,7 +194,9 @@ pub fn all_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             match e.file_type() {
@@ -202,6 +220,10 @@ pub fn assert_no_secret(dir: &Path, secret: &str, runs: &[&Run]) {
         }
     }
     for r in runs {
-        assert!(!r.stdout.contains(secret) && !r.stderr.contains(secret), "secret in output\n{}", r.describe());
+        assert!(
+            !r.stdout.contains(secret) && !r.stderr.contains(secret),
+            "secret in output\n{}",
+            r.describe()
+        );
     }
 }

@@ -1,0 +1,1 @@
+//! Stand-in go releases served by the mirror.

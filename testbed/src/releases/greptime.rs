@@ -1,0 +1,1 @@
+//! Stand-in greptime releases served by the mirror.

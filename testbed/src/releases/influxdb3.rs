@@ -1,0 +1,1 @@
+//! Stand-in influxdb3 releases served by the mirror.
