@@ -395,7 +395,16 @@ pub fn prepare(
     )?;
     let (source, fetched) = match req {
         SourceRequest::Given(s) => (s.clone(), false),
-        SourceRequest::Fetch { repo, commit } => fetch(cx.root, repo, commit, cx.reporter)?,
+        SourceRequest::Fetch { repo, commit } => {
+            match fetch(cx.root, repo, commit, cx.reporter) {
+                Ok(r) => r,
+                Err(e) => {
+                    // Leave nothing behind for a commit that could not be fetched.
+                    let _ = std::fs::remove_dir(&dir);
+                    return Err(e);
+                }
+            }
+        }
     };
     let go = go()?;
     std::fs::create_dir_all(dir.join("bin")).map_err(|e| Error::io("create", &dir, e))?;
