@@ -664,7 +664,6 @@ fn install(
         reporter.warn(m)
     })?;
     let url = sources.url(SourceKey::GoDl, &name);
-    cx.reporter.info(&format!("downloading {url}"));
     let verified = downloader.fetch_verified(&url, &vouched.sha256, &name)?;
     crate::interrupt::check()?;
     cx.reporter.info(&format!("extracting {name}"));

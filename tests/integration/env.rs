@@ -542,17 +542,14 @@ fn a_wrong_tsbs_rev_is_a_clear_error() {
     assert_eq!(head, w.commit);
 }
 
-#[test]
-fn an_interrupted_install_leaves_no_final_directory_and_the_next_call_succeeds() {
-    let w = world();
-    let published = w.publish(GO);
-    w.mirror
-        .fault(&published.path, Fault::Slow { bytes_per_sec: 64 });
+/// Starts `env prepare --go-version GO` and waits until its archive download has begun.
+fn start_slow_install(w: &World) -> std::process::Child {
+    let before = w.archive_gets(GO);
     let mut c = w.env.cmd(&["env", "prepare", "--go-version", GO]);
-    c.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut child = c.spawn().expect("spawn");
+    c.stdout(Stdio::null()).stderr(Stdio::piped());
+    let child = c.spawn().expect("spawn");
     let start = Instant::now();
-    while w.archive_gets(GO) == 0 {
+    while w.archive_gets(GO) == before {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "no download started"
@@ -560,11 +557,41 @@ fn an_interrupted_install_leaves_no_final_directory_and_the_next_call_succeeds()
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(300));
+    child
+}
+
+#[test]
+fn an_interrupted_install_leaves_no_final_directory_and_the_next_call_succeeds() {
+    let w = world();
+    let published = w.publish(GO);
+    // About two seconds for the whole archive (the signal comes ~0.3 s in); the download
+    // client notices an interrupt between chunks, so a slower body only makes this test slower.
+    w.mirror.fault(
+        &published.path,
+        Fault::Slow {
+            bytes_per_sec: (published.bytes.len() as u64 / 2).max(1),
+        },
+    );
+
+    // SIGKILL: nothing can clean up, and still nothing is published.
+    let mut child = start_slow_install(&w);
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(
         !w.go_dir(GO).exists(),
         "a killed install left its final directory"
+    );
+
+    // SIGTERM: the download stops, the command exits 130.
+    let child = start_slow_install(&w);
+    // SAFETY: signalling the child this test spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = wait_bounded(child);
+    let run = Run::from_output(&["env", "prepare"], out);
+    run.code(130);
+    assert!(
+        !w.go_dir(GO).exists(),
+        "an interrupted install left its final directory"
     );
 
     w.mirror.clear_faults();

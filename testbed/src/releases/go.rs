@@ -172,24 +172,34 @@ pub fn host_platform() -> String {
     format!("{os}-{arch}")
 }
 
-/// For `testbed serve`: a stand-in Go 1.22.12 for the host, with its knob file under
-/// `work_dir`, and a fake TSBS repository under `work_dir`. Returns the extra environment to
-/// export: `TSBSCTL_TSBS_REPO` and `TSBSCTL_TSBS_REV` (the fake repository's commit). Go 1.21.13
-/// is deliberately not published: its compiled checksums could never match a stand-in, so
-/// pass `tsbsctl env prepare --go-version 1.22.12`.
-pub fn publish_all(mirror: &Mirror, work_dir: &Path) -> std::io::Result<Vec<(String, String)>> {
-    std::fs::create_dir_all(work_dir)?;
+/// For `testbed serve`: a stand-in Go 1.22.12 for the host (knob file under `work_dir`) and a
+/// fake TSBS repository at `<work_dir>/tsbs`; [`serve_env`] gives the variables that point
+/// tsbsctl at them. Go 1.21.13 is deliberately not published: its compiled checksums could
+/// never match a stand-in, so use `tsbsctl env prepare --go-version 1.22.12` (or export
+/// `TSBSCTL_GO_VERSION=1.22.12`).
+pub fn publish_all(mirror: &Mirror, work_dir: &Path) {
+    std::fs::create_dir_all(work_dir).expect("create the serve work directory");
     publish(
         mirror,
         SERVE_VERSION,
         &host_platform(),
         &work_dir.join("go.knobs.json"),
     );
-    let (repo, commit) = crate::tsbs_repo::create(work_dir)?;
-    Ok(vec![
+    if !work_dir.join("tsbs").join(".git").exists() {
+        crate::tsbs_repo::create(work_dir).expect("create the fake TSBS repository");
+    }
+}
+
+/// The variables that point tsbsctl at what [`publish_all`] made: `TSBSCTL_TSBS_REPO`,
+/// `TSBSCTL_TSBS_REV` (the fake repository's commit) and `TSBSCTL_GO_VERSION`.
+pub fn serve_env(work_dir: &Path) -> Vec<(String, String)> {
+    let repo = work_dir.join("tsbs");
+    let commit = crate::tsbs_repo::git(&repo, &["rev-parse", "HEAD"]).unwrap_or_default();
+    vec![
         ("TSBSCTL_TSBS_REPO".into(), crate::tsbs_repo::url(&repo)),
         ("TSBSCTL_TSBS_REV".into(), commit),
-    ])
+        ("TSBSCTL_GO_VERSION".into(), SERVE_VERSION.into()),
+    ]
 }
 
 /// The Go version `publish_all` serves.
