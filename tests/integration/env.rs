@@ -220,6 +220,15 @@ fn acceptable_system_go_is_reused_and_nothing_is_downloaded() {
     // Human output names every field a person needs.
     let human = w.env.run(&["env", "show"]);
     human.ok();
+    // A system Go that changes after the prepare is caught by verify (offline).
+    w.env.run_json(&["env", "verify"]).ok();
+    w.system_go("1.22.8");
+    w.env
+        .run_json(&["env", "verify"])
+        .code(4)
+        .says("changed")
+        .says("tsbsctl env prepare");
+    assert_eq!(w.go_requests(), Vec::<String>::new());
     for needle in [
         "Go source: system",
         "Go version: 1.22.7",
@@ -629,6 +638,14 @@ fn explicit_go_must_be_acceptable_and_show_needs_a_prepare() {
         .env
         .run_json(&["env", "prepare", "--go", "/nonexistent/go"]);
     run.code(2).says("not an executable");
+    // Devel builds are not stable releases.
+    w.set_knobs(json!({"devel": true}));
+    let devel = w.system_go("1.23.1");
+    w.env
+        .run_json(&["env", "prepare", "--go", devel.to_str().unwrap()])
+        .code(2)
+        .says("could not parse stable Go version output");
+    w.set_knobs(json!({}));
     let good = w.system_go("1.23.1");
     // Moved out of PATH: --go is what selects it.
     let elsewhere = w.env.path().join("go-1.23.1");
