@@ -15,8 +15,8 @@ pub enum EnvCmd {
     /// Choose or install Go, get TSBS at a pinned commit and build its tools (once per commit).
     ///
     /// Go: a system Go 1.21+ (PATH, then $GOROOT/bin) unless --go, --go-version or
-    /// --managed-go says otherwise; else a managed Go under environment/go/ (1.21.13, or
-    /// $TSBSCTL_GO_VERSION, or [defaults] go_version in config.toml).
+    /// --managed-go says otherwise; else the managed Go the last prepare used; else a managed
+    /// Go under environment/go/ (1.21.13, or $TSBSCTL_GO_VERSION, or [defaults] go_version).
     /// TSBS commit: --tsbs-rev, else $TSBSCTL_TSBS_REV, else [defaults] tsbs_rev in
     /// config.toml, else the pinned 81d12c8bc5aa985aed0d0d6f040a2cbcf77e4a82.
     Prepare(PrepareArgs),

@@ -355,9 +355,33 @@ fn choose_go(
                     )),
                 }
             }
+            // A managed Go chosen by an earlier prepare (say with --go-version) is kept rather
+            // than downloading the default one.
+            if let Some(t) = recorded_managed(ctx, platform)? {
+                return Ok((t, "reused".into()));
+            }
             install(go::default_version(&ctx.root)?)
         }
     }
+}
+
+/// The managed Go recorded by the last prepare, when it is still installed and intact.
+fn recorded_managed(ctx: &Ctx, platform: &Platform) -> Result<Option<GoToolchain>> {
+    let Ok(Some(current)) = manifest::read_optional::<CurrentEnv>(&current_path(&ctx.root)) else {
+        return Ok(None);
+    };
+    let g = &current.go;
+    if g.source != GoSource::Managed || g.platform != platform.dashed() {
+        return Ok(None);
+    }
+    let Ok(version) = GoVersion::parse_requested(&g.version) else {
+        return Ok(None);
+    };
+    let dir = ctx.root.go_dir(&g.version, &g.platform);
+    if !dir.exists() {
+        return Ok(None);
+    }
+    go::check_managed(&dir, version, platform, false).map(Some)
 }
 
 /// `tsbsctl env show`: what the last `env prepare` recorded; runs and hashes nothing.
@@ -579,4 +603,57 @@ pub fn verify(root: &Root, full: bool) -> Result<Report> {
         verified: Some(if full { "full" } else { "quick" }),
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UNSET: &str = "TSBSCTL_TEST_VARIABLE_NOBODY_SETS";
+
+    #[test]
+    fn defaults_come_from_config_toml_when_the_variable_is_unset() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        assert_eq!(configured_default(&root, UNSET, "tsbs_rev").unwrap(), None);
+        assert_eq!(
+            tsbs::default_commit(&root).unwrap(),
+            (tsbs::PINNED_COMMIT.to_string(), "pinned".to_string())
+        );
+        std::fs::write(
+            root.config_file(),
+            "[sources]\ngo_dl = \"https://mirror.example/go\"\n[defaults]\ntsbs_rev = \"ABCDEF0123456789abcdef0123456789abcdef01\"\ngo_version = 7\n",
+        )
+        .unwrap();
+        let (v, origin) = configured_default(&root, UNSET, "tsbs_rev")
+            .unwrap()
+            .unwrap();
+        assert_eq!(v, "ABCDEF0123456789abcdef0123456789abcdef01");
+        assert!(origin.ends_with("[defaults] tsbs_rev"), "{origin}");
+        let e = configured_default(&root, UNSET, "go_version").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("must be a string"));
+        std::fs::write(root.config_file(), "[defaults\n").unwrap();
+        assert_eq!(
+            configured_default(&root, UNSET, "tsbs_rev")
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
+        std::fs::write(root.config_file(), "[defaults]\ntsbs_rev = \"main\"\n").unwrap();
+        let e = tsbs::default_commit(&root).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("tsbs_rev"), "{}", e.message);
+    }
+
+    #[test]
+    fn load_without_a_prepare_says_what_to_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let e = TsbsEnv::load(&root, None).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(e.hint.as_deref(), Some("run `tsbsctl env prepare`"));
+        let e = TsbsEnv::load(&root, Some(tsbs::PINNED_COMMIT)).unwrap_err();
+        assert!(e.hint.unwrap().contains(tsbs::PINNED_COMMIT));
+    }
 }

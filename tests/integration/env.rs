@@ -374,9 +374,14 @@ fn binaries_are_built_once_reused_and_rebuilt_on_request() {
     assert_eq!(second.json()["data"]["go"]["status"], "reused");
     assert_eq!(w.builds().len(), 6, "a reuse must not build");
 
+    // Without Go flags, the managed Go of the last prepare is kept (nothing downloaded).
     std::fs::remove_file(bin_dir.join("tsbs_generate_queries")).unwrap();
-    let third = w.env.run_json(&["env", "prepare", "--go-version", GO]);
+    let seen = w.mirror.requests().len();
+    let third = w.env.run_json(&["env", "prepare"]);
     third.ok();
+    assert_eq!(third.json()["data"]["go"]["version"], GO);
+    assert_eq!(third.json()["data"]["go"]["status"], "reused");
+    assert_eq!(w.mirror.requests().len(), seen);
     assert_eq!(w.builds().len(), 7);
     assert_eq!(statuses(&third)[1], "built");
 
