@@ -193,10 +193,15 @@ fn acquire(
             }
         }
     }
+    // A hold token given on the command line is not recorded: the lock file is world-readable.
+    let command = match opts.hold_token.as_deref() {
+        Some(t) if !t.is_empty() => command.replace(t, "<hold-token>"),
+        _ => command.to_string(),
+    };
     let info = LockInfo {
         pid: std::process::id() as i32,
         host: hostname(),
-        command: command.to_string(),
+        command,
         started_at: crate::manifest::now_rfc3339(),
         reason: reason.map(str::to_string),
     };
@@ -365,12 +370,16 @@ pub fn place_hold(
     label: &str,
     command: &str,
     reason: Option<&str>,
+    wait: Option<Duration>,
     reporter: &dyn Reporter,
 ) -> Result<(Hold, String)> {
     if let Some(h) = read_hold(dir)? {
         return Err(already_held(label, &h));
     }
-    let opts = LockOptions::default();
+    let opts = LockOptions {
+        wait,
+        hold_token: None,
+    };
     let _guard = acquire(&lock_path_of(dir), label, command, reason, &opts, reporter)?;
     if let Some(h) = read_hold(dir)? {
         return Err(already_held(label, &h));
@@ -601,6 +610,7 @@ mod tests {
             "workspace t/x",
             "c",
             Some("tuning"),
+            None,
             &SilentReporter,
         )
         .unwrap();
@@ -628,10 +638,18 @@ mod tests {
             wait: None,
             hold_token: Some(token.clone()),
         };
-        drop(lock(d.path(), &right).unwrap());
+        let cmd = format!("tsbsctl greptimedb serve --hold-token {token}");
+        let g = lock_dir(d.path(), "w", &cmd, None, &right, &SilentReporter).unwrap();
+        let recorded = read_lock_info(g.path()).unwrap().command;
+        assert_eq!(
+            recorded,
+            "tsbsctl greptimedb serve --hold-token <hold-token>"
+        );
+        drop(g);
 
         // A second hold is refused.
-        let e = place_hold(d.path(), "workspace t/x", "c", None, &SilentReporter).unwrap_err();
+        let e =
+            place_hold(d.path(), "workspace t/x", "c", None, None, &SilentReporter).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Busy);
 
         // Release: wrong token refused, right token works, then nothing to release.
@@ -659,11 +677,12 @@ mod tests {
     fn hold_is_refused_while_the_live_lock_is_held_and_force_releases() {
         let d = tempfile::tempdir().unwrap();
         let g = lock(d.path(), &LockOptions::default()).unwrap();
-        let e = place_hold(d.path(), "workspace t/x", "c", None, &SilentReporter).unwrap_err();
+        let e =
+            place_hold(d.path(), "workspace t/x", "c", None, None, &SilentReporter).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Busy);
         assert!(read_hold(d.path()).unwrap().is_none());
         drop(g);
-        place_hold(d.path(), "workspace t/x", "c", None, &SilentReporter).unwrap();
+        place_hold(d.path(), "workspace t/x", "c", None, None, &SilentReporter).unwrap();
         release_hold(d.path(), "workspace t/x", None, true).unwrap();
         assert!(read_hold(d.path()).unwrap().is_none());
     }
