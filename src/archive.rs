@@ -128,6 +128,9 @@ pub fn extract_staged(archive: &Path, target: &Path, opts: &ExtractOptions) -> R
     if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| Error::io("create directory", parent, e))?;
     }
+    // Leftovers of extractions whose process died are recognised by name and removed; a
+    // failure to remove one does not stop this extraction (its staging name is unique).
+    let _ = crate::fsutil::clean_staging(target, "extract");
     let root = crate::fsutil::staging_path(target, "extract")?;
     std::fs::create_dir(&root).map_err(|e| Error::io("create staging directory", &root, e))?;
     let inner = match &opts.top_dir {
@@ -683,6 +686,18 @@ mod tests {
         assert_eq!(beside(&c).len(), 1);
         drop(staged);
         assert_eq!(beside(&c), Vec::<String>::new());
+    }
+
+    #[test]
+    fn leftovers_of_dead_extractions_are_cleaned() {
+        let c = case(good().gz());
+        let parent = c.target.parent().unwrap();
+        let dead = parent.join(".tree.extract-999999999-1");
+        std::fs::create_dir_all(dead.join("pkg")).unwrap();
+        let staged = extract_staged(&c.archive, &c.target, &none()).unwrap();
+        assert!(!dead.exists());
+        assert_eq!(beside(&c).len(), 1);
+        drop(staged);
     }
 
     #[test]

@@ -105,7 +105,12 @@ pub fn lock_dir(
     std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
     // Fail fast on a hold, and check again once the lock is ours: `workspace lock` writes the
     // hold while holding the lock, so the second check cannot miss one.
-    check_hold(dir, label, opts.hold_token.as_deref())?;
+    let had_hold = check_hold(dir, label, opts.hold_token.as_deref())?;
+    if !had_hold && opts.hold_token.is_some() {
+        reporter.warn(&format!(
+            "{label} has no manual hold (it was released); --hold-token is ignored"
+        ));
+    }
     let guard = acquire(&lock_path_of(dir), label, command, reason, opts, reporter)?;
     check_hold(dir, label, opts.hold_token.as_deref())?;
     Ok(guard)
@@ -342,12 +347,13 @@ pub fn read_hold(dir: &Path) -> Result<Option<Hold>> {
     })
 }
 
-fn check_hold(dir: &Path, label: &str, token: Option<&str>) -> Result<()> {
+/// Refuses unless `dir` has no hold or `token` is its token. True when a hold was found.
+fn check_hold(dir: &Path, label: &str, token: Option<&str>) -> Result<bool> {
     let Some(hold) = read_hold(dir)? else {
-        return Ok(());
+        return Ok(false);
     };
     match token {
-        Some(t) if hold.matches(t) => Ok(()),
+        Some(t) if hold.matches(t) => Ok(true),
         Some(_) => Err(Error::busy(format!(
             "{label} is held by {}; the --hold-token given does not match that hold",
             hold.describe()
