@@ -10,6 +10,7 @@
 
 pub mod emulators;
 pub mod releases;
+pub mod tarball;
 pub mod tsbs_repo;
 
 use std::path::PathBuf;
