@@ -418,6 +418,7 @@ pub fn prepare(
         }
     };
     let mut records = previous.map(|m| m.binaries).unwrap_or_default();
+    clean_dead_outputs(&dir.join("bin"));
     let build_log = dir.join("build.log");
     let mut statuses = Vec::new();
     for tool in TOOLS {
@@ -472,6 +473,25 @@ pub fn prepare(
             binaries: statuses,
         },
     ))
+}
+
+/// Removes `bin/.<tool>.tmp-<pid>` outputs left by a build whose process is gone (killed).
+fn clean_dead_outputs(bin: &Path) {
+    let Ok(entries) = std::fs::read_dir(bin) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some((_, pid)) = name.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")) else {
+            continue;
+        };
+        if pid
+            .parse::<i32>()
+            .is_ok_and(|p| !crate::fsutil::process_alive(p))
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// A recorded binary as reported.

@@ -669,3 +669,47 @@ fn explicit_go_must_be_acceptable_and_show_needs_a_prepare() {
         .code(2)
         .says("too old");
 }
+
+#[test]
+fn an_interrupted_build_keeps_finished_binaries_and_resumes() {
+    let w = world();
+    w.publish(GO);
+    w.set_knobs(json!({"build_delay_ms": 400}));
+    let mut c = w.env.cmd(&["env", "prepare", "--go-version", GO, "--json"]);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = c.spawn().expect("spawn");
+    let start = Instant::now();
+    while w.builds().len() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no build started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling the child this test spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let run = Run::from_output(&["env", "prepare"], wait_bounded(child));
+    run.code(130);
+    assert_eq!(run.json()["error"]["kind"], "interrupted");
+    assert!(!w.env.root.join("environment/current.json").exists());
+    let bin = w.tsbs_dir().join("bin");
+    let names: Vec<String> = std::fs::read_dir(&bin)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
+    let finished = names.len();
+    assert!((1..6).contains(&finished), "{names:?}");
+
+    w.set_knobs(json!({}));
+    let run = w.env.run_json(&["env", "prepare", "--go-version", GO]);
+    run.ok();
+    let s = statuses(&run);
+    assert_eq!(
+        s.iter().filter(|s| *s == "reused").count(),
+        finished,
+        "{s:?}"
+    );
+    w.env.run_json(&["env", "verify"]).ok();
+}
