@@ -5,4 +5,5 @@ mod util;
 
 mod archive;
 mod cli;
+mod download;
 mod locks;
