@@ -5,5 +5,6 @@ mod util;
 
 mod archive;
 mod cli;
+mod download;
 mod env;
 mod locks;
