@@ -9,7 +9,10 @@
 //!   wrapper scripts that exec it, so a test's installed "binary" is a real executable.
 
 pub mod emulators;
+pub mod gotool;
+pub mod queryfile;
 pub mod releases;
+pub mod stubserver;
 
 use std::path::PathBuf;
 
