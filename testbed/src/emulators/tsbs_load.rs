@@ -187,10 +187,7 @@ fn send(
     let resp = match res {
         Ok(r) => r,
         Err(ureq::Error::Status(_, r)) => r,
-        Err(ureq::Error::Transport(t)) => {
-            let op = format!("{}{}", &method[..1], method[1..].to_ascii_lowercase());
-            return Err(format!("{op} \"{url}\": {t}"));
-        }
+        Err(ureq::Error::Transport(t)) => return Err(go_transport_error(method, url, &t)),
     };
     let status = resp.status();
     let status_line = format!("{} {}", status, resp.status_text());
@@ -203,6 +200,27 @@ fn send(
         body,
         retry_after,
     })
+}
+
+/// Go's `url.Error` text for a request that got no answer: `Post "<url>": <detail>`.
+pub(crate) fn go_transport_error(method: &str, url: &str, t: &ureq::Transport) -> String {
+    let op = format!("{}{}", &method[..1], method[1..].to_ascii_lowercase());
+    let host = url
+        .split("://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or(url);
+    let detail = match t.kind() {
+        ureq::ErrorKind::ConnectionFailed => {
+            format!("dial tcp {host}: connect: connection refused")
+        }
+        ureq::ErrorKind::Dns => format!("dial tcp: lookup {host}: no such host"),
+        _ => t
+            .message()
+            .map(str::to_string)
+            .unwrap_or_else(|| t.kind().to_string()),
+    };
+    format!("{op} \"{url}\": {detail}")
 }
 
 /// Go's error text for a failed `os.Open`.

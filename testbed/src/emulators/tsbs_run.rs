@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::tsbs_load::go_open_error;
+use super::tsbs_load::{go_open_error, go_transport_error};
 use crate::gotool::{self, fatal, flag, go_panic, FlagDef, GoJson, Kind};
 use crate::queryfile::{self, form_encode, Query};
 
@@ -648,14 +648,7 @@ fn do_query(agent: &ureq::Agent, host: &str, q: &Query, id: u64, o: &Opts) -> Re
     let resp = match req.send_bytes(&[]) {
         Ok(r) => r,
         Err(ureq::Error::Status(_, r)) => r,
-        Err(ureq::Error::Transport(t)) => {
-            let m = &q.method;
-            return Err(format!(
-                "{}{} \"{url}\": {t}",
-                &m[..1],
-                m[1..].to_ascii_lowercase()
-            ));
-        }
+        Err(ureq::Error::Transport(t)) => return Err(go_transport_error(&q.method, &url, &t)),
     };
     let status = resp.status();
     let mut body = Vec::new();
@@ -731,7 +724,7 @@ fn do_influx3(
     let resp = match req.send_bytes(payload.as_bytes()) {
         Ok(r) => r,
         Err(ureq::Error::Status(_, r)) => r,
-        Err(ureq::Error::Transport(t)) => return Err(format!("Post \"{url}\": {t}")),
+        Err(ureq::Error::Transport(t)) => return Err(go_transport_error("POST", &url, &t)),
     };
     let status = resp.status();
     let mut body = Vec::new();
