@@ -3,18 +3,17 @@
 //! stream of `query.HTTP` records (protocols.md §1.2). tsbsctl only hashes and sizes these
 //! files, so their format is ours; it keeps the same fields.
 //!
-//! Format (UTF-8, line-oriented): the first line is [`HEADER`]; then one JSON object per
-//! query, one per line, with the keys of [`Query`]. Multi-line SQL stays on one line (JSON
-//! escapes the newlines). Query ids are positions (0, 1, 2, ...), as the real runner numbers
-//! what it decodes. A file that does not start with the header is refused by the runners
-//! (as a real runner refuses a non-gob file: `log.Fatal`, exit 1).
+//! Format: **JSON lines**, one JSON object per query, `\n` terminated, with the keys of [`Query`]
+//! in that order; empty lines are skipped. Multi-line SQL stays on one line (JSON escapes the
+//! newlines). This is the format the `tsbs_generate_queries` stand-in documents and writes
+//! (helper "data", `emulators/tsbs_generate.rs`, `QueryRecord`); both sides must stay in step.
+//! Query ids are positions (0, 1, 2, ...), as the real runner numbers what it decodes. A line
+//! that is not a query record is refused by the runners (as a real runner refuses a non-gob
+//! file: `log.Fatal`, exit 1).
 
 use std::io::{BufRead, Write};
 
 use serde::{Deserialize, Serialize};
-
-/// The first line of every query file.
-pub const HEADER: &str = "# testbed tsbs queries v1";
 
 /// One query: the fields of TSBS's `query.HTTP`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,7 +63,6 @@ impl Query {
 
 /// Writes a whole query file.
 pub fn write(w: &mut impl Write, queries: &[Query]) -> std::io::Result<()> {
-    writeln!(w, "{HEADER}")?;
     for q in queries {
         serde_json::to_writer(&mut *w, q)?;
         w.write_all(b"\n")?;
@@ -79,15 +77,10 @@ pub struct Reader<R: BufRead> {
 }
 
 impl<R: BufRead> Reader<R> {
-    /// Checks the header; `Err` describes why the file is not a query file.
-    pub fn new(r: R) -> Result<Reader<R>, String> {
-        let mut lines = r.lines();
-        match lines.next() {
-            Some(Ok(h)) if h == HEADER => Ok(Reader { lines, line_no: 1 }),
-            Some(Err(e)) => Err(format!("read error: {e}")),
-            _ => Err(format!(
-                "not a testbed query file (the first line must be {HEADER:?})"
-            )),
+    pub fn new(r: R) -> Reader<R> {
+        Reader {
+            lines: r.lines(),
+            line_no: 0,
         }
     }
 }
@@ -95,18 +88,22 @@ impl<R: BufRead> Reader<R> {
 impl<R: BufRead> Iterator for Reader<R> {
     type Item = Result<Query, String>;
     fn next(&mut self) -> Option<Self::Item> {
-        let line = self.lines.next()?;
-        self.line_no += 1;
-        Some(match line {
-            Ok(l) => serde_json::from_str(&l).map_err(|e| format!("line {}: {e}", self.line_no)),
-            Err(e) => Err(format!("read error: {e}")),
-        })
+        loop {
+            let line = self.lines.next()?;
+            self.line_no += 1;
+            return Some(match line {
+                Ok(l) if l.is_empty() => continue,
+                Ok(l) => serde_json::from_str(&l)
+                    .map_err(|e| format!("malformed query record on line {}: {e}", self.line_no)),
+                Err(e) => Err(format!("read error: {e}")),
+            });
+        }
     }
 }
 
 /// Reads a whole query file.
 pub fn read(r: impl BufRead) -> Result<Vec<Query>, String> {
-    Reader::new(r)?.collect()
+    Reader::new(r).collect()
 }
 
 /// Go's `url.QueryEscape`: unreserved bytes kept, space as `+`, the rest `%XX`.
@@ -177,7 +174,8 @@ mod tests {
         let mut buf = Vec::new();
         write(&mut buf, &qs).unwrap();
         let text = String::from_utf8(buf.clone()).unwrap();
-        assert_eq!(text.lines().count(), 3);
+        assert_eq!(text.lines().count(), 2);
+        assert!(text.starts_with("{\"human_label\":\"Influx last row per host\",\"human_description\":\"d\",\"method\":\"POST\",\"path\":"));
         assert_eq!(read(&buf[..]).unwrap(), qs);
         assert_eq!(
             qs[0].path,
@@ -186,7 +184,7 @@ mod tests {
         assert_eq!(form_decode(&qs[0].path[12..]), qs[0].raw_query);
         assert!(read(&b"cpu,host=a x=1i 1\n"[..])
             .unwrap_err()
-            .contains("not a testbed query file"));
+            .starts_with("malformed query record on line 1"));
         assert_eq!(form_decode("a%2"), "a%2");
     }
 }

@@ -930,7 +930,12 @@ fn greptime_runner_panics_on_non_200_and_honours_limits() {
     std::fs::write(&qf, data(2)).unwrap();
     let run = emulate("tsbs_run_queries_influx", &base, dir.path(), None, None);
     run.expect(1);
-    assert!(run.stderr().contains("not a testbed query file"));
+    assert!(
+        run.stderr()
+            .contains("gob: malformed query record on line 1"),
+        "{}",
+        run.stderr()
+    );
 }
 
 #[test]

@@ -354,10 +354,7 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
             ),
         }
     };
-    let reader = match queryfile::Reader::new(BufReader::with_capacity(4 << 20, input)) {
-        Ok(r) => r,
-        Err(e) => fatal(&format!("gob: {e}")),
-    };
+    let reader = queryfile::Reader::new(BufReader::with_capacity(4 << 20, input));
     for (n, item) in (0u64..).zip(reader) {
         if limit > 0 && n >= limit {
             break;
