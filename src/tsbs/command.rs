@@ -154,6 +154,14 @@ impl TsbsCommand {
         });
     }
 
+    /// The tool's name (`tsbs_load_greptime`, ...), from the program path.
+    pub fn tool(&self) -> String {
+        self.program
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
     /// The real arguments (secrets included), for the child process only.
     pub fn args(&self) -> Vec<OsString> {
         self.args

@@ -26,6 +26,8 @@ pub enum FailureKind {
     Signal,
     /// A non-zero exit without a recognisable message (e.g. pflag's exit 2 on a bad flag).
     Exit,
+    /// Exit 0, but the results file or the log cannot be read (malformed, missing summary).
+    Results,
 }
 
 /// Why a tool run failed; `reason` is one line for summaries (no secrets: tools never print
@@ -55,6 +57,22 @@ static STATUS_RES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
 });
 static EXISTS_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"database "[^"]*" exists: aborting\."#).unwrap());
+
+impl ToolFailure {
+    /// A run that exited 0 but whose results are unusable.
+    pub fn unreadable(tool: &str, err: &crate::error::Error) -> ToolFailure {
+        ToolFailure {
+            kind: FailureKind::Results,
+            exit_code: Some(0),
+            signal: None,
+            http_status: None,
+            reason: format!(
+                "{tool} exited 0 but its results are unusable: {}",
+                err.message
+            ),
+        }
+    }
+}
 
 /// Longest message kept in a reason (bodies of error responses can be large).
 const MAX_MESSAGE: usize = 400;

@@ -8,11 +8,13 @@
 //! Facts: reference benchmark.md §3.3-§4.4, protocols.md §1.3-§1.8.
 
 pub mod command;
+pub mod explain;
 pub mod failure;
 pub mod load;
 pub mod query;
 
 use std::path::Path;
+use std::process::ExitStatus;
 
 use crate::error::Error;
 
@@ -20,11 +22,52 @@ pub use command::{
     explain_command, load_command, query_command, DatabaseMode, ExplainSpec, LoadInput, LoadSpec,
     LoadTarget, QuerySpec, QueryTarget, Secret, TsbsCommand,
 };
+pub use explain::{explain_result, ExplainEntry, ExplainResult};
 pub use failure::{detect, FailureKind, ToolFailure};
 pub use load::{load_result, LoadResult};
 pub use query::{
     aggregate, query_result, LatencyStats, QueryAttempt, QueryRunResult, QueryTypeResult,
 };
+
+/// One load step, start to end: a non-zero exit is a failure in the tool's words (§4.4); an
+/// exit 0 whose results cannot be read is a failure too ([`FailureKind::Results`]).
+pub fn load_outcome(
+    tool: &str,
+    status: ExitStatus,
+    log_text: &str,
+    results_file: &Path,
+) -> std::result::Result<LoadResult, ToolFailure> {
+    if let Some(f) = detect(tool, status, log_text) {
+        return Err(f);
+    }
+    load_result(results_file, log_text).map_err(|e| ToolFailure::unreadable(tool, &e))
+}
+
+/// One query-runner step (one type, one attempt), as [`load_outcome`].
+pub fn query_outcome(
+    tool: &str,
+    status: ExitStatus,
+    log_text: &str,
+    results_file: &Path,
+) -> std::result::Result<QueryRunResult, ToolFailure> {
+    if let Some(f) = detect(tool, status, log_text) {
+        return Err(f);
+    }
+    query_result(results_file, log_text).map_err(|e| ToolFailure::unreadable(tool, &e))
+}
+
+/// One analysis step (one type, one attempt), as [`load_outcome`].
+pub fn explain_outcome(
+    tool: &str,
+    status: ExitStatus,
+    log_text: &str,
+    spec: &ExplainSpec,
+) -> std::result::Result<ExplainResult, ToolFailure> {
+    if let Some(f) = detect(tool, status, log_text) {
+        return Err(f);
+    }
+    explain_result(spec, log_text).map_err(|e| ToolFailure::unreadable(tool, &e))
+}
 
 /// The `ResultFormatVersion` the parsers read structurally.
 pub const RESULT_FORMAT_VERSION: &str = "0.2";
@@ -189,6 +232,42 @@ mod tests {
             label_key("Influx 1 cpu metric(s), random    1 hosts, random 1h0m0s by 1m"),
             "Influx_1_cpu_metric_s_random_1_hosts_random_1h0m0s_by_1m"
         );
+    }
+
+    #[test]
+    fn summary_types_round_trip_through_json() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.json");
+        let log = "Run complete after 2 queries with 1 workers (Overall query rate 5.00 queries/sec):\n\
+                   Influx last row per host:\nmin: 1.00ms, med: 1.00ms, mean: 1.50ms, max: 2.00ms, stddev: 0.50ms, sum: 0.0sec, count: 2\n\
+                   all queries             :\nmin: 1.00ms, med: 1.00ms, mean: 1.50ms, max: 2.00ms, stddev: 0.50ms, sum: 0.0sec, count: 2\n";
+        let r = query_result(&p, log).unwrap();
+        let attempt = QueryAttempt {
+            database: "benchmark".into(),
+            query_type: "lastpoint".into(),
+            attempt: 1,
+            result: r,
+        };
+        let agg = aggregate(std::slice::from_ref(&attempt));
+        let text = serde_json::to_string(&(&attempt, &agg)).unwrap();
+        let back: (QueryAttempt, Vec<QueryTypeResult>) = serde_json::from_str(&text).unwrap();
+        assert_eq!((back.0, back.1), (attempt, agg));
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            v[0]["result"]["labels"]["all_queries"]["label"],
+            "all queries"
+        );
+        assert_eq!(v[0]["result"]["labels"]["all_queries"]["mean_ms"], 1.5);
+        assert_eq!(v[1][0]["attempts"][0]["median_ms"], 1.0);
+        assert_eq!(v[0]["result"]["source"], "log");
+        let load = load_result(
+            &p,
+            "\nSummary:\nloaded 10 metrics in 1.000sec with 1 workers (mean rate 10.00 metrics/sec)\n",
+        )
+        .unwrap();
+        let back: LoadResult =
+            serde_json::from_str(&serde_json::to_string(&load).unwrap()).unwrap();
+        assert_eq!(back, load);
     }
 
     #[test]

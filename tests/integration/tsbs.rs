@@ -68,6 +68,16 @@ impl World {
         log: &Path,
         stdin: Option<&[u8]>,
     ) -> (Option<ToolFailure>, String) {
+        let (status, text) = self.run_raw(cmd, log, stdin);
+        (tsbs::detect(&cmd.tool(), status, &text), text)
+    }
+
+    fn run_raw(
+        &self,
+        cmd: &TsbsCommand,
+        log: &Path,
+        stdin: Option<&[u8]>,
+    ) -> (std::process::ExitStatus, String) {
         assert!(tsbs::command::viper_config_files(&self.path("cwd")).is_empty());
         std::fs::write(log, format!("{}\n", cmd.log_line())).unwrap();
         let out = std::fs::OpenOptions::new().append(true).open(log).unwrap();
@@ -99,14 +109,7 @@ impl World {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
-        let text = std::fs::read_to_string(log).unwrap();
-        let tool = cmd
-            .program
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        (tsbs::detect(&tool, status, &text), text)
+        (status, std::fs::read_to_string(log).unwrap())
     }
 }
 
@@ -184,10 +187,9 @@ fn load_results_file_log_fallback_and_malformed() {
 
     let spec = load_spec(&w, &srv.url(), DatabaseMode::Create, "load-run-001.json");
     let cmd = tsbs::load_command(&spec).unwrap();
-    let (failure, log) = w.run(&cmd, &w.path("load-1.log"), None);
-    assert_eq!(failure, None, "{log}");
+    let (status, log) = w.run_raw(&cmd, &w.path("load-1.log"), None);
     assert!(log.starts_with("$ "), "{log}");
-    let r = tsbs::load_result(&spec.results_file, &log).unwrap();
+    let r = tsbs::load_outcome(&cmd.tool(), status, &log, &spec.results_file).unwrap();
     assert_eq!(r.source, ResultSource::ResultsFile);
     assert_eq!((r.metrics, r.rows), (90, Some(30)));
     assert_eq!((r.workers, r.batch_size), (Some(2), Some(7)));
