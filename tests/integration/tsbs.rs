@@ -427,12 +427,11 @@ fn query_results_parse_aggregate_and_fail() {
     w.knob(json!({"tsbs_run": {"results": "malformed"}}));
     let mut s = spec(4);
     s.file = ok_file;
-    let (failure, log) = w.run(&tsbs::query_command(&s).unwrap(), &w.path("q4.log"), None);
-    assert_eq!(failure, None);
-    assert!(tsbs::query_result(&s.results_file, &log)
-        .unwrap_err()
-        .message
-        .starts_with("malformed result JSON"));
+    let cmd = tsbs::query_command(&s).unwrap();
+    let (status, log) = w.run_raw(&cmd, &w.path("q4.log"), None);
+    let f = tsbs::query_outcome(&cmd.tool(), status, &log, &s.results_file).unwrap_err();
+    assert_eq!((f.kind, f.exit_code), (FailureKind::Results, Some(0)));
+    assert!(f.reason.contains("malformed result JSON"), "{}", f.reason);
 }
 
 #[test]
@@ -448,12 +447,10 @@ fn explain_command_produces_the_expected_files() {
         hot_runs: 2,
         results_dir: w.path("results/analyze/high-cpu-1/run-001"),
     };
-    let (failure, log) = w.run(
-        &tsbs::explain_command(&spec).unwrap(),
-        &w.path("runner.log"),
-        None,
-    );
-    assert_eq!(failure, None, "{log}");
+    let cmd = tsbs::explain_command(&spec).unwrap();
+    let (status, log) = w.run_raw(&cmd, &w.path("runner.log"), None);
+    let checked = tsbs::explain_outcome(&cmd.tool(), status, &log, &spec).unwrap();
+    assert_eq!((checked.hot.len(), checked.metrics.all.count), (2, 3));
     assert_eq!(srv.requests().len(), 3);
     for (i, p) in std::iter::once(spec.cold_result())
         .chain(spec.hot_results())
