@@ -200,12 +200,23 @@ impl TsbsCommand {
         format!("$ {}", self.redacted())
     }
 
-    /// A `std::process::Command` with the real arguments, run from `cwd` (which must hold no
-    /// `config.*` file: see [`viper_config_files`]). Stdio is left to the caller.
-    pub fn command(&self, cwd: &Path) -> Command {
+    /// A `std::process::Command` with the real arguments, run from `cwd`. Refuses a `cwd`
+    /// holding a `config.*` file, which the tools (viper) would merge into their flags.
+    /// Stdio is left to the caller.
+    pub fn command(&self, cwd: &Path) -> Result<Command> {
+        if let Some(found) = viper_config_files(cwd).first() {
+            return Err(Error::failed(format!(
+                "{} would read {} and merge it into its flags",
+                self.tool(),
+                found.display()
+            ))
+            .with_hint(
+                "move that file away; TSBS tools must run from a directory without config.* files",
+            ));
+        }
         let mut c = Command::new(&self.program);
         c.args(self.args()).current_dir(cwd);
-        c
+        Ok(c)
     }
 }
 
@@ -568,10 +579,20 @@ mod tests {
         assert!(real.contains(&"--auth-token=s3cr3t-auth".to_string()));
         // the admin token falls back to the auth token
         assert!(real.contains(&"--admin-token=s3cr3t-auth".to_string()));
+        let spec_debug = format!(
+            "{:?}",
+            LoadTarget::Influx3 {
+                no_sync: true,
+                accept_partial: false,
+                auth_token: Some(Secret::new("s3cr3t-auth")),
+                admin_token: None
+            }
+        );
         for shown in [c.redacted(), c.log_line(), format!("{c:?}")] {
             assert!(!shown.contains("s3cr3t"), "{shown}");
             assert!(shown.contains("--auth-token=<redacted>"), "{shown}");
         }
+        assert!(!spec_debug.contains("s3cr3t") && spec_debug.contains("<redacted>"));
         let c = influx3_load(Some("a1"), Some("ad1"));
         let real: Vec<String> = c
             .args()
@@ -692,7 +713,11 @@ mod tests {
         assert_eq!(shell_quote(""), "''");
         let d = tempfile::tempdir().unwrap();
         assert!(viper_config_files(d.path()).is_empty());
+        let cmd = greptime_load(DatabaseMode::Reuse, None).unwrap();
+        assert!(cmd.command(d.path()).is_ok());
         std::fs::write(d.path().join("config.yaml"), "workers: 9\n").unwrap();
         assert_eq!(viper_config_files(d.path()), [d.path().join("config.yaml")]);
+        let e = cmd.command(d.path()).unwrap_err();
+        assert!(e.message.contains("config.yaml"), "{}", e.message);
     }
 }
