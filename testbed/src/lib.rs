@@ -13,6 +13,7 @@ pub mod gotool;
 pub mod queryfile;
 pub mod releases;
 pub mod stubserver;
+pub mod tarball;
 
 use std::path::PathBuf;
 

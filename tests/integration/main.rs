@@ -3,5 +3,7 @@
 
 mod util;
 
+mod archive;
 mod cli;
+mod locks;
 mod tsbs;
