@@ -1182,3 +1182,64 @@ fn runner_flags_are_strict() {
     run.expect(2);
     assert!(run.stderr().starts_with("panic: cannot open file for read /nonexistent/q.dat: open /nonexistent/q.dat: no such file or directory"));
 }
+
+#[test]
+fn runner_burn_in_prewarm_and_interim_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let qf = query_file(dir.path(), "q.dat", &lastpoint(3));
+    let results = dir.path().join("r.json");
+    let srv = greptime(Arc::new(Greptime::default()));
+    let run = emulate(
+        "tsbs_run_queries_influx",
+        &[
+            format!("--file={}", qf.display()),
+            format!("--urls={}", srv.url()),
+            "--prewarm-queries".into(),
+            "--burn-in=1".into(),
+            "--print-interval=2".into(),
+            "--debug=1".into(),
+            format!("--results-file={}", results.display()),
+        ],
+        dir.path(),
+        None,
+        None,
+    );
+    run.expect(0);
+    assert_eq!(srv.requests().len(), 6, "each query twice");
+    let (out, err) = (run.stdout(), run.stderr());
+    assert!(
+        out.starts_with("Run complete after 2 queries with 1 workers"),
+        "{out}"
+    );
+    let labels: Vec<&str> = out
+        .lines()
+        .filter(|l| l.ends_with(':') && !l.starts_with("Run"))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "Influx last row per host:",
+            "all queries             :",
+            "cold queries            :",
+            "warm queries            :"
+        ]
+    );
+    assert!(
+        out.contains("count: 5\n"),
+        "burn-in drops the first measurement: {out}"
+    );
+    assert!(
+        err.contains("burn-in complete after 1 queries with 1 workers\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("After 1 queries with 1 workers:\nInterval query rate: "),
+        "{err}"
+    );
+    assert!(err.contains("debug: Influx last row per host\n"), "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    assert_eq!(v["Totals"]["overallStats"]["warm_queries"]["count"], 3);
+    assert_eq!(v["Totals"]["overallStats"]["cold_queries"]["count"], 2);
+    assert_eq!(v["Totals"]["prewarmQueries"], true);
+    assert_eq!(v["Totals"]["burnIn"], 1);
+}

@@ -156,6 +156,7 @@ fn greptime(fail: Option<&'static str>) -> (StubServer, Arc<Mutex<BTreeSet<Strin
             }
             "/v1/influxdb/write" => StubResponse::new(204, ""),
             "/api/v3/write_lp" => StubResponse::new(204, ""),
+            "/api/v3/query_sql" => StubResponse::json(200, &json!([])),
             _ => StubResponse::new(404, "Not found"),
         }
     })
@@ -314,6 +315,52 @@ fn influx3_load_streams_stdin_and_keeps_tokens_out_of_logs() {
     assert!(reqs[0].url.contains("no_sync=true"));
     assert!(log.contains("--auth-token=<redacted>"));
     for f in [w.path("load.log"), spec.results_file.clone()] {
+        assert!(
+            !std::fs::read_to_string(&f).unwrap().contains("Sekrit"),
+            "{}",
+            f.display()
+        );
+    }
+
+    // the InfluxDB 3 runner, with its token
+    let qs: Vec<Query> = (0..3)
+        .map(|i| {
+            Query::influx3(
+                "InfluxDB 3 last row per host",
+                "d",
+                &format!("SELECT {i}"),
+                0,
+                0,
+            )
+        })
+        .collect();
+    let file = w.path("lastpoint.dat");
+    queryfile::write(&mut std::fs::File::create(&file).unwrap(), &qs).unwrap();
+    let q = QuerySpec {
+        binary: w.bin("tsbs_run_queries_influx3"),
+        target: QueryTarget::Influx3 {
+            auth_token: Some(Secret::new("tok-Sekrit-1")),
+        },
+        file,
+        database: "benchmark".into(),
+        urls: vec![srv.url()],
+        workers: 2,
+        results_file: w.path("query-lastpoint-run-001.json"),
+    };
+    let cmd = tsbs::query_command(&q).unwrap();
+    let (status, log) = w.run_raw(&cmd, &w.path("query.log"), None);
+    let r = tsbs::query_outcome(&cmd.tool(), status, &log, &q.results_file).unwrap();
+    assert_eq!((r.all.count, r.workers), (3, Some(2)));
+    let asked: Vec<StubRequest> = srv
+        .requests()
+        .into_iter()
+        .filter(|r| r.path() == "/api/v3/query_sql")
+        .collect();
+    assert_eq!(asked.len(), 3);
+    assert!(asked
+        .iter()
+        .all(|r| r.header("authorization") == Some("Bearer tok-Sekrit-1")));
+    for f in [w.path("query.log"), q.results_file.clone()] {
         assert!(
             !std::fs::read_to_string(&f).unwrap().contains("Sekrit"),
             "{}",
