@@ -102,7 +102,11 @@ fn parse_stat_line(line: &str) -> Option<LatencyStats> {
     for c in STAT_RE.captures_iter(line) {
         kv.insert(c[1].to_string(), c[2].to_string());
     }
-    let f = |k: &str| kv.get(k).and_then(|v| go_float(v));
+    let f = |k: &str| {
+        kv.get(k)
+            .and_then(|v| go_float(v))
+            .filter(|f| f.is_finite())
+    };
     Some(LatencyStats {
         count: kv.get("count")?.parse().ok()?,
         mean_ms: f("mean")?,
@@ -134,7 +138,10 @@ pub fn parse_query_log(text: &str) -> std::result::Result<QueryLog, String> {
     while i < lines.len() {
         let line = lines[i];
         if let Some(rest) = line.strip_prefix("wall clock time: ") {
-            wall = rest.strip_suffix("sec").and_then(go_float);
+            wall = rest
+                .strip_suffix("sec")
+                .and_then(go_float)
+                .filter(|f| f.is_finite());
         } else if let Some(label) = line.strip_suffix(':') {
             if let Some(stats) = lines.get(i + 1).and_then(|l| parse_stat_line(l)) {
                 blocks.push((label.trim_end().to_string(), stats));
@@ -149,7 +156,7 @@ pub fn parse_query_log(text: &str) -> std::result::Result<QueryLog, String> {
     Ok(QueryLog {
         completed_queries: m[1].parse().map_err(|_| "bad query count in run marker")?,
         workers: m[2].parse().map_err(|_| "bad worker count in run marker")?,
-        overall_queries_per_second: go_float(&m[3]),
+        overall_queries_per_second: go_float(&m[3]).filter(|f| f.is_finite()),
         blocks,
         wall_clock_seconds: wall,
     })
