@@ -8,6 +8,7 @@ pub mod archive;
 pub mod canonical;
 pub mod cli;
 pub mod context;
+pub mod dataset;
 pub mod download;
 pub mod environment;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod manifest;
 pub mod output;
 pub mod paths;
 pub mod platform;
+pub mod queryset;
 pub mod sources;
 pub mod treehash;
 
