@@ -3,5 +3,7 @@
 
 mod util;
 
+mod archive;
 mod cli;
 mod data;
+mod locks;
