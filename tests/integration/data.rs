@@ -107,6 +107,15 @@ fn tiny() -> SpecOverrides {
 
 const TINY_ROWS: u64 = 3 * 360;
 
+/// Query sets need a day (the longest query window is 12 h); 3 hosts, no data.
+fn day3() -> SpecOverrides {
+    SpecOverrides {
+        profile: Some(Profile::Smoke),
+        scale: Some(3),
+        ..Default::default()
+    }
+}
+
 fn generate(
     env: &TestEnv,
     s: &Standins,
@@ -240,7 +249,8 @@ fn query_set_ids_match_the_reference_vectors() {
 
 #[test]
 fn query_count_validation_messages_reach_the_user() {
-    let cases: &[(&[&str], Option<i64>, &[&str], &str)] = &[
+    type Case<'a> = (&'a [&'a str], Option<i64>, &'a [&'a str], &'a str);
+    let cases: &[Case] = &[
         (
             &[],
             None,
@@ -702,7 +712,7 @@ fn query_sets_generate_publish_reuse_and_detect_corruption() {
     let env = TestEnv::new();
     let s = Standins::new(&env);
     let root = root(&env);
-    let ds = Dataset::resolve(&root, Some("tiny"), &tiny()).unwrap();
+    let ds = Dataset::resolve(&root, Some("qs"), &day3()).unwrap();
     let counts = queryset::resolve_counts(
         Profile::Smoke,
         None,
@@ -734,12 +744,12 @@ fn query_sets_generate_publish_reuse_and_detect_corruption() {
     let m: Value = serde_json::from_slice(&fs::read(&set.manifest_path).unwrap()).unwrap();
     assert_eq!(m["kind"], "influxdb3-query-set");
     assert_eq!(m["query_set_id"], set.id);
-    assert_eq!(m["spec"]["timestamp_end"], "2023-06-11T01:00:01Z");
+    assert_eq!(m["spec"]["timestamp_end"], "2023-06-12T00:00:01Z");
     assert_eq!(
         set.manifest_sha256,
         sha256_of(&fs::read(&set.manifest_path).unwrap())
     );
-    assert!(set.path.starts_with(env.root.join("queries/tiny/influx3")));
+    assert!(set.path.starts_with(env.root.join("queries/qs/influx3")));
 
     // Reuse: no generator run, same manifest checksum, and the pin is honoured.
     let again = queryset::ensure_query_set(&root, &req, &mut g, &SilentReporter).unwrap();
@@ -777,8 +787,15 @@ fn failed_query_generation_publishes_nothing() {
         json!({"exit_code": 1, "fail_types": ["lastpoint"]}),
     );
     let root = root(&env);
-    let ds = Dataset::resolve(&root, Some("tiny"), &tiny()).unwrap();
-    let counts = queryset::resolve_counts(Profile::Smoke, None, &[], Some(2), &[]).unwrap();
+    let ds = Dataset::resolve(&root, Some("qs"), &day3()).unwrap();
+    let counts = queryset::resolve_counts(
+        Profile::Smoke,
+        None,
+        &["high-cpu-1".into(), "lastpoint".into()],
+        Some(2),
+        &[],
+    )
+    .unwrap();
     let logs = env.path().join("run-logs");
     let gen = s.queries.clone();
     let mut g = || Ok(gen.clone());
@@ -796,7 +813,7 @@ fn failed_query_generation_publishes_nothing() {
         .filter(|p| p.extension().is_some_and(|x| x == "dat"))
         .collect();
     assert!(dats.is_empty(), "{dats:?}");
-    let left: Vec<_> = fs::read_dir(env.root.join("queries/tiny/influx3"))
+    let left: Vec<_> = fs::read_dir(env.root.join("queries/qs/influx3"))
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
@@ -814,6 +831,8 @@ fn failed_query_generation_publishes_nothing() {
     )
     .unwrap_err();
     assert!(e.message.contains("exit code 2"), "{e}");
+    let log = fs::read_to_string(logs.join("generate-query-cpu-max-all-8.log")).unwrap();
+    assert!(log.contains("larger than total hosts"), "{log}");
 }
 
 #[test]
@@ -822,7 +841,7 @@ fn concurrent_query_set_publish_has_one_winner_and_both_use_it() {
     let s = Standins::new(&env);
     s.set(json!({}), json!({"delay_ms": 400}));
     let root = root(&env);
-    let ds = Dataset::resolve(&root, Some("tiny"), &tiny()).unwrap();
+    let ds = Dataset::resolve(&root, Some("qs"), &day3()).unwrap();
     let counts = queryset::resolve_counts(
         Profile::Smoke,
         None,
@@ -854,7 +873,7 @@ fn concurrent_query_set_publish_has_one_winner_and_both_use_it() {
     assert_eq!(sets[0].id, sets[1].id);
     assert_eq!(sets[0].manifest_sha256, sets[1].manifest_sha256);
     assert_eq!(sets.iter().filter(|s| !s.reused).count(), 1);
-    let entries: Vec<_> = fs::read_dir(env.root.join("queries/tiny/influx3"))
+    let entries: Vec<_> = fs::read_dir(env.root.join("queries/qs/influx3"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
