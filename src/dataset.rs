@@ -421,22 +421,28 @@ impl Dataset {
         }
     }
 
-    /// Resolves and, when new, writes `dataset.json` (under the dataset lock, so two
-    /// processes cannot store different specs under one id). `stored` tells whether it existed.
+    /// Resolves and, when new, writes `dataset.json`. Returns the dataset (now stored) and
+    /// whether it existed before.
     pub fn prepare(
         root: &Root,
         id: Option<&str>,
         o: &SpecOverrides,
         command: &str,
         reporter: &dyn Reporter,
-    ) -> Result<Dataset> {
-        let ds = Self::resolve(root, id, o)?;
-        if ds.stored {
-            return Ok(ds);
+    ) -> Result<(Dataset, bool)> {
+        Self::resolve(root, id, o)?.ensure_stored(command, reporter)
+    }
+
+    /// Writes `dataset.json` when it is missing, under the dataset lock so two processes
+    /// cannot store different specs under one id. Returns the stored dataset and whether it
+    /// existed before.
+    pub fn ensure_stored(&self, command: &str, reporter: &dyn Reporter) -> Result<(Dataset, bool)> {
+        if self.stored {
+            return Ok((self.clone(), true));
         }
         let _guard = lock::lock_dir(
-            &ds.dir,
-            &format!("dataset {}", ds.id),
+            &self.dir,
+            &format!("dataset {}", self.id),
             command,
             Some("creating dataset.json"),
             &LockOptions {
@@ -445,22 +451,34 @@ impl Dataset {
             },
             reporter,
         )?;
-        // Someone may have created it while we waited: resolve again and honour theirs.
-        let again = Self::resolve(root, id, o)?;
-        if again.stored {
-            return Ok(again);
+        // Someone may have created it while we waited: honour theirs if it agrees.
+        if let Some(theirs) = read_dataset_json(&self.dir)? {
+            if theirs.spec != self.spec {
+                let diff = theirs.spec.differences(&self.spec).join("; ");
+                return Err(Error::invalid(format!(
+                    "dataset {} was just created by another command with other settings ({diff})",
+                    self.id
+                ))
+                .with_hint(
+                    "run the command again to use it as stored, or choose another --dataset-id",
+                ));
+            }
+            let mut ds = self.clone();
+            ds.stored = true;
+            ds.created_at = Some(theirs.created_at);
+            return Ok((ds, true));
         }
         let m = DatasetManifest {
-            dataset_id: ds.id.clone(),
+            dataset_id: self.id.clone(),
             created_at: manifest::now_rfc3339(),
-            spec: ds.spec.clone(),
+            spec: self.spec.clone(),
             created_by: format!("tsbsctl {}", crate::VERSION),
         };
-        manifest::write(&ds.dir.join("dataset.json"), &m)?;
-        Ok(Dataset {
-            created_at: Some(m.created_at),
-            ..ds
-        })
+        manifest::write(&self.dir.join("dataset.json"), &m)?;
+        let mut ds = self.clone();
+        ds.stored = true;
+        ds.created_at = Some(m.created_at);
+        Ok((ds, false))
     }
 
     pub fn formats_dir(&self) -> PathBuf {
@@ -828,7 +846,6 @@ pub fn read_format_manifest(dir: &Path) -> Result<Option<FormatManifest>> {
 /// `generator` is called only when generation is needed (so reuse works without a prepared
 /// environment). The dataset's `dataset.json` is written when new.
 pub fn ensure_generated(
-    root: &Root,
     dataset: &Dataset,
     req: &GenerateRequest,
     generator: &mut dyn FnMut() -> Result<Generator>,
@@ -850,38 +867,29 @@ pub fn ensure_generated(
         ))
         .with_hint("use --use-case cpu-only (what the benchmarks load)"));
     };
-    let dataset = if dataset.stored {
-        dataset.clone()
-    } else {
-        Dataset::prepare(
-            root,
-            Some(&dataset.id),
-            &SpecOverrides {
-                profile: None,
-                use_case: Some(dataset.spec.use_case.clone()),
-                start: Some(dataset.spec.start.clone()),
-                end: Some(dataset.spec.end.clone()),
-                scale: Some(dataset.spec.scale as i64),
-                seed: Some(dataset.spec.seed),
-                log_interval: Some(dataset.spec.log_interval.clone()),
-            },
-            command,
-            reporter,
-        )?
-    };
     let dir = dataset.format_dir(&req.format);
 
     // Fast path, no lock: a completed manifest whose fingerprint still matches.
-    if !req.regenerate {
+    let mut completed_seen = false;
+    if dataset.stored {
         if let Some(m) = read_format_manifest(&dir)? {
-            if m.status == VariantStatus::Completed && compression_ok(&m, req) {
-                if let Some(sf) = reuse_fast(&dir, &m)? {
-                    return Ok(sf);
+            if m.status == VariantStatus::Completed {
+                completed_seen = true;
+                if !req.regenerate && compression_ok(&m, req) {
+                    if let Some(sf) = reuse_fast(&dir, &m)? {
+                        return Ok(sf);
+                    }
                 }
             }
         }
     }
-
+    // Generation is certainly needed: find the generator before writing anything, so a
+    // missing TSBS environment changes nothing on disk.
+    let mut gen_cache: Option<Generator> = None;
+    if req.regenerate || !completed_seen {
+        gen_cache = Some(generator()?);
+    }
+    let (dataset, _) = dataset.ensure_stored(command, reporter)?;
     fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
     let _guard = lock::lock_dir(
         &dir,
@@ -927,7 +935,10 @@ pub fn ensure_generated(
         .compression
         .or(completed.and_then(|m| m.compression))
         .unwrap_or(Compression::None);
-    let gen = generator()?;
+    let gen = match gen_cache {
+        Some(g) => g,
+        None => generator()?,
+    };
     generate(
         &dataset,
         &dir,

@@ -381,12 +381,13 @@ pub fn ensure_query_set(
     if dir.exists() {
         return validate(&dir, req, &spec, &id, true);
     }
+    // Find the generator before writing anything (a missing environment changes nothing).
+    let gen = generator()?;
     let parent = dir.parent().expect("a set dir has a parent").to_path_buf();
     fs::create_dir_all(&parent).map_err(|e| Error::io("create", &parent, e))?;
     let _ = crate::fsutil::clean_staging(&dir, "stage");
     let staging = crate::fsutil::staging_path(&dir, "stage")?;
     let result = (|| -> Result<bool> {
-        let gen = generator()?;
         generate_into(&staging, req, &spec, &id, &gen, reporter)?;
         // One rename publishes the whole set; if another process won, use theirs.
         match fs::rename(&staging, &dir) {

@@ -123,7 +123,7 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
             root,
         } => {
             let root = root_of(ctx, &root)?;
-            let ds = Dataset::prepare(
+            let (ds, reused) = Dataset::prepare(
                 &root,
                 dataset_id.as_deref(),
                 &spec.overrides(),
@@ -131,10 +131,10 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
                 reporter,
             )?;
             let mut data = ds.to_json();
-            data["reused"] = json!(ds.stored);
+            data["reused"] = json!(reused);
             let human = format!(
                 "Dataset {}: {}\nPath: {}\n",
-                if ds.stored { "reused" } else { "prepared" },
+                if reused { "reused" } else { "prepared" },
                 ds.id,
                 ds.dir.display()
             );
@@ -161,7 +161,7 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
                 let env = TsbsEnv::load(&state_root, None)?;
                 Generator::from_env(&env, "tsbs_generate_data")
             };
-            let sf = dataset::ensure_generated(&root, &ds, &req, &mut gen, &command, reporter)?;
+            let sf = dataset::ensure_generated(&ds, &req, &mut gen, &command, reporter)?;
             let mut data = sf.to_json();
             data["dataset_path"] = json!(ds.dir);
             data["spec"] = ds.spec.to_value();

@@ -132,7 +132,7 @@ fn generate(
     };
     let gen = s.data.clone();
     let mut g = move || Ok(gen.clone());
-    dataset::ensure_generated(&root, &ds, &req, &mut g, "test", &SilentReporter)
+    dataset::ensure_generated(&ds, &req, &mut g, "test", &SilentReporter)
 }
 
 fn sha256_of(bytes: &[u8]) -> String {
