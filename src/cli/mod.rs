@@ -16,6 +16,7 @@ use crate::paths::Root;
 
 pub mod common;
 mod env;
+pub mod data;
 mod workspace;
 
 /// Reproducible TSBS benchmarks of GreptimeDB and InfluxDB 3.
@@ -56,6 +57,9 @@ pub enum Command {
     /// The Go toolchain and the TSBS tools built from a pinned commit.
     #[command(subcommand)]
     Env(env::EnvCmd),
+    /// Shared datasets: prepare, generate, list, inspect, verify.
+    #[command(subcommand)]
+    Data(data::DataCmd),
     /// Hold, release and inspect database workspace locks.
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCmd),
@@ -65,6 +69,7 @@ impl Command {
     fn run(self, ctx: &Ctx) -> Result<Outcome> {
         match self {
             Command::Env(cmd) => env::run(ctx, cmd),
+            Command::Data(cmd) => data::run(ctx, cmd),
             Command::Workspace(cmd) => workspace::run(ctx, cmd),
         }
     }

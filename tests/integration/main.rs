@@ -7,5 +7,6 @@ mod archive;
 mod cli;
 mod download;
 mod env;
+mod data;
 mod locks;
 mod tsbs;

@@ -1,9 +1,1123 @@
 //! Emulators of `tsbs_generate_data` and `tsbs_generate_queries` (protocols.md §1.1-1.2).
+//!
+//! # `tsbs_generate_data`
+//!
+//! Flags as pflag parses them (`--name=value` or `--name value`, unknown flag: `unknown flag:
+//! --x` plus usage on stderr, exit 2). Only `--format=influx` and `--use-case=cpu-only` are
+//! emulated; any other *known* format or use case is refused (exit 2, `testbed: ... not
+//! emulated`), an unknown format panics like the real tool (exit 2), an invalid use case or
+//! timestamp is the real tool's quirk: `error: <msg>` on **stdout**, exit 0.
+//!
+//! Output: InfluxDB line protocol, `cpu,<10 tags> <10 integer fields> <unix-ns>`, tags and
+//! fields in the real order, epoch-major (host_0 .. host_{scale-1} per timestamp), exactly
+//! `scale * floor((end - start) / interval)` rows (less with `--max-data-points`), deterministic
+//! for a non-zero `--seed` (0 = time based, as in TSBS). Nothing on stderr on success.
+//!
+//! # `tsbs_generate_queries`
+//!
+//! Flags: `--use-case` (devops | cpu-only), `--seed`, `--scale`, `--timestamp-start`,
+//! `--timestamp-end`, `--queries` (1000), `--query-type` (the 15 devops types), `--format`
+//! (greptime | influx3), `--db-name`, `--interleaved-generation-group-id/-groups`, `--debug`,
+//! `--file`. Errors in the configuration: `error: <msg>` on stderr, exit 1; more hosts than
+//! `--scale`, or a time window larger than the interval: a Go-style panic, exit 2. At the end,
+//! stderr gets one `<label>: <n> points` line per distinct human label, sorted.
+//!
+//! ## Query file format (stand-in only; the real tool writes a Go gob stream)
+//!
+//! **JSON lines**: one [`QueryRecord`] per line, `\n` terminated, fields in this order:
+//! `human_label`, `human_description`, `method` (`POST`), `path` (greptime:
+//! `/v1/sql?sql=<form-urlencoded SQL>`; influx3: `/api/v3/query_sql`), `body` (empty string, as
+//! the real Body is nil), `raw_query` (the SQL), `start_timestamp`, `end_timestamp` (unix ns; 0
+//! for lastpoint). The runner stand-ins read it back with [`read_query_file`] /
+//! [`parse_query_line`]. The bytes are deterministic for the flags (with a non-zero seed).
+//!
+//! # Knobs (`$TESTBED_KNOBS`, a JSON file; all optional)
+//!
+//! ```json
+//! {"tsbs_generate_data":    {"exit_code": 1, "fail_after_rows": 100, "stderr": "boom",
+//!                            "stdout_error": "bad things", "error_after_rows": 50,
+//!                            "delay_ms": 500, "rows_per_sec": 1000,
+//!                            "invocations_log": "/abs/path"},
+//!  "tsbs_generate_queries": {"exit_code": 1, "stderr": "boom", "delay_ms": 500,
+//!                            "fail_types": ["lastpoint"], "invocations_log": "/abs/path"}}
+//! ```
+//! * `exit_code` (non-zero): write `fail_after_rows` rows (default 0), print `stderr` (default
+//!   `log.Fatal`-style message) on stderr, exit with that code. For queries, only the types in
+//!   `fail_types` fail when it is given, every type otherwise.
+//! * `stdout_error`: after `error_after_rows` rows (default 0), print `error: <msg>` on stdout
+//!   and exit 0 (the real quirk).
+//! * `delay_ms`: sleep before writing anything; `rows_per_sec`: throttle the output.
+//! * `invocations_log`: append one line per invocation (`<tool> <args...>`), so tests can count
+//!   generator runs.
 
-pub fn data_main(_args: Vec<String>) -> i32 {
-    super::not_emulated("tsbs_generate_data")
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+// ---------------------------------------------------------------------------------------------
+// Flag parsing (pflag-like)
+
+struct FlagSpec {
+    name: &'static str,
+    bool_flag: bool,
 }
 
-pub fn queries_main(_args: Vec<String>) -> i32 {
-    super::not_emulated("tsbs_generate_queries")
+const fn f(name: &'static str) -> FlagSpec {
+    FlagSpec {
+        name,
+        bool_flag: false,
+    }
+}
+
+const DATA_FLAGS: &[FlagSpec] = &[
+    f("format"),
+    f("use-case"),
+    f("scale"),
+    f("timestamp-start"),
+    f("timestamp-end"),
+    f("seed"),
+    f("debug"),
+    f("file"),
+    f("max-data-points"),
+    f("initial-scale"),
+    f("log-interval"),
+    f("interleaved-generation-group-id"),
+    f("interleaved-generation-groups"),
+    f("max-metric-count"),
+    f("profile-file"),
+];
+
+const QUERY_FLAGS: &[FlagSpec] = &[
+    f("format"),
+    f("use-case"),
+    f("scale"),
+    f("timestamp-start"),
+    f("timestamp-end"),
+    f("seed"),
+    f("debug"),
+    f("file"),
+    f("queries"),
+    f("query-type"),
+    f("db-name"),
+    f("interleaved-generation-group-id"),
+    f("interleaved-generation-groups"),
+];
+
+enum ParseOutcome {
+    Flags(BTreeMap<String, String>),
+    Exit(i32),
+}
+
+fn parse_flags(tool: &str, specs: &[FlagSpec], args: &[String]) -> ParseOutcome {
+    let usage = |out: &mut dyn Write| {
+        let _ = writeln!(out, "Usage of {tool}:");
+        for s in specs {
+            let _ = writeln!(
+                out,
+                "      --{} {}",
+                s.name,
+                if s.bool_flag { "" } else { "string" }
+            );
+        }
+    };
+    let mut map = BTreeMap::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "-h" || a == "--help" {
+            usage(&mut io::stderr());
+            return ParseOutcome::Exit(0);
+        }
+        let Some(body) = a.strip_prefix("--") else {
+            // pflag leaves positional arguments alone; the TSBS tools ignore them.
+            i += 1;
+            continue;
+        };
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (body, None),
+        };
+        let Some(spec) = specs.iter().find(|s| s.name == name) else {
+            eprintln!("unknown flag: --{name}");
+            usage(&mut io::stderr());
+            return ParseOutcome::Exit(2);
+        };
+        let value = match inline {
+            Some(v) => v,
+            None if spec.bool_flag => "true".to_string(),
+            None => {
+                i += 1;
+                match args.get(i) {
+                    Some(v) => v.clone(),
+                    None => {
+                        eprintln!("flag needs an argument: --{name}");
+                        usage(&mut io::stderr());
+                        return ParseOutcome::Exit(2);
+                    }
+                }
+            }
+        };
+        map.insert(name.to_string(), value);
+        i += 1;
+    }
+    ParseOutcome::Flags(map)
+}
+
+/// A Go `panic(msg)`: message and a goroutine dump on stderr, exit status 2.
+fn go_panic(msg: &str) -> i32 {
+    eprintln!("panic: {msg}\n\ngoroutine 1 [running]:\nmain.main()\n\t/tsbs/cmd/main.go:1 +0x1d");
+    2
+}
+
+fn not_emulated(what: &str) -> i32 {
+    eprintln!("testbed: {what} is not emulated");
+    2
+}
+
+// ---------------------------------------------------------------------------------------------
+// Knobs
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Knobs {
+    exit_code: i32,
+    fail_after_rows: u64,
+    stderr: Option<String>,
+    stdout_error: Option<String>,
+    error_after_rows: u64,
+    delay_ms: u64,
+    rows_per_sec: u64,
+    invocations_log: Option<String>,
+    fail_types: Option<Vec<String>>,
+}
+
+fn load_knobs(tool: &str, args: &[String]) -> Knobs {
+    let Some(path) = std::env::var_os("TESTBED_KNOBS") else {
+        return Knobs::default();
+    };
+    let knobs: Knobs = std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get(tool).cloned())
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
+    if let Some(log) = &knobs.invocations_log {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            // One write per line, so concurrent invocations do not interleave.
+            let _ = f.write_all(format!("{tool} {}\n", args.join(" ")).as_bytes());
+        }
+    }
+    if knobs.delay_ms > 0 {
+        std::thread::sleep(Duration::from_millis(knobs.delay_ms));
+    }
+    knobs
+}
+
+// ---------------------------------------------------------------------------------------------
+// Time helpers (Go's RFC 3339 and duration syntax)
+
+fn parse_rfc3339_ns(s: &str) -> Option<i128> {
+    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()?;
+    Some(t.unix_timestamp_nanos())
+}
+
+/// Go's `time.ParseDuration` (viper reads a bare number as nanoseconds).
+pub fn parse_go_duration(s: &str) -> Option<i128> {
+    let (neg, mut rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if rest == "0" {
+        return Some(0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    if rest.bytes().all(|b| b.is_ascii_digit()) {
+        let v: i128 = rest.parse().ok()?;
+        return Some(if neg { -v } else { v });
+    }
+    let mut total: f64 = 0.0;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let num = &rest[..num_end];
+        if num.is_empty() || num == "." {
+            return None;
+        }
+        let value: f64 = num.parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_end];
+        rest = &rest[unit_end..];
+        let scale = match unit {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        total += value * scale;
+    }
+    let v = total.round() as i128;
+    Some(if neg { -v } else { v })
+}
+
+fn rfc3339(ns: i128) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(ns)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+fn time_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+}
+
+// ---------------------------------------------------------------------------------------------
+// A tiny deterministic PRNG (splitmix64): the output depends on the seed only.
+
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// tsbs_generate_data
+
+const REGIONS: &[(&str, &[&str])] = &[
+    (
+        "us-east-1",
+        &["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1e"],
+    ),
+    ("us-west-1", &["us-west-1a", "us-west-1b"]),
+    ("us-west-2", &["us-west-2a", "us-west-2b", "us-west-2c"]),
+    ("eu-west-1", &["eu-west-1a", "eu-west-1b", "eu-west-1c"]),
+    ("eu-central-1", &["eu-central-1a", "eu-central-1b"]),
+    ("ap-southeast-1", &["ap-southeast-1a", "ap-southeast-1b"]),
+    ("ap-southeast-2", &["ap-southeast-2a", "ap-southeast-2b"]),
+    ("ap-northeast-1", &["ap-northeast-1a", "ap-northeast-1c"]),
+    ("sa-east-1", &["sa-east-1a", "sa-east-1b", "sa-east-1c"]),
+];
+const OSES: &[&str] = &["Ubuntu16.10", "Ubuntu16.04LTS", "Ubuntu15.10"];
+const ARCHES: &[&str] = &["x64", "x86"];
+const TEAMS: &[&str] = &["SF", "NYC", "LON", "CHI"];
+const ENVIRONMENTS: &[&str] = &["production", "staging", "test"];
+/// The cpu fields in TSBS order.
+pub const CPU_FIELDS: [&str; 10] = [
+    "usage_user",
+    "usage_system",
+    "usage_idle",
+    "usage_nice",
+    "usage_iowait",
+    "usage_irq",
+    "usage_softirq",
+    "usage_steal",
+    "usage_guest",
+    "usage_guest_nice",
+];
+const KNOWN_DATA_FORMATS: &[&str] = &[
+    "cassandra",
+    "clickhouse",
+    "influx",
+    "mongo",
+    "siridb",
+    "timescaledb",
+    "akumuli",
+    "cratedb",
+    "prometheus",
+    "victoriametrics",
+    "timestream",
+    "questdb",
+];
+const KNOWN_USE_CASES: &[&str] = &["devops", "iot", "cpu-only", "cpu-single", "devops-generic"];
+
+/// The real tool's quirk: configuration errors go to stdout and the exit status is 0.
+fn stdout_error(msg: &str) -> i32 {
+    let mut out = io::stdout().lock();
+    let _ = writeln!(out, "error: {msg}");
+    let _ = out.flush();
+    0
+}
+
+fn get_int<T: std::str::FromStr>(
+    m: &BTreeMap<String, String>,
+    k: &str,
+    default: T,
+) -> Result<T, String> {
+    match m.get(k) {
+        None => Ok(default),
+        Some(v) => v
+            .parse()
+            .map_err(|_| format!("invalid argument {v:?} for \"--{k}\" flag: parse error")),
+    }
+}
+
+/// `tsbs_generate_data`.
+pub fn data_main(args: Vec<String>) -> i32 {
+    let flags = match parse_flags("tsbs_generate_data", DATA_FLAGS, &args) {
+        ParseOutcome::Flags(m) => m,
+        ParseOutcome::Exit(c) => return c,
+    };
+    let parsed = (|| -> Result<_, String> {
+        Ok((
+            get_int::<u64>(&flags, "scale", 1)?,
+            get_int::<i64>(&flags, "seed", 0)?,
+            get_int::<u64>(&flags, "max-data-points", 0)?,
+            get_int::<u64>(&flags, "initial-scale", 0)?,
+            get_int::<u64>(&flags, "interleaved-generation-group-id", 0)?,
+            get_int::<u64>(&flags, "interleaved-generation-groups", 1)?,
+        ))
+    })();
+    let (scale, seed, max_points, initial_scale, group_id, groups) = match parsed {
+        Ok(v) => v,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return 2;
+        }
+    };
+    let knobs = load_knobs("tsbs_generate_data", &args);
+
+    let format = flags.get("format").map(String::as_str).unwrap_or("");
+    if !KNOWN_DATA_FORMATS.contains(&format) {
+        return go_panic(&format!("unknown format: '{format}'"));
+    }
+    let use_case = flags.get("use-case").map(String::as_str).unwrap_or("");
+    if !KNOWN_USE_CASES.contains(&use_case) {
+        return stdout_error(&format!("invalid use case specifier: '{use_case}'"));
+    }
+    if scale == 0 {
+        return stdout_error("scale cannot be 0");
+    }
+    if groups == 0 || group_id >= groups {
+        return stdout_error("incorrect interleaved groups configuration");
+    }
+    let start = flags
+        .get("timestamp-start")
+        .map(String::as_str)
+        .unwrap_or("2016-01-01T00:00:00Z");
+    let end = flags
+        .get("timestamp-end")
+        .map(String::as_str)
+        .unwrap_or("2016-01-02T00:00:00Z");
+    let (Some(start_ns), Some(end_ns)) = (parse_rfc3339_ns(start), parse_rfc3339_ns(end)) else {
+        return stdout_error(&format!(
+            "cannot parse time range: parsing time \"{start}\" / \"{end}\" as \"2006-01-02T15:04:05Z07:00\""
+        ));
+    };
+    let interval_raw = flags
+        .get("log-interval")
+        .map(String::as_str)
+        .unwrap_or("10s");
+    let interval = match parse_go_duration(interval_raw) {
+        Some(v) if v > 0 => v,
+        _ => return stdout_error(&format!("invalid log interval: {interval_raw:?}")),
+    };
+    if format != "influx" {
+        return not_emulated(&format!("--format={format}"));
+    }
+    if use_case != "cpu-only" {
+        return not_emulated(&format!("--use-case={use_case}"));
+    }
+    if initial_scale != 0 && initial_scale != scale {
+        return not_emulated("--initial-scale different from --scale");
+    }
+    let seed = if seed == 0 { time_seed() } else { seed as u64 };
+    let epochs = if end_ns > start_ns {
+        ((end_ns - start_ns) / interval) as u64
+    } else {
+        0
+    };
+
+    let out: Box<dyn Write> = match flags.get("file").filter(|f| !f.is_empty()) {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Box::new(f),
+            Err(e) => {
+                eprintln!("cannot open file for write {path}: {e}");
+                return 1;
+            }
+        },
+        None => Box::new(raw_stdout()),
+    };
+    let gen = DataGen {
+        scale,
+        seed,
+        start_ns,
+        interval,
+        epochs,
+        max_points,
+        group_id,
+        groups,
+    };
+    match gen.write(out, &knobs) {
+        Ok(code) => code,
+        // A closed pipe: the reader went away; Go would die of SIGPIPE.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 2,
+        Err(e) => {
+            eprintln!("{}", go_log(&format!("write error: {e}")));
+            1
+        }
+    }
+}
+
+/// stdout as an unbuffered file (the generator does its own big buffering).
+fn raw_stdout() -> std::fs::File {
+    use std::os::fd::FromRawFd;
+    // SAFETY: fd 1 is open for the life of the process; a duplicate is owned by the File.
+    let fd = unsafe { libc::dup(1) };
+    unsafe { std::fs::File::from_raw_fd(fd) }
+}
+
+fn go_log(msg: &str) -> String {
+    let now = time::OffsetDateTime::now_utc();
+    format!(
+        "{:04}/{:02}/{:02} {:02}:{:02}:{:02} {msg}",
+        now.year(),
+        now.month() as u8,
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second()
+    )
+}
+
+struct DataGen {
+    scale: u64,
+    seed: u64,
+    start_ns: i128,
+    interval: i128,
+    epochs: u64,
+    max_points: u64,
+    group_id: u64,
+    groups: u64,
+}
+
+impl DataGen {
+    /// Writes every row; returns the exit code (knobs may ask for a failure).
+    fn write(&self, mut out: Box<dyn Write>, knobs: &Knobs) -> io::Result<i32> {
+        let mut rng = Rng::new(self.seed);
+        // Per-host tag prefix, built once: `cpu,hostname=host_0,...,service_environment=x `.
+        let mut prefixes: Vec<Vec<u8>> = Vec::with_capacity(self.scale as usize);
+        let mut state: Vec<[u8; 10]> = Vec::with_capacity(self.scale as usize);
+        for h in 0..self.scale {
+            let (region, dcs) = REGIONS[rng.below(REGIONS.len() as u64) as usize];
+            let dc = dcs[rng.below(dcs.len() as u64) as usize];
+            let p = format!(
+                "cpu,hostname=host_{h},region={region},datacenter={dc},rack={},os={},arch={},team={},service={},service_version={},service_environment={} ",
+                rng.below(100),
+                OSES[rng.below(OSES.len() as u64) as usize],
+                ARCHES[rng.below(ARCHES.len() as u64) as usize],
+                TEAMS[rng.below(TEAMS.len() as u64) as usize],
+                rng.below(20),
+                rng.below(2),
+                ENVIRONMENTS[rng.below(ENVIRONMENTS.len() as u64) as usize],
+            );
+            prefixes.push(p.into_bytes());
+            let mut s = [0u8; 10];
+            for v in s.iter_mut() {
+                *v = rng.below(101) as u8;
+            }
+            state.push(s);
+        }
+        // "usage_user=" .. and the 101 possible values with their `i` suffix.
+        let names: Vec<Vec<u8>> = CPU_FIELDS
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let sep = if i == 0 { "" } else { "," };
+                format!("{sep}{n}=").into_bytes()
+            })
+            .collect();
+        let values: Vec<Vec<u8>> = (0..=100).map(|v| format!("{v}i").into_bytes()).collect();
+
+        const CAP: usize = 1 << 20;
+        let mut buf: Vec<u8> = Vec::with_capacity(CAP + 4096);
+        let mut ts = Vec::with_capacity(32);
+        let mut written: u64 = 0;
+        let mut point: u64 = 0;
+        let started = Instant::now();
+        let fail_at = (knobs.exit_code != 0).then_some(knobs.fail_after_rows);
+        let error_at = knobs.stdout_error.as_ref().map(|_| knobs.error_after_rows);
+        'outer: for e in 0..self.epochs {
+            ts.clear();
+            ts.push(b' ');
+            ts.extend_from_slice(
+                (self.start_ns + self.interval * e as i128)
+                    .to_string()
+                    .as_bytes(),
+            );
+            ts.push(b'\n');
+            for h in 0..self.scale as usize {
+                // Random walk of every field, clamped to 0..=100; one draw per row.
+                let mut r = rng.next();
+                let s = &mut state[h];
+                for v in s.iter_mut() {
+                    let step = (r % 5) as i16 - 2;
+                    r /= 5;
+                    *v = (*v as i16 + step).clamp(0, 100) as u8;
+                }
+                let mine = point % self.groups == self.group_id;
+                point += 1;
+                if !mine {
+                    continue;
+                }
+                if self.max_points > 0 && written >= self.max_points {
+                    break 'outer;
+                }
+                if fail_at == Some(written) || error_at == Some(written) {
+                    break 'outer;
+                }
+                buf.extend_from_slice(&prefixes[h]);
+                for (name, v) in names.iter().zip(s.iter()) {
+                    buf.extend_from_slice(name);
+                    buf.extend_from_slice(&values[*v as usize]);
+                }
+                buf.extend_from_slice(&ts);
+                written += 1;
+                if buf.len() >= CAP {
+                    out.write_all(&buf)?;
+                    buf.clear();
+                    throttle(knobs.rows_per_sec, written, started);
+                }
+            }
+        }
+        out.write_all(&buf)?;
+        out.flush()?;
+        if fail_at.is_some() {
+            let msg = knobs
+                .stderr
+                .clone()
+                .unwrap_or_else(|| "generator failed (testbed knob)".into());
+            eprintln!("{}", go_log(&msg));
+            return Ok(knobs.exit_code);
+        }
+        if let Some(msg) = &knobs.stdout_error {
+            out.write_all(format!("error: {msg}\n").as_bytes())?;
+            out.flush()?;
+        }
+        Ok(0)
+    }
+}
+
+fn throttle(rows_per_sec: u64, written: u64, started: Instant) {
+    if rows_per_sec == 0 {
+        return;
+    }
+    let due = Duration::from_secs_f64(written as f64 / rows_per_sec as f64);
+    let elapsed = started.elapsed();
+    if due > elapsed {
+        std::thread::sleep(due - elapsed);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// tsbs_generate_queries
+
+/// One query of a stand-in query file (see the module doc for the format).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryRecord {
+    pub human_label: String,
+    pub human_description: String,
+    pub method: String,
+    pub path: String,
+    pub body: String,
+    pub raw_query: String,
+    pub start_timestamp: i64,
+    pub end_timestamp: i64,
+}
+
+/// Parses one line of a stand-in query file.
+pub fn parse_query_line(line: &str) -> Result<QueryRecord, String> {
+    serde_json::from_str(line).map_err(|e| format!("malformed query record: {e}"))
+}
+
+/// Reads a whole stand-in query file.
+pub fn read_query_file(path: &Path) -> Result<Vec<QueryRecord>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(parse_query_line)
+        .collect()
+}
+
+/// The 15 devops query types the benchmarks use.
+pub const QUERY_TYPES: [&str; 15] = [
+    "cpu-max-all-1",
+    "cpu-max-all-8",
+    "double-groupby-1",
+    "double-groupby-5",
+    "double-groupby-all",
+    "groupby-orderby-limit",
+    "high-cpu-1",
+    "high-cpu-all",
+    "lastpoint",
+    "single-groupby-1-1-1",
+    "single-groupby-1-1-12",
+    "single-groupby-1-8-1",
+    "single-groupby-5-1-1",
+    "single-groupby-5-1-12",
+    "single-groupby-5-8-1",
+];
+
+const HOUR: i128 = 3_600_000_000_000;
+const MINUTE: i128 = 60_000_000_000;
+
+/// What a query type asks for: metrics, hosts (0 = all), window length, grouping.
+struct TypeShape {
+    kind: Kind,
+    metrics: usize,
+    hosts: u64,
+    window: i128,
+}
+
+enum Kind {
+    SingleGroupby,
+    CpuMaxAll,
+    DoubleGroupby,
+    GroupbyOrderbyLimit,
+    HighCpu,
+    Lastpoint,
+}
+
+fn shape_of(t: &str) -> Option<TypeShape> {
+    let s = |kind, metrics, hosts, window| {
+        Some(TypeShape {
+            kind,
+            metrics,
+            hosts,
+            window,
+        })
+    };
+    match t {
+        "cpu-max-all-1" => s(Kind::CpuMaxAll, 10, 1, 8 * HOUR),
+        "cpu-max-all-8" => s(Kind::CpuMaxAll, 10, 8, 8 * HOUR),
+        "double-groupby-1" => s(Kind::DoubleGroupby, 1, 0, 12 * HOUR),
+        "double-groupby-5" => s(Kind::DoubleGroupby, 5, 0, 12 * HOUR),
+        "double-groupby-all" => s(Kind::DoubleGroupby, 10, 0, 12 * HOUR),
+        "groupby-orderby-limit" => s(Kind::GroupbyOrderbyLimit, 1, 0, 5 * MINUTE),
+        "high-cpu-1" => s(Kind::HighCpu, 10, 1, 12 * HOUR),
+        "high-cpu-all" => s(Kind::HighCpu, 10, 0, 12 * HOUR),
+        "lastpoint" => s(Kind::Lastpoint, 10, 0, 0),
+        _ => {
+            let rest = t.strip_prefix("single-groupby-")?;
+            let parts: Vec<&str> = rest.split('-').collect();
+            let [m, h, r] = parts.as_slice() else {
+                return None;
+            };
+            let (m, h, r): (usize, u64, i128) = (m.parse().ok()?, h.parse().ok()?, r.parse().ok()?);
+            if !QUERY_TYPES.contains(&t) {
+                return None;
+            }
+            s(Kind::SingleGroupby, m, h, r * HOUR)
+        }
+    }
+}
+
+fn label_of(t: &str, shape: &TypeShape, prefix: &str) -> String {
+    match shape.kind {
+        Kind::SingleGroupby => format!(
+            "{prefix} {} cpu metric(s), random {:4} hosts, random {}h0m0s by 1m",
+            shape.metrics,
+            shape.hosts,
+            shape.window / HOUR
+        ),
+        Kind::CpuMaxAll => format!(
+            "{prefix} max of all CPU metrics, random {:4} hosts, random 8h0m0s by 1h",
+            shape.hosts
+        ),
+        Kind::DoubleGroupby => format!(
+            "{prefix} mean of {} metrics, all hosts, random 12h0m0s by 1h",
+            shape.metrics
+        ),
+        Kind::GroupbyOrderbyLimit => {
+            format!("{prefix} max cpu over last 5 min-intervals (random end)")
+        }
+        Kind::HighCpu if t == "high-cpu-1" => format!("{prefix} CPU over threshold, 1 host(s)"),
+        Kind::HighCpu => format!("{prefix} CPU over threshold, all hosts"),
+        Kind::Lastpoint => format!("{prefix} last row per host"),
+    }
+}
+
+/// Go's `url.QueryEscape` (spaces become `+`).
+fn query_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 3 / 2);
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+struct QueryCtx<'a> {
+    format: &'a str,
+    scale: u64,
+    start_ns: i128,
+    end_ns: i128,
+}
+
+impl QueryCtx<'_> {
+    fn ts_col(&self) -> &'static str {
+        if self.format == "greptime" {
+            "greptime_timestamp"
+        } else {
+            "time"
+        }
+    }
+
+    fn hosts(&self, rng: &mut Rng, n: u64) -> Vec<String> {
+        // A partial Fisher-Yates draw of n distinct hosts.
+        let mut picked: Vec<u64> = Vec::with_capacity(n as usize);
+        while (picked.len() as u64) < n {
+            let h = rng.below(self.scale);
+            if !picked.contains(&h) {
+                picked.push(h);
+            }
+        }
+        picked.iter().map(|h| format!("host_{h}")).collect()
+    }
+
+    fn host_clause(&self, hosts: &[String]) -> String {
+        if self.format == "greptime" {
+            let parts: Vec<String> = hosts.iter().map(|h| format!("hostname = '{h}'")).collect();
+            format!("({})", parts.join(" or "))
+        } else {
+            let parts: Vec<String> = hosts.iter().map(|h| format!("'{h}'")).collect();
+            format!("hostname IN ({})", parts.join(", "))
+        }
+    }
+
+    fn bucket(&self, unit: &str) -> String {
+        if self.format == "greptime" {
+            format!("date_trunc('{unit}', greptime_timestamp)")
+        } else {
+            format!("date_bin(INTERVAL '1 {unit}', time)")
+        }
+    }
+
+    fn time_range(&self, from: i128, to: i128) -> String {
+        let c = self.ts_col();
+        format!("{c} >= '{}' and {c} < '{}'", rfc3339(from), rfc3339(to))
+    }
+
+    fn sql(&self, t: &str, shape: &TypeShape, rng: &mut Rng, from: i128, to: i128) -> String {
+        let metrics = &CPU_FIELDS[..shape.metrics.min(10)];
+        let range = self.time_range(from, to);
+        let ts = self.ts_col();
+        match shape.kind {
+            Kind::SingleGroupby | Kind::CpuMaxAll => {
+                let hosts = self.hosts(rng, shape.hosts);
+                let unit = if matches!(shape.kind, Kind::CpuMaxAll) {
+                    "hour"
+                } else {
+                    "minute"
+                };
+                let sel: Vec<String> = metrics
+                    .iter()
+                    .map(|m| {
+                        if self.format == "greptime" {
+                            format!("max({m})")
+                        } else {
+                            format!("max({m}) AS max_{m}")
+                        }
+                    })
+                    .collect();
+                format!(
+                    "SELECT {}, {} AS bucket FROM cpu WHERE {} AND {range} GROUP BY bucket ORDER BY bucket",
+                    sel.join(", "),
+                    self.bucket(unit),
+                    self.host_clause(&hosts)
+                )
+            }
+            Kind::DoubleGroupby => {
+                let sel: Vec<String> = metrics
+                    .iter()
+                    .map(|m| format!("avg({m}) AS mean_{m}"))
+                    .collect();
+                format!(
+                    "SELECT {} AS bucket, hostname, {} FROM cpu WHERE {range} GROUP BY bucket, hostname ORDER BY bucket, hostname",
+                    self.bucket("hour"),
+                    sel.join(", ")
+                )
+            }
+            Kind::GroupbyOrderbyLimit => format!(
+                "SELECT {} AS bucket, max(usage_user) FROM cpu WHERE {ts} < '{}' GROUP BY bucket ORDER BY bucket DESC LIMIT 5",
+                self.bucket("minute"),
+                rfc3339(to)
+            ),
+            Kind::HighCpu => {
+                let hosts = if shape.hosts > 0 {
+                    format!(" AND {}", self.host_clause(&self.hosts(rng, shape.hosts)))
+                } else {
+                    String::new()
+                };
+                format!("SELECT * FROM cpu WHERE usage_user > 90.0 AND {range}{hosts}")
+            }
+            Kind::Lastpoint => {
+                let _ = t;
+                let sel: Vec<String> = CPU_FIELDS
+                    .iter()
+                    .map(|m| format!("last_value({m} ORDER BY {ts}) AS {m}"))
+                    .collect();
+                format!("SELECT hostname, {} FROM cpu GROUP BY hostname", sel.join(", "))
+            }
+        }
+    }
+}
+
+/// `tsbs_generate_queries`.
+pub fn queries_main(args: Vec<String>) -> i32 {
+    let flags = match parse_flags("tsbs_generate_queries", QUERY_FLAGS, &args) {
+        ParseOutcome::Flags(m) => m,
+        ParseOutcome::Exit(c) => return c,
+    };
+    let parsed = (|| -> Result<_, String> {
+        Ok((
+            get_int::<u64>(&flags, "scale", 1)?,
+            get_int::<i64>(&flags, "seed", 0)?,
+            get_int::<u64>(&flags, "queries", 1000)?,
+            get_int::<i64>(&flags, "debug", 0)?,
+            get_int::<u64>(&flags, "interleaved-generation-group-id", 0)?,
+            get_int::<u64>(&flags, "interleaved-generation-groups", 1)?,
+        ))
+    })();
+    let (scale, seed, count, debug, group_id, groups) = match parsed {
+        Ok(v) => v,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return 2;
+        }
+    };
+    let knobs = load_knobs("tsbs_generate_queries", &args);
+    let fail = |msg: String| {
+        eprintln!("error: {msg}");
+        1
+    };
+    let use_case = flags.get("use-case").map(String::as_str).unwrap_or("");
+    let qtype = flags.get("query-type").map(String::as_str).unwrap_or("");
+    let format = flags.get("format").map(String::as_str).unwrap_or("");
+    if !matches!(use_case, "devops" | "cpu-only" | "iot") {
+        return fail(format!("invalid use case specifier: '{use_case}'"));
+    }
+    if use_case == "iot" {
+        return not_emulated("--use-case=iot");
+    }
+    if qtype.is_empty() {
+        return fail("query type cannot be empty".into());
+    }
+    let Some(shape) = shape_of(qtype) else {
+        return fail(format!(
+            "invalid query type for use case '{use_case}': '{qtype}'"
+        ));
+    };
+    let prefix = match format {
+        "greptime" => "Influx",
+        "influx3" => "InfluxDB 3",
+        "" => return fail("format cannot be empty".into()),
+        other => {
+            if KNOWN_DATA_FORMATS.contains(&other) || other == "greptime" {
+                return not_emulated(&format!("--format={other}"));
+            }
+            return fail(format!("invalid format specifier: '{other}'"));
+        }
+    };
+    if scale == 0 {
+        return fail("scale cannot be zero".into());
+    }
+    if groups == 0 || group_id >= groups {
+        return fail("incorrect interleaved groups configuration".into());
+    }
+    let start = flags
+        .get("timestamp-start")
+        .map(String::as_str)
+        .unwrap_or("2016-01-01T00:00:00Z");
+    let end = flags
+        .get("timestamp-end")
+        .map(String::as_str)
+        .unwrap_or("2016-01-02T06:00:00Z");
+    let (Some(start_ns), Some(end_ns)) = (parse_rfc3339_ns(start), parse_rfc3339_ns(end)) else {
+        return fail(format!("cannot parse time range {start:?} .. {end:?}"));
+    };
+    if end_ns <= start_ns {
+        return fail("invalid time range: end is before start".into());
+    }
+    if knobs.exit_code != 0
+        && knobs
+            .fail_types
+            .as_ref()
+            .is_none_or(|t| t.iter().any(|x| x == qtype))
+    {
+        let msg = knobs
+            .stderr
+            .clone()
+            .unwrap_or_else(|| "query generation failed (testbed knob)".into());
+        eprintln!("{}", go_log(&msg));
+        return knobs.exit_code;
+    }
+    if shape.hosts > scale {
+        return go_panic(&format!(
+            "number of hosts ({}) larger than total hosts. See --scale ({scale})",
+            shape.hosts
+        ));
+    }
+    if shape.window > end_ns - start_ns {
+        return go_panic("random window equal to or larger than TimeInterval");
+    }
+    let seed = if seed == 0 { time_seed() } else { seed as u64 };
+    if debug > 0 {
+        eprintln!("using random seed {seed}");
+    }
+    let ctx = QueryCtx {
+        format,
+        scale,
+        start_ns,
+        end_ns,
+    };
+    let label = label_of(qtype, &shape, prefix);
+    let mut rng = Rng::new(seed);
+    let mut out: Box<dyn Write> = match flags.get("file").filter(|f| !f.is_empty()) {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Box::new(io::BufWriter::new(f)),
+            Err(e) => return fail(format!("cannot open file for write {path}: {e}")),
+        },
+        None => Box::new(io::BufWriter::new(raw_stdout())),
+    };
+    let mut emitted = 0u64;
+    for i in 0..count {
+        let (from, to) = if shape.window > 0 {
+            let span = (ctx.end_ns - ctx.start_ns - shape.window) as u64;
+            // Windows start on a whole second, as TSBS's random windows are second-aligned.
+            let offset = (rng.below(span / 1_000_000_000 + 1) as i128) * 1_000_000_000;
+            (ctx.start_ns + offset, ctx.start_ns + offset + shape.window)
+        } else {
+            (0, 0)
+        };
+        let sql = ctx.sql(qtype, &shape, &mut rng, from, to);
+        if i % groups != group_id {
+            continue;
+        }
+        let path = if format == "greptime" {
+            format!("/v1/sql?sql={}", query_escape(&sql))
+        } else {
+            "/api/v3/query_sql".to_string()
+        };
+        let description = if shape.window > 0 {
+            format!("{label}: {}", rfc3339(from))
+        } else {
+            label.clone()
+        };
+        let rec = QueryRecord {
+            human_label: label.clone(),
+            human_description: description,
+            method: "POST".into(),
+            path,
+            body: String::new(),
+            raw_query: sql,
+            start_timestamp: from as i64,
+            end_timestamp: to as i64,
+        };
+        if debug > 1 {
+            eprintln!("{}", rec.human_description);
+        }
+        let line = serde_json::to_string(&rec).expect("serialize a query record");
+        if let Err(e) = out
+            .write_all(line.as_bytes())
+            .and_then(|_| out.write_all(b"\n"))
+        {
+            return fail(format!("write: {e}"));
+        }
+        emitted += 1;
+    }
+    if let Err(e) = out.flush() {
+        return fail(format!("write: {e}"));
+    }
+    eprintln!("{label}: {emitted} points");
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_go_duration("10s"), Some(10_000_000_000));
+        assert_eq!(parse_go_duration("1m30s"), Some(90_000_000_000));
+        assert_eq!(parse_go_duration("1.5h"), Some(5_400_000_000_000));
+        assert_eq!(parse_go_duration("100ms"), Some(100_000_000));
+        assert_eq!(parse_go_duration("0"), Some(0));
+        assert_eq!(parse_go_duration("10x"), None);
+        assert_eq!(parse_go_duration(""), None);
+        assert_eq!(parse_go_duration("s"), None);
+    }
+
+    #[test]
+    fn labels_match_the_real_tool() {
+        let l = |t: &str, p: &str| label_of(t, &shape_of(t).unwrap(), p);
+        assert_eq!(
+            l("single-groupby-1-1-1", "Influx"),
+            "Influx 1 cpu metric(s), random    1 hosts, random 1h0m0s by 1m"
+        );
+        assert_eq!(
+            l("single-groupby-5-8-1", "InfluxDB 3"),
+            "InfluxDB 3 5 cpu metric(s), random    8 hosts, random 1h0m0s by 1m"
+        );
+        assert_eq!(
+            l("cpu-max-all-8", "Influx"),
+            "Influx max of all CPU metrics, random    8 hosts, random 8h0m0s by 1h"
+        );
+        assert_eq!(
+            l("double-groupby-all", "Influx"),
+            "Influx mean of 10 metrics, all hosts, random 12h0m0s by 1h"
+        );
+        assert_eq!(
+            l("high-cpu-1", "Influx"),
+            "Influx CPU over threshold, 1 host(s)"
+        );
+        assert_eq!(l("lastpoint", "Influx"), "Influx last row per host");
+        for t in QUERY_TYPES {
+            assert!(shape_of(t).is_some(), "{t}");
+        }
+        assert!(shape_of("single-groupby-2-2-2").is_none());
+    }
+
+    #[test]
+    fn query_escape_is_go_like() {
+        assert_eq!(query_escape("a b='c'"), "a+b%3D%27c%27");
+    }
 }

@@ -1,0 +1,265 @@
+//! `tsbsctl data prepare|generate|list|inspect|verify` (thin: the logic is in `dataset`).
+
+use serde_json::{json, Value};
+
+use crate::cli::common::DatasetRootArgs;
+use crate::context::Ctx;
+use crate::dataset::{
+    self, Compression, Dataset, GenerateRequest, Generator, Profile, SpecOverrides,
+};
+use crate::environment::TsbsEnv;
+use crate::error::Result;
+use crate::output::Outcome;
+
+/// The six spec flags and the profile (shared with the benchmark commands).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SpecArgs {
+    /// Start from this workload profile (default: the stored spec of an existing
+    /// --dataset-id, else manual).
+    #[arg(long, value_enum)]
+    pub profile: Option<Profile>,
+    /// TSBS use case (profiles: cpu-only).
+    #[arg(long, value_name = "NAME")]
+    pub use_case: Option<String>,
+    /// First timestamp, RFC 3339 (profiles: 2023-06-11T00:00:00Z).
+    #[arg(long, value_name = "TIME")]
+    pub start: Option<String>,
+    /// End timestamp, RFC 3339, exclusive.
+    #[arg(long, value_name = "TIME")]
+    pub end: Option<String>,
+    /// Number of hosts (manual: 4000, smoke: 10).
+    #[arg(long, value_name = "HOSTS", allow_negative_numbers = true)]
+    pub scale: Option<i64>,
+    /// Random seed (profiles: 123).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub seed: Option<i64>,
+    /// Interval between two readings of a host, a Go duration (profiles: 10s).
+    #[arg(long, value_name = "DURATION")]
+    pub log_interval: Option<String>,
+}
+
+impl SpecArgs {
+    pub fn overrides(&self) -> SpecOverrides {
+        SpecOverrides {
+            profile: self.profile,
+            use_case: self.use_case.clone(),
+            start: self.start.clone(),
+            end: self.end.clone(),
+            scale: self.scale,
+            seed: self.seed,
+            log_interval: self.log_interval.clone(),
+        }
+    }
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum DataCmd {
+    /// Create (or find) a logical dataset: writes only dataset.json, no data.
+    Prepare {
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// Name the dataset (default: an id derived from the spec).
+        #[arg(long, value_name = "ID")]
+        dataset_id: Option<String>,
+        #[command(flatten)]
+        root: DatasetRootArgs,
+    },
+    /// Generate a serialization of a dataset with tsbs_generate_data (reused when present).
+    Generate {
+        /// Serialization to generate.
+        #[arg(long, value_name = "FORMAT")]
+        format: String,
+        /// How to store it (default: as already stored, else none).
+        #[arg(long, value_enum)]
+        compression: Option<Compression>,
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// Name the dataset (default: an id derived from the spec).
+        #[arg(long, value_name = "ID")]
+        dataset_id: Option<String>,
+        /// Generate again even when a completed variant exists.
+        #[arg(long)]
+        regenerate: bool,
+        #[command(flatten)]
+        root: DatasetRootArgs,
+    },
+    /// List datasets and their completed formats (never reads the data).
+    List {
+        #[command(flatten)]
+        root: DatasetRootArgs,
+    },
+    /// Show a dataset's spec and its format manifests (never reads the data).
+    Inspect {
+        #[arg(long, value_name = "ID")]
+        dataset_id: String,
+        #[command(flatten)]
+        root: DatasetRootArgs,
+    },
+    /// Recompute every checksum of a dataset's formats.
+    Verify {
+        #[arg(long, value_name = "ID")]
+        dataset_id: String,
+        /// Only this format (default: all).
+        #[arg(long, value_name = "FORMAT")]
+        format: Option<String>,
+        #[command(flatten)]
+        root: DatasetRootArgs,
+    },
+}
+
+fn root_of(ctx: &Ctx, args: &DatasetRootArgs) -> Result<crate::paths::Root> {
+    ctx.root
+        .clone()
+        .with_dataset_root(args.dataset_root.as_deref())
+}
+
+pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
+    let command = ctx.command_line();
+    let reporter = ctx.reporter.as_ref();
+    match cmd {
+        DataCmd::Prepare {
+            spec,
+            dataset_id,
+            root,
+        } => {
+            let root = root_of(ctx, &root)?;
+            let (ds, reused) = Dataset::prepare(
+                &root,
+                dataset_id.as_deref(),
+                &spec.overrides(),
+                &command,
+                reporter,
+            )?;
+            let mut data = ds.to_json();
+            data["reused"] = json!(reused);
+            let human = format!(
+                "Dataset {}: {}\nPath: {}\n",
+                if reused { "reused" } else { "prepared" },
+                ds.id,
+                ds.dir.display()
+            );
+            Ok(Outcome::new(data, human))
+        }
+        DataCmd::Generate {
+            format,
+            compression,
+            spec,
+            dataset_id,
+            regenerate,
+            root,
+        } => {
+            let root = root_of(ctx, &root)?;
+            dataset::validate_format(&format)?;
+            let ds = Dataset::resolve(&root, dataset_id.as_deref(), &spec.overrides())?;
+            let req = GenerateRequest {
+                format,
+                compression,
+                regenerate,
+            };
+            let state_root = ctx.root.clone();
+            let mut gen = move || -> Result<Generator> {
+                let env = TsbsEnv::load(&state_root, None)?;
+                Generator::from_env(&env, "tsbs_generate_data")
+            };
+            let sf = dataset::ensure_generated(&ds, &req, &mut gen, &command, reporter)?;
+            let mut data = sf.to_json();
+            data["dataset_path"] = json!(ds.dir);
+            data["spec"] = ds.spec.to_value();
+            let human = format!(
+                "Dataset {}: {} ({}, {})\nData: {}\nRows: {}\nSHA-256: {}\n",
+                if sf.reused { "reused" } else { "generated" },
+                sf.dataset_id,
+                sf.format,
+                sf.compression.as_str(),
+                sf.path.display(),
+                sf.rows,
+                sf.sha256
+            );
+            Ok(Outcome::new(data, human))
+        }
+        DataCmd::List { root } => {
+            let root = root_of(ctx, &root)?;
+            let (list, warnings) = dataset::list(&root)?;
+            for w in &warnings {
+                reporter.warn(w);
+            }
+            let mut items = Vec::new();
+            let mut human = String::new();
+            for ds in &list {
+                let formats = dataset::completed_formats(ds);
+                let names: Vec<&str> = formats.keys().map(String::as_str).collect();
+                human.push_str(&format!(
+                    "{}\t{}\t{}\n",
+                    ds.id,
+                    if names.is_empty() {
+                        "-".to_string()
+                    } else {
+                        names.join(",")
+                    },
+                    ds.dir.display()
+                ));
+                let mut v = ds.to_json();
+                v["formats"] = json!(names);
+                items.push(v);
+            }
+            if list.is_empty() {
+                human = format!("No datasets under {}\n", root.datasets().display());
+            }
+            Ok(Outcome::new(
+                json!({"dataset_root": root.datasets(), "datasets": items}),
+                human,
+            ))
+        }
+        DataCmd::Inspect { dataset_id, root } => {
+            let root = root_of(ctx, &root)?;
+            let ds = Dataset::open(&root, &dataset_id)?;
+            let mut formats = serde_json::Map::new();
+            for f in ds.format_names()? {
+                formats.insert(f.clone(), dataset::variant_json(&ds.format_dir(&f))?);
+            }
+            let mut data = ds.to_json();
+            data["formats"] = Value::Object(formats.clone());
+            let mut human = format!(
+                "Dataset: {}\nPath: {}\nSpec: {}\n",
+                ds.id,
+                ds.dir.display(),
+                ds.spec.to_value()
+            );
+            for (f, v) in &formats {
+                human.push_str(&format!(
+                    "Format {f}: {} {} rows={} bytes={} sha256={}\n",
+                    v["status"].as_str().unwrap_or("?"),
+                    v["compression"].as_str().unwrap_or("-"),
+                    v["rows"],
+                    v["stored"]["bytes"],
+                    v["stored"]["sha256"].as_str().unwrap_or("-"),
+                ));
+            }
+            Ok(Outcome::new(data, human))
+        }
+        DataCmd::Verify {
+            dataset_id,
+            format,
+            root,
+        } => {
+            let root = root_of(ctx, &root)?;
+            let ds = Dataset::open(&root, &dataset_id)?;
+            let variants = dataset::verify(&ds, format.as_deref(), &command, reporter)?;
+            let mut human = String::new();
+            for v in &variants {
+                human.push_str(&format!(
+                    "Verified {} ({}): {} rows, SHA-256 {}\n",
+                    v.dataset_id, v.format, v.rows, v.sha256
+                ));
+            }
+            Ok(Outcome::new(
+                json!({
+                    "dataset_id": ds.id,
+                    "dataset_path": ds.dir,
+                    "variants": variants.iter().map(|v| v.to_json()).collect::<Vec<_>>(),
+                }),
+                human,
+            ))
+        }
+    }
+}

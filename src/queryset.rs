@@ -1,0 +1,818 @@
+//! Query sets shared by both benchmarks (benchmark.md §2.3-2.6).
+//!
+//! A query set is one `tsbs_generate_queries` file per query type for one logical dataset and
+//! one query format (`greptime` or `influx3`). Its id is derived from its spec exactly as the
+//! reference derives it, and it lives in
+//! `<root>/queries/<dataset-id>/<format>/<query-set-id>/{manifest.json, queries/<type>.dat}`.
+//!
+//! API for the benchmark phases:
+//! * [`resolve_counts`]: `--query-type` / `--queries` / `--query-count` → the sorted
+//!   type → count map, with the reference's exact validation messages;
+//! * [`ensure_query_set`] → [`QuerySet`]: reuses a published set (manifest, membership, sizes
+//!   and fingerprints; full hashing only when something looks off or on request) or generates
+//!   one (one generator per type, in parallel up to the core count) and publishes it with one
+//!   directory rename; the loser of a publish race validates and reuses the winner's set.
+//! * [`verify_query_set`]: full hashing of every file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::dataset::{Dataset, Fingerprint, Generator, GeneratorRecord, Profile};
+use crate::error::{Error, Result};
+use crate::manifest::{self, Manifest};
+use crate::output::Reporter;
+use crate::paths::Root;
+
+/// The fifteen devops query types, sorted.
+pub const QUERY_TYPES: [&str; 15] = [
+    "cpu-max-all-1",
+    "cpu-max-all-8",
+    "double-groupby-1",
+    "double-groupby-5",
+    "double-groupby-all",
+    "groupby-orderby-limit",
+    "high-cpu-1",
+    "high-cpu-all",
+    "lastpoint",
+    "single-groupby-1-1-1",
+    "single-groupby-1-1-12",
+    "single-groupby-1-8-1",
+    "single-groupby-5-1-1",
+    "single-groupby-5-1-12",
+    "single-groupby-5-8-1",
+];
+
+/// The query format a benchmark uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueryFormat {
+    Greptime,
+    Influx3,
+}
+
+impl QueryFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueryFormat::Greptime => "greptime",
+            QueryFormat::Influx3 => "influx3",
+        }
+    }
+    /// The manifest kind (§2.5).
+    pub fn kind(self) -> &'static str {
+        match self {
+            QueryFormat::Greptime => GreptimeQuerySetManifest::KIND,
+            QueryFormat::Influx3 => Influx3QuerySetManifest::KIND,
+        }
+    }
+}
+
+/// The profile's default count for a type (§2.1).
+pub fn profile_count(profile: Profile, query_type: &str) -> u64 {
+    match profile {
+        Profile::Smoke => 10,
+        Profile::Manual => match query_type {
+            "lastpoint" => 10,
+            "double-groupby-1"
+            | "double-groupby-5"
+            | "double-groupby-all"
+            | "groupby-orderby-limit"
+            | "high-cpu-all" => 50,
+            _ => 100,
+        },
+    }
+}
+
+/// The profile's whole query workload.
+pub fn profile_counts(profile: Profile) -> BTreeMap<String, u64> {
+    QUERY_TYPES
+        .iter()
+        .map(|t| (t.to_string(), profile_count(profile, t)))
+        .collect()
+}
+
+/// Combines `--query-type T` (repeatable), `--queries N` and `--query-count T=N` (repeatable)
+/// as the reference does (§2.3). `base` is the workload being reopened (a run's stored counts);
+/// `None` means the profile's full workload.
+pub fn resolve_counts(
+    profile: Profile,
+    base: Option<&BTreeMap<String, u64>>,
+    query_types: &[String],
+    queries: Option<i64>,
+    query_counts: &[String],
+) -> Result<BTreeMap<String, u64>> {
+    let bad = |msg: String| {
+        Error::invalid(msg).with_hint(format!(
+            "query types: {}; counts are positive integers (--query-count lastpoint=10)",
+            QUERY_TYPES.join(", ")
+        ))
+    };
+    if let Some(q) = queries {
+        if q <= 0 {
+            return Err(Error::invalid("--queries must be positive")
+                .with_hint("give the number of queries per type, e.g. --queries 10"));
+        }
+    }
+    let mut overrides: BTreeMap<String, u64> = BTreeMap::new();
+    for raw in query_counts {
+        let (t, c) = match raw.split_once('=') {
+            Some((t, c)) if !t.trim().is_empty() && !c.trim().is_empty() => (t.trim(), c.trim()),
+            _ => return Err(bad("query count must use QUERY_TYPE=COUNT syntax".into())),
+        };
+        if !QUERY_TYPES.contains(&t) {
+            return Err(bad(format!("unsupported query type: {t}")));
+        }
+        let n: i64 = c
+            .parse()
+            .map_err(|_| bad(format!("query count for {t} must be an integer")))?;
+        if n <= 0 {
+            return Err(bad(format!("query count for {t} must be positive")));
+        }
+        if overrides.insert(t.to_string(), n as u64).is_some() {
+            return Err(bad(format!("duplicate --query-count for {t}")));
+        }
+    }
+    let mut selected: BTreeSet<String> = BTreeSet::new();
+    for t in query_types {
+        if !QUERY_TYPES.contains(&t.as_str()) {
+            return Err(bad(format!("unsupported query type: {t}")));
+        }
+        selected.insert(t.clone());
+    }
+    let membership: BTreeSet<String> = if !selected.is_empty() {
+        let outside: Vec<&str> = overrides
+            .keys()
+            .filter(|t| !selected.contains(*t))
+            .map(String::as_str)
+            .collect();
+        if !outside.is_empty() {
+            return Err(bad(format!(
+                "--query-count targets query types not selected by --query-type: {}",
+                outside.join(", ")
+            )));
+        }
+        selected
+    } else if !overrides.is_empty() {
+        overrides.keys().cloned().collect()
+    } else {
+        match base {
+            Some(b) => b.keys().cloned().collect(),
+            None => QUERY_TYPES.iter().map(|t| t.to_string()).collect(),
+        }
+    };
+    Ok(membership
+        .into_iter()
+        .map(|t| {
+            let n = overrides
+                .get(&t)
+                .copied()
+                .or(queries.map(|q| q as u64))
+                .or_else(|| base.and_then(|b| b.get(&t).copied()))
+                .unwrap_or_else(|| profile_count(profile, &t));
+            (t, n)
+        })
+        .collect())
+}
+
+/// `end + 1 s`, rendered as the reference renders it (Python `isoformat`, `+00:00` → `Z`).
+pub fn end_plus_one_second(end: &str) -> Result<String> {
+    use time::format_description::well_known::Rfc3339;
+    let t = time::OffsetDateTime::parse(end, &Rfc3339).map_err(|_| {
+        Error::invalid(format!("--end {end:?} is not an RFC 3339 timestamp"))
+            .with_hint("use a timestamp such as 2023-06-14T00:00:00Z")
+    })?;
+    let t = t + time::Duration::seconds(1);
+    let mut s = format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        t.year(),
+        t.month() as u8,
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    );
+    if t.microsecond() != 0 {
+        s.push_str(&format!(".{:06}", t.microsecond()));
+    }
+    let off = t.offset();
+    if off.is_utc() {
+        s.push('Z');
+    } else {
+        let (h, m, _) = off.as_hms();
+        let sign = if off.is_negative() { '-' } else { '+' };
+        s.push_str(&format!("{sign}{:02}:{:02}", h.abs(), m.abs()));
+    }
+    Ok(s)
+}
+
+/// The query-set spec hashed for identity (§2.4).
+pub fn query_set_spec(
+    dataset: &Dataset,
+    format: QueryFormat,
+    counts: &BTreeMap<String, u64>,
+) -> Result<Value> {
+    if counts.is_empty() {
+        return Err(Error::invalid("a query set needs at least one query type")
+            .with_hint("select query types with --query-type or --query-count"));
+    }
+    Ok(json!({
+        "dataset": {"dataset_id": dataset.id, "spec": dataset.spec.to_value()},
+        "format": format.as_str(),
+        "use_case": "devops",
+        "seed": dataset.spec.seed,
+        "scale": dataset.spec.scale,
+        "timestamp_start": dataset.spec.start,
+        "timestamp_end": end_plus_one_second(&dataset.spec.end)?,
+        "query_counts": counts,
+    }))
+}
+
+/// `<format>-<16 hex of the spec digest>`.
+pub fn query_set_id(format: QueryFormat, spec: &Value) -> String {
+    let digest = crate::canonical::spec_digest(spec);
+    format!("{}-{}", format.as_str(), &digest[..16])
+}
+
+/// One query file in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryFileRecord {
+    /// Relative to the set directory: `queries/<type>.dat`.
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<Fingerprint>,
+}
+
+/// The body of a query-set manifest (§2.5).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QuerySetManifest {
+    pub query_set_id: String,
+    pub created_at: String,
+    pub spec: Value,
+    pub generator: GeneratorRecord,
+    pub files: BTreeMap<String, QueryFileRecord>,
+    pub tool_version: String,
+}
+
+/// Manifest of a GreptimeDB query set (kind `greptimedb-query-set`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct GreptimeQuerySetManifest(pub QuerySetManifest);
+impl Manifest for GreptimeQuerySetManifest {
+    const KIND: &'static str = "greptimedb-query-set";
+}
+
+/// Manifest of an InfluxDB 3 query set (kind `influxdb3-query-set`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Influx3QuerySetManifest(pub QuerySetManifest);
+impl Manifest for Influx3QuerySetManifest {
+    const KIND: &'static str = "influxdb3-query-set";
+}
+
+fn write_manifest(path: &Path, format: QueryFormat, m: &QuerySetManifest) -> Result<()> {
+    match format {
+        QueryFormat::Greptime => manifest::write(path, &GreptimeQuerySetManifest(m.clone())),
+        QueryFormat::Influx3 => manifest::write(path, &Influx3QuerySetManifest(m.clone())),
+    }
+}
+
+fn read_manifest(path: &Path, format: QueryFormat) -> Result<QuerySetManifest> {
+    Ok(match format {
+        QueryFormat::Greptime => manifest::read::<GreptimeQuerySetManifest>(path)?.0,
+        QueryFormat::Influx3 => manifest::read::<Influx3QuerySetManifest>(path)?.0,
+    })
+}
+
+/// A query file ready to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryFile {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// A validated, published query set.
+#[derive(Debug, Clone)]
+pub struct QuerySet {
+    pub id: String,
+    pub format: QueryFormat,
+    pub path: PathBuf,
+    pub manifest_path: PathBuf,
+    /// SHA-256 of `manifest.json` (what a run pins).
+    pub manifest_sha256: String,
+    pub spec: Value,
+    /// Keyed by query type, sorted.
+    pub files: BTreeMap<String, QueryFile>,
+    /// Found published (by an earlier command or a concurrent winner).
+    pub reused: bool,
+    /// Every file was hashed by this call.
+    pub verified: bool,
+    pub generator: GeneratorRecord,
+}
+
+impl QuerySet {
+    pub fn counts(&self) -> BTreeMap<String, u64> {
+        self.spec["query_counts"]
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "query_set_id": self.id,
+            "query_set_path": self.path,
+            "manifest_sha256": self.manifest_sha256,
+            "spec": self.spec,
+            "files": self.files.iter().map(|(t, f)| (t.clone(), json!({
+                "path": f.path, "bytes": f.bytes, "sha256": f.sha256,
+            }))).collect::<serde_json::Map<String, Value>>(),
+            "reused": self.reused,
+        })
+    }
+}
+
+/// The directory of a query set.
+pub fn query_set_dir(root: &Root, dataset_id: &str, format: QueryFormat, id: &str) -> PathBuf {
+    root.queries()
+        .join(dataset_id)
+        .join(format.as_str())
+        .join(id)
+}
+
+/// What [`ensure_query_set`] needs.
+pub struct QuerySetRequest<'a> {
+    pub dataset: &'a Dataset,
+    pub format: QueryFormat,
+    /// From [`resolve_counts`].
+    pub counts: &'a BTreeMap<String, u64>,
+    /// Where each generator's stderr goes (`generate-query-<type>.log`): the run's `logs/`,
+    /// never the shared query root.
+    pub log_dir: &'a Path,
+    /// The manifest SHA-256 a run already pinned; a different set is an integrity error.
+    pub pinned_manifest_sha256: Option<&'a str>,
+    /// Hash every file even when sizes and fingerprints match.
+    pub full_verify: bool,
+}
+
+/// Reuses or generates the query set for `req` (see the module doc). `generator` is called
+/// only when generation is needed.
+pub fn ensure_query_set(
+    root: &Root,
+    req: &QuerySetRequest,
+    generator: &mut dyn FnMut() -> Result<Generator>,
+    reporter: &dyn Reporter,
+) -> Result<QuerySet> {
+    let spec = query_set_spec(req.dataset, req.format, req.counts)?;
+    let id = query_set_id(req.format, &spec);
+    let dir = query_set_dir(root, &req.dataset.id, req.format, &id);
+    if dir.exists() {
+        return validate(&dir, req, &spec, &id, true);
+    }
+    // Find the generator before writing anything (a missing environment changes nothing).
+    let gen = generator()?;
+    let parent = dir.parent().expect("a set dir has a parent").to_path_buf();
+    fs::create_dir_all(&parent).map_err(|e| Error::io("create", &parent, e))?;
+    let _ = crate::fsutil::clean_staging(&dir, "stage");
+    let staging = crate::fsutil::staging_path(&dir, "stage")?;
+    let result = (|| -> Result<bool> {
+        generate_into(&staging, req, &spec, &id, &gen, reporter)?;
+        // One rename publishes the whole set; if another process won, use theirs.
+        match fs::rename(&staging, &dir) {
+            Ok(()) => {
+                crate::fsutil::sync_dir(&parent)?;
+                Ok(true)
+            }
+            Err(e) if dir.exists() => {
+                let _ = e;
+                Ok(false)
+            }
+            Err(e) => Err(Error::failed(format!(
+                "could not publish the query set {}: {e}",
+                dir.display()
+            ))),
+        }
+    })();
+    if staging.exists() {
+        let _ = fs::remove_dir_all(&staging);
+    }
+    let published = result?;
+    let mut set = validate(&dir, req, &spec, &id, !published)?;
+    set.reused = !published;
+    if published {
+        reporter.info(&format!("query set {id} published at {}", dir.display()));
+    }
+    Ok(set)
+}
+
+/// Hashes every file of a published set (and checks everything else).
+pub fn verify_query_set(root: &Root, req: &QuerySetRequest) -> Result<QuerySet> {
+    let spec = query_set_spec(req.dataset, req.format, req.counts)?;
+    let id = query_set_id(req.format, &spec);
+    let dir = query_set_dir(root, &req.dataset.id, req.format, &id);
+    if !dir.exists() {
+        return Err(Error::invalid(format!("query set {id} does not exist"))
+            .with_hint("it is generated by the benchmark's query phase"));
+    }
+    let full = QuerySetRequest {
+        full_verify: true,
+        ..*req
+    };
+    validate(&dir, &full, &spec, &id, true)
+}
+
+fn integrity(dir: &Path, msg: &str) -> Error {
+    Error::integrity(format!("{msg}: {}", dir.display())).with_hint(format!(
+        "remove {} and run the command again to regenerate the query set",
+        dir.display()
+    ))
+}
+
+/// Validates a published set (§2.6), cheaply unless something looks off.
+fn validate(
+    dir: &Path,
+    req: &QuerySetRequest,
+    spec: &Value,
+    id: &str,
+    reused: bool,
+) -> Result<QuerySet> {
+    let manifest_path = dir.join("manifest.json");
+    let bytes = fs::read(&manifest_path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => integrity(dir, "query set has no manifest"),
+        _ => Error::io("read", &manifest_path, e),
+    })?;
+    let manifest_sha256 = crate::hash::sha256_hex(&bytes);
+    if let Some(pinned) = req.pinned_manifest_sha256 {
+        if pinned != manifest_sha256 {
+            return Err(Error::integrity(format!(
+                "query set conflicts with the query set pinned by this run: {}",
+                dir.display()
+            ))
+            .with_hint("start a new run, or restore the query set this run used"));
+        }
+    }
+    let m = read_manifest(&manifest_path, req.format)?;
+    if &m.spec != spec || m.query_set_id != id {
+        return Err(integrity(dir, "query-set specification mismatch"));
+    }
+    let membership: BTreeSet<&str> = req.counts.keys().map(String::as_str).collect();
+    let recorded: BTreeSet<&str> = m.files.keys().map(String::as_str).collect();
+    if membership != recorded {
+        return Err(integrity(dir, "query-set membership mismatch"));
+    }
+    let qdir = dir.join("queries");
+    let mut stems = BTreeSet::new();
+    let rd = fs::read_dir(&qdir).map_err(|e| Error::io("list", &qdir, e))?;
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".dat") {
+            stems.insert(stem.to_string());
+        }
+    }
+    if stems.iter().map(String::as_str).collect::<BTreeSet<_>>() != membership {
+        return Err(integrity(
+            dir,
+            "query-set artifacts do not match membership",
+        ));
+    }
+    let mut files = BTreeMap::new();
+    let mut verified = true;
+    for (t, rec) in &m.files {
+        if rec.path != format!("queries/{t}.dat") || rec.sha256.len() != 64 {
+            return Err(integrity(dir, "malformed query artifact metadata"));
+        }
+        let path = dir.join(&rec.path);
+        let fp = Fingerprint::of(&path).map_err(|e| Error::io("stat", &path, e))?;
+        if fp.size != rec.bytes {
+            return Err(integrity(dir, "query artifact size mismatch"));
+        }
+        if req.full_verify || rec.fingerprint.as_ref() != Some(&fp) {
+            let (sha, n) = crate::hash::sha256_file(&path, &crate::output::NoProgress)?;
+            if sha != rec.sha256 || n != rec.bytes {
+                return Err(integrity(dir, "query artifact checksum mismatch"));
+            }
+        } else {
+            verified = false;
+        }
+        files.insert(
+            t.clone(),
+            QueryFile {
+                path,
+                bytes: rec.bytes,
+                sha256: rec.sha256.clone(),
+            },
+        );
+    }
+    Ok(QuerySet {
+        id: id.to_string(),
+        format: req.format,
+        path: dir.to_path_buf(),
+        manifest_path,
+        manifest_sha256,
+        spec: spec.clone(),
+        files,
+        reused,
+        verified,
+        generator: m.generator,
+    })
+}
+
+/// The generator command line for one type (benchmark.md §3.2).
+pub fn generator_args(spec: &Value, query_type: &str, count: u64) -> Vec<String> {
+    let s = |k: &str| match &spec[k] {
+        Value::String(v) => v.clone(),
+        other => other.to_string(),
+    };
+    vec![
+        "--use-case=devops".to_string(),
+        format!("--seed={}", s("seed")),
+        format!("--scale={}", s("scale")),
+        format!("--timestamp-start={}", s("timestamp_start")),
+        format!("--timestamp-end={}", s("timestamp_end")),
+        format!("--queries={count}"),
+        format!("--query-type={query_type}"),
+        format!("--format={}", s("format")),
+    ]
+}
+
+fn generate_into(
+    staging: &Path,
+    req: &QuerySetRequest,
+    spec: &Value,
+    id: &str,
+    gen: &Generator,
+    reporter: &dyn Reporter,
+) -> Result<()> {
+    let qdir = staging.join("queries");
+    let work = staging.join("work");
+    fs::create_dir_all(&qdir).map_err(|e| Error::io("create", &qdir, e))?;
+    // TSBS reads a config.* from its working directory: give it an empty one.
+    fs::create_dir_all(&work).map_err(|e| Error::io("create", &work, e))?;
+    fs::create_dir_all(req.log_dir).map_err(|e| Error::io("create", req.log_dir, e))?;
+    let parallel = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(req.counts.len())
+        .max(1);
+    reporter.info(&format!(
+        "generating query set {id}: {} types, {parallel} at a time",
+        req.counts.len()
+    ));
+    let queue: Mutex<Vec<(String, u64)>> = Mutex::new(
+        req.counts
+            .iter()
+            .rev()
+            .map(|(t, n)| (t.clone(), *n))
+            .collect(),
+    );
+    let results: Mutex<BTreeMap<String, Result<QueryFileRecord>>> = Mutex::new(BTreeMap::new());
+    std::thread::scope(|scope| {
+        for _ in 0..parallel {
+            scope.spawn(|| loop {
+                let next = queue.lock().expect("queue").pop();
+                let Some((t, n)) = next else { break };
+                let failed_before = results
+                    .lock()
+                    .expect("results")
+                    .values()
+                    .any(|r| r.is_err());
+                let r = if failed_before || crate::interrupt::requested() {
+                    Err(Error::failed("skipped after an earlier failure"))
+                } else {
+                    generate_type(&qdir, &work, req.log_dir, spec, &t, n, gen)
+                };
+                results.lock().expect("results").insert(t, r);
+            });
+        }
+    });
+    crate::interrupt::check()?;
+    let results = results.into_inner().expect("results");
+    let mut files = BTreeMap::new();
+    let mut first_err = None;
+    for (t, r) in results {
+        match r {
+            Ok(rec) => {
+                files.insert(t, rec);
+            }
+            Err(e) if first_err.is_none() && !e.message.starts_with("skipped") => {
+                first_err = Some(e)
+            }
+            Err(_) => {}
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    fs::remove_dir_all(&work).map_err(|e| Error::io("remove", &work, e))?;
+    for f in fs::read_dir(&qdir)
+        .map_err(|e| Error::io("list", &qdir, e))?
+        .flatten()
+    {
+        File::open(f.path())
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::io("sync", &f.path(), e))?;
+    }
+    crate::fsutil::sync_dir(&qdir)?;
+    let m = QuerySetManifest {
+        query_set_id: id.to_string(),
+        created_at: manifest::now_rfc3339(),
+        spec: spec.clone(),
+        generator: GeneratorRecord {
+            binary: gen.path.clone(),
+            binary_sha256: gen.sha256.clone(),
+            tsbs_repo: gen.tsbs_repo.clone(),
+            tsbs_commit: gen.tsbs_commit.clone(),
+            go_version: gen.go_version.clone(),
+        },
+        files,
+        tool_version: crate::VERSION.to_string(),
+    };
+    write_manifest(&staging.join("manifest.json"), req.format, &m)
+}
+
+fn generate_type(
+    qdir: &Path,
+    work: &Path,
+    log_dir: &Path,
+    spec: &Value,
+    query_type: &str,
+    count: u64,
+    gen: &Generator,
+) -> Result<QueryFileRecord> {
+    let args = generator_args(spec, query_type, count);
+    let out_path = qdir.join(format!("{query_type}.dat"));
+    let log_path = log_dir.join(format!("generate-query-{query_type}.log"));
+    let mut log = File::create(&log_path).map_err(|e| Error::io("create", &log_path, e))?;
+    let mut line = format!("$ {}", gen.path.display());
+    for a in &args {
+        line.push(' ');
+        line.push_str(a);
+    }
+    writeln!(log, "{line}").map_err(|e| Error::io("write", &log_path, e))?;
+    let out = File::create(&out_path).map_err(|e| Error::io("create", &out_path, e))?;
+    let mut child = Command::new(&gen.path)
+        .args(&args)
+        .current_dir(work)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            Error::failed(format!("could not run {}: {e}", gen.path.display()))
+                .with_hint("rebuild the TSBS tools with `tsbsctl env prepare --rebuild`")
+        })?;
+    let mut last = String::new();
+    if let Some(stderr) = child.stderr.take() {
+        for l in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+            let _ = writeln!(log, "{l}");
+            if !l.trim().is_empty() {
+                last = l;
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| Error::failed(format!("wait for the query generator: {e}")))?;
+    if !status.success() {
+        let code = status
+            .code()
+            .map(|c| format!("exit code {c}"))
+            .unwrap_or_else(|| "a signal".into());
+        return Err(Error::failed(format!(
+            "tsbs_generate_queries failed for {query_type} with {code}; see {}",
+            log_path.display()
+        ))
+        .with_hint("check the log; nothing was published, so running again retries"));
+    }
+    // The tool ends with `<label>: <n> points`; anything else means it did not finish.
+    if !last.ends_with(&format!(": {count} points")) {
+        return Err(Error::failed(format!(
+            "tsbs_generate_queries for {query_type} did not report {count} points (last line: {last:?}); see {}",
+            log_path.display()
+        ))
+        .with_hint("check the log; nothing was published, so running again retries"));
+    }
+    let (sha256, bytes) = crate::hash::sha256_file(&out_path, &crate::output::NoProgress)?;
+    let fingerprint = Fingerprint::of(&out_path).map_err(|e| Error::io("stat", &out_path, e))?;
+    Ok(QueryFileRecord {
+        path: format!("queries/{query_type}.dat"),
+        bytes,
+        sha256,
+        fingerprint: Some(fingerprint),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn end_plus_one_second_renders_like_python() {
+        assert_eq!(
+            end_plus_one_second("2023-06-14T00:00:00Z").unwrap(),
+            "2023-06-14T00:00:01Z"
+        );
+        assert_eq!(
+            end_plus_one_second("2023-06-14T23:59:59+02:00").unwrap(),
+            "2023-06-15T00:00:00+02:00"
+        );
+        assert_eq!(
+            end_plus_one_second("2023-06-14T00:00:00.5Z").unwrap(),
+            "2023-06-14T00:00:01.500000Z"
+        );
+    }
+
+    #[test]
+    fn counts_follow_the_reference_rules() {
+        let all = resolve_counts(Profile::Manual, None, &[], None, &[]).unwrap();
+        assert_eq!(all.len(), 15);
+        assert_eq!(all["lastpoint"], 10);
+        assert_eq!(all["cpu-max-all-1"], 100);
+        assert_eq!(all["high-cpu-all"], 50);
+        let two = resolve_counts(
+            Profile::Smoke,
+            None,
+            &[],
+            Some(3),
+            &s(&["lastpoint=7", "high-cpu-1=2"]),
+        )
+        .unwrap();
+        assert_eq!(
+            two.into_iter().collect::<Vec<_>>(),
+            vec![("high-cpu-1".to_string(), 2), ("lastpoint".to_string(), 7)]
+        );
+        let typed = resolve_counts(
+            Profile::Manual,
+            None,
+            &s(&["lastpoint", "cpu-max-all-8", "lastpoint"]),
+            Some(4),
+            &s(&["lastpoint=9"]),
+        )
+        .unwrap();
+        assert_eq!(typed.len(), 2);
+        assert_eq!(typed["lastpoint"], 9);
+        assert_eq!(typed["cpu-max-all-8"], 4);
+    }
+
+    #[test]
+    fn count_validation_messages_are_exact() {
+        let msg = |types: &[&str], q: Option<i64>, c: &[&str]| {
+            resolve_counts(Profile::Smoke, None, &s(types), q, &s(c))
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(
+            msg(&[], None, &["lastpoint"]),
+            "query count must use QUERY_TYPE=COUNT syntax"
+        );
+        assert_eq!(
+            msg(&[], None, &["=3"]),
+            "query count must use QUERY_TYPE=COUNT syntax"
+        );
+        assert_eq!(
+            msg(&[], None, &["lastpoint="]),
+            "query count must use QUERY_TYPE=COUNT syntax"
+        );
+        assert_eq!(msg(&[], None, &["nope=3"]), "unsupported query type: nope");
+        assert_eq!(msg(&["nope"], None, &[]), "unsupported query type: nope");
+        assert_eq!(
+            msg(&[], None, &["lastpoint=x"]),
+            "query count for lastpoint must be an integer"
+        );
+        assert_eq!(
+            msg(&[], None, &["lastpoint=0"]),
+            "query count for lastpoint must be positive"
+        );
+        assert_eq!(
+            msg(&[], None, &["lastpoint=-2"]),
+            "query count for lastpoint must be positive"
+        );
+        assert_eq!(
+            msg(&[], None, &["lastpoint=1", "lastpoint=2"]),
+            "duplicate --query-count for lastpoint"
+        );
+        assert_eq!(
+            msg(&["lastpoint"], None, &["high-cpu-all=1", "cpu-max-all-1=2"]),
+            "--query-count targets query types not selected by --query-type: cpu-max-all-1, high-cpu-all"
+        );
+        assert_eq!(msg(&[], Some(0), &[]), "--queries must be positive");
+        let e = resolve_counts(Profile::Smoke, None, &[], None, &s(&["x"])).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+    }
+}

@@ -1,0 +1,885 @@
+//! Shared datasets and query sets (`tsbsctl data ...`, `dataset`, `queryset`).
+//!
+//! Generation runs the TSBS generator stand-ins through wrapper scripts (what the fake `go
+//! build` of `env prepare` writes as the built tools); the library is driven in-process where a
+//! prepared environment would otherwise be needed, and the real binary for everything else.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use sha2::Digest as _;
+use tsbsctl::dataset::{
+    self, Compression, Dataset, GenerateRequest, Generator, Profile, SpecOverrides, StoredFormat,
+};
+use tsbsctl::output::SilentReporter;
+use tsbsctl::paths::Root;
+use tsbsctl::queryset::{self, QueryFormat, QuerySetRequest};
+
+use crate::util::*;
+
+/// Generator stand-ins installed as wrapper scripts, with a knob file and an invocation log.
+struct Standins {
+    knobs: PathBuf,
+    data_log: PathBuf,
+    query_log: PathBuf,
+    data: Generator,
+    queries: Generator,
+}
+
+impl Standins {
+    fn new(env: &TestEnv) -> Standins {
+        let _ = testbed_bin(); // built before the wrappers exec it
+        let bin = env.path().join("tsbs-bin");
+        fs::create_dir_all(&bin).unwrap();
+        let knobs = env.path().join("knobs.json");
+        let knobs_s = knobs.to_string_lossy().into_owned();
+        let mk = |tool: &str| {
+            let p = bin.join(tool);
+            fs::write(
+                &p,
+                testbed::wrapper_script(tool, &[("TESTBED_KNOBS", knobs_s.as_str())]),
+            )
+            .unwrap();
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+            Generator {
+                path: p,
+                sha256: "0".repeat(64),
+                tsbs_repo: "https://example.invalid/tsbs.git".into(),
+                tsbs_commit: "81d12c8".into(),
+                go_version: "go1.21.13".into(),
+            }
+        };
+        let s = Standins {
+            knobs,
+            data_log: env.path().join("data-invocations.log"),
+            query_log: env.path().join("query-invocations.log"),
+            data: mk("tsbs_generate_data"),
+            queries: mk("tsbs_generate_queries"),
+        };
+        s.set(json!({}), json!({}));
+        s
+    }
+
+    /// Replaces the knobs (the invocation logs are always on).
+    fn set(&self, mut data: Value, mut queries: Value) {
+        data["invocations_log"] = json!(self.data_log);
+        queries["invocations_log"] = json!(self.query_log);
+        fs::write(
+            &self.knobs,
+            serde_json::to_vec(
+                &json!({"tsbs_generate_data": data, "tsbs_generate_queries": queries}),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    }
+
+    fn data_runs(&self) -> usize {
+        fs::read_to_string(&self.data_log)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+
+    fn query_runs(&self) -> usize {
+        fs::read_to_string(&self.query_log)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+}
+
+fn root(env: &TestEnv) -> Root {
+    Root::at(env.root.clone())
+}
+
+/// A tiny dataset: 3 hosts, one hour, 10 s → 1,080 rows.
+fn tiny() -> SpecOverrides {
+    SpecOverrides {
+        profile: Some(Profile::Smoke),
+        scale: Some(3),
+        end: Some("2023-06-11T01:00:00Z".into()),
+        ..Default::default()
+    }
+}
+
+const TINY_ROWS: u64 = 3 * 360;
+
+/// Query sets need a day (the longest query window is 12 h); 3 hosts, no data.
+fn day3() -> SpecOverrides {
+    SpecOverrides {
+        profile: Some(Profile::Smoke),
+        scale: Some(3),
+        ..Default::default()
+    }
+}
+
+fn generate(
+    env: &TestEnv,
+    s: &Standins,
+    id: &str,
+    compression: Option<Compression>,
+    regenerate: bool,
+) -> tsbsctl::error::Result<StoredFormat> {
+    let root = root(env);
+    let ds = Dataset::resolve(&root, Some(id), &tiny())?;
+    let req = GenerateRequest {
+        format: "influx".into(),
+        compression,
+        regenerate,
+    };
+    let gen = s.data.clone();
+    let mut g = move || Ok(gen.clone());
+    dataset::ensure_generated(&ds, &req, &mut g, "test", &SilentReporter)
+}
+
+fn sha256_of(bytes: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+fn decompress(path: &Path, c: Compression) -> Vec<u8> {
+    let f = fs::File::open(path).unwrap();
+    let mut out = Vec::new();
+    match c {
+        Compression::None => {
+            let mut f = f;
+            f.read_to_end(&mut out).unwrap();
+        }
+        Compression::Gzip => {
+            flate2::read::MultiGzDecoder::new(f)
+                .read_to_end(&mut out)
+                .unwrap();
+        }
+        Compression::Xz => {
+            xz2::read::XzDecoder::new(f).read_to_end(&mut out).unwrap();
+        }
+    }
+    out
+}
+
+/// Overwrites one byte in place (same size, same inode) and optionally restores the mtime.
+fn corrupt_in_place(path: &Path, restore_mtime: bool) {
+    let meta = fs::metadata(path).unwrap();
+    let mtime = meta.modified().unwrap();
+    let mut bytes = fs::read(path).unwrap();
+    let i = bytes.len() / 2;
+    bytes[i] = if bytes[i] == b'7' { b'8' } else { b'7' };
+    let mut f = fs::OpenOptions::new().write(true).open(path).unwrap();
+    std::io::Write::write_all(&mut f, &bytes).unwrap();
+    if restore_mtime {
+        f.set_times(fs::FileTimes::new().set_modified(mtime))
+            .unwrap();
+    }
+    drop(f);
+    assert_eq!(fs::metadata(path).unwrap().len(), meta.len());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ids and specs
+
+#[test]
+fn dataset_ids_match_the_reference_vectors() {
+    let id = |o: SpecOverrides| {
+        Dataset::resolve(&Root::at("/nonexistent"), None, &o)
+            .unwrap()
+            .id
+    };
+    assert_eq!(id(SpecOverrides::default()), "cpu-only-s4000-57964a838c71");
+    let smoke = |scale| SpecOverrides {
+        profile: Some(Profile::Smoke),
+        scale,
+        ..Default::default()
+    };
+    assert_eq!(id(smoke(None)), "cpu-only-s10-c3a7d38f3a2a");
+    assert_eq!(id(smoke(Some(100))), "cpu-only-s100-003a91156529");
+    assert_eq!(id(smoke(Some(1000))), "cpu-only-s1000-45c02116670b");
+}
+
+#[test]
+fn query_set_ids_match_the_reference_vectors() {
+    let ds = |p: Profile| {
+        Dataset::resolve(
+            &Root::at("/nonexistent"),
+            None,
+            &SpecOverrides {
+                profile: Some(p),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    let id = |d: &Dataset, f, counts: &BTreeMap<String, u64>| {
+        queryset::query_set_id(f, &queryset::query_set_spec(d, f, counts).unwrap())
+    };
+    let smoke = ds(Profile::Smoke);
+    let all10 = queryset::resolve_counts(Profile::Smoke, None, &[], None, &[]).unwrap();
+    assert_eq!(
+        id(&smoke, QueryFormat::Greptime, &all10),
+        "greptime-ea4a6b593558cdfb"
+    );
+    assert_eq!(
+        id(&smoke, QueryFormat::Influx3, &all10),
+        "influx3-fe778555ef240528"
+    );
+    let manual = ds(Profile::Manual);
+    let defaults = queryset::resolve_counts(Profile::Manual, None, &[], None, &[]).unwrap();
+    assert_eq!(
+        id(&manual, QueryFormat::Greptime, &defaults),
+        "greptime-2220fa05b2c1ffda"
+    );
+    assert_eq!(
+        id(&manual, QueryFormat::Influx3, &defaults),
+        "influx3-0a5217a05af29920"
+    );
+    let last = queryset::resolve_counts(
+        Profile::Smoke,
+        None,
+        &[],
+        None,
+        &["lastpoint=10".to_string()],
+    )
+    .unwrap();
+    assert_eq!(
+        id(&smoke, QueryFormat::Influx3, &last),
+        "influx3-280d001243e57350"
+    );
+}
+
+#[test]
+fn query_count_validation_messages_reach_the_user() {
+    type Case<'a> = (&'a [&'a str], Option<i64>, &'a [&'a str], &'a str);
+    let cases: &[Case] = &[
+        (
+            &[],
+            None,
+            &["lastpoint"],
+            "query count must use QUERY_TYPE=COUNT syntax",
+        ),
+        (&[], None, &["bogus=1"], "unsupported query type: bogus"),
+        (
+            &[],
+            None,
+            &["lastpoint=1.5"],
+            "query count for lastpoint must be an integer",
+        ),
+        (
+            &[],
+            None,
+            &["lastpoint=0"],
+            "query count for lastpoint must be positive",
+        ),
+        (
+            &[],
+            None,
+            &["lastpoint=1", "lastpoint=1"],
+            "duplicate --query-count for lastpoint",
+        ),
+        (
+            &["lastpoint"],
+            None,
+            &["high-cpu-1=2"],
+            "--query-count targets query types not selected by --query-type: high-cpu-1",
+        ),
+        (&[], Some(-1), &[], "--queries must be positive"),
+    ];
+    for (types, q, counts, msg) in cases {
+        let t: Vec<String> = types.iter().map(|s| s.to_string()).collect();
+        let c: Vec<String> = counts.iter().map(|s| s.to_string()).collect();
+        let e = queryset::resolve_counts(Profile::Smoke, None, &t, *q, &c).unwrap_err();
+        assert_eq!(e.message, *msg);
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.hint.is_some());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Logical datasets through the CLI
+
+#[test]
+fn prepare_writes_only_dataset_json_and_named_datasets_inherit_or_conflict() {
+    let env = TestEnv::new();
+    let r = env.run_json(&[
+        "data",
+        "prepare",
+        "--profile",
+        "smoke",
+        "--dataset-id",
+        "mine",
+    ]);
+    r.ok();
+    let v = r.json();
+    assert_eq!(v["data"]["dataset_id"], "mine");
+    assert_eq!(v["data"]["spec"]["scale"], 10);
+    assert_eq!(v["data"]["reused"], false);
+    let dir = env.root.join("datasets").join("mine");
+    let files: Vec<PathBuf> = all_files(&dir)
+        .into_iter()
+        .filter(|p| p.file_name().unwrap() != ".lock")
+        .collect();
+    assert_eq!(files, vec![dir.join("dataset.json")]);
+    assert!(!dir.join("formats").exists());
+    let stored = fs::read(dir.join("dataset.json")).unwrap();
+
+    // Reopened without flags: the stored smoke spec, not manual.
+    let r = env.run_json(&["data", "prepare", "--dataset-id", "mine"]);
+    r.ok();
+    assert_eq!(r.json()["data"]["spec"]["scale"], 10);
+    assert_eq!(r.json()["data"]["reused"], true);
+    // A conflicting flag names the difference and changes nothing.
+    env.run(&["data", "prepare", "--dataset-id", "mine", "--scale", "11"])
+        .code(2)
+        .says("scale: stored 10 vs requested 11");
+    env.run(&[
+        "data",
+        "prepare",
+        "--dataset-id",
+        "mine",
+        "--profile",
+        "manual",
+    ])
+    .code(2)
+    .says("dataset mine was created with other settings");
+    assert_eq!(fs::read(dir.join("dataset.json")).unwrap(), stored);
+
+    // Bad input: exit 2, nothing written.
+    let before = all_files(&env.root);
+    env.run(&["data", "prepare", "--dataset-id", "../x"])
+        .code(2);
+    env.run(&["data", "prepare", "--scale=0"])
+        .code(2)
+        .says("--scale must be positive");
+    env.run(&["data", "prepare", "--start", "yesterday"])
+        .code(2)
+        .says("RFC 3339");
+    env.run(&["data", "prepare", "--log-interval", "10"])
+        .code(2)
+        .says("Go duration");
+    env.run(&["data", "prepare", "--seed", "0"])
+        .code(2)
+        .says("unreproducible");
+    assert_eq!(all_files(&env.root), before);
+
+    // Automatic id, and --dataset-root / TSBS_DATASET_ROOT.
+    let r = env.run_json(&["data", "prepare", "--profile", "smoke"]);
+    assert_eq!(r.json()["data"]["dataset_id"], "cpu-only-s10-c3a7d38f3a2a");
+    let other = env.path().join("elsewhere");
+    let r = env.run_json(&[
+        "data",
+        "prepare",
+        "--profile",
+        "smoke",
+        "--dataset-root",
+        other.to_str().unwrap(),
+    ]);
+    r.ok();
+    assert!(other
+        .join("cpu-only-s10-c3a7d38f3a2a/dataset.json")
+        .exists());
+    let mut env2 = TestEnv::new();
+    env2.env("TSBS_DATASET_ROOT", other.to_str().unwrap());
+    let r = env2.run_json(&["data", "list"]);
+    let ids: Vec<String> = r.json()["data"]["datasets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["dataset_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, vec!["cpu-only-s10-c3a7d38f3a2a"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generation, reuse, verify
+
+#[test]
+fn generate_writes_exact_rows_and_reuse_never_reads_or_runs_the_generator() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    let sf = generate(&env, &s, "tiny", None, false).unwrap();
+    assert!(!sf.reused);
+    assert_eq!(sf.rows, TINY_ROWS);
+    assert_eq!(sf.metrics, TINY_ROWS * 10);
+    assert_eq!(sf.compression, Compression::None);
+    let bytes = fs::read(&sf.path).unwrap();
+    assert_eq!(sf.sha256, sha256_of(&bytes));
+    assert_eq!(sf.bytes, bytes.len() as u64);
+    assert_eq!(sf.uncompressed_sha256, sf.sha256);
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with("cpu,hostname=host_0,region="), "{first}");
+    assert!(first.ends_with(" 1686441600000000000"), "{first}");
+    assert_eq!(s.data_runs(), 1);
+    let dir = sf.path.parent().unwrap().to_path_buf();
+    assert!(dir.join("generate.log").exists());
+    let log = fs::read_to_string(dir.join("generate.log")).unwrap();
+    assert!(log.starts_with("$ "), "{log}");
+    assert!(log.contains("--timestamp-end=2023-06-11T01:00:00Z --log-interval=10s --format=influx"));
+    let m: Value = serde_json::from_slice(&fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"], "completed");
+    assert_eq!(m["rows"], TINY_ROWS);
+    assert_eq!(m["generator"]["tsbs_commit"], "81d12c8");
+    assert!(m["fingerprint"]["inode"].as_u64().unwrap() > 0);
+    // Nothing but the published files (no temp files or working directories left).
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".lock")
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["data", "generate.log", "manifest.json"]);
+
+    // Reuse: the generator would fail now, and the data is changed in place with its mtime
+    // restored: a reuse that read the data or ran the generator could not succeed unchanged.
+    s.set(json!({"exit_code": 1}), json!({}));
+    corrupt_in_place(&sf.path, true);
+    let again = generate(&env, &s, "tiny", None, false).unwrap();
+    assert!(again.reused);
+    assert!(!again.verified);
+    assert_eq!(again.sha256, sf.sha256);
+    assert_eq!(s.data_runs(), 1);
+
+    // The CLI reuses too, without a prepared TSBS environment (the generator is never needed).
+    let r = env.run_json(&[
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--dataset-id",
+        "tiny",
+    ]);
+    r.ok();
+    assert_eq!(r.json()["data"]["reused"], true);
+    assert_eq!(r.json()["data"]["rows"], TINY_ROWS);
+    assert_eq!(s.data_runs(), 1);
+
+    // Only an explicit verify reads it: same-size corruption is an integrity error (exit 4).
+    env.run(&["data", "verify", "--dataset-id", "tiny"])
+        .code(4)
+        .says("checksum mismatch");
+}
+
+#[test]
+fn changed_fingerprint_triggers_a_full_verify_before_reuse() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    let sf = generate(&env, &s, "tiny", None, false).unwrap();
+
+    // Touched but intact: verified once, fingerprint refreshed, then fast again.
+    let f = fs::OpenOptions::new().write(true).open(&sf.path).unwrap();
+    f.set_times(
+        fs::FileTimes::new()
+            .set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5)),
+    )
+    .unwrap();
+    drop(f);
+    let r = generate(&env, &s, "tiny", None, false).unwrap();
+    assert!(r.reused && r.verified);
+    let r = generate(&env, &s, "tiny", None, false).unwrap();
+    assert!(r.reused && !r.verified);
+
+    // Corrupted (same size, new mtime): the fingerprint path catches it.
+    corrupt_in_place(&sf.path, false);
+    let e = generate(&env, &s, "tiny", None, false).unwrap_err();
+    assert_eq!(e.exit_code(), 4, "{e}");
+    assert!(e.message.contains("checksum mismatch"), "{e}");
+    assert_eq!(s.data_runs(), 1);
+
+    // A size change is caught without hashing, through the CLI.
+    let mut bytes = fs::read(&sf.path).unwrap();
+    bytes.extend_from_slice(b"extra\n");
+    fs::write(&sf.path, bytes).unwrap();
+    env.run(&[
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--dataset-id",
+        "tiny",
+    ])
+    .code(4)
+    .says("size mismatch");
+
+    // --regenerate repairs it.
+    let r = generate(&env, &s, "tiny", None, true).unwrap();
+    assert!(!r.reused);
+    assert_eq!(
+        r.sha256, sf.sha256,
+        "the stand-in is deterministic for a seed"
+    );
+    env.run(&[
+        "data",
+        "verify",
+        "--dataset-id",
+        "tiny",
+        "--format",
+        "influx",
+    ])
+    .ok()
+    .says("Verified tiny (influx)");
+}
+
+#[test]
+fn failed_regeneration_preserves_the_completed_artifact_byte_for_byte() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    let sf = generate(&env, &s, "tiny", None, false).unwrap();
+    let dir = sf.path.parent().unwrap().to_path_buf();
+    let data = fs::read(&sf.path).unwrap();
+    let manifest = fs::read(dir.join("manifest.json")).unwrap();
+    let log = fs::read(dir.join("generate.log")).unwrap();
+
+    s.set(
+        json!({"exit_code": 1, "fail_after_rows": 500, "stderr": "disk on fire"}),
+        json!({}),
+    );
+    let e = generate(&env, &s, "tiny", None, true).unwrap_err();
+    assert_eq!(e.exit_code(), 1);
+    assert!(e.message.contains("exit code 1"), "{e}");
+    assert!(e.message.contains("disk on fire"), "{e}");
+    assert_eq!(fs::read(&sf.path).unwrap(), data);
+    assert_eq!(fs::read(dir.join("manifest.json")).unwrap(), manifest);
+    assert_eq!(fs::read(dir.join("generate.log")).unwrap(), log);
+    assert!(fs::read_to_string(dir.join("generate.failed.log"))
+        .unwrap()
+        .contains("disk on fire"));
+    let leftovers: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".data"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // And it is still reusable.
+    assert!(generate(&env, &s, "tiny", None, false).unwrap().reused);
+}
+
+#[test]
+fn generator_error_on_stdout_with_exit_zero_is_a_failure_and_nothing_is_published() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    s.set(
+        json!({"stdout_error": "cannot allocate host", "error_after_rows": 100}),
+        json!({}),
+    );
+    let e = generate(&env, &s, "tiny", None, false).unwrap_err();
+    assert_eq!(e.exit_code(), 1);
+    assert!(e.message.contains("wrote 101 rows, expected 1080"), "{e}");
+    assert!(e.message.contains("error: cannot allocate host"), "{e}");
+    let dir = env.root.join("datasets/tiny/formats/influx");
+    assert!(!dir.join("data").exists());
+    let m: Value = serde_json::from_slice(&fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"], "failed");
+    assert!(m.get("sha256").is_none() && m.get("stored").is_none());
+    assert!(dir.join("generate.log").exists());
+    // list shows no completed format; verify refuses the failed variant.
+    let r = env.run_json(&["data", "list"]);
+    assert_eq!(r.json()["data"]["datasets"][0]["formats"], json!([]));
+    env.run(&["data", "verify", "--dataset-id", "tiny"])
+        .code(1)
+        .says("not complete");
+    // A plain retry (no --regenerate) completes once the generator behaves.
+    s.set(json!({}), json!({}));
+    let sf = generate(&env, &s, "tiny", None, false).unwrap();
+    assert_eq!(sf.rows, TINY_ROWS);
+    assert!(!sf.reused);
+}
+
+#[test]
+fn concurrent_generate_of_one_variant_runs_the_generator_once() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    s.set(json!({"delay_ms": 700}), json!({}));
+    let results: Vec<StoredFormat> = std::thread::scope(|scope| {
+        let hs: Vec<_> = (0..2)
+            .map(|_| scope.spawn(|| generate(&env, &s, "tiny", None, false).unwrap()))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(s.data_runs(), 1);
+    assert_eq!(results.iter().filter(|r| r.reused).count(), 1);
+    assert_eq!(results[0].sha256, results[1].sha256);
+}
+
+#[test]
+fn gzip_and_xz_variants_verify_and_decompress_to_the_same_data() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    let plain = generate(&env, &s, "tiny", None, false).unwrap();
+    let plain_bytes = fs::read(&plain.path).unwrap();
+    for c in [Compression::Gzip, Compression::Xz] {
+        // Another compression of a stored format needs --regenerate.
+        let e = generate(&env, &s, "tiny", Some(c), false).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        let sf = generate(&env, &s, "tiny", Some(c), true).unwrap();
+        assert_eq!(sf.compression, c);
+        assert_eq!(sf.uncompressed_sha256, plain.sha256);
+        assert_eq!(sf.uncompressed_bytes, plain.bytes);
+        assert_eq!(sf.rows, TINY_ROWS);
+        assert!(sf.bytes < plain.bytes);
+        assert_eq!(sf.sha256, sha256_of(&fs::read(&sf.path).unwrap()));
+        assert_eq!(decompress(&sf.path, c), plain_bytes);
+        let mut streamed = Vec::new();
+        sf.open_uncompressed()
+            .unwrap()
+            .read_to_end(&mut streamed)
+            .unwrap();
+        assert_eq!(streamed, plain_bytes);
+        // The other files are gone: one stored file per format.
+        let dir = sf.path.parent().unwrap();
+        for other in ["data", "data.gz", "data.xz"] {
+            assert_eq!(
+                dir.join(other).exists(),
+                dir.join(other) == sf.path,
+                "{other}"
+            );
+        }
+        let r = env.run_json(&["data", "verify", "--dataset-id", "tiny"]);
+        r.ok();
+        let v = &r.json()["data"]["variants"][0];
+        assert_eq!(v["compression"], c.as_str());
+        assert_eq!(v["uncompressed_sha256"], plain.sha256);
+        // Reuse keeps the stored compression when none is asked for.
+        let again = generate(&env, &s, "tiny", None, false).unwrap();
+        assert!(again.reused);
+        assert_eq!(again.compression, c);
+        // Corruption inside the compressed stream is caught by verify.
+        let keep = fs::read(&sf.path).unwrap();
+        corrupt_in_place(&sf.path, true);
+        env.run(&["data", "verify", "--dataset-id", "tiny"]).code(4);
+        fs::write(&sf.path, keep).unwrap();
+    }
+}
+
+#[test]
+fn list_and_inspect_report_variants_without_reading_data() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    let sf = generate(&env, &s, "tiny", None, false).unwrap();
+    env.run(&[
+        "data",
+        "prepare",
+        "--profile",
+        "smoke",
+        "--dataset-id",
+        "meta-only",
+    ])
+    .ok();
+    // Unreadable content must not matter: list and inspect read manifests only.
+    fs::write(&sf.path, b"").unwrap();
+    let r = env.run_json(&["data", "list"]);
+    r.ok();
+    let ds = r.json()["data"]["datasets"].clone();
+    assert_eq!(ds[0]["dataset_id"], "meta-only");
+    assert_eq!(ds[0]["formats"], json!([]));
+    assert_eq!(ds[1]["dataset_id"], "tiny");
+    assert_eq!(ds[1]["formats"], json!(["influx"]));
+    let r = env.run(&["data", "list"]);
+    r.ok().says("tiny\tinflux\t");
+    let r = env.run_json(&["data", "inspect", "--dataset-id", "tiny"]);
+    r.ok();
+    let v = r.json()["data"].clone();
+    assert_eq!(v["spec"]["scale"], 3);
+    assert_eq!(v["formats"]["influx"]["status"], "completed");
+    assert_eq!(v["formats"]["influx"]["stored"]["sha256"], sf.sha256);
+    env.run(&["data", "inspect", "--dataset-id", "nope"])
+        .code(2)
+        .says("does not exist");
+    env.run(&["data", "verify", "--dataset-id", "meta-only"])
+        .code(2)
+        .says("has no format variants");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Query sets
+
+fn query_request<'a>(
+    ds: &'a Dataset,
+    counts: &'a BTreeMap<String, u64>,
+    log_dir: &'a Path,
+) -> QuerySetRequest<'a> {
+    QuerySetRequest {
+        dataset: ds,
+        format: QueryFormat::Influx3,
+        counts,
+        log_dir,
+        pinned_manifest_sha256: None,
+        full_verify: false,
+    }
+}
+
+#[test]
+fn query_sets_generate_publish_reuse_and_detect_corruption() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    let root = root(&env);
+    let ds = Dataset::resolve(&root, Some("qs"), &day3()).unwrap();
+    let counts = queryset::resolve_counts(
+        Profile::Smoke,
+        None,
+        &[],
+        Some(3),
+        &[
+            "lastpoint=2".into(),
+            "high-cpu-1=4".into(),
+            "cpu-max-all-1=1".into(),
+        ],
+    )
+    .unwrap();
+    let logs = env.path().join("run-logs");
+    let gen = s.queries.clone();
+    let mut g = || Ok(gen.clone());
+    let req = query_request(&ds, &counts, &logs);
+    let set = queryset::ensure_query_set(&root, &req, &mut g, &SilentReporter).unwrap();
+    assert!(!set.reused);
+    assert_eq!(s.query_runs(), 3);
+    assert_eq!(
+        set.files.keys().cloned().collect::<Vec<_>>(),
+        vec!["cpu-max-all-1", "high-cpu-1", "lastpoint"]
+    );
+    let lp =
+        testbed::emulators::tsbs_generate::read_query_file(&set.files["lastpoint"].path).unwrap();
+    assert_eq!(lp.len(), 2);
+    assert_eq!(lp[0].human_label, "InfluxDB 3 last row per host");
+    assert!(logs.join("generate-query-lastpoint.log").exists());
+    let m: Value = serde_json::from_slice(&fs::read(&set.manifest_path).unwrap()).unwrap();
+    assert_eq!(m["kind"], "influxdb3-query-set");
+    assert_eq!(m["query_set_id"], set.id);
+    assert_eq!(m["spec"]["timestamp_end"], "2023-06-12T00:00:01Z");
+    assert_eq!(
+        set.manifest_sha256,
+        sha256_of(&fs::read(&set.manifest_path).unwrap())
+    );
+    assert!(set.path.starts_with(env.root.join("queries/qs/influx3")));
+
+    // Reuse: no generator run, same manifest checksum, and the pin is honoured.
+    let again = queryset::ensure_query_set(&root, &req, &mut g, &SilentReporter).unwrap();
+    assert!(again.reused);
+    assert_eq!(again.manifest_sha256, set.manifest_sha256);
+    assert_eq!(s.query_runs(), 3);
+    let pinned = QuerySetRequest {
+        pinned_manifest_sha256: Some(&"f".repeat(64)),
+        ..query_request(&ds, &counts, &logs)
+    };
+    let e = queryset::ensure_query_set(&root, &pinned, &mut g, &SilentReporter).unwrap_err();
+    assert_eq!(e.exit_code(), 4);
+    assert!(e.message.contains("pinned by this run"), "{e}");
+
+    // Same-size corruption with a new mtime: the fingerprint sends it to a full hash.
+    corrupt_in_place(&set.files["high-cpu-1"].path, false);
+    let e = queryset::ensure_query_set(&root, &req, &mut g, &SilentReporter).unwrap_err();
+    assert_eq!(e.exit_code(), 4);
+    assert!(
+        e.message.contains("query artifact checksum mismatch"),
+        "{e}"
+    );
+    // A stray file breaks membership.
+    fs::write(set.path.join("queries/high-cpu-all.dat"), b"x").unwrap();
+    let e = queryset::verify_query_set(&root, &req).unwrap_err();
+    assert!(e.message.contains("do not match membership"), "{e}");
+}
+
+#[test]
+fn failed_query_generation_publishes_nothing() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    s.set(
+        json!({}),
+        json!({"exit_code": 1, "fail_types": ["lastpoint"]}),
+    );
+    let root = root(&env);
+    let ds = Dataset::resolve(&root, Some("qs"), &day3()).unwrap();
+    let counts = queryset::resolve_counts(
+        Profile::Smoke,
+        None,
+        &["high-cpu-1".into(), "lastpoint".into()],
+        Some(2),
+        &[],
+    )
+    .unwrap();
+    let logs = env.path().join("run-logs");
+    let gen = s.queries.clone();
+    let mut g = || Ok(gen.clone());
+    let e = queryset::ensure_query_set(
+        &root,
+        &query_request(&ds, &counts, &logs),
+        &mut g,
+        &SilentReporter,
+    )
+    .unwrap_err();
+    assert_eq!(e.exit_code(), 1);
+    assert!(e.message.contains("lastpoint"), "{e}");
+    let dats: Vec<_> = all_files(&env.root)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "dat"))
+        .collect();
+    assert!(dats.is_empty(), "{dats:?}");
+    let left: Vec<_> = fs::read_dir(env.root.join("queries/qs/influx3"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // More hosts than the scale: the generator panics; that is a failure too.
+    s.set(json!({}), json!({}));
+    let big =
+        queryset::resolve_counts(Profile::Smoke, None, &[], None, &["cpu-max-all-8=1".into()])
+            .unwrap();
+    let e = queryset::ensure_query_set(
+        &root,
+        &query_request(&ds, &big, &logs),
+        &mut g,
+        &SilentReporter,
+    )
+    .unwrap_err();
+    assert!(e.message.contains("exit code 2"), "{e}");
+    let log = fs::read_to_string(logs.join("generate-query-cpu-max-all-8.log")).unwrap();
+    assert!(log.contains("larger than total hosts"), "{log}");
+}
+
+#[test]
+fn concurrent_query_set_publish_has_one_winner_and_both_use_it() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    s.set(json!({}), json!({"delay_ms": 400}));
+    let root = root(&env);
+    let ds = Dataset::resolve(&root, Some("qs"), &day3()).unwrap();
+    let counts = queryset::resolve_counts(
+        Profile::Smoke,
+        None,
+        &["lastpoint".into(), "high-cpu-all".into()],
+        Some(2),
+        &[],
+    )
+    .unwrap();
+    let sets: Vec<_> = std::thread::scope(|scope| {
+        let hs: Vec<_> = (0..2)
+            .map(|i| {
+                let logs = env.path().join(format!("logs-{i}"));
+                let (root, ds, counts, s) = (&root, &ds, &counts, &s);
+                scope.spawn(move || {
+                    let gen = s.queries.clone();
+                    let mut g = || Ok(gen.clone());
+                    queryset::ensure_query_set(
+                        root,
+                        &query_request(ds, counts, &logs),
+                        &mut g,
+                        &SilentReporter,
+                    )
+                    .unwrap()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(sets[0].id, sets[1].id);
+    assert_eq!(sets[0].manifest_sha256, sets[1].manifest_sha256);
+    assert_eq!(sets.iter().filter(|s| !s.reused).count(), 1);
+    let entries: Vec<_> = fs::read_dir(env.root.join("queries/qs/influx3"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        entries,
+        vec![sets[0].id.clone()],
+        "one set, no staging left"
+    );
+}
