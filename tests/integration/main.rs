@@ -4,3 +4,5 @@
 mod util;
 
 mod cli;
+mod greptimedb;
+mod server;
