@@ -3,6 +3,8 @@
 
 mod util;
 
+mod archive;
 mod cli;
 mod greptimedb;
+mod locks;
 mod server;
