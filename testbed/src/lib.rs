@@ -8,7 +8,9 @@
 //!   `testbed` binary (`testbed emulate <tool> ...`); the archives the mirror serves hold small
 //!   wrapper scripts that exec it, so a test's installed "binary" is a real executable.
 
+pub mod catalog;
 pub mod emulators;
+pub mod mirror;
 pub mod releases;
 pub mod tarball;
 

@@ -5,6 +5,7 @@ mod util;
 
 mod archive;
 mod cli;
+mod download;
 mod greptimedb;
 mod locks;
 mod server;
