@@ -1316,3 +1316,78 @@ pub fn server_spec(
         timing,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    #[test]
+    fn copy_tree_is_an_independent_byte_copy_with_the_same_digest() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("src");
+        fs::create_dir_all(src.join("a/b")).unwrap();
+        fs::create_dir_all(src.join("empty")).unwrap();
+        fs::write(src.join("a/b/f"), vec![7u8; 3 << 20]).unwrap();
+        fs::write(src.join("top"), "x").unwrap();
+        fs::set_permissions(src.join("top"), fs::Permissions::from_mode(0o600)).unwrap();
+        let dst = d.path().join("dst");
+        let copied = copy_tree(&src, &dst).unwrap();
+        assert_eq!(copied.files, 2);
+        assert_eq!(copied.dirs, 3);
+        assert_eq!(copied.bytes, (3 << 20) + 1);
+        assert_eq!(data_digest(&dst).unwrap(), copied);
+        assert_eq!(data_digest(&src).unwrap(), copied);
+        let (a, b) = (
+            fs::metadata(src.join("top")).unwrap(),
+            fs::metadata(dst.join("top")).unwrap(),
+        );
+        assert_ne!(a.ino(), b.ino());
+        assert_eq!(b.mode() & 0o777, 0o600);
+        // Content matters, not just sizes.
+        fs::write(dst.join("top"), "y").unwrap();
+        assert_ne!(
+            data_digest(&dst).unwrap().content_sha256,
+            copied.content_sha256
+        );
+    }
+
+    #[test]
+    fn special_files_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("src");
+        fs::create_dir_all(&src).unwrap();
+        nix::unistd::mkfifo(&src.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = copy_tree(&src, &d.path().join("dst")).unwrap_err();
+        assert_eq!(e.exit_code(), 4);
+        assert!(e.message.contains("special file"), "{}", e.message);
+    }
+
+    #[test]
+    fn adoptable_directories() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().join("w");
+        check_adoptable(&w).unwrap();
+        fs::create_dir_all(w.join("data")).unwrap();
+        fs::create_dir_all(w.join("logs")).unwrap();
+        fs::write(w.join(".lock"), "").unwrap();
+        fs::write(w.join(CONFIG_FILE), "").unwrap();
+        check_adoptable(&w).unwrap();
+        fs::write(w.join("data/x"), "").unwrap();
+        assert_eq!(check_adoptable(&w).unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn database_names() {
+        for ok in ["benchmark", "_x", "db_2"] {
+            validate_database_name(ok).unwrap();
+        }
+        for bad in ["", "1db", "a-b", "a b", "a;drop", &"a".repeat(64)] {
+            assert_eq!(
+                validate_database_name(bad).unwrap_err().exit_code(),
+                2,
+                "{bad}"
+            );
+        }
+    }
+}

@@ -364,8 +364,14 @@ mod tests {
         assert_eq!(v["http"]["addr"].as_str(), Some("127.0.0.1:4100"));
         assert_eq!(v["grpc"]["addr"].as_str(), Some("127.0.0.1:4101"));
         assert_eq!(v["mysql"]["addr"].as_str(), Some("127.0.0.1:4102"));
-        assert_eq!(v["storage"]["data_home"].as_str(), Some("/tmp/a \"quoted\" dir/data"));
-        assert_eq!(v["logging"]["dir"].as_str(), Some("/tmp/a \"quoted\" dir/logs"));
+        assert_eq!(
+            v["storage"]["data_home"].as_str(),
+            Some("/tmp/a \"quoted\" dir/data")
+        );
+        assert_eq!(
+            v["logging"]["dir"].as_str(),
+            Some("/tmp/a \"quoted\" dir/logs")
+        );
         let mut ws2 = ws.clone();
         ws2.version = "1.1.4".into();
         let v: toml::Value = toml::from_str(&g.render_config(&ws2, dir).unwrap().unwrap()).unwrap();

@@ -122,7 +122,11 @@ impl Gt {
 
 /// `linux-amd64`, ... as the state root spells it.
 pub fn host_platform() -> String {
-    let os = if cfg!(target_os = "macos") { "darwin" } else { "linux" };
+    let os = if cfg!(target_os = "macos") {
+        "darwin"
+    } else {
+        "linux"
+    };
     let arch = if cfg!(target_arch = "aarch64") {
         "arm64"
     } else {
@@ -332,10 +336,10 @@ fn latest_stable_is_installed_and_recorded() {
     for k in ["archive_sha256", "binary_sha256", "tree_digest"] {
         assert_eq!(m[k].as_str().unwrap().len(), 64, "{k}");
     }
-    assert!(m["source_url"]
-        .as_str()
-        .unwrap()
-        .ends_with(&format!("/v{STABLE}/greptime-{}-v{STABLE}.tar.gz", host_platform())));
+    assert!(m["source_url"].as_str().unwrap().ends_with(&format!(
+        "/v{STABLE}/greptime-{}-v{STABLE}.tar.gz",
+        host_platform()
+    )));
     let on_disk = read_json(&gt.install_dir(STABLE).join("manifest.json"));
     assert_eq!(on_disk["binary_sha256"], m["binary_sha256"]);
     assert!(gt.install_dir(STABLE).join("greptime").is_file());
@@ -362,8 +366,12 @@ fn latest_prerelease_and_rate_limit_are_refused() {
         .code(1)
         .says("prerelease")
         .says(&format!("--version {BETA}"));
-    assert!(!gt.env.root.join("greptimedb/installations").exists()
-        || all_files(&gt.env.root.join("greptimedb/installations")).iter().all(|p| !p.ends_with("greptime")));
+    assert!(
+        !gt.env.root.join("greptimedb/installations").exists()
+            || all_files(&gt.env.root.join("greptimedb/installations"))
+                .iter()
+                .all(|p| !p.ends_with("greptime"))
+    );
 
     gt.mirror.fault(latest, Fault::RateLimited);
     gt.run(&["greptimedb", "install"])
@@ -447,18 +455,23 @@ fn interrupted_reinstall_leftovers_are_repaired() {
 fn corrupt_installation_is_found_by_verify_and_repaired_by_reinstall() {
     let gt = Gt::new();
     gt.prepare("w1", STABLE);
-    gt.run(&["greptimedb", "verify", "--database-id", "w1"]).ok();
+    gt.run(&["greptimedb", "verify", "--database-id", "w1"])
+        .ok();
 
     // A new file in the tree: only the tree digest notices.
     std::fs::write(gt.install_dir(STABLE).join("README.extra"), "x").unwrap();
     gt.run(&["greptimedb", "verify", "--database-id", "w1"])
         .code(4)
         .says("changed since it was installed")
-        .says(&format!("greptimedb install --version {STABLE} --reinstall"));
-    gt.run(&["greptimedb", "install", "--version", STABLE]).code(4);
+        .says(&format!(
+            "greptimedb install --version {STABLE} --reinstall"
+        ));
+    gt.run(&["greptimedb", "install", "--version", STABLE])
+        .code(4);
     gt.run(&["greptimedb", "install", "--version", STABLE, "--reinstall"])
         .ok();
-    gt.run(&["greptimedb", "verify", "--database-id", "w1"]).ok();
+    gt.run(&["greptimedb", "verify", "--database-id", "w1"])
+        .ok();
 
     // The binary itself changed.
     let bin = gt.install_dir(STABLE).join("greptime");
@@ -491,7 +504,14 @@ fn prepare_binds_and_reuses_and_refuses_changes() {
     let port = free_port_block(4);
     let ps = port.to_string();
     let r = gt.run_json(&[
-        "greptimedb", "prepare", "--database-id", "w1", "--version", STABLE, "--http-port", &ps,
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "w1",
+        "--version",
+        STABLE,
+        "--http-port",
+        &ps,
     ]);
     r.ok();
     let m = r.json()["data"]["manifest"].clone();
@@ -503,7 +523,10 @@ fn prepare_binds_and_reuses_and_refuses_changes() {
     let ws = gt.ws_dir("w1");
     assert!(ws.join("data").is_dir() && ws.join("logs").is_dir());
     let cfg = std::fs::read_to_string(ws.join("config.toml")).unwrap();
-    assert!(cfg.contains(&format!("addr = \"127.0.0.1:{port}\"")), "{cfg}");
+    assert!(
+        cfg.contains(&format!("addr = \"127.0.0.1:{port}\"")),
+        "{cfg}"
+    );
     assert!(cfg.contains(&format!("data_home = \"{}\"", ws.join("data").display())));
 
     // Reuse: same or no flags.
@@ -525,10 +548,18 @@ fn prepare_binds_and_reuses_and_refuses_changes() {
 
     // Bad input creates nothing.
     for bad in ["-a", "a/b", ".x", &"a".repeat(65)] {
-        gt.run(&["greptimedb", "prepare", "--database-id", bad]).code(2);
+        gt.run(&["greptimedb", "prepare", "--database-id", bad])
+            .code(2);
     }
-    gt.run(&["greptimedb", "prepare", "--database-id", "w2", "--database", "a-b"])
-        .code(2);
+    gt.run(&[
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "w2",
+        "--database",
+        "a-b",
+    ])
+    .code(2);
     assert!(!gt.ws_dir("w2").exists());
 
     // A directory with foreign content and no manifest is not adopted.
@@ -545,7 +576,14 @@ fn prepare_binds_and_reuses_and_refuses_changes() {
         Fault::Status(500),
     );
     let p4 = free_port_block(4).to_string();
-    let r = gt.run_json(&["greptimedb", "prepare", "--database-id", "w4", "--http-port", &p4]);
+    let r = gt.run_json(&[
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "w4",
+        "--http-port",
+        &p4,
+    ]);
     r.ok();
     let m4 = &r.json()["data"]["manifest"];
     assert_eq!(m4["version"], STABLE);
@@ -556,7 +594,14 @@ fn prepare_binds_and_reuses_and_refuses_changes() {
 fn prepare_without_anything_installed_installs_the_latest() {
     let gt = Gt::new();
     let p = free_port_block(4).to_string();
-    let r = gt.run_json(&["greptimedb", "prepare", "--database-id", "fresh", "--http-port", &p]);
+    let r = gt.run_json(&[
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "fresh",
+        "--http-port",
+        &p,
+    ]);
     r.ok();
     let d = r.json()["data"].clone();
     assert_eq!(d["manifest"]["version"], STABLE);
@@ -597,16 +642,33 @@ fn list_inspect_verify_remove() {
         .says("changed by hand");
     // Deleting it and preparing again regenerates it.
     std::fs::remove_file(&cfg).unwrap();
-    gt.run(&["greptimedb", "prepare", "--database-id", "a1"]).ok();
-    gt.run(&["greptimedb", "verify", "--database-id", "a1"]).ok();
-
-    gt.run(&["greptimedb", "inspect", "--database-id", "nope"]).code(2);
-    gt.run(&["greptimedb", "remove", "--database-id", "a1", "--confirm", "b1"])
-        .code(2)
-        .says("--confirm a1");
-    assert!(gt.ws_dir("a1").exists());
-    gt.run(&["greptimedb", "remove", "--database-id", "a1", "--confirm", "a1"])
+    gt.run(&["greptimedb", "prepare", "--database-id", "a1"])
         .ok();
+    gt.run(&["greptimedb", "verify", "--database-id", "a1"])
+        .ok();
+
+    gt.run(&["greptimedb", "inspect", "--database-id", "nope"])
+        .code(2);
+    gt.run(&[
+        "greptimedb",
+        "remove",
+        "--database-id",
+        "a1",
+        "--confirm",
+        "b1",
+    ])
+    .code(2)
+    .says("--confirm a1");
+    assert!(gt.ws_dir("a1").exists());
+    gt.run(&[
+        "greptimedb",
+        "remove",
+        "--database-id",
+        "a1",
+        "--confirm",
+        "a1",
+    ])
+    .ok();
     assert!(!gt.ws_dir("a1").exists());
     let left: Vec<_> = std::fs::read_dir(gt.env.root.join("greptimedb/databases"))
         .unwrap()
@@ -621,7 +683,13 @@ fn copy_is_independent_verified_and_records_provenance() {
     gt.prepare("src", STABLE);
     gt.run(&["greptimedb", "install", "--version", OLD]).ok();
     let lines: String = (0..50)
-        .map(|i| format!("cpu,hostname=host_{} usage_user={i} {}\n", i % 5, 1686441600000000000u64 + i * 10_000_000_000))
+        .map(|i| {
+            format!(
+                "cpu,hostname=host_{} usage_user={i} {}\n",
+                i % 5,
+                1686441600000000000u64 + i * 10_000_000_000
+            )
+        })
         .collect();
     gt.with_server("src", |ep| {
         assert_eq!(sql_status(ep, "CREATE DATABASE benchmark"), Some(200));
@@ -633,21 +701,56 @@ fn copy_is_independent_verified_and_records_provenance() {
     assert!(!src_before.is_empty());
 
     // Refusals first: same id, existing destination, version not installed.
-    gt.run(&["greptimedb", "copy", "--source-database-id", "src", "--database-id", "src", "--version", OLD])
-        .code(2);
-    gt.run(&["greptimedb", "copy", "--source-database-id", "src", "--database-id", "dst", "--version", BETA])
-        .code(2)
-        .says("install --version");
+    gt.run(&[
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        "src",
+        "--database-id",
+        "src",
+        "--version",
+        OLD,
+    ])
+    .code(2);
+    gt.run(&[
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        "src",
+        "--database-id",
+        "dst",
+        "--version",
+        BETA,
+    ])
+    .code(2)
+    .says("install --version");
     std::fs::create_dir_all(gt.ws_dir("dst")).unwrap();
-    gt.run(&["greptimedb", "copy", "--source-database-id", "src", "--database-id", "dst", "--version", OLD])
-        .code(2)
-        .says("already exists");
+    gt.run(&[
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        "src",
+        "--database-id",
+        "dst",
+        "--version",
+        OLD,
+    ])
+    .code(2)
+    .says("already exists");
     std::fs::remove_dir(gt.ws_dir("dst")).unwrap();
 
     let port = free_port_block(4).to_string();
     let r = gt.run_json(&[
-        "greptimedb", "copy", "--source-database-id", "src", "--database-id", "dst", "--version", OLD,
-        "--http-port", &port,
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        "src",
+        "--database-id",
+        "dst",
+        "--version",
+        OLD,
+        "--http-port",
+        &port,
     ]);
     r.ok();
     let m = gt.manifest("dst");
@@ -672,10 +775,20 @@ fn copy_is_independent_verified_and_records_provenance() {
     assert_ne!(a.ino(), b.ino());
     gt.with_server("dst", |ep| {
         assert_eq!(
-            tsbsctl::product::Product::count_rows(&tsbsctl::product::greptimedb::GreptimeDb, ep, "benchmark", "cpu").unwrap(),
+            tsbsctl::product::Product::count_rows(
+                &tsbsctl::product::greptimedb::GreptimeDb,
+                ep,
+                "benchmark",
+                "cpu"
+            )
+            .unwrap(),
             50
         );
-        write_lines(ep, "benchmark", "cpu,hostname=host_9 usage_user=1 1686441600000000001\n");
+        write_lines(
+            ep,
+            "benchmark",
+            "cpu,hostname=host_9 usage_user=1 1686441600000000001\n",
+        );
     });
     assert_eq!(snapshot(&src_data), src_before);
     assert!(!gt
@@ -694,9 +807,18 @@ fn copy_refuses_links_in_data_and_publishes_nothing() {
     let data = gt.ws_dir("src").join("data");
     std::fs::write(data.join("f"), "x").unwrap();
     std::os::unix::fs::symlink("/etc/passwd", data.join("link")).unwrap();
-    gt.run(&["greptimedb", "copy", "--source-database-id", "src", "--database-id", "dst", "--version", STABLE])
-        .code(4)
-        .says("symbolic link");
+    gt.run(&[
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        "src",
+        "--database-id",
+        "dst",
+        "--version",
+        STABLE,
+    ])
+    .code(4)
+    .says("symbolic link");
     assert!(!gt.ws_dir("dst").exists());
     let hidden = gt
         .env
@@ -704,7 +826,13 @@ fn copy_refuses_links_in_data_and_publishes_nothing() {
         .join("greptimedb/databases")
         .read_dir()
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with('.'))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.')
+        })
         .count();
     assert_eq!(hidden, 0);
 }

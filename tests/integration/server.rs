@@ -32,8 +32,15 @@ fn serve_until_ctrl_c_then_stopped_with_exit_130() {
     assert!(alive(pid));
     assert!(bg.stderr().contains(&ep), "{}", bg.stderr());
     // The workspace is locked while it serves.
-    gt.run(&["greptimedb", "remove", "--database-id", "w1", "--confirm", "w1"])
-        .code(3);
+    gt.run(&[
+        "greptimedb",
+        "remove",
+        "--database-id",
+        "w1",
+        "--confirm",
+        "w1",
+    ])
+    .code(3);
     let r = bg.interrupt();
     r.code(130).says("stopped");
     assert!(gone_within(pid, 5), "server survived Ctrl-C");
@@ -58,10 +65,17 @@ fn exit_during_start_fails_early() {
     let gt = Gt::new();
     gt.prepare("w1", STABLE);
     gt.set_knobs(json!({"exit_during_start": 7}));
-    gt.run(&["greptimedb", "serve", "--database-id", "w1", "--startup-timeout", "60"])
-        .code(1)
-        .says("exited during startup (exit code 7)")
-        .says("server.log");
+    gt.run(&[
+        "greptimedb",
+        "serve",
+        "--database-id",
+        "w1",
+        "--startup-timeout",
+        "60",
+    ])
+    .code(1)
+    .says("exited during startup (exit code 7)")
+    .says("server.log");
     assert!(pid_record(&gt, "w1").is_none());
 }
 
@@ -71,7 +85,14 @@ fn never_ready_times_out_and_stops_the_server() {
     gt.prepare("w1", STABLE);
     gt.set_knobs(json!({"never_ready": "503"}));
     let r = gt.run(&[
-        "greptimedb", "serve", "--database-id", "w1", "--startup-timeout", "1.5", "--stop-timeout", "2",
+        "greptimedb",
+        "serve",
+        "--database-id",
+        "w1",
+        "--startup-timeout",
+        "1.5",
+        "--stop-timeout",
+        "2",
     ]);
     r.code(1).says("was not ready within 1.5s");
     assert!(pid_record(&gt, "w1").is_none());
@@ -119,14 +140,21 @@ fn killed_tsbsctl_leaves_no_server_and_the_next_start_reports_it() {
     let pid = pid_record(&gt, "w1").unwrap()["pid"].as_u64().unwrap() as u32;
     bg.signal(libc::SIGKILL);
     bg.wait();
-    assert!(gone_within(pid, 5), "server {pid} outlived a SIGKILLed tsbsctl");
+    assert!(
+        gone_within(pid, 5),
+        "server {pid} outlived a SIGKILLed tsbsctl"
+    );
     // The stale record is reported and cleared by the next start.
     assert!(pid_record(&gt, "w1").is_some());
     let r = gt.run_json(&["greptimedb", "inspect", "--database-id", "w1"]);
     assert_eq!(r.json()["data"]["server"]["alive"], false);
     let mut bg = gt.serve_bg("w1", &[]);
     bg.wait_ready(&ep);
-    assert!(bg.stderr().contains("was not stopped by tsbsctl"), "{}", bg.stderr());
+    assert!(
+        bg.stderr().contains("was not stopped by tsbsctl"),
+        "{}",
+        bg.stderr()
+    );
     bg.interrupt().code(130);
 }
 
