@@ -321,6 +321,7 @@ fn build_and_publish(
     let staged = archive::extract_staged(&archive_file.path, &tree, &opts)?;
     staged.publish(&tree)?;
     interrupt_check()?;
+    let tree = product.distribution_root(&tree)?;
 
     let binary_rel = product.binary_name().to_string();
     let binary = tree.join(&binary_rel);

@@ -1271,6 +1271,7 @@ pub fn server_spec(
     timing: Timing,
     kill_orphan: bool,
 ) -> Result<ServerSpec> {
+    product.check_can_serve(&ws.manifest)?;
     let inst = ws.installation(root, product)?;
     let (sha, _) = hash::sha256_file(&inst.binary(), &crate::output::NoProgress)?;
     if sha != ws.manifest.binary_sha256 {

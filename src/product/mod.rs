@@ -80,6 +80,12 @@ pub trait Product: Send + Sync {
     }
     /// Checks the output of `<binary> --version` names `version` (and the edition).
     fn check_version_output(&self, version: &str, output: &str) -> Result<()>;
+    /// The distribution root inside an extracted archive (`extracted` is the archive's root,
+    /// or the contents of [`ReleaseAsset::top_dir`] when the product names one). Products
+    /// whose archives have a top directory of unknown name find it here.
+    fn distribution_root(&self, extracted: &Path) -> Result<PathBuf> {
+        Ok(extracted.to_path_buf())
+    }
 
     /// Directory holding `<version>/<platform>/` installations of this product (edition).
     fn installations_dir(&self, root: &Root) -> PathBuf {
@@ -121,6 +127,11 @@ pub trait Product: Send + Sync {
         dir: &Path,
         install_dir: &Path,
     ) -> Result<ServerCommand>;
+    /// Refuses to start a workspace's server for product reasons (InfluxDB 3 Enterprise without
+    /// an active licence), with the command that fixes it.
+    fn check_can_serve(&self, _ws: &WorkspaceManifest) -> Result<()> {
+        Ok(())
+    }
     /// The readiness probe against `endpoint` (`http://127.0.0.1:PORT`).
     fn readiness_probe(&self, endpoint: &str) -> Probe;
     /// Default startup timeout, grace period and port wait.

@@ -310,6 +310,18 @@ fn archive_requests(m: &Mirror) -> usize {
         .count()
 }
 
+/// Every file under `dir` with its bytes.
+fn snapshot_all(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    all_files(dir)
+        .into_iter()
+        .map(|p| {
+            let b = std::fs::read(&p).unwrap_or_default();
+            (p, b)
+        })
+        .collect()
+}
+
+/// Every file under `dir` but lock files, with its bytes.
 fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     all_files(dir)
         .into_iter()
@@ -697,7 +709,7 @@ fn copy_is_independent_verified_and_records_provenance() {
         assert_eq!(sql_status(ep, "ADMIN flush_table('cpu')").is_some(), true);
     });
     let src_data = gt.ws_dir("src").join("data");
-    let src_before = snapshot(&src_data);
+    let src_before = snapshot_all(&src_data);
     assert!(!src_before.is_empty());
 
     // Refusals first: same id, existing destination, version not installed.
@@ -790,7 +802,7 @@ fn copy_is_independent_verified_and_records_provenance() {
             "cpu,hostname=host_9 usage_user=1 1686441600000000001\n",
         );
     });
-    assert_eq!(snapshot(&src_data), src_before);
+    assert_eq!(snapshot_all(&src_data), src_before);
     assert!(!gt
         .env
         .root
