@@ -20,10 +20,13 @@ use crate::workspace::{self, CopyRequest, PrepareRequest};
 #[derive(Debug, clap::Subcommand)]
 pub enum GreptimedbCmd {
     /// Install a checksum-verified GreptimeDB release (latest stable without --version).
+    #[command(disable_version_flag = true)]
     Install(InstallArgs),
     /// Create (or reuse) a workspace bound to one installed version and one SQL database.
+    #[command(disable_version_flag = true)]
     Prepare(PrepareArgs),
     /// Copy a workspace's data to a new workspace bound to another installed version.
+    #[command(disable_version_flag = true)]
     Copy(CopyArgs),
     /// List the workspaces, broken ones with their reasons (cheap: no hashing, no server).
     List,

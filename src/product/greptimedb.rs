@@ -282,7 +282,10 @@ pub fn parse_latest(doc: &Value) -> Result<Latest> {
             return Err(Error::failed(format!(
                 "GitHub's latest GreptimeDB release {tag:?} is marked {flag}; tsbsctl installs only stable releases without --version"
             ))
-            .with_hint(format!("to install it anyway, name it: --version {tag}")));
+            .with_hint(format!(
+                "to install it anyway, name it: --version {}",
+                tag.strip_prefix('v').unwrap_or(tag)
+            )));
         }
     }
     if tag.is_empty() {
