@@ -877,3 +877,43 @@ fn copy_refuses_links_in_data_and_publishes_nothing() {
         .count();
     assert_eq!(hidden, 0);
 }
+
+#[test]
+fn concurrent_installs_of_one_version_download_once() {
+    let gt = Gt::new();
+    let stem = format!("greptime-{}-v{STABLE}", host_platform());
+    let archive =
+        format!("/github.com/GreptimeTeam/greptimedb/releases/download/v{STABLE}/{stem}.tar.gz");
+    // Slow enough that the second command starts while the first downloads.
+    gt.mirror
+        .fault(&archive, Fault::Slow { bytes_per_sec: 150 });
+    let args = ["greptimedb", "install", "--version", STABLE, "--json"];
+    let spawn = || {
+        let mut c = gt.env.cmd(&args);
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let a = spawn();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while archive_requests(&gt.mirror) == 0 {
+        assert!(Instant::now() < deadline, "first install never downloaded");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let b = spawn();
+    let runs: Vec<Run> = [a, b]
+        .into_iter()
+        .map(|c| Run::from_output(&args, c.wait_with_output().unwrap()))
+        .collect();
+    // The second waited for the first's install lock, then reused its result.
+    runs[1].says("waiting up to");
+    for r in &runs {
+        r.ok();
+    }
+    let reused: Vec<bool> = runs
+        .iter()
+        .map(|r| r.json()["data"]["reused"].as_bool().unwrap())
+        .collect();
+    assert_eq!(reused.iter().filter(|r| **r).count(), 1, "{reused:?}");
+    assert_eq!(archive_requests(&gt.mirror), 1);
+    assert!(gt.install_dir(STABLE).join("greptime").is_file());
+}
