@@ -44,7 +44,7 @@ pub mod source {
     pub const EXPLICIT: &str = "explicit";
     /// The newest installed version was reused (`prepare` without `--version`).
     pub const NEWEST_INSTALLED: &str = "newest-installed";
-    /// The workspace's bound version was reused.
+    /// Installed because an existing workspace is bound to it.
     pub const WORKSPACE: &str = "workspace-bound";
 }
 

@@ -324,9 +324,11 @@ pub fn prepare(
         check_adoptable(&dir)?;
     }
 
+    // The workspace records how its version was first chosen; an install made now records
+    // why it was made (for an existing workspace: because the workspace is bound to it).
     let (version, version_source) = match (&version, &existing) {
-        (Some(v), _) => (v.clone(), install::source::EXPLICIT.to_string()),
-        (None, Some(m)) => (m.version.clone(), m.version_source.clone()),
+        (Some(v), None) => (v.clone(), install::source::EXPLICIT.to_string()),
+        (_, Some(m)) => (m.version.clone(), m.version_source.clone()),
         (None, None) => match install::installed(&ctx.root, product, &platform).first() {
             Some(i) => (
                 i.manifest.version.clone(),
@@ -347,8 +349,8 @@ pub fn prepare(
     let (installation, installed) = match install::open(&ctx.root, product, &version, &platform)? {
         Some(i) => (i, None),
         None => {
-            let src = if version_source == install::source::WORKSPACE {
-                install::source::EXPLICIT
+            let src = if existing.is_some() {
+                install::source::WORKSPACE
             } else {
                 version_source.as_str()
             };

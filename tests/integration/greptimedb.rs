@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use testbed::mirror::{Fault, Mirror};
 
+use tsbsctl::product::greptimedb::GreptimeDb;
+use tsbsctl::product::Product;
+
 use crate::util::*;
 
 pub const STABLE: &str = "1.1.4";
@@ -286,9 +289,14 @@ fn http() -> reqwest::blocking::Client {
 
 /// HTTP status of one `/v1/sql` statement, or None when nothing answers.
 pub fn sql_status(endpoint: &str, sql: &str) -> Option<u16> {
+    sql_status_in(endpoint, "public", sql)
+}
+
+/// HTTP status of one `/v1/sql` statement in database `db`.
+pub fn sql_status_in(endpoint: &str, db: &str, sql: &str) -> Option<u16> {
     http()
         .post(format!("{endpoint}/v1/sql"))
-        .form(&[("sql", sql)])
+        .form(&[("sql", sql), ("db", db)])
         .send()
         .ok()
         .map(|r| r.status().as_u16())
@@ -733,9 +741,26 @@ fn copy_is_independent_verified_and_records_provenance() {
         })
         .collect();
     gt.with_server("src", |ep| {
-        assert_eq!(sql_status(ep, "CREATE DATABASE benchmark"), Some(200));
+        // The product's admin hooks against the emulator.
+        let g = GreptimeDb;
+        g.create_database(ep, "benchmark").unwrap();
+        g.create_database(ep, "scratch").unwrap();
+        assert!(g.create_database(ep, "scratch").is_err());
+        let dbs = g.list_databases(ep).unwrap();
+        assert!(
+            dbs.contains(&"benchmark".to_string()) && dbs.contains(&"scratch".to_string()),
+            "{dbs:?}"
+        );
+        g.drop_database(ep, "scratch").unwrap();
+        assert!(!g
+            .list_databases(ep)
+            .unwrap()
+            .contains(&"scratch".to_string()));
         write_lines(ep, "benchmark", &lines);
-        assert_eq!(sql_status(ep, "ADMIN flush_table('cpu')"), Some(200));
+        assert_eq!(
+            sql_status_in(ep, "benchmark", "ADMIN flush_table('cpu')"),
+            Some(200)
+        );
     });
     let src_data = gt.ws_dir("src").join("data");
     let src_before = snapshot_all(&src_data);
