@@ -15,6 +15,7 @@ use crate::output::{envelope, Outcome, StderrReporter};
 use crate::paths::Root;
 
 pub mod common;
+pub mod dbcmd;
 mod greptimedb;
 mod workspace;
 
