@@ -942,3 +942,103 @@ fn concurrent_installs_of_one_version_download_once() {
     assert_eq!(archive_requests(&gt.mirror), 1);
     assert!(gt.install_dir(STABLE).join("greptime").is_file());
 }
+
+#[test]
+fn bad_archives_are_refused_and_nothing_is_installed() {
+    let gt = Gt::new();
+    let stem = format!("greptime-{}-v{STABLE}", host_platform());
+    let dir = format!("/github.com/GreptimeTeam/greptimedb/releases/download/v{STABLE}");
+    let put = |tar: Vec<u8>, sha: Option<String>| {
+        let sha = sha.unwrap_or_else(|| tsbsctl::hash::sha256_hex(&tar));
+        gt.mirror.put_bytes(&format!("{dir}/{stem}.tar.gz"), tar);
+        gt.mirror.put_bytes(
+            &format!("{dir}/{stem}.sha256sum"),
+            format!("{sha}\n").into_bytes(),
+        );
+    };
+    let script = testbed::wrapper_script("greptime", &[("TESTBED_EMULATED_VERSION", STABLE)]);
+
+    // Not the vendor's top directory.
+    put(
+        testbed::tarball::Tree::new()
+            .dir("greptime", 0o755)
+            .file("greptime/greptime", script.clone(), 0o755)
+            .tar_gz(),
+        None,
+    );
+    gt.run(&["greptimedb", "install", "--version", STABLE])
+        .code(4);
+    assert!(!gt.install_dir(STABLE).exists());
+
+    // A checksum that does not match.
+    let good = testbed::tarball::Tree::new()
+        .dir(&stem, 0o755)
+        .file(&format!("{stem}/greptime"), script.clone(), 0o755)
+        .tar_gz();
+    put(good.clone(), Some("0".repeat(64)));
+    gt.run(&["greptimedb", "install", "--version", STABLE])
+        .code(4)
+        .says("0000000000");
+    assert!(!gt.install_dir(STABLE).exists());
+
+    // No greptime binary at the top.
+    put(
+        testbed::tarball::Tree::new()
+            .dir(&stem, 0o755)
+            .file(&format!("{stem}/README.md"), "x", 0o644)
+            .tar_gz(),
+        None,
+    );
+    gt.run(&["greptimedb", "install", "--version", STABLE])
+        .code(4)
+        .says("no greptime binary");
+    assert!(!gt.install_dir(STABLE).exists());
+
+    // Nothing half-made is left beside the target.
+    let version_dir = gt.install_dir(STABLE).parent().unwrap().to_path_buf();
+    let names: Vec<String> = std::fs::read_dir(&version_dir)
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.ends_with(".lock"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(names.is_empty(), "{names:?}");
+}
+
+#[test]
+fn reinstall_killed_midway_keeps_the_old_installation() {
+    let gt = Gt::new();
+    gt.prepare("w1", STABLE);
+    let before = read_json(&gt.install_dir(STABLE).join("manifest.json"));
+    let stem = format!("greptime-{}-v{STABLE}", host_platform());
+    let sums =
+        format!("/github.com/GreptimeTeam/greptimedb/releases/download/v{STABLE}/{stem}.sha256sum");
+    gt.mirror.fault(&sums, Fault::Slow { bytes_per_sec: 4 });
+    let mut c = gt
+        .env
+        .cmd(&["greptimedb", "install", "--version", STABLE, "--reinstall"]);
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !gt.mirror.requests().iter().any(|r| r.path == sums) {
+        assert!(
+            Instant::now() < deadline,
+            "reinstall never fetched the checksum"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    gt.mirror.clear_faults();
+    assert_eq!(
+        read_json(&gt.install_dir(STABLE).join("manifest.json")),
+        before
+    );
+    gt.run(&["greptimedb", "verify", "--database-id", "w1"])
+        .ok();
+    gt.run(&["greptimedb", "install", "--version", STABLE, "--reinstall"])
+        .ok();
+    gt.run(&["greptimedb", "verify", "--database-id", "w1"])
+        .ok();
+}
