@@ -24,6 +24,8 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -102,6 +104,21 @@ pub struct ServerSpec {
     /// What the user passes to get `kill_orphan` (named in the refusal): `--kill-orphan`.
     pub kill_orphan_flag: String,
     pub timing: Timing,
+    /// When set, the server's stdout and stderr go through this line filter on their way to
+    /// the log (InfluxDB 3 activation redacts e-mail addresses and licence keys this way).
+    /// Without it the log file is the process's stdout/stderr directly.
+    pub output_filter: Option<OutputFilter>,
+}
+
+/// A line filter for server output: gets one line (without its newline, lossily decoded),
+/// returns what is written to the log instead.
+#[derive(Clone)]
+pub struct OutputFilter(pub Arc<dyn Fn(&str) -> String + Send + Sync>);
+
+impl std::fmt::Debug for OutputFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputFilter(..)")
+    }
 }
 
 /// The `server.pid` record written beside the data while a managed server runs, and removed
@@ -184,6 +201,8 @@ pub struct Server {
     stopping: bool,
     outcome: Option<StopOutcome>,
     http: Option<reqwest::blocking::Client>,
+    /// Threads copying filtered output into the log (with [`ServerSpec::output_filter`]).
+    pumps: Vec<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -215,19 +234,27 @@ impl Server {
             .open(&spec.log_path)
             .map_err(|e| Error::io("open the server log", &spec.log_path, e))?;
         let command = command_line(&spec.program, &spec.args);
+        let shown = match &spec.output_filter {
+            Some(f) => (f.0)(&command),
+            None => command.clone(),
+        };
         writeln!(log, "# {} tsbsctl starts {}", now(), spec.label)
-            .and_then(|_| writeln!(log, "$ {command}"))
+            .and_then(|_| writeln!(log, "$ {shown}"))
             .map_err(|e| Error::io("write", &spec.log_path, e))?;
-        let err_log = log
-            .try_clone()
-            .map_err(|e| Error::io("open the server log", &spec.log_path, e))?;
-
         let mut cmd = Command::new(&spec.program);
         cmd.args(&spec.args)
             .current_dir(&spec.cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(log))
-            .stderr(Stdio::from(err_log));
+            .stdin(Stdio::null());
+        let shared_log = if spec.output_filter.is_some() {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            Some(Arc::new(Mutex::new(log)))
+        } else {
+            let err_log = log
+                .try_clone()
+                .map_err(|e| Error::io("open the server log", &spec.log_path, e))?;
+            cmd.stdout(Stdio::from(log)).stderr(Stdio::from(err_log));
+            None
+        };
         for k in &spec.env_remove {
             cmd.env_remove(k);
         }
@@ -235,7 +262,7 @@ impl Server {
             cmd.env(k, v);
         }
         configure_child(&mut cmd);
-        let child = cmd.spawn().map_err(|e| {
+        let mut child = cmd.spawn().map_err(|e| {
             Error::failed(format!(
                 "could not start {} ({}): {e}",
                 spec.label,
@@ -243,6 +270,15 @@ impl Server {
             ))
             .with_hint("check the installation with the product's `verify` command")
         })?;
+        let mut pumps = Vec::new();
+        if let (Some(filter), Some(log)) = (&spec.output_filter, &shared_log) {
+            if let Some(out) = child.stdout.take() {
+                pumps.push(pump(out, filter.clone(), Arc::clone(log)));
+            }
+            if let Some(err) = child.stderr.take() {
+                pumps.push(pump(err, filter.clone(), Arc::clone(log)));
+            }
+        }
         let pid = child.id();
         let record = PidRecord {
             pid,
@@ -255,7 +291,7 @@ impl Server {
         };
         events.push(event(EventKind::Started {
             pid,
-            command,
+            command: shown,
             log: spec.log_path.clone(),
         }));
         let server = Server {
@@ -267,6 +303,7 @@ impl Server {
             stopping: false,
             outcome: None,
             http: None,
+            pumps,
         };
         // The server is already running: a failure to record it must still stop it (Drop).
         let bytes = serde_json::to_vec_pretty(&record)?;
@@ -455,6 +492,16 @@ impl Server {
         // Helpers the server may have left in its group go too.
         signal_group(self.pid, libc::SIGKILL);
         self.child = None;
+        // The pipes close once the group is gone; wait briefly so the log is complete.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        for p in std::mem::take(&mut self.pumps) {
+            while !p.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if p.is_finished() {
+                let _ = p.join();
+            }
+        }
         remove_pid_record(&self.spec.pid_file, self.pid);
         let o = StopOutcome {
             code,
@@ -506,6 +553,33 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Copies lines from `from` through `filter` into `log` until EOF.
+fn pump(
+    from: impl Read + Send + 'static,
+    filter: OutputFilter,
+    log: Arc<Mutex<File>>,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut r = std::io::BufReader::new(from);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let line = String::from_utf8_lossy(&buf);
+                    let line = line.trim_end_matches(['\n', '\r']);
+                    let out = (filter.0)(line);
+                    if let Ok(mut f) = log.lock() {
+                        let _ = writeln!(f, "{out}");
+                    }
+                }
+            }
+        }
+    })
 }
 
 /// Checks every listener port on 127.0.0.1, retrying a busy one for up to `wait`.
@@ -803,6 +877,7 @@ mod tests {
                 port_wait: Duration::from_millis(200),
                 poll_interval: Duration::from_millis(50),
             },
+            output_filter: None,
         }
     }
 
@@ -905,5 +980,25 @@ mod tests {
         assert!(kinds(&s).starts_with(&["orphan_found".into(), "orphan_stopped".into()]));
         // The forgotten Child is never reaped by us, so it stays a zombie in this test process.
         assert!(!fsutil::process_alive(orphan as i32) || is_zombie(orphan));
+    }
+
+    #[test]
+    fn output_filter_rewrites_every_line_before_it_reaches_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sp = spec(
+            dir.path(),
+            "echo 'mail me at a@b.example'; echo 'err a@b.example' >&2; printf 'no newline'; exit 0",
+            free_port(),
+        );
+        sp.output_filter = Some(OutputFilter(Arc::new(|l: &str| {
+            l.replace("a@b.example", "<redacted>")
+        })));
+        let mut s = Server::start(sp, &SilentReporter).unwrap();
+        assert!(s.wait_ready().is_err());
+        let log = std::fs::read_to_string(s.log_path()).unwrap();
+        assert!(!log.contains("a@b.example"), "{log}");
+        assert!(log.contains("mail me at <redacted>"), "{log}");
+        assert!(log.contains("err <redacted>"), "{log}");
+        assert!(log.contains("no newline"), "{log}");
     }
 }

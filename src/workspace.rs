@@ -1317,6 +1317,7 @@ pub fn server_spec(
         kill_orphan,
         kill_orphan_flag: "--kill-orphan".into(),
         timing,
+        output_filter: None,
     })
 }
 
