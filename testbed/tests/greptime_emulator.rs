@@ -583,6 +583,12 @@ fn http_errors_have_the_real_shapes() {
     );
     assert_eq!(code, 400);
     assert_eq!(s.count("public", "cpu"), 2);
+    // Column types are fixed by the first write, within a batch and across batches.
+    assert_eq!(s.write("public", "cpu,h=c x=1i 5\n").0, 400);
+    assert_eq!(
+        s.write("public", "mem,h=c y=1i 5\nmem,h=c y=1.5 6\n").0,
+        400
+    );
     let (code, _) = call(agent().get(&s.url("/nope")), None);
     assert_eq!(code, 404);
     s.stop();
@@ -890,6 +896,40 @@ fn explain_analyze_and_tsbs_queries() {
         "EXPLAIN ANALYZE VERBOSE SELECT * FROM nope",
     );
     assert_eq!((code, v["code"].clone()), (400, json!(4001)));
+    // One query of each TSBS greptime shape (tsbs_generate_queries --format=greptime).
+    let window = "greptime_timestamp >= '2016-01-01T00:00:00Z' and greptime_timestamp < '2016-01-01T12:00:00Z'";
+    for q in [
+        format!("SELECT max(usage_user), max(usage_system), date_trunc('minute', greptime_timestamp) from cpu where (hostname = 'host_1' or hostname = 'host_2') and {window} group by date_trunc('minute', greptime_timestamp)"),
+        "SELECT max(usage_user), date_trunc('minute', greptime_timestamp) from cpu WHERE greptime_timestamp < '2016-01-01T01:00:00Z' group by date_trunc('minute', greptime_timestamp) order by date_trunc('minute', greptime_timestamp) desc limit 5".to_string(),
+        format!("SELECT avg(usage_user), avg(usage_system), date_trunc('hour', greptime_timestamp) from cpu where {window} group by date_trunc('hour', greptime_timestamp),hostname"),
+        format!("SELECT * from cpu where usage_user > 90.0 and (hostname = 'host_0') and {window}"),
+        format!("SELECT * from cpu where usage_user > 90.0  and {window}"),
+        "select last_value(hostname order by greptime_timestamp), last_value(region order by greptime_timestamp), last_value(usage_user order by greptime_timestamp) from cpu group by hostname".to_string(),
+    ] {
+        let v = s.ok_sql(Some("benchmark"), &q);
+        assert!(v["output"][0]["records"]["schema"]["column_schemas"].as_array().unwrap().len() >= 2, "{q}: {v}");
+        s.ok_sql(Some("benchmark"), &format!("EXPLAIN ANALYZE VERBOSE {q}"));
+    }
+    let v = s.ok_sql(
+        Some("benchmark"),
+        "SELECT * from cpu where usage_user > 90.0",
+    );
+    let names: Vec<&str> = v["output"][0]["records"]["schema"]["column_schemas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "hostname",
+            "region",
+            "greptime_timestamp",
+            "usage_user",
+            "usage_system"
+        ]
+    );
     let (code, v) = s.sql(
         Some("benchmark"),
         "SELECT max(usage_user) FROM cpu WHERE usage_nope > 90.0",

@@ -446,10 +446,27 @@ impl Shared {
                     .all(|((a, at), (f, ft))| a == f && at == ft);
             if !same {
                 for t in &l.tags {
-                    b.tags.insert(lineproto::unescape(t));
+                    let t = lineproto::unescape(t);
+                    if !b.tags.contains(&t) {
+                        b.tags.push(t);
+                    }
                 }
                 for (f, ty) in &l.fields {
-                    b.fields.entry(lineproto::unescape(f)).or_insert(*ty);
+                    let f = lineproto::unescape(f);
+                    match b.fields.iter().find(|(n, _)| *n == f) {
+                        Some((_, t)) if t != ty => {
+                            return write_error(&GtError::new(
+                                1004,
+                                format!(
+                                    "Invalid request to region, reason: column {f} expect type {}, given: {}",
+                                    t.name(),
+                                    ty.name()
+                                ),
+                            ))
+                        }
+                        Some(_) => {}
+                        None => b.fields.push((f, *ty)),
+                    }
                 }
                 b.last_tags = l.tags.iter().map(|t| t.to_string()).collect();
                 b.last_fields = l.fields.iter().map(|(f, t)| (f.to_string(), *t)).collect();

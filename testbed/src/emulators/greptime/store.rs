@@ -112,8 +112,9 @@ struct Region {
 /// What a write request brings for one table (parsed outside the store lock).
 #[derive(Default)]
 pub struct TableBatch {
-    pub tags: BTreeSet<String>,
-    pub fields: BTreeMap<String, FieldType>,
+    /// Tag and field names in first-seen order (columns are added in that order).
+    pub tags: Vec<String>,
+    pub fields: Vec<(String, FieldType)>,
     /// Normalised lines (nanosecond timestamps), each ending in `\n`.
     pub lines: Vec<u8>,
     pub keys: Vec<u64>,
