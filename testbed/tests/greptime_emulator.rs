@@ -937,3 +937,44 @@ fn explain_analyze_and_tsbs_queries() {
     assert_eq!((code, v["code"].clone()), (400, json!(3000)));
     s.stop();
 }
+
+#[test]
+fn auto_flush_and_wal_purge_keep_every_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let knobs = json!({"auto_flush_bytes": 2000, "wal_purge_threshold_bytes": 1});
+    let mut s = start(
+        tmp.path(),
+        Opts {
+            knobs: Some(knobs.clone()),
+            ..Default::default()
+        },
+    );
+    s.ready();
+    s.ok_sql(None, "CREATE DATABASE benchmark");
+    for i in 0..3 {
+        let (code, _) = s.write("benchmark", &cpu_lines(4, 10, 1_451_606_400 + i * 1000));
+        assert_eq!(code, 204);
+    }
+    assert_eq!(s.count("benchmark", "cpu"), 120);
+    let data = tmp.path().join("data");
+    assert_eq!(files_with_ext(&data, "parquet").len(), 3);
+    let wal = files_with_ext(&data.join("wal"), "raftlog");
+    assert_eq!(std::fs::metadata(&wal[0]).unwrap().len(), 0, "purged");
+    s.stop();
+    let mut s = start(
+        tmp.path(),
+        Opts {
+            knobs: Some(knobs),
+            ..Default::default()
+        },
+    );
+    s.ready();
+    assert_eq!(s.count("benchmark", "cpu"), 120);
+    // Writing the same rows again adds nothing.
+    assert_eq!(
+        s.write("benchmark", &cpu_lines(4, 10, 1_451_606_400)).0,
+        204
+    );
+    assert_eq!(s.count("benchmark", "cpu"), 120);
+    s.stop();
+}
