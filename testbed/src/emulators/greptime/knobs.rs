@@ -7,7 +7,7 @@ use serde::Deserialize;
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Knobs {
-    /// `--version`/`-V` (and `/status`) report this version instead of the emulated one.
+    /// `--version`/`-V` report this version instead of the emulated one.
     pub wrong_version: Option<String>,
     /// `--version`/`-V` print their output, then exit with this code.
     pub version_exit_code: Option<i32>,

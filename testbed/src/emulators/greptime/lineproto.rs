@@ -23,20 +23,20 @@ impl FieldType {
     }
 }
 
-/// One parsed line. Names are returned unescaped only when they contained escapes.
+/// One parsed line. Tag and field names are as written (escaped); see [`unescape`].
 #[derive(Debug)]
 pub struct Line<'a> {
     pub measurement: String,
     /// Measurement and tag set, as written (the series key).
     pub series: &'a str,
-    pub tags: Vec<String>,
-    pub fields: Vec<(String, FieldType)>,
+    pub tags: Vec<&'a str>,
+    pub fields: Vec<(&'a str, FieldType)>,
     /// The field set, as written.
     pub field_text: &'a str,
     pub timestamp: Option<i64>,
 }
 
-fn unescape(s: &str) -> String {
+pub fn unescape(s: &str) -> String {
     if !s.contains('\\') {
         return s.to_string();
     }
@@ -136,7 +136,7 @@ pub fn parse(line: &str) -> Result<Line<'_>, String> {
         if kv.len() != 2 || kv[0].is_empty() || kv[1].is_empty() {
             return Err(format!("invalid tag set {t:?}"));
         }
-        tags.push(unescape(kv[0]));
+        tags.push(kv[0]);
     }
     let fstart = series_end + 1;
     let fend = find_space(b, fstart, true).unwrap_or(b.len());
@@ -158,7 +158,7 @@ pub fn parse(line: &str) -> Result<Line<'_>, String> {
         if k.is_empty() || v.is_empty() {
             return Err(format!("invalid field {f:?}"));
         }
-        fields.push((unescape(k), field_type(v)?));
+        fields.push((k, field_type(v)?));
     }
     let rest = line[fend..].trim();
     let timestamp = if rest.is_empty() {
@@ -205,8 +205,8 @@ mod tests {
         assert_eq!(
             l.fields,
             vec![
-                ("usage_user".to_string(), FieldType::Int64),
-                ("usage_system".to_string(), FieldType::Float64)
+                ("usage_user", FieldType::Int64),
+                ("usage_system", FieldType::Float64)
             ]
         );
         assert_eq!(l.timestamp, Some(1451606400000000000));
@@ -216,7 +216,8 @@ mod tests {
     fn escapes_quotes_and_errors() {
         let l = parse(r#"my\ m,t\=x=a\ b s="a b, c",b=t"#).unwrap();
         assert_eq!(l.measurement, "my m");
-        assert_eq!(l.tags, vec!["t=x"]);
+        assert_eq!(l.tags, vec![r"t\=x"]);
+        assert_eq!(unescape(l.tags[0]), "t=x");
         assert_eq!(l.fields[0].1, FieldType::String);
         assert_eq!(l.fields[1].1, FieldType::Boolean);
         assert_eq!(l.timestamp, None);

@@ -39,7 +39,7 @@
 //!
 //! | key | effect |
 //! |---|---|
-//! | `wrong_version` | `--version`, `-V`, `/status` report this version (must parse as one) |
+//! | `wrong_version` | `--version` and `-V` report this version (must parse as one); behaviour stays that of the emulated version |
 //! | `version_exit_code` | `--version`/`-V` exit with this code after printing |
 //! | `start_delay_ms` | sleep before opening the data home and binding listeners |
 //! | `exit_during_start` | exit with this code during startup (after the delay, before binding) |

@@ -435,14 +435,41 @@ impl Shared {
                     continue;
                 }
             }
-            let b = batches.entry(l.measurement.clone()).or_default();
-            for t in l.tags {
-                if !b.tags.contains(&t) {
-                    b.tags.insert(t);
+            let b = batches.entry(l.measurement).or_default();
+            // TSBS lines repeat one schema: only look at names when it changes.
+            let same = b.last_tags.len() == l.tags.len()
+                && b.last_tags.iter().zip(&l.tags).all(|(a, t)| a == t)
+                && b.last_fields.len() == l.fields.len()
+                && b.last_fields
+                    .iter()
+                    .zip(&l.fields)
+                    .all(|((a, at), (f, ft))| a == f && at == ft);
+            if !same {
+                for t in &l.tags {
+                    let t = lineproto::unescape(t);
+                    if !b.tags.contains(&t) {
+                        b.tags.push(t);
+                    }
                 }
-            }
-            for (f, ty) in l.fields {
-                b.fields.entry(f).or_insert(ty);
+                for (f, ty) in &l.fields {
+                    let f = lineproto::unescape(f);
+                    match b.fields.iter().find(|(n, _)| *n == f) {
+                        Some((_, t)) if t != ty => {
+                            return write_error(&GtError::new(
+                                1004,
+                                format!(
+                                    "Invalid request to region, reason: column {f} expect type {}, given: {}",
+                                    t.name(),
+                                    ty.name()
+                                ),
+                            ))
+                        }
+                        Some(_) => {}
+                        None => b.fields.push((f, *ty)),
+                    }
+                }
+                b.last_tags = l.tags.iter().map(|t| t.to_string()).collect();
+                b.last_fields = l.fields.iter().map(|(f, t)| (f.to_string(), *t)).collect();
             }
             if factor == 1 && l.timestamp.is_some() {
                 b.lines.extend_from_slice(line.as_bytes());

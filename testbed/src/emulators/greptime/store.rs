@@ -7,14 +7,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::{self, File, OpenOptions};
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use flate2::read::MultiGzDecoder;
-use flate2::write::GzEncoder;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -106,7 +104,7 @@ struct Region {
     dir: PathBuf,
     wal_path: PathBuf,
     wal_len: u64,
-    keys: HashSet<u64>,
+    keys: KeySet,
     sequence: u64,
     written_bytes: u64,
 }
@@ -114,11 +112,15 @@ struct Region {
 /// What a write request brings for one table (parsed outside the store lock).
 #[derive(Default)]
 pub struct TableBatch {
-    pub tags: BTreeSet<String>,
-    pub fields: BTreeMap<String, FieldType>,
+    /// Tag and field names in first-seen order (columns are added in that order).
+    pub tags: Vec<String>,
+    pub fields: Vec<(String, FieldType)>,
     /// Normalised lines (nanosecond timestamps), each ending in `\n`.
     pub lines: Vec<u8>,
     pub keys: Vec<u64>,
+    /// The tag and field names of the previous line (schema changes are rare).
+    pub last_tags: Vec<String>,
+    pub last_fields: Vec<(String, FieldType)>,
 }
 
 /// `information_schema.region_statistics` values for one region.
@@ -145,13 +147,44 @@ pub struct Store {
     _locks: Vec<File>,
 }
 
-/// Series key + timestamp → the row's identity.
+/// Series key + timestamp → the row's identity (FNV-1a over 8-byte words: fast in debug
+/// builds too; collisions are negligible at test sizes).
 pub fn row_key(series: &str, ts: i64) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    series.hash(&mut h);
-    ts.hash(&mut h);
-    h.finish()
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let b = series.as_bytes();
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        h = (h ^ u64::from_le_bytes(c.try_into().expect("8 bytes"))).wrapping_mul(PRIME);
+        h ^= h >> 29;
+    }
+    for &x in chunks.remainder() {
+        h = (h ^ x as u64).wrapping_mul(PRIME);
+    }
+    h = (h ^ ts as u64).wrapping_mul(PRIME);
+    h ^= h >> 32;
+    h.wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
+
+/// The keys are hashes already: the set hashes them no further.
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | b as u64;
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type KeySet = HashSet<u64, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// Splits a stored (normalised) line into its series and timestamp.
 fn stored_line_key(line: &str) -> Option<(&str, i64)> {
@@ -220,16 +253,39 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     fs::rename(&tmp, path)
 }
 
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut e = GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let _ = e.write_all(bytes);
-    e.finish().unwrap_or_default()
-}
-
-fn gunzip_file(path: &Path) -> std::io::Result<String> {
-    let mut s = String::new();
-    MultiGzDecoder::new(File::open(path)?).read_to_string(&mut s)?;
-    Ok(s)
+/// Reads an SST back into normalised lines (`<series> <fields> <ts>`).
+///
+/// SST format (a stand-in for Parquet: dictionary-encoded series, so files are smaller than
+/// the WAL as real SSTs are): `GTSST 1`, `<n>`, n series lines, then `<series#> <ts> <fields>`
+/// per row.
+fn read_sst(path: &Path) -> std::io::Result<String> {
+    let text = fs::read_to_string(path)?;
+    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "not an SST file");
+    let mut lines = text.lines();
+    if lines.next() != Some("GTSST 1") {
+        return Err(bad());
+    }
+    let n: usize = lines.next().and_then(|l| l.parse().ok()).ok_or_else(bad)?;
+    let series: Vec<&str> = lines.by_ref().take(n).collect();
+    let mut out = String::with_capacity(text.len() * 2);
+    for l in lines {
+        let mut parts = l.splitn(3, ' ');
+        let (Some(i), Some(ts), Some(fields)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad());
+        };
+        let s = i
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| series.get(i))
+            .ok_or_else(bad)?;
+        out.push_str(s);
+        out.push(' ');
+        out.push_str(fields);
+        out.push(' ');
+        out.push_str(ts);
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 fn lock_file(path: &Path) -> Result<File, String> {
@@ -390,7 +446,7 @@ impl Store {
             dir,
             wal_path,
             wal_len: 0,
-            keys: HashSet::new(),
+            keys: KeySet::default(),
             sequence: 0,
             written_bytes: 0,
         };
@@ -402,7 +458,7 @@ impl Store {
             region.save_manifest()?;
         }
         for f in &region.m.files {
-            let text = gunzip_file(&region.dir.join(format!("{}.parquet", f.file_id)))
+            let text = read_sst(&region.dir.join(format!("{}.parquet", f.file_id)))
                 .map_err(|e| io_err(&format!("read SST {}", f.file_id), e))?;
             for line in text.lines() {
                 if let Some((s, ts)) = stored_line_key(line) {
@@ -704,7 +760,7 @@ impl Store {
         let mut texts = Vec::new();
         for f in &files {
             texts.push(
-                gunzip_file(&dir.join(format!("{}.parquet", f.file_id)))
+                read_sst(&dir.join(format!("{}.parquet", f.file_id)))
                     .map_err(|e| io_err(&format!("read SST {}", f.file_id), e))?,
             );
         }
@@ -832,15 +888,30 @@ fn write_sst(
     sequence: u64,
 ) -> Result<SstMeta, GtError> {
     let file_id = new_file_id();
-    let mut body = Vec::new();
-    let mut series = BTreeSet::new();
-    for (_, s, l) in rows {
-        body.extend_from_slice(l.as_bytes());
-        body.push(b'\n');
-        series.insert(*s);
+    let mut dict: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut names: Vec<&str> = Vec::new();
+    let mut body = String::new();
+    for (ts, series, line) in rows {
+        let idx = *dict.entry(series).or_insert_with(|| {
+            names.push(series);
+            names.len() - 1
+        });
+        let fields = line
+            .get(series.len() + 1..)
+            .and_then(|rest| rest.rsplit_once(' '))
+            .map_or("", |(f, _)| f);
+        body.push_str(&format!("{idx} {ts} {fields}\n"));
     }
-    let data = gzip(&body);
-    let index = gzip(series.into_iter().collect::<Vec<_>>().join("\n").as_bytes());
+    let mut data = format!("GTSST 1\n{}\n", names.len());
+    for n in &names {
+        data.push_str(n);
+        data.push('\n');
+    }
+    data.push_str(&body);
+    let data = data.into_bytes();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    let index = sorted.join("\n").into_bytes();
     fs::create_dir_all(dir.join("index")).map_err(|e| io_err("create the index dir", e))?;
     write_atomic(&dir.join(format!("{file_id}.parquet")), &data)
         .map_err(|e| io_err("write an SST", e))?;
