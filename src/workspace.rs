@@ -360,6 +360,7 @@ pub fn prepare(
     };
 
     ctx.root.ensure()?;
+    sweep_leftovers(ctx, product);
     let _guard = lock_workspace(ctx, product, &dir, &req.id, lock_opts)?;
     match read_manifest(&dir)? {
         Some(m) => {
@@ -913,7 +914,7 @@ pub fn remove(
     let aside = fsutil::staging_path(&dir, "removing")?;
     fsutil::rename_durable(&dir, &aside)?;
     fs::remove_dir_all(&aside).map_err(|e| Error::io("remove", &aside, e))?;
-    let _ = fsutil::clean_staging(&dir, "removing");
+    sweep_leftovers(ctx, product);
     Ok(dir)
 }
 
@@ -930,6 +931,33 @@ fn refuse_live_server(dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Removes what interrupted copies and removals left in the databases directory
+/// (`.<id>.copy-<pid>-<n>`, `.<id>.removing-<pid>-<n>` of processes that are gone).
+fn sweep_leftovers(ctx: &Ctx, product: &dyn Product) {
+    let base = ctx.root.databases(product.name());
+    let Ok(rd) = fs::read_dir(&base) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix('.') else {
+            continue;
+        };
+        for tag in ["copy", "removing"] {
+            let marker = format!(".{tag}-");
+            if let Some(i) = rest.rfind(&marker) {
+                let id = &rest[..i];
+                for p in fsutil::clean_staging(&base.join(id), tag).unwrap_or_default() {
+                    ctx.reporter.info(&format!(
+                        "removed leftover {} of an interrupted {tag}",
+                        p.display()
+                    ));
+                }
+            }
+        }
+    }
 }
 
 /// What `copy` was asked for.
@@ -997,12 +1025,7 @@ pub fn copy(
     refuse_live_server(&source.dir)?;
     let manifest_bytes = fs::read(source.manifest_path())
         .map_err(|e| Error::io("read", &source.manifest_path(), e))?;
-    for p in fsutil::clean_staging(&dest, "copy")? {
-        ctx.reporter.info(&format!(
-            "removed leftover {} of an earlier copy",
-            p.display()
-        ));
-    }
+    sweep_leftovers(ctx, product);
     let staging = fsutil::staging_path(&dest, "copy")?;
     fs::create_dir_all(&staging).map_err(|e| Error::io("create directory", &staging, e))?;
     let r = copy_into(

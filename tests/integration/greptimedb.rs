@@ -1042,3 +1042,23 @@ fn reinstall_killed_midway_keeps_the_old_installation() {
     gt.run(&["greptimedb", "verify", "--database-id", "w1"])
         .ok();
 }
+
+#[test]
+fn leftovers_of_interrupted_copies_and_removals_are_swept() {
+    let gt = Gt::new();
+    gt.prepare("w1", STABLE);
+    let base = gt.env.root.join("greptimedb/databases");
+    let dead_copy = base.join(".w9.copy-999999999-1");
+    let dead_remove = base.join(".w8.removing-999999999-2");
+    let live = base.join(format!(".w7.copy-{}-3", std::process::id()));
+    for d in [&dead_copy, &dead_remove, &live] {
+        std::fs::create_dir_all(d.join("data")).unwrap();
+    }
+    let r = gt.run(&["greptimedb", "prepare", "--database-id", "w1"]);
+    r.ok().says("interrupted copy");
+    assert!(!dead_copy.exists() && !dead_remove.exists());
+    assert!(live.exists(), "a live process's staging must stay");
+    // `list` never shows staging directories.
+    let r = gt.run_json(&["greptimedb", "list"]);
+    assert_eq!(r.json()["data"]["workspaces"].as_array().unwrap().len(), 1);
+}
