@@ -4,7 +4,7 @@
 //! [`install`] downloads the release archive through the verified download path (the vendor's
 //! checksum file), extracts it safely into a private staging directory, checks the binary runs
 //! and reports the version, writes the [`InstallManifest`], and publishes with one rename. It
-//! runs under an install lock (`<version>/<platform>.lock`) and re-checks after taking it, so
+//! runs under an install lock (`.locks/<version>-<platform>.lock`) and re-checks after taking it, so
 //! concurrent installs of one version download once. `--reinstall` swaps the new tree in with
 //! one atomic exchange where the OS offers it; otherwise the old tree is renamed aside first and
 //! a crash between the two renames is repaired by the next install (the old tree is put back).
@@ -231,9 +231,12 @@ pub fn install(
 
     ctx.root.ensure()?;
     let version_dir = target.parent().expect("version dir").to_path_buf();
-    std::fs::create_dir_all(&version_dir)
-        .map_err(|e| Error::io("create directory", &version_dir, e))?;
-    let lock_path = version_dir.join(format!("{}.lock", platform.dashed()));
+    // Lock files live apart from the trees, so a failed first install leaves no version
+    // directory behind.
+    let lock_path = product
+        .installations_dir(&ctx.root)
+        .join(".locks")
+        .join(format!("{version}-{}.lock", platform.dashed()));
     let _guard = lock::lock_file(
         &lock_path,
         &format!("install of {display}"),
@@ -279,6 +282,8 @@ pub fn install(
 
     // Everything is built inside a private staging directory: the extracted tree lands at
     // <staging>/tree; a crash leaves only <staging>, removed by the next install.
+    std::fs::create_dir_all(&version_dir)
+        .map_err(|e| Error::io("create directory", &version_dir, e))?;
     let staging = fsutil::staging_path(&target, "install")?;
     std::fs::create_dir(&staging).map_err(|e| Error::io("create directory", &staging, e))?;
     let result = build_and_publish(
@@ -293,6 +298,10 @@ pub fn install(
         &target,
     );
     let _ = std::fs::remove_dir_all(&staging);
+    if result.is_err() {
+        // Only succeeds when empty: a failed first install leaves nothing.
+        let _ = std::fs::remove_dir(&version_dir);
+    }
     let (installation, replaced) = result?;
     Ok(InstallOutcome {
         installation,
