@@ -17,6 +17,8 @@ use crate::paths::Root;
 pub mod common;
 mod env;
 pub mod data;
+pub mod dbcmd;
+mod greptimedb;
 mod workspace;
 
 /// Reproducible TSBS benchmarks of GreptimeDB and InfluxDB 3.
@@ -60,6 +62,9 @@ pub enum Command {
     /// Shared datasets: prepare, generate, list, inspect, verify.
     #[command(subcommand)]
     Data(data::DataCmd),
+    /// Install GreptimeDB releases and manage GreptimeDB workspaces and servers.
+    #[command(subcommand)]
+    Greptimedb(greptimedb::GreptimedbCmd),
     /// Hold, release and inspect database workspace locks.
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCmd),
@@ -70,6 +75,7 @@ impl Command {
         match self {
             Command::Env(cmd) => env::run(ctx, cmd),
             Command::Data(cmd) => data::run(ctx, cmd),
+            Command::Greptimedb(cmd) => greptimedb::run(ctx, cmd),
             Command::Workspace(cmd) => workspace::run(ctx, cmd),
         }
     }

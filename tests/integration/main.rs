@@ -10,3 +10,5 @@ mod env;
 mod data;
 mod locks;
 mod tsbs;
+mod greptimedb;
+mod server;
