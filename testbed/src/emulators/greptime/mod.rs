@@ -34,6 +34,8 @@
 //! [mysql]     enable = true   addr = "127.0.0.1:4002"
 //! [postgres]  enable = true   addr = "127.0.0.1:4003"
 //! ```
+//! `http.timeout` and `logging.level` are validated and logged; the timeout is not enforced.
+//! `default_column_prefix` is accepted (the time index is always `greptime_timestamp`).
 //!
 //! # Knob file (`$TESTBED_KNOBS`, JSON object, read at every start; unknown keys → exit 2)
 //!
