@@ -204,10 +204,12 @@ impl App {
         if !exempt.is_empty() && self.cfg.disable_authz.iter().any(|d| d == exempt) {
             return None;
         }
+        // The real body has a space after the colon.
         let unauthenticated = || {
-            Reply::json(
+            Reply::new(
                 401,
-                &serde_json::json!({"error": "the request was not authenticated"}),
+                Some("application/json"),
+                r#"{"error": "the request was not authenticated"}"#,
             )
         };
         let Some(h) = Self::header(req, "authorization") else {
