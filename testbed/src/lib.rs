@@ -10,6 +10,7 @@
 
 pub mod emulators;
 pub mod releases;
+pub mod tarball;
 
 use std::path::PathBuf;
 

@@ -3,4 +3,6 @@
 
 mod util;
 
+mod archive;
 mod cli;
+mod locks;
