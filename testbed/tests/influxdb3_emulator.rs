@@ -1208,3 +1208,46 @@ fn address_in_use_fails_fast() {
     );
     assert!(out.contains("ERROR"));
 }
+
+#[test]
+fn release_archive_runs_and_needs_its_python() {
+    use testbed::releases::influxdb3::Release;
+    let t = tempfile::tempdir().unwrap();
+    let knobs = t.path().join("knobs.json");
+    let rel = Release::new("enterprise", "3.11.1", &knobs);
+    let gz = rel.archive();
+    tar::Archive::new(flate2::read::GzDecoder::new(&gz[..]))
+        .unpack(t.path().join("install"))
+        .unwrap();
+    let root = t.path().join("install").join(rel.root());
+    let run = |cwd: &Path| {
+        let out = Command::new(root.join("influxdb3"))
+            .arg("--version")
+            .current_dir(cwd)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(t.path());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("influxdb3 InfluxDB 3 Enterprise, 3.11.1, revision "),
+        "{out}"
+    );
+    // The knob file the wrapper names is honoured.
+    std::fs::write(&knobs, r#"{"version_exit_code": 5}"#).unwrap();
+    assert_eq!(run(t.path()).0, Some(5));
+    std::fs::remove_file(&knobs).unwrap();
+    // Without the bundled Python, not even --version runs.
+    std::fs::remove_file(root.join("python/lib/libpython3.so")).unwrap();
+    let (code, _, err) = run(&root);
+    assert_eq!(code, Some(127));
+    assert!(
+        err.contains("error while loading shared libraries"),
+        "{err}"
+    );
+}

@@ -5,7 +5,10 @@
 //!
 //! # Environment
 //! * `TESTBED_EMULATED_EDITION` = `core` | `enterprise` (required), `TESTBED_EMULATED_VERSION`
-//!   = `x.y.z` (required); `TESTBED_KNOBS` = path of the knob file (optional, see below).
+//!   = `x.y.z` (required); `TESTBED_KNOBS` = path of the knob file (optional, see below);
+//!   `TESTBED_INFLUXDB3_DIR` (set by the release wrapper to its own directory): when set,
+//!   `<dir>/python/lib/libpython3.so` must exist, else the loader-style error
+//!   `influxdb3: error while loading shared libraries: libpython3.so: ...` and exit 127.
 //! * Enterprise licence variables, honoured only as the emulated version reads them:
 //!   3.11.0 and later read `INFLUXDB3_LICENSE_EMAIL`, `INFLUXDB3_LICENSE_TYPE`,
 //!   `INFLUXDB3_LICENSE_FILE` and still accept the `INFLUXDB3_ENTERPRISE_LICENSE_*` names as
@@ -214,6 +217,15 @@ pub fn main(args: Vec<String>) -> i32 {
             return 70;
         }
     };
+    // The real binary loads libpython from `$ORIGIN/python/lib`: without it, not even
+    // `--version` runs. The release wrapper tells us where it lives.
+    if let Some(dir) = std::env::var_os("TESTBED_INFLUXDB3_DIR") {
+        let lib = std::path::Path::new(&dir).join("python/lib/libpython3.so");
+        if !lib.is_file() {
+            eprintln!("influxdb3: error while loading shared libraries: libpython3.so: cannot open shared object file: No such file or directory");
+            return 127;
+        }
+    }
     let knobs = match Knobs::load() {
         Ok(k) => k,
         Err(e) => {
