@@ -252,6 +252,7 @@ pub fn run(build: Build, knobs: Knobs, cfg: ServeConfig) -> i32 {
     inject(&knobs, "shutdown");
     server.unblock();
     let _ = acceptor.join();
+    drop(server); // stop listening before the final flush
     if knobs.shutdown_delay_ms > 0 {
         std::thread::sleep(Duration::from_millis(knobs.shutdown_delay_ms));
     }
