@@ -5,6 +5,7 @@
 //! exit code.
 
 pub mod archive;
+pub mod bench;
 pub mod canonical;
 pub mod cli;
 pub mod context;
@@ -22,13 +23,15 @@ pub mod manifest;
 pub mod output;
 pub mod paths;
 pub mod platform;
-pub mod queryset;
-pub mod sources;
-pub mod treehash;
-pub mod tsbs;
 pub mod product;
 pub mod publish;
+pub mod queryset;
+pub mod run;
 pub mod server;
+pub mod sources;
+pub mod summary;
+pub mod treehash;
+pub mod tsbs;
 pub mod workspace;
 
 /// The tool's version, recorded in every manifest.

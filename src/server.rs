@@ -731,7 +731,7 @@ fn remove_pid_record(path: &Path, pid: u32) {
 }
 
 /// Own process group; on Linux, SIGKILL when tsbsctl dies.
-fn configure_child(cmd: &mut Command) {
+pub fn configure_child(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     cmd.process_group(0);
     #[cfg(target_os = "linux")]

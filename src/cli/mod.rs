@@ -14,11 +14,13 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::output::{envelope, Outcome, StderrReporter};
 use crate::paths::Root;
 
+mod bench;
 pub mod common;
-mod env;
 pub mod data;
 pub mod dbcmd;
+mod env;
 mod greptimedb;
+mod runs;
 mod workspace;
 
 /// Reproducible TSBS benchmarks of GreptimeDB and InfluxDB 3.
@@ -65,6 +67,12 @@ pub enum Command {
     /// Install GreptimeDB releases and manage GreptimeDB workspaces and servers.
     #[command(subcommand)]
     Greptimedb(greptimedb::GreptimedbCmd),
+    /// Benchmark phases: load, query, compact, analyze (run directories with summaries).
+    #[command(subcommand)]
+    Bench(bench::BenchCmd),
+    /// Benchmark runs: summarize.
+    #[command(subcommand)]
+    Runs(runs::RunsCmd),
     /// Hold, release and inspect database workspace locks.
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCmd),
@@ -76,6 +84,8 @@ impl Command {
             Command::Env(cmd) => env::run(ctx, cmd),
             Command::Data(cmd) => data::run(ctx, cmd),
             Command::Greptimedb(cmd) => greptimedb::run(ctx, cmd),
+            Command::Bench(cmd) => bench::run(ctx, cmd),
+            Command::Runs(cmd) => runs::run(ctx, cmd),
             Command::Workspace(cmd) => workspace::run(ctx, cmd),
         }
     }

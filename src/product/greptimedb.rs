@@ -32,7 +32,7 @@ impl GreptimeDb {
     }
 
     /// Runs one statement through `/v1/sql`; returns the first output object.
-    fn sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value> {
+    pub fn sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value> {
         let client = admin_client()?;
         let mut form = vec![("sql", sql)];
         if let Some(db) = db {

@@ -4,11 +4,12 @@
 mod util;
 
 mod archive;
+mod bench;
 mod cli;
+mod data;
 mod download;
 mod env;
-mod data;
-mod locks;
-mod tsbs;
 mod greptimedb;
+mod locks;
 mod server;
+mod tsbs;

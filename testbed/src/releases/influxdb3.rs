@@ -327,6 +327,9 @@ printf "${{BOLDGREEN}}InfluxDB 3 %s is installed in %s${{NC}}\n" "$EDITION" "$IN
     )
 }
 
+/// Publishes every stand-in release of this product (filled in by its owner).
+pub fn publish_all(_mirror: &crate::mirror::Mirror, _work_dir: &std::path::Path) {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,6 +445,3 @@ mod tests {
         assert_eq!(count(&s, "INFLUXDB_ENT_VERSION", true), 0);
     }
 }
-
-/// Publishes every stand-in release of this product (filled in by its owner).
-pub fn publish_all(_mirror: &crate::mirror::Mirror, _work_dir: &std::path::Path) {}

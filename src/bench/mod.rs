@@ -1,0 +1,1175 @@
+//! Benchmark phases (`tsbsctl bench <product> all|load|query|compact|analyze`).
+//!
+//! One command = one run directory ([`crate::run`]). The order of work in `all` keeps the
+//! server from idling: TSBS binaries, dataset and query set first; then start the server,
+//! load (or reuse loaded data), check the row count, stop the server and measure the storage
+//! footprint at rest; start it again, run every query type (sorted), stop it. Every step is an
+//! event in the run; `summary.json` / `summary.md` are rebuilt from disk at the end
+//! ([`crate::summary`]), also after a failure or Ctrl-C.
+//!
+//! Managed targets hold the workspace lock for the whole command. The workspace's dataset
+//! binding is cleared before a reset drops data and set only after a load was verified, so it
+//! never claims data that is not there.
+
+pub mod compact;
+pub mod exec;
+pub mod footprint;
+pub mod target;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::context::Ctx;
+use crate::dataset::{
+    self, Compression, Dataset, GenerateRequest, Generator, Profile, SpecOverrides, StoredFormat,
+};
+use crate::environment::TsbsEnv;
+use crate::error::{Error, ErrorKind, Result};
+use crate::lock::LockOptions;
+use crate::output::Outcome;
+use crate::paths::Root;
+use crate::queryset::{self, QueryFormat, QuerySet, QuerySetRequest};
+use crate::run::{NewRun, RunDir, RunKind, Status};
+use crate::server::{Server, Timing};
+use crate::tsbs::{self, DatabaseMode, Secret};
+
+use exec::ToolEnd;
+use target::{ProductKind, Target};
+
+/// The phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Phase {
+    /// Dataset and query set, then load, verify, query.
+    All,
+    /// Load (or reuse loaded data) and verify the row count.
+    Load,
+    /// Run every query type of the query set once.
+    Query,
+    /// GreptimeDB: flush, then compact a table (manual compaction).
+    Compact,
+    /// GreptimeDB: EXPLAIN ANALYZE VERBOSE per query type, cold then hot.
+    Analyze,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::All => "all",
+            Phase::Load => "load",
+            Phase::Query => "query",
+            Phase::Compact => "compact",
+            Phase::Analyze => "analyze",
+        }
+    }
+    fn loads(self) -> bool {
+        matches!(self, Phase::All | Phase::Load)
+    }
+}
+
+/// Everything a bench command asks for (the CLI fills it).
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub phase: Option<Phase>,
+    pub database_id: Option<String>,
+    pub urls: Vec<String>,
+    pub edition: Option<String>,
+    pub database: Option<String>,
+    pub mode: Option<DatabaseMode>,
+    pub confirm_reset: Option<String>,
+    pub dataset_id: Option<String>,
+    pub dataset_root: Option<PathBuf>,
+    pub spec: SpecOverrides,
+    pub compression: Option<Compression>,
+    pub query_types: Vec<String>,
+    pub queries: Option<i64>,
+    pub query_counts: Vec<String>,
+    pub load_workers: Option<u32>,
+    pub batch_size: Option<u32>,
+    pub query_workers: Option<u32>,
+    pub run_id: Option<String>,
+    pub no_sync: bool,
+    pub accept_partial: bool,
+    pub auth_token_env: Option<String>,
+    pub admin_token_env: Option<String>,
+    pub strategy: Option<String>,
+    pub window: Option<u64>,
+    pub table: Option<String>,
+    pub hot_runs: Option<u32>,
+    /// Compaction: how long to wait for the completion line in the server log.
+    pub confirm_timeout: Option<f64>,
+    pub greptime_version: Option<String>,
+    pub confirm_version_override: Option<String>,
+    pub startup_timeout: Option<f64>,
+    pub stop_timeout: Option<f64>,
+    pub lock: LockOptions,
+    /// Every flag, as recorded in the run manifest (no secrets: only variable names).
+    pub flags: Value,
+}
+
+/// Default write parameters per product and profile (DESIGN.md, Benchmark runs).
+pub fn default_write(product: ProductKind, profile: Profile) -> (u32, u32) {
+    match (product, profile) {
+        (ProductKind::Greptime, Profile::Manual) => (6, 3000),
+        (ProductKind::Greptime, Profile::Smoke) => (2, 3000),
+        (ProductKind::Influx3, Profile::Manual) => (16, 25000),
+        (ProductKind::Influx3, Profile::Smoke) => (2, 3000),
+    }
+}
+
+fn positive(flag: &str, v: Option<u32>) -> Result<()> {
+    if v == Some(0) {
+        return Err(Error::invalid(format!("{flag} must be positive"))
+            .with_hint(format!("pass {flag} N with N >= 1")));
+    }
+    Ok(())
+}
+
+/// Checks flag combinations before anything is touched (exit 2).
+pub fn validate(kind: ProductKind, req: &Request) -> Result<Phase> {
+    let phase = req.phase.unwrap_or(Phase::All);
+    positive("--load-workers", req.load_workers)?;
+    positive("--batch-size", req.batch_size)?;
+    positive("--query-workers", req.query_workers)?;
+    positive("--hot-runs", req.hot_runs)?;
+    match (&req.database_id, req.urls.is_empty()) {
+        (Some(_), false) => {
+            return Err(
+                Error::invalid("--database-id and --url exclude each other").with_hint(
+                    "benchmark a managed workspace (--database-id) or an external server (--url)",
+                ),
+            )
+        }
+        (None, true) => {
+            return Err(
+                Error::invalid("no target: pass --database-id ID or --url URL").with_hint(
+                    "e.g. --database-id greptime-120-manual; see `tsbsctl greptimedb list`",
+                ),
+            )
+        }
+        _ => {}
+    }
+    if let Some(id) = &req.database_id {
+        crate::ids::validate_id("--database-id", id)?;
+    }
+    if let Some(d) = &req.database {
+        crate::workspace::validate_database_name(d)?;
+    }
+    if let Some(id) = &req.dataset_id {
+        crate::ids::validate_id("--dataset-id", id)?;
+    }
+    let external = req.database_id.is_none();
+    if kind == ProductKind::Greptime && req.urls.len() > 1 {
+        return Err(Error::invalid("GreptimeDB takes one --url")
+            .with_hint("pass a single endpoint, e.g. --url http://10.0.0.5:4000"));
+    }
+    for u in &req.urls {
+        target::check_url(u)?;
+    }
+    if kind == ProductKind::Influx3 {
+        if external && req.edition.is_none() {
+            return Err(Error::invalid(
+                "external InfluxDB 3 targets need --edition core|enterprise",
+            )
+            .with_hint("add --edition core or --edition enterprise"));
+        }
+        if !external && req.edition.is_some() {
+            return Err(Error::invalid(
+                "a managed workspace's edition comes from its manifest; omit --edition",
+            )
+            .with_hint("drop --edition"));
+        }
+    }
+    if phase.loads() {
+        if external && req.mode.is_none() {
+            return Err(Error::invalid(
+                "loads into an external server need --database-mode create|reuse|reset",
+            )
+            .with_hint("say what happens to an existing database: --database-mode create (abort if it exists), reuse, or reset --confirm-reset NAME"));
+        }
+        if let Some(mode) = req.mode {
+            let db = req.database.clone().unwrap_or_else(|| "benchmark".into());
+            // Managed: the workspace's database is checked again once known.
+            if external || req.database.is_some() {
+                mode.check_confirmation(&db, req.confirm_reset.as_deref())?;
+            } else if mode == DatabaseMode::Reset && req.confirm_reset.is_none() {
+                mode.check_confirmation(&db, None)?;
+            }
+        }
+    } else if req.mode.is_some() || req.confirm_reset.is_some() {
+        return Err(Error::invalid(format!(
+            "--database-mode and --confirm-reset apply to load and all, not {}",
+            phase.as_str()
+        ))
+        .with_hint("drop them, or run the load phase"));
+    }
+    if req.greptime_version.is_some() || req.confirm_version_override.is_some() {
+        if !matches!(phase, Phase::Query | Phase::Analyze) || external {
+            return Err(Error::invalid(
+                "--greptime-version runs another installed version on a managed workspace's data, for query and analyze only",
+            )
+            .with_hint("use it with `bench greptimedb query|analyze --database-id ID`"));
+        }
+        if req.greptime_version.is_none() {
+            return Err(
+                Error::invalid("--confirm-version-override requires --greptime-version")
+                    .with_hint("add --greptime-version V"),
+            );
+        }
+    }
+    if matches!(phase, Phase::Compact | Phase::Analyze) && external {
+        return Err(Error::invalid(format!(
+            "{} needs a managed workspace (tsbsctl restarts and inspects its server)",
+            phase.as_str()
+        ))
+        .with_hint("pass --database-id ID"));
+    }
+    if phase == Phase::Compact {
+        let strategy = req.strategy.as_deref().unwrap_or("swcs");
+        if !["swcs", "twcs", "strict_window", "regular"].contains(&strategy) {
+            return Err(
+                Error::invalid(format!("unknown compaction strategy {strategy:?}"))
+                    .with_hint("use --strategy swcs (strict window), twcs or regular"),
+            );
+        }
+        if req.window == Some(0) {
+            return Err(Error::invalid("--window must be positive (seconds)")
+                .with_hint("e.g. --window 7200 for a 2-hour window"));
+        }
+        if req.window.is_some() && !matches!(strategy, "swcs" | "strict_window") {
+            return Err(Error::invalid("--window applies to --strategy swcs only")
+                .with_hint("drop --window, or use --strategy swcs"));
+        }
+        if let Some(t) = &req.table {
+            crate::workspace::validate_database_name(t).map_err(|_| {
+                Error::invalid(format!("--table {t:?} is not a valid table name"))
+                    .with_hint("use letters, digits and '_'")
+            })?;
+        }
+    }
+    Ok(phase)
+}
+
+/// The default table TSBS cpu-only writes.
+pub const TABLE: &str = "cpu";
+
+/// State of one bench command.
+pub struct Bench<'a> {
+    pub ctx: &'a Ctx,
+    pub root: Root,
+    pub kind: ProductKind,
+    pub phase: Phase,
+    pub req: &'a Request,
+    pub target: Target,
+    pub run: RunDir,
+    pub server: Option<Server>,
+    server_attempt: u32,
+    /// The TSBS tools' working directory (no config.* file).
+    cwd: PathBuf,
+}
+
+/// What a finished command reports.
+fn outcome(run: &RunDir, summary: &Value) -> Outcome {
+    let md = run.dir.join("summary.md");
+    let human = format!(
+        "Run {}: {}\nRun directory: {}\nSummary: {}\n",
+        run.id(),
+        run.manifest.status.as_str(),
+        run.dir.display(),
+        md.display()
+    );
+    Outcome::new(
+        json!({
+            "run_id": run.id(),
+            "run_dir": run.dir,
+            "status": run.manifest.status,
+            "summary_json": run.dir.join("summary.json"),
+            "summary_md": md,
+            "summary": summary,
+        }),
+        human,
+    )
+}
+
+/// Runs a bench command end to end.
+pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
+    let phase = validate(kind, req)?;
+    let root = ctx
+        .root
+        .clone()
+        .with_dataset_root(req.dataset_root.as_deref())?;
+    // Managed: workspace loaded and locked for the whole command; external: probed.
+    let target = Target::open(ctx, &root, kind, phase, req)?;
+    if phase == Phase::Compact {
+        return compact::run(ctx, root, target, req);
+    }
+    let (dataset, profile) = resolve_dataset(&root, &target, phase, req)?;
+    // A workspace holding another dataset is refused before anything is written.
+    if phase.loads() {
+        target.check_binding_id(&dataset, req.mode)?;
+    } else {
+        target.require_binding(&dataset)?;
+    }
+    let (workers, batch) = default_write(kind, profile);
+    let counts = queryset::resolve_counts(
+        profile,
+        None,
+        &req.query_types,
+        req.queries,
+        &req.query_counts,
+    )?;
+    if phase == Phase::Analyze {
+        let need = 1 + req.hot_runs.unwrap_or(2) as u64;
+        let short: Vec<String> = counts
+            .iter()
+            .filter(|(_, c)| **c < need)
+            .map(|(t, c)| format!("{t}={c}"))
+            .collect();
+        if !short.is_empty() {
+            return Err(Error::invalid(format!(
+                "analyze needs at least {need} queries per type; too few: {}",
+                short.join(", ")
+            ))
+            .with_hint(format!("pass --queries {need} (or lower --hot-runs)")));
+        }
+    }
+    let workload = json!({
+        "profile": profile.as_str(),
+        "load_workers": req.load_workers.unwrap_or(workers),
+        "batch_size": req.batch_size.unwrap_or(batch),
+        "query_workers": req.query_workers.unwrap_or(1),
+        "database_mode": phase.loads().then(|| target.mode(req).as_str()),
+        "query_counts": counts,
+        "hot_runs": (phase == Phase::Analyze).then(|| req.hot_runs.unwrap_or(2)),
+        "no_sync": (kind == ProductKind::Influx3).then_some(req.no_sync),
+        "accept_partial": (kind == ProductKind::Influx3).then_some(req.accept_partial),
+    });
+    let run = RunDir::create(
+        &root,
+        NewRun {
+            product: kind.name(),
+            edition: target.edition(),
+            kind: RunKind::Benchmark,
+            phase: phase.as_str(),
+            run_id: req.run_id.as_deref(),
+            command: ctx.command_line(),
+            flags: req.flags.clone(),
+            target: target.to_json(),
+            workload,
+            host_data_dir: target.data_dir(),
+        },
+        ctx.reporter.as_ref(),
+    )?;
+    ctx.reporter
+        .info(&format!("run {} in {}", run.id(), run.dir.display()));
+    let cwd = run.dir.clone();
+    let mut b = Bench {
+        ctx,
+        root,
+        kind,
+        phase,
+        req,
+        target,
+        run,
+        server: None,
+        server_attempt: 0,
+        cwd,
+    };
+    let result = b.work(&dataset, &counts);
+    b.conclude(result)
+}
+
+/// Picks the dataset: `--dataset-id` / spec flags; for query and analyze on a bound
+/// workspace without them, the bound dataset. Returns the workload profile too.
+fn resolve_dataset(
+    root: &Root,
+    target: &Target,
+    phase: Phase,
+    req: &Request,
+) -> Result<(Dataset, Profile)> {
+    let mut id = req.dataset_id.clone();
+    if id.is_none() && !req.spec.any() && !phase.loads() {
+        if let Some(b) = target.binding() {
+            id = b["dataset_id"].as_str().map(str::to_string);
+        }
+    }
+    let ds = Dataset::resolve(root, id.as_deref(), &req.spec)?;
+    if ds.spec.use_case != "cpu-only" {
+        return Err(Error::invalid(format!(
+            "the benchmarks load cpu-only data; dataset {} is {:?}",
+            ds.id, ds.spec.use_case
+        ))
+        .with_hint("use a cpu-only dataset (the profiles' default)"));
+    }
+    let profile = req
+        .spec
+        .profile
+        .unwrap_or(if ds.spec == Profile::Smoke.spec() {
+            Profile::Smoke
+        } else {
+            Profile::Manual
+        });
+    Ok((ds, profile))
+}
+
+impl Bench<'_> {
+    fn reporter(&self) -> &dyn crate::output::Reporter {
+        self.ctx.reporter.as_ref()
+    }
+
+    fn env(&mut self) -> Result<TsbsEnv> {
+        self.run.begin("tsbs-env", 1, None, None, None)?;
+        let env = TsbsEnv::load(&self.ctx.root, None)?;
+        let binaries: BTreeMap<String, Value> = env
+            .binaries
+            .iter()
+            .map(|(k, v)| (k.clone(), json!({"path": v.path, "sha256": v.sha256})))
+            .collect();
+        let v = json!({
+            "go_version": env.go_version,
+            "tsbs_repo": env.repo,
+            "tsbs_commit": env.commit,
+            "tsbs_dirty": env.dirty,
+            "binaries": binaries,
+        });
+        self.run.manifest.environment = Some(v.clone());
+        self.run.save()?;
+        self.run
+            .end("tsbs-env", 1, Status::Completed, None, Some(v))?;
+        Ok(env)
+    }
+
+    fn work(&mut self, ds: &Dataset, counts: &BTreeMap<String, u64>) -> Result<()> {
+        let env = self.env()?;
+        let gen_env = env.clone();
+        let mut data_gen = move || Generator::from_env(&gen_env, "tsbs_generate_data");
+        let command = self.ctx.command_line();
+
+        // 1. Dataset (materialised for loads, logical otherwise).
+        self.run.begin("dataset", 1, None, None, None)?;
+        let (ds, stored) = if self.phase.loads() {
+            let sf = dataset::ensure_generated(
+                ds,
+                &GenerateRequest {
+                    format: "influx".into(),
+                    compression: self.req.compression,
+                    regenerate: false,
+                },
+                &mut data_gen,
+                &command,
+                self.reporter(),
+            )?;
+            let (ds, _) = ds.ensure_stored(&command, self.reporter())?;
+            (ds, Some(sf))
+        } else {
+            let (ds, _) = ds.ensure_stored(&command, self.reporter())?;
+            (ds, None)
+        };
+        let mut dv = ds.to_json();
+        if let Some(sf) = &stored {
+            if let Value::Object(m) = sf.to_json() {
+                for (k, v) in m {
+                    dv[k] = v;
+                }
+            }
+        } else if let Some(b) = self.target.binding() {
+            // Query-only runs record what the workspace holds (format, rows, checksums).
+            for k in [
+                "format",
+                "compression",
+                "rows",
+                "metrics",
+                "bytes",
+                "sha256",
+                "uncompressed_sha256",
+            ] {
+                if let Some(v) = b.get(k) {
+                    dv[k] = v.clone();
+                }
+            }
+        }
+        self.run.manifest.dataset = Some(dv.clone());
+        self.run.save()?;
+        self.run
+            .end("dataset", 1, Status::Completed, None, Some(dv))?;
+
+        // 2. Query set.
+        let set = if self.phase == Phase::Load {
+            None
+        } else {
+            self.run.begin("query-set", 1, None, None, None)?;
+            let qenv = env.clone();
+            let mut q_gen = move || Generator::from_env(&qenv, "tsbs_generate_queries");
+            let log_dir = self.run.dir.join("logs");
+            let set = queryset::ensure_query_set(
+                &self
+                    .ctx
+                    .root
+                    .clone()
+                    .with_dataset_root(self.req.dataset_root.as_deref())?,
+                &QuerySetRequest {
+                    dataset: &ds,
+                    format: self.kind.query_format(),
+                    counts,
+                    log_dir: &log_dir,
+                    pinned_manifest_sha256: None,
+                    full_verify: false,
+                },
+                &mut q_gen,
+                self.reporter(),
+            )?;
+            let qv = json!({
+                "query_set_id": set.id,
+                "query_set_path": set.path,
+                "manifest_sha256": set.manifest_sha256,
+                "format": set.format.as_str(),
+                "query_counts": set.counts(),
+                "spec": set.spec,
+                "reused": set.reused,
+            });
+            self.run.manifest.query_set = Some(qv.clone());
+            self.run.save()?;
+            self.run
+                .end("query-set", 1, Status::Completed, None, Some(qv))?;
+            Some(set)
+        };
+
+        // 3. Server pins and the data state this run starts from.
+        self.run.manifest.server = self.target.server_pin();
+        self.run.manifest.data_state = self.target.data_state();
+        self.run.save()?;
+
+        // 4. Load.
+        if let (true, Some(sf)) = (self.phase.loads(), &stored) {
+            self.load(&env, &ds, sf)?;
+        }
+        // 5. Queries / analysis.
+        if let Some(set) = &set {
+            match self.phase {
+                Phase::Analyze => self.analyze(&env, set)?,
+                _ => self.query(&env, set)?,
+            }
+        }
+        self.stop_server()?;
+        Ok(())
+    }
+
+    fn start_server(&mut self) -> Result<()> {
+        if self.server.is_some() || !self.target.is_managed() {
+            return Ok(());
+        }
+        self.server_attempt += 1;
+        let n = self.server_attempt;
+        let (log, rel) = self.run.log(&format!("server-{n:03}.log"));
+        self.run.begin("server", n, Some(&rel), None, None)?;
+        let timing = self.timing();
+        let res = (|| -> Result<Server> {
+            let spec = self.target.server_spec(&self.root, log, timing)?;
+            let mut s = Server::start(spec, self.reporter())?;
+            s.wait_ready()?;
+            Ok(s)
+        })();
+        match res {
+            Ok(s) => {
+                self.reporter()
+                    .info(&format!("{} ready at {}", s.label(), s.endpoint()));
+                self.run.event(crate::run::StepEvent {
+                    seq: 0,
+                    step: "server".into(),
+                    attempt: n,
+                    status: Status::Running,
+                    at: crate::manifest::now_rfc3339(),
+                    log: None,
+                    results: None,
+                    reason: None,
+                    data: Some(json!({"pid": s.pid(), "endpoint": s.endpoint()})),
+                })?;
+                self.server = Some(s);
+                Ok(())
+            }
+            Err(e) => {
+                let status = if e.kind == ErrorKind::Interrupted {
+                    Status::Interrupted
+                } else {
+                    Status::Failed
+                };
+                self.run
+                    .end("server", n, status, Some(e.message.clone()), None)?;
+                Err(e)
+            }
+        }
+    }
+
+    fn timing(&self) -> Timing {
+        let mut t = self.target.default_timing();
+        if let Some(s) = self.req.startup_timeout {
+            t.startup_timeout = Duration::from_secs_f64(s.max(0.1));
+        }
+        if let Some(s) = self.req.stop_timeout {
+            t.grace = Duration::from_secs_f64(s.max(0.1));
+        }
+        t
+    }
+
+    /// Stops the managed server (normally), recording how it ended.
+    fn stop_server(&mut self) -> Result<()> {
+        let Some(mut s) = self.server.take() else {
+            return Ok(());
+        };
+        let out = s.stop();
+        let n = self.server_attempt;
+        let unexpected = out.unexpected;
+        let status = if unexpected || out.forced {
+            Status::Failed
+        } else {
+            Status::Completed
+        };
+        let reason = if unexpected {
+            Some(format!(
+                "the server exited unexpectedly ({}); see its log",
+                describe(out.code, out.signal)
+            ))
+        } else if out.forced {
+            Some("the server did not stop within the grace period and was killed".into())
+        } else {
+            None
+        };
+        self.run.end(
+            "server",
+            n,
+            status,
+            reason,
+            Some(json!({"events": s.events(), "outcome": out})),
+        )?;
+        Ok(())
+    }
+
+    /// `Some(reason)` when the managed server has died.
+    fn server_gone(&mut self) -> Option<String> {
+        let s = self.server.as_mut()?;
+        s.check_running().err().map(|e| e.message)
+    }
+
+    fn endpoint(&self) -> String {
+        match &self.server {
+            Some(s) => s.endpoint().to_string(),
+            None => self.target.endpoint(),
+        }
+    }
+
+    fn load(&mut self, env: &TsbsEnv, ds: &Dataset, sf: &StoredFormat) -> Result<()> {
+        let mode = self.target.mode(self.req);
+        let binding = self.target.binding_for(ds, sf);
+        if self.target.is_managed() && mode != DatabaseMode::Reset && self.target.bound_to(&binding)
+        {
+            self.reporter().info(&format!(
+                "workspace {} already holds dataset {}: load skipped",
+                self.target.database_id().unwrap_or_default(),
+                ds.id
+            ));
+            self.run.instant(
+                "load",
+                1,
+                Status::Reused,
+                None,
+                Some(json!({"dataset_id": ds.id, "database_mode": "reuse", "binding": binding})),
+            )?;
+            // The footprint of the loaded data, at rest.
+            self.footprint("at-rest")?;
+            return Ok(());
+        }
+        if self.target.is_managed() {
+            self.target.check_binding_data(&binding, mode)?;
+        }
+        // The binding is cleared before a reset drops anything.
+        if mode == DatabaseMode::Reset {
+            self.target.clear_binding()?;
+        }
+        self.start_server()?;
+        let workers = self.run.manifest.workload["load_workers"]
+            .as_u64()
+            .unwrap_or(1) as u32;
+        let batch = self.run.manifest.workload["batch_size"]
+            .as_u64()
+            .unwrap_or(3000) as u32;
+        let attempt = self.run.next_attempt("load")?;
+        let (log, log_rel) = self.run.log(&format!("load-{attempt:03}.log"));
+        let (results, results_rel) = self.run.result(&format!("load-{attempt:03}.json"));
+        let input = if sf.compression == Compression::None {
+            tsbs::LoadInput::File(sf.path.clone())
+        } else {
+            tsbs::LoadInput::Stdin
+        };
+        let (auth, admin) = self.target.tokens();
+        let spec = tsbs::LoadSpec {
+            binary: env.binary(self.kind.loader())?.path.clone(),
+            target: match self.kind {
+                ProductKind::Greptime => tsbs::LoadTarget::Greptime,
+                ProductKind::Influx3 => tsbs::LoadTarget::Influx3 {
+                    no_sync: self.req.no_sync,
+                    accept_partial: self.req.accept_partial,
+                    auth_token: auth,
+                    admin_token: admin,
+                },
+            },
+            urls: self.target.urls_with(&self.endpoint()),
+            input,
+            database: self.target.database().to_string(),
+            batch_size: batch,
+            workers,
+            results_file: results,
+            mode,
+            confirm_reset: self.req.confirm_reset.clone().or_else(|| {
+                (mode == DatabaseMode::Reset).then(|| self.target.database().to_string())
+            }),
+        };
+        let cmd = tsbs::load_command(&spec)?;
+        self.run.begin(
+            "load",
+            attempt,
+            Some(&log_rel),
+            Some(&results_rel),
+            Some(json!({
+                "dataset_id": ds.id,
+                "database": self.target.database(),
+                "database_mode": mode.as_str(),
+                "workers": workers,
+                "batch_size": batch,
+                "input": if cmd.stdin_data { "stdin" } else { "file" },
+                "command": cmd.redacted(),
+            })),
+        )?;
+        self.reporter().info(&format!(
+            "loading {} rows of {} with {} ({workers} workers x {batch} rows)",
+            sf.rows,
+            ds.id,
+            cmd.tool()
+        ));
+        let stdin = if cmd.stdin_data {
+            Some(sf.open_uncompressed()?)
+        } else {
+            None
+        };
+        let cwd = self.cwd.clone();
+        let end = exec::run_tool(&cmd, &cwd, &log, stdin, &mut || self.server_gone())?;
+        let log_text = exec::read_log(&log);
+        match end {
+            ToolEnd::Interrupted => {
+                self.run.end(
+                    "load",
+                    attempt,
+                    Status::Interrupted,
+                    Some("interrupted".into()),
+                    None,
+                )?;
+                return Err(Error::interrupted("interrupted during the load"));
+            }
+            ToolEnd::ServerGone(reason) => {
+                let r = format!("the server died during the load: {reason}");
+                self.run
+                    .end("load", attempt, Status::Failed, Some(r.clone()), None)?;
+                return Err(Error::failed(r).with_hint(format!("see {}", log.display())));
+            }
+            ToolEnd::Exited(status) => {
+                match tsbs::load_outcome(&cmd.tool(), status, &log_text, &spec.results_file) {
+                    Ok(r) => {
+                        self.run.end(
+                            "load",
+                            attempt,
+                            Status::Completed,
+                            None,
+                            Some(json!({"rows": r.rows, "metrics": r.metrics})),
+                        )?;
+                    }
+                    Err(f) => {
+                        let gone = self.server_gone();
+                        let reason = match gone {
+                            Some(g) => format!("{}; the server is gone: {g}", f.reason),
+                            None => f.reason.clone(),
+                        };
+                        self.run.end(
+                            "load",
+                            attempt,
+                            Status::Failed,
+                            Some(reason.clone()),
+                            Some(json!({"failure": f})),
+                        )?;
+                        return Err(Error::failed(format!("load failed: {reason}"))
+                            .with_hint(format!("see {}", log.display())));
+                    }
+                }
+            }
+        }
+        // Row count: the database must hold the dataset.
+        self.row_count(sf)?;
+        // Footprint at rest after ingestion: stop first.
+        if self.target.is_managed() {
+            self.stop_server()?;
+            self.footprint("after-load")?;
+            self.target.set_binding(binding, &self.run)?;
+        }
+        Ok(())
+    }
+
+    fn row_count(&mut self, sf: &StoredFormat) -> Result<()> {
+        let attempt = self.run.next_attempt("row-count")?;
+        self.run.begin("row-count", attempt, None, None, None)?;
+        let endpoint = self.endpoint();
+        match self.target.count_rows(&endpoint, TABLE) {
+            Ok(actual) => {
+                let ok = actual == sf.rows;
+                let data = json!({"table": TABLE, "expected": sf.rows, "actual": actual, "ok": ok});
+                if ok {
+                    self.run
+                        .end("row-count", attempt, Status::Completed, None, Some(data))?;
+                    Ok(())
+                } else {
+                    let r = format!(
+                        "row count mismatch: table {TABLE} holds {actual} rows, the dataset has {}",
+                        sf.rows
+                    );
+                    self.run.end(
+                        "row-count",
+                        attempt,
+                        Status::Failed,
+                        Some(r.clone()),
+                        Some(data),
+                    )?;
+                    Err(Error::failed(r).with_hint(
+                        "the load did not store every row; look at the load and server logs, then load again with --database-mode reset --confirm-reset NAME",
+                    ))
+                }
+            }
+            Err(e) => {
+                self.run.end(
+                    "row-count",
+                    attempt,
+                    Status::Failed,
+                    Some(e.message.clone()),
+                    None,
+                )?;
+                Err(e)
+            }
+        }
+    }
+
+    fn footprint(&mut self, when: &str) -> Result<()> {
+        let Some(dir) = self.target.data_dir() else {
+            return Ok(());
+        };
+        let attempt = self.run.next_attempt("footprint")?;
+        self.run.begin("footprint", attempt, None, None, None)?;
+        let f = footprint::measure(&dir)?;
+        let mut v = serde_json::to_value(&f)?;
+        v["when"] = json!(when);
+        v["data_dir"] = json!(dir);
+        v["server_stopped"] = json!(self.server.is_none());
+        self.run
+            .end("footprint", attempt, Status::Completed, None, Some(v))?;
+        Ok(())
+    }
+
+    fn query(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
+        self.start_server()?;
+        let workers = self.run.manifest.workload["query_workers"]
+            .as_u64()
+            .unwrap_or(1) as u32;
+        let binary = env.binary(self.kind.runner())?.path.clone();
+        let (auth, _) = self.target.tokens();
+        for (qt, file) in &set.files {
+            crate::interrupt::check()?;
+            if let Some(reason) = self.server_gone() {
+                return Err(Error::failed(format!("the server died: {reason}")));
+            }
+            let step = format!("query:{qt}");
+            let attempt = self.run.next_attempt(&step)?;
+            let (log, log_rel) = self.run.log(&format!("query-{qt}-{attempt:03}.log"));
+            let (results, results_rel) = self.run.result(&format!("query-{qt}-{attempt:03}.json"));
+            let spec = tsbs::QuerySpec {
+                binary: binary.clone(),
+                target: match self.kind {
+                    ProductKind::Greptime => tsbs::QueryTarget::Greptime,
+                    ProductKind::Influx3 => tsbs::QueryTarget::Influx3 {
+                        auth_token: auth.clone(),
+                    },
+                },
+                file: file.path.clone(),
+                database: self.target.database().to_string(),
+                urls: self.target.urls_with(&self.endpoint()),
+                workers,
+                results_file: results,
+            };
+            let cmd = tsbs::query_command(&spec)?;
+            self.run.begin(
+                &step,
+                attempt,
+                Some(&log_rel),
+                Some(&results_rel),
+                Some(json!({
+                    "query_type": qt,
+                    "file": file.path,
+                    "file_bytes": file.bytes,
+                    "file_sha256": file.sha256,
+                    "queries": set.counts().get(qt),
+                    "workers": workers,
+                    "command": cmd.redacted(),
+                })),
+            )?;
+            self.reporter().info(&format!("query type {qt}"));
+            let cwd = self.cwd.clone();
+            let end = exec::run_tool(&cmd, &cwd, &log, None, &mut || self.server_gone())?;
+            match end {
+                ToolEnd::Interrupted => {
+                    self.run.end(
+                        &step,
+                        attempt,
+                        Status::Interrupted,
+                        Some("interrupted".into()),
+                        None,
+                    )?;
+                    return Err(Error::interrupted(format!(
+                        "interrupted during query type {qt}"
+                    )));
+                }
+                ToolEnd::ServerGone(r) => {
+                    let r = format!("the server died during query type {qt}: {r}");
+                    self.run
+                        .end(&step, attempt, Status::Failed, Some(r.clone()), None)?;
+                    return Err(Error::failed(r).with_hint(format!("see {}", log.display())));
+                }
+                ToolEnd::Exited(status) => {
+                    let text = exec::read_log(&log);
+                    match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
+                        Ok(r) => self.run.end(
+                            &step,
+                            attempt,
+                            Status::Completed,
+                            None,
+                            Some(json!({"count": r.all.count, "mean_ms": r.all.mean_ms})),
+                        )?,
+                        // One type failing (e.g. a non-200) does not stop the others.
+                        Err(f) => {
+                            self.reporter()
+                                .warn(&format!("query type {qt} failed: {}", f.reason));
+                            self.run.end(
+                                &step,
+                                attempt,
+                                Status::Failed,
+                                Some(f.reason.clone()),
+                                Some(json!({"failure": f})),
+                            )?
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn analyze(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
+        let hot = self.req.hot_runs.unwrap_or(2);
+        let binary = env
+            .binary(tsbs::command::RUN_QUERIES_GREPTIME)?
+            .path
+            .clone();
+        for (qt, file) in &set.files {
+            crate::interrupt::check()?;
+            let step = format!("analyze:{qt}");
+            let attempt = self.run.next_attempt(&step)?;
+            let dir_rel = format!("results/analyze/{qt}/run-{attempt:03}");
+            let results_dir = self.run.dir.join(&dir_rel);
+            let log_rel = format!("logs/analyze/{qt}/run-{attempt:03}/runner.log");
+            let log = self.run.dir.join(&log_rel);
+            // Cold: a fresh server per type.
+            self.stop_server()?;
+            self.start_server()?;
+            let spec = tsbs::ExplainSpec {
+                binary: binary.clone(),
+                file: file.path.clone(),
+                database: self.target.database().to_string(),
+                url: self.endpoint(),
+                hot_runs: hot,
+                results_dir: results_dir.clone(),
+            };
+            let cmd = tsbs::explain_command(&spec)?;
+            if let Some(parent) = results_dir.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+            }
+            // Attempt directories are immutable: a new one per attempt, never overwritten.
+            std::fs::create_dir(&results_dir).map_err(|e| Error::io("create", &results_dir, e))?;
+            self.run.begin(
+                &step,
+                attempt,
+                Some(&log_rel),
+                Some(&dir_rel),
+                Some(json!({
+                    "query_type": qt,
+                    "hot_runs": hot,
+                    "file": file.path,
+                    "file_sha256": file.sha256,
+                    "cold_result": format!("{dir_rel}/cold.json"),
+                    "hot_results": (1..=hot).map(|i| format!("{dir_rel}/hot-{i:03}.json")).collect::<Vec<_>>(),
+                    "metrics": format!("{dir_rel}/metrics.json"),
+                    "server_log": format!("logs/server-{:03}.log", self.server_attempt),
+                    "command": cmd.redacted(),
+                })),
+            )?;
+            let cwd = self.cwd.clone();
+            let end = exec::run_tool(&cmd, &cwd, &log, None, &mut || self.server_gone())?;
+            match end {
+                ToolEnd::Interrupted => {
+                    self.run.end(
+                        &step,
+                        attempt,
+                        Status::Interrupted,
+                        Some("interrupted".into()),
+                        None,
+                    )?;
+                    return Err(Error::interrupted(format!(
+                        "interrupted during analysis of {qt}"
+                    )));
+                }
+                ToolEnd::ServerGone(r) => {
+                    let r = format!("the server died while analysing {qt}: {r}");
+                    self.run
+                        .end(&step, attempt, Status::Failed, Some(r.clone()), None)?;
+                    return Err(Error::failed(r));
+                }
+                ToolEnd::Exited(status) => {
+                    let text = exec::read_log(&log);
+                    match tsbs::explain_outcome(&cmd.tool(), status, &text, &spec) {
+                        Ok(r) => self.run.end(
+                            &step,
+                            attempt,
+                            Status::Completed,
+                            None,
+                            Some(json!({"metrics_mean_ms": r.metrics.all.mean_ms})),
+                        )?,
+                        Err(f) => self.run.end(
+                            &step,
+                            attempt,
+                            Status::Failed,
+                            Some(f.reason.clone()),
+                            Some(json!({"failure": f})),
+                        )?,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops the server, records the end state, writes the summary, and turns failures into
+    /// the command's error.
+    fn conclude(mut self, result: Result<()>) -> Result<Outcome> {
+        let _ = self.stop_server();
+        let failed_steps = self
+            .run
+            .steps()
+            .map(|s| {
+                s.iter()
+                    .filter(|s| matches!(s.status, Status::Failed))
+                    .map(|s| {
+                        format!(
+                            "{} (attempt {}): {}",
+                            s.step,
+                            s.attempt,
+                            s.reason.clone().unwrap_or_default()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let (status, err) = match result {
+            Err(e) if e.kind == ErrorKind::Interrupted => (Status::Interrupted, Some(e)),
+            Err(e) => (Status::Failed, Some(e)),
+            Ok(()) if !failed_steps.is_empty() => (
+                Status::Failed,
+                Some(Error::failed(format!(
+                    "{} step(s) failed: {}",
+                    failed_steps.len(),
+                    failed_steps.join("; ")
+                ))),
+            ),
+            Ok(()) => (Status::Completed, None),
+        };
+        self.run.finish(status, err.as_ref())?;
+        let summary = crate::summary::write(&self.run)?;
+        let md = self.run.dir.join("summary.md");
+        match err {
+            None => Ok(outcome(&self.run, &summary)),
+            Some(e) => {
+                let hint = match &e.hint {
+                    Some(h) => format!("{h}; summary: {}", md.display()),
+                    None => format!("logs and summary: {}", md.display()),
+                };
+                Err(Error::new(
+                    e.kind,
+                    format!("run {} {}: {}", self.run.id(), status.as_str(), e.message),
+                )
+                .with_hint(hint))
+            }
+        }
+    }
+}
+
+fn describe(code: Option<i32>, signal: Option<i32>) -> String {
+    match (code, signal) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(s)) => format!("signal {s}"),
+        _ => "unknown status".into(),
+    }
+}
+
+/// Token values from the environment variables the flags name (never from flags).
+pub fn token_from_env(var: Option<&str>, default: &str) -> Result<Option<Secret>> {
+    let name = var.unwrap_or(default);
+    match std::env::var(name) {
+        Ok(v) if !v.is_empty() => Ok(Some(Secret::new(v))),
+        Ok(_) | Err(std::env::VarError::NotPresent) => {
+            if var.is_some() {
+                Err(
+                    Error::invalid(format!("environment variable {name} is not set"))
+                        .with_hint(format!("export {name}=<token>, or drop the flag naming it")),
+                )
+            } else {
+                Ok(None)
+            }
+        }
+        Err(_) => Err(
+            Error::invalid(format!("environment variable {name} is not valid UTF-8"))
+                .with_hint("set it to the token text"),
+        ),
+    }
+}
+
+/// The query format of a product (greptime / influx3).
+impl ProductKind {
+    pub fn query_format(self) -> QueryFormat {
+        match self {
+            ProductKind::Greptime => QueryFormat::Greptime,
+            ProductKind::Influx3 => QueryFormat::Influx3,
+        }
+    }
+    pub fn loader(self) -> &'static str {
+        match self {
+            ProductKind::Greptime => tsbs::command::LOAD_GREPTIME,
+            ProductKind::Influx3 => tsbs::command::LOAD_INFLUX3,
+        }
+    }
+    pub fn runner(self) -> &'static str {
+        match self {
+            ProductKind::Greptime => tsbs::command::RUN_QUERIES_GREPTIME,
+            ProductKind::Influx3 => tsbs::command::RUN_QUERIES_INFLUX3,
+        }
+    }
+}
+
+/// The path of a file relative to a run directory (for summaries).
+pub fn rel(run: &Path, p: &Path) -> String {
+    p.strip_prefix(run)
+        .map(|r| r.display().to_string())
+        .unwrap_or_else(|_| p.display().to_string())
+}

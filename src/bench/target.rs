@@ -1,0 +1,649 @@
+//! Where a benchmark goes: a managed workspace (loaded, locked for the whole command, its
+//! server started by tsbsctl) or an external server (health- and version-probed first).
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use super::{Phase, Request};
+use crate::context::Ctx;
+use crate::dataset::{Dataset, StoredFormat};
+use crate::error::{Error, Result};
+use crate::install;
+use crate::lock::LockGuard;
+use crate::paths::Root;
+use crate::platform::Platform;
+use crate::product::greptimedb::GreptimeDb;
+use crate::product::Product;
+use crate::run::RunDir;
+use crate::server::{ServerSpec, Timing};
+use crate::tsbs::{DatabaseMode, Secret};
+use crate::workspace::{self, Workspace};
+
+/// The products the benchmarks know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProductKind {
+    Greptime,
+    Influx3,
+}
+
+impl ProductKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProductKind::Greptime => "greptimedb",
+            ProductKind::Influx3 => "influxdb3",
+        }
+    }
+    pub fn display(self) -> &'static str {
+        match self {
+            ProductKind::Greptime => "GreptimeDB",
+            ProductKind::Influx3 => "InfluxDB 3",
+        }
+    }
+    fn product(self) -> Result<Box<dyn Product>> {
+        match self {
+            ProductKind::Greptime => Ok(Box::new(GreptimeDb)),
+            ProductKind::Influx3 => Err(Error::invalid(
+                "managed InfluxDB 3 workspaces are not supported by this build yet",
+            )
+            .with_hint(
+                "benchmark an external InfluxDB 3 with --url URL --edition core|enterprise",
+            )),
+        }
+    }
+}
+
+/// Checks an endpoint URL: absolute http(s) with a host.
+pub fn check_url(u: &str) -> Result<()> {
+    match url::Url::parse(u) {
+        Ok(p) if matches!(p.scheme(), "http" | "https") && p.host_str().is_some() => Ok(()),
+        _ => Err(
+            Error::invalid(format!("--url {u:?} is not an absolute HTTP or HTTPS URL"))
+                .with_hint("e.g. --url http://10.0.0.5:4000"),
+        ),
+    }
+}
+
+/// A managed workspace held under its lock.
+pub struct Managed {
+    pub product: Box<dyn Product>,
+    pub ws: Workspace,
+    pub _guard: LockGuard,
+    /// `--greptime-version`: the version that runs (when it differs from the workspace's).
+    pub runtime: Option<Runtime>,
+}
+
+/// The installation that runs instead of the workspace's own (version override).
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    pub version: String,
+    pub binary_sha256: String,
+    pub installation_path: PathBuf,
+}
+
+/// An external server.
+pub struct External {
+    pub urls: Vec<String>,
+    pub database: String,
+    pub edition: Option<String>,
+    /// What the server reported (version, ...).
+    pub probe: Value,
+}
+
+pub struct Target {
+    pub kind: ProductKind,
+    pub managed: Option<Managed>,
+    pub external: Option<External>,
+    pub auth_token: Option<Secret>,
+    pub admin_token: Option<Secret>,
+}
+
+impl Target {
+    pub fn open(
+        ctx: &Ctx,
+        root: &Root,
+        kind: ProductKind,
+        phase: Phase,
+        req: &Request,
+    ) -> Result<Target> {
+        let (auth_token, admin_token) = if kind == ProductKind::Influx3 {
+            (
+                super::token_from_env(req.auth_token_env.as_deref(), "INFLUXDB3_AUTH_TOKEN")?,
+                super::token_from_env(req.admin_token_env.as_deref(), "INFLUXDB3_ADMIN_TOKEN")?,
+            )
+        } else {
+            (None, None)
+        };
+        if let Some(id) = &req.database_id {
+            let product = kind.product()?;
+            let ws = workspace::load(root, product.as_ref(), id)?;
+            let guard = workspace::lock_workspace(ctx, product.as_ref(), &ws.dir, id, &req.lock)?;
+            // Re-read under the lock: another command may have changed it meanwhile.
+            let ws = workspace::load(root, product.as_ref(), id)?;
+            if let Some(d) = &req.database {
+                if d != &ws.manifest.database {
+                    return Err(Error::invalid(format!(
+                        "workspace {id} is bound to SQL database {:?}, not {d:?}",
+                        ws.manifest.database
+                    ))
+                    .with_hint("drop --database (the workspace's database is used), or prepare another workspace"));
+                }
+            }
+            if let (Some(mode), true) = (req.mode, phase.loads()) {
+                mode.check_confirmation(&ws.manifest.database, req.confirm_reset.as_deref())?;
+            }
+            let runtime = match &req.greptime_version {
+                None => None,
+                Some(v) => version_override(root, product.as_ref(), &ws, v, req)?,
+            };
+            return Ok(Target {
+                kind,
+                managed: Some(Managed {
+                    product,
+                    ws,
+                    _guard: guard,
+                    runtime,
+                }),
+                external: None,
+                auth_token,
+                admin_token,
+            });
+        }
+        let urls: Vec<String> = req
+            .urls
+            .iter()
+            .map(|u| u.trim_end_matches('/').to_string())
+            .collect();
+        let probe = probe_external(kind, &urls, auth_token.as_ref())?;
+        ctx.reporter.info(&format!(
+            "external {} at {} reports version {}",
+            kind.display(),
+            urls.join(", "),
+            probe["version"].as_str().unwrap_or("unknown")
+        ));
+        Ok(Target {
+            kind,
+            managed: None,
+            external: Some(External {
+                urls,
+                database: req.database.clone().unwrap_or_else(|| "benchmark".into()),
+                edition: req.edition.clone(),
+                probe,
+            }),
+            auth_token,
+            admin_token,
+        })
+    }
+
+    pub fn is_managed(&self) -> bool {
+        self.managed.is_some()
+    }
+
+    pub fn database_id(&self) -> Option<String> {
+        self.managed.as_ref().map(|m| m.ws.id().to_string())
+    }
+
+    pub fn database(&self) -> &str {
+        match (&self.managed, &self.external) {
+            (Some(m), _) => &m.ws.manifest.database,
+            (_, Some(e)) => &e.database,
+            _ => "benchmark",
+        }
+    }
+
+    pub fn edition(&self) -> Option<String> {
+        match (&self.managed, &self.external) {
+            (Some(m), _) => m.ws.manifest.edition.clone(),
+            (_, Some(e)) => e.edition.clone(),
+            _ => None,
+        }
+    }
+
+    /// The endpoint of the managed server (its configured port) or the first external URL.
+    pub fn endpoint(&self) -> String {
+        match (&self.managed, &self.external) {
+            (Some(m), _) => m.ws.endpoint(),
+            (_, Some(e)) => e.urls[0].clone(),
+            _ => String::new(),
+        }
+    }
+
+    /// The URLs the TSBS tools get.
+    pub fn urls_with(&self, endpoint: &str) -> Vec<String> {
+        match &self.external {
+            Some(e) => e.urls.clone(),
+            None => vec![endpoint.to_string()],
+        }
+    }
+
+    pub fn tokens(&self) -> (Option<Secret>, Option<Secret>) {
+        (self.auth_token.clone(), self.admin_token.clone())
+    }
+
+    /// The default mode: managed `create`; external has none (validated earlier).
+    pub fn mode(&self, req: &Request) -> DatabaseMode {
+        req.mode.unwrap_or(DatabaseMode::Create)
+    }
+
+    pub fn data_dir(&self) -> Option<PathBuf> {
+        self.managed.as_ref().map(|m| m.ws.data_dir())
+    }
+
+    pub fn binding(&self) -> Option<&Value> {
+        self.managed
+            .as_ref()
+            .and_then(|m| m.ws.manifest.binding.as_ref())
+    }
+
+    pub fn default_timing(&self) -> Timing {
+        self.managed
+            .as_ref()
+            .map(|m| m.product.default_timing())
+            .unwrap_or_default()
+    }
+
+    pub fn to_json(&self) -> Value {
+        match (&self.managed, &self.external) {
+            (Some(m), _) => {
+                let w = &m.ws.manifest;
+                let (version, sha) = match &m.runtime {
+                    Some(r) => (r.version.clone(), r.binary_sha256.clone()),
+                    None => (w.version.clone(), w.binary_sha256.clone()),
+                };
+                json!({
+                    "mode": "managed",
+                    "product": self.kind.name(),
+                    "edition": w.edition,
+                    "database_id": w.database_id,
+                    "workspace_path": m.ws.dir,
+                    "endpoint": m.ws.endpoint(),
+                    "database": w.database,
+                    "version": version,
+                    "binary_sha256": sha,
+                    "workspace_version": w.version,
+                    "workspace_binary_sha256": w.binary_sha256,
+                    "version_override": m.runtime.is_some(),
+                })
+            }
+            (_, Some(e)) => json!({
+                "mode": "external",
+                "product": self.kind.name(),
+                "edition": e.edition,
+                "database_id": null,
+                "urls": e.urls,
+                "endpoint": e.urls[0],
+                "database": e.database,
+                "version": e.probe["version"],
+                "binary_sha256": null,
+                "probe": e.probe,
+                "auth_token": self.auth_token.is_some(),
+                "admin_token": self.admin_token.is_some(),
+            }),
+            _ => Value::Null,
+        }
+    }
+
+    /// Server pins of the run manifest.
+    pub fn server_pin(&self) -> Option<Value> {
+        let m = self.managed.as_ref()?;
+        let w = &m.ws.manifest;
+        let inst = match &m.runtime {
+            Some(r) => {
+                json!({"version": r.version, "binary_sha256": r.binary_sha256, "installation_path": r.installation_path})
+            }
+            None => {
+                json!({"version": w.version, "binary_sha256": w.binary_sha256, "installation_path": w.installation_path})
+            }
+        };
+        let config = std::fs::read_to_string(m.ws.config_path()).ok();
+        Some(json!({
+            "runtime": inst,
+            "workspace_version": w.version,
+            "workspace_binary_sha256": w.binary_sha256,
+            "version_override": m.runtime.is_some(),
+            "platform": w.platform,
+            "config_path": m.ws.config_path(),
+            "config_sha256": w.config_sha256,
+            "config": config,
+            "ports": w.ports,
+        }))
+    }
+
+    pub fn data_state(&self) -> Option<Value> {
+        let m = self.managed.as_ref()?;
+        let mut v = serde_json::to_value(&m.ws.manifest.data_state).ok()?;
+        v["label"] = json!(data_state_label(&m.ws.manifest.data_state));
+        Some(v)
+    }
+
+    /// The binding a load of `sf` would record.
+    pub fn binding_for(&self, ds: &Dataset, sf: &StoredFormat) -> Value {
+        json!({
+            "dataset_id": ds.id,
+            "spec": ds.spec.to_value(),
+            "format": sf.format,
+            "compression": sf.compression.as_str(),
+            "rows": sf.rows,
+            "metrics": sf.metrics,
+            "bytes": sf.bytes,
+            "sha256": sf.sha256,
+            "uncompressed_sha256": sf.uncompressed_sha256,
+        })
+    }
+
+    /// The workspace holds exactly this data (same dataset, same content).
+    pub fn bound_to(&self, binding: &Value) -> bool {
+        match self.binding() {
+            Some(b) => {
+                b["dataset_id"] == binding["dataset_id"]
+                    && b["uncompressed_sha256"] == binding["uncompressed_sha256"]
+            }
+            None => false,
+        }
+    }
+
+    /// Before anything is written: a workspace bound to another dataset needs a confirmed
+    /// reset.
+    pub fn check_binding_id(&self, ds: &Dataset, mode: Option<DatabaseMode>) -> Result<()> {
+        let Some(b) = self.binding() else {
+            return Ok(());
+        };
+        let bound = b["dataset_id"].as_str().unwrap_or("?");
+        if bound != ds.id && mode != Some(DatabaseMode::Reset) {
+            return Err(self.rebind_error(bound, &ds.id));
+        }
+        Ok(())
+    }
+
+    /// After generation: same id but other content also needs a confirmed reset.
+    pub fn check_binding_data(&self, binding: &Value, mode: DatabaseMode) -> Result<()> {
+        let Some(b) = self.binding() else {
+            return Ok(());
+        };
+        if mode != DatabaseMode::Reset && !self.bound_to(binding) {
+            return Err(self.rebind_error(
+                b["dataset_id"].as_str().unwrap_or("?"),
+                binding["dataset_id"].as_str().unwrap_or("?"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn rebind_error(&self, bound: &str, wanted: &str) -> Error {
+        let db = self.database();
+        Error::invalid(format!(
+            "workspace {} holds dataset {bound}, not {wanted}",
+            self.database_id().unwrap_or_default()
+        ))
+        .with_hint(format!(
+            "load it anyway with --database-mode reset --confirm-reset {db} (drops the data), or use another workspace"
+        ))
+    }
+
+    /// Query and analyze need the workspace to hold the run's dataset.
+    pub fn require_binding(&self, ds: &Dataset) -> Result<()> {
+        let Some(m) = &self.managed else {
+            return Ok(());
+        };
+        match self.binding() {
+            Some(b) if b["dataset_id"].as_str() == Some(ds.id.as_str()) => Ok(()),
+            Some(b) => Err(Error::invalid(format!(
+                "workspace {} holds dataset {}, not {}",
+                m.ws.id(),
+                b["dataset_id"].as_str().unwrap_or("?"),
+                ds.id
+            ))
+            .with_hint("drop --dataset-id and the spec flags to query the loaded data, or load this dataset first")),
+            None => Err(Error::invalid(format!("workspace {} holds no loaded data", m.ws.id()))
+                .with_hint(format!(
+                    "load it first: tsbsctl bench {} load --database-id {}",
+                    self.kind.name(),
+                    m.ws.id()
+                ))),
+        }
+    }
+
+    /// Clears the binding (and the data state) before a reset drops the database.
+    pub fn clear_binding(&mut self) -> Result<()> {
+        if let Some(m) = &mut self.managed {
+            if m.ws.manifest.binding.is_some() || !m.ws.manifest.data_state.loads.is_empty() {
+                m.ws.manifest.binding = None;
+                m.ws.manifest.data_state = Default::default();
+                m.ws.save()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the binding after a verified load, and records the load in the data state.
+    pub fn set_binding(&mut self, binding: Value, run: &RunDir) -> Result<()> {
+        if let Some(m) = &mut self.managed {
+            let now = crate::manifest::now_rfc3339();
+            let mut b = binding;
+            b["loaded_at"] = json!(now);
+            b["run_id"] = json!(run.id());
+            // A new load replaces whatever maintenance applied to earlier data.
+            if m.ws.manifest.binding.is_none() {
+                m.ws.manifest.data_state = Default::default();
+            }
+            m.ws.manifest.data_state.loads.push(json!({
+                "at": now,
+                "run_id": run.id(),
+                "run_dir": run.dir,
+                "dataset_id": b["dataset_id"],
+            }));
+            m.ws.manifest.binding = Some(b);
+            m.ws.save()?;
+        }
+        Ok(())
+    }
+
+    /// Appends a maintenance record (compaction) to the workspace's data state.
+    pub fn push_maintenance(&mut self, rec: Value) -> Result<()> {
+        if let Some(m) = &mut self.managed {
+            m.ws.manifest.data_state.maintenance.push(rec);
+            m.ws.save()?;
+        }
+        Ok(())
+    }
+
+    pub fn server_spec(&self, root: &Root, log: PathBuf, timing: Timing) -> Result<ServerSpec> {
+        let m = self
+            .managed
+            .as_ref()
+            .ok_or_else(|| Error::failed("an external server is not started by tsbsctl"))?;
+        let mut ws = m.ws.clone();
+        if let Some(r) = &m.runtime {
+            ws.manifest.version = r.version.clone();
+            ws.manifest.binary_sha256 = r.binary_sha256.clone();
+        }
+        workspace::server_spec(root, m.product.as_ref(), &ws, log, timing, false)
+    }
+
+    pub fn count_rows(&self, endpoint: &str, table: &str) -> Result<u64> {
+        match self.kind {
+            ProductKind::Greptime => GreptimeDb.count_rows(endpoint, self.database(), table),
+            ProductKind::Influx3 => match &self.managed {
+                Some(m) => m.product.count_rows(endpoint, self.database(), table),
+                None => influx3_count(endpoint, self.database(), table, self.auth_token.as_ref()),
+            },
+        }
+    }
+}
+
+/// "after manual compaction" when a compaction ran after the last load.
+pub fn data_state_label(ds: &workspace::DataState) -> String {
+    let compacted = ds.maintenance.iter().any(|m| {
+        m["operation"].as_str() == Some("compaction") && m["status"].as_str() == Some("completed")
+    });
+    if compacted {
+        "after manual compaction".into()
+    } else if ds.loads.is_empty() {
+        "not loaded".into()
+    } else {
+        "as loaded".into()
+    }
+}
+
+fn version_override(
+    root: &Root,
+    product: &dyn Product,
+    ws: &Workspace,
+    raw: &str,
+    req: &Request,
+) -> Result<Option<Runtime>> {
+    let v = product.normalize_version(raw)?;
+    if v == ws.manifest.version {
+        return Ok(None);
+    }
+    if req.confirm_version_override.as_deref() != Some(ws.id()) {
+        return Err(Error::invalid(format!(
+            "running {} {v} on workspace {} (bound to {}) needs --confirm-version-override {}",
+            product.display_name(),
+            ws.id(),
+            ws.manifest.version,
+            ws.id()
+        ))
+        .with_hint(format!(
+            "add --confirm-version-override {}; or copy the workspace with `{} copy` to bind another version for good",
+            ws.id(),
+            product.cli()
+        )));
+    }
+    let (os, arch) = ws.manifest.platform.split_once('-').unwrap_or(("", ""));
+    let platform = Platform::from_parts(os, arch)?;
+    let inst = install::open(root, product, &v, &platform)?.ok_or_else(|| {
+        Error::invalid(format!("{} {v} is not installed", product.display_name()))
+            .with_hint(product.install_command(&v, false))
+    })?;
+    Ok(Some(Runtime {
+        version: v,
+        binary_sha256: inst.manifest.binary_sha256.clone(),
+        installation_path: inst.dir.clone(),
+    }))
+}
+
+fn client() -> Result<reqwest::blocking::Client> {
+    reqwest::blocking::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .build()
+        .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))
+}
+
+/// Health and version of every external URL; different versions across URLs are refused.
+fn probe_external(kind: ProductKind, urls: &[String], token: Option<&Secret>) -> Result<Value> {
+    let c = client()?;
+    let mut versions = Vec::new();
+    let mut each = Vec::new();
+    for u in urls {
+        let mut r = c.get(format!("{u}/health"));
+        if let Some(t) = token {
+            r = r.bearer_auth(t.expose());
+        }
+        let resp = r.send().map_err(|e| {
+            Error::failed(format!(
+                "{} at {u} did not answer /health: {e}",
+                kind.display()
+            ))
+            .with_hint("check the URL and that the server is running")
+        })?;
+        if !resp.status().is_success() {
+            return Err(Error::failed(format!(
+                "{} at {u} is not healthy: /health answered {}",
+                kind.display(),
+                resp.status()
+            ))
+            .with_hint("check the server (and the token named by --auth-token-env)"));
+        }
+        let (version, extra) = match kind {
+            ProductKind::Greptime => {
+                let v: Option<Value> = c
+                    .get(format!("{u}/status"))
+                    .send()
+                    .ok()
+                    .filter(|r| r.status().is_success())
+                    .and_then(|r| r.json().ok());
+                let version = v
+                    .as_ref()
+                    .and_then(|v| v["version"].as_str())
+                    .map(|s| s.trim_start_matches('v').to_string());
+                (version, v.unwrap_or(Value::Null))
+            }
+            ProductKind::Influx3 => {
+                let mut r = c.get(format!("{u}/ping"));
+                if let Some(t) = token {
+                    r = r.bearer_auth(t.expose());
+                }
+                let resp = r.send().ok();
+                let header = resp.as_ref().and_then(|r| {
+                    r.headers()
+                        .get("x-influxdb-version")
+                        .and_then(|h| h.to_str().ok())
+                        .map(str::to_string)
+                });
+                let build = resp.as_ref().and_then(|r| {
+                    r.headers()
+                        .get("x-influxdb-build")
+                        .and_then(|h| h.to_str().ok())
+                        .map(str::to_string)
+                });
+                let body: Option<Value> = resp.and_then(|r| r.json().ok());
+                let version = body
+                    .as_ref()
+                    .and_then(|b| b["version"].as_str().map(str::to_string))
+                    .or(header);
+                (version, json!({"ping": body, "build": build}))
+            }
+        };
+        if let Some(v) = &version {
+            versions.push(v.clone());
+        }
+        each.push(json!({"url": u, "healthy": true, "version": version, "details": extra}));
+    }
+    versions.dedup();
+    if versions.len() > 1 {
+        return Err(Error::invalid(format!(
+            "the --url servers report different versions: {}",
+            versions.join(", ")
+        ))
+        .with_hint("benchmark servers of one version together"));
+    }
+    Ok(json!({"version": versions.first(), "servers": each}))
+}
+
+/// `SELECT count(*)` through InfluxDB 3's SQL API.
+fn influx3_count(endpoint: &str, db: &str, table: &str, token: Option<&Secret>) -> Result<u64> {
+    let c = client()?;
+    let mut r = c.post(format!("{endpoint}/api/v3/query_sql")).json(
+        &json!({"db": db, "q": format!("SELECT count(*) AS n FROM {table}"), "format": "json"}),
+    );
+    if let Some(t) = token {
+        r = r.bearer_auth(t.expose());
+    }
+    let resp = r.send().map_err(|e| {
+        Error::failed(format!(
+            "InfluxDB 3 at {endpoint} did not answer count(*): {e}"
+        ))
+    })?;
+    let status = resp.status();
+    let body: Value = resp.json().map_err(|e| {
+        Error::failed(format!(
+            "InfluxDB 3 answered count(*) with invalid JSON ({status}): {e}"
+        ))
+    })?;
+    if !status.is_success() {
+        return Err(Error::failed(format!(
+            "InfluxDB 3 refused count(*) ({status}): {body}"
+        )));
+    }
+    body.get(0)
+        .and_then(|row| row.as_object())
+        .and_then(|o| o.values().next())
+        .and_then(Value::as_u64)
+        .ok_or_else(|| {
+            Error::failed(format!(
+                "InfluxDB 3 answered count(*) without a number: {body}"
+            ))
+        })
+}

@@ -1,0 +1,216 @@
+//! `tsbsctl bench greptimedb|influxdb3 PHASE [target] [workload flags]` (thin: the logic is in
+//! [`crate::bench`]).
+
+use serde_json::json;
+
+use crate::bench::target::ProductKind;
+use crate::bench::{self, Phase, Request};
+use crate::cli::common::{DatasetRootArgs, LockArgs};
+use crate::cli::data::SpecArgs;
+use crate::context::Ctx;
+use crate::dataset::Compression;
+use crate::error::Result;
+use crate::output::Outcome;
+use crate::tsbs::DatabaseMode;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCmd {
+    /// Benchmark GreptimeDB: all | load | query | compact | analyze.
+    Greptimedb(Box<GreptimeArgs>),
+}
+
+/// Target and workload flags both products share.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonArgs {
+    /// Managed workspace to benchmark (its server is started and stopped by tsbsctl).
+    #[arg(long, value_name = "ID")]
+    pub database_id: Option<String>,
+    /// External server instead of a managed workspace.
+    #[arg(long = "url", value_name = "URL")]
+    pub urls: Vec<String>,
+    /// SQL database (managed: the workspace's; external: default benchmark).
+    #[arg(long, value_name = "NAME")]
+    pub database: Option<String>,
+    /// What the loader does with an existing database (managed default: create).
+    #[arg(long, value_name = "MODE", value_parser = ["create", "reuse", "reset"])]
+    pub database_mode: Option<String>,
+    /// Confirms a reset: the SQL database name, exactly.
+    #[arg(long, value_name = "NAME")]
+    pub confirm_reset: Option<String>,
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// The dataset to load (default: the profile's; query phases: the workspace's loaded one).
+    #[arg(long, value_name = "ID")]
+    pub dataset_id: Option<String>,
+    /// Store a newly generated dataset compressed (streamed to the loader's stdin).
+    #[arg(long, value_enum)]
+    pub compression: Option<Compression>,
+    #[command(flatten)]
+    pub dataset_root: DatasetRootArgs,
+    /// Only these query types (repeatable).
+    #[arg(long = "query-type", value_name = "T")]
+    pub query_types: Vec<String>,
+    /// Queries per type (default: the profile's counts).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub queries: Option<i64>,
+    /// Count for one type, TYPE=N (repeatable).
+    #[arg(long = "query-count", value_name = "T=N")]
+    pub query_counts: Vec<String>,
+    /// Loader workers (default: the product's for the profile).
+    #[arg(long, value_name = "N")]
+    pub load_workers: Option<u32>,
+    /// Rows per write request (default: the product's for the profile).
+    #[arg(long, value_name = "N")]
+    pub batch_size: Option<u32>,
+    /// Query-runner workers (default 1).
+    #[arg(long, value_name = "N")]
+    pub query_workers: Option<u32>,
+    /// Name of the run directory (default: UTC time, YYYYMMDDTHHMMSSZ).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Seconds to wait for a managed server to answer.
+    #[arg(long, value_name = "SECONDS")]
+    pub startup_timeout: Option<f64>,
+    /// Seconds between SIGTERM and SIGKILL when stopping a managed server.
+    #[arg(long, value_name = "SECONDS")]
+    pub stop_timeout: Option<f64>,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct GreptimeArgs {
+    #[arg(value_enum)]
+    pub phase: Phase,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// compact: table to compact.
+    #[arg(long, value_name = "TABLE")]
+    pub table: Option<String>,
+    /// compact: strategy (swcs = strict window compaction).
+    #[arg(long, value_name = "S")]
+    pub strategy: Option<String>,
+    /// compact: the window of swcs, in seconds of data (default 7200).
+    #[arg(long, value_name = "SECONDS")]
+    pub window: Option<u64>,
+    /// compact: seconds to wait for the server log to confirm completion (default 3600).
+    #[arg(long, value_name = "SECONDS")]
+    pub confirm_timeout: Option<f64>,
+    /// analyze: hot repetitions after the cold query (default 2).
+    #[arg(long, value_name = "N")]
+    pub hot_runs: Option<u32>,
+    /// query/analyze: run this installed version on the workspace's data.
+    #[arg(long, value_name = "V")]
+    pub greptime_version: Option<String>,
+    /// Confirms --greptime-version: the workspace id, exactly.
+    #[arg(long, value_name = "ID")]
+    pub confirm_version_override: Option<String>,
+}
+
+fn request(c: CommonArgs, phase: Phase) -> Request {
+    let spec = c.spec.overrides();
+    let flags = json!({
+        "phase": phase.as_str(),
+        "database_id": c.database_id,
+        "urls": c.urls,
+        "database": c.database,
+        "database_mode": c.database_mode,
+        "confirm_reset": c.confirm_reset,
+        "profile": spec.profile.map(|p| p.as_str()),
+        "use_case": spec.use_case,
+        "start": spec.start,
+        "end": spec.end,
+        "scale": spec.scale,
+        "seed": spec.seed,
+        "log_interval": spec.log_interval,
+        "dataset_id": c.dataset_id,
+        "dataset_root": c.dataset_root.dataset_root,
+        "compression": c.compression.map(|x| x.as_str()),
+        "query_types": c.query_types,
+        "queries": c.queries,
+        "query_counts": c.query_counts,
+        "load_workers": c.load_workers,
+        "batch_size": c.batch_size,
+        "query_workers": c.query_workers,
+        "run_id": c.run_id,
+        "startup_timeout": c.startup_timeout,
+        "stop_timeout": c.stop_timeout,
+        "wait": c.lock.wait,
+        "hold_token": c.lock.hold_token.as_ref().map(|_| "<redacted>"),
+    });
+    Request {
+        phase: Some(phase),
+        database_id: c.database_id,
+        urls: c.urls,
+        database: c.database,
+        mode: c
+            .database_mode
+            .as_deref()
+            .map(|m| DatabaseMode::parse(m).expect("clap checked the mode")),
+        confirm_reset: c.confirm_reset,
+        dataset_id: c.dataset_id,
+        dataset_root: c.dataset_root.dataset_root,
+        spec,
+        compression: c.compression,
+        query_types: c.query_types,
+        queries: c.queries,
+        query_counts: c.query_counts,
+        load_workers: c.load_workers,
+        batch_size: c.batch_size,
+        query_workers: c.query_workers,
+        run_id: c.run_id,
+        startup_timeout: c.startup_timeout,
+        stop_timeout: c.stop_timeout,
+        lock: (&c.lock).into(),
+        flags,
+        ..Default::default()
+    }
+}
+
+pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
+    match cmd {
+        BenchCmd::Greptimedb(a) => {
+            let a = *a;
+            let mut req = request(a.common, a.phase);
+            for (k, v) in [
+                ("table", json!(a.table)),
+                ("strategy", json!(a.strategy)),
+                ("window", json!(a.window)),
+                ("confirm_timeout", json!(a.confirm_timeout)),
+                ("hot_runs", json!(a.hot_runs)),
+                ("greptime_version", json!(a.greptime_version)),
+                (
+                    "confirm_version_override",
+                    json!(a.confirm_version_override),
+                ),
+            ] {
+                req.flags[k] = v;
+            }
+            req.table = a.table;
+            req.strategy = a.strategy;
+            req.window = a.window;
+            req.confirm_timeout = a.confirm_timeout;
+            req.hot_runs = a.hot_runs;
+            req.greptime_version = a.greptime_version;
+            req.confirm_version_override = a.confirm_version_override;
+            if !matches!(a.phase, Phase::Compact)
+                && (req.table.is_some()
+                    || req.strategy.is_some()
+                    || req.window.is_some()
+                    || req.confirm_timeout.is_some())
+            {
+                return Err(crate::error::Error::invalid(
+                    "--table, --strategy, --window and --confirm-timeout apply to the compact phase only",
+                )
+                .with_hint("drop them, or run `bench greptimedb compact`"));
+            }
+            if a.phase != Phase::Analyze && req.hot_runs.is_some() {
+                return Err(crate::error::Error::invalid(
+                    "--hot-runs applies to the analyze phase only",
+                )
+                .with_hint("drop --hot-runs"));
+            }
+            bench::run(ctx, ProductKind::Greptime, &req)
+        }
+    }
+}

@@ -1,0 +1,757 @@
+//! Run directories: `<root>/<product>/runs/<run-id>/{manifest.json, events.jsonl, summary.json,
+//! summary.md, logs/, results/}`.
+//!
+//! * The id is the UTC start time `YYYYMMDDTHHMMSSZ` (plus `-01`, `-02`, ... when taken) or
+//!   `--run-id`; the directory is reserved with one `mkdir`, so two processes never share one.
+//! * `manifest.json` pins what is needed to rerun (tool version and git revision, host facts,
+//!   every flag, environment, server, dataset, query set, data state); it is rewritten
+//!   atomically whenever a pin is added.
+//! * `events.jsonl` gets one line per step start and end (status, attempt, log, results),
+//!   appended and fsynced, so a crash loses at most the step that was running.
+//! * While a command works in a run it holds the run's lock (`.lock`). A run found `running`
+//!   whose lock is free belongs to a dead process: [`RunDir::open`] marks its unfinished steps
+//!   and the run `interrupted`, never leaving them `running` forever.
+
+use std::collections::BTreeMap;
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::lock::{self, LockGuard, LockOptions};
+use crate::manifest::{self, Manifest};
+use crate::output::Reporter;
+use crate::paths::Root;
+
+/// The git revision tsbsctl was built from (`unknown` outside a checkout).
+pub const GIT_REVISION: &str = env!("TSBSCTL_GIT_REVISION");
+
+/// The events file of a run.
+pub const EVENTS_FILE: &str = "events.jsonl";
+
+/// What a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// Load and/or query (and analyze) phases.
+    Benchmark,
+    /// A manual flush + compaction of a managed workspace.
+    Compaction,
+}
+
+/// The state of a run or a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Running,
+    Completed,
+    /// The step was not needed: loaded data reused.
+    Reused,
+    Failed,
+    Interrupted,
+    /// Not attempted because an earlier step failed.
+    Skipped,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Reused => "reused",
+            Status::Failed => "failed",
+            Status::Interrupted => "interrupted",
+            Status::Skipped => "skipped",
+        }
+    }
+    pub fn finished(self) -> bool {
+        self != Status::Running
+    }
+}
+
+/// tsbsctl itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub version: String,
+    pub git_revision: String,
+}
+
+impl ToolInfo {
+    pub fn current() -> ToolInfo {
+        ToolInfo {
+            version: crate::VERSION.to_string(),
+            git_revision: GIT_REVISION.to_string(),
+        }
+    }
+}
+
+/// The machine a run ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    pub cpu_model: Option<String>,
+    /// Logical CPUs online.
+    pub cpus: u64,
+    pub memory_bytes: Option<u64>,
+    pub os: String,
+    pub os_release: Option<String>,
+    pub kernel: Option<String>,
+    pub arch: String,
+    /// Filesystem type of the directory holding the server's data (or the state root).
+    pub data_dir: Option<PathBuf>,
+    pub data_filesystem: Option<String>,
+}
+
+impl Host {
+    /// Facts about this machine; `data_dir` is the directory whose filesystem is recorded.
+    pub fn current(data_dir: Option<&Path>) -> Host {
+        let uname = nix::sys::utsname::uname().ok();
+        Host {
+            hostname: lock::hostname(),
+            cpu_model: cpu_model(),
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get() as u64)
+                .unwrap_or(1),
+            memory_bytes: memory_bytes(),
+            os: std::env::consts::OS.to_string(),
+            os_release: os_release(),
+            kernel: uname
+                .as_ref()
+                .map(|u| u.release().to_string_lossy().into_owned()),
+            arch: std::env::consts::ARCH.to_string(),
+            data_dir: data_dir.map(Path::to_path_buf),
+            data_filesystem: data_dir.and_then(filesystem_type),
+        }
+    }
+}
+
+fn cpu_model() -> Option<String> {
+    let text = fs::read_to_string("/proc/cpuinfo").ok()?;
+    for key in ["model name", "Hardware", "Processor", "cpu model"] {
+        for line in text.lines() {
+            if let Some((k, v)) = line.split_once(':') {
+                if k.trim() == key && !v.trim().is_empty() {
+                    return Some(v.trim().to_string());
+                }
+            }
+        }
+    }
+    None
+}
+
+fn memory_bytes() -> Option<u64> {
+    let text = fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn os_release() -> Option<String> {
+    let text = fs::read_to_string("/etc/os-release").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+        .map(|v| v.trim_matches('"').to_string())
+}
+
+/// The filesystem type of the mount holding `path` (Linux: the longest mount point of
+/// `/proc/self/mountinfo` that is a prefix of the canonical path).
+pub fn filesystem_type(path: &Path) -> Option<String> {
+    let mut p = path.to_path_buf();
+    while !p.exists() {
+        p = p.parent()?.to_path_buf();
+    }
+    let canon = p.canonicalize().ok()?;
+    let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mut best: Option<(usize, String)> = None;
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let Some(sep) = fields.iter().position(|f| *f == "-") else {
+            continue;
+        };
+        let (Some(mount), Some(fstype)) = (fields.get(4), fields.get(sep + 1)) else {
+            continue;
+        };
+        let mount = mount.replace("\\040", " ");
+        if canon.starts_with(&mount) && best.as_ref().is_none_or(|(n, _)| mount.len() >= *n) {
+            best = Some((mount.len(), fstype.to_string()));
+        }
+    }
+    best.map(|(_, t)| t)
+}
+
+/// The process that owns a running run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Owner {
+    pub pid: u32,
+    pub host: String,
+}
+
+/// `manifest.json` of a run. Pins are `Value`s assembled by the phases (see `bench`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunManifest {
+    pub run_id: String,
+    pub run_kind: RunKind,
+    /// `greptimedb`, `influxdb3`.
+    pub product: String,
+    pub edition: Option<String>,
+    /// `all`, `load`, `query`, `compact`, `analyze`.
+    pub phase: String,
+    pub status: Status,
+    pub created_at: String,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+    pub tool: ToolInfo,
+    /// The command line, with secrets redacted.
+    pub command: String,
+    /// Every flag as parsed (defaults included), secrets never present.
+    pub flags: Value,
+    pub host: Host,
+    pub owner: Owner,
+    /// Where the benchmark went: managed workspace or external URLs.
+    pub target: Value,
+    /// Go, TSBS commit and binaries.
+    pub environment: Option<Value>,
+    /// Server version, binary and config checksums (managed), or what the probe reported.
+    pub server: Option<Value>,
+    pub dataset: Option<Value>,
+    pub query_set: Option<Value>,
+    /// Workers, batch size, database mode, query counts, durability flags.
+    pub workload: Value,
+    /// The workspace's data state this run saw (loads, compactions).
+    pub data_state: Option<Value>,
+    /// Set when this run reproduces an earlier one.
+    pub rerun_of: Option<String>,
+    /// Why the run ended badly, when it did.
+    pub error: Option<Value>,
+}
+
+impl Manifest for RunManifest {
+    const KIND: &'static str = "run";
+}
+
+/// One line of `events.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepEvent {
+    pub seq: u64,
+    /// `tsbs-env`, `dataset`, `query-set`, `server`, `load`, `row-count`, `footprint`,
+    /// `query:<type>`, `flush`, `compact`, `analyze:<type>`, ...
+    pub step: String,
+    pub attempt: u32,
+    pub status: Status,
+    pub at: String,
+    /// Relative to the run directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// The folded state of one step attempt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    pub step: String,
+    pub attempt: u32,
+    pub status: Status,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub log: Option<String>,
+    pub results: Option<String>,
+    pub reason: Option<String>,
+    /// The data of the start and end events, merged (end wins).
+    pub data: Value,
+}
+
+/// Reads `events.jsonl`; a torn last line (a crash mid-append) is ignored.
+pub fn read_events(dir: &Path) -> Result<Vec<StepEvent>> {
+    let path = dir.join(EVENTS_FILE);
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("read", &path, e)),
+    };
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<StepEvent>(l).ok())
+        .collect())
+}
+
+/// Folds events into steps, in the order they started.
+pub fn fold_steps(events: &[StepEvent]) -> Vec<Step> {
+    let mut order: Vec<(String, u32)> = Vec::new();
+    let mut map: BTreeMap<(String, u32), Step> = BTreeMap::new();
+    for e in events {
+        let key = (e.step.clone(), e.attempt);
+        let s = map.entry(key.clone()).or_insert_with(|| {
+            order.push(key.clone());
+            Step {
+                step: e.step.clone(),
+                attempt: e.attempt,
+                status: Status::Running,
+                started_at: e.at.clone(),
+                finished_at: None,
+                log: None,
+                results: None,
+                reason: None,
+                data: json!({}),
+            }
+        });
+        s.status = e.status;
+        if e.status.finished() {
+            s.finished_at = Some(e.at.clone());
+        }
+        if e.log.is_some() {
+            s.log = e.log.clone();
+        }
+        if e.results.is_some() {
+            s.results = e.results.clone();
+        }
+        if e.reason.is_some() {
+            s.reason = e.reason.clone();
+        }
+        if let Some(Value::Object(d)) = &e.data {
+            if let Value::Object(m) = &mut s.data {
+                for (k, v) in d {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    order.into_iter().filter_map(|k| map.remove(&k)).collect()
+}
+
+/// A run directory held by this process (or opened read-only for summaries).
+pub struct RunDir {
+    pub dir: PathBuf,
+    pub manifest: RunManifest,
+    seq: u64,
+    /// Held while this process works in the run.
+    _lock: Option<LockGuard>,
+}
+
+impl std::fmt::Debug for RunDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunDir").field("dir", &self.dir).finish()
+    }
+}
+
+/// Formats the UTC time as a run id (`20261129T201500Z`).
+pub fn run_id_now() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    now.format(&fmt).unwrap_or_else(|_| "run".into())
+}
+
+/// Reserves `<runs>/<id>` with one `mkdir`: the generated id gets `-01`, `-02`, ... when
+/// taken; an explicit `--run-id` that is taken is invalid input.
+pub fn reserve(runs: &Path, requested: Option<&str>) -> Result<(String, PathBuf)> {
+    fs::create_dir_all(runs).map_err(|e| Error::io("create", runs, e))?;
+    if let Some(id) = requested {
+        crate::ids::validate_id("--run-id", id)?;
+        let dir = runs.join(id);
+        return match fs::create_dir(&dir) {
+            Ok(()) => Ok((id.to_string(), dir)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::invalid(
+                format!("run {id} already exists at {}", dir.display()),
+            )
+            .with_hint("choose another --run-id, or omit it to get a fresh time-based id")),
+            Err(e) => Err(Error::io("create", &dir, e)),
+        };
+    }
+    let base = run_id_now();
+    for n in 0..1000 {
+        let id = if n == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{n:02}")
+        };
+        let dir = runs.join(&id);
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok((id, dir)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::io("create", &dir, e)),
+        }
+    }
+    Err(Error::failed(format!(
+        "no free run id for {base} under {}",
+        runs.display()
+    )))
+}
+
+/// What a new run starts with.
+pub struct NewRun<'a> {
+    pub product: &'a str,
+    pub edition: Option<String>,
+    pub kind: RunKind,
+    pub phase: &'a str,
+    pub run_id: Option<&'a str>,
+    pub command: String,
+    pub flags: Value,
+    pub target: Value,
+    pub workload: Value,
+    pub host_data_dir: Option<PathBuf>,
+}
+
+impl RunDir {
+    /// Reserves and initialises a run directory, and locks it.
+    pub fn create(root: &Root, new: NewRun, reporter: &dyn Reporter) -> Result<RunDir> {
+        let runs = root.runs(new.product);
+        let (id, dir) = reserve(&runs, new.run_id)?;
+        let lock = lock::lock_dir(
+            &dir,
+            &format!("run {}/{id}", new.product),
+            &new.command,
+            None,
+            &LockOptions::default(),
+            reporter,
+        )?;
+        for sub in ["logs", "results"] {
+            fs::create_dir_all(dir.join(sub)).map_err(|e| Error::io("create", &dir, e))?;
+        }
+        let now = manifest::now_rfc3339();
+        let m = RunManifest {
+            run_id: id,
+            run_kind: new.kind,
+            product: new.product.to_string(),
+            edition: new.edition,
+            phase: new.phase.to_string(),
+            status: Status::Running,
+            created_at: now.clone(),
+            updated_at: now,
+            finished_at: None,
+            tool: ToolInfo::current(),
+            command: new.command,
+            flags: new.flags,
+            host: Host::current(new.host_data_dir.as_deref().or(Some(root.path()))),
+            owner: Owner {
+                pid: std::process::id(),
+                host: lock::hostname(),
+            },
+            target: new.target,
+            environment: None,
+            server: None,
+            dataset: None,
+            query_set: None,
+            workload: new.workload,
+            data_state: None,
+            rerun_of: None,
+            error: None,
+        };
+        let mut run = RunDir {
+            dir,
+            manifest: m,
+            seq: 0,
+            _lock: Some(lock),
+        };
+        run.save()?;
+        Ok(run)
+    }
+
+    /// Opens an existing run (for summaries). When it says `running` but no process holds its
+    /// lock, its owner died: unfinished steps and the run are marked `interrupted`.
+    pub fn open(dir: &Path, reporter: &dyn Reporter) -> Result<RunDir> {
+        let m: RunManifest = manifest::read(&dir.join("manifest.json"))?;
+        let events = read_events(dir)?;
+        let seq = events.iter().map(|e| e.seq).max().unwrap_or(0);
+        let mut run = RunDir {
+            dir: dir.to_path_buf(),
+            manifest: m,
+            seq,
+            _lock: None,
+        };
+        if run.manifest.status == Status::Running {
+            match lock::lock_dir(
+                dir,
+                &format!("run {}", run.manifest.run_id),
+                "tsbsctl runs summarize",
+                None,
+                &LockOptions::default(),
+                reporter,
+            ) {
+                Ok(g) => {
+                    run._lock = Some(g);
+                    run.mark_interrupted(
+                        "the process running this step ended without finishing it",
+                    )?;
+                }
+                Err(e) if e.kind == ErrorKind::Busy => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(run)
+    }
+
+    pub fn id(&self) -> &str {
+        &self.manifest.run_id
+    }
+
+    /// Rewrites `manifest.json` atomically.
+    pub fn save(&mut self) -> Result<()> {
+        self.manifest.updated_at = manifest::now_rfc3339();
+        manifest::write(&self.dir.join("manifest.json"), &self.manifest)
+    }
+
+    /// `(absolute, relative)` path of a log file.
+    pub fn log(&self, name: &str) -> (PathBuf, String) {
+        let rel = format!("logs/{name}");
+        (self.dir.join(&rel), rel)
+    }
+
+    /// `(absolute, relative)` path of a results file.
+    pub fn result(&self, name: &str) -> (PathBuf, String) {
+        let rel = format!("results/{name}");
+        (self.dir.join(&rel), rel)
+    }
+
+    /// The steps recorded so far.
+    pub fn steps(&self) -> Result<Vec<Step>> {
+        Ok(fold_steps(&read_events(&self.dir)?))
+    }
+
+    /// The next attempt number of `step` (1 for the first).
+    pub fn next_attempt(&self, step: &str) -> Result<u32> {
+        Ok(self
+            .steps()?
+            .iter()
+            .filter(|s| s.step == step)
+            .map(|s| s.attempt)
+            .max()
+            .unwrap_or(0)
+            + 1)
+    }
+
+    /// Appends one event durably.
+    pub fn event(&mut self, mut e: StepEvent) -> Result<()> {
+        self.seq += 1;
+        e.seq = self.seq;
+        let mut line = serde_json::to_string(&e)?;
+        line.push('\n');
+        let path = self.dir.join(EVENTS_FILE);
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| Error::io("open", &path, e))?;
+        f.write_all(line.as_bytes())
+            .and_then(|_| f.sync_data())
+            .map_err(|e| Error::io("append to", &path, e))
+    }
+
+    /// Records the start of a step attempt.
+    pub fn begin(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        log: Option<&str>,
+        results: Option<&str>,
+        data: Option<Value>,
+    ) -> Result<()> {
+        self.event(StepEvent {
+            seq: 0,
+            step: step.to_string(),
+            attempt,
+            status: Status::Running,
+            at: manifest::now_rfc3339(),
+            log: log.map(str::to_string),
+            results: results.map(str::to_string),
+            reason: None,
+            data,
+        })
+    }
+
+    /// Records the end of a step attempt.
+    pub fn end(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        status: Status,
+        reason: Option<String>,
+        data: Option<Value>,
+    ) -> Result<()> {
+        self.event(StepEvent {
+            seq: 0,
+            step: step.to_string(),
+            attempt,
+            status,
+            at: manifest::now_rfc3339(),
+            log: None,
+            results: None,
+            reason,
+            data,
+        })
+    }
+
+    /// Records a step that started and ended at once (reused data, a skipped step).
+    pub fn instant(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        status: Status,
+        reason: Option<String>,
+        data: Option<Value>,
+    ) -> Result<()> {
+        self.begin(step, attempt, None, None, None)?;
+        self.end(step, attempt, status, reason, data)
+    }
+
+    /// Marks every unfinished step and the run `interrupted`.
+    pub fn mark_interrupted(&mut self, reason: &str) -> Result<()> {
+        for s in self.steps()? {
+            if s.status == Status::Running {
+                self.end(
+                    &s.step,
+                    s.attempt,
+                    Status::Interrupted,
+                    Some(reason.to_string()),
+                    None,
+                )?;
+            }
+        }
+        if self.manifest.status == Status::Running {
+            self.manifest.status = Status::Interrupted;
+            self.manifest.finished_at = Some(manifest::now_rfc3339());
+            self.save()?;
+        }
+        Ok(())
+    }
+
+    /// Ends the run with `status` (unfinished steps become `interrupted` or `failed`).
+    pub fn finish(&mut self, status: Status, error: Option<&Error>) -> Result<()> {
+        let step_status = if status == Status::Interrupted {
+            Status::Interrupted
+        } else {
+            Status::Failed
+        };
+        for s in self.steps()? {
+            if s.status == Status::Running {
+                self.end(
+                    &s.step,
+                    s.attempt,
+                    step_status,
+                    Some(
+                        error
+                            .map(|e| e.message.clone())
+                            .unwrap_or_else(|| "the run ended before this step finished".into()),
+                    ),
+                    None,
+                )?;
+            }
+        }
+        self.manifest.status = status;
+        self.manifest.finished_at = Some(manifest::now_rfc3339());
+        if let Some(e) = error {
+            self.manifest.error = Some(json!({
+                "kind": e.kind.as_str(),
+                "message": e.message,
+                "hint": e.hint,
+            }));
+        }
+        self.save()
+    }
+}
+
+/// Finds a run by path or id (across products). An id matching several runs is invalid input
+/// listing the candidates.
+pub fn resolve(root: &Root, run: &str) -> Result<PathBuf> {
+    let p = Path::new(run);
+    if p.join("manifest.json").is_file() {
+        return Ok(p.to_path_buf());
+    }
+    let mut found = Vec::new();
+    for product in ["greptimedb", "influxdb3"] {
+        let d = root.runs(product).join(run);
+        if crate::ids::validate_id("RUN", run).is_ok() && d.join("manifest.json").is_file() {
+            found.push(d);
+        }
+    }
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(Error::invalid(format!(
+            "no run {run:?} (neither a run directory nor a run id)"
+        ))
+        .with_hint(format!(
+            "pass a run directory, or an id from {}",
+            root.runs("<product>").display()
+        ))),
+        _ => Err(Error::invalid(format!(
+            "run id {run:?} is ambiguous: {}",
+            found
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .with_hint("pass the run directory path instead")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservation_is_atomic_and_suffixed() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, _) = reserve(d.path(), None).unwrap();
+        let (b, _) = reserve(d.path(), None).unwrap();
+        assert_ne!(a, b);
+        assert!(b.starts_with(&a[..16]) || b.len() == 16);
+        assert_eq!(reserve(d.path(), Some(&a)).unwrap_err().exit_code(), 2);
+        let (c, _) = reserve(d.path(), Some("mine")).unwrap();
+        assert_eq!(c, "mine");
+        assert_eq!(reserve(d.path(), Some("../x")).unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn events_fold_and_torn_lines_are_ignored() {
+        let d = tempfile::tempdir().unwrap();
+        let mut lines = String::new();
+        for (i, (step, st)) in [
+            ("load", Status::Running),
+            ("load", Status::Completed),
+            ("query:lastpoint", Status::Running),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let e = StepEvent {
+                seq: i as u64 + 1,
+                step: step.to_string(),
+                attempt: 1,
+                status: *st,
+                at: format!("t{i}"),
+                log: Some(format!("logs/{step}.log")),
+                results: None,
+                reason: None,
+                data: Some(json!({"i": i})),
+            };
+            lines.push_str(&serde_json::to_string(&e).unwrap());
+            lines.push('\n');
+        }
+        lines.push_str("{\"seq\": 4, \"step\"");
+        fs::write(d.path().join(EVENTS_FILE), lines).unwrap();
+        let steps = fold_steps(&read_events(d.path()).unwrap());
+        assert_eq!(steps.len(), 2);
+        assert_eq!(steps[0].status, Status::Completed);
+        assert_eq!(steps[0].finished_at.as_deref(), Some("t1"));
+        assert_eq!(steps[0].data["i"], 1);
+        assert_eq!(steps[1].status, Status::Running);
+    }
+
+    #[test]
+    fn host_facts_are_plausible() {
+        let h = Host::current(Some(Path::new("/")));
+        assert!(h.cpus >= 1);
+        assert!(!h.os.is_empty());
+        if cfg!(target_os = "linux") {
+            assert!(h.data_filesystem.is_some());
+            assert!(h.memory_bytes.unwrap_or(0) > 0);
+        }
+    }
+}

@@ -1,0 +1,538 @@
+//! `summary.json` (the source of truth of a run's results) and `summary.md` (rendered from it
+//! by `templates/summary.md.j2`). Both are rebuilt from what is on disk: the run manifest, the
+//! step events, and the TSBS results files and logs (re-parsed, so `runs summarize` after a
+//! crash gives the same numbers as the command that ran).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::run::{RunDir, RunKind, Status, Step};
+use crate::tsbs::{self, QueryAttempt};
+
+/// Bumped when the shape of `summary.json` changes incompatibly.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const TEMPLATE: &str = include_str!("../templates/summary.md.j2");
+
+/// Builds the summary of a run from disk.
+pub fn build(run: &RunDir) -> Result<Value> {
+    let m = &run.manifest;
+    let steps = run.steps()?;
+    let dir = &run.dir;
+    let mut failures: Vec<Value> = Vec::new();
+    let fail = |failures: &mut Vec<Value>, stage: &str, s: &Step, reason: Option<String>| {
+        failures.push(json!({
+            "stage": stage,
+            "step": s.step,
+            "attempt": s.attempt,
+            "status": s.status,
+            "log": s.log,
+            "reason": reason.or_else(|| s.reason.clone()).unwrap_or_else(|| s.status.as_str().to_string()),
+        }));
+    };
+
+    // Ingestion: the last load attempt (completed, reused or failed).
+    let mut ingestion = Value::Null;
+    for s in steps.iter().filter(|s| s.step == "load") {
+        let mut v = json!({
+            "attempt": s.attempt,
+            "status": s.status,
+            "database": s.data["database"],
+            "database_mode": s.data["database_mode"],
+            "dataset_id": s.data["dataset_id"],
+            "workers": s.data["workers"],
+            "batch_size": s.data["batch_size"],
+            "log": s.log,
+            "results_file": s.results,
+            "started_at": s.started_at,
+            "finished_at": s.finished_at,
+        });
+        match s.status {
+            Status::Completed => {
+                let log_text = read(dir, s.log.as_deref());
+                let results = dir.join(s.results.as_deref().unwrap_or("-"));
+                match tsbs::load_result(&results, &log_text) {
+                    Ok(r) => {
+                        v["rows"] = json!(r.rows);
+                        v["metrics"] = json!(r.metrics);
+                        v["rows_per_second"] = json!(r.rows_per_second);
+                        v["metrics_per_second"] = json!(r.metrics_per_second);
+                        v["duration_seconds"] = json!(r.duration_seconds);
+                        v["backoff_seconds"] = json!(r.backoff_seconds());
+                        v["source"] = json!(r.source);
+                        if let Some(w) = r.workers {
+                            v["workers"] = json!(w);
+                        }
+                        if let Some(b) = r.batch_size {
+                            v["batch_size"] = json!(b);
+                        }
+                    }
+                    Err(e) => {
+                        v["status"] = json!(Status::Failed);
+                        fail(&mut failures, "load", s, Some(e.message));
+                    }
+                }
+            }
+            Status::Reused => {
+                v["database_mode"] = json!("reuse");
+                v["dataset_id"] = s.data["dataset_id"].clone();
+            }
+            _ => fail(&mut failures, "load", s, None),
+        }
+        ingestion = v;
+    }
+
+    let last = |name: &str| steps.iter().rev().find(|s| s.step == name);
+    let row_count = last("row-count").map(|s| {
+        if s.status != Status::Completed {
+            fail(&mut failures, "verify", s, None);
+        }
+        let mut v = s.data.clone();
+        v["status"] = json!(s.status);
+        v
+    });
+    let storage = last("footprint").map(|s| s.data.clone());
+
+    // Queries: per type, completed attempts aggregated; failed attempts are failures.
+    let mut attempts: Vec<QueryAttempt> = Vec::new();
+    let mut per_type: BTreeMap<String, Vec<&Step>> = BTreeMap::new();
+    for s in steps.iter().filter(|s| s.step.starts_with("query:")) {
+        per_type
+            .entry(s.step["query:".len()..].to_string())
+            .or_default()
+            .push(s);
+    }
+    let mut queries = Vec::new();
+    for (qt, list) in &per_type {
+        let mut last_ok: Option<(&Step, tsbs::QueryRunResult)> = None;
+        let mut last_failed: Option<&Step> = None;
+        for s in list {
+            if s.status == Status::Completed {
+                let log_text = read(dir, s.log.as_deref());
+                let results = dir.join(s.results.as_deref().unwrap_or("-"));
+                match tsbs::query_result(&results, &log_text) {
+                    Ok(r) => {
+                        attempts.push(QueryAttempt {
+                            database: m.target["database"].as_str().unwrap_or("").to_string(),
+                            query_type: qt.clone(),
+                            attempt: s.attempt,
+                            result: r.clone(),
+                        });
+                        last_ok = Some((s, r));
+                    }
+                    Err(e) => {
+                        fail(&mut failures, "query", s, Some(e.message));
+                        last_failed = Some(s);
+                    }
+                }
+            } else {
+                fail(&mut failures, "query", s, None);
+                last_failed = Some(s);
+            }
+        }
+        let agg = tsbs::aggregate(
+            &attempts
+                .iter()
+                .filter(|a| &a.query_type == qt)
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        let mut v = json!({
+            "query_type": qt,
+            "status": if last_ok.is_some() { "completed" } else { list.last().map(|s| s.status.as_str()).unwrap_or("failed") },
+            "queries": list.last().map(|s| s.data["queries"].clone()),
+        });
+        if let (Some((s, r)), Some(a)) = (&last_ok, agg.first()) {
+            let q = r.all.quantiles.as_ref();
+            v["repetitions"] = json!(a.repetitions);
+            v["query_count"] = json!(a.query_count);
+            v["mean_ms"] = json!(a.weighted_mean_ms);
+            v["min_ms"] = json!(a.min_ms);
+            v["max_ms"] = json!(a.max_ms);
+            v["median_ms"] = json!(r.all.median_ms.or(q.map(|q| q.q50)));
+            v["stddev_ms"] = json!(r.all.stddev_ms);
+            v["p95_ms"] = json!(q.map(|q| q.q95));
+            v["p99_ms"] = json!(q.map(|q| q.q99));
+            v["p999_ms"] = json!(q.map(|q| q.q999));
+            v["queries_per_second"] =
+                json!(r.overall_queries_per_second.or(r.all.queries_per_second));
+            v["source"] = json!(r.source);
+            v["log"] = json!(s.log);
+            v["results_file"] = json!(s.results);
+            v["attempts"] = json!(a.attempts);
+        } else if let Some(s) = last_failed {
+            v["log"] = json!(s.log);
+            v["reason"] = json!(s.reason);
+        }
+        queries.push(v);
+    }
+
+    // Analyses (GreptimeDB).
+    let mut analyses = Vec::new();
+    for s in steps.iter().filter(|s| s.step.starts_with("analyze:")) {
+        let mut v = s.data.clone();
+        v["attempt"] = json!(s.attempt);
+        v["status"] = json!(s.status);
+        v["log"] = json!(s.log);
+        v["result_dir"] = json!(s.results);
+        if s.status != Status::Completed {
+            fail(&mut failures, "analyze", s, None);
+        }
+        analyses.push(v);
+    }
+
+    // Compaction (its own run kind).
+    let compaction = (m.run_kind == RunKind::Compaction).then(|| {
+        let get = |n: &str| last(n).map(|s| s.data.clone()).unwrap_or(Value::Null);
+        json!({
+            "table": m.workload["table"],
+            "strategy": m.workload["strategy"],
+            "window_seconds": m.workload["window_seconds"],
+            "flush": get("flush"),
+            "compact": get("compact"),
+            "confirmation": get("confirm"),
+            "before": get("state-before"),
+            "after": get("state-after"),
+        })
+    });
+
+    // Server attempts and diagnostics from their logs.
+    let mut server_attempts = Vec::new();
+    let mut diag = Diagnostics::default();
+    for s in steps.iter().filter(|s| s.step == "server") {
+        server_attempts.push(json!({
+            "attempt": s.attempt,
+            "status": s.status,
+            "log": s.log,
+            "started_at": s.started_at,
+            "finished_at": s.finished_at,
+            "reason": s.reason,
+            "events": s.data["events"],
+            "outcome": s.data["outcome"],
+        }));
+        if s.status == Status::Failed || s.status == Status::Interrupted {
+            fail(&mut failures, "server", s, None);
+        }
+        if let Some(l) = &s.log {
+            diag.scan(l, &read(dir, Some(l)));
+        }
+    }
+    // Other steps that failed (environment, dataset, table checks, compaction ...).
+    for s in &steps {
+        let known = s.step == "load"
+            || s.step == "row-count"
+            || s.step == "server"
+            || s.step.starts_with("query:")
+            || s.step.starts_with("analyze:");
+        if !known
+            && matches!(
+                s.status,
+                Status::Failed | Status::Interrupted | Status::Running
+            )
+        {
+            fail(&mut failures, &s.step, s, None);
+        }
+    }
+    if let Some(e) = &m.error {
+        if failures.is_empty() && m.status != Status::Completed {
+            failures.push(json!({
+                "stage": "run", "step": null, "attempt": null, "status": m.status,
+                "log": null, "reason": e["message"],
+            }));
+        }
+    }
+
+    let edition = m.edition.clone();
+    let product_label = match (m.product.as_str(), edition.as_deref()) {
+        ("greptimedb", _) => "GreptimeDB".to_string(),
+        ("influxdb3", Some("enterprise")) => "InfluxDB 3 Enterprise".to_string(),
+        ("influxdb3", Some("core")) => "InfluxDB 3 Core".to_string(),
+        ("influxdb3", _) => "InfluxDB 3".to_string(),
+        (p, _) => p.to_string(),
+    };
+    let version = m.target["version"].as_str().map(str::to_string);
+    let data_state_label = m
+        .data_state
+        .as_ref()
+        .and_then(|d| d["label"].as_str())
+        .map(str::to_string);
+    let mut label = match &version {
+        Some(v) => format!("{product_label} {v}"),
+        None => product_label.clone(),
+    };
+    if data_state_label.as_deref() == Some("after manual compaction")
+        && m.run_kind == RunKind::Benchmark
+    {
+        label.push_str(" (after manual compaction)");
+    }
+    let durability = (m.product == "influxdb3").then(|| {
+        let no_sync = m.workload["no_sync"].as_bool().unwrap_or(false);
+        let accept_partial = m.workload["accept_partial"].as_bool().unwrap_or(false);
+        json!({
+            "no_sync": no_sync,
+            "accept_partial": accept_partial,
+            "durable_write_acknowledgement": !no_sync,
+            "whole_batch_rejection": !accept_partial,
+        })
+    });
+    let env = m.environment.clone().unwrap_or(Value::Null);
+    let dataset = m.dataset.clone().map(|d| {
+        json!({
+            "dataset_id": d["dataset_id"],
+            "spec": d["spec"],
+            "format": d["format"],
+            "compression": d["compression"],
+            "rows": d["rows"],
+            "metrics": d["metrics"],
+            "bytes": d["bytes"],
+            "sha256": d["sha256"],
+            "uncompressed_sha256": d["uncompressed_sha256"],
+            "data_path": d["data_path"],
+        })
+    });
+    let query_set = m.query_set.clone().map(|q| {
+        json!({
+            "query_set_id": q["query_set_id"],
+            "manifest_sha256": q["manifest_sha256"],
+            "format": q["format"],
+            "query_counts": q["query_counts"],
+            "path": q["query_set_path"],
+        })
+    });
+    Ok(json!({
+        "schema_version": SCHEMA_VERSION,
+        "kind": "run-summary",
+        "run_id": m.run_id,
+        "run_kind": m.run_kind,
+        "run_dir": run.dir,
+        "product": m.product,
+        "product_label": product_label,
+        "edition": edition,
+        "label": label,
+        "phase": m.phase,
+        "status": m.status,
+        "created_at": m.created_at,
+        "finished_at": m.finished_at,
+        "command": m.command,
+        "tool": m.tool,
+        "host": m.host,
+        "target": m.target,
+        "server": m.server.as_ref().map(|s| json!({
+            "version": s["runtime"]["version"],
+            "binary_sha256": s["runtime"]["binary_sha256"],
+            "workspace_version": s["workspace_version"],
+            "workspace_binary_sha256": s["workspace_binary_sha256"],
+            "version_override": s["version_override"],
+            "config_sha256": s["config_sha256"],
+        })),
+        "durability": durability,
+        "environment": {
+            "go_version": env["go_version"],
+            "tsbs_repo": env["tsbs_repo"],
+            "tsbs_commit": env["tsbs_commit"],
+            "tsbs_dirty": env["tsbs_dirty"],
+        },
+        "dataset": dataset,
+        "query_set": query_set,
+        "workload": m.workload,
+        "data_state": m.data_state.as_ref().map(|d| json!({
+            "label": d["label"],
+            "loads": d["loads"].as_array().map(|a| a.len()).unwrap_or(0),
+            "maintenance": d["maintenance"],
+        })),
+        "ingestion": ingestion,
+        "row_count": row_count,
+        "storage": storage,
+        "queries": queries,
+        "analyses": analyses,
+        "compaction": compaction,
+        "server_diagnostics": {
+            "attempts": server_attempts,
+            "warning_count": diag.warnings,
+            "error_count": diag.errors,
+            "panic_count": diag.panics,
+            "samples": diag.samples,
+        },
+        "failures": failures,
+        "error": m.error,
+    }))
+}
+
+/// Builds the summary and writes `summary.json` and `summary.md` atomically.
+pub fn write(run: &RunDir) -> Result<Value> {
+    let s = build(run)?;
+    let mut text = serde_json::to_string_pretty(&s)?;
+    text.push('\n');
+    crate::fsutil::write_atomic(&run.dir.join("summary.json"), text.as_bytes())?;
+    let md = render_md(&s)?;
+    crate::fsutil::write_atomic(&run.dir.join("summary.md"), md.as_bytes())?;
+    Ok(s)
+}
+
+/// Renders `summary.md` from a summary value.
+pub fn render_md(summary: &Value) -> Result<String> {
+    let mut env = minijinja::Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.add_filter("num", num);
+    env.add_filter("bytes", bytes);
+    env.add_filter("cell", cell);
+    env.add_template("summary.md", TEMPLATE)
+        .map_err(|e| Error::failed(format!("summary template: {e}")))?;
+    let t = env
+        .get_template("summary.md")
+        .map_err(|e| Error::failed(format!("summary template: {e}")))?;
+    t.render(minijinja::Value::from_serialize(summary))
+        .map_err(|e| Error::failed(format!("rendering summary.md: {e}")))
+}
+
+/// A number with `d` decimals and thousands separators; `-` when absent.
+fn num(v: minijinja::Value, d: Option<u32>) -> String {
+    let Some(f) = f64::try_from(v.clone())
+        .ok()
+        .filter(|_| !v.is_none() && !v.is_undefined())
+    else {
+        return "-".into();
+    };
+    let d = d.unwrap_or(0) as usize;
+    let s = format!("{:.*}", d, f.abs());
+    let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(frac);
+    }
+    if f < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// Bytes in MiB/GiB; `-` when absent.
+fn bytes(v: minijinja::Value) -> String {
+    let Some(b) = u64::try_from(v.clone()).ok().filter(|_| !v.is_none()) else {
+        return "-".into();
+    };
+    let f = b as f64;
+    if f >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2} GiB", f / (1024.0 * 1024.0 * 1024.0))
+    } else if f >= 1024.0 * 1024.0 {
+        format!("{:.2} MiB", f / (1024.0 * 1024.0))
+    } else if f >= 1024.0 {
+        format!("{:.1} KiB", f / 1024.0)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// A value safe inside a Markdown table cell (`|` escaped, one line); `-` when absent.
+fn cell(v: minijinja::Value) -> String {
+    if v.is_none() || v.is_undefined() {
+        return "-".into();
+    }
+    let s = v
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| v.to_string());
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn read(dir: &Path, rel: Option<&str>) -> String {
+    match rel {
+        Some(r) => crate::bench::exec::read_log(&dir.join(r)),
+        None => String::new(),
+    }
+}
+
+static EMAIL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[\w.+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}").unwrap());
+static LEVEL: LazyLock<Regex> = LazyLock::new(|| {
+    // Upper-case level fields only, so "non-fatal" or "no error" in prose is not counted.
+    Regex::new(r"(?:^|\s)(WARN|WARNING|ERROR)\s|\bpanicked at\b|^panic:|fatal runtime error")
+        .unwrap()
+});
+
+/// Warning / error / panic lines of server logs (never treated as run failures by
+/// themselves; the run's steps decide that).
+#[derive(Default)]
+struct Diagnostics {
+    warnings: u64,
+    errors: u64,
+    panics: u64,
+    samples: Vec<Value>,
+}
+
+impl Diagnostics {
+    fn scan(&mut self, log: &str, text: &str) {
+        for line in text.lines() {
+            let Some(c) = LEVEL.captures(line) else {
+                continue;
+            };
+            let sev = match c.get(1).map(|m| m.as_str().to_ascii_uppercase()) {
+                Some(l) if l.starts_with("WARN") => {
+                    self.warnings += 1;
+                    "warning"
+                }
+                Some(_) => {
+                    self.errors += 1;
+                    "error"
+                }
+                None => {
+                    self.panics += 1;
+                    "panic"
+                }
+            };
+            if self.samples.len() < 20 {
+                let msg: String = EMAIL
+                    .replace_all(line.trim(), "<redacted-email>")
+                    .chars()
+                    .take(300)
+                    .collect();
+                self.samples
+                    .push(json!({"severity": sev, "log": log, "message": msg}));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters() {
+        assert_eq!(
+            num(minijinja::Value::from(1234567.891), Some(2)),
+            "1,234,567.89"
+        );
+        assert_eq!(num(minijinja::Value::from(12), None), "12");
+        assert_eq!(num(minijinja::Value::from(()), Some(2)), "-");
+        assert_eq!(bytes(minijinja::Value::from(3u64 << 20)), "3.00 MiB");
+        assert_eq!(cell(minijinja::Value::from("a|b\nc")), "a\\|b c");
+    }
+
+    #[test]
+    fn diagnostics_classify_levels() {
+        let mut d = Diagnostics::default();
+        d.scan(
+            "logs/server-001.log",
+            "2026-01-01T00:00:00Z  WARN x: slow\n2026-01-01T00:00:00Z ERROR y: bad a@b.com\nthread 'main' panicked at x\nnon-fatal warning words inside text\n",
+        );
+        assert_eq!((d.warnings, d.errors, d.panics), (1, 1, 1));
+        assert!(d.samples[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("<redacted-email>"));
+    }
+}

@@ -1,0 +1,642 @@
+//! `tsbsctl bench ...` and `runs summarize` end to end: a stand-in Go and TSBS build (`env
+//! prepare` against the mirror), GreptimeDB installed from the mirror, the `greptime` emulator
+//! as the server, and the TSBS loader/runner stand-ins talking to it over HTTP. Datasets are
+//! tiny (2 hosts, one day at 60 s) and only three query types run, to keep the file fast.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use testbed::releases::go as go_release;
+use testbed::tsbs_repo;
+
+use crate::greptimedb::{read_json, Gt, STABLE};
+use crate::util::*;
+
+const GO: &str = "1.22.5";
+/// 2 hosts × one day at 60 s.
+const ROWS: u64 = 2 * 1440;
+const TYPES: [&str; 3] = ["high-cpu-1", "lastpoint", "single-groupby-1-1-1"];
+
+struct World {
+    gt: Gt,
+    /// Directory of the built TSBS tools' knob files (`<tool>.knobs.json`).
+    knobs_dir: PathBuf,
+}
+
+fn git_dir() -> String {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .expect("sh");
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    p.parent().expect("git dir").display().to_string()
+}
+
+/// Mirror with GreptimeDB and Go, a fake TSBS repository, `env prepare` done, workspace `g1`
+/// prepared on free ports.
+fn world() -> World {
+    testbed_bin();
+    let mut gt = Gt::new();
+    let knobs_dir = gt.env.path().join("knobs");
+    std::fs::create_dir_all(&knobs_dir).unwrap();
+    go_release::publish(
+        &gt.mirror,
+        GO,
+        &go_release::host_platform(),
+        &knobs_dir.join("go.knobs.json"),
+    );
+    let (repo, commit) = tsbs_repo::create(gt.env.path()).expect("fake tsbs repo");
+    gt.env.env("TSBSCTL_TSBS_REPO", tsbs_repo::url(&repo));
+    gt.env.env("TSBSCTL_TSBS_REV", commit);
+    gt.env.env("TSBSCTL_GO_VERSION", GO);
+    gt.env.env("PATH", format!("{}:/bin:/usr/bin", git_dir()));
+    gt.run(&["env", "prepare"]).ok();
+    gt.prepare("g1", STABLE);
+    World { gt, knobs_dir }
+}
+
+impl World {
+    fn run(&self, args: &[&str]) -> Run {
+        self.gt.run(args)
+    }
+
+    /// `bench greptimedb <phase> --database-id g1` with the tiny workload.
+    fn bench(&self, phase: &str, extra: &[&str]) -> Run {
+        let mut a = vec![
+            "bench",
+            "greptimedb",
+            phase,
+            "--database-id",
+            "g1",
+            "--stop-timeout",
+            "5",
+        ];
+        a.extend_from_slice(extra);
+        if !extra.contains(&"--dataset-id") && phase != "compact" {
+            a.extend(tiny());
+        }
+        if matches!(phase, "all" | "query" | "analyze") && !extra.contains(&"--query-type") {
+            for t in TYPES {
+                a.extend(["--query-type", t]);
+            }
+            if !extra.contains(&"--queries") {
+                a.extend(["--queries", "3"]);
+            }
+        }
+        a.push("--json");
+        self.gt.run(&a)
+    }
+
+    fn tool_knobs(&self, tool: &str, v: Value) {
+        std::fs::write(
+            self.knobs_dir.join(format!("{tool}.knobs.json")),
+            v.to_string(),
+        )
+        .unwrap();
+    }
+
+    fn ws(&self) -> Value {
+        self.gt.manifest("g1")
+    }
+}
+
+fn tiny() -> [&'static str; 8] {
+    [
+        "--profile",
+        "smoke",
+        "--scale",
+        "2",
+        "--log-interval",
+        "60s",
+        "--dataset-id",
+        "tiny",
+    ]
+}
+
+fn run_dir(r: &Run) -> PathBuf {
+    let v = r.json();
+    let d = v["data"]["run_dir"]
+        .as_str()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            // Errors name the summary in the hint.
+            let hint = v["error"]["hint"].as_str().unwrap_or_default();
+            let i = hint
+                .find("summary: ")
+                .unwrap_or_else(|| panic!("no run dir\n{}", r.describe()));
+            PathBuf::from(hint[i + 9..].trim())
+                .parent()
+                .unwrap()
+                .to_path_buf()
+        });
+    d
+}
+
+fn summary(dir: &Path) -> Value {
+    read_json(&dir.join("summary.json"))
+}
+
+#[test]
+fn smoke_all_then_reuse_then_query_only() {
+    let w = world();
+    let r = w.bench("all", &[]);
+    r.ok();
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    assert_eq!(s["schema_version"], 1);
+    assert_eq!(s["status"], "completed");
+    assert_eq!(s["product"], "greptimedb");
+    assert_eq!(s["label"], format!("GreptimeDB {STABLE}"));
+    assert_eq!(s["target"]["mode"], "managed");
+    assert_eq!(s["target"]["database_id"], "g1");
+    assert_eq!(s["target"]["database"], "benchmark");
+    assert_eq!(s["target"]["version"], STABLE);
+    assert_eq!(s["server"]["binary_sha256"], w.ws()["binary_sha256"]);
+    assert_eq!(s["server"]["config_sha256"], w.ws()["config_sha256"]);
+    assert_eq!(s["dataset"]["dataset_id"], "tiny");
+    assert_eq!(s["dataset"]["rows"], ROWS);
+    assert_eq!(s["dataset"]["sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(
+        s["query_set"]["query_counts"],
+        json!({"high-cpu-1": 3, "lastpoint": 3, "single-groupby-1-1-1": 3})
+    );
+    assert_eq!(
+        s["query_set"]["manifest_sha256"].as_str().unwrap().len(),
+        64
+    );
+    assert!(s["query_set"]["query_set_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("greptime-"));
+    assert_eq!(s["environment"]["go_version"], format!("go{GO}"));
+    assert_eq!(s["workload"]["load_workers"], 2);
+    assert_eq!(s["workload"]["batch_size"], 3000);
+    assert_eq!(s["workload"]["database_mode"], "create");
+    // Ingestion as the loader reported it.
+    let ing = &s["ingestion"];
+    assert_eq!(ing["status"], "completed");
+    assert_eq!(ing["rows"], ROWS);
+    assert_eq!(ing["metrics"], ROWS * 10);
+    assert!(ing["rows_per_second"].as_f64().unwrap() > 0.0);
+    assert!(ing["metrics_per_second"].as_f64().unwrap() > 0.0);
+    assert!(ing["duration_seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(ing["workers"], 2);
+    assert_eq!(ing["batch_size"], 3000);
+    assert_eq!(ing["source"], "results_file");
+    assert!(dir.join(ing["log"].as_str().unwrap()).is_file());
+    // Row count and storage.
+    assert_eq!(
+        s["row_count"],
+        json!({"table": "cpu", "expected": ROWS, "actual": ROWS, "ok": true, "status": "completed"})
+    );
+    let st = &s["storage"];
+    assert_eq!(st["when"], "after-load");
+    assert_eq!(st["server_stopped"], true);
+    assert!(st["wal_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(
+        st["total_bytes"].as_u64().unwrap(),
+        st["wal_bytes"].as_u64().unwrap()
+            + st["data_bytes"].as_u64().unwrap()
+            + st["other_bytes"].as_u64().unwrap()
+    );
+    // Queries: every selected type, sorted, all statistics.
+    let q = s["queries"].as_array().unwrap();
+    let types: Vec<&str> = q
+        .iter()
+        .map(|q| q["query_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, TYPES);
+    for q in q {
+        assert_eq!(q["status"], "completed", "{q}");
+        assert_eq!(q["query_count"], 3);
+        assert_eq!(q["repetitions"], 1);
+        for k in [
+            "mean_ms",
+            "median_ms",
+            "min_ms",
+            "max_ms",
+            "stddev_ms",
+            "p95_ms",
+            "p99_ms",
+        ] {
+            assert!(q[k].as_f64().is_some(), "{k} in {q}");
+        }
+        assert!(q["min_ms"].as_f64() <= q["max_ms"].as_f64());
+        assert!(dir.join(q["results_file"].as_str().unwrap()).is_file());
+    }
+    assert_eq!(s["failures"], json!([]));
+    // Two server sessions (load, then queries), both stopped normally.
+    let att = s["server_diagnostics"]["attempts"].as_array().unwrap();
+    assert_eq!(att.len(), 2);
+    assert!(att.iter().all(|a| a["status"] == "completed"));
+    // Host, tool and the run manifest pins.
+    assert!(s["host"]["cpus"].as_u64().unwrap() >= 1);
+    assert!(s["tool"]["git_revision"].as_str().is_some());
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["kind"], "run");
+    assert_eq!(m["flags"]["database_id"], "g1");
+    assert!(m["environment"]["binaries"]["tsbs_load_greptime"]["sha256"].is_string());
+    assert!(m["server"]["config"].as_str().unwrap().contains("[http]"));
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("## Ingestion") && md.contains("## Queries") && md.contains("lastpoint"),
+        "{md}"
+    );
+    // The workspace is bound only now, to exactly this data.
+    let ws = w.ws();
+    assert_eq!(ws["binding"]["dataset_id"], "tiny");
+    assert_eq!(ws["binding"]["rows"], ROWS);
+    // No server left behind.
+    assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
+
+    // Second all: loaded data reused, queries run again in a new run directory.
+    let r2 = w.bench("all", &[]);
+    r2.ok();
+    let dir2 = run_dir(&r2);
+    assert_ne!(dir, dir2);
+    let s2 = summary(&dir2);
+    assert_eq!(s2["ingestion"]["status"], "reused");
+    assert_eq!(s2["storage"]["when"], "at-rest");
+    assert_eq!(s2["queries"].as_array().unwrap().len(), 3);
+    assert!(s2["row_count"].is_null());
+    assert_eq!(
+        s2["server_diagnostics"]["attempts"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    // Query-only without naming the dataset: the bound one.
+    let r3 = w.gt.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "g1",
+        "--query-type",
+        "lastpoint",
+        "--queries",
+        "3",
+        "--json",
+    ]);
+    r3.ok();
+    let s3 = summary(&run_dir(&r3));
+    assert_eq!(s3["dataset"]["dataset_id"], "tiny");
+    assert_eq!(s3["dataset"]["rows"], ROWS);
+    assert!(s3["ingestion"].is_null());
+    // runs summarize rebuilds the same numbers from disk.
+    let again = w.run(&["runs", "summarize", dir.to_str().unwrap(), "--json"]);
+    again.ok();
+    let s_again = summary(&dir);
+    assert_eq!(s_again["queries"], s["queries"]);
+    assert_eq!(s_again["ingestion"], s["ingestion"]);
+}
+
+/// Waits (bounded) until `f` is true.
+fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+fn runs_of(w: &World) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(w.gt.env.root.join("greptimedb/runs"))
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn reset_needs_confirmation_and_a_failed_reset_leaves_no_binding() {
+    let w = world();
+    w.bench("load", &[]).ok();
+    let before = w.ws();
+    assert_eq!(before["binding"]["dataset_id"], "tiny");
+    let runs = runs_of(&w);
+    // Another dataset without a confirmed reset: exit 2, nothing touched.
+    let other = [
+        "--profile",
+        "smoke",
+        "--scale",
+        "3",
+        "--log-interval",
+        "60s",
+        "--dataset-id",
+        "tiny3",
+    ];
+    let r = w.bench("load", &other);
+    r.code(2).says("holds dataset tiny");
+    let r = w.bench(
+        "load",
+        &[&other[..], &["--database-mode", "reset"]].concat(),
+    );
+    r.code(2).says("--confirm-reset benchmark");
+    let r = w.bench(
+        "load",
+        &[
+            &other[..],
+            &["--database-mode", "reset", "--confirm-reset", "other"],
+        ]
+        .concat(),
+    );
+    r.code(2);
+    assert_eq!(w.ws(), before);
+    assert_eq!(runs_of(&w), runs);
+    assert!(!w.gt.env.root.join("datasets/tiny3").exists());
+    // A confirmed reset whose load fails: the binding is empty, not wrong.
+    w.tool_knobs(
+        "tsbs_load_greptime",
+        json!({"tsbs_load": {"fail_after_rows": 100}}),
+    );
+    let r = w.bench(
+        "load",
+        &[
+            &other[..],
+            &[
+                "--database-mode",
+                "reset",
+                "--confirm-reset",
+                "benchmark",
+                "--batch-size",
+                "50",
+            ],
+        ]
+        .concat(),
+    );
+    r.code(1).says("load failed");
+    let ws = w.ws();
+    assert!(ws["binding"].is_null(), "{ws}");
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["ingestion"]["status"], "failed");
+    assert_eq!(s["failures"][0]["stage"], "load");
+    assert!(s["failures"][0]["log"]
+        .as_str()
+        .unwrap()
+        .starts_with("logs/load-"));
+    assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
+    // Retrying the reset with a working loader binds the new dataset.
+    w.tool_knobs("tsbs_load_greptime", json!({}));
+    w.bench(
+        "load",
+        &[
+            &other[..],
+            &["--database-mode", "reset", "--confirm-reset", "benchmark"],
+        ]
+        .concat(),
+    )
+    .ok();
+    assert_eq!(w.ws()["binding"]["dataset_id"], "tiny3");
+    assert_eq!(w.ws()["binding"]["rows"], 3 * 1440);
+}
+
+#[test]
+fn row_count_shortfall_fails_the_run_and_binds_nothing() {
+    let w = world();
+    w.gt.set_knobs(json!({"drop_rows": 7}));
+    let r = w.bench("all", &[]);
+    r.code(1)
+        .says(&format!("holds {} rows, the dataset has {ROWS}", ROWS - 7));
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["row_count"]["expected"], ROWS);
+    assert_eq!(s["row_count"]["actual"], ROWS - 7);
+    assert_eq!(s["row_count"]["ok"], false);
+    assert_eq!(s["queries"], json!([]), "nothing runs after a failed check");
+    assert!(w.ws()["binding"].is_null());
+    assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
+}
+
+#[test]
+fn server_crash_during_load_fails_the_run_and_keeps_logs() {
+    let w = world();
+    w.gt.set_knobs(json!({"crash_after_requests": 8}));
+    let r = w.bench("all", &["--batch-size", "100"]);
+    r.code(1);
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    assert_eq!(s["status"], "failed");
+    let stages: Vec<&str> = s["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["stage"].as_str().unwrap())
+        .collect();
+    assert!(
+        stages.contains(&"load") && stages.contains(&"server"),
+        "{stages:?}"
+    );
+    for f in s["failures"].as_array().unwrap() {
+        assert!(dir.join(f["log"].as_str().unwrap()).is_file(), "{f}");
+    }
+    assert!(w.ws()["binding"].is_null());
+    assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
+}
+
+#[test]
+fn a_failing_query_type_does_not_stop_the_others() {
+    let w = world();
+    // lastpoint's SQL uses last_value: the server answers 500 to it.
+    w.gt.set_knobs(
+        json!({"fail_sql": [{"contains": "last_value", "code": 1003, "error": "boom"}]}),
+    );
+    let r = w.bench("all", &[]);
+    r.code(1).says("query:lastpoint");
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    let q = s["queries"].as_array().unwrap();
+    assert_eq!(q.len(), 3);
+    assert_eq!(q[0]["status"], "completed");
+    assert_eq!(q[1]["query_type"], "lastpoint");
+    assert_eq!(q[1]["status"], "failed");
+    assert_eq!(q[2]["status"], "completed");
+    let f = &s["failures"].as_array().unwrap()[0];
+    assert_eq!(f["stage"], "query");
+    assert_eq!(f["step"], "query:lastpoint");
+    assert!(f["reason"].as_str().unwrap().contains("500"), "{f}");
+    assert!(dir.join(f["log"].as_str().unwrap()).is_file());
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("## Failures"));
+    // The load was verified, so the binding is set even though a query failed.
+    assert_eq!(w.ws()["binding"]["dataset_id"], "tiny");
+}
+
+#[test]
+fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
+    let w = world();
+    w.bench("load", &[]).ok();
+    w.tool_knobs(
+        "tsbs_run_queries_influx",
+        json!({"tsbs_run": {"query_delay_ms": 20000}}),
+    );
+    let mut args = vec![
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "g1",
+        "--queries",
+        "3",
+        "--stop-timeout",
+        "5",
+    ];
+    for t in TYPES {
+        args.extend(["--query-type", t]);
+    }
+    let mut c = w.gt.env.cmd(&args);
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    let pid = child.id() as i32;
+    let known = runs_of(&w);
+    let mut dir = None;
+    assert!(wait_until(Duration::from_secs(60), || {
+        dir = runs_of(&w).into_iter().find(|d| !known.contains(d));
+        dir.as_ref()
+            .is_some_and(|d| d.join("logs/query-high-cpu-1-001.log").exists())
+    }));
+    let dir = dir.unwrap();
+    let server_pid: i32 = read_json(&w.gt.ws_dir("g1").join("server.pid"))["pid"]
+        .as_i64()
+        .unwrap() as i32;
+    // SAFETY: signalling the tsbsctl child this test started.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let r = Run::from_output(&args, out);
+    r.code(130);
+    assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
+    // SAFETY: probing (signal 0) whether the server is gone.
+    assert!(wait_until(Duration::from_secs(5), || unsafe {
+        libc::kill(server_pid, 0)
+    } != 0));
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["status"], "interrupted");
+    let s = summary(&dir);
+    assert_eq!(s["status"], "interrupted");
+    assert_eq!(s["queries"][0]["status"], "interrupted");
+    assert!(!std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .is_empty());
+    // A run left "running" by a killed process is repaired by the next command that opens it.
+    let mut m2 = m.clone();
+    m2["status"] = json!("running");
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_string_pretty(&m2).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("events.jsonl"),
+        std::fs::read_to_string(dir.join("events.jsonl")).unwrap()
+            + "{\"seq\":999,\"step\":\"query:x\",\"attempt\":1,\"status\":\"running\",\"at\":\"t\"}\n",
+    )
+    .unwrap();
+    w.run(&["runs", "summarize", dir.to_str().unwrap()]).ok();
+    assert_eq!(
+        read_json(&dir.join("manifest.json"))["status"],
+        "interrupted"
+    );
+    let s = summary(&dir);
+    assert!(s["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["step"] == "query:x" && f["status"] == "interrupted"));
+}
+
+#[test]
+fn compaction_then_queries_are_labelled_and_refusals_are_clear() {
+    let w = world();
+    w.bench("all", &[]).ok();
+    let r = w.bench(
+        "compact",
+        &[
+            "--strategy",
+            "swcs",
+            "--window",
+            "7200",
+            "--confirm-timeout",
+            "20",
+        ],
+    );
+    r.ok();
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    assert_eq!(s["run_kind"], "compaction");
+    assert_eq!(s["status"], "completed");
+    let c = &s["compaction"];
+    assert_eq!(c["flush"]["sql"], "ADMIN FLUSH_TABLE('cpu')");
+    assert_eq!(
+        c["compact"]["sql"],
+        "ADMIN COMPACT_TABLE('cpu', 'swcs', 'window=7200')"
+    );
+    assert!(
+        c["confirmation"]["log_lines"][0]
+            .as_str()
+            .unwrap()
+            .contains("Compacted SST files")
+            || c["confirmation"]["log_lines"][0]
+                .as_str()
+                .unwrap()
+                .contains("No files to compact")
+    );
+    assert!(
+        c["before"]["sst_num"].is_u64() && c["after"]["sst_num"].is_u64(),
+        "{c}"
+    );
+    // One day of data in 2-hour windows: twelve SST files.
+    assert_eq!(c["after"]["sst_num"], 12);
+    let ws = w.ws();
+    let mt = &ws["data_state"]["maintenance"][0];
+    assert_eq!(mt["operation"], "compaction");
+    assert_eq!(mt["status"], "completed");
+    assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
+    // Queries after it carry the data state.
+    let q = w.bench("query", &[]);
+    q.ok();
+    let s = summary(&run_dir(&q));
+    assert_eq!(s["data_state"]["label"], "after manual compaction");
+    assert_eq!(
+        s["label"],
+        format!("GreptimeDB {STABLE} (after manual compaction)")
+    );
+    // A server error on compact_table: exit 1, nothing recorded as compacted.
+    w.gt.set_knobs(json!({"fail_sql": [{"contains": "compact_table", "code": 1003, "error": "compaction exploded"}]}));
+    let r = w.bench("compact", &["--confirm-timeout", "5"]);
+    r.code(1).says("compaction exploded");
+    assert_eq!(
+        w.ws()["data_state"]["maintenance"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(summary(&run_dir(&r))["status"], "failed");
+    // Unconfirmed completion: exit 1 and says why.
+    w.gt.set_knobs(json!({"compaction_never_completes": true}));
+    w.bench("compact", &["--confirm-timeout", "1"])
+        .code(1)
+        .says("could not be confirmed");
+    // A workspace without the cpu table is refused.
+    w.gt.set_knobs(json!({}));
+    w.gt.prepare("g2", STABLE);
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "compact",
+        "--database-id",
+        "g2",
+        "--json",
+    ]);
+    r.code(2).says("cpu does not exist");
+}
