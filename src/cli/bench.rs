@@ -17,6 +17,43 @@ use crate::tsbs::DatabaseMode;
 pub enum BenchCmd {
     /// Benchmark GreptimeDB: all | load | query | compact | analyze.
     Greptimedb(Box<GreptimeArgs>),
+    /// Benchmark InfluxDB 3 (Core or Enterprise): all | load | query.
+    Influxdb3(Box<Influx3Args>),
+}
+
+/// The InfluxDB 3 phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Influx3Phase {
+    /// Dataset and query set, then load, verify, query.
+    All,
+    /// Load (or reuse loaded data) and verify the row count.
+    Load,
+    /// Run every query type of the query set once.
+    Query,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Influx3Args {
+    #[arg(value_enum)]
+    pub phase: Influx3Phase,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// External targets: the edition the servers run.
+    #[arg(long, value_name = "EDITION", value_parser = ["core", "enterprise"])]
+    pub edition: Option<String>,
+    /// Acknowledge writes before the WAL is persisted (default: durable acknowledgement).
+    #[arg(long)]
+    pub no_sync: bool,
+    /// Accept the valid lines of a batch with invalid ones (default: reject the whole batch).
+    #[arg(long)]
+    pub accept_partial: bool,
+    /// Environment variable holding the auth token (default INFLUXDB3_AUTH_TOKEN, if set).
+    #[arg(long, value_name = "VAR")]
+    pub auth_token_env: Option<String>,
+    /// Environment variable holding the admin token (default INFLUXDB3_ADMIN_TOKEN, if set;
+    /// else the auth token).
+    #[arg(long, value_name = "VAR")]
+    pub admin_token_env: Option<String>,
 }
 
 /// Target and workload flags both products share.
@@ -211,6 +248,31 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
                 .with_hint("drop --hot-runs"));
             }
             bench::run(ctx, ProductKind::Greptime, &req)
+        }
+        BenchCmd::Influxdb3(a) => {
+            let a = *a;
+            let phase = match a.phase {
+                Influx3Phase::All => Phase::All,
+                Influx3Phase::Load => Phase::Load,
+                Influx3Phase::Query => Phase::Query,
+            };
+            let mut req = request(a.common, phase);
+            for (k, v) in [
+                ("edition", json!(a.edition)),
+                ("no_sync", json!(a.no_sync)),
+                ("accept_partial", json!(a.accept_partial)),
+                // Variable names only: the values never leave the environment.
+                ("auth_token_env", json!(a.auth_token_env)),
+                ("admin_token_env", json!(a.admin_token_env)),
+            ] {
+                req.flags[k] = v;
+            }
+            req.edition = a.edition;
+            req.no_sync = a.no_sync;
+            req.accept_partial = a.accept_partial;
+            req.auth_token_env = a.auth_token_env;
+            req.admin_token_env = a.admin_token_env;
+            bench::run(ctx, ProductKind::Influx3, &req)
         }
     }
 }

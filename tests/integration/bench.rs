@@ -640,3 +640,237 @@ fn compaction_then_queries_are_labelled_and_refusals_are_clear() {
     ]);
     r.code(2).says("cpu does not exist");
 }
+
+#[test]
+fn external_greptimedb_is_probed_and_loaded_with_an_explicit_mode() {
+    let w = world();
+    w.gt.prepare("ext", STABLE);
+    let endpoint = crate::greptimedb::endpoint_of(&w.gt.manifest("ext"));
+    let mut bg = w.gt.serve_bg("ext", &[]);
+    bg.wait_ready(&endpoint);
+    let mut args = vec![
+        "bench",
+        "greptimedb",
+        "all",
+        "--url",
+        &endpoint,
+        "--queries",
+        "3",
+    ];
+    args.extend(tiny());
+    for t in TYPES {
+        args.extend(["--query-type", t]);
+    }
+    // A load into someone else's server needs an explicit mode.
+    w.run(&args).code(2).says("--database-mode");
+    args.extend(["--database-mode", "create", "--json"]);
+    let r = w.run(&args);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["target"]["mode"], "external");
+    assert_eq!(
+        s["target"]["version"], STABLE,
+        "the /status probe names the version"
+    );
+    assert_eq!(s["target"]["urls"], json!([endpoint]));
+    assert_eq!(s["ingestion"]["rows"], ROWS);
+    assert_eq!(s["row_count"]["actual"], ROWS);
+    assert!(
+        s["storage"].is_null(),
+        "an external data directory is not measured"
+    );
+    assert_eq!(s["queries"].as_array().unwrap().len(), 3);
+    bg.interrupt().code(130);
+}
+
+/// An InfluxDB 3 emulator with authentication, started directly (an external server).
+fn influx3_server(w: &World, edition: &str, token: &str) -> (std::process::Child, String) {
+    let port = crate::greptimedb::free_port_block(1);
+    let knobs = w.gt.env.path().join(format!("influx-{edition}.knobs.json"));
+    std::fs::write(
+        &knobs,
+        json!({"admin_token": token, "wal_flush_interval_ms": 20}).to_string(),
+    )
+    .unwrap();
+    let data = w.gt.env.path().join(format!("influx-{edition}-data"));
+    let mut c = std::process::Command::new(testbed_bin());
+    c.args([
+        "emulate",
+        "influxdb3",
+        "serve",
+        "--object-store",
+        "file",
+        "--node-id",
+        "n1",
+    ])
+    .arg(format!("--data-dir={}", data.display()))
+    .arg(format!("--http-bind=127.0.0.1:{port}"))
+    .env("TESTBED_EMULATED_EDITION", edition)
+    .env("TESTBED_EMULATED_VERSION", "3.11.1")
+    .env("TESTBED_KNOBS", &knobs)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    let child = c.spawn().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let ok = wait_until(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(ok, "influxdb3 emulator did not listen");
+    (child, url)
+}
+
+#[test]
+fn external_influxdb3_with_tokens_leaks_no_token() {
+    let mut w = world();
+    let token = "apiv3_SECRET-token-4c7e9d1b";
+    let (mut child, url) = influx3_server(&w, "core", token);
+    w.gt.env.env("MY_TOKEN", token);
+    let mut args = vec![
+        "bench",
+        "influxdb3",
+        "all",
+        "--url",
+        &url,
+        "--edition",
+        "core",
+        "--database-mode",
+        "create",
+        "--auth-token-env",
+        "MY_TOKEN",
+        "--admin-token-env",
+        "MY_TOKEN",
+        "--queries",
+        "3",
+    ];
+    args.extend(tiny());
+    for t in TYPES {
+        args.extend(["--query-type", t]);
+    }
+    // A named variable that is not set is refused before anything happens.
+    let missing: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "MY_TOKEN" { "NOT_SET_VAR" } else { a })
+        .collect();
+    w.run(&missing).code(2).says("NOT_SET_VAR is not set");
+    args.push("--json");
+    let r = w.run(&args);
+    r.ok();
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    assert_eq!(s["product_label"], "InfluxDB 3 Core");
+    assert_eq!(s["label"], "InfluxDB 3 Core 3.11.1");
+    assert_eq!(s["target"]["version"], "3.11.1");
+    assert_eq!(s["target"]["auth_token"], true);
+    assert_eq!(
+        s["durability"],
+        json!({"no_sync": false, "accept_partial": false, "durable_write_acknowledgement": true, "whole_batch_rejection": true})
+    );
+    assert_eq!(s["workload"]["load_workers"], 2);
+    assert_eq!(s["ingestion"]["rows"], ROWS);
+    assert_eq!(s["row_count"]["actual"], ROWS);
+    assert!(s["query_set"]["query_set_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("influx3-"));
+    for q in s["queries"].as_array().unwrap() {
+        assert_eq!(q["status"], "completed", "{q}");
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("Durable write acknowledgement"), "{md}");
+    // The logged command lines show <redacted>, and the token is nowhere.
+    let load_log =
+        std::fs::read_to_string(dir.join(s["ingestion"]["log"].as_str().unwrap())).unwrap();
+    assert!(load_log
+        .lines()
+        .next()
+        .unwrap()
+        .contains("--auth-token=<redacted>"));
+    assert!(load_log
+        .lines()
+        .next()
+        .unwrap()
+        .contains("--admin-token=<redacted>"));
+    assert_no_secret(w.gt.env.path().join("root").as_path(), token, &[&r]);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn analyze_keeps_every_attempt_and_a_version_override_records_both_identities() {
+    let w = world();
+    w.bench("load", &[]).ok();
+    let r = w.bench(
+        "analyze",
+        &[
+            "--query-type",
+            "lastpoint",
+            "--queries",
+            "3",
+            "--hot-runs",
+            "2",
+        ],
+    );
+    r.ok();
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    let a = &s["analyses"][0];
+    assert_eq!(a["query_type"], "lastpoint");
+    assert_eq!(a["status"], "completed");
+    for f in ["cold_result", "metrics"] {
+        assert!(dir.join(a[f].as_str().unwrap()).is_file(), "{f}");
+    }
+    assert_eq!(a["hot_results"].as_array().unwrap().len(), 2);
+    let cold = read_json(&dir.join(a["cold_result"].as_str().unwrap()));
+    assert_eq!(cold["phase"], "cold");
+    assert!(cold["executed_sql"]
+        .as_str()
+        .unwrap()
+        .starts_with("EXPLAIN ANALYZE VERBOSE "));
+    // Too few queries for the hot runs: refused before anything runs.
+    w.bench("analyze", &["--query-type", "lastpoint", "--queries", "2"])
+        .code(2)
+        .says("at least 3");
+
+    // Another installed version on the same data, confirmed.
+    w.run(&[
+        "greptimedb",
+        "install",
+        "--version",
+        crate::greptimedb::BETA,
+    ])
+    .ok();
+    let beta = crate::greptimedb::BETA;
+    w.bench("query", &["--greptime-version", beta])
+        .code(2)
+        .says("--confirm-version-override g1");
+    let r = w.bench(
+        "query",
+        &[
+            "--greptime-version",
+            beta,
+            "--confirm-version-override",
+            "g1",
+        ],
+    );
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["target"]["version"], beta);
+    assert_eq!(s["target"]["workspace_version"], STABLE);
+    assert_eq!(s["target"]["version_override"], true);
+    assert_ne!(
+        s["target"]["binary_sha256"],
+        s["target"]["workspace_binary_sha256"]
+    );
+    assert_eq!(w.ws()["version"], STABLE, "the workspace is not changed");
+    // Load phases refuse the override.
+    w.bench(
+        "load",
+        &[
+            "--greptime-version",
+            beta,
+            "--confirm-version-override",
+            "g1",
+        ],
+    )
+    .code(2);
+}
