@@ -14,6 +14,7 @@ use crate::lock::LockGuard;
 use crate::paths::Root;
 use crate::platform::Platform;
 use crate::product::greptimedb::GreptimeDb;
+use crate::product::influxdb3::{Edition, InfluxDb3};
 use crate::product::Product;
 use crate::run::RunDir;
 use crate::server::{ServerSpec, Timing};
@@ -40,15 +41,20 @@ impl ProductKind {
             ProductKind::Influx3 => "InfluxDB 3",
         }
     }
-    fn product(self) -> Result<Box<dyn Product>> {
+    /// The product of managed workspace `id` (InfluxDB 3: the edition its manifest names).
+    fn product(self, root: &Root, id: &str) -> Result<Box<dyn Product>> {
         match self {
             ProductKind::Greptime => Ok(Box::new(GreptimeDb)),
-            ProductKind::Influx3 => Err(Error::invalid(
-                "managed InfluxDB 3 workspaces are not supported by this build yet",
-            )
-            .with_hint(
-                "benchmark an external InfluxDB 3 with --url URL --edition core|enterprise",
-            )),
+            ProductKind::Influx3 => {
+                crate::ids::validate_id("--database-id", id)?;
+                let path = root.database(self.name(), id).join("manifest.json");
+                let edition = std::fs::read(&path)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                    .and_then(|v| v["edition"].as_str().map(str::to_string))
+                    .unwrap_or_else(|| "core".into());
+                Ok(Box::new(InfluxDb3::new(Edition::parse(&edition)?)))
+            }
         }
     }
 }
@@ -115,7 +121,7 @@ impl Target {
             (None, None)
         };
         if let Some(id) = &req.database_id {
-            let product = kind.product()?;
+            let product = kind.product(root, id)?;
             let ws = workspace::load(root, product.as_ref(), id)?;
             let guard = workspace::lock_workspace(ctx, product.as_ref(), &ws.dir, id, &req.lock)?;
             // Re-read under the lock: another command may have changed it meanwhile.

@@ -20,6 +20,7 @@ pub mod data;
 pub mod dbcmd;
 mod env;
 mod greptimedb;
+mod influxdb3;
 mod runs;
 mod workspace;
 
@@ -67,6 +68,9 @@ pub enum Command {
     /// Install GreptimeDB releases and manage GreptimeDB workspaces and servers.
     #[command(subcommand)]
     Greptimedb(greptimedb::GreptimedbCmd),
+    /// Install InfluxDB 3 releases and prepare InfluxDB 3 workspaces.
+    #[command(subcommand)]
+    Influxdb3(influxdb3::Influxdb3Cmd),
     /// Benchmark phases: load, query, compact, analyze (run directories with summaries).
     #[command(subcommand)]
     Bench(bench::BenchCmd),
@@ -84,6 +88,7 @@ impl Command {
             Command::Env(cmd) => env::run(ctx, cmd),
             Command::Data(cmd) => data::run(ctx, cmd),
             Command::Greptimedb(cmd) => greptimedb::run(ctx, cmd),
+            Command::Influxdb3(cmd) => influxdb3::run(ctx, cmd),
             Command::Bench(cmd) => bench::run(ctx, cmd),
             Command::Runs(cmd) => runs::run(ctx, cmd),
             Command::Workspace(cmd) => workspace::run(ctx, cmd),

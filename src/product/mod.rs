@@ -25,6 +25,7 @@ use crate::sources::Sources;
 use crate::workspace::WorkspaceManifest;
 
 pub mod greptimedb;
+pub mod influxdb3;
 
 /// Where one release archive and its checksum file live.
 #[derive(Debug, Clone, PartialEq, Eq)]

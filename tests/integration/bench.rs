@@ -874,3 +874,180 @@ fn analyze_keeps_every_attempt_and_a_version_override_records_both_identities() 
     )
     .code(2);
 }
+
+/// Publishes InfluxDB 3 `edition` 3.11.1 on the mirror (and the installer script naming it).
+fn publish_influx3(w: &World, edition: &str) -> PathBuf {
+    use testbed::releases::influxdb3::{installer_script, Installer, Release};
+    let knobs =
+        w.gt.env
+            .path()
+            .join(format!("influxdb3-{edition}.knobs.json"));
+    std::fs::write(&knobs, json!({"wal_flush_interval_ms": 20}).to_string()).unwrap();
+    let r = Release::new(edition, "3.11.1", &knobs);
+    let archive = r.archive();
+    let sum = r.checksum_file(&archive).unwrap();
+    let base = testbed::mirror::INFLUXDATA_DL;
+    w.gt.mirror
+        .put_bytes(&format!("{base}{}.sha256", r.path()), sum.into_bytes());
+    w.gt.mirror
+        .put_bytes(&format!("{base}{}", r.path()), archive);
+    w.gt.mirror.put_bytes(
+        testbed::mirror::INSTALLER,
+        installer_script("3.11.1", "3.11.1", Installer::Good).into_bytes(),
+    );
+    knobs
+}
+
+#[test]
+fn managed_influxdb3_core_all_and_reuse() {
+    let w = world();
+    publish_influx3(&w, "core");
+    let port = crate::greptimedb::free_port_block(1).to_string();
+    w.run(&[
+        "influxdb3",
+        "prepare",
+        "--database-id",
+        "core1",
+        "--edition",
+        "core",
+        "--http-port",
+        &port,
+    ])
+    .ok();
+    let mut args = vec![
+        "bench",
+        "influxdb3",
+        "all",
+        "--database-id",
+        "core1",
+        "--queries",
+        "3",
+        "--stop-timeout",
+        "10",
+    ];
+    args.extend(tiny());
+    for t in TYPES {
+        args.extend(["--query-type", t]);
+    }
+    args.push("--json");
+    let r = w.run(&args);
+    r.ok();
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    assert_eq!(s["label"], "InfluxDB 3 Core 3.11.1");
+    assert_eq!(s["edition"], "core");
+    assert_eq!(s["target"]["mode"], "managed");
+    assert_eq!(s["durability"]["durable_write_acknowledgement"], true);
+    assert_eq!(s["durability"]["whole_batch_rejection"], true);
+    assert_eq!(s["workload"]["load_workers"], 2);
+    assert_eq!(s["ingestion"]["rows"], ROWS);
+    assert_eq!(s["row_count"]["actual"], ROWS);
+    let st = &s["storage"];
+    assert_eq!(st["server_stopped"], true);
+    assert!(st["total_bytes"].as_u64().unwrap() > 0);
+    assert!(
+        st["data_bytes"].as_u64().unwrap() > 0,
+        "a graceful stop snapshots to Parquet: {st}"
+    );
+    for q in s["queries"].as_array().unwrap() {
+        assert_eq!(q["status"], "completed", "{q}");
+    }
+    let load_log =
+        std::fs::read_to_string(dir.join(s["ingestion"]["log"].as_str().unwrap())).unwrap();
+    assert!(load_log
+        .lines()
+        .next()
+        .unwrap()
+        .contains("--no-sync=false --accept-partial=false"));
+    let ws = read_json(
+        &w.gt
+            .env
+            .root
+            .join("influxdb3/databases/core1/manifest.json"),
+    );
+    assert_eq!(ws["binding"]["dataset_id"], "tiny");
+    // Again: reused.
+    let r = w.run(&args);
+    r.ok();
+    assert_eq!(summary(&run_dir(&r))["ingestion"]["status"], "reused");
+    // Editions come from the workspace, not a flag.
+    let mut bad = args.clone();
+    bad.extend(["--edition", "core"]);
+    w.run(&bad).code(2).says("omit --edition");
+}
+
+#[test]
+fn external_influxdb3_enterprise_all() {
+    let w = world();
+    let port = crate::greptimedb::free_port_block(1);
+    let knobs = w.gt.env.path().join("ent.knobs.json");
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 0}).to_string(),
+    )
+    .unwrap();
+    let data = w.gt.env.path().join("ent-data");
+    let mut child = std::process::Command::new(testbed_bin())
+        .args([
+            "emulate",
+            "influxdb3",
+            "serve",
+            "--object-store",
+            "file",
+            "--node-id",
+            "n1",
+            "--cluster-id",
+            "c1",
+        ])
+        .args([
+            "--license-email",
+            "someone@example.invalid",
+            "--license-type",
+            "trial",
+        ])
+        .arg(format!("--data-dir={}", data.display()))
+        .arg(format!("--http-bind=127.0.0.1:{port}"))
+        .arg("--without-auth")
+        .env("TESTBED_EMULATED_EDITION", "enterprise")
+        .env("TESTBED_EMULATED_VERSION", "3.11.1")
+        .env("TESTBED_KNOBS", &knobs)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    }));
+    let url = format!("http://127.0.0.1:{port}");
+    let mut args = vec![
+        "bench",
+        "influxdb3",
+        "all",
+        "--url",
+        &url,
+        "--edition",
+        "enterprise",
+        "--database-mode",
+        "reset",
+        "--confirm-reset",
+        "benchmark",
+        "--queries",
+        "3",
+        "--no-sync",
+        "--json",
+    ];
+    args.extend(tiny());
+    for t in TYPES {
+        args.extend(["--query-type", t]);
+    }
+    let r = w.run(&args);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["label"], "InfluxDB 3 Enterprise 3.11.1");
+    assert_eq!(s["durability"]["durable_write_acknowledgement"], false);
+    assert_eq!(s["ingestion"]["rows"], ROWS);
+    assert_eq!(s["row_count"]["ok"], true);
+    assert_eq!(s["queries"].as_array().unwrap().len(), 3);
+    let _ = child.kill();
+    let _ = child.wait();
+}

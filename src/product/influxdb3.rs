@@ -1,0 +1,431 @@
+//! InfluxDB 3 Core and Enterprise: releases from dl.influxdata.com (latest from the official
+//! installer script), `influxdb3 serve --object-store=file ...` on 127.0.0.1, readiness by
+//! `GET /health`, admin over `/api/v3/configure/database` and SQL over `/api/v3/query_sql`
+//! (reference setup.md §3, benchmark.md §6.2, protocols.md §3 and §4.2).
+//!
+//! Written for the benchmark phases (issue 7); the `tsbsctl influxdb3` command set (licence
+//! activation in particular) extends this file.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use super::{admin_client, check_semver, Latest, Product, ReleaseAsset, ServerCommand};
+use crate::download::{Downloader, ACCEPT_ARTIFACT};
+use crate::error::{Error, Result};
+use crate::paths::Root;
+use crate::platform::Platform;
+use crate::server::{Probe, Timing};
+use crate::sources::{SourceKey, Sources};
+use crate::workspace::WorkspaceManifest;
+
+/// `version_source` of a version read from the official installer script.
+pub const LATEST_SOURCE: &str = "installer-script";
+
+/// The two editions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edition {
+    Core,
+    Enterprise,
+}
+
+impl Edition {
+    pub fn parse(s: &str) -> Result<Edition> {
+        match s {
+            "core" => Ok(Edition::Core),
+            "enterprise" => Ok(Edition::Enterprise),
+            other => Err(
+                Error::invalid(format!("unknown InfluxDB 3 edition {other:?}"))
+                    .with_hint("use --edition core or --edition enterprise"),
+            ),
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Edition::Core => "core",
+            Edition::Enterprise => "enterprise",
+        }
+    }
+    fn title(self) -> &'static str {
+        match self {
+            Edition::Core => "Core",
+            Edition::Enterprise => "Enterprise",
+        }
+    }
+}
+
+/// InfluxDB 3 of one edition.
+#[derive(Debug, Clone, Copy)]
+pub struct InfluxDb3 {
+    pub edition: Edition,
+}
+
+impl InfluxDb3 {
+    pub fn new(edition: Edition) -> InfluxDb3 {
+        InfluxDb3 { edition }
+    }
+
+    /// The node id of a workspace: the id with anything but `[A-Za-z0-9-]` replaced by `-`,
+    /// plus `-node`.
+    pub fn node_id(id: &str) -> String {
+        let stem: String = id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        format!("{stem}-node")
+    }
+
+    fn sql(endpoint: &str, db: &str, q: &str) -> Result<Value> {
+        let resp = admin_client()?
+            .post(format!("{endpoint}/api/v3/query_sql"))
+            .json(&json!({"db": db, "q": q, "format": "json"}))
+            .send()
+            .map_err(|e| {
+                Error::failed(format!(
+                    "InfluxDB 3 at {endpoint} did not answer {q:?}: {e}"
+                ))
+            })?;
+        let status = resp.status();
+        let text = resp.text().unwrap_or_default();
+        if !status.is_success() {
+            return Err(Error::failed(format!(
+                "InfluxDB 3 refused {q:?} ({status}): {text}"
+            )));
+        }
+        serde_json::from_str(&text)
+            .map_err(|e| Error::failed(format!("InfluxDB 3 answered {q:?} with invalid JSON: {e}")))
+    }
+}
+
+/// Reads `NAME="x.y.z"` (quotes optional) from the installer script; it must occur once.
+pub fn script_version(script: &str, name: &str) -> Result<String> {
+    let found: Vec<&str> = script
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix(&format!("{name}=")))
+        .map(|v| v.trim().trim_matches('"'))
+        .collect();
+    match found.as_slice() {
+        [v] => check_semver(name, v, "3.11.1").map_err(|e| {
+            e.with_hint("the installer script is not what tsbsctl expects; pass an exact --version")
+        }),
+        [] => Err(Error::failed(format!(
+            "the InfluxDB 3 installer script does not set {name}"
+        ))
+        .with_hint("pass an exact --version (e.g. --version 3.11.1)")),
+        _ => Err(Error::failed(format!(
+            "the InfluxDB 3 installer script sets {name} more than once"
+        ))
+        .with_hint("pass an exact --version (e.g. --version 3.11.1)")),
+    }
+}
+
+impl Product for InfluxDb3 {
+    fn name(&self) -> &'static str {
+        "influxdb3"
+    }
+    fn display_name(&self) -> String {
+        format!("InfluxDB 3 {}", self.edition.title())
+    }
+    fn edition(&self) -> Option<&str> {
+        Some(self.edition.as_str())
+    }
+    fn binary_name(&self) -> &'static str {
+        "influxdb3"
+    }
+
+    fn check_platform(&self, platform: &Platform) -> Result<()> {
+        match platform.dashed().as_str() {
+            "linux-amd64" | "linux-arm64" | "darwin-arm64" => Ok(()),
+            other => Err(Error::invalid(format!(
+                "InfluxData publishes no InfluxDB 3 build for {other}"
+            ))
+            .with_hint("use linux-amd64, linux-arm64 or darwin-arm64, or benchmark an external server with --url")),
+        }
+    }
+
+    fn normalize_version(&self, raw: &str) -> Result<String> {
+        check_semver("--version", raw, "3.11.1")
+    }
+
+    fn resolve_latest(&self, dl: &Downloader, sources: &Sources) -> Result<Latest> {
+        let url = sources.get(SourceKey::Influxdb3Installer).to_string();
+        let script = dl
+            .fetch_text(&url, ACCEPT_ARTIFACT)
+            .map_err(|e| e.context("reading the InfluxDB 3 installer script"))?;
+        let name = match self.edition {
+            Edition::Core => "INFLUXDB_OSS_VERSION",
+            Edition::Enterprise => "INFLUXDB_ENT_VERSION",
+        };
+        Ok(Latest {
+            version: script_version(&script, name)?,
+            source: LATEST_SOURCE,
+        })
+    }
+
+    fn release_asset(&self, sources: &Sources, version: &str, platform: &Platform) -> ReleaseAsset {
+        let file = format!(
+            "influxdb3-{}-{version}_{}.tar.gz",
+            self.edition.as_str(),
+            platform.underscored()
+        );
+        let url = sources.url(
+            SourceKey::InfluxdataDl,
+            &format!("influxdb/releases/{file}"),
+        );
+        ReleaseAsset {
+            checksum_url: format!("{url}.sha256"),
+            url,
+            file_name: file,
+            top_dir: Some(format!("influxdb3-{}-{version}", self.edition.as_str())),
+        }
+    }
+
+    /// `influxdb3 --version` prints `influxdb3 InfluxDB 3 Core, 3.11.1, revision ...`.
+    fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
+        let want = format!("InfluxDB 3 {}, {version}", self.edition.title());
+        let ok = output.lines().any(|l| {
+            l.find(&want).is_some_and(|i| {
+                let rest = &l[i + want.len()..];
+                rest.is_empty() || rest.starts_with(',') || rest.starts_with(char::is_whitespace)
+            })
+        });
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::integrity(format!(
+                "`influxdb3 --version` does not report {want}: {}",
+                output.trim()
+            ))
+            .with_hint(self.install_command(version, true)))
+        }
+    }
+
+    fn installations_dir(&self, root: &Root) -> std::path::PathBuf {
+        root.installations(self.name()).join(self.edition.as_str())
+    }
+
+    fn default_http_port(&self) -> u16 {
+        8181
+    }
+
+    fn default_ports(&self, http_port: u16) -> Result<BTreeMap<String, u16>> {
+        Ok(BTreeMap::from([("http".to_string(), http_port)]))
+    }
+
+    fn new_workspace_fields(&self, id: &str) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("node_id".into(), json!(Self::node_id(id)));
+        match self.edition {
+            Edition::Core => {
+                m.insert("cluster_id".into(), Value::Null);
+                m.insert("license".into(), json!({"status": "not-required"}));
+            }
+            Edition::Enterprise => {
+                let stem = Self::node_id(id);
+                let stem = stem.trim_end_matches("-node");
+                m.insert("cluster_id".into(), json!(format!("{stem}-cluster")));
+                m.insert("license".into(), json!({"status": "unconfigured"}));
+            }
+        }
+        m
+    }
+
+    fn render_config(&self, _ws: &WorkspaceManifest, _dir: &Path) -> Result<Option<String>> {
+        Ok(None)
+    }
+
+    fn server_command(
+        &self,
+        ws: &WorkspaceManifest,
+        dir: &Path,
+        install_dir: &Path,
+    ) -> Result<ServerCommand> {
+        let port = ws.ports.get("http").copied().ok_or_else(|| {
+            Error::integrity(format!("workspace {} has no http port", ws.database_id))
+        })?;
+        let node = ws.extra["node_id"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| Self::node_id(&ws.database_id));
+        let mut args = vec![
+            "serve".to_string(),
+            "--object-store=file".into(),
+            format!("--data-dir={}", dir.join("data").display()),
+            format!("--node-id={node}"),
+            format!("--http-bind=127.0.0.1:{port}"),
+            "--without-auth".into(),
+        ];
+        if self.edition == Edition::Enterprise {
+            if let Some(c) = ws.extra["cluster_id"].as_str() {
+                args.push(format!("--cluster-id={c}"));
+            }
+            if let Some(p) = ws.extra["license"]["path"].as_str() {
+                args.push(format!("--license-file={p}"));
+            }
+        }
+        Ok(ServerCommand {
+            program: install_dir.join(self.binary_name()),
+            args,
+            env: vec![],
+            // The workspace decides: no INFLUXDB3_* override (object store, auth, licence
+            // e-mail) from the caller's shell, and no token reaches the server.
+            env_remove: std::env::vars()
+                .map(|(k, _)| k)
+                .filter(|k| k.starts_with("INFLUXDB3_"))
+                .collect(),
+        })
+    }
+
+    fn check_can_serve(&self, ws: &WorkspaceManifest) -> Result<()> {
+        if self.edition == Edition::Enterprise
+            && ws.extra["license"]["status"].as_str() != Some("active")
+        {
+            return Err(Error::invalid(format!(
+                "InfluxDB 3 Enterprise workspace {} has no active licence",
+                ws.database_id
+            ))
+            .with_hint(format!(
+                "activate it first: tsbsctl influxdb3 activate --database-id {} --license-type trial|home --license-email-env VAR",
+                ws.database_id
+            )));
+        }
+        Ok(())
+    }
+
+    fn readiness_probe(&self, endpoint: &str) -> Probe {
+        Probe::Get {
+            url: format!("{endpoint}/health"),
+        }
+    }
+
+    fn default_timing(&self) -> Timing {
+        Timing {
+            startup_timeout: std::time::Duration::from_secs(600),
+            // Long enough for a snapshot of unpersisted writes on shutdown.
+            grace: std::time::Duration::from_secs(60),
+            ..Timing::default()
+        }
+    }
+
+    fn list_databases(&self, endpoint: &str) -> Result<Vec<String>> {
+        let resp = admin_client()?
+            .get(format!("{endpoint}/api/v3/configure/database?format=json"))
+            .send()
+            .map_err(|e| {
+                Error::failed(format!(
+                    "InfluxDB 3 at {endpoint} did not list databases: {e}"
+                ))
+            })?;
+        let status = resp.status();
+        let body: Value = resp.json().map_err(|e| {
+            Error::failed(format!(
+                "InfluxDB 3 listed databases with invalid JSON ({status}): {e}"
+            ))
+        })?;
+        Ok(body
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| o["iox::database"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    fn create_database(&self, endpoint: &str, database: &str) -> Result<()> {
+        crate::workspace::validate_database_name(database)?;
+        let resp = admin_client()?
+            .post(format!("{endpoint}/api/v3/configure/database"))
+            .json(&json!({"db": database}))
+            .send()
+            .map_err(|e| Error::failed(format!("InfluxDB 3 did not create {database}: {e}")))?;
+        if !resp.status().is_success() {
+            return Err(Error::failed(format!(
+                "InfluxDB 3 refused to create {database} ({})",
+                resp.status()
+            )));
+        }
+        Ok(())
+    }
+
+    fn drop_database(&self, endpoint: &str, database: &str) -> Result<()> {
+        crate::workspace::validate_database_name(database)?;
+        let resp = admin_client()?
+            .delete(format!(
+                "{endpoint}/api/v3/configure/database?db={database}&hard_delete_at=now"
+            ))
+            .send()
+            .map_err(|e| Error::failed(format!("InfluxDB 3 did not drop {database}: {e}")))?;
+        if !resp.status().is_success() {
+            return Err(Error::failed(format!(
+                "InfluxDB 3 refused to drop {database} ({})",
+                resp.status()
+            )));
+        }
+        Ok(())
+    }
+
+    fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
+        crate::workspace::validate_database_name(table)?;
+        let rows = Self::sql(
+            endpoint,
+            database,
+            &format!("SELECT count(*) AS n FROM {table}"),
+        )?;
+        rows.get(0)
+            .and_then(|r| r.get("n"))
+            .and_then(Value::as_u64)
+            .ok_or_else(|| {
+                Error::failed(format!(
+                    "InfluxDB 3 answered count(*) of {table} without a number: {rows}"
+                ))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn installer_versions() {
+        let s = "#!/bin/sh\nINFLUXDB_OSS_VERSION=\"3.11.1\"\nINFLUXDB_ENT_VERSION=\"3.11.2\"\n";
+        assert_eq!(script_version(s, "INFLUXDB_OSS_VERSION").unwrap(), "3.11.1");
+        assert_eq!(script_version(s, "INFLUXDB_ENT_VERSION").unwrap(), "3.11.2");
+        assert!(script_version(
+            "INFLUXDB_OSS_VERSION=\"1\"\nINFLUXDB_OSS_VERSION=\"2\"\n",
+            "INFLUXDB_OSS_VERSION"
+        )
+        .is_err());
+        assert!(script_version("", "INFLUXDB_OSS_VERSION").is_err());
+    }
+
+    #[test]
+    fn versions_and_assets() {
+        let p = InfluxDb3::new(Edition::Enterprise);
+        p.check_version_output(
+            "3.11.1",
+            "influxdb3 InfluxDB 3 Enterprise, 3.11.1, revision abc",
+        )
+        .unwrap();
+        assert!(p
+            .check_version_output("3.11.1", "influxdb3 InfluxDB 3 Core, 3.11.1, revision abc")
+            .is_err());
+        assert!(p
+            .check_version_output(
+                "3.11.1",
+                "influxdb3 InfluxDB 3 Enterprise, 3.11.10, revision"
+            )
+            .is_err());
+        assert_eq!(InfluxDb3::node_id("core_3.11"), "core-3-11-node");
+        let f = p.new_workspace_fields("ent-3111-manual");
+        assert_eq!(f["cluster_id"], "ent-3111-manual-cluster");
+    }
+}
