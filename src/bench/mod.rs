@@ -14,6 +14,7 @@
 pub mod compact;
 pub mod exec;
 pub mod footprint;
+pub mod quickstart;
 pub mod target;
 
 use std::collections::BTreeMap;

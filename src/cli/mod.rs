@@ -21,6 +21,7 @@ pub mod dbcmd;
 mod env;
 mod greptimedb;
 mod influxdb3;
+mod quickstart;
 mod runs;
 mod workspace;
 
@@ -74,6 +75,8 @@ pub enum Command {
     /// Benchmark phases: load, query, compact, analyze (run directories with summaries).
     #[command(subcommand)]
     Bench(bench::BenchCmd),
+    /// Smoke benchmark of the latest GreptimeDB in one command (reuses everything next time).
+    Quickstart(quickstart::QuickstartArgs),
     /// Benchmark runs: summarize.
     #[command(subcommand)]
     Runs(runs::RunsCmd),
@@ -91,6 +94,7 @@ impl Command {
             Command::Influxdb3(cmd) => influxdb3::run(ctx, cmd),
             Command::Bench(cmd) => bench::run(ctx, cmd),
             Command::Runs(cmd) => runs::run(ctx, cmd),
+            Command::Quickstart(a) => quickstart::run(ctx, a),
             Command::Workspace(cmd) => workspace::run(ctx, cmd),
         }
     }

@@ -1051,3 +1051,61 @@ fn external_influxdb3_enterprise_all() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn quickstart_runs_once_then_only_queries_and_fails_fast_offline() {
+    testbed_bin();
+    let mut gt = Gt::new();
+    let knobs_dir = gt.env.path().join("knobs");
+    std::fs::create_dir_all(&knobs_dir).unwrap();
+    go_release::publish(
+        &gt.mirror,
+        GO,
+        &go_release::host_platform(),
+        &knobs_dir.join("go.knobs.json"),
+    );
+    let (repo, commit) = tsbs_repo::create(gt.env.path()).expect("fake tsbs repo");
+    gt.env.env("TSBSCTL_TSBS_REPO", tsbs_repo::url(&repo));
+    gt.env.env("TSBSCTL_TSBS_REV", commit);
+    gt.env.env("TSBSCTL_GO_VERSION", GO);
+    gt.env.env("PATH", format!("{}:/bin:/usr/bin", git_dir()));
+    let port = crate::greptimedb::free_port_block(4).to_string();
+    let r = gt.run(&["quickstart", "--http-port", &port]);
+    r.ok().says("summary.md");
+    let r = gt.run_json(&["quickstart"]);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["status"], "completed");
+    assert_eq!(s["target"]["database_id"], "quickstart");
+    assert_eq!(
+        s["ingestion"]["status"], "reused",
+        "the second call only queries"
+    );
+    assert_eq!(s["workload"]["profile"], "smoke");
+    assert_eq!(s["queries"].as_array().unwrap().len(), 15);
+    assert_eq!(s["dataset"]["rows"], 86400);
+    let first_runs = gt.mirror.requests().len();
+    // The second call needed no download at all.
+    let r = gt.run(&["quickstart"]);
+    r.ok();
+    assert_eq!(gt.mirror.requests().len(), first_runs);
+
+    // A machine that cannot reach the download hosts fails at once, naming host and setting.
+    let mut off = TestEnv::new();
+    for k in [
+        "TSBSCTL_GITHUB_URL",
+        "TSBSCTL_GITHUB_API_URL",
+        "TSBSCTL_GO_DL_URL",
+        "TSBSCTL_INFLUXDATA_DL_URL",
+        "TSBSCTL_INFLUXDB3_INSTALLER_URL",
+    ] {
+        off.env(k, "http://127.0.0.1:1/x");
+    }
+    off.env("TSBSCTL_TSBS_REPO", "http://127.0.0.1:1/tsbs.git");
+    let t = Instant::now();
+    let r = off.run(&["quickstart"]);
+    r.code(1)
+        .says("cannot reach 127.0.0.1:1")
+        .says("TSBSCTL_TSBS_REPO");
+    assert!(t.elapsed() < Duration::from_secs(30));
+}
