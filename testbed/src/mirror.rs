@@ -99,7 +99,9 @@ struct State {
     faults: HashMap<String, Vec<Fault>>,
     once: HashMap<String, VecDeque<Fault>>,
     requests: Vec<Request>,
-    conns: Vec<TcpStream>,
+    /// Open connections by id, so that drop can shut them down.
+    conns: HashMap<u64, TcpStream>,
+    next_conn: u64,
 }
 
 /// The mirror; stopped (listener closed, open connections shut down) on drop.
@@ -281,7 +283,7 @@ impl Drop for Mirror {
         if let Some(h) = self.accept.take() {
             let _ = h.join();
         }
-        for c in self.lock().conns.drain(..) {
+        for (_, c) in self.lock().conns.drain() {
             let _ = c.shutdown(Shutdown::Both);
         }
     }
@@ -292,20 +294,27 @@ fn accept_loop(listener: TcpListener, state: Arc<Mutex<State>>, stop: Arc<Atomic
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        let Ok(stream) = conn else { continue };
-        {
+        let Ok(stream) = conn else {
+            // E.g. out of file descriptors: do not spin.
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        let id = {
             let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
-            // Forget connections that are gone, so the list stays small.
-            st.conns.retain(|c| c.peer_addr().is_ok());
+            st.next_conn += 1;
+            let id = st.next_conn;
             if let Ok(c) = stream.try_clone() {
-                st.conns.push(c);
+                st.conns.insert(id, c);
             }
-        }
+            id
+        };
         let state = Arc::clone(&state);
         let _ = std::thread::Builder::new()
             .name("mirror-conn".into())
             .spawn(move || {
                 let _ = serve_connection(stream, &state);
+                let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+                st.conns.remove(&id);
             });
     }
 }
