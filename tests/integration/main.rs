@@ -7,3 +7,4 @@ mod archive;
 mod cli;
 mod download;
 mod locks;
+mod tsbs;
