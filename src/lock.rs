@@ -6,12 +6,22 @@
 //! hold (`tsbsctl workspace lock`) is a persistent record in `<dir>/.hold.json`: every lock on
 //! that directory is refused (exit 3, naming who, since when, why) unless the caller presents
 //! the hold token. Callers re-check the state they are about to change after taking a lock.
+//!
+//! The lock file is never deleted (deleting a flock'ed file lets two processes lock two
+//! different inodes); it is emptied on release, so a lock file that still names a holder while
+//! nobody holds the lock was left by a killed process ("stale"; harmless with flock).
 
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use fs2::FileExt;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::cli::common::LockArgs;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::output::Reporter;
 
 /// How to take a lock.
@@ -32,16 +42,52 @@ impl From<&LockArgs> for LockOptions {
     }
 }
 
+/// What a lock file records about its holder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockInfo {
+    pub pid: i32,
+    pub host: String,
+    pub command: String,
+    pub started_at: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl LockInfo {
+    pub fn describe(&self) -> String {
+        format!(
+            "pid {} on host {} since {} running `{}`{}",
+            self.pid,
+            self.host,
+            self.started_at,
+            self.command,
+            self.reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        )
+    }
+}
+
 /// A held lock; released on drop.
 #[derive(Debug)]
 pub struct LockGuard {
-    _private: (),
+    file: File,
+    path: PathBuf,
 }
 
 impl LockGuard {
     /// The lock file.
     pub fn path(&self) -> &Path {
-        todo!("foundation: lock")
+        &self.path
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // Forget the holder while still holding the lock, then release it.
+        let _ = self.file.set_len(0);
+        let _ = FileExt::unlock(&self.file);
     }
 }
 
@@ -49,29 +95,644 @@ impl LockGuard {
 /// hold in `dir`. `label` names the thing in messages ("workspace greptimedb/greptime-120-manual").
 /// `command` is recorded as the holder's command line; `reason` is optional.
 pub fn lock_dir(
-    _dir: &Path,
-    _label: &str,
-    _command: &str,
-    _reason: Option<&str>,
-    _opts: &LockOptions,
-    _reporter: &dyn Reporter,
+    dir: &Path,
+    label: &str,
+    command: &str,
+    reason: Option<&str>,
+    opts: &LockOptions,
+    reporter: &dyn Reporter,
 ) -> Result<LockGuard> {
-    todo!("foundation: lock")
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
+    // Fail fast on a hold, and check again once the lock is ours: `workspace lock` writes the
+    // hold while holding the lock, so the second check cannot miss one.
+    let had_hold = check_hold(dir, label, opts.hold_token.as_deref())?;
+    if !had_hold && opts.hold_token.is_some() {
+        reporter.warn(&format!(
+            "{label} has no manual hold (it was released); --hold-token is ignored"
+        ));
+    }
+    let guard = acquire(&lock_path_of(dir), label, command, reason, opts, reporter)?;
+    check_hold(dir, label, opts.hold_token.as_deref())?;
+    Ok(guard)
 }
 
 /// Locks an explicit lock file (install locks such as `<installations>/<version>.lock`),
 /// creating its parent if missing. No hold check.
 pub fn lock_file(
-    _lock_path: &Path,
-    _label: &str,
-    _command: &str,
-    _opts: &LockOptions,
-    _reporter: &dyn Reporter,
+    lock_path: &Path,
+    label: &str,
+    command: &str,
+    opts: &LockOptions,
+    reporter: &dyn Reporter,
 ) -> Result<LockGuard> {
-    todo!("foundation: lock")
+    if let Some(parent) = lock_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io("create directory", parent, e))?;
+    }
+    acquire(lock_path, label, command, None, opts, reporter)
 }
 
 /// The lock file of a directory.
 pub fn lock_path_of(dir: &Path) -> PathBuf {
     dir.join(".lock")
+}
+
+/// The manual-hold record of a directory.
+pub fn hold_path_of(dir: &Path) -> PathBuf {
+    dir.join(".hold.json")
+}
+
+fn acquire(
+    path: &Path,
+    label: &str,
+    command: &str,
+    reason: Option<&str>,
+    opts: &LockOptions,
+    reporter: &dyn Reporter,
+) -> Result<LockGuard> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| Error::io("open lock file", path, e))?;
+    let deadline = opts.wait.map(|w| Instant::now() + w);
+    let mut announced = false;
+    loop {
+        match FileExt::try_lock_exclusive(&file) {
+            Ok(()) => break,
+            Err(e) if is_contended(&e) => {}
+            Err(e) => {
+                return Err(Error::failed(format!(
+                    "could not lock {} ({}): {e}",
+                    label,
+                    path.display()
+                ))
+                .with_hint("locks need a local filesystem that supports flock (not NFS)"))
+            }
+        }
+        let now = Instant::now();
+        let holder = holder_text(path);
+        match deadline {
+            Some(d) if now < d => {
+                if !announced {
+                    reporter.info(&format!(
+                        "waiting up to {}s for {label}: held by {holder}",
+                        opts.wait.unwrap_or_default().as_secs()
+                    ));
+                    announced = true;
+                }
+                crate::interrupt::check()?;
+                std::thread::sleep((d - now).min(Duration::from_millis(200)));
+            }
+            _ => {
+                let waited = opts
+                    .wait
+                    .map(|w| format!(" (waited {}s)", w.as_secs()))
+                    .unwrap_or_default();
+                return Err(
+                    Error::busy(format!("{label} is busy: held by {holder}{waited}")).with_hint(
+                        "wait for that command to finish, or pass --wait SECONDS to wait for it",
+                    ),
+                );
+            }
+        }
+    }
+    // A hold token given on the command line is not recorded: the lock file is world-readable.
+    let command = match opts.hold_token.as_deref() {
+        Some(t) if !t.is_empty() => command.replace(t, "<hold-token>"),
+        _ => command.to_string(),
+    };
+    let info = LockInfo {
+        pid: std::process::id() as i32,
+        host: hostname(),
+        command,
+        started_at: crate::manifest::now_rfc3339(),
+        reason: reason.map(str::to_string),
+    };
+    let mut text = serde_json::to_string_pretty(&info)?;
+    text.push('\n');
+    let record = (|| -> std::io::Result<()> {
+        file.set_len(0)?;
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()
+    })();
+    let guard = LockGuard {
+        file,
+        path: path.to_path_buf(),
+    };
+    record.map_err(|e| Error::io("record the holder in", path, e))?;
+    Ok(guard)
+}
+
+fn is_contended(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::WouldBlock
+        || e.raw_os_error() == fs2::lock_contended_error().raw_os_error()
+}
+
+/// Who holds the lock, as recorded in the lock file. The holder writes its record right after
+/// taking the lock, so an empty file is retried briefly before giving up on details.
+fn holder_text(path: &Path) -> String {
+    for attempt in 0..5 {
+        if let Some(info) = read_lock_info(path) {
+            return info.describe();
+        }
+        if attempt < 4 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    "another process (it has not recorded its details)".to_string()
+}
+
+/// The holder recorded in a lock file, if any.
+pub fn read_lock_info(path: &Path) -> Option<LockInfo> {
+    let mut s = String::new();
+    File::open(path).ok()?.read_to_string(&mut s).ok()?;
+    serde_json::from_str(&s).ok()
+}
+
+/// The state of a lock file, found by trying the lock without waiting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockState {
+    /// No lock file, or nobody holds it and it records nobody.
+    Free,
+    /// Another process holds the lock (with what it recorded, when readable).
+    Live(Option<LockInfo>),
+    /// Nobody holds the lock, but the file still names a holder: it was killed before it could
+    /// clean up. `pid_alive` tells whether that pid now exists (reused or still running).
+    Stale { info: LockInfo, pid_alive: bool },
+}
+
+/// Probes a lock file without waiting. Taking the lock for an instant is the only portable way
+/// to ask flock whether it is held; the file is left as it was.
+pub fn probe(path: &Path) -> Result<LockState> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockState::Free),
+        Err(e) => return Err(Error::io("open lock file", path, e)),
+    };
+    match FileExt::try_lock_exclusive(&file) {
+        Ok(()) => {
+            let info = read_lock_info(path);
+            let _ = FileExt::unlock(&file);
+            Ok(match info {
+                Some(info) => {
+                    let pid_alive = crate::fsutil::process_alive(info.pid);
+                    LockState::Stale { info, pid_alive }
+                }
+                None => LockState::Free,
+            })
+        }
+        Err(e) if is_contended(&e) => Ok(LockState::Live(read_lock_info(path))),
+        Err(e) => Err(Error::io("probe lock file", path, e)),
+    }
+}
+
+/// A manual hold on a directory (`<dir>/.hold.json`). Only the SHA-256 of the token is stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hold {
+    pub token_sha256: String,
+    /// The user who took the hold.
+    pub holder: String,
+    pub host: String,
+    /// The pid of the `tsbsctl workspace lock` process that took it (gone by now).
+    pub pid: i32,
+    #[serde(default)]
+    pub reason: Option<String>,
+    pub since: String,
+}
+
+impl Hold {
+    pub fn describe(&self) -> String {
+        format!(
+            "{} (pid {} on host {}) since {}{}",
+            self.holder,
+            self.pid,
+            self.host,
+            self.since,
+            self.reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_else(|| " (no reason given)".to_string())
+        )
+    }
+
+    /// True when `token` is this hold's token (digests compared in constant time).
+    pub fn matches(&self, token: &str) -> bool {
+        let given = token_digest(token);
+        let a = given.as_bytes();
+        let b = self.token_sha256.as_bytes();
+        if a.len() != b.len() {
+            return false;
+        }
+        a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+}
+
+/// Reads the manual hold of `dir`, if any. A damaged hold file is an integrity error (it is
+/// never silently ignored: that would drop a person's hold).
+pub fn read_hold(dir: &Path) -> Result<Option<Hold>> {
+    let path = hold_path_of(dir);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io("read", &path, e)),
+    };
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        Error::integrity(format!("damaged hold file {}: {e}", path.display())).with_hint(
+            "check with whoever works on this workspace, then release it with \
+             `tsbsctl workspace unlock ID --force`",
+        )
+    })
+}
+
+/// Refuses unless `dir` has no hold or `token` is its token. True when a hold was found.
+fn check_hold(dir: &Path, label: &str, token: Option<&str>) -> Result<bool> {
+    let Some(hold) = read_hold(dir)? else {
+        return Ok(false);
+    };
+    match token {
+        Some(t) if hold.matches(t) => Ok(true),
+        Some(_) => Err(Error::busy(format!(
+            "{label} is held by {}; the --hold-token given does not match that hold",
+            hold.describe()
+        ))
+        .with_hint("pass the token printed by `tsbsctl workspace lock` for this workspace")),
+        None => Err(
+            Error::busy(format!("{label} is held by {}", hold.describe())).with_hint(
+                "wait until it is released with `tsbsctl workspace unlock`, or pass \
+             --hold-token TOKEN if you work inside that hold",
+            ),
+        ),
+    }
+}
+
+/// Places a manual hold on `dir` and returns it with its token (shown once, never stored).
+/// Takes the live lock while writing, so a running command cannot be overtaken; refuses when a
+/// hold already exists.
+pub fn place_hold(
+    dir: &Path,
+    label: &str,
+    command: &str,
+    reason: Option<&str>,
+    wait: Option<Duration>,
+    reporter: &dyn Reporter,
+) -> Result<(Hold, String)> {
+    if let Some(h) = read_hold(dir)? {
+        return Err(already_held(label, &h));
+    }
+    let opts = LockOptions {
+        wait,
+        hold_token: None,
+    };
+    let _guard = acquire(&lock_path_of(dir), label, command, reason, &opts, reporter)?;
+    if let Some(h) = read_hold(dir)? {
+        return Err(already_held(label, &h));
+    }
+    let token = new_token()?;
+    let hold = Hold {
+        token_sha256: token_digest(&token),
+        holder: user_name(),
+        host: hostname(),
+        pid: std::process::id() as i32,
+        reason: reason.map(str::to_string),
+        since: crate::manifest::now_rfc3339(),
+    };
+    let mut text = serde_json::to_string_pretty(&hold)?;
+    text.push('\n');
+    crate::fsutil::write_atomic(&hold_path_of(dir), text.as_bytes())?;
+    Ok((hold, token))
+}
+
+fn already_held(label: &str, h: &Hold) -> Error {
+    Error::busy(format!("{label} is already held by {}", h.describe())).with_hint(
+        "only one manual hold at a time: work inside it with its token, or release it with \
+         `tsbsctl workspace unlock` (--force if the token is lost)",
+    )
+}
+
+/// Releases the manual hold of `dir`: with its token, or `force`. Returns the released hold;
+/// `None` when `force` removed a damaged hold file that could not be read.
+pub fn release_hold(
+    dir: &Path,
+    label: &str,
+    token: Option<&str>,
+    force: bool,
+) -> Result<Option<Hold>> {
+    let hold = match read_hold(dir) {
+        Ok(Some(h)) => h,
+        Ok(None) => {
+            return Err(Error::invalid(format!("{label} has no manual hold"))
+                .with_hint("see holds and locks with `tsbsctl workspace status`"))
+        }
+        Err(_) if force => {
+            remove_hold_file(dir)?;
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    if !force {
+        match token {
+            Some(t) if hold.matches(t) => {}
+            Some(_) => {
+                return Err(Error::busy(format!(
+                    "the token does not match the hold on {label} (held by {})",
+                    hold.describe()
+                ))
+                .with_hint(
+                    "pass the token printed by `tsbsctl workspace lock`, or --force if it is lost",
+                ))
+            }
+            None => {
+                return Err(Error::invalid(format!(
+                    "releasing the hold on {label} needs its token or --force"
+                ))
+                .with_hint("pass --hold-token TOKEN (printed by `tsbsctl workspace lock`)"))
+            }
+        }
+    }
+    remove_hold_file(dir)?;
+    Ok(Some(hold))
+}
+
+fn remove_hold_file(dir: &Path) -> Result<()> {
+    let path = hold_path_of(dir);
+    match std::fs::remove_file(&path) {
+        Ok(()) => crate::fsutil::sync_dir(dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("remove", &path, e)),
+    }
+}
+
+/// Lowercase hex SHA-256 of a token.
+pub fn token_digest(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+fn new_token() -> Result<String> {
+    let mut buf = [0u8; 24];
+    File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .map_err(|e| Error::failed(format!("could not read random bytes for a token: {e}")))?;
+    Ok(format!("hold-{}", hex::encode(buf)))
+}
+
+/// This machine's host name.
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "unknown-host".to_string())
+}
+
+fn user_name() -> String {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| format!("uid {}", nix::unistd::getuid()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::output::{NoProgress, Progress, SilentReporter, Unit};
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<String>>);
+    impl Reporter for Recorder {
+        fn info(&self, msg: &str) {
+            self.0.lock().unwrap().push(msg.to_string());
+        }
+        fn warn(&self, msg: &str) {
+            self.0.lock().unwrap().push(msg.to_string());
+        }
+        fn progress(&self, _: &str, _: Option<u64>, _: Unit) -> Box<dyn Progress> {
+            Box::new(NoProgress)
+        }
+    }
+
+    fn lock(dir: &Path, opts: &LockOptions) -> Result<LockGuard> {
+        lock_dir(
+            dir,
+            "workspace t/x",
+            "tsbsctl test",
+            Some("why"),
+            opts,
+            &SilentReporter,
+        )
+    }
+
+    #[test]
+    fn second_lock_is_busy_and_names_the_holder() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().join("ws");
+        let g = lock(&ws, &LockOptions::default()).unwrap();
+        let info = read_lock_info(g.path()).unwrap();
+        assert_eq!(info.pid, std::process::id() as i32);
+        assert_eq!(info.command, "tsbsctl test");
+        assert_eq!(info.reason.as_deref(), Some("why"));
+        let e = lock(&ws, &LockOptions::default()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Busy);
+        assert!(
+            e.message.contains(&format!("pid {}", std::process::id())),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("`tsbsctl test`"), "{}", e.message);
+        assert!(e.hint.unwrap().contains("--wait"));
+        assert!(matches!(probe(g.path()).unwrap(), LockState::Live(Some(_))));
+        drop(g);
+        // Released: emptied, free, and lockable again.
+        assert_eq!(probe(&lock_path_of(&ws)).unwrap(), LockState::Free);
+        lock(&ws, &LockOptions::default()).unwrap();
+    }
+
+    #[test]
+    fn wait_announces_once_and_gives_up_when_the_time_is_out() {
+        let d = tempfile::tempdir().unwrap();
+        let _g = lock(d.path(), &LockOptions::default()).unwrap();
+        let rec = Recorder::default();
+        let opts = LockOptions {
+            wait: Some(Duration::from_millis(300)),
+            hold_token: None,
+        };
+        let e = lock_dir(d.path(), "workspace t/x", "c", None, &opts, &rec).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Busy);
+        let lines = rec.0.lock().unwrap().clone();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("waiting"), "{lines:?}");
+    }
+
+    #[test]
+    fn wait_succeeds_when_the_holder_lets_go() {
+        let d = tempfile::tempdir().unwrap();
+        let g = lock(d.path(), &LockOptions::default()).unwrap();
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(g);
+        });
+        let opts = LockOptions {
+            wait: Some(Duration::from_secs(30)),
+            hold_token: None,
+        };
+        lock(d.path(), &opts).unwrap();
+        releaser.join().unwrap();
+    }
+
+    #[test]
+    fn stale_lock_file_is_reported() {
+        let d = tempfile::tempdir().unwrap();
+        let path = lock_path_of(d.path());
+        let info = LockInfo {
+            pid: 999_999_999,
+            host: "h".into(),
+            command: "tsbsctl killed".into(),
+            started_at: "2026-01-01T00:00:00.000000Z".into(),
+            reason: None,
+        };
+        std::fs::write(&path, serde_json::to_string(&info).unwrap()).unwrap();
+        assert_eq!(
+            probe(&path).unwrap(),
+            LockState::Stale {
+                info,
+                pid_alive: false
+            }
+        );
+        // Harmless: the lock can be taken, and the new holder replaces the record.
+        let g = lock(d.path(), &LockOptions::default()).unwrap();
+        assert_eq!(read_lock_info(g.path()).unwrap().command, "tsbsctl test");
+    }
+
+    #[test]
+    fn hold_refuses_without_token_and_admits_with_it() {
+        let d = tempfile::tempdir().unwrap();
+        let (hold, token) = place_hold(
+            d.path(),
+            "workspace t/x",
+            "c",
+            Some("tuning"),
+            None,
+            &SilentReporter,
+        )
+        .unwrap();
+        let stored = std::fs::read_to_string(hold_path_of(d.path())).unwrap();
+        assert!(
+            !stored.contains(&token),
+            "the token itself must not be stored"
+        );
+        assert!(stored.contains(&token_digest(&token)));
+        assert_eq!(hold.reason.as_deref(), Some("tuning"));
+        // The live lock was released after placing the hold.
+        assert_eq!(probe(&lock_path_of(d.path())).unwrap(), LockState::Free);
+
+        let e = lock(d.path(), &LockOptions::default()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Busy);
+        assert!(e.message.contains("tuning") && e.message.contains(&hold.since));
+        let wrong = LockOptions {
+            wait: None,
+            hold_token: Some("hold-wrong".into()),
+        };
+        let e = lock(d.path(), &wrong).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Busy);
+        assert!(e.message.contains("does not match"), "{}", e.message);
+        let right = LockOptions {
+            wait: None,
+            hold_token: Some(token.clone()),
+        };
+        let cmd = format!("tsbsctl greptimedb serve --hold-token {token}");
+        let g = lock_dir(d.path(), "w", &cmd, None, &right, &SilentReporter).unwrap();
+        let recorded = read_lock_info(g.path()).unwrap().command;
+        assert_eq!(
+            recorded,
+            "tsbsctl greptimedb serve --hold-token <hold-token>"
+        );
+        drop(g);
+
+        // A second hold is refused.
+        let e =
+            place_hold(d.path(), "workspace t/x", "c", None, None, &SilentReporter).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Busy);
+
+        // Release: wrong token refused, right token works, then nothing to release.
+        let e = release_hold(d.path(), "workspace t/x", Some("nope"), false).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Busy);
+        assert!(e.message.contains("does not match"));
+        assert_eq!(
+            release_hold(d.path(), "workspace t/x", None, false)
+                .unwrap_err()
+                .kind,
+            ErrorKind::Invalid
+        );
+        release_hold(d.path(), "workspace t/x", Some(&token), false).unwrap();
+        assert!(read_hold(d.path()).unwrap().is_none());
+        lock(d.path(), &LockOptions::default()).unwrap();
+        assert_eq!(
+            release_hold(d.path(), "workspace t/x", None, true)
+                .unwrap_err()
+                .kind,
+            ErrorKind::Invalid
+        );
+    }
+
+    #[test]
+    fn hold_is_refused_while_the_live_lock_is_held_and_force_releases() {
+        let d = tempfile::tempdir().unwrap();
+        let g = lock(d.path(), &LockOptions::default()).unwrap();
+        let e =
+            place_hold(d.path(), "workspace t/x", "c", None, None, &SilentReporter).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Busy);
+        assert!(read_hold(d.path()).unwrap().is_none());
+        drop(g);
+        place_hold(d.path(), "workspace t/x", "c", None, None, &SilentReporter).unwrap();
+        release_hold(d.path(), "workspace t/x", None, true).unwrap();
+        assert!(read_hold(d.path()).unwrap().is_none());
+    }
+
+    #[test]
+    fn damaged_hold_is_integrity_and_only_force_removes_it() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(hold_path_of(d.path()), "{oops").unwrap();
+        assert_eq!(
+            lock(d.path(), &LockOptions::default()).unwrap_err().kind,
+            ErrorKind::Integrity
+        );
+        assert_eq!(
+            release_hold(d.path(), "w", Some("t"), false)
+                .unwrap_err()
+                .kind,
+            ErrorKind::Integrity
+        );
+        assert_eq!(release_hold(d.path(), "w", None, true).unwrap(), None);
+        assert!(!hold_path_of(d.path()).exists());
+        lock(d.path(), &LockOptions::default()).unwrap();
+    }
+
+    #[test]
+    fn lock_file_creates_its_parent_and_excludes() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("installations").join("1.2.0.lock");
+        let _g = lock_file(
+            &p,
+            "install 1.2.0",
+            "c",
+            &LockOptions::default(),
+            &SilentReporter,
+        )
+        .unwrap();
+        let e = lock_file(
+            &p,
+            "install 1.2.0",
+            "c",
+            &LockOptions::default(),
+            &SilentReporter,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Busy);
+        assert!(e.message.starts_with("install 1.2.0 is busy"));
+    }
 }

@@ -3,5 +3,8 @@
 
 mod util;
 
+mod archive;
 mod cli;
 mod download;
+mod locks;
+mod tsbs;
