@@ -371,7 +371,7 @@ fn server_errors_are_retried_then_succeed_and_give_up_after_the_limit() {
     assert!(err.message.contains("500"), "{}", err.message);
     assert!(
         err.message
-            .contains(&format!("after {DEFAULT_ATTEMPTS} attempts")),
+            .contains(&format!("after {DEFAULT_ATTEMPTS} attempts)")),
         "{}",
         err.message
     );
