@@ -131,6 +131,12 @@ fn variants_break_one_thing_each() {
     assert!(members(&gz).iter().any(|m| m.1 == tar::EntryType::Link));
     let (gz, _, _) = publish("1.0.7", Variant::MissingBinary);
     assert!(!members(&gz).iter().any(|m| m.0.ends_with("/greptime")));
+    let (gz, _, _) = publish("1.0.8", Variant::WrongTopDir);
+    assert_eq!(
+        members(&gz)[1].0,
+        format!("greptime-{p}/greptime"),
+        "one top dir, not the vendor's name"
+    );
 }
 
 #[test]

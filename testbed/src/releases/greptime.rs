@@ -37,6 +37,8 @@ pub enum Variant {
     HardLink,
     /// The top directory without the `greptime` binary.
     MissingBinary,
+    /// Everything under a top directory with another name (`greptime-<platform>/`).
+    WrongTopDir,
 }
 
 /// One release to publish.
@@ -135,7 +137,10 @@ pub fn wrapper(rel: &GreptimeRelease) -> String {
 
 /// The `.tar.gz` bytes of `rel` for `platform`.
 pub fn archive(rel: &GreptimeRelease, platform: &str) -> Vec<u8> {
-    let top = top_dir(&rel.version, platform);
+    let top = match rel.variant {
+        Variant::WrongTopDir => format!("greptime-{platform}"),
+        _ => top_dir(&rel.version, platform),
+    };
     let mut tree = Tree::new().dir(&top, 0o755);
     if rel.variant != Variant::MissingBinary {
         tree = tree.file(&format!("{top}/greptime"), wrapper(rel), 0o755);
