@@ -880,6 +880,11 @@ fn explain_analyze_and_tsbs_queries() {
     let v = s.ok_sql(Some("benchmark"), q);
     let cols = &v["output"][0]["records"]["schema"]["column_schemas"];
     assert_eq!(cols[0]["data_type"], "Int64");
+    assert_eq!(cols[0]["name"], "max(cpu.usage_user)");
+    assert_eq!(
+        cols[1]["name"],
+        "date_trunc(Utf8(\"minute\"),cpu.greptime_timestamp)"
+    );
     assert_eq!(cols[1]["data_type"], "TimestampNanosecond");
     let v = s.ok_sql(Some("benchmark"), &format!("EXPLAIN ANALYZE VERBOSE {q}"));
     let rec = &v["output"][0]["records"];
