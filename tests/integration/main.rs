@@ -8,3 +8,4 @@ mod cli;
 mod download;
 mod env;
 mod locks;
+mod tsbs;
