@@ -31,7 +31,7 @@ struct World {
     mirror: Mirror,
     repo: PathBuf,
     commit: String,
-    /// Knob file of the published Go (and directory of the built tools' knob files).
+    /// The knob file baked into the published Go and into every tool it builds.
     knobs: PathBuf,
     /// Where `go build` calls are recorded, one JSON line each.
     calls: PathBuf,
@@ -66,7 +66,7 @@ fn world() -> World {
     // A user GOPATH and GOFLAGS that must never reach the build.
     env.env("GOPATH", "/nonexistent/user-gopath");
     env.env("GOFLAGS", "-mod=vendor");
-    let knobs = env.path().join("knobs").join("go.knobs.json");
+    let knobs = env.path().join("knobs").join("knobs.json");
     std::fs::create_dir_all(knobs.parent().unwrap()).unwrap();
     let calls = env.path().join("knobs").join("go-calls.jsonl");
     let w = World {
@@ -84,9 +84,10 @@ fn world() -> World {
 }
 
 impl World {
+    /// Sets the `go` section of the shared knob file (always recording calls).
     fn set_knobs(&self, mut v: Value) {
         v["record"] = json!(self.calls.display().to_string());
-        std::fs::write(&self.knobs, v.to_string()).unwrap();
+        std::fs::write(&self.knobs, json!({ "go": v }).to_string()).unwrap();
     }
 
     fn publish(&self, version: &str) -> go_release::Published {
@@ -336,11 +337,10 @@ fn binaries_are_built_once_reused_and_rebuilt_on_request() {
             .unwrap()
             .starts_with(w.go_dir(GO).join("bin").to_str().unwrap()));
         assert!(call["cwd"].as_str().unwrap().ends_with("/src"));
-        // The built tool is a runnable stand-in.
-        let bin = bin_dir.join(tool);
-        assert!(std::fs::read_to_string(&bin)
-            .unwrap()
-            .contains(&format!("emulate '{tool}'")));
+        // The built tool is a runnable stand-in steered by the same knob file.
+        let script = std::fs::read_to_string(bin_dir.join(tool)).unwrap();
+        assert!(script.contains(&format!("emulate '{tool}'")), "{script}");
+        assert!(script.contains(w.knobs.to_str().unwrap()), "{script}");
     }
 
     // The manifest records per binary: sha256, Go version and source, time, the command.
@@ -367,6 +367,14 @@ fn binaries_are_built_once_reused_and_rebuilt_on_request() {
         tsbs.binary("tsbs_load_cassandra").unwrap_err().exit_code(),
         1
     );
+    // What was built runs as the TSBS tool's stand-in (strict flags, like pflag).
+    let loader = tsbs.binary("tsbs_load_greptime").unwrap();
+    let out = std::process::Command::new(&loader.path)
+        .arg("--no-such-flag")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown flag: --no-such-flag"));
 
     let second = w.env.run_json(&["env", "prepare", "--go-version", GO]);
     second.ok();
