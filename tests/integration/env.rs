@@ -721,3 +721,57 @@ fn an_interrupted_build_keeps_finished_binaries_and_resumes() {
     );
     w.env.run_json(&["env", "verify"]).ok();
 }
+
+#[test]
+fn go_archives_must_hold_only_go_and_a_working_go_binary() {
+    use testbed::tarball::Tree;
+    let w = world();
+    let (os, arch) = w.platform.split_once('-').unwrap();
+    let name = format!("go{GO}.{}.tar.gz", w.platform);
+    let serve = |bytes: Vec<u8>| {
+        use sha2::{Digest, Sha256};
+        let sha = hex::encode(Sha256::digest(&bytes));
+        let size = bytes.len() as u64;
+        w.mirror.put_bytes(&format!("/go.dev/dl/{name}"), bytes);
+        go_release::put_index(
+            &w.mirror,
+            vec![json!({"version": format!("go{GO}"), "stable": true,
+                        "files": [go_release::index_file(GO, os, arch, &sha, size)]})],
+        );
+    };
+    let go = testbed::wrapper_script("go", &[("TESTBED_EMULATED_VERSION", GO)]);
+
+    // An entry beside go/.
+    serve(
+        Tree::new()
+            .file("go/bin/go", go.clone(), 0o755)
+            .file("README", "stray", 0o644)
+            .tar_gz(),
+    );
+    w.env
+        .run_json(&["env", "prepare", "--go-version", GO])
+        .code(4);
+    assert!(!w.go_dir(GO).exists());
+
+    // No go/bin/go.
+    serve(Tree::new().file("go/VERSION", "go", 0o644).tar_gz());
+    w.env
+        .run_json(&["env", "prepare", "--go-version", GO])
+        .code(4)
+        .says("go/bin/go");
+    assert!(!w.go_dir(GO).exists());
+
+    // A go that reports another version.
+    let other = testbed::wrapper_script("go", &[("TESTBED_EMULATED_VERSION", "1.22.4")]);
+    serve(Tree::new().file("go/bin/go", other, 0o755).tar_gz());
+    w.env
+        .run_json(&["env", "prepare", "--go-version", GO])
+        .code(4)
+        .says("reports 1.22.4");
+    assert!(!w.go_dir(GO).exists());
+
+    // A good one installs.
+    serve(Tree::new().file("go/bin/go", go, 0o755).tar_gz());
+    w.env.run_json(&["env", "prepare", "--go-version", GO]).ok();
+    assert!(w.go_dir(GO).join("bin/go").is_file());
+}
