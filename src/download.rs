@@ -411,8 +411,7 @@ impl Downloader {
                     }
                     if failures >= self.attempts || resumes > MAX_RESUMES {
                         let tries = failures + resumes;
-                        return Err(err
-                            .context(format!("after {tries} attempts"))
+                        return Err(after_attempts(err, tries)
                             .with_hint(format!(
                                 "{} The partial download ({have} bytes) is kept; run the command again to resume.",
                                 self.hint_for(url)
@@ -624,9 +623,7 @@ impl Downloader {
                 Ok(v) => return Ok(v),
                 Err(Failure::Fatal(e) | Failure::Status(e)) => return Err(e),
                 Err(Failure::Retry(e)) if n >= self.attempts => {
-                    return Err(e
-                        .context(format!("after {n} attempts"))
-                        .with_hint(self.hint_for(url)))
+                    return Err(after_attempts(e, n).with_hint(self.hint_for(url)))
                 }
                 Err(Failure::Retry(e)) => {
                     let delay = self.backoff(n);
@@ -671,6 +668,12 @@ impl Downloader {
             self.hint_for(url)
         ))
     }
+}
+
+/// Appends the attempt count to a failure's message.
+fn after_attempts(mut e: Error, n: u32) -> Error {
+    e.message = format!("{} (gave up after {n} attempts)", e.message);
+    e
 }
 
 /// Copies the response body to the partial file in CHUNK-sized writes, hashing through
