@@ -502,7 +502,7 @@ impl App {
             if t.is_empty() || t.starts_with('#') {
                 continue;
             }
-            lines.push((i + 1, l.to_string(), lp::parse_line(t)));
+            lines.push((i + 1, l, lp::parse_line(t)));
         }
         if lines.is_empty() {
             return Reply::text(

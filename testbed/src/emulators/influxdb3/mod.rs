@@ -94,7 +94,8 @@
 //! # On disk (`--data-dir`, nothing written elsewhere; catalog prefix = node id for Core,
 //! cluster id for Enterprise)
 //! * `<prefix>/catalog/checkpoint` — JSON catalog (uuid, databases, tables, columns).
-//! * `<node-id>/wal/<seq:011>.wal` — one file per WAL flush (magic `idb3.001`, then JSON).
+//! * `<node-id>/wal/<seq:011>.wal` — one file per WAL flush: magic `idb3.001`, a JSON header
+//!   line, then per write batch `@op {"db_id":..,"db":..,"lines":N}` and N lines of line protocol.
 //! * `<node-id>/dbs/<db>-<id>/<table>-<id>/<YYYY-MM-DD>/<HH-MM>/<seq:010>.parquet` — snapshot
 //!   files (`PAR1` ... `PAR1`, gzip line protocol inside), written after
 //!   `snapshot_after_wal_files` WAL files (knob, default 100) and on graceful shutdown; the

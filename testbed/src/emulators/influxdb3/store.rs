@@ -50,20 +50,28 @@ pub struct Column {
 #[derive(Debug, Default)]
 pub struct TableData {
     pub rows: Vec<Line>,
+    /// Each row as normalised line protocol (nanosecond timestamp), for WAL and snapshots.
+    texts: Vec<String>,
     persisted: usize,
 }
 
+impl TableData {
+    fn push(&mut self, line: Line, text: String) {
+        self.rows.push(line);
+        self.texts.push(text);
+    }
+}
+
+/// One write batch in a WAL file. On disk: `@op <json header>` then `lines` lines of line
+/// protocol (plain text, so the WAL is as big as the data, like the real one).
 #[derive(Debug, Serialize, Deserialize)]
 struct WalOp {
     db_id: u32,
     db: String,
+    #[serde(skip)]
     lines: Vec<String>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct WalFile {
-    sequence: u64,
-    ops: Vec<WalOp>,
+    #[serde(rename = "lines")]
+    count: usize,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -352,7 +360,7 @@ impl Store {
     pub fn write(
         &self,
         db_name: &str,
-        lines: Vec<(usize, String, Result<Line, String>)>,
+        lines: Vec<(usize, &str, Result<Line, String>)>,
         precision: &str,
         accept_partial: bool,
         now_ns: i64,
@@ -368,21 +376,25 @@ impl Store {
         {
             return Ok(WriteOutcome::Deleted);
         }
-        // Schema seen so far: catalog columns plus this batch's new ones.
-        let mut schema: HashMap<(String, String), String> = HashMap::new();
+        // Schema seen so far (table -> column -> kind): catalog plus this batch's new columns.
+        let mut schema: HashMap<String, HashMap<String, String>> = HashMap::new();
         if let Some(i) = db_idx {
             for t in &inner.catalog.databases[i].tables {
+                let cols = schema.entry(t.name.clone()).or_default();
                 for c in &t.columns {
-                    schema.insert((t.name.clone(), c.name.clone()), c.kind.clone());
+                    cols.insert(c.name.clone(), c.kind.clone());
                 }
             }
         }
-        let mut good: Vec<Line> = Vec::new();
+        // Columns (and tables) this batch adds, in first-seen order.
+        let mut new_columns: Vec<(String, String, String)> = Vec::new();
+        // (line, normalised text when the original already is normalised)
+        let mut good: Vec<(Line, Option<&str>)> = Vec::new();
         let mut errors: Vec<LineError> = Vec::new();
         for (line_number, original, parsed) in lines {
             let err = |m: String| LineError {
                 line_number,
-                original_line: original.clone(),
+                original_line: original.to_string(),
                 error_message: m,
             };
             let mut line = match parsed {
@@ -392,6 +404,8 @@ impl Store {
                     continue;
                 }
             };
+            let given_ns =
+                line.timestamp.is_some() && matches!(precision, "nanosecond" | "ns" | "n");
             let ts = match line.timestamp {
                 Some(t) => match lp::to_nanos(t, precision) {
                     Some(ns) => ns,
@@ -405,21 +419,22 @@ impl Store {
                 None => now_ns,
             };
             line.timestamp = Some(ts);
+            let known = schema.get(line.measurement.as_str());
             let mut problem = None;
-            let mut additions = vec![];
+            let mut additions: Vec<(&str, &'static str)> = vec![];
             for (k, _) in &line.tags {
-                match schema.get(&(line.measurement.clone(), k.clone())) {
+                match known.and_then(|m| m.get(k.as_str())) {
                     Some(kind) if kind != "tag" => {
                         problem = Some(format!(
                             "invalid column type for column '{k}', expected iox::column_type::field::{kind}, got iox::column_type::tag"
                         ))
                     }
                     Some(_) => {}
-                    None => additions.push((k.clone(), "tag".to_string())),
+                    None => additions.push((k, "tag")),
                 }
             }
             for (k, v) in &line.fields {
-                match schema.get(&(line.measurement.clone(), k.clone())) {
+                match known.and_then(|m| m.get(k.as_str())) {
                     Some(kind) if kind != v.type_name() => {
                         let expected = if kind == "tag" {
                             "iox::column_type::tag".to_string()
@@ -432,17 +447,25 @@ impl Store {
                         ))
                     }
                     Some(_) => {}
-                    None => additions.push((k.clone(), v.type_name().to_string())),
+                    None => additions.push((k, v.type_name())),
                 }
             }
             if let Some(p) = problem {
                 errors.push(err(p));
                 continue;
             }
-            for (k, kind) in additions {
-                schema.insert((line.measurement.clone(), k), kind);
+            if known.is_none() || !additions.is_empty() {
+                let cols = schema.entry(line.measurement.clone()).or_default();
+                if cols.is_empty() {
+                    cols.insert("time".into(), "time".into());
+                    new_columns.push((line.measurement.clone(), "time".into(), "time".into()));
+                }
+                for (k, kind) in additions {
+                    cols.insert(k.to_string(), kind.to_string());
+                    new_columns.push((line.measurement.clone(), k.to_string(), kind.to_string()));
+                }
             }
-            good.push(line);
+            good.push((line, given_ns.then(|| original.trim())));
         }
         if !errors.is_empty() && !accept_partial {
             return Ok(WriteOutcome::Rejected(errors));
@@ -457,56 +480,42 @@ impl Store {
                 add_db(&mut inner.catalog, db_name)
             }
         };
-        let mut catalog_changed = db_idx.is_none();
+        let catalog_changed = db_idx.is_none() || !new_columns.is_empty();
         let db_id = inner.catalog.databases[db_i].id;
-        let mut rendered = Vec::with_capacity(good.len());
-        for line in good {
-            let table_id = {
-                let cat = &mut inner.catalog;
-                let next_table_id = &mut cat.next_table_id;
-                let db = &mut cat.databases[db_i];
-                let t_idx = match db.tables.iter().position(|t| t.name == line.measurement) {
+        {
+            let cat = &mut inner.catalog;
+            let db = &mut cat.databases[db_i];
+            for (table, col, kind) in new_columns {
+                let t_idx = match db.tables.iter().position(|t| t.name == table) {
                     Some(t) => t,
                     None => {
                         db.tables.push(TableEntry {
-                            id: *next_table_id,
-                            name: line.measurement.clone(),
-                            columns: vec![Column {
-                                name: "time".into(),
-                                kind: "time".into(),
-                            }],
+                            id: cat.next_table_id,
+                            name: table.clone(),
+                            columns: vec![],
                         });
-                        *next_table_id += 1;
-                        catalog_changed = true;
+                        cat.next_table_id += 1;
                         db.tables.len() - 1
                     }
                 };
-                let table = &mut db.tables[t_idx];
-                let cols = line
-                    .tags
-                    .iter()
-                    .map(|(k, _)| (k, "tag"))
-                    .chain(line.fields.iter().map(|(k, v)| (k, v.type_name())));
-                for (name, kind) in cols {
-                    if !table.columns.iter().any(|c| &c.name == name) {
-                        table.columns.push(Column {
-                            name: name.clone(),
-                            kind: kind.to_string(),
-                        });
-                        catalog_changed = true;
-                    }
-                }
-                table.id
+                db.tables[t_idx].columns.push(Column { name: col, kind });
+            }
+        }
+        let table_ids: HashMap<String, u32> = inner.catalog.databases[db_i]
+            .tables
+            .iter()
+            .map(|t| (t.name.clone(), t.id))
+            .collect();
+        let mut rendered = Vec::with_capacity(good.len());
+        let tables = inner.data.entry(db_id).or_default();
+        for (line, text) in good {
+            let text = match text {
+                Some(t) => t.to_string(),
+                None => line.render(line.timestamp.unwrap_or(now_ns)),
             };
-            rendered.push(line.render(line.timestamp.unwrap_or(now_ns)));
-            inner
-                .data
-                .entry(db_id)
-                .or_default()
-                .entry(table_id)
-                .or_default()
-                .rows
-                .push(line);
+            rendered.push(text.clone());
+            let table_id = table_ids[line.measurement.as_str()];
+            tables.entry(table_id).or_default().push(line, text);
         }
         if catalog_changed {
             self.save_catalog(&inner)?;
@@ -514,6 +523,7 @@ impl Store {
         inner.pending.push(WalOp {
             db_id,
             db: db_name.to_string(),
+            count: rendered.len(),
             lines: rendered,
         });
         inner.dirty_since_snapshot = true;
@@ -532,12 +542,17 @@ impl Store {
         let ops = std::mem::take(&mut inner.pending);
         if let Some(l) = &self.layout {
             inner.wal_seq += 1;
-            let file = WalFile {
-                sequence: inner.wal_seq,
-                ops,
-            };
             let mut bytes = WAL_MAGIC.to_vec();
-            bytes.extend(serde_json::to_vec(&file).unwrap());
+            bytes.extend(format!("{{\"sequence\":{}}}\n", inner.wal_seq).into_bytes());
+            for op in &ops {
+                bytes.extend(b"@op ");
+                bytes.extend(serde_json::to_vec(op).unwrap());
+                bytes.push(b'\n');
+                for l in &op.lines {
+                    bytes.extend(l.as_bytes());
+                    bytes.push(b'\n');
+                }
+            }
             let path = l
                 .node()
                 .join("wal")
@@ -605,13 +620,17 @@ impl Store {
                 if td.persisted >= td.rows.len() {
                     continue;
                 }
-                let mut windows: std::collections::BTreeMap<i64, Vec<&Line>> = Default::default();
-                for row in &td.rows[td.persisted..] {
+                let mut windows: std::collections::BTreeMap<i64, Vec<(i64, &str)>> =
+                    Default::default();
+                for (row, text) in td.rows[td.persisted..]
+                    .iter()
+                    .zip(&td.texts[td.persisted..])
+                {
                     let t = row.timestamp.unwrap_or(0);
                     windows
                         .entry(t - t.rem_euclid(self.gen1_ns))
                         .or_default()
-                        .push(row);
+                        .push((t, text));
                 }
                 for (start, rows) in windows {
                     inner.file_seq += 1;
@@ -626,17 +645,14 @@ impl Store {
                         when.minute(),
                         inner.file_seq
                     );
-                    let text: Vec<String> = rows
-                        .iter()
-                        .map(|r| r.render(r.timestamp.unwrap_or(0)))
-                        .collect();
+                    let text: Vec<&str> = rows.iter().map(|(_, t)| *t).collect();
                     let body = gzip(text.join("\n").as_bytes());
                     let mut bytes = b"PAR1".to_vec();
                     bytes.extend(&body);
                     bytes.extend((body.len() as u32).to_le_bytes());
                     bytes.extend(b"PAR1");
                     write_atomic(&l.node().join(&rel), &bytes)?;
-                    let times = rows.iter().map(|r| r.timestamp.unwrap_or(0));
+                    let times = rows.iter().map(|(t, _)| *t);
                     files.push(ParquetEntry {
                         db_id,
                         table_id,
@@ -784,7 +800,7 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
             for text in String::from_utf8_lossy(&body).lines() {
                 let line = lp::parse_line(text)
                     .map_err(|e| format!("parquet file {} is corrupt: {e}", path.display()))?;
-                td.rows.push(line);
+                td.push(line, text.to_string());
             }
             td.persisted = td.rows.len();
         }
@@ -799,15 +815,22 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
         let body = bytes
             .strip_prefix(WAL_MAGIC)
             .ok_or_else(|| format!("WAL file {} is corrupt", p.display()))?;
-        let wal: WalFile = serde_json::from_slice(body)
-            .map_err(|e| format!("WAL file {} is corrupt: {e}", p.display()))?;
-        for op in wal.ops {
-            if !alive(&inner.catalog, op.db_id) {
-                continue;
-            }
-            for text in &op.lines {
-                let line = lp::parse_line(text)
-                    .map_err(|e| format!("WAL file {} is corrupt: {e}", p.display()))?;
+        let corrupt = |why: &str| format!("WAL file {} is corrupt: {why}", p.display());
+        let text = std::str::from_utf8(body).map_err(|e| corrupt(&e.to_string()))?;
+        let mut it = text.lines();
+        it.next().ok_or_else(|| corrupt("no header"))?;
+        while let Some(head) = it.next() {
+            let meta = head
+                .strip_prefix("@op ")
+                .ok_or_else(|| corrupt("bad op header"))?;
+            let op: WalOp = serde_json::from_str(meta).map_err(|e| corrupt(&e.to_string()))?;
+            let live = alive(&inner.catalog, op.db_id);
+            for _ in 0..op.count {
+                let text = it.next().ok_or_else(|| corrupt("truncated op"))?;
+                if !live {
+                    continue;
+                }
+                let line = lp::parse_line(text).map_err(|e| corrupt(&e))?;
                 let Some(tid) = table_of(&inner.catalog, op.db_id, &line.measurement) else {
                     continue;
                 };
@@ -817,8 +840,7 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
                     .or_default()
                     .entry(tid)
                     .or_default()
-                    .rows
-                    .push(line);
+                    .push(line, text.to_string());
             }
         }
         inner.wal_seq = inner.wal_seq.max(seq);
