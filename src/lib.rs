@@ -22,6 +22,7 @@ pub mod paths;
 pub mod platform;
 pub mod sources;
 pub mod treehash;
+pub mod tsbs;
 
 /// The tool's version, recorded in every manifest.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1251,3 +1251,71 @@ fn release_archive_runs_and_needs_its_python() {
         "{err}"
     );
 }
+
+#[test]
+fn releases_on_the_mirror() {
+    use sha2::Digest;
+    use testbed::mirror::{Mirror, INFLUXDATA_DL, INSTALLER};
+    use testbed::releases::influxdb3::{self, Installer, Release, Variant};
+    let t = tempfile::tempdir().unwrap();
+    let mirror = Mirror::start().unwrap();
+    influxdb3::publish_all(&mirror, t.path());
+    let fetch = |path: &str| {
+        let r = http("GET", &format!("{}{path}", mirror.base_url()), &[], None);
+        (r.status, r.body)
+    };
+    let bytes = |path: &str| {
+        ureq::get(&format!("{}{path}", mirror.base_url()))
+            .call()
+            .map(|r| {
+                let mut v = vec![];
+                r.into_reader().read_to_end(&mut v).unwrap();
+                v
+            })
+            .unwrap()
+    };
+    let (status, script) = fetch(INSTALLER);
+    assert_eq!(status, 200);
+    assert_eq!(
+        script
+            .matches("\nINFLUXDB_OSS_VERSION=\"3.11.1\"\n")
+            .count(),
+        1
+    );
+    assert_eq!(
+        script
+            .matches("\nINFLUXDB_ENT_VERSION=\"3.11.1\"\n")
+            .count(),
+        1
+    );
+    for edition in ["core", "enterprise"] {
+        let rel = Release::new(edition, "3.11.1", "/unused");
+        let path = format!("{INFLUXDATA_DL}/influxdb/releases/{}", rel.file_name());
+        let archive = bytes(&path);
+        let (status, sum) = fetch(&format!("{path}.sha256"));
+        assert_eq!(status, 200);
+        assert_eq!(
+            sum,
+            format!(
+                "{}  {}\n",
+                hex::encode(sha2::Sha256::digest(&archive)),
+                rel.file_name()
+            )
+        );
+        assert!(t
+            .path()
+            .join(format!("knobs/influxdb3-{edition}-3.11.1.json"))
+            .is_file());
+    }
+    // Variants.
+    let rel =
+        Release::new("core", "3.10.0", t.path().join("k.json")).variant(Variant::MissingChecksum);
+    influxdb3::publish(&mirror, &rel);
+    let path = format!("{INFLUXDATA_DL}{}", rel.path());
+    assert_eq!(fetch(&path).0, 200);
+    assert_eq!(fetch(&format!("{path}.sha256")).0, 404);
+    influxdb3::publish_installer_variant(&mirror, "3.11.1", "3.11.1", Installer::UnquotedCore);
+    assert!(fetch(INSTALLER)
+        .1
+        .contains("\nINFLUXDB_OSS_VERSION=3.11.1\n"));
+}

@@ -5,4 +5,6 @@ mod util;
 
 mod archive;
 mod cli;
+mod download;
 mod locks;
+mod tsbs;
