@@ -1053,6 +1053,7 @@ fn query_sql_shapes_errors_and_knobs() {
     let t = tempfile::tempdir().unwrap();
     let o = Opts::core().knobs(serde_json::json!({
         "query_failures": [{"contains": "GROUP BY hostname"}],
+        "query_delay_ms": 200,
     }));
     let mut e = Emu::start(
         t.path(),
@@ -1063,7 +1064,12 @@ fn query_sql_shapes_errors_and_knobs() {
         write(&e, "benchmark", &lines(120, 1_686_441_600), "&no_sync=true").status,
         204
     );
+    let asked = Instant::now();
     assert_eq!(count(&e, "benchmark"), 120);
+    assert!(
+        asked.elapsed() >= Duration::from_millis(200),
+        "knob: slow queries"
+    );
     let r = sql(&e, "benchmark", "SELECT date_bin(INTERVAL '1 minute', time) AS minute, max(usage_user) AS max_usage_user FROM cpu WHERE hostname IN ('host_1') AND time >= '2023-06-11T00:00:00Z' AND time < '2023-06-11T00:02:00Z' GROUP BY minute ORDER BY minute");
     assert_eq!(r.status, 200);
     assert_eq!(r.headers["content-type"], "application/json");
@@ -1318,4 +1324,36 @@ fn releases_on_the_mirror() {
     assert!(fetch(INSTALLER)
         .1
         .contains("\nINFLUXDB_OSS_VERSION=3.11.1\n"));
+}
+
+#[test]
+fn licence_flags_and_memory_store() {
+    let t = tempfile::tempdir().unwrap();
+    let o = Opts::enterprise("3.11.1").knobs(serde_json::json!({"verification_delay_ms": 50}));
+    let args: Vec<String> = [
+        "serve",
+        "--object-store=memory",
+        "--node-id=m-node",
+        "--cluster-id=m-cluster",
+        "--http-bind=127.0.0.1:0",
+        "--without-auth",
+        "--license-email",
+        EMAIL,
+        "--license-type",
+        "trial",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut e = Emu::start(t.path(), &o, args);
+    assert!(e.output().contains("Waiting for verification..."));
+    assert_eq!(write(&e, "db", "cpu f=1", "").status, 204);
+    assert_eq!(count(&e, "db"), 1);
+    assert_eq!(e.stop(), 0);
+    // The memory store writes nothing anywhere.
+    assert!(files_under(t.path()).iter().all(|p| p
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("knobs-")));
 }
