@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub const INTERNAL_DB: &str = "_internal";
@@ -46,19 +46,114 @@ pub struct Column {
     pub kind: String,
 }
 
+/// A tag set shared by every row of one series (keeps memory small for TSBS-sized data).
+#[derive(Debug)]
+pub struct Series {
+    pub tags: Vec<(Arc<str>, Arc<str>)>,
+}
+
+/// One stored row: time, series, and fields by column index (see [`TableData::field_index`]).
+#[derive(Debug)]
+pub struct Row {
+    pub time: i64,
+    pub series: Arc<Series>,
+    pub fields: Box<[(u16, Field)]>,
+}
+
 /// Rows of one table; `persisted` rows are already in snapshot files.
 #[derive(Debug, Default)]
 pub struct TableData {
-    pub rows: Vec<Line>,
-    /// Each row as normalised line protocol (nanosecond timestamp), for WAL and snapshots.
+    pub rows: Vec<Row>,
+    /// `rows[persisted..]` as normalised line protocol (ns timestamps), for WAL and snapshots.
     texts: Vec<String>,
     persisted: usize,
+    series: HashMap<String, Arc<Series>>,
+    names: Vec<Arc<str>>,
+    name_idx: HashMap<Arc<str>, u16>,
 }
 
 impl TableData {
+    fn intern(&mut self, line: Line) -> Row {
+        let mut key = String::new();
+        for (k, v) in &line.tags {
+            key.push_str(k);
+            key.push('\u{1}');
+            key.push_str(v);
+            key.push('\u{2}');
+        }
+        let series = match self.series.get(&key) {
+            Some(s) => s.clone(),
+            None => {
+                let s = Arc::new(Series {
+                    tags: line
+                        .tags
+                        .iter()
+                        .map(|(k, v)| (Arc::from(k.as_str()), Arc::from(v.as_str())))
+                        .collect(),
+                });
+                self.series.insert(key, s.clone());
+                s
+            }
+        };
+        let mut fields = Vec::with_capacity(line.fields.len());
+        for (name, value) in line.fields {
+            let idx = match self.name_idx.get(name.as_str()) {
+                Some(i) => *i,
+                None => {
+                    let i = self.names.len() as u16;
+                    let n: Arc<str> = Arc::from(name.as_str());
+                    self.names.push(n.clone());
+                    self.name_idx.insert(n, i);
+                    i
+                }
+            };
+            fields.push((idx, value));
+        }
+        Row {
+            time: line.timestamp.unwrap_or(0),
+            series,
+            fields: fields.into_boxed_slice(),
+        }
+    }
+
+    /// Appends a row not yet in a snapshot file.
     fn push(&mut self, line: Line, text: String) {
-        self.rows.push(line);
+        let row = self.intern(line);
+        self.rows.push(row);
         self.texts.push(text);
+    }
+
+    /// Appends a row read back from a snapshot file (before any unpersisted row).
+    fn push_persisted(&mut self, line: Line) {
+        let row = self.intern(line);
+        self.rows.push(row);
+        self.persisted += 1;
+    }
+
+    /// Builds table data from parsed lines (tests).
+    #[cfg(test)]
+    pub(crate) fn from_lines(lines: Vec<Line>) -> TableData {
+        let mut td = TableData::default();
+        for l in lines {
+            td.push(l, String::new());
+        }
+        td
+    }
+
+    pub fn field_index(&self, name: &str) -> Option<u16> {
+        self.name_idx.get(name).copied()
+    }
+
+    /// The value of `column` in `row` (tags as strings).
+    pub fn value_of<'a>(&self, row: &'a Row, column: &str) -> Option<ValueRef<'a>> {
+        if let Some((_, v)) = row.series.tags.iter().find(|(k, _)| &**k == column) {
+            return Some(ValueRef::Tag(v));
+        }
+        let idx = self.field_index(column)?;
+        row.fields
+            .iter()
+            .find(|(i, _)| *i == idx)
+            .map(|(_, v)| ValueRef::Field(v))
     }
 }
 
@@ -622,11 +717,8 @@ impl Store {
                 }
                 let mut windows: std::collections::BTreeMap<i64, Vec<(i64, &str)>> =
                     Default::default();
-                for (row, text) in td.rows[td.persisted..]
-                    .iter()
-                    .zip(&td.texts[td.persisted..])
-                {
-                    let t = row.timestamp.unwrap_or(0);
+                for (row, text) in td.rows[td.persisted..].iter().zip(&td.texts) {
+                    let t = row.time;
                     windows
                         .entry(t - t.rem_euclid(self.gen1_ns))
                         .or_default()
@@ -664,6 +756,7 @@ impl Store {
                     });
                 }
                 td.persisted = td.rows.len();
+                td.texts = Vec::new();
             }
         }
         inner.snapshot_seq += 1;
@@ -692,23 +785,22 @@ impl Store {
     pub fn with_db<R>(
         &self,
         name: &str,
-        f: impl FnOnce(&[(&TableEntry, &[Line])]) -> R,
+        f: impl FnOnce(&[(&TableEntry, &TableData)]) -> R,
     ) -> Option<R> {
         let inner = self.lock();
         let i = live_db(&inner.catalog, name)?;
         let db = &inner.catalog.databases[i];
-        let empty: &[Line] = &[];
-        let tables: Vec<(&TableEntry, &[Line])> = db
+        let empty = TableData::default();
+        let tables: Vec<(&TableEntry, &TableData)> = db
             .tables
             .iter()
             .map(|t| {
-                let rows = inner
+                let data = inner
                     .data
                     .get(&db.id)
                     .and_then(|m| m.get(&t.id))
-                    .map(|d| d.rows.as_slice())
-                    .unwrap_or(empty);
-                (t, rows)
+                    .unwrap_or(&empty);
+                (t, data)
             })
             .collect();
         Some(f(&tables))
@@ -800,9 +892,8 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
             for text in String::from_utf8_lossy(&body).lines() {
                 let line = lp::parse_line(text)
                     .map_err(|e| format!("parquet file {} is corrupt: {e}", path.display()))?;
-                td.push(line, text.to_string());
+                td.push_persisted(line);
             }
-            td.persisted = td.rows.len();
         }
     }
     inner.wal_seq = last_wal;
@@ -848,17 +939,6 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
         inner.dirty_since_snapshot = true;
     }
     Ok(())
-}
-
-/// Field value of a row by column name (tags as strings).
-pub fn value_of<'a>(row: &'a Line, column: &str) -> Option<ValueRef<'a>> {
-    if let Some((_, v)) = row.tags.iter().find(|(k, _)| k == column) {
-        return Some(ValueRef::Tag(v));
-    }
-    row.fields
-        .iter()
-        .find(|(k, _)| k == column)
-        .map(|(_, v)| ValueRef::Field(v))
 }
 
 pub enum ValueRef<'a> {
