@@ -983,13 +983,18 @@ fn durable_writes_wait_for_the_wal_flush_and_sigterm_flushes() {
     // Shutdown snapshotted everything: Parquet files, no WAL left, data back after restart.
     assert!(with_ext(&data, ".parquet") >= 1);
     assert_eq!(with_ext(&data, ".wal"), 0);
-    let o = Opts::core();
+    // The --wal-flush-interval flag beats the knob (still 10 minutes here).
     let mut e = Emu::start(
         t.path(),
         &o,
-        serve_args(&data, "127.0.0.1:0", &["--without-auth"]),
+        serve_args(
+            &data,
+            "127.0.0.1:0",
+            &["--without-auth", "--wal-flush-interval=50ms"],
+        ),
     );
     assert_eq!(count(&e, "db"), 6);
+    assert_eq!(write(&e, "db", &lines(1, 1_686_441_800), "").status, 204);
     assert_eq!(e.stop(), 0);
 }
 
@@ -1163,11 +1168,17 @@ fn lifecycle_knobs() {
         .unwrap();
     assert!(ms >= 300, "{out}");
     assert_eq!(e.stop(), 0);
-    // crash while serving
-    let o = Opts::core().knobs(serde_json::json!({"crash_after_ms": 100}));
+    // crash while serving, with a chosen exit code
+    let o = Opts::core().knobs(serde_json::json!({"crash_after_ms": 100, "crash_exit_code": 9}));
     let mut e = Emu::start(t.path(), &o, args());
-    assert_eq!(e.wait_exit(Duration::from_secs(10)), Some(101));
+    assert_eq!(e.wait_exit(Duration::from_secs(10)), Some(9));
     assert!(e.output().contains("panicked at"));
+    // slow graceful shutdown
+    let o = Opts::core().knobs(serde_json::json!({"shutdown_delay_ms": 300}));
+    let mut e = Emu::start(t.path(), &o, args());
+    let asked = Instant::now();
+    assert_eq!(e.stop(), 0);
+    assert!(asked.elapsed() >= Duration::from_millis(300));
     // hang on SIGTERM: only SIGKILL ends it
     let o = Opts::core().knobs(serde_json::json!({"hang_on_sigterm": true}));
     let mut e = Emu::start(t.path(), &o, args());

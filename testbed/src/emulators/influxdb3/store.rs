@@ -781,7 +781,7 @@ impl Store {
         Ok(())
     }
 
-    /// Runs `f` over the live database `name`: `(table name, columns, rows)` per table.
+    /// Runs `f` over the live database `name`: `(catalog entry, data)` per table.
     pub fn with_db<R>(
         &self,
         name: &str,
