@@ -741,7 +741,7 @@ fn database_lifecycle() {
     let t = tempfile::tempdir().unwrap();
     let mut e = Emu::start(
         t.path(),
-        &Opts::core(),
+        &Opts::core().knobs(serde_json::json!({"wal_flush_interval_ms": 20})),
         serve_args(&t.path().join("d"), "127.0.0.1:0", &["--without-auth"]),
     );
     let list = |show: bool| {
@@ -819,7 +819,13 @@ fn database_lifecycle() {
     assert_eq!(sql(&e, "benchmark", "SELECT count(*) FROM cpu").status, 404);
     assert_eq!(post(&db_url, r#"{"db":"benchmark"}"#).status, 200);
     assert_eq!(write(&e, "benchmark", "cpu f=1", "").status, 204);
-    // Writes auto-create.
+    // Writes auto-create, valid names only.
+    let bad = post(&e.url("/api/v3/write_lp?db=_x"), "cpu f=1");
+    assert_eq!(bad.status, 400);
+    assert!(bad.json()["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("invalid character"));
     assert_eq!(write(&e, "fresh", &lines(3, 1_686_441_600), "").status, 204);
     assert_eq!(count(&e, "fresh"), 3);
     assert_eq!(e.stop(), 0);
@@ -1340,7 +1346,8 @@ fn releases_on_the_mirror() {
 #[test]
 fn licence_flags_and_memory_store() {
     let t = tempfile::tempdir().unwrap();
-    let o = Opts::enterprise("3.11.1").knobs(serde_json::json!({"verification_delay_ms": 50}));
+    let o = Opts::enterprise("3.11.1")
+        .knobs(serde_json::json!({"verification_delay_ms": 50, "wal_flush_interval_ms": 20}));
     let args: Vec<String> = [
         "serve",
         "--object-store=memory",

@@ -421,6 +421,12 @@ impl App {
         let Some(db) = params.get("db").cloned() else {
             return Reply::text(400, "missing query parameter 'db'");
         };
+        if !super::store::valid_db_name(&db) {
+            return Reply::json(
+                400,
+                &serde_json::json!({"error": format!("invalid character in database or rp name: {db}")}),
+            );
+        }
         let precision = params
             .get("precision")
             .cloned()
