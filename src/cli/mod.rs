@@ -15,6 +15,7 @@ use crate::output::{envelope, Outcome, StderrReporter};
 use crate::paths::Root;
 
 pub mod common;
+mod env;
 mod workspace;
 
 /// Reproducible TSBS benchmarks of GreptimeDB and InfluxDB 3.
@@ -52,6 +53,9 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The Go toolchain and the TSBS tools built from a pinned commit.
+    #[command(subcommand)]
+    Env(env::EnvCmd),
     /// Hold, release and inspect database workspace locks.
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCmd),
@@ -60,6 +64,7 @@ pub enum Command {
 impl Command {
     fn run(self, ctx: &Ctx) -> Result<Outcome> {
         match self {
+            Command::Env(cmd) => env::run(ctx, cmd),
             Command::Workspace(cmd) => workspace::run(ctx, cmd),
         }
     }

@@ -6,5 +6,6 @@ mod util;
 mod archive;
 mod cli;
 mod download;
+mod env;
 mod locks;
 mod tsbs;
