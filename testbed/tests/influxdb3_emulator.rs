@@ -1210,6 +1210,20 @@ fn lifecycle_knobs() {
     assert!(out.contains("Z ERROR influxdb3_server: injected error"));
     assert!(out.contains("panicked at") && out.contains("injected panic"));
     assert!(out.contains("fatal runtime error: injected fatal"));
+    // a knob file shared with other stand-ins: our section applies, theirs are ignored
+    let shared = serde_json::json!({
+        "influxdb3": {"version_exit_code": 4},
+        "tsbs_load": {"batch_delay_ms": 1},
+    });
+    let (code, _, _) = run_once(t.path(), &Opts::core().knobs(shared), &["--version"]);
+    assert_eq!(code, 4);
+    let flat_with_sections = serde_json::json!({"version_exit_code": 6, "go": {"devel": true}});
+    let (code, _, _) = run_once(
+        t.path(),
+        &Opts::core().knobs(flat_with_sections),
+        &["--version"],
+    );
+    assert_eq!(code, 6);
     // bad knob file: loud failure
     let o = Opts::core().knobs(serde_json::json!({"no_such_knob": 1}));
     let (code, _, err) = run_once(t.path(), &o, &["--version"]);

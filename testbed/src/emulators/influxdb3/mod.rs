@@ -104,6 +104,8 @@
 //! * Enterprise: `<cluster-id>/trial_or_home_license`.
 //!
 //! # Knobs (`$TESTBED_KNOBS`, JSON object, read at each start; unknown keys → exit 70)
+//! Flat (`{"start_delay_ms": 500}`) or, in a file shared with other stand-ins, under an
+//! `"influxdb3"` section (`{"influxdb3": {...}, "tsbs_load": {...}}`; other sections ignored).
 //! `version_output` (string printed by `--version` instead), `version_exit_code`;
 //! `start_delay_ms` (before listening), `exit_during_start` (exit code, after an ERROR line),
 //! `never_ready` (never listens; exits 0 on SIGTERM); `verification_delay_ms` (default 2000),
