@@ -87,7 +87,7 @@
 //!   non-UTF-8 or empty body, 400 JSON for a soft-deleted database; a missing database is
 //!   created. Knob-driven 429/503 with `Retry-After`.
 //! * `GET|POST /api/v3/query_sql` (`db`, `q`, `format` json|jsonl|csv|pretty; Accept fallback)
-//!   → rows computed from the stored data for `SELECT count(*)`, `SHOW TABLES`, and the TSBS
+//!   → rows computed from the stored data for `SELECT count(*)`, `SHOW TABLES`, `SELECT 1`, the TSBS
 //!   shapes (aggregates max/min/avg/sum/count/last_value, `date_bin`, `hostname IN`, time range,
 //!   `GROUP BY`, `ORDER BY`, `LIMIT`); 404 `{"error":"query error: database not found: <db>"}`.
 //!

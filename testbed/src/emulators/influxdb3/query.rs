@@ -576,8 +576,26 @@ pub fn execute(tables: &[(&TableEntry, &TableData)], sql: &str) -> Result<Result
             flat.split_whitespace().next().unwrap_or("EOF")
         ));
     }
-    let from = find_kw(&flat, "from")
-        .ok_or_else(|| plan_err("testbed: SELECT without FROM is not emulated"))?;
+    let Some(from) = find_kw(&flat, "from") else {
+        // `SELECT 1` and friends: integer literals only (connectivity checks).
+        let mut columns = vec![];
+        let mut row = vec![];
+        for item in split_top(&flat[7..], ",") {
+            let (expr, alias) = match find_kw(&item, "as") {
+                Some(p) => (item[..p].trim().to_string(), Some(unquote(&item[p + 2..]))),
+                None => (item.clone(), None),
+            };
+            let n: i64 = expr.parse().map_err(|_| {
+                plan_err("testbed: SELECT without FROM takes integer literals only")
+            })?;
+            columns.push(alias.unwrap_or_else(|| format!("Int64({n})")));
+            row.push(Val::I(n));
+        }
+        return Ok(ResultSet {
+            columns,
+            rows: vec![row],
+        });
+    };
     let select_text = &flat[7..from];
     let after_from = &flat[from + 4..];
     let ends = ["where", "group by", "order by", "limit"];
@@ -897,5 +915,7 @@ mod tests {
             .unwrap_err()
             .contains("sql parser error"));
         assert_eq!(run("SHOW TABLES").rows[0][2], Val::Str("cpu".into()));
+        assert_eq!(run("SELECT 1").to_json(), r#"[{"Int64(1)":1}]"#);
+        assert_eq!(run("select 2 as two;").to_json(), r#"[{"two":2}]"#);
     }
 }
