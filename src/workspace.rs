@@ -660,6 +660,10 @@ pub struct Inspection {
     pub manifest: Option<Value>,
     /// The pid record of a server started by tsbsctl, and whether it still runs.
     pub server: Option<Value>,
+    /// Who holds the workspace lock right now (a running command), if anyone.
+    pub locked_by: Option<String>,
+    /// The manual hold on the workspace (`tsbsctl workspace lock`), if any.
+    pub held_by: Option<String>,
 }
 
 /// Cheap inspection of workspace `id` (which must exist as a directory).
@@ -682,6 +686,14 @@ fn inspect_dir(
     dir: &Path,
     id: &str,
 ) -> Inspection {
+    let locked_by = match lock::probe(&lock::lock_path_of(dir)) {
+        Ok(lock::LockState::Live(info)) => Some(
+            info.map(|i| i.describe())
+                .unwrap_or_else(|| "another process".into()),
+        ),
+        _ => None,
+    };
+    let held_by = lock::read_hold(dir).ok().flatten().map(|h| h.describe());
     let mut problems = Vec::new();
     let mut p = |problem: String, fix: String| problems.push(Problem { problem, fix });
     let cli = product.cli();
@@ -716,6 +728,8 @@ fn inspect_dir(
                 }],
                 manifest: None,
                 server,
+                locked_by,
+                held_by,
             }
         }
         Err(e) => {
@@ -727,6 +741,8 @@ fn inspect_dir(
                 problems,
                 manifest: None,
                 server,
+                locked_by,
+                held_by,
             };
         }
     };
@@ -797,6 +813,8 @@ fn inspect_dir(
         problems,
         manifest: serde_json::to_value(&m).ok(),
         server,
+        locked_by,
+        held_by,
     }
 }
 

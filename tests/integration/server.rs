@@ -40,6 +40,12 @@ fn serve_until_ctrl_c_then_stopped_with_exit_130() {
         "w1",
     ])
     .code(3);
+    let i = gt
+        .run_json(&["greptimedb", "inspect", "--database-id", "w1"])
+        .json();
+    let by = i["data"]["locked_by"].as_str().unwrap_or_default();
+    assert!(by.contains("greptimedb serve"), "{i}");
+    assert_eq!(i["data"]["server"]["alive"], true);
     let r = bg.interrupt();
     r.code(130).says("stopped");
     assert!(gone_within(pid, 5), "server survived Ctrl-C");
@@ -228,6 +234,11 @@ fn manual_hold_is_respected_by_serve() {
     gt.run(&["greptimedb", "serve", "--database-id", "w1"])
         .code(3)
         .says("manual checks");
+    let i = gt
+        .run_json(&["greptimedb", "inspect", "--database-id", "w1"])
+        .json();
+    let by = i["data"]["held_by"].as_str().unwrap_or_default();
+    assert!(by.contains("manual checks"), "{i}");
     let mut bg = gt.serve_bg("w1", &["--hold-token", &token]);
     bg.wait_ready(&endpoint_of(&m));
     bg.interrupt().code(130);
