@@ -411,8 +411,7 @@ impl Downloader {
                     }
                     if failures >= self.attempts || resumes > MAX_RESUMES {
                         let tries = failures + resumes;
-                        return Err(err
-                            .context(format!("after {tries} attempts"))
+                        return Err(after_attempts(err, tries)
                             .with_hint(format!(
                                 "{} The partial download ({have} bytes) is kept; run the command again to resume.",
                                 self.hint_for(url)
@@ -491,41 +490,12 @@ impl Downloader {
         }
         progress.set_position(*have);
 
-        let mut buf = vec![0u8; CHUNK];
-        loop {
-            if crate::interrupt::requested() {
-                return Err(Failure::Fatal(
-                    crate::interrupt::check().expect_err("interrupt requested"),
-                ));
-            }
-            // Gather up to CHUNK bytes so that writes and hash calls are large.
-            let mut filled = 0;
-            let mut read_err = None;
-            while filled < buf.len() {
-                match resp.read(&mut buf[filled..]) {
-                    Ok(0) => break,
-                    Ok(n) => filled += n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        read_err = Some(e);
-                        break;
-                    }
-                }
-            }
-            if filled > 0 {
-                file.write_all(&buf[..filled])
-                    .map_err(|e| Failure::Fatal(Error::io("write", partial, e)))?;
-                hasher.update(&buf[..filled]);
-                *have += filled as u64;
-                progress.inc(filled as u64);
-            }
-            if let Some(e) = read_err {
-                return Err(Failure::Retry(net_error(url, &e)));
-            }
-            if filled < buf.len() {
-                break;
-            }
-        }
+        // Writing and hashing overlap: the hash runs on a helper thread, and its state comes
+        // back (covering exactly the bytes written) however this response ends.
+        let mut pipe = crate::hash::HashPipe::new(std::mem::take(hasher));
+        let streamed = stream_body(&mut resp, file, partial, &mut pipe, have, progress, url);
+        *hasher = pipe.finish();
+        streamed?;
         if let Some(end) = expected_end {
             if *have != end {
                 return Err(Failure::Retry(Error::failed(format!(
@@ -653,9 +623,7 @@ impl Downloader {
                 Ok(v) => return Ok(v),
                 Err(Failure::Fatal(e) | Failure::Status(e)) => return Err(e),
                 Err(Failure::Retry(e)) if n >= self.attempts => {
-                    return Err(e
-                        .context(format!("after {n} attempts"))
-                        .with_hint(self.hint_for(url)))
+                    return Err(after_attempts(e, n).with_hint(self.hint_for(url)))
                 }
                 Err(Failure::Retry(e)) => {
                     let delay = self.backoff(n);
@@ -699,6 +667,61 @@ impl Downloader {
             "nothing was kept. Run the command again; if it persists the mirror or the published checksum is wrong: {}",
             self.hint_for(url)
         ))
+    }
+}
+
+/// Appends the attempt count to a failure's message.
+fn after_attempts(mut e: Error, n: u32) -> Error {
+    e.message = format!("{} (gave up after {n} attempts)", e.message);
+    e
+}
+
+/// Copies the response body to the partial file in CHUNK-sized writes, hashing through
+/// `pipe`; `have` counts what is on disk.
+fn stream_body(
+    resp: &mut Response,
+    file: &mut File,
+    partial: &Path,
+    pipe: &mut crate::hash::HashPipe,
+    have: &mut u64,
+    progress: &dyn Progress,
+    url: &str,
+) -> std::result::Result<(), Failure> {
+    loop {
+        if crate::interrupt::requested() {
+            return Err(Failure::Fatal(
+                crate::interrupt::check().expect_err("interrupt requested"),
+            ));
+        }
+        // Gather up to CHUNK bytes so that writes and hash calls are large.
+        let mut buf = pipe.buffer(CHUNK);
+        let mut filled = 0;
+        let mut read_err = None;
+        while filled < CHUNK {
+            match resp.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    read_err = Some(e);
+                    break;
+                }
+            }
+        }
+        if filled > 0 {
+            file.write_all(&buf[..filled])
+                .map_err(|e| Failure::Fatal(Error::io("write", partial, e)))?;
+            buf.truncate(filled);
+            pipe.push(buf);
+            *have += filled as u64;
+            progress.inc(filled as u64);
+        }
+        if let Some(e) = read_err {
+            return Err(Failure::Retry(net_error(url, &e)));
+        }
+        if filled < CHUNK {
+            return Ok(());
+        }
     }
 }
 

@@ -14,17 +14,101 @@ use crate::output::Progress;
 /// Read size for hashing files: large enough that syscalls are noise next to hashing.
 pub const READ_BUF: usize = 2 << 20;
 
-/// SHA-256 (lowercase hex) and size of a file, with progress in bytes.
+/// SHA-256 (lowercase hex) and size of a file, with progress in bytes. Reading and hashing
+/// overlap (the hash runs on a helper thread), so the read is hidden behind the hash.
 pub fn sha256_file(path: &Path, progress: &dyn Progress) -> Result<(String, u64)> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
     if let Ok(meta) = file.metadata() {
         progress.set_total(meta.len());
     }
-    let mut hasher = Sha256::new();
-    let size =
-        hash_reader(&mut file, &mut hasher, progress).map_err(|e| Error::io("read", path, e))?;
+    let mut pipe = HashPipe::new(Sha256::new());
+    let mut size = 0u64;
+    loop {
+        let mut buf = pipe.buffer(READ_BUF);
+        let n = loop {
+            match file.read(&mut buf) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io("read", path, e)),
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        buf.truncate(n);
+        pipe.push(buf);
+        size += n as u64;
+        progress.inc(n as u64);
+    }
     progress.finish();
-    Ok((hasher.finish_hex(), size))
+    Ok((pipe.finish().finish_hex(), size))
+}
+
+/// SHA-256 on a helper thread: the caller pushes owned buffers (hashed in order) and gets
+/// them back through [`HashPipe::buffer`] for reuse, so reading (or writing) and hashing
+/// run at the same time.
+pub struct HashPipe {
+    tx: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    back: std::sync::mpsc::Receiver<Vec<u8>>,
+    worker: Option<std::thread::JoinHandle<Sha256>>,
+}
+
+impl HashPipe {
+    /// Continues from `state` (e.g. a hasher primed with a partial download).
+    pub fn new(state: Sha256) -> Self {
+        // Three buffers in flight keep both threads busy without holding much memory.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(3);
+        let (back_tx, back) = std::sync::mpsc::channel();
+        let worker = std::thread::Builder::new()
+            .name("sha256".into())
+            .spawn(move || {
+                let mut h = state;
+                for buf in rx {
+                    h.update(&buf);
+                    let _ = back_tx.send(buf);
+                }
+                h
+            })
+            .expect("spawn the hashing thread");
+        HashPipe {
+            tx: Some(tx),
+            back,
+            worker: Some(worker),
+        }
+    }
+
+    /// A buffer of `len` bytes: a returned one when available, else a new one.
+    pub fn buffer(&self, len: usize) -> Vec<u8> {
+        let mut b = self.back.try_recv().unwrap_or_default();
+        b.resize(len, 0);
+        b
+    }
+
+    /// Hashes `buf` (all of it) after everything pushed before.
+    pub fn push(&mut self, buf: Vec<u8>) {
+        if let Some(tx) = &self.tx {
+            tx.send(buf).expect("the hashing thread is alive");
+        }
+    }
+
+    /// Waits for the queue to drain and returns the hasher state.
+    pub fn finish(mut self) -> Sha256 {
+        self.tx.take();
+        self.worker
+            .take()
+            .expect("finish is called once")
+            .join()
+            .expect("the hashing thread does not panic")
+    }
+}
+
+impl Drop for HashPipe {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
 }
 
 /// Feeds everything `reader` yields into `hasher`; returns the byte count.

@@ -26,6 +26,7 @@ pub mod publish;
 pub mod server;
 pub mod sources;
 pub mod treehash;
+pub mod tsbs;
 pub mod workspace;
 
 /// The tool's version, recorded in every manifest.

@@ -10,8 +10,11 @@
 
 pub mod catalog;
 pub mod emulators;
+pub mod gotool;
 pub mod mirror;
+pub mod queryfile;
 pub mod releases;
+pub mod stubserver;
 pub mod tarball;
 
 use std::path::PathBuf;

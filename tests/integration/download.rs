@@ -371,7 +371,7 @@ fn server_errors_are_retried_then_succeed_and_give_up_after_the_limit() {
     assert!(err.message.contains("500"), "{}", err.message);
     assert!(
         err.message
-            .contains(&format!("after {DEFAULT_ATTEMPTS} attempts")),
+            .contains(&format!("after {DEFAULT_ATTEMPTS} attempts)")),
         "{}",
         err.message
     );
@@ -531,4 +531,116 @@ fn a_file_body_is_streamed_and_slow_bodies_still_complete() {
         .fetch_verified(&w.mirror.url(ASSET), &sha256_hex(&data), NAME)
         .unwrap();
     assert_eq!(std::fs::read(v.path).unwrap(), data);
+}
+
+#[test]
+fn an_idle_connection_times_out_and_the_download_resumes() {
+    let w = world();
+    let data = payload(20_000);
+    let sha = sha256_hex(&data);
+    w.mirror.put_bytes(ASSET, data.clone());
+    // One byte, then a stall far longer than the idle timeout.
+    w.mirror.fault_once(ASSET, Fault::Slow { bytes_per_sec: 1 });
+    let v = w
+        .downloader()
+        .with_timeout(Duration::from_millis(300))
+        .unwrap()
+        .fetch_verified(&w.mirror.url(ASSET), &sha, NAME)
+        .unwrap();
+    assert_eq!(std::fs::read(&v.path).unwrap(), data);
+    let reqs = w.mirror.requests_for(ASSET);
+    assert_eq!(reqs.len(), 2, "{reqs:?}");
+    assert_eq!(reqs[1].header("range"), Some("bytes=1-"));
+}
+
+#[test]
+fn testbed_serve_prints_exports_and_serves_until_sigterm() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let blob = dir.path().join("blob");
+    std::fs::write(&blob, b"served from disk").unwrap();
+    let mut child = std::process::Command::new(crate::util::testbed_bin())
+        .args(["serve", "--dir"])
+        .arg(dir.path().join("work"))
+        .arg("--file")
+        .arg(format!("/extra/blob={}", blob.display()))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let lines: Vec<String> = stdout.lines().take(5).map(|l| l.unwrap()).collect();
+    let mut base = None;
+    for l in &lines {
+        let (k, v) = l.strip_prefix("export ").unwrap().split_once('=').unwrap();
+        assert!(k.starts_with("TSBSCTL_"), "{l}");
+        let v = v.trim_matches('\'');
+        assert!(v.starts_with("http://127.0.0.1:"), "{l}");
+        if k == "TSBSCTL_GITHUB_URL" {
+            base = Some(v.trim_end_matches("/github.com").to_string());
+        }
+    }
+    let base = base.expect("TSBSCTL_GITHUB_URL is printed");
+    let d = Downloader::new(
+        &Root::at(dir.path().join("root")),
+        &Sources::defaults(),
+        Arc::new(SilentReporter),
+    )
+    .unwrap();
+    let text = d
+        .fetch_text(&format!("{base}/extra/blob"), ACCEPT_ARTIFACT)
+        .unwrap();
+    assert_eq!(text, "served from disk");
+
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("testbed serve did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn redirects_are_followed_and_the_token_does_not_follow_them_off_the_api() {
+    let w = world();
+    let secret = "ghp_redirect_secret";
+    let d = w.downloader().with_github_token(Some(secret));
+    let data = payload(3000);
+    let sha = sha256_hex(&data);
+    // GitHub sends release assets to another host; here, another path prefix.
+    let object = "/objects.githubusercontent.com/github-production-release-asset/1";
+    w.mirror.put_bytes(object, data.clone());
+    w.mirror.redirect(ASSET, &w.mirror.url(object));
+    let v = d.fetch_verified(&w.mirror.url(ASSET), &sha, NAME).unwrap();
+    assert_eq!(std::fs::read(&v.path).unwrap(), data);
+
+    // From the API to elsewhere (a relative Location): the token stays behind.
+    let api = format!("{GITHUB_API}/repos/GreptimeTeam/greptimedb/releases/assets/1");
+    let text = "/objects.githubusercontent.com/notes.txt";
+    w.mirror.put_text(text, "release notes");
+    w.mirror.redirect(&api, text);
+    assert_eq!(
+        d.fetch_text(&w.mirror.url(&api), ACCEPT_ARTIFACT).unwrap(),
+        "release notes"
+    );
+
+    let seen = w.mirror.requests();
+    let auth = |p: &str| {
+        seen.iter()
+            .filter(|r| r.path == p)
+            .map(|r| r.header("authorization").map(str::to_string))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(auth(ASSET), vec![None]);
+    assert_eq!(auth(object), vec![None]);
+    assert_eq!(auth(&api), vec![Some(format!("Bearer {secret}"))]);
+    assert_eq!(auth(text), vec![None]);
 }

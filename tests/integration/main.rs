@@ -9,3 +9,4 @@ mod download;
 mod greptimedb;
 mod locks;
 mod server;
+mod tsbs;
