@@ -930,6 +930,12 @@ fn explain_analyze_and_tsbs_queries() {
             "usage_system"
         ]
     );
+    // A count it cannot compute is refused, never answered wrongly.
+    let (code, v) = s.sql(
+        Some("benchmark"),
+        "SELECT count(*) FROM cpu WHERE hostname = 'host_1'",
+    );
+    assert_eq!((code, v["code"].clone()), (400, json!(1001)));
     let (code, v) = s.sql(
         Some("benchmark"),
         "SELECT max(usage_user) FROM cpu WHERE usage_nope > 90.0",

@@ -341,6 +341,18 @@ mod tests {
         std::fs::write(&p, "[grpc]\naddr = \"127.0.0.1:5000\"\n").unwrap();
         assert!(resolve(&cli, &v).is_err());
         assert!(resolve(&cli, &Version::parse("0.9.5").unwrap()).is_ok());
+        // Environment layer: below the file, above the defaults.
+        std::env::set_var("TESTBED_GT_CFG_TEST__HTTP__BODY_LIMIT", "2MB");
+        std::env::set_var("TESTBED_GT_CFG_TEST__STORAGE__DATA_HOME", "/from-env");
+        std::fs::write(&p, "[storage]\ndata_home = \"/from-file\"\n").unwrap();
+        let env_cli = CliArgs {
+            config_file: Some(p.to_string_lossy().into()),
+            env_prefix: "TESTBED_GT_CFG_TEST".into(),
+            ..Default::default()
+        };
+        let o = resolve(&env_cli, &v).unwrap();
+        assert_eq!(o.body_limit, 2 << 20);
+        assert_eq!(o.data_home, PathBuf::from("/from-file"));
         std::fs::write(&p, "[s3]\nbucket = \"b\"\n").unwrap();
         assert!(resolve(&cli, &v).unwrap_err().contains("unknown section"));
     }

@@ -34,6 +34,9 @@
 //! [mysql]     enable = true   addr = "127.0.0.1:4002"
 //! [postgres]  enable = true   addr = "127.0.0.1:4003"
 //! ```
+//! `http.timeout` is validated and logged, not enforced; `logging.level` (or `--log-level`)
+//! `error`/`warn` filters the log lines, anything else prints all.
+//! `default_column_prefix` is accepted (the time index is always `greptime_timestamp`).
 //!
 //! # Knob file (`$TESTBED_KNOBS`, JSON object, read at every start; unknown keys → exit 2)
 //!
