@@ -658,7 +658,9 @@ pub struct Inspection {
     pub state: String,
     pub problems: Vec<Problem>,
     pub manifest: Option<Value>,
-    /// The pid record of a server started by tsbsctl, and whether it still runs.
+    /// The pid record of a server started by tsbsctl, and whether it still runs (a record
+    /// whose process is gone was left by a killed tsbsctl; the next start reports and clears
+    /// it, so it is not a problem).
     pub server: Option<Value>,
     /// Who holds the workspace lock right now (a running command), if anyone.
     pub locked_by: Option<String>,
@@ -794,17 +796,6 @@ fn inspect_dir(
             p(e.message, e.hint.unwrap_or_default());
         }
     }
-    if let Some(s) = &server {
-        if s["alive"] == false {
-            p(
-                format!(
-                    "a server (pid {}) was not stopped by tsbsctl; it no longer runs",
-                    s["pid"]
-                ),
-                "nothing; the next start reports and clears it".into(),
-            );
-        }
-    }
     let state = if problems.is_empty() { "ok" } else { "broken" };
     Inspection {
         database_id: id.to_string(),
@@ -842,11 +833,7 @@ pub fn list(root: &crate::paths::Root, product: &dyn Product) -> Vec<Inspection>
 pub fn verify(ctx: &Ctx, product: &dyn Product, id: &str) -> Result<Value> {
     let ws = load(&ctx.root, product, id)?;
     let insp = inspect_dir(&ctx.root, product, &ws.dir, id);
-    let mut problems: Vec<Problem> = insp
-        .problems
-        .into_iter()
-        .filter(|p| !p.problem.contains("no longer runs"))
-        .collect();
+    let mut problems = insp.problems;
     let mut report = Value::Null;
     if let Ok(inst) = ws.installation(&ctx.root, product) {
         match install::verify(product, &inst) {
