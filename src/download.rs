@@ -688,18 +688,18 @@ fn stream_body(
     url: &str,
 ) -> std::result::Result<(), Failure> {
     loop {
-        if crate::interrupt::requested() {
-            return Err(Failure::Fatal(
-                crate::interrupt::check().expect_err("interrupt requested"),
-            ));
-        }
-        // Gather up to CHUNK bytes so that writes and hash calls are large.
+        // Gather up to CHUNK bytes so that writes and hash calls are large; a slow body must
+        // not delay Ctrl-C until the chunk is full, so the flag is checked between reads.
         let mut buf = pipe.buffer(CHUNK);
         let mut filled = 0;
         let mut read_err = None;
-        while filled < CHUNK {
+        let mut eof = false;
+        while filled < CHUNK && !crate::interrupt::requested() {
             match resp.read(&mut buf[filled..]) {
-                Ok(0) => break,
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -716,10 +716,15 @@ fn stream_body(
             *have += filled as u64;
             progress.inc(filled as u64);
         }
+        if crate::interrupt::requested() {
+            return Err(Failure::Fatal(
+                crate::interrupt::check().expect_err("interrupt requested"),
+            ));
+        }
         if let Some(e) = read_err {
             return Err(Failure::Retry(net_error(url, &e)));
         }
-        if filled < CHUNK {
+        if eof {
             return Ok(());
         }
     }

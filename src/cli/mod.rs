@@ -16,6 +16,7 @@ use crate::paths::Root;
 
 pub mod common;
 pub mod dbcmd;
+mod env;
 mod greptimedb;
 mod workspace;
 
@@ -54,6 +55,9 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The Go toolchain and the TSBS tools built from a pinned commit.
+    #[command(subcommand)]
+    Env(env::EnvCmd),
     /// Install GreptimeDB releases and manage GreptimeDB workspaces and servers.
     #[command(subcommand)]
     Greptimedb(greptimedb::GreptimedbCmd),
@@ -65,6 +69,7 @@ pub enum Command {
 impl Command {
     fn run(self, ctx: &Ctx) -> Result<Outcome> {
         match self {
+            Command::Env(cmd) => env::run(ctx, cmd),
             Command::Greptimedb(cmd) => greptimedb::run(ctx, cmd),
             Command::Workspace(cmd) => workspace::run(ctx, cmd),
         }

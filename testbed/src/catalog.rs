@@ -96,10 +96,15 @@ pub fn serve_main(args: Vec<String>) -> i32 {
     for (path, file) in files {
         mirror.put(&path, Body::File(file));
     }
-    for (k, v) in mirror.env() {
-        println!("export {k}={}", crate::shell_quote(&v));
-    }
     use std::io::Write;
+    for (k, v) in mirror
+        .env()
+        .into_iter()
+        .chain(crate::releases::go::serve_env(&work_dir))
+    {
+        // A reader that stops after the lines it needs must not kill the server.
+        let _ = writeln!(std::io::stdout(), "export {k}={}", crate::shell_quote(&v));
+    }
     let _ = std::io::stdout().flush();
     eprintln!(
         "testbed mirror on {} serving {} paths from {}; Ctrl-C stops it",

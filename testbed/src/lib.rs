@@ -16,6 +16,7 @@ pub mod queryfile;
 pub mod releases;
 pub mod stubserver;
 pub mod tarball;
+pub mod tsbs_repo;
 
 use std::path::PathBuf;
 

@@ -6,6 +6,7 @@ mod util;
 mod archive;
 mod cli;
 mod download;
+mod env;
 mod greptimedb;
 mod locks;
 mod server;
