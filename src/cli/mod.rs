@@ -15,7 +15,9 @@ use crate::output::{envelope, Outcome, StderrReporter};
 use crate::paths::Root;
 
 pub mod common;
+pub mod dbcmd;
 mod env;
+mod greptimedb;
 mod workspace;
 
 /// Reproducible TSBS benchmarks of GreptimeDB and InfluxDB 3.
@@ -56,6 +58,9 @@ pub enum Command {
     /// The Go toolchain and the TSBS tools built from a pinned commit.
     #[command(subcommand)]
     Env(env::EnvCmd),
+    /// Install GreptimeDB releases and manage GreptimeDB workspaces and servers.
+    #[command(subcommand)]
+    Greptimedb(greptimedb::GreptimedbCmd),
     /// Hold, release and inspect database workspace locks.
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCmd),
@@ -65,6 +70,7 @@ impl Command {
     fn run(self, ctx: &Ctx) -> Result<Outcome> {
         match self {
             Command::Env(cmd) => env::run(ctx, cmd),
+            Command::Greptimedb(cmd) => greptimedb::run(ctx, cmd),
             Command::Workspace(cmd) => workspace::run(ctx, cmd),
         }
     }

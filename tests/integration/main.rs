@@ -7,5 +7,7 @@ mod archive;
 mod cli;
 mod download;
 mod env;
+mod greptimedb;
 mod locks;
+mod server;
 mod tsbs;
