@@ -54,8 +54,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-now() { date +%s.%N; }
-best() { sort -g | head -1; }
 
 echo "writing test files in $DIR..." >&2
 [ -f "$DIR/1g.bin" ] || head -c $((1 << 30)) /dev/urandom > "$DIR/1g.bin"
@@ -72,32 +70,33 @@ BASE="$(sed -n "s|^export TSBSCTL_GITHUB_URL='\(.*\)/github.com'$|\1|p" "$DIR/ex
 [ -n "$BASE" ] || { echo "bench-foundation: the mirror did not start" >&2; exit 1; }
 URL="$BASE/bench/1g.bin"
 
+# Bash's `time` keyword: "<wall> <user> <sys>" seconds per command.
+TIMEFORMAT='%R %U %S'
+measure() { local out="$1"; shift; { time "$@" > /dev/null; } 2>> "$out"; }
 : > "$DIR/t.curl"; : > "$DIR/t.dl"; : > "$DIR/t.openssl"; : > "$DIR/t.hash"
 for i in $(seq 1 "$RUNS"); do
     echo "run $i/$RUNS..." >&2
     rm -f "$DIR/curl.out"
-    t0=$(now); curl -sf -o "$DIR/curl.out" "$URL"; t1=$(now)
-    echo "$t1 - $t0" | bc -l >> "$DIR/t.curl"
+    measure "$DIR/t.curl" curl -sf -o "$DIR/curl.out" "$URL"
     rm -f "$DIR/curl.out"
-
     rm -rf "$DIR/root"
-    t0=$(now); "$BENCH" download "$URL" "$SHA1G" "$DIR/root" > /dev/null; t1=$(now)
-    echo "$t1 - $t0" | bc -l >> "$DIR/t.dl"
+    measure "$DIR/t.dl" "$BENCH" download "$URL" "$SHA1G" "$DIR/root"
     rm -rf "$DIR/root"
-
-    t0=$(now); openssl dgst -sha256 "$DIR/2g.bin" > /dev/null; t1=$(now)
-    echo "$t1 - $t0" | bc -l >> "$DIR/t.openssl"
-
-    t0=$(now); "$BENCH" hash "$DIR/2g.bin" > /dev/null; t1=$(now)
-    echo "$t1 - $t0" | bc -l >> "$DIR/t.hash"
+    measure "$DIR/t.openssl" openssl dgst -sha256 "$DIR/2g.bin"
+    measure "$DIR/t.hash" "$BENCH" hash "$DIR/2g.bin"
 done
 
-C=$(best < "$DIR/t.curl"); D=$(best < "$DIR/t.dl"); O=$(best < "$DIR/t.openssl"); H=$(best < "$DIR/t.hash")
+# Best wall time, and the least CPU time (user + sys) of any run.
+wall() { awk '{print $1}' "$1" | sort -g | head -1; }
+cpu() { awk '{print $2 + $3}' "$1" | sort -g | head -1; }
+C=$(wall "$DIR/t.curl"); D=$(wall "$DIR/t.dl"); O=$(wall "$DIR/t.openssl"); H=$(wall "$DIR/t.hash")
 mbs() { echo "scale=0; $1 / 1048576 / $2" | bc -l; }
-printf '\n%-38s %10s %10s %8s %8s\n' "measurement (best of $RUNS)" "tsbsctl" "yardstick" "ratio" "target"
-printf '%-38s %7s MB/s %5s MB/s %8.2f %8s\n' "download 1 GiB (vs curl -o)" \
-    "$(mbs $((1 << 30)) "$D")" "$(mbs $((1 << 30)) "$C")" "$(echo "$C / $D" | bc -l)" ">= 0.80"
-printf '%-38s %7s MB/s %5s MB/s %8.2f %8s\n' "sha-256 2 GiB (vs openssl dgst)" \
-    "$(mbs $((2 << 30)) "$H")" "$(mbs $((2 << 30)) "$O")" "$(echo "$O / $H" | bc -l)" ">= 0.95"
+printf '\n%-34s %10s %10s %7s %7s %16s\n' "best of $RUNS runs" "tsbsctl" "yardstick" "ratio" "target" "cpu s (ts / yd)"
+printf '%-34s %5s MB/s %5s MB/s %7.2f %7s %7.2f / %6.2f\n' "download 1 GiB (vs curl -o)" \
+    "$(mbs $((1 << 30)) "$D")" "$(mbs $((1 << 30)) "$C")" "$(echo "$C / $D" | bc -l)" ">= 0.80" \
+    "$(cpu "$DIR/t.dl")" "$(cpu "$DIR/t.curl")"
+printf '%-34s %5s MB/s %5s MB/s %7.2f %7s %7.2f / %6.2f\n' "sha-256 2 GiB (vs openssl dgst)" \
+    "$(mbs $((2 << 30)) "$H")" "$(mbs $((2 << 30)) "$O")" "$(echo "$O / $H" | bc -l)" ">= 0.95" \
+    "$(cpu "$DIR/t.hash")" "$(cpu "$DIR/t.openssl")"
 echo
 echo "files in $(df -P "$DIR" | awk 'NR==2 {print $6}') ($(stat -f -c %T "$DIR")); $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg); sha_ni: $(grep -qw sha_ni /proc/cpuinfo && echo yes || echo no)"

@@ -411,8 +411,7 @@ impl Downloader {
                     }
                     if failures >= self.attempts || resumes > MAX_RESUMES {
                         let tries = failures + resumes;
-                        return Err(err
-                            .context(format!("after {tries} attempts"))
+                        return Err(after_attempts(err, tries)
                             .with_hint(format!(
                                 "{} The partial download ({have} bytes) is kept; run the command again to resume.",
                                 self.hint_for(url)
@@ -624,9 +623,7 @@ impl Downloader {
                 Ok(v) => return Ok(v),
                 Err(Failure::Fatal(e) | Failure::Status(e)) => return Err(e),
                 Err(Failure::Retry(e)) if n >= self.attempts => {
-                    return Err(e
-                        .context(format!("after {n} attempts"))
-                        .with_hint(self.hint_for(url)))
+                    return Err(after_attempts(e, n).with_hint(self.hint_for(url)))
                 }
                 Err(Failure::Retry(e)) => {
                     let delay = self.backoff(n);
@@ -673,6 +670,12 @@ impl Downloader {
     }
 }
 
+/// Appends the attempt count to a failure's message.
+fn after_attempts(mut e: Error, n: u32) -> Error {
+    e.message = format!("{} (gave up after {n} attempts)", e.message);
+    e
+}
+
 /// Copies the response body to the partial file in CHUNK-sized writes, hashing through
 /// `pipe`; `have` counts what is on disk.
 fn stream_body(
@@ -685,18 +688,18 @@ fn stream_body(
     url: &str,
 ) -> std::result::Result<(), Failure> {
     loop {
-        if crate::interrupt::requested() {
-            return Err(Failure::Fatal(
-                crate::interrupt::check().expect_err("interrupt requested"),
-            ));
-        }
-        // Gather up to CHUNK bytes so that writes and hash calls are large.
+        // Gather up to CHUNK bytes so that writes and hash calls are large; a slow body must
+        // not delay Ctrl-C until the chunk is full, so the flag is checked between reads.
         let mut buf = pipe.buffer(CHUNK);
         let mut filled = 0;
         let mut read_err = None;
-        while filled < CHUNK {
+        let mut eof = false;
+        while filled < CHUNK && !crate::interrupt::requested() {
             match resp.read(&mut buf[filled..]) {
-                Ok(0) => break,
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -713,10 +716,15 @@ fn stream_body(
             *have += filled as u64;
             progress.inc(filled as u64);
         }
+        if crate::interrupt::requested() {
+            return Err(Failure::Fatal(
+                crate::interrupt::check().expect_err("interrupt requested"),
+            ));
+        }
         if let Some(e) = read_err {
             return Err(Failure::Retry(net_error(url, &e)));
         }
-        if filled < CHUNK {
+        if eof {
             return Ok(());
         }
     }

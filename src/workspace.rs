@@ -658,8 +658,14 @@ pub struct Inspection {
     pub state: String,
     pub problems: Vec<Problem>,
     pub manifest: Option<Value>,
-    /// The pid record of a server started by tsbsctl, and whether it still runs.
+    /// The pid record of a server started by tsbsctl, and whether it still runs (a record
+    /// whose process is gone was left by a killed tsbsctl; the next start reports and clears
+    /// it, so it is not a problem).
     pub server: Option<Value>,
+    /// Who holds the workspace lock right now (a running command), if anyone.
+    pub locked_by: Option<String>,
+    /// The manual hold on the workspace (`tsbsctl workspace lock`), if any.
+    pub held_by: Option<String>,
 }
 
 /// Cheap inspection of workspace `id` (which must exist as a directory).
@@ -682,6 +688,14 @@ fn inspect_dir(
     dir: &Path,
     id: &str,
 ) -> Inspection {
+    let locked_by = match lock::probe(&lock::lock_path_of(dir)) {
+        Ok(lock::LockState::Live(info)) => Some(
+            info.map(|i| i.describe())
+                .unwrap_or_else(|| "another process".into()),
+        ),
+        _ => None,
+    };
+    let held_by = lock::read_hold(dir).ok().flatten().map(|h| h.describe());
     let mut problems = Vec::new();
     let mut p = |problem: String, fix: String| problems.push(Problem { problem, fix });
     let cli = product.cli();
@@ -716,6 +730,8 @@ fn inspect_dir(
                 }],
                 manifest: None,
                 server,
+                locked_by,
+                held_by,
             }
         }
         Err(e) => {
@@ -727,6 +743,8 @@ fn inspect_dir(
                 problems,
                 manifest: None,
                 server,
+                locked_by,
+                held_by,
             };
         }
     };
@@ -778,17 +796,6 @@ fn inspect_dir(
             p(e.message, e.hint.unwrap_or_default());
         }
     }
-    if let Some(s) = &server {
-        if s["alive"] == false {
-            p(
-                format!(
-                    "a server (pid {}) was not stopped by tsbsctl; it no longer runs",
-                    s["pid"]
-                ),
-                "nothing; the next start reports and clears it".into(),
-            );
-        }
-    }
     let state = if problems.is_empty() { "ok" } else { "broken" };
     Inspection {
         database_id: id.to_string(),
@@ -797,6 +804,8 @@ fn inspect_dir(
         problems,
         manifest: serde_json::to_value(&m).ok(),
         server,
+        locked_by,
+        held_by,
     }
 }
 
@@ -824,11 +833,7 @@ pub fn list(root: &crate::paths::Root, product: &dyn Product) -> Vec<Inspection>
 pub fn verify(ctx: &Ctx, product: &dyn Product, id: &str) -> Result<Value> {
     let ws = load(&ctx.root, product, id)?;
     let insp = inspect_dir(&ctx.root, product, &ws.dir, id);
-    let mut problems: Vec<Problem> = insp
-        .problems
-        .into_iter()
-        .filter(|p| !p.problem.contains("no longer runs"))
-        .collect();
+    let mut problems = insp.problems;
     let mut report = Value::Null;
     if let Ok(inst) = ws.installation(&ctx.root, product) {
         match install::verify(product, &inst) {

@@ -206,6 +206,12 @@ pub fn inspect_cmd(ctx: &Ctx, p: &dyn Product, a: IdArgs) -> Result<Outcome> {
         human.push_str(&format!("  ports: {}\n", m["ports"]));
         human.push_str(&format!("  binding: {}\n", m["binding"]));
     }
+    if let Some(h) = &i.held_by {
+        human.push_str(&format!("  held by: {h}\n"));
+    }
+    if let Some(l) = &i.locked_by {
+        human.push_str(&format!("  locked by: {l}\n"));
+    }
     if let Some(s) = &i.server {
         human.push_str(&format!(
             "  server: pid {} alive {}\n",

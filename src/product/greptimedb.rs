@@ -166,6 +166,7 @@ impl Product for GreptimeDb {
         };
         let mut env = minijinja::Environment::new();
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+        env.set_keep_trailing_newline(true);
         env.add_filter("toml", |s: String| toml::Value::String(s).to_string());
         env.add_template("standalone.toml", TEMPLATE)
             .map_err(|e| Error::failed(format!("GreptimeDB config template: {e}")))?;
@@ -363,6 +364,7 @@ mod tests {
         .unwrap();
         let dir = Path::new("/tmp/a \"quoted\" dir");
         let text = g.render_config(&ws, dir).unwrap().unwrap();
+        assert!(text.ends_with("\n"));
         let v: toml::Value = toml::from_str(&text).unwrap();
         assert_eq!(v["http"]["addr"].as_str(), Some("127.0.0.1:4100"));
         assert_eq!(v["grpc"]["addr"].as_str(), Some("127.0.0.1:4101"));

@@ -96,14 +96,15 @@ pub fn serve_main(args: Vec<String>) -> i32 {
     for (path, file) in files {
         mirror.put(&path, Body::File(file));
     }
+    use std::io::Write;
     for (k, v) in mirror
         .env()
         .into_iter()
         .chain(crate::releases::go::serve_env(&work_dir))
     {
-        println!("export {k}={}", crate::shell_quote(&v));
+        // A reader that stops after the lines it needs must not kill the server.
+        let _ = writeln!(std::io::stdout(), "export {k}={}", crate::shell_quote(&v));
     }
-    use std::io::Write;
     let _ = std::io::stdout().flush();
     eprintln!(
         "testbed mirror on {} serving {} paths from {}; Ctrl-C stops it",

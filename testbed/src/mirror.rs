@@ -95,10 +95,13 @@ struct Entry {
 #[derive(Default)]
 struct State {
     entries: HashMap<String, Arc<Entry>>,
+    redirects: HashMap<String, (u16, String)>,
     faults: HashMap<String, Vec<Fault>>,
     once: HashMap<String, VecDeque<Fault>>,
     requests: Vec<Request>,
-    conns: Vec<TcpStream>,
+    /// Open connections by id, so that drop can shut them down.
+    conns: HashMap<u64, TcpStream>,
+    next_conn: u64,
 }
 
 /// The mirror; stopped (listener closed, open connections shut down) on drop.
@@ -185,8 +188,24 @@ impl Mirror {
         self.put_typed(path, Body::Bytes(bytes), "application/json; charset=utf-8");
     }
 
+    /// Answers requests to `path` with `302 Found` and `Location: location` (a full URL or
+    /// a path on this mirror), like GitHub sending release assets to its object store.
+    pub fn redirect(&self, path: &str, location: &str) {
+        self.redirect_with(path, 302, location);
+    }
+
+    /// As [`Mirror::redirect`], with another 3xx status (301, 303, 307, 308).
+    pub fn redirect_with(&self, path: &str, status: u16, location: &str) {
+        assert!(path.starts_with('/'), "mirror paths start with '/': {path}");
+        self.lock()
+            .redirects
+            .insert(path.to_string(), (status, location.to_string()));
+    }
+
     pub fn remove(&self, path: &str) {
-        self.lock().entries.remove(path);
+        let mut st = self.lock();
+        st.entries.remove(path);
+        st.redirects.remove(path);
     }
 
     /// The paths published so far, sorted.
@@ -264,7 +283,7 @@ impl Drop for Mirror {
         if let Some(h) = self.accept.take() {
             let _ = h.join();
         }
-        for c in self.lock().conns.drain(..) {
+        for (_, c) in self.lock().conns.drain() {
             let _ = c.shutdown(Shutdown::Both);
         }
     }
@@ -275,20 +294,27 @@ fn accept_loop(listener: TcpListener, state: Arc<Mutex<State>>, stop: Arc<Atomic
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        let Ok(stream) = conn else { continue };
-        {
+        let Ok(stream) = conn else {
+            // E.g. out of file descriptors: do not spin.
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        let id = {
             let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
-            // Forget connections that are gone, so the list stays small.
-            st.conns.retain(|c| c.peer_addr().is_ok());
+            st.next_conn += 1;
+            let id = st.next_conn;
             if let Ok(c) = stream.try_clone() {
-                st.conns.push(c);
+                st.conns.insert(id, c);
             }
-        }
+            id
+        };
         let state = Arc::clone(&state);
         let _ = std::thread::Builder::new()
             .name("mirror-conn".into())
             .spawn(move || {
                 let _ = serve_connection(stream, &state);
+                let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+                st.conns.remove(&id);
             });
     }
 }
@@ -377,7 +403,7 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<
             Some((p, q)) => (p.to_string(), Some(q.to_string())),
             None => (head.target.clone(), None),
         };
-        let (entry, faults) = {
+        let (entry, redirect, faults) = {
             let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
             st.requests.push(Request {
                 method: head.method.clone(),
@@ -389,6 +415,11 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<
                 .entries
                 .get(&head.target)
                 .or_else(|| st.entries.get(&path))
+                .cloned();
+            let redirect = st
+                .redirects
+                .get(&head.target)
+                .or_else(|| st.redirects.get(&path))
                 .cloned();
             let mut faults = Vec::new();
             for key in [&head.target, &path] {
@@ -404,9 +435,29 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<
                     }
                 }
             }
-            (entry, faults)
+            (entry, redirect, faults)
         };
-        let keep = respond(&mut out, &head, &path, entry.as_deref(), &faults)?;
+        let keep = match redirect {
+            Some((status, location))
+                if !faults.iter().any(|f| {
+                    matches!(
+                        f,
+                        Fault::Drop | Fault::NotFound | Fault::RateLimited | Fault::Status(_)
+                    )
+                }) =>
+            {
+                let extra = format!("Location: {location}\r\n");
+                simple(
+                    &mut out,
+                    status,
+                    "text/html",
+                    &extra,
+                    b"",
+                    head.method == "HEAD",
+                )?
+            }
+            _ => respond(&mut out, &head, &path, entry.as_deref(), &faults)?,
+        };
         if !(keep && head.keep_alive) {
             let _ = out.flush();
             let _ = out.shutdown(Shutdown::Both);
@@ -644,6 +695,9 @@ fn reason(code: u16) -> &'static str {
         206 => "Partial Content",
         301 => "Moved Permanently",
         302 => "Found",
+        303 => "See Other",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",

@@ -13,12 +13,14 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_testbed")
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `n` distinct free ports (all held while choosing, so none is handed out twice).
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
 }
 
 fn greptime(version: &str, knobs: Option<&Path>) -> Command {
@@ -69,7 +71,8 @@ fn start(dir: &Path, o: Opts) -> Server {
     } else {
         let _ = std::fs::remove_file(&knobs);
     }
-    let port = o.http_port.unwrap_or_else(free_port);
+    let ports = free_ports(4);
+    let port = o.http_port.unwrap_or(ports[0]);
     let data = o.data.clone().unwrap_or_else(|| dir.join("data"));
     let n = std::fs::read_dir(dir).unwrap().count();
     let out = dir.join(format!("stdout-{n}.log"));
@@ -78,11 +81,11 @@ fn start(dir: &Path, o: Opts) -> Server {
         .args(["standalone", "start", "--http-addr"])
         .arg(format!("127.0.0.1:{port}"))
         .arg("--grpc-bind-addr")
-        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg(format!("127.0.0.1:{}", ports[1]))
         .arg("--mysql-addr")
-        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg(format!("127.0.0.1:{}", ports[2]))
         .arg("--postgres-addr")
-        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg(format!("127.0.0.1:{}", ports[3]))
         .arg("--influxdb-enable")
         .arg("--data-home")
         .arg(&data)
@@ -877,6 +880,11 @@ fn explain_analyze_and_tsbs_queries() {
     let v = s.ok_sql(Some("benchmark"), q);
     let cols = &v["output"][0]["records"]["schema"]["column_schemas"];
     assert_eq!(cols[0]["data_type"], "Int64");
+    assert_eq!(cols[0]["name"], "max(cpu.usage_user)");
+    assert_eq!(
+        cols[1]["name"],
+        "date_trunc(Utf8(\"minute\"),cpu.greptime_timestamp)"
+    );
     assert_eq!(cols[1]["data_type"], "TimestampNanosecond");
     let v = s.ok_sql(Some("benchmark"), &format!("EXPLAIN ANALYZE VERBOSE {q}"));
     let rec = &v["output"][0]["records"];

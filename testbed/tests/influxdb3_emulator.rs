@@ -741,7 +741,7 @@ fn database_lifecycle() {
     let t = tempfile::tempdir().unwrap();
     let mut e = Emu::start(
         t.path(),
-        &Opts::core(),
+        &Opts::core().knobs(serde_json::json!({"wal_flush_interval_ms": 20})),
         serve_args(&t.path().join("d"), "127.0.0.1:0", &["--without-auth"]),
     );
     let list = |show: bool| {
@@ -819,7 +819,13 @@ fn database_lifecycle() {
     assert_eq!(sql(&e, "benchmark", "SELECT count(*) FROM cpu").status, 404);
     assert_eq!(post(&db_url, r#"{"db":"benchmark"}"#).status, 200);
     assert_eq!(write(&e, "benchmark", "cpu f=1", "").status, 204);
-    // Writes auto-create.
+    // Writes auto-create, valid names only.
+    let bad = post(&e.url("/api/v3/write_lp?db=_x"), "cpu f=1");
+    assert_eq!(bad.status, 400);
+    assert!(bad.json()["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("invalid character"));
     assert_eq!(write(&e, "fresh", &lines(3, 1_686_441_600), "").status, 204);
     assert_eq!(count(&e, "fresh"), 3);
     assert_eq!(e.stop(), 0);
@@ -983,13 +989,18 @@ fn durable_writes_wait_for_the_wal_flush_and_sigterm_flushes() {
     // Shutdown snapshotted everything: Parquet files, no WAL left, data back after restart.
     assert!(with_ext(&data, ".parquet") >= 1);
     assert_eq!(with_ext(&data, ".wal"), 0);
-    let o = Opts::core();
+    // The --wal-flush-interval flag beats the knob (still 10 minutes here).
     let mut e = Emu::start(
         t.path(),
         &o,
-        serve_args(&data, "127.0.0.1:0", &["--without-auth"]),
+        serve_args(
+            &data,
+            "127.0.0.1:0",
+            &["--without-auth", "--wal-flush-interval=50ms"],
+        ),
     );
     assert_eq!(count(&e, "db"), 6);
+    assert_eq!(write(&e, "db", &lines(1, 1_686_441_800), "").status, 204);
     assert_eq!(e.stop(), 0);
 }
 
@@ -1053,6 +1064,7 @@ fn query_sql_shapes_errors_and_knobs() {
     let t = tempfile::tempdir().unwrap();
     let o = Opts::core().knobs(serde_json::json!({
         "query_failures": [{"contains": "GROUP BY hostname"}],
+        "query_delay_ms": 200,
     }));
     let mut e = Emu::start(
         t.path(),
@@ -1063,7 +1075,12 @@ fn query_sql_shapes_errors_and_knobs() {
         write(&e, "benchmark", &lines(120, 1_686_441_600), "&no_sync=true").status,
         204
     );
+    let asked = Instant::now();
     assert_eq!(count(&e, "benchmark"), 120);
+    assert!(
+        asked.elapsed() >= Duration::from_millis(200),
+        "knob: slow queries"
+    );
     let r = sql(&e, "benchmark", "SELECT date_bin(INTERVAL '1 minute', time) AS minute, max(usage_user) AS max_usage_user FROM cpu WHERE hostname IN ('host_1') AND time >= '2023-06-11T00:00:00Z' AND time < '2023-06-11T00:02:00Z' GROUP BY minute ORDER BY minute");
     assert_eq!(r.status, 200);
     assert_eq!(r.headers["content-type"], "application/json");
@@ -1157,11 +1174,17 @@ fn lifecycle_knobs() {
         .unwrap();
     assert!(ms >= 300, "{out}");
     assert_eq!(e.stop(), 0);
-    // crash while serving
-    let o = Opts::core().knobs(serde_json::json!({"crash_after_ms": 100}));
+    // crash while serving, with a chosen exit code
+    let o = Opts::core().knobs(serde_json::json!({"crash_after_ms": 100, "crash_exit_code": 9}));
     let mut e = Emu::start(t.path(), &o, args());
-    assert_eq!(e.wait_exit(Duration::from_secs(10)), Some(101));
+    assert_eq!(e.wait_exit(Duration::from_secs(10)), Some(9));
     assert!(e.output().contains("panicked at"));
+    // slow graceful shutdown
+    let o = Opts::core().knobs(serde_json::json!({"shutdown_delay_ms": 300}));
+    let mut e = Emu::start(t.path(), &o, args());
+    let asked = Instant::now();
+    assert_eq!(e.stop(), 0);
+    assert!(asked.elapsed() >= Duration::from_millis(300));
     // hang on SIGTERM: only SIGKILL ends it
     let o = Opts::core().knobs(serde_json::json!({"hang_on_sigterm": true}));
     let mut e = Emu::start(t.path(), &o, args());
@@ -1187,6 +1210,20 @@ fn lifecycle_knobs() {
     assert!(out.contains("Z ERROR influxdb3_server: injected error"));
     assert!(out.contains("panicked at") && out.contains("injected panic"));
     assert!(out.contains("fatal runtime error: injected fatal"));
+    // a knob file shared with other stand-ins: our section applies, theirs are ignored
+    let shared = serde_json::json!({
+        "influxdb3": {"version_exit_code": 4},
+        "tsbs_load": {"batch_delay_ms": 1},
+    });
+    let (code, _, _) = run_once(t.path(), &Opts::core().knobs(shared), &["--version"]);
+    assert_eq!(code, 4);
+    let flat_with_sections = serde_json::json!({"version_exit_code": 6, "go": {"devel": true}});
+    let (code, _, _) = run_once(
+        t.path(),
+        &Opts::core().knobs(flat_with_sections),
+        &["--version"],
+    );
+    assert_eq!(code, 6);
     // bad knob file: loud failure
     let o = Opts::core().knobs(serde_json::json!({"no_such_knob": 1}));
     let (code, _, err) = run_once(t.path(), &o, &["--version"]);
@@ -1250,4 +1287,105 @@ fn release_archive_runs_and_needs_its_python() {
         err.contains("error while loading shared libraries"),
         "{err}"
     );
+}
+
+#[test]
+fn releases_on_the_mirror() {
+    use sha2::Digest;
+    use testbed::mirror::{Mirror, INFLUXDATA_DL, INSTALLER};
+    use testbed::releases::influxdb3::{self, Installer, Release, Variant};
+    let t = tempfile::tempdir().unwrap();
+    let mirror = Mirror::start().unwrap();
+    influxdb3::publish_all(&mirror, t.path());
+    let fetch = |path: &str| {
+        let r = http("GET", &format!("{}{path}", mirror.base_url()), &[], None);
+        (r.status, r.body)
+    };
+    let bytes = |path: &str| {
+        ureq::get(&format!("{}{path}", mirror.base_url()))
+            .call()
+            .map(|r| {
+                let mut v = vec![];
+                r.into_reader().read_to_end(&mut v).unwrap();
+                v
+            })
+            .unwrap()
+    };
+    let (status, script) = fetch(INSTALLER);
+    assert_eq!(status, 200);
+    assert_eq!(
+        script
+            .matches("\nINFLUXDB_OSS_VERSION=\"3.11.1\"\n")
+            .count(),
+        1
+    );
+    assert_eq!(
+        script
+            .matches("\nINFLUXDB_ENT_VERSION=\"3.11.1\"\n")
+            .count(),
+        1
+    );
+    for edition in ["core", "enterprise"] {
+        let rel = Release::new(edition, "3.11.1", "/unused");
+        let path = format!("{INFLUXDATA_DL}/influxdb/releases/{}", rel.file_name());
+        let archive = bytes(&path);
+        let (status, sum) = fetch(&format!("{path}.sha256"));
+        assert_eq!(status, 200);
+        assert_eq!(
+            sum,
+            format!(
+                "{}  {}\n",
+                hex::encode(sha2::Sha256::digest(&archive)),
+                rel.file_name()
+            )
+        );
+        assert!(t
+            .path()
+            .join(format!("knobs/influxdb3-{edition}-3.11.1.json"))
+            .is_file());
+    }
+    // Variants.
+    let rel =
+        Release::new("core", "3.10.0", t.path().join("k.json")).variant(Variant::MissingChecksum);
+    influxdb3::publish(&mirror, &rel);
+    let path = format!("{INFLUXDATA_DL}{}", rel.path());
+    assert_eq!(fetch(&path).0, 200);
+    assert_eq!(fetch(&format!("{path}.sha256")).0, 404);
+    influxdb3::publish_installer_variant(&mirror, "3.11.1", "3.11.1", Installer::UnquotedCore);
+    assert!(fetch(INSTALLER)
+        .1
+        .contains("\nINFLUXDB_OSS_VERSION=3.11.1\n"));
+}
+
+#[test]
+fn licence_flags_and_memory_store() {
+    let t = tempfile::tempdir().unwrap();
+    let o = Opts::enterprise("3.11.1")
+        .knobs(serde_json::json!({"verification_delay_ms": 50, "wal_flush_interval_ms": 20}));
+    let args: Vec<String> = [
+        "serve",
+        "--object-store=memory",
+        "--node-id=m-node",
+        "--cluster-id=m-cluster",
+        "--http-bind=127.0.0.1:0",
+        "--without-auth",
+        "--license-email",
+        EMAIL,
+        "--license-type",
+        "trial",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut e = Emu::start(t.path(), &o, args);
+    assert!(e.output().contains("Waiting for verification..."));
+    assert_eq!(write(&e, "db", "cpu f=1", "").status, 204);
+    assert_eq!(count(&e, "db"), 1);
+    assert_eq!(e.stop(), 0);
+    // The memory store writes nothing anywhere.
+    assert!(files_under(t.path()).iter().all(|p| p
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("knobs-")));
 }

@@ -371,7 +371,7 @@ fn server_errors_are_retried_then_succeed_and_give_up_after_the_limit() {
     assert!(err.message.contains("500"), "{}", err.message);
     assert!(
         err.message
-            .contains(&format!("after {DEFAULT_ATTEMPTS} attempts")),
+            .contains(&format!("after {DEFAULT_ATTEMPTS} attempts)")),
         "{}",
         err.message
     );
@@ -606,4 +606,41 @@ fn testbed_serve_prints_exports_and_serves_until_sigterm() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn redirects_are_followed_and_the_token_does_not_follow_them_off_the_api() {
+    let w = world();
+    let secret = "ghp_redirect_secret";
+    let d = w.downloader().with_github_token(Some(secret));
+    let data = payload(3000);
+    let sha = sha256_hex(&data);
+    // GitHub sends release assets to another host; here, another path prefix.
+    let object = "/objects.githubusercontent.com/github-production-release-asset/1";
+    w.mirror.put_bytes(object, data.clone());
+    w.mirror.redirect(ASSET, &w.mirror.url(object));
+    let v = d.fetch_verified(&w.mirror.url(ASSET), &sha, NAME).unwrap();
+    assert_eq!(std::fs::read(&v.path).unwrap(), data);
+
+    // From the API to elsewhere (a relative Location): the token stays behind.
+    let api = format!("{GITHUB_API}/repos/GreptimeTeam/greptimedb/releases/assets/1");
+    let text = "/objects.githubusercontent.com/notes.txt";
+    w.mirror.put_text(text, "release notes");
+    w.mirror.redirect(&api, text);
+    assert_eq!(
+        d.fetch_text(&w.mirror.url(&api), ACCEPT_ARTIFACT).unwrap(),
+        "release notes"
+    );
+
+    let seen = w.mirror.requests();
+    let auth = |p: &str| {
+        seen.iter()
+            .filter(|r| r.path == p)
+            .map(|r| r.header("authorization").map(str::to_string))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(auth(ASSET), vec![None]);
+    assert_eq!(auth(object), vec![None]);
+    assert_eq!(auth(&api), vec![Some(format!("Bearer {secret}"))]);
+    assert_eq!(auth(text), vec![None]);
 }

@@ -31,7 +31,7 @@ struct World {
     mirror: Mirror,
     repo: PathBuf,
     commit: String,
-    /// Knob file of the published Go (and directory of the built tools' knob files).
+    /// The knob file baked into the published Go and into every tool it builds.
     knobs: PathBuf,
     /// Where `go build` calls are recorded, one JSON line each.
     calls: PathBuf,
@@ -66,7 +66,7 @@ fn world() -> World {
     // A user GOPATH and GOFLAGS that must never reach the build.
     env.env("GOPATH", "/nonexistent/user-gopath");
     env.env("GOFLAGS", "-mod=vendor");
-    let knobs = env.path().join("knobs").join("go.knobs.json");
+    let knobs = env.path().join("knobs").join("knobs.json");
     std::fs::create_dir_all(knobs.parent().unwrap()).unwrap();
     let calls = env.path().join("knobs").join("go-calls.jsonl");
     let w = World {
@@ -84,9 +84,10 @@ fn world() -> World {
 }
 
 impl World {
+    /// Sets the `go` section of the shared knob file (always recording calls).
     fn set_knobs(&self, mut v: Value) {
         v["record"] = json!(self.calls.display().to_string());
-        std::fs::write(&self.knobs, v.to_string()).unwrap();
+        std::fs::write(&self.knobs, json!({ "go": v }).to_string()).unwrap();
     }
 
     fn publish(&self, version: &str) -> go_release::Published {
@@ -336,11 +337,10 @@ fn binaries_are_built_once_reused_and_rebuilt_on_request() {
             .unwrap()
             .starts_with(w.go_dir(GO).join("bin").to_str().unwrap()));
         assert!(call["cwd"].as_str().unwrap().ends_with("/src"));
-        // The built tool is a runnable stand-in.
-        let bin = bin_dir.join(tool);
-        assert!(std::fs::read_to_string(&bin)
-            .unwrap()
-            .contains(&format!("emulate '{tool}'")));
+        // The built tool is a runnable stand-in steered by the same knob file.
+        let script = std::fs::read_to_string(bin_dir.join(tool)).unwrap();
+        assert!(script.contains(&format!("emulate '{tool}'")), "{script}");
+        assert!(script.contains(w.knobs.to_str().unwrap()), "{script}");
     }
 
     // The manifest records per binary: sha256, Go version and source, time, the command.
@@ -367,6 +367,14 @@ fn binaries_are_built_once_reused_and_rebuilt_on_request() {
         tsbs.binary("tsbs_load_cassandra").unwrap_err().exit_code(),
         1
     );
+    // What was built runs as the TSBS tool's stand-in (strict flags, like pflag).
+    let loader = tsbs.binary("tsbs_load_greptime").unwrap();
+    let out = std::process::Command::new(&loader.path)
+        .arg("--no-such-flag")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown flag: --no-such-flag"));
 
     let second = w.env.run_json(&["env", "prepare", "--go-version", GO]);
     second.ok();
@@ -712,4 +720,58 @@ fn an_interrupted_build_keeps_finished_binaries_and_resumes() {
         "{s:?}"
     );
     w.env.run_json(&["env", "verify"]).ok();
+}
+
+#[test]
+fn go_archives_must_hold_only_go_and_a_working_go_binary() {
+    use testbed::tarball::Tree;
+    let w = world();
+    let (os, arch) = w.platform.split_once('-').unwrap();
+    let name = format!("go{GO}.{}.tar.gz", w.platform);
+    let serve = |bytes: Vec<u8>| {
+        use sha2::{Digest, Sha256};
+        let sha = hex::encode(Sha256::digest(&bytes));
+        let size = bytes.len() as u64;
+        w.mirror.put_bytes(&format!("/go.dev/dl/{name}"), bytes);
+        go_release::put_index(
+            &w.mirror,
+            vec![json!({"version": format!("go{GO}"), "stable": true,
+                        "files": [go_release::index_file(GO, os, arch, &sha, size)]})],
+        );
+    };
+    let go = testbed::wrapper_script("go", &[("TESTBED_EMULATED_VERSION", GO)]);
+
+    // An entry beside go/.
+    serve(
+        Tree::new()
+            .file("go/bin/go", go.clone(), 0o755)
+            .file("README", "stray", 0o644)
+            .tar_gz(),
+    );
+    w.env
+        .run_json(&["env", "prepare", "--go-version", GO])
+        .code(4);
+    assert!(!w.go_dir(GO).exists());
+
+    // No go/bin/go.
+    serve(Tree::new().file("go/VERSION", "go", 0o644).tar_gz());
+    w.env
+        .run_json(&["env", "prepare", "--go-version", GO])
+        .code(4)
+        .says("go/bin/go");
+    assert!(!w.go_dir(GO).exists());
+
+    // A go that reports another version.
+    let other = testbed::wrapper_script("go", &[("TESTBED_EMULATED_VERSION", "1.22.4")]);
+    serve(Tree::new().file("go/bin/go", other, 0o755).tar_gz());
+    w.env
+        .run_json(&["env", "prepare", "--go-version", GO])
+        .code(4)
+        .says("reports 1.22.4");
+    assert!(!w.go_dir(GO).exists());
+
+    // A good one installs.
+    serve(Tree::new().file("go/bin/go", go, 0o755).tar_gz());
+    w.env.run_json(&["env", "prepare", "--go-version", GO]).ok();
+    assert!(w.go_dir(GO).join("bin/go").is_file());
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use testbed::mirror::{Fault, Mirror};
+use testbed::releases::greptime::{self as rel, GreptimeRelease, Variant};
 
 use tsbsctl::product::greptimedb::GreptimeDb;
 use tsbsctl::product::Product;
@@ -33,7 +34,10 @@ impl Gt {
         let mut env = TestEnv::new();
         let mirror = Mirror::start().expect("mirror");
         let knobs = env.path().join("knobs.json");
-        publish(&mirror, &[OLD, STABLE, BETA], STABLE, &knobs);
+        for v in [OLD, STABLE, BETA] {
+            rel::publish(&mirror, &GreptimeRelease::new(v).with_knobs(&knobs));
+        }
+        rel::publish_latest(&mirror, &format!("v{STABLE}"), false, false);
         for (k, v) in mirror.env() {
             env.env(k, v);
         }
@@ -119,49 +123,9 @@ impl Gt {
     }
 }
 
-/// TEMPORARY until testbed::releases::greptime::publish lands: archives shaped like the real
-/// ones holding the emulator's wrapper script, bare-digest `.sha256sum` files, GitHub latest.
-fn publish(mirror: &Mirror, versions: &[&str], latest: &str, knobs: &Path) {
-    for v in versions {
-        let script = testbed::wrapper_script(
-            "greptime",
-            &[
-                ("TESTBED_EMULATED_VERSION", v),
-                ("TESTBED_KNOBS", &knobs.to_string_lossy()),
-            ],
-        );
-        let stem = format!("greptime-{}-v{v}", host_platform());
-        let tar = testbed::tarball::Tree::new()
-            .dir(&stem, 0o755)
-            .file(&format!("{stem}/greptime"), script, 0o755)
-            .tar_gz();
-        let sha = tsbsctl::hash::sha256_hex(&tar);
-        let dir = format!("/github.com/GreptimeTeam/greptimedb/releases/download/v{v}");
-        mirror.put_bytes(&format!("{dir}/{stem}.tar.gz"), tar);
-        mirror.put_bytes(
-            &format!("{dir}/{stem}.sha256sum"),
-            format!("{sha}\n").into_bytes(),
-        );
-    }
-    mirror.put_json(
-        "/api.github.com/repos/GreptimeTeam/greptimedb/releases/latest",
-        &json!({"tag_name": format!("v{latest}"), "name": format!("Release v{latest}"), "draft": false, "prerelease": false}),
-    );
-}
-
 /// `linux-amd64`, ... as the state root spells it.
 pub fn host_platform() -> String {
-    let os = if cfg!(target_os = "macos") {
-        "darwin"
-    } else {
-        "linux"
-    };
-    let arch = if cfg!(target_arch = "aarch64") {
-        "arm64"
-    } else {
-        "amd64"
-    };
-    format!("{os}-{arch}")
+    rel::host_platform()
 }
 
 pub fn read_json(p: &Path) -> Value {
@@ -406,11 +370,8 @@ fn latest_stable_is_installed_and_recorded() {
 #[test]
 fn latest_prerelease_and_rate_limit_are_refused() {
     let gt = Gt::new();
-    let latest = "/api.github.com/repos/GreptimeTeam/greptimedb/releases/latest";
-    gt.mirror.put_json(
-        latest,
-        &json!({"tag_name": format!("v{BETA}"), "draft": false, "prerelease": true}),
-    );
+    let latest = rel::latest_path();
+    rel::publish_latest(&gt.mirror, &format!("v{BETA}"), false, true);
     gt.run(&["greptimedb", "install"])
         .code(1)
         .says("prerelease")
@@ -422,7 +383,7 @@ fn latest_prerelease_and_rate_limit_are_refused() {
                 .all(|p| !p.ends_with("greptime"))
     );
 
-    gt.mirror.fault(latest, Fault::RateLimited);
+    gt.mirror.fault(&latest, Fault::RateLimited);
     gt.run(&["greptimedb", "install"])
         .code(1)
         .says("GITHUB_TOKEN")
@@ -619,10 +580,7 @@ fn prepare_binds_and_reuses_and_refuses_changes() {
     assert!(!gt.ws_dir("w3").join("manifest.json").exists());
 
     // Without --version a new workspace takes the newest installed version, offline.
-    gt.mirror.fault(
-        "/api.github.com/repos/GreptimeTeam/greptimedb/releases/latest",
-        Fault::Status(500),
-    );
+    gt.mirror.fault(&rel::latest_path(), Fault::Status(500));
     let p4 = free_port_block(4).to_string();
     let r = gt.run_json(&[
         "greptimedb",
@@ -905,9 +863,7 @@ fn copy_refuses_links_in_data_and_publishes_nothing() {
 #[test]
 fn concurrent_installs_of_one_version_download_once() {
     let gt = Gt::new();
-    let stem = format!("greptime-{}-v{STABLE}", host_platform());
-    let archive =
-        format!("/github.com/GreptimeTeam/greptimedb/releases/download/v{STABLE}/{stem}.tar.gz");
+    let archive = rel::archive_path(STABLE, &host_platform());
     // Slow enough that the second command starts while the first downloads.
     gt.mirror
         .fault(&archive, Fault::Slow { bytes_per_sec: 150 });
@@ -945,56 +901,48 @@ fn concurrent_installs_of_one_version_download_once() {
 #[test]
 fn bad_archives_are_refused_and_nothing_is_installed() {
     let gt = Gt::new();
-    let stem = format!("greptime-{}-v{STABLE}", host_platform());
-    let dir = format!("/github.com/GreptimeTeam/greptimedb/releases/download/v{STABLE}");
-    let put = |tar: Vec<u8>, sha: Option<String>| {
-        let sha = sha.unwrap_or_else(|| tsbsctl::hash::sha256_hex(&tar));
-        gt.mirror.put_bytes(&format!("{dir}/{stem}.tar.gz"), tar);
-        gt.mirror.put_bytes(
-            &format!("{dir}/{stem}.sha256sum"),
-            format!("{sha}\n").into_bytes(),
+    for (variant, code, needle) in [
+        (Variant::WrongChecksum, 4, "sha256"),
+        (Variant::MissingChecksum, 1, "sha256sum"),
+        (Variant::ExtraTopLevelEntry, 4, "README.md"),
+        (Variant::SymlinkEscape, 4, ""),
+        (Variant::MissingBinary, 4, "no greptime binary"),
+    ] {
+        rel::publish(
+            &gt.mirror,
+            &GreptimeRelease::new(STABLE)
+                .with_knobs(&gt.knobs)
+                .with_variant(variant),
         );
-    };
-    let script = testbed::wrapper_script("greptime", &[("TESTBED_EMULATED_VERSION", STABLE)]);
-
-    // Not the vendor's top directory.
-    put(
-        testbed::tarball::Tree::new()
-            .dir("greptime", 0o755)
-            .file("greptime/greptime", script.clone(), 0o755)
-            .tar_gz(),
-        None,
+        let r = gt.run(&["greptimedb", "install", "--version", STABLE]);
+        assert_eq!(r.code, code, "{variant:?}\n{}", r.describe());
+        r.says(needle);
+        // Nothing half-made is left: not even the version directory.
+        assert!(
+            !gt.install_dir(STABLE).parent().unwrap().exists(),
+            "{variant:?}\n{}",
+            r.describe()
+        );
+    }
+    // Upper-case hex (as Windows builds write it) is still the right digest.
+    rel::publish(
+        &gt.mirror,
+        &GreptimeRelease::new(STABLE)
+            .with_knobs(&gt.knobs)
+            .with_variant(Variant::UppercaseChecksum),
     );
-    gt.run(&["greptimedb", "install", "--version", STABLE])
-        .code(4);
-    assert!(!gt.install_dir(STABLE).exists());
-
-    // A checksum that does not match.
-    let good = testbed::tarball::Tree::new()
-        .dir(&stem, 0o755)
-        .file(&format!("{stem}/greptime"), script.clone(), 0o755)
-        .tar_gz();
-    put(good.clone(), Some("0".repeat(64)));
-    gt.run(&["greptimedb", "install", "--version", STABLE])
-        .code(4)
-        .says("0000000000");
-    assert!(!gt.install_dir(STABLE).exists());
-
-    // No greptime binary at the top.
-    put(
-        testbed::tarball::Tree::new()
-            .dir(&stem, 0o755)
-            .file(&format!("{stem}/README.md"), "x", 0o644)
-            .tar_gz(),
-        None,
+    gt.run(&["greptimedb", "install", "--version", STABLE]).ok();
+    // A hard link inside the distribution is harmless and kept (the archive module refuses only
+    // links that leave the tree).
+    rel::publish(
+        &gt.mirror,
+        &GreptimeRelease::new(STABLE)
+            .with_knobs(&gt.knobs)
+            .with_variant(Variant::HardLink),
     );
-    gt.run(&["greptimedb", "install", "--version", STABLE])
-        .code(4)
-        .says("no greptime binary");
-    assert!(!gt.install_dir(STABLE).exists());
-
-    // Nothing half-made is left: not even the version directory.
-    assert!(!gt.install_dir(STABLE).parent().unwrap().exists());
+    gt.run(&["greptimedb", "install", "--version", STABLE, "--reinstall"])
+        .ok();
+    assert!(gt.install_dir(STABLE).join("greptime-link").is_file());
 }
 
 #[test]
@@ -1002,9 +950,7 @@ fn reinstall_killed_midway_keeps_the_old_installation() {
     let gt = Gt::new();
     gt.prepare("w1", STABLE);
     let before = read_json(&gt.install_dir(STABLE).join("manifest.json"));
-    let stem = format!("greptime-{}-v{STABLE}", host_platform());
-    let sums =
-        format!("/github.com/GreptimeTeam/greptimedb/releases/download/v{STABLE}/{stem}.sha256sum");
+    let sums = rel::checksum_path(STABLE, &host_platform());
     gt.mirror.fault(&sums, Fault::Slow { bytes_per_sec: 4 });
     let mut c = gt
         .env

@@ -40,6 +40,12 @@ fn serve_until_ctrl_c_then_stopped_with_exit_130() {
         "w1",
     ])
     .code(3);
+    let i = gt
+        .run_json(&["greptimedb", "inspect", "--database-id", "w1"])
+        .json();
+    let by = i["data"]["locked_by"].as_str().unwrap_or_default();
+    assert!(by.contains("greptimedb serve"), "{i}");
+    assert_eq!(i["data"]["server"]["alive"], true);
     let r = bg.interrupt();
     r.code(130).says("stopped");
     assert!(gone_within(pid, 5), "server survived Ctrl-C");
@@ -228,7 +234,33 @@ fn manual_hold_is_respected_by_serve() {
     gt.run(&["greptimedb", "serve", "--database-id", "w1"])
         .code(3)
         .says("manual checks");
+    let i = gt
+        .run_json(&["greptimedb", "inspect", "--database-id", "w1"])
+        .json();
+    let by = i["data"]["held_by"].as_str().unwrap_or_default();
+    assert!(by.contains("manual checks"), "{i}");
     let mut bg = gt.serve_bg("w1", &["--hold-token", &token]);
     bg.wait_ready(&endpoint_of(&m));
     bg.interrupt().code(130);
+}
+
+#[test]
+fn ctrl_c_during_startup_stops_the_server_and_exits_130() {
+    let gt = Gt::new();
+    gt.prepare("w1", STABLE);
+    gt.set_knobs(json!({"start_delay_ms": 10000}));
+    let mut bg = gt.serve_bg("w1", &[]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let pid = loop {
+        if let Some(r) = pid_record(&gt, "w1") {
+            break r["pid"].as_u64().unwrap() as u32;
+        }
+        assert!(std::time::Instant::now() < deadline, "server never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    bg.interrupt()
+        .code(130)
+        .says("interrupted while GreptimeDB 1.1.4 was starting");
+    assert!(gone_within(pid, 5));
+    assert!(pid_record(&gt, "w1").is_none());
 }

@@ -4,14 +4,16 @@
 //! Baked into the wrapper script by `releases::go::publish`:
 //! * `TESTBED_EMULATED_VERSION` — e.g. `1.21.13`; `go version` prints `go version go<V> <os>/<arch>`;
 //! * `TESTBED_GO_PLATFORM` — `<os>/<arch>` printed by `go version` (default: the host's);
-//! * `TESTBED_KNOBS` — path of a JSON knob file (read on every call; missing = defaults):
-//!   `version_output` (string printed instead), `devel` (print a devel build line),
-//!   `version_exit_code`, `fail_build` (true, or a list of tool names), `build_delay_ms`,
-//!   `record` (a file that gets one JSON line per call: args, cwd, full environment).
+//! * `TESTBED_KNOBS` — path of a JSON knob file shared by all stand-ins, one section per tool
+//!   (as in `gotool::knobs`); this emulator reads the `"go"` section on every call (missing
+//!   file or section = defaults): `version_output` (string printed instead), `devel` (print a
+//!   devel build line), `version_exit_code`, `fail_build` (true, or a list of tool names),
+//!   `build_delay_ms`, `record` (a file that gets one JSON line per call: args, cwd, full
+//!   environment).
 //!
 //! What `go build` writes is a wrapper script for the TSBS tool of the same name (another
-//! emulator), with `TESTBED_KNOBS=<dir of go's knob file>/<tool>.knobs.json` baked in, so a
-//! test can steer each built tool through its own knob file.
+//! emulator) with the same `TESTBED_KNOBS` baked in, so a test steers each built tool through
+//! its own section (`"tsbs_load_greptime": {...}`) of the one knob file.
 //!
 //! Strictness: unknown subcommands and flags fail like the real go (exit 2); every call must
 //! run with `GOTOOLCHAIN=local` (tsbsctl's contract: probing or building never downloads a
@@ -43,8 +45,9 @@ fn load_knobs() -> Result<Knobs, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Knobs::default()),
         Err(e) => return Err(format!("cannot read knob file {path:?}: {e}")),
     };
-    let v: Value =
+    let all: Value =
         serde_json::from_str(&text).map_err(|e| format!("bad knob file {path:?}: {e}"))?;
+    let v = all.get("go").cloned().unwrap_or(Value::Null);
     let mut k = Knobs {
         version_output: v["version_output"].as_str().map(str::to_string),
         devel: v["devel"].as_bool().unwrap_or(false),
@@ -312,14 +315,7 @@ fn check_cache() -> Result<(), String> {
 
 fn write_tool(target: &Path, tool: &str) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let knobs = std::env::var_os("TESTBED_KNOBS").map(|k| {
-        PathBuf::from(k)
-            .parent()
-            .unwrap_or(Path::new("/"))
-            .join(format!("{tool}.knobs.json"))
-            .display()
-            .to_string()
-    });
+    let knobs = std::env::var("TESTBED_KNOBS").ok();
     let env: Vec<(&str, &str)> = knobs
         .as_deref()
         .map(|k| vec![("TESTBED_KNOBS", k)])

@@ -172,7 +172,8 @@ pub fn host_platform() -> String {
     format!("{os}-{arch}")
 }
 
-/// For `testbed serve`: a stand-in Go 1.22.12 for the host (knob file under `work_dir`) and a
+/// For `testbed serve`: a stand-in Go 1.22.12 for the host (knob file `<work_dir>/knobs.json`,
+/// shared with the tools it builds) and a
 /// fake TSBS repository at `<work_dir>/tsbs`; [`serve_env`] gives the variables that point
 /// tsbsctl at them. Go 1.21.13 is deliberately not published: its compiled checksums could
 /// never match a stand-in, so use `tsbsctl env prepare --go-version 1.22.12` (or export
@@ -183,7 +184,7 @@ pub fn publish_all(mirror: &Mirror, work_dir: &Path) {
         mirror,
         SERVE_VERSION,
         &host_platform(),
-        &work_dir.join("go.knobs.json"),
+        &work_dir.join("knobs.json"),
     );
     if !work_dir.join("tsbs").join(".git").exists() {
         crate::tsbs_repo::create(work_dir).expect("create the fake TSBS repository");

@@ -9,8 +9,24 @@
 //! `python/bin/python3`), like the real distribution whose binary needs its bundled Python.
 //! Variants exercise the validators: wrong checksum, bare-hash checksum, no checksum file,
 //! extra top-level entry, symlink escape, hard link, other root name, no binary.
+//!
+//! ```no_run
+//! use testbed::mirror::Mirror;
+//! use testbed::releases::influxdb3::{self, Installer, Release, Variant};
+//! let mirror = Mirror::start().unwrap();
+//! influxdb3::publish_installer(&mirror, "3.11.1", "3.11.1");
+//! influxdb3::publish(&mirror, &Release::new("core", "3.11.1", "/tmp/knobs.json"));
+//! influxdb3::publish(&mirror, &Release::new("core", "3.10.0", "/tmp/k.json").variant(Variant::WrongChecksum));
+//! influxdb3::publish_installer_variant(&mirror, "3.11.1", "3.11.1", Installer::DuplicateCore);
+//! ```
 
+use crate::mirror::{Mirror, INFLUXDATA_DL, INSTALLER};
 use crate::tarball::Tree;
+use std::path::Path;
+
+/// The versions `publish_all` serves (and the installer script names).
+pub const CORE_LATEST: &str = "3.11.1";
+pub const ENTERPRISE_LATEST: &str = "3.11.1";
 
 /// The platform tag of this host as InfluxData names it, if it is one they publish.
 pub fn host_platform() -> Option<&'static str> {
@@ -327,8 +343,52 @@ printf "${{BOLDGREEN}}InfluxDB 3 %s is installed in %s${{NC}}\n" "$EDITION" "$IN
     )
 }
 
-/// Publishes every stand-in release of this product (filled in by its owner).
-pub fn publish_all(_mirror: &crate::mirror::Mirror, _work_dir: &std::path::Path) {}
+/// Puts `rel`'s archive at `<INFLUXDATA_DL>/influxdb/releases/<file>` and its `.sha256` beside
+/// it (removed for `Variant::MissingChecksum`). Returns the archive bytes.
+pub fn publish(mirror: &Mirror, rel: &Release) -> Vec<u8> {
+    let archive = rel.archive();
+    let path = format!("{INFLUXDATA_DL}{}", rel.path());
+    mirror.put_bytes(&path, archive.clone());
+    match rel.checksum_file(&archive) {
+        Some(sum) => mirror.put_bytes(&format!("{path}.sha256"), sum.into_bytes()),
+        None => mirror.remove(&format!("{path}.sha256")),
+    }
+    archive
+}
+
+/// Puts the installer script naming `core_version` and `ent_version` at `INSTALLER`.
+pub fn publish_installer(mirror: &Mirror, core_version: &str, ent_version: &str) {
+    publish_installer_variant(mirror, core_version, ent_version, Installer::Good);
+}
+
+/// Puts an installer script variant (missing, duplicated, unquoted assignment, ...).
+pub fn publish_installer_variant(
+    mirror: &Mirror,
+    core_version: &str,
+    ent_version: &str,
+    variant: Installer,
+) {
+    mirror.put_bytes(
+        INSTALLER,
+        installer_script(core_version, ent_version, variant).into_bytes(),
+    );
+}
+
+/// For `testbed serve`: Core and Enterprise [`CORE_LATEST`]/[`ENTERPRISE_LATEST`] for the host
+/// platform, with knob files `<work_dir>/knobs/influxdb3-<edition>-<V>.json` (created as `{}`;
+/// edit them to make the installed servers misbehave), and the installer naming them.
+pub fn publish_all(mirror: &Mirror, work_dir: &Path) {
+    let knob_dir = work_dir.join("knobs");
+    let _ = std::fs::create_dir_all(&knob_dir);
+    for (edition, version) in [("core", CORE_LATEST), ("enterprise", ENTERPRISE_LATEST)] {
+        let knobs = knob_dir.join(format!("influxdb3-{edition}-{version}.json"));
+        if !knobs.exists() {
+            let _ = std::fs::write(&knobs, "{}\n");
+        }
+        publish(mirror, &Release::new(edition, version, knobs));
+    }
+    publish_installer(mirror, CORE_LATEST, ENTERPRISE_LATEST);
+}
 
 #[cfg(test)]
 mod tests {

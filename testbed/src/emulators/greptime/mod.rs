@@ -120,8 +120,10 @@
 //!   (String) rows with metrics (ANALYZE), or `plan_type`/`plan` (plain EXPLAIN).
 //! * Any other `SELECT ... FROM t ...` (the TSBS shapes): tables must exist (4001), compared
 //!   identifiers (`x = ..`, `x > ..`) must be columns (3000 `No field named x`); answer 200 with
-//!   the select list's schema and no rows (the runner ignores bodies; aggregates are not
-//!   computed).
+//!   the select list's schema (DataFusion-style names such as `max(cpu.usage_user)`,
+//!   `date_trunc(Utf8("minute"),cpu.greptime_timestamp)`; types from the catalog) and no rows
+//!   (the runner ignores bodies; aggregates are not computed). A `count(` in such a query is refused (400 code 1001) rather than answered
+//!   with a wrong number.
 //! * Anything else: other known statements → 400 code 1001 (not emulated); unknown → 400 code
 //!   2000 (syntax error).
 //!
@@ -134,7 +136,8 @@
 //! <wal_dir>/LOCK
 //! <data_home>/data/greptime/<db>/<table_id>/<table_id>_0000000000/
 //!     manifest/<version:020>.json                   region manifest (files, flushed WAL offset, window)
-//!     <file_id>.parquet                             SST (gzip of sorted rows; not real Parquet)
+//!     <file_id>.parquet                             SST: rows sorted by time, series dictionary-encoded
+//!                                                   (text, not real Parquet; ~half the WAL size)
 //!     index/<file_id>.puffin                        index (distinct series)
 //! <log_dir = data_home/logs>/greptimedb.<YYYY-MM-DD-HH>, greptimedb-err.<YYYY-MM-DD-HH>
 //! ```

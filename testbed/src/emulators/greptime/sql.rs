@@ -639,7 +639,42 @@ fn select_item(item: &str, tables: &[TableMeta]) -> (String, String) {
     } else {
         col_type(&collapsed).unwrap_or_else(|| "String".into())
     };
-    (name.unwrap_or(collapsed), ty)
+    (name.unwrap_or_else(|| display_name(&collapsed, tables)), ty)
+}
+
+/// DataFusion-style display name of an expression: function names lower-cased, columns
+/// qualified with their table, string literals as `Utf8("..")`, no space after commas
+/// (`max(cpu.usage_user)`, `date_trunc(Utf8("minute"),cpu.greptime_timestamp)`). A bare
+/// column keeps its own name.
+fn display_name(expr: &str, tables: &[TableMeta]) -> String {
+    if !expr.contains('(') {
+        return expr.to_string();
+    }
+    let table_of = |c: &str| {
+        tables
+            .iter()
+            .find(|t| t.column_type(c).is_some())
+            .map(|t| t.name.clone())
+    };
+    let token = re(r"'((?:[^']|'')*)'|([A-Za-z_][A-Za-z0-9_]*)(\s*\()?|,\s*");
+    token
+        .replace_all(expr, |c: &regex::Captures| {
+            if let Some(lit) = c.get(1) {
+                format!("Utf8(\"{}\")", lit.as_str().replace("''", "'"))
+            } else if let Some(id) = c.get(2) {
+                if c.get(3).is_some() {
+                    format!("{}(", id.as_str().to_ascii_lowercase())
+                } else {
+                    match table_of(id.as_str()) {
+                        Some(t) => format!("{t}.{}", id.as_str()),
+                        None => id.as_str().to_string(),
+                    }
+                }
+            } else {
+                ",".to_string()
+            }
+        })
+        .into_owned()
 }
 
 fn select(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {

@@ -51,6 +51,9 @@ struct DbMeta {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TableMeta {
+    /// The table name (the catalog key; not stored twice).
+    #[serde(skip)]
+    pub name: String,
     pub table_id: u32,
     pub tags: Vec<String>,
     /// (name, type name)
@@ -344,8 +347,14 @@ impl Store {
         let catalog = if cat_path.exists() {
             let text = fs::read_to_string(&cat_path)
                 .map_err(|e| format!("cannot read {}: {e}", cat_path.display()))?;
-            serde_json::from_str(&text)
-                .map_err(|e| format!("corrupt catalog {}: {e}", cat_path.display()))?
+            let mut c: Catalog = serde_json::from_str(&text)
+                .map_err(|e| format!("corrupt catalog {}: {e}", cat_path.display()))?;
+            for db in c.databases.values_mut() {
+                for (name, t) in db.tables.iter_mut() {
+                    t.name = name.clone();
+                }
+            }
+            c
         } else {
             let mut c = Catalog {
                 next_table_id: 1024,
@@ -608,6 +617,7 @@ impl Store {
             let meta = dbm.tables.entry(table.clone()).or_insert_with(|| {
                 catalog_changed = true;
                 TableMeta {
+                    name: table.clone(),
                     table_id: next_id,
                     tags: Vec::new(),
                     fields: Vec::new(),

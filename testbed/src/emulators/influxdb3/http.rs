@@ -421,6 +421,12 @@ impl App {
         let Some(db) = params.get("db").cloned() else {
             return Reply::text(400, "missing query parameter 'db'");
         };
+        if !super::store::valid_db_name(&db) {
+            return Reply::json(
+                400,
+                &serde_json::json!({"error": format!("invalid character in database or rp name: {db}")}),
+            );
+        }
         let precision = params
             .get("precision")
             .cloned()
@@ -502,7 +508,7 @@ impl App {
             if t.is_empty() || t.starts_with('#') {
                 continue;
             }
-            lines.push((i + 1, l.to_string(), lp::parse_line(t)));
+            lines.push((i + 1, l, lp::parse_line(t)));
         }
         if lines.is_empty() {
             return Reply::text(

@@ -1,7 +1,9 @@
 //! Misbehaviour knobs: a JSON object in the file named by `$TESTBED_KNOBS`, read once per
-//! process start (so a test changes behaviour between starts by rewriting the file). A missing
-//! variable or file means "behave normally"; an unreadable file or an unknown key makes the
-//! emulator fail loudly (exit 70) so a typo in a test never silently tests nothing.
+//! process start (so a test changes behaviour between starts by rewriting the file). The knobs
+//! are the object's keys, or those of its `"influxdb3"` section when it has one (a file shared
+//! with other stand-ins, whose sections are ignored). A missing variable or file means "behave
+//! normally"; an unreadable file or an unknown key makes the emulator fail loudly (exit 70)
+//! so a typo in a test never silently tests nothing.
 
 use serde::Deserialize;
 
@@ -91,6 +93,21 @@ impl Knobs {
         if text.trim().is_empty() {
             return Ok(Knobs::default());
         }
-        serde_json::from_str(&text).map_err(|e| format!("bad knob file {path:?}: {e}"))
+        let bad = |e: &dyn std::fmt::Display| format!("bad knob file {path:?}: {e}");
+        let all: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(&e))?;
+        let serde_json::Value::Object(mut map) = all else {
+            return Err(bad(&"not a JSON object"));
+        };
+        // A knob file shared with other stand-ins: our own `"influxdb3"` section wins; other
+        // tools' sections (object values under names that are not knobs) are not ours.
+        let mine = match map.remove("influxdb3") {
+            Some(section @ serde_json::Value::Object(_)) => section,
+            Some(_) => return Err(bad(&"\"influxdb3\" must be an object")),
+            None => {
+                map.retain(|_, v| !v.is_object());
+                serde_json::Value::Object(map)
+            }
+        };
+        serde_json::from_value(mine).map_err(|e| bad(&e))
     }
 }

@@ -55,6 +55,9 @@ impl Line {
     /// Renders with an explicit nanosecond timestamp (the persisted, normalised form).
     pub fn render(&self, ts: i64) -> String {
         let esc = |s: &str, extra: &[char]| {
+            if !s.bytes().any(|b| b == b',' || b == b' ' || b == b'=') {
+                return s.to_string();
+            }
             let mut o = String::new();
             for c in s.chars() {
                 if c == ',' || c == ' ' || extra.contains(&c) {
@@ -84,26 +87,26 @@ impl Line {
     }
 }
 
-/// Parses one non-empty, non-comment line.
+/// Parses one non-empty, non-comment line. Works on bytes: every delimiter is ASCII, so
+/// slicing at them keeps UTF-8 intact.
 pub fn parse_line(line: &str) -> Result<Line, String> {
-    let b: Vec<char> = line.chars().collect();
+    let b = line.as_bytes();
     let mut i = 0;
-    // measurement
-    let (measurement, stop) = take_escaped(&b, &mut i, &[',', ' ']);
+    let (measurement, stop) = take_escaped(line, &mut i, b",  ");
     if measurement.is_empty() {
         return Err("Invalid measurement was provided".into());
     }
     let mut tags: Vec<(String, String)> = Vec::new();
     let mut stop = stop;
-    while stop == Some(',') {
+    while stop == Some(b',') {
         i += 1;
-        let (key, s) = take_escaped(&b, &mut i, &['=', ',', ' ']);
-        if s != Some('=') || key.is_empty() {
+        let (key, s) = take_escaped(line, &mut i, b"=, ");
+        if s != Some(b'=') || key.is_empty() {
             return Err("Tag Set Malformed".into());
         }
         i += 1;
-        let (value, s) = take_escaped(&b, &mut i, &[',', ' ', '=']);
-        if value.is_empty() || s == Some('=') {
+        let (value, s) = take_escaped(line, &mut i, b", =");
+        if value.is_empty() || s == Some(b'=') {
             return Err("Tag Set Malformed".into());
         }
         if tags.iter().any(|(k, _)| *k == key) {
@@ -114,36 +117,35 @@ pub fn parse_line(line: &str) -> Result<Line, String> {
         tags.push((key, value));
         stop = s;
     }
-    if stop != Some(' ') {
+    if stop != Some(b' ') {
         return Err("No fields were provided".into());
     }
-    while i < b.len() && b[i] == ' ' {
+    while i < b.len() && b[i] == b' ' {
         i += 1;
     }
-    // fields
     let mut fields: Vec<(String, Field)> = Vec::new();
     loop {
-        let (key, s) = take_escaped(&b, &mut i, &['=', ',', ' ']);
-        if key.is_empty() || s != Some('=') {
+        let (key, s) = take_escaped(line, &mut i, b"=, ");
+        if key.is_empty() || s != Some(b'=') {
             if fields.is_empty() {
                 return Err("No fields were provided".into());
             }
             return Err("Field Set Malformed".into());
         }
         i += 1;
-        let value = if i < b.len() && b[i] == '"' {
+        let value = if i < b.len() && b[i] == b'"' {
             i += 1;
-            let mut v = String::new();
+            let mut v = Vec::new();
             loop {
                 match b.get(i) {
                     None => {
                         return Err("Unable to parse string value: missing closing quote".into())
                     }
-                    Some('\\') if matches!(b.get(i + 1), Some('"') | Some('\\')) => {
+                    Some(b'\\') if matches!(b.get(i + 1), Some(b'"') | Some(b'\\')) => {
                         v.push(b[i + 1]);
                         i += 2;
                     }
-                    Some('"') => {
+                    Some(b'"') => {
                         i += 1;
                         break;
                     }
@@ -153,14 +155,13 @@ pub fn parse_line(line: &str) -> Result<Line, String> {
                     }
                 }
             }
-            Field::S(v)
+            Field::S(String::from_utf8_lossy(&v).into_owned())
         } else {
             let start = i;
-            while i < b.len() && b[i] != ',' && b[i] != ' ' {
+            while i < b.len() && b[i] != b',' && b[i] != b' ' {
                 i += 1;
             }
-            let raw: String = b[start..i].iter().collect();
-            parse_value(&raw)?
+            parse_value(&line[start..i])?
         };
         if fields.iter().any(|(k, _)| *k == key) {
             return Err(format!(
@@ -169,15 +170,14 @@ pub fn parse_line(line: &str) -> Result<Line, String> {
         }
         fields.push((key, value));
         match b.get(i) {
-            Some(',') => i += 1,
+            Some(b',') => i += 1,
             _ => break,
         }
     }
-    while i < b.len() && b[i] == ' ' {
+    while i < b.len() && b[i] == b' ' {
         i += 1;
     }
-    let rest: String = b[i..].iter().collect();
-    let rest = rest.trim_end();
+    let rest = line[i..].trim_end();
     let timestamp = if rest.is_empty() {
         None
     } else if rest.contains(' ') {
@@ -227,23 +227,39 @@ fn parse_value(raw: &str) -> Result<Field, String> {
     }
 }
 
-/// Takes characters until an unescaped stop character; returns the text and the stop char.
-fn take_escaped(b: &[char], i: &mut usize, stops: &[char]) -> (String, Option<char>) {
-    let mut s = String::new();
+/// Takes text until an unescaped stop byte (all ASCII); returns it and the stop byte.
+fn take_escaped(line: &str, i: &mut usize, stops: &[u8]) -> (String, Option<u8>) {
+    let b = line.as_bytes();
+    let start = *i;
+    let mut escaped = false;
     while *i < b.len() {
         let c = b[*i];
-        if c == '\\' && *i + 1 < b.len() && matches!(b[*i + 1], ',' | ' ' | '=' | '\\') {
-            s.push(b[*i + 1]);
+        if c == b'\\' && *i + 1 < b.len() && matches!(b[*i + 1], b',' | b' ' | b'=' | b'\\') {
+            escaped = true;
             *i += 2;
             continue;
         }
         if stops.contains(&c) {
-            return (s, Some(c));
+            break;
         }
-        s.push(c);
         *i += 1;
     }
-    (s, None)
+    let raw = &line[start..*i];
+    let text = if escaped {
+        let mut s = String::with_capacity(raw.len());
+        let mut chars = raw.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\\' && matches!(chars.peek(), Some(',' | ' ' | '=' | '\\')) {
+                s.push(chars.next().unwrap_or('\\'));
+            } else {
+                s.push(c);
+            }
+        }
+        s
+    } else {
+        raw.to_string()
+    };
+    (text, b.get(*i).copied())
 }
 
 /// Normalises a timestamp in `precision` to nanoseconds. `auto` guesses from the magnitude.

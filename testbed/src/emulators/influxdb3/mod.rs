@@ -27,7 +27,7 @@
 //!   `file`), `--node-id` (alias `--host-id`; required), `--http-bind` (default `0.0.0.0:8181`),
 //!   `--without-auth`, `--disable-authz health,ping,metrics`, `--max-http-request-size`
 //!   (bytes, default 10485760; 3.11+ also `10mb`-style), `--wal-flush-interval` (default `1s`),
-//!   `--gen1-duration` (`1m|5m|10m`), `--admin-token-recovery-http-bind [ADDR]`,
+//!   `--gen1-duration` (`1m|5m|10m`, the snapshot file window),
 //!   `--tcp-listener-file-path PATH` (the bound address is written there once listening),
 //!   3.11+ `--shutdown-timeout` (default `30s`).
 //!   Core: `--cluster-id` fails with clap's `invalid value ... You've incorrectly specified a
@@ -79,22 +79,23 @@
 //!   again at once (a new database id).
 //! * `POST /api/v3/write_lp?db=..&precision=..&accept_partial=..&no_sync=..` → 204. Durable
 //!   writes (`no_sync=false`) are answered after the next WAL flush (every
-//!   `--wal-flush-interval`, or knob `wal_flush_interval_ms`, default 1 s); `no_sync=true` at
-//!   once. Errors: 400 `missing query parameter 'db'`, 400 JSON `line protocol parsing error`
+//!   `--wal-flush-interval` if given, else knob `wal_flush_interval_ms`, else 1 s; set the knob
+//!   low in tests); `no_sync=true` at once (the data is still flushed at the next tick). Errors: 400 `missing query parameter 'db'`, 400 JSON `line protocol parsing error`
 //!   (accept_partial=false, nothing written) or `partial write of line protocol occurred`
 //!   (default accept_partial=true, good lines written), 413 `max request size (N bytes)
 //!   exceeded` on the decoded size, 400 for an unknown Content-Encoding (gzip/identity known),
 //!   non-UTF-8 or empty body, 400 JSON for a soft-deleted database; a missing database is
 //!   created. Knob-driven 429/503 with `Retry-After`.
 //! * `GET|POST /api/v3/query_sql` (`db`, `q`, `format` json|jsonl|csv|pretty; Accept fallback)
-//!   → rows computed from the stored data for `SELECT count(*)`, `SHOW TABLES`, and the TSBS
+//!   → rows computed from the stored data for `SELECT count(*)`, `SHOW TABLES`, `SELECT 1`, the TSBS
 //!   shapes (aggregates max/min/avg/sum/count/last_value, `date_bin`, `hostname IN`, time range,
 //!   `GROUP BY`, `ORDER BY`, `LIMIT`); 404 `{"error":"query error: database not found: <db>"}`.
 //!
 //! # On disk (`--data-dir`, nothing written elsewhere; catalog prefix = node id for Core,
 //! cluster id for Enterprise)
 //! * `<prefix>/catalog/checkpoint` — JSON catalog (uuid, databases, tables, columns).
-//! * `<node-id>/wal/<seq:011>.wal` — one file per WAL flush (magic `idb3.001`, then JSON).
+//! * `<node-id>/wal/<seq:011>.wal` — one file per WAL flush: magic `idb3.001`, a JSON header
+//!   line, then per write batch `@op {"db_id":..,"db":..,"lines":N}` and N lines of line protocol.
 //! * `<node-id>/dbs/<db>-<id>/<table>-<id>/<YYYY-MM-DD>/<HH-MM>/<seq:010>.parquet` — snapshot
 //!   files (`PAR1` ... `PAR1`, gzip line protocol inside), written after
 //!   `snapshot_after_wal_files` WAL files (knob, default 100) and on graceful shutdown; the
@@ -103,16 +104,27 @@
 //! * Enterprise: `<cluster-id>/trial_or_home_license`.
 //!
 //! # Knobs (`$TESTBED_KNOBS`, JSON object, read at each start; unknown keys → exit 70)
+//! Flat (`{"start_delay_ms": 500}`) or, in a file shared with other stand-ins, under an
+//! `"influxdb3"` section (`{"influxdb3": {...}, "tsbs_load": {...}}`; other sections ignored).
 //! `version_output` (string printed by `--version` instead), `version_exit_code`;
 //! `start_delay_ms` (before listening), `exit_during_start` (exit code, after an ERROR line),
 //! `never_ready` (never listens; exits 0 on SIGTERM); `verification_delay_ms` (default 2000),
 //! `never_verify`, `license_server_status` (e.g. 402: activation fails like an expired trial);
 //! `crash_after_ms` (+ `crash_exit_code`, default 101, with a panic message), `hang_on_sigterm`,
-//! `shutdown_delay_ms`, `log_lines` (`[{"at":"start|ready|shutdown","level":"INFO|WARN|ERROR|
-//! FATAL|PANIC","message":".."}]`), `admin_token` (the one valid token when auth is on);
+//! `shutdown_delay_ms` (pause after SIGTERM before the final flush), `log_lines`
+//! (`[{"at":"start|ready|shutdown","level":"INFO|WARN|ERROR|FATAL|PANIC","message":".."}]`,
+//! `at` defaults to `ready`), `admin_token` (the one valid token when auth is on);
 //! `wal_flush_interval_ms`, `snapshot_after_wal_files`, `write_reject_first` (N first writes
 //! refused), `write_reject_status` (429 default, or 503), `write_retry_after` (header value);
 //! `query_delay_ms`, `query_failures` (`[{"contains":"..","status":500,"error":".."}]`).
+//!
+//! # Inferred, not read from a real binary (protocols.md §6)
+//! The Enterprise `--version`/`/ping` wording; the licence log target and message texts other
+//! than the console lines quoted above; the exact texts of: the deleted-database write error,
+//! the empty-body and bad-precision errors, licence-file and node/cluster-id validation
+//! errors; `show_deleted=true` adding `"deleted": bool`; the JWT contents. Not emulated: the
+//! other `influxdb3` subcommands, token management (`--admin-token-file`, `create token`), the
+//! v1/v2 write and query APIs, Parquet output, database/table/column limits (422).
 
 mod cli;
 mod http;

@@ -4,8 +4,8 @@
 //! data, never made up. Conditions it does not understand are ignored (documented leniency:
 //! the TSBS runners only check the status); statements it cannot parse are planning errors.
 
-use super::lp::{Field, Line};
-use super::store::{value_of, TableEntry, ValueRef};
+use super::lp::Field;
+use super::store::{Row, TableData, TableEntry, ValueRef};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
@@ -448,32 +448,32 @@ fn cmp_op(op: &str, o: Ordering) -> bool {
     }
 }
 
-fn matches(row: &Line, conds: &[Cond]) -> bool {
+fn matches(td: &TableData, row: &Row, conds: &[Cond]) -> bool {
     conds.iter().all(|c| match c {
-        Cond::Time(op, t) => cmp_op(op, row.timestamp.unwrap_or(0).cmp(t)),
-        Cond::In(col, vals) => match value_of(row, col) {
+        Cond::Time(op, t) => cmp_op(op, row.time.cmp(t)),
+        Cond::In(col, vals) => match td.value_of(row, col) {
             Some(ValueRef::Tag(v)) => vals.iter().any(|x| x == v),
             Some(ValueRef::Field(Field::S(v))) => vals.iter().any(|x| x == v),
             _ => false,
         },
-        Cond::Num(col, op, n) => match Val::from_ref(value_of(row, col)).num() {
+        Cond::Num(col, op, n) => match Val::from_ref(td.value_of(row, col)).num() {
             Some(v) => cmp_op(op, v.partial_cmp(n).unwrap_or(Ordering::Equal)),
             None => false,
         },
     })
 }
 
-fn column_value(row: &Line, col: &str) -> Val {
+fn column_value(td: &TableData, row: &Row, col: &str) -> Val {
     if col.eq_ignore_ascii_case("time") {
-        return Val::Time(row.timestamp.unwrap_or(0));
+        return Val::Time(row.time);
     }
-    Val::from_ref(value_of(row, col))
+    Val::from_ref(td.value_of(row, col))
 }
 
-fn aggregate(func: &str, col: Option<&str>, rows: &[&Line]) -> Val {
+fn aggregate(td: &TableData, func: &str, col: Option<&str>, rows: &[&Row]) -> Val {
     let vals = || {
         rows.iter()
-            .map(move |r| col.map(|c| column_value(r, c)).unwrap_or(Val::I(1)))
+            .map(move |r| col.map(|c| column_value(td, r, c)).unwrap_or(Val::I(1)))
     };
     match func {
         "count" => Val::I(vals().filter(|v| *v != Val::Null).count() as i64),
@@ -509,11 +509,11 @@ fn aggregate(func: &str, col: Option<&str>, rows: &[&Line]) -> Val {
         }
         "last_value" | "first_value" => {
             let pick = if func == "last_value" {
-                rows.iter().max_by_key(|r| r.timestamp)
+                rows.iter().max_by_key(|r| r.time)
             } else {
-                rows.iter().min_by_key(|r| r.timestamp)
+                rows.iter().min_by_key(|r| r.time)
             };
-            pick.map(|r| col.map(|c| column_value(r, c)).unwrap_or(Val::Null))
+            pick.map(|r| col.map(|c| column_value(td, r, c)).unwrap_or(Val::Null))
                 .unwrap_or(Val::Null)
         }
         _ => Val::Null,
@@ -521,7 +521,7 @@ fn aggregate(func: &str, col: Option<&str>, rows: &[&Line]) -> Val {
 }
 
 /// Executes `sql` against the tables of one database.
-pub fn execute(tables: &[(&TableEntry, &[Line])], sql: &str) -> Result<ResultSet, String> {
+pub fn execute(tables: &[(&TableEntry, &TableData)], sql: &str) -> Result<ResultSet, String> {
     let sql = sql.trim().trim_end_matches(';').trim();
     let flat: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
     let lower = flat.to_ascii_lowercase();
@@ -576,8 +576,26 @@ pub fn execute(tables: &[(&TableEntry, &[Line])], sql: &str) -> Result<ResultSet
             flat.split_whitespace().next().unwrap_or("EOF")
         ));
     }
-    let from = find_kw(&flat, "from")
-        .ok_or_else(|| plan_err("testbed: SELECT without FROM is not emulated"))?;
+    let Some(from) = find_kw(&flat, "from") else {
+        // `SELECT 1` and friends: integer literals only (connectivity checks).
+        let mut columns = vec![];
+        let mut row = vec![];
+        for item in split_top(&flat[7..], ",") {
+            let (expr, alias) = match find_kw(&item, "as") {
+                Some(p) => (item[..p].trim().to_string(), Some(unquote(&item[p + 2..]))),
+                None => (item.clone(), None),
+            };
+            let n: i64 = expr.parse().map_err(|_| {
+                plan_err("testbed: SELECT without FROM takes integer literals only")
+            })?;
+            columns.push(alias.unwrap_or_else(|| format!("Int64({n})")));
+            row.push(Val::I(n));
+        }
+        return Ok(ResultSet {
+            columns,
+            rows: vec![row],
+        });
+    };
     let select_text = &flat[7..from];
     let after_from = &flat[from + 4..];
     let ends = ["where", "group by", "order by", "limit"];
@@ -596,7 +614,7 @@ pub fn execute(tables: &[(&TableEntry, &[Line])], sql: &str) -> Result<ResultSet
         .next()
         .unwrap_or(&table_name)
         .to_string();
-    let Some((table, rows)) = tables.iter().find(|(t, _)| t.name == bare) else {
+    let Some((table, td)) = tables.iter().find(|(t, _)| t.name == bare) else {
         return Err(plan_err(&format!("table 'public.iox.{bare}' not found")));
     };
     let section = |kw: &str| -> Option<String> {
@@ -634,7 +652,8 @@ pub fn execute(tables: &[(&TableEntry, &[Line])], sql: &str) -> Result<ResultSet
         }
         items.push(item);
     }
-    let filtered: Vec<&Line> = rows.iter().filter(|r| matches(r, &conds)).collect();
+    let td: &TableData = td;
+    let filtered: Vec<&Row> = td.rows.iter().filter(|r| matches(td, r, &conds)).collect();
     let has_agg = items.iter().any(|i| matches!(i.expr, Expr::Agg(..)));
 
     let (columns, mut out_rows) = if has_agg || group_by.is_some() {
@@ -644,20 +663,20 @@ pub fn execute(tables: &[(&TableEntry, &[Line])], sql: &str) -> Result<ResultSet
             .filter(|(_, i)| matches!(i.expr, Expr::Col(_) | Expr::Bucket(_)))
             .map(|(n, _)| n)
             .collect();
-        let key_of = |r: &Line| -> Vec<Val> {
+        let key_of = |r: &Row| -> Vec<Val> {
             key_items
                 .iter()
                 .map(|&n| match &items[n].expr {
                     Expr::Bucket(w) => {
-                        let t = r.timestamp.unwrap_or(0);
+                        let t = r.time;
                         Val::Time(t - t.rem_euclid(*w))
                     }
-                    Expr::Col(c) => column_value(r, c),
+                    Expr::Col(c) => column_value(td, r, c),
                     _ => Val::Null,
                 })
                 .collect()
         };
-        let mut groups: BTreeMap<String, (Vec<Val>, Vec<&Line>)> = BTreeMap::new();
+        let mut groups: BTreeMap<String, (Vec<Val>, Vec<&Row>)> = BTreeMap::new();
         if filtered.is_empty() && key_items.is_empty() {
             groups.insert(String::new(), (vec![], vec![]));
         }
@@ -681,7 +700,7 @@ pub fn execute(tables: &[(&TableEntry, &[Line])], sql: &str) -> Result<ResultSet
                 items
                     .iter()
                     .map(|i| match &i.expr {
-                        Expr::Agg(f, c) => aggregate(f, c.as_deref(), &members),
+                        Expr::Agg(f, c) => aggregate(td, f, c.as_deref(), &members),
                         _ => ki.next().unwrap_or(Val::Null),
                     })
                     .collect()
@@ -730,9 +749,9 @@ pub fn execute(tables: &[(&TableEntry, &[Line])], sql: &str) -> Result<ResultSet
                 exprs
                     .iter()
                     .map(|e| match e {
-                        Expr::Col(c) => column_value(r, c),
+                        Expr::Col(c) => column_value(td, r, c),
                         Expr::Bucket(w) => {
-                            let t = r.timestamp.unwrap_or(0);
+                            let t = r.time;
                             Val::Time(t - t.rem_euclid(*w))
                         }
                         _ => Val::Null,
@@ -792,7 +811,7 @@ mod tests {
     use crate::emulators::influxdb3::lp::parse_line;
     use crate::emulators::influxdb3::store::Column;
 
-    fn table() -> (TableEntry, Vec<Line>) {
+    fn table() -> (TableEntry, TableData) {
         let mut rows = vec![];
         for h in 0..3 {
             for m in 0..120 {
@@ -828,13 +847,13 @@ mod tests {
                 name: "cpu".into(),
                 columns,
             },
-            rows,
+            TableData::from_lines(rows),
         )
     }
 
     fn run(sql: &str) -> ResultSet {
-        let (t, rows) = table();
-        execute(&[(&t, &rows)], sql).unwrap()
+        let (t, td) = table();
+        execute(&[(&t, &td)], sql).unwrap()
     }
 
     #[test]
@@ -885,16 +904,18 @@ mod tests {
 
     #[test]
     fn errors() {
-        let (t, rows) = table();
-        assert!(execute(&[(&t, &rows)], "SELECT * FROM mem")
+        let (t, td) = table();
+        assert!(execute(&[(&t, &td)], "SELECT * FROM mem")
             .unwrap_err()
             .contains("not found"));
-        assert!(execute(&[(&t, &rows)], "SELECT nope FROM cpu")
+        assert!(execute(&[(&t, &td)], "SELECT nope FROM cpu")
             .unwrap_err()
             .contains("No field named nope"));
-        assert!(execute(&[(&t, &rows)], "DROP TABLE cpu")
+        assert!(execute(&[(&t, &td)], "DROP TABLE cpu")
             .unwrap_err()
             .contains("sql parser error"));
         assert_eq!(run("SHOW TABLES").rows[0][2], Val::Str("cpu".into()));
+        assert_eq!(run("SELECT 1").to_json(), r#"[{"Int64(1)":1}]"#);
+        assert_eq!(run("select 2 as two;").to_json(), r#"[{"two":2}]"#);
     }
 }

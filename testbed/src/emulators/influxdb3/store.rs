@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub const INTERNAL_DB: &str = "_internal";
@@ -46,24 +46,127 @@ pub struct Column {
     pub kind: String,
 }
 
+/// A tag set shared by every row of one series (keeps memory small for TSBS-sized data).
+#[derive(Debug)]
+pub struct Series {
+    pub tags: Vec<(Arc<str>, Arc<str>)>,
+}
+
+/// One stored row: time, series, and fields by column index (see [`TableData::field_index`]).
+#[derive(Debug)]
+pub struct Row {
+    pub time: i64,
+    pub series: Arc<Series>,
+    pub fields: Box<[(u16, Field)]>,
+}
+
 /// Rows of one table; `persisted` rows are already in snapshot files.
 #[derive(Debug, Default)]
 pub struct TableData {
-    pub rows: Vec<Line>,
+    pub rows: Vec<Row>,
+    /// `rows[persisted..]` as normalised line protocol (ns timestamps), for WAL and snapshots.
+    texts: Vec<String>,
     persisted: usize,
+    series: HashMap<String, Arc<Series>>,
+    names: Vec<Arc<str>>,
+    name_idx: HashMap<Arc<str>, u16>,
 }
 
+impl TableData {
+    fn intern(&mut self, line: Line) -> Row {
+        let mut key = String::new();
+        for (k, v) in &line.tags {
+            key.push_str(k);
+            key.push('\u{1}');
+            key.push_str(v);
+            key.push('\u{2}');
+        }
+        let series = match self.series.get(&key) {
+            Some(s) => s.clone(),
+            None => {
+                let s = Arc::new(Series {
+                    tags: line
+                        .tags
+                        .iter()
+                        .map(|(k, v)| (Arc::from(k.as_str()), Arc::from(v.as_str())))
+                        .collect(),
+                });
+                self.series.insert(key, s.clone());
+                s
+            }
+        };
+        let mut fields = Vec::with_capacity(line.fields.len());
+        for (name, value) in line.fields {
+            let idx = match self.name_idx.get(name.as_str()) {
+                Some(i) => *i,
+                None => {
+                    let i = self.names.len() as u16;
+                    let n: Arc<str> = Arc::from(name.as_str());
+                    self.names.push(n.clone());
+                    self.name_idx.insert(n, i);
+                    i
+                }
+            };
+            fields.push((idx, value));
+        }
+        Row {
+            time: line.timestamp.unwrap_or(0),
+            series,
+            fields: fields.into_boxed_slice(),
+        }
+    }
+
+    /// Appends a row not yet in a snapshot file.
+    fn push(&mut self, line: Line, text: String) {
+        let row = self.intern(line);
+        self.rows.push(row);
+        self.texts.push(text);
+    }
+
+    /// Appends a row read back from a snapshot file (before any unpersisted row).
+    fn push_persisted(&mut self, line: Line) {
+        let row = self.intern(line);
+        self.rows.push(row);
+        self.persisted += 1;
+    }
+
+    /// Builds table data from parsed lines (tests).
+    #[cfg(test)]
+    pub(crate) fn from_lines(lines: Vec<Line>) -> TableData {
+        let mut td = TableData::default();
+        for l in lines {
+            td.push(l, String::new());
+        }
+        td
+    }
+
+    pub fn field_index(&self, name: &str) -> Option<u16> {
+        self.name_idx.get(name).copied()
+    }
+
+    /// The value of `column` in `row` (tags as strings).
+    pub fn value_of<'a>(&self, row: &'a Row, column: &str) -> Option<ValueRef<'a>> {
+        if let Some((_, v)) = row.series.tags.iter().find(|(k, _)| &**k == column) {
+            return Some(ValueRef::Tag(v));
+        }
+        let idx = self.field_index(column)?;
+        row.fields
+            .iter()
+            .find(|(i, _)| *i == idx)
+            .map(|(_, v)| ValueRef::Field(v))
+    }
+}
+
+/// One write batch in a WAL file. On disk: `@op <json header>` then `lines` lines of line
+/// protocol (plain text, so the WAL is as big as the data, like the real one).
 #[derive(Debug, Serialize, Deserialize)]
 struct WalOp {
     db_id: u32,
     db: String,
+    #[serde(skip)]
     lines: Vec<String>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct WalFile {
-    sequence: u64,
-    ops: Vec<WalOp>,
+    #[serde(rename = "lines")]
+    count: usize,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -352,7 +455,7 @@ impl Store {
     pub fn write(
         &self,
         db_name: &str,
-        lines: Vec<(usize, String, Result<Line, String>)>,
+        lines: Vec<(usize, &str, Result<Line, String>)>,
         precision: &str,
         accept_partial: bool,
         now_ns: i64,
@@ -368,21 +471,25 @@ impl Store {
         {
             return Ok(WriteOutcome::Deleted);
         }
-        // Schema seen so far: catalog columns plus this batch's new ones.
-        let mut schema: HashMap<(String, String), String> = HashMap::new();
+        // Schema seen so far (table -> column -> kind): catalog plus this batch's new columns.
+        let mut schema: HashMap<String, HashMap<String, String>> = HashMap::new();
         if let Some(i) = db_idx {
             for t in &inner.catalog.databases[i].tables {
+                let cols = schema.entry(t.name.clone()).or_default();
                 for c in &t.columns {
-                    schema.insert((t.name.clone(), c.name.clone()), c.kind.clone());
+                    cols.insert(c.name.clone(), c.kind.clone());
                 }
             }
         }
-        let mut good: Vec<Line> = Vec::new();
+        // Columns (and tables) this batch adds, in first-seen order.
+        let mut new_columns: Vec<(String, String, String)> = Vec::new();
+        // (line, normalised text when the original already is normalised)
+        let mut good: Vec<(Line, Option<&str>)> = Vec::new();
         let mut errors: Vec<LineError> = Vec::new();
         for (line_number, original, parsed) in lines {
             let err = |m: String| LineError {
                 line_number,
-                original_line: original.clone(),
+                original_line: original.to_string(),
                 error_message: m,
             };
             let mut line = match parsed {
@@ -392,6 +499,8 @@ impl Store {
                     continue;
                 }
             };
+            let given_ns =
+                line.timestamp.is_some() && matches!(precision, "nanosecond" | "ns" | "n");
             let ts = match line.timestamp {
                 Some(t) => match lp::to_nanos(t, precision) {
                     Some(ns) => ns,
@@ -405,21 +514,22 @@ impl Store {
                 None => now_ns,
             };
             line.timestamp = Some(ts);
+            let known = schema.get(line.measurement.as_str());
             let mut problem = None;
-            let mut additions = vec![];
+            let mut additions: Vec<(&str, &'static str)> = vec![];
             for (k, _) in &line.tags {
-                match schema.get(&(line.measurement.clone(), k.clone())) {
+                match known.and_then(|m| m.get(k.as_str())) {
                     Some(kind) if kind != "tag" => {
                         problem = Some(format!(
                             "invalid column type for column '{k}', expected iox::column_type::field::{kind}, got iox::column_type::tag"
                         ))
                     }
                     Some(_) => {}
-                    None => additions.push((k.clone(), "tag".to_string())),
+                    None => additions.push((k, "tag")),
                 }
             }
             for (k, v) in &line.fields {
-                match schema.get(&(line.measurement.clone(), k.clone())) {
+                match known.and_then(|m| m.get(k.as_str())) {
                     Some(kind) if kind != v.type_name() => {
                         let expected = if kind == "tag" {
                             "iox::column_type::tag".to_string()
@@ -432,17 +542,25 @@ impl Store {
                         ))
                     }
                     Some(_) => {}
-                    None => additions.push((k.clone(), v.type_name().to_string())),
+                    None => additions.push((k, v.type_name())),
                 }
             }
             if let Some(p) = problem {
                 errors.push(err(p));
                 continue;
             }
-            for (k, kind) in additions {
-                schema.insert((line.measurement.clone(), k), kind);
+            if known.is_none() || !additions.is_empty() {
+                let cols = schema.entry(line.measurement.clone()).or_default();
+                if cols.is_empty() {
+                    cols.insert("time".into(), "time".into());
+                    new_columns.push((line.measurement.clone(), "time".into(), "time".into()));
+                }
+                for (k, kind) in additions {
+                    cols.insert(k.to_string(), kind.to_string());
+                    new_columns.push((line.measurement.clone(), k.to_string(), kind.to_string()));
+                }
             }
-            good.push(line);
+            good.push((line, given_ns.then(|| original.trim())));
         }
         if !errors.is_empty() && !accept_partial {
             return Ok(WriteOutcome::Rejected(errors));
@@ -457,56 +575,42 @@ impl Store {
                 add_db(&mut inner.catalog, db_name)
             }
         };
-        let mut catalog_changed = db_idx.is_none();
+        let catalog_changed = db_idx.is_none() || !new_columns.is_empty();
         let db_id = inner.catalog.databases[db_i].id;
-        let mut rendered = Vec::with_capacity(good.len());
-        for line in good {
-            let table_id = {
-                let cat = &mut inner.catalog;
-                let next_table_id = &mut cat.next_table_id;
-                let db = &mut cat.databases[db_i];
-                let t_idx = match db.tables.iter().position(|t| t.name == line.measurement) {
+        {
+            let cat = &mut inner.catalog;
+            let db = &mut cat.databases[db_i];
+            for (table, col, kind) in new_columns {
+                let t_idx = match db.tables.iter().position(|t| t.name == table) {
                     Some(t) => t,
                     None => {
                         db.tables.push(TableEntry {
-                            id: *next_table_id,
-                            name: line.measurement.clone(),
-                            columns: vec![Column {
-                                name: "time".into(),
-                                kind: "time".into(),
-                            }],
+                            id: cat.next_table_id,
+                            name: table.clone(),
+                            columns: vec![],
                         });
-                        *next_table_id += 1;
-                        catalog_changed = true;
+                        cat.next_table_id += 1;
                         db.tables.len() - 1
                     }
                 };
-                let table = &mut db.tables[t_idx];
-                let cols = line
-                    .tags
-                    .iter()
-                    .map(|(k, _)| (k, "tag"))
-                    .chain(line.fields.iter().map(|(k, v)| (k, v.type_name())));
-                for (name, kind) in cols {
-                    if !table.columns.iter().any(|c| &c.name == name) {
-                        table.columns.push(Column {
-                            name: name.clone(),
-                            kind: kind.to_string(),
-                        });
-                        catalog_changed = true;
-                    }
-                }
-                table.id
+                db.tables[t_idx].columns.push(Column { name: col, kind });
+            }
+        }
+        let table_ids: HashMap<String, u32> = inner.catalog.databases[db_i]
+            .tables
+            .iter()
+            .map(|t| (t.name.clone(), t.id))
+            .collect();
+        let mut rendered = Vec::with_capacity(good.len());
+        let tables = inner.data.entry(db_id).or_default();
+        for (line, text) in good {
+            let text = match text {
+                Some(t) => t.to_string(),
+                None => line.render(line.timestamp.unwrap_or(now_ns)),
             };
-            rendered.push(line.render(line.timestamp.unwrap_or(now_ns)));
-            inner
-                .data
-                .entry(db_id)
-                .or_default()
-                .entry(table_id)
-                .or_default()
-                .rows
-                .push(line);
+            rendered.push(text.clone());
+            let table_id = table_ids[line.measurement.as_str()];
+            tables.entry(table_id).or_default().push(line, text);
         }
         if catalog_changed {
             self.save_catalog(&inner)?;
@@ -514,6 +618,7 @@ impl Store {
         inner.pending.push(WalOp {
             db_id,
             db: db_name.to_string(),
+            count: rendered.len(),
             lines: rendered,
         });
         inner.dirty_since_snapshot = true;
@@ -532,12 +637,17 @@ impl Store {
         let ops = std::mem::take(&mut inner.pending);
         if let Some(l) = &self.layout {
             inner.wal_seq += 1;
-            let file = WalFile {
-                sequence: inner.wal_seq,
-                ops,
-            };
             let mut bytes = WAL_MAGIC.to_vec();
-            bytes.extend(serde_json::to_vec(&file).unwrap());
+            bytes.extend(format!("{{\"sequence\":{}}}\n", inner.wal_seq).into_bytes());
+            for op in &ops {
+                bytes.extend(b"@op ");
+                bytes.extend(serde_json::to_vec(op).unwrap());
+                bytes.push(b'\n');
+                for l in &op.lines {
+                    bytes.extend(l.as_bytes());
+                    bytes.push(b'\n');
+                }
+            }
             let path = l
                 .node()
                 .join("wal")
@@ -605,13 +715,14 @@ impl Store {
                 if td.persisted >= td.rows.len() {
                     continue;
                 }
-                let mut windows: std::collections::BTreeMap<i64, Vec<&Line>> = Default::default();
-                for row in &td.rows[td.persisted..] {
-                    let t = row.timestamp.unwrap_or(0);
+                let mut windows: std::collections::BTreeMap<i64, Vec<(i64, &str)>> =
+                    Default::default();
+                for (row, text) in td.rows[td.persisted..].iter().zip(&td.texts) {
+                    let t = row.time;
                     windows
                         .entry(t - t.rem_euclid(self.gen1_ns))
                         .or_default()
-                        .push(row);
+                        .push((t, text));
                 }
                 for (start, rows) in windows {
                     inner.file_seq += 1;
@@ -626,17 +737,14 @@ impl Store {
                         when.minute(),
                         inner.file_seq
                     );
-                    let text: Vec<String> = rows
-                        .iter()
-                        .map(|r| r.render(r.timestamp.unwrap_or(0)))
-                        .collect();
+                    let text: Vec<&str> = rows.iter().map(|(_, t)| *t).collect();
                     let body = gzip(text.join("\n").as_bytes());
                     let mut bytes = b"PAR1".to_vec();
                     bytes.extend(&body);
                     bytes.extend((body.len() as u32).to_le_bytes());
                     bytes.extend(b"PAR1");
                     write_atomic(&l.node().join(&rel), &bytes)?;
-                    let times = rows.iter().map(|r| r.timestamp.unwrap_or(0));
+                    let times = rows.iter().map(|(t, _)| *t);
                     files.push(ParquetEntry {
                         db_id,
                         table_id,
@@ -648,6 +756,7 @@ impl Store {
                     });
                 }
                 td.persisted = td.rows.len();
+                td.texts = Vec::new();
             }
         }
         inner.snapshot_seq += 1;
@@ -672,27 +781,26 @@ impl Store {
         Ok(())
     }
 
-    /// Runs `f` over the live database `name`: `(table name, columns, rows)` per table.
+    /// Runs `f` over the live database `name`: `(catalog entry, data)` per table.
     pub fn with_db<R>(
         &self,
         name: &str,
-        f: impl FnOnce(&[(&TableEntry, &[Line])]) -> R,
+        f: impl FnOnce(&[(&TableEntry, &TableData)]) -> R,
     ) -> Option<R> {
         let inner = self.lock();
         let i = live_db(&inner.catalog, name)?;
         let db = &inner.catalog.databases[i];
-        let empty: &[Line] = &[];
-        let tables: Vec<(&TableEntry, &[Line])> = db
+        let empty = TableData::default();
+        let tables: Vec<(&TableEntry, &TableData)> = db
             .tables
             .iter()
             .map(|t| {
-                let rows = inner
+                let data = inner
                     .data
                     .get(&db.id)
                     .and_then(|m| m.get(&t.id))
-                    .map(|d| d.rows.as_slice())
-                    .unwrap_or(empty);
-                (t, rows)
+                    .unwrap_or(&empty);
+                (t, data)
             })
             .collect();
         Some(f(&tables))
@@ -784,9 +892,8 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
             for text in String::from_utf8_lossy(&body).lines() {
                 let line = lp::parse_line(text)
                     .map_err(|e| format!("parquet file {} is corrupt: {e}", path.display()))?;
-                td.rows.push(line);
+                td.push_persisted(line);
             }
-            td.persisted = td.rows.len();
         }
     }
     inner.wal_seq = last_wal;
@@ -799,15 +906,22 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
         let body = bytes
             .strip_prefix(WAL_MAGIC)
             .ok_or_else(|| format!("WAL file {} is corrupt", p.display()))?;
-        let wal: WalFile = serde_json::from_slice(body)
-            .map_err(|e| format!("WAL file {} is corrupt: {e}", p.display()))?;
-        for op in wal.ops {
-            if !alive(&inner.catalog, op.db_id) {
-                continue;
-            }
-            for text in &op.lines {
-                let line = lp::parse_line(text)
-                    .map_err(|e| format!("WAL file {} is corrupt: {e}", p.display()))?;
+        let corrupt = |why: &str| format!("WAL file {} is corrupt: {why}", p.display());
+        let text = std::str::from_utf8(body).map_err(|e| corrupt(&e.to_string()))?;
+        let mut it = text.lines();
+        it.next().ok_or_else(|| corrupt("no header"))?;
+        while let Some(head) = it.next() {
+            let meta = head
+                .strip_prefix("@op ")
+                .ok_or_else(|| corrupt("bad op header"))?;
+            let op: WalOp = serde_json::from_str(meta).map_err(|e| corrupt(&e.to_string()))?;
+            let live = alive(&inner.catalog, op.db_id);
+            for _ in 0..op.count {
+                let text = it.next().ok_or_else(|| corrupt("truncated op"))?;
+                if !live {
+                    continue;
+                }
+                let line = lp::parse_line(text).map_err(|e| corrupt(&e))?;
                 let Some(tid) = table_of(&inner.catalog, op.db_id, &line.measurement) else {
                     continue;
                 };
@@ -817,8 +931,7 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
                     .or_default()
                     .entry(tid)
                     .or_default()
-                    .rows
-                    .push(line);
+                    .push(line, text.to_string());
             }
         }
         inner.wal_seq = inner.wal_seq.max(seq);
@@ -826,17 +939,6 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
         inner.dirty_since_snapshot = true;
     }
     Ok(())
-}
-
-/// Field value of a row by column name (tags as strings).
-pub fn value_of<'a>(row: &'a Line, column: &str) -> Option<ValueRef<'a>> {
-    if let Some((_, v)) = row.tags.iter().find(|(k, _)| k == column) {
-        return Some(ValueRef::Tag(v));
-    }
-    row.fields
-        .iter()
-        .find(|(k, _)| k == column)
-        .map(|(_, v)| ValueRef::Field(v))
 }
 
 pub enum ValueRef<'a> {
