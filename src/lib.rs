@@ -15,6 +15,7 @@ pub mod error;
 pub mod fsutil;
 pub mod hash;
 pub mod ids;
+pub mod install;
 pub mod interrupt;
 pub mod lock;
 pub mod manifest;
@@ -22,8 +23,13 @@ pub mod output;
 pub mod paths;
 pub mod platform;
 pub mod queryset;
+pub mod product;
+pub mod publish;
+pub mod server;
 pub mod sources;
 pub mod treehash;
+pub mod tsbs;
+pub mod workspace;
 
 /// The tool's version, recorded in every manifest.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

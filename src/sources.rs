@@ -1,8 +1,15 @@
 //! Where each remote thing lives (DESIGN.md, Sources): environment > `[sources]` in
 //! `<root>/config.toml` > default. Values may be `http(s)://` URLs, `file://` URLs or plain
 //! directory paths (an offline mirror directory laid out like the real hosts).
+//!
+//! Plain paths become `file://` URLs here, so the rest of the tool only ever sees URLs.
+//! A relative path in the environment is taken from the current directory; one in
+//! `config.toml` from the directory that holds the file (the state root).
 
-use crate::error::Result;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
 use crate::paths::Root;
 
 /// One configurable remote location.
@@ -23,6 +30,63 @@ pub enum SourceKey {
     TsbsRepo,
 }
 
+impl SourceKey {
+    /// Every key, in table order.
+    pub const ALL: [SourceKey; 6] = [
+        SourceKey::Github,
+        SourceKey::GithubApi,
+        SourceKey::InfluxdataDl,
+        SourceKey::Influxdb3Installer,
+        SourceKey::GoDl,
+        SourceKey::TsbsRepo,
+    ];
+
+    /// The key in `[sources]` of `config.toml`.
+    pub fn config_key(self) -> &'static str {
+        match self {
+            SourceKey::Github => "github",
+            SourceKey::GithubApi => "github_api",
+            SourceKey::InfluxdataDl => "influxdata_dl",
+            SourceKey::Influxdb3Installer => "influxdb3_installer",
+            SourceKey::GoDl => "go_dl",
+            SourceKey::TsbsRepo => "tsbs_repo",
+        }
+    }
+
+    /// The environment variable that overrides it.
+    pub fn env_var(self) -> &'static str {
+        match self {
+            SourceKey::Github => "TSBSCTL_GITHUB_URL",
+            SourceKey::GithubApi => "TSBSCTL_GITHUB_API_URL",
+            SourceKey::InfluxdataDl => "TSBSCTL_INFLUXDATA_DL_URL",
+            SourceKey::Influxdb3Installer => "TSBSCTL_INFLUXDB3_INSTALLER_URL",
+            SourceKey::GoDl => "TSBSCTL_GO_DL_URL",
+            SourceKey::TsbsRepo => "TSBSCTL_TSBS_REPO",
+        }
+    }
+
+    /// The built-in value.
+    pub fn default_value(self) -> &'static str {
+        match self {
+            SourceKey::Github => "https://github.com",
+            SourceKey::GithubApi => "https://api.github.com",
+            SourceKey::InfluxdataDl => "https://dl.influxdata.com",
+            SourceKey::Influxdb3Installer => "https://www.influxdata.com/d/install_influxdb3.sh",
+            SourceKey::GoDl => "https://go.dev/dl",
+            SourceKey::TsbsRepo => "https://github.com/GreptimeTeam/tsbs.git",
+        }
+    }
+
+    /// True for keys that are a base URL under which paths are joined.
+    pub fn is_base(self) -> bool {
+        !matches!(self, SourceKey::Influxdb3Installer | SourceKey::TsbsRepo)
+    }
+
+    fn from_config_key(key: &str) -> Option<SourceKey> {
+        SourceKey::ALL.into_iter().find(|k| k.config_key() == key)
+    }
+}
+
 /// Where a value came from, for `env show` and error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
@@ -34,28 +98,349 @@ pub enum Origin {
 /// The resolved sources.
 #[derive(Debug, Clone)]
 pub struct Sources {
-    _private: (),
+    values: BTreeMap<SourceKey, (String, Origin)>,
 }
 
 impl Sources {
     /// Resolves every key: environment > config.toml `[sources]` > default. An unknown key in
     /// `[sources]`, or a value that is neither a URL nor a path, is invalid input (exit 2).
-    pub fn load(_root: &Root) -> Result<Sources> {
-        todo!("foundation: sources")
+    pub fn load(root: &Root) -> Result<Sources> {
+        let file = root.config_file();
+        let from_file = read_config(&file)?;
+        let mut values = BTreeMap::new();
+        for key in SourceKey::ALL {
+            let env = std::env::var_os(key.env_var());
+            let (value, origin) = if let Some(raw) = env {
+                let raw = raw.into_string().map_err(|_| {
+                    Error::invalid(format!("{} is not valid UTF-8", key.env_var())).with_hint(
+                        format!("set {} to a URL or a directory path", key.env_var()),
+                    )
+                })?;
+                let cwd = std::env::current_dir().map_err(|e| {
+                    Error::failed(format!("could not read the current directory: {e}"))
+                })?;
+                let v = normalize(key, &raw, &cwd).map_err(|why| {
+                    Error::invalid(format!("{} = {raw:?}: {why}", key.env_var())).with_hint(
+                        format!(
+                        "set {} to an http(s):// or file:// URL or a directory path, or unset it",
+                        key.env_var()
+                    ),
+                    )
+                })?;
+                (v, Origin::Environment(key.env_var()))
+            } else if let Some(raw) = from_file.get(&key) {
+                let base = file.parent().unwrap_or(Path::new("/"));
+                let v = normalize(key, raw, base).map_err(|why| {
+                    Error::invalid(format!(
+                        "{}: [sources] {} = {raw:?}: {why}",
+                        file.display(),
+                        key.config_key()
+                    ))
+                    .with_hint("use an http(s):// or file:// URL or a directory path")
+                })?;
+                (v, Origin::ConfigFile)
+            } else {
+                (key.default_value().to_string(), Origin::Default)
+            };
+            values.insert(key, (value, origin));
+        }
+        Ok(Sources { values })
+    }
+
+    /// Sources with every default (library callers and tests).
+    pub fn defaults() -> Sources {
+        let values = SourceKey::ALL
+            .into_iter()
+            .map(|k| (k, (k.default_value().to_string(), Origin::Default)))
+            .collect();
+        Sources { values }
     }
 
     /// The value for `key`, without a trailing slash.
-    pub fn get(&self, _key: SourceKey) -> &str {
-        todo!("foundation: sources")
+    pub fn get(&self, key: SourceKey) -> &str {
+        &self.values[&key].0
     }
 
     /// Where the value came from.
-    pub fn origin(&self, _key: SourceKey) -> Origin {
-        todo!("foundation: sources")
+    pub fn origin(&self, key: SourceKey) -> Origin {
+        self.values[&key].1.clone()
     }
 
     /// `base + "/" + path` for a base key (all but `Influxdb3Installer` and `TsbsRepo`).
-    pub fn url(&self, _key: SourceKey, _path: &str) -> String {
-        todo!("foundation: sources")
+    pub fn url(&self, key: SourceKey, path: &str) -> String {
+        debug_assert!(key.is_base(), "{key:?} is not a base URL");
+        format!("{}/{}", self.get(key), path.trim_start_matches('/'))
+    }
+
+    /// The key whose value `url` lies under (the longest match), for hints that name the
+    /// setting to change.
+    pub fn key_for_url(&self, url: &str) -> Option<SourceKey> {
+        self.values
+            .iter()
+            .filter(|(_, (base, _))| under(url, base))
+            .max_by_key(|(_, (base, _))| base.len())
+            .map(|(k, _)| *k)
+    }
+}
+
+/// True when `url` is `base` itself or lies below it (`base/...`, `base?...`).
+pub fn under(url: &str, base: &str) -> bool {
+    match url.strip_prefix(base) {
+        Some(rest) => rest.is_empty() || rest.starts_with('/') || rest.starts_with('?'),
+        None => false,
+    }
+}
+
+/// Reads `[sources]` from `config.toml` (absent file: nothing). Other tables belong to other
+/// parts of the tool and are not judged here.
+fn read_config(file: &Path) -> Result<BTreeMap<SourceKey, String>> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(Error::io("read", file, e)),
+    };
+    let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        Error::invalid(format!(
+            "{} is not valid TOML: {}",
+            file.display(),
+            e.message()
+        ))
+        .with_hint(format!("fix or remove {}", file.display()))
+    })?;
+    let mut out = BTreeMap::new();
+    let Some(sources) = doc.get("sources") else {
+        return Ok(out);
+    };
+    let table = sources.as_table().ok_or_else(|| {
+        Error::invalid(format!("{}: `sources` must be a table", file.display()))
+            .with_hint("write it as [sources] with key = \"value\" lines")
+    })?;
+    for (k, v) in table {
+        let key = SourceKey::from_config_key(k).ok_or_else(|| {
+            let known: Vec<&str> = SourceKey::ALL.iter().map(|k| k.config_key()).collect();
+            Error::invalid(format!(
+                "{}: unknown key `{k}` in [sources]",
+                file.display()
+            ))
+            .with_hint(format!("known keys: {}", known.join(", ")))
+        })?;
+        let s = v.as_str().ok_or_else(|| {
+            Error::invalid(format!(
+                "{}: [sources] {k} must be a string",
+                file.display()
+            ))
+            .with_hint(format!(
+                "write it as {k} = \"https://...\" or a directory path"
+            ))
+        })?;
+        out.insert(key, s.to_string());
+    }
+    Ok(out)
+}
+
+/// Turns a raw value into a URL without a trailing slash; plain paths become `file://` URLs.
+fn normalize(key: SourceKey, raw: &str, base_dir: &Path) -> std::result::Result<String, String> {
+    let v = raw.trim();
+    if v.is_empty() {
+        return Err("the value is empty".into());
+    }
+    if let Some((scheme, rest)) = v.split_once("://") {
+        let scheme = scheme.to_ascii_lowercase();
+        let allowed: &[&str] = if key == SourceKey::TsbsRepo {
+            &["http", "https", "file", "ssh", "git"]
+        } else {
+            &["http", "https", "file"]
+        };
+        if !allowed.contains(&scheme.as_str()) {
+            return Err(format!("unsupported URL scheme `{scheme}`"));
+        }
+        let parsed = url::Url::parse(v).map_err(|e| format!("not a valid URL ({e})"))?;
+        if scheme == "file" {
+            if parsed.to_file_path().is_err() {
+                return Err("a file:// URL must hold an absolute local path".into());
+            }
+        } else if parsed.host_str().is_none_or(str::is_empty) || rest.starts_with('/') {
+            return Err("the URL has no host".into());
+        }
+        if parsed.fragment().is_some() {
+            return Err("a URL with a #fragment is not a location".into());
+        }
+        return Ok(v.trim_end_matches('/').to_string());
+    }
+    // scp-like git remotes (`git@host:owner/repo.git`) stay as they are.
+    if key == SourceKey::TsbsRepo && looks_like_scp(v) {
+        return Ok(v.to_string());
+    }
+    let path = expand_tilde(Path::new(v));
+    let abs = if path.is_absolute() {
+        path
+    } else {
+        base_dir.join(path)
+    };
+    let url = url::Url::from_file_path(lexical_normalize(&abs))
+        .map_err(|_| "not a usable directory path".to_string())?;
+    Ok(url.as_str().trim_end_matches('/').to_string())
+}
+
+fn looks_like_scp(v: &str) -> bool {
+    match v.split_once(':') {
+        Some((host, _)) => !host.is_empty() && !host.contains('/') && host.contains('@'),
+        None => false,
+    }
+}
+
+fn expand_tilde(p: &Path) -> PathBuf {
+    if let Ok(rest) = p.strip_prefix("~") {
+        if let Some(home) = std::env::var_os("HOME") {
+            return PathBuf::from(home).join(rest);
+        }
+    }
+    p.to_path_buf()
+}
+
+fn lexical_normalize(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The local path of a `file://` URL, or `None` for any other URL.
+pub fn file_url_path(url: &str) -> Option<PathBuf> {
+    if !url.get(..7)?.eq_ignore_ascii_case("file://") {
+        return None;
+    }
+    url::Url::parse(url).ok()?.to_file_path().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(key: SourceKey, raw: &str) -> std::result::Result<String, String> {
+        normalize(key, raw, Path::new("/base/dir"))
+    }
+
+    #[test]
+    fn urls_lose_their_trailing_slash() {
+        assert_eq!(
+            n(SourceKey::Github, "https://mirror.example/gh/").unwrap(),
+            "https://mirror.example/gh"
+        );
+        assert_eq!(
+            n(SourceKey::GoDl, "http://127.0.0.1:8080/go.dev/dl").unwrap(),
+            "http://127.0.0.1:8080/go.dev/dl"
+        );
+    }
+
+    #[test]
+    fn plain_paths_become_file_urls() {
+        assert_eq!(
+            n(SourceKey::GoDl, "/srv/mirror/go").unwrap(),
+            "file:///srv/mirror/go"
+        );
+        assert_eq!(
+            n(SourceKey::GoDl, "mirror/../m2/go/").unwrap(),
+            "file:///base/dir/m2/go"
+        );
+        assert_eq!(
+            n(SourceKey::GoDl, "/srv/with space").unwrap(),
+            "file:///srv/with%20space"
+        );
+        assert_eq!(
+            file_url_path("file:///srv/with%20space/x.tar.gz").unwrap(),
+            PathBuf::from("/srv/with space/x.tar.gz")
+        );
+        assert_eq!(file_url_path("https://x/y"), None);
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(n(SourceKey::Github, "").is_err());
+        assert!(n(SourceKey::Github, "ftp://x.example/").is_err());
+        assert!(n(SourceKey::Github, "https:///nohost").is_err());
+        assert!(n(SourceKey::Github, "file://relative/path").is_err());
+        assert!(n(SourceKey::Github, "git@github.com:x/y.git").is_ok()); // a path named so
+        assert_eq!(
+            n(SourceKey::TsbsRepo, "git@github.com:x/y.git").unwrap(),
+            "git@github.com:x/y.git"
+        );
+        assert!(n(SourceKey::TsbsRepo, "ssh://git@github.com/x/y.git").is_ok());
+        assert!(n(SourceKey::Github, "ssh://git@github.com/x").is_err());
+    }
+
+    #[test]
+    fn config_file_unknown_key_and_bad_toml_name_file_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        std::fs::write(root.config_file(), "[sources]\ngithubb = \"https://x\"\n").unwrap();
+        let e = Sources::load(&root).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("config.toml"), "{}", e.message);
+        assert!(e.message.contains("githubb"), "{}", e.message);
+        assert!(e.hint.unwrap().contains("github_api"));
+
+        std::fs::write(root.config_file(), "[sources\n").unwrap();
+        let e = Sources::load(&root).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("config.toml"), "{}", e.message);
+
+        std::fs::write(root.config_file(), "[sources]\ngo_dl = 3\n").unwrap();
+        let e = Sources::load(&root).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("go_dl"), "{}", e.message);
+
+        std::fs::write(root.config_file(), "[sources]\ngo_dl = \"gopher://x\"\n").unwrap();
+        let e = Sources::load(&root).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("go_dl"), "{}", e.message);
+    }
+
+    // One test touches the process environment, so the precedence is checked in one place.
+    #[test]
+    fn environment_beats_config_file_beats_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        std::fs::write(
+            root.config_file(),
+            "[defaults]\nx = 1\n[sources]\ngithub = \"https://cfg.example/gh/\"\ngo_dl = \"offline/go\"\n",
+        )
+        .unwrap();
+        std::env::set_var("TSBSCTL_GITHUB_URL", "http://env.example:81/gh");
+        std::env::remove_var("TSBSCTL_GO_DL_URL");
+        std::env::remove_var("TSBSCTL_GITHUB_API_URL");
+        let s = Sources::load(&root);
+        std::env::remove_var("TSBSCTL_GITHUB_URL");
+        let s = s.unwrap();
+        assert_eq!(s.get(SourceKey::Github), "http://env.example:81/gh");
+        assert_eq!(
+            s.origin(SourceKey::Github),
+            Origin::Environment("TSBSCTL_GITHUB_URL")
+        );
+        let go = format!(
+            "{}/offline/go",
+            url::Url::from_file_path(dir.path()).unwrap()
+        );
+        assert_eq!(s.get(SourceKey::GoDl), go);
+        assert_eq!(s.origin(SourceKey::GoDl), Origin::ConfigFile);
+        assert_eq!(s.get(SourceKey::GithubApi), "https://api.github.com");
+        assert_eq!(s.origin(SourceKey::GithubApi), Origin::Default);
+        assert_eq!(
+            s.url(SourceKey::GoDl, "/go1.21.13.linux-amd64.tar.gz"),
+            format!("{go}/go1.21.13.linux-amd64.tar.gz")
+        );
+        assert_eq!(
+            s.key_for_url("https://api.github.com/repos/x"),
+            Some(SourceKey::GithubApi)
+        );
+        assert_eq!(s.key_for_url("https://api.github.community/x"), None);
     }
 }

@@ -16,6 +16,9 @@ use crate::paths::Root;
 
 pub mod common;
 pub mod data;
+pub mod dbcmd;
+mod env;
+mod greptimedb;
 mod workspace;
 
 /// Reproducible TSBS benchmarks of GreptimeDB and InfluxDB 3.
@@ -56,6 +59,12 @@ pub enum Command {
     /// Shared datasets: prepare, generate, list, inspect, verify.
     #[command(subcommand)]
     Data(data::DataCmd),
+    /// The Go toolchain and the TSBS tools built from a pinned commit.
+    #[command(subcommand)]
+    Env(env::EnvCmd),
+    /// Install GreptimeDB releases and manage GreptimeDB workspaces and servers.
+    #[command(subcommand)]
+    Greptimedb(greptimedb::GreptimedbCmd),
     /// Hold, release and inspect database workspace locks.
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCmd),
@@ -65,6 +74,8 @@ impl Command {
     fn run(self, ctx: &Ctx) -> Result<Outcome> {
         match self {
             Command::Data(cmd) => data::run(ctx, cmd),
+            Command::Env(cmd) => env::run(ctx, cmd),
+            Command::Greptimedb(cmd) => greptimedb::run(ctx, cmd),
             Command::Workspace(cmd) => workspace::run(ctx, cmd),
         }
     }

@@ -8,9 +8,15 @@
 //!   `testbed` binary (`testbed emulate <tool> ...`); the archives the mirror serves hold small
 //!   wrapper scripts that exec it, so a test's installed "binary" is a real executable.
 
+pub mod catalog;
 pub mod emulators;
+pub mod gotool;
+pub mod mirror;
+pub mod queryfile;
 pub mod releases;
+pub mod stubserver;
 pub mod tarball;
+pub mod tsbs_repo;
 
 use std::path::PathBuf;
 

@@ -7,6 +7,9 @@ fn main() {
         args.remove(0);
         let tool = args.remove(0);
         testbed::emulators::run(&tool, args)
+    } else if args.first().map(String::as_str) == Some("serve") {
+        args.remove(0);
+        testbed::catalog::serve_main(args)
     } else {
         eprintln!("usage: testbed serve | testbed emulate <tool> [args...]");
         2

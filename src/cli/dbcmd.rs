@@ -1,0 +1,295 @@
+//! Commands every database product has (`install`, `prepare`, `copy`, `list`, `inspect`,
+//! `verify`, `remove`, `serve`), written once over [`Product`]. Each product's CLI file defines
+//! its own flags (editions, ports) and calls these.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::cli::common::LockArgs;
+use crate::context::Ctx;
+use crate::error::{Error, Result};
+use crate::install;
+use crate::lock::LockOptions;
+use crate::output::Outcome;
+use crate::product::Product;
+use crate::server::Server;
+use crate::workspace::{self, CopyRequest, PrepareRequest};
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Workspace id.
+    #[arg(long, value_name = "ID")]
+    pub database_id: String,
+    /// Stop a server an earlier, killed tsbsctl left running on this workspace.
+    #[arg(long)]
+    pub kill_orphan: bool,
+    /// Seconds to wait for the server to answer (default: the product's; GreptimeDB 60).
+    #[arg(long, value_name = "SECONDS")]
+    pub startup_timeout: Option<f64>,
+    /// Seconds between SIGTERM and SIGKILL when stopping (default: the product's; GreptimeDB 15).
+    #[arg(long, value_name = "SECONDS")]
+    pub stop_timeout: Option<f64>,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RemoveArgs {
+    /// Workspace id.
+    #[arg(long, value_name = "ID")]
+    pub database_id: String,
+    /// Repeat the id to confirm the deletion.
+    #[arg(long, value_name = "ID")]
+    pub confirm: String,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct IdArgs {
+    /// Workspace id.
+    #[arg(long, value_name = "ID")]
+    pub database_id: String,
+}
+
+/// `install [--version V] [--reinstall] [--wait S]`.
+pub fn install_cmd(
+    ctx: &Ctx,
+    p: &dyn Product,
+    version: Option<&str>,
+    reinstall: bool,
+    wait: Option<u64>,
+) -> Result<Outcome> {
+    let (version, source) = match version {
+        Some(v) => (
+            p.normalize_version(v)?,
+            install::source::EXPLICIT.to_string(),
+        ),
+        None => {
+            let l = install::resolve_latest(ctx, p)?;
+            ctx.reporter.info(&format!(
+                "the latest stable {} release is {}",
+                p.display_name(),
+                l.version
+            ));
+            (l.version, l.source.to_string())
+        }
+    };
+    let opts = LockOptions {
+        wait: Some(Duration::from_secs(wait.unwrap_or(3600))),
+        hold_token: None,
+    };
+    let o = install::install(ctx, p, &version, &source, reinstall, &opts)?;
+    let i = &o.installation;
+    let verb = if o.reused {
+        "already installed"
+    } else if o.replaced {
+        "reinstalled"
+    } else {
+        "installed"
+    };
+    let human = format!(
+        "{} {} {verb} at {}\n  binary sha256 {}\n",
+        p.display_name(),
+        i.manifest.version,
+        i.dir.display(),
+        i.manifest.binary_sha256
+    );
+    Ok(Outcome::new(
+        json!({
+            "installation_path": i.dir,
+            "reused": o.reused,
+            "replaced": o.replaced,
+            "manifest": i.manifest,
+        }),
+        human,
+    ))
+}
+
+/// `prepare`: creates or reuses a workspace.
+pub fn prepare_cmd(
+    ctx: &Ctx,
+    p: &dyn Product,
+    req: PrepareRequest,
+    lock: &LockArgs,
+) -> Result<Outcome> {
+    let o = workspace::prepare(ctx, p, &req, &lock.into())?;
+    let ws = &o.workspace;
+    let human = format!(
+        "workspace {} {} ({} {}, database {}, {})\n  {}\n",
+        ws.id(),
+        if o.reused { "reused" } else { "prepared" },
+        p.display_name(),
+        ws.manifest.version,
+        ws.manifest.database,
+        ws.endpoint(),
+        ws.dir.display()
+    );
+    Ok(Outcome::new(
+        json!({
+            "database_path": ws.dir,
+            "reused": o.reused,
+            "installed": o.installed.as_ref().map(|i| !i.reused).unwrap_or(false),
+            "manifest": ws.manifest,
+        }),
+        human,
+    ))
+}
+
+/// `copy`: a verified, independent copy bound to another installed version.
+pub fn copy_cmd(ctx: &Ctx, p: &dyn Product, req: CopyRequest, lock: &LockArgs) -> Result<Outcome> {
+    let ws = workspace::copy(ctx, p, &req, &lock.into())?;
+    let prov = ws.manifest.copied_from.as_ref();
+    let human = format!(
+        "workspace {} copied from {} ({} files, {} bytes, verified); bound to {} {}\n  {}\n",
+        ws.id(),
+        req.source_id,
+        prov.map(|c| c.files).unwrap_or(0),
+        prov.map(|c| c.bytes).unwrap_or(0),
+        p.display_name(),
+        ws.manifest.version,
+        ws.dir.display()
+    );
+    Ok(Outcome::new(
+        json!({"database_path": ws.dir, "reused": false, "manifest": ws.manifest}),
+        human,
+    ))
+}
+
+/// `list`
+pub fn list_cmd(ctx: &Ctx, p: &dyn Product) -> Result<Outcome> {
+    let all = workspace::list(&ctx.root, p);
+    let mut human = String::new();
+    if all.is_empty() {
+        human.push_str(&format!(
+            "no {} workspaces (create one with `{} prepare --database-id ID`)\n",
+            p.display_name(),
+            p.cli()
+        ));
+    }
+    for i in &all {
+        let m = i.manifest.as_ref();
+        let field = |k: &str| {
+            m.and_then(|m| m.get(k))
+                .and_then(|v| v.as_str())
+                .unwrap_or("-")
+                .to_string()
+        };
+        human.push_str(&format!(
+            "{:<24} {:<10} {:<14} {:<12}\n",
+            i.database_id,
+            i.state,
+            field("version"),
+            field("database")
+        ));
+        for pr in &i.problems {
+            human.push_str(&format!("    {} (fix: {})\n", pr.problem, pr.fix));
+        }
+    }
+    Ok(Outcome::new(json!({ "workspaces": all }), human))
+}
+
+/// `inspect`
+pub fn inspect_cmd(ctx: &Ctx, p: &dyn Product, a: IdArgs) -> Result<Outcome> {
+    let i = workspace::inspect(&ctx.root, p, &a.database_id)?;
+    let mut human = format!(
+        "workspace {}: {}\n  {}\n",
+        i.database_id,
+        i.state,
+        i.path.display()
+    );
+    if let Some(m) = &i.manifest {
+        for k in ["version", "platform", "database", "binary_sha256"] {
+            human.push_str(&format!("  {k}: {}\n", m[k].as_str().unwrap_or("-")));
+        }
+        human.push_str(&format!("  ports: {}\n", m["ports"]));
+        human.push_str(&format!("  binding: {}\n", m["binding"]));
+    }
+    if let Some(h) = &i.held_by {
+        human.push_str(&format!("  held by: {h}\n"));
+    }
+    if let Some(l) = &i.locked_by {
+        human.push_str(&format!("  locked by: {l}\n"));
+    }
+    if let Some(s) = &i.server {
+        human.push_str(&format!(
+            "  server: pid {} alive {}\n",
+            s["pid"], s["alive"]
+        ));
+    }
+    for pr in &i.problems {
+        human.push_str(&format!("  problem: {}\n    fix: {}\n", pr.problem, pr.fix));
+    }
+    Ok(Outcome::new(serde_json::to_value(&i)?, human))
+}
+
+/// `verify`
+pub fn verify_cmd(ctx: &Ctx, p: &dyn Product, a: IdArgs) -> Result<Outcome> {
+    let v = workspace::verify(ctx, p, &a.database_id)?;
+    let human = format!(
+        "workspace {} verified: installation, binary and config match their records\n",
+        a.database_id
+    );
+    Ok(Outcome::new(v, human))
+}
+
+/// `remove`
+pub fn remove_cmd(ctx: &Ctx, p: &dyn Product, a: RemoveArgs) -> Result<Outcome> {
+    let dir = workspace::remove(ctx, p, &a.database_id, &a.confirm, &(&a.lock).into())?;
+    Ok(Outcome::new(
+        json!({"database_id": a.database_id, "removed": dir}),
+        format!("workspace {} removed ({})\n", a.database_id, dir.display()),
+    ))
+}
+
+fn seconds(flag: &str, v: f64) -> Result<Duration> {
+    if v.is_finite() && v > 0.0 && v < 1e7 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(
+            Error::invalid(format!("{flag} must be a positive number of seconds"))
+                .with_hint(format!("e.g. {flag} 60")),
+        )
+    }
+}
+
+/// `serve`: the workspace's server in the foreground until Ctrl-C (exit 130).
+pub fn serve_cmd(ctx: &Ctx, p: &dyn Product, a: ServeArgs) -> Result<Outcome> {
+    let mut timing = p.default_timing();
+    if let Some(s) = a.startup_timeout {
+        timing.startup_timeout = seconds("--startup-timeout", s)?;
+    }
+    if let Some(s) = a.stop_timeout {
+        timing.grace = seconds("--stop-timeout", s)?;
+    }
+    let ws = workspace::load(&ctx.root, p, &a.database_id)?;
+    let _guard = workspace::lock_workspace(ctx, p, &ws.dir, &a.database_id, &(&a.lock).into())?;
+    let ws = workspace::load(&ctx.root, p, &a.database_id)?;
+    let log = ws.logs_dir().join("server.log");
+    let spec = workspace::server_spec(&ctx.root, p, &ws, log, timing, a.kill_orphan)?;
+    ctx.reporter.info(&format!(
+        "starting {} {} for workspace {} (log: {})",
+        p.display_name(),
+        ws.manifest.version,
+        ws.id(),
+        spec.log_path.display()
+    ));
+    let mut server = Server::start(spec, ctx.reporter.as_ref())?;
+    server.wait_ready()?;
+    ctx.reporter.info(&format!(
+        "{} is serving workspace {} at {} (SQL database {}, pid {}); press Ctrl-C to stop it",
+        server.label(),
+        ws.id(),
+        server.endpoint(),
+        ws.manifest.database,
+        server.pid()
+    ));
+    // Only ends with an error: Ctrl-C (exit 130, server stopped) or an unexpected exit.
+    let err = match server.serve_until_interrupted() {
+        Err(e) => e,
+        Ok(()) => Error::failed("the server stopped"),
+    };
+    server.stop();
+    Err(err)
+}

@@ -1,0 +1,386 @@
+//! GreptimeDB (standalone): GitHub releases, `greptime standalone start -c config.toml`,
+//! readiness by `POST /v1/sql` `SHOW DATABASES`, admin SQL over `/v1/sql`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{
+    admin_client, check_semver, compare_versions, Latest, Product, ReleaseAsset, ServerCommand,
+    CONFIG_FILE,
+};
+use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
+use crate::error::{Error, Result};
+use crate::platform::Platform;
+use crate::server::{Probe, Timing};
+use crate::sources::{SourceKey, Sources};
+use crate::workspace::WorkspaceManifest;
+
+const TEMPLATE: &str = include_str!("../../templates/greptimedb/standalone.toml.j2");
+/// `version_source` of a version found through GitHub's `releases/latest`.
+pub const LATEST_SOURCE: &str = "github-latest-stable";
+const REPO: &str = "GreptimeTeam/greptimedb";
+
+/// The GreptimeDB product.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GreptimeDb;
+
+impl GreptimeDb {
+    fn sql_url(endpoint: &str) -> String {
+        format!("{endpoint}/v1/sql")
+    }
+
+    /// Runs one statement through `/v1/sql`; returns the first output object.
+    fn sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value> {
+        let client = admin_client()?;
+        let mut form = vec![("sql", sql)];
+        if let Some(db) = db {
+            form.push(("db", db));
+        }
+        let resp = client
+            .post(Self::sql_url(endpoint))
+            .form(&form)
+            .send()
+            .map_err(|e| {
+                Error::failed(format!(
+                    "GreptimeDB at {endpoint} did not answer {sql:?}: {e}"
+                ))
+            })?;
+        let status = resp.status();
+        let body: Value = resp.json().map_err(|e| {
+            Error::failed(format!(
+                "GreptimeDB answered {sql:?} with invalid JSON ({status}): {e}"
+            ))
+        })?;
+        if !status.is_success() {
+            return Err(Error::failed(format!(
+                "GreptimeDB refused {sql:?} ({status}): {}",
+                body.get("error")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no error message")
+            )));
+        }
+        body.get("output")
+            .and_then(|o| o.get(0))
+            .cloned()
+            .ok_or_else(|| Error::failed(format!("GreptimeDB answered {sql:?} without output")))
+    }
+}
+
+impl Product for GreptimeDb {
+    fn name(&self) -> &'static str {
+        "greptimedb"
+    }
+    fn display_name(&self) -> String {
+        "GreptimeDB".into()
+    }
+    fn binary_name(&self) -> &'static str {
+        "greptime"
+    }
+
+    fn check_platform(&self, _platform: &Platform) -> Result<()> {
+        // GreptimeDB ships every platform tsbsctl knows (linux/darwin, amd64/arm64).
+        Ok(())
+    }
+
+    /// Strips one leading `v` (`v1.1.4` and `1.1.4` are the same); then an exact version.
+    fn normalize_version(&self, raw: &str) -> Result<String> {
+        let v = raw.strip_prefix('v').unwrap_or(raw);
+        check_semver("--version", v, "1.1.4 or v1.2.0-beta.1")
+    }
+
+    fn resolve_latest(&self, dl: &Downloader, sources: &Sources) -> Result<Latest> {
+        let url = sources.url(
+            SourceKey::GithubApi,
+            &format!("repos/{REPO}/releases/latest"),
+        );
+        let hint = "pass an exact --version (e.g. --version 1.1.4)";
+        let doc = dl.fetch_json(&url, ACCEPT_GITHUB_JSON).map_err(|e| {
+            let limited = e.message.contains("403") || e.message.to_lowercase().contains("rate limit");
+            let h = if limited {
+                "GitHub refused the request (403, probably its rate limit of 60 anonymous requests an hour): set GITHUB_TOKEN, or pass an exact --version".to_string()
+            } else {
+                e.hint.clone().map(|h| format!("{h}; or {hint}")).unwrap_or_else(|| hint.into())
+            };
+            e.context("resolving the latest GreptimeDB release").with_hint(h)
+        })?;
+        parse_latest(&doc)
+    }
+
+    fn release_asset(&self, sources: &Sources, version: &str, platform: &Platform) -> ReleaseAsset {
+        let stem = format!("greptime-{}-v{version}", platform.dashed());
+        let dir = format!("{REPO}/releases/download/v{version}");
+        ReleaseAsset {
+            url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.tar.gz")),
+            checksum_url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.sha256sum")),
+            file_name: format!("{stem}.tar.gz"),
+            top_dir: Some(stem),
+        }
+    }
+
+    /// `greptime --version` prints `version: X.Y.Z` among other lines (`-V`: `greptime X.Y.Z`);
+    /// one whitespace-separated token must be exactly the version (one leading `v` allowed).
+    fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
+        let found = output
+            .split_whitespace()
+            .any(|t| t.strip_prefix('v').unwrap_or(t) == version);
+        if found {
+            Ok(())
+        } else {
+            Err(Error::integrity(format!(
+                "`greptime --version` does not report {version}: {:?}",
+                output.trim()
+            )))
+        }
+    }
+
+    fn default_http_port(&self) -> u16 {
+        4000
+    }
+
+    /// The vendor's layout: HTTP P, gRPC P+1, MySQL P+2, PostgreSQL P+3 (4000-4003).
+    fn default_ports(&self, http: u16) -> Result<BTreeMap<String, u16>> {
+        if http > u16::MAX - 3 {
+            return Err(Error::invalid(format!(
+                "--http-port {http} leaves no room for the gRPC, MySQL and PostgreSQL ports above it"
+            ))
+            .with_hint("pick an HTTP port of at most 65532"));
+        }
+        Ok(BTreeMap::from([
+            ("http".to_string(), http),
+            ("grpc".to_string(), http + 1),
+            ("mysql".to_string(), http + 2),
+            ("postgres".to_string(), http + 3),
+        ]))
+    }
+
+    fn render_config(&self, ws: &WorkspaceManifest, dir: &Path) -> Result<Option<String>> {
+        let port = |name: &str| -> Result<String> {
+            ws.ports
+                .get(name)
+                .map(|p| format!("127.0.0.1:{p}"))
+                .ok_or_else(|| {
+                    Error::integrity(format!("workspace {} has no {name} port", ws.database_id))
+                })
+        };
+        let mut env = minijinja::Environment::new();
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+        env.set_keep_trailing_newline(true);
+        env.add_filter("toml", |s: String| toml::Value::String(s).to_string());
+        env.add_template("standalone.toml", TEMPLATE)
+            .map_err(|e| Error::failed(format!("GreptimeDB config template: {e}")))?;
+        let path = |p: &Path| p.to_string_lossy().into_owned();
+        let ctx = minijinja::context! {
+            database_id => ws.database_id,
+            version => ws.version,
+            tool_version => crate::VERSION,
+            http_addr => port("http")?,
+            grpc_addr => port("grpc")?,
+            mysql_addr => port("mysql")?,
+            postgres_addr => port("postgres")?,
+            // v0.12.0 renamed `[grpc] addr` to `[grpc] bind_addr`.
+            grpc_bind_addr_key => compare_versions(&ws.version, "0.12.0").is_ge(),
+            data_home => path(&dir.join("data")),
+            log_dir => path(&dir.join("logs")),
+        };
+        let text = env
+            .get_template("standalone.toml")
+            .and_then(|t| t.render(ctx))
+            .map_err(|e| Error::failed(format!("rendering the GreptimeDB config: {e}")))?;
+        toml::from_str::<toml::Value>(&text).map_err(|e| {
+            Error::failed(format!("the rendered GreptimeDB config is not TOML: {e}"))
+        })?;
+        Ok(Some(text))
+    }
+
+    fn server_command(
+        &self,
+        _ws: &WorkspaceManifest,
+        dir: &Path,
+        install_dir: &Path,
+    ) -> Result<ServerCommand> {
+        Ok(ServerCommand {
+            program: install_dir.join(self.binary_name()),
+            args: vec![
+                "standalone".into(),
+                "start".into(),
+                "-c".into(),
+                dir.join(CONFIG_FILE).to_string_lossy().into_owned(),
+            ],
+            env: vec![],
+            // GREPTIMEDB_STANDALONE__* would override the config; the workspace decides.
+            env_remove: std::env::vars()
+                .map(|(k, _)| k)
+                .filter(|k| k.starts_with("GREPTIMEDB_STANDALONE"))
+                .collect(),
+        })
+    }
+
+    fn readiness_probe(&self, endpoint: &str) -> Probe {
+        Probe::PostForm {
+            url: Self::sql_url(endpoint),
+            body: "sql=SHOW%20DATABASES".into(),
+        }
+    }
+
+    fn default_timing(&self) -> Timing {
+        Timing::default()
+    }
+
+    fn list_databases(&self, endpoint: &str) -> Result<Vec<String>> {
+        let out = self.sql(endpoint, None, "SHOW DATABASES")?;
+        let rows = out
+            .pointer("/records/rows")
+            .and_then(Value::as_array)
+            .ok_or_else(|| Error::failed("GreptimeDB answered SHOW DATABASES without rows"))?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| r.get(0).and_then(Value::as_str).map(str::to_string))
+            .collect())
+    }
+
+    fn create_database(&self, endpoint: &str, database: &str) -> Result<()> {
+        crate::workspace::validate_database_name(database)?;
+        self.sql(endpoint, None, &format!("CREATE DATABASE {database}"))
+            .map(drop)
+    }
+
+    fn drop_database(&self, endpoint: &str, database: &str) -> Result<()> {
+        crate::workspace::validate_database_name(database)?;
+        self.sql(endpoint, None, &format!("DROP DATABASE {database}"))
+            .map(drop)
+    }
+
+    fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
+        crate::workspace::validate_database_name(table)?;
+        let out = self.sql(
+            endpoint,
+            Some(database),
+            &format!("SELECT count(*) FROM {table}"),
+        )?;
+        out.pointer("/records/rows/0/0")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| {
+                Error::failed(format!(
+                    "GreptimeDB answered count(*) of {table} without a number"
+                ))
+            })
+    }
+}
+
+/// Checks GitHub's `releases/latest` answer: an object, not a draft, not a prerelease, with a
+/// `tag_name` that is an exact version (one leading `v` stripped).
+pub fn parse_latest(doc: &Value) -> Result<Latest> {
+    let hint = "pass an exact --version (e.g. --version 1.1.4)";
+    let obj = doc.as_object().ok_or_else(|| {
+        Error::failed("GitHub's latest GreptimeDB release answer is not a JSON object")
+            .with_hint(hint)
+    })?;
+    let tag = obj.get("tag_name").and_then(Value::as_str).unwrap_or("");
+    for flag in ["draft", "prerelease"] {
+        if obj.get(flag).and_then(Value::as_bool).unwrap_or(false) {
+            return Err(Error::failed(format!(
+                "GitHub's latest GreptimeDB release {tag:?} is marked {flag}; tsbsctl installs only stable releases without --version"
+            ))
+            .with_hint(format!(
+                "to install it anyway, name it: --version {}",
+                tag.strip_prefix('v').unwrap_or(tag)
+            )));
+        }
+    }
+    if tag.is_empty() {
+        return Err(
+            Error::failed("GitHub's latest GreptimeDB release has no tag_name").with_hint(hint),
+        );
+    }
+    let version = GreptimeDb.normalize_version(tag).map_err(|_| {
+        Error::failed(format!(
+            "GitHub's latest GreptimeDB release has an invalid tag {tag:?}"
+        ))
+        .with_hint(hint)
+    })?;
+    Ok(Latest {
+        version,
+        source: LATEST_SOURCE,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn latest_answers() {
+        let ok =
+            parse_latest(&json!({"tag_name":"v1.1.4","draft":false,"prerelease":false})).unwrap();
+        assert_eq!(ok.version, "1.1.4");
+        assert_eq!(ok.source, "github-latest-stable");
+        let pre =
+            parse_latest(&json!({"tag_name":"v1.2.0-beta.1","draft":false,"prerelease":true}))
+                .unwrap_err();
+        assert!(pre.message.contains("prerelease"), "{}", pre.message);
+        assert!(parse_latest(&json!({"tag_name":"v1.2.0","draft":true})).is_err());
+        assert!(parse_latest(&json!({"tag_name":"bad"})).is_err());
+        assert!(parse_latest(&json!([])).is_err());
+    }
+
+    #[test]
+    fn versions_and_output() {
+        let g = GreptimeDb;
+        assert_eq!(g.normalize_version("v1.1.4").unwrap(), "1.1.4");
+        assert_eq!(g.normalize_version("1.2.0-beta.1").unwrap(), "1.2.0-beta.1");
+        assert_eq!(g.normalize_version("vv1.1.4").unwrap_err().exit_code(), 2);
+        let out = "GreptimeDB \nbranch: main\ncommit: abc\nclean: true\nversion: 1.1.4\n";
+        assert!(g.check_version_output("1.1.4", out).is_ok());
+        assert!(g.check_version_output("1.1.3", out).is_err());
+        assert!(g.check_version_output("1.1", out).is_err());
+        assert!(g
+            .check_version_output("1.1.4", "version: 1.1.4-nightly")
+            .is_err());
+    }
+
+    #[test]
+    fn ports_and_assets() {
+        let g = GreptimeDb;
+        let p = g.default_ports(4000).unwrap();
+        assert_eq!(p["grpc"], 4001);
+        assert_eq!(p["postgres"], 4003);
+        assert_eq!(g.default_ports(65534).unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn config_uses_loopback_ports_and_workspace_paths() {
+        let g = GreptimeDb;
+        let ws: WorkspaceManifest = serde_json::from_value(json!({
+            "database_id": "w1", "product": "greptimedb", "version": "0.11.0",
+            "version_source": "explicit", "platform": "linux-amd64",
+            "installation_path": "/i", "binary_sha256": "x", "database": "benchmark",
+            "ports": {"http": 4100, "grpc": 4101, "mysql": 4102, "postgres": 4103},
+            "config_sha256": null, "binding": null, "created_at": "t", "updated_at": "t",
+            "tool_version": "0"
+        }))
+        .unwrap();
+        let dir = Path::new("/tmp/a \"quoted\" dir");
+        let text = g.render_config(&ws, dir).unwrap().unwrap();
+        assert!(text.ends_with("\n"));
+        let v: toml::Value = toml::from_str(&text).unwrap();
+        assert_eq!(v["http"]["addr"].as_str(), Some("127.0.0.1:4100"));
+        assert_eq!(v["grpc"]["addr"].as_str(), Some("127.0.0.1:4101"));
+        assert_eq!(v["mysql"]["addr"].as_str(), Some("127.0.0.1:4102"));
+        assert_eq!(
+            v["storage"]["data_home"].as_str(),
+            Some("/tmp/a \"quoted\" dir/data")
+        );
+        assert_eq!(
+            v["logging"]["dir"].as_str(),
+            Some("/tmp/a \"quoted\" dir/logs")
+        );
+        let mut ws2 = ws.clone();
+        ws2.version = "1.1.4".into();
+        let v: toml::Value = toml::from_str(&g.render_config(&ws2, dir).unwrap().unwrap()).unwrap();
+        assert_eq!(v["grpc"]["bind_addr"].as_str(), Some("127.0.0.1:4101"));
+        assert!(v["grpc"].get("addr").is_none());
+    }
+}

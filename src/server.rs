@@ -1,0 +1,1004 @@
+//! The server supervisor shared by every product and by the benchmarks.
+//!
+//! One [`Server`] is one managed database process:
+//!
+//! 1. [`Server::start`] looks for an orphan left by an earlier tsbsctl (the `server.pid` record
+//!    in the workspace), probes every listener port the server will open, then spawns the
+//!    program in its own process group with stdout/stderr appended to a log file. On Linux the
+//!    child also gets `PR_SET_PDEATHSIG(SIGKILL)`, so it dies with tsbsctl even after a SIGKILL.
+//! 2. [`Server::wait_ready`] polls the readiness probe until it answers 200, the process exits
+//!    (early failure), the startup timeout passes, or Ctrl-C arrives (the server is stopped and
+//!    the error is `Interrupted`, exit 130).
+//! 3. [`Server::check_running`] / [`Server::serve_until_interrupted`] watch a ready server.
+//! 4. [`Server::stop`] sends SIGTERM to the group, waits the grace period, then SIGKILLs the
+//!    group. Dropping a `Server` stops it too.
+//!
+//! Every step is recorded as an [`Event`] with a UTC timestamp; callers copy
+//! [`Server::events`] into their manifests (run directories, activation records).
+//!
+//! Caveat: the parent-death signal fires when the *thread* that spawned the child exits, so
+//! call [`Server::start`] from a thread that lives as long as the server (the main thread).
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::interrupt;
+use crate::output::Reporter;
+
+/// How readiness is probed (one HTTP request; HTTP 200 means ready).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// `GET url` (InfluxDB 3: `/health`).
+    Get { url: String },
+    /// `POST url` with an `application/x-www-form-urlencoded` body (GreptimeDB: `/v1/sql` with
+    /// `sql=SHOW DATABASES`).
+    PostForm { url: String, body: String },
+}
+
+/// One TCP listener the server will open on 127.0.0.1 (probed before the start).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listener {
+    /// `http`, `grpc`, `mysql`, `postgres`, ...
+    pub name: String,
+    pub port: u16,
+}
+
+/// Timeouts of one server session. Every wait polls Ctrl-C.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// From spawn to the first successful probe.
+    pub startup_timeout: Duration,
+    /// From SIGTERM to SIGKILL.
+    pub grace: Duration,
+    /// How long a busy port is retried before the start fails (a server that just stopped may
+    /// still be releasing it).
+    pub port_wait: Duration,
+    /// Pause between readiness probes.
+    pub poll_interval: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            startup_timeout: Duration::from_secs(60),
+            grace: Duration::from_secs(15),
+            port_wait: Duration::from_secs(5),
+            poll_interval: Duration::from_millis(250),
+        }
+    }
+}
+
+/// Everything needed to run one server process.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    /// Names the server in messages: "GreptimeDB 1.2.0".
+    pub label: String,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// Variables added to the inherited environment.
+    pub env: Vec<(String, String)>,
+    /// Variables removed from the inherited environment (secrets the server must not see).
+    pub env_remove: Vec<String>,
+    /// stdout and stderr are appended here, after a `$ command` header line.
+    pub log_path: PathBuf,
+    /// Every listener the server opens; all are probed before the start.
+    pub listeners: Vec<Listener>,
+    /// The base URL clients use: `http://127.0.0.1:4000`.
+    pub endpoint: String,
+    pub probe: Probe,
+    /// The workspace's `server.pid` record (see [`PidRecord`]).
+    pub pid_file: PathBuf,
+    /// Stop a live orphan found in `pid_file` instead of refusing to start.
+    pub kill_orphan: bool,
+    /// What the user passes to get `kill_orphan` (named in the refusal): `--kill-orphan`.
+    pub kill_orphan_flag: String,
+    pub timing: Timing,
+    /// When set, the server's stdout and stderr go through this line filter on their way to
+    /// the log (InfluxDB 3 activation redacts e-mail addresses and licence keys this way).
+    /// Without it the log file is the process's stdout/stderr directly.
+    pub output_filter: Option<OutputFilter>,
+}
+
+/// A line filter for server output: gets one line (without its newline, lossily decoded),
+/// returns what is written to the log instead.
+#[derive(Clone)]
+pub struct OutputFilter(pub Arc<dyn Fn(&str) -> String + Send + Sync>);
+
+impl std::fmt::Debug for OutputFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputFilter(..)")
+    }
+}
+
+/// The `server.pid` record written beside the data while a managed server runs, and removed
+/// when it is stopped. A record whose process still runs on the next start is an orphan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PidRecord {
+    pub pid: u32,
+    /// The process group (equal to `pid`: the server leads its own group).
+    pub pgid: u32,
+    /// The kernel's start time of the process (Linux: clock ticks since boot, field 22 of
+    /// `/proc/<pid>/stat`), so a recycled pid is not mistaken for the server.
+    pub start_time: Option<u64>,
+    pub program: PathBuf,
+    pub log: PathBuf,
+    pub started_at: String,
+    /// The tsbsctl process that started it.
+    pub tsbsctl_pid: u32,
+}
+
+/// One step of a server's life, with its UTC time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    pub at: String,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A `server.pid` record from an earlier tsbsctl was found.
+    OrphanFound { pid: u32, alive: bool },
+    /// A live orphan was stopped (`--kill-orphan`).
+    OrphanStopped { pid: u32, forced: bool },
+    /// The process was spawned.
+    Started {
+        pid: u32,
+        command: String,
+        log: PathBuf,
+    },
+    /// The readiness probe answered 200.
+    Ready { after_ms: u64 },
+    /// The start failed (exit during start, timeout, interrupt); `reason` says which.
+    StartupFailed { reason: String },
+    /// SIGTERM was sent to the process group.
+    Stopping { grace_ms: u64 },
+    /// The grace period passed; SIGKILL was sent to the group.
+    ForcedKill,
+    /// The process exited without being asked to.
+    UnexpectedExit {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+    /// The process is gone (always the last event).
+    Exited {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+}
+
+/// How a stop went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StopOutcome {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    /// SIGKILL was needed.
+    pub forced: bool,
+    /// The process had exited before anyone asked it to.
+    pub unexpected: bool,
+}
+
+/// A running (or finished) managed server. Dropping it stops it.
+pub struct Server {
+    spec: ServerSpec,
+    child: Option<Child>,
+    pid: u32,
+    events: Vec<Event>,
+    started: Instant,
+    stopping: bool,
+    outcome: Option<StopOutcome>,
+    http: Option<reqwest::blocking::Client>,
+    /// Threads copying filtered output into the log (with [`ServerSpec::output_filter`]).
+    pumps: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("label", &self.spec.label)
+            .field("pid", &self.pid)
+            .field("endpoint", &self.spec.endpoint)
+            .finish()
+    }
+}
+
+impl Server {
+    /// Handles an orphan, probes the ports and spawns the server (no readiness wait). A failure
+    /// here started nothing.
+    pub fn start(spec: ServerSpec, reporter: &dyn Reporter) -> Result<Server> {
+        let mut events = Vec::new();
+        handle_orphan(&spec, reporter, &mut events)?;
+        probe_ports(&spec.label, &spec.listeners, spec.timing.port_wait)?;
+        interrupt::check()?;
+
+        if let Some(parent) = spec.log_path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Error::io("create the log directory", parent, e))?;
+        }
+        let mut log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&spec.log_path)
+            .map_err(|e| Error::io("open the server log", &spec.log_path, e))?;
+        let command = command_line(&spec.program, &spec.args);
+        let shown = match &spec.output_filter {
+            Some(f) => (f.0)(&command),
+            None => command.clone(),
+        };
+        writeln!(log, "# {} tsbsctl starts {}", now(), spec.label)
+            .and_then(|_| writeln!(log, "$ {shown}"))
+            .map_err(|e| Error::io("write", &spec.log_path, e))?;
+        let mut cmd = Command::new(&spec.program);
+        cmd.args(&spec.args)
+            .current_dir(&spec.cwd)
+            .stdin(Stdio::null());
+        let shared_log = if spec.output_filter.is_some() {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            Some(Arc::new(Mutex::new(log)))
+        } else {
+            let err_log = log
+                .try_clone()
+                .map_err(|e| Error::io("open the server log", &spec.log_path, e))?;
+            cmd.stdout(Stdio::from(log)).stderr(Stdio::from(err_log));
+            None
+        };
+        for k in &spec.env_remove {
+            cmd.env_remove(k);
+        }
+        for (k, v) in &spec.env {
+            cmd.env(k, v);
+        }
+        configure_child(&mut cmd);
+        let mut child = cmd.spawn().map_err(|e| {
+            Error::failed(format!(
+                "could not start {} ({}): {e}",
+                spec.label,
+                spec.program.display()
+            ))
+            .with_hint("check the installation with the product's `verify` command")
+        })?;
+        let mut pumps = Vec::new();
+        if let (Some(filter), Some(log)) = (&spec.output_filter, &shared_log) {
+            if let Some(out) = child.stdout.take() {
+                pumps.push(pump(out, filter.clone(), Arc::clone(log)));
+            }
+            if let Some(err) = child.stderr.take() {
+                pumps.push(pump(err, filter.clone(), Arc::clone(log)));
+            }
+        }
+        let pid = child.id();
+        let record = PidRecord {
+            pid,
+            pgid: pid,
+            start_time: process_start_time(pid),
+            program: spec.program.clone(),
+            log: spec.log_path.clone(),
+            started_at: now(),
+            tsbsctl_pid: std::process::id(),
+        };
+        events.push(event(EventKind::Started {
+            pid,
+            command: shown,
+            log: spec.log_path.clone(),
+        }));
+        let server = Server {
+            spec,
+            child: Some(child),
+            pid,
+            events,
+            started: Instant::now(),
+            stopping: false,
+            outcome: None,
+            http: None,
+            pumps,
+        };
+        // The server is already running: a failure to record it must still stop it (Drop).
+        let bytes = serde_json::to_vec_pretty(&record)?;
+        fsutil::write_atomic(&server.spec.pid_file, &bytes)?;
+        Ok(server)
+    }
+
+    /// Waits until the readiness probe answers 200. Fails early when the process exits, after
+    /// the startup timeout, or on Ctrl-C (exit 130); the server is stopped in every failure.
+    pub fn wait_ready(&mut self) -> Result<()> {
+        let deadline = self.started + self.spec.timing.startup_timeout;
+        loop {
+            if let Some(status) = self.try_wait()? {
+                let (code, signal) = split_status(status);
+                let reason = format!("exited during startup ({})", describe_exit(code, signal));
+                self.push(EventKind::StartupFailed {
+                    reason: reason.clone(),
+                });
+                self.stop();
+                return Err(Error::failed(format!(
+                    "{} {reason}; see {}",
+                    self.spec.label,
+                    self.spec.log_path.display()
+                ))
+                .with_hint("read the log; `verify` checks the installation and the config"));
+            }
+            if interrupt::requested() {
+                self.push(EventKind::StartupFailed {
+                    reason: "interrupted".into(),
+                });
+                self.stop();
+                return Err(Error::interrupted(format!(
+                    "interrupted while {} was starting; the server was stopped",
+                    self.spec.label
+                ))
+                .with_hint("run the command again"));
+            }
+            if self.probe_once() {
+                let after_ms = self.started.elapsed().as_millis() as u64;
+                self.push(EventKind::Ready { after_ms });
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let secs = self.spec.timing.startup_timeout.as_secs_f64();
+                self.push(EventKind::StartupFailed {
+                    reason: format!("not ready within {secs}s"),
+                });
+                self.stop();
+                return Err(Error::failed(format!(
+                    "{} was not ready within {secs}s; see {}",
+                    self.spec.label,
+                    self.spec.log_path.display()
+                ))
+                .with_hint("read the log; raise --startup-timeout if the server is just slow"));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            std::thread::sleep(self.spec.timing.poll_interval.min(left));
+        }
+    }
+
+    /// Fails (and records an unexpected exit) when the server has exited by itself.
+    pub fn check_running(&mut self) -> Result<()> {
+        if self.outcome.is_some() {
+            return Err(Error::failed(format!("{} is not running", self.spec.label)));
+        }
+        match self.try_wait()? {
+            None => Ok(()),
+            Some(status) => {
+                let (code, signal) = split_status(status);
+                self.finish(code, signal, false, true);
+                Err(Error::failed(format!(
+                    "{} exited unexpectedly ({}); see {}",
+                    self.spec.label,
+                    describe_exit(code, signal),
+                    self.spec.log_path.display()
+                ))
+                .with_hint("read the log for the cause; the workspace data is kept"))
+            }
+        }
+    }
+
+    /// Runs until Ctrl-C (then stops the server and returns `Interrupted`, exit 130) or until
+    /// the server exits by itself (a failure).
+    pub fn serve_until_interrupted(&mut self) -> Result<()> {
+        loop {
+            if interrupt::requested() {
+                self.stop();
+                return Err(Error::interrupted(format!(
+                    "interrupted; {} was stopped",
+                    self.spec.label
+                ))
+                .with_hint("start it again with the same command"));
+            }
+            self.check_running()?;
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Stops the server: SIGTERM to its group, the grace period, then SIGKILL. Idempotent; also
+    /// records an unexpected exit when the process was already gone.
+    pub fn stop(&mut self) -> StopOutcome {
+        if let Some(o) = self.outcome {
+            return o;
+        }
+        if let Ok(Some(status)) = self.try_wait() {
+            let (code, signal) = split_status(status);
+            return self.finish(code, signal, false, !self.stopping);
+        }
+        self.stopping = true;
+        let grace = self.spec.timing.grace;
+        self.push(EventKind::Stopping {
+            grace_ms: grace.as_millis() as u64,
+        });
+        signal_group(self.pid, libc::SIGTERM);
+        if let Some(status) = self.wait_for(grace) {
+            let (code, signal) = split_status(status);
+            return self.finish(code, signal, false, false);
+        }
+        self.push(EventKind::ForcedKill);
+        signal_group(self.pid, libc::SIGKILL);
+        let status = self.wait_for(Duration::from_secs(10));
+        let (code, signal) = status
+            .map(split_status)
+            .unwrap_or((None, Some(libc::SIGKILL)));
+        self.finish(code, signal, true, false)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+    pub fn endpoint(&self) -> &str {
+        &self.spec.endpoint
+    }
+    pub fn label(&self) -> &str {
+        &self.spec.label
+    }
+    pub fn log_path(&self) -> &Path {
+        &self.spec.log_path
+    }
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+    /// How the server ended, once it has.
+    pub fn outcome(&self) -> Option<StopOutcome> {
+        self.outcome
+    }
+
+    fn push(&mut self, kind: EventKind) {
+        self.events.push(event(kind));
+    }
+
+    fn try_wait(&mut self) -> Result<Option<ExitStatus>> {
+        match self.child.as_mut() {
+            None => Ok(None),
+            Some(c) => c
+                .try_wait()
+                .map_err(|e| Error::failed(format!("could not watch {}: {e}", self.spec.label))),
+        }
+    }
+
+    /// Waits up to `limit` for the process to exit (polling; a stop is not interruptible).
+    fn wait_for(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Ok(Some(s)) = self.try_wait() {
+                return Some(s);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn finish(
+        &mut self,
+        code: Option<i32>,
+        signal: Option<i32>,
+        forced: bool,
+        unexpected: bool,
+    ) -> StopOutcome {
+        if unexpected {
+            self.push(EventKind::UnexpectedExit { code, signal });
+        }
+        self.push(EventKind::Exited { code, signal });
+        // Helpers the server may have left in its group go too.
+        signal_group(self.pid, libc::SIGKILL);
+        self.child = None;
+        // The pipes close once the group is gone; wait briefly so the log is complete.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        for p in std::mem::take(&mut self.pumps) {
+            while !p.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if p.is_finished() {
+                let _ = p.join();
+            }
+        }
+        remove_pid_record(&self.spec.pid_file, self.pid);
+        let o = StopOutcome {
+            code,
+            signal,
+            forced,
+            unexpected,
+        };
+        self.outcome = Some(o);
+        if let Ok(mut log) = OpenOptions::new().append(true).open(&self.spec.log_path) {
+            let _ = writeln!(
+                log,
+                "# {} tsbsctl: {} {}{}",
+                now(),
+                self.spec.label,
+                describe_exit(code, signal),
+                if forced {
+                    " (killed after the grace period)"
+                } else {
+                    ""
+                }
+            );
+        }
+        o
+    }
+
+    fn probe_once(&mut self) -> bool {
+        if self.http.is_none() {
+            self.http = reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(2))
+                .no_proxy()
+                .build()
+                .ok();
+        }
+        let Some(http) = self.http.as_ref() else {
+            return false;
+        };
+        let req = match &self.spec.probe {
+            Probe::Get { url } => http.get(url),
+            Probe::PostForm { url, body } => http
+                .post(url)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body.clone()),
+        };
+        matches!(req.send(), Ok(r) if r.status().as_u16() == 200)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Copies lines from `from` through `filter` into `log` until EOF.
+fn pump(
+    from: impl Read + Send + 'static,
+    filter: OutputFilter,
+    log: Arc<Mutex<File>>,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut r = std::io::BufReader::new(from);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let line = String::from_utf8_lossy(&buf);
+                    let line = line.trim_end_matches(['\n', '\r']);
+                    let out = (filter.0)(line);
+                    if let Ok(mut f) = log.lock() {
+                        let _ = writeln!(f, "{out}");
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Checks every listener port on 127.0.0.1, retrying a busy one for up to `wait`.
+pub fn probe_ports(label: &str, listeners: &[Listener], wait: Duration) -> Result<()> {
+    for l in listeners {
+        let deadline = Instant::now() + wait;
+        loop {
+            // std sets SO_REUSEADDR, so TIME_WAIT leftovers of a stopped server do not count.
+            match TcpListener::bind(("127.0.0.1", l.port)) {
+                Ok(sock) => {
+                    drop(sock);
+                    break;
+                }
+                Err(e) if Instant::now() >= deadline => {
+                    return Err(Error::failed(format!(
+                        "{label} cannot start: its {} port 127.0.0.1:{} is unavailable ({e})",
+                        l.name, l.port
+                    ))
+                    .with_hint(format!(
+                        "stop what listens there (see `ss -ltnp 'sport = :{}'`), or use a workspace with other ports",
+                        l.port
+                    )));
+                }
+                Err(_) => {
+                    interrupt::check()?;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads the `server.pid` record, if any.
+pub fn read_pid_record(path: &Path) -> Result<Option<PidRecord>> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            Error::integrity(format!(
+                "{} is not a server pid record: {e}",
+                path.display()
+            ))
+            .with_hint("remove the file once you made sure no server of this workspace runs")
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("read", path, e)),
+    }
+}
+
+/// True when the process of `rec` still runs (same pid and, where known, same start time).
+pub fn record_alive(rec: &PidRecord) -> bool {
+    if !fsutil::process_alive(rec.pid as i32) || is_zombie(rec.pid) {
+        return false;
+    }
+    match (rec.start_time, process_start_time(rec.pid)) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
+    }
+}
+
+/// Looks at the workspace's `server.pid`: a dead record is reported and removed; a live orphan
+/// is refused (exit 3, naming the pid) unless `spec.kill_orphan`, which stops it.
+fn handle_orphan(
+    spec: &ServerSpec,
+    reporter: &dyn Reporter,
+    events: &mut Vec<Event>,
+) -> Result<()> {
+    let Some(rec) = read_pid_record(&spec.pid_file)? else {
+        return Ok(());
+    };
+    let alive = record_alive(&rec);
+    events.push(event(EventKind::OrphanFound {
+        pid: rec.pid,
+        alive,
+    }));
+    if !alive {
+        reporter.warn(&format!(
+            "a server (pid {}) started at {} by tsbsctl pid {} was not stopped by tsbsctl; it is no longer running (log: {})",
+            rec.pid,
+            rec.started_at,
+            rec.tsbsctl_pid,
+            rec.log.display()
+        ));
+        let _ = std::fs::remove_file(&spec.pid_file);
+        return Ok(());
+    }
+    if !spec.kill_orphan {
+        return Err(Error::busy(format!(
+            "an orphaned server (pid {}, {}) started at {} by tsbsctl pid {} still runs on this workspace",
+            rec.pid,
+            rec.program.display(),
+            rec.started_at,
+            rec.tsbsctl_pid
+        ))
+        .with_hint(format!(
+            "stop it by rerunning with {}, or `kill -TERM -{}` yourself",
+            spec.kill_orphan_flag, rec.pgid
+        )));
+    }
+    reporter.warn(&format!(
+        "stopping orphaned server pid {} (SIGTERM, then SIGKILL after {}s)",
+        rec.pid,
+        spec.timing.grace.as_secs_f64()
+    ));
+    let forced = stop_orphan(&rec, spec.timing.grace);
+    events.push(event(EventKind::OrphanStopped {
+        pid: rec.pid,
+        forced,
+    }));
+    if record_alive(&rec) {
+        return Err(
+            Error::failed(format!("orphaned server pid {} did not stop", rec.pid))
+                .with_hint("stop it by hand, then run the command again"),
+        );
+    }
+    let _ = std::fs::remove_file(&spec.pid_file);
+    Ok(())
+}
+
+/// SIGTERM to the orphan's group, wait, SIGKILL. Returns true when SIGKILL was needed.
+fn stop_orphan(rec: &PidRecord, grace: Duration) -> bool {
+    signal_group(rec.pgid, libc::SIGTERM);
+    if wait_gone(rec, grace) {
+        return false;
+    }
+    signal_group(rec.pgid, libc::SIGKILL);
+    wait_gone(rec, Duration::from_secs(10));
+    true
+}
+
+fn wait_gone(rec: &PidRecord, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if !record_alive(rec) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn remove_pid_record(path: &Path, pid: u32) {
+    if let Ok(Some(rec)) = read_pid_record(path) {
+        if rec.pid == pid {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Own process group; on Linux, SIGKILL when tsbsctl dies.
+fn configure_child(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent may have died before prctl took effect.
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::other("tsbsctl exited during the start"));
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+fn signal_group(pgid: u32, sig: libc::c_int) {
+    if pgid > 1 {
+        // SAFETY: signalling a process group we created (or recorded as ours).
+        unsafe {
+            libc::kill(-(pgid as libc::pid_t), sig);
+        }
+    }
+}
+
+/// The kernel's start time of `pid` (Linux: field 22 of /proc/<pid>/stat).
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// True for a process that exited but was not reaped yet (Linux); it holds no port or file.
+fn is_zombie(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    stat.rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next())
+        .is_some_and(|state| state == "Z" || state == "X")
+}
+
+fn split_status(s: ExitStatus) -> (Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    (s.code(), s.signal())
+}
+
+fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
+    match (code, signal) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(s)) => format!("killed by signal {s}"),
+        _ => "exit status unknown".into(),
+    }
+}
+
+fn event(kind: EventKind) -> Event {
+    Event { at: now(), kind }
+}
+
+/// UTC now, RFC 3339 with microseconds and `Z`.
+fn now() -> String {
+    let t = time::OffsetDateTime::now_utc();
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
+    );
+    t.format(&fmt).unwrap_or_default()
+}
+
+fn command_line(program: &Path, args: &[String]) -> String {
+    let mut s = quote(&program.to_string_lossy());
+    for a in args {
+        s.push(' ');
+        s.push_str(&quote(a));
+    }
+    s
+}
+
+fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=,@+".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The last `max_bytes` of a log, for error messages and diagnostics.
+pub fn log_tail(path: &Path, max_bytes: u64) -> String {
+    let Ok(mut f) = File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(max_bytes)));
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::SilentReporter;
+
+    fn free_port() -> u16 {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    fn spec(dir: &Path, script: &str, port: u16) -> ServerSpec {
+        ServerSpec {
+            label: "test server".into(),
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: dir.to_path_buf(),
+            env: vec![],
+            env_remove: vec![],
+            log_path: dir.join("logs/server.log"),
+            listeners: vec![Listener {
+                name: "http".into(),
+                port,
+            }],
+            endpoint: format!("http://127.0.0.1:{port}"),
+            probe: Probe::Get {
+                url: format!("http://127.0.0.1:{port}/health"),
+            },
+            pid_file: dir.join("server.pid"),
+            kill_orphan: false,
+            kill_orphan_flag: "--kill-orphan".into(),
+            timing: Timing {
+                startup_timeout: Duration::from_secs(2),
+                grace: Duration::from_millis(300),
+                port_wait: Duration::from_millis(200),
+                poll_interval: Duration::from_millis(50),
+            },
+            output_filter: None,
+        }
+    }
+
+    fn kinds(s: &Server) -> Vec<String> {
+        s.events()
+            .iter()
+            .map(|e| {
+                serde_json::to_value(&e.kind).unwrap()["event"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn busy_port_is_refused_before_anything_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let holder = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = holder.local_addr().unwrap().port();
+        let err = Server::start(spec(dir.path(), "sleep 5", port), &SilentReporter).unwrap_err();
+        assert!(err.message.contains("unavailable"), "{}", err.message);
+        assert!(!dir.path().join("server.pid").exists());
+        assert!(!dir.path().join("logs/server.log").exists());
+    }
+
+    #[test]
+    fn exit_during_start_fails_early_with_the_exit_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Server::start(
+            spec(dir.path(), "echo boom; exit 3", free_port()),
+            &SilentReporter,
+        )
+        .unwrap();
+        let err = s.wait_ready().unwrap_err();
+        assert!(err.message.contains("exit code 3"), "{}", err.message);
+        assert_eq!(
+            kinds(&s),
+            ["started", "startup_failed", "unexpected_exit", "exited"]
+        );
+        assert!(!dir.path().join("server.pid").exists());
+        assert!(log_tail(s.log_path(), 1000).contains("boom"));
+    }
+
+    #[test]
+    fn term_ignored_means_sigkill_is_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sp = spec(
+            dir.path(),
+            "trap '' TERM; while :; do sleep 0.05; done",
+            free_port(),
+        );
+        sp.timing.startup_timeout = Duration::from_millis(200);
+        let mut s = Server::start(sp, &SilentReporter).unwrap();
+        let pid = s.pid();
+        let err = s.wait_ready().unwrap_err();
+        assert!(err.message.contains("not ready"), "{}", err.message);
+        let o = s.outcome().unwrap();
+        assert!(o.forced);
+        assert_eq!(o.signal, Some(libc::SIGKILL));
+        assert!(kinds(&s).contains(&"forced_kill".to_string()));
+        assert!(!fsutil::process_alive(pid as i32));
+    }
+
+    #[test]
+    fn pid_record_is_written_while_running_and_removed_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Server::start(
+            spec(dir.path(), "exec sleep 30", free_port()),
+            &SilentReporter,
+        )
+        .unwrap();
+        let pid = s.pid();
+        let rec = read_pid_record(&dir.path().join("server.pid"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(rec.pid, pid);
+        assert!(record_alive(&rec));
+        drop(s);
+        assert!(!fsutil::process_alive(pid as i32));
+        assert!(!dir.path().join("server.pid").exists());
+    }
+
+    #[test]
+    fn live_orphan_is_refused_then_stopped_on_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let first =
+            Server::start(spec(dir.path(), "exec sleep 30", port), &SilentReporter).unwrap();
+        let orphan = first.pid();
+        // Simulate a tsbsctl that died without stopping its server.
+        std::mem::forget(first);
+        let err =
+            Server::start(spec(dir.path(), "exec sleep 30", port), &SilentReporter).unwrap_err();
+        assert_eq!(err.exit_code(), 3);
+        assert!(err.message.contains(&orphan.to_string()));
+        let mut sp = spec(dir.path(), "exec sleep 30", port);
+        sp.kill_orphan = true;
+        let s = Server::start(sp, &SilentReporter).unwrap();
+        assert!(kinds(&s).starts_with(&["orphan_found".into(), "orphan_stopped".into()]));
+        // The forgotten Child is never reaped by us, so it stays a zombie in this test process.
+        assert!(!fsutil::process_alive(orphan as i32) || is_zombie(orphan));
+    }
+
+    #[test]
+    fn output_filter_rewrites_every_line_before_it_reaches_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sp = spec(
+            dir.path(),
+            "echo 'mail me at a@b.example'; echo 'err a@b.example' >&2; printf 'no newline'; exit 0",
+            free_port(),
+        );
+        sp.output_filter = Some(OutputFilter(Arc::new(|l: &str| {
+            l.replace("a@b.example", "<redacted>")
+        })));
+        let mut s = Server::start(sp, &SilentReporter).unwrap();
+        assert!(s.wait_ready().is_err());
+        let log = std::fs::read_to_string(s.log_path()).unwrap();
+        assert!(!log.contains("a@b.example"), "{log}");
+        assert!(log.contains("mail me at <redacted>"), "{log}");
+        assert!(log.contains("err <redacted>"), "{log}");
+        assert!(log.contains("no newline"), "{log}");
+    }
+}

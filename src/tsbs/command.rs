@@ -1,0 +1,723 @@
+//! Command lines of the TSBS loaders and query runners (reference benchmark.md §3.3-§3.4),
+//! built from typed parameters, flag by flag in the reference's order.
+//!
+//! Tokens are carried as [`Secret`]s: the real value reaches the child process only through
+//! [`TsbsCommand::command`]; every rendering meant for people, logs or manifests
+//! ([`TsbsCommand::redacted`], `Debug`) shows `<redacted>` instead.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{Error, Result};
+
+/// The loader and runner binaries tsbsctl drives.
+pub const LOAD_GREPTIME: &str = "tsbs_load_greptime";
+pub const LOAD_INFLUX3: &str = "tsbs_load_influx3";
+/// GreptimeDB is queried through the InfluxDB v1 runner (its `/v1/sql` query paths).
+pub const RUN_QUERIES_GREPTIME: &str = "tsbs_run_queries_influx";
+pub const RUN_QUERIES_INFLUX3: &str = "tsbs_run_queries_influx3";
+
+/// The loader's periodic report interval the reference passes.
+pub const REPORTING_PERIOD: &str = "10s";
+/// What every runner invocation passes: no interim stat blocks on stderr.
+pub const PRINT_INTERVAL: &str = "0";
+/// The prefix the GreptimeDB runner puts before every SQL in explain mode.
+pub const EXPLAIN_PREFIX: &str = "EXPLAIN ANALYZE VERBOSE ";
+
+/// A token. Its value never appears in `Debug`, `Display` or serialised output.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+    /// The real value, for the child process only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// `--database-mode`: what the loader does with an existing database (§5.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DatabaseMode {
+    /// Create it; abort (panic, exit 2) if it exists.
+    Create,
+    /// Write into what is there (GreptimeDB still lists databases; InfluxDB 3 makes no admin call).
+    Reuse,
+    /// Drop it if it exists, then create it. Needs a confirmation equal to the database name.
+    Reset,
+}
+
+impl DatabaseMode {
+    pub fn parse(s: &str) -> Result<DatabaseMode> {
+        match s {
+            "create" => Ok(DatabaseMode::Create),
+            "reuse" => Ok(DatabaseMode::Reuse),
+            "reset" => Ok(DatabaseMode::Reset),
+            other => Err(Error::invalid(format!(
+                "unknown database mode {other:?}; expected create, reuse or reset"
+            ))
+            .with_hint("pass --database-mode create|reuse|reset")),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DatabaseMode::Create => "create",
+            DatabaseMode::Reuse => "reuse",
+            DatabaseMode::Reset => "reset",
+        }
+    }
+
+    /// The loader flags of this mode, exactly as the reference passes them.
+    pub fn flags(self) -> &'static [&'static str] {
+        match self {
+            DatabaseMode::Create => &["--do-create-db=true", "--do-abort-on-exist=true"],
+            DatabaseMode::Reuse => &["--do-create-db=false"],
+            DatabaseMode::Reset => &["--do-create-db=true"],
+        }
+    }
+
+    /// Checks a reset's confirmation: it must name the SQL database exactly. Other modes
+    /// ignore it. Called at validation time and again when the flags are built.
+    pub fn check_confirmation(self, database: &str, confirm_reset: Option<&str>) -> Result<()> {
+        if self != DatabaseMode::Reset {
+            return Ok(());
+        }
+        match confirm_reset {
+            Some(c) if c == database => Ok(()),
+            Some(c) => Err(Error::invalid(format!(
+                "--confirm-reset {c:?} does not match the SQL database {database:?}"
+            ))
+            .with_hint(format!(
+                "a reset drops the database; confirm it with --confirm-reset {database}"
+            ))),
+            None => Err(Error::invalid(format!(
+                "--database-mode reset drops the SQL database {database:?} and needs --confirm-reset {database}"
+            ))
+            .with_hint(format!("add --confirm-reset {database}, or use --database-mode reuse"))),
+        }
+    }
+}
+
+/// One argument: plain text, or a `--flag=` followed by a secret value.
+#[derive(Clone)]
+enum Arg {
+    Plain(String),
+    Secret { prefix: &'static str, value: Secret },
+}
+
+/// A TSBS command line ready to run (with [`TsbsCommand::command`]) or to log (with
+/// [`TsbsCommand::redacted`]). No environment variable is added: children inherit the caller's.
+#[derive(Clone)]
+pub struct TsbsCommand {
+    pub program: PathBuf,
+    args: Vec<Arg>,
+    /// Where the data comes from for a loader: `None` = the caller streams it to stdin.
+    pub stdin_data: bool,
+}
+
+impl TsbsCommand {
+    fn new(program: &Path) -> TsbsCommand {
+        TsbsCommand {
+            program: program.to_path_buf(),
+            args: Vec::new(),
+            stdin_data: false,
+        }
+    }
+
+    fn flag(&mut self, name: &str, value: impl fmt::Display) {
+        self.args.push(Arg::Plain(format!("--{name}={value}")));
+    }
+
+    fn raw(&mut self, arg: &str) {
+        self.args.push(Arg::Plain(arg.to_string()));
+    }
+
+    fn secret(&mut self, prefix: &'static str, value: &Secret) {
+        self.args.push(Arg::Secret {
+            prefix,
+            value: value.clone(),
+        });
+    }
+
+    /// The tool's name (`tsbs_load_greptime`, ...), from the program path.
+    pub fn tool(&self) -> String {
+        self.program
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// The real arguments (secrets included), for the child process only.
+    pub fn args(&self) -> Vec<OsString> {
+        self.args
+            .iter()
+            .map(|a| match a {
+                Arg::Plain(s) => OsString::from(s),
+                Arg::Secret { prefix, value } => OsString::from(format!("{prefix}{}", value.0)),
+            })
+            .collect()
+    }
+
+    /// The arguments with every secret shown as `<redacted>`.
+    pub fn redacted_args(&self) -> Vec<String> {
+        self.args
+            .iter()
+            .map(|a| match a {
+                Arg::Plain(s) => s.clone(),
+                Arg::Secret { prefix, .. } => format!("{prefix}<redacted>"),
+            })
+            .collect()
+    }
+
+    /// The whole command line for logs and manifests: POSIX-shell quoted (so it can be pasted
+    /// into a shell, unlike the reference's Windows quoting), secrets as `<redacted>`.
+    pub fn redacted(&self) -> String {
+        let mut out = shell_quote(&self.program.to_string_lossy());
+        for a in self.redacted_args() {
+            out.push(' ');
+            out.push_str(&shell_quote(&a));
+        }
+        out
+    }
+
+    /// The first line of the step's log: `$ <redacted command line>`.
+    pub fn log_line(&self) -> String {
+        format!("$ {}", self.redacted())
+    }
+
+    /// A `std::process::Command` with the real arguments, run from `cwd`. Refuses a `cwd`
+    /// holding a `config.*` file, which the tools (viper) would merge into their flags.
+    /// Stdio is left to the caller.
+    pub fn command(&self, cwd: &Path) -> Result<Command> {
+        if let Some(found) = viper_config_files(cwd).first() {
+            return Err(Error::failed(format!(
+                "{} would read {} and merge it into its flags",
+                self.tool(),
+                found.display()
+            ))
+            .with_hint(
+                "move that file away; TSBS tools must run from a directory without config.* files",
+            ));
+        }
+        let mut c = Command::new(&self.program);
+        c.args(self.args()).current_dir(cwd);
+        Ok(c)
+    }
+}
+
+impl fmt::Debug for TsbsCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+/// Quotes one word for a POSIX shell, leaving plain words as they are.
+pub fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_=./,:@%+".contains(&b));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Files named `config.<ext>` that the TSBS tools (viper) would silently merge into their flags
+/// when run from `dir`. The working directory of every TSBS process must have none.
+pub fn viper_config_files(dir: &Path) -> Vec<PathBuf> {
+    const EXTS: &[&str] = &[
+        "json",
+        "toml",
+        "yaml",
+        "yml",
+        "properties",
+        "props",
+        "prop",
+        "hcl",
+        "tfvars",
+        "dotenv",
+        "env",
+        "ini",
+    ];
+    EXTS.iter()
+        .map(|e| dir.join(format!("config.{e}")))
+        .filter(|p| p.exists())
+        .collect()
+}
+
+/// Where the loader reads the dataset from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadInput {
+    /// `--file=<path>`: an uncompressed dataset file.
+    File(PathBuf),
+    /// No `--file`: the loader reads stdin, where the caller streams a (decompressed) dataset.
+    Stdin,
+}
+
+/// The target-specific part of a load.
+#[derive(Debug, Clone)]
+pub enum LoadTarget {
+    /// `tsbs_load_greptime --urls=<endpoint>`.
+    Greptime,
+    /// `tsbs_load_influx3`: durability flags and optional tokens. `--admin-token` falls back to
+    /// the auth token when no admin token is given (reference §3.3).
+    Influx3 {
+        no_sync: bool,
+        accept_partial: bool,
+        auth_token: Option<Secret>,
+        admin_token: Option<Secret>,
+    },
+}
+
+/// Everything a loader invocation needs.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    /// Absolute path of the loader binary (`<tsbs>/bin/tsbs_load_*`).
+    pub binary: PathBuf,
+    pub target: LoadTarget,
+    /// GreptimeDB: exactly one endpoint. InfluxDB 3: one or more, used round-robin by worker.
+    pub urls: Vec<String>,
+    pub input: LoadInput,
+    pub database: String,
+    pub batch_size: u32,
+    pub workers: u32,
+    pub results_file: PathBuf,
+    pub mode: DatabaseMode,
+    pub confirm_reset: Option<String>,
+}
+
+/// The loader command line of benchmark.md §3.3.
+pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
+    spec.mode
+        .check_confirmation(&spec.database, spec.confirm_reset.as_deref())?;
+    check_common(&spec.urls, &spec.database, spec.workers)?;
+    if spec.batch_size == 0 {
+        return Err(Error::invalid("--batch-size must be at least 1")
+            .with_hint("pass --batch-size N with N >= 1"));
+    }
+    if matches!(spec.target, LoadTarget::Greptime) && spec.urls.len() != 1 {
+        return Err(Error::invalid(format!(
+            "GreptimeDB takes exactly one endpoint, got {}",
+            spec.urls.len()
+        ))
+        .with_hint("pass a single --url"));
+    }
+    let mut c = TsbsCommand::new(&spec.binary);
+    c.flag("urls", spec.urls.join(","));
+    match &spec.input {
+        LoadInput::File(p) => c.flag("file", p.display()),
+        LoadInput::Stdin => c.stdin_data = true,
+    }
+    c.flag("db-name", &spec.database);
+    c.flag("batch-size", spec.batch_size);
+    c.raw("--gzip=false");
+    c.flag("workers", spec.workers);
+    c.flag("reporting-period", REPORTING_PERIOD);
+    c.flag("results-file", spec.results_file.display());
+    if let LoadTarget::Influx3 {
+        no_sync,
+        accept_partial,
+        auth_token,
+        admin_token,
+    } = &spec.target
+    {
+        c.flag("no-sync", no_sync);
+        c.flag("accept-partial", accept_partial);
+        let auth = auth_token.as_ref().filter(|t| !t.is_empty());
+        if let Some(t) = auth {
+            c.secret("--auth-token=", t);
+        }
+        if let Some(t) = admin_token.as_ref().filter(|t| !t.is_empty()).or(auth) {
+            c.secret("--admin-token=", t);
+        }
+    }
+    for f in spec.mode.flags() {
+        c.raw(f);
+    }
+    Ok(c)
+}
+
+/// The target-specific part of a query run.
+#[derive(Debug, Clone)]
+pub enum QueryTarget {
+    /// `tsbs_run_queries_influx` against GreptimeDB's `/v1/sql`.
+    Greptime,
+    /// `tsbs_run_queries_influx3`, with the auth token when one is set.
+    Influx3 { auth_token: Option<Secret> },
+}
+
+/// Everything one query-runner invocation (one query type, one attempt) needs.
+#[derive(Debug, Clone)]
+pub struct QuerySpec {
+    pub binary: PathBuf,
+    pub target: QueryTarget,
+    /// The query file of one type (`<set>/queries/<type>.dat`).
+    pub file: PathBuf,
+    pub database: String,
+    pub urls: Vec<String>,
+    pub workers: u32,
+    pub results_file: PathBuf,
+}
+
+/// The runner command line of benchmark.md §3.4.
+pub fn query_command(spec: &QuerySpec) -> Result<TsbsCommand> {
+    check_common(&spec.urls, &spec.database, spec.workers)?;
+    let mut c = TsbsCommand::new(&spec.binary);
+    c.flag("file", spec.file.display());
+    c.flag("db-name", &spec.database);
+    c.flag("urls", spec.urls.join(","));
+    c.flag("workers", spec.workers);
+    c.flag("print-interval", PRINT_INTERVAL);
+    c.flag("results-file", spec.results_file.display());
+    if let QueryTarget::Influx3 {
+        auth_token: Some(t),
+    } = &spec.target
+    {
+        if !t.is_empty() {
+            c.secret("--auth-token=", t);
+        }
+    }
+    Ok(c)
+}
+
+/// One GreptimeDB analysis invocation (§8.1): query 0 cold, then `hot_runs` hot repetitions,
+/// one worker, every response kept under `results_dir` (`cold.json`, `hot-NNN.json`) and the
+/// runner's own results file at `results_dir/metrics.json`.
+#[derive(Debug, Clone)]
+pub struct ExplainSpec {
+    pub binary: PathBuf,
+    pub file: PathBuf,
+    pub database: String,
+    pub url: String,
+    pub hot_runs: u32,
+    pub results_dir: PathBuf,
+}
+
+impl ExplainSpec {
+    pub fn cold_result(&self) -> PathBuf {
+        self.results_dir.join("cold.json")
+    }
+    /// `hot-001.json` ... `hot-NNN.json`.
+    pub fn hot_results(&self) -> Vec<PathBuf> {
+        (1..=self.hot_runs)
+            .map(|i| self.results_dir.join(format!("hot-{i:03}.json")))
+            .collect()
+    }
+    pub fn metrics_file(&self) -> PathBuf {
+        self.results_dir.join("metrics.json")
+    }
+}
+
+/// The analysis command line of benchmark.md §3.4 ("GreptimeDB analysis").
+pub fn explain_command(spec: &ExplainSpec) -> Result<TsbsCommand> {
+    check_common(std::slice::from_ref(&spec.url), &spec.database, 1)?;
+    if spec.hot_runs == 0 {
+        return Err(Error::invalid("--hot-runs must be at least 1")
+            .with_hint("pass --hot-runs N with N >= 1"));
+    }
+    let mut c = TsbsCommand::new(&spec.binary);
+    c.flag("file", spec.file.display());
+    c.flag("db-name", &spec.database);
+    c.flag("urls", &spec.url);
+    c.raw("--workers=1");
+    c.flag("max-queries", 1 + u64::from(spec.hot_runs));
+    c.flag("print-interval", PRINT_INTERVAL);
+    c.raw("--explain-analyze-verbose");
+    c.flag("explain-results-dir", spec.results_dir.display());
+    c.flag("results-file", spec.metrics_file().display());
+    Ok(c)
+}
+
+fn check_common(urls: &[String], database: &str, workers: u32) -> Result<()> {
+    if urls.is_empty() || urls.iter().any(|u| u.trim().is_empty() || u.contains(',')) {
+        return Err(Error::invalid(format!(
+            "invalid endpoint list {urls:?}: each URL must be non-empty and contain no comma"
+        ))
+        .with_hint("pass --url http://HOST:PORT"));
+    }
+    if database.is_empty() || database.contains(['\0', ',', ' ', '\n']) {
+        return Err(
+            Error::invalid(format!("invalid SQL database name {database:?}"))
+                .with_hint("pass --database NAME (letters, digits, '_' or '-')"),
+        );
+    }
+    if workers == 0 {
+        return Err(
+            Error::invalid("the worker count must be at least 1").with_hint("pass N >= 1 workers")
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn greptime_load(mode: DatabaseMode, confirm: Option<&str>) -> Result<TsbsCommand> {
+        load_command(&LoadSpec {
+            binary: "/t/bin/tsbs_load_greptime".into(),
+            target: LoadTarget::Greptime,
+            urls: vec!["http://127.0.0.1:4000".into()],
+            input: LoadInput::File("/d/data".into()),
+            database: "benchmark".into(),
+            batch_size: 3000,
+            workers: 6,
+            results_file: "/r/results/load-run-001.json".into(),
+            mode,
+            confirm_reset: confirm.map(String::from),
+        })
+    }
+
+    #[test]
+    fn greptime_load_flags_in_reference_order() {
+        let c = greptime_load(DatabaseMode::Create, None).unwrap();
+        assert_eq!(
+            c.redacted_args(),
+            [
+                "--urls=http://127.0.0.1:4000",
+                "--file=/d/data",
+                "--db-name=benchmark",
+                "--batch-size=3000",
+                "--gzip=false",
+                "--workers=6",
+                "--reporting-period=10s",
+                "--results-file=/r/results/load-run-001.json",
+                "--do-create-db=true",
+                "--do-abort-on-exist=true",
+            ]
+        );
+        let reuse = greptime_load(DatabaseMode::Reuse, None).unwrap();
+        assert_eq!(
+            reuse.redacted_args().last().unwrap(),
+            "--do-create-db=false"
+        );
+        let reset = greptime_load(DatabaseMode::Reset, Some("benchmark")).unwrap();
+        assert_eq!(reset.redacted_args().last().unwrap(), "--do-create-db=true");
+        assert!(!reset
+            .redacted_args()
+            .iter()
+            .any(|a| a.starts_with("--do-abort-on-exist")));
+    }
+
+    #[test]
+    fn reset_needs_the_exact_confirmation_when_flags_are_built() {
+        let e = greptime_load(DatabaseMode::Reset, None).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.message.contains("--confirm-reset benchmark"),
+            "{}",
+            e.message
+        );
+        let e = greptime_load(DatabaseMode::Reset, Some("other")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("does not match"));
+    }
+
+    fn influx3_load(auth: Option<&str>, admin: Option<&str>) -> TsbsCommand {
+        load_command(&LoadSpec {
+            binary: "/t/bin/tsbs_load_influx3".into(),
+            target: LoadTarget::Influx3 {
+                no_sync: false,
+                accept_partial: true,
+                auth_token: auth.map(Secret::new),
+                admin_token: admin.map(Secret::new),
+            },
+            urls: vec!["http://a:8181".into(), "http://b:8181".into()],
+            input: LoadInput::Stdin,
+            database: "benchmark".into(),
+            batch_size: 25000,
+            workers: 16,
+            results_file: "/r/load-run-002.json".into(),
+            mode: DatabaseMode::Reuse,
+            confirm_reset: None,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn influx3_load_flags_tokens_and_redaction() {
+        let c = influx3_load(Some("s3cr3t-auth"), None);
+        assert!(c.stdin_data);
+        assert_eq!(
+            c.redacted_args(),
+            [
+                "--urls=http://a:8181,http://b:8181",
+                "--db-name=benchmark",
+                "--batch-size=25000",
+                "--gzip=false",
+                "--workers=16",
+                "--reporting-period=10s",
+                "--results-file=/r/load-run-002.json",
+                "--no-sync=false",
+                "--accept-partial=true",
+                "--auth-token=<redacted>",
+                "--admin-token=<redacted>",
+                "--do-create-db=false",
+            ]
+        );
+        let real: Vec<String> = c
+            .args()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(real.contains(&"--auth-token=s3cr3t-auth".to_string()));
+        // the admin token falls back to the auth token
+        assert!(real.contains(&"--admin-token=s3cr3t-auth".to_string()));
+        let spec_debug = format!(
+            "{:?}",
+            LoadTarget::Influx3 {
+                no_sync: true,
+                accept_partial: false,
+                auth_token: Some(Secret::new("s3cr3t-auth")),
+                admin_token: None
+            }
+        );
+        for shown in [c.redacted(), c.log_line(), format!("{c:?}")] {
+            assert!(!shown.contains("s3cr3t"), "{shown}");
+            assert!(shown.contains("--auth-token=<redacted>"), "{shown}");
+        }
+        assert!(!spec_debug.contains("s3cr3t") && spec_debug.contains("<redacted>"));
+        let c = influx3_load(Some("a1"), Some("ad1"));
+        let real: Vec<String> = c
+            .args()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(real.contains(&"--admin-token=ad1".to_string()));
+        let c = influx3_load(None, Some(""));
+        assert!(!c.redacted().contains("token"), "{}", c.redacted());
+        let c = influx3_load(None, Some("ad"));
+        assert!(c.redacted().contains("--admin-token=<redacted>"));
+        assert!(!c.redacted().contains("--auth-token"));
+    }
+
+    #[test]
+    fn query_commands() {
+        let c = query_command(&QuerySpec {
+            binary: "/t/bin/tsbs_run_queries_influx".into(),
+            target: QueryTarget::Greptime,
+            file: "/q/queries/lastpoint.dat".into(),
+            database: "benchmark".into(),
+            urls: vec!["http://127.0.0.1:4000".into()],
+            workers: 4,
+            results_file: "/r/results/query-lastpoint-run-001.json".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            c.redacted_args(),
+            [
+                "--file=/q/queries/lastpoint.dat",
+                "--db-name=benchmark",
+                "--urls=http://127.0.0.1:4000",
+                "--workers=4",
+                "--print-interval=0",
+                "--results-file=/r/results/query-lastpoint-run-001.json",
+            ]
+        );
+        let c = query_command(&QuerySpec {
+            binary: "/t/bin/tsbs_run_queries_influx3".into(),
+            target: QueryTarget::Influx3 {
+                auth_token: Some(Secret::new("s3cr3t-q")),
+            },
+            file: "/q/x.dat".into(),
+            database: "benchmark".into(),
+            urls: vec!["http://a:1".into(), "http://b:2".into()],
+            workers: 1,
+            results_file: "/r/x.json".into(),
+        })
+        .unwrap();
+        assert_eq!(c.redacted_args()[2], "--urls=http://a:1,http://b:2");
+        assert_eq!(c.redacted_args().last().unwrap(), "--auth-token=<redacted>");
+        assert!(!c.redacted().contains("s3cr3t"));
+    }
+
+    #[test]
+    fn explain_command_line() {
+        let spec = ExplainSpec {
+            binary: "/t/bin/tsbs_run_queries_influx".into(),
+            file: "/q/queries/lastpoint.dat".into(),
+            database: "benchmark".into(),
+            url: "http://127.0.0.1:4000".into(),
+            hot_runs: 2,
+            results_dir: "/r/results/analyze/lastpoint/run-001".into(),
+        };
+        let c = explain_command(&spec).unwrap();
+        assert_eq!(
+            c.redacted_args(),
+            [
+                "--file=/q/queries/lastpoint.dat",
+                "--db-name=benchmark",
+                "--urls=http://127.0.0.1:4000",
+                "--workers=1",
+                "--max-queries=3",
+                "--print-interval=0",
+                "--explain-analyze-verbose",
+                "--explain-results-dir=/r/results/analyze/lastpoint/run-001",
+                "--results-file=/r/results/analyze/lastpoint/run-001/metrics.json",
+            ]
+        );
+        assert_eq!(
+            spec.hot_results()[1],
+            PathBuf::from("/r/results/analyze/lastpoint/run-001/hot-002.json")
+        );
+    }
+
+    #[test]
+    fn bad_parameters_are_invalid_input() {
+        let mut spec = LoadSpec {
+            binary: "/b".into(),
+            target: LoadTarget::Greptime,
+            urls: vec!["http://a".into(), "http://b".into()],
+            input: LoadInput::Stdin,
+            database: "benchmark".into(),
+            batch_size: 1,
+            workers: 1,
+            results_file: "/r".into(),
+            mode: DatabaseMode::Create,
+            confirm_reset: None,
+        };
+        assert_eq!(load_command(&spec).unwrap_err().exit_code(), 2);
+        spec.urls = vec!["http://a".into()];
+        spec.workers = 0;
+        assert_eq!(load_command(&spec).unwrap_err().exit_code(), 2);
+        spec.workers = 1;
+        spec.database = "a b".into();
+        assert_eq!(load_command(&spec).unwrap_err().exit_code(), 2);
+        assert_eq!(DatabaseMode::parse("drop").unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn quoting_and_viper_files() {
+        assert_eq!(shell_quote("--a=b"), "--a=b");
+        assert_eq!(
+            shell_quote("--auth-token=<redacted>"),
+            "'--auth-token=<redacted>'"
+        );
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+        let d = tempfile::tempdir().unwrap();
+        assert!(viper_config_files(d.path()).is_empty());
+        let cmd = greptime_load(DatabaseMode::Reuse, None).unwrap();
+        assert!(cmd.command(d.path()).is_ok());
+        std::fs::write(d.path().join("config.yaml"), "workers: 9\n").unwrap();
+        assert_eq!(viper_config_files(d.path()), [d.path().join("config.yaml")]);
+        let e = cmd.command(d.path()).unwrap_err();
+        assert!(e.message.contains("config.yaml"), "{}", e.message);
+    }
+}

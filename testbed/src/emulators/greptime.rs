@@ -1,5 +1,0 @@
-//! Emulator of `greptime` (see shared/reference/protocols.md).
-
-pub fn main(_args: Vec<String>) -> i32 {
-    super::not_emulated("greptime")
-}

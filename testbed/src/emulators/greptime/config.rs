@@ -1,0 +1,359 @@
+//! Options of `greptime standalone start`: command line > config file (`-c`) > environment
+//! (`<ENV_PREFIX>__SECTION__KEY`) > defaults, as the real binary layers them. The config file
+//! accepts only the keys listed in the module documentation; anything else is refused.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+
+use super::version::Version;
+
+/// What the command line gave (`None` = not given).
+#[derive(Debug, Default)]
+pub struct CliArgs {
+    pub http_addr: Option<String>,
+    pub grpc_bind_addr: Option<String>,
+    pub mysql_addr: Option<String>,
+    pub postgres_addr: Option<String>,
+    pub influxdb_enable: bool,
+    pub config_file: Option<String>,
+    pub env_prefix: String,
+    pub data_home: Option<String>,
+    pub log_dir: Option<String>,
+    pub log_level: Option<String>,
+}
+
+/// The resolved options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub http_addr: SocketAddr,
+    pub http_timeout: Option<String>,
+    pub body_limit: u64,
+    pub influxdb_enable: bool,
+    pub grpc_addr: SocketAddr,
+    pub mysql_addr: Option<SocketAddr>,
+    pub postgres_addr: Option<SocketAddr>,
+    pub data_home: PathBuf,
+    pub wal_dir: PathBuf,
+    pub log_dir: Option<PathBuf>,
+    pub log_level: String,
+}
+
+#[derive(Debug, Clone)]
+enum Val {
+    Str(String),
+    Bool(bool),
+}
+
+/// Keys the emulator understands, per section (`""` = top level), with their kinds.
+fn known_keys(v: &Version) -> Vec<(&'static str, &'static str, bool)> {
+    // (section, key, is_bool)
+    let mut k = vec![
+        ("", "default_column_prefix", false),
+        ("http", "addr", false),
+        ("http", "timeout", false),
+        ("http", "body_limit", false),
+        ("influxdb", "enable", true),
+        ("storage", "type", false),
+        ("storage", "data_home", false),
+        ("logging", "dir", false),
+        ("logging", "level", false),
+        ("wal", "dir", false),
+        ("wal", "provider", false),
+        ("grpc", v.grpc_addr_key(), false),
+        ("mysql", "enable", true),
+        ("mysql", "addr", false),
+        ("postgres", "enable", true),
+        ("postgres", "addr", false),
+    ];
+    if v.at_least(0, 10, 0) {
+        k.push(("http", "enable_api_server", true));
+        k.push(("http", "api_server_addr", false));
+    }
+    k
+}
+
+/// Parses the config file strictly into `section.key` → value.
+fn read_config(path: &Path, v: &Version) -> Result<BTreeMap<String, Val>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e| format!("invalid config file {}: {e}", path.display()))?;
+    let keys = known_keys(v);
+    let mut out = BTreeMap::new();
+    let mut check = |section: &str, key: &str, value: &toml::Value| -> Result<(), String> {
+        let full = if section.is_empty() {
+            key.to_string()
+        } else {
+            format!("{section}.{key}")
+        };
+        let Some((_, _, is_bool)) = keys.iter().find(|(s, k, _)| *s == section && *k == key) else {
+            return Err(format!(
+                "invalid config file {}: unknown key `{full}` (this emulator accepts only the keys tsbsctl uses)",
+                path.display()
+            ));
+        };
+        let val = match (is_bool, value) {
+            (true, toml::Value::Boolean(b)) => Val::Bool(*b),
+            (false, toml::Value::String(s)) => Val::Str(s.clone()),
+            _ => {
+                return Err(format!(
+                    "invalid config file {}: `{full}` must be a {}",
+                    path.display(),
+                    if *is_bool { "boolean" } else { "string" }
+                ))
+            }
+        };
+        out.insert(full, val);
+        Ok(())
+    };
+    for (name, value) in &table {
+        match value {
+            toml::Value::Table(t) => {
+                if !keys.iter().any(|(s, _, _)| s == name) {
+                    return Err(format!(
+                        "invalid config file {}: unknown section `[{name}]` (this emulator accepts only the keys tsbsctl uses)",
+                        path.display()
+                    ));
+                }
+                for (k, val) in t {
+                    check(name, k, val)?;
+                }
+            }
+            other => check("", name, other)?,
+        }
+    }
+    Ok(out)
+}
+
+/// `<prefix>__HTTP__ADDR=...` variables for known keys (others are ignored, as the real
+/// layered config ignores what it does not know).
+fn read_env(prefix: &str, v: &Version) -> BTreeMap<String, Val> {
+    let keys = known_keys(v);
+    let mut out = BTreeMap::new();
+    let start = format!("{prefix}__");
+    for (name, value) in std::env::vars() {
+        let Some(rest) = name.strip_prefix(&start) else {
+            continue;
+        };
+        let parts: Vec<String> = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
+        let (section, key) = match parts.as_slice() {
+            [k] => (String::new(), k.clone()),
+            [s, k] => (s.clone(), k.clone()),
+            _ => continue,
+        };
+        if let Some((_, _, is_bool)) = keys.iter().find(|(s, k, _)| *s == section && *k == key) {
+            let full = if section.is_empty() {
+                key
+            } else {
+                format!("{section}.{key}")
+            };
+            let val = if *is_bool {
+                Val::Bool(value.eq_ignore_ascii_case("true"))
+            } else {
+                Val::Str(value)
+            };
+            out.insert(full, val);
+        }
+    }
+    out
+}
+
+/// `64MB`, `512KiB`, `1GB`, `1024` (bytes); binary multiples as GreptimeDB's ReadableSize.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let num: f64 = num.parse().ok()?;
+    let mult: u64 = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        "T" | "TB" | "TIB" => 1 << 40,
+        _ => return None,
+    };
+    Some((num * mult as f64) as u64)
+}
+
+fn parse_addr(what: &str, s: &str) -> Result<SocketAddr, String> {
+    s.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| format!("invalid {what} address `{s}` (expected host:port)"))
+}
+
+/// Resolves the options. Errors are configuration errors (exit 2 at the caller).
+pub fn resolve(cli: &CliArgs, v: &Version) -> Result<Options, String> {
+    let file = match &cli.config_file {
+        Some(p) => read_config(Path::new(p), v)?,
+        None => BTreeMap::new(),
+    };
+    let env = read_env(&cli.env_prefix, v);
+    let get = |key: &str| file.get(key).or_else(|| env.get(key)).cloned();
+    let get_str = |key: &str| match get(key) {
+        Some(Val::Str(s)) => Some(s),
+        _ => None,
+    };
+    let get_bool = |key: &str, default: bool| match get(key) {
+        Some(Val::Bool(b)) => b,
+        _ => default,
+    };
+
+    if let Some(t) = get_str("storage.type") {
+        if t != "File" {
+            return Err(format!(
+                "storage.type `{t}` is not emulated (only local \"File\" storage)"
+            ));
+        }
+    }
+    if let Some(p) = get_str("wal.provider") {
+        if p != "raft_engine" {
+            return Err(format!(
+                "wal.provider `{p}` is not emulated (only \"raft_engine\")"
+            ));
+        }
+    }
+    if get_bool("http.enable_api_server", false) {
+        return Err("http.enable_api_server is not emulated".into());
+    }
+
+    let http_addr = cli
+        .http_addr
+        .clone()
+        .or_else(|| get_str("http.addr"))
+        .unwrap_or_else(|| "127.0.0.1:4000".into());
+    let grpc_key = format!("grpc.{}", v.grpc_addr_key());
+    let grpc_addr = cli
+        .grpc_bind_addr
+        .clone()
+        .or_else(|| get_str(&grpc_key))
+        .unwrap_or_else(|| "127.0.0.1:4001".into());
+    let mysql = if get_bool("mysql.enable", true) {
+        Some(
+            cli.mysql_addr
+                .clone()
+                .or_else(|| get_str("mysql.addr"))
+                .unwrap_or_else(|| "127.0.0.1:4002".into()),
+        )
+    } else {
+        None
+    };
+    let postgres = if get_bool("postgres.enable", true) {
+        Some(
+            cli.postgres_addr
+                .clone()
+                .or_else(|| get_str("postgres.addr"))
+                .unwrap_or_else(|| "127.0.0.1:4003".into()),
+        )
+    } else {
+        None
+    };
+    let data_home = PathBuf::from(
+        cli.data_home
+            .clone()
+            .or_else(|| get_str("storage.data_home"))
+            .unwrap_or_else(|| v.default_data_home().into()),
+    );
+    let wal_dir = get_str("wal.dir")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| data_home.join("wal"));
+    let log_dir = match cli.log_dir.clone().or_else(|| get_str("logging.dir")) {
+        Some(d) if d.is_empty() => None,
+        Some(d) => Some(PathBuf::from(d)),
+        None => Some(data_home.join("logs")),
+    };
+    let body_limit = match get_str("http.body_limit") {
+        Some(s) => parse_size(&s).ok_or_else(|| format!("invalid http.body_limit `{s}`"))?,
+        None => 64 << 20,
+    };
+    if let Some(t) = get_str("http.timeout") {
+        let ok = t
+            .strip_suffix("ms")
+            .or_else(|| t.strip_suffix('s'))
+            .or_else(|| t.strip_suffix('m'))
+            .is_some_and(|n| n.parse::<u64>().is_ok());
+        if !ok {
+            return Err(format!("invalid http.timeout `{t}` (e.g. \"30s\", \"0s\")"));
+        }
+    }
+    let log_level = cli
+        .log_level
+        .clone()
+        .or_else(|| get_str("logging.level"))
+        .unwrap_or_else(|| "info".into());
+    Ok(Options {
+        http_addr: parse_addr("HTTP", &http_addr)?,
+        http_timeout: get_str("http.timeout"),
+        body_limit,
+        influxdb_enable: cli.influxdb_enable || get_bool("influxdb.enable", true),
+        grpc_addr: parse_addr("gRPC", &grpc_addr)?,
+        mysql_addr: mysql.map(|a| parse_addr("MySQL", &a)).transpose()?,
+        postgres_addr: postgres.map(|a| parse_addr("PostgreSQL", &a)).transpose()?,
+        data_home,
+        wal_dir,
+        log_dir,
+        log_level,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64MB"), Some(64 << 20));
+        assert_eq!(parse_size("1GiB"), Some(1 << 30));
+        assert_eq!(parse_size("10"), Some(10));
+        assert_eq!(parse_size("10XB"), None);
+    }
+
+    #[test]
+    fn strict_config_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let v = Version::parse("1.2.0").unwrap();
+        let p = dir.path().join("c.toml");
+        std::fs::write(
+            &p,
+            "[http]\naddr = \"127.0.0.1:5000\"\nbody_limit = \"1MB\"\n[grpc]\nbind_addr = \"127.0.0.1:5001\"\n[mysql]\nenable = false\n[postgres]\nenable = false\n[storage]\ntype = \"File\"\ndata_home = \"/x\"\n",
+        )
+        .unwrap();
+        let cli = CliArgs {
+            config_file: Some(p.to_string_lossy().into()),
+            env_prefix: "TESTBED_NO_SUCH_PREFIX".into(),
+            ..Default::default()
+        };
+        let o = resolve(&cli, &v).unwrap();
+        assert_eq!(o.http_addr.port(), 5000);
+        assert_eq!(o.grpc_addr.port(), 5001);
+        assert!(o.mysql_addr.is_none() && o.postgres_addr.is_none());
+        assert_eq!(o.body_limit, 1 << 20);
+        assert_eq!(o.data_home, PathBuf::from("/x"));
+        assert_eq!(o.log_dir, Some(PathBuf::from("/x/logs")));
+
+        std::fs::write(&p, "[http]\nadr = \"127.0.0.1:5000\"\n").unwrap();
+        let e = resolve(&cli, &v).unwrap_err();
+        assert!(e.contains("unknown key `http.adr`"), "{e}");
+        std::fs::write(&p, "[grpc]\naddr = \"127.0.0.1:5000\"\n").unwrap();
+        assert!(resolve(&cli, &v).is_err());
+        assert!(resolve(&cli, &Version::parse("0.9.5").unwrap()).is_ok());
+        // Environment layer: below the file, above the defaults.
+        std::env::set_var("TESTBED_GT_CFG_TEST__HTTP__BODY_LIMIT", "2MB");
+        std::env::set_var("TESTBED_GT_CFG_TEST__STORAGE__DATA_HOME", "/from-env");
+        std::fs::write(&p, "[storage]\ndata_home = \"/from-file\"\n").unwrap();
+        let env_cli = CliArgs {
+            config_file: Some(p.to_string_lossy().into()),
+            env_prefix: "TESTBED_GT_CFG_TEST".into(),
+            ..Default::default()
+        };
+        let o = resolve(&env_cli, &v).unwrap();
+        assert_eq!(o.body_limit, 2 << 20);
+        assert_eq!(o.data_home, PathBuf::from("/from-file"));
+        std::fs::write(&p, "[s3]\nbucket = \"b\"\n").unwrap();
+        assert!(resolve(&cli, &v).unwrap_err().contains("unknown section"));
+    }
+}

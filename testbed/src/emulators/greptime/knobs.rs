@@ -1,0 +1,110 @@
+//! The knob file (`$TESTBED_KNOBS`, JSON, read once per process start). Every key is
+//! optional; unknown keys are refused so a typo in a test cannot silently do nothing. See the
+//! module documentation of `emulators::greptime` for what each key does.
+
+use serde::Deserialize;
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Knobs {
+    /// `--version`/`-V` report this version instead of the emulated one.
+    pub wrong_version: Option<String>,
+    /// `--version`/`-V` print their output, then exit with this code.
+    pub version_exit_code: Option<i32>,
+    /// Milliseconds between the first log lines and binding the listeners.
+    pub start_delay_ms: Option<u64>,
+    /// Exit with this code during startup (after `start_delay_ms`, before binding HTTP).
+    pub exit_during_start: Option<i32>,
+    /// `"503"`: listeners are bound but every HTTP request gets 503;
+    /// `"no_answer"`: requests are accepted and never answered.
+    pub never_ready: Option<String>,
+    /// Crash (abrupt exit, nothing persisted beyond what is on disk) after answering this many
+    /// HTTP requests (every path counts, readiness probes too).
+    pub crash_after_requests: Option<u64>,
+    /// Crash this many milliseconds after the HTTP server is bound.
+    pub crash_after_ms: Option<u64>,
+    /// Exit code of a crash (default 101). With `crash_signal` = true: abort (SIGABRT) instead.
+    pub crash_exit_code: Option<i32>,
+    pub crash_signal: Option<bool>,
+    /// SIGTERM/SIGINT are logged, then ignored: the process keeps running until SIGKILL.
+    pub ignore_sigterm: Option<bool>,
+    /// Extra log lines printed once the HTTP server is bound.
+    pub inject_logs: Option<Vec<InjectedLog>>,
+    /// Milliseconds added to every SELECT / EXPLAIN statement.
+    pub query_delay_ms: Option<u64>,
+    /// SQL statements that fail: first rule whose `contains` is a case-insensitive substring
+    /// of the statement wins.
+    pub fail_sql: Option<Vec<FailSql>>,
+    /// Write requests fail (500 `{"error":..}`) once this many rows have been accepted by
+    /// this process.
+    pub fail_writes_after_rows: Option<u64>,
+    /// The first N rows written to this process are answered 204 but not stored.
+    pub drop_rows: Option<u64>,
+    /// `ADMIN compact_table` answers at once; the merge (and its log line) happens this many
+    /// milliseconds later in the background.
+    pub compaction_delay_ms: Option<u64>,
+    /// `ADMIN compact_table` answers 0 but never compacts nor logs completion.
+    pub compaction_never_completes: Option<bool>,
+    /// Memtable (unflushed WAL) bytes per region that trigger an automatic flush
+    /// (default 64 MiB).
+    pub auto_flush_bytes: Option<u64>,
+    /// A fully flushed region WAL file at least this large is purged (default 1 GiB, the real
+    /// `wal.purge_threshold`).
+    pub wal_purge_threshold_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InjectedLog {
+    /// `INFO`, `WARN`, `ERROR`, or `PANIC` (a Rust panic message on stderr; the process
+    /// keeps running, as a panic in a tokio worker does).
+    pub level: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailSql {
+    pub contains: String,
+    /// GreptimeDB status code (default 1003 Internal → HTTP 500); the HTTP status follows the
+    /// real mapping.
+    pub code: Option<u32>,
+    pub error: Option<String>,
+}
+
+impl Knobs {
+    /// Reads `$TESTBED_KNOBS`. A missing variable or file means no knobs; a malformed file is
+    /// an error (exit 2 at the caller).
+    pub fn load() -> Result<Knobs, String> {
+        let Some(path) = std::env::var_os("TESTBED_KNOBS") else {
+            return Ok(Knobs::default());
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Knobs::default()),
+            Err(e) => return Err(format!("cannot read {}: {e}", path.to_string_lossy())),
+        };
+        if text.trim().is_empty() {
+            return Ok(Knobs::default());
+        }
+        let knobs: Knobs = serde_json::from_str(&text)
+            .map_err(|e| format!("bad knob file {}: {e}", path.to_string_lossy()))?;
+        if let Some(n) = &knobs.never_ready {
+            if n != "503" && n != "no_answer" {
+                return Err(format!(
+                    "bad knob file {}: never_ready must be \"503\" or \"no_answer\"",
+                    path.to_string_lossy()
+                ));
+            }
+        }
+        for l in knobs.inject_logs.iter().flatten() {
+            if !["INFO", "WARN", "ERROR", "PANIC"].contains(&l.level.as_str()) {
+                return Err(format!(
+                    "bad knob file {}: inject_logs level must be INFO, WARN, ERROR or PANIC",
+                    path.to_string_lossy()
+                ));
+            }
+        }
+        Ok(knobs)
+    }
+}

@@ -1,0 +1,342 @@
+//! Emulator of the `greptime` binary (GreptimeDB standalone), faithful to
+//! `shared/reference/protocols.md` §2 and the checklist of §5. The emulated version comes from
+//! `TESTBED_EMULATED_VERSION` (`1.2.0`, `v1.2.0`, `1.2.0-beta.2`); knobs from `$TESTBED_KNOBS`.
+//!
+//! # Command line
+//!
+//! * `greptime --version` → stdout `<name> ⏎branch: ⏎commit: <40 hex>⏎clean: true⏎version: <V>`
+//!   (`<name>` = `greptime` before 1.0.0, `GreptimeDB` from 1.0.0; the first line ends in a
+//!   space); `greptime -V` → `<name> <V>`. Exit 0.
+//! * `greptime [--log-dir DIR] [--log-level LEVEL] standalone start [OPTIONS]` (the global
+//!   options go before or after the subcommand), OPTIONS:
+//!   `--http-addr HOST:PORT`, `--grpc-bind-addr HOST:PORT` (aliases `--rpc-bind-addr`,
+//!   `--rpc-addr`), `--mysql-addr HOST:PORT`, `--postgres-addr HOST:PORT`,
+//!   `-i/--influxdb-enable`, `-c/--config-file FILE`, `--data-home DIR`,
+//!   `--env-prefix PREFIX` (default `GREPTIMEDB_STANDALONE`).
+//!   `--tls-mode/--tls-cert-path/--tls-key-path/--tls-watch/--user-provider` exist in the real
+//!   binary but are not emulated: refused with exit 2. Unknown flags: clap's error, exit 2.
+//! * Precedence: command line > config file > `<PREFIX>__SECTION__KEY` variables > defaults.
+//!   Defaults: HTTP 127.0.0.1:4000, gRPC :4001, MySQL :4002, PostgreSQL :4003 (all bound, so
+//!   collisions surface), data home `./greptimedb_data` (`/tmp/greptimedb/` before 0.10),
+//!   WAL `<data_home>/wal`, logs `<data_home>/logs`, body limit 64MB.
+//!
+//! # Config file keys (anything else → `error: invalid config file ...: unknown key`, exit 2)
+//!
+//! ```toml
+//! default_column_prefix = "greptime"
+//! [http]      addr = "127.0.0.1:4000"   timeout = "30s"   body_limit = "64MB"
+//!             enable_api_server = false (only false; 0.10+)   api_server_addr = "..." (0.10+)
+//! [influxdb]  enable = true
+//! [storage]   type = "File" (only File)   data_home = "/path/data"
+//! [logging]   dir = "/path/logs" ("" = no log files)   level = "info"
+//! [wal]       dir = "/path/wal"   provider = "raft_engine" (only)
+//! [grpc]      bind_addr = "127.0.0.1:4001"   (from 0.12; `addr` before 0.12)
+//! [mysql]     enable = true   addr = "127.0.0.1:4002"
+//! [postgres]  enable = true   addr = "127.0.0.1:4003"
+//! ```
+//! `http.timeout` is validated and logged, not enforced; `logging.level` (or `--log-level`)
+//! `error`/`warn` filters the log lines, anything else prints all.
+//! `default_column_prefix` is accepted (the time index is always `greptime_timestamp`).
+//!
+//! # Knob file (`$TESTBED_KNOBS`, JSON object, read at every start; unknown keys → exit 2)
+//!
+//! | key | effect |
+//! |---|---|
+//! | `wrong_version` | `--version` and `-V` report this version (must parse as one); behaviour stays that of the emulated version |
+//! | `version_exit_code` | `--version`/`-V` exit with this code after printing |
+//! | `start_delay_ms` | sleep before opening the data home and binding listeners |
+//! | `exit_during_start` | exit with this code during startup (after the delay, before binding) |
+//! | `never_ready` | `"503"`: bound, every request → 503; `"no_answer"`: bound, requests never answered |
+//! | `crash_after_requests` | abrupt exit after answering the N-th HTTP request (any path) |
+//! | `crash_after_ms` | abrupt exit N ms after binding |
+//! | `crash_exit_code` | exit code of a crash (default 101); `crash_signal: true` aborts (SIGABRT) instead |
+//! | `ignore_sigterm` | SIGTERM/SIGINT are logged, then ignored (only SIGKILL ends it) |
+//! | `inject_logs` | `[{"level":"WARN"\|"ERROR"\|"INFO"\|"PANIC","message":".."}]` printed after binding (PANIC = a Rust panic message on stderr; the process keeps running) |
+//! | `query_delay_ms` | added to every SELECT/EXPLAIN statement |
+//! | `fail_sql` | `[{"contains":"compact_table","code":1003,"error":"..."}]`: a statement containing the text (case-insensitive) fails with that code (default 1003 → HTTP 500) and message |
+//! | `fail_writes_after_rows` | influx writes answer 500 `{"error":..}` once N rows were accepted by this process |
+//! | `drop_rows` | the first N rows written are answered 204 but not stored (row-count shortfall) |
+//! | `compaction_delay_ms` | `ADMIN compact_table` answers at once; merge and log line N ms later |
+//! | `compaction_never_completes` | `ADMIN compact_table` answers 0, never compacts or logs completion |
+//! | `auto_flush_bytes` | unflushed WAL bytes per region that trigger a flush (default 64 MiB) |
+//! | `wal_purge_threshold_bytes` | a fully flushed region WAL this large is truncated (default 1 GiB) |
+//!
+//! # HTTP
+//!
+//! * `/health`, `/ready`, `/v1/health` (GET/POST) → 200 `{}` with `access-control-allow-origin: *`;
+//!   `/status` → JSON with `version`; `/metrics` → `greptime_app_version{..,version="V"} 1`.
+//! * `/v1/sql` (GET, or POST with `Content-Type: application/x-www-form-urlencoded`, else 415):
+//!   `sql` and `db` from query or form (query wins; `db` default `public`, `greptime-<db>` form
+//!   accepted; unknown → 400 `{"code":4004,"error":"Database not found: x",..}`); `format`
+//!   other than `greptimedb_v1` → 400 code 1001. Success:
+//!   `{"output":[{"records":{"schema":{"column_schemas":[{"name":..,"data_type":..}]},"rows":[..],"total_rows":N}}],"execution_time_ms":N}`
+//!   or `{"output":[{"affectedrows":N}],"execution_time_ms":N}`, headers `x-greptime-format`,
+//!   `x-greptime-execution-time`. Errors: `{"code":C,"error":"..","execution_time_ms":N}` with
+//!   headers `x-greptime-err-code`/`-msg`, HTTP status mapped as §2.4 (1001/1004/2000/3000/
+//!   4001/4004 → 400, 1003 → 500, ...). `;`-separated statements → several outputs.
+//! * `/v1/influxdb/write?db=&precision=` and `/v1/influxdb/api/v2/write?bucket=&precision=`
+//!   (POST; 404 when influxdb is disabled): 204 empty body; precision n/ns/u/us/ms/s/m/h
+//!   (other → 400); `Content-Encoding: gzip` accepted; other parameters (`consistency`, `u`,
+//!   `p`) ignored; unknown database → 400 `{"error":"Failed to find schema, schema info: x"}`;
+//!   malformed line → 400 `{"error":"Failed to parse InfluxDB line protocol: .."}`; body over
+//!   `http.body_limit` → 413 `Failed to buffer the request body: length limit exceeded`.
+//!   Tables are auto-created (tags → String, `i` → Int64, `u` → UInt64, quoted → String,
+//!   bool → Boolean, other → Float64; time index `greptime_timestamp`); new columns are added;
+//!   a type change → 400. Rows are deduplicated on (series, timestamp) like the real engine.
+//! * Anything else → 404 (wrong method on a known path → 405).
+//!
+//! # SQL answered (keywords case-insensitive; trailing `;` fine)
+//!
+//! * `SHOW DATABASES` (sorted; a fresh instance has `greptime_private`, `information_schema`,
+//!   `public`), `SHOW TABLES [FROM db]` (`public` also lists `numbers`).
+//! * `CREATE DATABASE [IF NOT EXISTS] x` → affectedrows 1 (0 if it existed with IF NOT EXISTS);
+//!   existing → 400 code 1004 `Schema x already exists`. `DROP DATABASE [IF EXISTS] x` →
+//!   affectedrows 0; missing → 400 code 4004; `public` and system databases → 400 code 1004.
+//! * `SELECT count(*) FROM t` (exact, deduplicated row count; column `count(*)`, Int64),
+//!   `SELECT 1`, `DESC [TABLE] t`.
+//! * `ADMIN flush_table('t')` / `ADMIN compact_table('t'[, 'regular'|'twcs'|'swcs'|'strict_window'[, 'opts']])`
+//!   (`'db.t'` accepted) → one column named as the statement text, UInt64, rows `[[0]]`.
+//!   Options: before 1.0.0-beta.1 a bare number of seconds (swcs), `'window=7200'` → 400 code
+//!   1004 `Compact window is expected to be a valid number, provided: window=7200`; from
+//!   1.0.0-beta.1 also `window=`/`window_seconds=`/`parallelism=`/`start_time=`+`end_time=`
+//!   (unknown key → `Unknown parameter: k`, malformed → `Invalid key-value pair: p`).
+//!   Compaction runs before the answer (unless a knob delays it) and logs
+//!   `INFO mito2::compaction::task: Compacted SST files, region_id: <id>(<table_id>, 0), input: [..], output: [..], window: Some(7200), waiter_num: 1, merge_time: ..s`
+//!   (or `No files to compact, region_id: .., window: Some(..)`); flush logs
+//!   `INFO mito2::flush: Successfully flushed memtables, region: .., reason: Manual, files: [..], cost: ..s`.
+//!   Missing table → 400 code 4001 `Failed to plan SQL: Table not found: greptime.<db>.<t>`.
+//! * `SELECT <cols|*|sum(c)|max(c)|min(c)|count(*)> FROM information_schema.<t> [WHERE c = v
+//!   [AND c IN (..)]] [ORDER BY c [ASC|DESC]]` for `t` ∈ `tables` (table_catalog,
+//!   table_schema, table_name, table_type, table_id, engine — a subset of the real columns),
+//!   `schemata`, `build_info`, and `region_statistics` (0.10+, the version's documented
+//!   columns: region_id, table_id, region_number, region_rows, [written_bytes_since_open 1.0+,
+//!   query_cpu_time_millis/query_scanned_bytes 1.2+], disk_size, memtable_size (unflushed WAL
+//!   bytes), manifest_size, sst_size, [sst_num 1.0+], index_size, engine, region_role). So SST
+//!   count/size of a table: `SELECT table_id FROM information_schema.tables WHERE
+//!   table_schema = 'benchmark' AND table_name = 'cpu'`, then `SELECT sst_num, sst_size,
+//!   region_rows FROM information_schema.region_statistics WHERE table_id = <id>` (`sst_num`
+//!   only from 1.0; count files on disk before). Before 0.10: 400 code 4001.
+//! * `EXPLAIN [ANALYZE] [VERBOSE] SELECT ...` → `stage` (UInt32), `node` (UInt32), `plan`
+//!   (String) rows with metrics (ANALYZE), or `plan_type`/`plan` (plain EXPLAIN).
+//! * Any other `SELECT ... FROM t ...` (the TSBS shapes): tables must exist (4001), compared
+//!   identifiers (`x = ..`, `x > ..`) must be columns (3000 `No field named x`); answer 200 with
+//!   the select list's schema (DataFusion-style names such as `max(cpu.usage_user)`,
+//!   `date_trunc(Utf8("minute"),cpu.greptime_timestamp)`; types from the catalog) and no rows
+//!   (the runner ignores bodies; aggregates are not computed). A `count(` in such a query is refused (400 code 1001) rather than answered
+//!   with a wrong number.
+//! * Anything else: other known statements → 400 code 1001 (not emulated); unknown → 400 code
+//!   2000 (syntax error).
+//!
+//! # On-disk layout (all relative, so a copied data dir works)
+//!
+//! ```text
+//! <data_home>/metadata/catalog.json                 databases, tables, columns, table ids (≥1024)
+//! <data_home>/metadata/LOCK                         flock: a second instance on the data home fails
+//! <wal_dir = data_home/wal>/<region_id:020>.raftlog WAL: normalised lines appended per write
+//! <wal_dir>/LOCK
+//! <data_home>/data/greptime/<db>/<table_id>/<table_id>_0000000000/
+//!     manifest/<version:020>.json                   region manifest (files, flushed WAL offset, window)
+//!     <file_id>.parquet                             SST: rows sorted by time, series dictionary-encoded
+//!                                                   (text, not real Parquet; ~half the WAL size)
+//!     index/<file_id>.puffin                        index (distinct series)
+//! <log_dir = data_home/logs>/greptimedb.<YYYY-MM-DD-HH>, greptimedb-err.<YYYY-MM-DD-HH>
+//! ```
+//! Footprint split: WAL = `wal/`; data files = `*.parquet`; other = the rest (index, manifest,
+//! metadata). The WAL stays after a flush (as the real raft-engine does until its purge
+//! threshold); flushed bytes are skipped on replay. Restart replays the WAL and reloads SSTs.
+//!
+//! # Logs
+//!
+//! stdout (and the log files): `<RFC3339 µs>Z  INFO <target>: <message>`, e.g.
+//! `... INFO servers::http: HTTP server is bound to 127.0.0.1:4000`. Fatal start errors (port
+//! taken, data home locked) log `ERROR` lines and exit 1. SIGTERM/SIGINT: stop listening, exit 0.
+
+mod config;
+mod knobs;
+mod lineproto;
+mod logging;
+mod server;
+mod sql;
+mod store;
+mod version;
+
+use clap::{Arg, ArgAction, Command};
+
+pub use knobs::Knobs;
+pub use version::Version;
+
+/// clap without its `string` feature takes `&'static str`; the process is short-lived.
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+fn addr_arg(id: &'static str, long: &'static str) -> Arg {
+    Arg::new(id).long(long).value_name(id)
+}
+
+fn command(v: &Version) -> Command {
+    Command::new(v.product_name())
+        .bin_name("greptime")
+        .version(leak(v.text()))
+        .long_version(leak(v.long_version()))
+        .about("The GreptimeDB command-line interface (testbed emulator)")
+        .propagate_version(true)
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .arg(
+            Arg::new("log_dir")
+                .long("log-dir")
+                .value_name("LOG_DIR")
+                .global(true),
+        )
+        .arg(
+            Arg::new("log_level")
+                .long("log-level")
+                .value_name("LOG_LEVEL")
+                .global(true),
+        )
+        .subcommand(
+            Command::new("standalone")
+                .about("Start GreptimeDB in standalone mode")
+                .subcommand_required(true)
+                .arg_required_else_help(true)
+                .subcommand(
+                    Command::new("start")
+                        .about("Start the standalone server")
+                        .arg(addr_arg("HTTP_ADDR", "http-addr"))
+                        .arg(
+                            addr_arg("GRPC_BIND_ADDR", "grpc-bind-addr")
+                                .aliases(["rpc-bind-addr", "rpc-addr"]),
+                        )
+                        .arg(addr_arg("MYSQL_ADDR", "mysql-addr"))
+                        .arg(addr_arg("POSTGRES_ADDR", "postgres-addr"))
+                        .arg(
+                            Arg::new("influxdb_enable")
+                                .short('i')
+                                .long("influxdb-enable")
+                                .action(ArgAction::SetTrue),
+                        )
+                        .arg(
+                            Arg::new("config_file")
+                                .short('c')
+                                .long("config-file")
+                                .value_name("CONFIG_FILE"),
+                        )
+                        .arg(Arg::new("tls_mode").long("tls-mode").value_name("TLS_MODE"))
+                        .arg(
+                            Arg::new("tls_cert_path")
+                                .long("tls-cert-path")
+                                .value_name("TLS_CERT_PATH"),
+                        )
+                        .arg(
+                            Arg::new("tls_key_path")
+                                .long("tls-key-path")
+                                .value_name("TLS_KEY_PATH"),
+                        )
+                        .arg(
+                            Arg::new("tls_watch")
+                                .long("tls-watch")
+                                .action(ArgAction::SetTrue),
+                        )
+                        .arg(
+                            Arg::new("user_provider")
+                                .long("user-provider")
+                                .value_name("USER_PROVIDER"),
+                        )
+                        .arg(
+                            Arg::new("env_prefix")
+                                .long("env-prefix")
+                                .value_name("ENV_PREFIX")
+                                .default_value("GREPTIMEDB_STANDALONE"),
+                        )
+                        .arg(
+                            Arg::new("data_home")
+                                .long("data-home")
+                                .value_name("DATA_HOME"),
+                        ),
+                ),
+        )
+}
+
+/// `testbed emulate greptime <args>`.
+pub fn main(args: Vec<String>) -> i32 {
+    let knobs = match Knobs::load() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("testbed: {e}");
+            return 2;
+        }
+    };
+    let Some(vtext) = std::env::var("TESTBED_EMULATED_VERSION")
+        .ok()
+        .filter(|v| !v.is_empty())
+    else {
+        eprintln!("testbed: TESTBED_EMULATED_VERSION is not set (the wrapper script sets it)");
+        return 2;
+    };
+    let Some(version) = Version::parse(&vtext) else {
+        eprintln!("testbed: TESTBED_EMULATED_VERSION {vtext:?} is not a version");
+        return 2;
+    };
+    let shown = match &knobs.wrong_version {
+        Some(w) => match Version::parse(w) {
+            Some(v) => v,
+            None => {
+                eprintln!("testbed: knob wrong_version {w:?} is not a version");
+                return 2;
+            }
+        },
+        None => version.clone(),
+    };
+    let argv: Vec<String> = std::iter::once("greptime".to_string())
+        .chain(args.iter().cloned())
+        .collect();
+    let matches = match command(&shown).try_get_matches_from(&argv) {
+        Ok(m) => m,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let _ = e.print();
+            return match e.kind() {
+                ErrorKind::DisplayVersion => knobs.version_exit_code.unwrap_or(0),
+                ErrorKind::DisplayHelp => 0,
+                _ => e.exit_code(),
+            };
+        }
+    };
+    let (_, standalone) = matches.subcommand().expect("subcommand required");
+    let (_, start) = standalone.subcommand().expect("subcommand required");
+    for flag in ["tls_mode", "tls_cert_path", "tls_key_path", "user_provider"] {
+        if start.get_one::<String>(flag).is_some() {
+            eprintln!(
+                "error: --{} is not emulated by the testbed greptime",
+                flag.replace('_', "-")
+            );
+            return 2;
+        }
+    }
+    if start.get_flag("tls_watch") {
+        eprintln!("error: --tls-watch is not emulated by the testbed greptime");
+        return 2;
+    }
+    let s = |m: &clap::ArgMatches, id: &str| m.get_one::<String>(id).cloned();
+    let cli = config::CliArgs {
+        http_addr: s(start, "HTTP_ADDR"),
+        grpc_bind_addr: s(start, "GRPC_BIND_ADDR"),
+        mysql_addr: s(start, "MYSQL_ADDR"),
+        postgres_addr: s(start, "POSTGRES_ADDR"),
+        influxdb_enable: start.get_flag("influxdb_enable"),
+        config_file: s(start, "config_file"),
+        env_prefix: s(start, "env_prefix").unwrap_or_else(|| "GREPTIMEDB_STANDALONE".into()),
+        data_home: s(start, "data_home"),
+        log_dir: s(start, "log_dir"),
+        log_level: s(start, "log_level"),
+    };
+    let opts = match config::resolve(&cli, &version) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    server::run(opts, version, knobs, argv.join(" "))
+}

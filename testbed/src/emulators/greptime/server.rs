@@ -1,0 +1,693 @@
+//! `greptime standalone start`: listeners, HTTP routes, writes, signals and the knobs that
+//! make the process misbehave.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+use tiny_http::{Header, Request, Response};
+
+use super::config::Options;
+use super::knobs::Knobs;
+use super::lineproto;
+use super::logging;
+use super::sql::{self, Output};
+use super::store::{row_key, GtError, Store, TableBatch};
+use super::version::Version;
+
+/// HTTP status for a GreptimeDB status code (reference/protocols.md §2.4).
+pub fn http_status(code: u32) -> u16 {
+    match code {
+        1004 | 2000 | 3000 | 4000..=4006 | 4011 | 5001 | 1001 => 400,
+        4007 | 7000..=7004 => 401,
+        7005 | 7006 => 403,
+        6001 => 429,
+        1005 | 1008 => 504,
+        1007 | 4008 | 4009 | 4010 | 5000 | 1009 => 503,
+        _ => 500,
+    }
+}
+
+#[derive(Serialize)]
+struct ColumnSchema {
+    name: String,
+    data_type: String,
+}
+
+#[derive(Serialize)]
+struct Schema {
+    column_schemas: Vec<ColumnSchema>,
+}
+
+#[derive(Serialize)]
+struct Records {
+    schema: Schema,
+    rows: Vec<Vec<Value>>,
+    total_rows: usize,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum OutputJson {
+    Records { records: Records },
+    Affected { affectedrows: u64 },
+}
+
+#[derive(Serialize)]
+struct SqlOk {
+    output: Vec<OutputJson>,
+    execution_time_ms: u64,
+}
+
+#[derive(Serialize)]
+struct SqlErr<'a> {
+    code: u32,
+    error: &'a str,
+    execution_time_ms: u64,
+}
+
+struct Shared {
+    opts: Options,
+    version: Version,
+    knobs: Knobs,
+    store: Arc<Mutex<Store>>,
+    requests: AtomicU64,
+    rows_accepted: AtomicU64,
+    rows_dropped: AtomicU64,
+}
+
+fn header(name: &str, value: &str) -> Header {
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("valid header")
+}
+
+type Resp = Response<std::io::Cursor<Vec<u8>>>;
+
+fn json_response(status: u16, body: Vec<u8>) -> Resp {
+    Response::from_data(body)
+        .with_status_code(status)
+        .with_header(header("Content-Type", "application/json"))
+}
+
+fn empty(status: u16) -> Resp {
+    Response::from_data(Vec::new()).with_status_code(status)
+}
+
+fn text(status: u16, body: &str) -> Resp {
+    Response::from_data(body.as_bytes().to_vec())
+        .with_status_code(status)
+        .with_header(header("Content-Type", "text/plain; charset=utf-8"))
+}
+
+fn error_headers(resp: Resp, e: &GtError) -> Resp {
+    let msg: String = e
+        .msg
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    resp.with_header(header("x-greptime-err-code", &e.code.to_string()))
+        .with_header(header("x-greptime-err-msg", &msg))
+}
+
+fn sql_error(e: &GtError, elapsed: u64) -> Resp {
+    let body = serde_json::to_vec(&SqlErr {
+        code: e.code,
+        error: &e.msg,
+        execution_time_ms: elapsed,
+    })
+    .unwrap_or_default();
+    error_headers(json_response(http_status(e.code), body), e)
+}
+
+fn write_error(e: &GtError) -> Resp {
+    let body = serde_json::to_vec(&serde_json::json!({ "error": e.msg })).unwrap_or_default();
+    error_headers(json_response(http_status(e.code), body), e)
+}
+
+fn get_header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+    req.headers()
+        .iter()
+        .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
+        .map(|h| h.value.as_str())
+}
+
+enum BodyError {
+    TooLarge,
+    Io(String),
+}
+
+fn read_body(req: &mut Request, limit: u64) -> Result<Vec<u8>, BodyError> {
+    if let Some(n) = get_header(req, "content-length").and_then(|v| v.trim().parse::<u64>().ok()) {
+        if n > limit {
+            return Err(BodyError::TooLarge);
+        }
+    }
+    let mut body = Vec::new();
+    req.as_reader()
+        .take(limit + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| BodyError::Io(e.to_string()))?;
+    if body.len() as u64 > limit {
+        return Err(BodyError::TooLarge);
+    }
+    Ok(body)
+}
+
+fn too_large() -> Resp {
+    text(
+        413,
+        "Failed to buffer the request body: length limit exceeded",
+    )
+}
+
+fn params(s: &str) -> BTreeMap<String, String> {
+    url::form_urlencoded::parse(s.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+/// `db` → schema (the `catalog-schema` form is accepted for catalog `greptime`).
+fn schema_of(db: &str) -> Result<String, GtError> {
+    match db.split_once('-') {
+        Some(("greptime", s)) => Ok(s.to_string()),
+        Some(_) => Err(GtError::new(4004, format!("Database not found: {db}"))),
+        None => Ok(db.to_string()),
+    }
+}
+
+impl Shared {
+    fn handle(&self, mut req: Request) {
+        let n = self.requests.fetch_add(1, Ordering::SeqCst) + 1;
+        let resp = if self.knobs.never_ready.as_deref() == Some("503") {
+            text(503, "Service Unavailable")
+        } else {
+            self.route(&mut req)
+        };
+        let _ = req.respond(resp);
+        if self.knobs.crash_after_requests == Some(n) {
+            self.crash(&format!("crash after {n} requests"));
+        }
+    }
+
+    fn crash(&self, why: &str) -> ! {
+        logging::panic_line(&format!("testbed knob: {why}"));
+        if self.knobs.crash_signal == Some(true) {
+            std::process::abort();
+        }
+        // SAFETY: _exit ends the process at once, without running destructors (a crash).
+        unsafe { libc::_exit(self.knobs.crash_exit_code.unwrap_or(101)) }
+    }
+
+    fn route(&self, req: &mut Request) -> Resp {
+        let url = req.url().to_string();
+        let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
+        let method = req.method().as_str().to_ascii_uppercase();
+        let get_post = method == "GET" || method == "POST";
+        match path {
+            "/health" | "/ready" | "/v1/health" if get_post => json_response(200, b"{}".to_vec())
+                .with_header(header("access-control-allow-origin", "*")),
+            "/status" if method == "GET" => {
+                let body = serde_json::json!({
+                    "source_time": "",
+                    "commit": self.version.commit(),
+                    "branch": "",
+                    "rustc_version": "rustc 1.87.0-nightly",
+                    "hostname": "localhost",
+                    "version": self.version.text(),
+                });
+                json_response(200, serde_json::to_vec(&body).unwrap_or_default())
+            }
+            "/metrics" if method == "GET" => text(
+                200,
+                &format!(
+                    "# HELP greptime_app_version app version\n# TYPE greptime_app_version gauge\ngreptime_app_version{{app=\"greptime-standalone\",short_version=\"{}\",version=\"{}\"}} 1\n",
+                    self.version.text(),
+                    self.version.text()
+                ),
+            ),
+            "/v1/sql" if get_post => self.sql(req, query, method == "POST"),
+            "/v1/influxdb/write" | "/v1/influxdb/api/v2/write" if self.opts.influxdb_enable => {
+                if method != "POST" {
+                    return empty(405);
+                }
+                self.influx_write(req, query, path.contains("/api/v2/"))
+            }
+            "/v1/influxdb/ping" if self.opts.influxdb_enable && method == "GET" => empty(204),
+            "/v1/influxdb/health" if self.opts.influxdb_enable && method == "GET" => empty(200),
+            "/health" | "/ready" | "/v1/health" | "/status" | "/metrics" | "/v1/sql"
+            | "/v1/influxdb/ping" | "/v1/influxdb/health" => empty(405),
+            _ => empty(404),
+        }
+    }
+
+    fn sql(&self, req: &mut Request, query: &str, post: bool) -> Resp {
+        let start = Instant::now();
+        let mut q = params(query);
+        if post {
+            let ct = get_header(req, "content-type").unwrap_or("");
+            if !ct
+                .to_ascii_lowercase()
+                .starts_with("application/x-www-form-urlencoded")
+            {
+                return text(
+                    415,
+                    "Form requests must have `Content-Type: application/x-www-form-urlencoded`",
+                );
+            }
+            let body = match read_body(req, self.opts.body_limit) {
+                Ok(b) => b,
+                Err(BodyError::TooLarge) => return too_large(),
+                Err(BodyError::Io(e)) => return text(400, &format!("Failed to read body: {e}")),
+            };
+            for (k, v) in params(&String::from_utf8_lossy(&body)) {
+                q.entry(k).or_insert(v);
+            }
+        }
+        let ms = |s: Instant| s.elapsed().as_millis() as u64;
+        if let Some(f) = q.get("format") {
+            if f != "greptimedb_v1" {
+                return sql_error(
+                    &GtError::new(
+                        1001,
+                        format!("Not supported: the testbed emulator answers only format=greptimedb_v1, not {f}"),
+                    ),
+                    ms(start),
+                );
+            }
+        }
+        let Some(sql_text) = q.get("sql") else {
+            return sql_error(&GtError::new(1004, "sql parameter is required."), ms(start));
+        };
+        let db = match schema_of(q.get("db").map(String::as_str).unwrap_or("public")) {
+            Ok(d) => d,
+            Err(e) => return sql_error(&e, ms(start)),
+        };
+        {
+            let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+            if !store.has_database(&db) {
+                return sql_error(
+                    &GtError::new(4004, format!("Database not found: {db}")),
+                    ms(start),
+                );
+            }
+        }
+        let ctx = sql::Ctx {
+            store: &self.store,
+            version: &self.version,
+            knobs: &self.knobs,
+            db,
+        };
+        match sql::execute(&ctx, sql_text) {
+            Ok(outputs) => {
+                let output = outputs
+                    .into_iter()
+                    .map(|o| match o {
+                        Output::Affected(n) => OutputJson::Affected { affectedrows: n },
+                        Output::Records { columns, rows } => OutputJson::Records {
+                            records: Records {
+                                schema: Schema {
+                                    column_schemas: columns
+                                        .into_iter()
+                                        .map(|(name, data_type)| ColumnSchema { name, data_type })
+                                        .collect(),
+                                },
+                                total_rows: rows.len(),
+                                rows,
+                            },
+                        },
+                    })
+                    .collect();
+                let elapsed = ms(start);
+                let body = serde_json::to_vec(&SqlOk {
+                    output,
+                    execution_time_ms: elapsed,
+                })
+                .unwrap_or_default();
+                json_response(200, body)
+                    .with_header(header("x-greptime-format", "greptimedb_v1"))
+                    .with_header(header("x-greptime-execution-time", &elapsed.to_string()))
+            }
+            Err(e) => sql_error(&e, ms(start)),
+        }
+    }
+
+    fn influx_write(&self, req: &mut Request, query: &str, v2: bool) -> Resp {
+        let q = params(query);
+        let db = if v2 {
+            q.get("bucket").or_else(|| q.get("db"))
+        } else {
+            q.get("db")
+        }
+        .cloned()
+        .unwrap_or_else(|| "public".into());
+        let Some(factor) = lineproto::precision_factor(q.get("precision").map(String::as_str))
+        else {
+            return write_error(&GtError::new(
+                1004,
+                format!(
+                    "Failed to parse query string, precision {} is not supported",
+                    q["precision"]
+                ),
+            ));
+        };
+        if let Some(limit) = self.knobs.fail_writes_after_rows {
+            if self.rows_accepted.load(Ordering::SeqCst) >= limit {
+                return write_error(&GtError::new(
+                    1003,
+                    "Failed to write to region: injected failure (testbed knob fail_writes_after_rows)",
+                ));
+            }
+        }
+        let raw = match read_body(req, self.opts.body_limit) {
+            Ok(b) => b,
+            Err(BodyError::TooLarge) => return too_large(),
+            Err(BodyError::Io(e)) => return text(400, &format!("Failed to read body: {e}")),
+        };
+        let gz = get_header(req, "content-encoding")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("gzip"));
+        let body = if gz {
+            let mut out = Vec::new();
+            if let Err(e) = flate2::read::MultiGzDecoder::new(&raw[..]).read_to_end(&mut out) {
+                return write_error(&GtError::new(
+                    1004,
+                    format!("Failed to decode gzip body: {e}"),
+                ));
+            }
+            out
+        } else {
+            raw
+        };
+        let Ok(body) = String::from_utf8(body) else {
+            return write_error(&GtError::new(1004, "Invalid utf-8 in request body"));
+        };
+        let db = match schema_of(&db) {
+            Ok(d) => d,
+            Err(e) => {
+                return write_error(&GtError::new(
+                    1004,
+                    format!("Failed to find schema, schema info: {}", e.msg),
+                ))
+            }
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0);
+        let mut batches: BTreeMap<String, TableBatch> = BTreeMap::new();
+        let mut count = 0u64;
+        for line in body.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let l = match lineproto::parse(line) {
+                Ok(l) => l,
+                Err(e) => {
+                    return write_error(&GtError::new(
+                        1004,
+                        format!("Failed to parse InfluxDB line protocol: {e}"),
+                    ))
+                }
+            };
+            let ts = match l.timestamp {
+                Some(t) => match t.checked_mul(factor) {
+                    Some(v) => v,
+                    None => {
+                        return write_error(&GtError::new(1004, format!("Timestamp overflow: {t}")))
+                    }
+                },
+                None => now,
+            };
+            count += 1;
+            if let Some(drop) = self.knobs.drop_rows {
+                if self.rows_dropped.load(Ordering::SeqCst) < drop {
+                    self.rows_dropped.fetch_add(1, Ordering::SeqCst);
+                    continue;
+                }
+            }
+            let b = batches.entry(l.measurement).or_default();
+            // TSBS lines repeat one schema: only look at names when it changes.
+            let same = b.last_tags.len() == l.tags.len()
+                && b.last_tags.iter().zip(&l.tags).all(|(a, t)| a == t)
+                && b.last_fields.len() == l.fields.len()
+                && b.last_fields
+                    .iter()
+                    .zip(&l.fields)
+                    .all(|((a, at), (f, ft))| a == f && at == ft);
+            if !same {
+                for t in &l.tags {
+                    let t = lineproto::unescape(t);
+                    if !b.tags.contains(&t) {
+                        b.tags.push(t);
+                    }
+                }
+                for (f, ty) in &l.fields {
+                    let f = lineproto::unescape(f);
+                    match b.fields.iter().find(|(n, _)| *n == f) {
+                        Some((_, t)) if t != ty => {
+                            return write_error(&GtError::new(
+                                1004,
+                                format!(
+                                    "Invalid request to region, reason: column {f} expect type {}, given: {}",
+                                    t.name(),
+                                    ty.name()
+                                ),
+                            ))
+                        }
+                        Some(_) => {}
+                        None => b.fields.push((f, *ty)),
+                    }
+                }
+                b.last_tags = l.tags.iter().map(|t| t.to_string()).collect();
+                b.last_fields = l.fields.iter().map(|(f, t)| (f.to_string(), *t)).collect();
+            }
+            if factor == 1 && l.timestamp.is_some() {
+                b.lines.extend_from_slice(line.as_bytes());
+            } else {
+                b.lines
+                    .extend_from_slice(format!("{} {} {ts}", l.series, l.field_text).as_bytes());
+            }
+            b.lines.push(b'\n');
+            b.keys.push(row_key(l.series, ts));
+        }
+        let res = self
+            .store
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .write(&db, batches);
+        match res {
+            Ok(_) => {
+                self.rows_accepted.fetch_add(count, Ordering::SeqCst);
+                empty(204)
+            }
+            Err(e) => write_error(&e),
+        }
+    }
+}
+
+fn bind(what: &str, addr: std::net::SocketAddr) -> Result<TcpListener, i32> {
+    TcpListener::bind(addr).map_err(|e| {
+        logging::error(
+            "cmd",
+            &format!("Failed to start {what} server: Failed to bind address {addr}, source: {e}"),
+        );
+        logging::error("greptime", "Fatal error occurs!");
+        1
+    })
+}
+
+/// Runs the server until SIGTERM/SIGINT; returns the exit code.
+pub fn run(opts: Options, version: Version, knobs: Knobs, command_line: String) -> i32 {
+    if let Err(e) = logging::init(opts.log_dir.clone()) {
+        eprintln!(
+            "Error: failed to create log dir {:?}: {e}",
+            opts.log_dir.as_ref().map(|p| p.display().to_string())
+        );
+        return 1;
+    }
+    logging::set_level(&opts.log_level);
+    let term = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&term)) {
+            logging::error("cmd", &format!("failed to install a signal handler: {e}"));
+            return 1;
+        }
+    }
+    logging::info(
+        "cmd",
+        &format!(
+            "short_version: {}, full_version: greptimedb-{}",
+            version.text(),
+            version.commit()
+        ),
+    );
+    logging::info(
+        "cmd::standalone",
+        &format!("Standalone start command: {command_line}"),
+    );
+    logging::info(
+        "cmd::standalone",
+        &format!(
+            "Standalone options: http.addr={}, http.timeout={}, data_home={}, wal.dir={}, logging.dir={}",
+            opts.http_addr,
+            opts.http_timeout.as_deref().unwrap_or("0s"),
+            opts.data_home.display(),
+            opts.wal_dir.display(),
+            opts.log_dir
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        ),
+    );
+    if let Some(ms) = knobs.start_delay_ms {
+        let until = Instant::now() + Duration::from_millis(ms);
+        while Instant::now() < until {
+            if term.load(Ordering::SeqCst) && knobs.ignore_sigterm != Some(true) {
+                logging::info("cmd", "Received signal SIGTERM during startup, exiting");
+                return 0;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    if let Some(code) = knobs.exit_during_start {
+        logging::error(
+            "greptime",
+            "Fatal error occurs! err.msg=Failed to start standalone: testbed knob exit_during_start",
+        );
+        return code;
+    }
+    let store = match Store::open(
+        &opts.data_home,
+        &opts.wal_dir,
+        knobs.auto_flush_bytes.unwrap_or(64 << 20),
+        knobs.wal_purge_threshold_bytes.unwrap_or(1 << 30),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            logging::error("greptime", &format!("Fatal error occurs! err.msg={e}"));
+            return 1;
+        }
+    };
+    let mut extra = Vec::new();
+    match bind("gRPC", opts.grpc_addr) {
+        Ok(l) => extra.push(l),
+        Err(c) => return c,
+    }
+    let http = match bind("HTTP", opts.http_addr) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
+    if let Some(a) = opts.mysql_addr {
+        match bind("MySQL", a) {
+            Ok(l) => extra.push(l),
+            Err(c) => return c,
+        }
+    }
+    if let Some(a) = opts.postgres_addr {
+        match bind("PostgreSQL", a) {
+            Ok(l) => extra.push(l),
+            Err(c) => return c,
+        }
+    }
+    let server = match tiny_http::Server::from_listener(http, None) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            logging::error("greptime", &format!("Fatal error occurs! err.msg={e}"));
+            return 1;
+        }
+    };
+    logging::info(
+        "servers::grpc",
+        &format!("gRPC server is bound to {}", opts.grpc_addr),
+    );
+    logging::info(
+        "servers::http",
+        &format!("HTTP server is bound to {}", opts.http_addr),
+    );
+    if let Some(a) = opts.mysql_addr {
+        logging::info(
+            "servers::mysql::server",
+            &format!("MySQL server started at {a}"),
+        );
+    }
+    if let Some(a) = opts.postgres_addr {
+        logging::info(
+            "servers::postgres::server",
+            &format!("Postgres server started at {a}"),
+        );
+    }
+    for l in knobs.inject_logs.iter().flatten() {
+        match l.level.as_str() {
+            "PANIC" => logging::panic_line(&l.message),
+            lvl => logging::log(lvl, "testbed::injected", &l.message),
+        }
+    }
+    let shared = Arc::new(Shared {
+        opts,
+        version,
+        knobs: knobs.clone(),
+        store: Arc::new(Mutex::new(store)),
+        requests: AtomicU64::new(0),
+        rows_accepted: AtomicU64::new(0),
+        rows_dropped: AtomicU64::new(0),
+    });
+    if let Some(ms) = knobs.crash_after_ms {
+        let s = Arc::clone(&shared);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(ms));
+            s.crash(&format!("crash after {ms} ms"));
+        });
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for _ in 0..4 {
+        let (server, shared, stop) = (Arc::clone(&server), Arc::clone(&shared), Arc::clone(&stop));
+        workers.push(std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                match server.recv_timeout(Duration::from_millis(50)) {
+                    Ok(Some(req)) => {
+                        if shared.knobs.never_ready.as_deref() == Some("no_answer") {
+                            shared.requests.fetch_add(1, Ordering::SeqCst);
+                            held.push(req);
+                        } else {
+                            shared.handle(req);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(_) => break,
+                }
+            }
+        }));
+    }
+    while !term.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    logging::info("cmd", "Received signal SIGTERM, shutting down");
+    if knobs.ignore_sigterm == Some(true) {
+        // Stuck in shutdown: only SIGKILL ends this process.
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    for w in workers {
+        let _ = w.join();
+    }
+    drop(server);
+    drop(extra);
+    logging::info("servers::http", "HTTP server is shutdown");
+    drop(shared);
+    logging::info("cmd::standalone", "Standalone instance stopped");
+    0
+}

@@ -1,0 +1,939 @@
+//! The storage engine stand-in: a catalog, one region per table, a WAL file per region until
+//! flush, SST files after flush/compaction, a manifest per region. Everything lives under the
+//! data home (and the WAL dir), with relative paths only, so copies of the data dir work.
+//!
+//! Row counts are exact and deduplicated like GreptimeDB's (a row is identified by its series
+//! — measurement plus tag set — and its timestamp; writing it again does not add a row).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::hash::Hasher;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::lineproto::FieldType;
+use super::logging;
+
+/// A GreptimeDB error: status code and message (HTTP status is mapped by the server).
+#[derive(Debug, Clone)]
+pub struct GtError {
+    pub code: u32,
+    pub msg: String,
+}
+
+impl GtError {
+    pub fn new(code: u32, msg: impl Into<String>) -> GtError {
+        GtError {
+            code,
+            msg: msg.into(),
+        }
+    }
+}
+
+pub const SYSTEM_DATABASES: [&str; 2] = ["greptime_private", "information_schema"];
+pub const TIME_INDEX: &str = "greptime_timestamp";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Catalog {
+    next_table_id: u32,
+    databases: BTreeMap<String, DbMeta>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct DbMeta {
+    tables: BTreeMap<String, TableMeta>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TableMeta {
+    /// The table name (the catalog key; not stored twice).
+    #[serde(skip)]
+    pub name: String,
+    pub table_id: u32,
+    pub tags: Vec<String>,
+    /// (name, type name)
+    pub fields: Vec<(String, String)>,
+    pub time_index: String,
+}
+
+impl TableMeta {
+    /// Column name → GreptimeDB type name.
+    pub fn column_type(&self, name: &str) -> Option<&str> {
+        if name == self.time_index {
+            return Some("TimestampNanosecond");
+        }
+        if self.tags.iter().any(|t| t == name) {
+            return Some("String");
+        }
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SstMeta {
+    pub file_id: String,
+    pub level: u8,
+    pub time_range: (i64, i64),
+    pub num_rows: u64,
+    pub file_size: u64,
+    pub index_file_size: u64,
+    pub sequence: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RegionManifest {
+    region_id: u64,
+    table_id: u32,
+    schema: String,
+    table: String,
+    flushed_wal_offset: u64,
+    flushed_sequence: u64,
+    compaction_time_window: Option<u64>,
+    files: Vec<SstMeta>,
+}
+
+struct Region {
+    m: RegionManifest,
+    manifest_version: u64,
+    /// Absolute region directory.
+    dir: PathBuf,
+    wal_path: PathBuf,
+    wal_len: u64,
+    keys: KeySet,
+    sequence: u64,
+    written_bytes: u64,
+}
+
+/// What a write request brings for one table (parsed outside the store lock).
+#[derive(Default)]
+pub struct TableBatch {
+    /// Tag and field names in first-seen order (columns are added in that order).
+    pub tags: Vec<String>,
+    pub fields: Vec<(String, FieldType)>,
+    /// Normalised lines (nanosecond timestamps), each ending in `\n`.
+    pub lines: Vec<u8>,
+    pub keys: Vec<u64>,
+    /// The tag and field names of the previous line (schema changes are rare).
+    pub last_tags: Vec<String>,
+    pub last_fields: Vec<(String, FieldType)>,
+}
+
+/// `information_schema.region_statistics` values for one region.
+pub struct RegionStat {
+    pub region_id: u64,
+    pub table_id: u32,
+    pub region_rows: u64,
+    pub written_bytes: u64,
+    pub disk_size: u64,
+    pub memtable_size: u64,
+    pub manifest_size: u64,
+    pub sst_size: u64,
+    pub sst_num: u64,
+    pub index_size: u64,
+}
+
+pub struct Store {
+    data_home: PathBuf,
+    wal_dir: PathBuf,
+    auto_flush_bytes: u64,
+    wal_purge_threshold: u64,
+    catalog: Catalog,
+    regions: BTreeMap<u32, Region>,
+    _locks: Vec<File>,
+}
+
+/// Series key + timestamp → the row's identity (FNV-1a over 8-byte words: fast in debug
+/// builds too; collisions are negligible at test sizes).
+pub fn row_key(series: &str, ts: i64) -> u64 {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let b = series.as_bytes();
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        h = (h ^ u64::from_le_bytes(c.try_into().expect("8 bytes"))).wrapping_mul(PRIME);
+        h ^= h >> 29;
+    }
+    for &x in chunks.remainder() {
+        h = (h ^ x as u64).wrapping_mul(PRIME);
+    }
+    h = (h ^ ts as u64).wrapping_mul(PRIME);
+    h ^= h >> 32;
+    h.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// The keys are hashes already: the set hashes them no further.
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | b as u64;
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type KeySet = HashSet<u64, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// Splits a stored (normalised) line into its series and timestamp.
+fn stored_line_key(line: &str) -> Option<(&str, i64)> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    let mut end = None;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            b' ' => {
+                end = Some(i);
+                break;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let series = &line[..end?];
+    let ts = line.rsplit(' ').next()?.parse().ok()?;
+    Some((series, ts))
+}
+
+pub fn region_id(table_id: u32) -> u64 {
+    (table_id as u64) << 32
+}
+
+/// `4398046511104(1024, 0)`, as GreptimeDB displays a RegionId.
+pub fn region_display(table_id: u32) -> String {
+    format!("{}({table_id}, 0)", region_id(table_id))
+}
+
+fn new_file_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let d = Sha256::digest(format!(
+        "{}-{nanos}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let h = hex::encode(&d[..16]);
+    format!(
+        "{}-{}-4{}-a{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        &h[17..20],
+        &h[20..32]
+    )
+}
+
+fn io_err(what: &str, e: std::io::Error) -> GtError {
+    GtError::new(1003, format!("Failed to {what}: {e}"))
+}
+
+/// Writes `bytes` to `path` through a temporary sibling and a rename.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, path)
+}
+
+/// Reads an SST back into normalised lines (`<series> <fields> <ts>`).
+///
+/// SST format (a stand-in for Parquet: dictionary-encoded series, so files are smaller than
+/// the WAL as real SSTs are): `GTSST 1`, `<n>`, n series lines, then `<series#> <ts> <fields>`
+/// per row.
+fn read_sst(path: &Path) -> std::io::Result<String> {
+    let text = fs::read_to_string(path)?;
+    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "not an SST file");
+    let mut lines = text.lines();
+    if lines.next() != Some("GTSST 1") {
+        return Err(bad());
+    }
+    let n: usize = lines.next().and_then(|l| l.parse().ok()).ok_or_else(bad)?;
+    let series: Vec<&str> = lines.by_ref().take(n).collect();
+    let mut out = String::with_capacity(text.len() * 2);
+    for l in lines {
+        let mut parts = l.splitn(3, ' ');
+        let (Some(i), Some(ts), Some(fields)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad());
+        };
+        let s = i
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| series.get(i))
+            .ok_or_else(bad)?;
+        out.push_str(s);
+        out.push(' ');
+        out.push_str(fields);
+        out.push(' ');
+        out.push_str(ts);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+fn lock_file(path: &Path) -> Result<File, String> {
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // SAFETY: flock on a valid, open descriptor.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        return Err(format!(
+            "Failed to open log store, lock file {} is held by another process: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(f)
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Opens (or initialises) the data home: locks it, loads the catalog, every region's
+    /// manifest and SSTs, and replays the WAL.
+    pub fn open(
+        data_home: &Path,
+        wal_dir: &Path,
+        auto_flush_bytes: u64,
+        wal_purge_threshold: u64,
+    ) -> Result<Store, String> {
+        for d in [
+            data_home.to_path_buf(),
+            data_home.join("metadata"),
+            data_home.join("data/greptime"),
+            wal_dir.to_path_buf(),
+        ] {
+            fs::create_dir_all(&d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+        }
+        let locks = vec![
+            lock_file(&data_home.join("metadata/LOCK"))?,
+            lock_file(&wal_dir.join("LOCK"))?,
+        ];
+        let cat_path = data_home.join("metadata/catalog.json");
+        let catalog = if cat_path.exists() {
+            let text = fs::read_to_string(&cat_path)
+                .map_err(|e| format!("cannot read {}: {e}", cat_path.display()))?;
+            let mut c: Catalog = serde_json::from_str(&text)
+                .map_err(|e| format!("corrupt catalog {}: {e}", cat_path.display()))?;
+            for db in c.databases.values_mut() {
+                for (name, t) in db.tables.iter_mut() {
+                    t.name = name.clone();
+                }
+            }
+            c
+        } else {
+            let mut c = Catalog {
+                next_table_id: 1024,
+                databases: BTreeMap::new(),
+            };
+            c.databases.insert("public".into(), DbMeta::default());
+            c
+        };
+        let mut store = Store {
+            data_home: data_home.to_path_buf(),
+            wal_dir: wal_dir.to_path_buf(),
+            auto_flush_bytes,
+            wal_purge_threshold,
+            catalog,
+            regions: BTreeMap::new(),
+            _locks: locks,
+        };
+        store.save_catalog().map_err(|e| e.msg)?;
+        let tables: Vec<(String, String, u32)> = store
+            .catalog
+            .databases
+            .iter()
+            .flat_map(|(db, m)| {
+                m.tables
+                    .iter()
+                    .map(move |(t, tm)| (db.clone(), t.clone(), tm.table_id))
+            })
+            .collect();
+        for (db, table, id) in tables {
+            let region = store
+                .load_region(&db, &table, id)
+                .map_err(|e| format!("cannot open region {}: {}", region_display(id), e.msg))?;
+            store.regions.insert(id, region);
+        }
+        Ok(store)
+    }
+
+    fn save_catalog(&self) -> Result<(), GtError> {
+        let bytes = serde_json::to_vec_pretty(&self.catalog).unwrap_or_default();
+        write_atomic(&self.data_home.join("metadata/catalog.json"), &bytes)
+            .map_err(|e| io_err("write the catalog", e))
+    }
+
+    fn region_dir(&self, db: &str, table_id: u32) -> PathBuf {
+        self.data_home
+            .join("data/greptime")
+            .join(db)
+            .join(table_id.to_string())
+            .join(format!("{table_id}_0000000000"))
+    }
+
+    fn wal_path(&self, table_id: u32) -> PathBuf {
+        self.wal_dir
+            .join(format!("{:020}.raftlog", region_id(table_id)))
+    }
+
+    fn load_region(&self, db: &str, table: &str, table_id: u32) -> Result<Region, GtError> {
+        let dir = self.region_dir(db, table_id);
+        let mdir = dir.join("manifest");
+        let mut latest: Option<u64> = None;
+        if let Ok(rd) = fs::read_dir(&mdir) {
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().to_string();
+                if let Some(n) = name
+                    .strip_suffix(".json")
+                    .and_then(|s| s.parse::<u64>().ok())
+                {
+                    latest = Some(latest.map_or(n, |l| l.max(n)));
+                }
+            }
+        }
+        let (m, version) = match latest {
+            Some(v) => {
+                let p = mdir.join(format!("{v:020}.json"));
+                let text = fs::read_to_string(&p).map_err(|e| io_err("read the manifest", e))?;
+                let m: RegionManifest = serde_json::from_str(&text)
+                    .map_err(|e| GtError::new(1003, format!("corrupt manifest: {e}")))?;
+                (m, v)
+            }
+            None => (
+                RegionManifest {
+                    region_id: region_id(table_id),
+                    table_id,
+                    schema: db.into(),
+                    table: table.into(),
+                    flushed_wal_offset: 0,
+                    flushed_sequence: 0,
+                    compaction_time_window: None,
+                    files: Vec::new(),
+                },
+                0,
+            ),
+        };
+        let wal_path = self.wal_path(table_id);
+        let mut region = Region {
+            m,
+            manifest_version: version,
+            dir,
+            wal_path,
+            wal_len: 0,
+            keys: KeySet::default(),
+            sequence: 0,
+            written_bytes: 0,
+        };
+        if latest.is_none() {
+            fs::create_dir_all(region.dir.join("manifest"))
+                .map_err(|e| io_err("create the region dir", e))?;
+            fs::create_dir_all(region.dir.join("index"))
+                .map_err(|e| io_err("create the region dir", e))?;
+            region.save_manifest()?;
+        }
+        for f in &region.m.files {
+            let text = read_sst(&region.dir.join(format!("{}.parquet", f.file_id)))
+                .map_err(|e| io_err(&format!("read SST {}", f.file_id), e))?;
+            for line in text.lines() {
+                if let Some((s, ts)) = stored_line_key(line) {
+                    region.keys.insert(row_key(s, ts));
+                }
+            }
+        }
+        region.sequence = region.m.flushed_sequence;
+        let mut wal = Vec::new();
+        if let Ok(mut f) = File::open(&region.wal_path) {
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            region.wal_len = len;
+            if region.m.flushed_wal_offset > len {
+                // Purged after the manifest was written: nothing of it is unflushed.
+                region.m.flushed_wal_offset = len;
+            }
+            f.seek(SeekFrom::Start(region.m.flushed_wal_offset))
+                .and_then(|_| f.read_to_end(&mut wal))
+                .map_err(|e| io_err("read the WAL", e))?;
+        } else {
+            region.m.flushed_wal_offset = 0;
+        }
+        let mut replayed = 0u64;
+        for line in String::from_utf8_lossy(&wal).lines() {
+            if let Some((s, ts)) = stored_line_key(line) {
+                region.keys.insert(row_key(s, ts));
+                replayed += 1;
+            }
+        }
+        region.sequence += replayed;
+        logging::info(
+            "mito2::region::opener",
+            &format!(
+                "Replay WAL for region: {}, rows recovered: {replayed}, last entry id: {}",
+                region_display(table_id),
+                region.sequence
+            ),
+        );
+        Ok(region)
+    }
+
+    /// Every database, sorted, the system ones included.
+    pub fn databases(&self) -> Vec<String> {
+        let mut all: BTreeSet<String> = self.catalog.databases.keys().cloned().collect();
+        for s in SYSTEM_DATABASES {
+            all.insert(s.to_string());
+        }
+        all.into_iter().collect()
+    }
+
+    pub fn has_database(&self, db: &str) -> bool {
+        SYSTEM_DATABASES.contains(&db) || self.catalog.databases.contains_key(db)
+    }
+
+    pub fn create_database(&mut self, db: &str, if_not_exists: bool) -> Result<u64, GtError> {
+        if self.has_database(db) {
+            if if_not_exists {
+                return Ok(0);
+            }
+            return Err(GtError::new(1004, format!("Schema {db} already exists")));
+        }
+        self.catalog
+            .databases
+            .insert(db.to_string(), DbMeta::default());
+        self.save_catalog()?;
+        Ok(1)
+    }
+
+    pub fn drop_database(&mut self, db: &str, if_exists: bool) -> Result<u64, GtError> {
+        if SYSTEM_DATABASES.contains(&db) || db == "public" {
+            return Err(GtError::new(
+                1004,
+                format!("Illegal access to catalog: greptime and schema: {db}"),
+            ));
+        }
+        let Some(meta) = self.catalog.databases.remove(db) else {
+            if if_exists {
+                return Ok(0);
+            }
+            return Err(GtError::new(4004, format!("Database not found: {db}")));
+        };
+        self.save_catalog()?;
+        for t in meta.tables.values() {
+            if let Some(r) = self.regions.remove(&t.table_id) {
+                let _ = fs::remove_file(&r.wal_path);
+            }
+        }
+        let _ = fs::remove_dir_all(self.data_home.join("data/greptime").join(db));
+        Ok(0)
+    }
+
+    pub fn tables(&self, db: &str) -> Vec<String> {
+        let mut t: Vec<String> = self
+            .catalog
+            .databases
+            .get(db)
+            .map(|m| m.tables.keys().cloned().collect())
+            .unwrap_or_default();
+        if db == "public" {
+            t.push("numbers".into());
+            t.sort();
+        }
+        t
+    }
+
+    pub fn table(&self, db: &str, table: &str) -> Option<&TableMeta> {
+        self.catalog.databases.get(db)?.tables.get(table)
+    }
+
+    /// (database, table, meta) for every user table.
+    pub fn all_tables(&self) -> Vec<(String, String, TableMeta)> {
+        self.catalog
+            .databases
+            .iter()
+            .flat_map(|(db, m)| {
+                m.tables
+                    .iter()
+                    .map(move |(t, tm)| (db.clone(), t.clone(), tm.clone()))
+            })
+            .collect()
+    }
+
+    pub fn row_count(&self, table_id: u32) -> u64 {
+        self.regions
+            .get(&table_id)
+            .map_or(0, |r| r.keys.len() as u64)
+    }
+
+    /// Appends `batches` (table name → rows) to database `db`, creating tables and columns as
+    /// GreptimeDB's auto-create does. Returns the number of new (not duplicate) rows.
+    pub fn write(
+        &mut self,
+        db: &str,
+        batches: BTreeMap<String, TableBatch>,
+    ) -> Result<u64, GtError> {
+        if !self.catalog.databases.contains_key(db) {
+            return Err(GtError::new(
+                1004,
+                format!("Failed to find schema, schema info: {db}"),
+            ));
+        }
+        let mut catalog_changed = false;
+        let mut new_rows = 0;
+        for (table, batch) in batches {
+            let next_id = self.catalog.next_table_id;
+            let dbm = self.catalog.databases.get_mut(db).expect("checked above");
+            let meta = dbm.tables.entry(table.clone()).or_insert_with(|| {
+                catalog_changed = true;
+                TableMeta {
+                    name: table.clone(),
+                    table_id: next_id,
+                    tags: Vec::new(),
+                    fields: Vec::new(),
+                    time_index: TIME_INDEX.into(),
+                }
+            });
+            if meta.table_id == next_id {
+                self.catalog.next_table_id += 1;
+            }
+            for t in &batch.tags {
+                if !meta.tags.contains(t) {
+                    meta.tags.push(t.clone());
+                    catalog_changed = true;
+                }
+            }
+            for (f, ty) in &batch.fields {
+                match meta.fields.iter().find(|(n, _)| n == f) {
+                    Some((_, existing)) if existing != ty.name() => {
+                        return Err(GtError::new(
+                            1004,
+                            format!(
+                                "Invalid request to region, reason: column {f} expect type {existing}, given: {}",
+                                ty.name()
+                            ),
+                        ));
+                    }
+                    Some(_) => {}
+                    None => {
+                        meta.fields.push((f.clone(), ty.name().to_string()));
+                        catalog_changed = true;
+                    }
+                }
+            }
+            let table_id = meta.table_id;
+            if catalog_changed {
+                self.save_catalog()?;
+                catalog_changed = false;
+            }
+            if !self.regions.contains_key(&table_id) {
+                let r = self.load_region(db, &table, table_id)?;
+                self.regions.insert(table_id, r);
+            }
+            let auto_flush = self.auto_flush_bytes;
+            let region = self.regions.get_mut(&table_id).expect("inserted above");
+            let mut f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&region.wal_path)
+                .map_err(|e| io_err("open the WAL", e))?;
+            f.write_all(&batch.lines)
+                .map_err(|e| io_err("append to the WAL", e))?;
+            region.wal_len += batch.lines.len() as u64;
+            region.written_bytes += batch.lines.len() as u64;
+            region.sequence += batch.keys.len() as u64;
+            for k in batch.keys {
+                if region.keys.insert(k) {
+                    new_rows += 1;
+                }
+            }
+            if region.wal_len - region.m.flushed_wal_offset >= auto_flush {
+                self.flush_region(table_id, "EngineFull")?;
+            }
+        }
+        Ok(new_rows)
+    }
+
+    /// Flushes the memtable (the unflushed WAL) of a table into a new level-0 SST.
+    pub fn flush(&mut self, table_id: u32) -> Result<(), GtError> {
+        self.flush_region(table_id, "Manual")
+    }
+
+    fn flush_region(&mut self, table_id: u32, reason: &str) -> Result<(), GtError> {
+        let purge = self.wal_purge_threshold;
+        let Some(region) = self.regions.get_mut(&table_id) else {
+            return Ok(());
+        };
+        let start = std::time::Instant::now();
+        let mut wal = Vec::new();
+        if let Ok(mut f) = File::open(&region.wal_path) {
+            f.seek(SeekFrom::Start(region.m.flushed_wal_offset))
+                .and_then(|_| f.read_to_end(&mut wal))
+                .map_err(|e| io_err("read the WAL", e))?;
+        }
+        let end = region.m.flushed_wal_offset + wal.len() as u64;
+        let text = String::from_utf8_lossy(&wal);
+        let mut rows: Vec<(i64, &str, &str)> = text
+            .lines()
+            .filter_map(|l| stored_line_key(l).map(|(s, ts)| (ts, s, l)))
+            .collect();
+        if rows.is_empty() {
+            return Ok(());
+        }
+        rows.sort_by_key(|r| r.0);
+        let meta = write_sst(&region.dir, &rows, 0, region.sequence)?;
+        let file_id = meta.file_id.clone();
+        region.m.files.push(meta);
+        region.m.flushed_wal_offset = end;
+        region.m.flushed_sequence = region.sequence;
+        let rid = region_display(table_id);
+        region.save_manifest()?;
+        if end >= purge && end == region.wal_len {
+            if let Ok(f) = OpenOptions::new().write(true).open(&region.wal_path) {
+                let _ = f.set_len(0);
+            }
+            region.wal_len = 0;
+            region.m.flushed_wal_offset = 0;
+            region.save_manifest()?;
+            logging::info(
+                "log_store::raft_engine::log_store",
+                &format!("Successfully purged WAL of region {rid}"),
+            );
+        }
+        logging::info(
+            "mito2::flush",
+            &format!(
+                "Successfully flushed memtables, region: {rid}, reason: {reason}, files: [{file_id}], cost: {:.3}s",
+                start.elapsed().as_secs_f64()
+            ),
+        );
+        Ok(())
+    }
+
+    /// Compacts a table's SSTs into one file per time window (`window` seconds; `None` = the
+    /// region's window, or one inferred from the files). Returns the log line describing it.
+    pub fn compact(&mut self, table_id: u32, window: Option<u64>) -> Result<String, GtError> {
+        let Some(region) = self.regions.get(&table_id) else {
+            return Ok(String::new());
+        };
+        let rid = region_display(table_id);
+        let start = std::time::Instant::now();
+        let files = region.m.files.clone();
+        let window = window
+            .or(region.m.compaction_time_window)
+            .unwrap_or_else(|| infer_window(&files));
+        let w_ns = (window as i64).saturating_mul(1_000_000_000).max(1);
+        let bucket = |ts: i64| ts.div_euclid(w_ns);
+        let mut seen_windows = HashSet::new();
+        let trivial = files.iter().all(|f| {
+            bucket(f.time_range.0) == bucket(f.time_range.1)
+                && seen_windows.insert(bucket(f.time_range.0))
+        });
+        if files.is_empty() || trivial {
+            return Ok(format!(
+                "No files to compact, region_id: {rid}, window: Some({window})"
+            ));
+        }
+        let dir = region.dir.clone();
+        let sequence = region.sequence;
+        // Later files win on duplicate rows (dedup by series + timestamp).
+        let mut texts = Vec::new();
+        for f in &files {
+            texts.push(
+                read_sst(&dir.join(format!("{}.parquet", f.file_id)))
+                    .map_err(|e| io_err(&format!("read SST {}", f.file_id), e))?,
+            );
+        }
+        let mut latest: std::collections::HashMap<u64, (i64, &str, &str)> =
+            std::collections::HashMap::new();
+        for t in &texts {
+            for l in t.lines() {
+                if let Some((s, ts)) = stored_line_key(l) {
+                    latest.insert(row_key(s, ts), (ts, s, l));
+                }
+            }
+        }
+        let mut by_window: BTreeMap<i64, Vec<(i64, &str, &str)>> = BTreeMap::new();
+        for row in latest.into_values() {
+            by_window.entry(bucket(row.0)).or_default().push(row);
+        }
+        let mut outputs = Vec::new();
+        for (_, mut rows) in by_window {
+            rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)));
+            outputs.push(write_sst(&dir, &rows, 1, sequence)?);
+        }
+        let region = self.regions.get_mut(&table_id).expect("present");
+        region.m.files = outputs.clone();
+        region.m.compaction_time_window = Some(window);
+        region.save_manifest()?;
+        for f in &files {
+            let _ = fs::remove_file(dir.join(format!("{}.parquet", f.file_id)));
+            let _ = fs::remove_file(dir.join(format!("index/{}.puffin", f.file_id)));
+        }
+        let show = |fs: &[SstMeta]| {
+            fs.iter()
+                .map(|f| file_meta_debug(table_id, f))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Ok(format!(
+            "Compacted SST files, region_id: {rid}, input: [{}], output: [{}], window: Some({window}), waiter_num: 1, merge_time: {:.3}s",
+            show(&files),
+            show(&outputs),
+            start.elapsed().as_secs_f64()
+        ))
+    }
+
+    pub fn region_stats(&self) -> Vec<RegionStat> {
+        self.regions
+            .values()
+            .map(|r| {
+                let sst_size: u64 = r.m.files.iter().map(|f| f.file_size).sum();
+                let index_size: u64 = r.m.files.iter().map(|f| f.index_file_size).sum();
+                let manifest_size = dir_size(&r.dir.join("manifest"));
+                RegionStat {
+                    region_id: r.m.region_id,
+                    table_id: r.m.table_id,
+                    region_rows: r.keys.len() as u64,
+                    written_bytes: r.written_bytes,
+                    disk_size: sst_size + index_size + manifest_size,
+                    memtable_size: r.wal_len.saturating_sub(r.m.flushed_wal_offset),
+                    manifest_size,
+                    sst_size,
+                    sst_num: r.m.files.len() as u64,
+                    index_size,
+                }
+            })
+            .collect()
+    }
+
+    /// The SST files of a table (for EXPLAIN output).
+    pub fn sst_count(&self, table_id: u32) -> usize {
+        self.regions.get(&table_id).map_or(0, |r| r.m.files.len())
+    }
+}
+
+impl Region {
+    fn save_manifest(&mut self) -> Result<(), GtError> {
+        self.manifest_version += 1;
+        let mdir = self.dir.join("manifest");
+        let bytes = serde_json::to_vec(&self.m).unwrap_or_default();
+        write_atomic(
+            &mdir.join(format!("{:020}.json", self.manifest_version)),
+            &bytes,
+        )
+        .map_err(|e| io_err("write the manifest", e))?;
+        // Keep the last few deltas, as a checkpointed manifest would.
+        if self.manifest_version > 10 {
+            let _ = fs::remove_file(mdir.join(format!("{:020}.json", self.manifest_version - 10)));
+        }
+        Ok(())
+    }
+}
+
+/// TWCS-style window inference: the smallest bucket that holds the widest file.
+fn infer_window(files: &[SstMeta]) -> u64 {
+    let span = files
+        .iter()
+        .map(|f| (f.time_range.1 - f.time_range.0).max(0) as u64 / 1_000_000_000)
+        .max()
+        .unwrap_or(0);
+    [3600u64, 7200, 43200, 86400, 604800, 31536000]
+        .into_iter()
+        .find(|w| *w > span)
+        .unwrap_or(31536000)
+}
+
+fn file_meta_debug(table_id: u32, f: &SstMeta) -> String {
+    format!(
+        "FileMeta {{ region_id: {}, file_id: FileId({}), time_range: ({}::Nanosecond, {}::Nanosecond), level: {}, file_size: {}, available_indexes: [Inverted], index_file_size: {}, num_rows: {}, num_row_groups: 1, sequence: Some({}) }}",
+        region_display(table_id),
+        f.file_id,
+        f.time_range.0,
+        f.time_range.1,
+        f.level,
+        f.file_size,
+        f.index_file_size,
+        f.num_rows,
+        f.sequence
+    )
+}
+
+/// Writes sorted rows as one SST (`<id>.parquet`, compressed rows) plus its index
+/// (`index/<id>.puffin`, the distinct series).
+fn write_sst(
+    dir: &Path,
+    rows: &[(i64, &str, &str)],
+    level: u8,
+    sequence: u64,
+) -> Result<SstMeta, GtError> {
+    let file_id = new_file_id();
+    let mut dict: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut names: Vec<&str> = Vec::new();
+    let mut body = String::new();
+    for (ts, series, line) in rows {
+        let idx = *dict.entry(series).or_insert_with(|| {
+            names.push(series);
+            names.len() - 1
+        });
+        let fields = line
+            .get(series.len() + 1..)
+            .and_then(|rest| rest.rsplit_once(' '))
+            .map_or("", |(f, _)| f);
+        body.push_str(&format!("{idx} {ts} {fields}\n"));
+    }
+    let mut data = format!("GTSST 1\n{}\n", names.len());
+    for n in &names {
+        data.push_str(n);
+        data.push('\n');
+    }
+    data.push_str(&body);
+    let data = data.into_bytes();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    let index = sorted.join("\n").into_bytes();
+    fs::create_dir_all(dir.join("index")).map_err(|e| io_err("create the index dir", e))?;
+    write_atomic(&dir.join(format!("{file_id}.parquet")), &data)
+        .map_err(|e| io_err("write an SST", e))?;
+    write_atomic(&dir.join(format!("index/{file_id}.puffin")), &index)
+        .map_err(|e| io_err("write an index file", e))?;
+    Ok(SstMeta {
+        file_id,
+        level,
+        time_range: (rows[0].0, rows[rows.len() - 1].0),
+        num_rows: rows.len() as u64,
+        file_size: data.len() as u64,
+        index_file_size: index.len() as u64,
+        sequence,
+    })
+}

@@ -1,0 +1,358 @@
+//! The `influxdb3` command line, built with clap as the real binary is, so usage errors look
+//! and exit (2) like the real ones.
+
+use super::{Build, Edition, Knobs};
+use clap::{value_parser, Arg, ArgAction, Command};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const CORE_CLUSTER_ID_ERROR: &str = "You've incorrectly specified a cluster-id for InfluxDB 3 Core OSS.\n\nCluster-id is an InfluxDB 3 Enterprise parameter. \nDid you install Core in an upgrade or run Core by mistake?\n\nRemove --cluster-id to run InfluxDB 3 Core OSS.";
+
+/// What `serve` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub object_store: String,
+    pub data_dir: Option<PathBuf>,
+    pub node_id: String,
+    pub cluster_id: Option<String>,
+    pub http_bind: SocketAddr,
+    pub without_auth: bool,
+    pub disable_authz: Vec<String>,
+    pub max_request_size: usize,
+    /// Only when given on the command line or in its variable (then it beats the knob).
+    pub wal_flush_interval: Option<Duration>,
+    pub gen1_minutes: u64,
+    pub tcp_listener_file: Option<PathBuf>,
+    pub license_email: Option<String>,
+    pub license_type: Option<String>,
+    pub license_file: Option<PathBuf>,
+}
+
+fn command(build: &Build) -> Command {
+    let long_version = format!(
+        "{}, {}, revision {}",
+        build.edition.product_name(),
+        build.version,
+        build.revision
+    );
+    let mut serve = Command::new("serve")
+        .about("Run the InfluxDB 3 server")
+        .arg(
+            Arg::new("object-store")
+                .long("object-store")
+                .value_name("OBJECT_STORE")
+                .env("INFLUXDB3_OBJECT_STORE")
+                .value_parser([
+                    "memory",
+                    "memory-throttled",
+                    "file",
+                    "s3",
+                    "google",
+                    "azure",
+                ])
+                .required(true),
+        )
+        .arg(
+            Arg::new("data-dir")
+                .long("data-dir")
+                .value_name("DATA_DIR")
+                .env("INFLUXDB3_DB_DIR")
+                .value_parser(value_parser!(PathBuf))
+                .required_if_eq("object-store", "file"),
+        )
+        .arg(
+            Arg::new("node-id")
+                .long("node-id")
+                .alias("host-id")
+                .value_name("NODE_IDENTIFIER_PREFIX")
+                .env("INFLUXDB3_NODE_IDENTIFIER_PREFIX")
+                .required(true),
+        )
+        .arg(
+            Arg::new("http-bind")
+                .long("http-bind")
+                .value_name("HTTP_BIND_ADDR")
+                .env("INFLUXDB3_HTTP_BIND_ADDR")
+                .default_value("0.0.0.0:8181")
+                .value_parser(parse_addr),
+        )
+        .arg(
+            Arg::new("without-auth")
+                .long("without-auth")
+                .env("INFLUXDB3_START_WITHOUT_AUTH")
+                .action(ArgAction::SetTrue),
+        )
+        .arg(
+            Arg::new("disable-authz")
+                .long("disable-authz")
+                .value_name("DISABLE_AUTHZ")
+                .env("INFLUXDB3_DISABLE_AUTHZ")
+                .value_parser(parse_disable_authz),
+        )
+        .arg(
+            Arg::new("max-http-request-size")
+                .long("max-http-request-size")
+                .value_name("MAX_HTTP_REQUEST_SIZE")
+                .env("INFLUXDB3_MAX_HTTP_REQUEST_SIZE")
+                .default_value("10485760")
+                .value_parser(if build.at_least(3, 11) {
+                    parse_size_with_units
+                } else {
+                    parse_size_bytes
+                }),
+        )
+        .arg(
+            Arg::new("wal-flush-interval")
+                .long("wal-flush-interval")
+                .value_name("WAL_FLUSH_INTERVAL")
+                .env("INFLUXDB3_WAL_FLUSH_INTERVAL")
+                .value_parser(parse_duration),
+        )
+        .arg(
+            Arg::new("gen1-duration")
+                .long("gen1-duration")
+                .value_name("GEN1_DURATION")
+                .env("INFLUXDB3_GEN1_DURATION")
+                .default_value("10m")
+                .value_parser(["1m", "5m", "10m"]),
+        )
+        .arg(
+            Arg::new("tcp-listener-file-path")
+                .long("tcp-listener-file-path")
+                .value_name("TCP_LISTENER_FILE_PATH")
+                .value_parser(value_parser!(PathBuf)),
+        );
+    if build.at_least(3, 11) {
+        serve = serve.arg(
+            Arg::new("shutdown-timeout")
+                .long("shutdown-timeout")
+                .value_name("SHUTDOWN_TIMEOUT")
+                .env("INFLUXDB3_SHUTDOWN_TIMEOUT")
+                .default_value("30s")
+                .value_parser(parse_duration),
+        );
+    }
+    match build.edition {
+        Edition::Core => {
+            serve = serve.arg(
+                Arg::new("cluster-id")
+                    .long("cluster-id")
+                    .value_name("CLUSTER_ID")
+                    .hide(true)
+                    .value_parser(|_: &str| -> Result<String, String> {
+                        Err(CORE_CLUSTER_ID_ERROR.to_string())
+                    }),
+            );
+        }
+        Edition::Enterprise => {
+            serve = serve
+                .arg(
+                    Arg::new("cluster-id")
+                        .long("cluster-id")
+                        .value_name("CLUSTER_ID")
+                        .env("INFLUXDB3_ENTERPRISE_CLUSTER_ID")
+                        .required(true)
+                        .value_parser(parse_identifier),
+                )
+                .arg(
+                    Arg::new("license-email")
+                        .long("license-email")
+                        .value_name("EMAIL")
+                        .conflicts_with("license-file"),
+                )
+                .arg(
+                    Arg::new("license-file")
+                        .long("license-file")
+                        .value_name("FILE")
+                        .value_parser(value_parser!(PathBuf)),
+                )
+                .arg(
+                    Arg::new("license-type")
+                        .long("license-type")
+                        .value_name("LICENSE_TYPE")
+                        .value_parser(["trial", "home", "commercial"]),
+                );
+        }
+    }
+    Command::new("influxdb3")
+        .version(&*Box::leak(long_version.into_boxed_str()))
+        .about("InfluxDB 3 server and command line tools")
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .arg(
+            Arg::new("num-io-threads")
+                .long("num-io-threads")
+                .value_name("NUM_IO_THREADS")
+                .env("INFLUXDB3_NUM_IO_THREADS")
+                .value_parser(value_parser!(usize)),
+        )
+        .subcommand(serve)
+}
+
+fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    s.to_socket_addrs()
+        .map_err(|e| format!("Cannot parse socket address '{s}': {e}"))?
+        .next()
+        .ok_or_else(|| format!("Cannot parse socket address '{s}': no address found"))
+}
+
+fn parse_disable_authz(s: &str) -> Result<String, String> {
+    for part in s.split(',') {
+        if !["health", "ping", "metrics"].contains(&part.trim()) {
+            return Err(format!(
+                "invalid choice '{part}', allowed values are health, ping, metrics"
+            ));
+        }
+    }
+    Ok(s.to_string())
+}
+
+fn parse_size_bytes(s: &str) -> Result<usize, String> {
+    s.parse::<usize>().map_err(|e| e.to_string())
+}
+
+fn parse_size_with_units(s: &str) -> Result<usize, String> {
+    let lower = s.trim().to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(split);
+    let n: usize = num.parse().map_err(|_| format!("invalid size '{s}'"))?;
+    let mult = match unit.trim() {
+        "" | "b" => 1,
+        "kb" | "kib" => 1 << 10,
+        "mb" | "mib" => 1 << 20,
+        "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("invalid size unit in '{s}'")),
+    };
+    Ok(n * mult)
+}
+
+/// humantime-style durations the server flags take: `1s`, `100ms`, `10m`, `1h`.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("expected number at 0 in '{s}'"))?;
+    Ok(match unit {
+        "ns" => Duration::from_nanos(n),
+        "us" => Duration::from_micros(n),
+        "ms" => Duration::from_millis(n),
+        "s" | "sec" | "secs" => Duration::from_secs(n),
+        "m" | "min" | "mins" => Duration::from_secs(n * 60),
+        "h" | "hr" | "hrs" => Duration::from_secs(n * 3600),
+        "" => return Err("time unit needed, for example 1sec or 1ms".into()),
+        _ => return Err(format!("unknown time unit {unit:?}")),
+    })
+}
+
+fn parse_identifier(s: &str) -> Result<String, String> {
+    if s.is_empty() || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Err("identifiers may only contain ASCII letters, digits and '-'".into());
+    }
+    Ok(s.to_string())
+}
+
+/// Runs the command line; returns the exit code.
+pub fn run(args: Vec<String>, build: Build, knobs: Knobs) -> i32 {
+    if matches!(args.first().map(String::as_str), Some("--version" | "-V"))
+        && (knobs.version_output.is_some() || knobs.version_exit_code.is_some())
+    {
+        let text = knobs.version_output.clone().unwrap_or_else(|| {
+            format!(
+                "influxdb3 {}, {}, revision {}",
+                build.edition.product_name(),
+                build.version,
+                build.revision
+            )
+        });
+        super::say(&text);
+        return knobs.version_exit_code.unwrap_or(0);
+    }
+    let matches = match command(&build)
+        .try_get_matches_from(std::iter::once("influxdb3".to_string()).chain(args))
+    {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    let Some(("serve", m)) = matches.subcommand() else {
+        eprintln!("testbed: only `influxdb3 serve` and `influxdb3 --version` are emulated");
+        return 2;
+    };
+    let node_id: String = m.get_one::<String>("node-id").cloned().unwrap_or_default();
+    let cluster_id = m.get_one::<String>("cluster-id").cloned();
+    if build.edition == Edition::Enterprise {
+        if let Err(e) = parse_identifier(&node_id) {
+            eprintln!("error: invalid value '{node_id}' for '--node-id <NODE_IDENTIFIER_PREFIX>': {e}\n\nFor more information, try '--help'.");
+            return 2;
+        }
+        if cluster_id.as_deref() == Some(node_id.as_str()) {
+            eprintln!("Serve command failed: invalid configuration: the node-id and cluster-id must be different (both are '{node_id}')");
+            return 1;
+        }
+    }
+    let cfg = ServeConfig {
+        object_store: m
+            .get_one::<String>("object-store")
+            .cloned()
+            .unwrap_or_default(),
+        data_dir: m.get_one::<PathBuf>("data-dir").cloned(),
+        node_id,
+        cluster_id,
+        http_bind: *m.get_one::<SocketAddr>("http-bind").expect("default"),
+        without_auth: m.get_flag("without-auth"),
+        disable_authz: m
+            .get_one::<String>("disable-authz")
+            .map(|s| s.split(',').map(|p| p.trim().to_string()).collect())
+            .unwrap_or_default(),
+        max_request_size: *m
+            .get_one::<usize>("max-http-request-size")
+            .expect("default"),
+        wal_flush_interval: m.get_one::<Duration>("wal-flush-interval").copied(),
+        gen1_minutes: m
+            .get_one::<String>("gen1-duration")
+            .map(|s| s.trim_end_matches('m').parse().unwrap_or(10))
+            .unwrap_or(10),
+        tcp_listener_file: m.get_one::<PathBuf>("tcp-listener-file-path").cloned(),
+        license_email: m
+            .try_get_one::<String>("license-email")
+            .ok()
+            .flatten()
+            .cloned(),
+        license_type: m
+            .try_get_one::<String>("license-type")
+            .ok()
+            .flatten()
+            .cloned(),
+        license_file: m
+            .try_get_one::<PathBuf>("license-file")
+            .ok()
+            .flatten()
+            .cloned(),
+    };
+    super::serve::run(build, knobs, cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_sizes() {
+        assert_eq!(parse_duration("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse_duration("150ms").unwrap(), Duration::from_millis(150));
+        assert!(parse_duration("5").is_err());
+        assert_eq!(parse_size_with_units("10mb").unwrap(), 10_485_760);
+        assert_eq!(parse_size_with_units("10485760").unwrap(), 10_485_760);
+        assert!(parse_size_bytes("10mb").is_err());
+    }
+}

@@ -1,0 +1,113 @@
+//! Misbehaviour knobs: a JSON object in the file named by `$TESTBED_KNOBS`, read once per
+//! process start (so a test changes behaviour between starts by rewriting the file). The knobs
+//! are the object's keys, or those of its `"influxdb3"` section when it has one (a file shared
+//! with other stand-ins, whose sections are ignored). A missing variable or file means "behave
+//! normally"; an unreadable file or an unknown key makes the emulator fail loudly (exit 70)
+//! so a typo in a test never silently tests nothing.
+
+use serde::Deserialize;
+
+/// Every key is optional. See the module documentation of `influxdb3` for the meaning of each.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Knobs {
+    // --version
+    pub version_output: Option<String>,
+    pub version_exit_code: Option<i32>,
+
+    // start-up
+    pub start_delay_ms: u64,
+    pub exit_during_start: Option<i32>,
+    pub never_ready: bool,
+
+    // Enterprise activation
+    pub verification_delay_ms: Option<u64>,
+    pub never_verify: bool,
+    pub license_server_status: Option<u16>,
+
+    // serving
+    pub crash_after_ms: Option<u64>,
+    pub crash_exit_code: Option<i32>,
+    pub hang_on_sigterm: bool,
+    pub shutdown_delay_ms: u64,
+    pub log_lines: Vec<LogInjection>,
+    pub admin_token: Option<String>,
+
+    // writes
+    pub wal_flush_interval_ms: Option<u64>,
+    pub snapshot_after_wal_files: Option<u64>,
+    pub write_reject_first: u64,
+    pub write_reject_status: Option<u16>,
+    pub write_retry_after: Option<String>,
+
+    // queries
+    pub query_delay_ms: u64,
+    pub query_failures: Vec<QueryFailure>,
+}
+
+/// A log line injected at a point of the life cycle.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogInjection {
+    /// `start` (before the licence/catalog work), `ready` (right after `startup time`),
+    /// `shutdown` (after the shutdown signal).
+    #[serde(default = "default_at")]
+    pub at: String,
+    /// `INFO`, `WARN`, `ERROR`, `FATAL` (Rust runtime `fatal runtime error: ...` on stderr),
+    /// `PANIC` (a thread panic: the panic message on stderr plus the tracing ERROR line real
+    /// servers emit through their panic hook).
+    pub level: String,
+    pub message: String,
+}
+
+fn default_at() -> String {
+    "ready".into()
+}
+
+/// A query answered with an error instead of rows.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryFailure {
+    /// Case-insensitive substring of the SQL text; the first matching entry applies.
+    pub contains: String,
+    /// HTTP status (default 500).
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// The `error` text (default: a DataFusion "Resources exhausted" message, as Core prints
+    /// when a query runs out of its memory pool).
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl Knobs {
+    /// Reads `$TESTBED_KNOBS`. `Err` carries the message to print.
+    pub fn load() -> Result<Knobs, String> {
+        let Some(path) = std::env::var_os("TESTBED_KNOBS") else {
+            return Ok(Knobs::default());
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Knobs::default()),
+            Err(e) => return Err(format!("cannot read knob file {path:?}: {e}")),
+        };
+        if text.trim().is_empty() {
+            return Ok(Knobs::default());
+        }
+        let bad = |e: &dyn std::fmt::Display| format!("bad knob file {path:?}: {e}");
+        let all: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(&e))?;
+        let serde_json::Value::Object(mut map) = all else {
+            return Err(bad(&"not a JSON object"));
+        };
+        // A knob file shared with other stand-ins: our own `"influxdb3"` section wins; other
+        // tools' sections (object values under names that are not knobs) are not ours.
+        let mine = match map.remove("influxdb3") {
+            Some(section @ serde_json::Value::Object(_)) => section,
+            Some(_) => return Err(bad(&"\"influxdb3\" must be an object")),
+            None => {
+                map.retain(|_, v| !v.is_object());
+                serde_json::Value::Object(map)
+            }
+        };
+        serde_json::from_value(mine).map_err(|e| bad(&e))
+    }
+}

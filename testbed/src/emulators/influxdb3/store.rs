@@ -1,0 +1,947 @@
+//! The emulated write buffer and object store: catalog, WAL files per flush, Parquet-like
+//! snapshot files, and the rows kept in memory for queries. Everything lives under the data
+//! dir (or nowhere, with `--object-store=memory`).
+
+use super::lp::{self, Field, Line};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+pub const INTERNAL_DB: &str = "_internal";
+const WAL_MAGIC: &[u8] = b"idb3.001\n";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Catalog {
+    pub catalog_uuid: String,
+    next_db_id: u32,
+    next_table_id: u32,
+    pub databases: Vec<DbEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DbEntry {
+    pub id: u32,
+    pub name: String,
+    pub deleted: bool,
+    pub hard_deleted: bool,
+    pub deleted_at: Option<String>,
+    pub tables: Vec<TableEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TableEntry {
+    pub id: u32,
+    pub name: String,
+    pub columns: Vec<Column>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Column {
+    pub name: String,
+    /// `tag`, `time`, or the field type (`float`, `integer`, `uinteger`, `string`, `boolean`).
+    pub kind: String,
+}
+
+/// A tag set shared by every row of one series (keeps memory small for TSBS-sized data).
+#[derive(Debug)]
+pub struct Series {
+    pub tags: Vec<(Arc<str>, Arc<str>)>,
+}
+
+/// One stored row: time, series, and fields by column index (see [`TableData::field_index`]).
+#[derive(Debug)]
+pub struct Row {
+    pub time: i64,
+    pub series: Arc<Series>,
+    pub fields: Box<[(u16, Field)]>,
+}
+
+/// Rows of one table; `persisted` rows are already in snapshot files.
+#[derive(Debug, Default)]
+pub struct TableData {
+    pub rows: Vec<Row>,
+    /// `rows[persisted..]` as normalised line protocol (ns timestamps), for WAL and snapshots.
+    texts: Vec<String>,
+    persisted: usize,
+    series: HashMap<String, Arc<Series>>,
+    names: Vec<Arc<str>>,
+    name_idx: HashMap<Arc<str>, u16>,
+}
+
+impl TableData {
+    fn intern(&mut self, line: Line) -> Row {
+        let mut key = String::new();
+        for (k, v) in &line.tags {
+            key.push_str(k);
+            key.push('\u{1}');
+            key.push_str(v);
+            key.push('\u{2}');
+        }
+        let series = match self.series.get(&key) {
+            Some(s) => s.clone(),
+            None => {
+                let s = Arc::new(Series {
+                    tags: line
+                        .tags
+                        .iter()
+                        .map(|(k, v)| (Arc::from(k.as_str()), Arc::from(v.as_str())))
+                        .collect(),
+                });
+                self.series.insert(key, s.clone());
+                s
+            }
+        };
+        let mut fields = Vec::with_capacity(line.fields.len());
+        for (name, value) in line.fields {
+            let idx = match self.name_idx.get(name.as_str()) {
+                Some(i) => *i,
+                None => {
+                    let i = self.names.len() as u16;
+                    let n: Arc<str> = Arc::from(name.as_str());
+                    self.names.push(n.clone());
+                    self.name_idx.insert(n, i);
+                    i
+                }
+            };
+            fields.push((idx, value));
+        }
+        Row {
+            time: line.timestamp.unwrap_or(0),
+            series,
+            fields: fields.into_boxed_slice(),
+        }
+    }
+
+    /// Appends a row not yet in a snapshot file.
+    fn push(&mut self, line: Line, text: String) {
+        let row = self.intern(line);
+        self.rows.push(row);
+        self.texts.push(text);
+    }
+
+    /// Appends a row read back from a snapshot file (before any unpersisted row).
+    fn push_persisted(&mut self, line: Line) {
+        let row = self.intern(line);
+        self.rows.push(row);
+        self.persisted += 1;
+    }
+
+    /// Builds table data from parsed lines (tests).
+    #[cfg(test)]
+    pub(crate) fn from_lines(lines: Vec<Line>) -> TableData {
+        let mut td = TableData::default();
+        for l in lines {
+            td.push(l, String::new());
+        }
+        td
+    }
+
+    pub fn field_index(&self, name: &str) -> Option<u16> {
+        self.name_idx.get(name).copied()
+    }
+
+    /// The value of `column` in `row` (tags as strings).
+    pub fn value_of<'a>(&self, row: &'a Row, column: &str) -> Option<ValueRef<'a>> {
+        if let Some((_, v)) = row.series.tags.iter().find(|(k, _)| &**k == column) {
+            return Some(ValueRef::Tag(v));
+        }
+        let idx = self.field_index(column)?;
+        row.fields
+            .iter()
+            .find(|(i, _)| *i == idx)
+            .map(|(_, v)| ValueRef::Field(v))
+    }
+}
+
+/// One write batch in a WAL file. On disk: `@op <json header>` then `lines` lines of line
+/// protocol (plain text, so the WAL is as big as the data, like the real one).
+#[derive(Debug, Serialize, Deserialize)]
+struct WalOp {
+    db_id: u32,
+    db: String,
+    #[serde(skip)]
+    lines: Vec<String>,
+    #[serde(rename = "lines")]
+    count: usize,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct SnapshotInfo {
+    snapshot_sequence: u64,
+    wal_file_sequence_number: u64,
+    files: Vec<ParquetEntry>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ParquetEntry {
+    db_id: u32,
+    table_id: u32,
+    path: String,
+    row_count: usize,
+    min_time: i64,
+    max_time: i64,
+    size_bytes: u64,
+}
+
+/// `(db id, db name, [(table id, table name)])`.
+type DbTables = (u32, String, Vec<(u32, String)>);
+
+struct Inner {
+    catalog: Catalog,
+    data: HashMap<u32, HashMap<u32, TableData>>,
+    pending: Vec<WalOp>,
+    flushes: u64,
+    wal_seq: u64,
+    snapshot_seq: u64,
+    wal_since_snapshot: u64,
+    file_seq: u64,
+    dirty_since_snapshot: bool,
+}
+
+/// Where files go: `<data-dir>/<catalog prefix>/catalog/...` and `<data-dir>/<node-id>/...`.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub data_dir: PathBuf,
+    pub node_id: String,
+    pub catalog_prefix: String,
+}
+
+impl Layout {
+    fn node(&self) -> PathBuf {
+        self.data_dir.join(&self.node_id)
+    }
+    fn catalog_file(&self) -> PathBuf {
+        self.data_dir
+            .join(&self.catalog_prefix)
+            .join("catalog")
+            .join("checkpoint")
+    }
+}
+
+pub struct Store {
+    inner: Mutex<Inner>,
+    flushed: Condvar,
+    layout: Option<Layout>,
+    gen1_ns: i64,
+    snapshot_after: u64,
+}
+
+/// One rejected line, reported in the write error bodies.
+#[derive(Debug, Clone)]
+pub struct LineError {
+    pub line_number: usize,
+    pub original_line: String,
+    pub error_message: String,
+}
+
+pub enum WriteOutcome {
+    /// Written; durable once flush number `batch` is done. `errors` are skipped lines.
+    Written { batch: u64, errors: Vec<LineError> },
+    /// Nothing written because of these errors.
+    Rejected(Vec<LineError>),
+    /// The database is soft-deleted.
+    Deleted,
+}
+
+pub enum AdminError {
+    Exists,
+    NotFound,
+    Invalid(String),
+}
+
+pub fn valid_db_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    name.len() <= 511
+        && first.is_ascii_alphanumeric()
+        && name.matches('/').count() <= 1
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '/'))
+}
+
+fn io_ctx(what: &str, path: &Path, e: std::io::Error) -> String {
+    format!("{what} {}: {e}", path.display())
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path.parent().expect("parent");
+    std::fs::create_dir_all(dir).map_err(|e| io_ctx("cannot create", dir, e))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    let mut f = std::fs::File::create(&tmp).map_err(|e| io_ctx("cannot create", &tmp, e))?;
+    f.write_all(bytes)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| io_ctx("cannot write", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| io_ctx("cannot rename", path, e))
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(data).expect("in-memory gzip");
+    enc.finish().expect("in-memory gzip")
+}
+
+fn gunzip(data: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(data)
+        .read_to_end(&mut out)
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+fn list_sorted(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    v.sort();
+    v
+}
+
+fn seq_of(path: &Path) -> u64 {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.split('.').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Opens (or creates) the store: catalog, snapshot files, then WAL replay.
+    pub fn open(
+        layout: Option<Layout>,
+        gen1_minutes: u64,
+        snapshot_after: u64,
+    ) -> Result<Store, String> {
+        let catalog = match &layout {
+            Some(l) if l.catalog_file().exists() => {
+                let p = l.catalog_file();
+                let text = std::fs::read(&p).map_err(|e| io_ctx("cannot read", &p, e))?;
+                serde_json::from_slice(&text)
+                    .map_err(|e| format!("catalog {} is corrupt: {e}", p.display()))?
+            }
+            _ => Catalog {
+                catalog_uuid: super::uuid(4),
+                next_db_id: 1,
+                next_table_id: 0,
+                databases: vec![DbEntry {
+                    id: 0,
+                    name: INTERNAL_DB.into(),
+                    deleted: false,
+                    hard_deleted: false,
+                    deleted_at: None,
+                    tables: vec![],
+                }],
+            },
+        };
+        let mut inner = Inner {
+            catalog,
+            data: HashMap::new(),
+            pending: vec![],
+            flushes: 0,
+            wal_seq: 0,
+            snapshot_seq: 0,
+            wal_since_snapshot: 0,
+            file_seq: 0,
+            dirty_since_snapshot: false,
+        };
+        if let Some(l) = &layout {
+            write_atomic(
+                &l.catalog_file(),
+                &serde_json::to_vec_pretty(&inner.catalog).unwrap(),
+            )?;
+            load_files(l, &mut inner)?;
+        }
+        Ok(Store {
+            inner: Mutex::new(inner),
+            flushed: Condvar::new(),
+            layout,
+            gen1_ns: (gen1_minutes.max(1) * 60_000_000_000) as i64,
+            snapshot_after: snapshot_after.max(1),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn catalog_uuid(&self) -> String {
+        self.lock().catalog.catalog_uuid.clone()
+    }
+
+    fn save_catalog(&self, inner: &Inner) -> Result<(), String> {
+        match &self.layout {
+            Some(l) => write_atomic(
+                &l.catalog_file(),
+                &serde_json::to_vec_pretty(&inner.catalog).unwrap(),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// `(name, deleted)` for the list endpoint; `_internal` first.
+    pub fn list(&self, show_deleted: bool) -> Vec<(String, bool)> {
+        let inner = self.lock();
+        inner
+            .catalog
+            .databases
+            .iter()
+            .filter(|d| !d.hard_deleted && (show_deleted || !d.deleted))
+            .map(|d| (d.name.clone(), d.deleted))
+            .collect()
+    }
+
+    pub fn create(&self, name: &str) -> Result<(), AdminError> {
+        if !valid_db_name(name) {
+            return Err(AdminError::Invalid(format!(
+                "invalid character in database or rp name: {name}"
+            )));
+        }
+        let mut inner = self.lock();
+        if live_db(&inner.catalog, name).is_some() {
+            return Err(AdminError::Exists);
+        }
+        retire_name(&mut inner.catalog, name);
+        add_db(&mut inner.catalog, name);
+        self.save_catalog(&inner).map_err(AdminError::Invalid)?;
+        Ok(())
+    }
+
+    /// Deletes `name`; `hard` also removes its files and frees it for good.
+    pub fn delete(&self, name: &str, hard: bool) -> Result<(), AdminError> {
+        if name == INTERNAL_DB {
+            return Err(AdminError::Invalid(format!(
+                "cannot delete internal database {name}"
+            )));
+        }
+        let mut inner = self.lock();
+        let Some(idx) = inner
+            .catalog
+            .databases
+            .iter()
+            .position(|d| d.name == name && !d.deleted && !d.hard_deleted)
+        else {
+            return Err(AdminError::NotFound);
+        };
+        let id = inner.catalog.databases[idx].id;
+        {
+            let db = &mut inner.catalog.databases[idx];
+            db.deleted = true;
+            db.hard_deleted = hard;
+            db.deleted_at = Some(super::timestamp());
+        }
+        inner.data.remove(&id);
+        inner.pending.retain(|op| op.db_id != id);
+        self.save_catalog(&inner).map_err(AdminError::Invalid)?;
+        if hard {
+            if let Some(l) = &self.layout {
+                let _ = std::fs::remove_dir_all(l.node().join("dbs").join(format!("{name}-{id}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Validates and applies a write. `lines`: `(line_number, original, parsed)`.
+    pub fn write(
+        &self,
+        db_name: &str,
+        lines: Vec<(usize, &str, Result<Line, String>)>,
+        precision: &str,
+        accept_partial: bool,
+        now_ns: i64,
+    ) -> Result<WriteOutcome, String> {
+        let mut inner = self.lock();
+        let db_idx = live_db(&inner.catalog, db_name);
+        if db_idx.is_none()
+            && inner
+                .catalog
+                .databases
+                .iter()
+                .any(|d| d.name == db_name && d.deleted && !d.hard_deleted)
+        {
+            return Ok(WriteOutcome::Deleted);
+        }
+        // Schema seen so far (table -> column -> kind): catalog plus this batch's new columns.
+        let mut schema: HashMap<String, HashMap<String, String>> = HashMap::new();
+        if let Some(i) = db_idx {
+            for t in &inner.catalog.databases[i].tables {
+                let cols = schema.entry(t.name.clone()).or_default();
+                for c in &t.columns {
+                    cols.insert(c.name.clone(), c.kind.clone());
+                }
+            }
+        }
+        // Columns (and tables) this batch adds, in first-seen order.
+        let mut new_columns: Vec<(String, String, String)> = Vec::new();
+        // (line, normalised text when the original already is normalised)
+        let mut good: Vec<(Line, Option<&str>)> = Vec::new();
+        let mut errors: Vec<LineError> = Vec::new();
+        for (line_number, original, parsed) in lines {
+            let err = |m: String| LineError {
+                line_number,
+                original_line: original.to_string(),
+                error_message: m,
+            };
+            let mut line = match parsed {
+                Ok(l) => l,
+                Err(m) => {
+                    errors.push(err(m));
+                    continue;
+                }
+            };
+            let given_ns =
+                line.timestamp.is_some() && matches!(precision, "nanosecond" | "ns" | "n");
+            let ts = match line.timestamp {
+                Some(t) => match lp::to_nanos(t, precision) {
+                    Some(ns) => ns,
+                    None => {
+                        errors.push(err(format!(
+                            "timestamp {t} is out of range for precision {precision}"
+                        )));
+                        continue;
+                    }
+                },
+                None => now_ns,
+            };
+            line.timestamp = Some(ts);
+            let known = schema.get(line.measurement.as_str());
+            let mut problem = None;
+            let mut additions: Vec<(&str, &'static str)> = vec![];
+            for (k, _) in &line.tags {
+                match known.and_then(|m| m.get(k.as_str())) {
+                    Some(kind) if kind != "tag" => {
+                        problem = Some(format!(
+                            "invalid column type for column '{k}', expected iox::column_type::field::{kind}, got iox::column_type::tag"
+                        ))
+                    }
+                    Some(_) => {}
+                    None => additions.push((k, "tag")),
+                }
+            }
+            for (k, v) in &line.fields {
+                match known.and_then(|m| m.get(k.as_str())) {
+                    Some(kind) if kind != v.type_name() => {
+                        let expected = if kind == "tag" {
+                            "iox::column_type::tag".to_string()
+                        } else {
+                            format!("iox::column_type::field::{kind}")
+                        };
+                        problem = Some(format!(
+                            "invalid column type for column '{k}', expected {expected}, got iox::column_type::field::{}",
+                            v.type_name()
+                        ))
+                    }
+                    Some(_) => {}
+                    None => additions.push((k, v.type_name())),
+                }
+            }
+            if let Some(p) = problem {
+                errors.push(err(p));
+                continue;
+            }
+            if known.is_none() || !additions.is_empty() {
+                let cols = schema.entry(line.measurement.clone()).or_default();
+                if cols.is_empty() {
+                    cols.insert("time".into(), "time".into());
+                    new_columns.push((line.measurement.clone(), "time".into(), "time".into()));
+                }
+                for (k, kind) in additions {
+                    cols.insert(k.to_string(), kind.to_string());
+                    new_columns.push((line.measurement.clone(), k.to_string(), kind.to_string()));
+                }
+            }
+            good.push((line, given_ns.then(|| original.trim())));
+        }
+        if !errors.is_empty() && !accept_partial {
+            return Ok(WriteOutcome::Rejected(errors));
+        }
+        if good.is_empty() {
+            return Ok(WriteOutcome::Rejected(errors));
+        }
+        let db_i = match db_idx {
+            Some(i) => i,
+            None => {
+                retire_name(&mut inner.catalog, db_name);
+                add_db(&mut inner.catalog, db_name)
+            }
+        };
+        let catalog_changed = db_idx.is_none() || !new_columns.is_empty();
+        let db_id = inner.catalog.databases[db_i].id;
+        {
+            let cat = &mut inner.catalog;
+            let db = &mut cat.databases[db_i];
+            for (table, col, kind) in new_columns {
+                let t_idx = match db.tables.iter().position(|t| t.name == table) {
+                    Some(t) => t,
+                    None => {
+                        db.tables.push(TableEntry {
+                            id: cat.next_table_id,
+                            name: table.clone(),
+                            columns: vec![],
+                        });
+                        cat.next_table_id += 1;
+                        db.tables.len() - 1
+                    }
+                };
+                db.tables[t_idx].columns.push(Column { name: col, kind });
+            }
+        }
+        let table_ids: HashMap<String, u32> = inner.catalog.databases[db_i]
+            .tables
+            .iter()
+            .map(|t| (t.name.clone(), t.id))
+            .collect();
+        let mut rendered = Vec::with_capacity(good.len());
+        let tables = inner.data.entry(db_id).or_default();
+        for (line, text) in good {
+            let text = match text {
+                Some(t) => t.to_string(),
+                None => line.render(line.timestamp.unwrap_or(now_ns)),
+            };
+            rendered.push(text.clone());
+            let table_id = table_ids[line.measurement.as_str()];
+            tables.entry(table_id).or_default().push(line, text);
+        }
+        if catalog_changed {
+            self.save_catalog(&inner)?;
+        }
+        inner.pending.push(WalOp {
+            db_id,
+            db: db_name.to_string(),
+            count: rendered.len(),
+            lines: rendered,
+        });
+        inner.dirty_since_snapshot = true;
+        Ok(WriteOutcome::Written {
+            batch: inner.flushes + 1,
+            errors,
+        })
+    }
+
+    /// Writes pending operations to one WAL file; snapshots when enough have accumulated.
+    pub fn flush(&self) -> Result<(), String> {
+        let mut inner = self.lock();
+        if inner.pending.is_empty() {
+            return Ok(());
+        }
+        let ops = std::mem::take(&mut inner.pending);
+        if let Some(l) = &self.layout {
+            inner.wal_seq += 1;
+            let mut bytes = WAL_MAGIC.to_vec();
+            bytes.extend(format!("{{\"sequence\":{}}}\n", inner.wal_seq).into_bytes());
+            for op in &ops {
+                bytes.extend(b"@op ");
+                bytes.extend(serde_json::to_vec(op).unwrap());
+                bytes.push(b'\n');
+                for l in &op.lines {
+                    bytes.extend(l.as_bytes());
+                    bytes.push(b'\n');
+                }
+            }
+            let path = l
+                .node()
+                .join("wal")
+                .join(format!("{:011}.wal", inner.wal_seq));
+            write_atomic(&path, &bytes)?;
+            inner.wal_since_snapshot += 1;
+        }
+        inner.flushes += 1;
+        self.flushed.notify_all();
+        if inner.wal_since_snapshot >= self.snapshot_after {
+            self.snapshot_locked(&mut inner)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until flush number `batch` happened (or `stop` is set).
+    pub fn wait_flushed(&self, batch: u64, stop: &AtomicBool) {
+        let mut inner = self.lock();
+        while inner.flushes < batch && !stop.load(Ordering::SeqCst) {
+            inner = self
+                .flushed
+                .wait_timeout(inner, Duration::from_millis(50))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Flush, then persist every row not yet in a snapshot file (graceful shutdown).
+    pub fn shutdown(&self) -> Result<(), String> {
+        self.flush()?;
+        let mut inner = self.lock();
+        if inner.dirty_since_snapshot {
+            self.snapshot_locked(&mut inner)?;
+        }
+        Ok(())
+    }
+
+    fn snapshot_locked(&self, inner: &mut Inner) -> Result<(), String> {
+        let Some(l) = &self.layout else {
+            return Ok(());
+        };
+        let mut files = Vec::new();
+        let dbs: Vec<DbTables> = inner
+            .catalog
+            .databases
+            .iter()
+            .filter(|d| !d.deleted)
+            .map(|d| {
+                (
+                    d.id,
+                    d.name.clone(),
+                    d.tables.iter().map(|t| (t.id, t.name.clone())).collect(),
+                )
+            })
+            .collect();
+        for (db_id, db_name, tables) in dbs {
+            for (table_id, table_name) in tables {
+                let Some(td) = inner
+                    .data
+                    .get_mut(&db_id)
+                    .and_then(|m| m.get_mut(&table_id))
+                else {
+                    continue;
+                };
+                if td.persisted >= td.rows.len() {
+                    continue;
+                }
+                let mut windows: std::collections::BTreeMap<i64, Vec<(i64, &str)>> =
+                    Default::default();
+                for (row, text) in td.rows[td.persisted..].iter().zip(&td.texts) {
+                    let t = row.time;
+                    windows
+                        .entry(t - t.rem_euclid(self.gen1_ns))
+                        .or_default()
+                        .push((t, text));
+                }
+                for (start, rows) in windows {
+                    inner.file_seq += 1;
+                    let when = time::OffsetDateTime::from_unix_timestamp_nanos(start as i128)
+                        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+                    let rel = format!(
+                        "dbs/{db_name}-{db_id}/{table_name}-{table_id}/{:04}-{:02}-{:02}/{:02}-{:02}/{:010}.parquet",
+                        when.year(),
+                        u8::from(when.month()),
+                        when.day(),
+                        when.hour(),
+                        when.minute(),
+                        inner.file_seq
+                    );
+                    let text: Vec<&str> = rows.iter().map(|(_, t)| *t).collect();
+                    let body = gzip(text.join("\n").as_bytes());
+                    let mut bytes = b"PAR1".to_vec();
+                    bytes.extend(&body);
+                    bytes.extend((body.len() as u32).to_le_bytes());
+                    bytes.extend(b"PAR1");
+                    write_atomic(&l.node().join(&rel), &bytes)?;
+                    let times = rows.iter().map(|(t, _)| *t);
+                    files.push(ParquetEntry {
+                        db_id,
+                        table_id,
+                        path: rel,
+                        row_count: rows.len(),
+                        min_time: times.clone().min().unwrap_or(0),
+                        max_time: times.max().unwrap_or(0),
+                        size_bytes: bytes.len() as u64,
+                    });
+                }
+                td.persisted = td.rows.len();
+                td.texts = Vec::new();
+            }
+        }
+        inner.snapshot_seq += 1;
+        let info = SnapshotInfo {
+            snapshot_sequence: inner.snapshot_seq,
+            wal_file_sequence_number: inner.wal_seq,
+            files,
+        };
+        write_atomic(
+            &l.node()
+                .join("snapshots")
+                .join(format!("{:020}.info.json", inner.snapshot_seq)),
+            &serde_json::to_vec_pretty(&info).unwrap(),
+        )?;
+        for p in list_sorted(&l.node().join("wal"), ".wal") {
+            if seq_of(&p) <= inner.wal_seq {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+        inner.wal_since_snapshot = 0;
+        inner.dirty_since_snapshot = false;
+        Ok(())
+    }
+
+    /// Runs `f` over the live database `name`: `(catalog entry, data)` per table.
+    pub fn with_db<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&[(&TableEntry, &TableData)]) -> R,
+    ) -> Option<R> {
+        let inner = self.lock();
+        let i = live_db(&inner.catalog, name)?;
+        let db = &inner.catalog.databases[i];
+        let empty = TableData::default();
+        let tables: Vec<(&TableEntry, &TableData)> = db
+            .tables
+            .iter()
+            .map(|t| {
+                let data = inner
+                    .data
+                    .get(&db.id)
+                    .and_then(|m| m.get(&t.id))
+                    .unwrap_or(&empty);
+                (t, data)
+            })
+            .collect();
+        Some(f(&tables))
+    }
+
+    /// Total rows and lines written since start (for /metrics).
+    pub fn row_count(&self) -> usize {
+        let inner = self.lock();
+        inner
+            .data
+            .values()
+            .flat_map(|m| m.values())
+            .map(|t| t.rows.len())
+            .sum()
+    }
+}
+
+fn live_db(cat: &Catalog, name: &str) -> Option<usize> {
+    cat.databases
+        .iter()
+        .position(|d| d.name == name && !d.deleted && !d.hard_deleted)
+}
+
+/// A soft-deleted database keeps its entry but gives up its name when the name is reused.
+fn retire_name(cat: &mut Catalog, name: &str) {
+    for d in cat.databases.iter_mut() {
+        if d.name == name && d.deleted {
+            d.name = format!("{name}-{}", d.id);
+        }
+    }
+}
+
+fn add_db(cat: &mut Catalog, name: &str) -> usize {
+    cat.databases.push(DbEntry {
+        id: cat.next_db_id,
+        name: name.to_string(),
+        deleted: false,
+        hard_deleted: false,
+        deleted_at: None,
+        tables: vec![],
+    });
+    cat.next_db_id += 1;
+    cat.databases.len() - 1
+}
+
+fn table_of(cat: &Catalog, db_id: u32, name: &str) -> Option<u32> {
+    cat.databases
+        .iter()
+        .find(|d| d.id == db_id)?
+        .tables
+        .iter()
+        .find(|t| t.name == name)
+        .map(|t| t.id)
+}
+
+fn alive(cat: &Catalog, db_id: u32) -> bool {
+    cat.databases.iter().any(|d| d.id == db_id && !d.deleted)
+}
+
+fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
+    let node = l.node();
+    let mut last_wal = 0;
+    for p in list_sorted(&node.join("snapshots"), ".info.json") {
+        let text = std::fs::read(&p).map_err(|e| io_ctx("cannot read", &p, e))?;
+        let info: SnapshotInfo = serde_json::from_slice(&text)
+            .map_err(|e| format!("snapshot {} is corrupt: {e}", p.display()))?;
+        inner.snapshot_seq = inner.snapshot_seq.max(info.snapshot_sequence);
+        last_wal = last_wal.max(info.wal_file_sequence_number);
+        for f in info.files {
+            inner.file_seq = inner
+                .file_seq
+                .max(seq_of(Path::new(f.path.rsplit('/').next().unwrap_or(""))));
+            if !alive(&inner.catalog, f.db_id) {
+                continue;
+            }
+            let path = node.join(&f.path);
+            let bytes = std::fs::read(&path).map_err(|e| io_ctx("cannot read", &path, e))?;
+            if bytes.len() < 12 || &bytes[..4] != b"PAR1" || &bytes[bytes.len() - 4..] != b"PAR1" {
+                return Err(format!("parquet file {} is corrupt", path.display()));
+            }
+            let body = gunzip(&bytes[4..bytes.len() - 8])
+                .map_err(|e| format!("parquet file {} is corrupt: {e}", path.display()))?;
+            let td = inner
+                .data
+                .entry(f.db_id)
+                .or_default()
+                .entry(f.table_id)
+                .or_default();
+            for text in String::from_utf8_lossy(&body).lines() {
+                let line = lp::parse_line(text)
+                    .map_err(|e| format!("parquet file {} is corrupt: {e}", path.display()))?;
+                td.push_persisted(line);
+            }
+        }
+    }
+    inner.wal_seq = last_wal;
+    for p in list_sorted(&node.join("wal"), ".wal") {
+        let seq = seq_of(&p);
+        if seq <= last_wal {
+            continue;
+        }
+        let bytes = std::fs::read(&p).map_err(|e| io_ctx("cannot read", &p, e))?;
+        let body = bytes
+            .strip_prefix(WAL_MAGIC)
+            .ok_or_else(|| format!("WAL file {} is corrupt", p.display()))?;
+        let corrupt = |why: &str| format!("WAL file {} is corrupt: {why}", p.display());
+        let text = std::str::from_utf8(body).map_err(|e| corrupt(&e.to_string()))?;
+        let mut it = text.lines();
+        it.next().ok_or_else(|| corrupt("no header"))?;
+        while let Some(head) = it.next() {
+            let meta = head
+                .strip_prefix("@op ")
+                .ok_or_else(|| corrupt("bad op header"))?;
+            let op: WalOp = serde_json::from_str(meta).map_err(|e| corrupt(&e.to_string()))?;
+            let live = alive(&inner.catalog, op.db_id);
+            for _ in 0..op.count {
+                let text = it.next().ok_or_else(|| corrupt("truncated op"))?;
+                if !live {
+                    continue;
+                }
+                let line = lp::parse_line(text).map_err(|e| corrupt(&e))?;
+                let Some(tid) = table_of(&inner.catalog, op.db_id, &line.measurement) else {
+                    continue;
+                };
+                inner
+                    .data
+                    .entry(op.db_id)
+                    .or_default()
+                    .entry(tid)
+                    .or_default()
+                    .push(line, text.to_string());
+            }
+        }
+        inner.wal_seq = inner.wal_seq.max(seq);
+        inner.wal_since_snapshot += 1;
+        inner.dirty_since_snapshot = true;
+    }
+    Ok(())
+}
+
+pub enum ValueRef<'a> {
+    Tag(&'a str),
+    Field(&'a Field),
+}

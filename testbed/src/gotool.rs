@@ -1,0 +1,675 @@
+//! What the TSBS tools share because they are Go programs (protocols.md §1): pflag command-line
+//! parsing (strict: unknown flags, missing values and bad values exit 2 with pflag's message and
+//! usage), Go durations, `log.Fatal` (exit 1) and `panic` (exit 2) output, viper's `config.*`
+//! lookup in the working directory, `encoding/json` output (`MarshalIndent` shape) and the
+//! `$TESTBED_KNOBS` file. Used by the TSBS stand-ins; nothing here is TSBS-specific.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+/// A flag's type, as pflag names it in usage lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Str,
+    Bool,
+    Uint,
+    Uint64,
+    Int,
+    Int64,
+    Duration,
+}
+
+impl Kind {
+    fn type_name(self) -> &'static str {
+        match self {
+            Kind::Str => "string",
+            Kind::Bool => "",
+            Kind::Uint => "uint",
+            Kind::Uint64 => "uint64",
+            Kind::Int => "int",
+            Kind::Int64 => "int64",
+            Kind::Duration => "duration",
+        }
+    }
+}
+
+/// One flag definition: name, type, default (as Go prints it) and usage text.
+#[derive(Debug, Clone, Copy)]
+pub struct FlagDef {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: &'static str,
+    pub usage: &'static str,
+}
+
+pub const fn flag(
+    name: &'static str,
+    kind: Kind,
+    default: &'static str,
+    usage: &'static str,
+) -> FlagDef {
+    FlagDef {
+        name,
+        kind,
+        default,
+        usage,
+    }
+}
+
+/// Parsed flags: every defined flag has a value (its default unless set).
+#[derive(Debug, Clone)]
+pub struct Flags {
+    values: BTreeMap<&'static str, String>,
+    set: Vec<&'static str>,
+    pub positional: Vec<String>,
+}
+
+impl Flags {
+    pub fn str(&self, name: &str) -> String {
+        self.values
+            .get(name)
+            .unwrap_or_else(|| panic!("flag {name} not defined"))
+            .clone()
+    }
+    pub fn bool(&self, name: &str) -> bool {
+        parse_bool(&self.str(name)).expect("validated at parse time")
+    }
+    pub fn u64(&self, name: &str) -> u64 {
+        self.str(name).parse().expect("validated at parse time")
+    }
+    pub fn i64(&self, name: &str) -> i64 {
+        self.str(name).parse().expect("validated at parse time")
+    }
+    /// A duration flag in nanoseconds (Go's `time.Duration`).
+    pub fn duration_ns(&self, name: &str) -> i64 {
+        parse_duration(&self.str(name)).expect("validated at parse time")
+    }
+    pub fn duration(&self, name: &str) -> Duration {
+        Duration::from_nanos(self.duration_ns(name).max(0) as u64)
+    }
+    /// Whether the command line set this flag.
+    pub fn is_set(&self, name: &str) -> bool {
+        self.set.contains(&name)
+    }
+}
+
+/// Go's `strconv.ParseBool`.
+pub fn parse_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// Go's `time.ParseDuration`, in nanoseconds.
+pub fn parse_duration(s: &str) -> Result<i64, String> {
+    let orig = s;
+    let err = || format!("time: invalid duration \"{orig}\"");
+    let (neg, mut rest) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if rest == "0" {
+        return Ok(0);
+    }
+    if rest.is_empty() {
+        return Err(err());
+    }
+    let mut total: f64 = 0.0;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let num = &rest[..num_end];
+        if num.is_empty() || num == "." {
+            return Err(err());
+        }
+        let value: f64 = num.parse().map_err(|_| err())?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_end];
+        rest = &rest[unit_end..];
+        let scale = match unit {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            "" => return Err(format!("time: missing unit in duration \"{orig}\"")),
+            u => return Err(format!("time: unknown unit \"{u}\" in duration \"{orig}\"")),
+        };
+        total += value * scale;
+    }
+    let ns = total.round() as i64;
+    Ok(if neg { -ns } else { ns })
+}
+
+fn check_value(kind: Kind, v: &str) -> Result<(), String> {
+    let syntax = |f: &str| format!("strconv.{f}: parsing \"{v}\": invalid syntax");
+    match kind {
+        Kind::Str => Ok(()),
+        Kind::Bool => parse_bool(v).map(|_| ()).ok_or_else(|| syntax("ParseBool")),
+        Kind::Uint => v
+            .parse::<u32>()
+            .map(|_| ())
+            .map_err(|_| syntax("ParseUint")),
+        Kind::Uint64 => v
+            .parse::<u64>()
+            .map(|_| ())
+            .map_err(|_| syntax("ParseUint")),
+        Kind::Int => v.parse::<i32>().map(|_| ()).map_err(|_| syntax("ParseInt")),
+        Kind::Int64 => v.parse::<i64>().map(|_| ()).map_err(|_| syntax("ParseInt")),
+        Kind::Duration => parse_duration(v).map(|_| ()),
+    }
+}
+
+/// pflag's usage text: `Usage of <prog>:` and one aligned line per flag, sorted by name.
+pub fn usage(prog: &str, defs: &[FlagDef]) -> String {
+    let mut sorted: Vec<&FlagDef> = defs.iter().collect();
+    sorted.sort_by_key(|d| d.name);
+    let mut lines = Vec::new();
+    let mut maxlen = 0;
+    for d in &sorted {
+        let mut head = format!("      --{}", d.name);
+        if !d.kind.type_name().is_empty() {
+            head.push(' ');
+            head.push_str(d.kind.type_name());
+        }
+        maxlen = maxlen.max(head.len());
+        let zero = matches!(d.default, "" | "0" | "false" | "0s");
+        let mut tail = d.usage.to_string();
+        if !zero {
+            if d.kind == Kind::Str {
+                tail.push_str(&format!(" (default \"{}\")", d.default));
+            } else {
+                tail.push_str(&format!(" (default {})", d.default));
+            }
+        }
+        lines.push((head, tail));
+    }
+    let mut out = format!("Usage of {prog}:\n");
+    for (head, tail) in lines {
+        let pad = " ".repeat(maxlen - head.len());
+        out.push_str(&format!("{head} {pad}  {tail}\n"));
+    }
+    out
+}
+
+/// Parses `args` like pflag with `ExitOnError`: `Err(code)` after printing what pflag prints
+/// (0 for `--help`/`-h`, 2 for any error).
+pub fn parse(prog: &str, defs: &[FlagDef], args: &[String]) -> Result<Flags, i32> {
+    let mut flags = Flags {
+        values: defs
+            .iter()
+            .map(|d| (d.name, d.default.to_string()))
+            .collect(),
+        set: Vec::new(),
+        positional: Vec::new(),
+    };
+    let fail = |msg: String| -> i32 {
+        let mut e = std::io::stderr().lock();
+        let _ = write!(e, "{msg}\n{}", usage(prog, defs));
+        2
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        if a == "--" {
+            flags.positional.extend(args[i..].iter().cloned());
+            break;
+        }
+        if let Some(body) = a.strip_prefix("--") {
+            if body.is_empty() || body.starts_with('-') || body.starts_with('=') {
+                return Err(fail(format!("bad flag syntax: {a}")));
+            }
+            let (name, inline) = match body.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (body, None),
+            };
+            let Some(def) = defs.iter().find(|d| d.name == name) else {
+                if name == "help" {
+                    eprint!("{}", usage(prog, defs));
+                    return Err(0);
+                }
+                return Err(fail(format!("unknown flag: --{name}")));
+            };
+            let value = match (inline, def.kind) {
+                (Some(v), _) => v,
+                (None, Kind::Bool) => "true".to_string(),
+                (None, _) => match args.get(i) {
+                    Some(v) => {
+                        i += 1;
+                        v.clone()
+                    }
+                    None => return Err(fail(format!("flag needs an argument: --{name}"))),
+                },
+            };
+            if let Err(e) = check_value(def.kind, &value) {
+                return Err(fail(format!(
+                    "invalid argument \"{value}\" for \"--{name}\" flag: {e}"
+                )));
+            }
+            flags.values.insert(def.name, value);
+            flags.set.push(def.name);
+        } else if let Some(short) = a.strip_prefix('-').filter(|s| !s.is_empty()) {
+            let c = short.chars().next().unwrap();
+            if c == 'h' {
+                eprint!("{}", usage(prog, defs));
+                return Err(0);
+            }
+            return Err(fail(format!("unknown shorthand flag: '{c}' in {a}")));
+        } else {
+            flags.positional.push(a.clone());
+        }
+    }
+    Ok(flags)
+}
+
+/// `log.Fatalf`: `YYYY/MM/DD HH:MM:SS <msg>` on stderr, exit status 1.
+pub fn fatal(msg: &str) -> ! {
+    let now = time::OffsetDateTime::now_utc();
+    let ts = now
+        .format(time::macros::format_description!(
+            "[year]/[month]/[day] [hour]:[minute]:[second]"
+        ))
+        .unwrap_or_default();
+    let line = if msg.ends_with('\n') {
+        format!("{ts} {msg}")
+    } else {
+        format!("{ts} {msg}\n")
+    };
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    std::process::exit(1)
+}
+
+/// A Go `panic`: `panic: <msg>`, a blank line and a goroutine trace on stderr, exit status 2.
+pub fn go_panic(tool: &str, msg: &str) -> ! {
+    let _ = std::io::stdout().flush();
+    let _ = write!(
+        std::io::stderr(),
+        "panic: {msg}\n\ngoroutine 1 [running]:\nmain.main()\n\t/go/src/github.com/timescale/tsbs/cmd/{tool}/main.go:1 +0x1d\n"
+    );
+    std::process::exit(2)
+}
+
+/// viper's `ReadInConfig` looks for `config.<ext>` in the working directory and would merge it
+/// into the flags. The stand-ins refuse to run beside one (as a parse error of the real tool
+/// would, with viper's panic), so a test catches an orchestrator that runs TSBS tools from a
+/// directory holding such a file.
+pub fn refuse_viper_config(tool: &str) {
+    const EXTS: &[&str] = &[
+        "json",
+        "toml",
+        "yaml",
+        "yml",
+        "properties",
+        "props",
+        "prop",
+        "hcl",
+        "tfvars",
+        "dotenv",
+        "env",
+        "ini",
+    ];
+    for e in EXTS {
+        let p = Path::new(".").join(format!("config.{e}"));
+        if p.exists() {
+            go_panic(
+                tool,
+                &format!(
+                    "fatal error config file: testbed: config.{e} in the working directory would be merged into the flags by viper"
+                ),
+            );
+        }
+    }
+}
+
+/// The knobs of `$TESTBED_KNOBS` for `tool`: the object under the tool's own name, merged over
+/// the one under `family` (e.g. `tsbs_load`). No variable or no file: no knobs. A knob file
+/// that is not JSON is a test bug: exit 2 with a message.
+pub fn knobs(tool: &str, family: &str) -> serde_json::Map<String, serde_json::Value> {
+    let Some(path) = std::env::var_os("TESTBED_KNOBS") else {
+        return Default::default();
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(_) => return Default::default(),
+    };
+    let all: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("testbed: knob file {path:?} is not JSON: {e}");
+            std::process::exit(2)
+        }
+    };
+    let mut out = serde_json::Map::new();
+    for key in [family, tool] {
+        if let Some(serde_json::Value::Object(m)) = all.get(key) {
+            for (k, v) in m {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    out
+}
+
+/// A JSON value written the way Go's `encoding/json` writes it: struct fields in declaration
+/// order (maps are given sorted by the caller), floats without a trailing `.0`.
+#[derive(Debug, Clone)]
+pub enum GoJson {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Str(String),
+    /// Already-encoded JSON (`json.RawMessage`).
+    Raw(String),
+    Obj(Vec<(String, GoJson)>),
+}
+
+impl GoJson {
+    pub fn obj(fields: Vec<(&str, GoJson)>) -> GoJson {
+        GoJson::Obj(
+            fields
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        )
+    }
+
+    /// `json.Marshal`; `Err` for NaN/Inf like Go's `UnsupportedValueError`.
+    pub fn compact(&self) -> Result<String, String> {
+        let mut out = String::new();
+        self.write(&mut out)?;
+        Ok(out)
+    }
+
+    fn write(&self, out: &mut String) -> Result<(), String> {
+        match self {
+            GoJson::Null => out.push_str("null"),
+            GoJson::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            GoJson::Int(i) => out.push_str(&i.to_string()),
+            GoJson::Uint(u) => out.push_str(&u.to_string()),
+            GoJson::Float(f) => out.push_str(&go_float(*f)?),
+            GoJson::Str(s) => out.push_str(&go_string(s)),
+            GoJson::Raw(r) => out.push_str(&html_escape_raw(r)),
+            GoJson::Obj(fields) => {
+                out.push('{');
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&go_string(k));
+                    out.push(':');
+                    v.write(out)?;
+                }
+                out.push('}');
+            }
+        }
+        Ok(())
+    }
+
+    /// `json.MarshalIndent(v, "", indent)`.
+    pub fn indented(&self, indent: &str) -> Result<String, String> {
+        Ok(indent_json(&self.compact()?, "", indent))
+    }
+}
+
+/// Go's float64 JSON encoding.
+pub fn go_float(f: f64) -> Result<String, String> {
+    if !f.is_finite() {
+        return Err(format!("json: unsupported value: {}", go_float_name(f)));
+    }
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let s = format!("{f:e}");
+        let (mant, exp) = s.split_once('e').unwrap();
+        let exp = if exp.starts_with('-') {
+            exp.to_string()
+        } else {
+            format!("+{exp}")
+        };
+        return Ok(format!("{mant}e{exp}"));
+    }
+    Ok(format!("{f}"))
+}
+
+fn go_float_name(f: f64) -> &'static str {
+    if f.is_nan() {
+        "NaN"
+    } else if f > 0.0 {
+        "+Inf"
+    } else {
+        "-Inf"
+    }
+}
+
+/// Go's JSON string encoding (HTML-safe: `<`, `>`, `&` escaped).
+pub fn go_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// What `json.Marshal` does to a `json.RawMessage`: `<`, `>`, `&` inside strings are escaped.
+fn html_escape_raw(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let (mut in_str, mut escaped) = (false, false);
+    for c in raw.chars() {
+        if in_str {
+            match c {
+                '<' => out.push_str("\\u003c"),
+                '>' => out.push_str("\\u003e"),
+                '&' => out.push_str("\\u0026"),
+                c => out.push(c),
+            }
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+        } else {
+            if c == '"' {
+                in_str = true;
+            }
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Go's `json.Indent(dst, src, prefix, indent)` on valid compact or pretty JSON: keeps key
+/// order, puts every element on its own line, leaves `{}` and `[]` as they are.
+pub fn indent_json(src: &str, prefix: &str, indent: &str) -> String {
+    let mut out = String::with_capacity(src.len() * 2);
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut escaped = false;
+    let mut need_indent = false; // an opening bracket was just written
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.push_str(prefix);
+        for _ in 0..depth {
+            out.push_str(indent);
+        }
+    };
+    for c in src.chars() {
+        if in_str {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+            continue;
+        }
+        if c.is_ascii_whitespace() {
+            continue;
+        }
+        if need_indent && c != ']' && c != '}' {
+            need_indent = false;
+            depth += 1;
+            newline(&mut out, depth);
+        }
+        match c {
+            '"' => {
+                in_str = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                need_indent = true;
+            }
+            ',' => {
+                out.push(c);
+                newline(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            '}' | ']' => {
+                if need_indent {
+                    need_indent = false; // empty: `{}` / `[]`
+                } else {
+                    depth -= 1;
+                    newline(&mut out, depth);
+                }
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    const DEFS: &[FlagDef] = &[
+        flag("db-name", Kind::Str, "benchmark", "Name of database"),
+        flag(
+            "workers",
+            Kind::Uint,
+            "1",
+            "Number of parallel clients inserting",
+        ),
+        flag(
+            "gzip",
+            Kind::Bool,
+            "true",
+            "Whether to gzip encode requests",
+        ),
+        flag("do-abort-on-exist", Kind::Bool, "false", "Abort if exists."),
+        flag(
+            "reporting-period",
+            Kind::Duration,
+            "10s",
+            "Period to report write stats",
+        ),
+    ];
+
+    #[test]
+    fn pflag_shapes() {
+        let f = parse(
+            "t",
+            DEFS,
+            &args(&[
+                "--db-name",
+                "x",
+                "--gzip=false",
+                "--do-abort-on-exist",
+                "--workers=3",
+                "pos",
+            ]),
+        )
+        .unwrap();
+        assert_eq!(f.str("db-name"), "x");
+        assert!(!f.bool("gzip"));
+        assert!(f.bool("do-abort-on-exist"));
+        assert_eq!(f.u64("workers"), 3);
+        assert_eq!(f.duration_ns("reporting-period"), 10_000_000_000);
+        assert_eq!(f.positional, ["pos"]);
+        assert!(f.is_set("workers") && !f.is_set("reporting-period"));
+        assert_eq!(parse("t", DEFS, &args(&["--nope=1"])).unwrap_err(), 2);
+        assert_eq!(parse("t", DEFS, &args(&["-db-name=x"])).unwrap_err(), 2);
+        assert_eq!(parse("t", DEFS, &args(&["--workers=x"])).unwrap_err(), 2);
+        assert_eq!(parse("t", DEFS, &args(&["--workers"])).unwrap_err(), 2);
+        assert_eq!(parse("t", DEFS, &args(&["--gzip=maybe"])).unwrap_err(), 2);
+        assert_eq!(parse("t", DEFS, &args(&["--help"])).unwrap_err(), 0);
+    }
+
+    #[test]
+    fn usage_shape() {
+        let u = usage("tsbs_load_greptime", DEFS);
+        assert!(
+            u.starts_with("Usage of tsbs_load_greptime:\n      --db-name string "),
+            "{u}"
+        );
+        assert!(u.contains("(default \"benchmark\")"));
+        assert!(u.contains("(default 10s)"));
+        assert!(u.contains("      --gzip  "));
+        assert!(!u.contains("(default false)"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1s"), Ok(1_000_000_000));
+        assert_eq!(parse_duration("1m30.5s"), Ok(90_500_000_000));
+        assert_eq!(parse_duration("0"), Ok(0));
+        assert!(parse_duration("10").unwrap_err().contains("missing unit"));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("5x").is_err());
+    }
+
+    #[test]
+    fn go_json() {
+        let v = GoJson::obj(vec![
+            ("b", GoJson::Float(5.0)),
+            ("a", GoJson::Float(92693.92)),
+            ("e", GoJson::Obj(vec![])),
+            ("s", GoJson::Str("<&>".into())),
+            ("r", GoJson::Raw("{\"x\":[1,2],\"y\":[]}".into())),
+            ("t", GoJson::Float(1e-7)),
+            ("u", GoJson::Float(1.5e21)),
+        ]);
+        assert_eq!(
+            v.indented(" ").unwrap(),
+            "{\n \"b\": 5,\n \"a\": 92693.92,\n \"e\": {},\n \"s\": \"\\u003c\\u0026\\u003e\",\n \"r\": {\n  \"x\": [\n   1,\n   2\n  ],\n  \"y\": []\n },\n \"t\": 1e-7,\n \"u\": 1.5e+21\n}"
+        );
+        assert!(GoJson::Float(f64::NAN).compact().is_err());
+    }
+}

@@ -1,0 +1,994 @@
+//! The greptime emulator as a process: CLI, HTTP, storage on disk, signals and knobs.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_testbed")
+}
+
+/// `n` distinct free ports (all held while choosing, so none is handed out twice).
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+fn greptime(version: &str, knobs: Option<&Path>) -> Command {
+    let mut c = Command::new(bin());
+    c.arg("emulate").arg("greptime");
+    c.env_clear();
+    c.env("TESTBED_EMULATED_VERSION", version);
+    if let Some(k) = knobs {
+        c.env("TESTBED_KNOBS", k);
+    }
+    c
+}
+
+struct Server {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+struct Opts<'a> {
+    version: &'a str,
+    knobs: Option<Value>,
+    data: Option<PathBuf>,
+    extra: Vec<String>,
+    http_port: Option<u16>,
+}
+
+impl Default for Opts<'_> {
+    fn default() -> Self {
+        Opts {
+            version: "1.2.0",
+            knobs: None,
+            data: None,
+            extra: Vec::new(),
+            http_port: None,
+        }
+    }
+}
+
+/// Starts `standalone start` in `dir` (data under `dir/data` unless `data` is given).
+fn start(dir: &Path, o: Opts) -> Server {
+    std::fs::create_dir_all(dir).unwrap();
+    let knobs = dir.join("knobs.json");
+    if let Some(k) = &o.knobs {
+        std::fs::write(&knobs, k.to_string()).unwrap();
+    } else {
+        let _ = std::fs::remove_file(&knobs);
+    }
+    let ports = free_ports(4);
+    let port = o.http_port.unwrap_or(ports[0]);
+    let data = o.data.clone().unwrap_or_else(|| dir.join("data"));
+    let n = std::fs::read_dir(dir).unwrap().count();
+    let out = dir.join(format!("stdout-{n}.log"));
+    let err = dir.join(format!("stderr-{n}.log"));
+    let child = greptime(o.version, Some(&knobs))
+        .args(["standalone", "start", "--http-addr"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--grpc-bind-addr")
+        .arg(format!("127.0.0.1:{}", ports[1]))
+        .arg("--mysql-addr")
+        .arg(format!("127.0.0.1:{}", ports[2]))
+        .arg("--postgres-addr")
+        .arg(format!("127.0.0.1:{}", ports[3]))
+        .arg("--influxdb-enable")
+        .arg("--data-home")
+        .arg(&data)
+        .arg("--log-dir")
+        .arg(dir.join("logs"))
+        .args(&o.extra)
+        .current_dir(dir)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    Server {
+        child,
+        port,
+        dir: dir.to_path_buf(),
+        out,
+        err,
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(10))
+        .build()
+}
+
+/// (status, body)
+fn call(req: ureq::Request, body: Option<&str>) -> (u16, String) {
+    let r = match body {
+        Some(b) => req.send_string(b),
+        None => req.call(),
+    };
+    match r {
+        Ok(resp) => (resp.status(), resp.into_string().unwrap_or_default()),
+        Err(ureq::Error::Status(code, resp)) => (code, resp.into_string().unwrap_or_default()),
+        Err(e) => panic!("transport error: {e}"),
+    }
+}
+
+impl Server {
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// POST /v1/sql like TSBS and the readiness probe (form body).
+    fn sql(&self, db: Option<&str>, sql: &str) -> (u16, Value) {
+        let mut url = self.url("/v1/sql");
+        if let Some(d) = db {
+            url.push_str(&format!("?db={d}"));
+        }
+        let body: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("sql", sql)
+            .finish();
+        let (code, text) = call(
+            agent()
+                .post(&url)
+                .set("Content-Type", "application/x-www-form-urlencoded"),
+            Some(&body),
+        );
+        (
+            code,
+            serde_json::from_str(&text).unwrap_or_else(|_| json!({ "raw": text })),
+        )
+    }
+
+    fn ok_sql(&self, db: Option<&str>, sql: &str) -> Value {
+        let (code, v) = self.sql(db, sql);
+        assert_eq!(code, 200, "{sql}: {v}");
+        v
+    }
+
+    fn count(&self, db: &str, table: &str) -> u64 {
+        self.ok_sql(Some(db), &format!("SELECT count(*) FROM {table}"))["output"][0]["records"]
+            ["rows"][0][0]
+            .as_u64()
+            .unwrap()
+    }
+
+    fn write(&self, db: &str, body: &str) -> (u16, String) {
+        call(
+            agent()
+                .post(&self.url(&format!("/v1/influxdb/write?consistency=all&db={db}")))
+                .set("Content-Type", "text/plain"),
+            Some(body),
+        )
+    }
+
+    /// Waits (bounded) until `/health` answers 200.
+    fn ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let a = ureq::AgentBuilder::new()
+            .timeout(Duration::from_millis(500))
+            .build();
+        while Instant::now() < deadline {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                panic!("exited during startup: {st}; {}", self.logs());
+            }
+            if let Ok(r) = a.get(&self.url("/health")).call() {
+                if r.status() == 200 {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("not ready; {}", self.logs());
+    }
+
+    fn logs(&self) -> String {
+        format!(
+            "stdout:\n{}\nstderr:\n{}",
+            std::fs::read_to_string(&self.out).unwrap_or_default(),
+            std::fs::read_to_string(&self.err).unwrap_or_default()
+        )
+    }
+
+    fn signal(&self, s: Signal) {
+        kill(Pid::from_raw(self.child.id() as i32), s).unwrap();
+    }
+
+    fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    fn stop(mut self) -> String {
+        self.signal(Signal::SIGTERM);
+        let st = self
+            .wait_exit(Duration::from_secs(10))
+            .expect("exits on SIGTERM");
+        assert_eq!(st.code(), Some(0), "{}", self.logs());
+        self.logs()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `n` cpu rows per host for `hosts` hosts, 10 s apart from `start_s`.
+fn cpu_lines(hosts: usize, n: usize, start_s: i64) -> String {
+    let mut s = String::new();
+    for i in 0..n {
+        for h in 0..hosts {
+            s.push_str(&format!(
+                "cpu,hostname=host_{h},region=eu-west-1 usage_user={}i,usage_system=2.5 {}\n",
+                i % 100,
+                (start_s + i as i64 * 10) * 1_000_000_000
+            ));
+        }
+    }
+    s
+}
+
+fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == ext) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        let t = to.join(e.file_name());
+        if p.is_dir() {
+            copy_dir(&p, &t);
+        } else {
+            std::fs::copy(&p, &t).unwrap();
+        }
+    }
+}
+
+#[test]
+fn version_output_has_the_real_shape() {
+    let out = greptime("1.2.0", None).arg("--version").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "GreptimeDB ");
+    assert_eq!(lines[1], "branch: ");
+    assert!(
+        lines[2].starts_with("commit: ") && lines[2].len() == 48,
+        "{text}"
+    );
+    assert_eq!(lines[3], "clean: true");
+    assert_eq!(lines[4], "version: 1.2.0");
+    let short = greptime("1.2.0", None).arg("-V").output().unwrap();
+    assert_eq!(
+        String::from_utf8(short.stdout).unwrap(),
+        "GreptimeDB 1.2.0\n"
+    );
+    let old = greptime("v0.17.1", None).arg("--version").output().unwrap();
+    let text = String::from_utf8(old.stdout).unwrap();
+    assert!(text.starts_with("greptime \n"), "{text}");
+    assert!(text.ends_with("version: 0.17.1\n"), "{text}");
+    // No version in the environment: the wrapper is broken, say so.
+    let mut c = Command::new(bin());
+    c.args(["emulate", "greptime", "--version"]).env_clear();
+    assert_eq!(c.output().unwrap().status.code(), Some(2));
+}
+
+#[test]
+fn unknown_flags_and_config_keys_are_refused() {
+    let out = greptime("1.2.0", None)
+        .args(["standalone", "start", "--config", "x.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("unexpected argument '--config'"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[http]\naddr = \"127.0.0.1:1\"\nbogus = 1\n").unwrap();
+    let out = greptime("1.2.0", None)
+        .args(["standalone", "start", "-c"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("unknown key `http.bogus`"));
+    let out = greptime("1.2.0", None)
+        .args(["standalone", "start", "--tls-mode", "require"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!dir.path().join("greptimedb_data").exists());
+}
+
+#[test]
+fn write_count_flush_compact_restart_and_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("a");
+    let mut s = start(&dir, Opts::default());
+    s.ready();
+    let dbs = s.ok_sql(None, "SHOW DATABASES");
+    assert_eq!(
+        dbs["output"][0]["records"]["rows"],
+        json!([["greptime_private"], ["information_schema"], ["public"]])
+    );
+    assert_eq!(
+        s.ok_sql(None, "CREATE DATABASE benchmark")["output"][0]["affectedrows"],
+        1
+    );
+    // 3 hours of data for 5 hosts in two batches, the second overlapping the first by one
+    // row per host (duplicates are not counted twice).
+    let first = cpu_lines(5, 600, 1_451_606_400);
+    assert_eq!(s.write("benchmark", &first).0, 204);
+    assert_eq!(s.count("benchmark", "cpu"), 3000);
+    let (code, _) = s.write("benchmark", &cpu_lines(5, 481, 1_451_606_400 + 5990));
+    assert_eq!(code, 204);
+    assert_eq!(s.count("benchmark", "cpu"), 3000 + 5 * 480);
+    let data = dir.join("data");
+    assert!(files_with_ext(&data, "parquet").is_empty());
+    assert!(files_with_ext(&data.join("wal"), "raftlog").len() == 1);
+
+    let flush = s.ok_sql(Some("benchmark"), "ADMIN flush_table('cpu')");
+    assert_eq!(
+        flush["output"][0]["records"]["schema"]["column_schemas"][0]["name"],
+        "ADMIN flush_table('cpu')"
+    );
+    assert_eq!(flush["output"][0]["records"]["rows"], json!([[0]]));
+    assert_eq!(files_with_ext(&data, "parquet").len(), 1);
+    assert!(
+        s.write("benchmark", &cpu_lines(5, 10, 1_451_606_400 + 12000))
+            .0
+            == 204
+    );
+    s.ok_sql(Some("benchmark"), "admin FLUSH_TABLE('cpu');");
+    assert_eq!(files_with_ext(&data, "parquet").len(), 2);
+
+    let stats_sql = "SELECT sst_num, sst_size, region_rows, memtable_size FROM information_schema.region_statistics WHERE table_id = 1024";
+    let st = s.ok_sql(Some("benchmark"), stats_sql);
+    let row = &st["output"][0]["records"]["rows"][0];
+    assert_eq!(row[0], 2);
+    assert_eq!(row[2], 5450);
+    assert_eq!(row[3], 0);
+    let tid = s.ok_sql(
+        None,
+        "SELECT table_id FROM information_schema.tables WHERE table_schema = 'benchmark' AND table_name = 'cpu'",
+    );
+    assert_eq!(tid["output"][0]["records"]["rows"], json!([[1024]]));
+
+    let c = s.ok_sql(
+        Some("benchmark"),
+        "ADMIN COMPACT_TABLE('cpu', 'swcs', 'window=7200')",
+    );
+    assert_eq!(c["output"][0]["records"]["rows"], json!([[0]]));
+    // 1451606400 is 2016-01-01T00:00Z; 10800 s of data → windows [0,2h) and [2h,4h).
+    let ssts = files_with_ext(&data, "parquet");
+    assert_eq!(ssts.len(), 2, "{ssts:?}");
+    let st = s.ok_sql(Some("benchmark"), stats_sql);
+    assert_eq!(st["output"][0]["records"]["rows"][0][0], 2);
+    assert_eq!(s.count("benchmark", "cpu"), 5450);
+    let logs = s.stop();
+    assert!(
+        logs.contains("HTTP server is bound to 127.0.0.1:"),
+        "{logs}"
+    );
+    assert!(
+        logs.contains(
+            "INFO mito2::compaction::task: Compacted SST files, region_id: 4398046511104(1024, 0)"
+        ) && logs.contains("window: Some(7200)"),
+        "{logs}"
+    );
+    let file_log = std::fs::read_dir(dir.join("logs"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("greptimedb."))
+        .expect("log file");
+    assert!(std::fs::read_to_string(file_log.path())
+        .unwrap()
+        .contains("Compacted SST files"));
+
+    // Restart on the same data, then on a copy of it.
+    let mut s = start(&dir, Opts::default());
+    s.ready();
+    assert_eq!(s.count("benchmark", "cpu"), 5450);
+    assert!(
+        s.write("benchmark", &cpu_lines(1, 1, 1_451_606_400 + 20000))
+            .0
+            == 204
+    );
+    drop(s); // SIGKILL: the unflushed row survives in the WAL
+    let copy = tmp.path().join("b");
+    copy_dir(&data, &copy.join("data"));
+    let mut s = start(&copy, Opts::default());
+    s.ready();
+    assert_eq!(s.count("benchmark", "cpu"), 5451);
+    let tables = s.ok_sql(Some("benchmark"), "SHOW TABLES");
+    assert_eq!(tables["output"][0]["records"]["rows"], json!([["cpu"]]));
+    assert_eq!(
+        s.ok_sql(None, "DROP DATABASE benchmark")["output"][0]["affectedrows"],
+        0
+    );
+    assert!(files_with_ext(&copy.join("data"), "parquet").is_empty());
+    s.stop();
+}
+
+#[test]
+fn compaction_window_option_depends_on_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = start(
+        tmp.path(),
+        Opts {
+            version: "0.17.1",
+            ..Default::default()
+        },
+    );
+    s.ready();
+    s.ok_sql(None, "CREATE DATABASE benchmark");
+    assert_eq!(s.write("benchmark", &cpu_lines(2, 3, 1_451_606_400)).0, 204);
+    let (code, v) = s.sql(
+        Some("benchmark"),
+        "ADMIN compact_table('cpu', 'swcs', 'window=7200')",
+    );
+    assert_eq!(code, 400);
+    assert_eq!(v["code"], 1004);
+    assert_eq!(
+        v["error"],
+        "Compact window is expected to be a valid number, provided: window=7200"
+    );
+    s.ok_sql(
+        Some("benchmark"),
+        "ADMIN compact_table('cpu', 'swcs', '7200')",
+    );
+    let (code, v) = s.sql(
+        Some("benchmark"),
+        "SELECT * FROM information_schema.region_statistics",
+    );
+    assert_eq!(code, 200);
+    let cols = v["output"][0]["records"]["schema"]["column_schemas"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(cols.len(), 11, "0.x has no sst_num: {v}");
+    s.stop();
+
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = start(tmp.path(), Opts::default());
+    s.ready();
+    s.ok_sql(None, "CREATE DATABASE benchmark");
+    assert_eq!(s.write("benchmark", &cpu_lines(2, 3, 1_451_606_400)).0, 204);
+    for (opt, msg) in [
+        ("window=7200,foo=1", "Unknown parameter: foo"),
+        ("window", "Invalid key-value pair: window"),
+    ] {
+        let (code, v) = s.sql(
+            Some("benchmark"),
+            &format!("ADMIN compact_table('cpu', 'swcs', '{opt}')"),
+        );
+        assert_eq!((code, v["error"].as_str().unwrap()), (400, msg));
+    }
+    s.ok_sql(
+        Some("benchmark"),
+        "ADMIN compact_table('cpu', 'swcs', 'window=7200,parallelism=2')",
+    );
+    let (code, v) = s.sql(Some("benchmark"), "ADMIN compact_table('nope')");
+    assert_eq!((code, v["code"].clone()), (400, json!(4001)));
+    s.stop();
+}
+
+#[test]
+fn http_errors_have_the_real_shapes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("c.toml");
+    std::fs::write(&cfg, "[http]\nbody_limit = \"1KB\"\n").unwrap();
+    let mut s = start(
+        tmp.path(),
+        Opts {
+            extra: vec!["-c".into(), cfg.to_string_lossy().into()],
+            ..Default::default()
+        },
+    );
+    s.ready();
+    let (code, v) = s.sql(Some("nosuch"), "SHOW DATABASES");
+    assert_eq!(code, 400);
+    assert_eq!(v["code"], 4004);
+    assert_eq!(v["error"], "Database not found: nosuch");
+    let (code, v) = s.sql(None, "SELEC 1");
+    assert_eq!((code, v["code"].clone()), (400, json!(2000)));
+    let (code, v) = s.sql(None, "SELECT count(*) FROM cpu");
+    assert_eq!((code, v["code"].clone()), (400, json!(4001)));
+    let (code, v) = s.sql(None, "CREATE DATABASE public");
+    assert_eq!((code, v["code"].clone()), (400, json!(1004)));
+    let (code, v) = s.sql(None, "DROP DATABASE nosuch");
+    assert_eq!((code, v["code"].clone()), (400, json!(4004)));
+    let (code, body) = call(
+        agent()
+            .post(&s.url("/v1/sql"))
+            .set("Content-Type", "application/x-www-form-urlencoded"),
+        Some(""),
+    );
+    assert_eq!(code, 400);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (v["code"].clone(), v["error"].clone()),
+        (json!(1004), json!("sql parameter is required."))
+    );
+    let (code, _) = call(
+        agent()
+            .post(&s.url("/v1/sql"))
+            .set("Content-Type", "application/json"),
+        Some("{}"),
+    );
+    assert_eq!(code, 415);
+    // TSBS query runner: GET-style query string on a POST with an empty form body.
+    let (code, body) = call(
+        agent()
+            .post(&s.url("/v1/sql?sql=SHOW+DATABASES&db=public"))
+            .set("Content-Type", "application/x-www-form-urlencoded"),
+        Some(""),
+    );
+    assert_eq!(code, 200, "{body}");
+    // Writes: no auto-created database, malformed lines, body limit, precision.
+    let (code, body) = s.write("nosuch", "cpu,h=a x=1 1\n");
+    assert_eq!(code, 400);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"],
+        "Failed to find schema, schema info: nosuch"
+    );
+    assert_eq!(s.write("public", "cpu x=abc 1\n").0, 400);
+    assert_eq!(s.write("public", &"cpu,h=a x=1 1\n".repeat(100)).0, 413);
+    let (code, _) = call(
+        agent().post(&s.url("/v1/influxdb/write?db=public&precision=ms")),
+        Some("cpu,h=a x=1 1\n"),
+    );
+    assert_eq!(code, 204);
+    let (code, _) = call(
+        agent().post(&s.url("/v1/influxdb/api/v2/write?bucket=public&precision=s")),
+        Some("cpu,h=b x=1 1\n"),
+    );
+    assert_eq!(code, 204);
+    let (code, _) = call(
+        agent().post(&s.url("/v1/influxdb/write?db=public&precision=x")),
+        Some("cpu,h=a x=1 1\n"),
+    );
+    assert_eq!(code, 400);
+    assert_eq!(s.count("public", "cpu"), 2);
+    // Column types are fixed by the first write, within a batch and across batches.
+    assert_eq!(s.write("public", "cpu,h=c x=1i 5\n").0, 400);
+    assert_eq!(
+        s.write("public", "mem,h=c y=1i 5\nmem,h=c y=1.5 6\n").0,
+        400
+    );
+    let (code, _) = call(agent().get(&s.url("/nope")), None);
+    assert_eq!(code, 404);
+    s.stop();
+}
+
+#[test]
+fn port_taken_and_locked_data_home_fail_fast() {
+    let tmp = tempfile::tempdir().unwrap();
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let mut s = start(
+        &tmp.path().join("a"),
+        Opts {
+            http_port: Some(port),
+            ..Default::default()
+        },
+    );
+    let st = s.wait_exit(Duration::from_secs(10)).expect("exits");
+    assert_eq!(st.code(), Some(1));
+    assert!(s.logs().contains("Address already in use"), "{}", s.logs());
+    drop(taken);
+
+    let data = tmp.path().join("shared-data");
+    let mut first = start(
+        &tmp.path().join("b"),
+        Opts {
+            data: Some(data.clone()),
+            ..Default::default()
+        },
+    );
+    first.ready();
+    let mut second = start(
+        &tmp.path().join("c"),
+        Opts {
+            data: Some(data),
+            ..Default::default()
+        },
+    );
+    let st = second.wait_exit(Duration::from_secs(10)).expect("exits");
+    assert_eq!(st.code(), Some(1));
+    assert!(second.logs().contains("held by another process"));
+    first.stop();
+}
+
+#[test]
+fn startup_knobs() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Slow start: nothing listens during the delay, then it serves.
+    let mut s = start(
+        &tmp.path().join("slow"),
+        Opts {
+            knobs: Some(json!({"start_delay_ms": 600})),
+            ..Default::default()
+        },
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(std::net::TcpStream::connect(("127.0.0.1", s.port)).is_err());
+    s.ready();
+    s.stop();
+    // Exit during start.
+    let mut s = start(
+        &tmp.path().join("exit"),
+        Opts {
+            knobs: Some(json!({"exit_during_start": 7})),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        s.wait_exit(Duration::from_secs(10)).unwrap().code(),
+        Some(7)
+    );
+    // Never ready: 503, or no answer at all.
+    let s = start(
+        &tmp.path().join("503"),
+        Opts {
+            knobs: Some(json!({"never_ready": "503"})),
+            ..Default::default()
+        },
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let code = loop {
+        match ureq::get(&s.url("/health")).call() {
+            Err(ureq::Error::Status(c, _)) => break c,
+            Ok(r) => break r.status(),
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(25)),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(code, 503);
+    assert_eq!(s.sql(None, "SHOW DATABASES").0, 503);
+    s.stop();
+    let s = start(
+        &tmp.path().join("silent"),
+        Opts {
+            knobs: Some(json!({"never_ready": "no_answer"})),
+            ..Default::default()
+        },
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", s.port)).is_err() {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let quick = ureq::AgentBuilder::new()
+        .timeout(Duration::from_millis(300))
+        .build();
+    assert!(matches!(
+        quick.get(&s.url("/health")).call(),
+        Err(ureq::Error::Transport(_))
+    ));
+    s.stop();
+    // Wrong version and a failing --version.
+    let knobs = tmp.path().join("v.json");
+    std::fs::write(&knobs, r#"{"wrong_version":"9.9.9","version_exit_code":3}"#).unwrap();
+    let out = greptime("1.2.0", Some(&knobs)).arg("-V").output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "GreptimeDB 9.9.9\n");
+    std::fs::write(&knobs, r#"{"no_such_knob":1}"#).unwrap();
+    let out = greptime("1.2.0", Some(&knobs)).arg("-V").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn serving_knobs_crash_hang_and_logs() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Crash after N requests (readiness probes count).
+    let mut s = start(
+        &tmp.path().join("crash"),
+        Opts {
+            knobs: Some(json!({"crash_after_requests": 3, "crash_exit_code": 42})),
+            ..Default::default()
+        },
+    );
+    s.ready();
+    let before = s.child.try_wait().unwrap();
+    assert!(before.is_none());
+    let _ = ureq::get(&s.url("/health")).call();
+    let _ = ureq::get(&s.url("/health")).call();
+    let _ = ureq::get(&s.url("/health")).call();
+    let st = s.wait_exit(Duration::from_secs(10)).expect("crashed");
+    assert_eq!(st.code(), Some(42));
+    assert!(s.logs().contains("panicked"));
+    // Crash after a time.
+    let mut s = start(
+        &tmp.path().join("crash-ms"),
+        Opts {
+            knobs: Some(json!({"crash_after_ms": 200})),
+            ..Default::default()
+        },
+    );
+    let st = s.wait_exit(Duration::from_secs(10)).expect("crashed");
+    assert_eq!(st.code(), Some(101));
+    // SIGTERM ignored: still alive, SIGKILL needed.
+    let mut s = start(
+        &tmp.path().join("hang"),
+        Opts {
+            knobs: Some(json!({
+                "ignore_sigterm": true,
+                "inject_logs": [
+                    {"level": "WARN", "message": "injected warning"},
+                    {"level": "ERROR", "message": "injected error"},
+                    {"level": "PANIC", "message": "injected panic"}
+                ]
+            })),
+            ..Default::default()
+        },
+    );
+    s.ready();
+    s.signal(Signal::SIGTERM);
+    assert!(s.wait_exit(Duration::from_millis(400)).is_none());
+    s.signal(Signal::SIGKILL);
+    assert!(s.wait_exit(Duration::from_secs(10)).is_some());
+    let logs = s.logs();
+    assert!(
+        logs.contains(" WARN testbed::injected: injected warning"),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("ERROR testbed::injected: injected error"),
+        "{logs}"
+    );
+    assert!(logs.contains("panicked at") && logs.contains("injected panic"));
+    let err_file = std::fs::read_dir(s.dir.join("logs"))
+        .unwrap()
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("greptimedb-err.")
+        })
+        .expect("error log file");
+    let text = std::fs::read_to_string(err_file.path()).unwrap();
+    assert!(text.contains("injected error") && !text.contains("HTTP server is bound"));
+}
+
+#[test]
+fn sql_and_write_knobs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = start(
+        tmp.path(),
+        Opts {
+            knobs: Some(json!({
+                "fail_sql": [{"contains": "compact_table", "code": 1003, "error": "compaction failed: disk full"}],
+                "fail_writes_after_rows": 10,
+                "drop_rows": 2,
+                "query_delay_ms": 150
+            })),
+            ..Default::default()
+        },
+    );
+    s.ready();
+    s.ok_sql(None, "CREATE DATABASE benchmark");
+    assert_eq!(s.write("benchmark", &cpu_lines(4, 3, 1_451_606_400)).0, 204);
+    assert_eq!(s.count("benchmark", "cpu"), 10);
+    let (code, body) = s.write("benchmark", &cpu_lines(1, 1, 1_451_700_000));
+    assert_eq!(code, 500, "{body}");
+    let (code, v) = s.sql(
+        Some("benchmark"),
+        "ADMIN compact_table('cpu', 'swcs', 'window=7200')",
+    );
+    assert_eq!(code, 500);
+    assert_eq!(v["code"], 1003);
+    assert_eq!(v["error"], "compaction failed: disk full");
+    let t = Instant::now();
+    s.ok_sql(
+        Some("benchmark"),
+        "SELECT max(usage_user) FROM cpu WHERE hostname = 'host_1'",
+    );
+    assert!(t.elapsed() >= Duration::from_millis(150));
+    s.stop();
+
+    // Compaction that completes later, and one that never does.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = start(
+        tmp.path(),
+        Opts {
+            knobs: Some(json!({"compaction_delay_ms": 300})),
+            ..Default::default()
+        },
+    );
+    s.ready();
+    s.ok_sql(None, "CREATE DATABASE benchmark");
+    s.write("benchmark", &cpu_lines(2, 10, 1_451_606_400));
+    s.ok_sql(Some("benchmark"), "ADMIN flush_table('cpu')");
+    s.write("benchmark", &cpu_lines(2, 10, 1_451_606_400 + 100));
+    s.ok_sql(Some("benchmark"), "ADMIN flush_table('cpu')");
+    s.ok_sql(
+        Some("benchmark"),
+        "ADMIN compact_table('cpu', 'swcs', 'window=7200')",
+    );
+    assert!(!s.logs().contains("Compacted SST files"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !s.logs().contains("Compacted SST files") {
+        assert!(Instant::now() < deadline, "{}", s.logs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.stop();
+
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = start(
+        tmp.path(),
+        Opts {
+            knobs: Some(json!({"compaction_never_completes": true})),
+            ..Default::default()
+        },
+    );
+    s.ready();
+    s.ok_sql(None, "CREATE DATABASE benchmark");
+    s.write("benchmark", &cpu_lines(2, 10, 1_451_606_400));
+    s.ok_sql(
+        Some("benchmark"),
+        "ADMIN compact_table('cpu', 'swcs', 'window=7200')",
+    );
+    let logs = s.stop();
+    assert!(!logs.contains("Compacted SST files") && !logs.contains("No files to compact"));
+}
+
+#[test]
+fn explain_analyze_and_tsbs_queries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = start(tmp.path(), Opts::default());
+    s.ready();
+    s.ok_sql(None, "CREATE DATABASE benchmark");
+    s.write("benchmark", &cpu_lines(3, 5, 1_451_606_400));
+    let q = "SELECT max(usage_user), date_trunc('minute', greptime_timestamp) from cpu where (hostname = 'host_1') and greptime_timestamp >= '2016-01-01T00:00:00Z' and greptime_timestamp < '2016-01-01T01:00:00Z' group by date_trunc('minute', greptime_timestamp)";
+    let v = s.ok_sql(Some("benchmark"), q);
+    let cols = &v["output"][0]["records"]["schema"]["column_schemas"];
+    assert_eq!(cols[0]["data_type"], "Int64");
+    assert_eq!(cols[0]["name"], "max(cpu.usage_user)");
+    assert_eq!(
+        cols[1]["name"],
+        "date_trunc(Utf8(\"minute\"),cpu.greptime_timestamp)"
+    );
+    assert_eq!(cols[1]["data_type"], "TimestampNanosecond");
+    let v = s.ok_sql(Some("benchmark"), &format!("EXPLAIN ANALYZE VERBOSE {q}"));
+    let rec = &v["output"][0]["records"];
+    let names: Vec<&str> = rec["schema"]["column_schemas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["stage", "node", "plan"]);
+    assert!(rec["rows"][1][2]
+        .as_str()
+        .unwrap()
+        .contains("output_rows: 15"));
+    let (code, v) = s.sql(
+        Some("benchmark"),
+        "EXPLAIN ANALYZE VERBOSE SELECT * FROM nope",
+    );
+    assert_eq!((code, v["code"].clone()), (400, json!(4001)));
+    // One query of each TSBS greptime shape (tsbs_generate_queries --format=greptime).
+    let window = "greptime_timestamp >= '2016-01-01T00:00:00Z' and greptime_timestamp < '2016-01-01T12:00:00Z'";
+    for q in [
+        format!("SELECT max(usage_user), max(usage_system), date_trunc('minute', greptime_timestamp) from cpu where (hostname = 'host_1' or hostname = 'host_2') and {window} group by date_trunc('minute', greptime_timestamp)"),
+        "SELECT max(usage_user), date_trunc('minute', greptime_timestamp) from cpu WHERE greptime_timestamp < '2016-01-01T01:00:00Z' group by date_trunc('minute', greptime_timestamp) order by date_trunc('minute', greptime_timestamp) desc limit 5".to_string(),
+        format!("SELECT avg(usage_user), avg(usage_system), date_trunc('hour', greptime_timestamp) from cpu where {window} group by date_trunc('hour', greptime_timestamp),hostname"),
+        format!("SELECT * from cpu where usage_user > 90.0 and (hostname = 'host_0') and {window}"),
+        format!("SELECT * from cpu where usage_user > 90.0  and {window}"),
+        "select last_value(hostname order by greptime_timestamp), last_value(region order by greptime_timestamp), last_value(usage_user order by greptime_timestamp) from cpu group by hostname".to_string(),
+    ] {
+        let v = s.ok_sql(Some("benchmark"), &q);
+        assert!(v["output"][0]["records"]["schema"]["column_schemas"].as_array().unwrap().len() >= 2, "{q}: {v}");
+        s.ok_sql(Some("benchmark"), &format!("EXPLAIN ANALYZE VERBOSE {q}"));
+    }
+    let v = s.ok_sql(
+        Some("benchmark"),
+        "SELECT * from cpu where usage_user > 90.0",
+    );
+    let names: Vec<&str> = v["output"][0]["records"]["schema"]["column_schemas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "hostname",
+            "region",
+            "greptime_timestamp",
+            "usage_user",
+            "usage_system"
+        ]
+    );
+    // A count it cannot compute is refused, never answered wrongly.
+    let (code, v) = s.sql(
+        Some("benchmark"),
+        "SELECT count(*) FROM cpu WHERE hostname = 'host_1'",
+    );
+    assert_eq!((code, v["code"].clone()), (400, json!(1001)));
+    let (code, v) = s.sql(
+        Some("benchmark"),
+        "SELECT max(usage_user) FROM cpu WHERE usage_nope > 90.0",
+    );
+    assert_eq!((code, v["code"].clone()), (400, json!(3000)));
+    s.stop();
+}
+
+#[test]
+fn auto_flush_and_wal_purge_keep_every_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let knobs = json!({"auto_flush_bytes": 2000, "wal_purge_threshold_bytes": 1});
+    let mut s = start(
+        tmp.path(),
+        Opts {
+            knobs: Some(knobs.clone()),
+            ..Default::default()
+        },
+    );
+    s.ready();
+    s.ok_sql(None, "CREATE DATABASE benchmark");
+    for i in 0..3 {
+        let (code, _) = s.write("benchmark", &cpu_lines(4, 10, 1_451_606_400 + i * 1000));
+        assert_eq!(code, 204);
+    }
+    assert_eq!(s.count("benchmark", "cpu"), 120);
+    let data = tmp.path().join("data");
+    assert_eq!(files_with_ext(&data, "parquet").len(), 3);
+    let wal = files_with_ext(&data.join("wal"), "raftlog");
+    assert_eq!(std::fs::metadata(&wal[0]).unwrap().len(), 0, "purged");
+    s.stop();
+    let mut s = start(
+        tmp.path(),
+        Opts {
+            knobs: Some(knobs),
+            ..Default::default()
+        },
+    );
+    s.ready();
+    assert_eq!(s.count("benchmark", "cpu"), 120);
+    // Writing the same rows again adds nothing.
+    assert_eq!(
+        s.write("benchmark", &cpu_lines(4, 10, 1_451_606_400)).0,
+        204
+    );
+    assert_eq!(s.count("benchmark", "cpu"), 120);
+    s.stop();
+}

@@ -1,0 +1,1001 @@
+//! `tsbsctl greptimedb ...`: latest resolution, installs (reuse, reinstall, corruption),
+//! workspaces (prepare, immutability, copy, list/inspect/verify/remove) against the release
+//! mirror and the `greptime` emulator. Shared helpers for `server.rs` live here too.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use testbed::mirror::{Fault, Mirror};
+use testbed::releases::greptime::{self as rel, GreptimeRelease, Variant};
+
+use tsbsctl::product::greptimedb::GreptimeDb;
+use tsbsctl::product::Product;
+
+use crate::util::*;
+
+pub const STABLE: &str = "1.1.4";
+pub const OLD: &str = "0.17.2";
+pub const BETA: &str = "1.2.0-beta.1";
+
+/// One test's world: a state root, a release mirror with GreptimeDB releases, a knob file.
+pub struct Gt {
+    pub env: TestEnv,
+    pub mirror: Mirror,
+    pub knobs: PathBuf,
+}
+
+impl Gt {
+    /// A mirror publishing [`OLD`], [`STABLE`] (GitHub's latest) and [`BETA`].
+    pub fn new() -> Gt {
+        let mut env = TestEnv::new();
+        let mirror = Mirror::start().expect("mirror");
+        let knobs = env.path().join("knobs.json");
+        for v in [OLD, STABLE, BETA] {
+            rel::publish(&mirror, &GreptimeRelease::new(v).with_knobs(&knobs));
+        }
+        rel::publish_latest(&mirror, &format!("v{STABLE}"), false, false);
+        for (k, v) in mirror.env() {
+            env.env(k, v);
+        }
+        Gt { env, mirror, knobs }
+    }
+
+    pub fn set_knobs(&self, v: Value) {
+        std::fs::write(&self.knobs, v.to_string()).unwrap();
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.env.run(args)
+    }
+
+    pub fn run_json(&self, args: &[&str]) -> Run {
+        self.env.run_json(args)
+    }
+
+    pub fn install_dir(&self, version: &str) -> PathBuf {
+        self.env
+            .root
+            .join("greptimedb/installations")
+            .join(version)
+            .join(host_platform())
+    }
+
+    pub fn ws_dir(&self, id: &str) -> PathBuf {
+        self.env.root.join("greptimedb/databases").join(id)
+    }
+
+    pub fn manifest(&self, id: &str) -> Value {
+        read_json(&self.ws_dir(id).join("manifest.json"))
+    }
+
+    /// Prepares workspace `id` on a free block of ports; returns its manifest.
+    pub fn prepare(&self, id: &str, version: &str) -> Value {
+        let port = free_port_block(4).to_string();
+        let r = self.run_json(&[
+            "greptimedb",
+            "prepare",
+            "--database-id",
+            id,
+            "--version",
+            version,
+            "--http-port",
+            &port,
+        ]);
+        r.ok();
+        r.json()["data"]["manifest"].clone()
+    }
+
+    /// Starts `tsbsctl greptimedb serve` in the background (short timeouts).
+    pub fn serve_bg(&self, id: &str, extra: &[&str]) -> Bg {
+        let mut args = vec!["greptimedb", "serve", "--database-id", id];
+        for (flag, default) in [("--startup-timeout", "20"), ("--stop-timeout", "2")] {
+            if !extra.contains(&flag) {
+                args.extend([flag, default]);
+            }
+        }
+        args.extend_from_slice(extra);
+        let out = self.env.path().join(format!("serve-{}.out", unique()));
+        let err = self.env.path().join(format!("serve-{}.err", unique()));
+        let mut c = self.env.cmd(&args);
+        c.stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
+            .stderr(Stdio::from(std::fs::File::create(&err).unwrap()));
+        let child = c.spawn().expect("spawn serve");
+        Bg {
+            child: Some(child),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            out,
+            err,
+        }
+    }
+
+    /// Serves `id` until ready, runs `f` against its endpoint, then stops it with Ctrl-C.
+    pub fn with_server<T>(&self, id: &str, f: impl FnOnce(&str) -> T) -> T {
+        let endpoint = endpoint_of(&self.manifest(id));
+        let mut bg = self.serve_bg(id, &[]);
+        bg.wait_ready(&endpoint);
+        let t = f(&endpoint);
+        bg.interrupt().code(130);
+        t
+    }
+}
+
+/// `linux-amd64`, ... as the state root spells it.
+pub fn host_platform() -> String {
+    rel::host_platform()
+}
+
+pub fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .unwrap()
+}
+
+pub fn endpoint_of(manifest: &Value) -> String {
+    format!("http://127.0.0.1:{}", manifest["ports"]["http"])
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::SeqCst)
+}
+
+/// A port P such that P..P+n are all free on 127.0.0.1 right now.
+pub fn free_port_block(n: u16) -> u16 {
+    for _ in 0..200 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = l.local_addr().unwrap().port();
+        if p > 65000 {
+            continue;
+        }
+        let rest: Vec<_> = (1..n)
+            .map(|i| TcpListener::bind(("127.0.0.1", p + i)))
+            .collect();
+        if rest.iter().all(|r| r.is_ok()) {
+            return p;
+        }
+    }
+    panic!("no free block of {n} ports");
+}
+
+/// A `tsbsctl` running in the background; killed on drop.
+pub struct Bg {
+    pub child: Option<Child>,
+    pub args: Vec<String>,
+    pub out: PathBuf,
+    pub err: PathBuf,
+}
+
+impl Bg {
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+
+    /// Waits (at most 30 s) until tsbsctl says the server is serving and it answers
+    /// `SHOW DATABASES`.
+    pub fn wait_ready(&mut self, endpoint: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if self.stderr().contains("press Ctrl-C to stop it")
+                && sql_status(endpoint, "SHOW DATABASES") == Some(200)
+            {
+                return;
+            }
+            if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("serve exited early ({st})\n{}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("server not ready within 30s\n{}", self.stderr());
+    }
+
+    /// Sends `sig` to tsbsctl.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: signalling the child we spawned.
+        unsafe { libc::kill(self.pid(), sig) };
+    }
+
+    /// Waits (at most 30 s) for tsbsctl to exit and returns what it did.
+    pub fn wait(&mut self) -> Run {
+        let mut child = self.child.take().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("tsbsctl did not exit within 30s\n{}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut out = String::new();
+        let _ = std::fs::File::open(&self.out).map(|mut f| f.read_to_string(&mut out));
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        let output = std::process::Output {
+            status,
+            stdout: out.into_bytes(),
+            stderr: self.stderr().into_bytes(),
+        };
+        Run::from_output(&args, output)
+    }
+
+    /// Ctrl-C, then wait.
+    pub fn interrupt(&mut self) -> Run {
+        self.signal(libc::SIGINT);
+        self.wait()
+    }
+}
+
+impl Drop for Bg {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn http() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+/// HTTP status of one `/v1/sql` statement, or None when nothing answers.
+pub fn sql_status(endpoint: &str, sql: &str) -> Option<u16> {
+    sql_status_in(endpoint, "public", sql)
+}
+
+/// HTTP status of one `/v1/sql` statement in database `db`.
+pub fn sql_status_in(endpoint: &str, db: &str, sql: &str) -> Option<u16> {
+    http()
+        .post(format!("{endpoint}/v1/sql"))
+        .form(&[("sql", sql), ("db", db)])
+        .send()
+        .ok()
+        .map(|r| r.status().as_u16())
+}
+
+/// Writes line protocol to `db`; asserts 204.
+pub fn write_lines(endpoint: &str, db: &str, lines: &str) {
+    let r = http()
+        .post(format!("{endpoint}/v1/influxdb/write?db={db}&precision=ns"))
+        .body(lines.to_string())
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204, "{}", r.text().unwrap_or_default());
+}
+
+/// True while a process with this pid exists and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only probes.
+    let exists = unsafe { libc::kill(pid as i32, 0) } == 0;
+    if !exists {
+        return false;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .trim_start()
+        .starts_with('Z')
+}
+
+/// Waits (at most `secs`) for `pid` to be gone.
+pub fn gone_within(pid: u32, secs: u64) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !alive(pid)
+}
+
+fn archive_requests(m: &Mirror) -> usize {
+    m.requests()
+        .iter()
+        .filter(|r| r.path.ends_with(".tar.gz"))
+        .count()
+}
+
+/// Every file under `dir` with its bytes.
+fn snapshot_all(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    all_files(dir)
+        .into_iter()
+        .map(|p| {
+            let b = std::fs::read(&p).unwrap_or_default();
+            (p, b)
+        })
+        .collect()
+}
+
+/// Every file under `dir` but lock files, with its bytes.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    all_files(dir)
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n != ".lock"))
+        .map(|p| {
+            let b = std::fs::read(&p).unwrap_or_default();
+            (p, b)
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn latest_stable_is_installed_and_recorded() {
+    let gt = Gt::new();
+    let r = gt.run_json(&["greptimedb", "install"]);
+    r.ok();
+    let m = &r.json()["data"]["manifest"];
+    assert_eq!(m["version"], STABLE);
+    assert_eq!(m["version_source"], "github-latest-stable");
+    assert!(m["version_output"].as_str().unwrap().contains(STABLE));
+    assert_eq!(m["binary"], "greptime");
+    for k in ["archive_sha256", "binary_sha256", "tree_digest"] {
+        assert_eq!(m[k].as_str().unwrap().len(), 64, "{k}");
+    }
+    assert!(m["source_url"].as_str().unwrap().ends_with(&format!(
+        "/v{STABLE}/greptime-{}-v{STABLE}.tar.gz",
+        host_platform()
+    )));
+    let on_disk = read_json(&gt.install_dir(STABLE).join("manifest.json"));
+    assert_eq!(on_disk["binary_sha256"], m["binary_sha256"]);
+    assert!(gt.install_dir(STABLE).join("greptime").is_file());
+    // The GitHub API was asked exactly once; never a guess.
+    let api: Vec<_> = gt
+        .mirror
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains("/releases/latest"))
+        .collect();
+    assert_eq!(api.len(), 1);
+    assert_eq!(api[0].header("accept"), Some("application/vnd.github+json"));
+}
+
+#[test]
+fn latest_prerelease_and_rate_limit_are_refused() {
+    let gt = Gt::new();
+    let latest = rel::latest_path();
+    rel::publish_latest(&gt.mirror, &format!("v{BETA}"), false, true);
+    gt.run(&["greptimedb", "install"])
+        .code(1)
+        .says("prerelease")
+        .says(&format!("--version {BETA}"));
+    assert!(
+        !gt.env.root.join("greptimedb/installations").exists()
+            || all_files(&gt.env.root.join("greptimedb/installations"))
+                .iter()
+                .all(|p| !p.ends_with("greptime"))
+    );
+
+    gt.mirror.fault(&latest, Fault::RateLimited);
+    gt.run(&["greptimedb", "install"])
+        .code(1)
+        .says("GITHUB_TOKEN")
+        .says("--version");
+    // An explicit version needs no API call and works while GitHub refuses.
+    gt.run(&["greptimedb", "install", "--version", &format!("v{STABLE}")])
+        .ok();
+    // A prerelease is installed when named.
+    let r = gt.run_json(&["greptimedb", "install", "--version", BETA]);
+    r.ok();
+    assert_eq!(r.json()["data"]["manifest"]["version_source"], "explicit");
+}
+
+#[test]
+fn bad_versions_are_invalid_input_and_change_nothing() {
+    let gt = Gt::new();
+    for v in ["1.2", "latest", "vv1.1.4", "01.1.4"] {
+        gt.run(&["greptimedb", "install", "--version", v]).code(2);
+    }
+    assert!(!gt.env.root.join("greptimedb").exists());
+    assert!(gt.mirror.requests().is_empty());
+}
+
+#[test]
+fn install_is_reused_without_download_and_reinstall_replaces_it() {
+    let gt = Gt::new();
+    gt.run(&["greptimedb", "install", "--version", STABLE]).ok();
+    let first = read_json(&gt.install_dir(STABLE).join("manifest.json"));
+    assert_eq!(archive_requests(&gt.mirror), 1);
+
+    let r = gt.run_json(&["greptimedb", "install", "--version", STABLE]);
+    r.ok();
+    assert_eq!(r.json()["data"]["reused"], true);
+    assert_eq!(archive_requests(&gt.mirror), 1, "reuse must not download");
+    let before = gt.mirror.requests().len();
+
+    let r = gt.run_json(&["greptimedb", "install", "--version", STABLE, "--reinstall"]);
+    r.ok();
+    let d = &r.json()["data"];
+    assert_eq!(d["reused"], false);
+    assert_eq!(d["replaced"], true);
+    let second = read_json(&gt.install_dir(STABLE).join("manifest.json"));
+    assert_ne!(first["installed_at"], second["installed_at"]);
+    assert_eq!(first["binary_sha256"], second["binary_sha256"]);
+    // The verified archive in the download cache is reused; the checksum is fetched again.
+    assert!(gt.mirror.requests().len() > before);
+    // No staging or aside leftovers.
+    let version_dir = gt.install_dir(STABLE).parent().unwrap().to_path_buf();
+    let names: Vec<String> = std::fs::read_dir(&version_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec![host_platform()]);
+}
+
+#[test]
+fn interrupted_reinstall_leftovers_are_repaired() {
+    let gt = Gt::new();
+    gt.run(&["greptimedb", "install", "--version", STABLE]).ok();
+    let target = gt.install_dir(STABLE);
+    let parent = target.parent().unwrap();
+    // A crash between "old tree moved aside" and "new tree renamed in" (non-exchange path).
+    let aside = parent.join(format!(".{}.old-999999999-1", host_platform()));
+    std::fs::rename(&target, &aside).unwrap();
+    // And a dead process's staging directory.
+    let staging = parent.join(format!(".{}.install-999999999-2", host_platform()));
+    std::fs::create_dir_all(staging.join("tree")).unwrap();
+
+    let r = gt.run_json(&["greptimedb", "install", "--version", STABLE]);
+    r.ok().says("restoring");
+    assert_eq!(r.json()["data"]["reused"], true);
+    assert!(target.join("greptime").is_file());
+    assert!(!aside.exists() && !staging.exists());
+    assert_eq!(archive_requests(&gt.mirror), 1);
+}
+
+#[test]
+fn corrupt_installation_is_found_by_verify_and_repaired_by_reinstall() {
+    let gt = Gt::new();
+    gt.prepare("w1", STABLE);
+    gt.run(&["greptimedb", "verify", "--database-id", "w1"])
+        .ok();
+
+    // A new file in the tree: only the tree digest notices.
+    std::fs::write(gt.install_dir(STABLE).join("README.extra"), "x").unwrap();
+    gt.run(&["greptimedb", "verify", "--database-id", "w1"])
+        .code(4)
+        .says("changed since it was installed")
+        .says(&format!(
+            "greptimedb install --version {STABLE} --reinstall"
+        ));
+    gt.run(&["greptimedb", "install", "--version", STABLE])
+        .code(4);
+    gt.run(&["greptimedb", "install", "--version", STABLE, "--reinstall"])
+        .ok();
+    gt.run(&["greptimedb", "verify", "--database-id", "w1"])
+        .ok();
+
+    // The binary itself changed.
+    let bin = gt.install_dir(STABLE).join("greptime");
+    let mut bytes = std::fs::read(&bin).unwrap();
+    bytes.extend_from_slice(b"\n# tampered\n");
+    std::fs::write(&bin, bytes).unwrap();
+    gt.run(&["greptimedb", "verify", "--database-id", "w1"])
+        .code(4)
+        .says("--reinstall");
+    gt.run(&["greptimedb", "serve", "--database-id", "w1"])
+        .code(4)
+        .says("verify");
+}
+
+#[test]
+fn wrong_version_output_fails_the_install_and_publishes_nothing() {
+    let gt = Gt::new();
+    gt.set_knobs(json!({"wrong_version": "9.9.9"}));
+    gt.run(&["greptimedb", "install", "--version", STABLE])
+        .code(4)
+        .says("does not report");
+    assert!(!gt.install_dir(STABLE).exists());
+}
+
+#[test]
+fn prepare_binds_and_reuses_and_refuses_changes() {
+    let gt = Gt::new();
+    gt.run(&["greptimedb", "install", "--version", STABLE]).ok();
+    gt.run(&["greptimedb", "install", "--version", OLD]).ok();
+    let port = free_port_block(4);
+    let ps = port.to_string();
+    let r = gt.run_json(&[
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "w1",
+        "--version",
+        STABLE,
+        "--http-port",
+        &ps,
+    ]);
+    r.ok();
+    let m = r.json()["data"]["manifest"].clone();
+    assert_eq!(m["version"], STABLE);
+    assert_eq!(m["database"], "benchmark");
+    assert_eq!(m["binding"], Value::Null);
+    assert_eq!(m["ports"]["http"], port);
+    assert_eq!(m["ports"]["grpc"], port + 1);
+    let ws = gt.ws_dir("w1");
+    assert!(ws.join("data").is_dir() && ws.join("logs").is_dir());
+    let cfg = std::fs::read_to_string(ws.join("config.toml")).unwrap();
+    assert!(
+        cfg.contains(&format!("addr = \"127.0.0.1:{port}\"")),
+        "{cfg}"
+    );
+    assert!(cfg.contains(&format!("data_home = \"{}\"", ws.join("data").display())));
+
+    // Reuse: same or no flags.
+    let r = gt.run_json(&["greptimedb", "prepare", "--database-id", "w1"]);
+    r.ok();
+    assert_eq!(r.json()["data"]["reused"], true);
+
+    let before = snapshot(&ws);
+    for (args, needle) in [
+        (vec!["--version", OLD], "copy --source-database-id w1"),
+        (vec!["--database", "other"], "new one"),
+        (vec!["--http-port", "4999"], "ports"),
+    ] {
+        let mut a = vec!["greptimedb", "prepare", "--database-id", "w1"];
+        a.extend(args);
+        gt.run(&a).code(2).says(needle);
+        assert_eq!(snapshot(&ws), before, "prepare changed the workspace");
+    }
+
+    // Bad input creates nothing.
+    for bad in ["-a", "a/b", ".x", &"a".repeat(65)] {
+        gt.run(&["greptimedb", "prepare", "--database-id", bad])
+            .code(2);
+    }
+    gt.run(&[
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "w2",
+        "--database",
+        "a-b",
+    ])
+    .code(2);
+    assert!(!gt.ws_dir("w2").exists());
+
+    // A directory with foreign content and no manifest is not adopted.
+    std::fs::create_dir_all(gt.ws_dir("w3")).unwrap();
+    std::fs::write(gt.ws_dir("w3").join("notes.txt"), "mine").unwrap();
+    gt.run(&["greptimedb", "prepare", "--database-id", "w3"])
+        .code(2)
+        .says("not adopted");
+    assert!(!gt.ws_dir("w3").join("manifest.json").exists());
+
+    // Without --version a new workspace takes the newest installed version, offline.
+    gt.mirror.fault(&rel::latest_path(), Fault::Status(500));
+    let p4 = free_port_block(4).to_string();
+    let r = gt.run_json(&[
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "w4",
+        "--http-port",
+        &p4,
+    ]);
+    r.ok();
+    let m4 = &r.json()["data"]["manifest"];
+    assert_eq!(m4["version"], STABLE);
+    assert_eq!(m4["version_source"], "newest-installed");
+}
+
+#[test]
+fn prepare_without_anything_installed_installs_the_latest() {
+    let gt = Gt::new();
+    let p = free_port_block(4).to_string();
+    let r = gt.run_json(&[
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "fresh",
+        "--http-port",
+        &p,
+    ]);
+    r.ok();
+    let d = r.json()["data"].clone();
+    assert_eq!(d["manifest"]["version"], STABLE);
+    assert_eq!(d["manifest"]["version_source"], "github-latest-stable");
+    assert_eq!(d["installed"], true);
+    assert!(gt.install_dir(STABLE).join("manifest.json").is_file());
+}
+
+#[test]
+fn list_inspect_verify_remove() {
+    let gt = Gt::new();
+    gt.prepare("a1", STABLE);
+    gt.prepare("b1", STABLE);
+    std::fs::remove_dir_all(gt.ws_dir("b1").join("data")).unwrap();
+
+    let r = gt.run_json(&["greptimedb", "list"]);
+    r.ok();
+    let ws = r.json()["data"]["workspaces"].clone();
+    assert_eq!(ws.as_array().unwrap().len(), 2);
+    assert_eq!(ws[0]["database_id"], "a1");
+    assert_eq!(ws[0]["state"], "ok");
+    assert_eq!(ws[1]["state"], "broken");
+    assert!(ws[1]["problems"][0]["problem"]
+        .as_str()
+        .unwrap()
+        .contains("data/"));
+
+    // A hand-edited config is reported by inspect and refused by verify.
+    let cfg = gt.ws_dir("a1").join("config.toml");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str("\n# edited\n");
+    std::fs::write(&cfg, &text).unwrap();
+    let r = gt.run_json(&["greptimedb", "inspect", "--database-id", "a1"]);
+    r.ok();
+    assert_eq!(r.json()["data"]["state"], "broken");
+    gt.run(&["greptimedb", "verify", "--database-id", "a1"])
+        .code(4)
+        .says("changed by hand");
+    // Deleting it and preparing again regenerates it.
+    std::fs::remove_file(&cfg).unwrap();
+    gt.run(&["greptimedb", "prepare", "--database-id", "a1"])
+        .ok();
+    gt.run(&["greptimedb", "verify", "--database-id", "a1"])
+        .ok();
+
+    gt.run(&["greptimedb", "inspect", "--database-id", "nope"])
+        .code(2);
+    gt.run(&[
+        "greptimedb",
+        "remove",
+        "--database-id",
+        "a1",
+        "--confirm",
+        "b1",
+    ])
+    .code(2)
+    .says("--confirm a1");
+    assert!(gt.ws_dir("a1").exists());
+    gt.run(&[
+        "greptimedb",
+        "remove",
+        "--database-id",
+        "a1",
+        "--confirm",
+        "a1",
+    ])
+    .ok();
+    assert!(!gt.ws_dir("a1").exists());
+    let left: Vec<_> = std::fs::read_dir(gt.env.root.join("greptimedb/databases"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["b1".to_string()]);
+}
+
+#[test]
+fn copy_is_independent_verified_and_records_provenance() {
+    let gt = Gt::new();
+    gt.prepare("src", STABLE);
+    gt.run(&["greptimedb", "install", "--version", OLD]).ok();
+    let lines: String = (0..50)
+        .map(|i| {
+            format!(
+                "cpu,hostname=host_{} usage_user={i} {}\n",
+                i % 5,
+                1686441600000000000u64 + i * 10_000_000_000
+            )
+        })
+        .collect();
+    gt.with_server("src", |ep| {
+        // The product's admin hooks against the emulator.
+        let g = GreptimeDb;
+        g.create_database(ep, "benchmark").unwrap();
+        g.create_database(ep, "scratch").unwrap();
+        assert!(g.create_database(ep, "scratch").is_err());
+        let dbs = g.list_databases(ep).unwrap();
+        assert!(
+            dbs.contains(&"benchmark".to_string()) && dbs.contains(&"scratch".to_string()),
+            "{dbs:?}"
+        );
+        g.drop_database(ep, "scratch").unwrap();
+        assert!(!g
+            .list_databases(ep)
+            .unwrap()
+            .contains(&"scratch".to_string()));
+        write_lines(ep, "benchmark", &lines);
+        assert_eq!(
+            sql_status_in(ep, "benchmark", "ADMIN flush_table('cpu')"),
+            Some(200)
+        );
+    });
+    let src_data = gt.ws_dir("src").join("data");
+    let src_before = snapshot_all(&src_data);
+    assert!(!src_before.is_empty());
+
+    // Refusals first: same id, existing destination, version not installed.
+    gt.run(&[
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        "src",
+        "--database-id",
+        "src",
+        "--version",
+        OLD,
+    ])
+    .code(2);
+    gt.run(&[
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        "src",
+        "--database-id",
+        "dst",
+        "--version",
+        BETA,
+    ])
+    .code(2)
+    .says("install --version");
+    std::fs::create_dir_all(gt.ws_dir("dst")).unwrap();
+    gt.run(&[
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        "src",
+        "--database-id",
+        "dst",
+        "--version",
+        OLD,
+    ])
+    .code(2)
+    .says("already exists");
+    std::fs::remove_dir(gt.ws_dir("dst")).unwrap();
+
+    let port = free_port_block(4).to_string();
+    let r = gt.run_json(&[
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        "src",
+        "--database-id",
+        "dst",
+        "--version",
+        OLD,
+        "--http-port",
+        &port,
+    ]);
+    r.ok();
+    let m = gt.manifest("dst");
+    assert_eq!(m["version"], OLD);
+    assert_eq!(m["database"], "benchmark");
+    let c = &m["copied_from"];
+    assert_eq!(c["database_id"], "src");
+    assert_eq!(c["version"], STABLE);
+    assert_eq!(c["method"], "full");
+    assert_eq!(c["files"].as_u64().unwrap() as usize, src_before.len());
+    let bytes: usize = src_before.iter().map(|(_, b)| b.len()).sum();
+    assert_eq!(c["bytes"].as_u64().unwrap() as usize, bytes);
+    assert_eq!(c["content_sha256"].as_str().unwrap().len(), 64);
+    assert!(all_files(&gt.ws_dir("dst").join("logs")).is_empty());
+
+    // Independent: different inodes, and writing to the copy leaves the source unchanged.
+    use std::os::unix::fs::MetadataExt;
+    let (p0, _) = &src_before[0];
+    let rel = p0.strip_prefix(&src_data).unwrap();
+    let a = std::fs::metadata(p0).unwrap();
+    let b = std::fs::metadata(gt.ws_dir("dst").join("data").join(rel)).unwrap();
+    assert_ne!(a.ino(), b.ino());
+    gt.with_server("dst", |ep| {
+        assert_eq!(
+            tsbsctl::product::Product::count_rows(
+                &tsbsctl::product::greptimedb::GreptimeDb,
+                ep,
+                "benchmark",
+                "cpu"
+            )
+            .unwrap(),
+            50
+        );
+        write_lines(
+            ep,
+            "benchmark",
+            "cpu,hostname=host_9 usage_user=1 1686441600000000001\n",
+        );
+    });
+    assert_eq!(snapshot_all(&src_data), src_before);
+    assert!(!gt
+        .env
+        .root
+        .join("greptimedb/databases")
+        .read_dir()
+        .unwrap()
+        .any(|e| e.unwrap().file_name().to_string_lossy().starts_with('.')));
+}
+
+#[test]
+fn copy_refuses_links_in_data_and_publishes_nothing() {
+    let gt = Gt::new();
+    gt.prepare("src", STABLE);
+    let data = gt.ws_dir("src").join("data");
+    std::fs::write(data.join("f"), "x").unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", data.join("link")).unwrap();
+    gt.run(&[
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        "src",
+        "--database-id",
+        "dst",
+        "--version",
+        STABLE,
+    ])
+    .code(4)
+    .says("symbolic link");
+    assert!(!gt.ws_dir("dst").exists());
+    let hidden = gt
+        .env
+        .root
+        .join("greptimedb/databases")
+        .read_dir()
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.')
+        })
+        .count();
+    assert_eq!(hidden, 0);
+}
+
+#[test]
+fn concurrent_installs_of_one_version_download_once() {
+    let gt = Gt::new();
+    let archive = rel::archive_path(STABLE, &host_platform());
+    // Slow enough that the second command starts while the first downloads.
+    gt.mirror
+        .fault(&archive, Fault::Slow { bytes_per_sec: 150 });
+    let args = ["greptimedb", "install", "--version", STABLE, "--json"];
+    let spawn = || {
+        let mut c = gt.env.cmd(&args);
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let a = spawn();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while archive_requests(&gt.mirror) == 0 {
+        assert!(Instant::now() < deadline, "first install never downloaded");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let b = spawn();
+    let runs: Vec<Run> = [a, b]
+        .into_iter()
+        .map(|c| Run::from_output(&args, c.wait_with_output().unwrap()))
+        .collect();
+    // The second waited for the first's install lock, then reused its result.
+    runs[1].says("waiting up to");
+    for r in &runs {
+        r.ok();
+    }
+    let reused: Vec<bool> = runs
+        .iter()
+        .map(|r| r.json()["data"]["reused"].as_bool().unwrap())
+        .collect();
+    assert_eq!(reused.iter().filter(|r| **r).count(), 1, "{reused:?}");
+    assert_eq!(archive_requests(&gt.mirror), 1);
+    assert!(gt.install_dir(STABLE).join("greptime").is_file());
+}
+
+#[test]
+fn bad_archives_are_refused_and_nothing_is_installed() {
+    let gt = Gt::new();
+    for (variant, code, needle) in [
+        (Variant::WrongChecksum, 4, "sha256"),
+        (Variant::MissingChecksum, 1, "sha256sum"),
+        (Variant::ExtraTopLevelEntry, 4, "README.md"),
+        (Variant::SymlinkEscape, 4, ""),
+        (Variant::MissingBinary, 4, "no greptime binary"),
+    ] {
+        rel::publish(
+            &gt.mirror,
+            &GreptimeRelease::new(STABLE)
+                .with_knobs(&gt.knobs)
+                .with_variant(variant),
+        );
+        let r = gt.run(&["greptimedb", "install", "--version", STABLE]);
+        assert_eq!(r.code, code, "{variant:?}\n{}", r.describe());
+        r.says(needle);
+        // Nothing half-made is left: not even the version directory.
+        assert!(
+            !gt.install_dir(STABLE).parent().unwrap().exists(),
+            "{variant:?}\n{}",
+            r.describe()
+        );
+    }
+    // Upper-case hex (as Windows builds write it) is still the right digest.
+    rel::publish(
+        &gt.mirror,
+        &GreptimeRelease::new(STABLE)
+            .with_knobs(&gt.knobs)
+            .with_variant(Variant::UppercaseChecksum),
+    );
+    gt.run(&["greptimedb", "install", "--version", STABLE]).ok();
+    // A hard link inside the distribution is harmless and kept (the archive module refuses only
+    // links that leave the tree).
+    rel::publish(
+        &gt.mirror,
+        &GreptimeRelease::new(STABLE)
+            .with_knobs(&gt.knobs)
+            .with_variant(Variant::HardLink),
+    );
+    gt.run(&["greptimedb", "install", "--version", STABLE, "--reinstall"])
+        .ok();
+    assert!(gt.install_dir(STABLE).join("greptime-link").is_file());
+}
+
+#[test]
+fn reinstall_killed_midway_keeps_the_old_installation() {
+    let gt = Gt::new();
+    gt.prepare("w1", STABLE);
+    let before = read_json(&gt.install_dir(STABLE).join("manifest.json"));
+    let sums = rel::checksum_path(STABLE, &host_platform());
+    gt.mirror.fault(&sums, Fault::Slow { bytes_per_sec: 4 });
+    let mut c = gt
+        .env
+        .cmd(&["greptimedb", "install", "--version", STABLE, "--reinstall"]);
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !gt.mirror.requests().iter().any(|r| r.path == sums) {
+        assert!(
+            Instant::now() < deadline,
+            "reinstall never fetched the checksum"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    gt.mirror.clear_faults();
+    assert_eq!(
+        read_json(&gt.install_dir(STABLE).join("manifest.json")),
+        before
+    );
+    gt.run(&["greptimedb", "verify", "--database-id", "w1"])
+        .ok();
+    gt.run(&["greptimedb", "install", "--version", STABLE, "--reinstall"])
+        .ok();
+    gt.run(&["greptimedb", "verify", "--database-id", "w1"])
+        .ok();
+}
+
+#[test]
+fn leftovers_of_interrupted_copies_and_removals_are_swept() {
+    let gt = Gt::new();
+    gt.prepare("w1", STABLE);
+    let base = gt.env.root.join("greptimedb/databases");
+    let dead_copy = base.join(".w9.copy-999999999-1");
+    let dead_remove = base.join(".w8.removing-999999999-2");
+    let live = base.join(format!(".w7.copy-{}-3", std::process::id()));
+    for d in [&dead_copy, &dead_remove, &live] {
+        std::fs::create_dir_all(d.join("data")).unwrap();
+    }
+    let r = gt.run(&["greptimedb", "prepare", "--database-id", "w1"]);
+    r.ok().says("interrupted copy");
+    assert!(!dead_copy.exists() && !dead_remove.exists());
+    assert!(live.exists(), "a live process's staging must stay");
+    // `list` never shows staging directories.
+    let r = gt.run_json(&["greptimedb", "list"]);
+    assert_eq!(r.json()["data"]["workspaces"].as_array().unwrap().len(), 1);
+}
