@@ -810,6 +810,9 @@ impl Bench<'_> {
             self.stop_server()?;
             self.footprint("after-load")?;
             self.target.set_binding(binding, &self.run)?;
+            // Later phases of this run see the data as just loaded.
+            self.run.manifest.data_state = self.target.data_state();
+            self.run.save()?;
         }
         Ok(())
     }

@@ -230,6 +230,7 @@ fn smoke_all_then_reuse_then_query_only() {
         assert!(dir.join(q["results_file"].as_str().unwrap()).is_file());
     }
     assert_eq!(s["failures"], json!([]));
+    assert_eq!(s["data_state"]["label"], "as loaded");
     // Two server sessions (load, then queries), both stopped normally.
     let att = s["server_diagnostics"]["attempts"].as_array().unwrap();
     assert_eq!(att.len(), 2);
