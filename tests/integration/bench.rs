@@ -243,6 +243,17 @@ fn smoke_all_then_reuse_then_query_only() {
     assert_eq!(m["flags"]["database_id"], "g1");
     assert!(m["environment"]["binaries"]["tsbs_load_greptime"]["sha256"].is_string());
     assert!(m["server"]["config"].as_str().unwrap().contains("[http]"));
+    assert_eq!(
+        m["server"]["installation"]["archive_sha256"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
+    assert!(m["server"]["installation"]["source_url"]
+        .as_str()
+        .unwrap()
+        .ends_with(".tar.gz"));
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(
         md.contains("## Ingestion") && md.contains("## Queries") && md.contains("lastpoint"),
@@ -923,6 +934,9 @@ fn managed_influxdb3_core_all_and_reuse() {
         "3",
         "--stop-timeout",
         "10",
+        // A compressed dataset: tsbsctl streams it, decompressed, to the loader's stdin.
+        "--compression",
+        "gzip",
     ];
     args.extend(tiny());
     for t in TYPES {
@@ -953,11 +967,13 @@ fn managed_influxdb3_core_all_and_reuse() {
     }
     let load_log =
         std::fs::read_to_string(dir.join(s["ingestion"]["log"].as_str().unwrap())).unwrap();
-    assert!(load_log
-        .lines()
-        .next()
-        .unwrap()
-        .contains("--no-sync=false --accept-partial=false"));
+    let first = load_log.lines().next().unwrap();
+    assert!(first.contains("--no-sync=false --accept-partial=false"));
+    assert!(
+        !first.contains("--file="),
+        "gzip data goes through stdin: {first}"
+    );
+    assert_eq!(s["dataset"]["compression"], "gzip");
     let ws = read_json(
         &w.gt
             .env
