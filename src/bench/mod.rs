@@ -347,6 +347,8 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         "no_sync": (kind == ProductKind::Influx3).then_some(req.no_sync),
         "accept_partial": (kind == ProductKind::Influx3).then_some(req.accept_partial),
     });
+    // Without built TSBS tools nothing can run: say so before a run directory exists.
+    TsbsEnv::load(&ctx.root, None)?;
     let run = RunDir::create(
         &root,
         NewRun {

@@ -1124,3 +1124,120 @@ fn quickstart_runs_once_then_only_queries_and_fails_fast_offline() {
         .says("TSBSCTL_TSBS_REPO");
     assert!(t.elapsed() < Duration::from_secs(30));
 }
+
+#[test]
+fn refusals_before_anything_is_written() {
+    let w = Gt::new();
+    // No workspace: exit 2 with the prepare command.
+    w.run(&["bench", "greptimedb", "all", "--database-id", "nope"])
+        .code(2)
+        .says("greptimedb prepare --database-id nope");
+    // Both or neither target.
+    w.run(&["bench", "greptimedb", "all"])
+        .code(2)
+        .says("--database-id");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "a",
+        "--url",
+        "http://127.0.0.1:1",
+    ])
+    .code(2);
+    w.run(&["bench", "greptimedb", "query", "--url", "ftp://x"])
+        .code(2)
+        .says("HTTP");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "compact",
+        "--url",
+        "http://127.0.0.1:1",
+    ])
+    .code(2)
+    .says("managed workspace");
+    w.run(&[
+        "bench",
+        "influxdb3",
+        "all",
+        "--url",
+        "http://127.0.0.1:1",
+        "--database-mode",
+        "create",
+    ])
+    .code(2)
+    .says("--edition");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "a",
+        "--database-mode",
+        "reset",
+    ])
+    .code(2);
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "a",
+        "--load-workers",
+        "0",
+    ])
+    .code(2)
+    .says("must be positive");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "a",
+        "--query-count",
+        "nope=3",
+    ])
+    .code(2);
+    // Nothing was written for any of them.
+    assert!(!w.env.root.join("greptimedb/runs").exists());
+    assert!(!w.env.root.join("datasets").exists());
+    // A prepared workspace but no TSBS build: a failure naming `env prepare`, still no run.
+    w.prepare("g1", STABLE);
+    w.run(&["bench", "greptimedb", "all", "--database-id", "g1"])
+        .code(1)
+        .says("tsbsctl env prepare");
+    assert!(!w.env.root.join("greptimedb/runs").exists());
+    // A manual hold keeps the benchmark out (exit 3, naming the reason) unless its token is given.
+    let hold = w.run_json(&["workspace", "lock", "g1", "--reason", "tuning by hand"]);
+    hold.ok();
+    let token = hold.json()["data"]["token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", hold.describe()))
+        .to_string();
+    w.run(&["bench", "greptimedb", "all", "--database-id", "g1"])
+        .code(3)
+        .says("tuning by hand");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "g1",
+        "--hold-token",
+        &token,
+    ])
+    .code(1)
+    .says("tsbsctl env prepare");
+    let runs = w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "g1",
+        "--hold-token",
+        &token,
+    ]);
+    assert_no_secret(&w.env.root, &token, &[&runs]);
+}
