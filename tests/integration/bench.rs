@@ -1241,3 +1241,73 @@ fn refusals_before_anything_is_written() {
     ]);
     assert_no_secret(&w.env.root, &token, &[&runs]);
 }
+
+#[test]
+fn old_greptimedb_gets_a_bare_window_and_a_server_panic_fails_the_run() {
+    let w = world();
+    let old = crate::greptimedb::OLD;
+    w.gt.prepare("old", old);
+    let mut args = vec![
+        "bench",
+        "greptimedb",
+        "load",
+        "--database-id",
+        "old",
+        "--stop-timeout",
+        "5",
+    ];
+    args.extend(tiny());
+    w.run(&args).ok();
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "compact",
+        "--database-id",
+        "old",
+        "--confirm-timeout",
+        "20",
+        "--json",
+    ]);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(
+        s["compaction"]["compact"]["sql"],
+        "ADMIN COMPACT_TABLE('cpu', 'swcs', '7200')"
+    );
+    assert_eq!(s["status"], "completed");
+    // A panic in the server log while the queries ran: the run fails and names the log.
+    w.gt.set_knobs(json!({"inject_logs": [{"level": "PANIC", "message": "index out of bounds"}]}));
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "old",
+        "--query-type",
+        "lastpoint",
+        "--queries",
+        "3",
+        "--stop-timeout",
+        "5",
+        "--json",
+    ]);
+    r.code(1).says("panic");
+    let s = summary(&run_dir(&r));
+    let f = s["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["stage"] == "server")
+        .unwrap()
+        .clone();
+    assert!(
+        f["log"].as_str().unwrap().starts_with("logs/server-"),
+        "{f}"
+    );
+    assert_eq!(s["server_diagnostics"]["panic_count"], 1);
+    assert!(s["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|q| q["status"] == "completed"));
+}
