@@ -799,8 +799,16 @@ impl Bench<'_> {
                             Some(reason.clone()),
                             Some(json!({"failure": f})),
                         )?;
-                        return Err(Error::failed(format!("load failed: {reason}"))
-                            .with_hint(format!("see {}", log.display())));
+                        let hint = if f.kind == tsbs::FailureKind::DatabaseExists {
+                            format!(
+                                "the SQL database already exists (an earlier, unfinished load?); load with --database-mode reset --confirm-reset {} to replace it; see {}",
+                                self.target.database(),
+                                log.display()
+                            )
+                        } else {
+                            format!("see {}", log.display())
+                        };
+                        return Err(Error::failed(format!("load failed: {reason}")).with_hint(hint));
                     }
                 }
             }

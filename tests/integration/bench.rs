@@ -395,8 +395,14 @@ fn reset_needs_confirmation_and_a_failed_reset_leaves_no_binding() {
         .unwrap()
         .starts_with("logs/load-"));
     assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
-    // Retrying the reset with a working loader binds the new dataset.
+    // A plain load now meets the partial database: refused by the loader, with the way out.
     w.tool_knobs("tsbs_load_greptime", json!({}));
+    w.bench("load", &other)
+        .code(1)
+        .says("exists")
+        .says("--database-mode reset --confirm-reset benchmark");
+    assert!(w.ws()["binding"].is_null());
+    // Retrying the reset with a working loader binds the new dataset.
     w.bench(
         "load",
         &[
