@@ -1054,3 +1054,55 @@ fn cli_generate_uses_the_prepared_environment_then_reuses() {
     .says("previously generated data is untouched");
     env.run(&["data", "verify", "--dataset-id", "small"]).ok();
 }
+
+#[test]
+fn a_killed_generate_publishes_nothing_and_the_next_run_cleans_up() {
+    let mut env = TestEnv::new();
+    let (knobs, _mirror) = prepare_env(&mut env);
+    set_knob_section(&knobs, "tsbs_generate_data", json!({"delay_ms": 5_000}));
+    let args = [
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--profile",
+        "smoke",
+        "--scale",
+        "2",
+        "--end",
+        "2023-06-11T00:10:00Z",
+        "--dataset-id",
+        "killed",
+    ];
+    let mut child = env
+        .cmd(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = env.root.join("datasets/killed/formats/influx");
+    let staged = || -> Vec<String> {
+        fs::read_dir(&dir)
+            .map(|rd| {
+                rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(".data.") || n.starts_with(".work."))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let t0 = std::time::Instant::now();
+    while staged().len() < 2 && t0.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(staged().len(), 2, "the generation never started");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(!dir.join("data").exists());
+    assert!(!dir.join("manifest.json").exists());
+
+    set_knob_section(&knobs, "tsbs_generate_data", json!({}));
+    let r = env.run_json(&args);
+    r.ok();
+    assert_eq!(r.json()["data"]["rows"], 120);
+    assert!(staged().is_empty(), "leftovers: {:?}", staged());
+}
