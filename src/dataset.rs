@@ -1811,6 +1811,48 @@ mod tests {
         assert_eq!(m.expected_rows().unwrap(), Some((103_680_000, 10)));
     }
 
+    /// Both write paths (page cache and `O_DIRECT` with an unaligned tail) store exactly the
+    /// generator's bytes, with the right digest and row count.
+    #[test]
+    fn stream_paths_store_the_exact_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        // 3 MiB + a bit: several full buffers and an unaligned tail.
+        let line = "cpu,hostname=host_0 usage_user=1i 1686441600000000000\n";
+        let reps = (3 * CHUNK + 777) / line.len() + 1;
+        let expected: Vec<u8> = line.repeat(reps).into_bytes();
+        let script = format!("yes '{}' | head -n {reps}", line.trim_end());
+        for (i, use_direct) in [false, true].into_iter().enumerate() {
+            let path = dir.path().join(format!("out{i}"));
+            let file = fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .unwrap();
+            let direct = if use_direct { open_direct(&path) } else { None };
+            let mut child = Command::new("sh")
+                .args(["-c", &script])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let out = child.stdout.take().unwrap();
+            let r = stream(
+                out,
+                file,
+                direct,
+                Compression::None,
+                &crate::output::NoProgress,
+            )
+            .unwrap();
+            assert!(child.wait().unwrap().success());
+            assert_eq!(r.rows, reps as u64);
+            assert_eq!(r.bytes, expected.len() as u64);
+            assert_eq!(r.sha256, crate::hash::sha256_hex(&expected));
+            assert!(r.stored.is_none());
+            assert_eq!(fs::read(&path).unwrap(), expected, "direct: {use_direct}");
+        }
+    }
+
     #[test]
     fn newline_count() {
         assert_eq!(count_newlines(b"a\nb\n\n"), 3);
