@@ -1372,7 +1372,25 @@ fn generate(
             Unit::Items,
         );
         let direct = open_direct(&staging);
-        let streamed = stream(stdout, file, direct, compression, progress.as_ref());
+        // On Ctrl-C/SIGTERM stop the generator even while it writes nothing (the read would
+        // otherwise wait for it); its pipe then closes and the pipeline unwinds.
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let pid = child.id() as i32;
+        let streamed = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    if crate::interrupt::requested() {
+                        // SAFETY: signalling our own child, which has not been reaped yet.
+                        unsafe { libc::kill(pid, libc::SIGTERM) };
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            });
+            let r = stream(stdout, file, direct, compression, progress.as_ref());
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            r
+        });
         progress.finish();
         if streamed.is_err() {
             let _ = child.kill();
@@ -1440,6 +1458,11 @@ fn generate(
         Ok(s) => s,
         Err(mut err) => {
             let _ = fs::remove_file(&staging);
+            // Ctrl-C reaches the generator too; what it leaves behind is an interruption.
+            if crate::interrupt::requested() && err.kind != crate::error::ErrorKind::Interrupted {
+                err = Error::interrupted(format!("interrupted while generating ({})", err.message))
+                    .with_hint("run the command again to generate the data");
+            }
             let log_name = if completed.is_some() {
                 // Keep the completed variant's log; the failed attempt's goes beside it.
                 "generate.failed.log"

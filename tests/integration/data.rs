@@ -1106,3 +1106,67 @@ fn a_killed_generate_publishes_nothing_and_the_next_run_cleans_up() {
     assert_eq!(r.json()["data"]["rows"], 120);
     assert!(staged().is_empty(), "leftovers: {:?}", staged());
 }
+
+#[test]
+fn an_interrupted_generate_exits_130_stops_the_generator_and_publishes_nothing() {
+    let mut env = TestEnv::new();
+    let (knobs, _mirror) = prepare_env(&mut env);
+    let calls = env.path().join("data-calls.log");
+    set_knob_section(
+        &knobs,
+        "tsbs_generate_data",
+        json!({"delay_ms": 60_000, "invocations_log": calls}),
+    );
+    let args = [
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--profile",
+        "smoke",
+        "--scale",
+        "2",
+        "--end",
+        "2023-06-11T00:10:00Z",
+        "--dataset-id",
+        "stopped",
+    ];
+    let child = env
+        .cmd(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !calls.exists() && t0.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(calls.exists(), "the generator never started");
+    // SAFETY: signalling the tsbsctl we spawned (only it, not its process group).
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let run = Run::from_output(
+        &args,
+        wait_bounded(child, std::time::Duration::from_secs(20)),
+    );
+    run.code(130);
+    let dir = env.root.join("datasets/stopped/formats/influx");
+    assert!(!dir.join("data").exists());
+    let m: Value = serde_json::from_slice(&fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"], "failed");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(30));
+}
+
+/// Waits for a spawned command, killing it when `limit` passes.
+fn wait_bounded(child: std::process::Child, limit: std::time::Duration) -> std::process::Output {
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if rx.recv_timeout(limit).is_err() {
+            // SAFETY: killing the child we spawned.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = tx.send(());
+    out
+}
