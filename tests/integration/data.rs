@@ -961,6 +961,9 @@ fn cli_generate_uses_the_prepared_environment_then_reuses() {
         "tsbs_generate_data",
         json!({"invocations_log": calls}),
     );
+    // A config file where tsbsctl is started must not reach the generator (TSBS would merge
+    // it; the stand-in refuses to run beside one).
+    fs::write(env.path().join("cwd").join("config.yaml"), "scale: 99\n").unwrap();
     let args = [
         "data",
         "generate",

@@ -2,6 +2,9 @@
 //!
 //! # `tsbs_generate_data`
 //!
+//! Both refuse to run beside a `config.*` in their working directory (the real tools would
+//! merge it into their flags), exit 2.
+//!
 //! Flags as pflag parses them (`--name=value` or `--name value`, unknown flag: `unknown flag:
 //! --x` plus usage on stderr, exit 2). Only `--format=influx` and `--use-case=cpu-only` are
 //! emulated; any other *known* format or use case is refused (exit 2, `testbed: ... not
@@ -175,6 +178,38 @@ fn go_panic(msg: &str) -> i32 {
 fn not_emulated(what: &str) -> i32 {
     eprintln!("testbed: {what} is not emulated");
     2
+}
+
+/// Real TSBS tools merge a `config.*` from their working directory into the flags (viper).
+/// The stand-ins refuse to run beside one, so a caller that forgets an empty working
+/// directory is caught instead of silently getting other settings.
+fn refuse_viper_config() -> Option<i32> {
+    const EXTS: &[&str] = &[
+        "json",
+        "toml",
+        "yaml",
+        "yml",
+        "properties",
+        "props",
+        "prop",
+        "hcl",
+        "tfvars",
+        "dotenv",
+        "env",
+        "ini",
+    ];
+    let cwd = std::env::current_dir().ok()?;
+    for ext in EXTS {
+        let p = cwd.join(format!("config.{ext}"));
+        if p.exists() {
+            eprintln!(
+                "testbed: {} would be merged into the flags by viper (TSBS reads config.* from its working directory)",
+                p.display()
+            );
+            return Some(2);
+        }
+    }
+    None
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -390,6 +425,9 @@ pub fn data_main(args: Vec<String>) -> i32 {
         ParseOutcome::Flags(m) => m,
         ParseOutcome::Exit(c) => return c,
     };
+    if let Some(code) = refuse_viper_config() {
+        return code;
+    }
     let parsed = (|| -> Result<_, String> {
         Ok((
             get_int::<u64>(&flags, "scale", 1)?,
@@ -906,6 +944,9 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         ParseOutcome::Flags(m) => m,
         ParseOutcome::Exit(c) => return c,
     };
+    if let Some(code) = refuse_viper_config() {
+        return code;
+    }
     let parsed = (|| -> Result<_, String> {
         Ok((
             get_int::<u64>(&flags, "scale", 1)?,
