@@ -371,6 +371,10 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
     let done = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
     let period = flags.duration("reporting-period");
     let reporter = (period > Duration::ZERO).then(|| {
+        // The header goes out before any worker can print, so the output order is fixed.
+        println!(
+            "time,per. metric/s,metric total,overall metric/s,per. row/s,row total,overall row/s"
+        );
         let (m, r, done) = (metric_cnt.clone(), row_cnt.clone(), done.clone());
         std::thread::spawn(move || report(period, &m, &r, &done))
     });
@@ -395,8 +399,9 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
         eprintln!("fatal error: all goroutines are asleep - deadlock!");
         return 2;
     }
-    let (tx, rx) = mpsc::sync_channel::<Batch>(workers as usize);
-    let rx = Arc::new(Mutex::new(rx));
+    // One channel per worker, filled round-robin by the scanner, as TSBS's loader does: every
+    // worker (and so every URL of a cluster) gets every n-th batch.
+    let mut txs = Vec::new();
     let written_rows = Arc::new(AtomicU64::new(0));
     let mut handles = Vec::new();
     for w in 0..workers {
@@ -417,12 +422,13 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
             batch_delay,
             tool: tool.to_string(),
         };
-        let rx = rx.clone();
-        handles.push(std::thread::spawn(move || ctx.work(&rx)));
+        let (tx, rx) = mpsc::sync_channel::<Batch>(5);
+        txs.push(tx);
+        handles.push(std::thread::spawn(move || ctx.work(&Mutex::new(rx))));
     }
 
-    scan(input, batch_size, limit, &tx);
-    drop(tx);
+    scan(input, batch_size, limit, &txs);
+    drop(txs);
     for h in handles {
         let _ = h.join();
     }
@@ -529,13 +535,16 @@ fn report(
     rows: &AtomicU64,
     done: &(Mutex<bool>, std::sync::Condvar),
 ) {
-    println!("time,per. metric/s,metric total,overall metric/s,per. row/s,row total,overall row/s");
     let start = Instant::now();
     let (mut prev_time, mut prev_m, mut prev_r) = (start, 0u64, 0u64);
     let mut next = start + period;
     let (lock, cv) = done;
     let mut finished = lock.lock().unwrap();
     loop {
+        // The load may have finished before this thread first took the lock.
+        if *finished {
+            return;
+        }
         let now = Instant::now();
         if now < next {
             let (g, _) = cv.wait_timeout(finished, next - now).unwrap();
@@ -591,7 +600,8 @@ struct Batch {
 
 /// Reads lines into batches (bufio.Scanner semantics: `\n` separated, a trailing `\r`
 /// dropped, lines over 64 KiB are a scan error) and hands them to the workers.
-fn scan(input: Box<dyn Read>, batch_size: u64, limit: u64, tx: &mpsc::SyncSender<Batch>) {
+fn scan(input: Box<dyn Read>, batch_size: u64, limit: u64, txs: &[mpsc::SyncSender<Batch>]) {
+    let mut sent = 0usize;
     let mut reader = BufReader::with_capacity(4 << 20, input);
     let mut batch = Batch {
         body: Vec::new(),
@@ -640,13 +650,14 @@ fn scan(input: Box<dyn Read>, batch_size: u64, limit: u64, tx: &mpsc::SyncSender
                     metrics: 0,
                 },
             );
-            if tx.send(full).is_err() {
+            if txs[sent % txs.len()].send(full).is_err() {
                 return;
             }
+            sent += 1;
         }
     }
     if batch.rows > 0 {
-        let _ = tx.send(batch);
+        let _ = txs[sent % txs.len()].send(batch);
     }
 }
 
