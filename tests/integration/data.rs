@@ -736,8 +736,10 @@ fn query_sets_generate_publish_reuse_and_detect_corruption() {
         set.files.keys().cloned().collect::<Vec<_>>(),
         vec!["cpu-max-all-1", "high-cpu-1", "lastpoint"]
     );
-    let lp =
-        testbed::emulators::tsbs_generate::read_query_file(&set.files["lastpoint"].path).unwrap();
+    let lp = testbed::queryfile::read(std::io::BufReader::new(
+        fs::File::open(&set.files["lastpoint"].path).unwrap(),
+    ))
+    .unwrap();
     assert_eq!(lp.len(), 2);
     assert_eq!(lp[0].human_label, "InfluxDB 3 last row per host");
     assert!(logs.join("generate-query-lastpoint.log").exists());
