@@ -893,3 +893,83 @@ fn serve_supervisor_paths() {
 }
 
 use std::os::unix::process::CommandExt;
+
+#[test]
+fn email_typed_on_a_terminal_is_not_echoed() {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let ix = Ix::new();
+    ix.prepare("ent", "enterprise", V);
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two fresh descriptors we own from here on.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    // SAFETY: both descriptors were just opened and are owned by these Files.
+    let (master, slave) = unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    };
+    let args = [
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "ent",
+        "--license-type",
+        "trial",
+        "--license-email-stdin",
+        "--timeout",
+        "20",
+    ];
+    let mut c = ix.env.cmd(&args);
+    c.stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    let mut child = c.spawn().unwrap();
+    drop(c);
+    let mut reader = master.try_clone().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&seen);
+    let t = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8_lossy(&seen.lock().unwrap()).contains("(not echoed)") {
+        assert!(Instant::now() < deadline, "no prompt");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (&master)
+        .write_all(format!("{EMAIL}\n").as_bytes())
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "activate did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(master);
+    let _ = t.join();
+    let out = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    assert!(status.success(), "{out}");
+    assert!(!out.contains(EMAIL), "the e-mail was echoed:\n{out}");
+    assert_eq!(ix.manifest("ent")["license"]["status"], "active");
+    assert_eq!(licence_claims(&trial_licence(&ix, "ent"))["email"], EMAIL);
+    assert_no_secret(&ix.env.root, EMAIL, &[]);
+}
