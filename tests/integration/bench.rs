@@ -88,12 +88,16 @@ impl World {
         self.gt.run(&a)
     }
 
+    /// Sets the section of one built TSBS tool in the shared knob file (`go build` bakes that
+    /// file into every tool it writes).
     fn tool_knobs(&self, tool: &str, v: Value) {
-        std::fs::write(
-            self.knobs_dir.join(format!("{tool}.knobs.json")),
-            v.to_string(),
-        )
-        .unwrap();
+        let path = self.knobs_dir.join("go.knobs.json");
+        let mut all: Value = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_else(|| json!({}));
+        all[tool] = v;
+        std::fs::write(&path, all.to_string()).unwrap();
     }
 
     fn ws(&self) -> Value {
@@ -226,6 +230,7 @@ fn smoke_all_then_reuse_then_query_only() {
         assert!(dir.join(q["results_file"].as_str().unwrap()).is_file());
     }
     assert_eq!(s["failures"], json!([]));
+    assert_eq!(s["data_state"]["label"], "as loaded");
     // Two server sessions (load, then queries), both stopped normally.
     let att = s["server_diagnostics"]["attempts"].as_array().unwrap();
     assert_eq!(att.len(), 2);
@@ -351,10 +356,7 @@ fn reset_needs_confirmation_and_a_failed_reset_leaves_no_binding() {
     assert_eq!(runs_of(&w), runs);
     assert!(!w.gt.env.root.join("datasets/tiny3").exists());
     // A confirmed reset whose load fails: the binding is empty, not wrong.
-    w.tool_knobs(
-        "tsbs_load_greptime",
-        json!({"tsbs_load": {"fail_after_rows": 100}}),
-    );
+    w.tool_knobs("tsbs_load_greptime", json!({"fail_after_rows": 100}));
     let r = w.bench(
         "load",
         &[
@@ -472,10 +474,7 @@ fn a_failing_query_type_does_not_stop_the_others() {
 fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
     let w = world();
     w.bench("load", &[]).ok();
-    w.tool_knobs(
-        "tsbs_run_queries_influx",
-        json!({"tsbs_run": {"query_delay_ms": 20000}}),
-    );
+    w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 20000}));
     let mut args = vec![
         "bench",
         "greptimedb",
