@@ -15,7 +15,7 @@
 //! * Licence file: only the absolute path is recorded; the file is never opened, read, hashed
 //!   or copied (the server reads it; `serve` and the benchmarks pass it on).
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -230,17 +230,41 @@ fn read_hidden_line(prompt: &str) -> Result<String> {
         }
     }
     let _restore = Restore(&stdin, saved);
-    let mut line = String::new();
-    stdin
-        .lock()
-        .take(4096)
-        .read_line(&mut line)
-        .map_err(|e| Error::failed(format!("cannot read from the terminal: {e}")))?;
-    crate::interrupt::check()?;
-    Ok(line)
+    // Poll, so Ctrl-C (which only sets a flag) ends the prompt without waiting for Enter.
+    let mut line = Vec::new();
+    let mut buf = [0u8; 512];
+    loop {
+        crate::interrupt::check()?;
+        let mut pfd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd on the process's own stdin.
+        let ready = unsafe { libc::poll(&mut pfd, 1, 200) };
+        if ready <= 0 {
+            continue;
+        }
+        // SAFETY: reading into a buffer we own, at most its length.
+        let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(Error::failed(format!("cannot read from the terminal: {e}")));
+        }
+        if n == 0 {
+            break;
+        }
+        line.extend_from_slice(&buf[..n as usize]);
+        if line.contains(&b'\n') || line.len() > 4096 {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&line);
+    Ok(text.split('\n').next().unwrap_or("").to_string())
 }
-
-use std::io::Read as _;
 
 // ------------------------------------------------------------------------------------------
 // Activation
@@ -407,6 +431,7 @@ pub fn activate(
             server.label()
         ));
     }
+    let events = server.events().to_vec();
     drop(server);
     scrub_log(&log, &redactor);
 
@@ -437,6 +462,7 @@ pub fn activate(
         "result": attempt,
         "waited_seconds": (waited.as_millis() as f64 / 1000.0),
         "log": format!("logs/{LOG_FILE}"),
+        "events": events,
     });
     let mut lic = if status.is_empty() {
         // The attempt failed before anything was pending: the recorded licence is unchanged.

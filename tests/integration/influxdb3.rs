@@ -973,3 +973,112 @@ fn email_typed_on_a_terminal_is_not_echoed() {
     assert_eq!(licence_claims(&trial_licence(&ix, "ent"))["email"], EMAIL);
     assert_no_secret(&ix.env.root, EMAIL, &[]);
 }
+
+#[test]
+fn ctrl_c_while_waiting_for_the_confirmation_stops_the_server_and_leaves_it_pending() {
+    let mut ix = Ix::new();
+    ix.prepare("ent", "enterprise", V);
+    ix.env.env("INFLUXDB3_LICENSE_EMAIL", EMAIL);
+    ix.knobs("enterprise", V, json!({"never_verify": true}));
+    let args = [
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "ent",
+        "--license-type",
+        "trial",
+        "--stop-timeout",
+        "2",
+    ];
+    let n = std::process::id();
+    let out = ix.env.path().join(format!("act-{n}.out"));
+    let err = ix.env.path().join(format!("act-{n}.err"));
+    let mut c = ix.env.cmd(&args);
+    c.stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
+        .stderr(Stdio::from(std::fs::File::create(&err).unwrap()));
+    let mut bg = Bg {
+        child: Some(c.spawn().unwrap()),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        out,
+        err,
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !bg.stderr().contains("click the link") {
+        assert!(Instant::now() < deadline, "no instruction\n{}", bg.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = ix.pid_of("ent").expect("the activation server runs");
+    let r = bg.interrupt();
+    r.code(130).says("again to resume");
+    assert!(gone_within(pid, 5));
+    assert!(ix.pid_of("ent").is_none());
+    let lic = &ix.manifest("ent")["license"];
+    assert_eq!(lic["status"], "pending");
+    assert_eq!(lic["last_attempt"]["result"], "interrupted");
+    assert_no_secret(ix.env.path(), EMAIL, &[&r]);
+}
+
+#[test]
+fn ctrl_c_at_the_email_prompt_exits_130_and_restores_the_terminal() {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let ix = Ix::new();
+    ix.prepare("ent", "enterprise", V);
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two fresh descriptors we own from here on.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    // SAFETY: both descriptors were just opened and are owned by these Files.
+    let (_master, slave) = unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    };
+    let args = [
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "ent",
+        "--license-type",
+        "trial",
+        "--license-email-stdin",
+    ];
+    let err = ix.env.path().join("prompt.err");
+    let mut c = ix.env.cmd(&args);
+    c.stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&err).unwrap()));
+    let mut bg = Bg {
+        child: Some(c.spawn().unwrap()),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        out: ix.env.path().join("prompt.out"),
+        err,
+    };
+    let echo_on = |f: &std::fs::File| {
+        // SAFETY: tcgetattr on a terminal descriptor we own, into a zeroed struct.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::tcgetattr(f.as_raw_fd(), &mut t) }, 0);
+        t.c_lflag & libc::ECHO != 0
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while echo_on(&slave) {
+        assert!(
+            Instant::now() < deadline,
+            "echo never turned off\n{}",
+            bg.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = bg.interrupt();
+    r.code(130);
+    assert!(echo_on(&slave), "the terminal was left without echo");
+    assert_eq!(ix.manifest("ent")["license"]["status"], "unconfigured");
+}
