@@ -171,24 +171,28 @@ pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
     }
 }
 
-/// The product of workspace `id`: the edition its manifest names (Core when it has none, so
-/// `inspect` and `remove` still work on a directory without a manifest).
+/// The product of workspace `id`: the edition its manifest names (Core when it has none or an
+/// unknown one, so `inspect`, `list` and `remove` still work on a broken workspace).
 fn product_of(ctx: &Ctx, id: &str) -> Result<InfluxDb3> {
-    validate_id("--database-id", id)?;
-    let path = ctx.root.database("influxdb3", id).join("manifest.json");
-    let edition = std::fs::read(&path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| v["edition"].as_str().map(str::to_string));
-    Ok(InfluxDb3::new(match edition.as_deref() {
-        Some(e) => Edition::parse(e)?,
-        None => Edition::Core,
-    }))
+    Ok(edition_of(ctx, id)?
+        .and_then(|e| Edition::parse(&e).ok())
+        .map(InfluxDb3::new)
+        .unwrap_or(InfluxDb3::new(Edition::Core)))
 }
 
-/// Like [`product_of`], for commands that need a prepared workspace.
+/// The `edition` field of workspace `id`'s manifest, if it reads.
+fn edition_of(ctx: &Ctx, id: &str) -> Result<Option<String>> {
+    validate_id("--database-id", id)?;
+    let path = ctx.root.database("influxdb3", id).join("manifest.json");
+    Ok(std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|v| v["edition"].as_str().map(str::to_string)))
+}
+
+/// The product of prepared workspace `id` (its manifest must name a known edition).
 fn existing(ctx: &Ctx, id: &str) -> Result<InfluxDb3> {
-    let p = product_of(ctx, id)?;
+    let edition = edition_of(ctx, id)?;
     let dir = ctx.root.database("influxdb3", id);
     if !dir.join("manifest.json").exists() {
         return Err(Error::invalid(format!(
@@ -199,7 +203,16 @@ fn existing(ctx: &Ctx, id: &str) -> Result<InfluxDb3> {
             "create it with `tsbsctl influxdb3 prepare --database-id {id} --edition core|enterprise`, or see `tsbsctl influxdb3 list`"
         )));
     }
-    Ok(p)
+    match edition.as_deref().map(Edition::parse) {
+        Some(Ok(e)) => Ok(InfluxDb3::new(e)),
+        _ => Err(Error::integrity(format!(
+            "{} names no InfluxDB 3 edition (core or enterprise)",
+            dir.join("manifest.json").display()
+        ))
+        .with_hint(format!(
+            "see `tsbsctl influxdb3 inspect --database-id {id}`; remove the workspace if it is beyond repair"
+        ))),
+    }
 }
 
 fn licence_line(m: &Value) -> String {

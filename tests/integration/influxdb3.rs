@@ -446,6 +446,20 @@ fn core_and_enterprise_workspaces_have_their_own_identities() {
     .says("not adopted");
     assert!(!stray.join("manifest.json").exists());
 
+    // A manifest naming no known edition is damage, not a guess.
+    let odd = ix.ws_dir("odd");
+    std::fs::create_dir_all(&odd).unwrap();
+    let mut om = ix.manifest("ent.1");
+    om["edition"] = json!("cloud");
+    om["database_id"] = json!("odd");
+    std::fs::write(odd.join("manifest.json"), om.to_string()).unwrap();
+    ix.run(&["influxdb3", "serve", "--database-id", "odd"])
+        .code(4)
+        .says("names no InfluxDB 3 edition");
+    ix.run(&["influxdb3", "inspect", "--database-id", "odd"])
+        .ok();
+    std::fs::remove_dir_all(&odd).unwrap();
+
     // list, inspect, verify: both editions, with their licences.
     let l = ix.run_json(&["influxdb3", "list"]);
     let ws = l.json()["data"]["workspaces"].as_array().unwrap().clone();
