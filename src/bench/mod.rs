@@ -347,6 +347,8 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         "no_sync": (kind == ProductKind::Influx3).then_some(req.no_sync),
         "accept_partial": (kind == ProductKind::Influx3).then_some(req.accept_partial),
     });
+    // Without built TSBS tools nothing can run: say so before a run directory exists.
+    TsbsEnv::load(&ctx.root, None)?;
     let run = RunDir::create(
         &root,
         NewRun {
@@ -1069,21 +1071,24 @@ impl Bench<'_> {
     /// the command's error.
     fn conclude(mut self, result: Result<()>) -> Result<Outcome> {
         let _ = self.stop_server();
-        let failed_steps = self
-            .run
-            .steps()
-            .map(|s| {
-                s.iter()
-                    .filter(|s| matches!(s.status, Status::Failed))
-                    .map(|s| {
-                        format!(
-                            "{} (attempt {}): {}",
-                            s.step,
-                            s.attempt,
-                            s.reason.clone().unwrap_or_default()
-                        )
+        // Everything the summary counts as a failure (failed steps, unreadable results, panics
+        // in the server log) fails the run.
+        let failed_steps: Vec<String> = crate::summary::build(&self.run)
+            .map(|sum| {
+                sum["failures"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|f| {
+                                format!(
+                                    "{}: {}",
+                                    f["step"].as_str().unwrap_or("run"),
+                                    f["reason"].as_str().unwrap_or("failed")
+                                )
+                            })
+                            .collect()
                     })
-                    .collect::<Vec<_>>()
+                    .unwrap_or_default()
             })
             .unwrap_or_default();
         let (status, err) = match result {
@@ -1092,7 +1097,7 @@ impl Bench<'_> {
             Ok(()) if !failed_steps.is_empty() => (
                 Status::Failed,
                 Some(Error::failed(format!(
-                    "{} step(s) failed: {}",
+                    "{} failure(s): {}",
                     failed_steps.len(),
                     failed_steps.join("; ")
                 ))),

@@ -72,6 +72,7 @@ pub fn check_url(u: &str) -> Result<()> {
 
 /// A managed workspace held under its lock.
 pub struct Managed {
+    pub root: Root,
     pub product: Box<dyn Product>,
     pub ws: Workspace,
     pub _guard: LockGuard,
@@ -145,6 +146,7 @@ impl Target {
             return Ok(Target {
                 kind,
                 managed: Some(Managed {
+                    root: root.clone(),
                     product,
                     ws,
                     _guard: guard,
@@ -302,6 +304,30 @@ impl Target {
             }
         };
         let config = std::fs::read_to_string(m.ws.config_path()).ok();
+        // What a rerun must download again: the archive and its checksum.
+        let version = m
+            .runtime
+            .as_ref()
+            .map(|r| r.version.clone())
+            .unwrap_or_else(|| w.version.clone());
+        let (os, arch) = w.platform.split_once('-').unwrap_or(("", ""));
+        let archive = Platform::from_parts(os, arch)
+            .ok()
+            .and_then(|p| {
+                install::open(&m.root, m.product.as_ref(), &version, &p)
+                    .ok()
+                    .flatten()
+            })
+            .map(|i| {
+                json!({
+                    "source_url": i.manifest.source_url,
+                    "checksum_url": i.manifest.checksum_url,
+                    "archive_sha256": i.manifest.archive_sha256,
+                    "archive_size": i.manifest.archive_size,
+                    "tree_digest": i.manifest.tree_digest,
+                    "version_source": i.manifest.version_source,
+                })
+            });
         Some(json!({
             "runtime": inst,
             "workspace_version": w.version,
@@ -312,6 +338,7 @@ impl Target {
             "config_sha256": w.config_sha256,
             "config": config,
             "ports": w.ports,
+            "installation": archive,
         }))
     }
 

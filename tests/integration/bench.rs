@@ -243,6 +243,17 @@ fn smoke_all_then_reuse_then_query_only() {
     assert_eq!(m["flags"]["database_id"], "g1");
     assert!(m["environment"]["binaries"]["tsbs_load_greptime"]["sha256"].is_string());
     assert!(m["server"]["config"].as_str().unwrap().contains("[http]"));
+    assert_eq!(
+        m["server"]["installation"]["archive_sha256"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
+    assert!(m["server"]["installation"]["source_url"]
+        .as_str()
+        .unwrap()
+        .ends_with(".tar.gz"));
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(
         md.contains("## Ingestion") && md.contains("## Queries") && md.contains("lastpoint"),
@@ -923,6 +934,9 @@ fn managed_influxdb3_core_all_and_reuse() {
         "3",
         "--stop-timeout",
         "10",
+        // A compressed dataset: tsbsctl streams it, decompressed, to the loader's stdin.
+        "--compression",
+        "gzip",
     ];
     args.extend(tiny());
     for t in TYPES {
@@ -953,11 +967,13 @@ fn managed_influxdb3_core_all_and_reuse() {
     }
     let load_log =
         std::fs::read_to_string(dir.join(s["ingestion"]["log"].as_str().unwrap())).unwrap();
-    assert!(load_log
-        .lines()
-        .next()
-        .unwrap()
-        .contains("--no-sync=false --accept-partial=false"));
+    let first = load_log.lines().next().unwrap();
+    assert!(first.contains("--no-sync=false --accept-partial=false"));
+    assert!(
+        !first.contains("--file="),
+        "gzip data goes through stdin: {first}"
+    );
+    assert_eq!(s["dataset"]["compression"], "gzip");
     let ws = read_json(
         &w.gt
             .env
@@ -1107,4 +1123,191 @@ fn quickstart_runs_once_then_only_queries_and_fails_fast_offline() {
         .says("cannot reach 127.0.0.1:1")
         .says("TSBSCTL_TSBS_REPO");
     assert!(t.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn refusals_before_anything_is_written() {
+    let w = Gt::new();
+    // No workspace: exit 2 with the prepare command.
+    w.run(&["bench", "greptimedb", "all", "--database-id", "nope"])
+        .code(2)
+        .says("greptimedb prepare --database-id nope");
+    // Both or neither target.
+    w.run(&["bench", "greptimedb", "all"])
+        .code(2)
+        .says("--database-id");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "a",
+        "--url",
+        "http://127.0.0.1:1",
+    ])
+    .code(2);
+    w.run(&["bench", "greptimedb", "query", "--url", "ftp://x"])
+        .code(2)
+        .says("HTTP");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "compact",
+        "--url",
+        "http://127.0.0.1:1",
+    ])
+    .code(2)
+    .says("managed workspace");
+    w.run(&[
+        "bench",
+        "influxdb3",
+        "all",
+        "--url",
+        "http://127.0.0.1:1",
+        "--database-mode",
+        "create",
+    ])
+    .code(2)
+    .says("--edition");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "a",
+        "--database-mode",
+        "reset",
+    ])
+    .code(2);
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "a",
+        "--load-workers",
+        "0",
+    ])
+    .code(2)
+    .says("must be positive");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "a",
+        "--query-count",
+        "nope=3",
+    ])
+    .code(2);
+    // Nothing was written for any of them.
+    assert!(!w.env.root.join("greptimedb/runs").exists());
+    assert!(!w.env.root.join("datasets").exists());
+    // A prepared workspace but no TSBS build: a failure naming `env prepare`, still no run.
+    w.prepare("g1", STABLE);
+    w.run(&["bench", "greptimedb", "all", "--database-id", "g1"])
+        .code(1)
+        .says("tsbsctl env prepare");
+    assert!(!w.env.root.join("greptimedb/runs").exists());
+    // A manual hold keeps the benchmark out (exit 3, naming the reason) unless its token is given.
+    let hold = w.run_json(&["workspace", "lock", "g1", "--reason", "tuning by hand"]);
+    hold.ok();
+    let token = hold.json()["data"]["token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", hold.describe()))
+        .to_string();
+    w.run(&["bench", "greptimedb", "all", "--database-id", "g1"])
+        .code(3)
+        .says("tuning by hand");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "g1",
+        "--hold-token",
+        &token,
+    ])
+    .code(1)
+    .says("tsbsctl env prepare");
+    let runs = w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "g1",
+        "--hold-token",
+        &token,
+    ]);
+    assert_no_secret(&w.env.root, &token, &[&runs]);
+}
+
+#[test]
+fn old_greptimedb_gets_a_bare_window_and_a_server_panic_fails_the_run() {
+    let w = world();
+    let old = crate::greptimedb::OLD;
+    w.gt.prepare("old", old);
+    let mut args = vec![
+        "bench",
+        "greptimedb",
+        "load",
+        "--database-id",
+        "old",
+        "--stop-timeout",
+        "5",
+    ];
+    args.extend(tiny());
+    w.run(&args).ok();
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "compact",
+        "--database-id",
+        "old",
+        "--confirm-timeout",
+        "20",
+        "--json",
+    ]);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(
+        s["compaction"]["compact"]["sql"],
+        "ADMIN COMPACT_TABLE('cpu', 'swcs', '7200')"
+    );
+    assert_eq!(s["status"], "completed");
+    // A panic in the server log while the queries ran: the run fails and names the log.
+    w.gt.set_knobs(json!({"inject_logs": [{"level": "PANIC", "message": "index out of bounds"}]}));
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "old",
+        "--query-type",
+        "lastpoint",
+        "--queries",
+        "3",
+        "--stop-timeout",
+        "5",
+        "--json",
+    ]);
+    r.code(1).says("panic");
+    let s = summary(&run_dir(&r));
+    let f = s["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["stage"] == "server")
+        .unwrap()
+        .clone();
+    assert!(
+        f["log"].as_str().unwrap().starts_with("logs/server-"),
+        "{f}"
+    );
+    assert_eq!(s["server_diagnostics"]["panic_count"], 1);
+    assert!(s["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|q| q["status"] == "completed"));
 }
