@@ -20,6 +20,7 @@ pub mod manifest;
 pub mod output;
 pub mod paths;
 pub mod platform;
+pub mod skills;
 pub mod sources;
 pub mod treehash;
 

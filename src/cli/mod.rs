@@ -15,6 +15,7 @@ use crate::output::{envelope, Outcome, StderrReporter};
 use crate::paths::Root;
 
 pub mod common;
+mod skills;
 mod workspace;
 
 /// Reproducible TSBS benchmarks of GreptimeDB and InfluxDB 3.
@@ -55,12 +56,16 @@ pub enum Command {
     /// Hold, release and inspect database workspace locks.
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCmd),
+    /// Render or install the agent skills (Codex, Claude Code).
+    #[command(subcommand)]
+    Skills(skills::SkillsCmd),
 }
 
 impl Command {
     fn run(self, ctx: &Ctx) -> Result<Outcome> {
         match self {
             Command::Workspace(cmd) => workspace::run(ctx, cmd),
+            Command::Skills(cmd) => skills::run(ctx, cmd),
         }
     }
 }
