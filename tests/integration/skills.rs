@@ -67,6 +67,7 @@ fn frontmatter_and_openai_yaml_follow_the_standard() {
             "missing skill {required}"
         );
     }
+    let name_re = regex::Regex::new(r"^[a-z0-9]+(-[a-z0-9]+)*$").unwrap();
     for dir in dirs {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(dir.join("SKILL.md")).unwrap();
