@@ -91,9 +91,8 @@ fn frontmatter_and_openai_yaml_follow_the_standard() {
             Some(name.as_str()),
             "{name}: name must equal the folder"
         );
-        let re = regex::Regex::new(r"^[a-z0-9]+(-[a-z0-9]+)*$").unwrap();
         assert!(
-            re.is_match(&name) && name.len() <= 64,
+            name_re.is_match(&name) && name.len() <= 64,
             "{name}: bad skill name"
         );
         let desc = desc.unwrap_or_else(|| panic!("{name}: no description"));
