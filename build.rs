@@ -2,6 +2,7 @@
 
 fn main() {
     git_revision();
+    skill_sources();
 }
 
 // ---- git revision (bench: recorded in every run manifest) ----------------------------------
@@ -42,3 +43,51 @@ fn git_revision() {
     println!("cargo:rerun-if-changed=build.rs");
 }
 // ---- end git revision ------------------------------------------------------------------------
+
+// ---- skill sources (recorded by `tsbsctl skills render|install`) ---------------------------
+/// Embeds the canonical skill sources (`skills/`) into the binary, so `tsbsctl skills render`
+/// and `skills install` work from any directory. Each file becomes an `include_str!`, which
+/// rustc tracks; new or removed files re-run this script.
+fn skill_sources() {
+    let root =
+        std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("skills");
+    println!("cargo:rerun-if-changed=skills");
+    let mut files = Vec::new();
+    collect(&root, &root, &mut files);
+    files.sort();
+    use std::fmt::Write as _;
+    let mut out = String::from("/// (path relative to skills/, contents)\npub static SKILL_SOURCES: &[(&str, &str)] = &[\n");
+    for rel in files {
+        let abs = root.join(&rel);
+        writeln!(
+            out,
+            "    ({:?}, include_str!({:?})),",
+            rel,
+            abs.to_string_lossy()
+        )
+        .unwrap();
+    }
+    out.push_str("];\n");
+    let dest = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("skill_sources.rs");
+    std::fs::write(dest, out).unwrap();
+}
+
+fn collect(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect(root, &p, out);
+        } else if p.is_file() {
+            let rel = p
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            out.push(rel);
+        }
+    }
+}
+// ---- end skill sources -----------------------------------------------------------------------

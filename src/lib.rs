@@ -31,6 +31,7 @@ pub mod queryset;
 pub mod redact;
 pub mod run;
 pub mod server;
+pub mod skills;
 pub mod sources;
 pub mod summary;
 pub mod treehash;

@@ -23,6 +23,7 @@ mod greptimedb;
 mod influxdb3;
 mod quickstart;
 mod runs;
+mod skills;
 mod workspace;
 
 /// Reproducible TSBS benchmarks of GreptimeDB and InfluxDB 3.
@@ -83,6 +84,9 @@ pub enum Command {
     /// Hold, release and inspect database workspace locks.
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCmd),
+    /// Render or install the agent skills (Codex, Claude Code).
+    #[command(subcommand)]
+    Skills(skills::SkillsCmd),
 }
 
 impl Command {
@@ -96,6 +100,7 @@ impl Command {
             Command::Runs(cmd) => runs::run(ctx, cmd),
             Command::Quickstart(a) => quickstart::run(ctx, a),
             Command::Workspace(cmd) => workspace::run(ctx, cmd),
+            Command::Skills(cmd) => skills::run(ctx, cmd),
         }
     }
 }

@@ -13,4 +13,5 @@ mod greptimedb;
 mod influxdb3;
 mod locks;
 mod server;
+mod skills;
 mod tsbs;
