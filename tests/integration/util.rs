@@ -15,12 +15,15 @@ pub fn tsbsctl_bin() -> PathBuf {
 }
 
 /// Path of the `testbed` binary (the emulators). `cargo test --workspace` builds it beside
-/// `tsbsctl`; when only this package is tested, it is built on first use.
+/// `tsbsctl`; when only this package is tested, or the binary is older than its sources, it is
+/// (re)built on first use, so a test never runs yesterday's stand-ins.
 pub fn testbed_bin() -> PathBuf {
     static ONCE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     ONCE.get_or_init(|| {
         let path = tsbsctl_bin().with_file_name("testbed");
-        if !path.exists() {
+        let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbed");
+        let built = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        if built.is_none_or(|b| newest_mtime(&sources).is_some_and(|s| s > b)) {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let st = Command::new(cargo)
                 .args(["build", "-q", "-p", "testbed", "--bin", "testbed"])
@@ -32,6 +35,24 @@ pub fn testbed_bin() -> PathBuf {
         path
     })
     .clone()
+}
+
+fn newest_mtime(dir: &Path) -> Option<std::time::SystemTime> {
+    let mut newest = None;
+    let mut stack = vec![dir.join("src"), dir.join("Cargo.toml")];
+    while let Some(p) = stack.pop() {
+        let Ok(meta) = std::fs::metadata(&p) else {
+            continue;
+        };
+        if meta.is_dir() {
+            if let Ok(rd) = std::fs::read_dir(&p) {
+                stack.extend(rd.flatten().map(|e| e.path()));
+            }
+        } else if let Ok(m) = meta.modified() {
+            newest = newest.max(Some(m));
+        }
+    }
+    newest
 }
 
 /// One test's world: a temp directory holding the state root, a HOME and a working directory.
