@@ -293,7 +293,7 @@ impl Target {
     pub fn server_pin(&self) -> Option<Value> {
         let m = self.managed.as_ref()?;
         let w = &m.ws.manifest;
-        let inst = match &m.runtime {
+        let mut inst = match &m.runtime {
             Some(r) => {
                 json!({"version": r.version, "binary_sha256": r.binary_sha256, "installation_path": r.installation_path})
             }
@@ -301,6 +301,13 @@ impl Target {
                 json!({"version": w.version, "binary_sha256": w.binary_sha256, "installation_path": w.installation_path})
             }
         };
+        // The release archive it came from (what `runs rerun` must get again, byte for byte).
+        inst["archive_sha256"] = inst["installation_path"]
+            .as_str()
+            .and_then(|p| std::fs::read(std::path::Path::new(p).join("manifest.json")).ok())
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .map(|v| v["archive_sha256"].clone())
+            .unwrap_or(Value::Null);
         let config = std::fs::read_to_string(m.ws.config_path()).ok();
         Some(json!({
             "runtime": inst,

@@ -11,5 +11,6 @@ mod download;
 mod env;
 mod greptimedb;
 mod locks;
+mod runs;
 mod server;
 mod tsbs;
