@@ -186,7 +186,7 @@ fn check_target(
     let ws_binary = str_of(&server["workspace_binary_sha256"]);
     let override_on = server["version_override"].as_bool().unwrap_or(false);
     // The installation the server ran from (the override's when there was one).
-    let archive = str_of(&runtime["archive_sha256"]);
+    let archive = str_of(&server["installation"]["archive_sha256"]);
     if override_on {
         let v = str_of(&runtime["version"]).unwrap_or_default();
         ensure_installation(

@@ -23,6 +23,24 @@ pub enum ToolEnd {
     ServerGone(String),
 }
 
+/// CPU time tsbsctl itself and the tool used while the tool ran (so overhead can be checked
+/// against the tool's own work), and tsbsctl's peak RSS.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Usage {
+    pub tsbsctl_cpu_seconds: f64,
+    pub tool_cpu_seconds: f64,
+    pub tsbsctl_max_rss_kib: i64,
+    pub wall_seconds: f64,
+}
+
+fn rusage(who: libc::c_int) -> (f64, i64) {
+    // SAFETY: getrusage fills the struct we pass; both `who` values are valid.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(who, &mut u) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(u.ru_utime) + t(u.ru_stime), u.ru_maxrss)
+}
+
 /// Runs `cmd` from `cwd` with its output in `log`. `stdin` is streamed to the tool when given.
 /// `watch` is called about every 200 ms; `Some(reason)` stops the tool.
 pub fn run_tool(
@@ -31,7 +49,10 @@ pub fn run_tool(
     log: &Path,
     stdin: Option<Box<dyn Read + Send>>,
     watch: &mut dyn FnMut() -> Option<String>,
-) -> Result<ToolEnd> {
+) -> Result<(ToolEnd, Usage)> {
+    let (self0, _) = rusage(libc::RUSAGE_SELF);
+    let (child0, _) = rusage(libc::RUSAGE_CHILDREN);
+    let started = Instant::now();
     if let Some(parent) = log.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
     }
@@ -88,7 +109,15 @@ pub fn run_tool(
     if let Some(f) = feeder {
         let _ = f.join();
     }
-    Ok(end)
+    let (self1, rss) = rusage(libc::RUSAGE_SELF);
+    let (child1, _) = rusage(libc::RUSAGE_CHILDREN);
+    let usage = Usage {
+        tsbsctl_cpu_seconds: self1 - self0,
+        tool_cpu_seconds: child1 - child0,
+        tsbsctl_max_rss_kib: rss,
+        wall_seconds: started.elapsed().as_secs_f64(),
+    };
+    Ok((end, usage))
 }
 
 /// SIGTERM to the tool's group, 2 s, then SIGKILL; always reaps.

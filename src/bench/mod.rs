@@ -798,7 +798,7 @@ impl Bench<'_> {
             None
         };
         let cwd = self.cwd.clone();
-        let end = exec::run_tool(&cmd, &cwd, &log, stdin, &mut || self.server_gone())?;
+        let (end, usage) = exec::run_tool(&cmd, &cwd, &log, stdin, &mut || self.server_gone())?;
         let log_text = exec::read_log(&log);
         match end {
             ToolEnd::Interrupted => {
@@ -825,7 +825,7 @@ impl Bench<'_> {
                             attempt,
                             Status::Completed,
                             None,
-                            Some(json!({"rows": r.rows, "metrics": r.metrics})),
+                            Some(json!({"rows": r.rows, "metrics": r.metrics, "usage": usage})),
                         )?;
                     }
                     Err(f) => {
@@ -854,6 +854,9 @@ impl Bench<'_> {
             self.stop_server()?;
             self.footprint("after-load")?;
             self.target.set_binding(binding, &self.run)?;
+            // Later phases of this run see the data as just loaded.
+            self.run.manifest.data_state = self.target.data_state();
+            self.run.save()?;
         }
         Ok(())
     }
@@ -964,7 +967,7 @@ impl Bench<'_> {
             )?;
             self.reporter().info(&format!("query type {qt}"));
             let cwd = self.cwd.clone();
-            let end = exec::run_tool(&cmd, &cwd, &log, None, &mut || self.server_gone())?;
+            let (end, usage) = exec::run_tool(&cmd, &cwd, &log, None, &mut || self.server_gone())?;
             match end {
                 ToolEnd::Interrupted => {
                     self.run.end(
@@ -992,7 +995,7 @@ impl Bench<'_> {
                             attempt,
                             Status::Completed,
                             None,
-                            Some(json!({"count": r.all.count, "mean_ms": r.all.mean_ms})),
+                            Some(json!({"count": r.all.count, "mean_ms": r.all.mean_ms, "usage": usage})),
                         )?,
                         // One type failing (e.g. a non-200) does not stop the others.
                         Err(f) => {
@@ -1062,7 +1065,7 @@ impl Bench<'_> {
                 })),
             )?;
             let cwd = self.cwd.clone();
-            let end = exec::run_tool(&cmd, &cwd, &log, None, &mut || self.server_gone())?;
+            let (end, _) = exec::run_tool(&cmd, &cwd, &log, None, &mut || self.server_gone())?;
             match end {
                 ToolEnd::Interrupted => {
                     self.run.end(

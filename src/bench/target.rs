@@ -72,6 +72,7 @@ pub fn check_url(u: &str) -> Result<()> {
 
 /// A managed workspace held under its lock.
 pub struct Managed {
+    pub root: Root,
     pub product: Box<dyn Product>,
     pub ws: Workspace,
     pub _guard: LockGuard,
@@ -145,6 +146,7 @@ impl Target {
             return Ok(Target {
                 kind,
                 managed: Some(Managed {
+                    root: root.clone(),
                     product,
                     ws,
                     _guard: guard,
@@ -293,7 +295,7 @@ impl Target {
     pub fn server_pin(&self) -> Option<Value> {
         let m = self.managed.as_ref()?;
         let w = &m.ws.manifest;
-        let mut inst = match &m.runtime {
+        let inst = match &m.runtime {
             Some(r) => {
                 json!({"version": r.version, "binary_sha256": r.binary_sha256, "installation_path": r.installation_path})
             }
@@ -301,14 +303,31 @@ impl Target {
                 json!({"version": w.version, "binary_sha256": w.binary_sha256, "installation_path": w.installation_path})
             }
         };
-        // The release archive it came from (what `runs rerun` must get again, byte for byte).
-        inst["archive_sha256"] = inst["installation_path"]
-            .as_str()
-            .and_then(|p| std::fs::read(std::path::Path::new(p).join("manifest.json")).ok())
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .map(|v| v["archive_sha256"].clone())
-            .unwrap_or(Value::Null);
         let config = std::fs::read_to_string(m.ws.config_path()).ok();
+        // What a rerun must download again: the archive and its checksum.
+        let version = m
+            .runtime
+            .as_ref()
+            .map(|r| r.version.clone())
+            .unwrap_or_else(|| w.version.clone());
+        let (os, arch) = w.platform.split_once('-').unwrap_or(("", ""));
+        let archive = Platform::from_parts(os, arch)
+            .ok()
+            .and_then(|p| {
+                install::open(&m.root, m.product.as_ref(), &version, &p)
+                    .ok()
+                    .flatten()
+            })
+            .map(|i| {
+                json!({
+                    "source_url": i.manifest.source_url,
+                    "checksum_url": i.manifest.checksum_url,
+                    "archive_sha256": i.manifest.archive_sha256,
+                    "archive_size": i.manifest.archive_size,
+                    "tree_digest": i.manifest.tree_digest,
+                    "version_source": i.manifest.version_source,
+                })
+            });
         Some(json!({
             "runtime": inst,
             "workspace_version": w.version,
@@ -319,6 +338,7 @@ impl Target {
             "config_sha256": w.config_sha256,
             "config": config,
             "ports": w.ports,
+            "installation": archive,
         }))
     }
 

@@ -88,12 +88,16 @@ impl World {
         self.gt.run(&a)
     }
 
+    /// Sets the section of one built TSBS tool in the shared knob file (`go build` bakes that
+    /// file into every tool it writes).
     pub(crate) fn tool_knobs(&self, tool: &str, v: Value) {
-        std::fs::write(
-            self.knobs_dir.join(format!("{tool}.knobs.json")),
-            v.to_string(),
-        )
-        .unwrap();
+        let path = self.knobs_dir.join("go.knobs.json");
+        let mut all: Value = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_else(|| json!({}));
+        all[tool] = v;
+        std::fs::write(&path, all.to_string()).unwrap();
     }
 
     pub(crate) fn ws(&self) -> Value {
@@ -226,6 +230,7 @@ fn smoke_all_then_reuse_then_query_only() {
         assert!(dir.join(q["results_file"].as_str().unwrap()).is_file());
     }
     assert_eq!(s["failures"], json!([]));
+    assert_eq!(s["data_state"]["label"], "as loaded");
     // Two server sessions (load, then queries), both stopped normally.
     let att = s["server_diagnostics"]["attempts"].as_array().unwrap();
     assert_eq!(att.len(), 2);
@@ -238,6 +243,17 @@ fn smoke_all_then_reuse_then_query_only() {
     assert_eq!(m["flags"]["database_id"], "g1");
     assert!(m["environment"]["binaries"]["tsbs_load_greptime"]["sha256"].is_string());
     assert!(m["server"]["config"].as_str().unwrap().contains("[http]"));
+    assert_eq!(
+        m["server"]["installation"]["archive_sha256"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
+    assert!(m["server"]["installation"]["source_url"]
+        .as_str()
+        .unwrap()
+        .ends_with(".tar.gz"));
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(
         md.contains("## Ingestion") && md.contains("## Queries") && md.contains("lastpoint"),
@@ -351,10 +367,7 @@ fn reset_needs_confirmation_and_a_failed_reset_leaves_no_binding() {
     assert_eq!(runs_of(&w), runs);
     assert!(!w.gt.env.root.join("datasets/tiny3").exists());
     // A confirmed reset whose load fails: the binding is empty, not wrong.
-    w.tool_knobs(
-        "tsbs_load_greptime",
-        json!({"tsbs_load": {"fail_after_rows": 100}}),
-    );
+    w.tool_knobs("tsbs_load_greptime", json!({"fail_after_rows": 100}));
     let r = w.bench(
         "load",
         &[
@@ -472,10 +485,7 @@ fn a_failing_query_type_does_not_stop_the_others() {
 fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
     let w = world();
     w.bench("load", &[]).ok();
-    w.tool_knobs(
-        "tsbs_run_queries_influx",
-        json!({"tsbs_run": {"query_delay_ms": 20000}}),
-    );
+    w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 20000}));
     let mut args = vec![
         "bench",
         "greptimedb",
@@ -924,6 +934,9 @@ fn managed_influxdb3_core_all_and_reuse() {
         "3",
         "--stop-timeout",
         "10",
+        // A compressed dataset: tsbsctl streams it, decompressed, to the loader's stdin.
+        "--compression",
+        "gzip",
     ];
     args.extend(tiny());
     for t in TYPES {
@@ -954,11 +967,13 @@ fn managed_influxdb3_core_all_and_reuse() {
     }
     let load_log =
         std::fs::read_to_string(dir.join(s["ingestion"]["log"].as_str().unwrap())).unwrap();
-    assert!(load_log
-        .lines()
-        .next()
-        .unwrap()
-        .contains("--no-sync=false --accept-partial=false"));
+    let first = load_log.lines().next().unwrap();
+    assert!(first.contains("--no-sync=false --accept-partial=false"));
+    assert!(
+        !first.contains("--file="),
+        "gzip data goes through stdin: {first}"
+    );
+    assert_eq!(s["dataset"]["compression"], "gzip");
     let ws = read_json(
         &w.gt
             .env

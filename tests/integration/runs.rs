@@ -599,6 +599,7 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
     if let Ok(keep) = std::env::var("TSBSCTL_KEEP_REPORT") {
         let _ = std::fs::copy(&shot, format!("{keep}.png"));
         let _ = std::fs::copy(dir.join("report.html"), format!("{keep}.html"));
+        let _ = std::fs::copy(dir.join("summary.md"), format!("{keep}.md"));
     }
 
     // Another baseline and --out: ratios follow the baseline.
@@ -694,7 +695,7 @@ fn rerun_records_identical_pins_and_refuses_a_changed_archive() {
     let d1 = run_dir(&all);
     let m1 = read_json(&d1.join("manifest.json"));
     assert_eq!(
-        m1["server"]["runtime"]["archive_sha256"]
+        m1["server"]["installation"]["archive_sha256"]
             .as_str()
             .unwrap()
             .len(),
@@ -719,10 +720,16 @@ fn rerun_records_identical_pins_and_refuses_a_changed_archive() {
     for k in ["dataset_id", "sha256", "rows", "spec"] {
         assert_eq!(m2["dataset"][k], m1["dataset"][k], "dataset {k}");
     }
-    for k in ["version", "binary_sha256", "archive_sha256"] {
+    for k in ["version", "binary_sha256"] {
         assert_eq!(
             m2["server"]["runtime"][k], m1["server"]["runtime"][k],
             "server {k}"
+        );
+    }
+    for k in ["archive_sha256", "source_url", "tree_digest"] {
+        assert_eq!(
+            m2["server"]["installation"][k], m1["server"]["installation"][k],
+            "installation {k}"
         );
     }
     assert_eq!(m2["target"]["database_id"], "g2");
