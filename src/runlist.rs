@@ -42,11 +42,24 @@ pub fn entry(dir: &Path, m: &RunManifest) -> Value {
         "database": target["database"],
         "dataset_id": m.dataset.as_ref().map(|d| d["dataset_id"].clone()),
         "data_state": m.data_state.as_ref().map(|d| d["label"].clone()),
-        "status": m.status,
+        "status": status_of(m),
         "created_at": m.created_at,
         "finished_at": m.finished_at,
         "rerun_of": m.rerun_of,
     })
+}
+
+/// The recorded status, except that a `running` run whose process is gone on this host is
+/// shown as `interrupted` (the next `show`/`summarize` records it so).
+fn status_of(m: &RunManifest) -> String {
+    let recorded = m.status.as_str().to_string();
+    if m.status == crate::run::Status::Running
+        && m.owner.host == crate::lock::hostname()
+        && !crate::fsutil::process_alive(m.owner.pid as i32)
+    {
+        return "interrupted".into();
+    }
+    recorded
 }
 
 /// Every run under the root, newest first. Unreadable manifests are listed as such, never

@@ -75,6 +75,36 @@ fn compare_identical_slowed_mismatched_and_failed_runs() {
     s.ok();
     assert_eq!(s.json()["data"]["summary"]["run_id"], id2);
     w.run(&["runs", "show", "nope"]).code(2).says("no run");
+    // The same id under both products: ambiguous, the candidates listed.
+    let influx_runs = root.join("influxdb3/runs");
+    std::fs::create_dir_all(&influx_runs).unwrap();
+    let st = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&d2)
+        .arg(influx_runs.join(id2))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    w.run(&["runs", "show", id2])
+        .code(2)
+        .says("ambiguous")
+        .says(p(&d2))
+        .says(p(&influx_runs.join(id2)));
+    std::fs::remove_dir_all(influx_runs.join(id2)).unwrap();
+    // A run left `running` by a process that is gone is listed as interrupted.
+    copy_run(&d2, "stale", |m| {
+        m["status"] = json!("running");
+        m["owner"]["pid"] = json!(999_999_999u32);
+    });
+    let l = w.run(&["runs", "list", "--json"]);
+    let stale = l.json()["data"]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["run_id"] == "stale")
+        .unwrap()
+        .clone();
+    assert_eq!(stale["status"], "interrupted", "{stale}");
 
     // Identical runs (a byte-for-byte copy): everything unchanged, ratio 1.
     let twin = copy_run(&d1, "twin", |_| {});
@@ -602,6 +632,32 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
         let _ = std::fs::copy(dir.join("summary.md"), format!("{keep}.md"));
     }
 
+    // Another dataset on another machine: said at the top and in every table it affects.
+    let elsewhere = copy_run(&dent, "elsewhere", |m| {
+        m["dataset"]["dataset_id"] = json!("other");
+        m["host"]["cpus"] = json!(64);
+    });
+    let r = w.run(&["runs", "report", p(&dg), p(&elsewhere), "--json"]);
+    r.ok();
+    let s3 = r.json()["data"]["summary"].clone();
+    let warnings = s3["warnings"].to_string();
+    assert!(warnings.contains("different datasets"), "{warnings}");
+    assert!(warnings.contains("different hardware"), "{warnings}");
+    for t in ["ingestion", "queries", "storage"] {
+        let n = s3["notes"][t].to_string();
+        assert!(
+            n.contains("different datasets") && n.contains("different hardware"),
+            "{t}: {n}"
+        );
+    }
+    let dir3 = PathBuf::from(r.json()["data"]["report_dir"].as_str().unwrap());
+    let md3 = std::fs::read_to_string(dir3.join("summary.md")).unwrap();
+    assert_eq!(
+        md3.matches("Not strictly comparable: the runs used different datasets")
+            .count(),
+        3
+    );
+
     // Another baseline and --out: ratios follow the baseline.
     let out = w.gt.env.path().join("out/report");
     let r = w.run(&[
@@ -742,6 +798,19 @@ fn rerun_records_identical_pins_and_refuses_a_changed_archive() {
     let s2 = summary(&d2);
     assert_eq!(s2["status"], "completed");
     assert_eq!(s2["ingestion"]["status"], "completed");
+
+    // Into the recorded workspace: its data is reused, the queries run again.
+    let r = w.run(&["runs", "rerun", m1["run_id"].as_str().unwrap(), "--json"]);
+    r.ok();
+    let d3 = run_dir(&r);
+    let s3 = summary(&d3);
+    assert_eq!(s3["target"]["database_id"], "g1");
+    assert_eq!(s3["ingestion"]["status"], "reused");
+    assert_eq!(s3["queries"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        read_json(&d3.join("manifest.json"))["rerun_of"],
+        m1["run_id"]
+    );
 
     // A recorded TSBS binary that is not what is built here: exit 4, naming it.
     let tampered = copy_run(&d1, "tampered", |m| {
