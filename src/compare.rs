@@ -407,6 +407,7 @@ pub(crate) fn publish(
     mut make: impl FnMut(&str) -> Result<Vec<(String, Vec<u8>)>>,
 ) -> Result<(String, PathBuf)> {
     std::fs::create_dir_all(base).map_err(|e| Error::io("create", base, e))?;
+    sweep_staging(base);
     let stem = crate::run::run_id_now();
     for n in 0..1000 {
         let id = if n == 0 {
@@ -436,6 +437,28 @@ pub(crate) fn publish(
         "no free id for {stem} under {}",
         base.display()
     )))
+}
+
+/// Removes `.<id>.stage-<pid>-<nanos>` leftovers of processes that are gone (a crash between
+/// staging and rename); a live process's staging directory is left alone.
+fn sweep_staging(base: &Path) {
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name
+            .strip_prefix('.')
+            .and_then(|n| n.split_once(".stage-"))
+            .map(|(_, r)| r)
+        else {
+            continue;
+        };
+        let pid: Option<i32> = rest.split('-').next().and_then(|p| p.parse().ok());
+        if pid.is_some_and(|p| !crate::fsutil::process_alive(p)) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// Writes files into a fresh directory, each synced.

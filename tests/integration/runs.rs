@@ -211,6 +211,15 @@ fn compare_identical_slowed_mismatched_and_failed_runs() {
     assert!(c["counts"]["unchanged"].as_u64().unwrap() >= 1, "{c}");
 
     // Refusals: exit 2, naming the difference, nothing written.
+    if let Ok(keep) = std::env::var("TSBSCTL_KEEP_REPORT") {
+        let _ = std::fs::copy(
+            data["summary_md"].as_str().unwrap(),
+            format!("{keep}-compare.md"),
+        );
+    }
+    // A staging leftover of a dead process is swept by the next comparison.
+    let leftover = root.join("comparisons/.20000101T000000Z.stage-999999999-1");
+    std::fs::create_dir_all(&leftover).unwrap();
     let before = dirs_in(&root.join("comparisons"));
     let other = copy_run(&d2, "other-data", |m| {
         m["dataset"]["dataset_id"] = json!("other");
@@ -282,6 +291,16 @@ fn compare_identical_slowed_mismatched_and_failed_runs() {
     .says("has failures")
     .says("query:lastpoint");
     assert_eq!(dirs_in(&root.join("comparisons")), before);
+    let r = w.run(&[
+        "runs",
+        "compare",
+        "--baseline",
+        p(&d2),
+        "--candidate",
+        p(&twin),
+    ]);
+    r.ok().says("Comparison directory:");
+    assert!(!leftover.exists());
 
     // Zero baselines: a baseline whose runner measured 0 ms gives no ratio (and regressed
     // when the candidate took time); zero against zero is unchanged with ratio 1.
