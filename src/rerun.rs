@@ -58,15 +58,52 @@ fn check_environment(ctx: &Ctx, env: &Value) -> Result<String> {
         .trim_start_matches("go")
         .to_string();
     let prepare = format!("run `tsbsctl env prepare --tsbs-rev {commit} --go-version {go}` first");
-    let have = crate::environment::TsbsEnv::load(&ctx.root, Some(&key)).map_err(|e| {
-        integrity(
-            format!(
-                "the TSBS build of commit {key} the run used is not available: {}",
-                e.message
-            ),
-            &prepare,
-        )
-    })?;
+    let have = match crate::environment::TsbsEnv::load(&ctx.root, Some(&key)) {
+        Ok(h) => h,
+        // Not built here: build the recorded commit with the recorded Go (a dirty checkout
+        // cannot be fetched again), then hold the result to the recorded checksums below.
+        Err(_) if !dirty && env["tsbs_repo"].is_string() => {
+            let version =
+                crate::environment::go::GoVersion::parse_requested(&go).map_err(|_| {
+                    integrity(
+                        format!("the run recorded Go {go:?}, which tsbsctl cannot install"),
+                        &prepare,
+                    )
+                })?;
+            ctx.reporter.info(&format!(
+                "TSBS {commit} is not built here: building it with Go {go}"
+            ));
+            crate::environment::prepare(
+                ctx,
+                &crate::environment::PrepareRequest {
+                    go: crate::environment::GoRequest::Managed(version),
+                    reinstall_go: false,
+                    source: crate::environment::tsbs::SourceRequest::Fetch {
+                        repo: env["tsbs_repo"].as_str().unwrap_or_default().to_string(),
+                        commit: commit.clone(),
+                    },
+                    rebuild: false,
+                },
+            )
+            .map_err(|e| {
+                let msg = format!(
+                    "the TSBS build of commit {key} the run used cannot be had: {}",
+                    e.message
+                );
+                Error::new(e.kind, msg).with_hint(prepare.clone())
+            })?;
+            crate::environment::TsbsEnv::load(&ctx.root, Some(&key))?
+        }
+        Err(e) => {
+            return Err(integrity(
+                format!(
+                    "the TSBS build of commit {key} the run used is not available: {}",
+                    e.message
+                ),
+                &prepare,
+            ))
+        }
+    };
     if Some(have.go_version.as_str()) != env["go_version"].as_str() {
         return Err(integrity(
             format!(

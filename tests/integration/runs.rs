@@ -818,7 +818,11 @@ fn rerun_records_identical_pins_and_refuses_a_changed_archive() {
     assert_eq!(s2["status"], "completed");
     assert_eq!(s2["ingestion"]["status"], "completed");
 
-    // Into the recorded workspace: its data is reused, the queries run again.
+    // Into the recorded workspace, on a machine without the TSBS build: the recorded commit is
+    // built again with the recorded Go and must give the same binaries; the loaded data is
+    // reused and the queries run again.
+    let commit = m1["environment"]["tsbs_commit"].as_str().unwrap();
+    std::fs::remove_dir_all(root.join("environment/tsbs").join(commit)).unwrap();
     let r = w.run(&["runs", "rerun", m1["run_id"].as_str().unwrap(), "--json"]);
     r.ok();
     let d3 = run_dir(&r);
