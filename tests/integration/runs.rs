@@ -835,6 +835,21 @@ fn rerun_records_identical_pins_and_refuses_a_changed_archive() {
         m1["run_id"]
     );
 
+    // A dataset or query set that is not the recorded one: exit 4 before any load or query.
+    let other_data = copy_run(&d1, "other-data", |m| {
+        m["dataset"]["sha256"] = json!("0".repeat(64));
+    });
+    let r = w.run(&["runs", "rerun", p(&other_data), "--json"]);
+    r.code(4).says("dataset tiny has SHA-256");
+    let s = summary(&run_dir(&r));
+    assert!(s["ingestion"].is_null() && s["queries"].as_array().unwrap().is_empty());
+    let other_set = copy_run(&d1, "other-set", |m| {
+        m["query_set"]["manifest_sha256"] = json!("0".repeat(64));
+    });
+    w.run(&["runs", "rerun", p(&other_set)])
+        .code(4)
+        .says("query set conflicts");
+
     // A recorded TSBS binary that is not what is built here: exit 4, naming it.
     let tampered = copy_run(&d1, "tampered", |m| {
         m["environment"]["binaries"]["tsbs_load_greptime"]["sha256"] = json!("0".repeat(64));
