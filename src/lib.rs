@@ -4,6 +4,7 @@
 //! [`context::Ctx`], and return an [`output::Outcome`] or an [`error::Error`] whose kind picks the
 //! exit code.
 
+pub mod activation;
 pub mod archive;
 pub mod bench;
 pub mod canonical;
@@ -20,6 +21,7 @@ pub mod ids;
 pub mod install;
 pub mod interrupt;
 pub mod lock;
+pub mod logscan;
 pub mod manifest;
 pub mod output;
 pub mod paths;
@@ -27,6 +29,7 @@ pub mod platform;
 pub mod product;
 pub mod publish;
 pub mod queryset;
+pub mod redact;
 pub mod report;
 pub mod rerun;
 pub mod run;

@@ -159,7 +159,8 @@ fn absolute_dir(raw: &Path, origin: &str) -> Result<PathBuf> {
     }
 }
 
-fn expand_tilde(p: &Path) -> PathBuf {
+/// `~/x` -> `$HOME/x`; anything else unchanged.
+pub(crate) fn expand_tilde(p: &Path) -> PathBuf {
     if let Ok(rest) = p.strip_prefix("~") {
         if let Some(home) = std::env::var_os("HOME") {
             return PathBuf::from(home).join(rest);
@@ -169,7 +170,7 @@ fn expand_tilde(p: &Path) -> PathBuf {
 }
 
 /// Removes `.` and resolves `..` lexically, so recorded paths are clean.
-fn normalize(p: &Path) -> PathBuf {
+pub(crate) fn normalize(p: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for c in p.components() {

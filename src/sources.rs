@@ -271,13 +271,13 @@ fn normalize(key: SourceKey, raw: &str, base_dir: &Path) -> std::result::Result<
     if key == SourceKey::TsbsRepo && looks_like_scp(v) {
         return Ok(v.to_string());
     }
-    let path = expand_tilde(Path::new(v));
+    let path = crate::paths::expand_tilde(Path::new(v));
     let abs = if path.is_absolute() {
         path
     } else {
         base_dir.join(path)
     };
-    let url = url::Url::from_file_path(lexical_normalize(&abs))
+    let url = url::Url::from_file_path(crate::paths::normalize(&abs))
         .map_err(|_| "not a usable directory path".to_string())?;
     Ok(url.as_str().trim_end_matches('/').to_string())
 }
@@ -287,30 +287,6 @@ fn looks_like_scp(v: &str) -> bool {
         Some((host, _)) => !host.is_empty() && !host.contains('/') && host.contains('@'),
         None => false,
     }
-}
-
-fn expand_tilde(p: &Path) -> PathBuf {
-    if let Ok(rest) = p.strip_prefix("~") {
-        if let Some(home) = std::env::var_os("HOME") {
-            return PathBuf::from(home).join(rest);
-        }
-    }
-    p.to_path_buf()
-}
-
-fn lexical_normalize(p: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 /// The local path of a `file://` URL, or `None` for any other URL.

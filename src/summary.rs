@@ -222,6 +222,14 @@ pub fn build(run: &RunDir) -> Result<Value> {
             diag.scan(l, &read(dir, Some(l)));
         }
     }
+    // A panic in a server log makes the run's numbers suspect: it is a failure, naming the log.
+    if let Some((log, message)) = &diag.first_panic {
+        failures.push(json!({
+            "stage": "server", "step": "server", "attempt": null, "status": "failed",
+            "log": log,
+            "reason": format!("the server log reports a panic: {message}"),
+        }));
+    }
     // Other steps that failed (environment, dataset, table checks, compaction ...).
     for s in &steps {
         let known = s.step == "load"
@@ -471,6 +479,7 @@ struct Diagnostics {
     errors: u64,
     panics: u64,
     samples: Vec<Value>,
+    first_panic: Option<(String, String)>,
 }
 
 impl Diagnostics {
@@ -490,6 +499,10 @@ impl Diagnostics {
                 }
                 None => {
                     self.panics += 1;
+                    if self.first_panic.is_none() {
+                        let m = EMAIL.replace_all(line.trim(), "<redacted-email>");
+                        self.first_panic = Some((log.to_string(), m.chars().take(300).collect()));
+                    }
                     "panic"
                 }
             };

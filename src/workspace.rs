@@ -478,6 +478,18 @@ fn check_unchanged(
     platform: &Platform,
 ) -> Result<()> {
     let id = &req.id;
+    if m.edition.as_deref() != product.edition() {
+        return Err(Error::invalid(format!(
+            "workspace {id} is bound to {} {}; it cannot become {}",
+            m.product,
+            m.edition.as_deref().unwrap_or("-"),
+            product.display_name()
+        ))
+        .with_hint(format!(
+            "a workspace never changes its edition: prepare a new one (`{} prepare --database-id NEW ...`)",
+            product.cli()
+        )));
+    }
     let new_id_hint = |what: &str| {
         format!(
             "a workspace never changes its {what}: prepare a new one (`{} prepare --database-id NEW ...`){}",
@@ -682,7 +694,8 @@ pub fn inspect(root: &crate::paths::Root, product: &dyn Product, id: &str) -> Re
     Ok(inspect_dir(root, product, &dir, id))
 }
 
-fn inspect_dir(
+/// [`inspect`] of the directory `dir` (for listings whose product depends on the manifest).
+pub fn inspect_dir(
     root: &crate::paths::Root,
     product: &dyn Product,
     dir: &Path,
@@ -1345,7 +1358,7 @@ pub fn server_spec(
         kill_orphan,
         kill_orphan_flag: "--kill-orphan".into(),
         timing,
-        output_filter: None,
+        output_filter: product.output_filter(),
     })
 }
 

@@ -359,6 +359,8 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         "no_sync": (kind == ProductKind::Influx3).then_some(req.no_sync),
         "accept_partial": (kind == ProductKind::Influx3).then_some(req.accept_partial),
     });
+    // Without built TSBS tools nothing can run: say so before a run directory exists.
+    TsbsEnv::load(&ctx.root, None)?;
     let run = RunDir::create(
         &root,
         NewRun {
@@ -841,8 +843,16 @@ impl Bench<'_> {
                             Some(reason.clone()),
                             Some(json!({"failure": f})),
                         )?;
-                        return Err(Error::failed(format!("load failed: {reason}"))
-                            .with_hint(format!("see {}", log.display())));
+                        let hint = if f.kind == tsbs::FailureKind::DatabaseExists {
+                            format!(
+                                "the SQL database already exists (an earlier, unfinished load?); load with --database-mode reset --confirm-reset {} to replace it; see {}",
+                                self.target.database(),
+                                log.display()
+                            )
+                        } else {
+                            format!("see {}", log.display())
+                        };
+                        return Err(Error::failed(format!("load failed: {reason}")).with_hint(hint));
                     }
                 }
             }
@@ -1113,21 +1123,24 @@ impl Bench<'_> {
     /// the command's error.
     fn conclude(mut self, result: Result<()>) -> Result<Outcome> {
         let _ = self.stop_server();
-        let failed_steps = self
-            .run
-            .steps()
-            .map(|s| {
-                s.iter()
-                    .filter(|s| matches!(s.status, Status::Failed))
-                    .map(|s| {
-                        format!(
-                            "{} (attempt {}): {}",
-                            s.step,
-                            s.attempt,
-                            s.reason.clone().unwrap_or_default()
-                        )
+        // Everything the summary counts as a failure (failed steps, unreadable results, panics
+        // in the server log) fails the run.
+        let failed_steps: Vec<String> = crate::summary::build(&self.run)
+            .map(|sum| {
+                sum["failures"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|f| {
+                                format!(
+                                    "{}: {}",
+                                    f["step"].as_str().unwrap_or("run"),
+                                    f["reason"].as_str().unwrap_or("failed")
+                                )
+                            })
+                            .collect()
                     })
-                    .collect::<Vec<_>>()
+                    .unwrap_or_default()
             })
             .unwrap_or_default();
         let (status, err) = match result {
@@ -1136,7 +1149,7 @@ impl Bench<'_> {
             Ok(()) if !failed_steps.is_empty() => (
                 Status::Failed,
                 Some(Error::failed(format!(
-                    "{} step(s) failed: {}",
+                    "{} failure(s): {}",
                     failed_steps.len(),
                     failed_steps.join("; ")
                 ))),

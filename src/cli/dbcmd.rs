@@ -24,10 +24,10 @@ pub struct ServeArgs {
     /// Stop a server an earlier, killed tsbsctl left running on this workspace.
     #[arg(long)]
     pub kill_orphan: bool,
-    /// Seconds to wait for the server to answer (default: the product's; GreptimeDB 60).
+    /// Seconds to wait for the server to answer (default: GreptimeDB 60, InfluxDB 3 600).
     #[arg(long, value_name = "SECONDS")]
     pub startup_timeout: Option<f64>,
-    /// Seconds between SIGTERM and SIGKILL when stopping (default: the product's; GreptimeDB 15).
+    /// Seconds between SIGTERM and SIGKILL when stopping (default: GreptimeDB 15, InfluxDB 3 60).
     #[arg(long, value_name = "SECONDS")]
     pub stop_timeout: Option<f64>,
     #[command(flatten)]

@@ -1,16 +1,23 @@
-//! `tsbsctl influxdb3 install|prepare`: installations and workspaces of InfluxDB 3 Core and
-//! Enterprise, over the generic [`crate::cli::dbcmd`] commands. (Licence activation and the
-//! other workspace commands extend this file.)
+//! `tsbsctl influxdb3 install|prepare|activate|list|inspect|verify|remove|serve`: installations
+//! and workspaces of InfluxDB 3 Core and Enterprise, over the generic [`crate::cli::dbcmd`]
+//! commands, plus Enterprise licence activation ([`crate::activation`]). Commands on an existing
+//! workspace take its edition from its manifest; only `install` and `prepare` name one.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
 
+use serde_json::{json, Value};
+
+use crate::activation::{self, ActivateRequest, LicenseSource, LicenseType};
 use crate::cli::common::LockArgs;
-use crate::cli::dbcmd;
+use crate::cli::dbcmd::{self, IdArgs, RemoveArgs, ServeArgs};
 use crate::context::Ctx;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::ids::validate_id;
 use crate::output::Outcome;
 use crate::product::influxdb3::{Edition, InfluxDb3};
-use crate::workspace::PrepareRequest;
+use crate::workspace::{self, PrepareRequest};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Influxdb3Cmd {
@@ -20,6 +27,18 @@ pub enum Influxdb3Cmd {
     /// Create (or reuse) a workspace bound to one installed edition and version.
     #[command(disable_version_flag = true)]
     Prepare(PrepareArgs),
+    /// Activate the licence of an Enterprise workspace (trial or home e-mail, or a licence file).
+    Activate(ActivateArgs),
+    /// List the workspaces of both editions, broken ones with their reasons (cheap).
+    List,
+    /// Show one workspace, its licence, and why it is broken, if it is (cheap).
+    Inspect(IdArgs),
+    /// Re-hash the installation and run it (exit 4 on damage).
+    Verify(IdArgs),
+    /// Delete a workspace and its data, under its lock.
+    Remove(RemoveArgs),
+    /// Run the workspace's server in the foreground until Ctrl-C (Enterprise: licence active).
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -39,12 +58,13 @@ pub struct InstallArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct PrepareArgs {
-    /// Workspace id.
+    /// Workspace id: a letter or digit, then letters, digits, '.', '_' or '-'.
     #[arg(long, value_name = "ID")]
     pub database_id: String,
     #[arg(long, value_name = "EDITION", value_parser = ["core", "enterprise"])]
     pub edition: String,
-    /// Version to bind (installed if needed).
+    /// Version to bind (installed if needed); default: the workspace's, else the newest
+    /// installed, else the latest from InfluxData's installer script.
     #[arg(long, value_name = "V")]
     pub version: Option<String>,
     /// SQL database the benchmarks use (default: benchmark).
@@ -53,6 +73,49 @@ pub struct PrepareArgs {
     /// HTTP port on 127.0.0.1 (default 8181).
     #[arg(long, value_name = "P")]
     pub http_port: Option<u16>,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(group(
+    clap::ArgGroup::new("licence").required(true).args(["license_type", "license_file"])
+))]
+pub struct ActivateArgs {
+    /// Enterprise workspace id.
+    #[arg(long, value_name = "ID")]
+    pub database_id: String,
+    /// Request a trial or home licence for an e-mail address (InfluxData sends a link to
+    /// confirm it; the server waits for that).
+    #[arg(long, value_name = "TYPE", value_parser = ["trial", "home"])]
+    pub license_type: Option<String>,
+    /// Read the e-mail from standard input (one line; not echoed on a terminal).
+    #[arg(
+        long,
+        requires = "license_type",
+        conflicts_with_all = ["license_email_env", "license_file"]
+    )]
+    pub license_email_stdin: bool,
+    /// Read the e-mail from this environment variable (default: INFLUXDB3_LICENSE_EMAIL).
+    #[arg(
+        long,
+        value_name = "VAR",
+        requires = "license_type",
+        conflicts_with = "license_file"
+    )]
+    pub license_email_env: Option<String>,
+    /// Use this licence file (only its absolute path is recorded; tsbsctl never reads it).
+    #[arg(long, value_name = "PATH")]
+    pub license_file: Option<PathBuf>,
+    /// Seconds to wait for the server to serve, e-mail confirmation included (default: 1800).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// Seconds between SIGTERM and SIGKILL when stopping the server (default: 60).
+    #[arg(long, value_name = "SECONDS")]
+    pub stop_timeout: Option<f64>,
+    /// Stop a server an earlier, killed tsbsctl left running on this workspace.
+    #[arg(long)]
+    pub kill_orphan: bool,
     #[command(flatten)]
     pub lock: LockArgs,
 }
@@ -72,7 +135,256 @@ pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
                 http_port: a.http_port,
                 ports: BTreeMap::new(),
             };
-            dbcmd::prepare_cmd(ctx, &p, req, &a.lock)
+            let mut o = dbcmd::prepare_cmd(ctx, &p, req, &a.lock)?;
+            o.human.push_str(&licence_line(&o.data["manifest"]));
+            Ok(o)
+        }
+        Influxdb3Cmd::Activate(a) => activate_cmd(ctx, a),
+        Influxdb3Cmd::List => list_cmd(ctx),
+        Influxdb3Cmd::Inspect(a) => {
+            let p = product_of(ctx, &a.database_id)?;
+            let mut o = dbcmd::inspect_cmd(ctx, &p, a)?;
+            if !o.data["manifest"].is_null() {
+                let m = o.data["manifest"].clone();
+                o.human.push_str(&format!(
+                    "  edition: {}\n  node id: {}\n  cluster id: {}\n",
+                    m["edition"].as_str().unwrap_or("-"),
+                    m["node_id"].as_str().unwrap_or("-"),
+                    m["cluster_id"].as_str().unwrap_or("-"),
+                ));
+                o.human.push_str(&licence_line(&m));
+            }
+            Ok(o)
+        }
+        Influxdb3Cmd::Verify(a) => {
+            let p = existing(ctx, &a.database_id)?;
+            dbcmd::verify_cmd(ctx, &p, a)
+        }
+        Influxdb3Cmd::Remove(a) => {
+            let p = product_of(ctx, &a.database_id)?;
+            dbcmd::remove_cmd(ctx, &p, a)
+        }
+        Influxdb3Cmd::Serve(a) => {
+            let p = existing(ctx, &a.database_id)?;
+            dbcmd::serve_cmd(ctx, &p, a)
         }
     }
+}
+
+/// The product of workspace `id`: the edition its manifest names (Core when it has none or an
+/// unknown one, so `inspect`, `list` and `remove` still work on a broken workspace).
+fn product_of(ctx: &Ctx, id: &str) -> Result<InfluxDb3> {
+    Ok(edition_of(ctx, id)?
+        .and_then(|e| Edition::parse(&e).ok())
+        .map(InfluxDb3::new)
+        .unwrap_or(InfluxDb3::new(Edition::Core)))
+}
+
+/// The `edition` field of workspace `id`'s manifest, if it reads.
+fn edition_of(ctx: &Ctx, id: &str) -> Result<Option<String>> {
+    validate_id("--database-id", id)?;
+    let path = ctx.root.database("influxdb3", id).join("manifest.json");
+    Ok(std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|v| v["edition"].as_str().map(str::to_string)))
+}
+
+/// The product of prepared workspace `id` (its manifest must name a known edition).
+fn existing(ctx: &Ctx, id: &str) -> Result<InfluxDb3> {
+    let edition = edition_of(ctx, id)?;
+    let dir = ctx.root.database("influxdb3", id);
+    if !dir.join("manifest.json").exists() {
+        return Err(Error::invalid(format!(
+            "there is no InfluxDB 3 workspace {id:?} (looked in {})",
+            dir.display()
+        ))
+        .with_hint(format!(
+            "create it with `tsbsctl influxdb3 prepare --database-id {id} --edition core|enterprise`, or see `tsbsctl influxdb3 list`"
+        )));
+    }
+    match edition.as_deref().map(Edition::parse) {
+        Some(Ok(e)) => Ok(InfluxDb3::new(e)),
+        _ => Err(Error::integrity(format!(
+            "{} names no InfluxDB 3 edition (core or enterprise)",
+            dir.join("manifest.json").display()
+        ))
+        .with_hint(format!(
+            "see `tsbsctl influxdb3 inspect --database-id {id}`; remove the workspace if it is beyond repair"
+        ))),
+    }
+}
+
+fn licence_line(m: &Value) -> String {
+    let l = &m["license"];
+    match l["status"].as_str() {
+        None => String::new(),
+        Some(s) => format!(
+            "  licence: {s}{}\n",
+            match (l["source"].as_str(), l["path"].as_str()) {
+                (Some(src), Some(p)) => format!(" ({src}: {p})"),
+                (Some(src), None) => format!(" ({src})"),
+                _ => String::new(),
+            }
+        ),
+    }
+}
+
+fn list_cmd(ctx: &Ctx) -> Result<Outcome> {
+    let base = ctx.root.databases("influxdb3");
+    let mut ids: Vec<String> = std::fs::read_dir(&base)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    let mut all = Vec::new();
+    let mut human = String::new();
+    if ids.is_empty() {
+        human.push_str(
+            "no InfluxDB 3 workspaces (create one with `tsbsctl influxdb3 prepare --database-id ID --edition core|enterprise`)\n",
+        );
+    }
+    for id in &ids {
+        let p = product_of(ctx, id).unwrap_or(InfluxDb3::new(Edition::Core));
+        let i = workspace::inspect_dir(&ctx.root, &p, &base.join(id), id);
+        let m = i.manifest.clone().unwrap_or(Value::Null);
+        let f = |k: &str| m[k].as_str().unwrap_or("-").to_string();
+        human.push_str(&format!(
+            "{:<24} {:<10} {:<10} {:<10} {:<12} {}\n",
+            i.database_id,
+            i.state,
+            f("edition"),
+            f("version"),
+            m["license"]["status"].as_str().unwrap_or("-"),
+            f("database"),
+        ));
+        for pr in &i.problems {
+            human.push_str(&format!("    {} (fix: {})\n", pr.problem, pr.fix));
+        }
+        all.push(i);
+    }
+    Ok(Outcome::new(json!({ "workspaces": all }), human))
+}
+
+fn seconds(flag: &str, v: f64) -> Result<Duration> {
+    if v.is_finite() && v > 0.0 && v < 1e7 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(
+            Error::invalid(format!("{flag} must be a positive number of seconds"))
+                .with_hint(format!("e.g. {flag} 1800")),
+        )
+    }
+}
+
+fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
+    validate_id("--database-id", &a.database_id)?;
+    let timeout = match a.timeout {
+        Some(s) => seconds("--timeout", s)?,
+        None => activation::DEFAULT_TIMEOUT,
+    };
+    let stop_timeout = a
+        .stop_timeout
+        .map(|s| seconds("--stop-timeout", s))
+        .transpose()?;
+    let p = existing(ctx, &a.database_id)?;
+    if p.edition != Edition::Enterprise {
+        return Err(Error::invalid(format!(
+            "workspace {} is InfluxDB 3 Core, which needs no licence",
+            a.database_id
+        ))
+        .with_hint(format!(
+            "serve it as it is (`tsbsctl influxdb3 serve --database-id {}`); licences are for Enterprise workspaces",
+            a.database_id
+        )));
+    }
+    if a.license_file.is_some() && (a.license_email_stdin || a.license_email_env.is_some()) {
+        return Err(Error::invalid(
+            "--license-email-stdin and --license-email-env go with --license-type, not --license-file",
+        )
+        .with_hint("a licence file needs no e-mail: drop the e-mail flag"));
+    }
+    // Every input is checked (and the e-mail read) before the lock is taken or a server runs.
+    let source = match (&a.license_type, &a.license_file) {
+        (Some(t), None) => {
+            let license_type = LicenseType::parse(t)?;
+            let email = if a.license_email_stdin {
+                activation::email_from_stdin()?
+            } else {
+                activation::email_from_env(
+                    a.license_email_env
+                        .as_deref()
+                        .unwrap_or(activation::DEFAULT_EMAIL_ENV),
+                )?
+            };
+            LicenseSource::Email {
+                license_type,
+                email,
+            }
+        }
+        (None, Some(f)) => LicenseSource::File(activation::license_file_path(f)?),
+        _ => {
+            return Err(Error::invalid(
+                "give exactly one of --license-type trial|home or --license-file PATH",
+            )
+            .with_hint("see `tsbsctl influxdb3 activate --help`"))
+        }
+    };
+    let id = a.database_id.clone();
+    let o = activation::activate(
+        ctx,
+        &p,
+        ActivateRequest {
+            id: id.clone(),
+            source,
+            timeout,
+            stop_timeout,
+            kill_orphan: a.kill_orphan,
+        },
+        &(&a.lock).into(),
+    )?;
+    let m = &o.workspace.manifest;
+    let lic = m.extra.get("license").cloned().unwrap_or(Value::Null);
+    let d = &o.diagnostics;
+    let mut human = if o.reused {
+        format!("workspace {id}: the licence is already active\n")
+    } else {
+        format!(
+            "workspace {id}: licence active after {}\n",
+            activation::human_duration(Duration::from_secs(o.waited.as_secs()))
+        )
+    };
+    human.push_str(&licence_line(&serde_json::to_value(m)?));
+    if d.warnings + d.errors + d.fatals + d.panics > 0 {
+        human.push_str(&format!(
+            "  server log: {} warnings, {} errors, {} fatals, {} panics ({})\n",
+            d.warnings,
+            d.errors,
+            d.fatals,
+            d.panics,
+            o.log.display()
+        ));
+    }
+    human.push_str(&format!(
+        "  serve it with `tsbsctl influxdb3 serve --database-id {id}`\n"
+    ));
+    Ok(Outcome::new(
+        json!({
+            "database_id": id,
+            "database_path": o.workspace.dir,
+            "edition": m.edition,
+            "version": m.version,
+            "license": lic,
+            "reused": o.reused,
+            "waited_seconds": o.waited.as_millis() as f64 / 1000.0,
+            "log": o.log,
+            "diagnostics": o.diagnostics,
+        }),
+        human,
+    ))
 }

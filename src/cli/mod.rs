@@ -69,7 +69,7 @@ pub enum Command {
     /// Install GreptimeDB releases and manage GreptimeDB workspaces and servers.
     #[command(subcommand)]
     Greptimedb(greptimedb::GreptimedbCmd),
-    /// Install InfluxDB 3 releases and prepare InfluxDB 3 workspaces.
+    /// Install InfluxDB 3 releases; manage workspaces, Enterprise licences and servers.
     #[command(subcommand)]
     Influxdb3(influxdb3::Influxdb3Cmd),
     /// Benchmark phases: load, query, compact, analyze (run directories with summaries).

@@ -104,25 +104,82 @@ impl InfluxDb3 {
     }
 }
 
-/// Reads `NAME="x.y.z"` (quotes optional) from the installer script; it must occur once.
+/// Reads the one quoted assignment `NAME="x.y.z"` (or `'x.y.z'`) on a line of its own from the
+/// installer script (never executed). A missing, repeated or unquoted assignment, or a value
+/// that is not an exact version, is an error: "latest" is never guessed.
 pub fn script_version(script: &str, name: &str) -> Result<String> {
-    let found: Vec<&str> = script
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix(&format!("{name}=")))
-        .map(|v| v.trim().trim_matches('"'))
-        .collect();
-    match found.as_slice() {
-        [v] => check_semver(name, v, "3.11.1").map_err(|e| {
-            e.with_hint("the installer script is not what tsbsctl expects; pass an exact --version")
+    let hint = "pass an exact --version (e.g. --version 3.11.1)";
+    let mut quoted = Vec::new();
+    let mut unquoted = Vec::new();
+    for (i, line) in script.lines().enumerate() {
+        let Some(v) = line.trim().strip_prefix(&format!("{name}=")) else {
+            continue;
+        };
+        let q = v
+            .strip_prefix('"')
+            .and_then(|r| r.strip_suffix('"'))
+            .or_else(|| v.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')));
+        match q {
+            Some(q) if !q.contains(['"', '\'']) => quoted.push((i + 1, q)),
+            _ => unquoted.push(i + 1),
+        }
+    }
+    if let Some(line) = unquoted.first() {
+        return Err(Error::failed(format!(
+            "the InfluxDB 3 installer script assigns {name} without quotes (line {line}); tsbsctl reads only {name}=\"x.y.z\""
+        ))
+        .with_hint(hint));
+    }
+    match quoted.as_slice() {
+        [(_, v)] => check_semver(name, v, "3.11.1").map_err(|_| {
+            Error::failed(format!(
+                "the InfluxDB 3 installer script sets {name} to {v:?}, which is not an exact version"
+            ))
+            .with_hint(hint)
         }),
         [] => Err(Error::failed(format!(
             "the InfluxDB 3 installer script does not set {name}"
         ))
-        .with_hint("pass an exact --version (e.g. --version 3.11.1)")),
-        _ => Err(Error::failed(format!(
-            "the InfluxDB 3 installer script sets {name} more than once"
+        .with_hint(hint)),
+        more => Err(Error::failed(format!(
+            "the InfluxDB 3 installer script sets {name} {} times (lines {}); which one is latest is unclear",
+            more.len(),
+            more.iter().map(|(l, _)| l.to_string()).collect::<Vec<_>>().join(", ")
         ))
-        .with_hint("pass an exact --version (e.g. --version 3.11.1)")),
+        .with_hint(hint)),
+    }
+}
+
+/// Licence status of a workspace (`license.status` in its manifest).
+pub mod license {
+    /// Core: no licence needed.
+    pub const NOT_REQUIRED: &str = "not-required";
+    /// Enterprise, never activated.
+    pub const UNCONFIGURED: &str = "unconfigured";
+    /// Enterprise, an activation waited for e-mail verification and timed out.
+    pub const PENDING: &str = "pending";
+    /// Enterprise, the server served with its licence.
+    pub const ACTIVE: &str = "active";
+    /// Where a trial or home licence is stored, under `<data>/<cluster-id>/`.
+    pub const TRIAL_OR_HOME_FILE: &str = "trial_or_home_license";
+    /// Where a commercial licence is stored, under `<data>/<cluster-id>/`.
+    pub const COMMERCIAL_FILE: &str = "commercial_license";
+}
+
+/// The environment variables through which `version` reads the licence e-mail and type: 3.11
+/// and later `INFLUXDB3_LICENSE_*`, earlier versions `INFLUXDB3_ENTERPRISE_LICENSE_*`.
+pub fn license_env_names(version: &str) -> (&'static str, &'static str) {
+    let mut it = version
+        .split(['.', '-', '+'])
+        .map(|p| p.parse::<u64>().unwrap_or(0));
+    let (major, minor) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
+    if (major, minor) >= (3, 11) {
+        ("INFLUXDB3_LICENSE_EMAIL", "INFLUXDB3_LICENSE_TYPE")
+    } else {
+        (
+            "INFLUXDB3_ENTERPRISE_LICENSE_EMAIL",
+            "INFLUXDB3_ENTERPRISE_LICENSE_TYPE",
+        )
     }
 }
 
@@ -225,13 +282,19 @@ impl Product for InfluxDb3 {
         match self.edition {
             Edition::Core => {
                 m.insert("cluster_id".into(), Value::Null);
-                m.insert("license".into(), json!({"status": "not-required"}));
+                m.insert(
+                    "license".into(),
+                    json!({"status": license::NOT_REQUIRED, "source": null, "path": null}),
+                );
             }
             Edition::Enterprise => {
                 let stem = Self::node_id(id);
                 let stem = stem.trim_end_matches("-node");
                 m.insert("cluster_id".into(), json!(format!("{stem}-cluster")));
-                m.insert("license".into(), json!({"status": "unconfigured"}));
+                m.insert(
+                    "license".into(),
+                    json!({"status": license::UNCONFIGURED, "source": null, "path": null}),
+                );
             }
         }
         m
@@ -284,19 +347,28 @@ impl Product for InfluxDb3 {
     }
 
     fn check_can_serve(&self, ws: &WorkspaceManifest) -> Result<()> {
-        if self.edition == Edition::Enterprise
-            && ws.extra["license"]["status"].as_str() != Some("active")
-        {
+        let status = ws.extra["license"]["status"].as_str().unwrap_or("unknown");
+        if self.edition == Edition::Enterprise && status != license::ACTIVE {
+            let id = &ws.database_id;
             return Err(Error::invalid(format!(
-                "InfluxDB 3 Enterprise workspace {} has no active licence",
-                ws.database_id
+                "InfluxDB 3 Enterprise workspace {id} has no active licence (licence status: {status})"
             ))
             .with_hint(format!(
-                "activate it first: tsbsctl influxdb3 activate --database-id {} --license-type trial|home --license-email-env VAR",
-                ws.database_id
+                "activate it first: `tsbsctl influxdb3 activate --database-id {id} --license-type trial` \
+                 (or home; the e-mail comes from $INFLUXDB3_LICENSE_EMAIL or --license-email-stdin), \
+                 or `tsbsctl influxdb3 activate --database-id {id} --license-file PATH`"
             )));
         }
         Ok(())
+    }
+
+    /// The server may print a licence e-mail, a licence key or a token: every line is
+    /// redacted before it reaches the log.
+    fn output_filter(&self) -> Option<crate::server::OutputFilter> {
+        let r = crate::redact::Redactor::new();
+        Some(crate::server::OutputFilter(std::sync::Arc::new(
+            move |line: &str| r.redact(line),
+        )))
     }
 
     fn readiness_probe(&self, endpoint: &str) -> Probe {
@@ -405,6 +477,52 @@ mod tests {
         )
         .is_err());
         assert!(script_version("", "INFLUXDB_OSS_VERSION").is_err());
+        assert_eq!(
+            script_version(
+                "  INFLUXDB_OSS_VERSION='3.10.0'  \n",
+                "INFLUXDB_OSS_VERSION"
+            )
+            .unwrap(),
+            "3.10.0"
+        );
+        for bad in [
+            "INFLUXDB_OSS_VERSION=3.11.1\n",
+            "INFLUXDB_OSS_VERSION=\"3.11.1\"\nINFLUXDB_OSS_VERSION=3.11.1\n",
+            "INFLUXDB_OSS_VERSION=\"latest\"\n",
+            "INFLUXDB_OSS_VERSION=\"${X}\"\n",
+            "INFLUXDB_VERSION=\"3.11.1\"\n",
+        ] {
+            let e = script_version(bad, "INFLUXDB_OSS_VERSION").unwrap_err();
+            assert!(e.hint.unwrap().contains("--version"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn platforms_and_licence_variables() {
+        let p = InfluxDb3::new(Edition::Core);
+        for ok in [
+            ("linux", "x86_64"),
+            ("linux", "aarch64"),
+            ("macos", "aarch64"),
+        ] {
+            p.check_platform(&Platform::from_parts(ok.0, ok.1).unwrap())
+                .unwrap();
+        }
+        let e = p
+            .check_platform(&Platform::from_parts("macos", "x86_64").unwrap())
+            .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(license_env_names("3.11.0").0, "INFLUXDB3_LICENSE_EMAIL");
+        assert_eq!(license_env_names("3.12.1").1, "INFLUXDB3_LICENSE_TYPE");
+        assert_eq!(
+            license_env_names("3.10.2").0,
+            "INFLUXDB3_ENTERPRISE_LICENSE_EMAIL"
+        );
+        assert_eq!(
+            InfluxDb3::new(Edition::Core).new_workspace_fields("a.b_c")["license"]["status"],
+            "not-required"
+        );
+        assert_eq!(InfluxDb3::node_id("a.b_c"), "a-b-c-node");
     }
 
     #[test]

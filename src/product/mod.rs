@@ -133,6 +133,11 @@ pub trait Product: Send + Sync {
     fn check_can_serve(&self, _ws: &WorkspaceManifest) -> Result<()> {
         Ok(())
     }
+    /// A line filter for the server's output on its way to the log (secrets a server may
+    /// print: InfluxDB 3 licence e-mails and tokens). `None`: the log gets the output as is.
+    fn output_filter(&self) -> Option<crate::server::OutputFilter> {
+        None
+    }
     /// The readiness probe against `endpoint` (`http://127.0.0.1:PORT`).
     fn readiness_probe(&self, endpoint: &str) -> Probe;
     /// Default startup timeout, grace period and port wait.

@@ -395,8 +395,14 @@ fn reset_needs_confirmation_and_a_failed_reset_leaves_no_binding() {
         .unwrap()
         .starts_with("logs/load-"));
     assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
-    // Retrying the reset with a working loader binds the new dataset.
+    // A plain load now meets the partial database: refused by the loader, with the way out.
     w.tool_knobs("tsbs_load_greptime", json!({}));
+    w.bench("load", &other)
+        .code(1)
+        .says("exists")
+        .says("--database-mode reset --confirm-reset benchmark");
+    assert!(w.ws()["binding"].is_null());
+    // Retrying the reset with a working loader binds the new dataset.
     w.bench(
         "load",
         &[
@@ -1123,4 +1129,191 @@ fn quickstart_runs_once_then_only_queries_and_fails_fast_offline() {
         .says("cannot reach 127.0.0.1:1")
         .says("TSBSCTL_TSBS_REPO");
     assert!(t.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn refusals_before_anything_is_written() {
+    let w = Gt::new();
+    // No workspace: exit 2 with the prepare command.
+    w.run(&["bench", "greptimedb", "all", "--database-id", "nope"])
+        .code(2)
+        .says("greptimedb prepare --database-id nope");
+    // Both or neither target.
+    w.run(&["bench", "greptimedb", "all"])
+        .code(2)
+        .says("--database-id");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "a",
+        "--url",
+        "http://127.0.0.1:1",
+    ])
+    .code(2);
+    w.run(&["bench", "greptimedb", "query", "--url", "ftp://x"])
+        .code(2)
+        .says("HTTP");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "compact",
+        "--url",
+        "http://127.0.0.1:1",
+    ])
+    .code(2)
+    .says("managed workspace");
+    w.run(&[
+        "bench",
+        "influxdb3",
+        "all",
+        "--url",
+        "http://127.0.0.1:1",
+        "--database-mode",
+        "create",
+    ])
+    .code(2)
+    .says("--edition");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "a",
+        "--database-mode",
+        "reset",
+    ])
+    .code(2);
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "a",
+        "--load-workers",
+        "0",
+    ])
+    .code(2)
+    .says("must be positive");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "a",
+        "--query-count",
+        "nope=3",
+    ])
+    .code(2);
+    // Nothing was written for any of them.
+    assert!(!w.env.root.join("greptimedb/runs").exists());
+    assert!(!w.env.root.join("datasets").exists());
+    // A prepared workspace but no TSBS build: a failure naming `env prepare`, still no run.
+    w.prepare("g1", STABLE);
+    w.run(&["bench", "greptimedb", "all", "--database-id", "g1"])
+        .code(1)
+        .says("tsbsctl env prepare");
+    assert!(!w.env.root.join("greptimedb/runs").exists());
+    // A manual hold keeps the benchmark out (exit 3, naming the reason) unless its token is given.
+    let hold = w.run_json(&["workspace", "lock", "g1", "--reason", "tuning by hand"]);
+    hold.ok();
+    let token = hold.json()["data"]["token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", hold.describe()))
+        .to_string();
+    w.run(&["bench", "greptimedb", "all", "--database-id", "g1"])
+        .code(3)
+        .says("tuning by hand");
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "g1",
+        "--hold-token",
+        &token,
+    ])
+    .code(1)
+    .says("tsbsctl env prepare");
+    let runs = w.run(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "g1",
+        "--hold-token",
+        &token,
+    ]);
+    assert_no_secret(&w.env.root, &token, &[&runs]);
+}
+
+#[test]
+fn old_greptimedb_gets_a_bare_window_and_a_server_panic_fails_the_run() {
+    let w = world();
+    let old = crate::greptimedb::OLD;
+    w.gt.prepare("old", old);
+    let mut args = vec![
+        "bench",
+        "greptimedb",
+        "load",
+        "--database-id",
+        "old",
+        "--stop-timeout",
+        "5",
+    ];
+    args.extend(tiny());
+    w.run(&args).ok();
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "compact",
+        "--database-id",
+        "old",
+        "--confirm-timeout",
+        "20",
+        "--json",
+    ]);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(
+        s["compaction"]["compact"]["sql"],
+        "ADMIN COMPACT_TABLE('cpu', 'swcs', '7200')"
+    );
+    assert_eq!(s["status"], "completed");
+    // A panic in the server log while the queries ran: the run fails and names the log.
+    w.gt.set_knobs(json!({"inject_logs": [{"level": "PANIC", "message": "index out of bounds"}]}));
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "old",
+        "--query-type",
+        "lastpoint",
+        "--queries",
+        "3",
+        "--stop-timeout",
+        "5",
+        "--json",
+    ]);
+    r.code(1).says("panic");
+    let s = summary(&run_dir(&r));
+    let f = s["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["stage"] == "server")
+        .unwrap()
+        .clone();
+    assert!(
+        f["log"].as_str().unwrap().starts_with("logs/server-"),
+        "{f}"
+    );
+    assert_eq!(s["server_diagnostics"]["panic_count"], 1);
+    assert!(s["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|q| q["status"] == "completed"));
 }

@@ -736,8 +736,10 @@ fn query_sets_generate_publish_reuse_and_detect_corruption() {
         set.files.keys().cloned().collect::<Vec<_>>(),
         vec!["cpu-max-all-1", "high-cpu-1", "lastpoint"]
     );
-    let lp =
-        testbed::emulators::tsbs_generate::read_query_file(&set.files["lastpoint"].path).unwrap();
+    let lp = testbed::queryfile::read(std::io::BufReader::new(
+        fs::File::open(&set.files["lastpoint"].path).unwrap(),
+    ))
+    .unwrap();
     assert_eq!(lp.len(), 2);
     assert_eq!(lp[0].human_label, "InfluxDB 3 last row per host");
     assert!(logs.join("generate-query-lastpoint.log").exists());
@@ -882,4 +884,294 @@ fn concurrent_query_set_publish_has_one_winner_and_both_use_it() {
         vec![sets[0].id.clone()],
         "one set, no staging left"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Through the CLI with a TSBS environment prepared by `tsbsctl env prepare`
+
+fn git_dir() -> String {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .expect("sh");
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    p.parent().expect("git dir").display().to_string()
+}
+
+/// Runs `tsbsctl env prepare` against a fake TSBS repository and a stand-in system Go, whose
+/// `go build` writes generator wrapper scripts steered by the returned knob file.
+fn prepare_env(env: &mut TestEnv) -> (PathBuf, testbed::mirror::Mirror) {
+    let _ = testbed_bin();
+    let mirror = testbed::mirror::Mirror::start().expect("mirror");
+    for (k, v) in mirror.env() {
+        env.env(k, v);
+    }
+    let (repo, commit) = testbed::tsbs_repo::create(env.path()).expect("fake tsbs repo");
+    env.env("TSBSCTL_TSBS_REPO", testbed::tsbs_repo::url(&repo));
+    env.env("TSBSCTL_TSBS_REV", commit);
+    let fakebin = env.path().join("fakebin");
+    fs::create_dir_all(&fakebin).unwrap();
+    env.env("PATH", format!("{}:{}:/bin", fakebin.display(), git_dir()));
+    let knobs = env.path().join("knobs").join("knobs.json");
+    fs::create_dir_all(knobs.parent().unwrap()).unwrap();
+    fs::write(&knobs, "{}").unwrap();
+    let go = fakebin.join("go");
+    let knobs_s = knobs.display().to_string();
+    fs::write(
+        &go,
+        testbed::wrapper_script(
+            "go",
+            &[
+                ("TESTBED_EMULATED_VERSION", "1.22.7"),
+                ("TESTBED_KNOBS", &knobs_s),
+            ],
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&go, fs::Permissions::from_mode(0o755)).unwrap();
+    env.run(&["env", "prepare"]).ok();
+    (knobs, mirror)
+}
+
+/// Replaces one tool's section of a shared knob file.
+fn set_knob_section(knobs: &Path, tool: &str, value: Value) {
+    let mut all: Value = serde_json::from_slice(&fs::read(knobs).unwrap()).unwrap();
+    all[tool] = value;
+    fs::write(knobs, serde_json::to_vec(&all).unwrap()).unwrap();
+}
+
+#[test]
+fn cli_generate_uses_the_prepared_environment_then_reuses() {
+    let mut env = TestEnv::new();
+    // Without a prepared environment: exit 1, a hint, and nothing written.
+    env.run(&[
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--profile",
+        "smoke",
+    ])
+    .code(1)
+    .says("env prepare");
+    assert!(all_files(&env.root.join("datasets")).is_empty());
+
+    let (knobs, _mirror) = prepare_env(&mut env);
+    let calls = env.path().join("data-calls.log");
+    set_knob_section(
+        &knobs,
+        "tsbs_generate_data",
+        json!({"invocations_log": calls}),
+    );
+    // A config file where tsbsctl is started must not reach the generator (TSBS would merge
+    // it; the stand-in refuses to run beside one).
+    fs::write(env.path().join("cwd").join("config.yaml"), "scale: 99\n").unwrap();
+    let args = [
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--profile",
+        "smoke",
+        "--scale",
+        "2",
+        "--end",
+        "2023-06-11T00:10:00Z",
+        "--dataset-id",
+        "small",
+    ];
+    let r = env.run_json(&args);
+    r.ok();
+    let d = r.json()["data"].clone();
+    assert_eq!(d["reused"], false);
+    assert_eq!(d["rows"], 2 * 60);
+    assert_eq!(d["dataset_id"], "small");
+    let data_path = PathBuf::from(d["data_path"].as_str().unwrap());
+    assert_eq!(d["sha256"], sha256_of(&fs::read(&data_path).unwrap()));
+    let m: Value = serde_json::from_slice(
+        &fs::read(data_path.parent().unwrap().join("manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let tsbs = tsbsctl::environment::TsbsEnv::load(&root(&env), None).unwrap();
+    let built = tsbs.binary("tsbs_generate_data").unwrap();
+    assert_eq!(m["generator"]["binary_sha256"], built.sha256);
+    assert_eq!(m["generator"]["tsbs_commit"], tsbs.commit);
+    assert_eq!(m["generator"]["go_version"], tsbs.go_version);
+    let invocations = fs::read_to_string(&calls).unwrap();
+    assert_eq!(invocations.lines().count(), 1);
+    assert!(invocations.contains(
+        "--use-case=cpu-only --seed=123 --scale=2 --timestamp-start=2023-06-11T00:00:00Z \
+         --timestamp-end=2023-06-11T00:10:00Z --log-interval=10s --format=influx"
+    ));
+
+    // Selected again by id: the stored spec is inherited, the data reused, nothing run.
+    let r = env.run(&[
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--dataset-id",
+        "small",
+    ]);
+    r.ok().says("Dataset reused: small (influx, none)");
+    assert_eq!(fs::read_to_string(&calls).unwrap().lines().count(), 1);
+    env.run(&[
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--dataset-id",
+        "small",
+        "--scale",
+        "3",
+    ])
+    .code(2)
+    .says("scale: stored 2 vs requested 3");
+    // A bad format name is invalid input.
+    env.run(&[
+        "data",
+        "generate",
+        "--format",
+        "Influx!",
+        "--dataset-id",
+        "small",
+    ])
+    .code(2)
+    .says("--format must contain only lowercase letters");
+
+    // The stdout-error quirk through the real command: failed, named, nothing published.
+    set_knob_section(
+        &knobs,
+        "tsbs_generate_data",
+        json!({"invocations_log": calls, "stdout_error": "out of hosts"}),
+    );
+    env.run(&[
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--dataset-id",
+        "small",
+        "--regenerate",
+    ])
+    .code(1)
+    .says("error: out of hosts")
+    .says("previously generated data is untouched");
+    env.run(&["data", "verify", "--dataset-id", "small"]).ok();
+}
+
+#[test]
+fn a_killed_generate_publishes_nothing_and_the_next_run_cleans_up() {
+    let mut env = TestEnv::new();
+    let (knobs, _mirror) = prepare_env(&mut env);
+    set_knob_section(&knobs, "tsbs_generate_data", json!({"delay_ms": 5_000}));
+    let args = [
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--profile",
+        "smoke",
+        "--scale",
+        "2",
+        "--end",
+        "2023-06-11T00:10:00Z",
+        "--dataset-id",
+        "killed",
+    ];
+    let mut child = env
+        .cmd(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = env.root.join("datasets/killed/formats/influx");
+    let staged = || -> Vec<String> {
+        fs::read_dir(&dir)
+            .map(|rd| {
+                rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(".data.") || n.starts_with(".work."))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let t0 = std::time::Instant::now();
+    while staged().len() < 2 && t0.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(staged().len(), 2, "the generation never started");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(!dir.join("data").exists());
+    assert!(!dir.join("manifest.json").exists());
+
+    set_knob_section(&knobs, "tsbs_generate_data", json!({}));
+    let r = env.run_json(&args);
+    r.ok();
+    assert_eq!(r.json()["data"]["rows"], 120);
+    assert!(staged().is_empty(), "leftovers: {:?}", staged());
+}
+
+#[test]
+fn an_interrupted_generate_exits_130_stops_the_generator_and_publishes_nothing() {
+    let mut env = TestEnv::new();
+    let (knobs, _mirror) = prepare_env(&mut env);
+    let calls = env.path().join("data-calls.log");
+    set_knob_section(
+        &knobs,
+        "tsbs_generate_data",
+        json!({"delay_ms": 60_000, "invocations_log": calls}),
+    );
+    let args = [
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--profile",
+        "smoke",
+        "--scale",
+        "2",
+        "--end",
+        "2023-06-11T00:10:00Z",
+        "--dataset-id",
+        "stopped",
+    ];
+    let child = env
+        .cmd(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !calls.exists() && t0.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(calls.exists(), "the generator never started");
+    // SAFETY: signalling the tsbsctl we spawned (only it, not its process group).
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let run = Run::from_output(
+        &args,
+        wait_bounded(child, std::time::Duration::from_secs(20)),
+    );
+    run.code(130);
+    let dir = env.root.join("datasets/stopped/formats/influx");
+    assert!(!dir.join("data").exists());
+    let m: Value = serde_json::from_slice(&fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"], "failed");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(30));
+}
+
+/// Waits for a spawned command, killing it when `limit` passes.
+fn wait_bounded(child: std::process::Child, limit: std::time::Duration) -> std::process::Output {
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if rx.recv_timeout(limit).is_err() {
+            // SAFETY: killing the child we spawned.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = tx.send(());
+    out
 }

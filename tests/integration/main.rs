@@ -10,6 +10,7 @@ mod data;
 mod download;
 mod env;
 mod greptimedb;
+mod influxdb3;
 mod locks;
 mod runs;
 mod server;

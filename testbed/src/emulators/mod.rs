@@ -28,7 +28,7 @@ pub fn run(tool: &str, args: Vec<String>) -> i32 {
 }
 
 /// What an emulator not built yet answers.
-#[allow(dead_code)] // every tool is emulated now; kept for the next stand-in
+#[allow(dead_code)] // kept for emulators still being written
 pub(crate) fn not_emulated(tool: &str) -> i32 {
     eprintln!("testbed: the {tool} emulator is not built yet");
     2

@@ -2,6 +2,9 @@
 //!
 //! # `tsbs_generate_data`
 //!
+//! Both refuse to run beside a `config.*` in their working directory (the real tools would
+//! merge it into their flags), exit 2.
+//!
 //! Flags as pflag parses them (`--name=value` or `--name value`, unknown flag: `unknown flag:
 //! --x` plus usage on stderr, exit 2). Only `--format=influx` and `--use-case=cpu-only` are
 //! emulated; any other *known* format or use case is refused (exit 2, `testbed: ... not
@@ -24,12 +27,12 @@
 //!
 //! ## Query file format (stand-in only; the real tool writes a Go gob stream)
 //!
-//! **JSON lines**: one [`QueryRecord`] per line, `\n` terminated, fields in this order:
-//! `human_label`, `human_description`, `method` (`POST`), `path` (greptime:
-//! `/v1/sql?sql=<form-urlencoded SQL>`; influx3: `/api/v3/query_sql`), `body` (empty string, as
-//! the real Body is nil), `raw_query` (the SQL), `start_timestamp`, `end_timestamp` (unix ns; 0
-//! for lastpoint). The runner stand-ins read it back with [`read_query_file`] /
-//! [`parse_query_line`]. The bytes are deterministic for the flags (with a non-zero seed).
+//! **JSON lines** of [`crate::queryfile::Query`] (see that module): `human_label`,
+//! `human_description`, `method` (`POST`), `path` (greptime: `/v1/sql?sql=<form-urlencoded
+//! SQL>`; influx3: `/api/v3/query_sql`), `body` (empty, as the real Body is nil), `raw_query`
+//! (the SQL), `start_timestamp`, `end_timestamp` (unix ns; 0 for lastpoint). The runner
+//! stand-ins read it with `queryfile::Reader`. The bytes are deterministic for the flags (with
+//! a non-zero seed).
 //!
 //! # Knobs (`$TESTBED_KNOBS`, a JSON file; all optional)
 //!
@@ -52,10 +55,11 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+
+use crate::queryfile::Query;
 
 // ---------------------------------------------------------------------------------------------
 // Flag parsing (pflag-like)
@@ -164,12 +168,6 @@ fn parse_flags(tool: &str, specs: &[FlagSpec], args: &[String]) -> ParseOutcome 
         i += 1;
     }
     ParseOutcome::Flags(map)
-}
-
-/// A Go `panic(msg)`: message and a goroutine dump on stderr, exit status 2.
-fn go_panic(msg: &str) -> i32 {
-    eprintln!("panic: {msg}\n\ngoroutine 1 [running]:\nmain.main()\n\t/tsbs/cmd/main.go:1 +0x1d");
-    2
 }
 
 fn not_emulated(what: &str) -> i32 {
@@ -390,6 +388,7 @@ pub fn data_main(args: Vec<String>) -> i32 {
         ParseOutcome::Flags(m) => m,
         ParseOutcome::Exit(c) => return c,
     };
+    crate::gotool::refuse_viper_config("tsbs_generate_data");
     let parsed = (|| -> Result<_, String> {
         Ok((
             get_int::<u64>(&flags, "scale", 1)?,
@@ -411,7 +410,7 @@ pub fn data_main(args: Vec<String>) -> i32 {
 
     let format = flags.get("format").map(String::as_str).unwrap_or("");
     if !KNOWN_DATA_FORMATS.contains(&format) {
-        return go_panic(&format!("unknown format: '{format}'"));
+        crate::gotool::go_panic("tsbs_generate_data", &format!("unknown format: '{format}'"));
     }
     let use_case = flags.get("use-case").map(String::as_str).unwrap_or("");
     if !KNOWN_USE_CASES.contains(&use_case) {
@@ -644,33 +643,6 @@ fn throttle(rows_per_sec: u64, written: u64, started: Instant) {
 // ---------------------------------------------------------------------------------------------
 // tsbs_generate_queries
 
-/// One query of a stand-in query file (see the module doc for the format).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QueryRecord {
-    pub human_label: String,
-    pub human_description: String,
-    pub method: String,
-    pub path: String,
-    pub body: String,
-    pub raw_query: String,
-    pub start_timestamp: i64,
-    pub end_timestamp: i64,
-}
-
-/// Parses one line of a stand-in query file.
-pub fn parse_query_line(line: &str) -> Result<QueryRecord, String> {
-    serde_json::from_str(line).map_err(|e| format!("malformed query record: {e}"))
-}
-
-/// Reads a whole stand-in query file.
-pub fn read_query_file(path: &Path) -> Result<Vec<QueryRecord>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    text.lines()
-        .filter(|l| !l.is_empty())
-        .map(parse_query_line)
-        .collect()
-}
-
 /// The 15 devops query types the benchmarks use.
 pub const QUERY_TYPES: [&str; 15] = [
     "cpu-max-all-1",
@@ -767,21 +739,6 @@ fn label_of(t: &str, shape: &TypeShape, prefix: &str) -> String {
         Kind::HighCpu => format!("{prefix} CPU over threshold, all hosts"),
         Kind::Lastpoint => format!("{prefix} last row per host"),
     }
-}
-
-/// Go's `url.QueryEscape` (spaces become `+`).
-fn query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3 / 2);
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 struct QueryCtx<'a> {
@@ -906,6 +863,7 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         ParseOutcome::Flags(m) => m,
         ParseOutcome::Exit(c) => return c,
     };
+    crate::gotool::refuse_viper_config("tsbs_generate_queries");
     let parsed = (|| -> Result<_, String> {
         Ok((
             get_int::<u64>(&flags, "scale", 1)?,
@@ -990,13 +948,19 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         return knobs.exit_code;
     }
     if shape.hosts > scale {
-        return go_panic(&format!(
-            "number of hosts ({}) larger than total hosts. See --scale ({scale})",
-            shape.hosts
-        ));
+        crate::gotool::go_panic(
+            "tsbs_generate_queries",
+            &format!(
+                "number of hosts ({}) larger than total hosts. See --scale ({scale})",
+                shape.hosts
+            ),
+        );
     }
     if shape.window > end_ns - start_ns {
-        return go_panic("random window equal to or larger than TimeInterval");
+        crate::gotool::go_panic(
+            "tsbs_generate_queries",
+            "random window equal to or larger than TimeInterval",
+        );
     }
     let seed = if seed == 0 { time_seed() } else { seed as u64 };
     if debug > 0 {
@@ -1031,25 +995,15 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         if i % groups != group_id {
             continue;
         }
-        let path = if format == "greptime" {
-            format!("/v1/sql?sql={}", query_escape(&sql))
-        } else {
-            "/api/v3/query_sql".to_string()
-        };
         let description = if shape.window > 0 {
             format!("{label}: {}", rfc3339(from))
         } else {
             label.clone()
         };
-        let rec = QueryRecord {
-            human_label: label.clone(),
-            human_description: description,
-            method: "POST".into(),
-            path,
-            body: String::new(),
-            raw_query: sql,
-            start_timestamp: from as i64,
-            end_timestamp: to as i64,
+        let rec = if format == "greptime" {
+            Query::greptime(&label, &description, &sql, from as i64, to as i64)
+        } else {
+            Query::influx3(&label, &description, &sql, from as i64, to as i64)
         };
         if debug > 1 {
             eprintln!("{}", rec.human_description);
@@ -1114,10 +1068,5 @@ mod tests {
             assert!(shape_of(t).is_some(), "{t}");
         }
         assert!(shape_of("single-groupby-2-2-2").is_none());
-    }
-
-    #[test]
-    fn query_escape_is_go_like() {
-        assert_eq!(query_escape("a b='c'"), "a+b%3D%27c%27");
     }
 }

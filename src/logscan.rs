@@ -1,0 +1,168 @@
+//! Diagnostics from a server log: how many warnings, errors, fatals and panics it holds, with a
+//! few redacted samples. Lines are classified by their *level field*, never by a word that
+//! merely looks like one ("no errors", "non-fatal", an `error=` field of an INFO line):
+//!
+//! * tracing lines (InfluxDB 3, GreptimeDB): `<RFC 3339 timestamp> <LEVEL> <target>: ...`, the
+//!   level being `TRACE|DEBUG|INFO|WARN|ERROR` (also `WARNING`, `FATAL`, `CRITICAL`, `PANIC`
+//!   as other loggers spell them), possibly coloured;
+//! * the Rust runtime's own lines, which carry no level: `thread '<name>' panicked at ...`
+//!   (a panic) and `fatal runtime error: ...` (an abort).
+//!
+//! A panic usually also produces an ERROR line from the server's panic hook; both are counted,
+//! each under its own level.
+
+use std::path::Path;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Serialize;
+
+use crate::redact::Redactor;
+
+/// At most this many samples are kept per scan.
+pub const MAX_SAMPLES: usize = 20;
+/// Samples are cut to this many characters.
+const SAMPLE_CHARS: usize = 300;
+
+/// The severity of one log line (only those worth counting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Warning,
+    Error,
+    Fatal,
+    Panic,
+}
+
+static ANSI: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\x1b\[[0-9;]*m").expect("ansi regex"));
+/// A timestamp first (date, `T` or space, time), then the level word.
+static LEVEL_FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^\s*\[?\d{4}-\d{2}-\d{2}[T ][0-9:.,]+(?:Z|[+-]\d{2}:?\d{2})?\]?\s+\[?(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL|PANIC)\]?\s",
+    )
+    .expect("level regex")
+});
+static RUST_PANIC: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^thread '[^']*' panicked at ").expect("panic regex"));
+
+/// The severity `line` declares, if it is one worth counting.
+pub fn classify(line: &str) -> Option<Severity> {
+    let clean = ANSI.replace_all(line, "");
+    if RUST_PANIC.is_match(&clean) {
+        return Some(Severity::Panic);
+    }
+    if clean.starts_with("fatal runtime error:") {
+        return Some(Severity::Fatal);
+    }
+    let level = LEVEL_FIELD.captures(&clean)?.get(1)?.as_str().to_string();
+    match level.as_str() {
+        "WARN" | "WARNING" => Some(Severity::Warning),
+        "ERROR" => Some(Severity::Error),
+        "FATAL" | "CRITICAL" => Some(Severity::Fatal),
+        "PANIC" => Some(Severity::Panic),
+        _ => None,
+    }
+}
+
+/// One counted line, redacted and shortened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Sample {
+    pub severity: Severity,
+    /// The log it came from (as the caller names it).
+    pub log: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// Counts per severity and the first samples, over one or more logs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Diagnostics {
+    pub warnings: u64,
+    pub errors: u64,
+    pub fatals: u64,
+    pub panics: u64,
+    pub samples: Vec<Sample>,
+}
+
+impl Diagnostics {
+    /// Adds the lines of `text` (the log named `log`).
+    pub fn scan_text(&mut self, log: &str, text: &str, redactor: &Redactor) {
+        for (i, line) in text.lines().enumerate() {
+            let Some(sev) = classify(line) else {
+                continue;
+            };
+            match sev {
+                Severity::Warning => self.warnings += 1,
+                Severity::Error => self.errors += 1,
+                Severity::Fatal => self.fatals += 1,
+                Severity::Panic => self.panics += 1,
+            }
+            if self.samples.len() < MAX_SAMPLES {
+                let clean = ANSI.replace_all(line.trim(), "");
+                self.samples.push(Sample {
+                    severity: sev,
+                    log: log.to_string(),
+                    line: i + 1,
+                    message: redactor.redact(&clean).chars().take(SAMPLE_CHARS).collect(),
+                });
+            }
+        }
+    }
+
+    /// Adds the log file at `path` (unreadable bytes replaced; a missing file adds nothing).
+    pub fn scan_file(&mut self, log: &str, path: &Path, redactor: &Redactor) {
+        if let Ok(bytes) = std::fs::read(path) {
+            self.scan_text(log, &String::from_utf8_lossy(&bytes), redactor);
+        }
+    }
+
+    /// True when the log shows the server crashed or aborted.
+    pub fn has_fatal(&self) -> bool {
+        self.fatals > 0 || self.panics > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_come_from_the_level_field_only() {
+        let cases = [
+            ("2026-11-29T19:40:00.123456Z  WARN influxdb3_server: slow", Some(Severity::Warning)),
+            ("2026-11-29T19:40:00.123456Z ERROR influxdb3_server::http: Error while handling request error=x", Some(Severity::Error)),
+            ("2026-11-29T19:40:00.123456Z  INFO x: no errors, non-fatal, WARN words ERROR inside", None),
+            ("2026-11-29T19:40:00.123456Z  INFO x: request failed error=\"panic at the disco\"", None),
+            ("\x1b[2m2026-11-29T19:40:00Z\x1b[0m \x1b[31mERROR\x1b[0m x: coloured", Some(Severity::Error)),
+            ("2026-11-29 19:40:00,123 [WARNING] other logger", Some(Severity::Warning)),
+            ("thread 'tokio-runtime-worker' panicked at influxdb3_server/src/http.rs:812:9:", Some(Severity::Panic)),
+            ("fatal runtime error: stack overflow", Some(Severity::Fatal)),
+            ("ERROR: a word at the start without a timestamp", None),
+            ("Serve command failed: failed to bind address", None),
+            ("the word panic and fatal in prose", None),
+        ];
+        for (line, want) in cases {
+            assert_eq!(classify(line), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn counts_and_redacted_samples() {
+        let mut d = Diagnostics::default();
+        let text = "2026-11-29T19:40:00Z  WARN a: one\n\
+                    2026-11-29T19:40:00Z ERROR a: mail x@y.example\n\
+                    2026-11-29T19:40:00Z  INFO a: fine\n\
+                    thread 'main' panicked at src/main.rs:1:1:\n\
+                    fatal runtime error: abort\n";
+        d.scan_text("logs/server.log", text, &Redactor::new());
+        assert_eq!((d.warnings, d.errors, d.fatals, d.panics), (1, 1, 1, 1));
+        assert!(d.has_fatal());
+        assert_eq!(d.samples.len(), 4);
+        assert_eq!(d.samples[1].line, 2);
+        assert!(d.samples[1].message.ends_with("mail <redacted-email>"));
+        let many = "2026-11-29T19:40:00Z  WARN a: w\n".repeat(50);
+        d.scan_text("b", &many, &Redactor::new());
+        assert_eq!(d.warnings, 51);
+        assert_eq!(d.samples.len(), MAX_SAMPLES);
+    }
+}

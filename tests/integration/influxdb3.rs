@@ -1,0 +1,1098 @@
+//! `tsbsctl influxdb3 ...`: latest from the installer script, installs per edition, workspaces
+//! (Core vs Enterprise identities and flags), licence activation (stdin, environment, licence
+//! file, timeout and resume, failures) without a secret anywhere, and the supervisor paths of
+//! `serve`, against the release mirror and the `influxdb3` emulator.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use testbed::mirror::Mirror;
+use testbed::releases::influxdb3::{self as rel, Installer, Release};
+
+use crate::greptimedb::{alive, free_port_block, gone_within, read_json, Bg};
+use crate::util::*;
+
+const V: &str = "3.11.1";
+/// Before 3.11: the `INFLUXDB3_ENTERPRISE_LICENSE_*` variable names.
+const OLD: &str = "3.10.0";
+const EMAIL: &str = "Jane.Doe+bench@secret-corp.example";
+
+struct Ix {
+    env: TestEnv,
+    mirror: Mirror,
+}
+
+impl Ix {
+    /// Core and Enterprise [`V`], Enterprise [`OLD`], and the installer naming [`V`] for both.
+    fn new() -> Ix {
+        let mut env = TestEnv::new();
+        let mirror = Mirror::start().expect("mirror");
+        for (edition, version) in [("core", V), ("enterprise", V), ("enterprise", OLD)] {
+            let ix_knobs = env.path().join(format!("knobs-{edition}-{version}.json"));
+            std::fs::write(
+                &ix_knobs,
+                json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 300}).to_string(),
+            )
+            .unwrap();
+            rel::publish(&mirror, &Release::new(edition, version, &ix_knobs));
+        }
+        rel::publish_installer(&mirror, V, V);
+        for (k, v) in mirror.env() {
+            env.env(k, v);
+        }
+        Ix { env, mirror }
+    }
+
+    fn knobs(&self, edition: &str, version: &str, v: Value) {
+        let p = self
+            .env
+            .path()
+            .join(format!("knobs-{edition}-{version}.json"));
+        let mut base = json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 300});
+        for (k, val) in v.as_object().unwrap() {
+            base[k] = val.clone();
+        }
+        std::fs::write(p, base.to_string()).unwrap();
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        self.env.run(args)
+    }
+
+    fn run_json(&self, args: &[&str]) -> Run {
+        self.env.run_json(args)
+    }
+
+    /// Runs with `input` on standard input (a pipe, not a terminal).
+    fn run_stdin(&self, args: &[&str], input: &str) -> Run {
+        let mut c = self.env.cmd(args);
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        Run::from_output(args, out)
+    }
+
+    fn ws_dir(&self, id: &str) -> PathBuf {
+        self.env.root.join("influxdb3/databases").join(id)
+    }
+
+    fn manifest(&self, id: &str) -> Value {
+        read_json(&self.ws_dir(id).join("manifest.json"))
+    }
+
+    fn install_dir(&self, edition: &str, version: &str) -> PathBuf {
+        self.env
+            .root
+            .join("influxdb3/installations")
+            .join(edition)
+            .join(version)
+            .join(crate::greptimedb::host_platform())
+    }
+
+    /// Prepares `id` on a free port; returns the manifest.
+    fn prepare(&self, id: &str, edition: &str, version: &str) -> Value {
+        let port = free_port_block(1).to_string();
+        let r = self.run_json(&[
+            "influxdb3",
+            "prepare",
+            "--database-id",
+            id,
+            "--edition",
+            edition,
+            "--version",
+            version,
+            "--http-port",
+            &port,
+        ]);
+        r.ok();
+        r.json()["data"]["manifest"].clone()
+    }
+
+    fn activate(&self, id: &str, extra: &[&str]) -> Run {
+        let mut a = vec!["influxdb3", "activate", "--database-id", id];
+        a.extend_from_slice(extra);
+        self.run(&a)
+    }
+
+    /// `tsbsctl influxdb3 serve` in the background (short timeouts).
+    fn serve_bg(&self, id: &str, extra: &[&str]) -> Bg {
+        let mut args = vec!["influxdb3", "serve", "--database-id", id];
+        for (flag, default) in [("--startup-timeout", "20"), ("--stop-timeout", "5")] {
+            if !extra.contains(&flag) {
+                args.extend([flag, default]);
+            }
+        }
+        args.extend_from_slice(extra);
+        let n = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let out = self.env.path().join(format!("serve-{n}.out"));
+        let err = self.env.path().join(format!("serve-{n}.err"));
+        let mut c = self.env.cmd(&args);
+        c.stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
+            .stderr(Stdio::from(std::fs::File::create(&err).unwrap()));
+        Bg {
+            child: Some(c.spawn().expect("spawn serve")),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            out,
+            err,
+        }
+    }
+
+    fn pid_of(&self, id: &str) -> Option<u32> {
+        let p = self.ws_dir(id).join("server.pid");
+        p.exists()
+            .then(|| read_json(&p)["pid"].as_u64().unwrap() as u32)
+    }
+
+    fn server_log(&self, id: &str) -> String {
+        std::fs::read_to_string(self.ws_dir(id).join("logs/server.log")).unwrap_or_default()
+    }
+}
+
+fn endpoint(m: &Value) -> String {
+    format!("http://127.0.0.1:{}", m["ports"]["http"])
+}
+
+fn health(ep: &str) -> Option<u16> {
+    reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .unwrap()
+        .get(format!("{ep}/health"))
+        .send()
+        .ok()
+        .map(|r| r.status().as_u16())
+}
+
+/// Waits (at most 30 s) until `serve` says it serves and `/health` answers 200.
+fn wait_serving(bg: &mut Bg, ep: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if bg.stderr().contains("press Ctrl-C to stop it") && health(ep) == Some(200) {
+            return;
+        }
+        if let Some(st) = bg.child.as_mut().unwrap().try_wait().unwrap() {
+            panic!("serve exited early ({st})\n{}", bg.stderr());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("server not ready within 30s\n{}", bg.stderr());
+}
+
+/// The claims of the JWT-shaped licence the emulator stored (read by the test, never by
+/// tsbsctl).
+fn licence_claims(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    let payload = text.trim().split('.').nth(1).unwrap();
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for c in payload.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => continue,
+        } as u32;
+        bits = (bits << 6) | v;
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n) as u8);
+            bits &= (1 << n) - 1;
+        }
+    }
+    serde_json::from_slice(&out).unwrap()
+}
+
+fn trial_licence(ix: &Ix, id: &str) -> PathBuf {
+    let m = ix.manifest(id);
+    ix.ws_dir(id)
+        .join("data")
+        .join(m["cluster_id"].as_str().unwrap())
+        .join("trial_or_home_license")
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn latest_comes_from_the_installer_script_or_fails_clearly() {
+    let mut ix = Ix::new();
+    let r = ix.run_json(&["influxdb3", "install", "--edition", "enterprise"]);
+    r.ok()
+        .says("the latest stable InfluxDB 3 Enterprise release is 3.11.1");
+    let m = &r.json()["data"]["manifest"];
+    assert_eq!(m["version_source"], "installer-script");
+    assert_eq!(m["edition"], "enterprise");
+    let installed = all_files(&ix.env.root.join("influxdb3/installations")).len();
+
+    for (variant, var) in [
+        (Installer::MissingCore, "does not set INFLUXDB_OSS_VERSION"),
+        (
+            Installer::DuplicateCore,
+            "sets INFLUXDB_OSS_VERSION 2 times",
+        ),
+        (
+            Installer::UnquotedCore,
+            "assigns INFLUXDB_OSS_VERSION without quotes",
+        ),
+        (
+            Installer::OldSingleVersion,
+            "does not set INFLUXDB_OSS_VERSION",
+        ),
+        (
+            Installer::DuplicateEnterprise,
+            "sets INFLUXDB_ENT_VERSION 2 times",
+        ),
+        (
+            Installer::UnquotedEnterprise,
+            "assigns INFLUXDB_ENT_VERSION without quotes",
+        ),
+    ] {
+        rel::publish_installer_variant(&ix.mirror, V, V, variant);
+        let edition = if var.contains("ENT") {
+            "enterprise"
+        } else {
+            "core"
+        };
+        ix.run(&["influxdb3", "install", "--edition", edition, "--reinstall"])
+            .code(1)
+            .says(var)
+            .says("pass an exact --version");
+        // Another assignment's problems do not matter to this edition.
+        if variant == Installer::UnquotedCore {
+            ix.run(&["influxdb3", "install", "--edition", "enterprise"])
+                .ok();
+        }
+    }
+    assert_eq!(
+        all_files(&ix.env.root.join("influxdb3/installations")).len(),
+        installed,
+        "a failed resolution changed the installations"
+    );
+    for bad in ["latest", "v3.11.1", "3.11"] {
+        ix.run(&[
+            "influxdb3",
+            "install",
+            "--edition",
+            "core",
+            "--version",
+            bad,
+        ])
+        .code(2)
+        .says("not an exact version");
+    }
+    ix.run(&["influxdb3", "install", "--edition", "cloud"])
+        .code(2);
+    // Unreachable installer: a clear failure naming what to do.
+    ix.env.env(
+        "TSBSCTL_INFLUXDB3_INSTALLER_URL",
+        format!("{}/nothing-here.sh", ix.mirror.base_url()),
+    );
+    ix.run(&["influxdb3", "install", "--edition", "core"])
+        .code(1)
+        .says("installer script");
+}
+
+#[test]
+fn installs_per_edition_are_verified_and_reused() {
+    let ix = Ix::new();
+    let r = ix.run_json(&["influxdb3", "install", "--edition", "core", "--version", V]);
+    r.ok();
+    assert_eq!(r.json()["data"]["reused"], false);
+    assert_eq!(r.json()["data"]["manifest"]["version_source"], "explicit");
+    let core = ix.install_dir("core", V);
+    assert!(core.join("influxdb3").is_file());
+    let link = core.join("python/lib/libpython.so");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let archives = |m: &Mirror| {
+        m.requests()
+            .iter()
+            .filter(|r| r.path.ends_with(".tar.gz"))
+            .count()
+    };
+    let before = archives(&ix.mirror);
+    let r = ix.run_json(&["influxdb3", "install", "--edition", "core", "--version", V]);
+    assert_eq!(r.json()["data"]["reused"], true);
+    assert_eq!(archives(&ix.mirror), before, "a reuse downloaded again");
+    // The other edition of the same version is its own installation.
+    ix.run(&[
+        "influxdb3",
+        "install",
+        "--edition",
+        "enterprise",
+        "--version",
+        V,
+    ])
+    .ok();
+    assert!(ix.install_dir("enterprise", V).join("influxdb3").is_file());
+    // A binary that reports the wrong edition is not installed.
+    ix.knobs(
+        "enterprise",
+        OLD,
+        json!({"version_output": format!("influxdb3 InfluxDB 3 Core, {OLD}, revision x")}),
+    );
+    ix.run(&[
+        "influxdb3",
+        "install",
+        "--edition",
+        "enterprise",
+        "--version",
+        OLD,
+    ])
+    .code(4)
+    .says("InfluxDB 3 Enterprise, 3.10.0");
+    assert!(!ix.install_dir("enterprise", OLD).exists());
+    // A missing release is a clear failure.
+    ix.run(&[
+        "influxdb3",
+        "install",
+        "--edition",
+        "core",
+        "--version",
+        "3.9.9",
+    ])
+    .code(1);
+}
+
+#[test]
+fn core_and_enterprise_workspaces_have_their_own_identities() {
+    let ix = Ix::new();
+    // Default port 8181 (not served here).
+    let r = ix.run_json(&[
+        "influxdb3",
+        "prepare",
+        "--database-id",
+        "core_1.a",
+        "--edition",
+        "core",
+        "--version",
+        V,
+    ]);
+    r.ok();
+    let c = r.json()["data"]["manifest"].clone();
+    assert_eq!(c["ports"]["http"], 8181);
+    assert_eq!(c["edition"], "core");
+    assert_eq!(c["node_id"], "core-1-a-node");
+    assert_eq!(c["cluster_id"], Value::Null);
+    assert_eq!(c["license"]["status"], "not-required");
+    assert_eq!(c["license"]["source"], Value::Null);
+    assert_eq!(c["database"], "benchmark");
+    assert!(ix.ws_dir("core_1.a").join("data").is_dir());
+    assert!(ix.ws_dir("core_1.a").join("logs").is_dir());
+
+    let e = ix.prepare("ent.1", "enterprise", V);
+    assert_eq!(e["node_id"], "ent-1-node");
+    assert_eq!(e["cluster_id"], "ent-1-cluster");
+    assert_eq!(e["license"]["status"], "unconfigured");
+    let again = ix.run_json(&[
+        "influxdb3",
+        "prepare",
+        "--database-id",
+        "ent.1",
+        "--edition",
+        "enterprise",
+    ]);
+    again.ok();
+    assert_eq!(again.json()["data"]["reused"], true);
+
+    // Immutable edition; a stray directory is not adopted.
+    ix.run(&[
+        "influxdb3",
+        "prepare",
+        "--database-id",
+        "ent.1",
+        "--edition",
+        "core",
+        "--version",
+        V,
+    ])
+    .code(2)
+    .says("cannot become InfluxDB 3 Core");
+    let stray = ix.ws_dir("stray");
+    std::fs::create_dir_all(&stray).unwrap();
+    std::fs::write(stray.join("notes.txt"), "mine").unwrap();
+    ix.run(&[
+        "influxdb3",
+        "prepare",
+        "--database-id",
+        "stray",
+        "--edition",
+        "core",
+        "--version",
+        V,
+    ])
+    .code(2)
+    .says("not adopted");
+    assert!(!stray.join("manifest.json").exists());
+
+    // A manifest naming no known edition is damage, not a guess.
+    let odd = ix.ws_dir("odd");
+    std::fs::create_dir_all(&odd).unwrap();
+    let mut om = ix.manifest("ent.1");
+    om["edition"] = json!("cloud");
+    om["database_id"] = json!("odd");
+    std::fs::write(odd.join("manifest.json"), om.to_string()).unwrap();
+    ix.run(&["influxdb3", "serve", "--database-id", "odd"])
+        .code(4)
+        .says("names no InfluxDB 3 edition");
+    ix.run(&["influxdb3", "inspect", "--database-id", "odd"])
+        .ok();
+    std::fs::remove_dir_all(&odd).unwrap();
+
+    // list, inspect, verify: both editions, with their licences.
+    let l = ix.run_json(&["influxdb3", "list"]);
+    let ws = l.json()["data"]["workspaces"].as_array().unwrap().clone();
+    let state = |id: &str| {
+        ws.iter()
+            .find(|w| w["database_id"] == id)
+            .map(|w| w["state"].as_str().unwrap().to_string())
+    };
+    assert_eq!(state("core_1.a").as_deref(), Some("ok"));
+    assert_eq!(state("ent.1").as_deref(), Some("ok"), "{ws:?}");
+    assert_eq!(state("stray").as_deref(), Some("unprepared"));
+    ix.run(&["influxdb3", "list"])
+        .ok()
+        .says("enterprise")
+        .says("unconfigured");
+    ix.run(&["influxdb3", "inspect", "--database-id", "ent.1"])
+        .ok()
+        .says("cluster id: ent-1-cluster")
+        .says("licence: unconfigured");
+    ix.run(&["influxdb3", "verify", "--database-id", "ent.1"])
+        .ok();
+    ix.run(&["influxdb3", "verify", "--database-id", "core_1.a"])
+        .ok();
+    ix.run(&["influxdb3", "verify", "--database-id", "nope"])
+        .code(2)
+        .says("--edition core|enterprise");
+
+    // An Enterprise workspace without an active licence refuses to start, naming the fix.
+    ix.run(&["influxdb3", "serve", "--database-id", "ent.1"])
+        .code(2)
+        .says("no active licence (licence status: unconfigured)")
+        .says("tsbsctl influxdb3 activate --database-id ent.1");
+    assert!(ix.pid_of("ent.1").is_none());
+    // Core needs no licence: activation is refused.
+    ix.activate("core_1.a", &["--license-type", "trial"])
+        .code(2)
+        .says("needs no licence");
+    ix.run(&[
+        "influxdb3",
+        "remove",
+        "--database-id",
+        "ent.1",
+        "--confirm",
+        "ent.1",
+    ])
+    .ok();
+    assert!(!ix.ws_dir("ent.1").exists());
+}
+
+#[test]
+fn activation_from_the_environment_then_serve_with_enterprise_flags() {
+    let mut ix = Ix::new();
+    let m = ix.prepare("ent", "enterprise", V);
+    ix.knobs(
+        "enterprise",
+        V,
+        json!({"verification_delay_ms": 2500, "log_lines": [
+            {"at": "start", "level": "WARN", "message": "licence for colleague@partner.example about to expire"}
+        ]}),
+    );
+    ix.env.env("PRIVATE_MAIL", EMAIL);
+    // The default variable is empty: a clear error naming it, before anything starts.
+    let unset = ix.activate("ent", &["--license-type", "trial"]);
+    unset.code(2).says("$INFLUXDB3_LICENSE_EMAIL");
+    let r = ix.run_json(&[
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "ent",
+        "--license-type",
+        "trial",
+        "--license-email-env",
+        "PRIVATE_MAIL",
+        "--timeout",
+        "10",
+    ]);
+    r.ok()
+        .says("open it and click the link")
+        .says("still waiting for the e-mail confirmation");
+    let d = &r.json()["data"];
+    assert_eq!(d["license"]["status"], "active");
+    assert_eq!(d["license"]["source"], "trial");
+    assert_eq!(d["license"]["path"], Value::Null);
+    assert_eq!(d["license"]["last_attempt"]["result"], "active");
+    assert_eq!(d["diagnostics"]["warnings"], 1, "{d}");
+    let sample = d["diagnostics"]["samples"][0]["message"].as_str().unwrap();
+    assert!(sample.contains("<redacted-email>"), "{sample}");
+    // The e-mail reached the server (the licence it stored names it), and nothing else.
+    let claims = licence_claims(&trial_licence(&ix, "ent"));
+    assert_eq!(claims["email"], EMAIL);
+    assert_eq!(claims["license_type"], "trial");
+    let log =
+        std::fs::read_to_string(ix.ws_dir("ent").join("logs/license-activation.log")).unwrap();
+    assert!(
+        log.contains("requesting license email=<redacted-email>"),
+        "{log}"
+    );
+    assert!(log.contains("valid license found"), "{log}");
+    assert_eq!(ix.manifest("ent")["license"]["status"], "active");
+    assert!(
+        ix.pid_of("ent").is_none(),
+        "the activation server was stopped"
+    );
+
+    // Again: already active, nothing started.
+    let again = ix.run_json(&[
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "ent",
+        "--license-type",
+        "trial",
+        "--license-email-env",
+        "PRIVATE_MAIL",
+    ]);
+    again.ok();
+    assert_eq!(again.json()["data"]["reused"], true);
+
+    // Serving finds the stored licence; Enterprise flags on the command line, no e-mail.
+    let ep = endpoint(&m);
+    let mut bg = ix.serve_bg("ent", &[]);
+    wait_serving(&mut bg, &ep);
+    let served = bg.interrupt();
+    served.code(130);
+    let slog = ix.server_log("ent");
+    assert!(slog.contains("--cluster-id=ent-cluster"), "{slog}");
+    assert!(slog.contains("--node-id=ent-node"), "{slog}");
+    assert!(!slog.contains("--license-file"), "{slog}");
+    assert_no_secret(ix.env.path(), EMAIL, &[&unset, &r, &again, &served]);
+    // Anything e-mail shaped the server printed is redacted too.
+    assert_no_secret(&ix.env.root, "colleague@partner.example", &[&r]);
+    assert_no_secret(
+        ix.env.path(),
+        &EMAIL.to_lowercase(),
+        &[&unset, &r, &again, &served],
+    );
+}
+
+#[test]
+fn activation_from_stdin_times_out_pending_then_resumes() {
+    let mut ix = Ix::new();
+    ix.prepare("ent", "enterprise", V);
+    // stdin wins over the environment variable.
+    ix.env
+        .env("INFLUXDB3_LICENSE_EMAIL", "someone.else@other.example");
+    ix.knobs("enterprise", V, json!({"never_verify": true}));
+    let args = [
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "ent",
+        "--license-type",
+        "home",
+        "--license-email-stdin",
+        "--timeout",
+        "3",
+        "--stop-timeout",
+        "2",
+    ];
+    let t = ix.run_stdin(&args, &format!("{EMAIL}\n"));
+    t.code(1)
+        .says("not confirmed within 3s")
+        .says("licence is pending")
+        .says("again to resume")
+        .says("still waiting for the e-mail confirmation");
+    let lic = &ix.manifest("ent")["license"];
+    assert_eq!(lic["status"], "pending");
+    assert_eq!(lic["source"], "home");
+    assert_eq!(lic["last_attempt"]["result"], "timeout");
+    assert!(ix.pid_of("ent").is_none());
+    let log_path = ix.ws_dir("ent").join("logs/license-activation.log");
+    assert!(std::fs::read_to_string(&log_path)
+        .unwrap()
+        .contains("Waiting for verification"));
+    ix.run(&["influxdb3", "serve", "--database-id", "ent"])
+        .code(2)
+        .says("licence status: pending");
+
+    // The person confirmed the e-mail; running activate again completes it.
+    ix.knobs("enterprise", V, json!({"verification_delay_ms": 200}));
+    let ok = ix.run_stdin(&args[..9], &format!("{EMAIL}\r\nignored second line\n"));
+    ok.ok();
+    let lic = &ix.manifest("ent")["license"];
+    assert_eq!(lic["status"], "active");
+    assert_eq!(lic["source"], "home");
+    assert_eq!(licence_claims(&trial_licence(&ix, "ent"))["email"], EMAIL);
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert_eq!(
+        log.matches("licence activation attempt").count(),
+        2,
+        "{log}"
+    );
+    assert_no_secret(ix.env.path(), EMAIL, &[&t, &ok]);
+
+    // Bad input from stdin: nothing echoed, nothing changed.
+    let bad = ix.run_stdin(&args, "not an address\n");
+    bad.code(2).says("does not look like an e-mail address");
+    assert!(!bad.stderr.contains("not an address"));
+    ix.run_stdin(&args, "").code(2).says("standard input");
+}
+
+#[test]
+fn failing_activation_leaks_nothing_and_changes_no_licence() {
+    let mut ix = Ix::new();
+    ix.prepare("ent", "enterprise", V);
+    ix.env.env("INFLUXDB3_LICENSE_EMAIL", EMAIL);
+    ix.knobs("enterprise", V, json!({"license_server_status": 402}));
+    let r = ix.activate("ent", &["--license-type", "trial", "--timeout", "20"]);
+    r.code(1)
+        .says("stopped during activation")
+        .says("trial license has already been used");
+    let lic = &ix.manifest("ent")["license"];
+    assert_eq!(lic["status"], "unconfigured");
+    assert_eq!(lic["last_attempt"]["result"], "server-exited");
+    let log =
+        std::fs::read_to_string(ix.ws_dir("ent").join("logs/license-activation.log")).unwrap();
+    assert!(log.contains("<redacted-email>"), "{log}");
+    assert_no_secret(ix.env.path(), EMAIL, &[&r]);
+}
+
+#[test]
+fn legacy_versions_get_the_old_variable_names_under_the_workspace_lock() {
+    let mut ix = Ix::new();
+    ix.prepare("old", "enterprise", OLD);
+    ix.env.env("INFLUXDB3_LICENSE_EMAIL", EMAIL);
+    // A manual hold is respected; its token lets the activation in.
+    let h = ix.run_json(&["workspace", "lock", "old", "--reason", "licence work"]);
+    h.ok();
+    let token = h.json()["data"]["token"].as_str().unwrap().to_string();
+    ix.activate("old", &["--license-type", "trial"])
+        .code(3)
+        .says("licence work");
+    let r = ix.activate(
+        "old",
+        &[
+            "--license-type",
+            "trial",
+            "--timeout",
+            "20",
+            "--hold-token",
+            &token,
+        ],
+    );
+    r.ok();
+    let log =
+        std::fs::read_to_string(ix.ws_dir("old").join("logs/license-activation.log")).unwrap();
+    // 3.10 reads only INFLUXDB3_ENTERPRISE_LICENSE_*: no deprecation warning, a licence stored.
+    assert!(!log.contains("deprecated environment variable"), "{log}");
+    assert_eq!(licence_claims(&trial_licence(&ix, "old"))["email"], EMAIL);
+    assert_eq!(ix.manifest("old")["license"]["status"], "active");
+    assert_no_secret(ix.env.path(), EMAIL, &[&r, &h]);
+}
+
+#[test]
+fn licence_file_is_recorded_by_path_and_never_opened() {
+    let ix = Ix::new();
+    let m = ix.prepare("ent", "enterprise", V);
+    let jwt = testbed::emulators::influxdb3::make_license(EMAIL, "trial", "ent-cluster");
+    let file = ix.env.path().join("cwd/licence.jwt");
+    std::fs::write(&file, &jwt).unwrap();
+    // Unreadable: tsbsctl must not need to open it (only the server reads it).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let root_user = unsafe { libc::geteuid() } == 0;
+
+    // Usage errors first: exactly one source; e-mail flags need a licence type.
+    ix.activate("ent", &[]).code(2);
+    ix.activate(
+        "ent",
+        &["--license-type", "trial", "--license-file", "licence.jwt"],
+    )
+    .code(2);
+    ix.activate(
+        "ent",
+        &["--license-file", "licence.jwt", "--license-email-stdin"],
+    )
+    .code(2);
+    ix.activate("ent", &["--license-file", "missing.jwt"])
+        .code(2)
+        .says("missing.jwt");
+
+    // A relative path is recorded absolute.
+    let r = ix.run_json(&[
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "ent",
+        "--license-file",
+        "licence.jwt",
+        "--timeout",
+        "20",
+    ]);
+    if root_user {
+        // The server (as root) can read it; tsbsctl never looked inside.
+        r.ok();
+        let lic = &r.json()["data"]["license"];
+        assert_eq!(lic["status"], "active");
+        assert_eq!(lic["source"], "file");
+        assert_eq!(lic["path"], file.to_str().unwrap());
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let ep = endpoint(&m);
+        let mut bg = ix.serve_bg("ent", &[]);
+        wait_serving(&mut bg, &ep);
+        bg.interrupt().code(130);
+        assert!(ix
+            .server_log("ent")
+            .contains(&format!("--license-file={}", file.display())));
+    } else {
+        // The server could not read it: the failure is the server's, not tsbsctl's.
+        r.code(1).says("unable to read license file");
+    }
+    // The licence's contents (and the e-mail inside them) appear nowhere tsbsctl writes.
+    std::fs::remove_file(&file).unwrap();
+    let sig = jwt.rsplit('.').next().unwrap();
+    assert_no_secret(&ix.env.root, sig, &[&r]);
+    assert_no_secret(&ix.env.root, &jwt[..40], &[&r]);
+    assert_no_secret(ix.env.path(), EMAIL, &[&r]);
+}
+
+#[test]
+fn serve_supervisor_paths() {
+    let ix = Ix::new();
+    let m = ix.prepare("c", "core", V);
+    let ep = endpoint(&m);
+    let port = m["ports"]["http"].as_u64().unwrap() as u16;
+
+    // Port taken: nothing starts.
+    {
+        let _holder = TcpListener::bind(("127.0.0.1", port)).unwrap();
+        ix.run(&["influxdb3", "serve", "--database-id", "c"])
+            .code(1)
+            .says(&format!("http port 127.0.0.1:{port} is unavailable"));
+        assert!(ix.pid_of("c").is_none());
+    }
+    // Exit during start.
+    ix.knobs("core", V, json!({"exit_during_start": 7}));
+    ix.run(&["influxdb3", "serve", "--database-id", "c"])
+        .code(1)
+        .says("exited during startup (exit code 7)");
+    // Never ready: the startup timeout stops it.
+    ix.knobs("core", V, json!({"never_ready": true}));
+    ix.run(&[
+        "influxdb3",
+        "serve",
+        "--database-id",
+        "c",
+        "--startup-timeout",
+        "1",
+        "--stop-timeout",
+        "2",
+    ])
+    .code(1)
+    .says("was not ready within 1s");
+    assert!(ix.pid_of("c").is_none());
+    // SIGTERM ignored: SIGKILL after the grace period.
+    ix.knobs("core", V, json!({"hang_on_sigterm": true}));
+    let mut bg = ix.serve_bg("c", &["--stop-timeout", "0.5"]);
+    wait_serving(&mut bg, &ep);
+    let pid = ix.pid_of("c").unwrap();
+    bg.interrupt().code(130);
+    assert!(gone_within(pid, 5));
+    assert!(ix.server_log("c").contains("killed after the grace period"));
+    // Core gets no --cluster-id.
+    assert!(!ix.server_log("c").contains("--cluster-id"));
+    assert!(ix.server_log("c").contains("--node-id=c-node"));
+
+    // tsbsctl killed: the server dies with it; the next start reports the stale record.
+    ix.knobs("core", V, json!({}));
+    let mut bg = ix.serve_bg("c", &[]);
+    wait_serving(&mut bg, &ep);
+    let pid = ix.pid_of("c").unwrap();
+    bg.signal(libc::SIGKILL);
+    bg.wait();
+    assert!(
+        gone_within(pid, 5),
+        "server {pid} outlived a SIGKILLed tsbsctl"
+    );
+    assert!(ix.pid_of("c").is_some());
+    let mut bg = ix.serve_bg("c", &[]);
+    wait_serving(&mut bg, &ep);
+    assert!(
+        bg.stderr().contains("was not stopped by tsbsctl"),
+        "{}",
+        bg.stderr()
+    );
+    let pid = ix.pid_of("c").unwrap();
+
+    bg.interrupt().code(130);
+    assert!(gone_within(pid, 5));
+
+    // A live orphan (a server of this workspace whose tsbsctl is gone, as on a system without
+    // parent-death signals) is refused, then stopped with --kill-orphan.
+    let rec_path = ix.ws_dir("c").join("server.pid");
+    let mut orphan = std::process::Command::new(ix.install_dir("core", V).join("influxdb3"))
+        .args(["serve", "--object-store=file"])
+        .arg(format!(
+            "--data-dir={}",
+            ix.ws_dir("c").join("data").display()
+        ))
+        .args([
+            "--node-id=c-node",
+            &format!("--http-bind=127.0.0.1:{port}"),
+            "--without-auth",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let opid = orphan.id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while health(&ep) != Some(200) {
+        assert!(Instant::now() < deadline, "orphan not ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{opid}/stat")).unwrap();
+    let start: u64 = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut rec = json!({
+        "program": ix.install_dir("core", V).join("influxdb3"),
+        "log": ix.ws_dir("c").join("logs/server.log"),
+        "started_at": "2026-11-29T00:00:00.000000Z",
+        "tsbsctl_pid": 999_999_999u32,
+    });
+    rec["pid"] = json!(opid);
+    rec["pgid"] = json!(opid);
+    rec["start_time"] = json!(start);
+    std::fs::write(&rec_path, rec.to_string()).unwrap();
+    ix.run(&["influxdb3", "serve", "--database-id", "c"])
+        .code(3)
+        .says(&format!("pid {opid}"))
+        .says("--kill-orphan");
+    let mut bg = ix.serve_bg("c", &["--kill-orphan"]);
+    let reaper = std::thread::spawn(move || orphan.wait());
+    wait_serving(&mut bg, &ep);
+    reaper.join().unwrap().unwrap();
+    assert!(!alive(opid));
+    let new_pid = ix.pid_of("c").unwrap();
+    bg.interrupt().code(130);
+    assert!(gone_within(new_pid, 5));
+}
+
+use std::os::unix::process::CommandExt;
+
+#[test]
+fn email_typed_on_a_terminal_is_not_echoed() {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let ix = Ix::new();
+    ix.prepare("ent", "enterprise", V);
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two fresh descriptors we own from here on.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    // SAFETY: both descriptors were just opened and are owned by these Files.
+    let (master, slave) = unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    };
+    let args = [
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "ent",
+        "--license-type",
+        "trial",
+        "--license-email-stdin",
+        "--timeout",
+        "20",
+    ];
+    let mut c = ix.env.cmd(&args);
+    c.stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    let mut child = c.spawn().unwrap();
+    drop(c);
+    let mut reader = master.try_clone().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&seen);
+    let t = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8_lossy(&seen.lock().unwrap()).contains("(not echoed)") {
+        assert!(Instant::now() < deadline, "no prompt");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (&master)
+        .write_all(format!("{EMAIL}\n").as_bytes())
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "activate did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(master);
+    let _ = t.join();
+    let out = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    assert!(status.success(), "{out}");
+    assert!(!out.contains(EMAIL), "the e-mail was echoed:\n{out}");
+    assert_eq!(ix.manifest("ent")["license"]["status"], "active");
+    assert_eq!(licence_claims(&trial_licence(&ix, "ent"))["email"], EMAIL);
+    assert_no_secret(&ix.env.root, EMAIL, &[]);
+}
+
+#[test]
+fn ctrl_c_while_waiting_for_the_confirmation_stops_the_server_and_leaves_it_pending() {
+    let mut ix = Ix::new();
+    ix.prepare("ent", "enterprise", V);
+    ix.env.env("INFLUXDB3_LICENSE_EMAIL", EMAIL);
+    ix.knobs("enterprise", V, json!({"never_verify": true}));
+    let args = [
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "ent",
+        "--license-type",
+        "trial",
+        "--stop-timeout",
+        "2",
+    ];
+    let n = std::process::id();
+    let out = ix.env.path().join(format!("act-{n}.out"));
+    let err = ix.env.path().join(format!("act-{n}.err"));
+    let mut c = ix.env.cmd(&args);
+    c.stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
+        .stderr(Stdio::from(std::fs::File::create(&err).unwrap()));
+    let mut bg = Bg {
+        child: Some(c.spawn().unwrap()),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        out,
+        err,
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !bg.stderr().contains("click the link") {
+        assert!(Instant::now() < deadline, "no instruction\n{}", bg.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = ix.pid_of("ent").expect("the activation server runs");
+    let r = bg.interrupt();
+    r.code(130).says("again to resume");
+    assert!(gone_within(pid, 5));
+    assert!(ix.pid_of("ent").is_none());
+    let lic = &ix.manifest("ent")["license"];
+    assert_eq!(lic["status"], "pending");
+    assert_eq!(lic["last_attempt"]["result"], "interrupted");
+    assert_no_secret(ix.env.path(), EMAIL, &[&r]);
+}
+
+#[test]
+fn ctrl_c_at_the_email_prompt_exits_130_and_restores_the_terminal() {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let ix = Ix::new();
+    ix.prepare("ent", "enterprise", V);
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two fresh descriptors we own from here on.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    // SAFETY: both descriptors were just opened and are owned by these Files.
+    let (_master, slave) = unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    };
+    let args = [
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "ent",
+        "--license-type",
+        "trial",
+        "--license-email-stdin",
+    ];
+    let err = ix.env.path().join("prompt.err");
+    let mut c = ix.env.cmd(&args);
+    c.stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&err).unwrap()));
+    let mut bg = Bg {
+        child: Some(c.spawn().unwrap()),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        out: ix.env.path().join("prompt.out"),
+        err,
+    };
+    let echo_on = |f: &std::fs::File| {
+        // SAFETY: tcgetattr on a terminal descriptor we own, into a zeroed struct.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::tcgetattr(f.as_raw_fd(), &mut t) }, 0);
+        t.c_lflag & libc::ECHO != 0
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while echo_on(&slave) {
+        assert!(
+            Instant::now() < deadline,
+            "echo never turned off\n{}",
+            bg.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = bg.interrupt();
+    r.code(130);
+    assert!(echo_on(&slave), "the terminal was left without echo");
+    assert_eq!(ix.manifest("ent")["license"]["status"], "unconfigured");
+}
