@@ -360,7 +360,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         "accept_partial": (kind == ProductKind::Influx3).then_some(req.accept_partial),
     });
     // Without built TSBS tools nothing can run: say so before a run directory exists.
-    TsbsEnv::load(&ctx.root, None)?;
+    TsbsEnv::load(&ctx.root, req.rerun.as_ref().map(|p| p.tsbs_key.as_str()))?;
     let run = RunDir::create(
         &root,
         NewRun {
