@@ -1317,3 +1317,74 @@ fn old_greptimedb_gets_a_bare_window_and_a_server_panic_fails_the_run() {
         .iter()
         .all(|q| q["status"] == "completed"));
 }
+
+#[test]
+fn managed_influxdb3_enterprise_all_after_activation() {
+    let mut w = world();
+    let knobs = publish_influx3(&w, "enterprise");
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 100}).to_string(),
+    )
+    .unwrap();
+    let port = crate::greptimedb::free_port_block(1).to_string();
+    w.run(&[
+        "influxdb3",
+        "prepare",
+        "--database-id",
+        "ent1",
+        "--edition",
+        "enterprise",
+        "--http-port",
+        &port,
+    ])
+    .ok();
+    let mut args = vec![
+        "bench",
+        "influxdb3",
+        "all",
+        "--database-id",
+        "ent1",
+        "--queries",
+        "3",
+        "--stop-timeout",
+        "10",
+    ];
+    args.extend(tiny());
+    for t in TYPES {
+        args.extend(["--query-type", t]);
+    }
+    // Without an active licence the benchmark is refused with the command that fixes it.
+    w.run(&args).code(2).says("influxdb3 activate");
+    let email = "benchmarker@example.invalid";
+    w.gt.env.env("MY_MAIL", email);
+    w.run(&[
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "ent1",
+        "--license-type",
+        "trial",
+        "--license-email-env",
+        "MY_MAIL",
+        "--timeout",
+        "20",
+    ])
+    .ok();
+    args.push("--json");
+    let r = w.run(&args);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["label"], "InfluxDB 3 Enterprise 3.11.1");
+    assert_eq!(s["edition"], "enterprise");
+    assert_eq!(s["target"]["mode"], "managed");
+    assert_eq!(s["ingestion"]["rows"], ROWS);
+    assert_eq!(s["row_count"]["ok"], true);
+    assert!(s["storage"]["total_bytes"].as_u64().unwrap() > 0);
+    assert!(s["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|q| q["status"] == "completed"));
+    assert_no_secret(&w.gt.env.root.join("influxdb3/runs"), email, &[&r]);
+}
