@@ -14,7 +14,7 @@ use crate::run::{self, RunDir};
 pub enum RunsCmd {
     /// List the runs of every product, newest first.
     List,
-    /// Show one run: its summary, rebuilt from disk (nothing is written).
+    /// Show one run: its summary, rebuilt from disk (summary files are not rewritten).
     Show {
         /// A run directory or a run id.
         #[arg(value_name = "RUN")]
