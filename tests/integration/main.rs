@@ -12,6 +12,7 @@ mod env;
 mod greptimedb;
 mod influxdb3;
 mod locks;
+mod runs;
 mod server;
 mod skills;
 mod tsbs;
