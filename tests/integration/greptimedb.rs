@@ -143,22 +143,35 @@ fn unique() -> u64 {
     N.fetch_add(1, Ordering::SeqCst)
 }
 
-/// A port P such that P..P+n are all free on 127.0.0.1 right now.
+/// A port P such that P..P+n are all free on 127.0.0.1 right now, never handed out twice in
+/// this test process. Ports come from below the kernel's ephemeral range (32768-60999 on
+/// Linux): a port picked by binding port 0 can be taken by any outgoing connection (the
+/// mirror's clients, the loaders) before the server under test binds it.
 pub fn free_port_block(n: u16) -> u16 {
-    for _ in 0..200 {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let p = l.local_addr().unwrap().port();
-        if p > 65000 {
-            continue;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20000;
+    const HIGH: u32 = 32000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    // Start where another test process (another checkout's suite) is unlikely to be.
+    let _ = NEXT.compare_exchange(
+        0,
+        LOW + (std::process::id() % 60) * 200,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    for _ in 0..500 {
+        let mut p = NEXT.fetch_add(u32::from(n), Ordering::SeqCst);
+        if p + u32::from(n) > HIGH {
+            NEXT.store(LOW, Ordering::SeqCst);
+            p = NEXT.fetch_add(u32::from(n), Ordering::SeqCst);
         }
-        let rest: Vec<_> = (1..n)
-            .map(|i| TcpListener::bind(("127.0.0.1", p + i)))
-            .collect();
-        if rest.iter().all(|r| r.is_ok()) {
+        let p = p as u16;
+        let all_free = (0..n).all(|i| TcpListener::bind(("127.0.0.1", p + i)).is_ok());
+        if all_free {
             return p;
         }
     }
-    panic!("no free block of {n} ports");
+    panic!("no free block of {n} ports below the ephemeral range");
 }
 
 /// A `tsbsctl` running in the background; killed on drop.
