@@ -82,6 +82,9 @@ pub struct Diagnostics {
     pub fatals: u64,
     pub panics: u64,
     pub samples: Vec<Sample>,
+    /// The first fatal or panic line, kept even when the samples are full: it decides whether
+    /// a run's numbers can be trusted.
+    pub first_fatal: Option<Sample>,
 }
 
 impl Diagnostics {
@@ -97,14 +100,22 @@ impl Diagnostics {
                 Severity::Fatal => self.fatals += 1,
                 Severity::Panic => self.panics += 1,
             }
-            if self.samples.len() < MAX_SAMPLES {
+            let fatal = matches!(sev, Severity::Fatal | Severity::Panic);
+            let want_first_fatal = fatal && self.first_fatal.is_none();
+            if self.samples.len() < MAX_SAMPLES || want_first_fatal {
                 let clean = ANSI.replace_all(line.trim(), "");
-                self.samples.push(Sample {
+                let sample = Sample {
                     severity: sev,
                     log: log.to_string(),
                     line: i + 1,
                     message: redactor.redact(&clean).chars().take(SAMPLE_CHARS).collect(),
-                });
+                };
+                if want_first_fatal {
+                    self.first_fatal = Some(sample.clone());
+                }
+                if self.samples.len() < MAX_SAMPLES {
+                    self.samples.push(sample);
+                }
             }
         }
     }
@@ -125,6 +136,22 @@ impl Diagnostics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_panic_is_kept_even_after_the_samples_are_full() {
+        let mut text = String::new();
+        for _ in 0..(MAX_SAMPLES + 5) {
+            text.push_str("2026-11-29T19:40:00Z  WARN greptime: slow\n");
+        }
+        text.push_str("thread 'main' panicked at src/x.rs:1:1: boom\n");
+        let mut d = Diagnostics::default();
+        d.scan_text("logs/server-001.log", &text, &Redactor::new());
+        assert_eq!(d.samples.len(), MAX_SAMPLES);
+        assert!(d.has_fatal());
+        let first = d.first_fatal.expect("first fatal kept");
+        assert_eq!(first.line, MAX_SAMPLES + 6);
+        assert_eq!(first.severity, Severity::Panic);
+    }
 
     #[test]
     fn levels_come_from_the_level_field_only() {

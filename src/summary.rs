@@ -5,9 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::LazyLock;
 
-use regex::Regex;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
@@ -203,7 +201,8 @@ pub fn build(run: &RunDir) -> Result<Value> {
 
     // Server attempts and diagnostics from their logs.
     let mut server_attempts = Vec::new();
-    let mut diag = Diagnostics::default();
+    let mut diag = crate::logscan::Diagnostics::default();
+    let redactor = crate::redact::Redactor::new();
     for s in steps.iter().filter(|s| s.step == "server") {
         server_attempts.push(json!({
             "attempt": s.attempt,
@@ -219,15 +218,15 @@ pub fn build(run: &RunDir) -> Result<Value> {
             fail(&mut failures, "server", s, None);
         }
         if let Some(l) = &s.log {
-            diag.scan(l, &read(dir, Some(l)));
+            diag.scan_text(l, &read(dir, Some(l)), &redactor);
         }
     }
     // A panic in a server log makes the run's numbers suspect: it is a failure, naming the log.
-    if let Some((log, message)) = &diag.first_panic {
+    if let Some(first) = &diag.first_fatal {
         failures.push(json!({
             "stage": "server", "step": "server", "attempt": null, "status": "failed",
-            "log": log,
-            "reason": format!("the server log reports a panic: {message}"),
+            "log": first.log,
+            "reason": format!("the server log reports a panic: {}", first.message),
         }));
     }
     // Other steps that failed (environment, dataset, table checks, compaction ...).
@@ -364,6 +363,7 @@ pub fn build(run: &RunDir) -> Result<Value> {
             "warning_count": diag.warnings,
             "error_count": diag.errors,
             "panic_count": diag.panics,
+            "fatal_count": diag.fatals,
             "samples": diag.samples,
         },
         "failures": failures,
@@ -463,62 +463,6 @@ fn read(dir: &Path, rel: Option<&str>) -> String {
     }
 }
 
-static EMAIL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[\w.+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}").unwrap());
-static LEVEL: LazyLock<Regex> = LazyLock::new(|| {
-    // Upper-case level fields only, so "non-fatal" or "no error" in prose is not counted.
-    Regex::new(r"(?:^|\s)(WARN|WARNING|ERROR)\s|\bpanicked at\b|^panic:|fatal runtime error")
-        .unwrap()
-});
-
-/// Warning / error / panic lines of server logs (never treated as run failures by
-/// themselves; the run's steps decide that).
-#[derive(Default)]
-struct Diagnostics {
-    warnings: u64,
-    errors: u64,
-    panics: u64,
-    samples: Vec<Value>,
-    first_panic: Option<(String, String)>,
-}
-
-impl Diagnostics {
-    fn scan(&mut self, log: &str, text: &str) {
-        for line in text.lines() {
-            let Some(c) = LEVEL.captures(line) else {
-                continue;
-            };
-            let sev = match c.get(1).map(|m| m.as_str().to_ascii_uppercase()) {
-                Some(l) if l.starts_with("WARN") => {
-                    self.warnings += 1;
-                    "warning"
-                }
-                Some(_) => {
-                    self.errors += 1;
-                    "error"
-                }
-                None => {
-                    self.panics += 1;
-                    if self.first_panic.is_none() {
-                        let m = EMAIL.replace_all(line.trim(), "<redacted-email>");
-                        self.first_panic = Some((log.to_string(), m.chars().take(300).collect()));
-                    }
-                    "panic"
-                }
-            };
-            if self.samples.len() < 20 {
-                let msg: String = EMAIL
-                    .replace_all(line.trim(), "<redacted-email>")
-                    .chars()
-                    .take(300)
-                    .collect();
-                self.samples
-                    .push(json!({"severity": sev, "log": log, "message": msg}));
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,19 +477,5 @@ mod tests {
         assert_eq!(num(minijinja::Value::from(()), Some(2)), "-");
         assert_eq!(bytes(minijinja::Value::from(3u64 << 20)), "3.00 MiB");
         assert_eq!(cell(minijinja::Value::from("a|b\nc")), "a\\|b c");
-    }
-
-    #[test]
-    fn diagnostics_classify_levels() {
-        let mut d = Diagnostics::default();
-        d.scan(
-            "logs/server-001.log",
-            "2026-01-01T00:00:00Z  WARN x: slow\n2026-01-01T00:00:00Z ERROR y: bad a@b.com\nthread 'main' panicked at x\nnon-fatal warning words inside text\n",
-        );
-        assert_eq!((d.warnings, d.errors, d.panics), (1, 1, 1));
-        assert!(d.samples[1]["message"]
-            .as_str()
-            .unwrap()
-            .contains("<redacted-email>"));
     }
 }
