@@ -400,7 +400,7 @@ pub fn render_md(summary: &Value) -> Result<String> {
 }
 
 /// A number with `d` decimals and thousands separators; `-` when absent.
-fn num(v: minijinja::Value, d: Option<u32>) -> String {
+pub(crate) fn num(v: minijinja::Value, d: Option<u32>) -> String {
     let Some(f) = f64::try_from(v.clone())
         .ok()
         .filter(|_| !v.is_none() && !v.is_undefined())
@@ -428,7 +428,7 @@ fn num(v: minijinja::Value, d: Option<u32>) -> String {
 }
 
 /// Bytes in MiB/GiB; `-` when absent.
-fn bytes(v: minijinja::Value) -> String {
+pub(crate) fn bytes(v: minijinja::Value) -> String {
     let Some(b) = u64::try_from(v.clone()).ok().filter(|_| !v.is_none()) else {
         return "-".into();
     };
@@ -445,7 +445,7 @@ fn bytes(v: minijinja::Value) -> String {
 }
 
 /// A value safe inside a Markdown table cell (`|` escaped, one line); `-` when absent.
-fn cell(v: minijinja::Value) -> String {
+pub(crate) fn cell(v: minijinja::Value) -> String {
     if v.is_none() || v.is_undefined() {
         return "-".into();
     }

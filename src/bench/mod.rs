@@ -108,6 +108,18 @@ pub struct Request {
     pub lock: LockOptions,
     /// Every flag, as recorded in the run manifest (no secrets: only variable names).
     pub flags: Value,
+    /// `runs rerun`: the run this one reproduces, and the pins it must meet.
+    pub rerun: Option<RerunPins>,
+}
+
+/// What `runs rerun` pins beyond the flags: a different artifact is an integrity error.
+#[derive(Debug, Clone, Default)]
+pub struct RerunPins {
+    pub rerun_of: String,
+    /// TSBS build key (`<commit>[-dirty]`) instead of the current environment.
+    pub tsbs_key: String,
+    pub dataset_sha256: Option<String>,
+    pub query_set_manifest_sha256: Option<String>,
 }
 
 /// Default write parameters per product and profile (DESIGN.md, Benchmark runs).
@@ -348,7 +360,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         "accept_partial": (kind == ProductKind::Influx3).then_some(req.accept_partial),
     });
     // Without built TSBS tools nothing can run: say so before a run directory exists.
-    TsbsEnv::load(&ctx.root, None)?;
+    TsbsEnv::load(&ctx.root, req.rerun.as_ref().map(|p| p.tsbs_key.as_str()))?;
     let run = RunDir::create(
         &root,
         NewRun {
@@ -365,6 +377,11 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         },
         ctx.reporter.as_ref(),
     )?;
+    let mut run = run;
+    if let Some(p) = &req.rerun {
+        run.manifest.rerun_of = Some(p.rerun_of.clone());
+        run.save()?;
+    }
     ctx.reporter
         .info(&format!("run {} in {}", run.id(), run.dir.display()));
     let cwd = run.dir.clone();
@@ -424,7 +441,8 @@ impl Bench<'_> {
 
     fn env(&mut self) -> Result<TsbsEnv> {
         self.run.begin("tsbs-env", 1, None, None, None)?;
-        let env = TsbsEnv::load(&self.ctx.root, None)?;
+        let key = self.req.rerun.as_ref().map(|p| p.tsbs_key.as_str());
+        let env = TsbsEnv::load(&self.ctx.root, key)?;
         let binaries: BTreeMap<String, Value> = env
             .binaries
             .iter()
@@ -471,6 +489,28 @@ impl Bench<'_> {
             (ds, None)
         };
         let mut dv = ds.to_json();
+        if let Some(pinned) = self
+            .req
+            .rerun
+            .as_ref()
+            .and_then(|p| p.dataset_sha256.as_ref())
+        {
+            let have = match &stored {
+                Some(sf) => Some(sf.sha256.clone()),
+                None => self
+                    .target
+                    .binding()
+                    .and_then(|b| b["sha256"].as_str().map(str::to_string)),
+            };
+            if have.as_ref() != Some(pinned) {
+                return Err(Error::integrity(format!(
+                    "dataset {} has SHA-256 {}, the run being reproduced used {pinned}",
+                    ds.id,
+                    have.as_deref().unwrap_or("unknown")
+                ))
+                .with_hint("restore the dataset the run used (a rerun never substitutes data)"));
+            }
+        }
         if let Some(sf) = &stored {
             if let Value::Object(m) = sf.to_json() {
                 for (k, v) in m {
@@ -517,7 +557,11 @@ impl Bench<'_> {
                     format: self.kind.query_format(),
                     counts,
                     log_dir: &log_dir,
-                    pinned_manifest_sha256: None,
+                    pinned_manifest_sha256: self
+                        .req
+                        .rerun
+                        .as_ref()
+                        .and_then(|p| p.query_set_manifest_sha256.as_deref()),
                     full_verify: false,
                 },
                 &mut q_gen,

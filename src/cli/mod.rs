@@ -78,7 +78,7 @@ pub enum Command {
     Bench(bench::BenchCmd),
     /// Smoke benchmark of the latest GreptimeDB in one command (reuses everything next time).
     Quickstart(quickstart::QuickstartArgs),
-    /// Benchmark runs: summarize.
+    /// Benchmark runs: list, show, summarize, compare, report, rerun.
     #[command(subcommand)]
     Runs(runs::RunsCmd),
     /// Hold, release and inspect database workspace locks.

@@ -1,5 +1,7 @@
-//! `tsbsctl runs ...`: what was run. Each subcommand is one variant and one function, so
-//! `list`, `show`, `compare`, `report` and `rerun` slot in beside `summarize`.
+//! `tsbsctl runs ...`: what was run. Each subcommand is one variant and one function; the
+//! logic lives in `runlist`, `summary`, `compare`, `report` and `rerun`.
+
+use std::path::PathBuf;
 
 use serde_json::json;
 
@@ -10,6 +12,14 @@ use crate::run::{self, RunDir};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum RunsCmd {
+    /// List the runs of every product, newest first.
+    List,
+    /// Show one run: its summary, rebuilt from disk (summary files are not rewritten).
+    Show {
+        /// A run directory or a run id.
+        #[arg(value_name = "RUN")]
+        run: String,
+    },
     /// Rebuild summary.json and summary.md of a run from what is on disk (a run left
     /// `running` by a dead process is marked interrupted first).
     Summarize {
@@ -17,12 +27,94 @@ pub enum RunsCmd {
         #[arg(value_name = "RUN")]
         run: String,
     },
+    /// Compare candidate runs with a baseline run of the same product, dataset and query set
+    /// (exits 0 even when candidates regress).
+    Compare {
+        /// The reference run.
+        #[arg(long, value_name = "RUN")]
+        baseline: String,
+        /// A run compared with the baseline (repeatable).
+        #[arg(long = "candidate", value_name = "RUN", required = true)]
+        candidates: Vec<String>,
+        /// Noise band in percent: smaller changes count as unchanged.
+        #[arg(long, value_name = "PCT", default_value_t = crate::compare::DEFAULT_THRESHOLD, allow_negative_numbers = true)]
+        threshold: f64,
+    },
+    /// Cross-database report (Markdown + self-contained HTML with charts) of one or more runs.
+    Report {
+        /// Runs to report on (directories or ids), one column each.
+        #[arg(value_name = "RUN", required = true)]
+        runs: Vec<String>,
+        /// The run ratios are computed against (default: the first RUN).
+        #[arg(long, value_name = "RUN")]
+        baseline: Option<String>,
+        /// Write the report here instead of <root>/reports/<id>.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+    /// Run a benchmark again with the same pins and flags, in a new run directory.
+    Rerun {
+        /// The run to reproduce.
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// Benchmark this workspace instead (prepared with the run's pins when missing).
+        #[arg(long, value_name = "ID")]
+        database_id: Option<String>,
+    },
 }
 
 pub fn run(ctx: &Ctx, cmd: RunsCmd) -> Result<Outcome> {
     match cmd {
+        RunsCmd::List => list(ctx),
+        RunsCmd::Show { run } => show(ctx, &run),
         RunsCmd::Summarize { run } => summarize(ctx, &run),
+        RunsCmd::Compare {
+            baseline,
+            candidates,
+            threshold,
+        } => crate::compare::run(
+            ctx,
+            &crate::compare::Request {
+                baseline,
+                candidates,
+                threshold: Some(threshold),
+            },
+        ),
+        RunsCmd::Report {
+            runs,
+            baseline,
+            out,
+        } => crate::report::run(
+            ctx,
+            &crate::report::Request {
+                runs,
+                baseline,
+                out,
+            },
+        ),
+        RunsCmd::Rerun { run, database_id } => crate::rerun::run(ctx, &run, database_id.as_deref()),
     }
+}
+
+fn list(ctx: &Ctx) -> Result<Outcome> {
+    let runs = crate::runlist::list(&ctx.root);
+    let human = crate::runlist::table(&runs);
+    Ok(Outcome::new(json!({ "runs": runs }), human))
+}
+
+fn show(ctx: &Ctx, run: &str) -> Result<Outcome> {
+    let l = crate::runlist::load(&ctx.root, run, ctx.reporter.as_ref())?;
+    let md = crate::summary::render_md(&l.summary)?;
+    Ok(Outcome::new(
+        json!({
+            "run_id": l.manifest.run_id,
+            "run_dir": l.dir,
+            "entry": crate::runlist::entry(&l.dir, &l.manifest),
+            "manifest": l.manifest,
+            "summary": l.summary,
+        }),
+        md,
+    ))
 }
 
 fn summarize(ctx: &Ctx, run: &str) -> Result<Outcome> {

@@ -13,15 +13,15 @@ use testbed::tsbs_repo;
 use crate::greptimedb::{read_json, Gt, STABLE};
 use crate::util::*;
 
-const GO: &str = "1.22.5";
+pub(crate) const GO: &str = "1.22.5";
 /// 2 hosts × one day at 60 s.
-const ROWS: u64 = 2 * 1440;
-const TYPES: [&str; 3] = ["high-cpu-1", "lastpoint", "single-groupby-1-1-1"];
+pub(crate) const ROWS: u64 = 2 * 1440;
+pub(crate) const TYPES: [&str; 3] = ["high-cpu-1", "lastpoint", "single-groupby-1-1-1"];
 
-struct World {
-    gt: Gt,
+pub(crate) struct World {
+    pub(crate) gt: Gt,
     /// Directory of the built TSBS tools' knob files (`<tool>.knobs.json`).
-    knobs_dir: PathBuf,
+    pub(crate) knobs_dir: PathBuf,
 }
 
 fn git_dir() -> String {
@@ -35,7 +35,7 @@ fn git_dir() -> String {
 
 /// Mirror with GreptimeDB and Go, a fake TSBS repository, `env prepare` done, workspace `g1`
 /// prepared on free ports.
-fn world() -> World {
+pub(crate) fn world() -> World {
     testbed_bin();
     let mut gt = Gt::new();
     let knobs_dir = gt.env.path().join("knobs");
@@ -57,12 +57,12 @@ fn world() -> World {
 }
 
 impl World {
-    fn run(&self, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
         self.gt.run(args)
     }
 
     /// `bench greptimedb <phase> --database-id g1` with the tiny workload.
-    fn bench(&self, phase: &str, extra: &[&str]) -> Run {
+    pub(crate) fn bench(&self, phase: &str, extra: &[&str]) -> Run {
         let mut a = vec![
             "bench",
             "greptimedb",
@@ -90,7 +90,7 @@ impl World {
 
     /// Sets the section of one built TSBS tool in the shared knob file (`go build` bakes that
     /// file into every tool it writes).
-    fn tool_knobs(&self, tool: &str, v: Value) {
+    pub(crate) fn tool_knobs(&self, tool: &str, v: Value) {
         let path = self.knobs_dir.join("go.knobs.json");
         let mut all: Value = std::fs::read(&path)
             .ok()
@@ -100,12 +100,12 @@ impl World {
         std::fs::write(&path, all.to_string()).unwrap();
     }
 
-    fn ws(&self) -> Value {
+    pub(crate) fn ws(&self) -> Value {
         self.gt.manifest("g1")
     }
 }
 
-fn tiny() -> [&'static str; 8] {
+pub(crate) fn tiny() -> [&'static str; 8] {
     [
         "--profile",
         "smoke",
@@ -118,7 +118,7 @@ fn tiny() -> [&'static str; 8] {
     ]
 }
 
-fn run_dir(r: &Run) -> PathBuf {
+pub(crate) fn run_dir(r: &Run) -> PathBuf {
     let v = r.json();
     let d = v["data"]["run_dir"]
         .as_str()
@@ -137,7 +137,7 @@ fn run_dir(r: &Run) -> PathBuf {
     d
 }
 
-fn summary(dir: &Path) -> Value {
+pub(crate) fn summary(dir: &Path) -> Value {
     read_json(&dir.join("summary.json"))
 }
 
@@ -310,7 +310,7 @@ fn smoke_all_then_reuse_then_query_only() {
 }
 
 /// Waits (bounded) until `f` is true.
-fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + limit;
     while Instant::now() < end {
         if f() {
@@ -892,7 +892,7 @@ fn analyze_keeps_every_attempt_and_a_version_override_records_both_identities() 
 }
 
 /// Publishes InfluxDB 3 `edition` 3.11.1 on the mirror (and the installer script naming it).
-fn publish_influx3(w: &World, edition: &str) -> PathBuf {
+pub(crate) fn publish_influx3(w: &World, edition: &str) -> PathBuf {
     use testbed::releases::influxdb3::{installer_script, Installer, Release};
     let knobs =
         w.gt.env

@@ -1,0 +1,528 @@
+//! `runs compare`: candidates against a baseline, for runs of one product (managed or
+//! external) that measured the same thing.
+//!
+//! Unlike the reference (benchmark.md §8.2), a difference counts only beyond a noise band
+//! (`--threshold`, default 5%), ingestion is compared too (higher rows/s is better), and mean,
+//! median and p95 are all shown. Runs that differ in SQL database, dataset, query set, counts
+//! or repetitions, or that hold failures, are refused naming the difference, never mixed.
+//! The output directory `comparisons/<id>/` is staged and renamed in one step.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::context::Ctx;
+use crate::error::{Error, Result};
+use crate::output::Outcome;
+use crate::runlist::{self, Loaded};
+
+/// Bumped when the shape of a comparison's `summary.json` changes incompatibly.
+pub const SCHEMA_VERSION: u32 = 1;
+/// The default noise band, in percent.
+pub const DEFAULT_THRESHOLD: f64 = 5.0;
+
+const TEMPLATE: &str = include_str!("../templates/compare.md.j2");
+
+/// Which direction is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Lower,
+    Higher,
+}
+
+/// Baseline vs candidate of one number: delta, percent, ratio (candidate / baseline). A zero
+/// baseline gives no ratio nor percent unless both are zero.
+pub fn delta(baseline: Option<f64>, candidate: Option<f64>) -> Value {
+    let (Some(b), Some(c)) = (baseline, candidate) else {
+        return json!({"baseline": baseline, "candidate": candidate, "delta": null, "delta_percent": null, "ratio": null});
+    };
+    let (ratio, pct) = if b == 0.0 {
+        if c == 0.0 {
+            (Some(1.0), Some(0.0))
+        } else {
+            (None, None)
+        }
+    } else {
+        let r = c / b;
+        (Some(r), Some((r - 1.0) * 100.0))
+    };
+    json!({"baseline": b, "candidate": c, "delta": c - b, "delta_percent": pct, "ratio": ratio})
+}
+
+/// improved / unchanged / regressed with a noise band of `threshold` percent. An undefined
+/// percentage (zero baseline, non-zero candidate) is an infinite change.
+pub fn classify(d: &Value, threshold: f64, better: Better) -> &'static str {
+    let Some(delta) = d["delta"].as_f64() else {
+        return "unknown";
+    };
+    let pct = d["delta_percent"].as_f64().unwrap_or(if delta > 0.0 {
+        f64::INFINITY
+    } else if delta < 0.0 {
+        f64::NEG_INFINITY
+    } else {
+        0.0
+    });
+    let worse = match better {
+        Better::Lower => pct,
+        Better::Higher => -pct,
+    };
+    if worse > threshold {
+        "regressed"
+    } else if worse < -threshold {
+        "improved"
+    } else {
+        "unchanged"
+    }
+}
+
+/// Checks `--threshold`.
+pub fn check_threshold(t: f64) -> Result<f64> {
+    if !t.is_finite() || !(0.0..=1000.0).contains(&t) {
+        return Err(Error::invalid(format!(
+            "--threshold {t} is not a percentage between 0 and 1000"
+        ))
+        .with_hint("e.g. --threshold 5 (changes within ±5% count as unchanged)"));
+    }
+    Ok(t)
+}
+
+/// What makes a run comparable: refuses runs that cannot be inputs at all.
+fn check_eligible(role: &str, l: &Loaded) -> Result<()> {
+    let s = &l.summary;
+    let id = &l.manifest.run_id;
+    if s["run_kind"] != "benchmark" {
+        return Err(Error::invalid(format!(
+            "{role} run {id} is a {} run; only benchmark runs have measurements to compare",
+            s["run_kind"].as_str().unwrap_or("?")
+        ))
+        .with_hint("pass runs made by `tsbsctl bench ... all|load|query`"));
+    }
+    if let Some(f) = s["failures"].as_array().and_then(|f| f.first()) {
+        return Err(Error::invalid(format!(
+            "{role} run {id} has failures ({} in {}: {})",
+            s["failures"].as_array().map(Vec::len).unwrap_or(0),
+            f["step"].as_str().or(f["stage"].as_str()).unwrap_or("?"),
+            f["reason"].as_str().unwrap_or("?")
+        ))
+        .with_hint("compare only runs that completed without failures; rerun the failed one (`tsbsctl runs rerun RUN`)"));
+    }
+    if s["status"] != "completed" {
+        return Err(Error::invalid(format!(
+            "{role} run {id} is {}, not completed",
+            s["status"].as_str().unwrap_or("?")
+        ))
+        .with_hint("compare only completed runs"));
+    }
+    Ok(())
+}
+
+/// The identity a candidate must share with the baseline: `(what, value)` pairs.
+fn identity(s: &Value) -> Vec<(&'static str, Value)> {
+    let counts: BTreeMap<String, Value> = s["queries"]
+        .as_array()
+        .map(|qs| {
+            qs.iter()
+                .map(|q| {
+                    (
+                        q["query_type"].as_str().unwrap_or("").to_string(),
+                        json!({"repetitions": q["repetitions"], "query_count": q["query_count"]}),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    vec![
+        ("product", s["product"].clone()),
+        ("SQL database", s["target"]["database"].clone()),
+        ("dataset id", s["dataset"]["dataset_id"].clone()),
+        ("dataset checksum", s["dataset"]["sha256"].clone()),
+        ("query-set id", s["query_set"]["query_set_id"].clone()),
+        (
+            "query-set manifest checksum",
+            s["query_set"]["manifest_sha256"].clone(),
+        ),
+        ("query counts", s["query_set"]["query_counts"].clone()),
+        ("repetitions and query counts", json!(counts)),
+    ]
+}
+
+fn short(v: &Value) -> String {
+    match v {
+        Value::Null => "none".into(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+/// Refuses a candidate that measured something else than the baseline.
+fn check_same(base: &Loaded, cand: &Loaded) -> Result<()> {
+    let a = identity(&base.summary);
+    let b = identity(&cand.summary);
+    let diffs: Vec<String> = a
+        .iter()
+        .zip(b.iter())
+        .filter(|((_, x), (_, y))| x != y)
+        .map(|((what, x), (_, y))| {
+            format!("{what}: baseline {} vs candidate {}", short(x), short(y))
+        })
+        .collect();
+    if !diffs.is_empty() {
+        return Err(Error::invalid(format!(
+            "run {} is not comparable with baseline {}: {}",
+            cand.manifest.run_id,
+            base.manifest.run_id,
+            diffs.join("; ")
+        ))
+        .with_hint("compare runs of one product on the same SQL database, dataset and query set (for a cross-database view use `tsbsctl runs report`)"));
+    }
+    Ok(())
+}
+
+fn run_identity(l: &Loaded) -> Value {
+    let s = &l.summary;
+    json!({
+        "run_id": l.manifest.run_id,
+        "path": l.dir,
+        "label": s["label"],
+        "product": s["product"],
+        "edition": s["edition"],
+        "mode": s["target"]["mode"],
+        "database_id": s["target"]["database_id"],
+        "urls": s["target"]["urls"],
+        "version": s["target"]["version"],
+        "binary_sha256": s["target"]["binary_sha256"],
+        "data_state": s["data_state"]["label"],
+        "manifest_sha256": l.manifest_sha256,
+    })
+}
+
+fn num(v: &Value) -> Option<f64> {
+    v.as_f64()
+}
+
+/// One candidate against the baseline.
+fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
+    let bq: BTreeMap<&str, &Value> = base.summary["queries"]
+        .as_array()
+        .map(|qs| {
+            qs.iter()
+                .map(|q| (q["query_type"].as_str().unwrap_or(""), q))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut counts = BTreeMap::from([("improved", 0u64), ("unchanged", 0), ("regressed", 0)]);
+    let mut queries = Vec::new();
+    let mut largest: Option<Value> = None;
+    for q in cand.summary["queries"].as_array().into_iter().flatten() {
+        let qt = q["query_type"].as_str().unwrap_or("");
+        let Some(b) = bq.get(qt) else { continue };
+        let mean = delta(num(&b["mean_ms"]), num(&q["mean_ms"]));
+        let class = classify(&mean, threshold, Better::Lower);
+        *counts.entry(class).or_default() += 1;
+        let item = json!({
+            "query_type": qt,
+            "repetitions": q["repetitions"],
+            "query_count": q["query_count"],
+            "mean_ms": mean,
+            "median_ms": delta(num(&b["median_ms"]), num(&q["median_ms"])),
+            "p95_ms": delta(num(&b["p95_ms"]), num(&q["p95_ms"])),
+            "classification": class,
+            "baseline_log": b["log"].as_str().map(|l| base.dir.join(l)),
+            "candidate_log": q["log"].as_str().map(|l| cand.dir.join(l)),
+        });
+        if class == "regressed" {
+            let pct = |v: &Value| {
+                v["mean_ms"]["delta_percent"]
+                    .as_f64()
+                    .unwrap_or(f64::INFINITY)
+            };
+            if largest.as_ref().is_none_or(|l| pct(&item) > pct(l)) {
+                largest = Some(item.clone());
+            }
+        }
+        queries.push(item);
+    }
+    let ingestion = {
+        let bi = &base.summary["ingestion"];
+        let ci = &cand.summary["ingestion"];
+        if bi["status"] == "completed" && ci["status"] == "completed" {
+            let d = delta(num(&bi["rows_per_second"]), num(&ci["rows_per_second"]));
+            let class = classify(&d, threshold, Better::Higher);
+            json!({
+                "rows_per_second": d,
+                "metrics_per_second": delta(num(&bi["metrics_per_second"]), num(&ci["metrics_per_second"])),
+                "classification": class,
+                "workers": [bi["workers"], ci["workers"]],
+                "batch_size": [bi["batch_size"], ci["batch_size"]],
+            })
+        } else {
+            json!({
+                "classification": "not compared",
+                "reason": format!(
+                    "ingestion needs a completed load in both runs (baseline: {}, candidate: {})",
+                    bi["status"].as_str().unwrap_or("no load"),
+                    ci["status"].as_str().unwrap_or("no load")
+                ),
+            })
+        }
+    };
+    let mut v = run_identity(cand);
+    v["counts"] = json!(counts);
+    v["largest_regression"] = largest.map_or(Value::Null, |l| {
+        json!({
+            "query_type": l["query_type"],
+            "delta_ms": l["mean_ms"]["delta"],
+            "delta_percent": l["mean_ms"]["delta_percent"],
+            "ratio": l["mean_ms"]["ratio"],
+        })
+    });
+    v["ingestion"] = ingestion;
+    v["queries"] = json!(queries);
+    v
+}
+
+/// What `runs compare` was asked for.
+pub struct Request {
+    pub baseline: String,
+    pub candidates: Vec<String>,
+    pub threshold: Option<f64>,
+}
+
+/// Runs the comparison and publishes `comparisons/<id>/`.
+pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
+    let threshold = check_threshold(req.threshold.unwrap_or(DEFAULT_THRESHOLD))?;
+    if req.candidates.is_empty() {
+        return Err(Error::invalid("no --candidate run").with_hint("add --candidate RUN"));
+    }
+    let rep = ctx.reporter.as_ref();
+    let base = runlist::load(&ctx.root, &req.baseline, rep)?;
+    check_eligible("baseline", &base)?;
+    let mut cands = Vec::new();
+    for c in &req.candidates {
+        let l = runlist::load(&ctx.root, c, rep)?;
+        if l.dir == base.dir {
+            return Err(Error::invalid(format!(
+                "run {} is both the baseline and a candidate",
+                l.manifest.run_id
+            ))
+            .with_hint("pass another run as --candidate"));
+        }
+        check_eligible("candidate", &l)?;
+        check_same(&base, &l)?;
+        cands.push(l);
+    }
+    let s = &base.summary;
+    let candidates: Vec<Value> = cands
+        .iter()
+        .map(|c| compare_one(&base, c, threshold))
+        .collect();
+    let created_at = crate::manifest::now_rfc3339();
+    let mut summary = json!({
+        "schema_version": SCHEMA_VERSION,
+        "kind": "comparison",
+        "comparison_id": null,
+        "created_at": created_at,
+        "threshold_percent": threshold,
+        "product": s["product"],
+        "product_label": s["product_label"],
+        "database": s["target"]["database"],
+        "dataset": {"dataset_id": s["dataset"]["dataset_id"], "sha256": s["dataset"]["sha256"]},
+        "query_set": {
+            "query_set_id": s["query_set"]["query_set_id"],
+            "manifest_sha256": s["query_set"]["manifest_sha256"],
+            "query_counts": s["query_set"]["query_counts"],
+        },
+        "baseline": run_identity(&base),
+        "candidates": candidates,
+    });
+    let mut manifest = json!({
+        "schema_version": SCHEMA_VERSION,
+        "kind": "comparison",
+        "comparison_id": null,
+        "created_at": created_at,
+        "command": ctx.command_line(),
+        "tool": crate::run::ToolInfo::current(),
+        "threshold_percent": threshold,
+        "baseline": run_identity(&base),
+        "candidate_runs": cands.iter().map(run_identity).collect::<Vec<_>>(),
+    });
+    let (id, dir) = publish(&ctx.root.comparisons(), |id| {
+        summary["comparison_id"] = json!(id);
+        manifest["comparison_id"] = json!(id);
+        let md = render_md(&summary)?;
+        Ok(vec![
+            ("manifest.json".into(), pretty(&manifest)?),
+            ("summary.json".into(), pretty(&summary)?),
+            ("summary.md".into(), md.into_bytes()),
+        ])
+    })?;
+    let regressed: u64 = summary["candidates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| c["counts"]["regressed"].as_u64().unwrap_or(0))
+        .sum();
+    let mut human = String::new();
+    for c in summary["candidates"].as_array().into_iter().flatten() {
+        human.push_str(&format!(
+            "{} ({}) vs baseline {}: improved {}, unchanged {}, regressed {}; ingestion {}\n",
+            c["label"].as_str().unwrap_or("?"),
+            c["run_id"].as_str().unwrap_or("?"),
+            base.manifest.run_id,
+            c["counts"]["improved"],
+            c["counts"]["unchanged"],
+            c["counts"]["regressed"],
+            c["ingestion"]["classification"].as_str().unwrap_or("?"),
+        ));
+    }
+    human.push_str(&format!(
+        "Comparison directory: {}\nSummary: {}\n",
+        dir.display(),
+        dir.join("summary.md").display()
+    ));
+    Ok(Outcome::new(
+        json!({
+            "comparison_id": id,
+            "comparison_dir": dir,
+            "summary_md": dir.join("summary.md"),
+            "regressed": regressed,
+            "summary": summary,
+        }),
+        human,
+    ))
+}
+
+pub(crate) fn pretty(v: &Value) -> Result<Vec<u8>> {
+    let mut t = serde_json::to_string_pretty(v)?;
+    t.push('\n');
+    Ok(t.into_bytes())
+}
+
+/// Publishes a new `<base>/<id>/` holding the files `make(id)` returns: written into a staging
+/// directory beside it, then renamed in one step. The id is the UTC time, suffixed `-01`, ...
+/// when taken. Staging leftovers of dead processes are removed first.
+pub(crate) fn publish(
+    base: &Path,
+    mut make: impl FnMut(&str) -> Result<Vec<(String, Vec<u8>)>>,
+) -> Result<(String, PathBuf)> {
+    std::fs::create_dir_all(base).map_err(|e| Error::io("create", base, e))?;
+    sweep_staging(base);
+    let stem = crate::run::run_id_now();
+    for n in 0..1000 {
+        let id = if n == 0 {
+            stem.clone()
+        } else {
+            format!("{stem}-{n:02}")
+        };
+        let dir = base.join(&id);
+        if dir.exists() {
+            continue;
+        }
+        let _ = crate::fsutil::clean_staging(&dir, "stage");
+        let files = make(&id)?;
+        let staging = crate::fsutil::staging_path(&dir, "stage")?;
+        write_dir(&staging, &files)?;
+        if dir.exists() {
+            let _ = std::fs::remove_dir_all(&staging);
+            continue;
+        }
+        if let Err(e) = crate::fsutil::rename_durable(&staging, &dir) {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+        return Ok((id, dir));
+    }
+    Err(Error::failed(format!(
+        "no free id for {stem} under {}",
+        base.display()
+    )))
+}
+
+/// Removes `.<id>.stage-<pid>-<nanos>` leftovers of processes that are gone (a crash between
+/// staging and rename); a live process's staging directory is left alone.
+fn sweep_staging(base: &Path) {
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name
+            .strip_prefix('.')
+            .and_then(|n| n.split_once(".stage-"))
+            .map(|(_, r)| r)
+        else {
+            continue;
+        };
+        let pid: Option<i32> = rest.split('-').next().and_then(|p| p.parse().ok());
+        if pid.is_some_and(|p| !crate::fsutil::process_alive(p)) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Writes files into a fresh directory, each synced.
+pub(crate) fn write_dir(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
+    std::fs::create_dir(dir).map_err(|e| Error::io("create", dir, e))?;
+    for (name, bytes) in files {
+        let p = dir.join(name);
+        let r = (|| -> std::io::Result<()> {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&p)?;
+            f.write_all(bytes)?;
+            f.sync_all()
+        })();
+        if let Err(e) = r {
+            let _ = std::fs::remove_dir_all(dir);
+            return Err(Error::io("write", &p, e));
+        }
+    }
+    crate::fsutil::sync_dir(dir)
+}
+
+/// Renders a comparison's `summary.md`.
+pub fn render_md(summary: &Value) -> Result<String> {
+    let env = crate::report::template_env("compare.md", TEMPLATE)?;
+    let t = env
+        .get_template("compare.md")
+        .map_err(|e| Error::failed(format!("comparison template: {e}")))?;
+    t.render(minijinja::Value::from_serialize(summary))
+        .map_err(|e| Error::failed(format!("rendering the comparison: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_and_zero_baselines() {
+        let d = delta(Some(10.0), Some(12.0));
+        assert_eq!(d["ratio"], 1.2);
+        assert!((d["delta_percent"].as_f64().unwrap() - 20.0).abs() < 1e-9);
+        assert_eq!(classify(&d, 5.0, Better::Lower), "regressed");
+        assert_eq!(classify(&d, 25.0, Better::Lower), "unchanged");
+        assert_eq!(classify(&d, 5.0, Better::Higher), "improved");
+        let z = delta(Some(0.0), Some(0.0));
+        assert_eq!(z["ratio"], 1.0);
+        assert_eq!(z["delta_percent"], 0.0);
+        assert_eq!(classify(&z, 5.0, Better::Lower), "unchanged");
+        let n = delta(Some(0.0), Some(3.0));
+        assert!(n["ratio"].is_null() && n["delta_percent"].is_null());
+        assert_eq!(n["delta"], 3.0);
+        assert_eq!(classify(&n, 5.0, Better::Lower), "regressed");
+        assert_eq!(classify(&n, 5.0, Better::Higher), "improved");
+        let m = delta(None, Some(3.0));
+        assert_eq!(classify(&m, 5.0, Better::Lower), "unknown");
+        let i = delta(Some(10.0), Some(9.6));
+        assert_eq!(classify(&i, 5.0, Better::Lower), "unchanged");
+        assert_eq!(classify(&i, 1.0, Better::Lower), "improved");
+    }
+
+    #[test]
+    fn thresholds_are_checked() {
+        assert!(check_threshold(5.0).is_ok());
+        assert!(check_threshold(0.0).is_ok());
+        assert_eq!(check_threshold(-1.0).unwrap_err().exit_code(), 2);
+        assert_eq!(check_threshold(f64::NAN).unwrap_err().exit_code(), 2);
+    }
+}

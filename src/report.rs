@@ -1,0 +1,822 @@
+//! `runs report`: the cross-database comparison in one command. Columns are runs (labelled by
+//! product, edition, version and data state); the tables are the ones published comparisons
+//! show: ingestion, query latency per type (fastest marked, ratio to the baseline), storage
+//! footprint, and failures (a type that failed shows why, never a number).
+//!
+//! Runs that are not strictly comparable (other dataset, query counts, host, or write
+//! parameters) are still shown, but the report says so at the top and in each affected table.
+//! `summary.json` is the source of truth; `summary.md` and the self-contained `report.html`
+//! (inline SVG, no script, no external asset) are rendered from it by templates.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::context::Ctx;
+use crate::error::{Error, Result};
+use crate::output::Outcome;
+use crate::runlist::{self, Loaded};
+
+/// Bumped when the shape of a report's `summary.json` changes incompatibly.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const MD_TEMPLATE: &str = include_str!("../templates/report.md.j2");
+const HTML_TEMPLATE: &str = include_str!("../templates/report.html.j2");
+
+/// Series colours (colour-blind friendly, Okabe-Ito).
+const COLORS: [&str; 8] = [
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+];
+
+/// What `runs report` was asked for.
+pub struct Request {
+    pub runs: Vec<String>,
+    pub baseline: Option<String>,
+    pub out: Option<PathBuf>,
+}
+
+/// A minijinja environment with the table filters of `summary.md` plus `pct`, `ratio`.
+pub(crate) fn template_env(
+    name: &'static str,
+    source: &'static str,
+) -> Result<minijinja::Environment<'static>> {
+    let mut env = minijinja::Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.add_filter("num", crate::summary::num);
+    env.add_filter("bytes", crate::summary::bytes);
+    env.add_filter("cell", crate::summary::cell);
+    env.add_filter("pct", pct);
+    env.add_filter("ratio", ratio);
+    env.add_template(name, source)
+        .map_err(|e| Error::failed(format!("template {name}: {e}")))?;
+    Ok(env)
+}
+
+fn opt_f64(v: &minijinja::Value) -> Option<f64> {
+    if v.is_none() || v.is_undefined() {
+        return None;
+    }
+    f64::try_from(v.clone()).ok()
+}
+
+/// `+12.34%`; `-` when undefined.
+fn pct(v: minijinja::Value) -> String {
+    match opt_f64(&v) {
+        Some(p) => format!("{p:+.2}%"),
+        None => "-".into(),
+    }
+}
+
+/// `1.234x`; `-` when undefined.
+fn ratio(v: minijinja::Value) -> String {
+    match opt_f64(&v) {
+        Some(r) => format!("{r:.3}x"),
+        None => "-".into(),
+    }
+}
+
+/// A short name for why a query type failed (what a reader of a published table expects).
+pub fn failure_kind(reason: &str) -> &'static str {
+    let r = reason.to_ascii_lowercase();
+    if r.contains("out of memory")
+        || r.contains("resources exhausted")
+        || r.contains("oom")
+        || r.contains("failed to allocate")
+        || r.contains("memory limit")
+    {
+        "out of memory"
+    } else if r.contains("timed out") || r.contains("timeout") || r.contains("deadline") {
+        "timed out"
+    } else if r.contains("interrupted") {
+        "interrupted"
+    } else if r.contains("server died") || r.contains("exited unexpectedly") {
+        "server crashed"
+    } else {
+        "failed"
+    }
+}
+
+/// One column: the run's identity and what the tables need of it.
+fn column(l: &Loaded, label: String, color: &str) -> Value {
+    let s = &l.summary;
+    json!({
+        "run_id": l.manifest.run_id,
+        "path": l.dir,
+        "label": label,
+        "color": color,
+        "product": s["product"],
+        "product_label": s["product_label"],
+        "edition": s["edition"],
+        "version": s["target"]["version"],
+        "mode": s["target"]["mode"],
+        "database_id": s["target"]["database_id"],
+        "urls": s["target"]["urls"],
+        "database": s["target"]["database"],
+        "binary_sha256": s["target"]["binary_sha256"],
+        "data_state": s["data_state"]["label"],
+        "phase": s["phase"],
+        "status": s["status"],
+        "created_at": s["created_at"],
+        "dataset": s["dataset"],
+        "query_set": s["query_set"],
+        "workload": s["workload"],
+        "durability": s["durability"],
+        "environment": s["environment"],
+        "host": s["host"],
+        "tool": s["tool"],
+        "manifest_sha256": l.manifest_sha256,
+    })
+}
+
+/// Differences between runs that make a table not strictly comparable.
+struct Notes {
+    all: Vec<Value>,
+}
+
+impl Notes {
+    fn add(&mut self, aspect: &str, tables: &[&str], detail: String) {
+        self.all
+            .push(json!({"aspect": aspect, "tables": tables, "detail": detail}));
+    }
+    fn for_table(&self, t: &str) -> Vec<Value> {
+        self.all
+            .iter()
+            .filter(|n| {
+                n["tables"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x == t))
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+/// Groups columns by a key; more than one group is a difference, described per column.
+fn differ(
+    cols: &[Value],
+    applies: impl Fn(&Value) -> bool,
+    key: impl Fn(&Value) -> Option<String>,
+) -> Option<String> {
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for c in cols.iter().filter(|c| applies(c)) {
+        let k = key(c).unwrap_or_else(|| "unknown".into());
+        groups
+            .entry(k)
+            .or_default()
+            .push(c["label"].as_str().unwrap_or("?").to_string());
+    }
+    (groups.len() > 1).then(|| {
+        groups
+            .iter()
+            .map(|(k, labels)| format!("{} ({k})", labels.join(", ")))
+            .collect::<Vec<_>>()
+            .join(" vs ")
+    })
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        v => v.to_string(),
+    }
+}
+
+fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
+    let mut n = Notes { all: Vec::new() };
+    let all = |_: &Value| true;
+    if let Some(d) = differ(cols, all, |c| {
+        c["dataset"]["dataset_id"].as_str().map(|id| {
+            format!(
+                "dataset {id}, SHA-256 {}",
+                c["dataset"]["sha256"]
+                    .as_str()
+                    .map(|x| &x[..x.len().min(12)])
+                    .unwrap_or("unknown")
+            )
+        })
+    }) {
+        n.add(
+            "dataset",
+            &["ingestion", "queries", "storage"],
+            format!("the runs used different datasets: {d}"),
+        );
+    }
+    let queried = |c: &Value| !c["query_set"].is_null();
+    if let Some(d) = differ(cols, queried, |c| {
+        Some(c["query_set"]["query_counts"].to_string())
+    }) {
+        n.add(
+            "query set",
+            &["queries"],
+            format!("the runs ran different query types or counts: {d}"),
+        );
+    } else {
+        // Same counts: runs of one query format must also share the generated queries.
+        for fmt in ["greptime", "influx3"] {
+            let same_fmt = |c: &Value| queried(c) && c["query_set"]["format"] == fmt;
+            if let Some(d) = differ(cols, same_fmt, |c| {
+                c["query_set"]["manifest_sha256"]
+                    .as_str()
+                    .map(|x| x[..x.len().min(12)].to_string())
+            }) {
+                n.add(
+                    "query set",
+                    &["queries"],
+                    format!("the runs used different {fmt} query sets: {d}"),
+                );
+            }
+        }
+    }
+    if let Some(d) = differ(cols, all, |c| {
+        let h = &c["host"];
+        Some(format!(
+            "{}, {} CPUs, {} memory",
+            h["cpu_model"].as_str().unwrap_or("unknown CPU"),
+            s(&h["cpus"]),
+            crate::summary::bytes(minijinja::Value::from_serialize(&h["memory_bytes"]))
+        ))
+    }) {
+        n.add(
+            "host",
+            &["ingestion", "queries", "storage"],
+            format!("the runs ran on different hardware: {d}"),
+        );
+    } else if let Some(d) = differ(cols, all, |c| {
+        c["host"]["hostname"].as_str().map(String::from)
+    }) {
+        n.add(
+            "host",
+            &["ingestion", "queries", "storage"],
+            format!("the runs ran on different hosts: {d}"),
+        );
+    }
+    let loaded_cols: Vec<Value> = cols
+        .iter()
+        .zip(loaded)
+        .filter(|(_, l)| l.summary["ingestion"]["status"] == "completed")
+        .map(|(c, l)| {
+            let mut c = c.clone();
+            c["ingestion"] = l.summary["ingestion"].clone();
+            c
+        })
+        .collect();
+    if let Some(d) = differ(&loaded_cols, all, |c| {
+        Some(format!(
+            "{} workers x {} rows",
+            s(&c["ingestion"]["workers"]),
+            s(&c["ingestion"]["batch_size"])
+        ))
+    }) {
+        n.add(
+            "write parameters",
+            &["ingestion", "storage"],
+            format!("the loads used different write parameters: {d}"),
+        );
+    }
+    if let Some(d) = differ(
+        &loaded_cols,
+        |c| !c["durability"].is_null(),
+        |c| {
+            Some(format!(
+                "durable WAL acknowledgement {}, whole-batch rejection {}",
+                yes(&c["durability"]["durable_write_acknowledgement"]),
+                yes(&c["durability"]["whole_batch_rejection"])
+            ))
+        },
+    ) {
+        n.add(
+            "durability",
+            &["ingestion", "storage"],
+            format!("the loads used different durability settings: {d}"),
+        );
+    }
+    if let Some(d) = differ(cols, queried, |c| {
+        Some(format!(
+            "{} query workers",
+            s(&c["workload"]["query_workers"])
+        ))
+    }) {
+        n.add(
+            "query workers",
+            &["queries"],
+            format!("the runs used different query concurrency: {d}"),
+        );
+    }
+    if let Some(d) = differ(cols, all, |c| {
+        c["environment"]["tsbs_commit"].as_str().map(String::from)
+    }) {
+        n.add(
+            "TSBS",
+            &["ingestion", "queries"],
+            format!("the runs used different TSBS builds: {d}"),
+        );
+    }
+    n
+}
+
+fn yes(v: &Value) -> &'static str {
+    match v.as_bool() {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "n/a",
+    }
+}
+
+/// Unique column labels: a repeated label gets the run id.
+fn labels(loaded: &[Loaded]) -> Vec<String> {
+    let base: Vec<String> = loaded
+        .iter()
+        .map(|l| {
+            l.summary["label"]
+                .as_str()
+                .unwrap_or(&l.manifest.run_id)
+                .to_string()
+        })
+        .collect();
+    base.iter()
+        .zip(loaded)
+        .map(|(b, l)| {
+            if base.iter().filter(|x| *x == b).count() > 1 {
+                format!("{b} [{}]", l.manifest.run_id)
+            } else {
+                b.clone()
+            }
+        })
+        .collect()
+}
+
+/// Builds the report's `summary.json` (without its id) from loaded runs; `baseline` indexes
+/// `loaded`.
+pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
+    let names = labels(loaded);
+    let cols: Vec<Value> = loaded
+        .iter()
+        .zip(&names)
+        .enumerate()
+        .map(|(i, (l, n))| column(l, n.clone(), COLORS[i % COLORS.len()]))
+        .collect();
+    let notes = comparability(&cols, loaded);
+
+    // Ingestion, one cell per run.
+    let ingestion: Vec<Value> = loaded
+        .iter()
+        .map(|l| {
+            let i = &l.summary["ingestion"];
+            let d = &l.summary["durability"];
+            let status = i["status"].as_str().unwrap_or("none");
+            let note = match status {
+                "completed" => None,
+                "reused" => Some(format!(
+                    "no load in this run: data of dataset {} loaded earlier",
+                    s(&i["dataset_id"])
+                )),
+                "none" => Some("no load in this run".to_string()),
+                other => Some(format!("load {other}")),
+            };
+            json!({
+                "status": status,
+                "rows": i["rows"],
+                "metrics": i["metrics"],
+                "rows_per_second": i["rows_per_second"],
+                "metrics_per_second": i["metrics_per_second"],
+                "duration_seconds": i["duration_seconds"],
+                "workers": i["workers"],
+                "batch_size": i["batch_size"],
+                "durable_write_acknowledgement": d["durable_write_acknowledgement"],
+                "whole_batch_rejection": d["whole_batch_rejection"],
+                "note": note,
+            })
+        })
+        .collect();
+    let best_rows = ingestion
+        .iter()
+        .filter_map(|i| i["rows_per_second"].as_f64())
+        .fold(None::<f64>, |m, v| Some(m.map_or(v, |m| m.max(v))));
+    let ingestion: Vec<Value> = ingestion
+        .into_iter()
+        .map(|mut i| {
+            let v = i["rows_per_second"].as_f64();
+            i["fastest"] = json!(v.is_some() && v == best_rows && loaded.len() > 1);
+            i
+        })
+        .collect();
+
+    // Query latency: the union of types as rows.
+    let mut types: BTreeSet<String> = BTreeSet::new();
+    for l in loaded {
+        for q in l.summary["queries"].as_array().into_iter().flatten() {
+            if let Some(t) = q["query_type"].as_str() {
+                types.insert(t.to_string());
+            }
+        }
+    }
+    let mut query_rows = Vec::new();
+    for t in &types {
+        let mut cells: Vec<Value> = loaded
+            .iter()
+            .map(|l| {
+                let q = l.summary["queries"]
+                    .as_array()
+                    .and_then(|qs| qs.iter().find(|q| q["query_type"] == t.as_str()));
+                match q {
+                    None => json!({"status": "absent", "mean_ms": null}),
+                    Some(q) if q["status"] == "completed" && q["mean_ms"].is_number() => json!({
+                        "status": "completed",
+                        "mean_ms": q["mean_ms"],
+                        "median_ms": q["median_ms"],
+                        "p95_ms": q["p95_ms"],
+                        "query_count": q["query_count"],
+                    }),
+                    Some(q) => {
+                        let reason = q["reason"]
+                            .as_str()
+                            .unwrap_or(q["status"].as_str().unwrap_or("failed"));
+                        json!({
+                            "status": "failed",
+                            "mean_ms": null,
+                            "failure": failure_kind(reason),
+                            "reason": reason,
+                            "log": q["log"],
+                        })
+                    }
+                }
+            })
+            .collect();
+        let values: Vec<f64> = cells.iter().filter_map(|c| c["mean_ms"].as_f64()).collect();
+        let min = values.iter().cloned().fold(f64::INFINITY, f64::min);
+        let base = cells[baseline]["mean_ms"].as_f64();
+        for c in cells.iter_mut() {
+            let v = c["mean_ms"].as_f64();
+            c["fastest"] = json!(values.len() > 1 && v == Some(min));
+            c["ratio"] = match (v, base) {
+                (Some(v), Some(b)) if b > 0.0 => json!(v / b),
+                (Some(v), Some(b)) if b == 0.0 && v == 0.0 => json!(1.0),
+                _ => Value::Null,
+            };
+        }
+        query_rows.push(json!({"query_type": t, "cells": cells}));
+    }
+
+    // Storage footprint.
+    let storage: Vec<Value> = loaded
+        .iter()
+        .map(|l| {
+            let st = &l.summary["storage"];
+            if st.is_null() {
+                let why = if l.summary["target"]["mode"] == "external" {
+                    "not measured: external server"
+                } else {
+                    "not measured in this run (measured after a load)"
+                };
+                json!({"measured": false, "note": why})
+            } else {
+                json!({
+                    "measured": true,
+                    "when": st["when"],
+                    "wal_bytes": st["wal_bytes"],
+                    "data_bytes": st["data_bytes"],
+                    "other_bytes": st["other_bytes"],
+                    "total_bytes": st["total_bytes"],
+                    "files": st["files"],
+                    "note": null,
+                })
+            }
+        })
+        .collect();
+
+    // Failures.
+    let mut failures = Vec::new();
+    for (l, name) in loaded.iter().zip(&names) {
+        for f in l.summary["failures"].as_array().into_iter().flatten() {
+            let reason = f["reason"].as_str().unwrap_or("");
+            failures.push(json!({
+                "run": name,
+                "run_id": l.manifest.run_id,
+                "stage": f["stage"],
+                "step": f["step"],
+                "kind": failure_kind(reason),
+                "reason": reason,
+                "log": f["log"].as_str().map(|p| l.dir.join(p)),
+            }));
+        }
+    }
+
+    let warnings: Vec<String> = notes
+        .all
+        .iter()
+        .map(|n| n["detail"].as_str().unwrap_or("").to_string())
+        .collect();
+    json!({
+        "schema_version": SCHEMA_VERSION,
+        "kind": "report",
+        "report_id": null,
+        "created_at": crate::manifest::now_rfc3339(),
+        "tool": crate::run::ToolInfo::current(),
+        "baseline": cols[baseline]["run_id"],
+        "baseline_index": baseline,
+        "baseline_label": cols[baseline]["label"],
+        "runs": cols,
+        "comparable": warnings.is_empty(),
+        "warnings": warnings,
+        "notes": {
+            "ingestion": notes.for_table("ingestion"),
+            "queries": notes.for_table("queries"),
+            "storage": notes.for_table("storage"),
+        },
+        "ingestion": ingestion,
+        "queries": query_rows,
+        "storage": storage,
+        "failures": failures,
+    })
+}
+
+/// Chart geometry derived from a report summary (the HTML draws it; nothing else).
+pub fn charts(summary: &Value) -> Value {
+    let runs = summary["runs"].as_array().cloned().unwrap_or_default();
+    let n = runs.len().max(1) as f64;
+    let (width, bar_h, gap) = (560.0, 14.0, 12.0);
+    // Room for the longest label (11 px text is about 6.3 px per character).
+    let left_for = |labels: Vec<usize>| {
+        (labels.into_iter().max().unwrap_or(10) as f64 * 6.3 + 14.0).clamp(80.0, 420.0)
+    };
+    let left = left_for(
+        summary["queries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| r["query_type"].as_str().unwrap_or("").chars().count())
+            .collect(),
+    );
+    // Latency: log10 scale over whole decades around the values.
+    let mut vals: Vec<f64> = Vec::new();
+    for r in summary["queries"].as_array().into_iter().flatten() {
+        for c in r["cells"].as_array().into_iter().flatten() {
+            if let Some(v) = c["mean_ms"].as_f64().filter(|v| *v > 0.0) {
+                vals.push(v);
+            }
+        }
+    }
+    let lo = vals
+        .iter()
+        .cloned()
+        .fold(f64::INFINITY, f64::min)
+        .log10()
+        .floor();
+    let hi = vals
+        .iter()
+        .cloned()
+        .fold(f64::NEG_INFINITY, f64::max)
+        .log10()
+        .ceil();
+    let (lo, hi) = if vals.is_empty() {
+        (0.0, 1.0)
+    } else if hi <= lo {
+        (lo, lo + 1.0)
+    } else {
+        (lo, hi)
+    };
+    let x = |v: f64| ((v.log10() - lo) / (hi - lo) * width).max(2.0);
+    let top = 30.0;
+    let mut groups = Vec::new();
+    let mut y = top;
+    for r in summary["queries"].as_array().into_iter().flatten() {
+        let mut bars = Vec::new();
+        let gy = y;
+        for (i, c) in r["cells"].as_array().into_iter().flatten().enumerate() {
+            let by = y + i as f64 * bar_h;
+            let color = runs
+                .get(i)
+                .and_then(|r| r["color"].as_str())
+                .unwrap_or("#888");
+            match c["mean_ms"].as_f64() {
+                Some(v) if v > 0.0 => bars.push(json!({
+                    "x": left, "y": by, "w": x(v), "h": bar_h - 2.0, "color": color,
+                    "text": format!("{v:.2} ms{}", if c["fastest"] == true { " (fastest)" } else { "" }),
+                    "tx": left + x(v) + 4.0, "ty": by + bar_h - 4.0, "failed": false,
+                })),
+                _ if c["status"] == "failed" => bars.push(json!({
+                    "x": left, "y": by, "w": 0, "h": bar_h - 2.0, "color": color,
+                    "text": format!("failed: {}", s(&c["failure"])),
+                    "tx": left + 4.0, "ty": by + bar_h - 4.0, "failed": true,
+                })),
+                _ => {}
+            }
+        }
+        y += n * bar_h + gap;
+        groups.push(json!({
+            "label": r["query_type"],
+            "ly": gy + n * bar_h / 2.0 + 4.0,
+            "bars": bars,
+        }));
+    }
+    let ticks: Vec<Value> = (lo as i64..=hi as i64)
+        .map(|e| {
+            let v = 10f64.powi(e as i32);
+            let label = if v >= 1.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v}")
+            };
+            json!({"x": left + (e as f64 - lo) / (hi - lo) * width, "label": format!("{label} ms")})
+        })
+        .collect();
+    let latency = json!({
+        "width": left + width + 130.0,
+        "height": y + 10.0,
+        "left": left,
+        "top": top,
+        "bottom": y - gap,
+        "ticks": ticks,
+        "groups": groups,
+    });
+
+    // Ingestion: linear rows/s.
+    let ing = summary["ingestion"].as_array().cloned().unwrap_or_default();
+    let left = left_for(
+        runs.iter()
+            .map(|r| r["label"].as_str().unwrap_or("").chars().count())
+            .collect(),
+    );
+    let max = ing
+        .iter()
+        .filter_map(|i| i["rows_per_second"].as_f64())
+        .fold(0.0, f64::max);
+    let mut ibars = Vec::new();
+    for (i, c) in ing.iter().enumerate() {
+        let by = top + i as f64 * (bar_h + 8.0);
+        let run = runs.get(i).cloned().unwrap_or(Value::Null);
+        let text = match c["rows_per_second"].as_f64() {
+            Some(v) => format!("{} rows/s", thousands(v)),
+            None => c["note"].as_str().unwrap_or("no load").to_string(),
+        };
+        let w = match c["rows_per_second"].as_f64() {
+            Some(v) if max > 0.0 => (v / max * width).max(2.0),
+            _ => 0.0,
+        };
+        ibars.push(json!({
+            "label": run["label"], "x": left, "y": by, "w": w, "h": bar_h,
+            "color": run["color"], "text": text, "tx": left + w + 4.0, "ty": by + bar_h - 3.0,
+            "ly": by + bar_h - 3.0,
+        }));
+    }
+    let ingestion = json!({
+        "width": left + width + 200.0,
+        "height": top + ing.len() as f64 * (bar_h + 8.0) + 10.0,
+        "left": left,
+        "bars": ibars,
+        "any": max > 0.0,
+    });
+    json!({"latency": latency, "ingestion": ingestion})
+}
+
+fn thousands(v: f64) -> String {
+    crate::summary::num(minijinja::Value::from(v), Some(0))
+}
+
+/// Renders `summary.md` and `report.html` of a report summary.
+pub fn render(summary: &Value) -> Result<(String, String)> {
+    let md_env = template_env("report.md", MD_TEMPLATE)?;
+    let md = md_env
+        .get_template("report.md")
+        .and_then(|t| t.render(minijinja::Value::from_serialize(summary)))
+        .map_err(|e| Error::failed(format!("rendering report.md: {e}")))?;
+    let html_env = template_env("report.html", HTML_TEMPLATE)?;
+    let ctx = minijinja::context! {
+        r => minijinja::Value::from_serialize(summary),
+        charts => minijinja::Value::from_serialize(charts(summary)),
+    };
+    let html = html_env
+        .get_template("report.html")
+        .and_then(|t| t.render(ctx))
+        .map_err(|e| Error::failed(format!("rendering report.html: {e}")))?;
+    Ok((md, html))
+}
+
+/// Runs `runs report`.
+pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
+    if req.runs.is_empty() {
+        return Err(Error::invalid("no run to report on")
+            .with_hint("pass one or more runs: tsbsctl runs report RUN [RUN ...]"));
+    }
+    let rep = ctx.reporter.as_ref();
+    let mut loaded: Vec<Loaded> = Vec::new();
+    for r in &req.runs {
+        let l = runlist::load(&ctx.root, r, rep)?;
+        if loaded.iter().any(|x| x.dir == l.dir) {
+            return Err(
+                Error::invalid(format!("run {} is named twice", l.manifest.run_id))
+                    .with_hint("name each run once"),
+            );
+        }
+        loaded.push(l);
+    }
+    let baseline = match &req.baseline {
+        None => 0,
+        Some(b) => {
+            let l = runlist::load(&ctx.root, b, rep)?;
+            match loaded.iter().position(|x| x.dir == l.dir) {
+                Some(i) => i,
+                None => {
+                    loaded.insert(0, l);
+                    0
+                }
+            }
+        }
+    };
+    for l in &loaded {
+        if l.summary["run_kind"] != "benchmark" {
+            return Err(Error::invalid(format!(
+                "run {} is a {} run, not a benchmark",
+                l.manifest.run_id,
+                l.summary["run_kind"].as_str().unwrap_or("?")
+            ))
+            .with_hint("report on benchmark runs; a compaction shows in the data state of the query runs after it"));
+        }
+    }
+    let mut summary = build(&loaded, baseline);
+    let files = |summary: &mut Value, id: &str| -> Result<Vec<(String, Vec<u8>)>> {
+        summary["report_id"] = json!(id);
+        let (md, html) = render(summary)?;
+        Ok(vec![
+            ("summary.json".into(), crate::compare::pretty(summary)?),
+            ("summary.md".into(), md.into_bytes()),
+            ("report.html".into(), html.into_bytes()),
+        ])
+    };
+    let (id, dir) = match &req.out {
+        None => crate::compare::publish(&ctx.root.reports(), |id| files(&mut summary, id))?,
+        Some(out) => {
+            let id = out
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "report".into());
+            let fs = files(&mut summary, &id)?;
+            if out.exists() {
+                if !out.is_dir() {
+                    return Err(Error::invalid(format!(
+                        "--out {} exists and is not a directory",
+                        out.display()
+                    ))
+                    .with_hint("pass a directory (created when missing)"));
+                }
+                for (name, bytes) in &fs {
+                    crate::fsutil::write_atomic(&out.join(name), bytes)?;
+                }
+            } else {
+                if let Some(p) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(p).map_err(|e| Error::io("create", p, e))?;
+                }
+                let staging = crate::fsutil::staging_path(out, "stage")?;
+                crate::compare::write_dir(&staging, &fs)?;
+                if let Err(e) = crate::fsutil::rename_durable(&staging, out) {
+                    let _ = std::fs::remove_dir_all(&staging);
+                    return Err(e);
+                }
+            }
+            (id, out.clone())
+        }
+    };
+    let mut human = String::new();
+    for w in summary["warnings"].as_array().into_iter().flatten() {
+        human.push_str(&format!("Not strictly comparable: {}\n", s(w)));
+    }
+    human.push_str(&format!(
+        "Report {id}: {} run(s), baseline {}\nDirectory: {}\nHTML: {}\nMarkdown: {}\n",
+        loaded.len(),
+        s(&summary["baseline_label"]),
+        dir.display(),
+        dir.join("report.html").display(),
+        dir.join("summary.md").display()
+    ));
+    Ok(Outcome::new(
+        json!({
+            "report_id": id,
+            "report_dir": dir,
+            "report_html": dir.join("report.html"),
+            "summary_md": dir.join("summary.md"),
+            "summary_json": dir.join("summary.json"),
+            "comparable": summary["comparable"],
+            "warnings": summary["warnings"],
+            "summary": summary,
+        }),
+        human,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_kinds() {
+        assert_eq!(
+            failure_kind("query error: Resources exhausted: Failed to allocate"),
+            "out of memory"
+        );
+        assert_eq!(failure_kind("request timed out"), "timed out");
+        assert_eq!(failure_kind("exit code 2"), "failed");
+    }
+}

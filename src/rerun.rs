@@ -1,0 +1,459 @@
+//! `runs rerun RUN [--database-id NEW]`: the same benchmark again, in a new run directory, with
+//! every pin of the original checked first: product version, release archive and binary
+//! checksums, TSBS commit and binary checksums, Go version, dataset id and checksum, query-set
+//! manifest checksum, and the recorded flags (workload, durability, target). A pinned artifact
+//! that cannot be had with its recorded checksum stops the rerun with exit 4; nothing is ever
+//! substituted. The phases themselves are `bench`'s ([`crate::bench::run`]).
+
+use serde_json::{json, Value};
+
+use crate::bench::target::ProductKind;
+use crate::bench::{self, Phase, Request, RerunPins};
+use crate::context::Ctx;
+use crate::dataset::{Compression, Profile, SpecOverrides};
+use crate::error::{Error, Result};
+use crate::install;
+use crate::output::Outcome;
+use crate::platform::Platform;
+use crate::product::greptimedb::GreptimeDb;
+use crate::product::influxdb3::{Edition, InfluxDb3};
+use crate::product::Product;
+use crate::run::{self, RunKind, RunManifest};
+use crate::tsbs::DatabaseMode;
+
+fn str_of(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_string)
+}
+
+fn integrity(msg: String, hint: &str) -> Error {
+    Error::integrity(msg).with_hint(hint.to_string())
+}
+
+/// The product (edition) a run used.
+fn product_of(m: &RunManifest) -> Result<(ProductKind, Box<dyn Product>)> {
+    match m.product.as_str() {
+        "greptimedb" => Ok((ProductKind::Greptime, Box::new(GreptimeDb))),
+        "influxdb3" => {
+            let e = Edition::parse(m.edition.as_deref().unwrap_or("core"))?;
+            Ok((ProductKind::Influx3, Box::new(InfluxDb3::new(e))))
+        }
+        p => Err(Error::invalid(format!("run of unknown product {p:?}"))
+            .with_hint("rerun runs made by tsbsctl bench")),
+    }
+}
+
+/// The TSBS build the run used, present here with the same binaries and Go.
+fn check_environment(ctx: &Ctx, env: &Value) -> Result<String> {
+    let commit = str_of(&env["tsbs_commit"])
+        .ok_or_else(|| Error::invalid("the run recorded no TSBS commit (it failed before)"))?;
+    let dirty = env["tsbs_dirty"].as_bool().unwrap_or(false);
+    let key = if dirty {
+        format!("{commit}-dirty")
+    } else {
+        commit.clone()
+    };
+    let go = env["go_version"]
+        .as_str()
+        .unwrap_or("?")
+        .trim_start_matches("go")
+        .to_string();
+    let prepare = format!("run `tsbsctl env prepare --tsbs-rev {commit} --go-version {go}` first");
+    let have = match crate::environment::TsbsEnv::load(&ctx.root, Some(&key)) {
+        Ok(h) => h,
+        // Not built here: build the recorded commit with the recorded Go (a dirty checkout
+        // cannot be fetched again), then hold the result to the recorded checksums below.
+        Err(_) if !dirty && env["tsbs_repo"].is_string() => {
+            let version =
+                crate::environment::go::GoVersion::parse_requested(&go).map_err(|_| {
+                    integrity(
+                        format!("the run recorded Go {go:?}, which tsbsctl cannot install"),
+                        &prepare,
+                    )
+                })?;
+            ctx.reporter.info(&format!(
+                "TSBS {commit} is not built here: building it with Go {go}"
+            ));
+            crate::environment::prepare(
+                ctx,
+                &crate::environment::PrepareRequest {
+                    go: crate::environment::GoRequest::Managed(version),
+                    reinstall_go: false,
+                    source: crate::environment::tsbs::SourceRequest::Fetch {
+                        repo: env["tsbs_repo"].as_str().unwrap_or_default().to_string(),
+                        commit: commit.clone(),
+                    },
+                    rebuild: false,
+                },
+            )
+            .map_err(|e| {
+                let msg = format!(
+                    "the TSBS build of commit {key} the run used cannot be had: {}",
+                    e.message
+                );
+                Error::new(e.kind, msg).with_hint(prepare.clone())
+            })?;
+            crate::environment::TsbsEnv::load(&ctx.root, Some(&key))?
+        }
+        Err(e) => {
+            return Err(integrity(
+                format!(
+                    "the TSBS build of commit {key} the run used is not available: {}",
+                    e.message
+                ),
+                &prepare,
+            ))
+        }
+    };
+    if Some(have.go_version.as_str()) != env["go_version"].as_str() {
+        return Err(integrity(
+            format!(
+                "TSBS {key} here was built with {}, the run used {}",
+                have.go_version,
+                env["go_version"].as_str().unwrap_or("?")
+            ),
+            &format!("{prepare} (with --rebuild)"),
+        ));
+    }
+    for (name, rec) in env["binaries"].as_object().into_iter().flatten() {
+        let want = rec["sha256"].as_str().unwrap_or("");
+        match have.binaries.get(name) {
+            Some(b) if b.sha256 == want => {}
+            Some(b) => {
+                return Err(integrity(
+                    format!(
+                        "TSBS tool {name} has SHA-256 {}, the run used {want}",
+                        b.sha256
+                    ),
+                    "a rerun needs the same TSBS binaries; rebuild them with the recorded Go and commit",
+                ))
+            }
+            None => {
+                return Err(integrity(
+                    format!("TSBS tool {name} of commit {key} is not built here"),
+                    &prepare,
+                ))
+            }
+        }
+    }
+    Ok(key)
+}
+
+/// The installation the run's server came from: present with the same archive and binary, or
+/// downloaded again only when the vendor still serves the same archive bytes.
+fn ensure_installation(
+    ctx: &Ctx,
+    product: &dyn Product,
+    version: &str,
+    archive_sha256: Option<&str>,
+    binary_sha256: Option<&str>,
+) -> Result<()> {
+    let platform = Platform::host()?;
+    let name = format!("{} {version}", product.display_name());
+    let check = |i: &install::Installation| -> Result<()> {
+        if let Some(a) = archive_sha256 {
+            if i.manifest.archive_sha256 != a {
+                return Err(integrity(
+                    format!(
+                        "the installed {name} came from an archive with SHA-256 {}, the run used {a}",
+                        i.manifest.archive_sha256
+                    ),
+                    "a rerun never substitutes another build of the same version",
+                ));
+            }
+        }
+        if let Some(b) = binary_sha256 {
+            if i.manifest.binary_sha256 != b {
+                return Err(integrity(
+                    format!(
+                        "the installed {name} binary has SHA-256 {}, the run used {b}",
+                        i.manifest.binary_sha256
+                    ),
+                    "a rerun never substitutes another build of the same version",
+                ));
+            }
+        }
+        Ok(())
+    };
+    if let Some(i) = install::open(&ctx.root, product, version, &platform)? {
+        return check(&i);
+    }
+    // Not installed: the vendor's checksum must still name the recorded archive.
+    if let Some(a) = archive_sha256 {
+        let sources = crate::sources::Sources::load(&ctx.root)?;
+        let dl = crate::download::Downloader::new(&ctx.root, &sources, ctx.reporter.clone())?;
+        let asset = product.release_asset(&sources, version, &platform);
+        let text = dl
+            .fetch_text(&asset.checksum_url, "application/octet-stream, */*")
+            .map_err(|e| e.context(format!("fetching the checksum of {name}")))?;
+        let now = product.parse_checksum(&text, &asset)?;
+        if now != a {
+            return Err(integrity(
+                format!(
+                    "the {name} archive at {} now has SHA-256 {now}, the run used {a}: the release changed",
+                    asset.url
+                ),
+                "a rerun never substitutes another build of the same version; restore the original archive (e.g. a mirror via TSBSCTL_GITHUB_URL / TSBSCTL_INFLUXDATA_DL_URL) and try again",
+            ));
+        }
+    }
+    let o = install::install(
+        ctx,
+        product,
+        version,
+        install::source::EXPLICIT,
+        false,
+        &Default::default(),
+    )?;
+    check(&o.installation)
+}
+
+/// The workspace the rerun benchmarks: the recorded one (same pins), or `--database-id NEW`
+/// (prepared now with the same version and SQL database when it does not exist).
+fn check_target(
+    ctx: &Ctx,
+    m: &RunManifest,
+    product: &dyn Product,
+    new_id: Option<&str>,
+) -> Result<String> {
+    let server = m.server.clone().unwrap_or(Value::Null);
+    let runtime = &server["runtime"];
+    let ws_version = str_of(&server["workspace_version"])
+        .or_else(|| str_of(&m.target["workspace_version"]))
+        .ok_or_else(|| Error::invalid("the run recorded no server version"))?;
+    let ws_binary = str_of(&server["workspace_binary_sha256"]);
+    let override_on = server["version_override"].as_bool().unwrap_or(false);
+    // The installation the server ran from (the override's when there was one).
+    let archive = str_of(&server["installation"]["archive_sha256"]);
+    if override_on {
+        let v = str_of(&runtime["version"]).unwrap_or_default();
+        ensure_installation(
+            ctx,
+            product,
+            &v,
+            archive.as_deref(),
+            runtime["binary_sha256"].as_str(),
+        )?;
+        ensure_installation(ctx, product, &ws_version, None, ws_binary.as_deref())?;
+    } else {
+        ensure_installation(
+            ctx,
+            product,
+            &ws_version,
+            archive.as_deref(),
+            ws_binary.as_deref(),
+        )?;
+    }
+    let recorded = str_of(&m.target["database_id"])
+        .ok_or_else(|| Error::invalid("the run recorded no workspace"))?;
+    let id = new_id.map(str::to_string).unwrap_or(recorded.clone());
+    crate::ids::validate_id("--database-id", &id)?;
+    let dir = ctx.root.database(product.name(), &id);
+    let database = str_of(&m.target["database"]).unwrap_or_else(|| "benchmark".into());
+    if !dir.join("manifest.json").is_file() {
+        if new_id.is_none() {
+            return Err(
+                Error::invalid(format!("workspace {id} of the run no longer exists")).with_hint(
+                    "rerun into a new workspace prepared with the same pins: --database-id NEW",
+                ),
+            );
+        }
+        ctx.reporter.info(&format!(
+            "preparing workspace {id} with {} {ws_version}",
+            product.display_name()
+        ));
+        crate::workspace::prepare(
+            ctx,
+            product,
+            &crate::workspace::PrepareRequest {
+                id: id.clone(),
+                version: Some(ws_version.clone()),
+                database: Some(database.clone()),
+                ..Default::default()
+            },
+            &Default::default(),
+        )?;
+    }
+    let ws: Value = std::fs::read(dir.join("manifest.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .ok_or_else(|| {
+            Error::integrity(format!("workspace {id} has an unreadable manifest")).with_hint(
+                format!("tsbsctl {} verify --database-id {id}", product.name()),
+            )
+        })?;
+    let mismatch = |what: &str, have: &Value, want: &str| -> Error {
+        let msg = format!(
+            "workspace {id} has {what} {}, the run used {want}",
+            have.as_str().unwrap_or("none")
+        );
+        if new_id.is_some() {
+            Error::invalid(msg)
+                .with_hint("choose a new --database-id (it is prepared with the run's pins)")
+        } else {
+            Error::integrity(msg).with_hint("rerun into a new workspace: --database-id NEW")
+        }
+    };
+    if ws["version"].as_str() != Some(ws_version.as_str()) {
+        return Err(mismatch("version", &ws["version"], &ws_version));
+    }
+    if let Some(b) = &ws_binary {
+        if ws["binary_sha256"].as_str() != Some(b.as_str()) {
+            return Err(mismatch("binary SHA-256", &ws["binary_sha256"], b));
+        }
+    }
+    if ws["database"].as_str() != Some(database.as_str()) {
+        return Err(mismatch("SQL database", &ws["database"], &database));
+    }
+    if ws["edition"].as_str() != m.edition.as_deref() && m.product == "influxdb3" {
+        return Err(mismatch(
+            "edition",
+            &ws["edition"],
+            m.edition.as_deref().unwrap_or("none"),
+        ));
+    }
+    Ok(id)
+}
+
+fn enum_of<T: clap::ValueEnum>(s: &str) -> Result<T> {
+    T::from_str(s, false).map_err(|_| {
+        Error::integrity(format!("the run manifest records an unknown value {s:?}"))
+            .with_hint("the manifest was changed by hand or by another tool version")
+    })
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_str().map(str::to_string))
+        .collect()
+}
+
+/// The bench request of the original flags, retargeted and pinned.
+fn request(m: &RunManifest, database_id: String, pins: RerunPins) -> Result<Request> {
+    let f = &m.flags;
+    let phase = match m.phase.as_str() {
+        "all" => Phase::All,
+        "load" => Phase::Load,
+        "query" => Phase::Query,
+        "analyze" => Phase::Analyze,
+        p => {
+            return Err(Error::invalid(format!("cannot rerun a {p} run"))
+                .with_hint("rerun benchmark runs (all, load, query, analyze)"))
+        }
+    };
+    let u32_of = |k: &str| f[k].as_u64().map(|x| x as u32);
+    let spec = SpecOverrides {
+        profile: f["profile"].as_str().map(enum_of::<Profile>).transpose()?,
+        use_case: str_of(&f["use_case"]),
+        start: str_of(&f["start"]),
+        end: str_of(&f["end"]),
+        scale: f["scale"].as_i64(),
+        seed: f["seed"].as_i64(),
+        log_interval: str_of(&f["log_interval"]),
+    };
+    let mut flags = f.clone();
+    flags["database_id"] = json!(database_id);
+    flags["run_id"] = Value::Null;
+    flags["rerun_of"] = json!(pins.rerun_of);
+    Ok(Request {
+        phase: Some(phase),
+        database_id: Some(database_id),
+        urls: Vec::new(),
+        edition: None,
+        database: None,
+        mode: f["database_mode"]
+            .as_str()
+            .map(DatabaseMode::parse)
+            .transpose()?,
+        confirm_reset: str_of(&f["confirm_reset"]),
+        dataset_id: m
+            .dataset
+            .as_ref()
+            .and_then(|d| str_of(&d["dataset_id"]))
+            .or_else(|| str_of(&f["dataset_id"])),
+        dataset_root: f["dataset_root"].as_str().map(Into::into),
+        spec,
+        compression: f["compression"]
+            .as_str()
+            .map(enum_of::<Compression>)
+            .transpose()?,
+        query_types: strings(&f["query_types"]),
+        queries: f["queries"].as_i64(),
+        query_counts: strings(&f["query_counts"]),
+        load_workers: u32_of("load_workers"),
+        batch_size: u32_of("batch_size"),
+        query_workers: u32_of("query_workers"),
+        run_id: None,
+        no_sync: f["no_sync"].as_bool().unwrap_or(false),
+        accept_partial: f["accept_partial"].as_bool().unwrap_or(false),
+        auth_token_env: str_of(&f["auth_token_env"]),
+        admin_token_env: str_of(&f["admin_token_env"]),
+        hot_runs: u32_of("hot_runs"),
+        greptime_version: str_of(&f["greptime_version"]),
+        confirm_version_override: str_of(&f["confirm_version_override"]),
+        startup_timeout: f["startup_timeout"].as_f64(),
+        stop_timeout: f["stop_timeout"].as_f64(),
+        flags,
+        rerun: Some(pins),
+        ..Default::default()
+    })
+}
+
+/// Runs `runs rerun`.
+pub fn run(ctx: &Ctx, run_ref: &str, new_id: Option<&str>) -> Result<Outcome> {
+    if let Some(id) = new_id {
+        crate::ids::validate_id("--database-id", id)?;
+    }
+    let dir = run::resolve(&ctx.root, run_ref)?;
+    let m: RunManifest = crate::manifest::read(&dir.join("manifest.json"))?;
+    if m.run_kind != RunKind::Benchmark {
+        return Err(Error::invalid(format!(
+            "run {} is a {} run",
+            m.run_id,
+            serde_json::to_value(m.run_kind)?.as_str().unwrap_or("?")
+        ))
+        .with_hint("rerun benchmark runs; compact again with `tsbsctl bench greptimedb compact`"));
+    }
+    if m.target["mode"] != "managed" {
+        return Err(Error::invalid(format!(
+            "run {} benchmarked an external server, whose version tsbsctl cannot pin",
+            m.run_id
+        ))
+        .with_hint(format!(
+            "run the recorded command again yourself: {}",
+            m.command
+        )));
+    }
+    let (kind, product) = product_of(&m)?;
+    let env = m.environment.clone().ok_or_else(|| {
+        Error::invalid(format!(
+            "run {} recorded no TSBS environment (it ended before its first step)",
+            m.run_id
+        ))
+        .with_hint("rerun a run that got further")
+    })?;
+    // Every pin is checked before anything is written.
+    let tsbs_key = check_environment(ctx, &env)?;
+    let database_id = check_target(ctx, &m, product.as_ref(), new_id)?;
+    let pins = RerunPins {
+        rerun_of: m.run_id.clone(),
+        tsbs_key,
+        dataset_sha256: m.dataset.as_ref().and_then(|d| str_of(&d["sha256"])),
+        query_set_manifest_sha256: m
+            .query_set
+            .as_ref()
+            .and_then(|q| str_of(&q["manifest_sha256"])),
+    };
+    let req = request(&m, database_id, pins)?;
+    ctx.reporter.info(&format!(
+        "rerunning {} ({} {}) with its pins",
+        m.run_id,
+        kind.display(),
+        m.target["version"].as_str().unwrap_or("?")
+    ));
+    let mut out = bench::run(ctx, kind, &req)?;
+    out.data["rerun_of"] = json!(m.run_id);
+    out.human = format!("Rerun of {}\n{}", m.run_id, out.human);
+    Ok(out)
+}
