@@ -189,6 +189,88 @@ fn check_queries(s: &Value) {
     assert_eq!(s["failures"], json!([]));
 }
 
+/// What a reader checks in the report: four labelled columns, the three published tables
+/// filled, and the one honest caveat (the products' write parameters differ).
+#[track_caller]
+fn check_report(report: &Value) {
+    let dir = PathBuf::from(report["report_dir"].as_str().unwrap());
+    for f in ["summary.md", "summary.json", "report.html"] {
+        assert!(dir.join(f).is_file(), "{f} in {}", dir.display());
+    }
+    let r = read_json(&dir.join("summary.json"));
+    let labels: Vec<&str> = r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "GreptimeDB 1.2.0",
+            "InfluxDB 3 Core 3.11.1",
+            "InfluxDB 3 Enterprise 3.11.1",
+            "GreptimeDB 1.2.0 (after manual compaction)"
+        ]
+    );
+    // Ingestion: three loads with their write parameters and durability; none after compaction.
+    let ing = r["ingestion"].as_array().unwrap();
+    let params: Vec<(Value, Value, Value)> = ing
+        .iter()
+        .map(|i| {
+            (
+                i["status"].clone(),
+                json!([i["workers"], i["batch_size"]]),
+                i["durable_write_acknowledgement"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        params,
+        [
+            (json!("completed"), json!([6, 3000]), Value::Null),
+            (json!("completed"), json!([16, 25000]), json!(true)),
+            (json!("completed"), json!([16, 25000]), json!(true)),
+            (json!("none"), json!([null, null]), Value::Null),
+        ]
+    );
+    // Per-query latency before and after compaction: all 15 types, a number in every cell.
+    let q = r["queries"].as_array().unwrap();
+    assert_eq!(q.len(), QUERY_TYPES);
+    for row in q {
+        let cells = row["cells"].as_array().unwrap();
+        assert_eq!(cells.len(), 4);
+        assert!(
+            cells
+                .iter()
+                .all(|c| c["status"] == "completed" && c["mean_ms"].is_number()),
+            "{row}"
+        );
+    }
+    // Storage after ingestion for the three loads.
+    let st: Vec<bool> = r["storage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["measured"].as_bool().unwrap())
+        .collect();
+    assert_eq!(st, [true, true, true, false]);
+    // Same dataset, query counts, host, TSBS build: the only caveat is the write parameters.
+    let warnings = r["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w0 = warnings[0].as_str().unwrap();
+    assert!(
+        w0.contains("write parameters")
+            && w0.contains("6 workers x 3000 rows")
+            && w0.contains("16 workers x 25000 rows"),
+        "{w0}"
+    );
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    for l in labels {
+        assert!(md.contains(l), "{l} in the report's summary.md:\n{md}");
+    }
+}
+
 #[test]
 fn the_published_five_step_flow() {
     let mut w = world();
@@ -449,6 +531,19 @@ fn the_published_five_step_flow() {
         );
         assert_eq!(m["binding"]["dataset_id"], dataset["dataset_id"]);
     }
+
+    // Then the report over the four query runs ($report-tsbs-results), by run directory (run
+    // ids are unique per product only).
+    let four: Vec<String> = [&gt_all, &core_all, &ent_all, &gt_after]
+        .iter()
+        .map(|d| d["run_dir"].as_str().unwrap().to_string())
+        .collect();
+    let report = w.ok(&[
+        &["runs", "report"][..],
+        &four.iter().map(String::as_str).collect::<Vec<_>>(),
+    ]
+    .concat());
+    check_report(&report);
 
     // No secret anywhere: not in any file under the test's directory, not in any output.
     let runs = w.runs.borrow();
