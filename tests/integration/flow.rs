@@ -550,3 +550,47 @@ fn the_published_five_step_flow() {
     let refs: Vec<&Run> = runs.iter().collect();
     assert_no_secret(w.env.path(), EMAIL, &refs);
 }
+
+/// The README's "For people" block is the same flow as commands: every line of it parses with
+/// the real CLI (`$T` is the binary, `$D` the dataset id), and it shows every step.
+#[test]
+fn the_readme_flow_commands_parse() {
+    use clap::Parser;
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme
+        .find("## For people: the same flow as commands")
+        .expect("README has the For people section");
+    let block = &readme[start..];
+    let block = &block[block.find("```sh").unwrap()..];
+    let block = &block[..block[5..].find("```").unwrap() + 5];
+    let mut shown = Vec::new();
+    for line in block.lines() {
+        let Some(rest) = line.trim().strip_prefix("$T ") else {
+            continue;
+        };
+        let rest = rest.replace("$D", "cpu-only-s4000-57964a838c71");
+        let mut words = shlex::split(&rest).unwrap_or_else(|| panic!("cannot split {line:?}"));
+        words.insert(0, "tsbsctl".into());
+        if let Err(e) = tsbsctl::cli::Cli::try_parse_from(&words) {
+            panic!("README command does not parse: {line}\n{e}");
+        }
+        shown.push(words[1..3.min(words.len())].join(" "));
+    }
+    for step in [
+        "env prepare",
+        "env verify",
+        "greptimedb prepare",
+        "influxdb3 prepare",
+        "influxdb3 activate",
+        "data generate",
+        "data verify",
+        "bench greptimedb",
+        "bench influxdb3",
+        "runs report",
+    ] {
+        assert!(shown.iter().any(|s| s == step), "{step} missing: {shown:?}");
+    }
+    assert_eq!(shown.iter().filter(|s| *s == "bench greptimedb").count(), 3);
+    assert_eq!(shown.iter().filter(|s| *s == "bench influxdb3").count(), 2);
+}
