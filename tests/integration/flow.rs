@@ -90,7 +90,8 @@ fn world() -> World {
         let k = knobs.join(format!("influxdb3-{edition}.json"));
         std::fs::write(
             &k,
-            json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 200}).to_string(),
+            // A second of "waiting for the click": long enough for the reminder to show.
+            json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 1000}).to_string(),
         )
         .unwrap();
         irel::publish(&mirror, &irel::Release::new(edition, INFLUX, &k));
@@ -282,9 +283,10 @@ fn the_published_five_step_flow() {
     assert_eq!(verify["go"]["version"], GO, "{verify}");
 
     // 2. Three workspaces ($setup-greptimedb, $setup-influxdb3).
-    w.ok(&["greptimedb", "install", "--version", GREPTIME]);
+    let inst = w.ok(&["greptimedb", "install", "--version", GREPTIME]);
+    assert_eq!(inst["manifest"]["version"], GREPTIME, "{inst}");
     let port = free_port_block(4).to_string();
-    w.ok(&[
+    let gt = w.ok(&[
         "greptimedb",
         "prepare",
         "--database-id",
@@ -294,6 +296,8 @@ fn the_published_five_step_flow() {
         "--http-port",
         &port,
     ]);
+    assert_eq!(gt["manifest"]["version"], GREPTIME);
+    assert_eq!(gt["manifest"]["database"], "benchmark");
     for (edition, ws) in [("core", CORE_WS), ("enterprise", ENT_WS)] {
         w.ok(&[
             "influxdb3",
@@ -304,7 +308,7 @@ fn the_published_five_step_flow() {
             INFLUX,
         ]);
         let port = free_port_block(1).to_string();
-        w.ok(&[
+        let m = w.ok(&[
             "influxdb3",
             "prepare",
             "--database-id",
@@ -316,6 +320,8 @@ fn the_published_five_step_flow() {
             "--http-port",
             &port,
         ]);
+        assert_eq!(m["manifest"]["edition"], edition);
+        assert_eq!(m["manifest"]["version"], INFLUX);
     }
     // The person exports the e-mail in their own terminal and runs the second form.
     w.env.env("INFLUXDB3_LICENSE_EMAIL", EMAIL);
@@ -329,6 +335,13 @@ fn the_published_five_step_flow() {
         "--license-email-env",
         "INFLUXDB3_LICENSE_EMAIL",
     ]);
+    // The person is told when to confirm the e-mail.
+    w.runs
+        .borrow()
+        .last()
+        .unwrap()
+        .says("verification e-mail")
+        .says("click the link");
     let ent = w.ok(&["influxdb3", "inspect", "--database-id", ENT_WS]);
     assert_eq!(ent["manifest"]["license"]["status"], "active", "{ent}");
 
