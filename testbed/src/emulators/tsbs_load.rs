@@ -729,6 +729,11 @@ impl WorkerCtx {
         loop {
             let next = rx.lock().unwrap().recv();
             let Ok(batch) = next else { break };
+            // Once the fail knob fired, the process is exiting: no worker starts another write,
+            // so the partial load the test sees is deterministic.
+            if FAILED.load(Ordering::SeqCst) {
+                break;
+            }
             if self.do_load {
                 let body = if self.gzip {
                     let mut enc =
