@@ -435,6 +435,38 @@ fn resolve_dataset(
 }
 
 impl Bench<'_> {
+    /// Ends `step` when its tool did not exit by itself (Ctrl-C, or the server died under it)
+    /// and returns the error to propagate; an exit status passes through for the caller to
+    /// judge.
+    fn tool_exit(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        end: ToolEnd,
+        during: &str,
+        log: &Path,
+    ) -> Result<std::process::ExitStatus> {
+        match end {
+            ToolEnd::Exited(status) => Ok(status),
+            ToolEnd::Interrupted => {
+                self.run.end(
+                    step,
+                    attempt,
+                    Status::Interrupted,
+                    Some("interrupted".into()),
+                    None,
+                )?;
+                Err(Error::interrupted(format!("interrupted during {during}")))
+            }
+            ToolEnd::ServerGone(reason) => {
+                let r = format!("the server died during {during}: {reason}");
+                self.run
+                    .end(step, attempt, Status::Failed, Some(r.clone()), None)?;
+                Err(Error::failed(r).with_hint(format!("see {}", log.display())))
+            }
+        }
+    }
+
     fn reporter(&self) -> &dyn crate::output::Reporter {
         self.ctx.reporter.as_ref()
     }
@@ -802,61 +834,43 @@ impl Bench<'_> {
         let cwd = self.cwd.clone();
         let (end, usage) = exec::run_tool(&cmd, &cwd, &log, stdin, &mut || self.server_gone())?;
         let log_text = exec::read_log(&log);
-        match end {
-            ToolEnd::Interrupted => {
+        let status = self.tool_exit("load", attempt, end, "the load", &log)?;
+        match tsbs::load_outcome(&cmd.tool(), status, &log_text, &spec.results_file) {
+            Ok(r) => {
                 self.run.end(
                     "load",
                     attempt,
-                    Status::Interrupted,
-                    Some("interrupted".into()),
+                    Status::Completed,
                     None,
+                    Some(json!({"rows": r.rows, "metrics": r.metrics, "usage": usage})),
                 )?;
-                return Err(Error::interrupted("interrupted during the load"));
             }
-            ToolEnd::ServerGone(reason) => {
-                let r = format!("the server died during the load: {reason}");
-                self.run
-                    .end("load", attempt, Status::Failed, Some(r.clone()), None)?;
-                return Err(Error::failed(r).with_hint(format!("see {}", log.display())));
-            }
-            ToolEnd::Exited(status) => {
-                match tsbs::load_outcome(&cmd.tool(), status, &log_text, &spec.results_file) {
-                    Ok(r) => {
-                        self.run.end(
-                            "load",
-                            attempt,
-                            Status::Completed,
-                            None,
-                            Some(json!({"rows": r.rows, "metrics": r.metrics, "usage": usage})),
-                        )?;
-                    }
-                    Err(f) => {
-                        let gone = self.server_gone();
-                        let reason = match gone {
-                            Some(g) => format!("{}; the server is gone: {g}", f.reason),
-                            None => f.reason.clone(),
-                        };
-                        self.run.end(
-                            "load",
-                            attempt,
-                            Status::Failed,
-                            Some(reason.clone()),
-                            Some(json!({"failure": f})),
-                        )?;
-                        let hint = if f.kind == tsbs::FailureKind::DatabaseExists {
-                            format!(
-                                "the SQL database already exists (an earlier, unfinished load?); load with --database-mode reset --confirm-reset {} to replace it; see {}",
-                                self.target.database(),
-                                log.display()
-                            )
-                        } else {
-                            format!("see {}", log.display())
-                        };
-                        return Err(Error::failed(format!("load failed: {reason}")).with_hint(hint));
-                    }
-                }
+            Err(f) => {
+                let gone = self.server_gone();
+                let reason = match gone {
+                    Some(g) => format!("{}; the server is gone: {g}", f.reason),
+                    None => f.reason.clone(),
+                };
+                self.run.end(
+                    "load",
+                    attempt,
+                    Status::Failed,
+                    Some(reason.clone()),
+                    Some(json!({"failure": f})),
+                )?;
+                let hint = if f.kind == tsbs::FailureKind::DatabaseExists {
+                    format!(
+                        "the SQL database already exists (an earlier, unfinished load?); load with --database-mode reset --confirm-reset {} to replace it; see {}",
+                        self.target.database(),
+                        log.display()
+                    )
+                } else {
+                    format!("see {}", log.display())
+                };
+                return Err(Error::failed(format!("load failed: {reason}")).with_hint(hint));
             }
         }
+
         // Row count: the database must hold the dataset.
         self.row_count(sf)?;
         // Footprint at rest after ingestion: stop first.
@@ -978,48 +992,27 @@ impl Bench<'_> {
             self.reporter().info(&format!("query type {qt}"));
             let cwd = self.cwd.clone();
             let (end, usage) = exec::run_tool(&cmd, &cwd, &log, None, &mut || self.server_gone())?;
-            match end {
-                ToolEnd::Interrupted => {
+            let status = self.tool_exit(&step, attempt, end, &format!("query type {qt}"), &log)?;
+            let text = exec::read_log(&log);
+            match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
+                Ok(r) => self.run.end(
+                    &step,
+                    attempt,
+                    Status::Completed,
+                    None,
+                    Some(json!({"count": r.all.count, "mean_ms": r.all.mean_ms, "usage": usage})),
+                )?,
+                // One type failing (e.g. a non-200) does not stop the others.
+                Err(f) => {
+                    self.reporter()
+                        .warn(&format!("query type {qt} failed: {}", f.reason));
                     self.run.end(
                         &step,
                         attempt,
-                        Status::Interrupted,
-                        Some("interrupted".into()),
-                        None,
-                    )?;
-                    return Err(Error::interrupted(format!(
-                        "interrupted during query type {qt}"
-                    )));
-                }
-                ToolEnd::ServerGone(r) => {
-                    let r = format!("the server died during query type {qt}: {r}");
-                    self.run
-                        .end(&step, attempt, Status::Failed, Some(r.clone()), None)?;
-                    return Err(Error::failed(r).with_hint(format!("see {}", log.display())));
-                }
-                ToolEnd::Exited(status) => {
-                    let text = exec::read_log(&log);
-                    match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
-                        Ok(r) => self.run.end(
-                            &step,
-                            attempt,
-                            Status::Completed,
-                            None,
-                            Some(json!({"count": r.all.count, "mean_ms": r.all.mean_ms, "usage": usage})),
-                        )?,
-                        // One type failing (e.g. a non-200) does not stop the others.
-                        Err(f) => {
-                            self.reporter()
-                                .warn(&format!("query type {qt} failed: {}", f.reason));
-                            self.run.end(
-                                &step,
-                                attempt,
-                                Status::Failed,
-                                Some(f.reason.clone()),
-                                Some(json!({"failure": f})),
-                            )?
-                        }
-                    }
+                        Status::Failed,
+                        Some(f.reason.clone()),
+                        Some(json!({"failure": f})),
+                    )?
                 }
             }
         }
@@ -1076,44 +1069,23 @@ impl Bench<'_> {
             )?;
             let cwd = self.cwd.clone();
             let (end, _) = exec::run_tool(&cmd, &cwd, &log, None, &mut || self.server_gone())?;
-            match end {
-                ToolEnd::Interrupted => {
-                    self.run.end(
-                        &step,
-                        attempt,
-                        Status::Interrupted,
-                        Some("interrupted".into()),
-                        None,
-                    )?;
-                    return Err(Error::interrupted(format!(
-                        "interrupted during analysis of {qt}"
-                    )));
-                }
-                ToolEnd::ServerGone(r) => {
-                    let r = format!("the server died while analysing {qt}: {r}");
-                    self.run
-                        .end(&step, attempt, Status::Failed, Some(r.clone()), None)?;
-                    return Err(Error::failed(r));
-                }
-                ToolEnd::Exited(status) => {
-                    let text = exec::read_log(&log);
-                    match tsbs::explain_outcome(&cmd.tool(), status, &text, &spec) {
-                        Ok(r) => self.run.end(
-                            &step,
-                            attempt,
-                            Status::Completed,
-                            None,
-                            Some(json!({"metrics_mean_ms": r.metrics.all.mean_ms})),
-                        )?,
-                        Err(f) => self.run.end(
-                            &step,
-                            attempt,
-                            Status::Failed,
-                            Some(f.reason.clone()),
-                            Some(json!({"failure": f})),
-                        )?,
-                    }
-                }
+            let status = self.tool_exit(&step, attempt, end, &format!("analysis of {qt}"), &log)?;
+            let text = exec::read_log(&log);
+            match tsbs::explain_outcome(&cmd.tool(), status, &text, &spec) {
+                Ok(r) => self.run.end(
+                    &step,
+                    attempt,
+                    Status::Completed,
+                    None,
+                    Some(json!({"metrics_mean_ms": r.metrics.all.mean_ms})),
+                )?,
+                Err(f) => self.run.end(
+                    &step,
+                    attempt,
+                    Status::Failed,
+                    Some(f.reason.clone()),
+                    Some(json!({"failure": f})),
+                )?,
             }
         }
         Ok(())
