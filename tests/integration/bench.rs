@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use testbed::releases::go as go_release;
-use testbed::tsbs_repo;
 
 use crate::greptimedb::{read_json, Gt, STABLE};
 use crate::util::*;
@@ -24,18 +23,9 @@ pub(crate) struct World {
     pub(crate) knobs_dir: PathBuf,
 }
 
-fn git_dir() -> String {
-    let out = std::process::Command::new("sh")
-        .args(["-c", "command -v git"])
-        .output()
-        .expect("sh");
-    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    p.parent().expect("git dir").display().to_string()
-}
-
-/// Mirror with GreptimeDB and Go, a fake TSBS repository, `env prepare` done, workspace `g1`
-/// prepared on free ports.
-pub(crate) fn world() -> World {
+/// Mirror with GreptimeDB and Go (knob files in the returned directory), a fake TSBS
+/// repository; nothing prepared yet.
+fn unprepared() -> (Gt, PathBuf) {
     testbed_bin();
     let mut gt = Gt::new();
     let knobs_dir = gt.env.path().join("knobs");
@@ -46,11 +36,14 @@ pub(crate) fn world() -> World {
         &go_release::host_platform(),
         &knobs_dir.join("go.knobs.json"),
     );
-    let (repo, commit) = tsbs_repo::create(gt.env.path()).expect("fake tsbs repo");
-    gt.env.env("TSBSCTL_TSBS_REPO", tsbs_repo::url(&repo));
-    gt.env.env("TSBSCTL_TSBS_REV", commit);
-    gt.env.env("TSBSCTL_GO_VERSION", GO);
-    gt.env.env("PATH", format!("{}:/bin:/usr/bin", git_dir()));
+    crate::world::use_tsbs_repo_and_mirror_go(&mut gt.env, GO);
+    (gt, knobs_dir)
+}
+
+/// Mirror with GreptimeDB and Go, a fake TSBS repository, `env prepare` done, workspace `g1`
+/// prepared on free ports.
+pub(crate) fn world() -> World {
+    let (gt, knobs_dir) = unprepared();
     gt.run(&["env", "prepare"]).ok();
     gt.prepare("g1", STABLE);
     World { gt, knobs_dir }
@@ -59,6 +52,22 @@ pub(crate) fn world() -> World {
 impl World {
     pub(crate) fn run(&self, args: &[&str]) -> Run {
         self.gt.run(args)
+    }
+
+    /// `influxdb3 prepare` of workspace `id` of `edition` on a free port.
+    pub(crate) fn prepare_influx3(&self, id: &str, edition: &str) {
+        let port = crate::greptimedb::free_port_block(1).to_string();
+        self.run(&[
+            "influxdb3",
+            "prepare",
+            "--database-id",
+            id,
+            "--edition",
+            edition,
+            "--http-port",
+            &port,
+        ])
+        .ok();
     }
 
     /// `bench greptimedb <phase> --database-id g1` with the tiny workload.
@@ -918,18 +927,7 @@ pub(crate) fn publish_influx3(w: &World, edition: &str) -> PathBuf {
 fn managed_influxdb3_core_all_and_reuse() {
     let w = world();
     publish_influx3(&w, "core");
-    let port = crate::greptimedb::free_port_block(1).to_string();
-    w.run(&[
-        "influxdb3",
-        "prepare",
-        "--database-id",
-        "core1",
-        "--edition",
-        "core",
-        "--http-port",
-        &port,
-    ])
-    .ok();
+    w.prepare_influx3("core1", "core");
     let mut args = vec![
         "bench",
         "influxdb3",
@@ -997,9 +995,8 @@ fn managed_influxdb3_core_all_and_reuse() {
     w.run(&bad).code(2).says("omit --edition");
 }
 
-#[test]
-fn external_influxdb3_enterprise_all() {
-    let w = world();
+/// An external InfluxDB 3 Enterprise emulator on a free port, without authentication.
+pub(crate) fn enterprise_server(w: &World) -> (std::process::Child, String) {
     let port = crate::greptimedb::free_port_block(1);
     let knobs = w.gt.env.path().join("ent.knobs.json");
     std::fs::write(
@@ -1008,18 +1005,9 @@ fn external_influxdb3_enterprise_all() {
     )
     .unwrap();
     let data = w.gt.env.path().join("ent-data");
-    let mut child = std::process::Command::new(testbed_bin())
-        .args([
-            "emulate",
-            "influxdb3",
-            "serve",
-            "--object-store",
-            "file",
-            "--node-id",
-            "n1",
-            "--cluster-id",
-            "c1",
-        ])
+    let child = std::process::Command::new(testbed_bin())
+        .args(["emulate", "influxdb3", "serve", "--object-store", "file"])
+        .args(["--node-id", "n1", "--cluster-id", "c1"])
         .args([
             "--license-email",
             "someone@example.invalid",
@@ -1039,7 +1027,13 @@ fn external_influxdb3_enterprise_all() {
     assert!(wait_until(Duration::from_secs(20), || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     }));
-    let url = format!("http://127.0.0.1:{port}");
+    (child, format!("http://127.0.0.1:{port}"))
+}
+
+#[test]
+fn external_influxdb3_enterprise_all() {
+    let w = world();
+    let (mut child, url) = enterprise_server(&w);
     let mut args = vec![
         "bench",
         "influxdb3",
@@ -1075,21 +1069,7 @@ fn external_influxdb3_enterprise_all() {
 
 #[test]
 fn quickstart_runs_once_then_only_queries_and_fails_fast_offline() {
-    testbed_bin();
-    let mut gt = Gt::new();
-    let knobs_dir = gt.env.path().join("knobs");
-    std::fs::create_dir_all(&knobs_dir).unwrap();
-    go_release::publish(
-        &gt.mirror,
-        GO,
-        &go_release::host_platform(),
-        &knobs_dir.join("go.knobs.json"),
-    );
-    let (repo, commit) = tsbs_repo::create(gt.env.path()).expect("fake tsbs repo");
-    gt.env.env("TSBSCTL_TSBS_REPO", tsbs_repo::url(&repo));
-    gt.env.env("TSBSCTL_TSBS_REV", commit);
-    gt.env.env("TSBSCTL_GO_VERSION", GO);
-    gt.env.env("PATH", format!("{}:/bin:/usr/bin", git_dir()));
+    let (gt, _knobs_dir) = unprepared();
     let port = crate::greptimedb::free_port_block(4).to_string();
     let r = gt.run(&["quickstart", "--http-port", &port]);
     r.ok().says("summary.md");
@@ -1327,18 +1307,7 @@ fn managed_influxdb3_enterprise_all_after_activation() {
         json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 100}).to_string(),
     )
     .unwrap();
-    let port = crate::greptimedb::free_port_block(1).to_string();
-    w.run(&[
-        "influxdb3",
-        "prepare",
-        "--database-id",
-        "ent1",
-        "--edition",
-        "enterprise",
-        "--http-port",
-        &port,
-    ])
-    .ok();
+    w.prepare_influx3("ent1", "enterprise");
     let mut args = vec![
         "bench",
         "influxdb3",

@@ -889,15 +889,6 @@ fn concurrent_query_set_publish_has_one_winner_and_both_use_it() {
 // ---------------------------------------------------------------------------------------------
 // Through the CLI with a TSBS environment prepared by `tsbsctl env prepare`
 
-fn git_dir() -> String {
-    let out = std::process::Command::new("sh")
-        .args(["-c", "command -v git"])
-        .output()
-        .expect("sh");
-    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    p.parent().expect("git dir").display().to_string()
-}
-
 /// Runs `tsbsctl env prepare` against a fake TSBS repository and a stand-in system Go, whose
 /// `go build` writes generator wrapper scripts steered by the returned knob file.
 fn prepare_env(env: &mut TestEnv) -> (PathBuf, testbed::mirror::Mirror) {
@@ -906,12 +897,13 @@ fn prepare_env(env: &mut TestEnv) -> (PathBuf, testbed::mirror::Mirror) {
     for (k, v) in mirror.env() {
         env.env(k, v);
     }
-    let (repo, commit) = testbed::tsbs_repo::create(env.path()).expect("fake tsbs repo");
-    env.env("TSBSCTL_TSBS_REPO", testbed::tsbs_repo::url(&repo));
-    env.env("TSBSCTL_TSBS_REV", commit);
+    crate::world::use_tsbs_repo(env);
     let fakebin = env.path().join("fakebin");
     fs::create_dir_all(&fakebin).unwrap();
-    env.env("PATH", format!("{}:{}:/bin", fakebin.display(), git_dir()));
+    env.env(
+        "PATH",
+        format!("{}:{}:/bin", fakebin.display(), crate::world::git_dir()),
+    );
     let knobs = env.path().join("knobs").join("knobs.json");
     fs::create_dir_all(knobs.parent().unwrap()).unwrap();
     fs::write(&knobs, "{}").unwrap();
@@ -934,6 +926,24 @@ fn prepare_env(env: &mut TestEnv) -> (PathBuf, testbed::mirror::Mirror) {
 }
 
 /// Replaces one tool's section of a shared knob file.
+/// `data generate` of a small influx dataset (2 hosts, ten minutes: 120 rows) as `id`.
+fn generate_small(id: &'static str) -> [&'static str; 12] {
+    [
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--profile",
+        "smoke",
+        "--scale",
+        "2",
+        "--end",
+        "2023-06-11T00:10:00Z",
+        "--dataset-id",
+        id,
+    ]
+}
+
 fn set_knob_section(knobs: &Path, tool: &str, value: Value) {
     let mut all: Value = serde_json::from_slice(&fs::read(knobs).unwrap()).unwrap();
     all[tool] = value;
@@ -966,20 +976,7 @@ fn cli_generate_uses_the_prepared_environment_then_reuses() {
     // A config file where tsbsctl is started must not reach the generator (TSBS would merge
     // it; the stand-in refuses to run beside one).
     fs::write(env.path().join("cwd").join("config.yaml"), "scale: 99\n").unwrap();
-    let args = [
-        "data",
-        "generate",
-        "--format",
-        "influx",
-        "--profile",
-        "smoke",
-        "--scale",
-        "2",
-        "--end",
-        "2023-06-11T00:10:00Z",
-        "--dataset-id",
-        "small",
-    ];
+    let args = generate_small("small");
     let r = env.run_json(&args);
     r.ok();
     let d = r.json()["data"].clone();
@@ -1065,20 +1062,7 @@ fn a_killed_generate_publishes_nothing_and_the_next_run_cleans_up() {
     let mut env = TestEnv::new();
     let (knobs, _mirror) = prepare_env(&mut env);
     set_knob_section(&knobs, "tsbs_generate_data", json!({"delay_ms": 5_000}));
-    let args = [
-        "data",
-        "generate",
-        "--format",
-        "influx",
-        "--profile",
-        "smoke",
-        "--scale",
-        "2",
-        "--end",
-        "2023-06-11T00:10:00Z",
-        "--dataset-id",
-        "killed",
-    ];
+    let args = generate_small("killed");
     let mut child = env
         .cmd(&args)
         .stdout(std::process::Stdio::null())
@@ -1122,20 +1106,7 @@ fn an_interrupted_generate_exits_130_stops_the_generator_and_publishes_nothing()
         "tsbs_generate_data",
         json!({"delay_ms": 60_000, "invocations_log": calls}),
     );
-    let args = [
-        "data",
-        "generate",
-        "--format",
-        "influx",
-        "--profile",
-        "smoke",
-        "--scale",
-        "2",
-        "--end",
-        "2023-06-11T00:10:00Z",
-        "--dataset-id",
-        "stopped",
-    ];
+    let args = generate_small("stopped");
     let child = env
         .cmd(&args)
         .stdout(std::process::Stdio::piped())

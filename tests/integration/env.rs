@@ -40,15 +40,6 @@ struct World {
     platform: String,
 }
 
-fn git_dir() -> String {
-    let out = std::process::Command::new("sh")
-        .args(["-c", "command -v git"])
-        .output()
-        .expect("sh");
-    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    p.parent().expect("git dir").display().to_string()
-}
-
 fn world() -> World {
     testbed_bin();
     let mut env = TestEnv::new();
@@ -62,7 +53,10 @@ fn world() -> World {
     let fakebin = env.path().join("fakebin");
     std::fs::create_dir_all(&fakebin).unwrap();
     // No Go anywhere on PATH unless a test puts one in fakebin; git and sh stay reachable.
-    env.env("PATH", format!("{}:{}:/bin", fakebin.display(), git_dir()));
+    env.env(
+        "PATH",
+        format!("{}:{}:/bin", fakebin.display(), crate::world::git_dir()),
+    );
     // A user GOPATH and GOFLAGS that must never reach the build.
     env.env("GOPATH", "/nonexistent/user-gopath");
     env.env("GOFLAGS", "-mod=vendor");

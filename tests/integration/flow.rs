@@ -18,7 +18,6 @@ use testbed::mirror::Mirror;
 use testbed::releases::go as go_release;
 use testbed::releases::greptime::{self as grel, GreptimeRelease};
 use testbed::releases::influxdb3 as irel;
-use testbed::tsbs_repo;
 
 use crate::greptimedb::{free_port_block, read_json};
 use crate::util::*;
@@ -49,15 +48,6 @@ struct World {
     generations: PathBuf,
     /// Every command's output, for the final no-secret check.
     runs: std::cell::RefCell<Vec<Run>>,
-}
-
-fn git_dir() -> String {
-    let out = std::process::Command::new("sh")
-        .args(["-c", "command -v git"])
-        .output()
-        .expect("sh");
-    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    p.parent().expect("git dir").display().to_string()
 }
 
 /// The outside world: a mirror with Go, GreptimeDB 1.2.0 and InfluxDB 3 Core/Enterprise 3.11.1
@@ -97,11 +87,7 @@ fn world() -> World {
         irel::publish(&mirror, &irel::Release::new(edition, INFLUX, &k));
     }
     irel::publish_installer(&mirror, INFLUX, INFLUX);
-    let (repo, commit) = tsbs_repo::create(env.path()).expect("fake tsbs repo");
-    env.env("TSBSCTL_TSBS_REPO", tsbs_repo::url(&repo));
-    env.env("TSBSCTL_TSBS_REV", commit);
-    env.env("TSBSCTL_GO_VERSION", GO);
-    env.env("PATH", format!("{}:/bin:/usr/bin", git_dir()));
+    crate::world::use_tsbs_repo_and_mirror_go(&mut env, GO);
     World {
         env,
         _mirror: mirror,

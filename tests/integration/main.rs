@@ -17,3 +17,4 @@ mod runs;
 mod server;
 mod skills;
 mod tsbs;
+mod world;

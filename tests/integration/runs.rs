@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::bench::{publish_influx3, run_dir, summary, tiny, wait_until, world, World, TYPES};
+use crate::bench::{enterprise_server, publish_influx3, run_dir, summary, tiny, world, TYPES};
 use crate::greptimedb::{read_json, STABLE};
 use crate::util::*;
 
@@ -394,41 +394,6 @@ fn zero_numbers(v: &mut Value) {
     }
 }
 
-/// An external InfluxDB 3 Enterprise emulator on a free port, without authentication.
-fn enterprise_server(w: &World) -> (std::process::Child, String) {
-    let port = crate::greptimedb::free_port_block(1);
-    let knobs = w.gt.env.path().join("ent.knobs.json");
-    std::fs::write(
-        &knobs,
-        json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 0}).to_string(),
-    )
-    .unwrap();
-    let data = w.gt.env.path().join("ent-data");
-    let child = std::process::Command::new(testbed_bin())
-        .args(["emulate", "influxdb3", "serve", "--object-store", "file"])
-        .args(["--node-id", "n1", "--cluster-id", "c1"])
-        .args([
-            "--license-email",
-            "someone@example.invalid",
-            "--license-type",
-            "trial",
-        ])
-        .arg(format!("--data-dir={}", data.display()))
-        .arg(format!("--http-bind=127.0.0.1:{port}"))
-        .arg("--without-auth")
-        .env("TESTBED_EMULATED_EDITION", "enterprise")
-        .env("TESTBED_EMULATED_VERSION", "3.11.1")
-        .env("TESTBED_KNOBS", &knobs)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(wait_until(Duration::from_secs(20), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    }));
-    (child, format!("http://127.0.0.1:{port}"))
-}
-
 fn influx_args(mut a: Vec<&str>) -> Vec<&str> {
     a.extend(["--queries", "3", "--stop-timeout", "10"]);
     a.extend(tiny());
@@ -469,18 +434,7 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
             .to_string(),
     )
     .unwrap();
-    let port = crate::greptimedb::free_port_block(1).to_string();
-    w.run(&[
-        "influxdb3",
-        "prepare",
-        "--database-id",
-        "core1",
-        "--edition",
-        "core",
-        "--http-port",
-        &port,
-    ])
-    .ok();
+    w.prepare_influx3("core1", "core");
     let core = w.run(&influx_args(vec![
         "bench",
         "influxdb3",
