@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use testbed::mirror::{Body, Fault, Mirror, GITHUB, GITHUB_API, GO_DL, INFLUXDATA_DL};
 use tsbsctl::download::{
-    parse_checksum_file, Downloader, ACCEPT_ARTIFACT, ACCEPT_GITHUB_JSON, DEFAULT_ATTEMPTS,
+    parse_checksum_file, Downloader, Verified, ACCEPT_ARTIFACT, ACCEPT_GITHUB_JSON,
+    DEFAULT_ATTEMPTS,
 };
 use tsbsctl::error::ErrorKind;
 use tsbsctl::hash::sha256_hex;
@@ -58,6 +59,20 @@ impl World {
             .with_retry_base(Duration::from_millis(5))
     }
 
+    /// Puts `n` bytes of [`payload`] at [`ASSET`]; returns them and their digest.
+    fn put_asset(&self, n: usize) -> (Vec<u8>, String) {
+        let data = payload(n);
+        let sha = sha256_hex(&data);
+        self.mirror.put_bytes(ASSET, data.clone());
+        (data, sha)
+    }
+
+    /// [`ASSET`] fetched and verified against `sha` by a new downloader.
+    fn fetch_asset(&self, sha: &str) -> tsbsctl::error::Result<Verified> {
+        self.downloader()
+            .fetch_verified(&self.mirror.url(ASSET), sha, NAME)
+    }
+
     fn cache_dir(&self, sha: &str) -> PathBuf {
         self.root.downloads().join(sha)
     }
@@ -93,15 +108,10 @@ const NAME: &str = "greptime-linux-amd64-v1.2.0.tar.gz";
 #[test]
 fn resume_after_a_dropped_connection_sends_range_and_verifies() {
     let w = world();
-    let data = payload(300_000);
-    let sha = sha256_hex(&data);
-    w.mirror.put_bytes(ASSET, data.clone());
+    let (data, sha) = w.put_asset(300_000);
     w.mirror.fault_once(ASSET, Fault::CutAfter(100_000));
 
-    let v = w
-        .downloader()
-        .fetch_verified(&w.mirror.url(ASSET), &sha, NAME)
-        .unwrap();
+    let v = w.fetch_asset(&sha).unwrap();
     assert!(!v.cached);
     assert_eq!(v.sha256, sha);
     assert_eq!(v.size, 300_000);
@@ -125,16 +135,11 @@ fn resume_after_a_dropped_connection_sends_range_and_verifies() {
 #[test]
 fn a_server_that_ignores_range_is_downloaded_again_from_the_start() {
     let w = world();
-    let data = payload(200_000);
-    let sha = sha256_hex(&data);
-    w.mirror.put_bytes(ASSET, data.clone());
+    let (data, sha) = w.put_asset(200_000);
     w.mirror.fault_once(ASSET, Fault::CutAfter(50_000));
     w.mirror.fault(ASSET, Fault::IgnoreRange);
 
-    let v = w
-        .downloader()
-        .fetch_verified(&w.mirror.url(ASSET), &sha, NAME)
-        .unwrap();
+    let v = w.fetch_asset(&sha).unwrap();
     assert_eq!(std::fs::read(&v.path).unwrap(), data);
     let reqs = w.mirror.requests_for(ASSET);
     assert_eq!(reqs.len(), 2);
@@ -144,16 +149,11 @@ fn a_server_that_ignores_range_is_downloaded_again_from_the_start() {
 #[test]
 fn a_complete_partial_answered_416_is_verified_and_published() {
     let w = world();
-    let data = payload(10_000);
-    let sha = sha256_hex(&data);
-    w.mirror.put_bytes(ASSET, data.clone());
+    let (data, sha) = w.put_asset(10_000);
     std::fs::create_dir_all(w.cache_dir(&sha)).unwrap();
     std::fs::write(w.cache_dir(&sha).join(format!("{NAME}.partial")), &data).unwrap();
 
-    let v = w
-        .downloader()
-        .fetch_verified(&w.mirror.url(ASSET), &sha, NAME)
-        .unwrap();
+    let v = w.fetch_asset(&sha).unwrap();
     assert_eq!(std::fs::read(&v.path).unwrap(), data);
     let reqs = w.mirror.requests_for(ASSET);
     assert_eq!(reqs.len(), 1);
@@ -163,9 +163,7 @@ fn a_complete_partial_answered_416_is_verified_and_published() {
 #[test]
 fn a_stale_partial_that_does_not_verify_is_replaced_by_a_fresh_download() {
     let w = world();
-    let data = payload(10_000);
-    let sha = sha256_hex(&data);
-    w.mirror.put_bytes(ASSET, data.clone());
+    let (data, sha) = w.put_asset(10_000);
     std::fs::create_dir_all(w.cache_dir(&sha)).unwrap();
     // Same length prefix, different bytes: resuming yields a wrong digest.
     std::fs::write(
@@ -173,10 +171,7 @@ fn a_stale_partial_that_does_not_verify_is_replaced_by_a_fresh_download() {
         vec![0u8; 4_000],
     )
     .unwrap();
-    let v = w
-        .downloader()
-        .fetch_verified(&w.mirror.url(ASSET), &sha, NAME)
-        .unwrap();
+    let v = w.fetch_asset(&sha).unwrap();
     assert_eq!(std::fs::read(&v.path).unwrap(), data);
     let reqs = w.mirror.requests_for(ASSET);
     assert_eq!(reqs.len(), 2);
@@ -273,9 +268,7 @@ fn github_rate_limit_says_set_github_token_or_pass_version() {
 #[test]
 fn a_verified_cache_entry_is_reused_without_a_request() {
     let w = world();
-    let data = payload(20_000);
-    let sha = sha256_hex(&data);
-    w.mirror.put_bytes(ASSET, data);
+    let (_, sha) = w.put_asset(20_000);
     let d = w.downloader();
     let first = d.fetch_verified(&w.mirror.url(ASSET), &sha, NAME).unwrap();
     let n = w.mirror.requests().len();
@@ -381,14 +374,9 @@ fn server_errors_are_retried_then_succeed_and_give_up_after_the_limit() {
     );
 
     // Dropped connections on an archive: retried, and the partial is kept for later.
-    let data = payload(5_000);
-    let sha = sha256_hex(&data);
-    w.mirror.put_bytes(ASSET, data);
+    let (_, sha) = w.put_asset(5_000);
     w.mirror.fault(ASSET, Fault::Drop);
-    let err = w
-        .downloader()
-        .fetch_verified(&w.mirror.url(ASSET), &sha, NAME)
-        .unwrap_err();
+    let err = w.fetch_asset(&sha).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Failed);
     assert!(err.hint.unwrap().contains("resume"));
     assert_eq!(
@@ -396,10 +384,7 @@ fn server_errors_are_retried_then_succeed_and_give_up_after_the_limit() {
         DEFAULT_ATTEMPTS as usize
     );
     w.mirror.clear_faults();
-    let v = w
-        .downloader()
-        .fetch_verified(&w.mirror.url(ASSET), &sha, NAME)
-        .unwrap();
+    let v = w.fetch_asset(&sha).unwrap();
     assert!(!v.cached);
 }
 
@@ -536,9 +521,7 @@ fn a_file_body_is_streamed_and_slow_bodies_still_complete() {
 #[test]
 fn an_idle_connection_times_out_and_the_download_resumes() {
     let w = world();
-    let data = payload(20_000);
-    let sha = sha256_hex(&data);
-    w.mirror.put_bytes(ASSET, data.clone());
+    let (data, sha) = w.put_asset(20_000);
     // One byte, then a stall far longer than the idle timeout.
     w.mirror.fault_once(ASSET, Fault::Slow { bytes_per_sec: 1 });
     let v = w
