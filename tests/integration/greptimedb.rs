@@ -737,57 +737,20 @@ fn copy_is_independent_verified_and_records_provenance() {
     assert!(!src_before.is_empty());
 
     // Refusals first: same id, existing destination, version not installed.
-    gt.run(&[
-        "greptimedb",
-        "copy",
-        "--source-database-id",
-        "src",
-        "--database-id",
-        "src",
-        "--version",
-        OLD,
-    ])
-    .code(2);
-    gt.run(&[
-        "greptimedb",
-        "copy",
-        "--source-database-id",
-        "src",
-        "--database-id",
-        "dst",
-        "--version",
-        BETA,
-    ])
-    .code(2)
-    .says("install --version");
+    gt.run(&copy_args("src", "src", OLD)).code(2);
+    gt.run(&copy_args("src", "dst", BETA))
+        .code(2)
+        .says("install --version");
     std::fs::create_dir_all(gt.ws_dir("dst")).unwrap();
-    gt.run(&[
-        "greptimedb",
-        "copy",
-        "--source-database-id",
-        "src",
-        "--database-id",
-        "dst",
-        "--version",
-        OLD,
-    ])
-    .code(2)
-    .says("already exists");
+    gt.run(&copy_args("src", "dst", OLD))
+        .code(2)
+        .says("already exists");
     std::fs::remove_dir(gt.ws_dir("dst")).unwrap();
 
     let port = free_port_block(4).to_string();
-    let r = gt.run_json(&[
-        "greptimedb",
-        "copy",
-        "--source-database-id",
-        "src",
-        "--database-id",
-        "dst",
-        "--version",
-        OLD,
-        "--http-port",
-        &port,
-    ]);
+    let mut args = copy_args("src", "dst", OLD);
+    args.extend(["--http-port", &port]);
+    let r = gt.run_json(&args);
     r.ok();
     let m = gt.manifest("dst");
     assert_eq!(m["version"], OLD);
@@ -836,6 +799,20 @@ fn copy_is_independent_verified_and_records_provenance() {
         .any(|e| e.unwrap().file_name().to_string_lossy().starts_with('.')));
 }
 
+/// `greptimedb copy` of workspace `src` to `dst` at `version`.
+fn copy_args<'a>(src: &'a str, dst: &'a str, version: &'a str) -> Vec<&'a str> {
+    vec![
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        src,
+        "--database-id",
+        dst,
+        "--version",
+        version,
+    ]
+}
+
 #[test]
 fn copy_refuses_links_in_data_and_publishes_nothing() {
     let gt = Gt::new();
@@ -843,18 +820,9 @@ fn copy_refuses_links_in_data_and_publishes_nothing() {
     let data = gt.ws_dir("src").join("data");
     std::fs::write(data.join("f"), "x").unwrap();
     std::os::unix::fs::symlink("/etc/passwd", data.join("link")).unwrap();
-    gt.run(&[
-        "greptimedb",
-        "copy",
-        "--source-database-id",
-        "src",
-        "--database-id",
-        "dst",
-        "--version",
-        STABLE,
-    ])
-    .code(4)
-    .says("symbolic link");
+    gt.run(&copy_args("src", "dst", STABLE))
+        .code(4)
+        .says("symbolic link");
     assert!(!gt.ws_dir("dst").exists());
     let hidden = gt
         .env
