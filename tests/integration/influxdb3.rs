@@ -908,12 +908,9 @@ fn serve_supervisor_paths() {
 
 use std::os::unix::process::CommandExt;
 
-#[test]
-fn email_typed_on_a_terminal_is_not_echoed() {
-    use std::io::Read;
+/// A fresh pseudo-terminal: (master, slave).
+fn open_pty() -> (std::fs::File, std::fs::File) {
     use std::os::fd::FromRawFd;
-    let ix = Ix::new();
-    ix.prepare("ent", "enterprise", V);
     let (mut master, mut slave) = (0, 0);
     // SAFETY: openpty fills two fresh descriptors we own from here on.
     let rc = unsafe {
@@ -927,12 +924,20 @@ fn email_typed_on_a_terminal_is_not_echoed() {
     };
     assert_eq!(rc, 0, "openpty");
     // SAFETY: both descriptors were just opened and are owned by these Files.
-    let (master, slave) = unsafe {
+    unsafe {
         (
             std::fs::File::from_raw_fd(master),
             std::fs::File::from_raw_fd(slave),
         )
-    };
+    }
+}
+
+#[test]
+fn email_typed_on_a_terminal_is_not_echoed() {
+    use std::io::Read;
+    let ix = Ix::new();
+    ix.prepare("ent", "enterprise", V);
+    let (master, slave) = open_pty();
     let args = [
         "influxdb3",
         "activate",
@@ -1034,28 +1039,10 @@ fn ctrl_c_while_waiting_for_the_confirmation_stops_the_server_and_leaves_it_pend
 
 #[test]
 fn ctrl_c_at_the_email_prompt_exits_130_and_restores_the_terminal() {
-    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::fd::AsRawFd;
     let ix = Ix::new();
     ix.prepare("ent", "enterprise", V);
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty fills two fresh descriptors we own from here on.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty");
-    // SAFETY: both descriptors were just opened and are owned by these Files.
-    let (_master, slave) = unsafe {
-        (
-            std::fs::File::from_raw_fd(master),
-            std::fs::File::from_raw_fd(slave),
-        )
-    };
+    let (_master, slave) = open_pty();
     let args = [
         "influxdb3",
         "activate",
