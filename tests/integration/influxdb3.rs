@@ -875,13 +875,7 @@ fn serve_supervisor_paths() {
         assert!(Instant::now() < deadline, "orphan not ready");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let stat = std::fs::read_to_string(format!("/proc/{opid}/stat")).unwrap();
-    let start: u64 = stat[stat.rfind(')').unwrap() + 1..]
-        .split_whitespace()
-        .nth(19)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let start = proc_start_time(opid);
     let mut rec = json!({
         "program": ix.install_dir("core", V).join("influxdb3"),
         "log": ix.ws_dir("c").join("logs/server.log"),

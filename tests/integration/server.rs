@@ -186,13 +186,7 @@ fn live_orphan_is_refused_then_stopped_with_kill_orphan() {
         assert!(std::time::Instant::now() < deadline, "orphan not ready");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let start: u64 = stat[stat.rfind(')').unwrap() + 1..]
-        .split_whitespace()
-        .nth(19)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let start = crate::util::proc_start_time(pid);
     std::fs::write(
         ws.join("server.pid"),
         json!({

@@ -248,3 +248,15 @@ pub fn assert_no_secret(dir: &Path, secret: &str, runs: &[&Run]) {
         );
     }
 }
+
+/// A process's start time in clock ticks since boot (field 22 of `/proc/<pid>/stat`, counted
+/// after the command name, which may itself hold spaces and parentheses).
+pub fn proc_start_time(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
