@@ -54,6 +54,13 @@ impl World {
         self.gt.run(args)
     }
 
+    /// [`World::bench`], expected to succeed; returns the run directory.
+    pub(crate) fn bench_ok(&self, phase: &str, extra: &[&str]) -> PathBuf {
+        let r = self.bench(phase, extra);
+        r.ok();
+        run_dir(&r)
+    }
+
     /// `influxdb3 prepare` of workspace `id` of `edition` on a free port.
     pub(crate) fn prepare_influx3(&self, id: &str, edition: &str) {
         let port = crate::greptimedb::free_port_block(1).to_string();
@@ -153,9 +160,7 @@ pub(crate) fn summary(dir: &Path) -> Value {
 #[test]
 fn smoke_all_then_reuse_then_query_only() {
     let w = world();
-    let r = w.bench("all", &[]);
-    r.ok();
-    let dir = run_dir(&r);
+    let dir = w.bench_ok("all", &[]);
     let s = summary(&dir);
     assert_eq!(s["schema_version"], 1);
     assert_eq!(s["status"], "completed");
@@ -276,9 +281,7 @@ fn smoke_all_then_reuse_then_query_only() {
     assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
 
     // Second all: loaded data reused, queries run again in a new run directory.
-    let r2 = w.bench("all", &[]);
-    r2.ok();
-    let dir2 = run_dir(&r2);
+    let dir2 = w.bench_ok("all", &[]);
     assert_ne!(dir, dir2);
     let s2 = summary(&dir2);
     assert_eq!(s2["ingestion"]["status"], "reused");

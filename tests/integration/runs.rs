@@ -46,9 +46,7 @@ fn dirs_in(d: &Path) -> Vec<PathBuf> {
 fn compare_identical_slowed_mismatched_and_failed_runs() {
     let w = world();
     let root = w.gt.env.root.clone();
-    let all = w.bench("all", &[]);
-    all.ok();
-    let d1 = run_dir(&all);
+    let d1 = w.bench_ok("all", &[]);
     let q = w.bench("query", &[]);
     q.ok();
     let d2 = run_dir(&q);
@@ -153,9 +151,7 @@ fn compare_identical_slowed_mismatched_and_failed_runs() {
         .fold(0.0, f64::max);
     let delay = (2.0 * slowest) as u64 + 100;
     w.gt.set_knobs(json!({"query_delay_ms": delay}));
-    let slow = w.bench("query", &[]);
-    slow.ok();
-    let d3 = run_dir(&slow);
+    let d3 = w.bench_ok("query", &[]);
     w.gt.set_knobs(json!({}));
     let r = w.run(&[
         "runs",
@@ -408,9 +404,7 @@ fn influx_args(mut a: Vec<&str>) -> Vec<&str> {
 fn report_over_greptimedb_compacted_core_and_enterprise() {
     let w = world();
     // GreptimeDB, then the same data after manual compaction.
-    let g = w.bench("all", &[]);
-    g.ok();
-    let dg = run_dir(&g);
+    let dg = w.bench_ok("all", &[]);
     w.bench(
         "compact",
         &[
@@ -423,9 +417,7 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
         ],
     )
     .ok();
-    let gc = w.bench("query", &[]);
-    gc.ok();
-    let dgc = run_dir(&gc);
+    let dgc = w.bench_ok("query", &[]);
     // InfluxDB 3 Core (managed) whose lastpoint runs out of memory.
     let knobs = publish_influx3(&w, "core");
     std::fs::write(
@@ -719,9 +711,7 @@ fn chromium(html: &Path, shot: Option<&Path>) -> String {
 fn rerun_records_identical_pins_and_refuses_a_changed_archive() {
     let w = world();
     let root = w.gt.env.root.clone();
-    let all = w.bench("all", &[]);
-    all.ok();
-    let d1 = run_dir(&all);
+    let d1 = w.bench_ok("all", &[]);
     let m1 = read_json(&d1.join("manifest.json"));
     assert_eq!(
         m1["server"]["installation"]["archive_sha256"]
