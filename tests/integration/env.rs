@@ -116,9 +116,12 @@ impl World {
         self.env.root.join("environment/tsbs").join(&self.commit)
     }
 
+    /// The `go build` calls logged so far. The stand-in may be writing its next line right
+    /// now, so only complete (newline-terminated) lines count.
     fn builds(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.calls)
-            .unwrap_or_default()
+        let text = std::fs::read_to_string(&self.calls).unwrap_or_default();
+        let complete = text.rfind('\n').map_or("", |i| &text[..=i]);
+        complete
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
             .filter(|c| c["args"][0] == "build")
