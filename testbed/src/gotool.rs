@@ -301,6 +301,15 @@ pub fn go_panic(tool: &str, msg: &str) -> ! {
     std::process::exit(2)
 }
 
+/// The start of a TSBS tool's `main`: its flag tables joined and parsed (usage errors give the
+/// exit code to return), then a viper `config.*` in the working directory refused.
+pub fn parse_tool(tool: &str, tables: &[&[FlagDef]], args: &[String]) -> Result<Flags, i32> {
+    let defs: Vec<FlagDef> = tables.iter().flat_map(|t| t.iter().copied()).collect();
+    let flags = parse(tool, &defs, args)?;
+    refuse_viper_config(tool);
+    Ok(flags)
+}
+
 /// viper's `ReadInConfig` looks for `config.<ext>` in the working directory and would merge it
 /// into the flags. The stand-ins refuse to run beside one (as a parse error of the real tool
 /// would, with viper's panic), so a test catches an orchestrator that runs TSBS tools from a

@@ -240,16 +240,11 @@ pub(crate) fn go_open_error(path: &str, e: &std::io::Error) -> String {
 }
 
 fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
-    let defs: Vec<FlagDef> = COMMON
-        .iter()
-        .chain(if influx3 { INFLUX3 } else { GREPTIME })
-        .copied()
-        .collect();
-    let flags = match gotool::parse(tool, &defs, &args) {
+    let extra = if influx3 { INFLUX3 } else { GREPTIME };
+    let flags = match gotool::parse_tool(tool, &[COMMON, extra], &args) {
         Ok(f) => f,
         Err(code) => return code,
     };
-    gotool::refuse_viper_config(tool);
 
     let urls: Vec<String> = if influx3 {
         flags

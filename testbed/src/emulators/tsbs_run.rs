@@ -190,16 +190,11 @@ struct Stat {
 }
 
 fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
-    let defs: Vec<FlagDef> = COMMON
-        .iter()
-        .chain(if influx3 { INFLUX3 } else { INFLUX })
-        .copied()
-        .collect();
-    let flags = match gotool::parse(tool, &defs, &args) {
+    let extra = if influx3 { INFLUX3 } else { INFLUX };
+    let flags = match gotool::parse_tool(tool, &[COMMON, extra], &args) {
         Ok(f) => f,
         Err(code) => return code,
     };
-    gotool::refuse_viper_config(tool);
     let workers = flags.u64("workers");
     let prewarm = flags.bool("prewarm-queries");
     let (explain, explain_dir) = if influx3 {
