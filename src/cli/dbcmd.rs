@@ -16,6 +16,17 @@ use crate::product::Product;
 use crate::server::Server;
 use crate::workspace::{self, CopyRequest, PrepareRequest};
 
+/// Flags `install` shares across products (the version flag differs in its help).
+#[derive(Debug, clap::Args)]
+pub struct ReinstallArgs {
+    /// Replace an existing installation of that version (atomically).
+    #[arg(long)]
+    pub reinstall: bool,
+    /// Wait at most SECONDS for a concurrent install of the same version (default: 3600).
+    #[arg(long, value_name = "SECONDS")]
+    pub wait: Option<u64>,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// Workspace id.

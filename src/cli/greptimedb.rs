@@ -39,12 +39,8 @@ pub struct InstallArgs {
     /// Exact version (1.1.4 or v1.1.4); default: the latest stable release on GitHub.
     #[arg(long, value_name = "V")]
     pub version: Option<String>,
-    /// Replace an existing installation of that version (atomically).
-    #[arg(long)]
-    pub reinstall: bool,
-    /// Wait at most SECONDS for a concurrent install of the same version (default: 3600).
-    #[arg(long, value_name = "SECONDS")]
-    pub wait: Option<u64>,
+    #[command(flatten)]
+    pub install: dbcmd::ReinstallArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -96,9 +92,13 @@ pub struct CopyArgs {
 pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
     let p = GreptimeDb;
     match cmd {
-        GreptimedbCmd::Install(a) => {
-            dbcmd::install_cmd(ctx, &p, a.version.as_deref(), a.reinstall, a.wait)
-        }
+        GreptimedbCmd::Install(a) => dbcmd::install_cmd(
+            ctx,
+            &p,
+            a.version.as_deref(),
+            a.install.reinstall,
+            a.install.wait,
+        ),
         GreptimedbCmd::Prepare(a) => {
             let mut ports = BTreeMap::new();
             for (k, v) in [

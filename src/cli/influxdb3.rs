@@ -43,17 +43,14 @@ pub enum Influxdb3Cmd {
 
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
+    /// InfluxDB 3 edition: core or enterprise.
     #[arg(long, value_name = "EDITION", value_parser = ["core", "enterprise"])]
     pub edition: String,
     /// Exact version (3.11.1); default: the latest from InfluxData's installer script.
     #[arg(long, value_name = "V")]
     pub version: Option<String>,
-    /// Replace an existing installation of that version (atomically).
-    #[arg(long)]
-    pub reinstall: bool,
-    /// Wait at most SECONDS for a concurrent install of the same version (default: 3600).
-    #[arg(long, value_name = "SECONDS")]
-    pub wait: Option<u64>,
+    #[command(flatten)]
+    pub install: dbcmd::ReinstallArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -61,6 +58,7 @@ pub struct PrepareArgs {
     /// Workspace id: a letter or digit, then letters, digits, '.', '_' or '-'.
     #[arg(long, value_name = "ID")]
     pub database_id: String,
+    /// InfluxDB 3 edition: core or enterprise.
     #[arg(long, value_name = "EDITION", value_parser = ["core", "enterprise"])]
     pub edition: String,
     /// Version to bind (installed if needed); default: the workspace's, else the newest
@@ -124,7 +122,13 @@ pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
     match cmd {
         Influxdb3Cmd::Install(a) => {
             let p = InfluxDb3::new(Edition::parse(&a.edition)?);
-            dbcmd::install_cmd(ctx, &p, a.version.as_deref(), a.reinstall, a.wait)
+            dbcmd::install_cmd(
+                ctx,
+                &p,
+                a.version.as_deref(),
+                a.install.reinstall,
+                a.install.wait,
+            )
         }
         Influxdb3Cmd::Prepare(a) => {
             let p = InfluxDb3::new(Edition::parse(&a.edition)?);
