@@ -518,12 +518,14 @@ fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
     for t in TYPES {
         args.extend(["--query-type", t]);
     }
+    // The runs that exist before the child starts: taken after the spawn, a fast child's own run
+    // directory could already be among them and never be found.
+    let known = runs_of(&w);
     let mut c = w.gt.env.cmd(&args);
     c.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let child = c.spawn().unwrap();
     let pid = child.id() as i32;
-    let known = runs_of(&w);
     let mut dir = None;
     assert!(wait_until(Duration::from_secs(60), || {
         dir = runs_of(&w).into_iter().find(|d| !known.contains(d));
