@@ -888,6 +888,8 @@ pub fn ensure_generated(
     let mut gen_cache: Option<Generator> = None;
     if req.regenerate || !completed_seen {
         gen_cache = Some(generator()?);
+        // Room for the whole file before anything is written (trial-run #1).
+        crate::diskspace::ensure_room(&[generation_need(dataset, req, expected_rows)?])?;
     }
     let (dataset, _) = dataset.ensure_stored(command, reporter)?;
     fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
@@ -950,6 +952,28 @@ pub fn ensure_generated(
         completed,
         reporter,
     )
+}
+
+/// What generating `req.format` of `dataset` will write, for the free-space check.
+pub fn generation_need(
+    dataset: &Dataset,
+    req: &GenerateRequest,
+    rows: u64,
+) -> Result<crate::diskspace::Need> {
+    let dir = dataset.format_dir(&req.format);
+    let compression = match req.compression {
+        Some(c) => c,
+        None => read_format_manifest(&dir)
+            .ok()
+            .flatten()
+            .and_then(|m| m.compression)
+            .unwrap_or(Compression::None),
+    };
+    Ok(crate::diskspace::Need {
+        what: format!("dataset {} ({rows} rows)", dataset.id),
+        bytes: crate::diskspace::dataset_bytes(rows, compression),
+        dir,
+    })
 }
 
 fn fsutil_clean(target: &Path, tag: &str) {

@@ -7,11 +7,13 @@
 pub mod activation;
 pub mod archive;
 pub mod bench;
+pub mod bounds;
 pub mod canonical;
 pub mod cli;
 pub mod compare;
 pub mod context;
 pub mod dataset;
+pub mod diskspace;
 pub mod download;
 pub mod environment;
 pub mod error;

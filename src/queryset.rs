@@ -383,6 +383,7 @@ pub fn ensure_query_set(
     }
     // Find the generator before writing anything (a missing environment changes nothing).
     let gen = generator()?;
+    crate::diskspace::ensure_room(&[generation_need(root, req)?])?;
     let parent = dir.parent().expect("a set dir has a parent").to_path_buf();
     fs::create_dir_all(&parent).map_err(|e| Error::io("create", &parent, e))?;
     let _ = crate::fsutil::clean_staging(&dir, "stage");
@@ -415,6 +416,24 @@ pub fn ensure_query_set(
         reporter.info(&format!("query set {id} published at {}", dir.display()));
     }
     Ok(set)
+}
+
+/// What generating the query set of `req` writes (nothing when it is published), for the
+/// free-space check.
+pub fn generation_need(root: &Root, req: &QuerySetRequest) -> Result<crate::diskspace::Need> {
+    let spec = query_set_spec(req.dataset, req.format, req.counts)?;
+    let id = query_set_id(req.format, &spec);
+    let dir = query_set_dir(root, &req.dataset.id, req.format, &id);
+    let total = req.counts.values().fold(0u64, |a, c| a.saturating_add(*c));
+    Ok(crate::diskspace::Need {
+        what: format!("query set {id} ({total} queries)"),
+        bytes: if dir.exists() {
+            0
+        } else {
+            crate::diskspace::query_set_bytes(req.format, total)
+        },
+        dir,
+    })
 }
 
 /// Hashes every file of a published set (and checks everything else).

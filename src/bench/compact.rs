@@ -53,6 +53,7 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
         .unwrap_or_else(|| super::TABLE.to_string());
     let strategy = req.strategy.clone().unwrap_or_else(|| "swcs".into());
     let window = req.window.or((strategy == "swcs").then_some(7200));
+    super::preflight::check_compact_table(&target, &table)?;
     let run = RunDir::create(
         &root,
         NewRun {
@@ -149,17 +150,22 @@ impl Bench<'_> {
                 Ok(id)
             }
             None => {
-                let why = match out {
-                    Err(e) => e.message,
-                    Ok(_) => format!("table {table} does not exist in database {db}"),
+                // The flags were checked against the workspace's binding before the run
+                // began, so a missing table here is data that is gone, not a bad flag.
+                let (why, kind) = match out {
+                    Err(e) => (e.message, ErrorKind::Failed),
+                    Ok(_) => (
+                        format!("table {table} does not exist in database {db}"),
+                        ErrorKind::Integrity,
+                    ),
                 };
                 self.run
                     .end("table-check", 1, Status::Failed, Some(why.clone()), None)?;
-                Err(Error::invalid(format!(
-                    "nothing to compact in workspace {}: {why}",
-                    self.target.database_id().unwrap_or_default()
+                let id = self.target.database_id().unwrap_or_default();
+                Err(Error::new(kind, format!(
+                    "nothing to compact in workspace {id}, which is bound to loaded data: {why}"
                 ))
-                .with_hint("load the dataset first (`tsbsctl bench greptimedb load`), or name the table with --table"))
+                .with_hint(format!("check the data with `tsbsctl greptimedb verify --database-id {id}`, then load it again with `tsbsctl bench greptimedb load --database-id {id} --database-mode reset --confirm-reset NAME`")))
             }
         }
     }

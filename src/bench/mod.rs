@@ -14,6 +14,7 @@
 pub mod compact;
 pub mod exec;
 pub mod footprint;
+pub mod preflight;
 pub mod quickstart;
 pub mod target;
 
@@ -147,6 +148,8 @@ pub fn validate(kind: ProductKind, req: &Request) -> Result<Phase> {
     positive("--batch-size", req.batch_size)?;
     positive("--query-workers", req.query_workers)?;
     positive("--hot-runs", req.hot_runs)?;
+    preflight::check_bounds(req)?;
+    preflight::check_query_flags(req)?;
     match (&req.database_id, req.urls.is_empty()) {
         (Some(_), false) => {
             return Err(
@@ -315,6 +318,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         .with_dataset_root(req.dataset_root.as_deref())?;
     // Managed: workspace loaded and locked for the whole command; external: probed.
     let target = Target::open(ctx, &root, kind, phase, req)?;
+    preflight::check_can_serve(&target)?;
     if phase == Phase::Compact {
         return compact::run(ctx, root, target, req);
     }
@@ -359,6 +363,10 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         "no_sync": (kind == ProductKind::Influx3).then_some(req.no_sync),
         "accept_partial": (kind == ProductKind::Influx3).then_some(req.accept_partial),
     });
+    if phase.loads() {
+        preflight::check_compression(&dataset, req)?;
+    }
+    preflight::check_disk(&root, kind, phase, &dataset, req, &counts)?;
     // Without built TSBS tools nothing can run: say so before a run directory exists.
     TsbsEnv::load(&ctx.root, req.rerun.as_ref().map(|p| p.tsbs_key.as_str()))?;
     let run = RunDir::create(
@@ -683,11 +691,12 @@ impl Bench<'_> {
 
     fn timing(&self) -> Timing {
         let mut t = self.target.default_timing();
+        // Bounded and positive: checked by `preflight::check_bounds`.
         if let Some(s) = self.req.startup_timeout {
-            t.startup_timeout = Duration::from_secs_f64(s.max(0.1));
+            t.startup_timeout = Duration::from_secs_f64(s);
         }
         if let Some(s) = self.req.stop_timeout {
-            t.grace = Duration::from_secs_f64(s.max(0.1));
+            t.grace = Duration::from_secs_f64(s);
         }
         t
     }

@@ -122,6 +122,7 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
             dataset_id,
             root,
         } => {
+            crate::bounds::scale(spec.scale)?;
             let root = root_of(ctx, &root)?;
             let (ds, reused) = Dataset::prepare(
                 &root,
@@ -148,6 +149,7 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
             regenerate,
             root,
         } => {
+            crate::bounds::scale(spec.scale)?;
             let root = root_of(ctx, &root)?;
             dataset::validate_format(&format)?;
             let ds = Dataset::resolve(&root, dataset_id.as_deref(), &spec.overrides())?;

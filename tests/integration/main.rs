@@ -14,6 +14,7 @@ mod greptimedb;
 mod influxdb3;
 mod locks;
 mod runs;
+mod safety;
 mod server;
 mod skills;
 mod tsbs;

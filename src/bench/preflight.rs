@@ -1,0 +1,162 @@
+//! Checks that must pass before a run directory is reserved or a server starts (trial-run
+//! defects #1, #16, #17): exit 2 means nothing changed, so everything a bench command can
+//! refuse as invalid input is decided here, from the flags and the workspace's manifest alone.
+
+use std::collections::BTreeMap;
+
+use super::target::{ProductKind, Target};
+use super::{Phase, Request};
+use crate::bounds;
+use crate::dataset::{self, Dataset, GenerateRequest};
+use crate::diskspace::{self, Need};
+use crate::error::{Error, Result};
+use crate::paths::Root;
+use crate::queryset::{self, QuerySetRequest};
+
+/// Flag bounds (#1); called from [`super::validate`].
+pub fn check_bounds(req: &Request) -> Result<()> {
+    bounds::at_most(
+        "--load-workers",
+        req.load_workers.map(u64::from),
+        bounds::MAX_WORKERS,
+    )?;
+    bounds::at_most(
+        "--query-workers",
+        req.query_workers.map(u64::from),
+        bounds::MAX_WORKERS,
+    )?;
+    bounds::at_most(
+        "--batch-size",
+        req.batch_size.map(u64::from),
+        bounds::MAX_BATCH_SIZE,
+    )?;
+    bounds::at_most(
+        "--hot-runs",
+        req.hot_runs.map(u64::from),
+        bounds::MAX_HOT_RUNS,
+    )?;
+    bounds::at_most("--window", req.window, bounds::MAX_WINDOW_SECONDS)?;
+    bounds::scale(req.spec.scale)?;
+    bounds::queries(req.queries, &req.query_counts)?;
+    bounds::wait_seconds("--startup-timeout", req.startup_timeout)?;
+    bounds::wait_seconds("--stop-timeout", req.stop_timeout)?;
+    bounds::wait_seconds("--confirm-timeout", req.confirm_timeout)?;
+    Ok(())
+}
+
+/// The query flags' syntax and types, before the workspace is even opened (#17: an unloaded
+/// workspace must not mask a bad flag). The profile only decides default counts, so any
+/// profile checks the same things.
+pub fn check_query_flags(req: &Request) -> Result<()> {
+    queryset::resolve_counts(
+        dataset::Profile::Smoke,
+        None,
+        &req.query_types,
+        req.queries,
+        &req.query_counts,
+    )?;
+    Ok(())
+}
+
+/// A managed server that cannot serve (an Enterprise workspace without an active licence) is
+/// refused before the run exists (#16).
+pub fn check_can_serve(target: &Target) -> Result<()> {
+    match &target.managed {
+        Some(m) => m.product.check_can_serve(&m.ws.manifest),
+        None => Ok(()),
+    }
+}
+
+/// `--compression` that differs from how the dataset is stored (#16): generation would refuse
+/// it later, after the run directory exists.
+pub fn check_compression(ds: &Dataset, req: &Request) -> Result<()> {
+    let Some(want) = req.compression else {
+        return Ok(());
+    };
+    if !ds.stored {
+        return Ok(());
+    }
+    if let Some(m) = dataset::read_format_manifest(&ds.format_dir("influx"))? {
+        if m.status == dataset::VariantStatus::Completed && m.compression != Some(want) {
+            return Err(Error::invalid(format!(
+                "dataset {} stores influx as {}, not {}",
+                ds.id,
+                m.compression.map(|c| c.as_str()).unwrap_or("?"),
+                want.as_str(),
+            ))
+            .with_hint("drop --compression (the stored data is used), or regenerate it with `tsbsctl data generate --regenerate --compression ...`"));
+        }
+    }
+    Ok(())
+}
+
+/// Free space for what this command will generate: the dataset (loads, when no completed
+/// variant exists) and the query set (unless published), #1.
+pub fn check_disk(
+    root: &Root,
+    kind: ProductKind,
+    phase: Phase,
+    ds: &Dataset,
+    req: &Request,
+    counts: &BTreeMap<String, u64>,
+) -> Result<()> {
+    let mut needs: Vec<Need> = Vec::new();
+    if phase.loads() {
+        let done = ds.stored
+            && dataset::read_format_manifest(&ds.format_dir("influx"))?
+                .is_some_and(|m| m.status == dataset::VariantStatus::Completed);
+        if !done {
+            if let Some((rows, _)) = ds.spec.expected_rows()? {
+                needs.push(dataset::generation_need(
+                    ds,
+                    &GenerateRequest {
+                        format: "influx".into(),
+                        compression: req.compression,
+                        regenerate: false,
+                    },
+                    rows,
+                )?);
+            }
+        }
+    }
+    if phase != Phase::Load {
+        let log_dir = root.path().join("logs");
+        needs.push(queryset::generation_need(
+            root,
+            &QuerySetRequest {
+                dataset: ds,
+                format: kind.query_format(),
+                counts,
+                log_dir: &log_dir,
+                pinned_manifest_sha256: None,
+                full_verify: false,
+            },
+        )?);
+    }
+    diskspace::ensure_room(&needs)
+}
+
+/// compact: the table must be one the workspace's loaded dataset wrote (#16: deciding it by
+/// asking the server would start the server first). tsbsctl loads cpu-only data, one table.
+pub fn check_compact_table(target: &Target, table: &str) -> Result<()> {
+    let Some(m) = &target.managed else {
+        return Ok(());
+    };
+    let id = m.ws.id();
+    match target.binding() {
+        None => Err(Error::invalid(format!(
+            "nothing to compact in workspace {id}: it holds no loaded data (table {table} does not exist)"
+        ))
+        .with_hint(format!(
+            "load the dataset first: tsbsctl bench {} load --database-id {id}",
+            target.kind.name()
+        ))),
+        Some(b) if table != super::TABLE => Err(Error::invalid(format!(
+            "table {table} does not exist in workspace {id}: its dataset {} (cpu-only) has the table {} only",
+            b["dataset_id"].as_str().unwrap_or("?"),
+            super::TABLE
+        ))
+        .with_hint(format!("drop --table, or pass --table {}", super::TABLE))),
+        Some(_) => Ok(()),
+    }
+}

@@ -1,0 +1,185 @@
+//! Issue 16, "safety" part: exit 2 changes nothing, bounds and disk space, users' files,
+//! temp-file sweeping and repair hints. Each test names the trial-run defect it covers
+//! (`shared/reviews/trial-run.md`).
+
+use std::path::{Path, PathBuf};
+
+use crate::bench::{tiny, world, World, TYPES};
+use crate::greptimedb::{Gt, STABLE};
+use crate::util::*;
+
+/// Every run directory of both products.
+fn all_runs(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in ["greptimedb", "influxdb3"] {
+        if let Ok(rd) = std::fs::read_dir(root.join(p).join("runs")) {
+            out.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `bench greptimedb PHASE --database-id g1 EXTRA...` without the helper's defaults.
+fn bench_raw(w: &World, phase: &str, extra: &[&str]) -> Run {
+    let mut a = vec!["bench", "greptimedb", phase, "--database-id", "g1"];
+    a.extend_from_slice(extra);
+    w.run(&a)
+}
+
+/// Loads the tiny dataset into g1 (three query types, three queries each).
+fn load_tiny(w: &World) {
+    w.bench("load", &[]).ok();
+}
+
+#[test]
+fn defect_17_flags_are_checked_before_the_workspace_state() {
+    let w = Gt::new();
+    w.prepare("g1", STABLE);
+    // g1 is prepared but holds no data: each bad flag still gives its own error.
+    for (flags, says) in [
+        (vec!["--queries", "0"], "--queries must be positive"),
+        (vec!["--queries", "-5"], "--queries must be positive"),
+        (
+            vec!["--query-type", "nosuchtype"],
+            "unsupported query type: nosuchtype",
+        ),
+        (
+            vec!["--query-count", "lastpoint=abc"],
+            "query count for lastpoint must be an integer",
+        ),
+    ] {
+        let mut a = vec!["bench", "greptimedb", "query", "--database-id", "g1"];
+        a.extend_from_slice(&flags);
+        let r = w.run(&a);
+        r.code(2).says(says);
+        assert!(
+            !r.stderr.contains("holds no loaded data"),
+            "{}",
+            r.describe()
+        );
+    }
+    assert!(all_runs(&w.env.root).is_empty());
+}
+
+#[test]
+fn defect_1_absurd_numbers_get_a_bound_and_generation_must_fit_the_disk() {
+    let w = world();
+    let before = all_runs(&w.gt.env.root);
+    for (flags, says) in [
+        (
+            vec!["--queries", "99999999999"],
+            "--queries 99999999999 is above the limit of 1000000",
+        ),
+        (
+            vec!["--query-count", "lastpoint=5000000"],
+            "above the limit of 1000000",
+        ),
+        (
+            vec!["--scale", "99999999999999"],
+            "--scale 99999999999999 is above the limit",
+        ),
+        (
+            vec!["--load-workers", "4294967295"],
+            "--load-workers 4294967295 is above the limit of 1024",
+        ),
+        (vec!["--query-workers", "5000"], "above the limit of 1024"),
+        (
+            vec!["--batch-size", "4000000000"],
+            "--batch-size 4000000000 is above the limit",
+        ),
+    ] {
+        let phase = if flags[0] == "--load-workers" || flags[0] == "--batch-size" {
+            "load"
+        } else {
+            "query"
+        };
+        bench_raw(&w, phase, &flags).code(2).says(says);
+    }
+    w.run(&[
+        "data", "generate", "--format", "influx", "--scale", "2000000",
+    ])
+    .code(2)
+    .says("above the limit of 1000000");
+    // Ten years of 100,000 hosts: petabytes. Refused with both numbers, nothing written.
+    let huge = [
+        "--profile",
+        "smoke",
+        "--scale",
+        "100000",
+        "--end",
+        "2033-06-11T00:00:00Z",
+        "--dataset-id",
+        "huge",
+    ];
+    let r = bench_raw(&w, "all", &huge);
+    r.code(2)
+        .says("not enough disk space")
+        .says("dataset huge")
+        .says("bytes) free");
+    let mut gen = vec!["data", "generate", "--format", "influx"];
+    gen.extend(huge);
+    w.run(&gen).code(2).says("not enough disk space");
+    assert!(!w.gt.env.root.join("datasets/huge/formats").exists());
+    assert_eq!(all_runs(&w.gt.env.root), before);
+
+    // The query set is estimated too (forced here with a margin no disk has).
+    load_tiny(&w);
+    let before = all_runs(&w.gt.env.root);
+    let mut args = vec![
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "g1",
+        "--queries",
+        "7",
+    ];
+    for t in TYPES {
+        args.extend(["--query-type", t]);
+    }
+    let mut c = w.gt.env.cmd(&args);
+    c.env("TSBSCTL_DISK_MARGIN_BYTES", "1000000000000000000");
+    let r = run_command(c, &args, std::time::Duration::from_secs(120));
+    r.code(2).says("not enough disk space").says("query set");
+    assert_eq!(all_runs(&w.gt.env.root), before);
+    // Without the margin the same command runs.
+    w.run(&args).ok();
+}
+
+#[test]
+fn defect_16_refusals_leave_no_run_directory_and_start_no_server() {
+    let w = world();
+    load_tiny(&w);
+    let before = all_runs(&w.gt.env.root);
+    // compact --table nosuch: decided from the workspace's binding, before any server.
+    bench_raw(&w, "compact", &["--table", "nosuch"])
+        .code(2)
+        .says("table nosuch does not exist");
+    // --compression gzip on a dataset stored uncompressed.
+    let mut a = vec!["--compression", "gzip", "--database-mode", "reset"];
+    a.extend(["--confirm-reset", "benchmark"]);
+    a.extend(tiny());
+    bench_raw(&w, "load", &a)
+        .code(2)
+        .says("stores influx as none, not gzip");
+    // Zero waits have no meaning (#30).
+    bench_raw(&w, "query", &["--startup-timeout", "0"])
+        .code(2)
+        .says("--startup-timeout must be a positive number");
+    bench_raw(&w, "query", &["--stop-timeout", "0"])
+        .code(2)
+        .says("--stop-timeout must be a positive number");
+    assert_eq!(all_runs(&w.gt.env.root), before);
+    assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
+    // The binding survived the refused reset.
+    assert_eq!(w.ws()["binding"]["dataset_id"], "tiny");
+
+    // Enterprise without an active licence: refused before any run exists.
+    crate::bench::publish_influx3(&w, "enterprise");
+    w.prepare_influx3("ent1", "enterprise");
+    let mut a = vec!["bench", "influxdb3", "all", "--database-id", "ent1"];
+    a.extend(tiny());
+    w.run(&a).code(2).says("influxdb3 activate");
+    assert_eq!(all_runs(&w.gt.env.root), before);
+}
