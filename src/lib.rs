@@ -42,6 +42,7 @@ pub mod sources;
 pub mod summary;
 pub mod treehash;
 pub mod tsbs;
+pub mod userpath;
 pub mod workspace;
 
 /// The tool's version, recorded in every manifest.

@@ -749,6 +749,8 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     let (id, dir) = match &req.out {
         None => crate::compare::publish(&ctx.root.reports(), |id| files(&mut summary, id))?,
         Some(out) => {
+            // Never over a user's files or tsbsctl's state (trial-run #2).
+            crate::userpath::check_report_out(&ctx.root, out)?;
             let id = out
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())

@@ -131,7 +131,14 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     } = cli.global;
     let reporter = Arc::new(StderrReporter::new(json, quiet));
 
+    // A --result-file that could replace tsbsctl's own state is refused before the command
+    // runs, and then never written (trial-run #3).
+    let mut result_file_checked = false;
     let result = Root::resolve(root.as_deref()).and_then(|root| {
+        if let Some(p) = &result_file {
+            crate::userpath::check_result_file(&root, p)?;
+        }
+        result_file_checked = true;
         let ctx = Ctx {
             root,
             json,
@@ -147,15 +154,21 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         }
     });
 
-    let doc = envelope(&name, &result);
-    if let Some(path) = &result_file {
+    let mut result = result;
+    let mut doc = envelope(&name, &result);
+    if let (Some(path), true) = (&result_file, result_file_checked) {
         let mut bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
         bytes.push(b'\n');
         if let Err(e) = crate::fsutil::write_atomic(path, &bytes) {
-            let _ = writeln!(
-                std::io::stderr(),
-                "warning: could not write --result-file: {e}"
-            );
+            // The result asked for is missing: that is a failure, not a warning (#23).
+            let err = Error::failed(format!("could not write --result-file: {e}"))
+                .with_hint("name a file in a writable directory, e.g. --result-file ./result.json");
+            if result.is_ok() {
+                result = Err(err);
+                doc = envelope(&name, &result);
+            } else {
+                let _ = writeln!(std::io::stderr(), "warning: {}", err.message);
+            }
         }
     }
     let mut out = std::io::stdout().lock();

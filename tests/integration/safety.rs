@@ -175,6 +175,39 @@ fn defect_16_refusals_leave_no_run_directory_and_start_no_server() {
     // The binding survived the refused reset.
     assert_eq!(w.ws()["binding"]["dataset_id"], "tiny");
 
+    // #2: `runs report --out` never writes over a user's files or into the state root.
+    let load_run = before
+        .last()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let precious = w.gt.env.path().join("precious");
+    std::fs::create_dir(&precious).unwrap();
+    std::fs::write(precious.join("summary.md"), "my notes").unwrap();
+    let p = precious.to_str().unwrap();
+    w.run(&["runs", "report", &load_run, "--out", p])
+        .code(2)
+        .says("did not write");
+    assert_eq!(
+        std::fs::read_to_string(precious.join("summary.md")).unwrap(),
+        "my notes"
+    );
+    let ws = w.gt.ws_dir("g1");
+    w.run(&["runs", "report", &load_run, "--out", ws.to_str().unwrap()])
+        .code(2)
+        .says("not a report directory");
+    assert!(!ws.join("report.html").exists());
+    // A new directory, then the same one again (it holds only a report).
+    let out = w.gt.env.path().join("out/rep");
+    w.run(&["runs", "report", &load_run, "--out", out.to_str().unwrap()])
+        .ok();
+    w.run(&["runs", "report", &load_run, "--out", out.to_str().unwrap()])
+        .ok();
+    assert!(out.join("report.html").is_file());
+
     // Enterprise without an active licence: refused before any run exists.
     crate::bench::publish_influx3(&w, "enterprise");
     w.prepare_influx3("ent1", "enterprise");
@@ -182,4 +215,42 @@ fn defect_16_refusals_leave_no_run_directory_and_start_no_server() {
     a.extend(tiny());
     w.run(&a).code(2).says("influxdb3 activate");
     assert_eq!(all_runs(&w.gt.env.root), before);
+}
+
+#[test]
+fn defect_3_result_file_never_replaces_state_and_an_unwritable_one_fails() {
+    let w = Gt::new();
+    w.prepare("victim", STABLE);
+    let m = w.ws_dir("victim").join("manifest.json");
+    let before = std::fs::read(&m).unwrap();
+    w.run(&["greptimedb", "list", "--result-file", m.to_str().unwrap()])
+        .code(2)
+        .says("inside tsbsctl's state directory");
+    assert_eq!(std::fs::read(&m).unwrap(), before);
+    w.run(&["greptimedb", "list", "--json"]).ok();
+    // A directory is refused before the command runs (#23).
+    let dir = w.env.path().join("cwd");
+    w.run(&["greptimedb", "list", "--result-file", dir.to_str().unwrap()])
+        .code(2)
+        .says("is a directory");
+    // One that cannot be written is an error, not a warning with exit 0 (#23).
+    w.run(&[
+        "greptimedb",
+        "list",
+        "--result-file",
+        "/proc/nonexistent/result.json",
+    ])
+    .code(1)
+    .says("could not write --result-file");
+    // A good one is written.
+    let good = w.env.path().join("result.json");
+    w.run(&[
+        "greptimedb",
+        "list",
+        "--result-file",
+        good.to_str().unwrap(),
+    ])
+    .ok();
+    let v = crate::greptimedb::read_json(&good);
+    assert_eq!(v["ok"], true);
 }

@@ -1,0 +1,218 @@
+//! Guards for the paths a person names for output (`runs report --out DIR`, `--result-file
+//! PATH`), so that writing a result never destroys a user's file or tsbsctl's own state
+//! (trial-run defects #2 and #3).
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::paths::Root;
+
+/// The files `runs report` writes into its directory.
+pub const REPORT_FILES: [&str; 3] = ["summary.json", "summary.md", "report.html"];
+
+/// `path` made absolute with symlinks resolved as far as it exists (the rest appended
+/// lexically), so `a/../b`, relative paths and links into the root are all caught.
+pub fn resolved(path: &Path) -> PathBuf {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    };
+    let abs = crate::paths::normalize(&abs);
+    let mut existing = abs.as_path();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(existing) {
+            let mut out = c;
+            for r in rest.iter().rev() {
+                out.push(r);
+            }
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(p), Some(n)) => {
+                rest.push(n.to_os_string());
+                existing = p;
+            }
+            _ => return abs,
+        }
+    }
+}
+
+/// True when `path` is `dir` or lies under it (both resolved).
+pub fn is_within(path: &Path, dir: &Path) -> bool {
+    resolved(path).starts_with(resolved(dir))
+}
+
+/// The directories holding tsbsctl's state: the root and a dataset root set in the
+/// environment (a `--dataset-root` flag is per command and checked there).
+fn state_dirs(root: &Root) -> Vec<PathBuf> {
+    let mut dirs = vec![root.path().to_path_buf()];
+    if let Ok(r) = root.clone().with_dataset_root(None) {
+        let d = r.datasets();
+        if !d.starts_with(root.path()) {
+            dirs.push(d);
+        }
+    }
+    dirs
+}
+
+/// `--result-file PATH`: refused (exit 2, before the command runs) inside the state root,
+/// when it is a directory, or when its directory cannot exist.
+pub fn check_result_file(root: &Root, path: &Path) -> Result<()> {
+    if path.as_os_str().is_empty() || path.components().next_back() == Some(Component::ParentDir) {
+        return Err(Error::invalid("--result-file needs a file path")
+            .with_hint("e.g. --result-file ./result.json"));
+    }
+    for d in state_dirs(root) {
+        if is_within(path, &d) {
+            return Err(Error::invalid(format!(
+                "--result-file {} is inside tsbsctl's state directory {}; writing it could replace a manifest",
+                path.display(),
+                d.display()
+            ))
+            .with_hint("write the result somewhere else, e.g. --result-file ./result.json"));
+        }
+    }
+    if path.is_dir() {
+        return Err(
+            Error::invalid(format!("--result-file {} is a directory", path.display()))
+                .with_hint("name a file, e.g. --result-file ./result.json"),
+        );
+    }
+    let abs = resolved(path);
+    let mut anc = abs.parent();
+    while let Some(a) = anc {
+        if let Ok(m) = std::fs::metadata(a) {
+            if !m.is_dir() {
+                return Err(Error::invalid(format!(
+                    "--result-file {} is inside {}, which is not a directory",
+                    path.display(),
+                    a.display()
+                ))
+                .with_hint("name a file under a directory"));
+            }
+            break;
+        }
+        anc = a.parent();
+    }
+    Ok(())
+}
+
+/// True when `dir` holds only what `runs report` writes, with a report's summary.
+fn is_report_dir(dir: &Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        // Our own staging leftovers (`.summary.json.<random>.tmp`) are fine too.
+        if !REPORT_FILES.contains(&name.as_str()) && !name.starts_with('.') {
+            return false;
+        }
+    }
+    std::fs::read(dir.join("summary.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v["kind"] == "report")
+}
+
+/// `runs report --out DIR`: a new directory, an empty one, or an earlier report directory;
+/// never a directory holding anything else, nor a place inside the state root other than a
+/// report directory (exit 2, nothing written).
+pub fn check_report_out(root: &Root, out: &Path) -> Result<()> {
+    let exists = out.exists();
+    if exists && !out.is_dir() {
+        return Err(Error::invalid(format!(
+            "--out {} exists and is not a directory",
+            out.display()
+        ))
+        .with_hint("pass a directory (created when missing)"));
+    }
+    let report = exists && is_report_dir(out);
+    for d in state_dirs(root) {
+        if is_within(out, &d) && !report {
+            let reports = root.reports();
+            let under_reports = resolved(out)
+                .parent()
+                .is_some_and(|p| p == resolved(&reports));
+            if !(under_reports && !exists) {
+                return Err(Error::invalid(format!(
+                    "--out {} is inside tsbsctl's state directory {} and is not a report directory",
+                    out.display(),
+                    d.display()
+                ))
+                .with_hint(format!(
+                    "drop --out (reports go to {}), or pass a directory outside the state root",
+                    reports.display()
+                )));
+            }
+        }
+    }
+    if exists && !report {
+        let empty = std::fs::read_dir(out)
+            .map(|mut rd| rd.next().is_none())
+            .unwrap_or(false);
+        if !empty {
+            return Err(Error::invalid(format!(
+                "--out {} already holds files that tsbsctl did not write",
+                out.display()
+            ))
+            .with_hint("pass a new or empty directory (it is created when missing)"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defect_2_report_out_refuses_a_users_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::at(t.path().join("root"));
+        std::fs::create_dir_all(root.path().join("greptimedb/databases/g1")).unwrap();
+        let precious = t.path().join("precious");
+        std::fs::create_dir(&precious).unwrap();
+        std::fs::write(precious.join("summary.md"), "my notes").unwrap();
+        let e = check_report_out(&root, &precious).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("did not write"), "{}", e.message);
+        // Inside the state root: refused even when empty or new.
+        let ws = root.path().join("greptimedb/databases/g1");
+        assert!(check_report_out(&root, &ws).is_err());
+        assert!(check_report_out(&root, &ws.join("new")).is_err());
+        // New, empty, an earlier report, or a new directory under reports/: fine.
+        assert!(check_report_out(&root, &t.path().join("new/dir")).is_ok());
+        let empty = t.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        assert!(check_report_out(&root, &empty).is_ok());
+        std::fs::write(empty.join("summary.json"), r#"{"kind":"report"}"#).unwrap();
+        std::fs::write(empty.join("report.html"), "x").unwrap();
+        assert!(check_report_out(&root, &empty).is_ok());
+        assert!(check_report_out(&root, &root.reports().join("mine")).is_ok());
+    }
+
+    #[test]
+    fn defect_3_result_file_refuses_the_state_root() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::at(t.path().join("root"));
+        std::fs::create_dir_all(root.path().join("greptimedb/databases/victim")).unwrap();
+        let m = root
+            .path()
+            .join("greptimedb/databases/victim/manifest.json");
+        let e = check_result_file(&root, &m).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        // Through `..` and a symlink too.
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(root.path(), &link).unwrap();
+        assert!(check_result_file(&root, &link.join("x.json")).is_err());
+        assert!(check_result_file(&root, &t.path().join("a/../root/x.json")).is_err());
+        // A directory is not a file.
+        assert!(check_result_file(&root, t.path()).is_err());
+        assert!(check_result_file(&root, &t.path().join("out/result.json")).is_ok());
+    }
+}
