@@ -138,7 +138,7 @@ pub fn check_report_out(root: &Root, out: &Path) -> Result<()> {
             let under_reports = resolved(out)
                 .parent()
                 .is_some_and(|p| p == resolved(&reports));
-            if !(under_reports && !exists) {
+            if !under_reports || exists {
                 return Err(Error::invalid(format!(
                     "--out {} is inside tsbsctl's state directory {} and is not a report directory",
                     out.display(),
