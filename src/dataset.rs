@@ -868,6 +868,7 @@ pub fn ensure_generated(
         .with_hint("use --use-case cpu-only (what the benchmarks load)"));
     };
     let dir = dataset.format_dir(&req.format);
+    sweep_leftovers(&dir, reporter);
 
     // Fast path, no lock: a completed manifest whose fingerprint still matches.
     let mut completed_seen = false;
@@ -974,6 +975,17 @@ pub fn generation_need(
         bytes: crate::diskspace::dataset_bytes(rows, compression),
         dir,
     })
+}
+
+/// Removes what a killed generation left in a format directory (the staged data file, its
+/// log, the generator's working directory), whenever a command touches it (trial-run #15).
+pub fn sweep_leftovers(dir: &Path, reporter: &dyn Reporter) {
+    for p in crate::fsutil::sweep_staging(dir, &["gen", "cwd"]) {
+        reporter.info(&format!(
+            "removed {}, left by an interrupted generation",
+            p.display()
+        ));
+    }
 }
 
 fn fsutil_clean(target: &Path, tag: &str) {
@@ -1179,6 +1191,7 @@ pub fn verify(
     let mut out = Vec::new();
     for f in formats {
         let dir = dataset.format_dir(&f);
+        sweep_leftovers(&dir, reporter);
         let _guard = lock::lock_dir(
             &dir,
             &format!("dataset {}/{f}", dataset.id),

@@ -99,6 +99,46 @@ pub fn clean_staging(target: &Path, tag: &str) -> Result<Vec<PathBuf>> {
     Ok(removed)
 }
 
+/// Removes every staging leftover in `dir` made by [`staging_path`] with one of `tags`
+/// (`.<name>.<tag>-<pid>-<nanos>`, any name) whose creating process is gone, e.g. what a
+/// killed generation left (trial-run #15). Best effort: returns what was removed.
+pub fn sweep_staging(dir: &Path, tags: &[&str]) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return removed;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix('.') else {
+            continue;
+        };
+        let owner = tags.iter().find_map(|tag| {
+            let (_, tail) = rest.rsplit_once(&format!(".{tag}-"))?;
+            let (pid, nanos) = tail.split_once('-')?;
+            if nanos.is_empty() || !nanos.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            pid.parse::<i32>().ok()
+        });
+        let Some(pid) = owner else {
+            continue;
+        };
+        if process_alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        let res = if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+        if res.is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
+}
+
 /// True when a process with this pid exists (signal 0 probe).
 pub fn process_alive(pid: i32) -> bool {
     if pid <= 0 {
@@ -138,6 +178,28 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn defect_15_sweep_removes_dead_generation_leftovers_of_any_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let dead = [
+            ".data.gen-999999999-185686937",
+            ".generate.log.gen-999999999-1",
+        ];
+        for n in dead {
+            fs::write(d.join(n), "x").unwrap();
+        }
+        fs::create_dir(d.join(".work.cwd-999999999-2")).unwrap();
+        let mine = staging_path(&d.join("data"), "gen").unwrap();
+        fs::write(&mine, "live").unwrap();
+        fs::write(d.join("data"), "published").unwrap();
+        fs::write(d.join(".data.gen-notapid"), "x").unwrap();
+        let mut removed = sweep_staging(d, &["gen", "cwd"]);
+        removed.sort();
+        assert_eq!(removed.len(), 3, "{removed:?}");
+        assert!(mine.exists() && d.join("data").exists() && d.join(".data.gen-notapid").exists());
     }
 
     #[test]

@@ -378,6 +378,15 @@ pub fn ensure_query_set(
     let spec = query_set_spec(req.dataset, req.format, req.counts)?;
     let id = query_set_id(req.format, &spec);
     let dir = query_set_dir(root, &req.dataset.id, req.format, &id);
+    // Staging sets of killed generations, of any query set of this format (trial-run #15).
+    if let Some(parent) = dir.parent() {
+        for p in crate::fsutil::sweep_staging(parent, &["stage"]) {
+            reporter.info(&format!(
+                "removed {}, left by an interrupted query-set generation",
+                p.display()
+            ));
+        }
+    }
     if dir.exists() {
         return validate(&dir, req, &spec, &id, true);
     }

@@ -254,3 +254,59 @@ fn defect_3_result_file_never_replaces_state_and_an_unwritable_one_fails() {
     let v = crate::greptimedb::read_json(&good);
     assert_eq!(v["ok"], true);
 }
+
+/// Leaves what `kill -9` of a generation leaves: staged data, its log, the generator's
+/// working directory, with the pid of a process that is gone.
+fn plant_leftovers(dir: &Path) -> Vec<PathBuf> {
+    let files = [
+        dir.join(".data.gen-999999999-185686937"),
+        dir.join(".generate.log.gen-999999999-185686938"),
+    ];
+    for f in &files {
+        std::fs::write(f, "partial").unwrap();
+    }
+    let cwd = dir.join(".work.cwd-999999999-185686939");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let mut all = files.to_vec();
+    all.push(cwd);
+    all
+}
+
+#[test]
+fn defect_15_leftovers_of_a_killed_generation_are_swept_by_the_next_command() {
+    let w = world();
+    load_tiny(&w);
+    let fdir = w.gt.env.root.join("datasets/tiny/formats/influx");
+    let data_before = std::fs::read(fdir.join("data")).unwrap();
+    // Reuse by `data generate`.
+    let left = plant_leftovers(&fdir);
+    // A live owner's staging file is kept (this test's own pid).
+    let live = fdir.join(format!(".data.gen-{}-1", std::process::id()));
+    std::fs::write(&live, "being written").unwrap();
+    w.run(&[
+        "data",
+        "generate",
+        "--dataset-id",
+        "tiny",
+        "--format",
+        "influx",
+    ])
+    .ok()
+    .says("left by an interrupted generation");
+    assert!(left.iter().all(|p| !p.exists()), "{left:?}");
+    assert!(live.exists());
+    std::fs::remove_file(&live).unwrap();
+    // `data verify`.
+    let left = plant_leftovers(&fdir);
+    w.run(&["data", "verify", "--dataset-id", "tiny"]).ok();
+    assert!(left.iter().all(|p| !p.exists()), "{left:?}");
+    // A load that reuses the loaded data, and a killed query-set generation.
+    let left = plant_leftovers(&fdir);
+    let qdir = w.gt.env.root.join("queries/tiny/greptime");
+    let stage = qdir.join(".0123456789ab.stage-999999999-5");
+    std::fs::create_dir_all(stage.join("queries")).unwrap();
+    w.bench("all", &[]).ok();
+    assert!(left.iter().all(|p| !p.exists()), "{left:?}");
+    assert!(!stage.exists());
+    assert_eq!(std::fs::read(fdir.join("data")).unwrap(), data_before);
+}
