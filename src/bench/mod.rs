@@ -1172,8 +1172,14 @@ pub fn token_from_env(var: Option<&str>, default: &str) -> Result<Option<Secret>
         Ok(v) if !v.is_empty() => Ok(Some(Secret::new(v))),
         Ok(_) | Err(std::env::VarError::NotPresent) => {
             if var.is_some() {
+                // Say which: set but empty is a different mistake (trial-run #23).
+                let state = if std::env::var_os(name).is_some() {
+                    "is empty"
+                } else {
+                    "is not set"
+                };
                 Err(
-                    Error::invalid(format!("environment variable {name} is not set"))
+                    Error::invalid(format!("environment variable {name} {state}"))
                         .with_hint(format!("export {name}=<token>, or drop the flag naming it")),
                 )
             } else {

@@ -48,6 +48,16 @@ impl ProductKind {
             ProductKind::Influx3 => {
                 crate::ids::validate_id("--database-id", id)?;
                 let path = root.database(self.name(), id).join("manifest.json");
+                // No workspace: no edition to name either (trial-run #23, was "Core").
+                if !path.exists() {
+                    return Err(Error::invalid(format!(
+                        "there is no InfluxDB 3 workspace {id:?} (looked in {})",
+                        root.database(self.name(), id).display()
+                    ))
+                    .with_hint(format!(
+                        "create it with `tsbsctl influxdb3 prepare --database-id {id} --edition core|enterprise`, or see `tsbsctl influxdb3 list`"
+                    )));
+                }
                 let edition = std::fs::read(&path)
                     .ok()
                     .and_then(|b| serde_json::from_slice::<Value>(&b).ok())

@@ -159,8 +159,9 @@ fn current_path(root: &Root) -> PathBuf {
 }
 
 fn read_current(root: &Root) -> Result<CurrentEnv> {
+    // A step run before `env prepare` is a usage error, like a missing workspace (#23).
     manifest::read_optional(&current_path(root))?.ok_or_else(|| {
-        Error::failed(format!(
+        Error::invalid(format!(
             "no TSBS environment has been prepared under {}",
             root.path().display()
         ))
@@ -651,7 +652,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::at(dir.path());
         let e = TsbsEnv::load(&root, None).unwrap_err();
-        assert_eq!(e.exit_code(), 1);
+        // A step before `env prepare` is exit 2 (trial-run #23).
+        assert_eq!(e.exit_code(), 2);
         assert_eq!(e.hint.as_deref(), Some("run `tsbsctl env prepare`"));
         let e = TsbsEnv::load(&root, Some(tsbs::PINNED_COMMIT)).unwrap_err();
         assert!(e.hint.unwrap().contains(tsbs::PINNED_COMMIT));

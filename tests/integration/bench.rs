@@ -1196,8 +1196,9 @@ fn refusals_before_anything_is_written() {
     assert!(!w.env.root.join("datasets").exists());
     // A prepared workspace but no TSBS build: a failure naming `env prepare`, still no run.
     w.prepare("g1", STABLE);
+    // (Exit 2 since trial-run #23: a step run before `env prepare`.)
     w.run(&["bench", "greptimedb", "all", "--database-id", "g1"])
-        .code(1)
+        .code(2)
         .says("tsbsctl env prepare");
     assert!(!w.env.root.join("greptimedb/runs").exists());
     // A manual hold keeps the benchmark out (exit 3, naming the reason) unless its token is given.
@@ -1219,7 +1220,7 @@ fn refusals_before_anything_is_written() {
         "--hold-token",
         &token,
     ])
-    .code(1)
+    .code(2)
     .says("tsbsctl env prepare");
     let runs = w.run(&[
         "bench",

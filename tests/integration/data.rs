@@ -953,7 +953,7 @@ fn set_knob_section(knobs: &Path, tool: &str, value: Value) {
 #[test]
 fn cli_generate_uses_the_prepared_environment_then_reuses() {
     let mut env = TestEnv::new();
-    // Without a prepared environment: exit 1, a hint, and nothing written.
+    // Without a prepared environment: exit 2 (trial-run #23), a hint, and nothing written.
     env.run(&[
         "data",
         "generate",
@@ -962,7 +962,7 @@ fn cli_generate_uses_the_prepared_environment_then_reuses() {
         "--profile",
         "smoke",
     ])
-    .code(1)
+    .code(2)
     .says("env prepare");
     assert!(all_files(&env.root.join("datasets")).is_empty());
 

@@ -631,13 +631,14 @@ fn an_interrupted_install_leaves_no_final_directory_and_the_next_call_succeeds()
 #[test]
 fn explicit_go_must_be_acceptable_and_show_needs_a_prepare() {
     let w = world();
+    // Exit 2 since trial-run #23: a step run before `env prepare`.
     w.env
         .run_json(&["env", "show"])
-        .code(1)
+        .code(2)
         .says("tsbsctl env prepare");
     w.env
         .run_json(&["env", "verify"])
-        .code(1)
+        .code(2)
         .says("tsbsctl env prepare");
     let old = w.system_go("1.20.14");
     let run = w

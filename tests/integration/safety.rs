@@ -310,3 +310,38 @@ fn defect_15_leftovers_of_a_killed_generation_are_swept_by_the_next_command() {
     assert!(!stage.exists());
     assert_eq!(std::fs::read(fdir.join("data")).unwrap(), data_before);
 }
+
+#[test]
+fn defect_23_codes_and_wording_match_what_happened() {
+    let mut w = Gt::new();
+    // A step before `env prepare` is a usage error: exit 2.
+    for args in [vec!["env", "show"], vec!["env", "verify"]] {
+        w.run(&args).code(2).says("tsbsctl env prepare");
+    }
+    // No edition was given, so none is named.
+    let r = w.run(&["bench", "influxdb3", "query", "--database-id", "g1"]);
+    r.code(2).says("there is no InfluxDB 3 workspace \"g1\"");
+    assert!(!r.stderr.contains("Core"), "{}", r.describe());
+    // Set but empty is "empty", not "not set".
+    w.env.env("MY_EMPTY", "");
+    let q = [
+        "bench",
+        "influxdb3",
+        "query",
+        "--url",
+        "http://127.0.0.1:1",
+        "--edition",
+        "core",
+        "--auth-token-env",
+    ];
+    let mut a = q.to_vec();
+    a.push("MY_EMPTY");
+    w.run(&a)
+        .code(2)
+        .says("environment variable MY_EMPTY is empty");
+    let mut a = q.to_vec();
+    a.push("MY_UNSET");
+    w.run(&a)
+        .code(2)
+        .says("environment variable MY_UNSET is not set");
+}
