@@ -32,6 +32,7 @@ pub mod product;
 pub mod publish;
 pub mod queryset;
 pub mod redact;
+pub mod repair;
 pub mod report;
 pub mod rerun;
 pub mod run;

@@ -524,12 +524,19 @@ fn validate(
         let path = dir.join(&rec.path);
         let fp = Fingerprint::of(&path).map_err(|e| Error::io("stat", &path, e))?;
         if fp.size != rec.bytes {
-            return Err(integrity(dir, "query artifact size mismatch"));
+            return Err(integrity(
+                dir,
+                &format!("query artifact size mismatch in {}", path.display()),
+            ));
         }
         if req.full_verify || rec.fingerprint.as_ref() != Some(&fp) {
             let (sha, n) = crate::hash::sha256_file(&path, &crate::output::NoProgress)?;
             if sha != rec.sha256 || n != rec.bytes {
-                return Err(integrity(dir, "query artifact checksum mismatch"));
+                // Name the file, not only the set (trial-run #20 d).
+                return Err(integrity(
+                    dir,
+                    &format!("query artifact checksum mismatch in {}", path.display()),
+                ));
             }
         } else {
             verified = false;

@@ -748,7 +748,7 @@ pub fn inspect_dir(
             }
         }
         Err(e) => {
-            p(e.message, remove.clone());
+            p(e.message, crate::repair::unreadable_manifest(dir));
             return Inspection {
                 database_id: id.to_string(),
                 path: dir.to_path_buf(),
@@ -782,6 +782,10 @@ pub fn inspect_dir(
     match ws.installation(root, product) {
         Ok(inst) => {
             if inst.manifest.binary_sha256 != m.binary_sha256 {
+                // Rare: hashing the binary tells a changed record from a rebound workspace.
+                let file_sha = crate::hash::sha256_file(&inst.binary(), &crate::output::NoProgress)
+                    .ok()
+                    .map(|(h, _)| h);
                 p(
                     format!(
                         "bound to binary sha256 {}, but the installed {} {} has {}",
@@ -790,7 +794,7 @@ pub fn inspect_dir(
                         m.version,
                         inst.manifest.binary_sha256
                     ),
-                    format!("prepare a new workspace, or copy: {cli} copy --source-database-id {id} --database-id NEW --version {}", m.version),
+                    crate::repair::binary_mismatch(root, product, &ws, file_sha.as_deref()),
                 );
             }
         }
@@ -857,7 +861,7 @@ pub fn verify(ctx: &Ctx, product: &dyn Product, id: &str) -> Result<Value> {
                             "the installed binary (sha256 {}) is not the one the workspace is bound to ({})",
                             r.binary_sha256, ws.manifest.binary_sha256
                         ),
-                        fix: product.install_command(&ws.manifest.version, true),
+                        fix: crate::repair::binary_mismatch(&ctx.root, product, &ws, Some(&r.binary_sha256)),
                     });
                 }
                 report = serde_json::to_value(&r)?;
@@ -1328,7 +1332,7 @@ pub fn server_spec(
             "see `{} verify --database-id {}`; {}",
             product.cli(),
             ws.id(),
-            product.install_command(&ws.manifest.version, true)
+            crate::repair::binary_mismatch(root, product, ws, Some(&sha))
         )));
     }
     check_config(ws)?;

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use serde_json::json;
+
 use crate::bench::{tiny, world, World, TYPES};
 use crate::greptimedb::{Gt, STABLE};
 use crate::util::*;
@@ -344,4 +346,93 @@ fn defect_23_codes_and_wording_match_what_happened() {
     w.run(&a)
         .code(2)
         .says("environment variable MY_UNSET is not set");
+}
+
+/// Sets `key` of a JSON file to `value`.
+fn edit_json(path: &Path, key: &str, value: serde_json::Value) {
+    let mut v = crate::greptimedb::read_json(path);
+    v[key] = value;
+    std::fs::write(path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+/// The fixes `greptimedb list --json` gives for workspace `id`.
+fn fixes(w: &Gt, id: &str) -> String {
+    let r = w.run_json(&["greptimedb", "list"]);
+    let v = r.json();
+    let ws = v["data"]["workspaces"]
+        .as_array()
+        .or_else(|| v["data"].as_array())
+        .unwrap_or_else(|| panic!("{}", r.describe()))
+        .iter()
+        .find(|x| x["database_id"] == id)
+        .unwrap_or_else(|| panic!("{}", r.describe()))
+        .clone();
+    ws["problems"].to_string()
+}
+
+#[test]
+fn defect_20_repair_hints_point_at_the_repair_that_works() {
+    let w = Gt::new();
+    w.prepare("a", STABLE);
+    w.prepare("b", STABLE);
+    w.prepare("c", STABLE);
+    w.run(&[
+        "greptimedb",
+        "install",
+        "--version",
+        crate::greptimedb::BETA,
+    ])
+    .ok();
+    // (a) The workspace's version edited: reinstalling that version cannot help.
+    edit_json(
+        &w.ws_dir("a").join("manifest.json"),
+        "version",
+        json!(crate::greptimedb::BETA),
+    );
+    let f = fixes(&w, "a");
+    assert!(
+        f.contains(&format!("set \\\"version\\\" back to \\\"{STABLE}\\\"")),
+        "{f}"
+    );
+    assert!(!f.contains("--reinstall"), "{f}");
+    // (b) The installation's record edited: `install --reinstall` is the fix.
+    let inst = w.install_dir(STABLE).join("manifest.json");
+    let saved = std::fs::read(&inst).unwrap();
+    edit_json(&inst, "binary_sha256", json!("0".repeat(64)));
+    let r = w.run(&["greptimedb", "verify", "--database-id", "b"]);
+    r.code(4)
+        .says(&format!("install --version {STABLE} --reinstall"));
+    assert!(
+        !r.stderr.contains("prepare a new workspace"),
+        "{}",
+        r.describe()
+    );
+    std::fs::write(&inst, saved).unwrap();
+    // (c) An unreadable workspace manifest: never `remove` (it deletes the data).
+    let m = w.ws_dir("c").join("manifest.json");
+    let mut bytes = std::fs::read(&m).unwrap();
+    bytes[0] = 0xff;
+    std::fs::write(&m, bytes).unwrap();
+    let f = fixes(&w, "c");
+    assert!(f.contains("restore") && !f.contains("remove"), "{f}");
+}
+
+#[test]
+fn defect_20d_a_corrupt_query_file_is_named() {
+    let w = world();
+    w.bench("all", &[]).ok();
+    let sets = w.gt.env.root.join("queries/tiny/greptime");
+    let set = std::fs::read_dir(&sets)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let file = set.join("queries/lastpoint.dat");
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[10] ^= 0x01;
+    std::fs::write(&file, bytes).unwrap();
+    w.bench("query", &[])
+        .code(4)
+        .says(&format!("checksum mismatch in {}", file.display()));
 }
