@@ -608,6 +608,22 @@ pub fn human_duration(d: Duration) -> String {
     }
 }
 
+/// One heartbeat line; `None` once less than a second is left (the wait is ending, and "0s
+/// left" said twice while the server stops helps nobody, trial-run #30). Seconds left round
+/// up, elapsed ones down, so the two never add up to more than the timeout.
+fn heartbeat_line(what: &str, elapsed: Duration, timeout: Duration) -> Option<String> {
+    let left = timeout.saturating_sub(elapsed);
+    if left < Duration::from_secs(1) {
+        return None;
+    }
+    let left_secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+    Some(format!(
+        "still waiting for {what}: {} elapsed, {} left",
+        human_duration(Duration::from_secs(elapsed.as_secs())),
+        human_duration(Duration::from_secs(left_secs))
+    ))
+}
+
 /// A thread telling the person what is going on while the server waits: once the server says
 /// it sent the verification e-mail, the instruction to confirm it; then a line every interval.
 struct Heartbeat {
@@ -649,13 +665,9 @@ impl Heartbeat {
                     } else {
                         "InfluxDB 3 Enterprise to serve"
                     };
-                    reporter.info(&format!(
-                        "still waiting for {what}: {} elapsed, {} left",
-                        human_duration(Duration::from_secs(elapsed.as_secs())),
-                        human_duration(Duration::from_secs(
-                            timeout.saturating_sub(elapsed).as_secs()
-                        ))
-                    ));
+                    if let Some(line) = heartbeat_line(what, elapsed, timeout) {
+                        reporter.info(&line);
+                    }
                 }
             }
         });
@@ -676,6 +688,18 @@ impl Heartbeat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn defect_30_heartbeat_never_says_0s_left() {
+        let t = Duration::from_secs(10);
+        assert_eq!(heartbeat_line("x", Duration::from_millis(9_400), t), None);
+        assert_eq!(heartbeat_line("x", Duration::from_secs(12), t), None);
+        let l = heartbeat_line("x", Duration::from_millis(8_500), t).unwrap();
+        assert!(
+            l.ends_with(&format!("{} left", human_duration(Duration::from_secs(2)))),
+            "{l}"
+        );
+    }
 
     #[test]
     fn emails_are_checked_without_being_echoed() {

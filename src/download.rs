@@ -99,10 +99,19 @@ impl Downloader {
         let retry_base = env_number(RETRY_BASE_ENV)?
             .map(Duration::from_millis)
             .unwrap_or(DEFAULT_RETRY_BASE);
-        let timeout = env_number(TIMEOUT_ENV)?
-            .filter(|s| *s > 0)
-            .map(Duration::from_secs)
-            .unwrap_or(DEFAULT_TIMEOUT);
+        let timeout = match env_number(TIMEOUT_ENV)? {
+            // 0 would mean "no timeout" to some and "fail at once" to others (#30).
+            Some(0) => {
+                return Err(Error::invalid(format!(
+                    "{TIMEOUT_ENV}=0 has no meaning: it must be a positive number of seconds"
+                ))
+                .with_hint(format!(
+                    "set {TIMEOUT_ENV} to e.g. 30, or unset it (default 30 s)"
+                )))
+            }
+            Some(s) => Duration::from_secs(s),
+            None => DEFAULT_TIMEOUT,
+        };
         let token = std::env::var("GITHUB_TOKEN")
             .ok()
             .and_then(|t| bearer(&t, reporter.as_ref()));

@@ -271,8 +271,9 @@ pub fn install(
     let sources = Sources::load(&ctx.root)?;
     let dl = Downloader::new(&ctx.root, &sources, ctx.reporter.clone())?;
     let asset = product.release_asset(&sources, version, &platform);
-    ctx.reporter
-        .info(&format!("installing {display} from {}", asset.url));
+    // Where the archive comes from is said by the download itself ("downloading … from"
+    // or "using the verified download …"), so a cached archive never claims a URL (#30).
+    ctx.reporter.info(&format!("installing {display}"));
     let checksum_text = dl
         .fetch_text(&asset.checksum_url, ACCEPT_ARTIFACT)
         .map_err(|e| e.context(format!("fetching the checksum of {display}")))?;

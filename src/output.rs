@@ -55,6 +55,16 @@ pub fn envelope(command: &str, result: &Result<Outcome, Error>) -> Value {
     }
 }
 
+/// `1 worker`, `2 workers`: a count with its noun in the right number (trial-run #30).
+pub fn count_of(n: impl std::fmt::Display, noun: &str) -> String {
+    let text = n.to_string();
+    if text == "1" {
+        format!("1 {noun}")
+    } else {
+        format!("{text} {noun}s")
+    }
+}
+
 /// How progress is shown for one long operation.
 pub trait Progress: Send + Sync {
     /// Sets the total once it is known (bytes, rows, ...).
@@ -196,6 +206,9 @@ mod tests {
         assert_eq!(ok["ok"], true);
         assert_eq!(ok["data"]["a"], 1);
         assert!(ok["error"].is_null());
+
+        assert_eq!(count_of(1, "worker"), "1 worker");
+        assert_eq!(count_of(6, "worker"), "6 workers");
 
         let err = envelope("env show", &Err(Error::busy("held").with_hint("wait")));
         assert_eq!(err["ok"], false);

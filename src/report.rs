@@ -265,8 +265,8 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
         .collect();
     if let Some(d) = differ(&loaded_cols, all, |c| {
         Some(format!(
-            "{} workers x {} rows",
-            s(&c["ingestion"]["workers"]),
+            "{} x {} rows",
+            crate::output::count_of(s(&c["ingestion"]["workers"]), "worker"),
             s(&c["ingestion"]["batch_size"])
         ))
     }) {
@@ -294,9 +294,9 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
         );
     }
     if let Some(d) = differ(cols, queried, |c| {
-        Some(format!(
-            "{} query workers",
-            s(&c["workload"]["query_workers"])
+        Some(crate::output::count_of(
+            s(&c["workload"]["query_workers"]),
+            "query worker",
         ))
     }) {
         n.add(
@@ -395,11 +395,21 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
         .iter()
         .filter_map(|i| i["rows_per_second"].as_f64())
         .fold(None::<f64>, |m, v| Some(m.map_or(v, |m| m.max(v))));
+    let rates: Vec<f64> = ingestion
+        .iter()
+        .filter_map(|i| i["rows_per_second"].as_f64())
+        .collect();
     let ingestion: Vec<Value> = ingestion
         .into_iter()
         .map(|mut i| {
             let v = i["rows_per_second"].as_f64();
-            i["fastest"] = json!(v.is_some() && v == best_rows && loaded.len() > 1);
+            i["fastest"] = json!(
+                v.is_some()
+                    && v == best_rows
+                    && loaded.len() > 1
+                    && clear_lead(&rates, v.unwrap_or(0.0), |x, best| best
+                        >= x * (1.0 + FASTEST_MARGIN))
+            );
             i
         })
         .collect();
@@ -450,7 +460,11 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
         let base = cells[baseline]["mean_ms"].as_f64();
         for c in cells.iter_mut() {
             let v = c["mean_ms"].as_f64();
-            c["fastest"] = json!(values.len() > 1 && v == Some(min));
+            c["fastest"] = json!(
+                values.len() > 1
+                    && v == Some(min)
+                    && clear_lead(&values, min, |x, best| x >= best * (1.0 + FASTEST_MARGIN))
+            );
             c["ratio"] = match (v, base) {
                 (Some(v), Some(b)) if b > 0.0 => json!(v / b),
                 (Some(v), Some(b)) if b == 0.0 && v == 0.0 => json!(1.0),
@@ -808,9 +822,30 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     ))
 }
 
+/// ★ "fastest" only for a lead larger than this fraction: a 0.3% difference is noise, not a
+/// winner (trial-run #30).
+pub const FASTEST_MARGIN: f64 = 0.05;
+
+/// True when only `best` itself is within the margin of `best`: `beats(other, best)` says
+/// that `other` trails `best` by more than the margin.
+fn clear_lead(values: &[f64], best: f64, beats: impl Fn(f64, f64) -> bool) -> bool {
+    values.iter().filter(|v| !beats(**v, best)).count() == 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn defect_30_no_fastest_mark_within_the_margin() {
+        let lower_is_better = |x: f64, best: f64| x >= best * (1.0 + FASTEST_MARGIN);
+        assert!(!clear_lead(&[10.0, 10.03], 10.0, lower_is_better));
+        assert!(clear_lead(&[10.0, 12.0], 10.0, lower_is_better));
+        assert!(!clear_lead(&[10.0, 10.0, 20.0], 10.0, lower_is_better));
+        let higher_is_better = |x: f64, best: f64| best >= x * (1.0 + FASTEST_MARGIN);
+        assert!(!clear_lead(&[1000.0, 997.0], 1000.0, higher_is_better));
+        assert!(clear_lead(&[1000.0, 500.0], 1000.0, higher_is_better));
+    }
 
     #[test]
     fn failure_kinds() {

@@ -420,12 +420,53 @@ pub fn prepare(
             let at = ws.dir.clone();
             create_layout(product, &mut ws, &at)?;
             manifest::write(&ws.manifest_path(), &ws.manifest)?;
+            note_shared_ports(ctx, product.name(), &req.id, &ws.manifest.ports);
             Ok(PrepareOutcome {
                 workspace: ws,
                 reused: false,
                 installed,
             })
         }
+    }
+}
+
+/// Tells the person when a new workspace listens on a port another workspace (of either
+/// product) uses: both cannot serve at once (trial-run #30). Only a note: running them one
+/// after the other is fine.
+fn note_shared_ports(ctx: &Ctx, me: &str, id: &str, ports: &BTreeMap<String, u16>) {
+    let mut shared = Vec::new();
+    for product in ["greptimedb", "influxdb3"] {
+        let Ok(rd) = fs::read_dir(ctx.root.databases(product)) else {
+            continue;
+        };
+        let mut others: Vec<_> = rd.flatten().collect();
+        others.sort_by_key(|e| e.file_name());
+        for e in others {
+            let other = e.file_name().to_string_lossy().into_owned();
+            if other.starts_with('.') || (other == id && product == me) {
+                continue;
+            }
+            let Some(v) = fs::read(e.path().join("manifest.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            else {
+                continue;
+            };
+            for port in ports.values() {
+                if v["ports"]
+                    .as_object()
+                    .is_some_and(|o| o.values().any(|p| p.as_u64() == Some(u64::from(*port))))
+                {
+                    shared.push(format!("{port} ({product} workspace {other})"));
+                }
+            }
+        }
+    }
+    if !shared.is_empty() {
+        ctx.reporter.info(&format!(
+            "note: workspace {id} listens on a port another workspace uses: {}; they cannot serve at the same time (pick another with --http-port)",
+            shared.join(", ")
+        ));
     }
 }
 

@@ -830,10 +830,11 @@ impl Bench<'_> {
             })),
         )?;
         self.reporter().info(&format!(
-            "loading {} rows of {} with {} ({workers} workers x {batch} rows)",
+            "loading {} rows of {} with {} ({} x {batch} rows)",
             sf.rows,
             ds.id,
-            cmd.tool()
+            cmd.tool(),
+            crate::output::count_of(workers, "worker")
         ));
         let stdin = if cmd.stdin_data {
             Some(sf.open_uncompressed()?)

@@ -87,7 +87,11 @@ impl Product for GreptimeDb {
     /// Strips one leading `v` (`v1.1.4` and `1.1.4` are the same); then an exact version.
     fn normalize_version(&self, raw: &str) -> Result<String> {
         let v = raw.strip_prefix('v').unwrap_or(raw);
-        check_semver("--version", v, "1.1.4 or v1.2.0-beta.1")
+        // The refusal quotes what was typed (`v1`), not the stripped form (trial-run #30).
+        check_semver("--version", v, "1.1.4 or v1.2.0-beta.1").map_err(|e| {
+            crate::error::Error::invalid(format!("--version {raw:?} is not an exact version"))
+                .with_hint(e.hint.unwrap_or_default())
+        })
     }
 
     fn resolve_latest(&self, dl: &Downloader, sources: &Sources) -> Result<Latest> {

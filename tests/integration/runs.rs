@@ -508,9 +508,9 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
     assert!(ing[2]["rows_per_second"].as_f64().unwrap() > 0.0);
     assert_eq!(ing[3]["durable_write_acknowledgement"], false);
     assert_eq!(ing[2]["durable_write_acknowledgement"], true);
-    assert_eq!(
-        ing.iter().filter(|i| i["fastest"] == true).count(),
-        1,
+    // At most one ★, and only for a lead above the 5% margin (trial-run #30).
+    assert!(
+        ing.iter().filter(|i| i["fastest"] == true).count() <= 1,
         "{ing:?}"
     );
     // Latency: three types as rows, one fastest per row, ratios to the baseline, and Core's
@@ -520,17 +520,18 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
     for row in rows {
         let cells = row["cells"].as_array().unwrap();
         assert_eq!(cells.len(), 4);
-        assert_eq!(
-            cells.iter().filter(|c| c["fastest"] == true).count(),
-            1,
+        // At most one ★ per row, and only for a lead above the 5% margin (trial-run #30).
+        assert!(
+            cells.iter().filter(|c| c["fastest"] == true).count() <= 1,
             "{row}"
         );
         assert_eq!(cells[0]["ratio"], 1.0);
-        let fastest = cells.iter().find(|c| c["fastest"] == true).unwrap()["mean_ms"]
-            .as_f64()
-            .unwrap();
+        let means: Vec<f64> = cells.iter().filter_map(|c| c["mean_ms"].as_f64()).collect();
+        let min = means.iter().cloned().fold(f64::INFINITY, f64::min);
+        let clear = means.iter().filter(|m| **m < min * 1.05).count() == 1;
+        assert_eq!(cells.iter().any(|c| c["fastest"] == true), clear, "{row}");
         for c in cells.iter().filter(|c| c["status"] == "completed") {
-            assert!(c["mean_ms"].as_f64().unwrap() >= fastest);
+            assert!(c["mean_ms"].as_f64().unwrap() >= min);
             let ratio = c["ratio"].as_f64().unwrap();
             let expect = c["mean_ms"].as_f64().unwrap() / cells[0]["mean_ms"].as_f64().unwrap();
             assert!((ratio - expect).abs() < 1e-9);

@@ -436,3 +436,52 @@ fn defect_20d_a_corrupt_query_file_is_named() {
         .code(4)
         .says(&format!("checksum mismatch in {}", file.display()));
 }
+
+#[test]
+fn defect_30_wording_and_flag_nits() {
+    let mut w = Gt::new();
+    // What was typed is quoted.
+    w.run(&["greptimedb", "install", "--version", "v1"])
+        .code(2)
+        .says("--version \"v1\" is not an exact version");
+    // A cached archive never claims to come from the URL.
+    w.run(&["greptimedb", "install", "--version", STABLE]).ok();
+    let r = w.run(&["greptimedb", "install", "--version", STABLE, "--reinstall"]);
+    r.ok().says("using the verified download");
+    assert!(
+        !r.stderr
+            .lines()
+            .any(|l| l.starts_with("installing") && l.contains(" from ")),
+        "{}",
+        r.describe()
+    );
+    // Two workspaces on one port: a note says so.
+    let port = crate::greptimedb::free_port_block(4).to_string();
+    let prep = |id: &str| {
+        w.run(&[
+            "greptimedb",
+            "prepare",
+            "--database-id",
+            id,
+            "--version",
+            STABLE,
+            "--http-port",
+            &port,
+        ])
+    };
+    let first = prep("p1");
+    first.ok();
+    assert!(
+        !first.stderr.contains("another workspace uses"),
+        "{}",
+        first.describe()
+    );
+    prep("p2")
+        .ok()
+        .says(&format!("{port} (greptimedb workspace p1)"));
+    // A zero HTTP timeout has no meaning.
+    w.env.env("TSBSCTL_HTTP_TIMEOUT_SECS", "0");
+    w.run(&["greptimedb", "install", "--version", crate::greptimedb::OLD])
+        .code(2)
+        .says("TSBSCTL_HTTP_TIMEOUT_SECS=0 has no meaning");
+}
