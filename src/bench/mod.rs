@@ -317,6 +317,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         .clone()
         .with_dataset_root(req.dataset_root.as_deref())?;
     // Managed: workspace loaded and locked for the whole command; external: probed.
+    preflight::check_run_id(&root, kind, req)?;
     let target = Target::open(ctx, &root, kind, phase, req)?;
     preflight::check_can_serve(&target)?;
     if phase == Phase::Compact {

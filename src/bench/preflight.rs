@@ -44,6 +44,22 @@ pub fn check_bounds(req: &Request) -> Result<()> {
     Ok(())
 }
 
+/// `--run-id`, and that no run of that name exists, before the runs directory is created.
+pub fn check_run_id(root: &Root, kind: ProductKind, req: &Request) -> Result<()> {
+    let Some(id) = &req.run_id else {
+        return Ok(());
+    };
+    crate::ids::validate_id("--run-id", id)?;
+    let dir = root.runs(kind.name()).join(id);
+    if dir.exists() {
+        return Err(
+            Error::invalid(format!("run {id} already exists at {}", dir.display()))
+                .with_hint("choose another --run-id, or omit it to get a fresh time-based id"),
+        );
+    }
+    Ok(())
+}
+
 /// The query flags' syntax and types, before the workspace is even opened (#17: an unloaded
 /// workspace must not mask a bad flag). The profile only decides default counts, so any
 /// profile checks the same things.

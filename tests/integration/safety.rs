@@ -50,6 +50,7 @@ fn defect_17_flags_are_checked_before_the_workspace_state() {
             vec!["--query-count", "lastpoint=abc"],
             "query count for lastpoint must be an integer",
         ),
+        (vec!["--run-id", "a/b"], "--run-id"),
     ] {
         let mut a = vec!["bench", "greptimedb", "query", "--database-id", "g1"];
         a.extend_from_slice(&flags);
@@ -62,6 +63,7 @@ fn defect_17_flags_are_checked_before_the_workspace_state() {
         );
     }
     assert!(all_runs(&w.env.root).is_empty());
+    assert!(!w.env.root.join("greptimedb/runs").exists());
 }
 
 #[test]
