@@ -54,7 +54,8 @@ pub struct GlobalArgs {
     /// No status lines and no progress bars (warnings and errors still show).
     #[arg(long, global = true)]
     pub quiet: bool,
-    /// Also write the JSON result to PATH (atomically), whatever the output mode.
+    /// Also write the JSON result to PATH (atomically), whatever the output mode; never
+    /// inside the state root.
     #[arg(long, global = true, value_name = "PATH")]
     pub result_file: Option<PathBuf>,
 }

@@ -48,7 +48,8 @@ pub enum RunsCmd {
         /// The run ratios are computed against (default: the first RUN).
         #[arg(long, value_name = "RUN")]
         baseline: Option<String>,
-        /// Write the report here instead of <root>/reports/<id>.
+        /// Write the report here instead of <root>/reports/<id> (a new or empty directory, or
+        /// an earlier report's; never one holding other files).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
