@@ -17,8 +17,10 @@ pub const MAX_BATCH_SIZE: u64 = 1_000_000;
 pub const MAX_HOT_RUNS: u64 = 1000;
 /// compact: the swcs window, in seconds of data (ten years).
 pub const MAX_WINDOW_SECONDS: u64 = 10 * 366 * 86_400;
-/// Waits in seconds (`--startup-timeout`, `--stop-timeout`, `--confirm-timeout`): one week.
-pub const MAX_WAIT_SECONDS: f64 = 7.0 * 86_400.0;
+/// Waits in seconds (`--startup-timeout`, `--stop-timeout`, `--confirm-timeout`, `--wait`):
+/// one week.
+pub const MAX_WAIT_SECS: u64 = 7 * 86_400;
+pub const MAX_WAIT_SECONDS: f64 = MAX_WAIT_SECS as f64;
 
 /// Refuses `v` above `max` (exit 2, naming the bound).
 pub fn at_most(flag: &str, v: Option<u64>, max: u64) -> Result<()> {

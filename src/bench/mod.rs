@@ -316,8 +316,8 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         .root
         .clone()
         .with_dataset_root(req.dataset_root.as_deref())?;
-    // Managed: workspace loaded and locked for the whole command; external: probed.
     preflight::check_run_id(&root, kind, req)?;
+    // Managed: workspace loaded and locked for the whole command; external: probed.
     let target = Target::open(ctx, &root, kind, phase, req)?;
     preflight::check_can_serve(&target)?;
     if phase == Phase::Compact {

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct LockArgs {
     /// Wait up to SECONDS for a busy lock instead of failing at once (exit 3).
-    #[arg(long, value_name = "SECONDS")]
+    // At most a week (trial-run #1): a huge wait overflowed the deadline.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(..=crate::bounds::MAX_WAIT_SECS))]
     pub wait: Option<u64>,
     /// Work inside a manual hold taken with `tsbsctl workspace lock` (its token).
     #[arg(long, value_name = "TOKEN")]

@@ -23,7 +23,8 @@ pub struct ReinstallArgs {
     #[arg(long)]
     pub reinstall: bool,
     /// Wait at most SECONDS for a concurrent install of the same version (default: 3600).
-    #[arg(long, value_name = "SECONDS")]
+    // At most a week (trial-run #1): a huge wait overflowed the deadline.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(..=crate::bounds::MAX_WAIT_SECS))]
     pub wait: Option<u64>,
 }
 

@@ -134,12 +134,13 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
 
     // A --result-file that could replace tsbsctl's own state is refused before the command
     // runs, and then never written (trial-run #3).
-    let mut result_file_checked = false;
+    let mut result_file_refused = false;
     let result = Root::resolve(root.as_deref()).and_then(|root| {
         if let Some(p) = &result_file {
-            crate::userpath::check_result_file(&root, p)?;
+            crate::userpath::check_result_file(&root, p).inspect_err(|_| {
+                result_file_refused = true;
+            })?;
         }
-        result_file_checked = true;
         let ctx = Ctx {
             root,
             json,
@@ -157,7 +158,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
 
     let mut result = result;
     let mut doc = envelope(&name, &result);
-    if let (Some(path), true) = (&result_file, result_file_checked) {
+    if let (Some(path), false) = (&result_file, result_file_refused) {
         let mut bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
         bytes.push(b'\n');
         if let Err(e) = crate::fsutil::write_atomic(path, &bytes) {

@@ -481,6 +481,17 @@ fn defect_30_wording_and_flag_nits() {
     prep("p2")
         .ok()
         .says(&format!("{port} (greptimedb workspace p1)"));
+    // A lock wait past the bound (it overflowed the deadline, #1).
+    w.run(&[
+        "greptimedb",
+        "serve",
+        "--database-id",
+        "nope",
+        "--wait",
+        "18446744073709551615",
+    ])
+    .code(2)
+    .says("is not in 0..=604800");
     // A zero HTTP timeout has no meaning.
     w.env.env("TSBSCTL_HTTP_TIMEOUT_SECS", "0");
     w.run(&["greptimedb", "install", "--version", crate::greptimedb::OLD])
