@@ -366,6 +366,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     });
     if phase.loads() {
         preflight::check_compression(&dataset, req)?;
+        preflight::check_binding_content(&target, &dataset, req)?;
     }
     preflight::check_disk(&root, kind, phase, &dataset, req, &counts)?;
     // Without built TSBS tools nothing can run: say so before a run directory exists.

@@ -106,6 +106,32 @@ pub fn check_compression(ds: &Dataset, req: &Request) -> Result<()> {
     Ok(())
 }
 
+/// A load into a workspace bound to the same dataset id but other content (the dataset was
+/// regenerated since) needs a confirmed reset: decided from the manifests before the run
+/// exists, as for another id (#16).
+pub fn check_binding_content(target: &Target, ds: &Dataset, req: &Request) -> Result<()> {
+    let mode = target.mode(req);
+    let Some(b) = target.binding() else {
+        return Ok(());
+    };
+    if !target.is_managed() || b["dataset_id"].as_str() != Some(ds.id.as_str()) || !ds.stored {
+        return Ok(());
+    }
+    let Some(m) = dataset::read_format_manifest(&ds.format_dir("influx"))? else {
+        return Ok(());
+    };
+    if m.status != dataset::VariantStatus::Completed {
+        return Ok(());
+    }
+    let Some(u) = &m.uncompressed else {
+        return Ok(());
+    };
+    target.check_binding_data(
+        &serde_json::json!({"dataset_id": ds.id, "uncompressed_sha256": u.sha256}),
+        mode,
+    )
+}
+
 /// Free space for what this command will generate: the dataset (loads, when no completed
 /// variant exists) and the query set (unless published), #1.
 pub fn check_disk(

@@ -178,6 +178,17 @@ fn defect_16_refusals_leave_no_run_directory_and_start_no_server() {
     assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
     // The binding survived the refused reset.
     assert_eq!(w.ws()["binding"]["dataset_id"], "tiny");
+    // Loaded from an earlier generation of the same id: a reset is needed, said before the run.
+    let wsm = w.gt.ws_dir("g1").join("manifest.json");
+    let saved = std::fs::read(&wsm).unwrap();
+    let mut m = crate::greptimedb::read_json(&wsm);
+    m["binding"]["uncompressed_sha256"] = json!("0".repeat(64));
+    std::fs::write(&wsm, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    w.bench("load", &[])
+        .code(2)
+        .says("holds dataset tiny, not tiny");
+    assert_eq!(all_runs(&w.gt.env.root), before);
+    std::fs::write(&wsm, saved).unwrap();
 
     // #2: `runs report --out` never writes over a user's files or into the state root.
     let load_run = before
