@@ -279,7 +279,7 @@ pub struct Bench<'a> {
     pub run: RunDir,
     pub server: Option<Server>,
     server_attempt: u32,
-    /// The TSBS tools' working directory (no config.* file).
+    /// Where each TSBS tool gets its private working directory (its tokens' `config.json`).
     cwd: PathBuf,
 }
 
@@ -384,7 +384,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     }
     ctx.reporter
         .info(&format!("run {} in {}", run.id(), run.dir.display()));
-    let cwd = run.dir.clone();
+    let cwd = tsbs::command::tool_dir_parent();
     let mut b = Bench {
         ctx,
         root,

@@ -783,8 +783,33 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
         .collect();
     w.run(&missing).code(2).says("NOT_SET_VAR is not set");
     args.push("--json");
+    // Issue 16 #4: slow tools, so a scan of every process's argv sees them while they run.
+    w.tool_knobs("tsbs_load_influx3", json!({"batch_delay_ms": 300}));
+    w.tool_knobs("tsbs_run_queries_influx3", json!({"query_delay_ms": 100}));
+    let tmp = w.gt.env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    w.gt.env.env("TMPDIR", tmp.display().to_string());
+    let scan = crate::integrity::ProcScan::start(
+        token,
+        &["tsbs_load_influx3", "tsbs_run_queries_influx3"],
+    );
     let r = w.run(&args);
+    let (seen, leaks, cwds) = scan.finish();
     r.ok();
+    assert_eq!(
+        seen.iter().map(String::as_str).collect::<Vec<_>>(),
+        ["tsbs_load_influx3", "tsbs_run_queries_influx3"],
+        "the scan saw both tools run"
+    );
+    assert!(leaks.is_empty(), "token in an argv: {leaks:?}");
+    // Each tool ran from its own private directory under $TMPDIR, removed afterwards.
+    assert!(cwds.len() >= 2, "{cwds:?}");
+    assert!(cwds.iter().all(|c| c.starts_with(&tmp)), "{cwds:?}");
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "tool dirs removed"
+    );
     let dir = run_dir(&r);
     let s = summary(&dir);
     assert_eq!(s["product_label"], "InfluxDB 3 Core");
@@ -810,16 +835,12 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
     // The logged command lines show <redacted>, and the token is nowhere.
     let load_log =
         std::fs::read_to_string(dir.join(s["ingestion"]["log"].as_str().unwrap())).unwrap();
-    assert!(load_log
-        .lines()
-        .next()
-        .unwrap()
-        .contains("--auth-token=<redacted>"));
-    assert!(load_log
-        .lines()
-        .next()
-        .unwrap()
-        .contains("--admin-token=<redacted>"));
+    let first = load_log.lines().next().unwrap();
+    assert!(!first.contains("--auth-token"), "{first}");
+    assert!(
+        first.ends_with("# config.json: auth-token=<redacted> admin-token=<redacted>"),
+        "{first}"
+    );
     assert_no_secret(w.gt.env.path().join("root").as_path(), token, &[&r]);
     let _ = child.kill();
     let _ = child.wait();
