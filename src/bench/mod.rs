@@ -14,6 +14,7 @@
 pub mod compact;
 pub mod exec;
 pub mod footprint;
+pub mod integrity;
 pub mod quickstart;
 pub mod target;
 
@@ -763,6 +764,8 @@ impl Bench<'_> {
             self.target.check_binding_data(&binding, mode)?;
         }
         // The binding is cleared before a reset drops anything.
+        // Before anything is dropped or started: a changed loader stops the run here.
+        let loader = integrity::verified_binary(env, self.kind.loader(), &mut self.run)?;
         if mode == DatabaseMode::Reset {
             self.target.clear_binding()?;
         }
@@ -783,7 +786,7 @@ impl Bench<'_> {
         };
         let (auth, admin) = self.target.tokens();
         let spec = tsbs::LoadSpec {
-            binary: env.binary(self.kind.loader())?.path.clone(),
+            binary: loader,
             target: match self.kind {
                 ProductKind::Greptime => tsbs::LoadTarget::Greptime,
                 ProductKind::Influx3 => tsbs::LoadTarget::Influx3 {
@@ -944,11 +947,12 @@ impl Bench<'_> {
     }
 
     fn query(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
+        // Before the server starts: a changed runner stops the run with nothing started.
+        let binary = integrity::verified_binary(env, self.kind.runner(), &mut self.run)?;
         self.start_server()?;
         let workers = self.run.manifest.workload["query_workers"]
             .as_u64()
             .unwrap_or(1) as u32;
-        let binary = env.binary(self.kind.runner())?.path.clone();
         let (auth, _) = self.target.tokens();
         for (qt, file) in &set.files {
             crate::interrupt::check()?;
@@ -1021,10 +1025,8 @@ impl Bench<'_> {
 
     fn analyze(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
         let hot = self.req.hot_runs.unwrap_or(2);
-        let binary = env
-            .binary(tsbs::command::RUN_QUERIES_GREPTIME)?
-            .path
-            .clone();
+        let binary =
+            integrity::verified_binary(env, tsbs::command::RUN_QUERIES_GREPTIME, &mut self.run)?;
         for (qt, file) in &set.files {
             crate::interrupt::check()?;
             let step = format!("analyze:{qt}");

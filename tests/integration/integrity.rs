@@ -145,3 +145,51 @@ fn hold_token_from_env_or_stdin_defect_4() {
     assert!(!dir.exists());
     assert!(!r.stdout.contains(&token) && !r.stderr.contains(&token));
 }
+
+fn read_json(p: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+fn sha256_hex(p: &std::path::Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(p).unwrap()))
+}
+
+/// Issue 16 #5: the TSBS binary a phase starts is re-hashed first; the manifest records what
+/// ran, and a changed binary stops the run with exit 4 before the server starts.
+#[test]
+fn tsbs_binaries_are_rehashed_before_a_run_defect_5() {
+    let w = crate::bench::world();
+    let dir = w.bench_ok("load", &[]);
+    let m = read_json(&dir.join("manifest.json"));
+    let loader = &m["environment"]["binaries"]["tsbs_load_greptime"];
+    let path = std::path::PathBuf::from(loader["path"].as_str().unwrap());
+    assert_eq!(loader["ran_sha256"].as_str().unwrap(), sha256_hex(&path));
+    assert_eq!(loader["ran_sha256"], loader["sha256"]);
+
+    let runner = std::path::PathBuf::from(
+        m["environment"]["binaries"]["tsbs_run_queries_influx"]["path"]
+            .as_str()
+            .unwrap(),
+    );
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&runner)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"# tampered\n").unwrap();
+    drop(f);
+    let r = w.bench("query", &[]);
+    r.code(4)
+        .says("changed since it was built")
+        .says("env prepare --rebuild");
+    let failed = crate::bench::run_dir(&r);
+    let events = std::fs::read_to_string(failed.join("events.jsonl")).unwrap();
+    assert!(
+        !events.contains("\"step\":\"server\""),
+        "no server start: {events}"
+    );
+    assert!(
+        !events.contains("\"step\":\"query:"),
+        "no query ran: {events}"
+    );
+}
