@@ -950,6 +950,7 @@ impl Bench<'_> {
         // Before the server starts: a changed runner stops the run with nothing started.
         let binary = integrity::verified_binary(env, self.kind.runner(), &mut self.run)?;
         self.start_server()?;
+        self.check_loaded_rows()?;
         let workers = self.run.manifest.workload["query_workers"]
             .as_u64()
             .unwrap_or(1) as u32;
@@ -1027,6 +1028,9 @@ impl Bench<'_> {
         let hot = self.req.hot_runs.unwrap_or(2);
         let binary =
             integrity::verified_binary(env, tsbs::command::RUN_QUERIES_GREPTIME, &mut self.run)?;
+        // The rows first, on a server of its own: every type below still starts cold.
+        self.start_server()?;
+        self.check_loaded_rows()?;
         for (qt, file) in &set.files {
             crate::interrupt::check()?;
             let step = format!("analyze:{qt}");

@@ -789,8 +789,10 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
     let tmp = w.gt.env.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     w.gt.env.env("TMPDIR", tmp.display().to_string());
+    let marker = w.gt.env.path().display().to_string();
     let scan = crate::integrity::ProcScan::start(
         token,
+        &marker,
         &["tsbs_load_influx3", "tsbs_run_queries_influx3"],
     );
     let r = w.run(&args);

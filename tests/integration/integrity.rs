@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use crate::util::{Run, TestEnv};
 
 /// Scans `/proc/*/cmdline` every few milliseconds while a command runs (bounded: 5 minutes),
-/// recording every process whose argv names one of `watch` and every argv holding `secret`.
+/// recording every argv holding `secret`, and the processes whose argv names one of `watch`
+/// and holds `marker` (a path of this test: other tests run at the same time).
 pub(crate) struct ProcScan {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -22,13 +23,14 @@ pub(crate) struct ProcScan {
 }
 
 impl ProcScan {
-    pub(crate) fn start(secret: &str, watch: &[&str]) -> ProcScan {
+    pub(crate) fn start(secret: &str, marker: &str, watch: &[&str]) -> ProcScan {
         let stop = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(Mutex::new(BTreeSet::new()));
         let leaks = Arc::new(Mutex::new(Vec::new()));
         let cwds = Arc::new(Mutex::new(BTreeSet::new()));
         let (s, se, le, cw) = (stop.clone(), seen.clone(), leaks.clone(), cwds.clone());
         let secret = secret.as_bytes().to_vec();
+        let marker = marker.to_string();
         let watch: Vec<String> = watch.iter().map(|w| w.to_string()).collect();
         let thread = std::thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(300);
@@ -46,6 +48,9 @@ impl ProcScan {
                             .push(String::from_utf8_lossy(&argv).replace('\0', " "));
                     }
                     let text = String::from_utf8_lossy(&argv);
+                    if !text.contains(marker.as_str()) {
+                        continue;
+                    }
                     for w in &watch {
                         // the program, or the tool a testbed wrapper execs (`testbed emulate T`)
                         if text.split('\0').take(3).any(|p| p.ends_with(w.as_str())) {
@@ -192,4 +197,139 @@ fn tsbs_binaries_are_rehashed_before_a_run_defect_5() {
         !events.contains("\"step\":\"query:"),
         "no query ran: {events}"
     );
+}
+
+/// Issue 16 #6: before queries (and analyses) on a managed workspace the rows are counted
+/// against the binding. A shortfall (a damaged WAL) and a wiped `data/` both stop the run with
+/// exit 4 and the reload command, before any query type runs.
+#[test]
+fn rows_are_counted_before_queries_defect_6() {
+    let w = crate::bench::world();
+    let dir = w.bench_ok("all", &[]);
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    assert!(
+        events.contains("\"step\":\"row-check\""),
+        "the query phase of all counts too: {events}"
+    );
+    let data = w.gt.env.root.join("greptimedb/databases/g1/data");
+    // The emulator's WAL is one file per region; cut it in half.
+    let wal = crate::util::all_files(&data)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("wal"))
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .expect("a WAL file");
+    let len = std::fs::metadata(&wal).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&wal)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    for phase in ["query", "analyze"] {
+        let r = w.bench(phase, &["--query-type", "lastpoint"]);
+        r.code(4)
+            .says("the loaded data is incomplete")
+            .says("--database-mode reset --confirm-reset benchmark");
+        let events =
+            std::fs::read_to_string(crate::bench::run_dir(&r).join("events.jsonl")).unwrap();
+        assert!(!events.contains("\"step\":\"query:"), "{events}");
+        assert!(!events.contains("\"step\":\"analyze:"), "{events}");
+    }
+    // data/ wiped: one clear integrity error, not a failure per query type
+    std::fs::remove_dir_all(&data).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let r = w.bench("query", &[]);
+    r.code(4)
+        .says("its server does not have them")
+        .says("--database-mode reset");
+    assert!(!r.stderr.contains("lastpoint"), "{}", r.describe());
+}
+
+/// Issue 16 #13: the probe that runs before every phase on an external server checks the
+/// product, so a GreptimeDB query run against an InfluxDB 3 port (or the other way round) is
+/// refused at once (exit 2, no run directory), and a right one records the version.
+#[test]
+fn external_servers_are_probed_for_product_and_version_defect_13() {
+    let w = crate::bench::world();
+    // An InfluxDB 3 without auth (as in the report), so only the product can tell them apart.
+    let port = crate::greptimedb::free_port_block(1);
+    let mut influx = std::process::Command::new(crate::util::testbed_bin())
+        .args([
+            "emulate",
+            "influxdb3",
+            "serve",
+            "--object-store",
+            "file",
+            "--node-id",
+            "n1",
+            "--without-auth",
+        ])
+        .arg(format!(
+            "--data-dir={}",
+            w.gt.env.path().join("influx-data").display()
+        ))
+        .arg(format!("--http-bind=127.0.0.1:{port}"))
+        .env("TESTBED_EMULATED_EDITION", "core")
+        .env("TESTBED_EMULATED_VERSION", "3.11.1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let influx_url = format!("http://127.0.0.1:{port}");
+    assert!(crate::bench::wait_until(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    }));
+    let runs = w.gt.env.root.join("greptimedb/runs");
+    let before = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
+    let mut args = vec!["bench", "greptimedb", "query", "--url", &influx_url];
+    args.extend(crate::bench::tiny());
+    args.extend(["--query-type", "lastpoint", "--queries", "3"]);
+    w.run(&args)
+        .code(2)
+        .says("does not identify as GreptimeDB")
+        .says("check --url");
+    assert_eq!(
+        std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0),
+        before,
+        "no run directory"
+    );
+    let _ = influx.kill();
+    let _ = influx.wait();
+
+    w.gt.prepare("ext", crate::greptimedb::STABLE);
+    let endpoint = crate::greptimedb::endpoint_of(&w.gt.manifest("ext"));
+    let mut bg = w.gt.serve_bg("ext", &[]);
+    bg.wait_ready(&endpoint);
+    let mut args = vec![
+        "bench",
+        "influxdb3",
+        "query",
+        "--url",
+        &endpoint,
+        "--edition",
+        "core",
+    ];
+    args.extend(crate::bench::tiny());
+    args.extend(["--query-type", "lastpoint", "--queries", "3"]);
+    w.run(&args).code(2).says("does not identify as InfluxDB 3");
+    // the right product: the query phase records what the probe found
+    let mut args = vec!["bench", "greptimedb", "all", "--url", &endpoint];
+    args.extend(crate::bench::tiny());
+    args.extend([
+        "--query-type",
+        "lastpoint",
+        "--queries",
+        "3",
+        "--database-mode",
+        "create",
+    ]);
+    w.run(&args).ok();
+    let mut args = vec!["bench", "greptimedb", "query", "--url", &endpoint];
+    args.extend(crate::bench::tiny());
+    args.extend(["--query-type", "lastpoint", "--queries", "3", "--json"]);
+    let r = w.run(&args);
+    r.ok();
+    let s = crate::bench::summary(&crate::bench::run_dir(&r));
+    assert_eq!(s["target"]["version"], crate::greptimedb::STABLE);
+    bg.interrupt().code(130);
 }
