@@ -333,3 +333,61 @@ fn external_servers_are_probed_for_product_and_version_defect_13() {
     assert_eq!(s["target"]["version"], crate::greptimedb::STABLE);
     bg.interrupt().code(130);
 }
+
+/// Issue 16 #8: `data verify` recounts the rows (a manifest with a wrong count is caught, not
+/// blamed on the database after a load) and checks the stored spec against the id and the
+/// recorded generator command, naming what differs.
+#[test]
+fn data_verify_recounts_rows_and_checks_the_spec_defect_8() {
+    let w = crate::bench::world();
+    let gen = [
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--profile",
+        "smoke",
+        "--scale",
+        "2",
+        "--end",
+        "2023-06-11T00:10:00Z",
+        "--json",
+    ];
+    let r = w.run(&gen);
+    r.ok();
+    let id = r.json()["data"]["dataset_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("cpu-only-s2-"), "{id}");
+    let dir = w.gt.env.root.join("datasets").join(&id);
+    let verify = ["data", "verify", "--dataset-id", id.as_str()];
+    w.run(&verify).ok();
+
+    let manifest = dir.join("formats/influx/manifest.json");
+    let good = std::fs::read_to_string(&manifest).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&good).unwrap();
+    let rows = m["rows"].as_u64().unwrap();
+    m["rows"] = serde_json::json!(rows + 1);
+    std::fs::write(&manifest, m.to_string()).unwrap();
+    w.run(&verify).code(4).says(&format!(
+        "holds {rows} rows, its manifest records {}",
+        rows + 1
+    ));
+    std::fs::write(&manifest, &good).unwrap();
+    w.run(&verify).ok();
+
+    let spec_file = dir.join("dataset.json");
+    let good = std::fs::read_to_string(&spec_file).unwrap();
+    let mut d: serde_json::Value = serde_json::from_str(&good).unwrap();
+    let seed = d["spec"]["seed"].as_i64().unwrap();
+    d["spec"]["seed"] = serde_json::json!(seed + 1);
+    std::fs::write(&spec_file, d.to_string()).unwrap();
+    w.run(&verify)
+        .code(4)
+        .says("does not match its stored spec")
+        .says(&format!(
+            "dataset.json has --seed={}, format influx was generated with --seed={seed}",
+            seed + 1
+        ))
+        .says("the spec's own id is");
+    std::fs::write(&spec_file, &good).unwrap();
+    w.run(&verify).ok();
+}
