@@ -25,7 +25,7 @@ pub(crate) struct World {
 
 /// Mirror with GreptimeDB and Go (knob files in the returned directory), a fake TSBS
 /// repository; nothing prepared yet.
-fn unprepared() -> (Gt, PathBuf) {
+pub(crate) fn unprepared() -> (Gt, PathBuf) {
     testbed_bin();
     let mut gt = Gt::new();
     let knobs_dir = gt.env.path().join("knobs");

@@ -391,3 +391,37 @@ fn data_verify_recounts_rows_and_checks_the_spec_defect_8() {
     std::fs::write(&spec_file, &good).unwrap();
     w.run(&verify).ok();
 }
+
+/// Issue 16 #12: without `--version`, `prepare` and `quickstart` never pick a prerelease,
+/// even when it is the newest (or the only) version installed.
+#[test]
+fn no_prerelease_is_picked_without_a_version_defect_12() {
+    use crate::greptimedb::{BETA, STABLE};
+    let (gt, _knobs) = crate::bench::unprepared();
+    gt.run(&["greptimedb", "install", "--version", BETA]).ok();
+    let prepare = |id: &str| {
+        let port = crate::greptimedb::free_port_block(4).to_string();
+        gt.run(&[
+            "greptimedb",
+            "prepare",
+            "--database-id",
+            id,
+            "--http-port",
+            &port,
+        ])
+        .ok();
+        gt.manifest(id)
+    };
+    // only the beta installed: the latest stable release is installed and used
+    let m = prepare("p1");
+    assert_eq!(m["version"], STABLE);
+    assert_eq!(m["version_source"], "github-latest-stable");
+    // both installed, the beta newer: the stable one
+    let m = prepare("p2");
+    assert_eq!(m["version"], STABLE);
+    assert_eq!(m["version_source"], "newest-installed");
+    let port = crate::greptimedb::free_port_block(4).to_string();
+    let r = gt.run_json(&["quickstart", "--http-port", &port]);
+    r.ok();
+    assert_eq!(gt.manifest("quickstart")["version"], STABLE);
+}
