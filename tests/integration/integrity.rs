@@ -425,3 +425,38 @@ fn no_prerelease_is_picked_without_a_version_defect_12() {
     r.ok();
     assert_eq!(gt.manifest("quickstart")["version"], STABLE);
 }
+
+/// Issue 16 #10: `runs rerun` refuses (exit 4) when the workspace's data is no longer in the
+/// state the run measured, unless `--accept-data-state` names the state it will measure; a
+/// rerun into a new workspace loads afresh and matches an "as loaded" run.
+#[test]
+fn rerun_refuses_another_data_state_defect_10() {
+    let w = crate::bench::world();
+    let dir = w.bench_ok("all", &[]);
+    let run_id = dir.file_name().unwrap().to_string_lossy().into_owned();
+    w.bench("compact", &[]).ok();
+    let r = w.run(&["runs", "rerun", &run_id]);
+    r.code(4)
+        .says("measured data as loaded, but workspace g1 holds data after manual compaction")
+        .says("--accept-data-state \"after manual compaction\"");
+    w.run(&["runs", "rerun", &run_id, "--accept-data-state", "as loaded"])
+        .code(2)
+        .says("does not name the state");
+    let r = w.run(&[
+        "runs",
+        "rerun",
+        &run_id,
+        "--accept-data-state",
+        "after-manual-compaction",
+        "--json",
+    ]);
+    r.ok().says("accepted with --accept-data-state");
+    let s = crate::bench::summary(&crate::bench::run_dir(&r));
+    assert_eq!(s["status"], "completed");
+    let m = read_json(&crate::bench::run_dir(&r).join("manifest.json"));
+    assert_eq!(m["flags"]["accept_data_state"], "after-manual-compaction");
+    assert_eq!(m["data_state"]["label"], "after manual compaction");
+    // a new workspace is loaded afresh: the same state as the original
+    w.run(&["runs", "rerun", &run_id, "--database-id", "fresh"])
+        .ok();
+}
