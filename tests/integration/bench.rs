@@ -501,7 +501,11 @@ fn a_failing_query_type_does_not_stop_the_others() {
 
 #[test]
 fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
-    let w = world();
+    let mut w = world();
+    // Issue 16 #4: the runner's private directory (its config.json) goes on Ctrl-C too.
+    let tmp = w.gt.env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    w.gt.env.env("TMPDIR", tmp.display().to_string());
     w.bench("load", &[]).ok();
     w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 20000}));
     let mut args = vec![
@@ -533,6 +537,15 @@ fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
             .is_some_and(|d| d.join("logs/query-high-cpu-1-001.log").exists())
     }));
     let dir = dir.unwrap();
+    assert!(wait_until(Duration::from_secs(20), || std::fs::read_dir(
+        &tmp
+    )
+    .unwrap()
+    .any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with("tsbsctl-tool-"))));
     let server_pid: i32 = read_json(&w.gt.ws_dir("g1").join("server.pid"))["pid"]
         .as_i64()
         .unwrap() as i32;
@@ -541,6 +554,11 @@ fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
     let out = child.wait_with_output().unwrap();
     let r = Run::from_output(&args, out);
     r.code(130);
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "tool dirs removed"
+    );
     assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
     // SAFETY: probing (signal 0) whether the server is gone.
     assert!(wait_until(Duration::from_secs(5), || unsafe {
