@@ -2,7 +2,7 @@
 //! checked"): the TSBS binary a phase starts is re-hashed against its build record first, so
 //! the manifest records the checksum of what ran, not of what was once built (#5).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
@@ -17,15 +17,7 @@ use crate::run::{RunDir, Status};
 /// known good (no timestamp: a rerun's environment must compare equal).
 pub fn verified_binary(env: &TsbsEnv, name: &str, run: &mut RunDir) -> Result<PathBuf> {
     let b = env.binary(name)?;
-    let (sha, _) = crate::hash::sha256_file(&b.path, &NoProgress)?;
-    if sha != b.sha256 {
-        return Err(Error::integrity(format!(
-            "the TSBS tool {name} at {} changed since it was built: SHA-256 {sha}, the build recorded {}",
-            b.path.display(),
-            b.sha256
-        ))
-        .with_hint("run `tsbsctl env prepare --rebuild` (nothing was started)"));
-    }
+    let sha = rehash(name, &b.path, &b.sha256)?;
     if let Some(env_json) = run.manifest.environment.as_mut() {
         let entry = &mut env_json["binaries"][name];
         if !entry.is_object() {
@@ -35,6 +27,26 @@ pub fn verified_binary(env: &TsbsEnv, name: &str, run: &mut RunDir) -> Result<Pa
         run.save()?;
     }
     Ok(b.path.clone())
+}
+
+/// The SHA-256 of the tool at `path`, which must be `recorded` (exit 4 otherwise).
+pub fn rehash(name: &str, path: &Path, recorded: &str) -> Result<String> {
+    let (sha, _) = crate::hash::sha256_file(path, &NoProgress)?;
+    if sha != recorded {
+        return Err(Error::integrity(format!(
+            "the TSBS tool {name} at {} changed since it was built: SHA-256 {sha}, the build recorded {recorded}",
+            path.display()
+        ))
+        .with_hint("run `tsbsctl env prepare --rebuild` (nothing was started)"));
+    }
+    Ok(sha)
+}
+
+/// A generator of the run's TSBS build, re-hashed before it is used.
+pub fn verified_generator(env: &TsbsEnv, name: &str) -> Result<crate::dataset::Generator> {
+    let g = crate::dataset::Generator::from_env(env, name)?;
+    rehash(name, &g.path, &g.sha256)?;
+    Ok(g)
 }
 
 impl super::Bench<'_> {

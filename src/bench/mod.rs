@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::dataset::{
-    self, Compression, Dataset, GenerateRequest, Generator, Profile, SpecOverrides, StoredFormat,
+    self, Compression, Dataset, GenerateRequest, Profile, SpecOverrides, StoredFormat,
 };
 use crate::environment::TsbsEnv;
 use crate::error::{Error, ErrorKind, Result};
@@ -498,7 +498,7 @@ impl Bench<'_> {
     fn work(&mut self, ds: &Dataset, counts: &BTreeMap<String, u64>) -> Result<()> {
         let env = self.env()?;
         let gen_env = env.clone();
-        let mut data_gen = move || Generator::from_env(&gen_env, "tsbs_generate_data");
+        let mut data_gen = move || integrity::verified_generator(&gen_env, "tsbs_generate_data");
         let command = self.ctx.command_line();
 
         // 1. Dataset (materialised for loads, logical otherwise).
@@ -577,7 +577,7 @@ impl Bench<'_> {
         } else {
             self.run.begin("query-set", 1, None, None, None)?;
             let qenv = env.clone();
-            let mut q_gen = move || Generator::from_env(&qenv, "tsbs_generate_queries");
+            let mut q_gen = move || integrity::verified_generator(&qenv, "tsbs_generate_queries");
             let log_dir = self.run.dir.join("logs");
             let set = queryset::ensure_query_set(
                 &self

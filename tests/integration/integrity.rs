@@ -177,6 +177,7 @@ fn tsbs_binaries_are_rehashed_before_a_run_defect_5() {
             .as_str()
             .unwrap(),
     );
+    let original = std::fs::read(&runner).unwrap();
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .open(&runner)
@@ -197,6 +198,17 @@ fn tsbs_binaries_are_rehashed_before_a_run_defect_5() {
         !events.contains("\"step\":\"query:"),
         "no query ran: {events}"
     );
+    std::fs::write(&runner, original).unwrap();
+
+    // a generator the run needs (a new query set) is re-hashed as well
+    let gen = path.with_file_name("tsbs_generate_queries");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&gen).unwrap();
+    std::io::Write::write_all(&mut f, b"# tampered\n").unwrap();
+    drop(f);
+    w.bench("query", &["--queries", "4"])
+        .code(4)
+        .says("tsbs_generate_queries")
+        .says("changed since it was built");
 }
 
 /// Issue 16 #6: before queries (and analyses) on a managed workspace the rows are counted
