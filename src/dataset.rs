@@ -1063,9 +1063,11 @@ fn verify_variant(dir: &Path, m: &FormatManifest, reporter: &dyn Reporter) -> Re
         Unit::Bytes,
     );
     let result = match sf.compression {
+        // The rows are recounted in the same read (issue 16 #8): a manifest whose row count
+        // was changed is caught here, not blamed on the database after a load.
         Compression::None => {
-            let (sha, bytes) = crate::hash::sha256_file(&sf.path, progress.as_ref())?;
-            (sha.clone(), bytes, sha, bytes, None)
+            let (sha, bytes, rows) = sha256_and_rows(&sf.path, progress.as_ref())?;
+            (sha.clone(), bytes, sha, bytes, Some(rows))
         }
         _ => verify_compressed(&sf, progress.as_ref())?,
     };
@@ -1084,8 +1086,16 @@ fn verify_variant(dir: &Path, m: &FormatManifest, reporter: &dyn Reporter) -> Re
     if unc_bytes != sf.uncompressed_bytes || unc_sha != sf.uncompressed_sha256 {
         return Err(mismatch("sha256 of the uncompressed data"));
     }
-    if rows.is_some_and(|r| r != sf.rows) {
-        return Err(mismatch("row count"));
+    if let Some(r) = rows.filter(|r| *r != sf.rows) {
+        return Err(Error::integrity(format!(
+            "dataset artifact row count mismatch: {} holds {r} rows, its manifest records {}",
+            sf.path.display(),
+            sf.rows
+        ))
+        .with_hint(format!(
+            "the manifest {} is wrong; regenerate the dataset with `tsbsctl data generate --regenerate`",
+            dir.join("manifest.json").display()
+        )));
     }
     // The data is intact: record the current fingerprint so reuse is fast again.
     let mut updated = m.clone();
@@ -1094,6 +1104,100 @@ fn verify_variant(dir: &Path, m: &FormatManifest, reporter: &dyn Reporter) -> Re
     manifest::write(&dir.join("manifest.json"), &updated)?;
     sf.verified = true;
     Ok(sf)
+}
+
+/// SHA-256, size and line count of an uncompressed dataset file in one read: lines are
+/// counted on this thread while the hash runs on a helper ([`crate::hash::HashPipe`]).
+fn sha256_and_rows(path: &Path, progress: &dyn Progress) -> Result<(String, u64, u64)> {
+    let mut file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut pipe = crate::hash::HashPipe::new(Sha256::new());
+    let (mut size, mut rows) = (0u64, 0u64);
+    loop {
+        crate::interrupt::check()?;
+        let mut buf = pipe.buffer(crate::hash::READ_BUF);
+        let n = loop {
+            match file.read(&mut buf) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io("read", path, e)),
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        buf.truncate(n);
+        rows += count_newlines(&buf);
+        pipe.push(buf);
+        size += n as u64;
+        progress.inc(n as u64);
+    }
+    Ok((pipe.finish().finish_hex(), size, rows))
+}
+
+/// Issue 16 #8: the stored spec must be the one the dataset's id and data came from. An
+/// automatic id (`<use-case>-s<scale>-<12 hex>`) must be the spec's own; every format's
+/// recorded generator command must carry the spec's values. Names what differs (exit 4).
+fn check_spec_identity(dataset: &Dataset, f: &str, m: &FormatManifest) -> Result<()> {
+    let path = dataset.dir.join("dataset.json");
+    let hint = format!(
+        "{} was changed after the data was generated; restore it, or regenerate the dataset with `tsbsctl data generate --regenerate`",
+        path.display()
+    );
+    let mut differs = Vec::new();
+    let flag = |a: &str| {
+        a.split_once('=')
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+    };
+    for (k, v) in generator_args(&dataset.spec, f)
+        .iter()
+        .filter_map(|a| flag(a))
+    {
+        let had = m
+            .command
+            .iter()
+            .skip(1)
+            .filter_map(|a| flag(a))
+            .find(|(hk, _)| *hk == k)
+            .map(|(_, hv)| hv);
+        if let Some(had) = had.filter(|h| *h != v) {
+            differs.push(format!(
+                "dataset.json has {k}={v}, format {f} was generated with {k}={had}"
+            ));
+        }
+    }
+    if looks_auto_id(&dataset.id) && dataset.spec.auto_id() != dataset.id {
+        differs.push(format!(
+            "the spec's own id is {}, not {}",
+            dataset.spec.auto_id(),
+            dataset.id
+        ));
+    }
+    if differs.is_empty() {
+        return Ok(());
+    }
+    Err(Error::integrity(format!(
+        "dataset {} does not match its stored spec: {}",
+        dataset.id,
+        differs.join("; ")
+    ))
+    .with_hint(hint))
+}
+
+/// `<slug>-s<digits>-<12 lowercase hex>`: the shape of [`DatasetSpec::auto_id`] (a chosen
+/// `--dataset-id` such as `tiny` is not derived from the spec).
+fn looks_auto_id(id: &str) -> bool {
+    let Some((head, digest)) = id.rsplit_once('-') else {
+        return false;
+    };
+    let Some((_, scale)) = head.rsplit_once("-s") else {
+        return false;
+    };
+    digest.len() == 12
+        && digest
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && !scale.is_empty()
+        && scale.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// One read of a compressed file: hash the stored bytes while decompressing, hash and count
@@ -1215,6 +1319,7 @@ pub fn verify(
             ))
             .with_hint("generate it again with `tsbsctl data generate`"));
         }
+        check_spec_identity(dataset, &f, &m)?;
         let mut sf = verify_variant(&dir, &m, reporter)?;
         sf.reused = true;
         out.push(sf);

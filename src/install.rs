@@ -192,6 +192,25 @@ pub fn installed(
     out
 }
 
+/// A prerelease (`1.3.0-beta.1`, `3.0.0-rc.1`): a `-` suffix after the numeric core, as
+/// [`crate::product::compare_versions`] orders them.
+pub fn is_prerelease(version: &str) -> bool {
+    let core_end = version.find(['-', '+']).unwrap_or(version.len());
+    version[core_end..].starts_with('-')
+}
+
+/// The newest installed stable release of `product` (issue 16 #12: what `prepare` and
+/// `quickstart` use without `--version`; a prerelease is only ever used when named).
+pub fn newest_stable_installed(
+    root: &crate::paths::Root,
+    product: &dyn Product,
+    platform: &Platform,
+) -> Option<Installation> {
+    installed(root, product, platform)
+        .into_iter()
+        .find(|i| !is_prerelease(&i.manifest.version))
+}
+
 /// Resolves the latest version through the product (GitHub API, installer script, ...).
 pub fn resolve_latest(ctx: &Ctx, product: &dyn Product) -> Result<crate::product::Latest> {
     let sources = Sources::load(&ctx.root)?;

@@ -30,16 +30,89 @@ pub struct LockOptions {
     /// Wait this long for a busy lock; `None` fails at once.
     pub wait: Option<Duration>,
     /// The token of a manual hold the caller works inside.
-    pub hold_token: Option<String>,
+    pub hold_token: Option<HoldToken>,
 }
 
 impl From<&LockArgs> for LockOptions {
     fn from(a: &LockArgs) -> Self {
+        let hold_token = match (&a.hold_token, &a.hold_token_env, a.hold_token_stdin) {
+            (Some(t), _, _) => Some(HoldToken::Given(t.clone())),
+            (None, Some(var), _) => Some(HoldToken::Env(var.clone())),
+            (None, None, true) => Some(HoldToken::Stdin),
+            (None, None, false) => None,
+        };
         LockOptions {
             wait: a.wait.map(Duration::from_secs),
-            hold_token: a.hold_token.clone(),
+            hold_token,
         }
     }
+}
+
+/// Where a hold token comes from: `--hold-token TOKEN` (visible in `ps`), `--hold-token-env
+/// VAR` or `--hold-token-stdin` (issue 16 #4: neither puts it in any argv). Read when the
+/// lock is taken; a missing or empty value is invalid input (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HoldToken {
+    Given(String),
+    Env(String),
+    Stdin,
+}
+
+impl From<&str> for HoldToken {
+    fn from(t: &str) -> Self {
+        HoldToken::Given(t.to_string())
+    }
+}
+
+impl HoldToken {
+    /// The token's value.
+    pub fn resolve(&self) -> Result<String> {
+        let value = match self {
+            HoldToken::Given(t) => t.clone(),
+            HoldToken::Env(var) => match std::env::var(var) {
+                Ok(v) => v,
+                Err(std::env::VarError::NotPresent) => {
+                    return Err(Error::invalid(format!(
+                        "--hold-token-env: environment variable {var} is not set"
+                    ))
+                    .with_hint(format!(
+                        "export {var}=<token printed by `tsbsctl workspace lock`>"
+                    )))
+                }
+                Err(_) => {
+                    return Err(Error::invalid(format!(
+                        "--hold-token-env: environment variable {var} is not valid UTF-8"
+                    ))
+                    .with_hint("set it to the token printed by `tsbsctl workspace lock`"))
+                }
+            },
+            HoldToken::Stdin => stdin_token()?,
+        };
+        let value = value.trim().to_string();
+        if value.is_empty() {
+            return Err(Error::invalid("the hold token given is empty")
+                .with_hint("pass the token printed by `tsbsctl workspace lock`"));
+        }
+        Ok(value)
+    }
+}
+
+/// The first line of stdin, read once per process (several locks may ask).
+fn stdin_token() -> Result<String> {
+    static READ: std::sync::OnceLock<std::result::Result<String, String>> =
+        std::sync::OnceLock::new();
+    READ.get_or_init(|| {
+        let mut line = String::new();
+        std::io::stdin()
+            .read_line(&mut line)
+            .map(|_| line)
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(|e| {
+        Error::invalid(format!("--hold-token-stdin: could not read stdin: {e}"))
+            .with_hint("pipe the token in: printf '%s\\n' \"$TOKEN\" | tsbsctl ...")
+    })
 }
 
 /// What a lock file records about its holder.
@@ -102,17 +175,30 @@ pub fn lock_dir(
     opts: &LockOptions,
     reporter: &dyn Reporter,
 ) -> Result<LockGuard> {
+    let token = opts
+        .hold_token
+        .as_ref()
+        .map(HoldToken::resolve)
+        .transpose()?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
     // Fail fast on a hold, and check again once the lock is ours: `workspace lock` writes the
     // hold while holding the lock, so the second check cannot miss one.
-    let had_hold = check_hold(dir, label, opts.hold_token.as_deref())?;
-    if !had_hold && opts.hold_token.is_some() {
+    let had_hold = check_hold(dir, label, token.as_deref())?;
+    if !had_hold && token.is_some() {
         reporter.warn(&format!(
             "{label} has no manual hold (it was released); --hold-token is ignored"
         ));
     }
-    let guard = acquire(&lock_path_of(dir), label, command, reason, opts, reporter)?;
-    check_hold(dir, label, opts.hold_token.as_deref())?;
+    let guard = acquire(
+        &lock_path_of(dir),
+        label,
+        command,
+        reason,
+        opts,
+        token.as_deref(),
+        reporter,
+    )?;
+    check_hold(dir, label, token.as_deref())?;
     Ok(guard)
 }
 
@@ -128,7 +214,7 @@ pub fn lock_file(
     if let Some(parent) = lock_path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| Error::io("create directory", parent, e))?;
     }
-    acquire(lock_path, label, command, None, opts, reporter)
+    acquire(lock_path, label, command, None, opts, None, reporter)
 }
 
 /// The lock file of a directory.
@@ -147,6 +233,7 @@ fn acquire(
     command: &str,
     reason: Option<&str>,
     opts: &LockOptions,
+    token: Option<&str>,
     reporter: &dyn Reporter,
 ) -> Result<LockGuard> {
     let mut file = OpenOptions::new()
@@ -199,7 +286,7 @@ fn acquire(
         }
     }
     // A hold token given on the command line is not recorded: the lock file is world-readable.
-    let command = match opts.hold_token.as_deref() {
+    let command = match token {
         Some(t) if !t.is_empty() => command.replace(t, "<hold-token>"),
         _ => command.to_string(),
     };
@@ -386,7 +473,15 @@ pub fn place_hold(
         wait,
         hold_token: None,
     };
-    let _guard = acquire(&lock_path_of(dir), label, command, reason, &opts, reporter)?;
+    let _guard = acquire(
+        &lock_path_of(dir),
+        label,
+        command,
+        reason,
+        &opts,
+        None,
+        reporter,
+    )?;
     if let Some(h) = read_hold(dir)? {
         return Err(already_held(label, &h));
     }
@@ -642,7 +737,7 @@ mod tests {
         assert!(e.message.contains("does not match"), "{}", e.message);
         let right = LockOptions {
             wait: None,
-            hold_token: Some(token.clone()),
+            hold_token: Some(HoldToken::Given(token.clone())),
         };
         let cmd = format!("tsbsctl greptimedb serve --hold-token {token}");
         let g = lock_dir(d.path(), "w", &cmd, None, &right, &SilentReporter).unwrap();

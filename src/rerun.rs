@@ -400,8 +400,87 @@ fn request(m: &RunManifest, database_id: String, pins: RerunPins) -> Result<Requ
     })
 }
 
+/// A data-state label as typed (`after-manual-compaction`, `As loaded`) in its canonical form.
+fn normalize_state(s: &str) -> String {
+    s.trim()
+        .to_ascii_lowercase()
+        .replace(['-', '_'], " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Issue 16 #10: the data the rerun will measure must be in the state the original run
+/// measured ("as loaded", "after manual compaction", ...), unless `accept` names the state the
+/// rerun will find. A rerun that loads (reset, or a workspace not bound to the run's dataset)
+/// measures freshly loaded data. Returns that state. Refusals are exit 4, like every other pin
+/// a rerun cannot meet: the numbers would not reproduce the run's.
+fn check_data_state(
+    ctx: &Ctx,
+    m: &RunManifest,
+    product: &dyn Product,
+    id: &str,
+    accept: Option<&str>,
+) -> Result<String> {
+    let original = m
+        .data_state
+        .as_ref()
+        .and_then(|d| str_of(&d["label"]))
+        .unwrap_or_else(|| "unknown".into());
+    let dir = ctx.root.database(product.name(), id);
+    let ws: Value = std::fs::read(dir.join("manifest.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    let state: crate::workspace::DataState =
+        serde_json::from_value(ws["data_state"].clone()).unwrap_or_default();
+    let binding = &ws["binding"];
+    let dataset = m.dataset.clone().unwrap_or(Value::Null);
+    let loads = matches!(m.phase.as_str(), "all" | "load");
+    let will_load = loads
+        && (m.flags["database_mode"].as_str() == Some("reset")
+            || binding.is_null()
+            || binding["dataset_id"] != dataset["dataset_id"]
+            || binding["uncompressed_sha256"] != dataset["uncompressed_sha256"]);
+    let now = if will_load {
+        "as loaded".to_string()
+    } else {
+        crate::bench::target::data_state_label(&state)
+    };
+    if normalize_state(&now) == normalize_state(&original) {
+        return Ok(now);
+    }
+    match accept {
+        Some(a) if normalize_state(a) == normalize_state(&now) => {
+            ctx.reporter.warn(&format!(
+                "run {} measured data {original}; this rerun measures data {now} (accepted with --accept-data-state)",
+                m.run_id
+            ));
+            Ok(now)
+        }
+        Some(a) => Err(Error::invalid(format!(
+            "--accept-data-state {a:?} does not name the state the rerun would measure: workspace {id} holds data {now}"
+        ))
+        .with_hint(format!("pass --accept-data-state \"{now}\", or restore the state"))),
+        None => Err(integrity(
+            format!(
+                "run {} measured data {original}, but workspace {id} holds data {now}: a rerun would measure something else",
+                m.run_id
+            ),
+            &format!(
+                "rerun into a new workspace that is loaded afresh (--database-id NEW), or accept the difference with --accept-data-state \"{now}\""
+            ),
+        )),
+    }
+}
+
 /// Runs `runs rerun`.
-pub fn run(ctx: &Ctx, run_ref: &str, new_id: Option<&str>) -> Result<Outcome> {
+pub fn run(
+    ctx: &Ctx,
+    run_ref: &str,
+    new_id: Option<&str>,
+    accept_data_state: Option<&str>,
+) -> Result<Outcome> {
     if let Some(id) = new_id {
         crate::ids::validate_id("--database-id", id)?;
     }
@@ -436,6 +515,7 @@ pub fn run(ctx: &Ctx, run_ref: &str, new_id: Option<&str>) -> Result<Outcome> {
     // Every pin is checked before anything is written.
     let tsbs_key = check_environment(ctx, &env)?;
     let database_id = check_target(ctx, &m, product.as_ref(), new_id)?;
+    let data_state = check_data_state(ctx, &m, product.as_ref(), &database_id, accept_data_state)?;
     let pins = RerunPins {
         rerun_of: m.run_id.clone(),
         tsbs_key,
@@ -445,7 +525,11 @@ pub fn run(ctx: &Ctx, run_ref: &str, new_id: Option<&str>) -> Result<Outcome> {
             .as_ref()
             .and_then(|q| str_of(&q["manifest_sha256"])),
     };
-    let req = request(&m, database_id, pins)?;
+    let mut req = request(&m, database_id, pins)?;
+    if let Some(a) = accept_data_state {
+        req.flags["accept_data_state"] = json!(a);
+    }
+    req.flags["expected_data_state"] = json!(data_state);
     ctx.reporter.info(&format!(
         "rerunning {} ({} {}) with its pins",
         m.run_id,

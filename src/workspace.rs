@@ -329,7 +329,7 @@ pub fn prepare(
     let (version, version_source) = match (&version, &existing) {
         (Some(v), None) => (v.clone(), install::source::EXPLICIT.to_string()),
         (_, Some(m)) => (m.version.clone(), m.version_source.clone()),
-        (None, None) => match install::installed(&ctx.root, product, &platform).first() {
+        (None, None) => match install::newest_stable_installed(&ctx.root, product, &platform) {
             Some(i) => (
                 i.manifest.version.clone(),
                 install::source::NEWEST_INSTALLED.to_string(),

@@ -41,7 +41,7 @@ fn rusage(who: libc::c_int) -> (f64, i64) {
     (t(u.ru_utime) + t(u.ru_stime), u.ru_maxrss)
 }
 
-/// Runs `cmd` from `cwd` with its output in `log`. `stdin` is streamed to the tool when given.
+/// Runs `cmd` from a private directory under `cwd` with its output in `log`. `stdin` is streamed to the tool when given.
 /// `watch` is called about every 200 ms; `Some(reason)` stops the tool.
 pub fn run_tool(
     cmd: &TsbsCommand,
@@ -66,7 +66,8 @@ pub fn run_tool(
     let err = file
         .try_clone()
         .map_err(|e| Error::io("open the log", log, e))?;
-    let mut c = cmd.command(cwd)?;
+    // `_tool_dir` (the private cwd with the tokens) lives until the tool has exited.
+    let (mut c, _tool_dir) = cmd.command(cwd)?;
     c.stdout(Stdio::from(file)).stderr(Stdio::from(err));
     c.stdin(if stdin.is_some() {
         Stdio::piped()

@@ -14,6 +14,7 @@
 pub mod compact;
 pub mod exec;
 pub mod footprint;
+pub mod integrity;
 pub mod preflight;
 pub mod quickstart;
 pub mod target;
@@ -26,7 +27,7 @@ use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::dataset::{
-    self, Compression, Dataset, GenerateRequest, Generator, Profile, SpecOverrides, StoredFormat,
+    self, Compression, Dataset, GenerateRequest, Profile, SpecOverrides, StoredFormat,
 };
 use crate::environment::TsbsEnv;
 use crate::error::{Error, ErrorKind, Result};
@@ -282,7 +283,7 @@ pub struct Bench<'a> {
     pub run: RunDir,
     pub server: Option<Server>,
     server_attempt: u32,
-    /// The TSBS tools' working directory (no config.* file).
+    /// Where each TSBS tool gets its private working directory (its tokens' `config.json`).
     cwd: PathBuf,
 }
 
@@ -394,7 +395,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     }
     ctx.reporter
         .info(&format!("run {} in {}", run.id(), run.dir.display()));
-    let cwd = run.dir.clone();
+    let cwd = tsbs::command::tool_dir_parent();
     let mut b = Bench {
         ctx,
         root,
@@ -507,7 +508,7 @@ impl Bench<'_> {
     fn work(&mut self, ds: &Dataset, counts: &BTreeMap<String, u64>) -> Result<()> {
         let env = self.env()?;
         let gen_env = env.clone();
-        let mut data_gen = move || Generator::from_env(&gen_env, "tsbs_generate_data");
+        let mut data_gen = move || integrity::verified_generator(&gen_env, "tsbs_generate_data");
         let command = self.ctx.command_line();
 
         // 1. Dataset (materialised for loads, logical otherwise).
@@ -586,7 +587,7 @@ impl Bench<'_> {
         } else {
             self.run.begin("query-set", 1, None, None, None)?;
             let qenv = env.clone();
-            let mut q_gen = move || Generator::from_env(&qenv, "tsbs_generate_queries");
+            let mut q_gen = move || integrity::verified_generator(&qenv, "tsbs_generate_queries");
             let log_dir = self.run.dir.join("logs");
             let set = queryset::ensure_query_set(
                 &self
@@ -774,6 +775,8 @@ impl Bench<'_> {
             self.target.check_binding_data(&binding, mode)?;
         }
         // The binding is cleared before a reset drops anything.
+        // Before anything is dropped or started: a changed loader stops the run here.
+        let loader = integrity::verified_binary(env, self.kind.loader(), &mut self.run)?;
         if mode == DatabaseMode::Reset {
             self.target.clear_binding()?;
         }
@@ -794,7 +797,7 @@ impl Bench<'_> {
         };
         let (auth, admin) = self.target.tokens();
         let spec = tsbs::LoadSpec {
-            binary: env.binary(self.kind.loader())?.path.clone(),
+            binary: loader,
             target: match self.kind {
                 ProductKind::Greptime => tsbs::LoadTarget::Greptime,
                 ProductKind::Influx3 => tsbs::LoadTarget::Influx3 {
@@ -956,11 +959,13 @@ impl Bench<'_> {
     }
 
     fn query(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
+        // Before the server starts: a changed runner stops the run with nothing started.
+        let binary = integrity::verified_binary(env, self.kind.runner(), &mut self.run)?;
         self.start_server()?;
+        self.check_loaded_rows()?;
         let workers = self.run.manifest.workload["query_workers"]
             .as_u64()
             .unwrap_or(1) as u32;
-        let binary = env.binary(self.kind.runner())?.path.clone();
         let (auth, _) = self.target.tokens();
         for (qt, file) in &set.files {
             crate::interrupt::check()?;
@@ -1033,10 +1038,11 @@ impl Bench<'_> {
 
     fn analyze(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
         let hot = self.req.hot_runs.unwrap_or(2);
-        let binary = env
-            .binary(tsbs::command::RUN_QUERIES_GREPTIME)?
-            .path
-            .clone();
+        let binary =
+            integrity::verified_binary(env, tsbs::command::RUN_QUERIES_GREPTIME, &mut self.run)?;
+        // The rows first, on a server of its own: every type below still starts cold.
+        self.start_server()?;
+        self.check_loaded_rows()?;
         for (qt, file) in &set.files {
             crate::interrupt::check()?;
             let step = format!("analyze:{qt}");

@@ -123,7 +123,7 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
     let ws_exists = workspace::load(&ctx.root, &product, WORKSPACE).is_ok();
     if !ws_exists {
         let installed = crate::platform::Platform::host()
-            .map(|p| !crate::install::installed(&ctx.root, &product, &p).is_empty())
+            .map(|p| crate::install::newest_stable_installed(&ctx.root, &product, &p).is_some())
             .unwrap_or(false);
         if !installed {
             check_reachable(

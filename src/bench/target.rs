@@ -639,9 +639,12 @@ fn probe_external(kind: ProductKind, urls: &[String], token: Option<&Secret>) ->
                 (version, json!({"ping": body, "build": build}))
             }
         };
-        if let Some(v) = &version {
-            versions.push(v.clone());
-        }
+        // #13: a server that does not name its version the product's way is not that product
+        // (a GreptimeDB benchmark against an InfluxDB 3 port would fail every query type).
+        let Some(v) = &version else {
+            return Err(not_the_product(kind, u));
+        };
+        versions.push(v.clone());
         each.push(json!({"url": u, "healthy": true, "version": version, "details": extra}));
     }
     versions.dedup();
@@ -653,6 +656,23 @@ fn probe_external(kind: ProductKind, urls: &[String], token: Option<&Secret>) ->
         .with_hint("benchmark servers of one version together"));
     }
     Ok(json!({"version": versions.first(), "servers": each}))
+}
+
+/// The probe's refusal of a server that is not `kind` (exit 2: the --url is wrong; nothing
+/// was written yet).
+fn not_the_product(kind: ProductKind, url: &str) -> Error {
+    let (how, port) = match kind {
+        ProductKind::Greptime => ("its /status does not report a GreptimeDB version", 4000),
+        ProductKind::Influx3 => ("its /ping does not report an InfluxDB 3 version", 8181),
+    };
+    Error::invalid(format!(
+        "the server at {url} does not identify as {}: {how}",
+        kind.display()
+    ))
+    .with_hint(format!(
+        "check --url: it must be {}'s HTTP endpoint (by default port {port}); nothing was run",
+        kind.display()
+    ))
 }
 
 /// `SELECT count(*)` through InfluxDB 3's SQL API.

@@ -174,6 +174,8 @@ fn request(c: CommonArgs, phase: Phase) -> Request {
         "stop_timeout": c.stop_timeout,
         "wait": c.lock.wait,
         "hold_token": c.lock.hold_token.as_ref().map(|_| "<redacted>"),
+        "hold_token_env": c.lock.hold_token_env,
+        "hold_token_stdin": c.lock.hold_token_stdin,
     });
     Request {
         phase: Some(phase),

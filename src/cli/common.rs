@@ -9,9 +9,16 @@ pub struct LockArgs {
     // At most a week (trial-run #1): a huge wait overflowed the deadline.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(..=crate::bounds::MAX_WAIT_SECS))]
     pub wait: Option<u64>,
-    /// Work inside a manual hold taken with `tsbsctl workspace lock` (its token).
+    /// Work inside a manual hold taken with `tsbsctl workspace lock` (its token). Visible to
+    /// other local users in `ps`: prefer --hold-token-env or --hold-token-stdin.
     #[arg(long, value_name = "TOKEN")]
     pub hold_token: Option<String>,
+    /// Like --hold-token, with the token read from environment variable VAR.
+    #[arg(long, value_name = "VAR", conflicts_with_all = ["hold_token", "hold_token_stdin"])]
+    pub hold_token_env: Option<String>,
+    /// Like --hold-token, with the token read from the first line of stdin.
+    #[arg(long, conflicts_with = "hold_token")]
+    pub hold_token_stdin: bool,
 }
 
 /// `--dataset-root DIR` (else $TSBS_DATASET_ROOT, else <root>/datasets).

@@ -61,6 +61,11 @@ pub enum RunsCmd {
         /// Benchmark this workspace instead (prepared with the run's pins when missing).
         #[arg(long, value_name = "ID")]
         database_id: Option<String>,
+        /// Rerun although the workspace's data is in another state than the run measured
+        /// (refused otherwise, exit 4); name the state the rerun will measure, e.g.
+        /// "after manual compaction" or "as loaded".
+        #[arg(long, value_name = "STATE")]
+        accept_data_state: Option<String>,
     },
 }
 
@@ -93,7 +98,16 @@ pub fn run(ctx: &Ctx, cmd: RunsCmd) -> Result<Outcome> {
                 out,
             },
         ),
-        RunsCmd::Rerun { run, database_id } => crate::rerun::run(ctx, &run, database_id.as_deref()),
+        RunsCmd::Rerun {
+            run,
+            database_id,
+            accept_data_state,
+        } => crate::rerun::run(
+            ctx,
+            &run,
+            database_id.as_deref(),
+            accept_data_state.as_deref(),
+        ),
     }
 }
 

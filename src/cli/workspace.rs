@@ -47,13 +47,19 @@ pub enum WorkspaceCmd {
         wait: Option<u64>,
     },
     /// Release a manual hold.
-    #[command(group(clap::ArgGroup::new("how").required(true).args(["hold_token", "force"])))]
+    #[command(group(clap::ArgGroup::new("how").required(true).args(["hold_token", "hold_token_env", "hold_token_stdin", "force"])))]
     Unlock {
         /// Workspace (database) id.
         id: String,
-        /// The token printed by `workspace lock`.
+        /// The token printed by `workspace lock` (visible in `ps`: prefer the next two).
         #[arg(long, value_name = "TOKEN")]
         hold_token: Option<String>,
+        /// The token, read from environment variable VAR.
+        #[arg(long, value_name = "VAR")]
+        hold_token_env: Option<String>,
+        /// The token, read from the first line of stdin.
+        #[arg(long)]
+        hold_token_stdin: bool,
         /// Release without the token (when it is lost; check with the holder first).
         #[arg(long)]
         force: bool,
@@ -82,9 +88,20 @@ pub fn run(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Outcome> {
         WorkspaceCmd::Unlock {
             id,
             hold_token,
+            hold_token_env,
+            hold_token_stdin,
             force,
             product,
-        } => unlock_cmd(ctx, &id, hold_token.as_deref(), force, product),
+        } => {
+            let token = match (hold_token, hold_token_env, hold_token_stdin) {
+                (Some(t), _, _) => Some(lock::HoldToken::Given(t)),
+                (None, Some(v), _) => Some(lock::HoldToken::Env(v)),
+                (None, None, true) => Some(lock::HoldToken::Stdin),
+                (None, None, false) => None,
+            };
+            let token = token.as_ref().map(lock::HoldToken::resolve).transpose()?;
+            unlock_cmd(ctx, &id, token.as_deref(), force, product)
+        }
         WorkspaceCmd::Status { id, product } => status_cmd(ctx, id.as_deref(), product),
     }
 }

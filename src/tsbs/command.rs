@@ -1,9 +1,13 @@
 //! Command lines of the TSBS loaders and query runners (reference benchmark.md §3.3-§3.4),
 //! built from typed parameters, flag by flag in the reference's order.
 //!
-//! Tokens are carried as [`Secret`]s: the real value reaches the child process only through
-//! [`TsbsCommand::command`]; every rendering meant for people, logs or manifests
-//! ([`TsbsCommand::redacted`], `Debug`) shows `<redacted>` instead.
+//! Tokens are carried as [`Secret`]s and never reach a process's argv (issue 16 #4: any local
+//! user can read `/proc/<pid>/cmdline`). The real tools merge a `config.*` file from their
+//! working directory into their flags (viper: `SetConfigName("config")`, `AddConfigPath(".")`,
+//! `BindPFlags`, then `GetString("auth-token")`; tsbs.md C7), so [`TsbsCommand::command`] runs
+//! each tool from a fresh private directory (mode 0700) holding a `config.json` (mode 0600) with
+//! the token keys, removed when the tool is done ([`ToolDir`]). Every rendering meant for
+//! people, logs or manifests ([`TsbsCommand::redacted`], `Debug`) shows `<redacted>` instead.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -113,12 +117,17 @@ impl DatabaseMode {
     }
 }
 
-/// One argument: plain text, or a `--flag=` followed by a secret value.
+/// One argument: plain text, or a secret flag, which goes to the tool's `config.json` under
+/// its flag name (`auth-token`), never to argv.
 #[derive(Clone)]
 enum Arg {
     Plain(String),
-    Secret { prefix: &'static str, value: Secret },
+    Secret { key: &'static str, value: Secret },
 }
+
+/// The file name viper finds first in the tool's working directory (`json` leads viper's
+/// `SupportedExts`).
+pub const TOOL_CONFIG: &str = "config.json";
 
 /// A TSBS command line ready to run (with [`TsbsCommand::command`]) or to log (with
 /// [`TsbsCommand::redacted`]). No environment variable is added: children inherit the caller's.
@@ -147,11 +156,25 @@ impl TsbsCommand {
         self.args.push(Arg::Plain(arg.to_string()));
     }
 
-    fn secret(&mut self, prefix: &'static str, value: &Secret) {
+    /// A secret flag (`key` is its name without `--`): written to the tool's `config.json`.
+    fn secret(&mut self, key: &'static str, value: &Secret) {
         self.args.push(Arg::Secret {
-            prefix,
+            key,
             value: value.clone(),
         });
+    }
+
+    /// The secret flags, as the `config.json` object the tool reads (real values).
+    fn config_json(&self) -> Option<String> {
+        let m: serde_json::Map<String, serde_json::Value> = self
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Secret { key, value } => Some((key.to_string(), value.0.clone().into())),
+                Arg::Plain(_) => None,
+            })
+            .collect();
+        (!m.is_empty()).then(|| serde_json::Value::Object(m).to_string())
     }
 
     /// The tool's name (`tsbs_load_greptime`, ...), from the program path.
@@ -162,35 +185,51 @@ impl TsbsCommand {
             .unwrap_or_default()
     }
 
-    /// The real arguments (secrets included), for the child process only.
+    /// The real argv of the child. Secrets are not in it: they go to `config.json`.
     pub fn args(&self) -> Vec<OsString> {
+        self.redacted_args()
+            .into_iter()
+            .map(OsString::from)
+            .collect()
+    }
+
+    /// The arguments (secrets are never arguments, so nothing needs hiding here).
+    pub fn redacted_args(&self) -> Vec<String> {
         self.args
             .iter()
-            .map(|a| match a {
-                Arg::Plain(s) => OsString::from(s),
-                Arg::Secret { prefix, value } => OsString::from(format!("{prefix}{}", value.0)),
+            .filter_map(|a| match a {
+                Arg::Plain(s) => Some(s.clone()),
+                Arg::Secret { .. } => None,
             })
             .collect()
     }
 
-    /// The arguments with every secret shown as `<redacted>`.
-    pub fn redacted_args(&self) -> Vec<String> {
+    /// The names of the secret flags the tool gets through its `config.json`.
+    pub fn secret_keys(&self) -> Vec<&'static str> {
         self.args
             .iter()
-            .map(|a| match a {
-                Arg::Plain(s) => s.clone(),
-                Arg::Secret { prefix, .. } => format!("{prefix}<redacted>"),
+            .filter_map(|a| match a {
+                Arg::Secret { key, .. } => Some(*key),
+                Arg::Plain(_) => None,
             })
             .collect()
     }
 
     /// The whole command line for logs and manifests: POSIX-shell quoted (so it can be pasted
-    /// into a shell, unlike the reference's Windows quoting), secrets as `<redacted>`.
+    /// into a shell, unlike the reference's Windows quoting), followed by a shell comment
+    /// naming the secret keys of the tool's `config.json`, each as `<redacted>`.
     pub fn redacted(&self) -> String {
         let mut out = shell_quote(&self.program.to_string_lossy());
         for a in self.redacted_args() {
             out.push(' ');
             out.push_str(&shell_quote(&a));
+        }
+        let keys = self.secret_keys();
+        if !keys.is_empty() {
+            out.push_str(&format!(" # {TOOL_CONFIG}:"));
+            for k in keys {
+                out.push_str(&format!(" {k}=<redacted>"));
+            }
         }
         out
     }
@@ -200,23 +239,95 @@ impl TsbsCommand {
         format!("$ {}", self.redacted())
     }
 
-    /// A `std::process::Command` with the real arguments, run from `cwd`. Refuses a `cwd`
-    /// holding a `config.*` file, which the tools (viper) would merge into their flags.
-    /// Stdio is left to the caller.
-    pub fn command(&self, cwd: &Path) -> Result<Command> {
-        if let Some(found) = viper_config_files(cwd).first() {
-            return Err(Error::failed(format!(
-                "{} would read {} and merge it into its flags",
-                self.tool(),
-                found.display()
-            ))
-            .with_hint(
-                "move that file away; TSBS tools must run from a directory without config.* files",
-            ));
+    /// A `std::process::Command` with the arguments, run from a new private directory under
+    /// `parent` ([`ToolDir`]) that holds the secrets in `config.json`. Keep the `ToolDir` until
+    /// the tool has exited: dropping it removes the directory. Stdio is left to the caller.
+    pub fn command(&self, parent: &Path) -> Result<(Command, ToolDir)> {
+        let dir = ToolDir::create(parent)?;
+        if let Some(text) = self.config_json() {
+            dir.write_config(&text)?;
         }
         let mut c = Command::new(&self.program);
-        c.args(self.args()).current_dir(cwd);
-        Ok(c)
+        c.args(self.args()).current_dir(&dir.path);
+        Ok((c, dir))
+    }
+}
+
+/// The private working directory of one TSBS tool run: `<parent>/tsbsctl-tool-<pid>.<random>`,
+/// mode 0700, with the tool's `config.json` (mode 0600) when it has secrets. Removed on drop
+/// (tool exited, error, Ctrl-C); one left by a killed tsbsctl is removed by the next
+/// [`ToolDir::create`] under the same parent once that pid is gone.
+#[derive(Debug)]
+pub struct ToolDir {
+    pub path: PathBuf,
+}
+
+const TOOL_DIR_PREFIX: &str = "tsbsctl-tool-";
+
+impl ToolDir {
+    pub fn create(parent: &Path) -> Result<ToolDir> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+        sweep_stale_tool_dirs(parent);
+        let t = tempfile::Builder::new()
+            .prefix(&format!("{TOOL_DIR_PREFIX}{}.", std::process::id()))
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(parent)
+            .map_err(|e| Error::io("create a private directory in", parent, e))?;
+        Ok(ToolDir { path: t.keep() })
+    }
+
+    /// Writes `config.json`, created with mode 0600 (never readable by others, not even
+    /// briefly).
+    fn write_config(&self, text: &str) -> Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let p = self.path.join(TOOL_CONFIG);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&p)
+            .map_err(|e| Error::io("create", &p, e))?;
+        f.write_all(text.as_bytes())
+            .map_err(|e| Error::io("write", &p, e))
+    }
+}
+
+impl Drop for ToolDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// The parent of the tools' private directories: the system temporary directory (`$TMPDIR`,
+/// else `/tmp`), so a token never lands in the state root.
+pub fn tool_dir_parent() -> PathBuf {
+    std::env::temp_dir()
+}
+
+/// Removes `tsbsctl-tool-<pid>.*` directories under `parent` whose tsbsctl is gone (killed
+/// with -9: no drop ran). Best effort.
+fn sweep_stale_tool_dirs(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(TOOL_DIR_PREFIX)
+            .and_then(|r| r.split('.').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks whether the pid exists.
+        let alive = pid > 0
+            && (unsafe { libc::kill(pid, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
+        if !alive {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 
@@ -341,10 +452,10 @@ pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
         c.flag("accept-partial", accept_partial);
         let auth = auth_token.as_ref().filter(|t| !t.is_empty());
         if let Some(t) = auth {
-            c.secret("--auth-token=", t);
+            c.secret("auth-token", t);
         }
         if let Some(t) = admin_token.as_ref().filter(|t| !t.is_empty()).or(auth) {
-            c.secret("--admin-token=", t);
+            c.secret("admin-token", t);
         }
     }
     for f in spec.mode.flags() {
@@ -390,7 +501,7 @@ pub fn query_command(spec: &QuerySpec) -> Result<TsbsCommand> {
     } = &spec.target
     {
         if !t.is_empty() {
-            c.secret("--auth-token=", t);
+            c.secret("auth-token", t);
         }
     }
     Ok(c)
@@ -550,8 +661,9 @@ mod tests {
         .unwrap()
     }
 
+    /// Issue 16 #4: tokens never reach argv; they go to the private config.json (0600).
     #[test]
-    fn influx3_load_flags_tokens_and_redaction() {
+    fn influx3_load_flags_tokens_and_redaction_defect_4() {
         let c = influx3_load(Some("s3cr3t-auth"), None);
         assert!(c.stdin_data);
         assert_eq!(
@@ -566,8 +678,6 @@ mod tests {
                 "--results-file=/r/load-run-002.json",
                 "--no-sync=false",
                 "--accept-partial=true",
-                "--auth-token=<redacted>",
-                "--admin-token=<redacted>",
                 "--do-create-db=false",
             ]
         );
@@ -576,9 +686,13 @@ mod tests {
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        assert!(real.contains(&"--auth-token=s3cr3t-auth".to_string()));
+        assert!(!real.iter().any(|a| a.contains("s3cr3t")), "{real:?}");
         // the admin token falls back to the auth token
-        assert!(real.contains(&"--admin-token=s3cr3t-auth".to_string()));
+        let cfg: serde_json::Value = serde_json::from_str(&c.config_json().unwrap()).unwrap();
+        assert_eq!(
+            cfg,
+            serde_json::json!({"auth-token": "s3cr3t-auth", "admin-token": "s3cr3t-auth"})
+        );
         let spec_debug = format!(
             "{:?}",
             LoadTarget::Influx3 {
@@ -590,21 +704,22 @@ mod tests {
         );
         for shown in [c.redacted(), c.log_line(), format!("{c:?}")] {
             assert!(!shown.contains("s3cr3t"), "{shown}");
-            assert!(shown.contains("--auth-token=<redacted>"), "{shown}");
+            assert!(!shown.contains("--auth-token"), "{shown}");
+            assert!(
+                shown.ends_with(" # config.json: auth-token=<redacted> admin-token=<redacted>"),
+                "{shown}"
+            );
         }
         assert!(!spec_debug.contains("s3cr3t") && spec_debug.contains("<redacted>"));
         let c = influx3_load(Some("a1"), Some("ad1"));
-        let real: Vec<String> = c
-            .args()
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        assert!(real.contains(&"--admin-token=ad1".to_string()));
+        let cfg: serde_json::Value = serde_json::from_str(&c.config_json().unwrap()).unwrap();
+        assert_eq!(cfg["admin-token"], "ad1");
         let c = influx3_load(None, Some(""));
         assert!(!c.redacted().contains("token"), "{}", c.redacted());
+        assert!(c.config_json().is_none());
         let c = influx3_load(None, Some("ad"));
-        assert!(c.redacted().contains("--admin-token=<redacted>"));
-        assert!(!c.redacted().contains("--auth-token"));
+        assert!(c.redacted().contains("admin-token=<redacted>"));
+        assert!(!c.redacted().contains("auth-token"));
     }
 
     #[test]
@@ -643,8 +758,15 @@ mod tests {
         })
         .unwrap();
         assert_eq!(c.redacted_args()[2], "--urls=http://a:1,http://b:2");
-        assert_eq!(c.redacted_args().last().unwrap(), "--auth-token=<redacted>");
+        assert_eq!(
+            c.redacted_args().last().unwrap(),
+            "--results-file=/r/x.json"
+        );
+        assert!(c
+            .redacted()
+            .ends_with("# config.json: auth-token=<redacted>"));
         assert!(!c.redacted().contains("s3cr3t"));
+        assert!(c.config_json().unwrap().contains("s3cr3t-q"));
     }
 
     #[test]
@@ -713,11 +835,54 @@ mod tests {
         assert_eq!(shell_quote(""), "''");
         let d = tempfile::tempdir().unwrap();
         assert!(viper_config_files(d.path()).is_empty());
-        let cmd = greptime_load(DatabaseMode::Reuse, None).unwrap();
-        assert!(cmd.command(d.path()).is_ok());
         std::fs::write(d.path().join("config.yaml"), "workers: 9\n").unwrap();
         assert_eq!(viper_config_files(d.path()), [d.path().join("config.yaml")]);
-        let e = cmd.command(d.path()).unwrap_err();
-        assert!(e.message.contains("config.yaml"), "{}", e.message);
+    }
+
+    /// Issue 16 #4: each tool runs from its own 0700 directory; the tokens' config.json is
+    /// 0600 and everything is gone once the ToolDir is dropped; a killed tsbsctl's is swept.
+    #[test]
+    fn tool_dir_is_private_and_removed_defect_4() {
+        use std::os::unix::fs::PermissionsExt;
+        let parent = tempfile::tempdir().unwrap();
+        // beside a stray config.* in the parent: the tool never sees it
+        std::fs::write(parent.path().join("config.yaml"), "workers: 9\n").unwrap();
+        let c = influx3_load(Some("s3cr3t-auth"), None);
+        let (cmd, dir) = c.command(parent.path()).unwrap();
+        assert_eq!(cmd.get_current_dir(), Some(dir.path.as_path()));
+        assert!(!cmd
+            .get_args()
+            .any(|a| a.to_string_lossy().contains("s3cr3t")));
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.path), 0o700);
+        let cfg = dir.path.join(TOOL_CONFIG);
+        assert_eq!(mode(&cfg), 0o600);
+        assert!(std::fs::read_to_string(&cfg)
+            .unwrap()
+            .contains("s3cr3t-auth"));
+        assert_eq!(viper_config_files(&dir.path), std::slice::from_ref(&cfg));
+        let path = dir.path.clone();
+        drop(dir);
+        assert!(!path.exists());
+        // No secrets: an empty private directory, no config file.
+        let (_, dir) = greptime_load(DatabaseMode::Reuse, None)
+            .unwrap()
+            .command(parent.path())
+            .unwrap();
+        assert!(viper_config_files(&dir.path).is_empty());
+        drop(dir);
+        // A directory left by a pid that no longer exists is swept by the next create.
+        let stale = parent
+            .path()
+            .join(format!("{TOOL_DIR_PREFIX}{}.abc", i32::MAX));
+        std::fs::create_dir(&stale).unwrap();
+        std::fs::write(stale.join(TOOL_CONFIG), "{}").unwrap();
+        let mine = parent
+            .path()
+            .join(format!("{TOOL_DIR_PREFIX}{}.live", std::process::id()));
+        std::fs::create_dir(&mine).unwrap();
+        let _d = ToolDir::create(parent.path()).unwrap();
+        assert!(!stale.exists());
+        assert!(mine.exists(), "a live tsbsctl's directory is kept");
     }
 }

@@ -301,34 +301,131 @@ pub fn go_panic(tool: &str, msg: &str) -> ! {
     std::process::exit(2)
 }
 
-/// The start of a TSBS tool's `main`: its flag tables joined and parsed (usage errors give the
-/// exit code to return), then a viper `config.*` in the working directory refused.
+/// The start of a TSBS loader's or runner's `init`: its flag tables joined and parsed (usage
+/// errors give the exit code to return), then viper's `config.*` from the working directory
+/// merged under the flags ([`merge_viper_config`]).
+///
+/// Deliberately stricter than the real tools: a token flag ([`ARGV_SECRETS`]) given on the
+/// command line is refused (exit 2). The real tools take it there too, but argv is readable by
+/// every local user (`/proc/<pid>/cmdline`), so tsbsctl must hand it over in `config.json`
+/// (issue 16 #4), and a regression must fail the tests.
 pub fn parse_tool(tool: &str, tables: &[&[FlagDef]], args: &[String]) -> Result<Flags, i32> {
     let defs: Vec<FlagDef> = tables.iter().flat_map(|t| t.iter().copied()).collect();
-    let flags = parse(tool, &defs, args)?;
-    refuse_viper_config(tool);
+    let mut flags = parse(tool, &defs, args)?;
+    if let Some(name) = flags.set.iter().find(|n| ARGV_SECRETS.contains(n)) {
+        eprintln!(
+            "testbed: --{name} was given on the command line, where every local user can read it (ps, /proc/<pid>/cmdline); pass it in config.json in the working directory"
+        );
+        return Err(2);
+    }
+    merge_viper_config(tool, &defs, &mut flags);
     Ok(flags)
 }
 
-/// viper's `ReadInConfig` looks for `config.<ext>` in the working directory and would merge it
-/// into the flags. The stand-ins refuse to run beside one (as a parse error of the real tool
-/// would, with viper's panic), so a test catches an orchestrator that runs TSBS tools from a
-/// directory holding such a file.
+/// Token flags the stand-ins refuse on the command line (see [`parse_tool`]).
+pub const ARGV_SECRETS: &[&str] = &["auth-token", "admin-token"];
+
+/// viper's `SupportedExts`, in the order `ReadInConfig` tries them.
+const VIPER_EXTS: &[&str] = &[
+    "json",
+    "toml",
+    "yaml",
+    "yml",
+    "properties",
+    "props",
+    "prop",
+    "hcl",
+    "tfvars",
+    "dotenv",
+    "env",
+    "ini",
+];
+
+/// viper as the TSBS tools use it (`SetConfigName("config")`, `AddConfigPath(".")`,
+/// `BindPFlags`, `ReadInConfig` with not-found ignored; tsbs.md C7): the first `config.<ext>`
+/// in the working directory is read, and each top-level key (case-insensitive) that names a
+/// flag not set on the command line takes the file's value. Unknown keys are ignored. A file
+/// that does not parse panics like the real tool (`fatal error config file: ...`, exit 2).
+/// Emulated formats: JSON and TOML; any other extension is refused with a `testbed:` panic
+/// (a guess would be more lenient than viper). A value that is not valid for the flag's type
+/// panics too (a guess: viper's casts would silently give the zero value).
+pub fn merge_viper_config(tool: &str, defs: &[FlagDef], flags: &mut Flags) {
+    let Some(ext) = VIPER_EXTS
+        .iter()
+        .find(|e| Path::new(".").join(format!("config.{e}")).exists())
+    else {
+        return;
+    };
+    let name = format!("config.{ext}");
+    let text = match std::fs::read_to_string(&name) {
+        Ok(t) => t,
+        Err(e) => go_panic(tool, &format!("fatal error config file: {e}")),
+    };
+    let table: Vec<(String, String)> = match *ext {
+        "json" => match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::Object(m)) => m
+                .into_iter()
+                .filter_map(|(k, v)| match v {
+                    serde_json::Value::String(s) => Some((k, s)),
+                    serde_json::Value::Bool(_) | serde_json::Value::Number(_) => {
+                        Some((k, v.to_string()))
+                    }
+                    _ => None,
+                })
+                .collect(),
+            Ok(_) => go_panic(
+                tool,
+                "fatal error config file: While parsing config: json: cannot unmarshal into map",
+            ),
+            Err(e) => go_panic(
+                tool,
+                &format!("fatal error config file: While parsing config: {e}"),
+            ),
+        },
+        "toml" => match text.parse::<toml::Table>() {
+            Ok(t) => t
+                .into_iter()
+                .filter_map(|(k, v)| match v {
+                    toml::Value::String(s) => Some((k, s)),
+                    toml::Value::Boolean(b) => Some((k, b.to_string())),
+                    toml::Value::Integer(i) => Some((k, i.to_string())),
+                    toml::Value::Float(f) => Some((k, f.to_string())),
+                    _ => None,
+                })
+                .collect(),
+            Err(e) => go_panic(
+                tool,
+                &format!("fatal error config file: While parsing config: {e}"),
+            ),
+        },
+        other => go_panic(
+            tool,
+            &format!("fatal error config file: testbed: config.{other} is not emulated (JSON and TOML are)"),
+        ),
+    };
+    for (key, value) in table {
+        let key = key.to_ascii_lowercase();
+        let Some(def) = defs.iter().find(|d| d.name == key) else {
+            continue;
+        };
+        if flags.set.contains(&def.name) {
+            continue;
+        }
+        if let Err(e) = check_value(def.kind, &value) {
+            go_panic(
+                tool,
+                &format!("testbed: {name}: invalid value {value:?} for {key}: {e}"),
+            );
+        }
+        flags.values.insert(def.name, value);
+    }
+}
+
+/// The generators' stand-ins refuse to run beside a `config.*` (the real ones would merge it,
+/// see [`merge_viper_config`]; tsbsctl gives them no config file), so a test catches an
+/// orchestrator that runs them from a directory holding such a file.
 pub fn refuse_viper_config(tool: &str) {
-    const EXTS: &[&str] = &[
-        "json",
-        "toml",
-        "yaml",
-        "yml",
-        "properties",
-        "props",
-        "prop",
-        "hcl",
-        "tfvars",
-        "dotenv",
-        "env",
-        "ini",
-    ];
+    const EXTS: &[&str] = VIPER_EXTS;
     for e in EXTS {
         let p = Path::new(".").join(format!("config.{e}"));
         if p.exists() {

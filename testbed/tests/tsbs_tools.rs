@@ -577,7 +577,30 @@ fn influx3_loader_modes_tokens_and_retry() {
     let (a, b) = (influx3(s1.clone()), influx3(s2.clone()));
     let urls = format!(" {}/ ,{},", a.url(), b.url());
 
+    // issue 16 #4: a token on the command line (visible in ps) is refused by the stand-in
+    let run = emulate(
+        "tsbs_load_influx3",
+        &load_args(
+            &urls,
+            Some(&file),
+            &results,
+            &["--auth-token=wtok", "--do-create-db=false"],
+        ),
+        dir.path(),
+        None,
+        None,
+    );
+    run.expect(2);
+    assert!(
+        run.stderr()
+            .starts_with("testbed: --auth-token was given on the command line"),
+        "{}",
+        run.stderr()
+    );
+    assert!(a.requests().is_empty() && b.requests().is_empty());
     // reuse: no admin call at all; writes round-robin over the two URLs, with the auth token
+    // read from config.json in the working directory (viper)
+    std::fs::write(dir.path().join("config.json"), r#"{"auth-token": "wtok"}"#).unwrap();
     let run = emulate(
         "tsbs_load_influx3",
         &load_args(
@@ -587,7 +610,6 @@ fn influx3_loader_modes_tokens_and_retry() {
             &[
                 "--no-sync=true",
                 "--accept-partial=false",
-                "--auth-token=wtok",
                 "--do-create-db=false",
             ],
         ),
@@ -610,20 +632,17 @@ fn influx3_loader_modes_tokens_and_retry() {
         20
     );
 
-    // reset with an admin token against the first URL: list, delete, create
+    // reset with an admin token against the first URL: list, delete, create (viper keys are
+    // case-insensitive)
+    std::fs::write(
+        dir.path().join("config.json"),
+        r#"{"auth-token": "wtok", "Admin-Token": "atok", "unknown-key": 1}"#,
+    )
+    .unwrap();
     let before = a.requests().len();
     let run = emulate(
         "tsbs_load_influx3",
-        &load_args(
-            &a.url(),
-            Some(&file),
-            &results,
-            &[
-                "--auth-token=wtok",
-                "--admin-token=atok",
-                "--do-create-db=true",
-            ],
-        ),
+        &load_args(&a.url(), Some(&file), &results, &["--do-create-db=true"]),
         dir.path(),
         None,
         None,
@@ -752,7 +771,32 @@ fn loader_flags_are_strict() {
     );
     run.expect(1);
     assert!(run.stderr().ends_with(" invalid consistency settings\n"));
-    // a config.* file in the working directory would be merged by viper: refused loudly
+    // viper merges config.json under the flags: a bad value there fails like a bad flag, a
+    // flag on the command line wins over the file, and a malformed file panics
+    std::fs::write(dir.path().join("config.json"), r#"{"consistency": "most"}"#).unwrap();
+    let run = emulate(
+        "tsbs_load_greptime",
+        &args(&["--urls=http://127.0.0.1:1"]),
+        dir.path(),
+        None,
+        None,
+    );
+    run.expect(1);
+    assert!(run.stderr().ends_with(" invalid consistency settings\n"));
+    std::fs::write(dir.path().join("config.json"), "{not json").unwrap();
+    let run = emulate(
+        "tsbs_load_greptime",
+        &args(&["--urls=http://127.0.0.1:1"]),
+        dir.path(),
+        None,
+        None,
+    );
+    run.expect(2);
+    assert!(run
+        .stderr()
+        .starts_with("panic: fatal error config file: While parsing config: "));
+    std::fs::remove_file(dir.path().join("config.json")).unwrap();
+    // a format the stand-in does not emulate is refused loudly
     std::fs::write(dir.path().join("config.yaml"), "workers: 9\n").unwrap();
     let run = emulate(
         "tsbs_load_greptime",
@@ -964,8 +1008,16 @@ fn influx3_runner_requests_and_failures() {
         "--workers=1".into(),
         "--print-interval=0".into(),
         format!("--results-file={}", results.display()),
-        "--auth-token=qtok".into(),
     ];
+    // issue 16 #4: the token comes from config.json, never from argv
+    let mut on_argv = a.to_vec();
+    on_argv.push("--auth-token=qtok".into());
+    let run = emulate("tsbs_run_queries_influx3", &on_argv, dir.path(), None, None);
+    run.expect(2);
+    assert!(run
+        .stderr()
+        .contains("--auth-token was given on the command line"));
+    std::fs::write(dir.path().join("config.json"), r#"{"auth-token": "qtok"}"#).unwrap();
     let run = emulate("tsbs_run_queries_influx3", &a, dir.path(), None, None);
     run.expect(0);
     let reqs = srv.requests();

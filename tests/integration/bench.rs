@@ -25,7 +25,7 @@ pub(crate) struct World {
 
 /// Mirror with GreptimeDB and Go (knob files in the returned directory), a fake TSBS
 /// repository; nothing prepared yet.
-fn unprepared() -> (Gt, PathBuf) {
+pub(crate) fn unprepared() -> (Gt, PathBuf) {
     testbed_bin();
     let mut gt = Gt::new();
     let knobs_dir = gt.env.path().join("knobs");
@@ -501,7 +501,11 @@ fn a_failing_query_type_does_not_stop_the_others() {
 
 #[test]
 fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
-    let w = world();
+    let mut w = world();
+    // Issue 16 #4: the runner's private directory (its config.json) goes on Ctrl-C too.
+    let tmp = w.gt.env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    w.gt.env.env("TMPDIR", tmp.display().to_string());
     w.bench("load", &[]).ok();
     w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 20000}));
     let mut args = vec![
@@ -533,6 +537,15 @@ fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
             .is_some_and(|d| d.join("logs/query-high-cpu-1-001.log").exists())
     }));
     let dir = dir.unwrap();
+    assert!(wait_until(Duration::from_secs(20), || std::fs::read_dir(
+        &tmp
+    )
+    .unwrap()
+    .any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with("tsbsctl-tool-"))));
     let server_pid: i32 = read_json(&w.gt.ws_dir("g1").join("server.pid"))["pid"]
         .as_i64()
         .unwrap() as i32;
@@ -541,6 +554,11 @@ fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
     let out = child.wait_with_output().unwrap();
     let r = Run::from_output(&args, out);
     r.code(130);
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "tool dirs removed"
+    );
     assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
     // SAFETY: probing (signal 0) whether the server is gone.
     assert!(wait_until(Duration::from_secs(5), || unsafe {
@@ -783,8 +801,35 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
         .collect();
     w.run(&missing).code(2).says("NOT_SET_VAR is not set");
     args.push("--json");
+    // Issue 16 #4: slow tools, so a scan of every process's argv sees them while they run.
+    w.tool_knobs("tsbs_load_influx3", json!({"batch_delay_ms": 300}));
+    w.tool_knobs("tsbs_run_queries_influx3", json!({"query_delay_ms": 100}));
+    let tmp = w.gt.env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    w.gt.env.env("TMPDIR", tmp.display().to_string());
+    let marker = w.gt.env.path().display().to_string();
+    let scan = crate::integrity::ProcScan::start(
+        token,
+        &marker,
+        &["tsbs_load_influx3", "tsbs_run_queries_influx3"],
+    );
     let r = w.run(&args);
+    let (seen, leaks, cwds) = scan.finish();
     r.ok();
+    assert_eq!(
+        seen.iter().map(String::as_str).collect::<Vec<_>>(),
+        ["tsbs_load_influx3", "tsbs_run_queries_influx3"],
+        "the scan saw both tools run"
+    );
+    assert!(leaks.is_empty(), "token in an argv: {leaks:?}");
+    // Each tool ran from its own private directory under $TMPDIR, removed afterwards.
+    assert!(cwds.len() >= 2, "{cwds:?}");
+    assert!(cwds.iter().all(|c| c.starts_with(&tmp)), "{cwds:?}");
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "tool dirs removed"
+    );
     let dir = run_dir(&r);
     let s = summary(&dir);
     assert_eq!(s["product_label"], "InfluxDB 3 Core");
@@ -810,16 +855,12 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
     // The logged command lines show <redacted>, and the token is nowhere.
     let load_log =
         std::fs::read_to_string(dir.join(s["ingestion"]["log"].as_str().unwrap())).unwrap();
-    assert!(load_log
-        .lines()
-        .next()
-        .unwrap()
-        .contains("--auth-token=<redacted>"));
-    assert!(load_log
-        .lines()
-        .next()
-        .unwrap()
-        .contains("--admin-token=<redacted>"));
+    let first = load_log.lines().next().unwrap();
+    assert!(!first.contains("--auth-token"), "{first}");
+    assert!(
+        first.ends_with("# config.json: auth-token=<redacted> admin-token=<redacted>"),
+        "{first}"
+    );
     assert_no_secret(w.gt.env.path().join("root").as_path(), token, &[&r]);
     let _ = child.kill();
     let _ = child.wait();

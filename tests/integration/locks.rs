@@ -235,7 +235,7 @@ fn manual_hold_token_wrong_token_and_force_unlock() {
     assert!(e.message.contains("tuning SST size"), "{}", e.message);
     let with_token = LockOptions {
         wait: None,
-        hold_token: Some(token.clone()),
+        hold_token: Some(lock::HoldToken::Given(token.clone())),
     };
     drop(
         lock::lock_dir(

@@ -12,6 +12,7 @@ mod env;
 mod flow;
 mod greptimedb;
 mod influxdb3;
+mod integrity;
 mod locks;
 mod runs;
 mod safety;

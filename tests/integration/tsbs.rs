@@ -80,7 +80,8 @@ impl World {
     ) -> (std::process::ExitStatus, String) {
         std::fs::write(log, format!("{}\n", cmd.log_line())).unwrap();
         let out = std::fs::OpenOptions::new().append(true).open(log).unwrap();
-        let mut c = cmd.command(&self.path("cwd")).unwrap();
+        // `_dir`: the tool's private cwd (its tokens' config.json), kept until it exits.
+        let (mut c, _dir) = cmd.command(&self.path("cwd")).unwrap();
         c.stdout(out.try_clone().unwrap())
             .stderr(out)
             .stdin(if stdin.is_some() {
@@ -313,7 +314,9 @@ fn influx3_load_streams_stdin_and_keeps_tokens_out_of_logs() {
         .iter()
         .all(|r| r.header("authorization") == Some("Bearer tok-Sekrit-1")));
     assert!(reqs[0].url.contains("no_sync=true"));
-    assert!(log.contains("--auth-token=<redacted>"));
+    // issue 16 #4: the tokens went through config.json, not argv
+    assert!(!log.contains("--auth-token"), "{log}");
+    assert!(log.contains("# config.json: auth-token=<redacted> admin-token=<redacted>"));
     for f in [w.path("load.log"), spec.results_file.clone()] {
         assert!(
             !std::fs::read_to_string(&f).unwrap().contains("Sekrit"),

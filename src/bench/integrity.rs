@@ -1,0 +1,111 @@
+//! Checks a run makes on what it is about to measure (issue 16, "measure only what you
+//! checked"): the TSBS binary a phase starts is re-hashed against its build record first, so
+//! the manifest records the checksum of what ran, not of what was once built (#5).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::environment::TsbsEnv;
+use crate::error::{Error, Result};
+use crate::output::NoProgress;
+use crate::run::{RunDir, Status};
+
+/// Re-hashes the built tool `name` (a few tens of MB: well under a second) and returns its
+/// path. A checksum other than the build's is an integrity error (exit 4) whose hint is the
+/// rebuild. The run manifest gets `environment.binaries.<name>.ran_sha256` once the file is
+/// known good (no timestamp: a rerun's environment must compare equal).
+pub fn verified_binary(env: &TsbsEnv, name: &str, run: &mut RunDir) -> Result<PathBuf> {
+    let b = env.binary(name)?;
+    let sha = rehash(name, &b.path, &b.sha256)?;
+    if let Some(env_json) = run.manifest.environment.as_mut() {
+        let entry = &mut env_json["binaries"][name];
+        if !entry.is_object() {
+            *entry = json!({"path": b.path});
+        }
+        entry["ran_sha256"] = json!(sha);
+        run.save()?;
+    }
+    Ok(b.path.clone())
+}
+
+/// The SHA-256 of the tool at `path`, which must be `recorded` (exit 4 otherwise).
+pub fn rehash(name: &str, path: &Path, recorded: &str) -> Result<String> {
+    let (sha, _) = crate::hash::sha256_file(path, &NoProgress)?;
+    if sha != recorded {
+        return Err(Error::integrity(format!(
+            "the TSBS tool {name} at {} changed since it was built: SHA-256 {sha}, the build recorded {recorded}",
+            path.display()
+        ))
+        .with_hint("run `tsbsctl env prepare --rebuild` (nothing was started)"));
+    }
+    Ok(sha)
+}
+
+/// A generator of the run's TSBS build, re-hashed before it is used.
+pub fn verified_generator(env: &TsbsEnv, name: &str) -> Result<crate::dataset::Generator> {
+    let g = crate::dataset::Generator::from_env(env, name)?;
+    rehash(name, &g.path, &g.sha256)?;
+    Ok(g)
+}
+
+impl super::Bench<'_> {
+    /// #6: before queries or an analysis on a managed workspace, the server (running) must
+    /// hold the rows the workspace's binding claims. Counted with the same per-product path as
+    /// the post-load check ([`super::target::Target::count_rows`]). A different count, or a
+    /// database or table that is not there (`data/` wiped), is an integrity error (exit 4)
+    /// that says how to reload; nothing is benchmarked.
+    pub(super) fn check_loaded_rows(&mut self) -> Result<()> {
+        let Some(binding) = self.target.binding().cloned() else {
+            return Ok(());
+        };
+        let Some(expected) = binding["rows"].as_u64() else {
+            return Ok(());
+        };
+        let ws = self.target.database_id().unwrap_or_default();
+        let db = self.target.database().to_string();
+        let dataset = binding["dataset_id"].as_str().unwrap_or("?").to_string();
+        let reload = format!(
+            "reload it: tsbsctl bench {} load --database-id {ws} --dataset-id {dataset} --database-mode reset --confirm-reset {db}",
+            self.kind.name()
+        );
+        let attempt = self.run.next_attempt("row-check")?;
+        self.run.begin("row-check", attempt, None, None, None)?;
+        let endpoint = self.endpoint();
+        let counted = self.target.count_rows(&endpoint, super::TABLE);
+        let (reason, err, data) = match counted {
+            Ok(actual) if actual == expected => {
+                let data = json!({"table": super::TABLE, "expected": expected, "actual": actual, "ok": true});
+                self.run
+                    .end("row-check", attempt, Status::Completed, None, Some(data))?;
+                return Ok(());
+            }
+            Ok(actual) => {
+                let r = format!(
+                    "workspace {ws} holds {actual} rows in table {}, but its binding to dataset {dataset} says {expected}: the loaded data is {}",
+                    super::TABLE,
+                    if actual < expected { "incomplete" } else { "not what was loaded" }
+                );
+                let data = json!({"table": super::TABLE, "expected": expected, "actual": actual, "ok": false});
+                (r.clone(), Error::integrity(r), Some(data))
+            }
+            // The database or table is gone (e.g. `data/` wiped): the binding claims data that
+            // is not there.
+            Err(e) if e.message.to_ascii_lowercase().contains("not found") => {
+                let r = format!(
+                    "workspace {ws} is bound to dataset {dataset} ({expected} rows), but its server does not have them: {}",
+                    e.message
+                );
+                (r.clone(), Error::integrity(r), None)
+            }
+            Err(e) => (e.message.clone(), e, None),
+        };
+        self.run
+            .end("row-check", attempt, Status::Failed, Some(reason), data)?;
+        let hint = match &err.hint {
+            Some(h) if err.kind != crate::error::ErrorKind::Integrity => h.clone(),
+            _ => format!("{reload}; nothing was benchmarked"),
+        };
+        Err(err.with_hint(hint))
+    }
+}
