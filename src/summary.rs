@@ -478,4 +478,37 @@ mod tests {
         assert_eq!(bytes(minijinja::Value::from(3u64 << 20)), "3.00 MiB");
         assert_eq!(cell(minijinja::Value::from("a|b\nc")), "a\\|b c");
     }
+
+    /// A minimum the runner did not report is "unknown" in Markdown (null in JSON), never 0.
+    #[test]
+    fn an_unknown_minimum_reads_unknown() {
+        let q = |min: Value| {
+            let s = json!({"run_kind": "benchmark", "label": "GreptimeDB", "run_id": "r",
+                "status": "completed", "phase": "query", "created_at": "t", "finished_at": "t",
+                "target": {"mode": "external", "urls": ["http://127.0.0.1:1"], "database": "b",
+                    "version": "v"},
+                "product_label": "GreptimeDB", "environment": {"tsbs_commit": "c", "go_version": "g"},
+                "host": {"cpu_model": "c", "cpus": 2, "memory_bytes": 1, "os_release": "o",
+                    "kernel": "k", "data_filesystem": "f"},
+                "tool": {"version": "v", "git_revision": "g"}, "server_diagnostics": {},
+                "queries": [{
+                "query_type": "lastpoint", "status": "completed", "query_count": 10,
+                "mean_ms": 3.0, "min_ms": min, "max_ms": 5.0, "log": "logs/q.log"}]});
+            let md = render_md(&s).unwrap();
+            md.lines()
+                .find(|l| l.starts_with("| lastpoint"))
+                .unwrap()
+                .to_string()
+        };
+        assert!(
+            q(Value::Null).contains("| unknown | 5.00 |"),
+            "{}",
+            q(Value::Null)
+        );
+        assert!(
+            q(json!(1.5)).contains("| 1.50 | 5.00 |"),
+            "{}",
+            q(json!(1.5))
+        );
+    }
 }
