@@ -197,6 +197,56 @@ fn dataset_ids_match_the_reference_vectors() {
     assert_eq!(id(smoke(Some(1000))), "cpu-only-s1000-45c02116670b");
 }
 
+/// One dataset, spelled differently, gets one id (trial-run #29); canonical ids hold.
+#[test]
+fn equal_data_spelled_differently_gets_one_id() {
+    let id = |start: &str, interval: &str| {
+        let o = SpecOverrides {
+            profile: Some(Profile::Smoke),
+            start: Some(start.into()),
+            log_interval: Some(interval.into()),
+            ..Default::default()
+        };
+        let d = Dataset::resolve(&Root::at("/nonexistent"), None, &o).unwrap();
+        (d.id, d.spec.start, d.spec.log_interval)
+    };
+    let canonical = id("2023-06-11T00:00:00Z", "10s");
+    assert_eq!(canonical.0, "cpu-only-s10-c3a7d38f3a2a");
+    for (start, interval) in [
+        ("2023-06-11T02:00:00+02:00", "10s"),
+        ("2023-06-11T00:00:00.000Z", "10s"),
+        ("2023-06-10T23:00:00-01:00", "10000ms"),
+    ] {
+        assert_eq!(id(start, interval), canonical, "{start} {interval}");
+    }
+}
+
+/// Timestamps Go's RFC 3339 refuses (the real generator then prints an error and exits 0) are
+/// refused before anything exists (real finding C1).
+#[test]
+fn timestamps_go_refuses_are_refused_with_nothing_created() {
+    let env = TestEnv::new();
+    let before = all_files(&env.root);
+    for bad in [
+        "2023-06-11 00:00:00z",
+        "2023-06-11t00:00:00Z",
+        "2023-06-11T00:00:00z",
+        "2016-12-31T23:59:60Z",
+    ] {
+        for flag in ["--start", "--end"] {
+            for cmd in ["prepare", "generate"] {
+                let mut args = vec!["data", cmd, "--profile", "smoke", flag, bad];
+                if cmd == "generate" {
+                    args.extend(["--format", "influx"]);
+                }
+                env.run(&args).code(2).says("upper-case T");
+            }
+        }
+    }
+    assert_eq!(all_files(&env.root), before);
+    assert!(!env.root.join("datasets").exists());
+}
+
 #[test]
 fn query_set_ids_match_the_reference_vectors() {
     let ds = |p: Profile| {
