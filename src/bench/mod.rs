@@ -348,6 +348,10 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
             .with_hint(format!("pass --queries {need} (or lower --hot-runs)")));
         }
     }
+    // A query type the dataset is too small for would panic in the generator: refuse first.
+    if matches!(phase, Phase::All | Phase::Query | Phase::Analyze) {
+        queryset::check_query_needs(&dataset, &counts)?;
+    }
     let workload = json!({
         "profile": profile.as_str(),
         "load_workers": req.load_workers.unwrap_or(workers),

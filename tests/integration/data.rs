@@ -870,21 +870,83 @@ fn failed_query_generation_publishes_nothing() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert!(left.is_empty(), "{left:?}");
-    // More hosts than the scale: the generator panics; that is a failure too.
-    s.set(json!({}), json!({}));
-    let big =
-        queryset::resolve_counts(Profile::Smoke, None, &[], None, &["cpu-max-all-8=1".into()])
-            .unwrap();
-    let e = queryset::ensure_query_set(
-        &root,
-        &query_request(&ds, &big, &logs),
-        &mut g,
-        &SilentReporter,
+}
+
+/// More hosts than the scale or a span shorter than the type's window would make the real
+/// generator panic (finding C3): refused with exit 2, naming each type and its need, before
+/// the generator runs or any directory exists.
+#[test]
+fn query_types_the_dataset_is_too_small_for_are_refused_first() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    let root = root(&env);
+    let logs = env.path().join("run-logs");
+    let refuse = |ds: &Dataset, types: &[&str]| {
+        let counts = queryset::resolve_counts(
+            Profile::Smoke,
+            None,
+            &types.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+            Some(1),
+            &[],
+        )
+        .unwrap();
+        let mut g = || Ok(s.queries.clone());
+        queryset::ensure_query_set(
+            &root,
+            &query_request(ds, &counts, &logs),
+            &mut g,
+            &SilentReporter,
+        )
+    };
+    // 3 hosts, one day
+    let day = Dataset::resolve(&root, Some("qs"), &day3()).unwrap();
+    let e = refuse(
+        &day,
+        &["cpu-max-all-8", "single-groupby-5-8-1", "lastpoint"],
     )
     .unwrap_err();
-    assert!(e.message.contains("exit code 2"), "{e}");
-    let log = fs::read_to_string(logs.join("generate-query-cpu-max-all-8.log")).unwrap();
-    assert!(log.contains("larger than total hosts"), "{log}");
+    assert_eq!(e.exit_code(), 2, "{e}");
+    assert!(
+        e.message.contains("cpu-max-all-8 needs at least 8 hosts"),
+        "{e}"
+    );
+    assert!(
+        e.message
+            .contains("single-groupby-5-8-1 needs at least 8 hosts"),
+        "{e}"
+    );
+    assert!(!e.message.contains("lastpoint needs"), "{e}");
+    // 3 hosts, one hour
+    let hour = Dataset::resolve(&root, Some("tiny"), &tiny()).unwrap();
+    let e = refuse(
+        &hour,
+        &[
+            "double-groupby-1",
+            "high-cpu-all",
+            "cpu-max-all-1",
+            "single-groupby-1-1-12",
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(e.exit_code(), 2, "{e}");
+    for need in [
+        "double-groupby-1 needs a span of at least 12h",
+        "high-cpu-all needs a span of at least 12h",
+        "cpu-max-all-1 needs a span of at least 8h",
+        "single-groupby-1-1-12 needs a span of at least 12h",
+    ] {
+        assert!(e.message.contains(need), "{need}: {e}");
+    }
+    assert_eq!(s.query_runs(), 0);
+    assert!(!env.root.join("queries").exists());
+    assert!(!logs.exists());
+    // What fits is generated: an hour is enough for the 1 h types (the generator gets end+1s).
+    let set = refuse(
+        &hour,
+        &["single-groupby-1-1-1", "groupby-orderby-limit", "lastpoint"],
+    )
+    .unwrap();
+    assert_eq!(set.files.len(), 3);
 }
 
 #[test]

@@ -663,7 +663,6 @@ pub const QUERY_TYPES: [&str; 15] = [
 ];
 
 const HOUR: i128 = 3_600_000_000_000;
-const MINUTE: i128 = 60_000_000_000;
 
 /// What a query type asks for: metrics, hosts (0 = all), window length, grouping.
 struct TypeShape {
@@ -697,7 +696,8 @@ fn shape_of(t: &str) -> Option<TypeShape> {
         "double-groupby-1" => s(Kind::DoubleGroupby, 1, 0, 12 * HOUR),
         "double-groupby-5" => s(Kind::DoubleGroupby, 5, 0, 12 * HOUR),
         "double-groupby-all" => s(Kind::DoubleGroupby, 10, 0, 12 * HOUR),
-        "groupby-orderby-limit" => s(Kind::GroupbyOrderbyLimit, 1, 0, 5 * MINUTE),
+        // The real generator draws a one-hour window (`MustRandWindow(time.Hour)`).
+        "groupby-orderby-limit" => s(Kind::GroupbyOrderbyLimit, 1, 0, HOUR),
         "high-cpu-1" => s(Kind::HighCpu, 10, 1, 12 * HOUR),
         "high-cpu-all" => s(Kind::HighCpu, 10, 0, 12 * HOUR),
         "lastpoint" => s(Kind::Lastpoint, 10, 0, 0),
@@ -956,10 +956,16 @@ pub fn queries_main(args: Vec<String>) -> i32 {
             ),
         );
     }
-    if shape.window > end_ns - start_ns {
+    // Real: `upper := end - window; if upper <= lower` panics, so a window equal to the span
+    // panics too (`internal/utils/time_interval.go`).
+    if shape.window > 0 && shape.window >= end_ns - start_ns {
         crate::gotool::go_panic(
             "tsbs_generate_queries",
-            "random window equal to or larger than TimeInterval",
+            &format!(
+                "random window equal to or larger than TimeInterval: window {}, interval {}",
+                go_duration_string(shape.window),
+                go_duration_string(end_ns - start_ns)
+            ),
         );
     }
     let seed = if seed == 0 { time_seed() } else { seed as u64 };
@@ -1068,5 +1074,55 @@ mod tests {
             assert!(shape_of(t).is_some(), "{t}");
         }
         assert!(shape_of("single-groupby-2-2-2").is_none());
+    }
+}
+
+/// Go's `time.Duration.String()` (`12h0m0s`, `1m30s`, `1.5s`, `500ms`), for panic texts.
+fn go_duration_string(ns: i128) -> String {
+    fn frac(v: u128, unit: u128, digits: usize) -> String {
+        let (i, f) = (v / unit, v % unit);
+        if f == 0 {
+            i.to_string()
+        } else {
+            let f = format!("{f:0digits$}");
+            format!("{i}.{}", f.trim_end_matches('0'))
+        }
+    }
+    if ns == 0 {
+        return "0s".into();
+    }
+    let sign = if ns < 0 { "-" } else { "" };
+    let u = ns.unsigned_abs();
+    let body = if u < 1_000 {
+        format!("{u}ns")
+    } else if u < 1_000_000 {
+        format!("{}µs", frac(u, 1_000, 3))
+    } else if u < 1_000_000_000 {
+        format!("{}ms", frac(u, 1_000_000, 6))
+    } else {
+        let (h, rest) = (u / 3_600_000_000_000, u % 3_600_000_000_000);
+        let (m, rest) = (rest / 60_000_000_000, rest % 60_000_000_000);
+        let s = format!("{}s", frac(rest, 1_000_000_000, 9));
+        if h > 0 {
+            format!("{h}h{m}m{s}")
+        } else if m > 0 {
+            format!("{m}m{s}")
+        } else {
+            s
+        }
+    };
+    format!("{sign}{body}")
+}
+
+#[cfg(test)]
+mod go_duration_tests {
+    #[test]
+    fn go_duration_strings() {
+        let h = 3_600_000_000_000i128;
+        assert_eq!(super::go_duration_string(12 * h), "12h0m0s");
+        assert_eq!(super::go_duration_string(h + 1_000_000_000), "1h0m1s");
+        assert_eq!(super::go_duration_string(90_000_000_000), "1m30s");
+        assert_eq!(super::go_duration_string(1_500_000_000), "1.5s");
+        assert_eq!(super::go_duration_string(500_000_000), "500ms");
     }
 }
