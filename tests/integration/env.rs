@@ -398,6 +398,59 @@ fn binaries_are_built_once_reused_and_rebuilt_on_request() {
     assert_eq!(w.builds().len(), 13);
 }
 
+/// A proxy set only with `go env -w` (the user's go env file) reaches the closed build
+/// (`GOENV=off`), an environment variable wins over the file, and only the redacted value is
+/// recorded (real finding B1).
+#[test]
+fn the_users_go_env_file_reaches_the_build_redacted_in_the_record() {
+    let mut w = world();
+    w.publish(GO);
+    let go_env = w.env.path().join("home/.config/go/env");
+    std::fs::create_dir_all(go_env.parent().unwrap()).unwrap();
+    std::fs::write(
+        &go_env,
+        "GOPROXY=https://me:s3cret@proxy.corp.example/go,direct\nGOPRIVATE=*.corp.example\nGOSUMDB=off\n",
+    )
+    .unwrap();
+    w.env.env("GOSUMDB", "sum.golang.org");
+    let r = w.env.run_json(&["env", "prepare", "--go-version", GO]);
+    r.ok();
+    let builds = w.builds();
+    assert_eq!(builds.len(), 6);
+    for call in &builds {
+        let env = &call["env"];
+        assert_eq!(
+            env["GOPROXY"],
+            "https://me:s3cret@proxy.corp.example/go,direct"
+        );
+        assert_eq!(env["GOPRIVATE"], "*.corp.example");
+        assert_eq!(env["GOSUMDB"], "sum.golang.org");
+        assert_eq!(env["GOENV"], "off");
+        assert!(env.get("GONOSUMDB").is_none());
+    }
+    let manifest = std::fs::read_to_string(w.tsbs_dir().join("manifest.json")).unwrap();
+    let m: Value = serde_json::from_str(&manifest).unwrap();
+    let rec = &m["binaries"]["tsbs_load_greptime"];
+    assert_eq!(
+        rec["env"]["GOPROXY"],
+        "https://<redacted>@proxy.corp.example/go,direct"
+    );
+    assert_eq!(rec["env"]["GOPRIVATE"], "*.corp.example");
+    assert_eq!(
+        rec["go_settings_from"]["GOPROXY"],
+        go_env.display().to_string()
+    );
+    assert_eq!(rec["go_settings_from"]["GOSUMDB"], "environment");
+    let log = std::fs::read_to_string(w.tsbs_dir().join("build.log")).unwrap();
+    assert!(
+        log.contains("GOPROXY=https://<redacted>@proxy.corp.example/go,direct"),
+        "{log}"
+    );
+    for text in [&manifest, &log, &r.stdout, &r.stderr] {
+        assert!(!text.contains("s3cret"), "the secret leaked: {text}");
+    }
+}
+
 #[test]
 fn a_failed_build_keeps_its_log_and_names_it() {
     let w = world();
