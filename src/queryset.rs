@@ -427,8 +427,8 @@ pub struct QuerySetRequest<'a> {
     pub full_verify: bool,
 }
 
-/// Reuses or generates the query set for `req` (see the module doc). `generator` is called
-/// only when generation is needed.
+/// Reuses or generates the query set for `req` (see the module doc). `generator` gives the
+/// prepared generator: a published set it did not make is an integrity error (exit 4).
 pub fn ensure_query_set(
     root: &Root,
     req: &QuerySetRequest,
@@ -439,7 +439,19 @@ pub fn ensure_query_set(
     let id = query_set_id(req.format, &spec);
     let dir = query_set_dir(root, &req.dataset.id, req.format, &id);
     if dir.exists() {
-        return validate(&dir, req, &spec, &id, true);
+        let set = validate(&dir, req, &spec, &id, true)?;
+        // A set from another generator (a stand-in's, another commit's) is never reused: the
+        // real runner cannot read a stand-in's file (finding C5).
+        crate::dataset::check_generator(
+            &format!("query set {id}"),
+            &set.generator,
+            &generator()?,
+            format!(
+                "remove {} and run the command again to regenerate it with the prepared tools",
+                dir.display()
+            ),
+        )?;
+        return Ok(set);
     }
     check_query_needs(req.dataset, req.counts)?;
     // Find the generator before writing anything (a missing environment changes nothing).

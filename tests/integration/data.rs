@@ -830,6 +830,72 @@ fn query_sets_generate_publish_reuse_and_detect_corruption() {
     assert!(e.message.contains("do not match membership"), "{e}");
 }
 
+/// A query set or dataset made by another generator (another TSBS commit or binary, e.g. a
+/// stand-in's) is not reused: exit 4 with the way out (finding C5).
+#[test]
+fn artifacts_from_another_generator_are_not_reused() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    let root = root(&env);
+    let ds = Dataset::resolve(&root, Some("qs"), &day3()).unwrap();
+    let counts =
+        queryset::resolve_counts(Profile::Smoke, None, &["lastpoint".into()], Some(2), &[])
+            .unwrap();
+    let logs = env.path().join("run-logs");
+    let req = query_request(&ds, &counts, &logs);
+    let gen = s.queries.clone();
+    let set =
+        queryset::ensure_query_set(&root, &req, &mut || Ok(gen.clone()), &SilentReporter).unwrap();
+    let other_binary = Generator {
+        sha256: "1".repeat(64),
+        ..s.queries.clone()
+    };
+    let other_commit = Generator {
+        tsbs_commit: "0123456".into(),
+        ..s.queries.clone()
+    };
+    for other in [other_binary, other_commit] {
+        let e = queryset::ensure_query_set(&root, &req, &mut || Ok(other.clone()), &SilentReporter)
+            .unwrap_err();
+        assert_eq!(e.exit_code(), 4, "{e}");
+        assert!(e.message.contains("made by another generator"), "{e}");
+        assert!(
+            e.hint
+                .as_deref()
+                .unwrap()
+                .contains(set.path.to_str().unwrap()),
+            "{e:?}"
+        );
+    }
+    assert_eq!(s.query_runs(), 1);
+    let again =
+        queryset::ensure_query_set(&root, &req, &mut || Ok(gen.clone()), &SilentReporter).unwrap();
+    assert!(again.reused);
+
+    // Datasets: the same rule; without a prepared environment there is nothing to compare.
+    generate(&env, &s, "tiny", None, false).unwrap();
+    let ds = Dataset::resolve(&root, Some("tiny"), &tiny()).unwrap();
+    let greq = GenerateRequest {
+        format: "influx".into(),
+        compression: None,
+        regenerate: false,
+    };
+    let other = Generator {
+        sha256: "2".repeat(64),
+        ..s.data.clone()
+    };
+    let e = dataset::ensure_generated(&ds, &greq, &mut || Ok(other.clone()), "t", &SilentReporter)
+        .unwrap_err();
+    assert_eq!(e.exit_code(), 4, "{e}");
+    assert!(e.hint.as_deref().unwrap().contains("--regenerate"), "{e:?}");
+    let mut none = || -> tsbsctl::error::Result<Generator> {
+        Err(tsbsctl::error::Error::invalid("no environment"))
+    };
+    let sf = dataset::ensure_generated(&ds, &greq, &mut none, "t", &SilentReporter).unwrap();
+    assert!(sf.reused);
+    assert_eq!(s.data_runs(), 1);
+}
+
 #[test]
 fn failed_query_generation_publishes_nothing() {
     let env = TestEnv::new();
