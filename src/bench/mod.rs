@@ -1081,7 +1081,11 @@ impl Bench<'_> {
                     attempt,
                     Status::Completed,
                     None,
-                    Some(json!({"metrics_mean_ms": r.metrics.all.mean_ms})),
+                    Some(json!({
+                        "metrics_mean_ms": r.metrics.all.mean_ms,
+                        // The hot runs are the file's next queries; say whether they repeat it.
+                        "hot_same_sql_as_cold": r.hot.iter().all(|h| h.sql == r.cold.sql),
+                    })),
                 )?,
                 Err(f) => self.run.end(
                     &step,
