@@ -153,6 +153,24 @@ impl DatasetSpec {
         Ok(())
     }
 
+    /// The same spec with its one canonical spelling: timestamps in UTC with `Z` and no
+    /// redundant fraction, the interval in its shortest unit form. Equal data then gets one
+    /// id (trial-run #29); a canonically spelled spec is returned unchanged. Invalid fields
+    /// are left as they are (validation reports them).
+    pub fn canonical(&self) -> DatasetSpec {
+        let mut c = self.clone();
+        if let Some(n) = crate::gotime::parse_rfc3339(&c.start) {
+            c.start = crate::gotime::format_rfc3339(n);
+        }
+        if let Some(n) = crate::gotime::parse_rfc3339(&c.end) {
+            c.end = crate::gotime::format_rfc3339(n);
+        }
+        if let Some(n) = parse_go_duration(&c.log_interval).filter(|n| *n > 0) {
+            c.log_interval = crate::gotime::format_duration(n);
+        }
+        c
+    }
+
     /// floor((end - start) / interval) (the number of timestamps TSBS generates).
     pub fn intervals(&self) -> Result<u64> {
         let start = parse_rfc3339(&self.start, "--start")?;
@@ -192,14 +210,16 @@ impl DatasetSpec {
     }
 }
 
-/// RFC 3339 (Go's `time.RFC3339`) to unix nanoseconds.
+/// RFC 3339 as Go's `time.RFC3339` reads it, to unix nanoseconds. The real generator prints an
+/// error and exits 0 on anything else, so this refuses it first (see [`crate::gotime`]).
 pub fn parse_rfc3339(s: &str, flag: &str) -> Result<i128> {
-    time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
-        .map(|t| t.unix_timestamp_nanos())
-        .map_err(|_| {
-            Error::invalid(format!("{flag} {s:?} is not an RFC 3339 timestamp"))
-                .with_hint("use a timestamp such as 2023-06-11T00:00:00Z")
-        })
+    crate::gotime::parse_rfc3339(s).ok_or_else(|| {
+        Error::invalid(format!(
+            "{flag} {s:?} is not an RFC 3339 timestamp as TSBS (Go) reads it: \
+             YYYY-MM-DDThh:mm:ss with an upper-case T, seconds 00-59, then Z or ±hh:mm"
+        ))
+        .with_hint("use a timestamp such as 2023-06-11T00:00:00Z")
+    })
 }
 
 /// Go's `time.ParseDuration`, in nanoseconds.
@@ -351,7 +371,8 @@ impl Dataset {
                     None => stored.spec.clone(),
                 };
                 let requested = o.apply(base)?;
-                if requested != stored.spec {
+                // Spelling differences are no conflict: compare what the data will be.
+                if requested.canonical() != stored.spec.canonical() {
                     let diff = stored.spec.differences(&requested).join("; ");
                     return Err(Error::invalid(format!(
                         "dataset {id} was created with other settings ({diff})"
@@ -370,6 +391,7 @@ impl Dataset {
             }
             let spec = o.apply(o.profile.unwrap_or(Profile::Manual).spec())?;
             spec.validate()?;
+            let spec = spec.canonical();
             return Ok(Dataset {
                 id: id.to_string(),
                 dir,
@@ -380,6 +402,7 @@ impl Dataset {
         }
         let spec = o.apply(o.profile.unwrap_or(Profile::Manual).spec())?;
         spec.validate()?;
+        let spec = spec.canonical();
         let id = spec.auto_id();
         let dir = root.datasets().join(&id);
         let stored = read_dataset_json(&dir)?;
@@ -453,7 +476,7 @@ impl Dataset {
         )?;
         // Someone may have created it while we waited: honour theirs if it agrees.
         if let Some(theirs) = read_dataset_json(&self.dir)? {
-            if theirs.spec != self.spec {
+            if theirs.spec.canonical() != self.spec.canonical() {
                 let diff = theirs.spec.differences(&self.spec).join("; ");
                 return Err(Error::invalid(format!(
                     "dataset {} was just created by another command with other settings ({diff})",
@@ -807,6 +830,53 @@ impl Generator {
     }
 }
 
+impl GeneratorRecord {
+    /// Made by `gen`: the same TSBS commit and the same binary (real finding C5: a stand-in's
+    /// or another commit's artifacts must not reach the real tools unnoticed).
+    pub fn same_as(&self, gen: &Generator) -> bool {
+        self.tsbs_commit == gen.tsbs_commit && self.binary_sha256 == gen.sha256
+    }
+}
+
+/// Exit 4 when `recorded` is not the prepared generator `gen`; `what` names the artifact.
+pub fn check_generator(
+    what: &str,
+    recorded: &GeneratorRecord,
+    gen: &Generator,
+    hint: String,
+) -> Result<()> {
+    if recorded.same_as(gen) {
+        return Ok(());
+    }
+    Err(Error::integrity(format!(
+        "{what} was made by another generator (TSBS commit {}, binary SHA-256 {}) than the \
+         prepared one (TSBS commit {}, binary SHA-256 {})",
+        recorded.tsbs_commit, recorded.binary_sha256, gen.tsbs_commit, gen.sha256
+    ))
+    .with_hint(hint))
+}
+
+/// On reuse: the variant's generator must be the prepared one. Without a prepared
+/// environment there is nothing to compare with (and no TSBS tool will read the data).
+fn check_reuse_generator(
+    dataset_id: &str,
+    m: &FormatManifest,
+    generator: &mut dyn FnMut() -> Result<Generator>,
+) -> Result<()> {
+    match generator() {
+        Ok(gen) => check_generator(
+            &format!("dataset {dataset_id} ({})", m.format),
+            &m.generator,
+            &gen,
+            format!(
+                "regenerate it with the prepared tools: `tsbsctl data generate --format {} --dataset-id {dataset_id} --regenerate`",
+                m.format
+            ),
+        ),
+        Err(_) => Ok(()),
+    }
+}
+
 /// What `data generate` asks for.
 #[derive(Debug, Clone)]
 pub struct GenerateRequest {
@@ -843,8 +913,8 @@ pub fn read_format_manifest(dir: &Path) -> Result<Option<FormatManifest>> {
 /// data when its fingerprint is unchanged), else generates it under the variant lock. A second
 /// process asking for the same variant waits for the first and reuses its result.
 ///
-/// `generator` is called only when generation is needed (so reuse works without a prepared
-/// environment). The dataset's `dataset.json` is written when new.
+/// `generator` gives the prepared generator. Reuse works without one (its error is ignored
+/// then); with one, a variant another generator made is an integrity error (exit 4). The dataset's `dataset.json` is written when new.
 pub fn ensure_generated(
     dataset: &Dataset,
     req: &GenerateRequest,
@@ -878,6 +948,7 @@ pub fn ensure_generated(
                 completed_seen = true;
                 if !req.regenerate && compression_ok(&m, req) {
                     if let Some(sf) = reuse_fast(&dir, &m)? {
+                        check_reuse_generator(&dataset.id, &m, generator)?;
                         return Ok(sf);
                     }
                 }
@@ -924,7 +995,20 @@ pub fn ensure_generated(
         }
         if !req.regenerate {
             // Generated by someone else while we waited, or the fingerprint changed.
-            return reuse_checked(&dir, m, reporter);
+            let sf = reuse_checked(&dir, m, reporter)?;
+            match &gen_cache {
+                Some(gen) => check_generator(
+                    &format!("dataset {} ({})", dataset.id, m.format),
+                    &m.generator,
+                    gen,
+                    format!(
+                        "regenerate it with the prepared tools: `tsbsctl data generate --format {} --dataset-id {} --regenerate`",
+                        m.format, dataset.id
+                    ),
+                )?,
+                None => check_reuse_generator(&dataset.id, m, generator)?,
+            }
+            return Ok(sf);
         }
     }
     for t in ["gen", "cwd"] {

@@ -18,6 +18,7 @@ pub mod download;
 pub mod environment;
 pub mod error;
 pub mod fsutil;
+pub mod gotime;
 pub mod hash;
 pub mod ids;
 pub mod install;

@@ -180,6 +180,66 @@ pub fn resolve_counts(
         .collect())
 }
 
+/// What a query type needs of its dataset: hosts (`--scale`) and the time window the real
+/// generator draws at random (`MustRandWindow` panics, exit 2, when the span is too short:
+/// `internal/utils/time_interval.go`; more hosts than `--scale` panic in
+/// `uses/devops/common.go`).
+pub fn query_type_needs(query_type: &str) -> (u64, i128) {
+    const HOUR: i128 = 3_600_000_000_000;
+    match query_type {
+        "cpu-max-all-1" => (1, 8 * HOUR),
+        "cpu-max-all-8" => (8, 8 * HOUR),
+        "double-groupby-1" | "double-groupby-5" | "double-groupby-all" => (1, 12 * HOUR),
+        "groupby-orderby-limit" => (1, HOUR),
+        "high-cpu-1" | "high-cpu-all" => (1, 12 * HOUR),
+        "lastpoint" => (1, 0),
+        t => {
+            // single-groupby-<metrics>-<hosts>-<hours>
+            let mut parts = t.rsplit('-');
+            let hours: i128 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            let hosts: u64 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(1);
+            (hosts, hours * HOUR)
+        }
+    }
+}
+
+/// Refuses (exit 2) the query types the dataset cannot serve, naming each with its need,
+/// so nothing is created for a generation that would panic. The window may equal the span:
+/// the generator gets `end + 1 s`.
+pub fn check_query_needs(dataset: &Dataset, counts: &BTreeMap<String, u64>) -> Result<()> {
+    let spec = &dataset.spec;
+    let span = crate::dataset::parse_rfc3339(&spec.end, "--end")?
+        - crate::dataset::parse_rfc3339(&spec.start, "--start")?;
+    let mut short = Vec::new();
+    for t in counts.keys() {
+        let (hosts, window) = query_type_needs(t);
+        let mut need = Vec::new();
+        if window > span {
+            need.push(format!(
+                "a span of at least {}",
+                crate::gotime::format_duration(window)
+            ));
+        }
+        if hosts > spec.scale {
+            need.push(format!("at least {hosts} hosts (--scale {hosts})"));
+        }
+        if !need.is_empty() {
+            short.push(format!("{t} needs {}", need.join(" and ")));
+        }
+    }
+    if short.is_empty() {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "dataset {} (span {}, scale {}) is too small for these query types: {}",
+        dataset.id,
+        crate::gotime::format_duration(span),
+        spec.scale,
+        short.join("; ")
+    ))
+    .with_hint("leave those types out (select others with --query-type), or use a dataset with a longer --start/--end span or a larger --scale"))
+}
+
 /// `end + 1 s`, rendered as the reference renders it (Python `isoformat`, `+00:00` → `Z`).
 pub fn end_plus_one_second(end: &str) -> Result<String> {
     use time::format_description::well_known::Rfc3339;
@@ -367,8 +427,8 @@ pub struct QuerySetRequest<'a> {
     pub full_verify: bool,
 }
 
-/// Reuses or generates the query set for `req` (see the module doc). `generator` is called
-/// only when generation is needed.
+/// Reuses or generates the query set for `req` (see the module doc). `generator` gives the
+/// prepared generator: a published set it did not make is an integrity error (exit 4).
 pub fn ensure_query_set(
     root: &Root,
     req: &QuerySetRequest,
@@ -388,8 +448,21 @@ pub fn ensure_query_set(
         }
     }
     if dir.exists() {
-        return validate(&dir, req, &spec, &id, true);
+        let set = validate(&dir, req, &spec, &id, true)?;
+        // A set from another generator (a stand-in's, another commit's) is never reused: the
+        // real runner cannot read a stand-in's file (finding C5).
+        crate::dataset::check_generator(
+            &format!("query set {id}"),
+            &set.generator,
+            &generator()?,
+            format!(
+                "remove {} and run the command again to regenerate it with the prepared tools",
+                dir.display()
+            ),
+        )?;
+        return Ok(set);
     }
+    check_query_needs(req.dataset, req.counts)?;
     // Find the generator before writing anything (a missing environment changes nothing).
     let gen = generator()?;
     crate::diskspace::ensure_room(&[generation_need(root, req)?])?;

@@ -178,6 +178,13 @@ pub fn build(run: &RunDir) -> Result<Value> {
         v["status"] = json!(s.status);
         v["log"] = json!(s.log);
         v["result_dir"] = json!(s.results);
+        // What "hot" measured (real finding W2): the next queries of the file, not repetitions.
+        v["hot_queries"] = json!(
+            "queries 2..N+1 of the query file, run after the first on the warmed server: the same type with other random hosts and time windows, unless hot_same_sql_as_cold"
+        );
+        if v.get("hot_same_sql_as_cold").is_none() {
+            v["hot_same_sql_as_cold"] = Value::Null;
+        }
         if s.status != Status::Completed {
             fail(&mut failures, "analyze", s, None);
         }
@@ -477,5 +484,72 @@ mod tests {
         assert_eq!(num(minijinja::Value::from(()), Some(2)), "-");
         assert_eq!(bytes(minijinja::Value::from(3u64 << 20)), "3.00 MiB");
         assert_eq!(cell(minijinja::Value::from("a|b\nc")), "a\\|b c");
+    }
+
+    /// A minimum the runner did not report is "unknown" in Markdown (null in JSON), never 0.
+    #[test]
+    fn an_unknown_minimum_reads_unknown() {
+        let q = |min: Value| {
+            let s = json!({"run_kind": "benchmark", "label": "GreptimeDB", "run_id": "r",
+                "status": "completed", "phase": "query", "created_at": "t", "finished_at": "t",
+                "target": {"mode": "external", "urls": ["http://127.0.0.1:1"], "database": "b",
+                    "version": "v"},
+                "product_label": "GreptimeDB", "environment": {"tsbs_commit": "c", "go_version": "g"},
+                "host": {"cpu_model": "c", "cpus": 2, "memory_bytes": 1, "os_release": "o",
+                    "kernel": "k", "data_filesystem": "f"},
+                "tool": {"version": "v", "git_revision": "g"}, "server_diagnostics": {},
+                "queries": [{
+                "query_type": "lastpoint", "status": "completed", "query_count": 10,
+                "mean_ms": 3.0, "min_ms": min, "max_ms": 5.0, "log": "logs/q.log"}]});
+            let md = render_md(&s).unwrap();
+            md.lines()
+                .find(|l| l.starts_with("| lastpoint"))
+                .unwrap()
+                .to_string()
+        };
+        assert!(
+            q(Value::Null).contains("| unknown | 5.00 |"),
+            "{}",
+            q(Value::Null)
+        );
+        assert!(
+            q(json!(1.5)).contains("| 1.50 | 5.00 |"),
+            "{}",
+            q(json!(1.5))
+        );
+    }
+
+    /// The analysis table says whether the "hot" runs repeated the cold query (W2).
+    #[test]
+    fn analyses_say_what_hot_measured() {
+        let row = |same: Value| {
+            let s = json!({"run_kind": "benchmark", "label": "GreptimeDB", "run_id": "r",
+                "status": "completed", "phase": "analyze", "created_at": "t", "finished_at": "t",
+                "target": {"mode": "external", "urls": ["http://127.0.0.1:1"], "database": "b",
+                    "version": "v"},
+                "product_label": "GreptimeDB", "environment": {"tsbs_commit": "c", "go_version": "g"},
+                "host": {"cpu_model": "c", "cpus": 2, "memory_bytes": 1, "os_release": "o",
+                    "kernel": "k", "data_filesystem": "f"},
+                "tool": {"version": "v", "git_revision": "g"}, "server_diagnostics": {},
+                "queries": [],
+                "analyses": [{"query_type": "high-cpu-1", "attempt": 1, "status": "completed",
+                    "hot_runs": 2, "hot_same_sql_as_cold": same, "result_dir": "r", "log": "l"}]});
+            let md = render_md(&s).unwrap();
+            assert!(
+                md.contains("not repetitions") || md.contains("next queries"),
+                "{md}"
+            );
+            md.lines()
+                .find(|l| l.starts_with("| high-cpu-1"))
+                .unwrap()
+                .to_string()
+        };
+        assert!(
+            row(json!(false)).contains("| 2 | no |"),
+            "{}",
+            row(json!(false))
+        );
+        assert!(row(json!(true)).contains("| 2 | yes |"));
+        assert!(row(Value::Null).contains("| 2 | unknown |"));
     }
 }

@@ -354,6 +354,10 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
             .with_hint(format!("pass --queries {need} (or lower --hot-runs)")));
         }
     }
+    // A query type the dataset is too small for would panic in the generator: refuse first.
+    if matches!(phase, Phase::All | Phase::Query | Phase::Analyze) {
+        queryset::check_query_needs(&dataset, &counts)?;
+    }
     let workload = json!({
         "profile": profile.as_str(),
         "load_workers": req.load_workers.unwrap_or(workers),
@@ -1095,7 +1099,11 @@ impl Bench<'_> {
                     attempt,
                     Status::Completed,
                     None,
-                    Some(json!({"metrics_mean_ms": r.metrics.all.mean_ms})),
+                    Some(json!({
+                        "metrics_mean_ms": r.metrics.all.mean_ms,
+                        // The hot runs are the file's next queries; say whether they repeat it.
+                        "hot_same_sql_as_cold": r.hot.iter().all(|h| h.sql == r.cold.sql),
+                    })),
                 )?,
                 Err(f) => self.run.end(
                     &step,

@@ -133,7 +133,9 @@ pub struct GreptimeArgs {
     /// compact: seconds to wait for the server log to confirm completion (default 3600).
     #[arg(long, value_name = "SECONDS")]
     pub confirm_timeout: Option<f64>,
-    /// analyze: hot repetitions after the cold query (default 2).
+    /// analyze: how many more queries of the file run after the first, cold one (default 2).
+    /// They are the file's next queries of the same type, on the warmed server: other random
+    /// hosts and time windows, not repetitions of the first (only lastpoint's SQL is fixed).
     #[arg(long, value_name = "N")]
     pub hot_runs: Option<u32>,
     /// query/analyze: run this installed version on the workspace's data.

@@ -5,6 +5,7 @@
 //! `environment/current.json`. Later phases call [`TsbsEnv::load`], which reads manifests only.
 
 pub mod go;
+pub mod goenv;
 mod process;
 pub mod tsbs;
 

@@ -306,8 +306,12 @@ pub struct BinaryRecord {
     pub command: Vec<String>,
     pub cwd: PathBuf,
     /// The child's environment. Network variables passed through from the user's environment
-    /// are listed by name only, with the value `<inherited>`.
+    /// are listed by name only, with the value `<inherited>`; the Go network settings
+    /// (`GOPROXY` ...) with their value, credentials in URLs redacted.
     pub env: BTreeMap<String, String>,
+    /// Where each Go network setting came from: `environment` or the user's go env file.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub go_settings_from: BTreeMap<String, String>,
 }
 
 /// `environment/tsbs/<key>/manifest.json`.
@@ -521,12 +525,23 @@ fn write_manifest(
     )
 }
 
+/// The child's environment, what to record of it, and where each Go setting came from.
+pub type BuildEnv = (
+    Vec<(String, String)>,
+    BTreeMap<String, String>,
+    BTreeMap<String, String>,
+);
+
 /// The build environment: nothing from the user's shell but network settings; caches, HOME
-/// and GOPATH under `environment/`; no toolchain switching; no cgo.
-pub fn build_env(
-    root: &Root,
-    go: &GoToolchain,
-) -> (Vec<(String, String)>, BTreeMap<String, String>) {
+/// and GOPATH under `environment/`; no toolchain switching; no cgo. The user's Go network
+/// settings (environment or go env file, see [`super::goenv`]) are passed explicitly, since
+/// `GOENV=off` would drop the file. Returns the environment, what to record of it, and where
+/// each Go setting came from.
+pub fn build_env(root: &Root, go: &GoToolchain) -> BuildEnv {
+    build_env_with(root, go, &super::goenv::user_settings())
+}
+
+fn build_env_with(root: &Root, go: &GoToolchain, settings: &[super::goenv::GoSetting]) -> BuildEnv {
     let env_dir = root.path().join("environment").join("cache");
     let go_bin = go
         .binary
@@ -564,12 +579,21 @@ pub fn build_env(
     }
     let mut recorded: BTreeMap<String, String> = fixed.iter().cloned().collect();
     for k in NETWORK_PASSTHROUGH {
+        if super::goenv::GO_NETWORK_SETTINGS.contains(k) {
+            continue;
+        }
         if let Some(v) = std::env::var(k).ok().filter(|v| !v.is_empty()) {
             fixed.push((k.to_string(), v));
             recorded.insert(k.to_string(), "<inherited>".into());
         }
     }
-    (fixed, recorded)
+    let mut from = BTreeMap::new();
+    for g in settings {
+        fixed.push((g.key.clone(), g.value.clone()));
+        recorded.insert(g.key.clone(), g.redacted());
+        from.insert(g.key.clone(), g.from.clone());
+    }
+    (fixed, recorded, from)
 }
 
 /// Builds one tool: `go build -o <dir>/bin/.<tool>.tmp-<pid> ./cmd/<tool>` in the source
@@ -582,7 +606,7 @@ fn build_one(
     go: &GoToolchain,
     log_path: &Path,
 ) -> Result<BinaryRecord> {
-    let (env, recorded) = build_env(root, go);
+    let (env, recorded, go_settings_from) = build_env(root, go);
     for k in ["HOME", "GOCACHE", "GOMODCACHE", "GOPATH"] {
         if let Some((_, v)) = env.iter().find(|(n, _)| n == k) {
             std::fs::create_dir_all(v).map_err(|e| Error::io("create", Path::new(v), e))?;
@@ -674,6 +698,7 @@ fn build_one(
         command: argv,
         cwd: src.to_path_buf(),
         env: recorded,
+        go_settings_from,
     })
 }
 
@@ -739,7 +764,7 @@ mod tests {
             goroot: Some(PathBuf::from("/state/environment/go/1.21.13/linux-amd64")),
             checksum_source: Some("pinned".into()),
         };
-        let (env, recorded) = build_env(&root, &go);
+        let (env, recorded, _) = build_env_with(&root, &go, &[]);
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("GOTOOLCHAIN"), Some("local"));
         assert_eq!(get("CGO_ENABLED"), Some("0"));
@@ -754,5 +779,24 @@ mod tests {
         for v in recorded.values() {
             assert!(!v.contains('@'), "{v}");
         }
+        // The user's Go settings reach the build; only their redacted form is recorded.
+        let settings = [super::super::goenv::GoSetting {
+            key: "GOPROXY".into(),
+            value: "https://me:s3cret@proxy.corp/go,direct".into(),
+            from: "/home/me/.config/go/env".into(),
+        }];
+        let (env, recorded, from) = build_env_with(&root, &go, &settings);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(
+            get("GOPROXY"),
+            Some("https://me:s3cret@proxy.corp/go,direct")
+        );
+        assert_eq!(get("GOENV"), Some("off"));
+        assert_eq!(
+            recorded["GOPROXY"],
+            "https://<redacted>@proxy.corp/go,direct"
+        );
+        assert!(recorded.values().all(|v| !v.contains("s3cret")));
+        assert_eq!(from["GOPROXY"], "/home/me/.config/go/env");
     }
 }

@@ -507,7 +507,8 @@ pub fn query_command(spec: &QuerySpec) -> Result<TsbsCommand> {
     Ok(c)
 }
 
-/// One GreptimeDB analysis invocation (§8.1): query 0 cold, then `hot_runs` hot repetitions,
+/// One GreptimeDB analysis invocation (§8.1): query 0 cold, then the file's next `hot_runs`
+/// queries warm (other hosts and windows, not repetitions of query 0: real finding W2),
 /// one worker, every response kept under `results_dir` (`cold.json`, `hot-NNN.json`) and the
 /// runner's own results file at `results_dir/metrics.json`.
 #[derive(Debug, Clone)]

@@ -1,5 +1,6 @@
 //! What the GreptimeDB runner's explain mode leaves behind (reference benchmark.md §8.1,
-//! protocols.md §1.6): `cold.json` for query 0, `hot-NNN.json` for the hot repetitions, and the
+//! protocols.md §1.6): `cold.json` for query 0, `hot-NNN.json` for queries 1..N of the file
+//! (the "hot" runs: other queries of the type on a warm server, not repetitions), and the
 //! runner's own results file `metrics.json`. Plans stay opaque (kept verbatim on disk); this
 //! module checks that the files are the ones the run asked for and, unlike the reference,
 //! also reads the latencies of `metrics.json`.

@@ -23,7 +23,10 @@ pub const ALL_QUERIES: &str = "all queries";
 /// The latency quantiles of a results file, in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Quantiles {
-    pub q0: f64,
+    /// Always unknown (`null`): the runner writes `ValueAtQuantile(0)`, which hdrhistogram
+    /// answers with 0 whatever was measured, so the file's `q0` is no minimum.
+    #[serde(default)]
+    pub q0: Option<f64>,
     pub q50: f64,
     pub q95: f64,
     pub q99: f64,
@@ -269,7 +272,8 @@ pub fn query_result(results_file: &Path, log_text: &str) -> Result<QueryRunResul
                         stats: LatencyStats {
                             count,
                             mean_ms: mean,
-                            min_ms: l.and_then(|s| s.min_ms).or(q.as_ref().map(|q| q.q0)),
+                            // Only the log's stat line knows the minimum (see `Quantiles::q0`).
+                            min_ms: l.and_then(|s| s.min_ms),
                             median_ms: l.and_then(|s| s.median_ms).or(q.as_ref().map(|q| q.q50)),
                             max_ms: l.and_then(|s| s.max_ms).or(q.as_ref().map(|q| q.q100)),
                             stddev_ms: l.and_then(|s| s.stddev_ms),
@@ -312,8 +316,10 @@ fn parse_quantiles(v: &serde_json::Value, key: &str, f: &Path) -> Result<Quantil
         let name = format!("Totals.overallQuantiles.{key}.{q}");
         as_rate(v.get(q).ok_or_else(|| missing(&name, f))?, &name, f)
     };
+    // Still required, so a file without it is malformed as before; its value is meaningless.
+    get("q0")?;
     Ok(Quantiles {
-        q0: get("q0")?,
+        q0: None,
         q50: get("q50")?,
         q95: get("q95")?,
         q99: get("q99")?,
@@ -350,7 +356,7 @@ pub struct QueryTypeResult {
     pub query_count: u64,
     /// Σ(mean × count) / Σ count; 0 when no query was counted.
     pub weighted_mean_ms: f64,
-    /// The smallest min and largest max over attempts (when reported).
+    /// The smallest min and largest max over attempts; unknown when any attempt's is.
     pub min_ms: Option<f64>,
     pub max_ms: Option<f64>,
     pub attempts: Vec<AttemptStats>,
@@ -374,9 +380,12 @@ pub fn aggregate(attempts: &[QueryAttempt]) -> Vec<QueryTypeResult> {
                 .iter()
                 .map(|a| a.result.all.mean_ms * a.result.all.count as f64)
                 .sum();
+            // An attempt without the value could hold the extreme, so the extreme is unknown.
             let fold = |pick: fn(&LatencyStats) -> Option<f64>, min: bool| {
                 runs.iter()
-                    .filter_map(|a| pick(&a.result.all))
+                    .map(|a| pick(&a.result.all))
+                    .collect::<Option<Vec<f64>>>()?
+                    .into_iter()
                     .reduce(|x, y| if min { x.min(y) } else { x.max(y) })
             };
             QueryTypeResult {
@@ -464,11 +473,44 @@ Saving results json file to /abs/run/results/query-lastpoint-run-001.json
         let l = &r.labels["Influx_last_row_per_host"];
         assert_eq!(l.label.as_deref(), Some("Influx last row per host"));
         assert_eq!(l.stats.count, 10);
-        // without a usable log, the quantiles still give min/median/max
+        // without a usable log, the quantiles still give median/max; the minimum is unknown
         let r = with_file(Some(RESULTS), "").unwrap();
-        assert_eq!(r.all.min_ms, Some(19.86));
+        assert_eq!(r.all.min_ms, None);
+        assert_eq!(r.all.median_ms, Some(22.93));
+        assert_eq!(r.all.max_ms, Some(31.48));
+        assert_eq!(r.all.quantiles.as_ref().unwrap().q0, None);
         assert_eq!(r.all.stddev_ms, None);
         assert_eq!(r.labels["all_queries"].label, None);
+    }
+
+    /// The real runner's files (fixtures/tsbs-real): `q0` is 0 while the log says 17.70 ms.
+    #[test]
+    fn real_results_take_the_minimum_from_the_log_only() {
+        let json = include_str!("../../tests/fixtures/tsbs-real/lastpoint.json");
+        let log = include_str!("../../tests/fixtures/tsbs-real/lastpoint.log");
+        let r = with_file(Some(json), log).unwrap();
+        assert_eq!(r.source, ResultSource::ResultsFile);
+        assert_eq!(r.all.count, 10);
+        assert_eq!(r.all.min_ms, Some(17.70));
+        assert_eq!(r.all.max_ms, Some(55.98));
+        assert_eq!(r.all.quantiles.as_ref().unwrap().q0, None);
+        assert_eq!(r.all.quantiles.as_ref().unwrap().q50, 51.967);
+        assert_eq!(
+            r.labels["Influx_last_row_per_host"].stats.min_ms,
+            Some(17.70)
+        );
+        // the log's stat line is missing: the minimum is unknown, never the file's 0
+        let r = with_file(Some(json), "").unwrap();
+        assert_eq!(r.all.min_ms, None);
+        assert_eq!(r.all.max_ms, Some(55.975));
+        let a = QueryAttempt {
+            database: "benchmark".into(),
+            query_type: "lastpoint".into(),
+            attempt: 1,
+            result: r,
+        };
+        let known = attempt("benchmark", "lastpoint", 2, 10, 4.0);
+        assert_eq!(aggregate(&[a, known])[0].min_ms, None);
     }
 
     #[test]

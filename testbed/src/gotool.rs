@@ -779,3 +779,147 @@ mod tests {
         assert!(GoJson::Float(f64::NAN).compact().is_err());
     }
 }
+
+/// Go's `time.Parse(time.RFC3339, s)` as unix nanoseconds, or the `*time.ParseError` text Go
+/// prints (`parsing time "x" as "2006-01-02T15:04:05Z07:00": cannot parse "..." as "T"`,
+/// `parsing time "x": second out of range`). Go's general parser is modelled: one- or
+/// two-digit hour, `.` or `,` before a fraction, upper-case `T` and `Z` only, no leap second.
+/// The error texts follow Go's `parse` for the inputs tests use; for other malformed inputs
+/// the element named after "as" is a best guess.
+pub fn go_parse_rfc3339(s: &str) -> Result<i128, String> {
+    const LAYOUT: &str = "2006-01-02T15:04:05Z07:00";
+    let bad = |rest: &str, elem: &str| {
+        format!("parsing time \"{s}\" as \"{LAYOUT}\": cannot parse \"{rest}\" as \"{elem}\"")
+    };
+    let range = |what: &str| format!("parsing time \"{s}\": {what} out of range");
+    let mut v = s;
+    let digits = |v: &str, min: usize, max: usize| -> Option<(i64, usize)> {
+        let n = v.bytes().take(max).take_while(u8::is_ascii_digit).count();
+        (n >= min).then(|| (v[..n].parse().unwrap_or(0), n))
+    };
+    let num = |v: &mut &str, min: usize, max: usize, elem: &str| -> Result<i64, String> {
+        let (n, len) = digits(v, min, max).ok_or_else(|| bad(v, elem))?;
+        *v = &v[len..];
+        Ok(n)
+    };
+    let lit = |v: &mut &str, l: &str| -> Result<(), String> {
+        match v.strip_prefix(l) {
+            Some(r) => {
+                *v = r;
+                Ok(())
+            }
+            None => Err(bad(v, l)),
+        }
+    };
+    let year = num(&mut v, 4, 4, "2006")?;
+    lit(&mut v, "-")?;
+    let month = num(&mut v, 2, 2, "01")?;
+    if !(1..=12).contains(&month) {
+        return Err(range("month"));
+    }
+    lit(&mut v, "-")?;
+    let day = num(&mut v, 2, 2, "02")?;
+    lit(&mut v, "T")?;
+    let hour = num(&mut v, 1, 2, "15")?;
+    if hour > 23 {
+        return Err(range("hour"));
+    }
+    lit(&mut v, ":")?;
+    let minute = num(&mut v, 2, 2, "04")?;
+    if minute > 59 {
+        return Err(range("minute"));
+    }
+    lit(&mut v, ":")?;
+    let second = num(&mut v, 2, 2, "05")?;
+    if second > 59 {
+        return Err(range("second"));
+    }
+    let mut nanos: i128 = 0;
+    let b = v.as_bytes();
+    if b.len() >= 2 && (b[0] == b'.' || b[0] == b',') && b[1].is_ascii_digit() {
+        let n = 1 + b[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let mut scale = 100_000_000i128;
+        for &c in b[1..n].iter().take(9) {
+            nanos += i128::from(c - b'0') * scale;
+            scale /= 10;
+        }
+        v = &v[n..];
+    }
+    let offset: i64 = if let Some(r) = v.strip_prefix('Z') {
+        v = r;
+        0
+    } else {
+        let b = v.as_bytes();
+        let ok = b.len() >= 6
+            && (b[0] == b'+' || b[0] == b'-')
+            && b[1..3].iter().all(u8::is_ascii_digit)
+            && b[3] == b':'
+            && b[4..6].iter().all(u8::is_ascii_digit);
+        if !ok {
+            return Err(bad(v, "Z07:00"));
+        }
+        let h: i64 = v[1..3].parse().unwrap_or(0);
+        let m: i64 = v[4..6].parse().unwrap_or(0);
+        if h > 24 || m > 60 {
+            return Err(range("time zone offset"));
+        }
+        let o = h * 3600 + m * 60;
+        let o = if b[0] == b'-' { -o } else { o };
+        v = &v[6..];
+        o
+    };
+    if !v.is_empty() {
+        return Err(format!("parsing time \"{s}\": extra text: \"{v}\""));
+    }
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days_in = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if day < 1 || day > days_in {
+        return Err(range("day"));
+    }
+    // Days since the epoch (H. Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
+    Ok(i128::from(secs) * 1_000_000_000 + nanos)
+}
+
+#[cfg(test)]
+mod go_time_tests {
+    use super::go_parse_rfc3339 as p;
+
+    #[test]
+    fn go_rfc3339_and_its_errors() {
+        assert_eq!(p("2023-06-11T00:00:00Z"), Ok(1_686_441_600_000_000_000));
+        assert_eq!(
+            p("2023-06-11T02:00:00+02:00"),
+            Ok(1_686_441_600_000_000_000)
+        );
+        assert_eq!(p("2023-06-11T00:00:00.5Z"), Ok(1_686_441_600_500_000_000));
+        // The real tool's text for the audit's example (finding C1).
+        assert_eq!(
+            p("2023-06-11 00:00:00z").unwrap_err(),
+            "parsing time \"2023-06-11 00:00:00z\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \" 00:00:00z\" as \"T\""
+        );
+        assert_eq!(
+            p("2023-06-11T00:00:00z").unwrap_err(),
+            "parsing time \"2023-06-11T00:00:00z\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"z\" as \"Z07:00\""
+        );
+        assert_eq!(
+            p("2016-12-31T23:59:60Z").unwrap_err(),
+            "parsing time \"2016-12-31T23:59:60Z\": second out of range"
+        );
+        assert!(p("2023-06-11t00:00:00Z").is_err());
+        assert_eq!(
+            p("2023-02-29T00:00:00Z").unwrap_err(),
+            "parsing time \"2023-02-29T00:00:00Z\": day out of range"
+        );
+    }
+}

@@ -369,6 +369,31 @@ fn greptime_load_create_mode_batches_output_and_results() {
     assert_eq!(v["RunnerConfig"]["reporting-period"], 10_000_000_000u64);
     assert_eq!(v["RunnerConfig"]["do-abort-on-exist"], true);
     assert_eq!(v["RunnerConfig"]["file"], file.display().to_string());
+    // The real loader's results file (fixtures/tsbs-real/load-001.json): the same keys in the
+    // same order, and no flow-control change (finding C4).
+    let real: Value =
+        serde_json::from_str(include_str!("../../tests/fixtures/tsbs-real/load-001.json")).unwrap();
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    let key_order = |t: &str, name: &str| -> Vec<String> {
+        let re = Regex::new(&format!(r#"(?s)"{name}": \{{(.*?)\}}"#)).unwrap();
+        let body = re.captures(t).unwrap()[1].to_string();
+        Regex::new(r#""([^"]+)":"#)
+            .unwrap()
+            .captures_iter(&body)
+            .map(|c| c[1].to_string())
+            .collect()
+    };
+    assert_eq!(keys(&v), keys(&real));
+    assert_eq!(
+        key_order(&text, "RunnerConfig"),
+        key_order(
+            include_str!("../../tests/fixtures/tsbs-real/load-001.json"),
+            "RunnerConfig"
+        )
+    );
+    assert_eq!(keys(&v["Totals"]), keys(&real["Totals"]));
+    assert_eq!(v["RunnerConfig"]["no-flow-control"], false);
+    assert_eq!(v["RunnerConfig"]["channel-capacity"], 0);
     let rate = v["Totals"]["metricRate"].as_f64().unwrap();
     let ms = v["DurationMillis"].as_u64().unwrap();
     assert!(rate > 0.0 && v["EndTime"].as_i64() >= v["StartTime"].as_i64());
@@ -940,7 +965,9 @@ fn greptime_runner_requests_report_and_results() {
         5
     );
     let q = &v["Totals"]["overallQuantiles"]["all_queries"];
-    assert!(q["q0"].as_f64() <= q["q50"].as_f64() && q["q50"].as_f64() <= q["q100"].as_f64());
+    // like the real runner (fixtures/tsbs-real/lastpoint.json): q0 is always 0
+    assert_eq!(q["q0"].as_f64(), Some(0.0));
+    assert!(q["q50"].as_f64() > Some(0.0) && q["q50"].as_f64() <= q["q100"].as_f64());
     assert_eq!(v["StartTime"].as_i64().unwrap() % 1000, 0);
 }
 
@@ -1294,4 +1321,109 @@ fn runner_burn_in_prewarm_and_interim_reports() {
     assert_eq!(v["Totals"]["overallStats"]["cold_queries"]["count"], 2);
     assert_eq!(v["Totals"]["prewarmQueries"], true);
     assert_eq!(v["Totals"]["burnIn"], 1);
+}
+
+// ---------------------------------------------------------------- generators
+
+fn gen_data(extra: &[&str]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = vec![
+        "--use-case=cpu-only",
+        "--seed=123",
+        "--scale=2",
+        "--timestamp-start=2023-06-11T00:00:00Z",
+        "--timestamp-end=2023-06-11T00:01:00Z",
+        "--log-interval=10s",
+        "--format=influx",
+    ];
+    a.extend_from_slice(extra);
+    emulate("tsbs_generate_data", &args(&a), dir.path(), None, None)
+}
+
+fn gen_queries(extra: &[&str]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = vec![
+        "--use-case=cpu-only",
+        "--seed=123",
+        "--scale=2",
+        "--timestamp-start=2023-06-11T00:00:00Z",
+        "--timestamp-end=2023-06-11T01:00:00Z",
+        "--queries=2",
+        "--query-type=single-groupby-1-1-1",
+        "--format=greptime",
+    ];
+    a.extend_from_slice(extra);
+    emulate("tsbs_generate_queries", &args(&a), dir.path(), None, None)
+}
+
+/// Timestamps Go's RFC 3339 refuses, in the real tools' words: the data generator prints the
+/// error on stdout and exits 0 (finding C1), the query generator on stderr with exit 1.
+#[test]
+fn generators_refuse_what_go_refuses_in_the_real_words() {
+    let r = gen_data(&["--timestamp-start=2023-06-11 00:00:00z"]);
+    r.expect(0);
+    assert_eq!(
+        r.stdout(),
+        "error: parsing time \"2023-06-11 00:00:00z\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \" 00:00:00z\" as \"T\"\n"
+    );
+    for bad in [
+        "2023-06-11T00:01:00z",
+        "2023-06-11t00:01:00Z",
+        "2016-12-31T23:59:60Z",
+    ] {
+        let r = gen_data(&[&format!("--timestamp-end={bad}")]);
+        r.expect(0);
+        assert!(
+            r.stdout()
+                .starts_with(&format!("error: parsing time \"{bad}\"")),
+            "{}",
+            r.stdout()
+        );
+        assert_eq!(r.stdout().lines().count(), 1);
+    }
+    let r = gen_data(&["--scale=0", "--use-case=nope"]);
+    r.expect(0);
+    assert_eq!(r.stdout(), "error: scale cannot be 0\n");
+    let r = gen_data(&["--use-case=nope"]);
+    assert_eq!(r.stdout(), "error: invalid use case specified: 'nope'\n");
+    // An offset is valid RFC 3339: 12 rows (2 hosts × 6 intervals).
+    let r = gen_data(&["--timestamp-start=2023-06-11T02:00:00+02:00"]);
+    r.expect(0);
+    assert_eq!(r.stdout().lines().count(), 12);
+
+    let r = gen_queries(&["--timestamp-end=2023-06-11T01:00:00z"]);
+    r.expect(1);
+    assert_eq!(
+        r.stderr(),
+        "error: cannot parse time from string '2023-06-11T01:00:00z': parsing time \"2023-06-11T01:00:00z\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"z\" as \"Z07:00\"\n"
+    );
+    let r = gen_queries(&["--scale=0"]);
+    r.expect(1);
+    assert_eq!(r.stderr(), "error: scale cannot be 0\n");
+    let r = gen_queries(&["--format="]);
+    r.expect(1);
+    assert_eq!(r.stderr(), "error: invalid format specified: ''\n");
+    let r = gen_queries(&["--use-case=nope"]);
+    assert_eq!(r.stderr(), "error: invalid use case specified: 'nope'\n");
+}
+
+/// The real generator panics when the random window is not shorter than the interval
+/// (`upper <= lower`): a one-hour type on exactly one hour panics, one second more works.
+#[test]
+fn query_generator_needs_a_span_longer_than_the_window() {
+    let r = gen_queries(&[]);
+    r.expect(2);
+    assert!(
+        r.stderr().contains("panic: random window equal to or larger than TimeInterval: window 1h0m0s, interval 1h0m0s"),
+        "{}",
+        r.stderr()
+    );
+    let r = gen_queries(&["--timestamp-end=2023-06-11T01:00:01Z"]);
+    r.expect(0);
+    assert!(r.stderr().ends_with(": 2 points\n"), "{}", r.stderr());
+    let r = gen_queries(&[
+        "--query-type=groupby-orderby-limit",
+        "--timestamp-end=2023-06-11T00:30:00Z",
+    ]);
+    r.expect(2);
 }

@@ -891,6 +891,12 @@ fn analyze_keeps_every_attempt_and_a_version_override_records_both_identities() 
         assert!(dir.join(a[f].as_str().unwrap()).is_file(), "{f}");
     }
     assert_eq!(a["hot_results"].as_array().unwrap().len(), 2);
+    // lastpoint's SQL is fixed, so its "hot" runs do repeat the cold query (W2).
+    assert_eq!(a["hot_same_sql_as_cold"], true);
+    assert!(a["hot_queries"]
+        .as_str()
+        .unwrap()
+        .contains("other random hosts"));
     let cold = read_json(&dir.join(a["cold_result"].as_str().unwrap()));
     assert_eq!(cold["phase"], "cold");
     assert!(cold["executed_sql"]

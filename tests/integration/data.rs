@@ -197,6 +197,56 @@ fn dataset_ids_match_the_reference_vectors() {
     assert_eq!(id(smoke(Some(1000))), "cpu-only-s1000-45c02116670b");
 }
 
+/// One dataset, spelled differently, gets one id (trial-run #29); canonical ids hold.
+#[test]
+fn equal_data_spelled_differently_gets_one_id() {
+    let id = |start: &str, interval: &str| {
+        let o = SpecOverrides {
+            profile: Some(Profile::Smoke),
+            start: Some(start.into()),
+            log_interval: Some(interval.into()),
+            ..Default::default()
+        };
+        let d = Dataset::resolve(&Root::at("/nonexistent"), None, &o).unwrap();
+        (d.id, d.spec.start, d.spec.log_interval)
+    };
+    let canonical = id("2023-06-11T00:00:00Z", "10s");
+    assert_eq!(canonical.0, "cpu-only-s10-c3a7d38f3a2a");
+    for (start, interval) in [
+        ("2023-06-11T02:00:00+02:00", "10s"),
+        ("2023-06-11T00:00:00.000Z", "10s"),
+        ("2023-06-10T23:00:00-01:00", "10000ms"),
+    ] {
+        assert_eq!(id(start, interval), canonical, "{start} {interval}");
+    }
+}
+
+/// Timestamps Go's RFC 3339 refuses (the real generator then prints an error and exits 0) are
+/// refused before anything exists (real finding C1).
+#[test]
+fn timestamps_go_refuses_are_refused_with_nothing_created() {
+    let env = TestEnv::new();
+    let before = all_files(&env.root);
+    for bad in [
+        "2023-06-11 00:00:00z",
+        "2023-06-11t00:00:00Z",
+        "2023-06-11T00:00:00z",
+        "2016-12-31T23:59:60Z",
+    ] {
+        for flag in ["--start", "--end"] {
+            for cmd in ["prepare", "generate"] {
+                let mut args = vec!["data", cmd, "--profile", "smoke", flag, bad];
+                if cmd == "generate" {
+                    args.extend(["--format", "influx"]);
+                }
+                env.run(&args).code(2).says("upper-case T");
+            }
+        }
+    }
+    assert_eq!(all_files(&env.root), before);
+    assert!(!env.root.join("datasets").exists());
+}
+
 #[test]
 fn query_set_ids_match_the_reference_vectors() {
     let ds = |p: Profile| {
@@ -780,6 +830,72 @@ fn query_sets_generate_publish_reuse_and_detect_corruption() {
     assert!(e.message.contains("do not match membership"), "{e}");
 }
 
+/// A query set or dataset made by another generator (another TSBS commit or binary, e.g. a
+/// stand-in's) is not reused: exit 4 with the way out (finding C5).
+#[test]
+fn artifacts_from_another_generator_are_not_reused() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    let root = root(&env);
+    let ds = Dataset::resolve(&root, Some("qs"), &day3()).unwrap();
+    let counts =
+        queryset::resolve_counts(Profile::Smoke, None, &["lastpoint".into()], Some(2), &[])
+            .unwrap();
+    let logs = env.path().join("run-logs");
+    let req = query_request(&ds, &counts, &logs);
+    let gen = s.queries.clone();
+    let set =
+        queryset::ensure_query_set(&root, &req, &mut || Ok(gen.clone()), &SilentReporter).unwrap();
+    let other_binary = Generator {
+        sha256: "1".repeat(64),
+        ..s.queries.clone()
+    };
+    let other_commit = Generator {
+        tsbs_commit: "0123456".into(),
+        ..s.queries.clone()
+    };
+    for other in [other_binary, other_commit] {
+        let e = queryset::ensure_query_set(&root, &req, &mut || Ok(other.clone()), &SilentReporter)
+            .unwrap_err();
+        assert_eq!(e.exit_code(), 4, "{e}");
+        assert!(e.message.contains("made by another generator"), "{e}");
+        assert!(
+            e.hint
+                .as_deref()
+                .unwrap()
+                .contains(set.path.to_str().unwrap()),
+            "{e:?}"
+        );
+    }
+    assert_eq!(s.query_runs(), 1);
+    let again =
+        queryset::ensure_query_set(&root, &req, &mut || Ok(gen.clone()), &SilentReporter).unwrap();
+    assert!(again.reused);
+
+    // Datasets: the same rule; without a prepared environment there is nothing to compare.
+    generate(&env, &s, "tiny", None, false).unwrap();
+    let ds = Dataset::resolve(&root, Some("tiny"), &tiny()).unwrap();
+    let greq = GenerateRequest {
+        format: "influx".into(),
+        compression: None,
+        regenerate: false,
+    };
+    let other = Generator {
+        sha256: "2".repeat(64),
+        ..s.data.clone()
+    };
+    let e = dataset::ensure_generated(&ds, &greq, &mut || Ok(other.clone()), "t", &SilentReporter)
+        .unwrap_err();
+    assert_eq!(e.exit_code(), 4, "{e}");
+    assert!(e.hint.as_deref().unwrap().contains("--regenerate"), "{e:?}");
+    let mut none = || -> tsbsctl::error::Result<Generator> {
+        Err(tsbsctl::error::Error::invalid("no environment"))
+    };
+    let sf = dataset::ensure_generated(&ds, &greq, &mut none, "t", &SilentReporter).unwrap();
+    assert!(sf.reused);
+    assert_eq!(s.data_runs(), 1);
+}
+
 #[test]
 fn failed_query_generation_publishes_nothing() {
     let env = TestEnv::new();
@@ -820,21 +936,83 @@ fn failed_query_generation_publishes_nothing() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert!(left.is_empty(), "{left:?}");
-    // More hosts than the scale: the generator panics; that is a failure too.
-    s.set(json!({}), json!({}));
-    let big =
-        queryset::resolve_counts(Profile::Smoke, None, &[], None, &["cpu-max-all-8=1".into()])
-            .unwrap();
-    let e = queryset::ensure_query_set(
-        &root,
-        &query_request(&ds, &big, &logs),
-        &mut g,
-        &SilentReporter,
+}
+
+/// More hosts than the scale or a span shorter than the type's window would make the real
+/// generator panic (finding C3): refused with exit 2, naming each type and its need, before
+/// the generator runs or any directory exists.
+#[test]
+fn query_types_the_dataset_is_too_small_for_are_refused_first() {
+    let env = TestEnv::new();
+    let s = Standins::new(&env);
+    let root = root(&env);
+    let logs = env.path().join("run-logs");
+    let refuse = |ds: &Dataset, types: &[&str]| {
+        let counts = queryset::resolve_counts(
+            Profile::Smoke,
+            None,
+            &types.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+            Some(1),
+            &[],
+        )
+        .unwrap();
+        let mut g = || Ok(s.queries.clone());
+        queryset::ensure_query_set(
+            &root,
+            &query_request(ds, &counts, &logs),
+            &mut g,
+            &SilentReporter,
+        )
+    };
+    // 3 hosts, one day
+    let day = Dataset::resolve(&root, Some("qs"), &day3()).unwrap();
+    let e = refuse(
+        &day,
+        &["cpu-max-all-8", "single-groupby-5-8-1", "lastpoint"],
     )
     .unwrap_err();
-    assert!(e.message.contains("exit code 2"), "{e}");
-    let log = fs::read_to_string(logs.join("generate-query-cpu-max-all-8.log")).unwrap();
-    assert!(log.contains("larger than total hosts"), "{log}");
+    assert_eq!(e.exit_code(), 2, "{e}");
+    assert!(
+        e.message.contains("cpu-max-all-8 needs at least 8 hosts"),
+        "{e}"
+    );
+    assert!(
+        e.message
+            .contains("single-groupby-5-8-1 needs at least 8 hosts"),
+        "{e}"
+    );
+    assert!(!e.message.contains("lastpoint needs"), "{e}");
+    // 3 hosts, one hour
+    let hour = Dataset::resolve(&root, Some("tiny"), &tiny()).unwrap();
+    let e = refuse(
+        &hour,
+        &[
+            "double-groupby-1",
+            "high-cpu-all",
+            "cpu-max-all-1",
+            "single-groupby-1-1-12",
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(e.exit_code(), 2, "{e}");
+    for need in [
+        "double-groupby-1 needs a span of at least 12h",
+        "high-cpu-all needs a span of at least 12h",
+        "cpu-max-all-1 needs a span of at least 8h",
+        "single-groupby-1-1-12 needs a span of at least 12h",
+    ] {
+        assert!(e.message.contains(need), "{need}: {e}");
+    }
+    assert_eq!(s.query_runs(), 0);
+    assert!(!env.root.join("queries").exists());
+    assert!(!logs.exists());
+    // What fits is generated: an hour is enough for the 1 h types (the generator gets end+1s).
+    let set = refuse(
+        &hour,
+        &["single-groupby-1-1-1", "groupby-orderby-limit", "lastpoint"],
+    )
+    .unwrap();
+    assert_eq!(set.files.len(), 3);
 }
 
 #[test]

@@ -8,8 +8,12 @@
 //! Flags as pflag parses them (`--name=value` or `--name value`, unknown flag: `unknown flag:
 //! --x` plus usage on stderr, exit 2). Only `--format=influx` and `--use-case=cpu-only` are
 //! emulated; any other *known* format or use case is refused (exit 2, `testbed: ... not
-//! emulated`), an unknown format panics like the real tool (exit 2), an invalid use case or
-//! timestamp is the real tool's quirk: `error: <msg>` on **stdout**, exit 0.
+//! emulated`), an unknown format panics like the real tool (exit 2, `Unrecognized format ...`),
+//! a zero scale, an invalid use case or a timestamp Go's `time.RFC3339` refuses is the real
+//! tool's quirk: `error: <msg>` on **stdout**, exit 0, in the real wording (`scale cannot be 0`,
+//! `invalid use case specified: 'x'`, Go's `parsing time ...` text, see
+//! [`crate::gotool::go_parse_rfc3339`]). Defaults as real: `--timestamp-end` is
+//! `2016-01-02T00:00:00Z`.
 //!
 //! Output: InfluxDB line protocol, `cpu,<10 tags> <10 integer fields> <unix-ns>`, tags and
 //! fields in the real order, epoch-major (host_0 .. host_{scale-1} per timestamp), exactly
@@ -21,8 +25,12 @@
 //! Flags: `--use-case` (devops | cpu-only), `--seed`, `--scale`, `--timestamp-start`,
 //! `--timestamp-end`, `--queries` (1000), `--query-type` (the 15 devops types), `--format`
 //! (greptime | influx3), `--db-name`, `--interleaved-generation-group-id/-groups`, `--debug`,
-//! `--file`. Errors in the configuration: `error: <msg>` on stderr, exit 1; more hosts than
-//! `--scale`, or a time window larger than the interval: a Go-style panic, exit 2. At the end,
+//! `--file`. Errors in the configuration: `error: <msg>` on stderr, exit 1, in the real order
+//! and wording (`scale cannot be 0`, `invalid format specified: 'x'`, `invalid use case
+//! specified: 'x'`, `query type cannot be empty`, `incorrect interleaved groups configuration:
+//! ...`, `invalid query type for use case 'u': 'q'`, `cannot parse time from string 's': <Go's
+//! ParseError>`); more hosts than `--scale`, or a random window not shorter than the interval
+//! (`upper <= lower`): a Go-style panic, exit 2. At the end,
 //! stderr gets one `<label>: <n> points` line per distinct human label, sorted.
 //!
 //! ## Query file format (stand-in only; the real tool writes a Go gob stream)
@@ -221,9 +229,9 @@ fn load_knobs(tool: &str, args: &[String]) -> Knobs {
 // ---------------------------------------------------------------------------------------------
 // Time helpers (Go's RFC 3339 and duration syntax)
 
-fn parse_rfc3339_ns(s: &str) -> Option<i128> {
-    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()?;
-    Some(t.unix_timestamp_nanos())
+/// Go's `time.Parse(time.RFC3339, s)` (strict: the real tools refuse what Go refuses).
+fn parse_rfc3339_ns(s: &str) -> Result<i128, String> {
+    crate::gotool::go_parse_rfc3339(s)
 }
 
 /// Go's `time.ParseDuration` (viper reads a bare number as nanoseconds).
@@ -358,6 +366,9 @@ const KNOWN_DATA_FORMATS: &[&str] = &[
     "victoriametrics",
     "timestream",
     "questdb",
+    "influx2",
+    "influx3",
+    "greptime",
 ];
 const KNOWN_USE_CASES: &[&str] = &["devops", "iot", "cpu-only", "cpu-single", "devops-generic"];
 
@@ -410,14 +421,21 @@ pub fn data_main(args: Vec<String>) -> i32 {
 
     let format = flags.get("format").map(String::as_str).unwrap_or("");
     if !KNOWN_DATA_FORMATS.contains(&format) {
-        crate::gotool::go_panic("tsbs_generate_data", &format!("unknown format: '{format}'"));
+        crate::gotool::go_panic(
+            "tsbs_generate_data",
+            &format!(
+                "Unrecognized format {format}, supported: {}",
+                KNOWN_DATA_FORMATS.join(",")
+            ),
+        );
     }
+    // BaseConfig.Validate: scale before the use case.
     let use_case = flags.get("use-case").map(String::as_str).unwrap_or("");
-    if !KNOWN_USE_CASES.contains(&use_case) {
-        return stdout_error(&format!("invalid use case specifier: '{use_case}'"));
-    }
     if scale == 0 {
         return stdout_error("scale cannot be 0");
+    }
+    if !KNOWN_USE_CASES.contains(&use_case) {
+        return stdout_error(&format!("invalid use case specified: '{use_case}'"));
     }
     if groups == 0 || group_id >= groups {
         return stdout_error("incorrect interleaved groups configuration");
@@ -430,10 +448,11 @@ pub fn data_main(args: Vec<String>) -> i32 {
         .get("timestamp-end")
         .map(String::as_str)
         .unwrap_or("2016-01-02T00:00:00Z");
-    let (Some(start_ns), Some(end_ns)) = (parse_rfc3339_ns(start), parse_rfc3339_ns(end)) else {
-        return stdout_error(&format!(
-            "cannot parse time range: parsing time \"{start}\" / \"{end}\" as \"2006-01-02T15:04:05Z07:00\""
-        ));
+    // Real: `utils.ParseUTCTime` returns Go's ParseError unwrapped; main prints it on stdout
+    // and exits 0.
+    let (start_ns, end_ns) = match (parse_rfc3339_ns(start), parse_rfc3339_ns(end)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return stdout_error(&e),
     };
     let interval_raw = flags
         .get("log-interval")
@@ -663,7 +682,6 @@ pub const QUERY_TYPES: [&str; 15] = [
 ];
 
 const HOUR: i128 = 3_600_000_000_000;
-const MINUTE: i128 = 60_000_000_000;
 
 /// What a query type asks for: metrics, hosts (0 = all), window length, grouping.
 struct TypeShape {
@@ -697,7 +715,8 @@ fn shape_of(t: &str) -> Option<TypeShape> {
         "double-groupby-1" => s(Kind::DoubleGroupby, 1, 0, 12 * HOUR),
         "double-groupby-5" => s(Kind::DoubleGroupby, 5, 0, 12 * HOUR),
         "double-groupby-all" => s(Kind::DoubleGroupby, 10, 0, 12 * HOUR),
-        "groupby-orderby-limit" => s(Kind::GroupbyOrderbyLimit, 1, 0, 5 * MINUTE),
+        // The real generator draws a one-hour window (`MustRandWindow(time.Hour)`).
+        "groupby-orderby-limit" => s(Kind::GroupbyOrderbyLimit, 1, 0, HOUR),
         "high-cpu-1" => s(Kind::HighCpu, 10, 1, 12 * HOUR),
         "high-cpu-all" => s(Kind::HighCpu, 10, 0, 12 * HOUR),
         "lastpoint" => s(Kind::Lastpoint, 10, 0, 0),
@@ -889,14 +908,34 @@ pub fn queries_main(args: Vec<String>) -> i32 {
     let use_case = flags.get("use-case").map(String::as_str).unwrap_or("");
     let qtype = flags.get("query-type").map(String::as_str).unwrap_or("");
     let format = flags.get("format").map(String::as_str).unwrap_or("");
-    if !matches!(use_case, "devops" | "cpu-only" | "iot") {
-        return fail(format!("invalid use case specifier: '{use_case}'"));
+    // The real order and wording: BaseConfig.Validate (scale, format, use case), then the
+    // query type and groups (pkg/query/config), then the use-case matrix
+    // (internal/inputs/generator_queries.go).
+    if scale == 0 {
+        return fail("scale cannot be 0".into());
     }
-    if use_case == "iot" {
-        return not_emulated("--use-case=iot");
+    if !KNOWN_DATA_FORMATS.contains(&format) {
+        return fail(format!("invalid format specified: '{format}'"));
+    }
+    if !KNOWN_USE_CASES.contains(&use_case) {
+        return fail(format!("invalid use case specified: '{use_case}'"));
     }
     if qtype.is_empty() {
         return fail("query type cannot be empty".into());
+    }
+    if groups == 0 {
+        return fail("incorrect interleaved groups configuration: total groups = 0".into());
+    }
+    if group_id >= groups {
+        return fail(format!(
+            "incorrect interleaved groups configuration: id {group_id} >= total groups {groups}"
+        ));
+    }
+    if !matches!(use_case, "devops" | "cpu-only" | "iot") {
+        return fail(format!("invalid use case specified: '{use_case}'"));
+    }
+    if use_case == "iot" {
+        return not_emulated("--use-case=iot");
     }
     let Some(shape) = shape_of(qtype) else {
         return fail(format!(
@@ -906,20 +945,8 @@ pub fn queries_main(args: Vec<String>) -> i32 {
     let prefix = match format {
         "greptime" => "Influx",
         "influx3" => "InfluxDB 3",
-        "" => return fail("format cannot be empty".into()),
-        other => {
-            if KNOWN_DATA_FORMATS.contains(&other) || other == "greptime" {
-                return not_emulated(&format!("--format={other}"));
-            }
-            return fail(format!("invalid format specifier: '{other}'"));
-        }
+        other => return not_emulated(&format!("--format={other}")),
     };
-    if scale == 0 {
-        return fail("scale cannot be zero".into());
-    }
-    if groups == 0 || group_id >= groups {
-        return fail("incorrect interleaved groups configuration".into());
-    }
     let start = flags
         .get("timestamp-start")
         .map(String::as_str)
@@ -927,9 +954,14 @@ pub fn queries_main(args: Vec<String>) -> i32 {
     let end = flags
         .get("timestamp-end")
         .map(String::as_str)
-        .unwrap_or("2016-01-02T06:00:00Z");
-    let (Some(start_ns), Some(end_ns)) = (parse_rfc3339_ns(start), parse_rfc3339_ns(end)) else {
-        return fail(format!("cannot parse time range {start:?} .. {end:?}"));
+        .unwrap_or("2016-01-02T00:00:00Z");
+    let start_ns = match parse_rfc3339_ns(start) {
+        Ok(v) => v,
+        Err(e) => return fail(format!("cannot parse time from string '{start}': {e}")),
+    };
+    let end_ns = match parse_rfc3339_ns(end) {
+        Ok(v) => v,
+        Err(e) => return fail(format!("cannot parse time from string '{end}': {e}")),
     };
     if end_ns <= start_ns {
         return fail("invalid time range: end is before start".into());
@@ -956,10 +988,16 @@ pub fn queries_main(args: Vec<String>) -> i32 {
             ),
         );
     }
-    if shape.window > end_ns - start_ns {
+    // Real: `upper := end - window; if upper <= lower` panics, so a window equal to the span
+    // panics too (`internal/utils/time_interval.go`).
+    if shape.window > 0 && shape.window >= end_ns - start_ns {
         crate::gotool::go_panic(
             "tsbs_generate_queries",
-            "random window equal to or larger than TimeInterval",
+            &format!(
+                "random window equal to or larger than TimeInterval: window {}, interval {}",
+                go_duration_string(shape.window),
+                go_duration_string(end_ns - start_ns)
+            ),
         );
     }
     let seed = if seed == 0 { time_seed() } else { seed as u64 };
@@ -1068,5 +1106,55 @@ mod tests {
             assert!(shape_of(t).is_some(), "{t}");
         }
         assert!(shape_of("single-groupby-2-2-2").is_none());
+    }
+}
+
+/// Go's `time.Duration.String()` (`12h0m0s`, `1m30s`, `1.5s`, `500ms`), for panic texts.
+fn go_duration_string(ns: i128) -> String {
+    fn frac(v: u128, unit: u128, digits: usize) -> String {
+        let (i, f) = (v / unit, v % unit);
+        if f == 0 {
+            i.to_string()
+        } else {
+            let f = format!("{f:0digits$}");
+            format!("{i}.{}", f.trim_end_matches('0'))
+        }
+    }
+    if ns == 0 {
+        return "0s".into();
+    }
+    let sign = if ns < 0 { "-" } else { "" };
+    let u = ns.unsigned_abs();
+    let body = if u < 1_000 {
+        format!("{u}ns")
+    } else if u < 1_000_000 {
+        format!("{}µs", frac(u, 1_000, 3))
+    } else if u < 1_000_000_000 {
+        format!("{}ms", frac(u, 1_000_000, 6))
+    } else {
+        let (h, rest) = (u / 3_600_000_000_000, u % 3_600_000_000_000);
+        let (m, rest) = (rest / 60_000_000_000, rest % 60_000_000_000);
+        let s = format!("{}s", frac(rest, 1_000_000_000, 9));
+        if h > 0 {
+            format!("{h}h{m}m{s}")
+        } else if m > 0 {
+            format!("{m}m{s}")
+        } else {
+            s
+        }
+    };
+    format!("{sign}{body}")
+}
+
+#[cfg(test)]
+mod go_duration_tests {
+    #[test]
+    fn go_duration_strings() {
+        let h = 3_600_000_000_000i128;
+        assert_eq!(super::go_duration_string(12 * h), "12h0m0s");
+        assert_eq!(super::go_duration_string(h + 1_000_000_000), "1h0m1s");
+        assert_eq!(super::go_duration_string(90_000_000_000), "1m30s");
+        assert_eq!(super::go_duration_string(1_500_000_000), "1.5s");
+        assert_eq!(super::go_duration_string(500_000_000), "500ms");
     }
 }

@@ -477,12 +477,10 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
                 GoJson::Int(flags.duration_ns("reporting-period")),
             ),
             ("hash-workers", GoJson::Bool(false)),
-            // the GreptimeDB loader forces the no-flow-control runner (capacity 5 per worker)
-            ("no-flow-control", GoJson::Bool(!influx3)),
-            (
-                "channel-capacity",
-                GoJson::Uint(if influx3 { 0 } else { workers * 5 }),
-            ),
+            // Neither real loader sets NoFlowControl, so both write false/0 (real finding C4,
+            // fixtures/tsbs-real/load-001.json).
+            ("no-flow-control", GoJson::Bool(false)),
+            ("channel-capacity", GoJson::Uint(0)),
             (
                 "insert-intervals",
                 GoJson::Str(flags.str("insert-intervals")),

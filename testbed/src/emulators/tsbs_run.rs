@@ -582,7 +582,8 @@ fn process_stats(
         quantiles.push((
             k.clone(),
             GoJson::obj(vec![
-                ("q0", q(0.0)),
+                // The real runner asks hdrhistogram for ValueAtQuantile(0), which is always 0.
+                ("q0", GoJson::Float(0.0)),
                 ("q100", q(100.0)),
                 ("q50", q(50.0)),
                 ("q95", q(95.0)),
