@@ -42,6 +42,8 @@ pub struct Knobs {
 
     // queries
     pub query_delay_ms: u64,
+    /// Core's `--query-file-limit` (default 432; Enterprise has none).
+    pub query_file_limit: Option<usize>,
     pub query_failures: Vec<QueryFailure>,
 }
 

@@ -126,7 +126,7 @@ pub fn run(build: Build, knobs: Knobs, cfg: ServeConfig) -> i32 {
     let store = match Store::open(
         layout,
         cfg.gen1_minutes,
-        knobs.snapshot_after_wal_files.unwrap_or(100),
+        knobs.snapshot_after_wal_files.unwrap_or(900),
     ) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(&format!("failed to initialize catalog: {e}")),

@@ -67,6 +67,9 @@ pub struct TableData {
     /// `rows[persisted..]` as normalised line protocol (ns timestamps), for WAL and snapshots.
     texts: Vec<String>,
     persisted: usize,
+    /// `(min_time, max_time)` of every snapshot (Parquet) file of this table: what Core's
+    /// query file limit counts.
+    pub files: Vec<(i64, i64)>,
     series: HashMap<String, Arc<Series>>,
     names: Vec<Arc<str>>,
     name_idx: HashMap<Arc<str>, u16>,
@@ -167,6 +170,10 @@ struct WalOp {
     lines: Vec<String>,
     #[serde(rename = "lines")]
     count: usize,
+    /// The parsed rows by table id: they reach the queryable buffer only when this op's WAL
+    /// file is written, as on the real server (a `no_sync` write is acknowledged before).
+    #[serde(skip)]
+    rows: Vec<(u32, Line, String)>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -199,7 +206,6 @@ struct Inner {
     snapshot_seq: u64,
     wal_since_snapshot: u64,
     file_seq: u64,
-    dirty_since_snapshot: bool,
 }
 
 /// Where files go: `<data-dir>/<catalog prefix>/catalog/...` and `<data-dir>/<node-id>/...`.
@@ -353,7 +359,6 @@ impl Store {
             snapshot_seq: 0,
             wal_since_snapshot: 0,
             file_seq: 0,
-            dirty_since_snapshot: false,
         };
         if let Some(l) = &layout {
             write_atomic(
@@ -602,7 +607,7 @@ impl Store {
             .map(|t| (t.name.clone(), t.id))
             .collect();
         let mut rendered = Vec::with_capacity(good.len());
-        let tables = inner.data.entry(db_id).or_default();
+        let mut rows = Vec::with_capacity(good.len());
         for (line, text) in good {
             let text = match text {
                 Some(t) => t.to_string(),
@@ -610,7 +615,7 @@ impl Store {
             };
             rendered.push(text.clone());
             let table_id = table_ids[line.measurement.as_str()];
-            tables.entry(table_id).or_default().push(line, text);
+            rows.push((table_id, line, text));
         }
         if catalog_changed {
             self.save_catalog(&inner)?;
@@ -620,21 +625,22 @@ impl Store {
             db: db_name.to_string(),
             count: rendered.len(),
             lines: rendered,
+            rows,
         });
-        inner.dirty_since_snapshot = true;
         Ok(WriteOutcome::Written {
             batch: inner.flushes + 1,
             errors,
         })
     }
 
-    /// Writes pending operations to one WAL file; snapshots when enough have accumulated.
+    /// Writes pending operations to one WAL file, then makes their rows queryable;
+    /// snapshots when enough WAL files have accumulated.
     pub fn flush(&self) -> Result<(), String> {
         let mut inner = self.lock();
         if inner.pending.is_empty() {
             return Ok(());
         }
-        let ops = std::mem::take(&mut inner.pending);
+        let mut ops = std::mem::take(&mut inner.pending);
         if let Some(l) = &self.layout {
             inner.wal_seq += 1;
             let mut bytes = WAL_MAGIC.to_vec();
@@ -654,6 +660,12 @@ impl Store {
                 .join(format!("{:011}.wal", inner.wal_seq));
             write_atomic(&path, &bytes)?;
             inner.wal_since_snapshot += 1;
+        }
+        for op in &mut ops {
+            let tables = inner.data.entry(op.db_id).or_default();
+            for (table_id, line, text) in op.rows.drain(..) {
+                tables.entry(table_id).or_default().push(line, text);
+            }
         }
         inner.flushes += 1;
         self.flushed.notify_all();
@@ -675,14 +687,11 @@ impl Store {
         }
     }
 
-    /// Flush, then persist every row not yet in a snapshot file (graceful shutdown).
+    /// Graceful shutdown: flush the WAL buffer only. As real Core
+    /// (`influxdb3_wal/src/object_store.rs` `shutdown` → `flush_buffer(false)`), nothing is
+    /// snapshotted to Parquet unless a snapshot is due anyway, so a short load leaves WAL files.
     pub fn shutdown(&self) -> Result<(), String> {
-        self.flush()?;
-        let mut inner = self.lock();
-        if inner.dirty_since_snapshot {
-            self.snapshot_locked(&mut inner)?;
-        }
-        Ok(())
+        self.flush()
     }
 
     fn snapshot_locked(&self, inner: &mut Inner) -> Result<(), String> {
@@ -745,6 +754,10 @@ impl Store {
                     bytes.extend(b"PAR1");
                     write_atomic(&l.node().join(&rel), &bytes)?;
                     let times = rows.iter().map(|(t, _)| *t);
+                    td.files.push((
+                        rows.iter().map(|(t, _)| *t).min().unwrap_or(0),
+                        rows.iter().map(|(t, _)| *t).max().unwrap_or(0),
+                    ));
                     files.push(ParquetEntry {
                         db_id,
                         table_id,
@@ -777,7 +790,6 @@ impl Store {
             }
         }
         inner.wal_since_snapshot = 0;
-        inner.dirty_since_snapshot = false;
         Ok(())
     }
 
@@ -889,6 +901,7 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
                 .or_default()
                 .entry(f.table_id)
                 .or_default();
+            td.files.push((f.min_time, f.max_time));
             for text in String::from_utf8_lossy(&body).lines() {
                 let line = lp::parse_line(text)
                     .map_err(|e| format!("parquet file {} is corrupt: {e}", path.display()))?;
@@ -936,7 +949,6 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
         }
         inner.wal_seq = inner.wal_seq.max(seq);
         inner.wal_since_snapshot += 1;
-        inner.dirty_since_snapshot = true;
     }
     Ok(())
 }
