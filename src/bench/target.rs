@@ -103,6 +103,10 @@ pub struct Target {
     pub external: Option<External>,
     pub auth_token: Option<Secret>,
     pub admin_token: Option<Secret>,
+    /// InfluxDB 3 row counts: the dataset's `[start, end)` in ns (time slices stay inside it)
+    /// and the limit of one count request.
+    pub count_window: Option<(i64, i64)>,
+    pub count_timeout: std::time::Duration,
 }
 
 impl Target {
@@ -155,6 +159,10 @@ impl Target {
                 external: None,
                 auth_token,
                 admin_token,
+                count_window: None,
+                count_timeout: req
+                    .count_timeout
+                    .unwrap_or(crate::product::influxdb3::DEFAULT_COUNT_TIMEOUT),
             });
         }
         let urls: Vec<String> = req
@@ -180,7 +188,16 @@ impl Target {
             }),
             auth_token,
             admin_token,
+            count_window: None,
+            count_timeout: req
+                .count_timeout
+                .unwrap_or(crate::product::influxdb3::DEFAULT_COUNT_TIMEOUT),
         })
+    }
+
+    /// Row counts of this run stay inside `ds`'s time range (InfluxDB 3 slices in it).
+    pub fn set_count_window(&mut self, ds: &Dataset) {
+        self.count_window = crate::product::influxdb3::window_ns(&ds.spec.start, &ds.spec.end);
     }
 
     pub fn is_managed(&self) -> bool {
@@ -494,12 +511,41 @@ impl Target {
     }
 
     pub fn count_rows(&self, endpoint: &str, table: &str) -> Result<u64> {
+        self.count_rows_detailed(endpoint, table).map(|(n, _)| n)
+    }
+
+    /// The row count and, for InfluxDB 3, how it was obtained (whole table or time slices).
+    pub fn count_rows_detailed(&self, endpoint: &str, table: &str) -> Result<(u64, Option<Value>)> {
         match self.kind {
-            ProductKind::Greptime => GreptimeDb.count_rows(endpoint, self.database(), table),
-            ProductKind::Influx3 => match &self.managed {
-                Some(m) => m.product.count_rows(endpoint, self.database(), table),
-                None => influx3_count(endpoint, self.database(), table, self.auth_token.as_ref()),
-            },
+            ProductKind::Greptime => GreptimeDb
+                .count_rows(endpoint, self.database(), table)
+                .map(|n| (n, None)),
+            ProductKind::Influx3 => {
+                // The run's dataset, else the one the workspace holds.
+                let window = self.count_window.or_else(|| {
+                    let spec = &self.binding()?["spec"];
+                    crate::product::influxdb3::window_ns(
+                        spec["start"].as_str()?,
+                        spec["end"].as_str()?,
+                    )
+                });
+                // Managed servers run without auth: no token goes to them.
+                let token = match &self.managed {
+                    Some(_) => None,
+                    None => self.auth_token.as_ref().map(|t| t.expose()),
+                };
+                let c = crate::product::influxdb3::count_table(
+                    &crate::product::influxdb3::CountRequest {
+                        endpoint,
+                        database: self.database(),
+                        table,
+                        window,
+                        token,
+                        timeout: self.count_timeout,
+                    },
+                )?;
+                Ok((c.rows, Some(c.detail)))
+            }
         }
     }
 }
@@ -643,40 +689,4 @@ fn probe_external(kind: ProductKind, urls: &[String], token: Option<&Secret>) ->
         .with_hint("benchmark servers of one version together"));
     }
     Ok(json!({"version": versions.first(), "servers": each}))
-}
-
-/// `SELECT count(*)` through InfluxDB 3's SQL API.
-fn influx3_count(endpoint: &str, db: &str, table: &str, token: Option<&Secret>) -> Result<u64> {
-    let c = client()?;
-    let mut r = c.post(format!("{endpoint}/api/v3/query_sql")).json(
-        &json!({"db": db, "q": format!("SELECT count(*) AS n FROM {table}"), "format": "json"}),
-    );
-    if let Some(t) = token {
-        r = r.bearer_auth(t.expose());
-    }
-    let resp = r.send().map_err(|e| {
-        Error::failed(format!(
-            "InfluxDB 3 at {endpoint} did not answer count(*): {e}"
-        ))
-    })?;
-    let status = resp.status();
-    let body: Value = resp.json().map_err(|e| {
-        Error::failed(format!(
-            "InfluxDB 3 answered count(*) with invalid JSON ({status}): {e}"
-        ))
-    })?;
-    if !status.is_success() {
-        return Err(Error::failed(format!(
-            "InfluxDB 3 refused count(*) ({status}): {body}"
-        )));
-    }
-    body.get(0)
-        .and_then(|row| row.as_object())
-        .and_then(|o| o.values().next())
-        .and_then(Value::as_u64)
-        .ok_or_else(|| {
-            Error::failed(format!(
-                "InfluxDB 3 answered count(*) without a number: {body}"
-            ))
-        })
 }

@@ -81,27 +81,6 @@ impl InfluxDb3 {
             .collect();
         format!("{stem}-node")
     }
-
-    fn sql(endpoint: &str, db: &str, q: &str) -> Result<Value> {
-        let resp = admin_client()?
-            .post(format!("{endpoint}/api/v3/query_sql"))
-            .json(&json!({"db": db, "q": q, "format": "json"}))
-            .send()
-            .map_err(|e| {
-                Error::failed(format!(
-                    "InfluxDB 3 at {endpoint} did not answer {q:?}: {e}"
-                ))
-            })?;
-        let status = resp.status();
-        let text = resp.text().unwrap_or_default();
-        if !status.is_success() {
-            return Err(Error::failed(format!(
-                "InfluxDB 3 refused {q:?} ({status}): {text}"
-            )));
-        }
-        serde_json::from_str(&text)
-            .map_err(|e| Error::failed(format!("InfluxDB 3 answered {q:?} with invalid JSON: {e}")))
-    }
 }
 
 /// Reads the one quoted assignment `NAME="x.y.z"` (or `'x.y.z'`) on a line of its own from the
@@ -380,7 +359,7 @@ impl Product for InfluxDb3 {
     fn default_timing(&self) -> Timing {
         Timing {
             startup_timeout: std::time::Duration::from_secs(600),
-            // Long enough for a snapshot of unpersisted writes on shutdown.
+            // A graceful stop flushes the WAL buffer (and snapshots only if one is due).
             grace: std::time::Duration::from_secs(60),
             ..Timing::default()
         }
@@ -445,21 +424,227 @@ impl Product for InfluxDb3 {
     }
 
     fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
-        crate::workspace::validate_database_name(table)?;
-        let rows = Self::sql(
+        count_table(&CountRequest {
             endpoint,
             database,
-            &format!("SELECT count(*) AS n FROM {table}"),
-        )?;
-        rows.get(0)
-            .and_then(|r| r.get("n"))
-            .and_then(Value::as_u64)
-            .ok_or_else(|| {
-                Error::failed(format!(
-                    "InfluxDB 3 answered count(*) of {table} without a number: {rows}"
-                ))
-            })
+            table,
+            window: None,
+            token: None,
+            timeout: DEFAULT_COUNT_TIMEOUT,
+        })
+        .map(|c| c.rows)
     }
+}
+
+/// Text by which InfluxDB 3 Core refuses a query over its Parquet file limit
+/// (`influxdb3_write/src/write_buffer/mod.rs`: "Query would scan N Parquet files, exceeding
+/// the file limit. ...").
+pub const FILE_LIMIT_TEXT: &str = "exceeding the file limit";
+
+/// Default limit of one count or admin request: a `count(*)` over ~100 M rows of the published
+/// scale on a remote server can take minutes (`--count-timeout` overrides it).
+pub const DEFAULT_COUNT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1800);
+
+/// The server's `--wal-flush-interval` when none is passed (src `serve.rs`: default `1s`).
+pub const DEFAULT_WAL_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Most count requests one row count may make (slicing stops before this, bounded).
+const MAX_COUNT_REQUESTS: u32 = 4096;
+
+/// What a row count asks: the table, the dataset's `[start, end)` in ns when known (slices
+/// stay inside it), a token for external servers, the per-request limit.
+#[derive(Debug, Clone)]
+pub struct CountRequest<'a> {
+    pub endpoint: &'a str,
+    pub database: &'a str,
+    pub table: &'a str,
+    pub window: Option<(i64, i64)>,
+    pub token: Option<&'a str>,
+    pub timeout: std::time::Duration,
+}
+
+/// A row count and how it was obtained (`detail` goes into the run's row-count step).
+#[derive(Debug, Clone)]
+pub struct RowCount {
+    pub rows: u64,
+    pub detail: Value,
+}
+
+enum CountFailure {
+    /// Core's query file limit: the number of files the query would scan, and the text.
+    FileLimit(Option<u64>),
+    Other(Error),
+}
+
+/// `[start, end)` of an RFC 3339 pair (a dataset's spec) in ns; `None` when either is unreadable.
+pub fn window_ns(start: &str, end: &str) -> Option<(i64, i64)> {
+    let p = |s: &str| {
+        time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+            .ok()
+            .map(|t| t.unix_timestamp_nanos() as i64)
+    };
+    let (a, b) = (p(start)?, p(end)?);
+    (a < b).then_some((a, b))
+}
+
+fn rfc3339_ns(ns: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(ns as i128)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+/// Counts the rows of a table. A whole-table `count(*)` first; when Core refuses it for its
+/// query file limit (a count over a 3-day table at the published scale can), the dataset's
+/// window is counted in time slices, halved until each stays under the limit, and summed.
+/// A file-limit refusal that slicing cannot get under is reported as such, never as rows.
+pub fn count_table(req: &CountRequest) -> Result<RowCount> {
+    let client = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(req.timeout)
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))?;
+    crate::workspace::validate_database_name(req.table)?;
+    let limit_error = |files: Option<u64>, what: &str| {
+        Error::failed(format!(
+            "InfluxDB 3 Core refused to count {} {what}: the query would scan {} Parquet files, more than its query file limit (this is the server's limit, not missing rows)",
+            req.table,
+            files.map(|n| n.to_string()).unwrap_or_else(|| "too many".into())
+        ))
+        .with_hint("count in narrower time ranges, or start the server with a higher --query-file-limit")
+    };
+    let started = std::time::Instant::now();
+    let whole = match count_once(&client, req, None) {
+        Ok(n) => {
+            return Ok(RowCount {
+                rows: n,
+                detail: json!({"method": "whole-table", "requests": 1,
+                    "request_timeout_s": req.timeout.as_secs_f64()}),
+            })
+        }
+        Err(CountFailure::Other(e)) => return Err(e),
+        Err(CountFailure::FileLimit(files)) => files,
+    };
+    let Some((lo, hi)) = req.window else {
+        return Err(limit_error(
+            whole,
+            "as a whole (no dataset window to slice)",
+        ));
+    };
+    let mut pending = vec![(lo, hi)];
+    let (mut total, mut slices, mut requests, mut widest) = (0u64, 0u32, 1u32, 0i64);
+    while let Some((a, b)) = pending.pop() {
+        if requests >= MAX_COUNT_REQUESTS {
+            return Err(limit_error(
+                whole,
+                &format!("even in {requests} time slices"),
+            ));
+        }
+        requests += 1;
+        match count_once(&client, req, Some((a, b))) {
+            Ok(n) => {
+                total += n;
+                slices += 1;
+                widest = widest.max(b - a);
+            }
+            // Halve until each slice is under the limit; a 1 s slice over it cannot be cut.
+            Err(CountFailure::FileLimit(_)) if b - a > 1_000_000_000 => {
+                let mid = a + (b - a) / 2;
+                pending.push((mid, b));
+                pending.push((a, mid));
+            }
+            Err(CountFailure::FileLimit(files)) => {
+                return Err(limit_error(files, "even in a one-second slice"))
+            }
+            Err(CountFailure::Other(e)) => return Err(e),
+        }
+    }
+    Ok(RowCount {
+        rows: total,
+        detail: json!({
+            "method": "time-slices",
+            "reason": format!(
+                "a whole-table count would scan {} Parquet files, over InfluxDB 3 Core's query file limit",
+                whole.map(|n| n.to_string()).unwrap_or_else(|| "too many".into())
+            ),
+            "window": {"start": rfc3339_ns(lo), "end": rfc3339_ns(hi)},
+            "slices": slices,
+            "widest_slice_s": widest as f64 / 1e9,
+            "requests": requests,
+            "request_timeout_s": req.timeout.as_secs_f64(),
+            "seconds": started.elapsed().as_secs_f64(),
+        }),
+    })
+}
+
+fn count_once(
+    c: &reqwest::blocking::Client,
+    req: &CountRequest,
+    range: Option<(i64, i64)>,
+) -> std::result::Result<u64, CountFailure> {
+    let table = req.table;
+    let q = match range {
+        None => format!("SELECT count(*) AS n FROM {table}"),
+        Some((a, b)) => format!(
+            "SELECT count(*) AS n FROM {table} WHERE time >= '{}' AND time < '{}'",
+            rfc3339_ns(a),
+            rfc3339_ns(b)
+        ),
+    };
+    let endpoint = req.endpoint;
+    let mut r = c
+        .post(format!("{endpoint}/api/v3/query_sql"))
+        .json(&json!({"db": req.database, "q": q, "format": "json"}));
+    if let Some(t) = req.token {
+        r = r.bearer_auth(t);
+    }
+    let resp = r.send().map_err(|e| {
+        let why = if e.is_timeout() {
+            format!("no answer within {} s", req.timeout.as_secs_f64())
+        } else {
+            e.to_string()
+        };
+        CountFailure::Other(
+            Error::failed(format!(
+                "InfluxDB 3 at {endpoint} did not answer count(*) of {table}: {why}"
+            ))
+            .with_hint("a count over a large table can take long: raise --count-timeout SECONDS"),
+        )
+    })?;
+    let status = resp.status();
+    let text = resp.text().unwrap_or_default();
+    if !status.is_success() {
+        if text.contains(FILE_LIMIT_TEXT) {
+            let files = text
+                .split("would scan ")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|n| n.parse().ok());
+            return Err(CountFailure::FileLimit(files));
+        }
+        return Err(CountFailure::Other(Error::failed(format!(
+            "InfluxDB 3 refused count(*) of {table} ({status}): {}",
+            text.trim()
+        ))));
+    }
+    let body: Value = serde_json::from_str(&text).map_err(|e| {
+        CountFailure::Other(Error::failed(format!(
+            "InfluxDB 3 answered count(*) of {table} with invalid JSON ({status}): {e}"
+        )))
+    })?;
+    body.get(0)
+        .and_then(|row| row.as_object())
+        .and_then(|o| o.get("n").or_else(|| o.values().next()))
+        .and_then(Value::as_u64)
+        .ok_or_else(|| {
+            CountFailure::Other(Error::failed(format!(
+                "InfluxDB 3 answered count(*) of {table} without a number: {body}"
+            )))
+        })
 }
 
 #[cfg(test)]
