@@ -1077,3 +1077,98 @@ fn ctrl_c_at_the_email_prompt_exits_130_and_restores_the_terminal() {
     assert!(echo_on(&slave), "the terminal was left without echo");
     assert_eq!(ix.manifest("ent")["license"]["status"], "unconfigured");
 }
+
+/// `bench influxdb3 <phase>` of managed workspace `id` with the tiny workload.
+fn bench_influx3(w: &crate::bench::World, id: &str, phase: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "bench",
+        "influxdb3",
+        phase,
+        "--database-id",
+        id,
+        "--stop-timeout",
+        "10",
+    ];
+    args.extend_from_slice(extra);
+    args.extend(crate::bench::tiny());
+    if phase != "load" {
+        for t in crate::bench::TYPES {
+            args.extend(["--query-type", t]);
+        }
+        args.extend(["--queries", "3"]);
+    }
+    args.push("--json");
+    w.run(&args)
+}
+
+#[test]
+fn no_sync_rows_that_appear_after_the_loader_exits_are_counted_after_a_wait() {
+    let w = crate::bench::world();
+    let knobs = crate::bench::publish_influx3(&w, "core");
+    // No-sync writes become queryable only at the next flush, well after the loader exits.
+    std::fs::write(&knobs, json!({"wal_flush_interval_ms": 2500}).to_string()).unwrap();
+    w.prepare_influx3("ns1", "core");
+    let r = bench_influx3(&w, "ns1", "load", &["--no-sync"]);
+    r.ok();
+    let s = crate::bench::summary(&crate::bench::run_dir(&r));
+    let rc = &s["row_count"];
+    assert_eq!(rc["actual"], crate::bench::ROWS, "{rc}");
+    assert_eq!(rc["ok"], true);
+    let wait = &rc["wait"];
+    assert_eq!(wait["outcome"], "reached the dataset's rows", "{wait}");
+    assert!(wait["polls"].as_u64().unwrap() > 1, "{wait}");
+    assert!(wait["waited_s"].as_f64().unwrap() > 0.0, "{wait}");
+    assert!(
+        wait["counts"][0].as_u64().unwrap() < crate::bench::ROWS,
+        "{wait}"
+    );
+    assert_eq!(rc["method"]["method"], "whole-table");
+}
+
+#[test]
+fn core_table_over_the_query_file_limit_is_counted_in_time_slices() {
+    let w = crate::bench::world();
+    let knobs = crate::bench::publish_influx3(&w, "core");
+    // A snapshot at every WAL flush: one Parquet file per 10-minute window of the day, far
+    // more than this server lets one query scan.
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "snapshot_after_wal_files": 1, "query_file_limit": 24})
+            .to_string(),
+    )
+    .unwrap();
+    w.prepare_influx3("fl1", "core");
+    let r = bench_influx3(&w, "fl1", "load", &[]);
+    r.ok();
+    let s = crate::bench::summary(&crate::bench::run_dir(&r));
+    let rc = &s["row_count"];
+    assert_eq!(rc["actual"], crate::bench::ROWS, "{rc}");
+    let how = &rc["method"];
+    assert_eq!(how["method"], "time-slices", "{how}");
+    assert!(how["slices"].as_u64().unwrap() > 1, "{how}");
+    assert!(
+        how["reason"].as_str().unwrap().contains("query file limit"),
+        "{how}"
+    );
+    assert_eq!(how["window"]["start"], "2023-06-11T00:00:00Z", "{how}");
+    assert!(s["storage"]["data_bytes"].as_u64().unwrap() > 0);
+    // Even a one-second slice over the limit: named as the file limit, never missing rows.
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "snapshot_after_wal_files": 1, "query_file_limit": 0})
+            .to_string(),
+    )
+    .unwrap();
+    let db = read_json(&w.gt.env.root.join("influxdb3/databases/fl1/manifest.json"))["database"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = bench_influx3(
+        &w,
+        "fl1",
+        "load",
+        &["--database-mode", "reset", "--confirm-reset", &db],
+    );
+    r.code(1).says("query file limit");
+    assert!(!r.stderr.contains("row count mismatch"), "{}", r.stderr);
+}
