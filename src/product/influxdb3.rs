@@ -219,8 +219,42 @@ impl Product for InfluxDb3 {
             checksum_url: format!("{url}.sha256"),
             url,
             file_name: file,
-            top_dir: Some(format!("influxdb3-{}-{version}", self.edition.as_str())),
+            // The real root's name is unconfirmed: [`Self::distribution_root`] accepts any.
+            top_dir: None,
         }
+    }
+
+    /// As the vendor's installer (`install_influxdb.sh`: `--strip-components` 0 or 1, when
+    /// `*/influxdb3` is there): `influxdb3` at the archive's root, or under its one leading
+    /// directory of any name. Anything else is refused; the binary is then run and must report
+    /// the edition and version asked for.
+    fn distribution_root(&self, extracted: &Path) -> Result<std::path::PathBuf> {
+        let bin = self.binary_name();
+        if extracted.join(bin).symlink_metadata().is_ok() {
+            return Ok(extracted.to_path_buf());
+        }
+        let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(extracted)
+            .map_err(|e| Error::io("read", extracted, e))?
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        if let [only] = entries.as_slice() {
+            let is_dir = only.symlink_metadata().map(|m| m.is_dir()).unwrap_or(false);
+            if is_dir && only.join(bin).symlink_metadata().is_ok() {
+                return Ok(only.clone());
+            }
+        }
+        let names: Vec<String> = entries
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        Err(Error::integrity(format!(
+            "the {} archive has no `{bin}` at its root or under a single top directory (its top level: {})",
+            self.display_name(),
+            if names.is_empty() { "empty".into() } else { names.join(", ") }
+        ))
+        .with_hint("nothing was installed; check that the file is the InfluxDB 3 release archive you asked for"))
     }
 
     /// `influxdb3 --version` prints `influxdb3 InfluxDB 3 Core, 3.11.1, revision ...`.

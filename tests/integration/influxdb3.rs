@@ -1172,3 +1172,60 @@ fn core_table_over_the_query_file_limit_is_counted_in_time_slices() {
     r.code(1).says("query file limit");
     assert!(!r.stderr.contains("row count mismatch"), "{}", r.stderr);
 }
+
+#[test]
+fn archives_with_any_single_top_directory_or_none_install_and_others_are_refused() {
+    let ix = Ix::new();
+    let k = ix.env.path().join("knobs-variants.json");
+    std::fs::write(&k, json!({"wal_flush_interval_ms": 20}).to_string()).unwrap();
+    // Another root name, and no root at all: installed like the vendor's installer does.
+    for (version, variant) in [
+        ("3.12.0", rel::Variant::PlatformRootName),
+        ("3.12.1", rel::Variant::NoRoot),
+    ] {
+        rel::publish(
+            &ix.mirror,
+            &Release::new("core", version, &k).variant(variant),
+        );
+        let r = ix.run_json(&[
+            "influxdb3",
+            "install",
+            "--edition",
+            "core",
+            "--version",
+            version,
+        ]);
+        r.ok();
+        let dir = ix.install_dir("core", version);
+        assert!(dir.join("influxdb3").is_file(), "{variant:?}");
+        assert!(
+            dir.join("python/lib/libpython3.so").is_file(),
+            "{variant:?}"
+        );
+        assert!(r.json()["data"]["manifest"]["version_output"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("InfluxDB 3 Core, {version}")));
+    }
+    // Strict about what we need: a second top-level entry, or no binary, is refused.
+    for (version, variant, says) in [
+        ("3.12.2", rel::Variant::ExtraTopLevel, "README.md"),
+        ("3.12.3", rel::Variant::NoBinary, "no `influxdb3`"),
+    ] {
+        rel::publish(
+            &ix.mirror,
+            &Release::new("core", version, &k).variant(variant),
+        );
+        ix.run(&[
+            "influxdb3",
+            "install",
+            "--edition",
+            "core",
+            "--version",
+            version,
+        ])
+        .code(4)
+        .says(says);
+        assert!(!ix.install_dir("core", version).exists(), "{variant:?}");
+    }
+}
