@@ -962,7 +962,23 @@ impl Bench<'_> {
         let attempt = self.run.next_attempt("footprint")?;
         self.run.begin("footprint", attempt, None, None, None)?;
         let f = footprint::measure(&dir)?;
-        let mut v = serde_json::to_value(&f)?;
+        let mut v = f.record();
+        // InfluxDB 3: the files on disk say which storage engine the server used.
+        if self.run.manifest.target["server_settings"].is_object() {
+            let engine = if f.pt_files > 0 {
+                Some("upgraded (.pt files)")
+            } else if f.wal_files + f.data_files > 0 {
+                Some("parquet")
+            } else {
+                None
+            };
+            if let Some(e) = engine {
+                let st = &mut self.run.manifest.target["server_settings"];
+                st["storage_engine"] = json!(e);
+                st["storage_engine_source"] = json!("data directory layout");
+                self.run.save()?;
+            }
+        }
         v["when"] = json!(when);
         v["data_dir"] = json!(dir);
         v["server_stopped"] = json!(self.server.is_none());

@@ -131,6 +131,14 @@ impl Target {
             let guard = workspace::lock_workspace(ctx, product.as_ref(), &ws.dir, id, &req.lock)?;
             // Re-read under the lock: another command may have changed it meanwhile.
             let ws = workspace::load(root, product.as_ref(), id)?;
+            // Every InfluxDB 3 phase starts the server: an Enterprise workspace without a valid
+            // licence (never activated, or an expired trial) is refused before a run exists.
+            if kind == ProductKind::Influx3 {
+                product.check_can_serve(&ws.manifest)?;
+                if let Some(w) = crate::product::influxdb3::expiry_warning(&ws.manifest) {
+                    ctx.reporter.warn(&w);
+                }
+            }
             if let Some(d) = &req.database {
                 if d != &ws.manifest.database {
                     return Err(Error::invalid(format!(
@@ -268,6 +276,18 @@ impl Target {
     }
 
     pub fn to_json(&self) -> Value {
+        let mut v = self.target_json();
+        if self.kind == ProductKind::Influx3 {
+            v["server_settings"] = crate::product::influxdb3::server_settings(
+                self.edition().as_deref(),
+                self.managed.as_ref().map(|m| &m.ws.manifest),
+                self.data_dir().as_deref(),
+            );
+        }
+        v
+    }
+
+    fn target_json(&self) -> Value {
         match (&self.managed, &self.external) {
             (Some(m), _) => {
                 let w = &m.ws.manifest;

@@ -337,6 +337,8 @@ impl Product for InfluxDb3 {
             format!("--node-id={node}"),
             format!("--http-bind=127.0.0.1:{port}"),
             "--without-auth".into(),
+            // A benchmark run stays offline-clean: no upload to telemetry.v3.influxdata.com.
+            "--disable-telemetry-upload".into(),
         ];
         if self.edition == Edition::Enterprise {
             if let Some(c) = ws.extra["cluster_id"].as_str() {
@@ -371,6 +373,18 @@ impl Product for InfluxDb3 {
                  (or home; the e-mail comes from $INFLUXDB3_LICENSE_EMAIL or --license-email-stdin), \
                  or `tsbsctl influxdb3 activate --database-id {id} --license-file PATH`"
             )));
+        }
+        // An expired trial: queries fail and the server does not restart (docs
+        // admin/license.md), so nothing is started.
+        if let Some(exp) = trial_expiry(&ws.extra["license"]) {
+            if exp <= time::OffsetDateTime::now_utc() {
+                let id = &ws.database_id;
+                return Err(Error::invalid(format!(
+                    "the trial licence of InfluxDB 3 Enterprise workspace {id} expired at {} ({TRIAL_DAYS} days after its activation)",
+                    rfc3339(exp)
+                ))
+                .with_hint(renewal_hint(id)));
+            }
         }
         Ok(())
     }
@@ -468,6 +482,165 @@ impl Product for InfluxDb3 {
         })
         .map(|c| c.rows)
     }
+}
+
+/// How long a trial licence lasts (docs `admin/license.md`: "Expiration | 30 days").
+pub const TRIAL_DAYS: i64 = 30;
+
+/// Within this long of its expiry a trial licence is warned about before a start.
+pub const EXPIRY_WARNING_DAYS: i64 = 2;
+
+/// When the trial licence recorded in a workspace's `license` expires (`None`: not a trial
+/// activated by e-mail, or no readable activation time).
+pub fn trial_expiry(license: &Value) -> Option<time::OffsetDateTime> {
+    if license["source"].as_str() != Some("trial") || license["status"] != license::ACTIVE {
+        return None;
+    }
+    let at = time::OffsetDateTime::parse(
+        license["activated_at"].as_str()?,
+        &time::format_description::well_known::Rfc3339,
+    )
+    .ok()?;
+    Some(at + time::Duration::days(TRIAL_DAYS))
+}
+
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// The command that gives an Enterprise workspace a licence again after its trial expired.
+pub fn renewal_hint(id: &str) -> String {
+    format!(
+        "renew it with a licence file from InfluxData: `tsbsctl influxdb3 activate --database-id {id} \
+         --license-file PATH` (the server reads the given file before the expired stored trial)"
+    )
+}
+
+/// A warning when the workspace's trial licence expires within [`EXPIRY_WARNING_DAYS`]: a long
+/// run may outlive it (queries then fail and the server does not restart).
+pub fn expiry_warning(ws: &WorkspaceManifest) -> Option<String> {
+    let exp = trial_expiry(&ws.extra["license"])?;
+    let now = time::OffsetDateTime::now_utc();
+    (exp > now && exp - now < time::Duration::days(EXPIRY_WARNING_DAYS)).then(|| {
+        format!(
+            "the trial licence of workspace {} expires at {} (in {} h): a long run may outlive it; {}",
+            ws.database_id,
+            rfc3339(exp),
+            (exp - now).whole_hours(),
+            renewal_hint(&ws.database_id)
+        )
+    })
+}
+
+/// What drives an InfluxDB 3 run's numbers besides the workload: the licence (Enterprise:
+/// At-Home runs 2 cores, one IO and one DataFusion thread), the WAL and snapshot settings in
+/// force (the server's defaults: tsbsctl passes none), the storage engine and telemetry.
+/// `ws`: the managed workspace (`None`: an external server, whose settings are unknown).
+pub fn server_settings(
+    edition: Option<&str>,
+    ws: Option<&WorkspaceManifest>,
+    data_dir: Option<&Path>,
+) -> Value {
+    let Some(ws) = ws else {
+        return json!({
+            "source": "unknown: an external server's settings are not visible to tsbsctl",
+            "license": {"type": if edition == Some("core") { "not-required" } else { "unknown" }},
+            "wal_flush_interval": null,
+            "gen1_duration": null,
+            "wal_snapshot_size": null,
+            "snapshot_after_wal_flushes": null,
+            "snapshotted_wal_files_to_keep": null,
+            "storage_engine": if edition == Some("core") { "parquet" } else { "unknown" },
+            "telemetry_upload": "unknown",
+        });
+    };
+    let lic = &ws.extra["license"];
+    let enterprise = ws.edition.as_deref() == Some("enterprise");
+    let license = if !enterprise {
+        json!({"type": "not-required"})
+    } else {
+        // A licence file is never opened: its type stays unknown.
+        let kind = match lic["source"].as_str() {
+            Some(t @ ("trial" | "home")) => t.to_string(),
+            Some("file") => "unknown (licence file)".to_string(),
+            _ => "unknown".to_string(),
+        };
+        let limits = (kind == "home").then_some(
+            "At-Home licence: capped at 2 cores; on the 3.11 engine 1 IO thread and 1 DataFusion thread",
+        );
+        json!({
+            "type": kind,
+            "activated_at": lic["activated_at"],
+            "expires_at": trial_expiry(lic).map(rfc3339),
+            "limits": limits,
+        })
+    };
+    let engine = if !enterprise {
+        ("parquet", "Core")
+    } else {
+        match data_dir.map(detect_engine).unwrap_or(None) {
+            Some(e) => (e, "data directory layout"),
+            None if version_at_least(&ws.version, 3, 11) => (
+                "upgraded (.pt files)",
+                "expected for a cluster created on 3.11 or later (no data files yet)",
+            ),
+            None => ("parquet", "version before 3.11 (no data files yet)"),
+        }
+    };
+    let snapshot_flag = if version_at_least(&ws.version, 3, 11) {
+        "--wal-files-per-snapshot"
+    } else {
+        "--wal-snapshot-size"
+    };
+    json!({
+        "source": "server defaults: tsbsctl passes no WAL or snapshot flag (src influxdb3 serve.rs, v3.10.1)",
+        "license": license,
+        "wal_flush_interval": "1s",
+        "durable_write_wait": "a durable write is answered after the next WAL flush (up to the flush interval)",
+        "gen1_duration": "10m",
+        "wal_snapshot_size": 600,
+        "wal_snapshot_size_flag": snapshot_flag,
+        "snapshot_after_wal_flushes": 900,
+        "snapshotted_wal_files_to_keep": 300,
+        "storage_engine": engine.0,
+        "storage_engine_source": engine.1,
+        "telemetry_upload": "disabled (--disable-telemetry-upload)",
+    })
+}
+
+fn version_at_least(version: &str, major: u64, minor: u64) -> bool {
+    let mut it = version
+        .split(['.', '-', '+'])
+        .map(|p| p.parse::<u64>().unwrap_or(0));
+    (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
+}
+
+/// The storage engine a data directory's files show: `.pt` files are the upgraded engine,
+/// `.wal` / `.parquet` the Parquet one; `None` when there are neither (bounded walk).
+pub fn detect_engine(dir: &Path) -> Option<&'static str> {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0u32;
+    let mut parquet = false;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            seen += 1;
+            if seen > 100_000 {
+                break;
+            }
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(p),
+                Ok(t) if t.is_file() => match p.extension().and_then(|x| x.to_str()) {
+                    Some("pt") => return Some("upgraded (.pt files)"),
+                    Some("wal" | "parquet") => parquet = true,
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+    }
+    parquet.then_some("parquet")
 }
 
 /// Text by which InfluxDB 3 Core refuses a query over its Parquet file limit

@@ -1123,6 +1123,8 @@ fn no_sync_rows_that_appear_after_the_loader_exits_are_counted_after_a_wait() {
         "{wait}"
     );
     assert_eq!(rc["method"]["method"], "whole-table");
+    let md = std::fs::read_to_string(crate::bench::run_dir(&r).join("summary.md")).unwrap();
+    assert!(md.contains("Counted again for"), "{md}");
 }
 
 #[test]
@@ -1152,6 +1154,8 @@ fn core_table_over_the_query_file_limit_is_counted_in_time_slices() {
     );
     assert_eq!(how["window"]["start"], "2023-06-11T00:00:00Z", "{how}");
     assert!(s["storage"]["data_bytes"].as_u64().unwrap() > 0);
+    let md = std::fs::read_to_string(crate::bench::run_dir(&r).join("summary.md")).unwrap();
+    assert!(md.contains("time slices of at most"), "{md}");
     // Even a one-second slice over the limit: named as the file limit, never missing rows.
     std::fs::write(
         &knobs,
@@ -1228,4 +1232,120 @@ fn archives_with_any_single_top_directory_or_none_install_and_others_are_refused
         .says(says);
         assert!(!ix.install_dir("core", version).exists(), "{variant:?}");
     }
+}
+
+/// Activates Enterprise workspace `id` with a `kind` (trial or home) licence from the e-mail
+/// in `$MY_MAIL`.
+fn activate_influx3(w: &crate::bench::World, id: &str, kind: &str) {
+    w.run(&[
+        "influxdb3",
+        "activate",
+        "--database-id",
+        id,
+        "--license-type",
+        kind,
+        "--license-email-env",
+        "MY_MAIL",
+        "--timeout",
+        "20",
+    ])
+    .ok();
+}
+
+#[test]
+fn enterprise_3_11_records_licence_wal_settings_engine_and_a_pt_footprint_total() {
+    let mut w = crate::bench::world();
+    let knobs = crate::bench::publish_influx3(&w, "enterprise");
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 0}).to_string(),
+    )
+    .unwrap();
+    w.gt.env.env("MY_MAIL", "benchmarker@example.invalid");
+    w.prepare_influx3("trial1", "enterprise");
+    w.prepare_influx3("home1", "enterprise");
+    activate_influx3(&w, "trial1", "trial");
+    activate_influx3(&w, "home1", "home");
+    let trial = crate::bench::run_dir(&{
+        let r = bench_influx3(&w, "trial1", "load", &[]);
+        r.ok();
+        r
+    });
+    let home = crate::bench::run_dir(&{
+        let r = bench_influx3(&w, "home1", "load", &[]);
+        r.ok();
+        r
+    });
+    let s = crate::bench::summary(&trial);
+    let st = &s["server_settings"];
+    assert_eq!(st["license"]["type"], "trial", "{st}");
+    assert!(st["license"]["expires_at"].is_string(), "{st}");
+    assert_eq!(st["wal_flush_interval"], "1s");
+    assert_eq!(st["gen1_duration"], "10m");
+    assert_eq!(st["snapshot_after_wal_flushes"], 900);
+    assert_eq!(st["wal_snapshot_size_flag"], "--wal-files-per-snapshot");
+    assert_eq!(st["storage_engine"], "upgraded (.pt files)", "{st}");
+    assert_eq!(st["storage_engine_source"], "data directory layout");
+    assert!(st["telemetry_upload"]
+        .as_str()
+        .unwrap()
+        .starts_with("disabled"));
+    // The 3.11 engine keeps WAL and data in `.pt` files: a total with its reason.
+    let fp = &s["storage"];
+    assert_eq!(fp["split"], false, "{fp}");
+    assert!(
+        fp["wal_bytes"].is_null() && fp["data_bytes"].is_null(),
+        "{fp}"
+    );
+    assert!(fp["pt_files"].as_u64().unwrap() > 0, "{fp}");
+    assert!(fp["total_bytes"].as_u64().unwrap() > 0);
+    let md = std::fs::read_to_string(trial.join("summary.md")).unwrap();
+    for want in [
+        "Licence: **trial**",
+        "flush interval 1s",
+        "Storage engine: upgraded (.pt files)",
+        "WAL and data files share one format",
+    ] {
+        assert!(md.contains(want), "{want} missing from:\n{md}");
+    }
+    // The managed server ran with telemetry upload off.
+    let manifest = std::fs::read_to_string(trial.join("manifest.json")).unwrap();
+    assert!(
+        manifest.contains("--disable-telemetry-upload"),
+        "{manifest}"
+    );
+    let h = crate::bench::summary(&home);
+    assert_eq!(h["server_settings"]["license"]["type"], "home");
+    assert!(h["server_settings"]["license"]["limits"]
+        .as_str()
+        .unwrap()
+        .contains("2 cores"));
+    let hmd = std::fs::read_to_string(home.join("summary.md")).unwrap();
+    assert!(hmd.contains("Licence: **home** (At-Home licence"), "{hmd}");
+
+    // The report: a home-licence run is flagged as not comparable with a trial one.
+    let p = |d: &Path| d.to_string_lossy().into_owned();
+    let r = w.run(&["runs", "report", &p(&trial), &p(&home), "--json"]);
+    r.ok();
+    let dir = PathBuf::from(r.json()["data"]["report_dir"].as_str().unwrap());
+    let rs = read_json(&dir.join("summary.json"));
+    assert_eq!(rs["comparable"], false);
+    assert!(
+        rs["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("different licences")),
+        "{}",
+        rs["warnings"]
+    );
+    assert_eq!(rs["runs"][1]["server_settings"]["license"]["type"], "home");
+    assert_eq!(rs["storage"][0]["split_note"], fp["split_note"]);
+    let rmd = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(rmd.contains("InfluxDB 3 server settings"), "{rmd}");
+    assert!(
+        rmd.contains("| trial |") && rmd.contains("| home (At-Home"),
+        "{rmd}"
+    );
+    assert!(rmd.contains("WAL and data files share one format"), "{rmd}");
 }

@@ -20,6 +20,10 @@ pub struct Catalog {
     next_db_id: u32,
     next_table_id: u32,
     pub databases: Vec<DbEntry>,
+    /// `pachatree` for an Enterprise cluster created on 3.11 or later (the upgraded engine:
+    /// WAL and data in `.pt` files); absent for the Parquet engine (Core, older clusters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_engine: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -324,10 +328,12 @@ fn seq_of(path: &Path) -> u64 {
 
 impl Store {
     /// Opens (or creates) the store: catalog, snapshot files, then WAL replay.
+    /// `new_engine`: a catalog created now uses the upgraded (`.pt`) engine.
     pub fn open(
         layout: Option<Layout>,
         gen1_minutes: u64,
         snapshot_after: u64,
+        new_engine: bool,
     ) -> Result<Store, String> {
         let catalog = match &layout {
             Some(l) if l.catalog_file().exists() => {
@@ -338,6 +344,7 @@ impl Store {
             }
             _ => Catalog {
                 catalog_uuid: super::uuid(4),
+                storage_engine: new_engine.then(|| "pachatree".to_string()),
                 next_db_id: 1,
                 next_table_id: 0,
                 databases: vec![DbEntry {
@@ -365,7 +372,8 @@ impl Store {
                 &l.catalog_file(),
                 &serde_json::to_vec_pretty(&inner.catalog).unwrap(),
             )?;
-            load_files(l, &mut inner)?;
+            let ext = file_ext(&inner.catalog);
+            load_files(l, &mut inner, ext)?;
         }
         Ok(Store {
             inner: Mutex::new(inner),
@@ -654,10 +662,11 @@ impl Store {
                     bytes.push(b'\n');
                 }
             }
-            let path = l
-                .node()
-                .join("wal")
-                .join(format!("{:011}.wal", inner.wal_seq));
+            let path = l.node().join("wal").join(format!(
+                "{:011}.{}",
+                inner.wal_seq,
+                file_ext(&inner.catalog).0
+            ));
             write_atomic(&path, &bytes)?;
             inner.wal_since_snapshot += 1;
         }
@@ -738,13 +747,14 @@ impl Store {
                     let when = time::OffsetDateTime::from_unix_timestamp_nanos(start as i128)
                         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
                     let rel = format!(
-                        "dbs/{db_name}-{db_id}/{table_name}-{table_id}/{:04}-{:02}-{:02}/{:02}-{:02}/{:010}.parquet",
+                        "dbs/{db_name}-{db_id}/{table_name}-{table_id}/{:04}-{:02}-{:02}/{:02}-{:02}/{:010}.{}",
                         when.year(),
                         u8::from(when.month()),
                         when.day(),
                         when.hour(),
                         when.minute(),
-                        inner.file_seq
+                        inner.file_seq,
+                        file_ext(&inner.catalog).1
                     );
                     let text: Vec<&str> = rows.iter().map(|(_, t)| *t).collect();
                     let body = gzip(text.join("\n").as_bytes());
@@ -784,7 +794,8 @@ impl Store {
                 .join(format!("{:020}.info.json", inner.snapshot_seq)),
             &serde_json::to_vec_pretty(&info).unwrap(),
         )?;
-        for p in list_sorted(&l.node().join("wal"), ".wal") {
+        let wal_suffix = format!(".{}", file_ext(&inner.catalog).0);
+        for p in list_sorted(&l.node().join("wal"), &wal_suffix) {
             if seq_of(&p) <= inner.wal_seq {
                 let _ = std::fs::remove_file(p);
             }
@@ -872,7 +883,17 @@ fn alive(cat: &Catalog, db_id: u32) -> bool {
     cat.databases.iter().any(|d| d.id == db_id && !d.deleted)
 }
 
-fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
+/// `(WAL, data)` file extensions of the catalog's engine. The `.pt` names follow the docs
+/// ("anonymized `.pt` WAL files", "a new columnar file format (`.pt` files)"); their paths
+/// and contents here are a guess (undocumented), only the extension is relied on.
+fn file_ext(cat: &Catalog) -> (&'static str, &'static str) {
+    match cat.storage_engine.as_deref() {
+        Some("pachatree") => ("pt", "pt"),
+        _ => ("wal", "parquet"),
+    }
+}
+
+fn load_files(l: &Layout, inner: &mut Inner, ext: (&str, &str)) -> Result<(), String> {
     let node = l.node();
     let mut last_wal = 0;
     for p in list_sorted(&node.join("snapshots"), ".info.json") {
@@ -910,7 +931,7 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
         }
     }
     inner.wal_seq = last_wal;
-    for p in list_sorted(&node.join("wal"), ".wal") {
+    for p in list_sorted(&node.join("wal"), &format!(".{}", ext.0)) {
         let seq = seq_of(&p);
         if seq <= last_wal {
             continue;
