@@ -1349,3 +1349,70 @@ fn enterprise_3_11_records_licence_wal_settings_engine_and_a_pt_footprint_total(
     );
     assert!(rmd.contains("WAL and data files share one format"), "{rmd}");
 }
+
+/// Sets the recorded activation time of workspace `id` to `days_ago` days before now.
+fn age_activation(w: &crate::bench::World, id: &str, days_ago: i64) {
+    let path =
+        w.gt.env
+            .root
+            .join("influxdb3/databases")
+            .join(id)
+            .join("manifest.json");
+    let mut m = read_json(&path);
+    let at = time::OffsetDateTime::now_utc() - time::Duration::days(days_ago);
+    m["license"]["activated_at"] = json!(at
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap());
+    std::fs::write(&path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+}
+
+#[test]
+fn an_expired_trial_is_refused_before_any_server_starts_with_the_renewal_command() {
+    let mut w = crate::bench::world();
+    let knobs = crate::bench::publish_influx3(&w, "enterprise");
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 0}).to_string(),
+    )
+    .unwrap();
+    w.gt.env.env("MY_MAIL", "benchmarker@example.invalid");
+    w.prepare_influx3("exp1", "enterprise");
+    activate_influx3(&w, "exp1", "trial");
+    let runs = w.gt.env.root.join("influxdb3/runs");
+    let count_runs = || std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
+    // Close to its 30 days: warned (a long run may outlive it), then run.
+    age_activation(&w, "exp1", 29);
+    let r = bench_influx3(&w, "exp1", "load", &[]);
+    r.ok();
+    assert!(r.stderr.contains("expires at"), "{}", r.stderr);
+    assert!(r.stderr.contains("--license-file"), "{}", r.stderr);
+    let before = count_runs();
+    // Past its 30 days: refused before a run directory or a server exists.
+    age_activation(&w, "exp1", 31);
+    // The server would refuse to start too (its licence clock made 31 days later).
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "license_clock_offset_days": 31}).to_string(),
+    )
+    .unwrap();
+    let log =
+        w.gt.env
+            .root
+            .join("influxdb3/databases/exp1/logs/server.log");
+    let log_before = std::fs::read_to_string(&log).unwrap_or_default();
+    for args in [
+        vec!["bench", "influxdb3", "query", "--database-id", "exp1"],
+        vec!["influxdb3", "serve", "--database-id", "exp1"],
+    ] {
+        let r = w.run(&args);
+        r.code(2)
+            .says("trial licence of InfluxDB 3 Enterprise workspace exp1 expired")
+            .says("tsbsctl influxdb3 activate --database-id exp1 --license-file PATH");
+    }
+    assert_eq!(count_runs(), before, "a refused run left a run directory");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap_or_default(),
+        log_before,
+        "a server was started"
+    );
+}

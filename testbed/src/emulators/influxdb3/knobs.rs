@@ -24,6 +24,8 @@ pub struct Knobs {
     pub verification_delay_ms: Option<u64>,
     pub never_verify: bool,
     pub license_server_status: Option<u16>,
+    /// Days the licence clock runs ahead: `31` makes a fresh trial expired.
+    pub license_clock_offset_days: Option<u64>,
 
     // serving
     pub crash_after_ms: Option<u64>,

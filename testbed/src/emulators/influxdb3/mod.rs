@@ -120,7 +120,9 @@
 //! `version_output` (string printed by `--version` instead), `version_exit_code`;
 //! `start_delay_ms` (before listening), `exit_during_start` (exit code, after an ERROR line),
 //! `never_ready` (never listens; exits 0 on SIGTERM); `verification_delay_ms` (default 2000),
-//! `never_verify`, `license_server_status` (e.g. 402: activation fails like an expired trial);
+//! `never_verify`, `license_server_status` (e.g. 402: activation fails like an expired trial),
+//! `license_clock_offset_days` (the licence clock runs ahead: 31 makes a 30-day trial expired,
+//! so a start with it fails with `License management error: the license has expired`);
 //! `crash_after_ms` (+ `crash_exit_code`, default 101, with a panic message), `hang_on_sigterm`,
 //! `shutdown_delay_ms` (pause after SIGTERM before the final flush), `log_lines`
 //! (`[{"at":"start|ready|shutdown","level":"INFO|WARN|ERROR|FATAL|PANIC","message":".."}]`,
