@@ -178,7 +178,7 @@ impl Target {
             .iter()
             .map(|u| u.trim_end_matches('/').to_string())
             .collect();
-        let probe = probe_external(kind, &urls, auth_token.as_ref())?;
+        let probe = probe_external(kind, &urls, auth_token.as_ref(), req.edition.as_deref())?;
         ctx.reporter.info(&format!(
             "external {} at {} reports version {}",
             kind.display(),
@@ -631,7 +631,14 @@ fn client() -> Result<reqwest::blocking::Client> {
 }
 
 /// Health and version of every external URL; different versions across URLs are refused.
-fn probe_external(kind: ProductKind, urls: &[String], token: Option<&Secret>) -> Result<Value> {
+/// InfluxDB 3: a server whose `X-Influxdb-Build` (`Core` / `Enterprise`) is not `edition` is an
+/// integrity error (the numbers would be filed under the wrong edition).
+fn probe_external(
+    kind: ProductKind,
+    urls: &[String],
+    token: Option<&Secret>,
+    edition: Option<&str>,
+) -> Result<Value> {
     let c = client()?;
     let mut versions = Vec::new();
     let mut each = Vec::new();
@@ -687,6 +694,18 @@ fn probe_external(kind: ProductKind, urls: &[String], token: Option<&Secret>) ->
                         .and_then(|h| h.to_str().ok())
                         .map(str::to_string)
                 });
+                if let (Some(b), Some(want)) = (&build, edition) {
+                    if !b.eq_ignore_ascii_case(want) {
+                        return Err(Error::integrity(format!(
+                            "InfluxDB 3 at {u} reports X-Influxdb-Build: {b}, not the --edition {want} asked for"
+                        ))
+                        .with_hint(format!(
+                            "pass --edition {} (or point --url at an InfluxDB 3 {} server)",
+                            b.to_ascii_lowercase(),
+                            if want == "core" { "Core" } else { "Enterprise" }
+                        )));
+                    }
+                }
                 let body: Option<Value> = resp.and_then(|r| r.json().ok());
                 let version = body
                     .as_ref()

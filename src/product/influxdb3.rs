@@ -423,6 +423,14 @@ impl Product for InfluxDb3 {
                 ))
             })?;
         let status = resp.status();
+        // A refusal (401 without a token, 400 without `format`) is not "no databases".
+        if !status.is_success() {
+            let text = resp.text().unwrap_or_default();
+            return Err(Error::failed(format!(
+                "InfluxDB 3 at {endpoint} refused to list databases ({status}): {}",
+                text.trim()
+            )));
+        }
         let body: Value = resp.json().map_err(|e| {
             Error::failed(format!(
                 "InfluxDB 3 listed databases with invalid JSON ({status}): {e}"
@@ -915,6 +923,93 @@ mod tests {
             "not-required"
         );
         assert_eq!(InfluxDb3::node_id("a.b_c"), "a-b-c-node");
+    }
+
+    /// Answers one HTTP request on 127.0.0.1 with `status` and `body`; returns the endpoint.
+    fn one_answer(status: &str, body: &'static str) -> String {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let ep = format!("http://{}", l.local_addr().unwrap());
+        let status = status.to_string();
+        std::thread::spawn(move || {
+            if let Ok((mut c, _)) = l.accept() {
+                let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let mut buf = [0u8; 4096];
+                let _ = c.read(&mut buf);
+                let _ = write!(
+                    c,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        ep
+    }
+
+    #[test]
+    fn a_refused_database_list_is_an_error_not_an_empty_list() {
+        let ep = one_answer(
+            "401 Unauthorized",
+            r#"{"error":"the request was not authenticated"}"#,
+        );
+        let e = InfluxDb3::new(Edition::Core)
+            .list_databases(&ep)
+            .unwrap_err();
+        assert!(e.message.contains("401"), "{}", e.message);
+        let ep = one_answer(
+            "200 OK",
+            r#"[{"iox::database":"_internal"},{"iox::database":"benchmark"}]"#,
+        );
+        assert_eq!(
+            InfluxDb3::new(Edition::Core).list_databases(&ep).unwrap(),
+            ["_internal", "benchmark"]
+        );
+    }
+
+    #[test]
+    fn a_file_limit_refusal_is_named_and_sliced_counts_are_bounded() {
+        let ep = one_answer(
+            "500 Internal Server Error",
+            r#"{"error":"query error: error while planning query: External error: Query would scan 4000 Parquet files, exceeding the file limit. InfluxDB 3 Core caps file access"}"#,
+        );
+        // No window to slice in: the limit is named, with the file count, not as missing rows.
+        let e = count_table(&CountRequest {
+            endpoint: &ep,
+            database: "benchmark",
+            table: "cpu",
+            window: None,
+            token: None,
+            timeout: std::time::Duration::from_secs(5),
+        })
+        .unwrap_err();
+        assert!(e.message.contains("4000 Parquet files"), "{}", e.message);
+        assert!(e.message.contains("not missing rows"), "{}", e.message);
+        assert_eq!(
+            window_ns("2023-06-11T00:00:00Z", "2023-06-12T00:00:00Z"),
+            Some((1_686_441_600_000_000_000, 1_686_528_000_000_000_000))
+        );
+        assert_eq!(
+            window_ns("2023-06-12T00:00:00Z", "2023-06-11T00:00:00Z"),
+            None
+        );
+        assert_eq!(
+            rfc3339_ns(1_686_441_600_000_000_000),
+            "2023-06-11T00:00:00Z"
+        );
+    }
+
+    #[test]
+    fn trial_expiry_is_thirty_days_after_activation() {
+        let lic =
+            json!({"status": "active", "source": "trial", "activated_at": "2026-01-01T00:00:00Z"});
+        assert_eq!(rfc3339(trial_expiry(&lic).unwrap()), "2026-01-31T00:00:00Z");
+        for other in [
+            json!({"status": "active", "source": "home", "activated_at": "2026-01-01T00:00:00Z"}),
+            json!({"status": "active", "source": "file", "activated_at": "2026-01-01T00:00:00Z"}),
+            json!({"status": "pending", "source": "trial"}),
+        ] {
+            assert!(trial_expiry(&other).is_none(), "{other}");
+        }
     }
 
     #[test]

@@ -1416,3 +1416,35 @@ fn an_expired_trial_is_refused_before_any_server_starts_with_the_renewal_command
         "a server was started"
     );
 }
+
+#[test]
+fn an_external_server_of_another_edition_is_an_integrity_error() {
+    let w = crate::bench::world();
+    let (mut child, url) = crate::bench::enterprise_server(&w);
+    let mut args = vec![
+        "bench",
+        "influxdb3",
+        "load",
+        "--url",
+        &url,
+        "--edition",
+        "core",
+        "--database-mode",
+        "create",
+    ];
+    args.extend(crate::bench::tiny());
+    let r = w.run(&args);
+    let _ = child.kill();
+    let _ = child.wait();
+    r.code(4)
+        .says("X-Influxdb-Build: Enterprise, not the --edition core")
+        .says("--edition enterprise");
+    assert!(
+        !w.gt.env.root.join("influxdb3/runs").exists()
+            || std::fs::read_dir(w.gt.env.root.join("influxdb3/runs"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "a run directory was created"
+    );
+}
