@@ -1448,3 +1448,23 @@ fn an_external_server_of_another_edition_is_an_integrity_error() {
         "a run directory was created"
     );
 }
+
+#[test]
+fn the_count_timeout_is_configurable_and_named_when_reached() {
+    let w = crate::bench::world();
+    let knobs = crate::bench::publish_influx3(&w, "core");
+    // A slow count(*), as over ~100 M rows of the published scale.
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "query_delay_ms": 1500}).to_string(),
+    )
+    .unwrap();
+    w.prepare_influx3("ct1", "core");
+    bench_influx3(&w, "ct1", "load", &["--count-timeout", "0"])
+        .code(2)
+        .says("--count-timeout");
+    bench_influx3(&w, "ct1", "load", &["--count-timeout", "1"])
+        .code(1)
+        .says("no answer within 1 s")
+        .says("raise --count-timeout");
+}
