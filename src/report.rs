@@ -123,6 +123,7 @@ fn column(l: &Loaded, label: String, color: &str) -> Value {
         "query_set": s["query_set"],
         "workload": s["workload"],
         "durability": s["durability"],
+        "server_settings": s["server_settings"],
         "environment": s["environment"],
         "host": s["host"],
         "tool": s["tool"],
@@ -291,6 +292,41 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
             "durability",
             &["ingestion", "storage"],
             format!("the loads used different durability settings: {d}"),
+        );
+    }
+    // InfluxDB 3 Enterprise: an At-Home licence runs 2 cores (1 IO, 1 DataFusion thread).
+    if let Some(d) = differ(
+        cols,
+        |c| c["edition"] == "enterprise",
+        |c| {
+            c["server_settings"]["license"]["type"]
+                .as_str()
+                .map(String::from)
+        },
+    ) {
+        n.add(
+            "licence",
+            &["ingestion", "queries", "storage"],
+            format!("the Enterprise runs ran under different licences (At-Home: 2 cores, 1 IO and 1 DataFusion thread): {d}"),
+        );
+    }
+    if let Some(d) = differ(
+        cols,
+        |c| c["server_settings"].is_object(),
+        |c| {
+            let st = &c["server_settings"];
+            Some(format!(
+                "WAL flush {}, gen1 {}, snapshot after {} flushes",
+                s(&st["wal_flush_interval"]),
+                s(&st["gen1_duration"]),
+                s(&st["snapshot_after_wal_flushes"])
+            ))
+        },
+    ) {
+        n.add(
+            "WAL settings",
+            &["ingestion", "storage"],
+            format!("the InfluxDB 3 runs used different WAL settings: {d}"),
         );
     }
     if let Some(d) = differ(cols, queried, |c| {
@@ -496,6 +532,8 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
                     "total_bytes": st["total_bytes"],
                     "files": st["files"],
                     "note": null,
+                    // `.pt` footprints (InfluxDB 3 Enterprise 3.11): a total, not a split.
+                    "split_note": st["split_note"],
                 })
             }
         })

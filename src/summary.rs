@@ -345,6 +345,8 @@ pub fn build(run: &RunDir) -> Result<Value> {
             "config_sha256": s["config_sha256"],
         })),
         "durability": durability,
+        // InfluxDB 3: licence, WAL/snapshot settings, storage engine, telemetry.
+        "server_settings": m.target.get("server_settings").cloned().unwrap_or(Value::Null),
         "environment": {
             "go_version": env["go_version"],
             "tsbs_repo": env["tsbs_repo"],

@@ -19,6 +19,41 @@ pub struct Footprint {
     pub files: u64,
     pub wal_files: u64,
     pub data_files: u64,
+    /// `.pt` files: InfluxDB 3 Enterprise's upgraded engine (default for clusters created on
+    /// 3.11) keeps both its WAL and its data in them, so they belong to neither part.
+    #[serde(default)]
+    pub pt_files: u64,
+    #[serde(default)]
+    pub pt_bytes: u64,
+}
+
+/// Why a footprint with `.pt` files is a total only.
+pub const PT_NOTE: &str = "WAL and data files share one format (.pt, the upgraded InfluxDB 3 Enterprise storage engine): reported as a total, not split";
+
+impl Footprint {
+    /// What a run records: the fields, plus `split` (whether WAL/data/other mean anything)
+    /// and its note. With `.pt` files the split is unknown (null), never a precise-looking 0.
+    pub fn record(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("a footprint serializes");
+        if self.pt_files > 0 {
+            for k in [
+                "wal_bytes",
+                "data_bytes",
+                "other_bytes",
+                "wal_files",
+                "data_files",
+            ] {
+                v[k] = serde_json::Value::Null;
+            }
+            v["split"] = false.into();
+            v["split_note"] = PT_NOTE.into();
+            v["storage_engine"] = "upgraded (.pt files)".into();
+        } else {
+            v["split"] = true.into();
+            v["split_note"] = serde_json::Value::Null;
+        }
+        v
+    }
 }
 
 /// Which part of the split a file belongs to: anything under a `wal` directory or named
@@ -34,7 +69,9 @@ fn classify(rel: &Path) -> Part {
         .into_iter()
         .flat_map(|p| p.components())
         .any(|c| c.as_os_str().eq_ignore_ascii_case("wal"));
-    if in_wal || ext == "wal" || ext == "raftlog" {
+    if ext == "pt" {
+        Part::Pt
+    } else if in_wal || ext == "wal" || ext == "raftlog" {
         Part::Wal
     } else if ext == "parquet" || ext == "sst" {
         Part::Data
@@ -44,6 +81,7 @@ fn classify(rel: &Path) -> Part {
 }
 
 enum Part {
+    Pt,
     Wal,
     Data,
     Other,
@@ -86,6 +124,10 @@ pub fn measure(dir: &Path) -> Result<Footprint> {
                     f.data_files += 1;
                 }
                 Part::Other => f.other_bytes += size,
+                Part::Pt => {
+                    f.pt_bytes += size;
+                    f.pt_files += 1;
+                }
             }
         }
     }
@@ -122,5 +164,28 @@ mod tests {
         assert_eq!(f.apparent_bytes, 38000);
         assert_eq!(f.total_bytes, f.wal_bytes + f.data_bytes + f.other_bytes);
         assert!(f.wal_bytes >= 15000 && f.data_bytes >= 20000 && f.other_bytes >= 3000);
+        assert_eq!(f.record()["split"], true);
+    }
+
+    #[test]
+    fn pt_files_make_a_total_without_a_split() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path();
+        std::fs::create_dir_all(w.join("node/wal")).unwrap();
+        std::fs::create_dir_all(w.join("node/data/1/2")).unwrap();
+        std::fs::create_dir_all(w.join("cluster/catalog")).unwrap();
+        std::fs::write(w.join("node/wal/00000000001.pt"), vec![1u8; 5000]).unwrap();
+        std::fs::write(w.join("node/data/1/2/0000000001.pt"), vec![2u8; 9000]).unwrap();
+        std::fs::write(w.join("cluster/catalog/checkpoint"), vec![3u8; 100]).unwrap();
+        let f = measure(w).unwrap();
+        assert_eq!((f.pt_files, f.wal_files, f.data_files), (2, 0, 0));
+        let r = f.record();
+        assert_eq!(r["split"], false);
+        assert!(r["wal_bytes"].is_null() && r["data_bytes"].is_null(), "{r}");
+        assert_eq!(r["total_bytes"], f.total_bytes);
+        assert!(r["split_note"]
+            .as_str()
+            .unwrap()
+            .contains("share one format"));
     }
 }

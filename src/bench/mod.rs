@@ -17,6 +17,7 @@ pub mod footprint;
 pub mod integrity;
 pub mod preflight;
 pub mod quickstart;
+pub mod settle;
 pub mod target;
 
 use std::collections::BTreeMap;
@@ -107,6 +108,8 @@ pub struct Request {
     pub confirm_version_override: Option<String>,
     pub startup_timeout: Option<f64>,
     pub stop_timeout: Option<f64>,
+    /// InfluxDB 3: the limit of one row-count request (default 30 min).
+    pub count_timeout: Option<std::time::Duration>,
     pub lock: LockOptions,
     /// Every flag, as recorded in the run manifest (no secrets: only variable names).
     pub flags: Value,
@@ -319,12 +322,13 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         .with_dataset_root(req.dataset_root.as_deref())?;
     preflight::check_run_id(&root, kind, req)?;
     // Managed: workspace loaded and locked for the whole command; external: probed.
-    let target = Target::open(ctx, &root, kind, phase, req)?;
+    let mut target = Target::open(ctx, &root, kind, phase, req)?;
     preflight::check_can_serve(&target)?;
     if phase == Phase::Compact {
         return compact::run(ctx, root, target, req);
     }
     let (dataset, profile) = resolve_dataset(&root, &target, phase, req)?;
+    target.set_count_window(&dataset);
     // A workspace holding another dataset is refused before anything is written.
     if phase.loads() {
         target.check_binding_id(&dataset, req.mode)?;
@@ -908,10 +912,34 @@ impl Bench<'_> {
         let attempt = self.run.next_attempt("row-count")?;
         self.run.begin("row-count", attempt, None, None, None)?;
         let endpoint = self.endpoint();
-        match self.target.count_rows(&endpoint, TABLE) {
-            Ok(actual) => {
+        // `--no-sync`: the last acknowledged rows show only after the next WAL flush.
+        let counted = if self.kind == ProductKind::Influx3 && self.req.no_sync {
+            let bound =
+                settle::Bound::for_flush(crate::product::influxdb3::DEFAULT_WAL_FLUSH_INTERVAL);
+            let target = &self.target;
+            settle::count_settled(
+                sf.rows,
+                bound,
+                &mut || target.count_rows_detailed(&endpoint, TABLE),
+                &mut std::thread::sleep,
+            )
+            .map(|(n, how, wait)| (n, how, Some(wait)))
+        } else {
+            self.target
+                .count_rows_detailed(&endpoint, TABLE)
+                .map(|(n, how)| (n, how, None))
+        };
+        match counted {
+            Ok((actual, how, wait)) => {
                 let ok = actual == sf.rows;
-                let data = json!({"table": TABLE, "expected": sf.rows, "actual": actual, "ok": ok});
+                let mut data =
+                    json!({"table": TABLE, "expected": sf.rows, "actual": actual, "ok": ok});
+                if let Some(h) = how {
+                    data["method"] = h;
+                }
+                if let Some(w) = wait {
+                    data["wait"] = w;
+                }
                 if ok {
                     self.run
                         .end("row-count", attempt, Status::Completed, None, Some(data))?;
@@ -953,7 +981,23 @@ impl Bench<'_> {
         let attempt = self.run.next_attempt("footprint")?;
         self.run.begin("footprint", attempt, None, None, None)?;
         let f = footprint::measure(&dir)?;
-        let mut v = serde_json::to_value(&f)?;
+        let mut v = f.record();
+        // InfluxDB 3: the files on disk say which storage engine the server used.
+        if self.run.manifest.target["server_settings"].is_object() {
+            let engine = if f.pt_files > 0 {
+                Some("upgraded (.pt files)")
+            } else if f.wal_files + f.data_files > 0 {
+                Some("parquet")
+            } else {
+                None
+            };
+            if let Some(e) = engine {
+                let st = &mut self.run.manifest.target["server_settings"];
+                st["storage_engine"] = json!(e);
+                st["storage_engine_source"] = json!("data directory layout");
+                self.run.save()?;
+            }
+        }
         v["when"] = json!(when);
         v["data_dir"] = json!(dir);
         v["server_stopped"] = json!(self.server.is_none());

@@ -113,6 +113,10 @@ pub struct Target {
     pub external: Option<External>,
     pub auth_token: Option<Secret>,
     pub admin_token: Option<Secret>,
+    /// InfluxDB 3 row counts: the dataset's `[start, end)` in ns (time slices stay inside it)
+    /// and the limit of one count request.
+    pub count_window: Option<(i64, i64)>,
+    pub count_timeout: std::time::Duration,
 }
 
 impl Target {
@@ -137,6 +141,14 @@ impl Target {
             let guard = workspace::lock_workspace(ctx, product.as_ref(), &ws.dir, id, &req.lock)?;
             // Re-read under the lock: another command may have changed it meanwhile.
             let ws = workspace::load(root, product.as_ref(), id)?;
+            // Every InfluxDB 3 phase starts the server: an Enterprise workspace without a valid
+            // licence (never activated, or an expired trial) is refused before a run exists.
+            if kind == ProductKind::Influx3 {
+                product.check_can_serve(&ws.manifest)?;
+                if let Some(w) = crate::product::influxdb3::expiry_warning(&ws.manifest) {
+                    ctx.reporter.warn(&w);
+                }
+            }
             if let Some(d) = &req.database {
                 if d != &ws.manifest.database {
                     return Err(Error::invalid(format!(
@@ -165,6 +177,10 @@ impl Target {
                 external: None,
                 auth_token,
                 admin_token,
+                count_window: None,
+                count_timeout: req
+                    .count_timeout
+                    .unwrap_or(crate::product::influxdb3::DEFAULT_COUNT_TIMEOUT),
             });
         }
         let urls: Vec<String> = req
@@ -172,7 +188,7 @@ impl Target {
             .iter()
             .map(|u| u.trim_end_matches('/').to_string())
             .collect();
-        let probe = probe_external(kind, &urls, auth_token.as_ref())?;
+        let probe = probe_external(kind, &urls, auth_token.as_ref(), req.edition.as_deref())?;
         ctx.reporter.info(&format!(
             "external {} at {} reports version {}",
             kind.display(),
@@ -190,7 +206,16 @@ impl Target {
             }),
             auth_token,
             admin_token,
+            count_window: None,
+            count_timeout: req
+                .count_timeout
+                .unwrap_or(crate::product::influxdb3::DEFAULT_COUNT_TIMEOUT),
         })
+    }
+
+    /// Row counts of this run stay inside `ds`'s time range (InfluxDB 3 slices in it).
+    pub fn set_count_window(&mut self, ds: &Dataset) {
+        self.count_window = crate::product::influxdb3::window_ns(&ds.spec.start, &ds.spec.end);
     }
 
     pub fn is_managed(&self) -> bool {
@@ -261,6 +286,18 @@ impl Target {
     }
 
     pub fn to_json(&self) -> Value {
+        let mut v = self.target_json();
+        if self.kind == ProductKind::Influx3 {
+            v["server_settings"] = crate::product::influxdb3::server_settings(
+                self.edition().as_deref(),
+                self.managed.as_ref().map(|m| &m.ws.manifest),
+                self.data_dir().as_deref(),
+            );
+        }
+        v
+    }
+
+    fn target_json(&self) -> Value {
         match (&self.managed, &self.external) {
             (Some(m), _) => {
                 let w = &m.ws.manifest;
@@ -504,12 +541,41 @@ impl Target {
     }
 
     pub fn count_rows(&self, endpoint: &str, table: &str) -> Result<u64> {
+        self.count_rows_detailed(endpoint, table).map(|(n, _)| n)
+    }
+
+    /// The row count and, for InfluxDB 3, how it was obtained (whole table or time slices).
+    pub fn count_rows_detailed(&self, endpoint: &str, table: &str) -> Result<(u64, Option<Value>)> {
         match self.kind {
-            ProductKind::Greptime => GreptimeDb.count_rows(endpoint, self.database(), table),
-            ProductKind::Influx3 => match &self.managed {
-                Some(m) => m.product.count_rows(endpoint, self.database(), table),
-                None => influx3_count(endpoint, self.database(), table, self.auth_token.as_ref()),
-            },
+            ProductKind::Greptime => GreptimeDb
+                .count_rows(endpoint, self.database(), table)
+                .map(|n| (n, None)),
+            ProductKind::Influx3 => {
+                // The run's dataset, else the one the workspace holds.
+                let window = self.count_window.or_else(|| {
+                    let spec = &self.binding()?["spec"];
+                    crate::product::influxdb3::window_ns(
+                        spec["start"].as_str()?,
+                        spec["end"].as_str()?,
+                    )
+                });
+                // Managed servers run without auth: no token goes to them.
+                let token = match &self.managed {
+                    Some(_) => None,
+                    None => self.auth_token.as_ref().map(|t| t.expose()),
+                };
+                let c = crate::product::influxdb3::count_table(
+                    &crate::product::influxdb3::CountRequest {
+                        endpoint,
+                        database: self.database(),
+                        table,
+                        window,
+                        token,
+                        timeout: self.count_timeout,
+                    },
+                )?;
+                Ok((c.rows, Some(c.detail)))
+            }
         }
     }
 }
@@ -575,7 +641,14 @@ fn client() -> Result<reqwest::blocking::Client> {
 }
 
 /// Health and version of every external URL; different versions across URLs are refused.
-fn probe_external(kind: ProductKind, urls: &[String], token: Option<&Secret>) -> Result<Value> {
+/// InfluxDB 3: a server whose `X-Influxdb-Build` (`Core` / `Enterprise`) is not `edition` is an
+/// integrity error (the numbers would be filed under the wrong edition).
+fn probe_external(
+    kind: ProductKind,
+    urls: &[String],
+    token: Option<&Secret>,
+    edition: Option<&str>,
+) -> Result<Value> {
     let c = client()?;
     let mut versions = Vec::new();
     let mut each = Vec::new();
@@ -631,6 +704,18 @@ fn probe_external(kind: ProductKind, urls: &[String], token: Option<&Secret>) ->
                         .and_then(|h| h.to_str().ok())
                         .map(str::to_string)
                 });
+                if let (Some(b), Some(want)) = (&build, edition) {
+                    if !b.eq_ignore_ascii_case(want) {
+                        return Err(Error::integrity(format!(
+                            "InfluxDB 3 at {u} reports X-Influxdb-Build: {b}, not the --edition {want} asked for"
+                        ))
+                        .with_hint(format!(
+                            "pass --edition {} (or point --url at an InfluxDB 3 {} server)",
+                            b.to_ascii_lowercase(),
+                            if want == "core" { "Core" } else { "Enterprise" }
+                        )));
+                    }
+                }
                 let body: Option<Value> = resp.and_then(|r| r.json().ok());
                 let version = body
                     .as_ref()
@@ -675,38 +760,3 @@ fn not_the_product(kind: ProductKind, url: &str) -> Error {
     ))
 }
 
-/// `SELECT count(*)` through InfluxDB 3's SQL API.
-fn influx3_count(endpoint: &str, db: &str, table: &str, token: Option<&Secret>) -> Result<u64> {
-    let c = client()?;
-    let mut r = c.post(format!("{endpoint}/api/v3/query_sql")).json(
-        &json!({"db": db, "q": format!("SELECT count(*) AS n FROM {table}"), "format": "json"}),
-    );
-    if let Some(t) = token {
-        r = r.bearer_auth(t.expose());
-    }
-    let resp = r.send().map_err(|e| {
-        Error::failed(format!(
-            "InfluxDB 3 at {endpoint} did not answer count(*): {e}"
-        ))
-    })?;
-    let status = resp.status();
-    let body: Value = resp.json().map_err(|e| {
-        Error::failed(format!(
-            "InfluxDB 3 answered count(*) with invalid JSON ({status}): {e}"
-        ))
-    })?;
-    if !status.is_success() {
-        return Err(Error::failed(format!(
-            "InfluxDB 3 refused count(*) ({status}): {body}"
-        )));
-    }
-    body.get(0)
-        .and_then(|row| row.as_object())
-        .and_then(|o| o.values().next())
-        .and_then(Value::as_u64)
-        .ok_or_else(|| {
-            Error::failed(format!(
-                "InfluxDB 3 answered count(*) without a number: {body}"
-            ))
-        })
-}

@@ -54,6 +54,10 @@ pub struct Influx3Args {
     /// else the auth token).
     #[arg(long, value_name = "VAR")]
     pub admin_token_env: Option<String>,
+    /// Seconds one row-count request may take (default 1800: a count over the published
+    /// 103.7 M rows can take minutes; Core's counts may be split into time slices).
+    #[arg(long, value_name = "SECONDS")]
+    pub count_timeout: Option<f64>,
 }
 
 /// Target and workload flags both products share.
@@ -268,6 +272,7 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
                 // Variable names only: the values never leave the environment.
                 ("auth_token_env", json!(a.auth_token_env)),
                 ("admin_token_env", json!(a.admin_token_env)),
+                ("count_timeout", json!(a.count_timeout)),
             ] {
                 req.flags[k] = v;
             }
@@ -276,6 +281,15 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
             req.accept_partial = a.accept_partial;
             req.auth_token_env = a.auth_token_env;
             req.admin_token_env = a.admin_token_env;
+            if let Some(t) = a.count_timeout {
+                if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
+                    return Err(crate::error::Error::invalid(format!(
+                        "--count-timeout {t} is not a number of seconds in (0, 86400]"
+                    ))
+                    .with_hint("e.g. --count-timeout 3600"));
+                }
+                req.count_timeout = Some(std::time::Duration::from_secs_f64(t));
+            }
             bench::run(ctx, ProductKind::Influx3, &req)
         }
     }

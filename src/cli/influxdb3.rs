@@ -170,6 +170,13 @@ pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
         }
         Influxdb3Cmd::Serve(a) => {
             let p = existing(ctx, &a.database_id)?;
+            // A trial close to its 30 days: said before the server starts.
+            if let Some(w) = crate::workspace::load(&ctx.root, &p, &a.database_id)
+                .ok()
+                .and_then(|ws| crate::product::influxdb3::expiry_warning(&ws.manifest))
+            {
+                ctx.reporter.warn(&w);
+            }
             dbcmd::serve_cmd(ctx, &p, a)
         }
     }

@@ -81,27 +81,6 @@ impl InfluxDb3 {
             .collect();
         format!("{stem}-node")
     }
-
-    fn sql(endpoint: &str, db: &str, q: &str) -> Result<Value> {
-        let resp = admin_client()?
-            .post(format!("{endpoint}/api/v3/query_sql"))
-            .json(&json!({"db": db, "q": q, "format": "json"}))
-            .send()
-            .map_err(|e| {
-                Error::failed(format!(
-                    "InfluxDB 3 at {endpoint} did not answer {q:?}: {e}"
-                ))
-            })?;
-        let status = resp.status();
-        let text = resp.text().unwrap_or_default();
-        if !status.is_success() {
-            return Err(Error::failed(format!(
-                "InfluxDB 3 refused {q:?} ({status}): {text}"
-            )));
-        }
-        serde_json::from_str(&text)
-            .map_err(|e| Error::failed(format!("InfluxDB 3 answered {q:?} with invalid JSON: {e}")))
-    }
 }
 
 /// Reads the one quoted assignment `NAME="x.y.z"` (or `'x.y.z'`) on a line of its own from the
@@ -240,8 +219,42 @@ impl Product for InfluxDb3 {
             checksum_url: format!("{url}.sha256"),
             url,
             file_name: file,
-            top_dir: Some(format!("influxdb3-{}-{version}", self.edition.as_str())),
+            // The real root's name is unconfirmed: [`Self::distribution_root`] accepts any.
+            top_dir: None,
         }
+    }
+
+    /// As the vendor's installer (`install_influxdb.sh`: `--strip-components` 0 or 1, when
+    /// `*/influxdb3` is there): `influxdb3` at the archive's root, or under its one leading
+    /// directory of any name. Anything else is refused; the binary is then run and must report
+    /// the edition and version asked for.
+    fn distribution_root(&self, extracted: &Path) -> Result<std::path::PathBuf> {
+        let bin = self.binary_name();
+        if extracted.join(bin).symlink_metadata().is_ok() {
+            return Ok(extracted.to_path_buf());
+        }
+        let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(extracted)
+            .map_err(|e| Error::io("read", extracted, e))?
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        if let [only] = entries.as_slice() {
+            let is_dir = only.symlink_metadata().map(|m| m.is_dir()).unwrap_or(false);
+            if is_dir && only.join(bin).symlink_metadata().is_ok() {
+                return Ok(only.clone());
+            }
+        }
+        let names: Vec<String> = entries
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        Err(Error::integrity(format!(
+            "the {} archive has no `{bin}` at its root or under a single top directory (its top level: {})",
+            self.display_name(),
+            if names.is_empty() { "empty".into() } else { names.join(", ") }
+        ))
+        .with_hint("nothing was installed; check that the file is the InfluxDB 3 release archive you asked for"))
     }
 
     /// `influxdb3 --version` prints `influxdb3 InfluxDB 3 Core, 3.11.1, revision ...`.
@@ -324,6 +337,8 @@ impl Product for InfluxDb3 {
             format!("--node-id={node}"),
             format!("--http-bind=127.0.0.1:{port}"),
             "--without-auth".into(),
+            // A benchmark run stays offline-clean: no upload to telemetry.v3.influxdata.com.
+            "--disable-telemetry-upload".into(),
         ];
         if self.edition == Edition::Enterprise {
             if let Some(c) = ws.extra["cluster_id"].as_str() {
@@ -359,6 +374,18 @@ impl Product for InfluxDb3 {
                  or `tsbsctl influxdb3 activate --database-id {id} --license-file PATH`"
             )));
         }
+        // An expired trial: queries fail and the server does not restart (docs
+        // admin/license.md), so nothing is started.
+        if let Some(exp) = trial_expiry(&ws.extra["license"]) {
+            if exp <= time::OffsetDateTime::now_utc() {
+                let id = &ws.database_id;
+                return Err(Error::invalid(format!(
+                    "the trial licence of InfluxDB 3 Enterprise workspace {id} expired at {} ({TRIAL_DAYS} days after its activation)",
+                    rfc3339(exp)
+                ))
+                .with_hint(renewal_hint(id)));
+            }
+        }
         Ok(())
     }
 
@@ -380,7 +407,7 @@ impl Product for InfluxDb3 {
     fn default_timing(&self) -> Timing {
         Timing {
             startup_timeout: std::time::Duration::from_secs(600),
-            // Long enough for a snapshot of unpersisted writes on shutdown.
+            // A graceful stop flushes the WAL buffer (and snapshots only if one is due).
             grace: std::time::Duration::from_secs(60),
             ..Timing::default()
         }
@@ -396,6 +423,14 @@ impl Product for InfluxDb3 {
                 ))
             })?;
         let status = resp.status();
+        // A refusal (401 without a token, 400 without `format`) is not "no databases".
+        if !status.is_success() {
+            let text = resp.text().unwrap_or_default();
+            return Err(Error::failed(format!(
+                "InfluxDB 3 at {endpoint} refused to list databases ({status}): {}",
+                text.trim()
+            )));
+        }
         let body: Value = resp.json().map_err(|e| {
             Error::failed(format!(
                 "InfluxDB 3 listed databases with invalid JSON ({status}): {e}"
@@ -445,21 +480,386 @@ impl Product for InfluxDb3 {
     }
 
     fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
-        crate::workspace::validate_database_name(table)?;
-        let rows = Self::sql(
+        count_table(&CountRequest {
             endpoint,
             database,
-            &format!("SELECT count(*) AS n FROM {table}"),
-        )?;
-        rows.get(0)
-            .and_then(|r| r.get("n"))
-            .and_then(Value::as_u64)
-            .ok_or_else(|| {
-                Error::failed(format!(
-                    "InfluxDB 3 answered count(*) of {table} without a number: {rows}"
-                ))
-            })
+            table,
+            window: None,
+            token: None,
+            timeout: DEFAULT_COUNT_TIMEOUT,
+        })
+        .map(|c| c.rows)
     }
+}
+
+/// How long a trial licence lasts (docs `admin/license.md`: "Expiration | 30 days").
+pub const TRIAL_DAYS: i64 = 30;
+
+/// Within this long of its expiry a trial licence is warned about before a start.
+pub const EXPIRY_WARNING_DAYS: i64 = 2;
+
+/// When the trial licence recorded in a workspace's `license` expires (`None`: not a trial
+/// activated by e-mail, or no readable activation time).
+pub fn trial_expiry(license: &Value) -> Option<time::OffsetDateTime> {
+    if license["source"].as_str() != Some("trial") || license["status"] != license::ACTIVE {
+        return None;
+    }
+    let at = time::OffsetDateTime::parse(
+        license["activated_at"].as_str()?,
+        &time::format_description::well_known::Rfc3339,
+    )
+    .ok()?;
+    Some(at + time::Duration::days(TRIAL_DAYS))
+}
+
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// The command that gives an Enterprise workspace a licence again after its trial expired.
+pub fn renewal_hint(id: &str) -> String {
+    format!(
+        "renew it with a licence file from InfluxData: `tsbsctl influxdb3 activate --database-id {id} \
+         --license-file PATH` (the server reads the given file before the expired stored trial)"
+    )
+}
+
+/// A warning when the workspace's trial licence expires within [`EXPIRY_WARNING_DAYS`]: a long
+/// run may outlive it (queries then fail and the server does not restart).
+pub fn expiry_warning(ws: &WorkspaceManifest) -> Option<String> {
+    let exp = trial_expiry(&ws.extra["license"])?;
+    let now = time::OffsetDateTime::now_utc();
+    (exp > now && exp - now < time::Duration::days(EXPIRY_WARNING_DAYS)).then(|| {
+        format!(
+            "the trial licence of workspace {} expires at {} (in {} h): a long run may outlive it; {}",
+            ws.database_id,
+            rfc3339(exp),
+            (exp - now).whole_hours(),
+            renewal_hint(&ws.database_id)
+        )
+    })
+}
+
+/// What drives an InfluxDB 3 run's numbers besides the workload: the licence (Enterprise:
+/// At-Home runs 2 cores, one IO and one DataFusion thread), the WAL and snapshot settings in
+/// force (the server's defaults: tsbsctl passes none), the storage engine and telemetry.
+/// `ws`: the managed workspace (`None`: an external server, whose settings are unknown).
+pub fn server_settings(
+    edition: Option<&str>,
+    ws: Option<&WorkspaceManifest>,
+    data_dir: Option<&Path>,
+) -> Value {
+    let Some(ws) = ws else {
+        return json!({
+            "source": "unknown: an external server's settings are not visible to tsbsctl",
+            "license": {"type": if edition == Some("core") { "not-required" } else { "unknown" }},
+            "wal_flush_interval": null,
+            "gen1_duration": null,
+            "wal_snapshot_size": null,
+            "snapshot_after_wal_flushes": null,
+            "snapshotted_wal_files_to_keep": null,
+            "storage_engine": if edition == Some("core") { "parquet" } else { "unknown" },
+            "telemetry_upload": "unknown",
+        });
+    };
+    let lic = &ws.extra["license"];
+    let enterprise = ws.edition.as_deref() == Some("enterprise");
+    let license = if !enterprise {
+        json!({"type": "not-required"})
+    } else {
+        // A licence file is never opened: its type stays unknown.
+        let kind = match lic["source"].as_str() {
+            Some(t @ ("trial" | "home")) => t.to_string(),
+            Some("file") => "unknown (licence file)".to_string(),
+            _ => "unknown".to_string(),
+        };
+        let limits = (kind == "home").then_some(
+            "At-Home licence: capped at 2 cores; on the 3.11 engine 1 IO thread and 1 DataFusion thread",
+        );
+        json!({
+            "type": kind,
+            "activated_at": lic["activated_at"],
+            "expires_at": trial_expiry(lic).map(rfc3339),
+            "limits": limits,
+        })
+    };
+    let engine = if !enterprise {
+        ("parquet", "Core")
+    } else {
+        match data_dir.map(detect_engine).unwrap_or(None) {
+            Some(e) => (e, "data directory layout"),
+            None if version_at_least(&ws.version, 3, 11) => (
+                "upgraded (.pt files)",
+                "expected for a cluster created on 3.11 or later (no data files yet)",
+            ),
+            None => ("parquet", "version before 3.11 (no data files yet)"),
+        }
+    };
+    let snapshot_flag = if version_at_least(&ws.version, 3, 11) {
+        "--wal-files-per-snapshot"
+    } else {
+        "--wal-snapshot-size"
+    };
+    json!({
+        "source": "server defaults: tsbsctl passes no WAL or snapshot flag (src influxdb3 serve.rs, v3.10.1)",
+        "license": license,
+        "wal_flush_interval": "1s",
+        "durable_write_wait": "a durable write is answered after the next WAL flush (up to the flush interval)",
+        "gen1_duration": "10m",
+        "wal_snapshot_size": 600,
+        "wal_snapshot_size_flag": snapshot_flag,
+        "snapshot_after_wal_flushes": 900,
+        "snapshotted_wal_files_to_keep": 300,
+        "storage_engine": engine.0,
+        "storage_engine_source": engine.1,
+        "telemetry_upload": "disabled (--disable-telemetry-upload)",
+    })
+}
+
+fn version_at_least(version: &str, major: u64, minor: u64) -> bool {
+    let mut it = version
+        .split(['.', '-', '+'])
+        .map(|p| p.parse::<u64>().unwrap_or(0));
+    (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
+}
+
+/// The storage engine a data directory's files show: `.pt` files are the upgraded engine,
+/// `.wal` / `.parquet` the Parquet one; `None` when there are neither (bounded walk).
+pub fn detect_engine(dir: &Path) -> Option<&'static str> {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0u32;
+    let mut parquet = false;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            seen += 1;
+            if seen > 100_000 {
+                break;
+            }
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(p),
+                Ok(t) if t.is_file() => match p.extension().and_then(|x| x.to_str()) {
+                    Some("pt") => return Some("upgraded (.pt files)"),
+                    Some("wal" | "parquet") => parquet = true,
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+    }
+    parquet.then_some("parquet")
+}
+
+/// Text by which InfluxDB 3 Core refuses a query over its Parquet file limit
+/// (`influxdb3_write/src/write_buffer/mod.rs`: "Query would scan N Parquet files, exceeding
+/// the file limit. ...").
+pub const FILE_LIMIT_TEXT: &str = "exceeding the file limit";
+
+/// Default limit of one count or admin request: a `count(*)` over ~100 M rows of the published
+/// scale on a remote server can take minutes (`--count-timeout` overrides it).
+pub const DEFAULT_COUNT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1800);
+
+/// The server's `--wal-flush-interval` when none is passed (src `serve.rs`: default `1s`).
+pub const DEFAULT_WAL_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Most count requests one row count may make (slicing stops before this, bounded).
+const MAX_COUNT_REQUESTS: u32 = 4096;
+
+/// What a row count asks: the table, the dataset's `[start, end)` in ns when known (slices
+/// stay inside it), a token for external servers, the per-request limit.
+#[derive(Debug, Clone)]
+pub struct CountRequest<'a> {
+    pub endpoint: &'a str,
+    pub database: &'a str,
+    pub table: &'a str,
+    pub window: Option<(i64, i64)>,
+    pub token: Option<&'a str>,
+    pub timeout: std::time::Duration,
+}
+
+/// A row count and how it was obtained (`detail` goes into the run's row-count step).
+#[derive(Debug, Clone)]
+pub struct RowCount {
+    pub rows: u64,
+    pub detail: Value,
+}
+
+enum CountFailure {
+    /// Core's query file limit: the number of files the query would scan, and the text.
+    FileLimit(Option<u64>),
+    Other(Error),
+}
+
+/// `[start, end)` of an RFC 3339 pair (a dataset's spec) in ns; `None` when either is unreadable.
+pub fn window_ns(start: &str, end: &str) -> Option<(i64, i64)> {
+    let p = |s: &str| {
+        time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+            .ok()
+            .map(|t| t.unix_timestamp_nanos() as i64)
+    };
+    let (a, b) = (p(start)?, p(end)?);
+    (a < b).then_some((a, b))
+}
+
+fn rfc3339_ns(ns: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(ns as i128)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+/// Counts the rows of a table. A whole-table `count(*)` first; when Core refuses it for its
+/// query file limit (a count over a 3-day table at the published scale can), the dataset's
+/// window is counted in time slices, halved until each stays under the limit, and summed.
+/// A file-limit refusal that slicing cannot get under is reported as such, never as rows.
+pub fn count_table(req: &CountRequest) -> Result<RowCount> {
+    let client = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(req.timeout)
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))?;
+    crate::workspace::validate_database_name(req.table)?;
+    let limit_error = |files: Option<u64>, what: &str| {
+        Error::failed(format!(
+            "InfluxDB 3 Core refused to count {} {what}: the query would scan {} Parquet files, more than its query file limit (this is the server's limit, not missing rows)",
+            req.table,
+            files.map(|n| n.to_string()).unwrap_or_else(|| "too many".into())
+        ))
+        .with_hint("count in narrower time ranges, or start the server with a higher --query-file-limit")
+    };
+    let started = std::time::Instant::now();
+    let whole = match count_once(&client, req, None) {
+        Ok(n) => {
+            return Ok(RowCount {
+                rows: n,
+                detail: json!({"method": "whole-table", "requests": 1,
+                    "request_timeout_s": req.timeout.as_secs_f64()}),
+            })
+        }
+        Err(CountFailure::Other(e)) => return Err(e),
+        Err(CountFailure::FileLimit(files)) => files,
+    };
+    let Some((lo, hi)) = req.window else {
+        return Err(limit_error(
+            whole,
+            "as a whole (no dataset window to slice)",
+        ));
+    };
+    let mut pending = vec![(lo, hi)];
+    let (mut total, mut slices, mut requests, mut widest) = (0u64, 0u32, 1u32, 0i64);
+    while let Some((a, b)) = pending.pop() {
+        if requests >= MAX_COUNT_REQUESTS {
+            return Err(limit_error(
+                whole,
+                &format!("even in {requests} time slices"),
+            ));
+        }
+        requests += 1;
+        match count_once(&client, req, Some((a, b))) {
+            Ok(n) => {
+                total += n;
+                slices += 1;
+                widest = widest.max(b - a);
+            }
+            // Halve until each slice is under the limit; a 1 s slice over it cannot be cut.
+            Err(CountFailure::FileLimit(_)) if b - a > 1_000_000_000 => {
+                let mid = a + (b - a) / 2;
+                pending.push((mid, b));
+                pending.push((a, mid));
+            }
+            Err(CountFailure::FileLimit(files)) => {
+                return Err(limit_error(files, "even in a one-second slice"))
+            }
+            Err(CountFailure::Other(e)) => return Err(e),
+        }
+    }
+    Ok(RowCount {
+        rows: total,
+        detail: json!({
+            "method": "time-slices",
+            "reason": format!(
+                "a whole-table count would scan {} Parquet files, over InfluxDB 3 Core's query file limit",
+                whole.map(|n| n.to_string()).unwrap_or_else(|| "too many".into())
+            ),
+            "window": {"start": rfc3339_ns(lo), "end": rfc3339_ns(hi)},
+            "slices": slices,
+            "widest_slice_s": widest as f64 / 1e9,
+            "requests": requests,
+            "request_timeout_s": req.timeout.as_secs_f64(),
+            "seconds": started.elapsed().as_secs_f64(),
+        }),
+    })
+}
+
+fn count_once(
+    c: &reqwest::blocking::Client,
+    req: &CountRequest,
+    range: Option<(i64, i64)>,
+) -> std::result::Result<u64, CountFailure> {
+    let table = req.table;
+    let q = match range {
+        None => format!("SELECT count(*) AS n FROM {table}"),
+        Some((a, b)) => format!(
+            "SELECT count(*) AS n FROM {table} WHERE time >= '{}' AND time < '{}'",
+            rfc3339_ns(a),
+            rfc3339_ns(b)
+        ),
+    };
+    let endpoint = req.endpoint;
+    let mut r = c
+        .post(format!("{endpoint}/api/v3/query_sql"))
+        .json(&json!({"db": req.database, "q": q, "format": "json"}));
+    if let Some(t) = req.token {
+        r = r.bearer_auth(t);
+    }
+    let resp = r.send().map_err(|e| {
+        let why = if e.is_timeout() {
+            format!("no answer within {} s", req.timeout.as_secs_f64())
+        } else {
+            e.to_string()
+        };
+        CountFailure::Other(
+            Error::failed(format!(
+                "InfluxDB 3 at {endpoint} did not answer count(*) of {table}: {why}"
+            ))
+            .with_hint("a count over a large table can take long: raise --count-timeout SECONDS"),
+        )
+    })?;
+    let status = resp.status();
+    let text = resp.text().unwrap_or_default();
+    if !status.is_success() {
+        if text.contains(FILE_LIMIT_TEXT) {
+            let files = text
+                .split("would scan ")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|n| n.parse().ok());
+            return Err(CountFailure::FileLimit(files));
+        }
+        return Err(CountFailure::Other(Error::failed(format!(
+            "InfluxDB 3 refused count(*) of {table} ({status}): {}",
+            text.trim()
+        ))));
+    }
+    let body: Value = serde_json::from_str(&text).map_err(|e| {
+        CountFailure::Other(Error::failed(format!(
+            "InfluxDB 3 answered count(*) of {table} with invalid JSON ({status}): {e}"
+        )))
+    })?;
+    body.get(0)
+        .and_then(|row| row.as_object())
+        .and_then(|o| o.get("n").or_else(|| o.values().next()))
+        .and_then(Value::as_u64)
+        .ok_or_else(|| {
+            CountFailure::Other(Error::failed(format!(
+                "InfluxDB 3 answered count(*) of {table} without a number: {body}"
+            )))
+        })
 }
 
 #[cfg(test)]
@@ -523,6 +923,93 @@ mod tests {
             "not-required"
         );
         assert_eq!(InfluxDb3::node_id("a.b_c"), "a-b-c-node");
+    }
+
+    /// Answers one HTTP request on 127.0.0.1 with `status` and `body`; returns the endpoint.
+    fn one_answer(status: &str, body: &'static str) -> String {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let ep = format!("http://{}", l.local_addr().unwrap());
+        let status = status.to_string();
+        std::thread::spawn(move || {
+            if let Ok((mut c, _)) = l.accept() {
+                let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let mut buf = [0u8; 4096];
+                let _ = c.read(&mut buf);
+                let _ = write!(
+                    c,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        ep
+    }
+
+    #[test]
+    fn a_refused_database_list_is_an_error_not_an_empty_list() {
+        let ep = one_answer(
+            "401 Unauthorized",
+            r#"{"error":"the request was not authenticated"}"#,
+        );
+        let e = InfluxDb3::new(Edition::Core)
+            .list_databases(&ep)
+            .unwrap_err();
+        assert!(e.message.contains("401"), "{}", e.message);
+        let ep = one_answer(
+            "200 OK",
+            r#"[{"iox::database":"_internal"},{"iox::database":"benchmark"}]"#,
+        );
+        assert_eq!(
+            InfluxDb3::new(Edition::Core).list_databases(&ep).unwrap(),
+            ["_internal", "benchmark"]
+        );
+    }
+
+    #[test]
+    fn a_file_limit_refusal_is_named_and_sliced_counts_are_bounded() {
+        let ep = one_answer(
+            "500 Internal Server Error",
+            r#"{"error":"query error: error while planning query: External error: Query would scan 4000 Parquet files, exceeding the file limit. InfluxDB 3 Core caps file access"}"#,
+        );
+        // No window to slice in: the limit is named, with the file count, not as missing rows.
+        let e = count_table(&CountRequest {
+            endpoint: &ep,
+            database: "benchmark",
+            table: "cpu",
+            window: None,
+            token: None,
+            timeout: std::time::Duration::from_secs(5),
+        })
+        .unwrap_err();
+        assert!(e.message.contains("4000 Parquet files"), "{}", e.message);
+        assert!(e.message.contains("not missing rows"), "{}", e.message);
+        assert_eq!(
+            window_ns("2023-06-11T00:00:00Z", "2023-06-12T00:00:00Z"),
+            Some((1_686_441_600_000_000_000, 1_686_528_000_000_000_000))
+        );
+        assert_eq!(
+            window_ns("2023-06-12T00:00:00Z", "2023-06-11T00:00:00Z"),
+            None
+        );
+        assert_eq!(
+            rfc3339_ns(1_686_441_600_000_000_000),
+            "2023-06-11T00:00:00Z"
+        );
+    }
+
+    #[test]
+    fn trial_expiry_is_thirty_days_after_activation() {
+        let lic =
+            json!({"status": "active", "source": "trial", "activated_at": "2026-01-01T00:00:00Z"});
+        assert_eq!(rfc3339(trial_expiry(&lic).unwrap()), "2026-01-31T00:00:00Z");
+        for other in [
+            json!({"status": "active", "source": "home", "activated_at": "2026-01-01T00:00:00Z"}),
+            json!({"status": "active", "source": "file", "activated_at": "2026-01-01T00:00:00Z"}),
+            json!({"status": "pending", "source": "trial"}),
+        ] {
+            assert!(trial_expiry(&other).is_none(), "{other}");
+        }
     }
 
     #[test]

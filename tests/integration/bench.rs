@@ -1014,10 +1014,10 @@ fn managed_influxdb3_core_all_and_reuse() {
     let st = &s["storage"];
     assert_eq!(st["server_stopped"], true);
     assert!(st["total_bytes"].as_u64().unwrap() > 0);
-    assert!(
-        st["data_bytes"].as_u64().unwrap() > 0,
-        "a graceful stop snapshots to Parquet: {st}"
-    );
+    // Real Core snapshots to Parquet only after 900 WAL flushes and a graceful stop only
+    // flushes the WAL buffer: a short load is WAL (the published "Core mainly 12 GB of WAL").
+    assert_eq!(st["data_bytes"], 0, "no snapshot on a graceful stop: {st}");
+    assert!(st["wal_bytes"].as_u64().unwrap() > 0, "{st}");
     for q in s["queries"].as_array().unwrap() {
         assert_eq!(q["status"], "completed", "{q}");
     }

@@ -1077,3 +1077,394 @@ fn ctrl_c_at_the_email_prompt_exits_130_and_restores_the_terminal() {
     assert!(echo_on(&slave), "the terminal was left without echo");
     assert_eq!(ix.manifest("ent")["license"]["status"], "unconfigured");
 }
+
+/// `bench influxdb3 <phase>` of managed workspace `id` with the tiny workload.
+fn bench_influx3(w: &crate::bench::World, id: &str, phase: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "bench",
+        "influxdb3",
+        phase,
+        "--database-id",
+        id,
+        "--stop-timeout",
+        "10",
+    ];
+    args.extend_from_slice(extra);
+    args.extend(crate::bench::tiny());
+    if phase != "load" {
+        for t in crate::bench::TYPES {
+            args.extend(["--query-type", t]);
+        }
+        args.extend(["--queries", "3"]);
+    }
+    args.push("--json");
+    w.run(&args)
+}
+
+#[test]
+fn no_sync_rows_that_appear_after_the_loader_exits_are_counted_after_a_wait() {
+    let w = crate::bench::world();
+    let knobs = crate::bench::publish_influx3(&w, "core");
+    // No-sync writes become queryable only at the next flush, well after the loader exits.
+    std::fs::write(&knobs, json!({"wal_flush_interval_ms": 2500}).to_string()).unwrap();
+    w.prepare_influx3("ns1", "core");
+    let r = bench_influx3(&w, "ns1", "load", &["--no-sync"]);
+    r.ok();
+    let s = crate::bench::summary(&crate::bench::run_dir(&r));
+    let rc = &s["row_count"];
+    assert_eq!(rc["actual"], crate::bench::ROWS, "{rc}");
+    assert_eq!(rc["ok"], true);
+    let wait = &rc["wait"];
+    assert_eq!(wait["outcome"], "reached the dataset's rows", "{wait}");
+    assert!(wait["polls"].as_u64().unwrap() > 1, "{wait}");
+    assert!(wait["waited_s"].as_f64().unwrap() > 0.0, "{wait}");
+    assert!(
+        wait["counts"][0].as_u64().unwrap() < crate::bench::ROWS,
+        "{wait}"
+    );
+    assert_eq!(rc["method"]["method"], "whole-table");
+    let md = std::fs::read_to_string(crate::bench::run_dir(&r).join("summary.md")).unwrap();
+    assert!(md.contains("Counted again for"), "{md}");
+}
+
+#[test]
+fn core_table_over_the_query_file_limit_is_counted_in_time_slices() {
+    let w = crate::bench::world();
+    let knobs = crate::bench::publish_influx3(&w, "core");
+    // A snapshot at every WAL flush: one Parquet file per 10-minute window of the day, far
+    // more than this server lets one query scan.
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "snapshot_after_wal_files": 1, "query_file_limit": 24})
+            .to_string(),
+    )
+    .unwrap();
+    w.prepare_influx3("fl1", "core");
+    let r = bench_influx3(&w, "fl1", "load", &[]);
+    r.ok();
+    let s = crate::bench::summary(&crate::bench::run_dir(&r));
+    let rc = &s["row_count"];
+    assert_eq!(rc["actual"], crate::bench::ROWS, "{rc}");
+    let how = &rc["method"];
+    assert_eq!(how["method"], "time-slices", "{how}");
+    assert!(how["slices"].as_u64().unwrap() > 1, "{how}");
+    assert!(
+        how["reason"].as_str().unwrap().contains("query file limit"),
+        "{how}"
+    );
+    assert_eq!(how["window"]["start"], "2023-06-11T00:00:00Z", "{how}");
+    assert!(s["storage"]["data_bytes"].as_u64().unwrap() > 0);
+    let md = std::fs::read_to_string(crate::bench::run_dir(&r).join("summary.md")).unwrap();
+    assert!(md.contains("time slices of at most"), "{md}");
+    // Even a one-second slice over the limit: named as the file limit, never missing rows.
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "snapshot_after_wal_files": 1, "query_file_limit": 0})
+            .to_string(),
+    )
+    .unwrap();
+    let db = read_json(&w.gt.env.root.join("influxdb3/databases/fl1/manifest.json"))["database"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = bench_influx3(
+        &w,
+        "fl1",
+        "load",
+        &["--database-mode", "reset", "--confirm-reset", &db],
+    );
+    r.code(1).says("query file limit");
+    assert!(!r.stderr.contains("row count mismatch"), "{}", r.stderr);
+}
+
+#[test]
+fn archives_with_any_single_top_directory_or_none_install_and_others_are_refused() {
+    let ix = Ix::new();
+    let k = ix.env.path().join("knobs-variants.json");
+    std::fs::write(&k, json!({"wal_flush_interval_ms": 20}).to_string()).unwrap();
+    // Another root name, and no root at all: installed like the vendor's installer does.
+    for (version, variant) in [
+        ("3.12.0", rel::Variant::PlatformRootName),
+        ("3.12.1", rel::Variant::NoRoot),
+    ] {
+        rel::publish(
+            &ix.mirror,
+            &Release::new("core", version, &k).variant(variant),
+        );
+        let r = ix.run_json(&[
+            "influxdb3",
+            "install",
+            "--edition",
+            "core",
+            "--version",
+            version,
+        ]);
+        r.ok();
+        let dir = ix.install_dir("core", version);
+        assert!(dir.join("influxdb3").is_file(), "{variant:?}");
+        assert!(
+            dir.join("python/lib/libpython3.so").is_file(),
+            "{variant:?}"
+        );
+        assert!(r.json()["data"]["manifest"]["version_output"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("InfluxDB 3 Core, {version}")));
+    }
+    // Strict about what we need: a second top-level entry, or no binary, is refused.
+    for (version, variant, says) in [
+        ("3.12.2", rel::Variant::ExtraTopLevel, "README.md"),
+        ("3.12.3", rel::Variant::NoBinary, "no `influxdb3`"),
+    ] {
+        rel::publish(
+            &ix.mirror,
+            &Release::new("core", version, &k).variant(variant),
+        );
+        ix.run(&[
+            "influxdb3",
+            "install",
+            "--edition",
+            "core",
+            "--version",
+            version,
+        ])
+        .code(4)
+        .says(says);
+        assert!(!ix.install_dir("core", version).exists(), "{variant:?}");
+    }
+}
+
+/// Activates Enterprise workspace `id` with a `kind` (trial or home) licence from the e-mail
+/// in `$MY_MAIL`.
+fn activate_influx3(w: &crate::bench::World, id: &str, kind: &str) {
+    w.run(&[
+        "influxdb3",
+        "activate",
+        "--database-id",
+        id,
+        "--license-type",
+        kind,
+        "--license-email-env",
+        "MY_MAIL",
+        "--timeout",
+        "20",
+    ])
+    .ok();
+}
+
+#[test]
+fn enterprise_3_11_records_licence_wal_settings_engine_and_a_pt_footprint_total() {
+    let mut w = crate::bench::world();
+    let knobs = crate::bench::publish_influx3(&w, "enterprise");
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 0}).to_string(),
+    )
+    .unwrap();
+    w.gt.env.env("MY_MAIL", "benchmarker@example.invalid");
+    w.prepare_influx3("trial1", "enterprise");
+    w.prepare_influx3("home1", "enterprise");
+    activate_influx3(&w, "trial1", "trial");
+    activate_influx3(&w, "home1", "home");
+    let trial = crate::bench::run_dir(&{
+        let r = bench_influx3(&w, "trial1", "load", &[]);
+        r.ok();
+        r
+    });
+    let home = crate::bench::run_dir(&{
+        let r = bench_influx3(&w, "home1", "load", &[]);
+        r.ok();
+        r
+    });
+    let s = crate::bench::summary(&trial);
+    let st = &s["server_settings"];
+    assert_eq!(st["license"]["type"], "trial", "{st}");
+    assert!(st["license"]["expires_at"].is_string(), "{st}");
+    assert_eq!(st["wal_flush_interval"], "1s");
+    assert_eq!(st["gen1_duration"], "10m");
+    assert_eq!(st["snapshot_after_wal_flushes"], 900);
+    assert_eq!(st["wal_snapshot_size_flag"], "--wal-files-per-snapshot");
+    assert_eq!(st["storage_engine"], "upgraded (.pt files)", "{st}");
+    assert_eq!(st["storage_engine_source"], "data directory layout");
+    assert!(st["telemetry_upload"]
+        .as_str()
+        .unwrap()
+        .starts_with("disabled"));
+    // The 3.11 engine keeps WAL and data in `.pt` files: a total with its reason.
+    let fp = &s["storage"];
+    assert_eq!(fp["split"], false, "{fp}");
+    assert!(
+        fp["wal_bytes"].is_null() && fp["data_bytes"].is_null(),
+        "{fp}"
+    );
+    assert!(fp["pt_files"].as_u64().unwrap() > 0, "{fp}");
+    assert!(fp["total_bytes"].as_u64().unwrap() > 0);
+    let md = std::fs::read_to_string(trial.join("summary.md")).unwrap();
+    for want in [
+        "Licence: **trial**",
+        "flush interval 1s",
+        "Storage engine: upgraded (.pt files)",
+        "WAL and data files share one format",
+    ] {
+        assert!(md.contains(want), "{want} missing from:\n{md}");
+    }
+    // The managed server ran with telemetry upload off.
+    let manifest = std::fs::read_to_string(trial.join("manifest.json")).unwrap();
+    assert!(
+        manifest.contains("--disable-telemetry-upload"),
+        "{manifest}"
+    );
+    let h = crate::bench::summary(&home);
+    assert_eq!(h["server_settings"]["license"]["type"], "home");
+    assert!(h["server_settings"]["license"]["limits"]
+        .as_str()
+        .unwrap()
+        .contains("2 cores"));
+    let hmd = std::fs::read_to_string(home.join("summary.md")).unwrap();
+    assert!(hmd.contains("Licence: **home** (At-Home licence"), "{hmd}");
+
+    // The report: a home-licence run is flagged as not comparable with a trial one.
+    let p = |d: &Path| d.to_string_lossy().into_owned();
+    let r = w.run(&["runs", "report", &p(&trial), &p(&home), "--json"]);
+    r.ok();
+    let dir = PathBuf::from(r.json()["data"]["report_dir"].as_str().unwrap());
+    let rs = read_json(&dir.join("summary.json"));
+    assert_eq!(rs["comparable"], false);
+    assert!(
+        rs["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("different licences")),
+        "{}",
+        rs["warnings"]
+    );
+    assert_eq!(rs["runs"][1]["server_settings"]["license"]["type"], "home");
+    assert_eq!(rs["storage"][0]["split_note"], fp["split_note"]);
+    let rmd = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(rmd.contains("InfluxDB 3 server settings"), "{rmd}");
+    assert!(
+        rmd.contains("| trial |") && rmd.contains("| home (At-Home"),
+        "{rmd}"
+    );
+    assert!(rmd.contains("WAL and data files share one format"), "{rmd}");
+}
+
+/// Sets the recorded activation time of workspace `id` to `days_ago` days before now.
+fn age_activation(w: &crate::bench::World, id: &str, days_ago: i64) {
+    let path =
+        w.gt.env
+            .root
+            .join("influxdb3/databases")
+            .join(id)
+            .join("manifest.json");
+    let mut m = read_json(&path);
+    let at = time::OffsetDateTime::now_utc() - time::Duration::days(days_ago);
+    m["license"]["activated_at"] = json!(at
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap());
+    std::fs::write(&path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+}
+
+#[test]
+fn an_expired_trial_is_refused_before_any_server_starts_with_the_renewal_command() {
+    let mut w = crate::bench::world();
+    let knobs = crate::bench::publish_influx3(&w, "enterprise");
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 0}).to_string(),
+    )
+    .unwrap();
+    w.gt.env.env("MY_MAIL", "benchmarker@example.invalid");
+    w.prepare_influx3("exp1", "enterprise");
+    activate_influx3(&w, "exp1", "trial");
+    let runs = w.gt.env.root.join("influxdb3/runs");
+    let count_runs = || std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
+    // Close to its 30 days: warned (a long run may outlive it), then run.
+    age_activation(&w, "exp1", 29);
+    let r = bench_influx3(&w, "exp1", "load", &[]);
+    r.ok();
+    assert!(r.stderr.contains("expires at"), "{}", r.stderr);
+    assert!(r.stderr.contains("--license-file"), "{}", r.stderr);
+    let before = count_runs();
+    // Past its 30 days: refused before a run directory or a server exists.
+    age_activation(&w, "exp1", 31);
+    // The server would refuse to start too (its licence clock made 31 days later).
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "license_clock_offset_days": 31}).to_string(),
+    )
+    .unwrap();
+    let log =
+        w.gt.env
+            .root
+            .join("influxdb3/databases/exp1/logs/server.log");
+    let log_before = std::fs::read_to_string(&log).unwrap_or_default();
+    for args in [
+        vec!["bench", "influxdb3", "query", "--database-id", "exp1"],
+        vec!["influxdb3", "serve", "--database-id", "exp1"],
+    ] {
+        let r = w.run(&args);
+        r.code(2)
+            .says("trial licence of InfluxDB 3 Enterprise workspace exp1 expired")
+            .says("tsbsctl influxdb3 activate --database-id exp1 --license-file PATH");
+    }
+    assert_eq!(count_runs(), before, "a refused run left a run directory");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap_or_default(),
+        log_before,
+        "a server was started"
+    );
+}
+
+#[test]
+fn an_external_server_of_another_edition_is_an_integrity_error() {
+    let w = crate::bench::world();
+    let (mut child, url) = crate::bench::enterprise_server(&w);
+    let mut args = vec![
+        "bench",
+        "influxdb3",
+        "load",
+        "--url",
+        &url,
+        "--edition",
+        "core",
+        "--database-mode",
+        "create",
+    ];
+    args.extend(crate::bench::tiny());
+    let r = w.run(&args);
+    let _ = child.kill();
+    let _ = child.wait();
+    r.code(4)
+        .says("X-Influxdb-Build: Enterprise, not the --edition core")
+        .says("--edition enterprise");
+    assert!(
+        !w.gt.env.root.join("influxdb3/runs").exists()
+            || std::fs::read_dir(w.gt.env.root.join("influxdb3/runs"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "a run directory was created"
+    );
+}
+
+#[test]
+fn the_count_timeout_is_configurable_and_named_when_reached() {
+    let w = crate::bench::world();
+    let knobs = crate::bench::publish_influx3(&w, "core");
+    // A slow count(*), as over ~100 M rows of the published scale.
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "query_delay_ms": 1500}).to_string(),
+    )
+    .unwrap();
+    w.prepare_influx3("ct1", "core");
+    bench_influx3(&w, "ct1", "load", &["--count-timeout", "0"])
+        .code(2)
+        .says("--count-timeout");
+    bench_influx3(&w, "ct1", "load", &["--count-timeout", "1"])
+        .code(1)
+        .says("no answer within 1 s")
+        .says("raise --count-timeout");
+}

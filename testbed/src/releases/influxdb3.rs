@@ -2,13 +2,14 @@
 //! versions, and per edition/version/platform `influxdb3-<edition>-<V>_<platform>.tar.gz` with
 //! its `.sha256` (`<hex>  <filename>`), under `dl.influxdata.com/influxdb/releases/`.
 //!
-//! An archive holds one leading directory `influxdb3-<edition>-<V>/` with `influxdb3` (a
+//! An archive holds one leading directory `influxdb3-<edition>-<V>/` (a guess: the real
+//! packager is not public; only "one leading component" is certain) with `influxdb3` (a
 //! wrapper script that execs `testbed emulate influxdb3` with `TESTBED_EMULATED_EDITION`,
 //! `TESTBED_EMULATED_VERSION` and `TESTBED_KNOBS` baked in) and a small `python/` tree
 //! (`python/lib/libpython3.so`, the `python/lib/libpython.so -> libpython3.so` symlink,
 //! `python/bin/python3`), like the real distribution whose binary needs its bundled Python.
 //! Variants exercise the validators: wrong checksum, bare-hash checksum, no checksum file,
-//! extra top-level entry, symlink escape, hard link, other root name, no binary.
+//! extra top-level entry, symlink escape, hard link, other root name, no root, no binary.
 //!
 //! ```no_run
 //! use testbed::mirror::Mirror;
@@ -59,6 +60,9 @@ pub enum Variant {
     PlatformRootName,
     /// No `influxdb3` in the root.
     NoBinary,
+    /// No leading directory: `influxdb3` and `python/` at the archive's root (the vendor's
+    /// installer accepts that too).
+    NoRoot,
 }
 
 /// One release to publish.
@@ -109,13 +113,14 @@ impl Release {
         format!("/influxdb/releases/{}", self.file_name())
     }
 
-    /// The root directory inside the archive.
+    /// The root directory inside the archive (empty: none).
     pub fn root(&self) -> String {
         match self.variant {
             Variant::PlatformRootName => format!(
                 "influxdb3-{}-{}_{}",
                 self.edition, self.version, self.platform
             ),
+            Variant::NoRoot => String::new(),
             _ => format!("influxdb3-{}-{}", self.edition, self.version),
         }
     }
@@ -140,8 +145,17 @@ impl Release {
 
     /// The archive bytes (deterministic for a given release).
     pub fn archive(&self) -> Vec<u8> {
-        let root = self.root();
-        let mut t = Tree::new().dir(&root, 0o755);
+        let top = self.root();
+        // `root` prefixes every path: `<top>/` or nothing.
+        let root = if top.is_empty() {
+            ".".to_string()
+        } else {
+            top.clone()
+        };
+        let mut t = Tree::new();
+        if !top.is_empty() {
+            t = t.dir(&top, 0o755);
+        }
         if self.variant != Variant::NoBinary {
             t = t.file(&format!("{root}/influxdb3"), self.wrapper(), 0o755);
         }

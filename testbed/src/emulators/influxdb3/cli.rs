@@ -84,6 +84,14 @@ fn command(build: &Build) -> Command {
                 .action(ArgAction::SetTrue),
         )
         .arg(
+            // Hidden in the real help (src serve.rs); accepted and otherwise ignored: the
+            // emulator never uploads anything.
+            Arg::new("disable-telemetry-upload")
+                .long("disable-telemetry-upload")
+                .hide(true)
+                .action(ArgAction::SetTrue),
+        )
+        .arg(
             Arg::new("disable-authz")
                 .long("disable-authz")
                 .value_name("DISABLE_AUTHZ")

@@ -4,7 +4,7 @@ use super::cli::ServeConfig;
 use super::lp;
 use super::query;
 use super::store::{AdminError, LineError, Store, WriteOutcome};
-use super::{log, Build, Knobs};
+use super::{log, Build, Edition, Knobs};
 use std::collections::HashMap;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -623,6 +623,21 @@ impl App {
                 "query error: Resources exhausted: Failed to allocate additional 10485760 bytes for GroupedHashAggregateStream[0] with 0 bytes already allocated for this reservation - 1048576 bytes remain available for the total pool".into()
             });
             return Reply::json(f.status.unwrap_or(500), &serde_json::json!({"error": msg}));
+        }
+        // Core refuses at planning a query that would scan more Parquet files than its limit
+        // (src influxdb3_write/src/write_buffer/mod.rs; text from its query executor tests).
+        if self.build.edition == Edition::Core {
+            let limit = self.knobs.query_file_limit.unwrap_or(432);
+            let n = self
+                .store
+                .with_db(&db, |tables| query::parquet_files_scanned(tables, &q))
+                .unwrap_or(0);
+            if n > limit {
+                return Reply::json(
+                    500,
+                    &serde_json::json!({"error": format!("query error: error while planning query: External error: Query would scan {n} Parquet files, exceeding the file limit. InfluxDB 3 Core caps file access to prevent performance degradation and memory issues. Use a narrower time range, or increase the limit with --query-file-limit (this may cause slower queries or instability).\n\nTo remove this limitation, upgrade to InfluxDB 3 Enterprise, which automatically compacts files for efficient querying across any time range. Free for non-commercial and home use, and free trials for commercial evaluation: https://www.influxdata.com/downloads")}),
+                );
+            }
         }
         let result = self.store.with_db(&db, |tables| query::execute(tables, &q));
         match result {

@@ -24,6 +24,8 @@ pub struct Knobs {
     pub verification_delay_ms: Option<u64>,
     pub never_verify: bool,
     pub license_server_status: Option<u16>,
+    /// Days the licence clock runs ahead: `31` makes a fresh trial expired.
+    pub license_clock_offset_days: Option<u64>,
 
     // serving
     pub crash_after_ms: Option<u64>,
@@ -42,6 +44,8 @@ pub struct Knobs {
 
     // queries
     pub query_delay_ms: u64,
+    /// Core's `--query-file-limit` (default 432; Enterprise has none).
+    pub query_file_limit: Option<usize>,
     pub query_failures: Vec<QueryFailure>,
 }
 

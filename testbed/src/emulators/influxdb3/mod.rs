@@ -80,7 +80,8 @@
 //! * `POST /api/v3/write_lp?db=..&precision=..&accept_partial=..&no_sync=..` → 204. Durable
 //!   writes (`no_sync=false`) are answered after the next WAL flush (every
 //!   `--wal-flush-interval` if given, else knob `wal_flush_interval_ms`, else 1 s; set the knob
-//!   low in tests); `no_sync=true` at once (the data is still flushed at the next tick). Errors: 400 `missing query parameter 'db'`, 400 JSON `line protocol parsing error`
+//!   low in tests); `no_sync=true` at once, but its rows become queryable only after that
+//!   next flush, as on the real server. Errors: 400 `missing query parameter 'db'`, 400 JSON `line protocol parsing error`
 //!   (accept_partial=false, nothing written) or `partial write of line protocol occurred`
 //!   (default accept_partial=true, good lines written), 413 `max request size (N bytes)
 //!   exceeded` on the decoded size, 400 for an unknown Content-Encoding (gzip/identity known),
@@ -90,6 +91,11 @@
 //!   → rows computed from the stored data for `SELECT count(*)`, `SHOW TABLES`, `SELECT 1`, the TSBS
 //!   shapes (aggregates max/min/avg/sum/count/last_value, `date_bin`, `hostname IN`, time range,
 //!   `GROUP BY`, `ORDER BY`, `LIMIT`); 404 `{"error":"query error: database not found: <db>"}`.
+//!   Core refuses at planning (500 `{"error":"query error: error while planning query: External
+//!   error: Query would scan N Parquet files, exceeding the file limit. ..."}`, the text of the
+//!   real query executor; the `query error: ` prefix and the status are inferred) a query whose
+//!   table has more snapshot files meeting its time conditions than `--query-file-limit`
+//!   (knob `query_file_limit`, default 432).
 //!
 //! # On disk (`--data-dir`, nothing written elsewhere; catalog prefix = node id for Core,
 //! cluster id for Enterprise)
@@ -98,8 +104,13 @@
 //!   line, then per write batch `@op {"db_id":..,"db":..,"lines":N}` and N lines of line protocol.
 //! * `<node-id>/dbs/<db>-<id>/<table>-<id>/<YYYY-MM-DD>/<HH-MM>/<seq:010>.parquet` — snapshot
 //!   files (`PAR1` ... `PAR1`, gzip line protocol inside), written after
-//!   `snapshot_after_wal_files` WAL files (knob, default 100) and on graceful shutdown; the
-//!   snapshotted WAL files are then removed.
+//!   `snapshot_after_wal_files` WAL files (knob, default 900 = the real 600 + 300); the
+//!   snapshotted WAL files are then removed. A graceful stop only flushes the WAL buffer (no
+//!   snapshot unless one is due), so a short load leaves WAL files and no Parquet.
+//! * Enterprise 3.11 and later, for a catalog created by that version (the upgraded storage
+//!   engine, recorded as `storage_engine` in the catalog): the same layout with `.pt` WAL and
+//!   data files instead of `.wal` / `.parquet`. Guess: only the `.pt` extension is documented;
+//!   the paths and contents are this emulator's. Older catalogs keep the Parquet layout.
 //! * `<node-id>/snapshots/<seq:020>.info.json` — which Parquet files exist, per snapshot.
 //! * Enterprise: `<cluster-id>/trial_or_home_license`.
 //!
@@ -109,14 +120,17 @@
 //! `version_output` (string printed by `--version` instead), `version_exit_code`;
 //! `start_delay_ms` (before listening), `exit_during_start` (exit code, after an ERROR line),
 //! `never_ready` (never listens; exits 0 on SIGTERM); `verification_delay_ms` (default 2000),
-//! `never_verify`, `license_server_status` (e.g. 402: activation fails like an expired trial);
+//! `never_verify`, `license_server_status` (e.g. 402: activation fails like an expired trial),
+//! `license_clock_offset_days` (the licence clock runs ahead: 31 makes a 30-day trial expired,
+//! so a start with it fails with `License management error: the license has expired`);
 //! `crash_after_ms` (+ `crash_exit_code`, default 101, with a panic message), `hang_on_sigterm`,
 //! `shutdown_delay_ms` (pause after SIGTERM before the final flush), `log_lines`
 //! (`[{"at":"start|ready|shutdown","level":"INFO|WARN|ERROR|FATAL|PANIC","message":".."}]`,
 //! `at` defaults to `ready`), `admin_token` (the one valid token when auth is on);
 //! `wal_flush_interval_ms`, `snapshot_after_wal_files`, `write_reject_first` (N first writes
 //! refused), `write_reject_status` (429 default, or 503), `write_retry_after` (header value);
-//! `query_delay_ms`, `query_failures` (`[{"contains":"..","status":500,"error":".."}]`).
+//! `query_delay_ms`, `query_failures` (`[{"contains":"..","status":500,"error":".."}]`),
+//! `query_file_limit` (Core).
 //!
 //! # Inferred, not read from a real binary (protocols.md §6)
 //! The Enterprise `--version`/`/ping` wording; the licence log target and message texts other

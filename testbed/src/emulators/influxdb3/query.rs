@@ -521,6 +521,51 @@ fn aggregate(td: &TableData, func: &str, col: Option<&str>, rows: &[&Row]) -> Va
 }
 
 /// Executes `sql` against the tables of one database.
+/// How many snapshot (Parquet) files a `SELECT ... FROM t [WHERE time ...]` would scan: the
+/// files of `t` whose time range meets the query's time conditions (Core prunes by time only,
+/// so a tag predicate prunes nothing). 0 for anything else.
+pub fn parquet_files_scanned(tables: &[(&TableEntry, &TableData)], sql: &str) -> usize {
+    let flat: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    let Some(from) = find_kw(&flat, "from") else {
+        return 0;
+    };
+    let after_from = &flat[from + 4..];
+    let ends = ["where", "group by", "order by", "limit"];
+    let end_of = |s: &str| {
+        ends.iter()
+            .filter_map(|k| find_kw(s, k))
+            .min()
+            .unwrap_or(s.len())
+    };
+    let name = unquote(after_from[..end_of(after_from)].trim());
+    let bare = name.rsplit('.').next().unwrap_or(&name).to_string();
+    let Some((_, td)) = tables.iter().find(|(t, _)| t.name == bare) else {
+        return 0;
+    };
+    let conds = find_kw(after_from, "where")
+        .map(|p| {
+            let rest = &after_from[p + 5..];
+            parse_conds(rest[..end_of(rest)].trim())
+        })
+        .unwrap_or_default();
+    td.files
+        .iter()
+        .filter(|(lo, hi)| {
+            conds.iter().all(|c| match c {
+                Cond::Time(op, t) => match op.as_str() {
+                    ">=" => hi >= t,
+                    ">" => hi > t,
+                    "<" => lo < t,
+                    "<=" => lo <= t,
+                    "=" => lo <= t && t <= hi,
+                    _ => true,
+                },
+                _ => true,
+            })
+        })
+        .count()
+}
+
 pub fn execute(tables: &[(&TableEntry, &TableData)], sql: &str) -> Result<ResultSet, String> {
     let sql = sql.trim().trim_end_matches(';').trim();
     let flat: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -126,7 +126,9 @@ pub fn run(build: Build, knobs: Knobs, cfg: ServeConfig) -> i32 {
     let store = match Store::open(
         layout,
         cfg.gen1_minutes,
-        knobs.snapshot_after_wal_files.unwrap_or(100),
+        knobs.snapshot_after_wal_files.unwrap_or(900),
+        // 3.11: "New clusters are created on the upgraded storage engine" (Enterprise only).
+        build.edition == Edition::Enterprise && build.at_least(3, 11),
     ) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(&format!("failed to initialize catalog: {e}")),

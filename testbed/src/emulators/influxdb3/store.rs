@@ -20,6 +20,10 @@ pub struct Catalog {
     next_db_id: u32,
     next_table_id: u32,
     pub databases: Vec<DbEntry>,
+    /// `pachatree` for an Enterprise cluster created on 3.11 or later (the upgraded engine:
+    /// WAL and data in `.pt` files); absent for the Parquet engine (Core, older clusters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_engine: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -67,6 +71,9 @@ pub struct TableData {
     /// `rows[persisted..]` as normalised line protocol (ns timestamps), for WAL and snapshots.
     texts: Vec<String>,
     persisted: usize,
+    /// `(min_time, max_time)` of every snapshot (Parquet) file of this table: what Core's
+    /// query file limit counts.
+    pub files: Vec<(i64, i64)>,
     series: HashMap<String, Arc<Series>>,
     names: Vec<Arc<str>>,
     name_idx: HashMap<Arc<str>, u16>,
@@ -167,6 +174,10 @@ struct WalOp {
     lines: Vec<String>,
     #[serde(rename = "lines")]
     count: usize,
+    /// The parsed rows by table id: they reach the queryable buffer only when this op's WAL
+    /// file is written, as on the real server (a `no_sync` write is acknowledged before).
+    #[serde(skip)]
+    rows: Vec<(u32, Line, String)>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -199,7 +210,6 @@ struct Inner {
     snapshot_seq: u64,
     wal_since_snapshot: u64,
     file_seq: u64,
-    dirty_since_snapshot: bool,
 }
 
 /// Where files go: `<data-dir>/<catalog prefix>/catalog/...` and `<data-dir>/<node-id>/...`.
@@ -318,10 +328,12 @@ fn seq_of(path: &Path) -> u64 {
 
 impl Store {
     /// Opens (or creates) the store: catalog, snapshot files, then WAL replay.
+    /// `new_engine`: a catalog created now uses the upgraded (`.pt`) engine.
     pub fn open(
         layout: Option<Layout>,
         gen1_minutes: u64,
         snapshot_after: u64,
+        new_engine: bool,
     ) -> Result<Store, String> {
         let catalog = match &layout {
             Some(l) if l.catalog_file().exists() => {
@@ -332,6 +344,7 @@ impl Store {
             }
             _ => Catalog {
                 catalog_uuid: super::uuid(4),
+                storage_engine: new_engine.then(|| "pachatree".to_string()),
                 next_db_id: 1,
                 next_table_id: 0,
                 databases: vec![DbEntry {
@@ -353,14 +366,14 @@ impl Store {
             snapshot_seq: 0,
             wal_since_snapshot: 0,
             file_seq: 0,
-            dirty_since_snapshot: false,
         };
         if let Some(l) = &layout {
             write_atomic(
                 &l.catalog_file(),
                 &serde_json::to_vec_pretty(&inner.catalog).unwrap(),
             )?;
-            load_files(l, &mut inner)?;
+            let ext = file_ext(&inner.catalog);
+            load_files(l, &mut inner, ext)?;
         }
         Ok(Store {
             inner: Mutex::new(inner),
@@ -602,7 +615,7 @@ impl Store {
             .map(|t| (t.name.clone(), t.id))
             .collect();
         let mut rendered = Vec::with_capacity(good.len());
-        let tables = inner.data.entry(db_id).or_default();
+        let mut rows = Vec::with_capacity(good.len());
         for (line, text) in good {
             let text = match text {
                 Some(t) => t.to_string(),
@@ -610,7 +623,7 @@ impl Store {
             };
             rendered.push(text.clone());
             let table_id = table_ids[line.measurement.as_str()];
-            tables.entry(table_id).or_default().push(line, text);
+            rows.push((table_id, line, text));
         }
         if catalog_changed {
             self.save_catalog(&inner)?;
@@ -620,21 +633,22 @@ impl Store {
             db: db_name.to_string(),
             count: rendered.len(),
             lines: rendered,
+            rows,
         });
-        inner.dirty_since_snapshot = true;
         Ok(WriteOutcome::Written {
             batch: inner.flushes + 1,
             errors,
         })
     }
 
-    /// Writes pending operations to one WAL file; snapshots when enough have accumulated.
+    /// Writes pending operations to one WAL file, then makes their rows queryable;
+    /// snapshots when enough WAL files have accumulated.
     pub fn flush(&self) -> Result<(), String> {
         let mut inner = self.lock();
         if inner.pending.is_empty() {
             return Ok(());
         }
-        let ops = std::mem::take(&mut inner.pending);
+        let mut ops = std::mem::take(&mut inner.pending);
         if let Some(l) = &self.layout {
             inner.wal_seq += 1;
             let mut bytes = WAL_MAGIC.to_vec();
@@ -648,12 +662,19 @@ impl Store {
                     bytes.push(b'\n');
                 }
             }
-            let path = l
-                .node()
-                .join("wal")
-                .join(format!("{:011}.wal", inner.wal_seq));
+            let path = l.node().join("wal").join(format!(
+                "{:011}.{}",
+                inner.wal_seq,
+                file_ext(&inner.catalog).0
+            ));
             write_atomic(&path, &bytes)?;
             inner.wal_since_snapshot += 1;
+        }
+        for op in &mut ops {
+            let tables = inner.data.entry(op.db_id).or_default();
+            for (table_id, line, text) in op.rows.drain(..) {
+                tables.entry(table_id).or_default().push(line, text);
+            }
         }
         inner.flushes += 1;
         self.flushed.notify_all();
@@ -675,14 +696,11 @@ impl Store {
         }
     }
 
-    /// Flush, then persist every row not yet in a snapshot file (graceful shutdown).
+    /// Graceful shutdown: flush the WAL buffer only. As real Core
+    /// (`influxdb3_wal/src/object_store.rs` `shutdown` → `flush_buffer(false)`), nothing is
+    /// snapshotted to Parquet unless a snapshot is due anyway, so a short load leaves WAL files.
     pub fn shutdown(&self) -> Result<(), String> {
-        self.flush()?;
-        let mut inner = self.lock();
-        if inner.dirty_since_snapshot {
-            self.snapshot_locked(&mut inner)?;
-        }
-        Ok(())
+        self.flush()
     }
 
     fn snapshot_locked(&self, inner: &mut Inner) -> Result<(), String> {
@@ -729,13 +747,14 @@ impl Store {
                     let when = time::OffsetDateTime::from_unix_timestamp_nanos(start as i128)
                         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
                     let rel = format!(
-                        "dbs/{db_name}-{db_id}/{table_name}-{table_id}/{:04}-{:02}-{:02}/{:02}-{:02}/{:010}.parquet",
+                        "dbs/{db_name}-{db_id}/{table_name}-{table_id}/{:04}-{:02}-{:02}/{:02}-{:02}/{:010}.{}",
                         when.year(),
                         u8::from(when.month()),
                         when.day(),
                         when.hour(),
                         when.minute(),
-                        inner.file_seq
+                        inner.file_seq,
+                        file_ext(&inner.catalog).1
                     );
                     let text: Vec<&str> = rows.iter().map(|(_, t)| *t).collect();
                     let body = gzip(text.join("\n").as_bytes());
@@ -745,6 +764,10 @@ impl Store {
                     bytes.extend(b"PAR1");
                     write_atomic(&l.node().join(&rel), &bytes)?;
                     let times = rows.iter().map(|(t, _)| *t);
+                    td.files.push((
+                        rows.iter().map(|(t, _)| *t).min().unwrap_or(0),
+                        rows.iter().map(|(t, _)| *t).max().unwrap_or(0),
+                    ));
                     files.push(ParquetEntry {
                         db_id,
                         table_id,
@@ -771,13 +794,13 @@ impl Store {
                 .join(format!("{:020}.info.json", inner.snapshot_seq)),
             &serde_json::to_vec_pretty(&info).unwrap(),
         )?;
-        for p in list_sorted(&l.node().join("wal"), ".wal") {
+        let wal_suffix = format!(".{}", file_ext(&inner.catalog).0);
+        for p in list_sorted(&l.node().join("wal"), &wal_suffix) {
             if seq_of(&p) <= inner.wal_seq {
                 let _ = std::fs::remove_file(p);
             }
         }
         inner.wal_since_snapshot = 0;
-        inner.dirty_since_snapshot = false;
         Ok(())
     }
 
@@ -860,7 +883,17 @@ fn alive(cat: &Catalog, db_id: u32) -> bool {
     cat.databases.iter().any(|d| d.id == db_id && !d.deleted)
 }
 
-fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
+/// `(WAL, data)` file extensions of the catalog's engine. The `.pt` names follow the docs
+/// ("anonymized `.pt` WAL files", "a new columnar file format (`.pt` files)"); their paths
+/// and contents here are a guess (undocumented), only the extension is relied on.
+fn file_ext(cat: &Catalog) -> (&'static str, &'static str) {
+    match cat.storage_engine.as_deref() {
+        Some("pachatree") => ("pt", "pt"),
+        _ => ("wal", "parquet"),
+    }
+}
+
+fn load_files(l: &Layout, inner: &mut Inner, ext: (&str, &str)) -> Result<(), String> {
     let node = l.node();
     let mut last_wal = 0;
     for p in list_sorted(&node.join("snapshots"), ".info.json") {
@@ -889,6 +922,7 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
                 .or_default()
                 .entry(f.table_id)
                 .or_default();
+            td.files.push((f.min_time, f.max_time));
             for text in String::from_utf8_lossy(&body).lines() {
                 let line = lp::parse_line(text)
                     .map_err(|e| format!("parquet file {} is corrupt: {e}", path.display()))?;
@@ -897,7 +931,7 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
         }
     }
     inner.wal_seq = last_wal;
-    for p in list_sorted(&node.join("wal"), ".wal") {
+    for p in list_sorted(&node.join("wal"), &format!(".{}", ext.0)) {
         let seq = seq_of(&p);
         if seq <= last_wal {
             continue;
@@ -936,7 +970,6 @@ fn load_files(l: &Layout, inner: &mut Inner) -> Result<(), String> {
         }
         inner.wal_seq = inner.wal_seq.max(seq);
         inner.wal_since_snapshot += 1;
-        inner.dirty_since_snapshot = true;
     }
     Ok(())
 }
