@@ -195,11 +195,14 @@ pub fn build(run: &RunDir) -> Result<Value> {
             "compact": get("compact"),
             "confirmation": get("confirm"),
             "before": get("state-before"),
+            "after_flush": get("state-after-flush"),
             "after": get("state-after"),
+            "parallelism": m.workload["parallelism"],
         })
     });
 
     // Server attempts and diagnostics from their logs.
+    let mut warnings: Vec<Value> = Vec::new();
     let mut server_attempts = Vec::new();
     let mut diag = crate::logscan::Diagnostics::default();
     let redactor = crate::redact::Redactor::new();
@@ -216,6 +219,9 @@ pub fn build(run: &RunDir) -> Result<Value> {
         }));
         if s.status == Status::Failed || s.status == Status::Interrupted {
             fail(&mut failures, "server", s, None);
+        }
+        if let Some(w) = s.data["warning"].as_str() {
+            warnings.push(json!({"stage": "server", "attempt": s.attempt, "log": s.log, "message": w}));
         }
         if let Some(l) = &s.log {
             diag.scan_text(l, &read(dir, Some(l)), &redactor);
@@ -272,10 +278,10 @@ pub fn build(run: &RunDir) -> Result<Value> {
         Some(v) => format!("{product_label} {v}"),
         None => product_label.clone(),
     };
-    if data_state_label.as_deref() == Some("after manual compaction")
-        && m.run_kind == RunKind::Benchmark
-    {
-        label.push_str(" (after manual compaction)");
+    if let (Some(l), RunKind::Benchmark) = (data_state_label.as_deref(), m.run_kind) {
+        if l != "as loaded" && l != "not loaded" {
+            label.push_str(&format!(" ({l})"));
+        }
     }
     let durability = (m.product == "influxdb3").then(|| {
         let no_sync = m.workload["no_sync"].as_bool().unwrap_or(false);
@@ -367,6 +373,7 @@ pub fn build(run: &RunDir) -> Result<Value> {
             "samples": diag.samples,
         },
         "failures": failures,
+        "warnings": warnings,
         "error": m.error,
     }))
 }

@@ -99,8 +99,10 @@ pub struct Request {
     pub window: Option<u64>,
     pub table: Option<String>,
     pub hot_runs: Option<u32>,
-    /// Compaction: how long to wait for the completion line in the server log.
+    /// Compaction: how long to wait, after the answer, for the corroborating server log line.
     pub confirm_timeout: Option<f64>,
+    /// Compaction: server-side parallelism (`parallelism=N`; the server's default is 1).
+    pub parallelism: Option<u32>,
     pub greptime_version: Option<String>,
     pub confirm_version_override: Option<String>,
     pub startup_timeout: Option<f64>,
@@ -147,6 +149,7 @@ pub fn validate(kind: ProductKind, req: &Request) -> Result<Phase> {
     positive("--batch-size", req.batch_size)?;
     positive("--query-workers", req.query_workers)?;
     positive("--hot-runs", req.hot_runs)?;
+    positive("--parallelism", req.parallelism)?;
     match (&req.database_id, req.urls.is_empty()) {
         (Some(_), false) => {
             return Err(
@@ -279,6 +282,8 @@ pub struct Bench<'a> {
     pub run: RunDir,
     pub server: Option<Server>,
     server_attempt: u32,
+    /// The last stop needed SIGKILL (footprints after it say so).
+    forced_stop: bool,
     /// The TSBS tools' working directory (no config.* file).
     cwd: PathBuf,
 }
@@ -395,6 +400,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         run,
         server: None,
         server_attempt: 0,
+        forced_stop: false,
         cwd,
     };
     let result = b.work(&dataset, &counts);
@@ -647,7 +653,7 @@ impl Bench<'_> {
         let res = (|| -> Result<Server> {
             let spec = self.target.server_spec(&self.root, log, timing)?;
             let mut s = Server::start(spec, self.reporter())?;
-            s.wait_ready()?;
+            s.wait_ready_reporting(self.reporter())?;
             Ok(s)
         })();
         match res {
@@ -697,10 +703,12 @@ impl Bench<'_> {
         let Some(mut s) = self.server.take() else {
             return Ok(());
         };
-        let out = s.stop();
+        let out = s.stop_reporting(self.ctx.reporter.as_ref());
         let n = self.server_attempt;
         let unexpected = out.unexpected;
-        let status = if unexpected || out.forced {
+        // A slow stop does not undo what completed before it: a forced kill is a warning on
+        // the run (and marks later footprints), an unexpected exit a failure.
+        let status = if unexpected {
             Status::Failed
         } else {
             Status::Completed
@@ -710,18 +718,20 @@ impl Bench<'_> {
                 "the server exited unexpectedly ({}); see its log",
                 describe(out.code, out.signal)
             ))
-        } else if out.forced {
-            Some("the server did not stop within the grace period and was killed".into())
         } else {
             None
         };
-        self.run.end(
-            "server",
-            n,
-            status,
-            reason,
-            Some(json!({"events": s.events(), "outcome": out})),
-        )?;
+        let mut data = json!({"events": s.events(), "outcome": out, "stop_seconds": out.stop_ms as f64 / 1000.0});
+        if out.forced {
+            let w = format!(
+                "the server did not stop within the grace period and was killed (SIGKILL after {:.1} s); work it still had queued was lost",
+                out.stop_ms as f64 / 1000.0
+            );
+            self.reporter().warn(&w);
+            data["warning"] = json!(w);
+            self.forced_stop = true;
+        }
+        self.run.end("server", n, status, reason, Some(data))?;
         Ok(())
     }
 
@@ -933,11 +943,19 @@ impl Bench<'_> {
         };
         let attempt = self.run.next_attempt("footprint")?;
         self.run.begin("footprint", attempt, None, None, None)?;
-        let f = footprint::measure(&dir)?;
+        let f = match self.kind {
+            ProductKind::Greptime => footprint::measure_greptimedb(&dir)?,
+            ProductKind::Influx3 => footprint::measure(&dir)?,
+        };
         let mut v = serde_json::to_value(&f)?;
         v["when"] = json!(when);
         v["data_dir"] = json!(dir);
         v["server_stopped"] = json!(self.server.is_none());
+        v["after_forced_stop"] = json!(self.forced_stop);
+        // GreptimeDB flushes on a full memtable, not on shutdown: say when it never did.
+        if self.kind == ProductKind::Greptime {
+            v["never_flushed"] = json!(f.data_files == 0 && f.wal_bytes > 0);
+        }
         self.run
             .end("footprint", attempt, Status::Completed, None, Some(v))?;
         Ok(())

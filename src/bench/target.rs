@@ -480,6 +480,18 @@ impl Target {
         Ok(())
     }
 
+    /// Replaces the last maintenance record (the intent a compaction recorded) by its outcome.
+    pub fn update_last_maintenance(&mut self, rec: Value) -> Result<()> {
+        if let Some(m) = &mut self.managed {
+            match m.ws.manifest.data_state.maintenance.last_mut() {
+                Some(last) => *last = rec,
+                None => m.ws.manifest.data_state.maintenance.push(rec),
+            }
+            m.ws.save()?;
+        }
+        Ok(())
+    }
+
     pub fn server_spec(&self, root: &Root, log: PathBuf, timing: Timing) -> Result<ServerSpec> {
         let m = self
             .managed
@@ -504,8 +516,18 @@ impl Target {
     }
 }
 
-/// "after manual compaction" when a compaction ran after the last load.
+/// "after manual compaction" when a compaction ran after the last load; "maintenance
+/// interrupted: state unknown" when the last maintenance never recorded its outcome (its
+/// process died: the intent is written before the flush) or was interrupted, "maintenance
+/// failed: state unknown" when it failed after it had started changing the data.
 pub fn data_state_label(ds: &workspace::DataState) -> String {
+    match ds.maintenance.last().and_then(|m| m["status"].as_str()) {
+        Some("started") | Some("interrupted") => {
+            return "maintenance interrupted: state unknown".into()
+        }
+        Some("failed") => return "maintenance failed: state unknown".into(),
+        _ => {}
+    }
     let compacted = ds.maintenance.iter().any(|m| {
         m["operation"].as_str() == Some("compaction") && m["status"].as_str() == Some("completed")
     });

@@ -24,6 +24,7 @@
 //!
 //! ```toml
 //! default_column_prefix = "greptime"
+//! enable_telemetry = true (default; writes `<data_home>/.greptimedb-telemetry-uuid`)
 //! [http]      addr = "127.0.0.1:4000"   timeout = "30s"   body_limit = "64MB"
 //!             enable_api_server = false (only false; 0.10+)   api_server_addr = "..." (0.10+)
 //! [influxdb]  enable = true
