@@ -487,7 +487,13 @@ impl Server {
         };
         if let Some(status) = exited {
             let (code, signal) = split_status(status);
-            return self.finish(code, signal, false, false, sent.elapsed().as_millis() as u64);
+            return self.finish(
+                code,
+                signal,
+                false,
+                false,
+                sent.elapsed().as_millis() as u64,
+            );
         }
         self.push(EventKind::ForcedKill);
         signal_group(self.pid, libc::SIGKILL);

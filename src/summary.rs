@@ -221,7 +221,8 @@ pub fn build(run: &RunDir) -> Result<Value> {
             fail(&mut failures, "server", s, None);
         }
         if let Some(w) = s.data["warning"].as_str() {
-            warnings.push(json!({"stage": "server", "attempt": s.attempt, "log": s.log, "message": w}));
+            warnings
+                .push(json!({"stage": "server", "attempt": s.attempt, "log": s.log, "message": w}));
         }
         if let Some(l) = &s.log {
             diag.scan_text(l, &read(dir, Some(l)), &redactor);

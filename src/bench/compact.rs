@@ -313,7 +313,9 @@ impl Bench<'_> {
             (!vals.is_empty()).then(|| vals.iter().sum())
         };
         let fp = match self.target.data_dir() {
-            Some(d) => Some(serde_json::to_value(super::footprint::measure_greptimedb(&d)?)?),
+            Some(d) => Some(serde_json::to_value(super::footprint::measure_greptimedb(
+                &d,
+            )?)?),
             None => None,
         };
         let v = json!({
@@ -564,13 +566,20 @@ mod tests {
         // Nothing to find: returns after the short wait, without an error.
         std::fs::write(&log, format!("{auto}\n")).unwrap();
         let t = Instant::now();
-        assert!(corroborate(&log, 0, 1024, &[0], Some(7200), Duration::from_millis(300)).is_empty());
+        assert!(
+            corroborate(&log, 0, 1024, &[0], Some(7200), Duration::from_millis(300)).is_empty()
+        );
         assert!(t.elapsed() < Duration::from_secs(5));
     }
 
     #[test]
     fn versions_without_admin_swcs_or_options_are_refused() {
-        assert_eq!(check_version("0.9.5", "twcs", None).unwrap_err().exit_code(), 2);
+        assert_eq!(
+            check_version("0.9.5", "twcs", None)
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
         assert!(check_version("0.10.0", "swcs", None).is_ok());
         let e = check_version("0.17.2", "swcs", Some(2)).unwrap_err();
         assert!(e.message.contains("parallelism"), "{}", e.message);

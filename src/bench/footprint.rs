@@ -198,7 +198,11 @@ mod tests {
         assert!(f.metadata_bytes.unwrap() >= 4100 && f.metadata_bytes.unwrap() < 10000);
         assert_eq!(
             f.total_bytes,
-            f.wal_bytes + f.data_bytes + f.other_bytes + f.index_bytes.unwrap() + f.metadata_bytes.unwrap()
+            f.wal_bytes
+                + f.data_bytes
+                + f.other_bytes
+                + f.index_bytes.unwrap()
+                + f.metadata_bytes.unwrap()
         );
         // The generic split keeps its meaning for other products.
         let g = measure(w).unwrap();

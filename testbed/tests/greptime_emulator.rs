@@ -383,7 +383,11 @@ fn write_count_flush_compact_restart_and_copy() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(s.logs().contains("waiter_num: 0"), "{}", s.logs());
-    assert!(s.logs().contains("inferring from files: 43200"), "{}", s.logs());
+    assert!(
+        s.logs().contains("inferring from files: 43200"),
+        "{}",
+        s.logs()
+    );
     assert_eq!(files_with_ext(&data, "parquet").len(), 1);
 
     let stats_sql = "SELECT sst_num, sst_size, region_rows, memtable_size FROM information_schema.region_statistics WHERE table_id = 1024";
@@ -836,7 +840,10 @@ fn sql_and_write_knobs() {
 fn flushed_files(s: &Server, n: usize) {
     s.ok_sql(None, "CREATE DATABASE benchmark");
     for i in 0..n {
-        s.write("benchmark", &cpu_lines(2, 720, 1_451_606_400 + i as i64 * 7200));
+        s.write(
+            "benchmark",
+            &cpu_lines(2, 720, 1_451_606_400 + i as i64 * 7200),
+        );
         s.ok_sql(Some("benchmark"), "ADMIN flush_table('cpu')");
     }
 }
@@ -863,8 +870,14 @@ fn compaction_blocks_in_proportion_and_nothing_to_compact_answers_at_once() {
     assert_eq!(v["output"][0]["records"]["rows"], json!([[0]]));
     assert!(t.elapsed() < Duration::from_secs(2));
     let logs = s.logs();
-    assert!(logs.contains("Successfully scheduled compaction task for region: 4398046511104(1024, 0)"), "{logs}");
-    assert!(!logs.contains("Compacted SST files") && !logs.contains("No files to compact"), "{logs}");
+    assert!(
+        logs.contains("Successfully scheduled compaction task for region: 4398046511104(1024, 0)"),
+        "{logs}"
+    );
+    assert!(
+        !logs.contains("Compacted SST files") && !logs.contains("No files to compact"),
+        "{logs}"
+    );
     // SWCS always rewrites: it blocks for the input size × windows × the knob.
     let expect = Duration::from_secs_f64(bytes as f64 / (1 << 20) as f64 * 60.0);
     let t = Instant::now();
@@ -876,17 +889,34 @@ fn compaction_blocks_in_proportion_and_nothing_to_compact_answers_at_once() {
     assert!(took >= expect.mul_f64(0.9), "{took:?} < {expect:?}");
     let logs = s.logs();
     let done = logs.find("Compacted SST files").expect("completion line");
-    assert!(logs[done..].contains("window: Some(3600), waiter_num: 1"), "{logs}");
-    assert!(logs.contains("compact_options: StrictWindow { window_seconds: 3600 }, parallelism: 1"), "{logs}");
-    assert_eq!(logs.matches("mito2::compaction::compactor").count(), 2, "{logs}");
+    assert!(
+        logs[done..].contains("window: Some(3600), waiter_num: 1"),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("compact_options: StrictWindow { window_seconds: 3600 }, parallelism: 1"),
+        "{logs}"
+    );
+    assert_eq!(
+        logs.matches("mito2::compaction::compactor").count(),
+        2,
+        "{logs}"
+    );
     // parallelism=2 halves it; twcs with a window is refused as the real server does.
     let t = Instant::now();
     s.ok_sql(
         Some("benchmark"),
         "ADMIN COMPACT_TABLE('cpu', 'swcs', 'window=3600,parallelism=2')",
     );
-    assert!(t.elapsed() < took.mul_f64(0.8), "{:?} vs {took:?}", t.elapsed());
-    let (code, v) = s.sql(Some("benchmark"), "ADMIN COMPACT_TABLE('cpu', 'twcs', 'window=7200')");
+    assert!(
+        t.elapsed() < took.mul_f64(0.8),
+        "{:?} vs {took:?}",
+        t.elapsed()
+    );
+    let (code, v) = s.sql(
+        Some("benchmark"),
+        "ADMIN COMPACT_TABLE('cpu', 'twcs', 'window=7200')",
+    );
     assert_eq!((code, v["code"].clone()), (500, json!(1002)), "{v}");
     // Real layout: the metadata store is a raftlog, not a JSON file.
     let meta = files_with_ext(&tmp.path().join("data/metadata"), "raftlog");
@@ -919,13 +949,18 @@ fn sigterm_drains_a_running_compaction_then_fails_it_and_leaves_orphans() {
         );
         (r, t.elapsed())
     });
-    while !s.logs().contains("Compaction window for region: 4398046511104(1024, 0) is 3600") {
+    while !s
+        .logs()
+        .contains("Compaction window for region: 4398046511104(1024, 0) is 3600")
+    {
         assert!(Instant::now() < deadline, "{}", s.logs());
         std::thread::sleep(Duration::from_millis(10));
     }
     let t = Instant::now();
     s.signal(Signal::SIGTERM);
-    let st = s.wait_exit(Duration::from_secs(30)).expect("exits by itself");
+    let st = s
+        .wait_exit(Duration::from_secs(30))
+        .expect("exits by itself");
     let drained = t.elapsed();
     assert_eq!(st.code(), Some(0));
     assert!(drained > Duration::from_millis(300), "{drained:?}");
@@ -977,7 +1012,11 @@ fn startup_replays_the_wal_in_proportion() {
         },
     );
     s.ready();
-    assert!(t.elapsed() >= expect.mul_f64(0.9), "{:?} < {expect:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= expect.mul_f64(0.9),
+        "{:?} < {expect:?}",
+        t.elapsed()
+    );
     assert_eq!(s.count("benchmark", "cpu"), 20000);
     s.stop();
 }
@@ -1085,7 +1124,12 @@ fn auto_flush_and_wal_purge_keep_every_row() {
     assert_eq!(s.count("benchmark", "cpu"), 120);
     let data = tmp.path().join("data");
     // Three engine-full flushes (their automatic compactions may merge the files).
-    assert_eq!(s.logs().matches("reason: EngineFull").count(), 3, "{}", s.logs());
+    assert_eq!(
+        s.logs().matches("reason: EngineFull").count(),
+        3,
+        "{}",
+        s.logs()
+    );
     assert!(!files_with_ext(&data, "parquet").is_empty());
     let wal = files_with_ext(&data.join("wal"), "raftlog");
     assert_eq!(std::fs::metadata(&wal[0]).unwrap().len(), 0, "purged");

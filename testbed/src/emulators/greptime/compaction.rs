@@ -66,8 +66,8 @@ impl Scheduler {
 
     fn submit(&self, job: Job) {
         let mut st = lock(&self.state);
-        let busy = st.running == Some(job.table_id)
-            || st.queue.iter().any(|j| j.table_id == job.table_id);
+        let busy =
+            st.running == Some(job.table_id) || st.queue.iter().any(|j| j.table_id == job.table_id);
         if job.waiter.is_some() && busy {
             logging::info(
                 "mito2::compaction",

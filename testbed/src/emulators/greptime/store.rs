@@ -871,7 +871,10 @@ impl Store {
             return Ok(());
         };
         let gone: HashSet<&str> = plan.inputs.iter().map(|f| f.file_id.as_str()).collect();
-        region.m.files.retain(|f| !gone.contains(f.file_id.as_str()));
+        region
+            .m
+            .files
+            .retain(|f| !gone.contains(f.file_id.as_str()));
         region.m.files.extend(outputs);
         if plan.strict {
             region.m.compaction_time_window = Some(plan.window);
