@@ -216,6 +216,7 @@ pub fn build(run: &RunDir) -> Result<Value> {
             "reason": s.reason,
             "events": s.data["events"],
             "outcome": s.data["outcome"],
+            "stop_seconds": s.data["stop_seconds"],
         }));
         if s.status == Status::Failed || s.status == Status::Interrupted {
             fail(&mut failures, "server", s, None);

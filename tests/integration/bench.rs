@@ -658,7 +658,10 @@ fn compaction_then_queries_are_labelled_and_refusals_are_clear() {
     assert!(std::fs::read_to_string(dir.join("summary.md"))
         .unwrap()
         .contains("**nothing to compact**"));
-    assert_eq!(w.ws()["data_state"]["maintenance"][2]["status"], "completed");
+    assert_eq!(
+        w.ws()["data_state"]["maintenance"][2]["status"],
+        "completed"
+    );
     // A workspace without the cpu table is refused.
     w.gt.set_knobs(json!({}));
     w.gt.prepare("g2", STABLE);
