@@ -95,6 +95,8 @@ pub fn build(run: &RunDir) -> Result<Value> {
         v
     });
     let storage = last("footprint").map(|s| s.data.clone());
+    // GreptimeDB: where the data was when the queries started (SSTs or memtables).
+    let data_location = last("data-location").map(|s| s.data.clone());
 
     // Queries: per type, completed attempts aggregated; failed attempts are failures.
     let mut attempts: Vec<QueryAttempt> = Vec::new();
@@ -363,6 +365,7 @@ pub fn build(run: &RunDir) -> Result<Value> {
         "ingestion": ingestion,
         "row_count": row_count,
         "storage": storage,
+        "data_location": data_location,
         "queries": queries,
         "analyses": analyses,
         "compaction": compaction,

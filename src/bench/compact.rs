@@ -278,36 +278,99 @@ impl Bench<'_> {
         }
     }
 
+    /// The regions of `table_id` in `information_schema.region_statistics` (where the version
+    /// has it: `None` otherwise), one object per region.
+    fn region_statistics(&self, table_id: u64) -> Option<Vec<Value>> {
+        let stats = self.query_value(&format!(
+            "SELECT * FROM information_schema.region_statistics WHERE table_id = {table_id}"
+        ))?;
+        let cols: Vec<String> = stats
+            .pointer("/records/schema/column_schemas")?
+            .as_array()?
+            .iter()
+            .filter_map(|c| c["name"].as_str().map(str::to_string))
+            .collect();
+        let rows = stats.pointer("/records/rows")?.as_array()?;
+        Some(
+            rows.iter()
+                .map(|r| {
+                    let mut m = serde_json::Map::new();
+                    for (i, c) in cols.iter().enumerate() {
+                        m.insert(c.clone(), r.get(i).cloned().unwrap_or(Value::Null));
+                    }
+                    Value::Object(m)
+                })
+                .collect(),
+        )
+    }
+
+    /// Before GreptimeDB queries: the optional flush (recorded in the workspace's data state),
+    /// then where the data is.
+    pub(super) fn flush_then_locate(&mut self) -> Result<()> {
+        let flush = self.req.flush_before_queries;
+        if flush {
+            let sql = format!("ADMIN FLUSH_TABLE('{}')", super::TABLE);
+            self.maintenance_step("flush", &sql)?;
+            self.target.push_maintenance(json!({
+                "operation": "flush",
+                "status": "completed",
+                "at": crate::manifest::now_rfc3339(),
+                "run_id": self.run.id(),
+                "run_dir": self.run.dir,
+                "table": super::TABLE,
+                "statements": [sql],
+            }))?;
+            self.run.manifest.data_state = self.target.data_state();
+            self.run.save()?;
+        }
+        self.data_location(flush)
+    }
+
+    /// Where the data of the benchmark table is before queries run (GreptimeDB): SST files
+    /// and bytes, and what is only in memtables (unflushed WAL, replayed at start). Never
+    /// fails the run: what cannot be read is recorded as unknown.
+    fn data_location(&mut self, flushed_before: bool) -> Result<()> {
+        let attempt = self.run.next_attempt("data-location")?;
+        self.run.begin("data-location", attempt, None, None, None)?;
+        let db = self.target.database().to_string();
+        let table = super::TABLE;
+        let id = GreptimeDb
+            .sql(
+                &self.endpoint(),
+                None,
+                &format!(
+                    "SELECT table_id FROM information_schema.tables WHERE table_schema = '{db}' AND table_name = '{table}'"
+                ),
+            )
+            .ok()
+            .and_then(|o| o.pointer("/records/rows/0/0").and_then(Value::as_u64));
+        let regions = id.and_then(|id| self.region_statistics(id));
+        let sum = |k: &str| -> Option<u64> {
+            let rs = regions.as_ref()?;
+            let vals: Vec<u64> = rs.iter().filter_map(|r| r[k].as_u64()).collect();
+            (!vals.is_empty()).then(|| vals.iter().sum())
+        };
+        let v = json!({
+            "table": table,
+            "table_id": id,
+            "information_schema": regions.is_some(),
+            "sst_num": sum("sst_num"),
+            "sst_size": sum("sst_size"),
+            "memtable_size": sum("memtable_size"),
+            "region_rows": sum("region_rows"),
+            "flushed_before_queries": flushed_before,
+        });
+        self.run
+            .end("data-location", attempt, Status::Completed, None, Some(v))?;
+        Ok(())
+    }
+
     /// SST count and size per region (information schema, where the version has it) and the
     /// data directory split.
     fn table_state(&mut self, step: &str, table_id: u64) -> Result<Value> {
         self.run.begin(step, 1, None, None, None)?;
-        let stats = self.query_value(&format!(
-            "SELECT * FROM information_schema.region_statistics WHERE table_id = {table_id}"
-        ));
-        let regions: Vec<Value> = stats
-            .as_ref()
-            .and_then(|o| {
-                let cols: Vec<String> = o
-                    .pointer("/records/schema/column_schemas")?
-                    .as_array()?
-                    .iter()
-                    .filter_map(|c| c["name"].as_str().map(str::to_string))
-                    .collect();
-                let rows = o.pointer("/records/rows")?.as_array()?;
-                Some(
-                    rows.iter()
-                        .map(|r| {
-                            let mut m = serde_json::Map::new();
-                            for (i, c) in cols.iter().enumerate() {
-                                m.insert(c.clone(), r.get(i).cloned().unwrap_or(Value::Null));
-                            }
-                            Value::Object(m)
-                        })
-                        .collect(),
-                )
-            })
-            .unwrap_or_default();
+        let stats = self.region_statistics(table_id);
+        let regions: Vec<Value> = stats.clone().unwrap_or_default();
         let sum = |k: &str| -> Option<u64> {
             let vals: Vec<u64> = regions.iter().filter_map(|r| r[k].as_u64()).collect();
             (!vals.is_empty()).then(|| vals.iter().sum())

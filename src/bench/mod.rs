@@ -103,6 +103,9 @@ pub struct Request {
     pub confirm_timeout: Option<f64>,
     /// Compaction: server-side parallelism (`parallelism=N`; the server's default is 1).
     pub parallelism: Option<u32>,
+    /// GreptimeDB query runs: `ADMIN FLUSH_TABLE` before the queries (like-for-like with a
+    /// compacted state; the published flow does not flush).
+    pub flush_before_queries: bool,
     pub greptime_version: Option<String>,
     pub confirm_version_override: Option<String>,
     pub startup_timeout: Option<f64>,
@@ -363,6 +366,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         "hot_runs": (phase == Phase::Analyze).then(|| req.hot_runs.unwrap_or(2)),
         "no_sync": (kind == ProductKind::Influx3).then_some(req.no_sync),
         "accept_partial": (kind == ProductKind::Influx3).then_some(req.accept_partial),
+        "flush_before_queries": (kind == ProductKind::Greptime).then_some(req.flush_before_queries),
     });
     // Without built TSBS tools nothing can run: say so before a run directory exists.
     TsbsEnv::load(&ctx.root, req.rerun.as_ref().map(|p| p.tsbs_key.as_str()))?;
@@ -963,6 +967,9 @@ impl Bench<'_> {
 
     fn query(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
         self.start_server()?;
+        if self.kind == ProductKind::Greptime {
+            self.flush_then_locate()?;
+        }
         let workers = self.run.manifest.workload["query_workers"]
             .as_u64()
             .unwrap_or(1) as u32;

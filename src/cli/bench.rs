@@ -138,6 +138,11 @@ pub struct GreptimeArgs {
     /// 1.0.0-beta.1 and later; the server's default is 1).
     #[arg(long, value_name = "N")]
     pub parallelism: Option<u32>,
+    /// query/all: run `ADMIN FLUSH_TABLE` before the queries, so they read SST files rather
+    /// than memtables replayed from the WAL (recorded; off by default: the published flow
+    /// does not flush).
+    #[arg(long)]
+    pub flush_before_queries: bool,
     /// analyze: hot repetitions after the cold query (default 2).
     #[arg(long, value_name = "N")]
     pub hot_runs: Option<u32>,
@@ -220,6 +225,7 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
                 ("window", json!(a.window)),
                 ("confirm_timeout", json!(a.confirm_timeout)),
                 ("parallelism", json!(a.parallelism)),
+                ("flush_before_queries", json!(a.flush_before_queries)),
                 ("hot_runs", json!(a.hot_runs)),
                 ("greptime_version", json!(a.greptime_version)),
                 (
@@ -234,6 +240,7 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
             req.window = a.window;
             req.confirm_timeout = a.confirm_timeout;
             req.parallelism = a.parallelism;
+            req.flush_before_queries = a.flush_before_queries;
             req.hot_runs = a.hot_runs;
             req.greptime_version = a.greptime_version;
             req.confirm_version_override = a.confirm_version_override;
@@ -248,6 +255,12 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
                     "--table, --strategy, --window, --confirm-timeout and --parallelism apply to the compact phase only",
                 )
                 .with_hint("drop them, or run `bench greptimedb compact`"));
+            }
+            if !matches!(a.phase, Phase::All | Phase::Query) && req.flush_before_queries {
+                return Err(crate::error::Error::invalid(
+                    "--flush-before-queries applies to the query and all phases only",
+                )
+                .with_hint("drop --flush-before-queries"));
             }
             if a.phase != Phase::Analyze && req.hot_runs.is_some() {
                 return Err(crate::error::Error::invalid(

@@ -1163,3 +1163,61 @@ fn compaction_options_the_version_lacks_are_refused_before_anything_runs() {
     .code(2)
     .says("compact phase only");
 }
+
+#[test]
+fn query_runs_say_where_the_data_is_and_can_flush_first() {
+    use crate::bench::{run_dir, summary, world};
+    let w = world();
+    // A small load never fills a memtable: nothing is flushed, all of it is WAL.
+    let load = w.bench_ok("all", &["--query-type", "lastpoint"]);
+    let s = summary(&load);
+    assert_eq!(s["storage"]["never_flushed"], true, "{}", s["storage"]);
+    assert_eq!(s["storage"]["data_files"], 0);
+    let md = std::fs::read_to_string(load.join("summary.md")).unwrap();
+    assert!(md.contains("**Never flushed:**"), "{md}");
+    // "As loaded" queries run on memtables replayed from the WAL, and say so.
+    let loc = &s["data_location"];
+    assert_eq!(loc["sst_num"], 0, "{loc}");
+    assert!(loc["memtable_size"].as_u64().unwrap() > 0, "{loc}");
+    assert!(
+        md.contains("Part of the data was read from memtables"),
+        "{md}"
+    );
+    // --flush-before-queries: recorded, a like-for-like baseline on SST files.
+    let r = w.bench(
+        "query",
+        &["--query-type", "lastpoint", "--flush-before-queries"],
+    );
+    r.ok();
+    let flushed = run_dir(&r);
+    let s = summary(&flushed);
+    assert_eq!(s["workload"]["flush_before_queries"], true);
+    assert_eq!(s["data_state"]["label"], "as loaded, flushed");
+    let loc = &s["data_location"];
+    assert_eq!(loc["flushed_before_queries"], true);
+    assert!(loc["sst_num"].as_u64().unwrap() >= 1, "{loc}");
+    assert_eq!(loc["memtable_size"], 0, "{loc}");
+    // The report shows both, and the never-flushed footprint.
+    let r = w.run(&[
+        "runs",
+        "report",
+        load.to_str().unwrap(),
+        flushed.to_str().unwrap(),
+        "--json",
+    ]);
+    r.ok();
+    let dir = PathBuf::from(r.json()["data"]["report_dir"].as_str().unwrap());
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| Never flushed (all data in the WAL) | **yes** |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| Queries read (SST / memtables) | 0 SST"),
+        "{md}"
+    );
+    // Flag checks.
+    w.bench("load", &["--flush-before-queries"])
+        .code(2)
+        .says("query and all phases only");
+}
