@@ -143,10 +143,15 @@ impl Product for GreptimeDb {
 
     /// `greptime --version` prints `version: X.Y.Z` among other lines (`-V`: `greptime X.Y.Z`);
     /// one whitespace-separated token must be exactly the version (one leading `v` allowed).
+    /// Nightly and hash builds (`1.2.0-nightly-20260706`, `1.2.0-d1e61a4ad-…`) print their
+    /// Cargo version (`1.2.0`): that is accepted for them (the installation records both the
+    /// tag and the output).
     fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
-        let found = output
-            .split_whitespace()
-            .any(|t| t.strip_prefix('v').unwrap_or(t) == version);
+        let cargo = nightly_cargo_version(version);
+        let found = output.split_whitespace().any(|t| {
+            let t = t.strip_prefix('v').unwrap_or(t);
+            t == version || Some(t) == cargo
+        });
         if found {
             Ok(())
         } else {
@@ -301,6 +306,15 @@ impl Product for GreptimeDb {
     }
 }
 
+/// The Cargo version a nightly or hash build reports: `1.2.0` for `1.2.0-nightly-20260706`
+/// and `1.2.0-d1e61a4ad-20260706`; `None` for stable and beta versions.
+fn nightly_cargo_version(version: &str) -> Option<&str> {
+    let (core, pre) = version.split_once('-')?;
+    let first = pre.split('-').next().unwrap_or("");
+    let hash = first.len() >= 7 && first.bytes().all(|b| b.is_ascii_hexdigit());
+    (first == "nightly" || hash).then_some(core)
+}
+
 /// Checks GitHub's `releases/latest` answer: an object, not a draft, not a prerelease, with a
 /// `tag_name` that is an exact version (one leading `v` stripped).
 pub fn parse_latest(doc: &Value) -> Result<Latest> {
@@ -371,6 +385,18 @@ mod tests {
         assert!(g
             .check_version_output("1.1.4", "version: 1.1.4-nightly")
             .is_err());
+        // Nightly and hash builds print the Cargo version.
+        let nightly = "GreptimeDB \nbranch: main\ncommit: d1e61a4ad\nclean: true\nversion: 1.2.0\n";
+        assert!(g
+            .check_version_output("1.2.0-nightly-20260706", nightly)
+            .is_ok());
+        assert!(g
+            .check_version_output("1.2.0-d1e61a4ad-20260706", nightly)
+            .is_ok());
+        assert!(g
+            .check_version_output("1.3.0-nightly-20260706", nightly)
+            .is_err());
+        assert!(g.check_version_output("1.2.0-beta.1", nightly).is_err());
     }
 
     #[test]
