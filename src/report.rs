@@ -361,6 +361,20 @@ fn yes(v: &Value) -> &'static str {
     }
 }
 
+/// The `compaction` section of the summary of the last completed compaction in a run's data
+/// state, when its run directory is still readable.
+fn compaction_of(summary: &Value) -> Option<Value> {
+    let m = summary["data_state"]["maintenance"].as_array()?;
+    let last = m
+        .iter()
+        .rev()
+        .find(|r| r["operation"] == "compaction" && r["status"] == "completed")?;
+    let dir = std::path::Path::new(last["run_dir"].as_str()?);
+    let text = std::fs::read(dir.join("summary.json")).ok()?;
+    let s: Value = serde_json::from_slice(&text).ok()?;
+    Some(s["compaction"].clone()).filter(|c| !c.is_null())
+}
+
 /// Unique column labels: a repeated label gets the run id.
 fn labels(loaded: &[Loaded]) -> Vec<String> {
     let base: Vec<String> = loaded
@@ -515,7 +529,7 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
         .iter()
         .map(|l| {
             let st = &l.summary["storage"];
-            if st.is_null() {
+            let mut v = if st.is_null() {
                 let why = if l.summary["target"]["mode"] == "external" {
                     "not measured: external server"
                 } else {
@@ -531,11 +545,23 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
                     "other_bytes": st["other_bytes"],
                     "total_bytes": st["total_bytes"],
                     "files": st["files"],
+                    "index_bytes": st["index_bytes"],
+                    "metadata_bytes": st["metadata_bytes"],
+                    "never_flushed": st["never_flushed"],
+                    "after_forced_stop": st["after_forced_stop"],
                     "note": null,
                     // `.pt` footprints (InfluxDB 3 Enterprise 3.11): a total, not a split.
                     "split_note": st["split_note"],
                 })
+            };
+            // GreptimeDB: SST bytes after the flush and after the compaction, as the
+            // compaction run that produced this state measured them.
+            if let Some(c) = compaction_of(&l.summary) {
+                v["sst_after_flush_bytes"] = c["after_flush"]["sst_size"].clone();
+                v["sst_after_compaction_bytes"] = c["after"]["sst_size"].clone();
             }
+            v["data_location"] = l.summary["data_location"].clone();
+            v
         })
         .collect();
 

@@ -58,8 +58,15 @@ pub struct Listener {
 pub struct Timing {
     /// From spawn to the first successful probe.
     pub startup_timeout: Duration,
-    /// From SIGTERM to SIGKILL.
+    /// From SIGTERM to SIGKILL; with [`Timing::drain_limit`], from the server's last sign of
+    /// progress to SIGKILL.
     pub grace: Duration,
+    /// Servers that drain on SIGTERM (GreptimeDB finishes every queued flush and compaction
+    /// first): the stop waits while the process makes progress (its log grows or it uses
+    /// CPU), up to this limit; `None`: `grace` is a fixed bound.
+    pub drain_limit: Option<Duration>,
+    /// What a slow start is waiting for, shown on a terminal ("replaying its WAL").
+    pub startup_wait: Option<&'static str>,
     /// How long a busy port is retried before the start fails (a server that just stopped may
     /// still be releasing it).
     pub port_wait: Duration,
@@ -72,6 +79,8 @@ impl Default for Timing {
         Timing {
             startup_timeout: Duration::from_secs(60),
             grace: Duration::from_secs(15),
+            drain_limit: None,
+            startup_wait: None,
             port_wait: Duration::from_secs(5),
             poll_interval: Duration::from_millis(250),
         }
@@ -189,6 +198,9 @@ pub struct StopOutcome {
     pub forced: bool,
     /// The process had exited before anyone asked it to.
     pub unexpected: bool,
+    /// From SIGTERM to the exit (0 when no stop was needed).
+    #[serde(default)]
+    pub stop_ms: u64,
 }
 
 /// A running (or finished) managed server. Dropping it stops it.
@@ -314,8 +326,49 @@ impl Server {
     /// Waits until the readiness probe answers 200. Fails early when the process exits, after
     /// the startup timeout, or on Ctrl-C (exit 130); the server is stopped in every failure.
     pub fn wait_ready(&mut self) -> Result<()> {
+        self.wait_ready_with(None)
+    }
+
+    /// [`Server::wait_ready`], saying on a terminal what a slow start waits for.
+    pub fn wait_ready_reporting(&mut self, reporter: &dyn Reporter) -> Result<()> {
+        self.wait_ready_with(Some(reporter))
+    }
+
+    fn wait_ready_with(&mut self, reporter: Option<&dyn Reporter>) -> Result<()> {
         let deadline = self.started + self.spec.timing.startup_timeout;
+        let mut bar: Option<Box<dyn crate::output::Progress>> = None;
+        let res = self.wait_ready_loop(deadline, reporter, &mut bar);
+        if let Some(b) = &bar {
+            b.finish();
+        }
+        res
+    }
+
+    fn wait_ready_loop(
+        &mut self,
+        deadline: Instant,
+        reporter: Option<&dyn Reporter>,
+        bar: &mut Option<Box<dyn crate::output::Progress>>,
+    ) -> Result<()> {
         loop {
+            if let (Some(r), None) = (reporter, bar.as_ref()) {
+                if self.started.elapsed() >= Duration::from_secs(3) {
+                    r.info(&format!(
+                        "waiting for {} to answer{} (up to {:.0} s, --startup-timeout)",
+                        self.spec.label,
+                        self.spec
+                            .timing
+                            .startup_wait
+                            .map(|w| format!(": {w}"))
+                            .unwrap_or_default(),
+                        self.spec.timing.startup_timeout.as_secs_f64()
+                    ));
+                    *bar = Some(r.progress("starting", None, crate::output::Unit::Items));
+                }
+            }
+            if let Some(b) = bar.as_ref() {
+                b.set_message(format!("{:.0} s", self.started.elapsed().as_secs_f64()));
+            }
             if let Some(status) = self.try_wait()? {
                 let (code, signal) = split_status(status);
                 let reason = format!("exited during startup ({})", describe_exit(code, signal));
@@ -373,7 +426,7 @@ impl Server {
             None => Ok(()),
             Some(status) => {
                 let (code, signal) = split_status(status);
-                self.finish(code, signal, false, true);
+                self.finish(code, signal, false, true, 0);
                 Err(Error::failed(format!(
                     "{} exited unexpectedly ({}); see {}",
                     self.spec.label,
@@ -405,22 +458,42 @@ impl Server {
     /// Stops the server: SIGTERM to its group, the grace period, then SIGKILL. Idempotent; also
     /// records an unexpected exit when the process was already gone.
     pub fn stop(&mut self) -> StopOutcome {
+        self.stop_with(None)
+    }
+
+    /// [`Server::stop`], saying on a terminal what a long stop waits for.
+    pub fn stop_reporting(&mut self, reporter: &dyn Reporter) -> StopOutcome {
+        self.stop_with(Some(reporter))
+    }
+
+    fn stop_with(&mut self, reporter: Option<&dyn Reporter>) -> StopOutcome {
         if let Some(o) = self.outcome {
             return o;
         }
         if let Ok(Some(status)) = self.try_wait() {
             let (code, signal) = split_status(status);
-            return self.finish(code, signal, false, !self.stopping);
+            return self.finish(code, signal, false, !self.stopping, 0);
         }
         self.stopping = true;
         let grace = self.spec.timing.grace;
         self.push(EventKind::Stopping {
             grace_ms: grace.as_millis() as u64,
         });
+        let sent = Instant::now();
         signal_group(self.pid, libc::SIGTERM);
-        if let Some(status) = self.wait_for(grace) {
+        let exited = match self.spec.timing.drain_limit {
+            None => self.wait_for(grace),
+            Some(limit) => self.wait_draining(grace, limit.max(grace), reporter),
+        };
+        if let Some(status) = exited {
             let (code, signal) = split_status(status);
-            return self.finish(code, signal, false, false);
+            return self.finish(
+                code,
+                signal,
+                false,
+                false,
+                sent.elapsed().as_millis() as u64,
+            );
         }
         self.push(EventKind::ForcedKill);
         signal_group(self.pid, libc::SIGKILL);
@@ -428,7 +501,69 @@ impl Server {
         let (code, signal) = status
             .map(split_status)
             .unwrap_or((None, Some(libc::SIGKILL)));
-        self.finish(code, signal, true, false)
+        self.finish(code, signal, true, false, sent.elapsed().as_millis() as u64)
+    }
+
+    /// Waits for the exit while the server shows progress (its log grows or its CPU time
+    /// does): at most `grace` after the last progress and `limit` in all.
+    fn wait_draining(
+        &mut self,
+        grace: Duration,
+        limit: Duration,
+        reporter: Option<&dyn Reporter>,
+    ) -> Option<ExitStatus> {
+        let start = Instant::now();
+        let mut last_progress = start;
+        let mut mark = self.progress_mark();
+        let mut bar: Option<Box<dyn crate::output::Progress>> = None;
+        loop {
+            if let Ok(Some(s)) = self.try_wait() {
+                if let Some(b) = &bar {
+                    b.finish();
+                }
+                return Some(s);
+            }
+            let now = Instant::now();
+            let m = self.progress_mark();
+            if m != mark {
+                mark = m;
+                last_progress = now;
+            }
+            if now.duration_since(last_progress) >= grace || now.duration_since(start) >= limit {
+                if let Some(b) = &bar {
+                    b.finish();
+                }
+                return None;
+            }
+            // Say what is going on once the stop is no longer instant.
+            if let (Some(r), None) = (reporter, &bar) {
+                if now.duration_since(start) >= Duration::from_secs(2) {
+                    r.info(&format!(
+                        "stopping {}: it finishes its running and queued flush and compaction jobs before it exits; waiting while it makes progress (SIGKILL after {:.0} s without progress, or {:.0} s in all)",
+                        self.spec.label,
+                        grace.as_secs_f64(),
+                        limit.as_secs_f64()
+                    ));
+                    bar = Some(r.progress("stopping", None, crate::output::Unit::Items));
+                }
+            }
+            if let Some(b) = &bar {
+                b.set_message(format!(
+                    "{:.0} s since SIGTERM, last progress {:.0} s ago",
+                    now.duration_since(start).as_secs_f64(),
+                    now.duration_since(last_progress).as_secs_f64()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// (log length, CPU ticks) of the server: either changing is progress.
+    fn progress_mark(&self) -> (u64, u64) {
+        let log = std::fs::metadata(&self.spec.log_path)
+            .map(|m| m.len())
+            .unwrap_or(0);
+        (log, process_cpu_ticks(self.pid).unwrap_or(0))
     }
 
     pub fn pid(&self) -> u32 {
@@ -484,6 +619,7 @@ impl Server {
         signal: Option<i32>,
         forced: bool,
         unexpected: bool,
+        stop_ms: u64,
     ) -> StopOutcome {
         if unexpected {
             self.push(EventKind::UnexpectedExit { code, signal });
@@ -508,6 +644,7 @@ impl Server {
             signal,
             forced,
             unexpected,
+            stop_ms,
         };
         self.outcome = Some(o);
         if let Ok(mut log) = OpenOptions::new().append(true).open(&self.spec.log_path) {
@@ -770,6 +907,16 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// User plus system CPU time of `pid` in clock ticks (Linux: fields 14 and 15).
+fn process_cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
 /// True for a process that exited but was not reaped yet (Linux); it holds no port or file.
 fn is_zombie(pid: u32) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -876,6 +1023,8 @@ mod tests {
                 grace: Duration::from_millis(300),
                 port_wait: Duration::from_millis(200),
                 poll_interval: Duration::from_millis(50),
+                drain_limit: None,
+                startup_wait: None,
             },
             output_filter: None,
         }
@@ -940,6 +1089,35 @@ mod tests {
         assert_eq!(o.signal, Some(libc::SIGKILL));
         assert!(kinds(&s).contains(&"forced_kill".to_string()));
         assert!(!fsutil::process_alive(pid as i32));
+    }
+
+    #[test]
+    fn a_draining_server_is_waited_for_while_it_makes_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        // On SIGTERM it works (logs) for ~1.5 s, five times the grace, then exits 0.
+        let script = "trap 'for i in 1 2 3 4 5 6; do echo draining $i; sleep 0.25; done; exit 0' TERM; while :; do sleep 0.05; done";
+        let mut sp = spec(dir.path(), script, free_port());
+        sp.timing.drain_limit = Some(Duration::from_secs(20));
+        let mut s = Server::start(sp, &SilentReporter).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let o = s.stop();
+        assert!(!o.forced, "{o:?}");
+        assert_eq!(o.code, Some(0));
+        assert!(o.stop_ms >= 1000, "{o:?}");
+        assert!(log_tail(s.log_path(), 1000).contains("draining 6"));
+        // Without the drain limit the same server is killed after the grace.
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Server::start(spec(dir.path(), script, free_port()), &SilentReporter).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(s.stop().forced);
+        // A silent, idle server is killed after the grace even with a drain limit.
+        let dir = tempfile::tempdir().unwrap();
+        let mut sp = spec(dir.path(), "trap '' TERM; exec sleep 30", free_port());
+        sp.timing.drain_limit = Some(Duration::from_secs(20));
+        let mut s = Server::start(sp, &SilentReporter).unwrap();
+        let t = Instant::now();
+        assert!(s.stop().forced);
+        assert!(t.elapsed() < Duration::from_secs(10));
     }
 
     #[test]

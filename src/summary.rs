@@ -95,6 +95,8 @@ pub fn build(run: &RunDir) -> Result<Value> {
         v
     });
     let storage = last("footprint").map(|s| s.data.clone());
+    // GreptimeDB: where the data was when the queries started (SSTs or memtables).
+    let data_location = last("data-location").map(|s| s.data.clone());
 
     // Queries: per type, completed attempts aggregated; failed attempts are failures.
     let mut attempts: Vec<QueryAttempt> = Vec::new();
@@ -202,11 +204,14 @@ pub fn build(run: &RunDir) -> Result<Value> {
             "compact": get("compact"),
             "confirmation": get("confirm"),
             "before": get("state-before"),
+            "after_flush": get("state-after-flush"),
             "after": get("state-after"),
+            "parallelism": m.workload["parallelism"],
         })
     });
 
     // Server attempts and diagnostics from their logs.
+    let mut warnings: Vec<Value> = Vec::new();
     let mut server_attempts = Vec::new();
     let mut diag = crate::logscan::Diagnostics::default();
     let redactor = crate::redact::Redactor::new();
@@ -220,9 +225,14 @@ pub fn build(run: &RunDir) -> Result<Value> {
             "reason": s.reason,
             "events": s.data["events"],
             "outcome": s.data["outcome"],
+            "stop_seconds": s.data["stop_seconds"],
         }));
         if s.status == Status::Failed || s.status == Status::Interrupted {
             fail(&mut failures, "server", s, None);
+        }
+        if let Some(w) = s.data["warning"].as_str() {
+            warnings
+                .push(json!({"stage": "server", "attempt": s.attempt, "log": s.log, "message": w}));
         }
         if let Some(l) = &s.log {
             diag.scan_text(l, &read(dir, Some(l)), &redactor);
@@ -279,10 +289,10 @@ pub fn build(run: &RunDir) -> Result<Value> {
         Some(v) => format!("{product_label} {v}"),
         None => product_label.clone(),
     };
-    if data_state_label.as_deref() == Some("after manual compaction")
-        && m.run_kind == RunKind::Benchmark
-    {
-        label.push_str(" (after manual compaction)");
+    if let (Some(l), RunKind::Benchmark) = (data_state_label.as_deref(), m.run_kind) {
+        if l != "as loaded" && l != "not loaded" {
+            label.push_str(&format!(" ({l})"));
+        }
     }
     let durability = (m.product == "influxdb3").then(|| {
         let no_sync = m.workload["no_sync"].as_bool().unwrap_or(false);
@@ -364,6 +374,7 @@ pub fn build(run: &RunDir) -> Result<Value> {
         "ingestion": ingestion,
         "row_count": row_count,
         "storage": storage,
+        "data_location": data_location,
         "queries": queries,
         "analyses": analyses,
         "compaction": compaction,
@@ -376,6 +387,7 @@ pub fn build(run: &RunDir) -> Result<Value> {
             "samples": diag.samples,
         },
         "failures": failures,
+        "warnings": warnings,
         "error": m.error,
     }))
 }

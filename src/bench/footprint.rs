@@ -1,6 +1,8 @@
 //! Storage footprint of a stopped server's data directory, split the way published
 //! comparisons report it: WAL, data files (Parquet / SST) and other (indexes, manifests,
-//! catalog metadata). Sizes are allocated bytes (what `du` shows), plus apparent bytes.
+//! catalog metadata); GreptimeDB's split follows its real layout and also counts index and
+//! metadata on their own ([`measure_greptimedb`]). Sizes are allocated bytes (what `du`
+//! shows), plus apparent bytes.
 
 use std::path::Path;
 
@@ -25,6 +27,17 @@ pub struct Footprint {
     pub pt_files: u64,
     #[serde(default)]
     pub pt_bytes: u64,
+    /// GreptimeDB only (its real layout, [`measure_greptimedb`]): index files (`*.puffin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_files: Option<u64>,
+    /// GreptimeDB only: the standalone metadata store (`metadata/`, raft-engine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_bytes: Option<u64>,
+    /// Which classifier split the files (`greptimedb`; absent: the generic one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
 }
 
 /// Why a footprint with `.pt` files is a total only.
@@ -84,11 +97,55 @@ enum Part {
     Pt,
     Wal,
     Data,
+    Index,
+    Metadata,
     Other,
+}
+
+/// GreptimeDB standalone's data home (reference/real/greptimedb.md §6): `wal/` (raft-engine
+/// WAL of all regions) is WAL; `metadata/` (the raft-engine metadata store, also `*.raftlog`)
+/// is metadata; `*.puffin` are index files; `data/**.parquet` are the SSTs; manifests,
+/// `index_intermediate/`, `tmp/` and the rest are other. Only the top-level directory decides
+/// WAL and metadata, so a database named `wal` (`data/greptime/wal/...`) keeps its SSTs.
+fn classify_greptimedb(rel: &Path) -> Part {
+    let mut comps = rel.components().map(|c| c.as_os_str().to_string_lossy());
+    let top = comps.next().unwrap_or_default();
+    let is_file_at_top = rel.components().count() == 1;
+    let ext = rel
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if is_file_at_top {
+        Part::Other
+    } else if top == "wal" {
+        Part::Wal
+    } else if top == "metadata" {
+        Part::Metadata
+    } else if ext == "puffin" {
+        Part::Index
+    } else if top == "data" && ext == "parquet" {
+        Part::Data
+    } else {
+        Part::Other
+    }
+}
+
+/// Measures a GreptimeDB data home with [`classify_greptimedb`].
+pub fn measure_greptimedb(dir: &Path) -> Result<Footprint> {
+    let mut f = walk(dir, classify_greptimedb)?;
+    f.layout = Some("greptimedb".into());
+    f.index_files.get_or_insert(0);
+    f.index_bytes.get_or_insert(0);
+    f.metadata_bytes.get_or_insert(0);
+    Ok(f)
 }
 
 /// Measures `dir` (symlinks are not followed).
 pub fn measure(dir: &Path) -> Result<Footprint> {
+    walk(dir, classify)
+}
+
+fn walk(dir: &Path, classify: fn(&Path) -> Part) -> Result<Footprint> {
     use std::os::unix::fs::MetadataExt;
     let mut f = Footprint::default();
     let mut stack = vec![dir.to_path_buf()];
@@ -123,6 +180,11 @@ pub fn measure(dir: &Path) -> Result<Footprint> {
                     f.data_bytes += size;
                     f.data_files += 1;
                 }
+                Part::Index => {
+                    *f.index_bytes.get_or_insert(0) += size;
+                    *f.index_files.get_or_insert(0) += 1;
+                }
+                Part::Metadata => *f.metadata_bytes.get_or_insert(0) += size,
                 Part::Other => f.other_bytes += size,
                 Part::Pt => {
                     f.pt_bytes += size;
@@ -137,6 +199,57 @@ pub fn measure(dir: &Path) -> Result<Footprint> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn greptimedb_split_follows_the_real_layout() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path();
+        let region = "data/greptime/benchmark/1024/1024_0000000000";
+        // A database named `wal` must not turn its SSTs into WAL.
+        let walreg = "data/greptime/wal/1025/1025_0000000000";
+        for dir in [
+            "wal".to_string(),
+            "metadata".into(),
+            format!("{region}/index"),
+            format!("{region}/manifest"),
+            format!("{walreg}/manifest"),
+            "index_intermediate/staging".into(),
+        ] {
+            std::fs::create_dir_all(w.join(dir)).unwrap();
+        }
+        let put = |p: &str, n: usize| std::fs::write(w.join(p), vec![7u8; n]).unwrap();
+        put("wal/0000000000000001.raftlog", 10000);
+        put("wal/0000000000000001.rewrite", 100);
+        put("metadata/0000000000000001.raftlog", 4000);
+        put("metadata/0000000000000001.rewrite", 100);
+        put("metadata/LOCK", 0);
+        put(&format!("{region}/a.parquet"), 20000);
+        put(&format!("{walreg}/b.parquet"), 8000);
+        put(&format!("{region}/index/a.puffin"), 3000);
+        put(&format!("{region}/manifest/00000000000000000001.json"), 500);
+        put("index_intermediate/staging/x", 200);
+        put(".greptimedb-telemetry-uuid", 36);
+        let f = measure_greptimedb(w).unwrap();
+        assert_eq!(f.layout.as_deref(), Some("greptimedb"));
+        assert_eq!(f.wal_files, 2);
+        assert_eq!(f.data_files, 2);
+        assert_eq!(f.index_files, Some(1));
+        assert!(f.wal_bytes >= 10100 && f.wal_bytes < 20000, "{f:?}");
+        assert!(f.data_bytes >= 28000, "{f:?}");
+        assert!(f.index_bytes.unwrap() >= 3000 && f.index_bytes.unwrap() < 8000);
+        assert!(f.metadata_bytes.unwrap() >= 4100 && f.metadata_bytes.unwrap() < 10000);
+        assert_eq!(
+            f.total_bytes,
+            f.wal_bytes
+                + f.data_bytes
+                + f.other_bytes
+                + f.index_bytes.unwrap()
+                + f.metadata_bytes.unwrap()
+        );
+        // The generic split keeps its meaning for other products.
+        let g = measure(w).unwrap();
+        assert!(g.index_bytes.is_none() && g.layout.is_none());
+    }
 
     #[test]
     fn split_by_kind() {

@@ -102,8 +102,13 @@ pub struct Request {
     pub window: Option<u64>,
     pub table: Option<String>,
     pub hot_runs: Option<u32>,
-    /// Compaction: how long to wait for the completion line in the server log.
+    /// Compaction: how long to wait, after the answer, for the corroborating server log line.
     pub confirm_timeout: Option<f64>,
+    /// Compaction: server-side parallelism (`parallelism=N`; the server's default is 1).
+    pub parallelism: Option<u32>,
+    /// GreptimeDB query runs: `ADMIN FLUSH_TABLE` before the queries (like-for-like with a
+    /// compacted state; the published flow does not flush).
+    pub flush_before_queries: bool,
     pub greptime_version: Option<String>,
     pub confirm_version_override: Option<String>,
     pub startup_timeout: Option<f64>,
@@ -154,6 +159,7 @@ pub fn validate(kind: ProductKind, req: &Request) -> Result<Phase> {
     positive("--hot-runs", req.hot_runs)?;
     preflight::check_bounds(req)?;
     preflight::check_query_flags(req)?;
+    positive("--parallelism", req.parallelism)?;
     match (&req.database_id, req.urls.is_empty()) {
         (Some(_), false) => {
             return Err(
@@ -286,6 +292,8 @@ pub struct Bench<'a> {
     pub run: RunDir,
     pub server: Option<Server>,
     server_attempt: u32,
+    /// The last stop needed SIGKILL (footprints after it say so).
+    forced_stop: bool,
     /// Where each TSBS tool gets its private working directory (its tokens' `config.json`).
     cwd: PathBuf,
 }
@@ -372,6 +380,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         "hot_runs": (phase == Phase::Analyze).then(|| req.hot_runs.unwrap_or(2)),
         "no_sync": (kind == ProductKind::Influx3).then_some(req.no_sync),
         "accept_partial": (kind == ProductKind::Influx3).then_some(req.accept_partial),
+        "flush_before_queries": (kind == ProductKind::Greptime).then_some(req.flush_before_queries),
     });
     if phase.loads() {
         preflight::check_compression(&dataset, req)?;
@@ -414,6 +423,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         run,
         server: None,
         server_attempt: 0,
+        forced_stop: false,
         cwd,
     };
     let result = b.work(&dataset, &counts);
@@ -666,7 +676,7 @@ impl Bench<'_> {
         let res = (|| -> Result<Server> {
             let spec = self.target.server_spec(&self.root, log, timing)?;
             let mut s = Server::start(spec, self.reporter())?;
-            s.wait_ready()?;
+            s.wait_ready_reporting(self.reporter())?;
             Ok(s)
         })();
         match res {
@@ -717,10 +727,12 @@ impl Bench<'_> {
         let Some(mut s) = self.server.take() else {
             return Ok(());
         };
-        let out = s.stop();
+        let out = s.stop_reporting(self.ctx.reporter.as_ref());
         let n = self.server_attempt;
         let unexpected = out.unexpected;
-        let status = if unexpected || out.forced {
+        // A slow stop does not undo what completed before it: a forced kill is a warning on
+        // the run (and marks later footprints), an unexpected exit a failure.
+        let status = if unexpected {
             Status::Failed
         } else {
             Status::Completed
@@ -730,18 +742,20 @@ impl Bench<'_> {
                 "the server exited unexpectedly ({}); see its log",
                 describe(out.code, out.signal)
             ))
-        } else if out.forced {
-            Some("the server did not stop within the grace period and was killed".into())
         } else {
             None
         };
-        self.run.end(
-            "server",
-            n,
-            status,
-            reason,
-            Some(json!({"events": s.events(), "outcome": out})),
-        )?;
+        let mut data = json!({"events": s.events(), "outcome": out, "stop_seconds": out.stop_ms as f64 / 1000.0});
+        if out.forced {
+            let w = format!(
+                "the server did not stop within the grace period and was killed (SIGKILL after {:.1} s); work it still had queued was lost",
+                out.stop_ms as f64 / 1000.0
+            );
+            self.reporter().warn(&w);
+            data["warning"] = json!(w);
+            self.forced_stop = true;
+        }
+        self.run.end("server", n, status, reason, Some(data))?;
         Ok(())
     }
 
@@ -980,7 +994,10 @@ impl Bench<'_> {
         };
         let attempt = self.run.next_attempt("footprint")?;
         self.run.begin("footprint", attempt, None, None, None)?;
-        let f = footprint::measure(&dir)?;
+        let f = match self.kind {
+            ProductKind::Greptime => footprint::measure_greptimedb(&dir)?,
+            ProductKind::Influx3 => footprint::measure(&dir)?,
+        };
         let mut v = f.record();
         // InfluxDB 3: the files on disk say which storage engine the server used.
         if self.run.manifest.target["server_settings"].is_object() {
@@ -1001,6 +1018,11 @@ impl Bench<'_> {
         v["when"] = json!(when);
         v["data_dir"] = json!(dir);
         v["server_stopped"] = json!(self.server.is_none());
+        v["after_forced_stop"] = json!(self.forced_stop);
+        // GreptimeDB flushes on a full memtable, not on shutdown: say when it never did.
+        if self.kind == ProductKind::Greptime {
+            v["never_flushed"] = json!(f.data_files == 0 && f.wal_bytes > 0);
+        }
         self.run
             .end("footprint", attempt, Status::Completed, None, Some(v))?;
         Ok(())
@@ -1011,6 +1033,9 @@ impl Bench<'_> {
         let binary = integrity::verified_binary(env, self.kind.runner(), &mut self.run)?;
         self.start_server()?;
         self.check_loaded_rows()?;
+        if self.kind == ProductKind::Greptime {
+            self.flush_then_locate()?;
+        }
         let workers = self.run.manifest.workload["query_workers"]
             .as_u64()
             .unwrap_or(1) as u32;

@@ -527,6 +527,18 @@ impl Target {
         Ok(())
     }
 
+    /// Replaces the last maintenance record (the intent a compaction recorded) by its outcome.
+    pub fn update_last_maintenance(&mut self, rec: Value) -> Result<()> {
+        if let Some(m) = &mut self.managed {
+            match m.ws.manifest.data_state.maintenance.last_mut() {
+                Some(last) => *last = rec,
+                None => m.ws.manifest.data_state.maintenance.push(rec),
+            }
+            m.ws.save()?;
+        }
+        Ok(())
+    }
+
     pub fn server_spec(&self, root: &Root, log: PathBuf, timing: Timing) -> Result<ServerSpec> {
         let m = self
             .managed
@@ -580,18 +592,31 @@ impl Target {
     }
 }
 
-/// "after manual compaction" when a compaction ran after the last load.
+/// The data state in words: "as loaded", "as loaded, flushed" (`--flush-before-queries`),
+/// "after manual compaction"; "maintenance interrupted: state unknown" when a compaction
+/// never recorded its outcome (its process died: the intent is written before the flush) or
+/// was interrupted, "maintenance failed: state unknown" when it failed after it had started.
+/// The last compaction decides; maintenance is reset by a new load.
 pub fn data_state_label(ds: &workspace::DataState) -> String {
-    let compacted = ds.maintenance.iter().any(|m| {
-        m["operation"].as_str() == Some("compaction") && m["status"].as_str() == Some("completed")
-    });
-    if compacted {
-        "after manual compaction".into()
-    } else if ds.loads.is_empty() {
-        "not loaded".into()
+    let mut label = if ds.loads.is_empty() {
+        "not loaded"
     } else {
-        "as loaded".into()
+        "as loaded"
+    };
+    for m in &ds.maintenance {
+        match (m["operation"].as_str(), m["status"].as_str()) {
+            (Some("compaction"), Some("completed")) => label = "after manual compaction",
+            (Some("compaction"), Some("started" | "interrupted")) => {
+                label = "maintenance interrupted: state unknown"
+            }
+            (Some("compaction"), Some("failed")) => label = "maintenance failed: state unknown",
+            (Some("flush"), Some("completed")) if label == "as loaded" => {
+                label = "as loaded, flushed"
+            }
+            _ => {}
+        }
     }
+    label.into()
 }
 
 fn version_override(

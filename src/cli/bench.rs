@@ -134,9 +134,19 @@ pub struct GreptimeArgs {
     /// compact: the window of swcs, in seconds of data (default 7200).
     #[arg(long, value_name = "SECONDS")]
     pub window: Option<u64>,
-    /// compact: seconds to wait for the server log to confirm completion (default 3600).
+    /// compact: seconds to wait, after GreptimeDB answered, for the server log line that
+    /// corroborates the compaction (default 5; the answer itself is the completion signal).
     #[arg(long, value_name = "SECONDS")]
     pub confirm_timeout: Option<f64>,
+    /// compact: server-side parallelism of the compaction (`parallelism=N`, GreptimeDB
+    /// 1.0.0-beta.1 and later; the server's default is 1).
+    #[arg(long, value_name = "N")]
+    pub parallelism: Option<u32>,
+    /// query/all: run `ADMIN FLUSH_TABLE` before the queries, so they read SST files rather
+    /// than memtables replayed from the WAL (recorded; off by default: the published flow
+    /// does not flush).
+    #[arg(long)]
+    pub flush_before_queries: bool,
     /// analyze: how many more queries of the file run after the first, cold one (default 2).
     /// They are the file's next queries of the same type, on the warmed server: other random
     /// hosts and time windows, not repetitions of the first (only lastpoint's SQL is fixed).
@@ -222,6 +232,8 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
                 ("strategy", json!(a.strategy)),
                 ("window", json!(a.window)),
                 ("confirm_timeout", json!(a.confirm_timeout)),
+                ("parallelism", json!(a.parallelism)),
+                ("flush_before_queries", json!(a.flush_before_queries)),
                 ("hot_runs", json!(a.hot_runs)),
                 ("greptime_version", json!(a.greptime_version)),
                 (
@@ -235,6 +247,8 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
             req.strategy = a.strategy;
             req.window = a.window;
             req.confirm_timeout = a.confirm_timeout;
+            req.parallelism = a.parallelism;
+            req.flush_before_queries = a.flush_before_queries;
             req.hot_runs = a.hot_runs;
             req.greptime_version = a.greptime_version;
             req.confirm_version_override = a.confirm_version_override;
@@ -242,12 +256,19 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
                 && (req.table.is_some()
                     || req.strategy.is_some()
                     || req.window.is_some()
-                    || req.confirm_timeout.is_some())
+                    || req.confirm_timeout.is_some()
+                    || req.parallelism.is_some())
             {
                 return Err(crate::error::Error::invalid(
-                    "--table, --strategy, --window and --confirm-timeout apply to the compact phase only",
+                    "--table, --strategy, --window, --confirm-timeout and --parallelism apply to the compact phase only",
                 )
                 .with_hint("drop them, or run `bench greptimedb compact`"));
+            }
+            if !matches!(a.phase, Phase::All | Phase::Query) && req.flush_before_queries {
+                return Err(crate::error::Error::invalid(
+                    "--flush-before-queries applies to the query and all phases only",
+                )
+                .with_hint("drop --flush-before-queries"));
             }
             if a.phase != Phase::Analyze && req.hot_runs.is_some() {
                 return Err(crate::error::Error::invalid(

@@ -33,7 +33,29 @@ impl GreptimeDb {
 
     /// Runs one statement through `/v1/sql`; returns the first output object.
     pub fn sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value> {
-        let client = admin_client()?;
+        Self::sql_with(&admin_client()?, endpoint, db, sql)
+    }
+
+    /// A maintenance statement (`ADMIN FLUSH_TABLE`, `ADMIN COMPACT_TABLE`): synchronous on
+    /// the server, which answers only once the merge and the manifest update are done, so no
+    /// client timeout cuts it short (only the connect has one). Callers run it on a thread and
+    /// watch Ctrl-C.
+    pub fn maintenance_sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value> {
+        let client = reqwest::blocking::Client::builder()
+            .no_proxy()
+            .timeout(None)
+            .connect_timeout(std::time::Duration::from_secs(5))
+            .build()
+            .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))?;
+        Self::sql_with(&client, endpoint, db, sql)
+    }
+
+    fn sql_with(
+        client: &reqwest::blocking::Client,
+        endpoint: &str,
+        db: Option<&str>,
+        sql: &str,
+    ) -> Result<Value> {
         let mut form = vec![("sql", sql)];
         if let Some(db) = db {
             form.push(("db", db));
@@ -125,10 +147,15 @@ impl Product for GreptimeDb {
 
     /// `greptime --version` prints `version: X.Y.Z` among other lines (`-V`: `greptime X.Y.Z`);
     /// one whitespace-separated token must be exactly the version (one leading `v` allowed).
+    /// Nightly and hash builds (`1.2.0-nightly-20260706`, `1.2.0-d1e61a4ad-…`) print their
+    /// Cargo version (`1.2.0`): that is accepted for them (the installation records both the
+    /// tag and the output).
     fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
-        let found = output
-            .split_whitespace()
-            .any(|t| t.strip_prefix('v').unwrap_or(t) == version);
+        let cargo = nightly_cargo_version(version);
+        let found = output.split_whitespace().any(|t| {
+            let t = t.strip_prefix('v').unwrap_or(t);
+            t == version || Some(t) == cargo
+        });
         if found {
             Ok(())
         } else {
@@ -228,8 +255,18 @@ impl Product for GreptimeDb {
         }
     }
 
+    /// GreptimeDB answers only after every region is open and its WAL replayed (slow after a
+    /// large load: nothing is flushed on shutdown), and on SIGTERM it finishes every queued
+    /// and running flush and compaction first (minutes after a large load or during a
+    /// compaction): the stop waits while it makes progress.
     fn default_timing(&self) -> Timing {
-        Timing::default()
+        Timing {
+            startup_timeout: std::time::Duration::from_secs(600),
+            grace: std::time::Duration::from_secs(600),
+            drain_limit: Some(std::time::Duration::from_secs(6 * 3600)),
+            startup_wait: Some("it opens its regions and replays unflushed WAL first"),
+            ..Timing::default()
+        }
     }
 
     fn list_databases(&self, endpoint: &str) -> Result<Vec<String>> {
@@ -271,6 +308,15 @@ impl Product for GreptimeDb {
                 ))
             })
     }
+}
+
+/// The Cargo version a nightly or hash build reports: `1.2.0` for `1.2.0-nightly-20260706`
+/// and `1.2.0-d1e61a4ad-20260706`; `None` for stable and beta versions.
+fn nightly_cargo_version(version: &str) -> Option<&str> {
+    let (core, pre) = version.split_once('-')?;
+    let first = pre.split('-').next().unwrap_or("");
+    let hash = first.len() >= 7 && first.bytes().all(|b| b.is_ascii_hexdigit());
+    (first == "nightly" || hash).then_some(core)
 }
 
 /// Checks GitHub's `releases/latest` answer: an object, not a draft, not a prerelease, with a
@@ -343,6 +389,18 @@ mod tests {
         assert!(g
             .check_version_output("1.1.4", "version: 1.1.4-nightly")
             .is_err());
+        // Nightly and hash builds print the Cargo version.
+        let nightly = "GreptimeDB \nbranch: main\ncommit: d1e61a4ad\nclean: true\nversion: 1.2.0\n";
+        assert!(g
+            .check_version_output("1.2.0-nightly-20260706", nightly)
+            .is_ok());
+        assert!(g
+            .check_version_output("1.2.0-d1e61a4ad-20260706", nightly)
+            .is_ok());
+        assert!(g
+            .check_version_output("1.3.0-nightly-20260706", nightly)
+            .is_err());
+        assert!(g.check_version_output("1.2.0-beta.1", nightly).is_err());
     }
 
     #[test]
@@ -386,5 +444,14 @@ mod tests {
         let v: toml::Value = toml::from_str(&g.render_config(&ws2, dir).unwrap().unwrap()).unwrap();
         assert_eq!(v["grpc"]["bind_addr"].as_str(), Some("127.0.0.1:4101"));
         assert!(v["grpc"].get("addr").is_none());
+        // Every rendered config: no telemetry, no server-side cut of long statements.
+        for ver in ["0.11.0", "1.2.0"] {
+            let mut w = ws.clone();
+            w.version = ver.into();
+            let v: toml::Value =
+                toml::from_str(&g.render_config(&w, dir).unwrap().unwrap()).unwrap();
+            assert_eq!(v["enable_telemetry"].as_bool(), Some(false), "{ver}");
+            assert_eq!(v["http"]["timeout"].as_str(), Some("0s"), "{ver}");
+        }
     }
 }

@@ -376,12 +376,24 @@ fn write_count_flush_compact_restart_and_copy() {
             == 204
     );
     s.ok_sql(Some("benchmark"), "admin FLUSH_TABLE('cpu');");
-    assert_eq!(files_with_ext(&data, "parquet").len(), 2);
+    // The flush schedules an automatic TWCS, which merges the two files of its window.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !s.logs().contains("Successfully compacted region") {
+        assert!(Instant::now() < deadline, "{}", s.logs());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(s.logs().contains("waiter_num: 0"), "{}", s.logs());
+    assert!(
+        s.logs().contains("inferring from files: 43200"),
+        "{}",
+        s.logs()
+    );
+    assert_eq!(files_with_ext(&data, "parquet").len(), 1);
 
     let stats_sql = "SELECT sst_num, sst_size, region_rows, memtable_size FROM information_schema.region_statistics WHERE table_id = 1024";
     let st = s.ok_sql(Some("benchmark"), stats_sql);
     let row = &st["output"][0]["records"]["rows"][0];
-    assert_eq!(row[0], 2);
+    assert_eq!(row[0], 1);
     assert_eq!(row[2], 5450);
     assert_eq!(row[3], 0);
     let tid = s.ok_sql(
@@ -822,51 +834,191 @@ fn sql_and_write_knobs() {
     );
     assert!(t.elapsed() >= Duration::from_millis(150));
     s.stop();
+}
 
-    // Compaction that completes later, and one that never does.
-    let tmp = tempfile::tempdir().unwrap();
-    let mut s = start(
-        tmp.path(),
-        Opts {
-            knobs: Some(json!({"compaction_delay_ms": 300})),
-            ..Default::default()
-        },
-    );
-    s.ready();
+/// Loads `n` flushed files (one per call) of 2 hosts × 720 rows (2 h) each into `benchmark`.
+fn flushed_files(s: &Server, n: usize) {
     s.ok_sql(None, "CREATE DATABASE benchmark");
-    s.write("benchmark", &cpu_lines(2, 10, 1_451_606_400));
-    s.ok_sql(Some("benchmark"), "ADMIN flush_table('cpu')");
-    s.write("benchmark", &cpu_lines(2, 10, 1_451_606_400 + 100));
-    s.ok_sql(Some("benchmark"), "ADMIN flush_table('cpu')");
-    s.ok_sql(
-        Some("benchmark"),
-        "ADMIN compact_table('cpu', 'swcs', 'window=7200')",
-    );
-    assert!(!s.logs().contains("Compacted SST files"));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !s.logs().contains("Compacted SST files") {
-        assert!(Instant::now() < deadline, "{}", s.logs());
-        std::thread::sleep(Duration::from_millis(50));
+    for i in 0..n {
+        s.write(
+            "benchmark",
+            &cpu_lines(2, 720, 1_451_606_400 + i as i64 * 7200),
+        );
+        s.ok_sql(Some("benchmark"), "ADMIN flush_table('cpu')");
     }
-    s.stop();
+}
 
+#[test]
+fn compaction_blocks_in_proportion_and_nothing_to_compact_answers_at_once() {
     let tmp = tempfile::tempdir().unwrap();
     let mut s = start(
         tmp.path(),
         Opts {
-            knobs: Some(json!({"compaction_never_completes": true})),
+            knobs: Some(json!({"compaction_ms_per_mib": 60000.0})),
+            ..Default::default()
+        },
+    );
+    s.ready();
+    flushed_files(&s, 1);
+    let bytes: u64 = files_with_ext(&tmp.path().join("data"), "parquet")
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    // One file of one window: TWCS has no plan: 0 at once, and no completion line.
+    let t = Instant::now();
+    let v = s.ok_sql(Some("benchmark"), "ADMIN COMPACT_TABLE('cpu', 'twcs')");
+    assert_eq!(v["output"][0]["records"]["rows"], json!([[0]]));
+    assert!(t.elapsed() < Duration::from_secs(2));
+    let logs = s.logs();
+    assert!(
+        logs.contains("Successfully scheduled compaction task for region: 4398046511104(1024, 0)"),
+        "{logs}"
+    );
+    assert!(
+        !logs.contains("Compacted SST files") && !logs.contains("No files to compact"),
+        "{logs}"
+    );
+    // SWCS always rewrites: it blocks for the input size × windows × the knob.
+    let expect = Duration::from_secs_f64(bytes as f64 / (1 << 20) as f64 * 60.0);
+    let t = Instant::now();
+    s.ok_sql(
+        Some("benchmark"),
+        "ADMIN COMPACT_TABLE('cpu', 'swcs', 'window=3600')",
+    );
+    let took = t.elapsed();
+    assert!(took >= expect.mul_f64(0.9), "{took:?} < {expect:?}");
+    let logs = s.logs();
+    let done = logs.find("Compacted SST files").expect("completion line");
+    assert!(
+        logs[done..].contains("window: Some(3600), waiter_num: 1"),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("compact_options: StrictWindow { window_seconds: 3600 }, parallelism: 1"),
+        "{logs}"
+    );
+    assert_eq!(
+        logs.matches("mito2::compaction::compactor").count(),
+        2,
+        "{logs}"
+    );
+    // parallelism=2 halves it; twcs with a window is refused as the real server does.
+    let t = Instant::now();
+    s.ok_sql(
+        Some("benchmark"),
+        "ADMIN COMPACT_TABLE('cpu', 'swcs', 'window=3600,parallelism=2')",
+    );
+    assert!(
+        t.elapsed() < took.mul_f64(0.8),
+        "{:?} vs {took:?}",
+        t.elapsed()
+    );
+    let (code, v) = s.sql(
+        Some("benchmark"),
+        "ADMIN COMPACT_TABLE('cpu', 'twcs', 'window=7200')",
+    );
+    assert_eq!((code, v["code"].clone()), (500, json!(1002)), "{v}");
+    // Real layout: the metadata store is a raftlog, not a JSON file.
+    let meta = files_with_ext(&tmp.path().join("data/metadata"), "raftlog");
+    assert_eq!(meta.len(), 1);
+    assert!(!tmp.path().join("data/metadata/catalog.json").exists());
+    s.stop();
+}
+
+#[test]
+fn sigterm_drains_a_running_compaction_then_fails_it_and_leaves_orphans() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = start(
+        tmp.path(),
+        Opts {
+            knobs: Some(json!({"compaction_ms_per_mib": 6000.0})),
+            ..Default::default()
+        },
+    );
+    s.ready();
+    flushed_files(&s, 2);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let url = s.url("/v1/sql?db=benchmark");
+    let client = std::thread::spawn(move || {
+        let t = Instant::now();
+        let r = call(
+            agent()
+                .post(&url)
+                .set("Content-Type", "application/x-www-form-urlencoded"),
+            Some("sql=ADMIN%20COMPACT_TABLE('cpu',%20'swcs',%20'window=3600')"),
+        );
+        (r, t.elapsed())
+    });
+    while !s
+        .logs()
+        .contains("Compaction window for region: 4398046511104(1024, 0) is 3600")
+    {
+        assert!(Instant::now() < deadline, "{}", s.logs());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let t = Instant::now();
+    s.signal(Signal::SIGTERM);
+    let st = s
+        .wait_exit(Duration::from_secs(30))
+        .expect("exits by itself");
+    let drained = t.elapsed();
+    assert_eq!(st.code(), Some(0));
+    assert!(drained > Duration::from_millis(300), "{drained:?}");
+    let ((code, body), _) = client.join().unwrap();
+    assert_eq!(code, 500, "{body}");
+    assert!(body.contains("is stopped"), "{body}");
+    let logs = s.logs();
+    let line = logs.find("waiter_num: 1").expect("merge finished");
+    assert!(logs[line..].contains("Failed to update manifest"), "{logs}");
+    // The outputs stay on disk, the manifest does not list them.
+    let mut s = start(tmp.path(), Opts::default());
+    s.ready();
+    let st = s.ok_sql(
+        Some("benchmark"),
+        "SELECT sst_num FROM information_schema.region_statistics WHERE table_id = 1024",
+    );
+    let listed = st["output"][0]["records"]["rows"][0][0].as_u64().unwrap();
+    let on_disk = files_with_ext(&tmp.path().join("data/data"), "parquet").len() as u64;
+    assert!(on_disk > listed, "{on_disk} files, {listed} listed");
+    s.stop();
+}
+
+#[test]
+fn startup_replays_the_wal_in_proportion() {
+    let tmp = tempfile::tempdir().unwrap();
+    let knobs = json!({"wal_replay_ms_per_mib": 4000.0});
+    let mut s = start(
+        tmp.path(),
+        Opts {
+            knobs: Some(knobs.clone()),
             ..Default::default()
         },
     );
     s.ready();
     s.ok_sql(None, "CREATE DATABASE benchmark");
-    s.write("benchmark", &cpu_lines(2, 10, 1_451_606_400));
-    s.ok_sql(
-        Some("benchmark"),
-        "ADMIN compact_table('cpu', 'swcs', 'window=7200')",
+    s.write("benchmark", &cpu_lines(10, 2000, 1_451_606_400));
+    s.stop();
+    let wal: u64 = files_with_ext(&tmp.path().join("data/wal"), "raftlog")
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    let expect = Duration::from_secs_f64(wal as f64 / (1 << 20) as f64 * 4.0);
+    let t = Instant::now();
+    let mut s = start(
+        tmp.path(),
+        Opts {
+            knobs: Some(knobs),
+            ..Default::default()
+        },
     );
-    let logs = s.stop();
-    assert!(!logs.contains("Compacted SST files") && !logs.contains("No files to compact"));
+    s.ready();
+    assert!(
+        t.elapsed() >= expect.mul_f64(0.9),
+        "{:?} < {expect:?}",
+        t.elapsed()
+    );
+    assert_eq!(s.count("benchmark", "cpu"), 20000);
+    s.stop();
 }
 
 #[test]
@@ -971,7 +1123,14 @@ fn auto_flush_and_wal_purge_keep_every_row() {
     }
     assert_eq!(s.count("benchmark", "cpu"), 120);
     let data = tmp.path().join("data");
-    assert_eq!(files_with_ext(&data, "parquet").len(), 3);
+    // Three engine-full flushes (their automatic compactions may merge the files).
+    assert_eq!(
+        s.logs().matches("reason: EngineFull").count(),
+        3,
+        "{}",
+        s.logs()
+    );
+    assert!(!files_with_ext(&data, "parquet").is_empty());
     let wal = files_with_ext(&data.join("wal"), "raftlog");
     assert_eq!(std::fs::metadata(&wal[0]).unwrap().len(), 0, "purged");
     s.stop();

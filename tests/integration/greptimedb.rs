@@ -980,3 +980,244 @@ fn leftovers_of_interrupted_copies_and_removals_are_swept() {
     let r = gt.run_json(&["greptimedb", "list"]);
     assert_eq!(r.json()["data"]["workspaces"].as_array().unwrap().len(), 1);
 }
+
+/// The run directories of the world, sorted.
+fn run_dirs(w: &crate::bench::World) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(w.gt.env.root.join("greptimedb/runs"))
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The statuses of `step` in a run's events, in order.
+fn step_statuses(dir: &Path, step: &str) -> Vec<String> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["step"] == step)
+        .map(|e| e["status"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
+    use crate::bench::{run_dir, summary, tiny, world};
+    let w = world();
+    // Engine-full flushes during the load schedule automatic compactions that are still
+    // running when the load ends: the stop drains them, logging progress per window, for
+    // longer than the --stop-timeout (the time allowed without progress).
+    w.gt.set_knobs(json!({"auto_flush_bytes": 100000, "compaction_ms_per_mib": 4500.0}));
+    let mut a = vec![
+        "bench",
+        "greptimedb",
+        "load",
+        "--database-id",
+        "g1",
+        "--batch-size",
+        "1000",
+        "--stop-timeout",
+        "3",
+        "--json",
+    ];
+    a.extend(tiny());
+    let r = w.run(&a);
+    r.ok();
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    assert_eq!(s["status"], "completed", "{}", s["failures"]);
+    let srv = &s["server_diagnostics"]["attempts"][0];
+    assert_eq!(srv["outcome"]["forced"], false, "{srv}");
+    let took = srv["stop_seconds"].as_f64().unwrap();
+    assert!(took > 3.0, "the stop drained for {took} s only");
+    assert!(s["warnings"].as_array().unwrap().is_empty());
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| Server start | Status | Stop took (s) | Log |"),
+        "{md}"
+    );
+    // The footprint follows the real layout (metadata is not WAL).
+    let st = &s["storage"];
+    assert_eq!(st["layout"], "greptimedb");
+    assert!(st["metadata_bytes"].as_u64().unwrap() > 0, "{st}");
+    assert!(st["data_files"].as_u64().unwrap() > 0, "{st}");
+    assert_eq!(st["never_flushed"], false);
+
+    // A compaction that blocks for seconds: the answer is awaited, however long.
+    w.gt.set_knobs(json!({"compaction_ms_per_mib": 2000.0}));
+    let r = w.bench("compact", &["--parallelism", "2"]);
+    r.ok();
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    let c = &s["compaction"];
+    assert_eq!(
+        c["compact"]["sql"],
+        "ADMIN COMPACT_TABLE('cpu', 'swcs', 'window=7200,parallelism=2')"
+    );
+    assert_eq!(s["workload"]["parallelism"], 2);
+    let secs = c["compact"]["elapsed_seconds"].as_f64().unwrap();
+    assert!(secs > 1.0, "{c}");
+    assert_eq!(c["confirmation"]["outcome"], "compacted");
+    assert_eq!(c["after"]["sst_num"], 12);
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("| after the flush |"), "{md}");
+    assert!(md.contains("Server-side parallelism: 2"), "{md}");
+    assert!(!md.contains("TSBS: commit"), "{md}");
+    assert!(
+        md.contains(&format!("(answered after {secs:.1} s)")),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_compaction_killed_or_interrupted_after_its_flush_leaves_the_state_unknown() {
+    use crate::bench::{summary, world};
+    let w = world();
+    w.bench("load", &[]).ok();
+    // Long enough to be caught in the middle.
+    w.gt.set_knobs(json!({"compaction_ms_per_mib": 200000.0}));
+    let args = [
+        "bench",
+        "greptimedb",
+        "compact",
+        "--database-id",
+        "g1",
+        "--stop-timeout",
+        "30",
+    ];
+    for signal in [libc::SIGKILL, libc::SIGINT] {
+        let known = run_dirs(&w);
+        let mut c = w.gt.env.cmd(&args);
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let child = c.spawn().unwrap();
+        let mut dir = None;
+        assert!(crate::bench::wait_until(Duration::from_secs(60), || {
+            dir = run_dirs(&w).into_iter().find(|d| !known.contains(d));
+            dir.as_ref()
+                .is_some_and(|d| step_statuses(d, "compact").contains(&"running".into()))
+        }));
+        let dir = dir.unwrap();
+        assert_eq!(step_statuses(&dir, "flush"), ["running", "completed"]);
+        // SAFETY: signalling the tsbsctl child this test started.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let out = child.wait_with_output().unwrap();
+        let mt = w.gt.manifest("g1")["data_state"]["maintenance"].clone();
+        let last = mt.as_array().unwrap().last().unwrap().clone();
+        if signal == libc::SIGINT {
+            assert_eq!(out.status.code(), Some(130));
+            assert_eq!(last["status"], "interrupted", "{last}");
+            assert_eq!(last["data_state"], "unknown");
+            assert_eq!(
+                step_statuses(&dir, "compact").last().unwrap(),
+                "interrupted"
+            );
+            assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
+        } else {
+            // Killed: only the intent recorded before the flush is left.
+            assert_eq!(last["status"], "started", "{last}");
+        }
+        // The next command: never "as loaded".
+        w.gt.set_knobs(json!({}));
+        let r = w.bench("query", &["--query-type", "lastpoint"]);
+        r.ok();
+        let s = summary(&crate::bench::run_dir(&r));
+        assert_eq!(
+            s["data_state"]["label"], "maintenance interrupted: state unknown",
+            "{signal}"
+        );
+        assert!(s["label"]
+            .as_str()
+            .unwrap()
+            .ends_with("(maintenance interrupted: state unknown)"));
+        w.gt.set_knobs(json!({"compaction_ms_per_mib": 200000.0}));
+    }
+}
+
+#[test]
+fn compaction_options_the_version_lacks_are_refused_before_anything_runs() {
+    let w = crate::bench::world();
+    w.gt.prepare("old", OLD);
+    let before = run_dirs(&w);
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "compact",
+        "--database-id",
+        "old",
+        "--parallelism",
+        "2",
+    ]);
+    r.code(2).says("parallelism");
+    assert_eq!(run_dirs(&w), before);
+    assert!(!w.gt.ws_dir("old").join("server.pid").exists());
+    w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "old",
+        "--parallelism",
+        "2",
+    ])
+    .code(2)
+    .says("compact phase only");
+}
+
+#[test]
+fn query_runs_say_where_the_data_is_and_can_flush_first() {
+    use crate::bench::{run_dir, summary, world};
+    let w = world();
+    // A small load never fills a memtable: nothing is flushed, all of it is WAL.
+    let load = w.bench_ok("all", &["--query-type", "lastpoint"]);
+    let s = summary(&load);
+    assert_eq!(s["storage"]["never_flushed"], true, "{}", s["storage"]);
+    assert_eq!(s["storage"]["data_files"], 0);
+    let md = std::fs::read_to_string(load.join("summary.md")).unwrap();
+    assert!(md.contains("**Never flushed:**"), "{md}");
+    // "As loaded" queries run on memtables replayed from the WAL, and say so.
+    let loc = &s["data_location"];
+    assert_eq!(loc["sst_num"], 0, "{loc}");
+    assert!(loc["memtable_size"].as_u64().unwrap() > 0, "{loc}");
+    assert!(
+        md.contains("Part of the data was read from memtables"),
+        "{md}"
+    );
+    // --flush-before-queries: recorded, a like-for-like baseline on SST files.
+    let r = w.bench(
+        "query",
+        &["--query-type", "lastpoint", "--flush-before-queries"],
+    );
+    r.ok();
+    let flushed = run_dir(&r);
+    let s = summary(&flushed);
+    assert_eq!(s["workload"]["flush_before_queries"], true);
+    assert_eq!(s["data_state"]["label"], "as loaded, flushed");
+    let loc = &s["data_location"];
+    assert_eq!(loc["flushed_before_queries"], true);
+    assert!(loc["sst_num"].as_u64().unwrap() >= 1, "{loc}");
+    assert_eq!(loc["memtable_size"], 0, "{loc}");
+    // The report shows both, and the never-flushed footprint.
+    let r = w.run(&[
+        "runs",
+        "report",
+        load.to_str().unwrap(),
+        flushed.to_str().unwrap(),
+        "--json",
+    ]);
+    r.ok();
+    let dir = PathBuf::from(r.json()["data"]["report_dir"].as_str().unwrap());
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| Never flushed (all data in the WAL) | **yes** |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| Queries read (SST / memtables) | 0 SST"),
+        "{md}"
+    );
+    // Flag checks.
+    w.bench("load", &["--flush-before-queries"])
+        .code(2)
+        .says("query and all phases only");
+}

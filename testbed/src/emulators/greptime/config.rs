@@ -37,6 +37,8 @@ pub struct Options {
     pub wal_dir: PathBuf,
     pub log_dir: Option<PathBuf>,
     pub log_level: String,
+    /// Default true, as the real server (which then writes `.greptimedb-telemetry-uuid`).
+    pub enable_telemetry: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -50,6 +52,7 @@ fn known_keys(v: &Version) -> Vec<(&'static str, &'static str, bool)> {
     // (section, key, is_bool)
     let mut k = vec![
         ("", "default_column_prefix", false),
+        ("", "enable_telemetry", true),
         ("http", "addr", false),
         ("http", "timeout", false),
         ("http", "body_limit", false),
@@ -297,6 +300,7 @@ pub fn resolve(cli: &CliArgs, v: &Version) -> Result<Options, String> {
         wal_dir,
         log_dir,
         log_level,
+        enable_telemetry: get_bool("enable_telemetry", true),
     })
 }
 

@@ -40,11 +40,13 @@ pub struct Knobs {
     pub fail_writes_after_rows: Option<u64>,
     /// The first N rows written to this process are answered 204 but not stored.
     pub drop_rows: Option<u64>,
-    /// `ADMIN compact_table` answers at once; the merge (and its log line) happens this many
-    /// milliseconds later in the background.
-    pub compaction_delay_ms: Option<u64>,
-    /// `ADMIN compact_table` answers 0 but never compacts nor logs completion.
-    pub compaction_never_completes: Option<bool>,
+    /// Milliseconds a compaction job takes per MiB of input SST per output window (SWCS
+    /// re-reads the whole input for every window); default 5. `ADMIN compact_table` answers
+    /// only after its job (queued behind a running one).
+    pub compaction_ms_per_mib: Option<f64>,
+    /// Milliseconds of startup per MiB of unflushed WAL replayed before HTTP is bound
+    /// (default 20).
+    pub wal_replay_ms_per_mib: Option<f64>,
     /// Memtable (unflushed WAL) bytes per region that trigger an automatic flush
     /// (default 64 MiB).
     pub auto_flush_bytes: Option<u64>,

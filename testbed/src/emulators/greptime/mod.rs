@@ -24,6 +24,7 @@
 //!
 //! ```toml
 //! default_column_prefix = "greptime"
+//! enable_telemetry = true (default; writes `<data_home>/.greptimedb-telemetry-uuid`)
 //! [http]      addr = "127.0.0.1:4000"   timeout = "30s"   body_limit = "64MB"
 //!             enable_api_server = false (only false; 0.10+)   api_server_addr = "..." (0.10+)
 //! [influxdb]  enable = true
@@ -56,8 +57,8 @@
 //! | `fail_sql` | `[{"contains":"compact_table","code":1003,"error":"..."}]`: a statement containing the text (case-insensitive) fails with that code (default 1003 → HTTP 500) and message |
 //! | `fail_writes_after_rows` | influx writes answer 500 `{"error":..}` once N rows were accepted by this process |
 //! | `drop_rows` | the first N rows written are answered 204 but not stored (row-count shortfall) |
-//! | `compaction_delay_ms` | `ADMIN compact_table` answers at once; merge and log line N ms later |
-//! | `compaction_never_completes` | `ADMIN compact_table` answers 0, never compacts or logs completion |
+//! | `compaction_ms_per_mib` | a compaction job takes N ms per MiB of input per output window (default 5); the statement waits for it |
+//! | `wal_replay_ms_per_mib` | startup replays unflushed WAL for N ms per MiB before HTTP is bound (default 20) |
 //! | `auto_flush_bytes` | unflushed WAL bytes per region that trigger a flush (default 64 MiB) |
 //! | `wal_purge_threshold_bytes` | a fully flushed region WAL this large is truncated (default 1 GiB) |
 //!
@@ -100,9 +101,14 @@
 //!   1004 `Compact window is expected to be a valid number, provided: window=7200`; from
 //!   1.0.0-beta.1 also `window=`/`window_seconds=`/`parallelism=`/`start_time=`+`end_time=`
 //!   (unknown key → `Unknown parameter: k`, malformed → `Invalid key-value pair: p`).
-//!   Compaction runs before the answer (unless a knob delays it) and logs
+//!   Synchronous, as the real server: the answer comes after the merge and the manifest update
+//!   (see `compaction.rs`: one job at a time, queued behind the automatic TWCS that every flush
+//!   schedules, time proportional to the bytes rewritten). A merge logs
 //!   `INFO mito2::compaction::task: Compacted SST files, region_id: <id>(<table_id>, 0), input: [..], output: [..], window: Some(7200), waiter_num: 1, merge_time: ..s`
-//!   (or `No files to compact, region_id: .., window: Some(..)`); flush logs
+//!   (`waiter_num: 0` for automatic ones); no plan (TWCS with nothing to merge) answers 0 and
+//!   logs no completion line (there is no "No files to compact" line). Unknown compaction types
+//!   are regular TWCS (no error); `window=` with TWCS → 500 code 1002 `Unknown parameter: window`.
+//!   Flush logs
 //!   `INFO mito2::flush: Successfully flushed memtables, region: .., reason: Manual, files: [..], cost: ..s`.
 //!   Missing table → 400 code 4001 `Failed to plan SQL: Table not found: greptime.<db>.<t>`.
 //! * `SELECT <cols|*|sum(c)|max(c)|min(c)|count(*)> FROM information_schema.<t> [WHERE c = v
@@ -130,7 +136,9 @@
 //! # On-disk layout (all relative, so a copied data dir works)
 //!
 //! ```text
-//! <data_home>/metadata/catalog.json                 databases, tables, columns, table ids (≥1024)
+//! <data_home>/metadata/0000000000000001.raftlog     catalog: databases, tables, columns, table ids
+//!                                                   (≥1024); the real metadata store is raft-engine,
+//!                                                   the content here is JSON (a stand-in)
 //! <data_home>/metadata/LOCK                         flock: a second instance on the data home fails
 //! <wal_dir = data_home/wal>/<region_id:020>.raftlog WAL: normalised lines appended per write
 //! <wal_dir>/LOCK
@@ -141,16 +149,20 @@
 //!     index/<file_id>.puffin                        index (distinct series)
 //! <log_dir = data_home/logs>/greptimedb.<YYYY-MM-DD-HH>, greptimedb-err.<YYYY-MM-DD-HH>
 //! ```
-//! Footprint split: WAL = `wal/`; data files = `*.parquet`; other = the rest (index, manifest,
-//! metadata). The WAL stays after a flush (as the real raft-engine does until its purge
+//! Footprint split as the real layout: WAL = `wal/`; metadata = `metadata/`; data files =
+//! `data/**.parquet`; index = `*.puffin`; other = manifests and the rest. The WAL stays after a flush (as the real raft-engine does until its purge
 //! threshold); flushed bytes are skipped on replay. Restart replays the WAL and reloads SSTs.
 //!
 //! # Logs
 //!
 //! stdout (and the log files): `<RFC3339 µs>Z  INFO <target>: <message>`, e.g.
 //! `... INFO servers::http: HTTP server is bound to 127.0.0.1:4000`. Fatal start errors (port
-//! taken, data home locked) log `ERROR` lines and exit 1. SIGTERM/SIGINT: stop listening, exit 0.
+//! taken, data home locked) log `ERROR` lines and exit 1. SIGTERM/SIGINT: stop taking requests,
+//! finish every running and queued compaction job (each then fails its manifest update: a
+//! waiting statement gets 500 and the outputs stay as orphans), exit 0. Nothing is flushed on
+//! shutdown: unflushed rows stay in the WAL and the next start replays them.
 
+mod compaction;
 mod config;
 mod knobs;
 mod lineproto;

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tiny_http::{Header, Request, Response};
 
+use super::compaction::Scheduler;
 use super::config::Options;
 use super::knobs::Knobs;
 use super::lineproto;
@@ -76,6 +77,7 @@ struct Shared {
     version: Version,
     knobs: Knobs,
     store: Arc<Mutex<Store>>,
+    scheduler: Arc<Scheduler>,
     requests: AtomicU64,
     rows_accepted: AtomicU64,
     rows_dropped: AtomicU64,
@@ -303,6 +305,7 @@ impl Shared {
         }
         let ctx = sql::Ctx {
             store: &self.store,
+            scheduler: &self.scheduler,
             version: &self.version,
             knobs: &self.knobs,
             db,
@@ -485,6 +488,8 @@ impl Shared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .write(&db, batches);
+        // An engine-full flush during the write schedules an automatic compaction.
+        self.scheduler.after_flush();
         match res {
             Ok(_) => {
                 self.rows_accepted.fetch_add(count, Ordering::SeqCst);
@@ -578,6 +583,35 @@ pub fn run(opts: Options, version: Version, knobs: Knobs, command_line: String) 
             return 1;
         }
     };
+    if opts.enable_telemetry {
+        // The real server phones home every 30 min and keeps its id beside the data.
+        let id = opts.data_home.join(".greptimedb-telemetry-uuid");
+        if !id.exists() {
+            let _ = std::fs::write(&id, "00000000-0000-4000-8000-000000000000");
+        }
+        logging::info(
+            "common_greptimedb_telemetry",
+            "Attempt to report telemetry to telemetry.greptimestats.com (testbed: not sent)",
+        );
+    }
+    // HTTP answers only once every region is open and its WAL replayed.
+    let replay_mib = store.unflushed_wal_bytes() as f64 / (1 << 20) as f64;
+    let replay = Duration::from_secs_f64(
+        replay_mib * knobs.wal_replay_ms_per_mib.unwrap_or(20.0).max(0.0) / 1000.0,
+    );
+    let until = Instant::now() + replay;
+    while Instant::now() < until {
+        if term.load(Ordering::SeqCst) && knobs.ignore_sigterm != Some(true) {
+            logging::info("cmd", "Received signal SIGTERM during startup, exiting");
+            return 0;
+        }
+        std::thread::sleep(Duration::from_millis(10).min(until - Instant::now()));
+    }
+    let store = Arc::new(Mutex::new(store));
+    let scheduler = Scheduler::start(
+        Arc::clone(&store),
+        knobs.compaction_ms_per_mib.unwrap_or(5.0),
+    );
     let mut extra = Vec::new();
     match bind("gRPC", opts.grpc_addr) {
         Ok(l) => extra.push(l),
@@ -636,7 +670,8 @@ pub fn run(opts: Options, version: Version, knobs: Knobs, command_line: String) 
         opts,
         version,
         knobs: knobs.clone(),
-        store: Arc::new(Mutex::new(store)),
+        store,
+        scheduler: Arc::clone(&scheduler),
         requests: AtomicU64::new(0),
         rows_accepted: AtomicU64::new(0),
         rows_dropped: AtomicU64::new(0),
@@ -673,14 +708,20 @@ pub fn run(opts: Options, version: Version, knobs: Knobs, command_line: String) 
     while !term.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    logging::info("cmd", "Received signal SIGTERM, shutting down");
+    logging::info("cmd", "Received SIGTERM, shutting down");
     if knobs.ignore_sigterm == Some(true) {
         // Stuck in shutdown: only SIGKILL ends this process.
         loop {
             std::thread::sleep(Duration::from_secs(3600));
         }
     }
+    // No new requests; one waiting for a compaction is answered once its job ends.
     stop.store(true, Ordering::SeqCst);
+    logging::info("servers::http", "Shutdown HTTP server");
+    logging::info("mito2::worker", "Stop region worker group");
+    // The real server finishes every running and queued flush/compaction job first (and
+    // does not flush memtables: unflushed rows stay in the WAL).
+    scheduler.drain();
     for w in workers {
         let _ = w.join();
     }
@@ -689,5 +730,6 @@ pub fn run(opts: Options, version: Version, knobs: Knobs, command_line: String) 
     logging::info("servers::http", "HTTP server is shutdown");
     drop(shared);
     logging::info("cmd::standalone", "Standalone instance stopped");
+    logging::info("cmd", "Goodbye!");
     0
 }

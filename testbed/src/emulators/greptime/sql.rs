@@ -8,6 +8,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde_json::{json, Value};
 
+use super::compaction::Scheduler;
 use super::knobs::Knobs;
 use super::logging;
 use super::store::{region_display, region_id, GtError, Store, TableMeta};
@@ -25,6 +26,7 @@ pub enum Output {
 
 pub struct Ctx<'a> {
     pub store: &'a Arc<Mutex<Store>>,
+    pub scheduler: &'a Arc<Scheduler>,
     pub version: &'a Version,
     pub knobs: &'a Knobs,
     /// The database of the request (`db`, default `public`).
@@ -300,9 +302,12 @@ fn admin(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
                 ));
             }
             let (db, table) = table_arg(ctx, &args[0])?;
-            let mut store = lock(ctx.store);
-            let id = lookup(&store, &db, &table)?.table_id;
-            store.flush(id)?;
+            {
+                let mut store = lock(ctx.store);
+                let id = lookup(&store, &db, &table)?.table_id;
+                store.flush(id)?;
+            }
+            ctx.scheduler.after_flush();
             result(())
         }
         "compact_table" => {
@@ -320,48 +325,39 @@ fn admin(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
                 Some(a) => string_arg(a)?.to_ascii_lowercase(),
                 None => "regular".into(),
             };
-            let swcs = match kind.as_str() {
-                "regular" | "twcs" => false,
-                "swcs" | "strict_window" => true,
-                other => {
-                    return Err(GtError::new(
-                        1004,
-                        format!("Unsupported compaction type: {other}"),
-                    ))
-                }
-            };
+            // Anything but strict_window/swcs is regular TWCS, without an error (as real).
+            let swcs = matches!(kind.as_str(), "swcs" | "strict_window");
             let options = args.get(2).map(|a| string_arg(a)).transpose()?;
-            let window = compaction_window(ctx.version, swcs, options.as_deref())?;
+            let (window, parallelism) = compaction_options(ctx.version, swcs, options.as_deref())?;
             let id = {
                 let store = lock(ctx.store);
                 lookup(&store, &db, &table)?.table_id
             };
-            if ctx.knobs.compaction_never_completes == Some(true) {
-                return result(());
-            }
-            match ctx.knobs.compaction_delay_ms {
-                Some(ms) => {
-                    let store = Arc::clone(ctx.store);
-                    std::thread::spawn(move || {
-                        std::thread::sleep(Duration::from_millis(ms));
-                        run_compaction(&store, id, window);
-                    });
-                }
-                None => {
-                    let mut store = lock(ctx.store);
-                    let line = store.compact(id, window).inspect_err(|e| {
-                        logging::error(
-                            "mito2::compaction::task",
-                            &format!(
-                                "Failed to compact region: {}, err: {}",
-                                region_display(id),
-                                e.msg
-                            ),
-                        );
-                    })?;
-                    logging::info("mito2::compaction::task", &line);
-                }
-            }
+            let opts = if swcs {
+                format!("StrictWindow {{ window_seconds: {} }}", window.unwrap_or(0))
+            } else {
+                "Regular(Regular)".to_string()
+            };
+            let request = format!(
+                "CompactTableRequest {{ catalog_name: \"greptime\", schema_name: \"{db}\", table_name: \"{table}\", compact_options: {opts}, parallelism: {parallelism} }}"
+            );
+            logging::info(
+                "common_function::admin::flush_compact_table",
+                &format!("Compact table request: {request}"),
+            );
+            logging::info(
+                "operator::request",
+                &format!("Handle table manual compaction request: {request}"),
+            );
+            // Synchronous: the answer comes after the merge and the manifest update.
+            ctx.scheduler
+                .manual(id, swcs, window, parallelism)
+                .inspect_err(|e| {
+                    logging::error(
+                        "mito2::worker::handle_compaction",
+                        &format!("Failed to compact region: {} err=0: {}", region_display(id), e.msg),
+                    );
+                })?;
             result(())
         }
         _ => Err(GtError::new(
@@ -371,35 +367,20 @@ fn admin(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
     }
 }
 
-fn run_compaction(store: &Arc<Mutex<Store>>, id: u32, window: Option<u64>) {
-    let res = lock(store).compact(id, window);
-    match res {
-        Ok(line) => logging::info("mito2::compaction::task", &line),
-        Err(e) => logging::error(
-            "mito2::compaction::task",
-            &format!(
-                "Failed to compact region: {}, err: {}",
-                region_display(id),
-                e.msg
-            ),
-        ),
-    }
-}
-
 /// The strict-window option as the emulated version parses it.
-fn compaction_window(
+fn compaction_options(
     v: &Version,
     swcs: bool,
     options: Option<&str>,
-) -> Result<Option<u64>, GtError> {
+) -> Result<(Option<u64>, u32), GtError> {
     let Some(opt) = options.map(str::trim).filter(|o| !o.is_empty()) else {
-        return Ok(None);
+        return Ok((None, 1));
     };
     if !v.compaction_key_value_options() {
         if !swcs {
-            return Ok(None);
+            return Ok((None, 1));
         }
-        return opt.parse::<u64>().map(Some).map_err(|_| {
+        return opt.parse::<u64>().map(|w| (Some(w), 1)).map_err(|_| {
             GtError::new(
                 1004,
                 format!("Compact window is expected to be a valid number, provided: {opt}"),
@@ -407,9 +388,10 @@ fn compaction_window(
         });
     }
     if let Ok(n) = opt.parse::<u64>() {
-        return Ok(swcs.then_some(n));
+        return Ok((swcs.then_some(n), 1));
     }
     let mut window = None;
+    let mut parallelism = 1u32;
     let (mut start, mut end) = (false, false);
     for pair in opt.split(',') {
         let pair = pair.trim();
@@ -427,6 +409,12 @@ fn compaction_window(
             ));
         }
         match k {
+            "window" | "window_seconds" if !swcs => {
+                return Err(GtError::new(
+                    1002,
+                    format!("Failed to execute admin function compact_table: Execution error: Invalid function args: Unknown parameter: {k}"),
+                ));
+            }
             "window" | "window_seconds" => {
                 window = Some(val.parse::<u64>().map_err(|_| {
                     GtError::new(
@@ -436,7 +424,8 @@ fn compaction_window(
                 })?);
             }
             "parallelism" => {
-                val.parse::<u32>()
+                parallelism = val
+                    .parse::<u32>()
                     .map_err(|_| GtError::new(1004, format!("Invalid parallelism: {val}")))?;
             }
             "start_time" => start = true,
@@ -452,7 +441,7 @@ fn compaction_window(
             "start_time and end_time must be provided together",
         ));
     }
-    Ok(if swcs { window } else { None })
+    Ok((if swcs { window } else { None }, parallelism))
 }
 
 fn lookup<'s>(store: &'s Store, db: &str, table: &str) -> Result<&'s TableMeta, GtError> {

@@ -35,6 +35,10 @@ impl GtError {
     }
 }
 
+/// The catalog, where the real standalone server keeps its raft-engine metadata store
+/// (`metadata/<seq:016>.raftlog`); the content here is JSON, not raft-engine's format.
+const CATALOG_FILE: &str = "metadata/0000000000000001.raftlog";
+
 pub const SYSTEM_DATABASES: [&str; 2] = ["greptime_private", "information_schema"];
 pub const TIME_INDEX: &str = "greptime_timestamp";
 
@@ -140,6 +144,38 @@ pub struct RegionStat {
     pub index_size: u64,
 }
 
+/// One compaction's input, chosen by [`Store::plan`].
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub table_id: u32,
+    pub window: u64,
+    pub strict: bool,
+    pub inputs: Vec<SstMeta>,
+    pub input_bytes: u64,
+    /// Output windows (SWCS re-reads the whole input once per window).
+    pub windows: usize,
+}
+
+impl Plan {
+    /// The real completion line (`mito2::compaction::task`), written after the merge and
+    /// before the manifest update.
+    pub fn compacted_line(&self, outputs: &[SstMeta], waiter_num: u32, secs: f64) -> String {
+        let show = |fs: &[SstMeta]| {
+            fs.iter()
+                .map(|f| file_meta_debug(self.table_id, f))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "Compacted SST files, region_id: {}, input: [{}], output: [{}], window: Some({}), waiter_num: {waiter_num}, merge_time: {secs:.3}s",
+            region_display(self.table_id),
+            show(&self.inputs),
+            show(outputs),
+            self.window
+        )
+    }
+}
+
 pub struct Store {
     data_home: PathBuf,
     wal_dir: PathBuf,
@@ -147,6 +183,8 @@ pub struct Store {
     wal_purge_threshold: u64,
     catalog: Catalog,
     regions: BTreeMap<u32, Region>,
+    /// Tables flushed since [`Store::take_flushed`] last ran.
+    flushed: Vec<u32>,
     _locks: Vec<File>,
 }
 
@@ -343,7 +381,7 @@ impl Store {
             lock_file(&data_home.join("metadata/LOCK"))?,
             lock_file(&wal_dir.join("LOCK"))?,
         ];
-        let cat_path = data_home.join("metadata/catalog.json");
+        let cat_path = data_home.join(CATALOG_FILE);
         let catalog = if cat_path.exists() {
             let text = fs::read_to_string(&cat_path)
                 .map_err(|e| format!("cannot read {}: {e}", cat_path.display()))?;
@@ -370,6 +408,7 @@ impl Store {
             wal_purge_threshold,
             catalog,
             regions: BTreeMap::new(),
+            flushed: Vec::new(),
             _locks: locks,
         };
         store.save_catalog().map_err(|e| e.msg)?;
@@ -394,7 +433,7 @@ impl Store {
 
     fn save_catalog(&self) -> Result<(), GtError> {
         let bytes = serde_json::to_vec_pretty(&self.catalog).unwrap_or_default();
-        write_atomic(&self.data_home.join("metadata/catalog.json"), &bytes)
+        write_atomic(&self.data_home.join(CATALOG_FILE), &bytes)
             .map_err(|e| io_err("write the catalog", e))
     }
 
@@ -737,38 +776,69 @@ impl Store {
                 start.elapsed().as_secs_f64()
             ),
         );
+        self.flushed.push(table_id);
         Ok(())
     }
 
-    /// Compacts a table's SSTs into one file per time window (`window` seconds; `None` = the
-    /// region's window, or one inferred from the files). Returns the log line describing it.
-    pub fn compact(&mut self, table_id: u32, window: Option<u64>) -> Result<String, GtError> {
-        let Some(region) = self.regions.get(&table_id) else {
-            return Ok(String::new());
-        };
-        let rid = region_display(table_id);
-        let start = std::time::Instant::now();
+    /// What a compaction of `table_id` would merge, or `None` when the picker finds nothing
+    /// to do (real: no plan → the waiter gets `Ok(0)` and no line is logged).
+    ///
+    /// `strict` (SWCS) rewrites every window that holds data, so it has a plan whenever the
+    /// region has SSTs. TWCS merges the files of windows holding two or more files (the real
+    /// picker's thresholds differ; guessed from the observed automatic compactions).
+    pub fn plan(&self, table_id: u32, window: Option<u64>, strict: bool) -> Option<Plan> {
+        let region = self.regions.get(&table_id)?;
         let files = region.m.files.clone();
+        if files.is_empty() {
+            return None;
+        }
         let window = window
             .or(region.m.compaction_time_window)
             .unwrap_or_else(|| infer_window(&files));
         let w_ns = (window as i64).saturating_mul(1_000_000_000).max(1);
         let bucket = |ts: i64| ts.div_euclid(w_ns);
-        let mut seen_windows = HashSet::new();
-        let trivial = files.iter().all(|f| {
-            bucket(f.time_range.0) == bucket(f.time_range.1)
-                && seen_windows.insert(bucket(f.time_range.0))
-        });
-        if files.is_empty() || trivial {
-            return Ok(format!(
-                "No files to compact, region_id: {rid}, window: Some({window})"
-            ));
+        let inputs: Vec<SstMeta> = if strict {
+            files
+        } else {
+            let mut per: BTreeMap<i64, usize> = BTreeMap::new();
+            for f in &files {
+                *per.entry(bucket(f.time_range.0)).or_default() += 1;
+            }
+            files
+                .into_iter()
+                .filter(|f| per[&bucket(f.time_range.0)] >= 2)
+                .collect()
+        };
+        if inputs.is_empty() {
+            return None;
         }
+        let windows: BTreeSet<i64> = inputs
+            .iter()
+            .flat_map(|f| bucket(f.time_range.0)..=bucket(f.time_range.1))
+            .collect();
+        Some(Plan {
+            table_id,
+            window,
+            strict,
+            input_bytes: inputs.iter().map(|f| f.file_size).sum(),
+            windows: windows.len().max(1),
+            inputs,
+        })
+    }
+
+    /// Merges the plan's inputs into one new SST per window (written to disk, not yet in the
+    /// manifest: see [`Store::commit`]).
+    pub fn merge(&self, plan: &Plan) -> Result<Vec<SstMeta>, GtError> {
+        let Some(region) = self.regions.get(&plan.table_id) else {
+            return Ok(Vec::new());
+        };
+        let w_ns = (plan.window as i64).saturating_mul(1_000_000_000).max(1);
+        let bucket = |ts: i64| ts.div_euclid(w_ns);
         let dir = region.dir.clone();
         let sequence = region.sequence;
         // Later files win on duplicate rows (dedup by series + timestamp).
         let mut texts = Vec::new();
-        for f in &files {
+        for f in &plan.inputs {
             texts.push(
                 read_sst(&dir.join(format!("{}.parquet", f.file_id)))
                     .map_err(|e| io_err(&format!("read SST {}", f.file_id), e))?,
@@ -792,26 +862,42 @@ impl Store {
             rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)));
             outputs.push(write_sst(&dir, &rows, 1, sequence)?);
         }
-        let region = self.regions.get_mut(&table_id).expect("present");
-        region.m.files = outputs.clone();
-        region.m.compaction_time_window = Some(window);
-        region.save_manifest()?;
-        for f in &files {
-            let _ = fs::remove_file(dir.join(format!("{}.parquet", f.file_id)));
-            let _ = fs::remove_file(dir.join(format!("index/{}.puffin", f.file_id)));
-        }
-        let show = |fs: &[SstMeta]| {
-            fs.iter()
-                .map(|f| file_meta_debug(table_id, f))
-                .collect::<Vec<_>>()
-                .join(", ")
+        Ok(outputs)
+    }
+
+    /// Replaces the plan's inputs by `outputs` in the manifest and deletes the inputs.
+    pub fn commit(&mut self, plan: &Plan, outputs: Vec<SstMeta>) -> Result<(), GtError> {
+        let Some(region) = self.regions.get_mut(&plan.table_id) else {
+            return Ok(());
         };
-        Ok(format!(
-            "Compacted SST files, region_id: {rid}, input: [{}], output: [{}], window: Some({window}), waiter_num: 1, merge_time: {:.3}s",
-            show(&files),
-            show(&outputs),
-            start.elapsed().as_secs_f64()
-        ))
+        let gone: HashSet<&str> = plan.inputs.iter().map(|f| f.file_id.as_str()).collect();
+        region
+            .m
+            .files
+            .retain(|f| !gone.contains(f.file_id.as_str()));
+        region.m.files.extend(outputs);
+        if plan.strict {
+            region.m.compaction_time_window = Some(plan.window);
+        }
+        region.save_manifest()?;
+        for f in &plan.inputs {
+            let _ = fs::remove_file(region.dir.join(format!("{}.parquet", f.file_id)));
+            let _ = fs::remove_file(region.dir.join(format!("index/{}.puffin", f.file_id)));
+        }
+        Ok(())
+    }
+
+    /// The tables flushed since the last call (each flush schedules an automatic compaction).
+    pub fn take_flushed(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.flushed)
+    }
+
+    /// Unflushed WAL bytes over all regions (what a start replays).
+    pub fn unflushed_wal_bytes(&self) -> u64 {
+        self.regions
+            .values()
+            .map(|r| r.wal_len.saturating_sub(r.m.flushed_wal_offset))
+            .sum()
     }
 
     pub fn region_stats(&self) -> Vec<RegionStat> {

@@ -1,0 +1,241 @@
+//! The compaction scheduler: one background worker per process, as the real region worker's
+//! compaction pool with its default of one job at a time.
+//!
+//! * `ADMIN COMPACT_TABLE` is synchronous: the statement waits for its job (queued behind a
+//!   running one: "Region … is compacting, manually compaction will be re-scheduled.").
+//! * Every flush schedules an automatic TWCS job (`waiter_num: 0`).
+//! * A job sleeps in proportion to the bytes it rewrites (knob `compaction_ms_per_mib`, per
+//!   MiB of input per output window: SWCS re-reads the whole input for every window), logging
+//!   one `mito2::compaction::compactor` line per window, then writes its outputs and the real
+//!   "Compacted SST files" line, then commits the manifest.
+//! * No plan: the waiter gets 0 and nothing is logged after "Successfully scheduled".
+//! * SIGTERM ([`Scheduler::drain`]): the running job and every queued one still run to the end of
+//!   their merge, then fail the manifest update ("Region … is stopped"): their outputs stay on
+//!   disk as orphans and a waiting statement gets HTTP 500 (code 1002), as observed on v1.0.2.
+//!
+//! Guessed (not observed): the TWCS picker's threshold (two files in one window) and the exact
+//! timing model; the log texts are the observed ones.
+
+use std::collections::VecDeque;
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use super::logging;
+use super::store::{region_display, GtError, Store};
+
+struct Job {
+    table_id: u32,
+    strict: bool,
+    window: Option<u64>,
+    parallelism: u32,
+    waiter: Option<mpsc::Sender<Result<(), GtError>>>,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Job>,
+    running: Option<u32>,
+    stopping: bool,
+}
+
+pub struct Scheduler {
+    store: Arc<Mutex<Store>>,
+    state: Mutex<State>,
+    cv: Condvar,
+    ms_per_mib: f64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Scheduler {
+    /// Starts the worker thread.
+    pub fn start(store: Arc<Mutex<Store>>, ms_per_mib: f64) -> Arc<Scheduler> {
+        let s = Arc::new(Scheduler {
+            store,
+            state: Mutex::new(State::default()),
+            cv: Condvar::new(),
+            ms_per_mib,
+        });
+        let w = Arc::clone(&s);
+        std::thread::spawn(move || w.work());
+        s
+    }
+
+    fn submit(&self, job: Job) {
+        let mut st = lock(&self.state);
+        let busy =
+            st.running == Some(job.table_id) || st.queue.iter().any(|j| j.table_id == job.table_id);
+        if job.waiter.is_some() && busy {
+            logging::info(
+                "mito2::compaction",
+                &format!(
+                    "Region {} is compacting, manually compaction will be re-scheduled.",
+                    region_display(job.table_id)
+                ),
+            );
+        }
+        if job.waiter.is_none() && st.queue.iter().any(|j| j.table_id == job.table_id) {
+            // An automatic job already waits for this region.
+            return;
+        }
+        st.queue.push_back(job);
+        self.cv.notify_all();
+    }
+
+    /// Schedules the automatic compaction of every table flushed since the last call.
+    pub fn after_flush(&self) {
+        let ids = lock(&self.store).take_flushed();
+        for table_id in ids {
+            self.submit(Job {
+                table_id,
+                strict: false,
+                window: None,
+                parallelism: 1,
+                waiter: None,
+            });
+        }
+    }
+
+    /// A manual compaction: waits until it has run (or failed).
+    pub fn manual(
+        &self,
+        table_id: u32,
+        strict: bool,
+        window: Option<u64>,
+        parallelism: u32,
+    ) -> Result<(), GtError> {
+        let (tx, rx) = mpsc::channel();
+        self.submit(Job {
+            table_id,
+            strict,
+            window,
+            parallelism,
+            waiter: Some(tx),
+        });
+        logging::info(
+            "mito2::worker::handle_compaction",
+            &format!(
+                "Successfully scheduled compaction task for region: {}",
+                region_display(table_id)
+            ),
+        );
+        rx.recv()
+            .unwrap_or_else(|_| Err(GtError::new(1003, "compaction worker is gone")))
+    }
+
+    /// SIGTERM: lets the running and the queued jobs finish (each then fails its manifest
+    /// update), and returns once the queue is empty.
+    pub fn drain(&self) {
+        let mut st = lock(&self.state);
+        st.stopping = true;
+        self.cv.notify_all();
+        while st.running.is_some() || !st.queue.is_empty() {
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn work(&self) {
+        loop {
+            let job = {
+                let mut st = lock(&self.state);
+                loop {
+                    if let Some(j) = st.queue.pop_front() {
+                        st.running = Some(j.table_id);
+                        break j;
+                    }
+                    st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+            };
+            let res = self.run(&job);
+            if let Some(w) = &job.waiter {
+                let _ = w.send(res);
+            }
+            let mut st = lock(&self.state);
+            st.running = None;
+            self.cv.notify_all();
+        }
+    }
+
+    fn run(&self, job: &Job) -> Result<(), GtError> {
+        let rid = region_display(job.table_id);
+        let plan = {
+            let store = lock(&self.store);
+            let plan = store.plan(job.table_id, job.window, job.strict);
+            if let Some(p) = &plan {
+                if job.strict {
+                    logging::info(
+                        "mito2::compaction::window",
+                        &format!(
+                            "Compaction window for region: {rid} is {} seconds",
+                            p.window
+                        ),
+                    );
+                } else if job.window.is_none() {
+                    logging::info(
+                        "mito2::compaction::twcs",
+                        &format!(
+                            "Compaction window for region {rid} is not present, inferring from files: {}",
+                            p.window
+                        ),
+                    );
+                }
+            }
+            plan
+        };
+        let Some(plan) = plan else {
+            return Ok(());
+        };
+        let start = Instant::now();
+        // Proportional to what is rewritten: every output window re-reads the whole input.
+        let mib = plan.input_bytes as f64 / (1 << 20) as f64;
+        let lanes = job.parallelism.max(1).min(plan.windows as u32) as f64;
+        let per_window = Duration::from_secs_f64(
+            (mib * self.ms_per_mib / 1000.0).max(0.0) * plan.windows as f64
+                / lanes
+                / plan.windows as f64,
+        );
+        let inputs = plan
+            .inputs
+            .iter()
+            .map(|f| f.file_id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        for _ in 0..plan.windows {
+            std::thread::sleep(per_window);
+            logging::info(
+                "mito2::compaction::compactor",
+                &format!("Region {rid} compaction inputs: [{inputs}], outputs: [1 file]"),
+            );
+        }
+        let outputs = lock(&self.store).merge(&plan)?;
+        let waiter_num = u32::from(job.waiter.is_some());
+        logging::info(
+            "mito2::compaction::task",
+            &plan.compacted_line(&outputs, waiter_num, start.elapsed().as_secs_f64()),
+        );
+        if lock(&self.state).stopping {
+            let why = format!("Region {rid} is stopped");
+            logging::error(
+                "mito2::region",
+                &format!("Failed to update manifest, region_id: {rid} err=0: {why}"),
+            );
+            logging::error(
+                "mito2::compaction::task",
+                &format!("Failed to compact region, region id: {rid} err=0: {why}"),
+            );
+            return Err(GtError::new(
+                1002,
+                format!("Failed to execute admin function compact_table: Execution error: {why}"),
+            ));
+        }
+        lock(&self.store).commit(&plan, outputs)?;
+        logging::info(
+            "mito2::request",
+            &format!("Successfully compacted region: {rid}"),
+        );
+        Ok(())
+    }
+}
