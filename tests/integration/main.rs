@@ -13,6 +13,7 @@ mod flow;
 mod greptimedb;
 mod influxdb3;
 mod locks;
+mod pipeline;
 mod runs;
 mod server;
 mod skills;

@@ -78,6 +78,8 @@ struct Shared {
     store: Arc<Mutex<Store>>,
     requests: AtomicU64,
     rows_accepted: AtomicU64,
+    /// Timeout answers sent (knob `write_timeouts_after_rows`).
+    write_timeouts_sent: AtomicU64,
     rows_dropped: AtomicU64,
 }
 
@@ -368,6 +370,19 @@ impl Shared {
                 ));
             }
         }
+        if let Some(after) = self.knobs.write_timeouts_after_rows {
+            if self.rows_accepted.load(Ordering::SeqCst) >= after {
+                let n = self.write_timeouts_sent.fetch_add(1, Ordering::SeqCst);
+                if self.knobs.write_timeouts.is_none_or(|max| n < max) {
+                    // Drain the body first, as a real server does before it answers.
+                    let _ = read_body(req, self.opts.body_limit);
+                    return write_error(&GtError::new(
+                        1003,
+                        "Failed to write to region: Request timeout (testbed knob write_timeouts_after_rows)",
+                    ));
+                }
+            }
+        }
         let raw = match read_body(req, self.opts.body_limit) {
             Ok(b) => b,
             Err(BodyError::TooLarge) => return too_large(),
@@ -639,6 +654,7 @@ pub fn run(opts: Options, version: Version, knobs: Knobs, command_line: String) 
         store: Arc::new(Mutex::new(store)),
         requests: AtomicU64::new(0),
         rows_accepted: AtomicU64::new(0),
+        write_timeouts_sent: AtomicU64::new(0),
         rows_dropped: AtomicU64::new(0),
     });
     if let Some(ms) = knobs.crash_after_ms {

@@ -1,0 +1,314 @@
+//! The run pipeline as a person and an auditor see it (issue 16, part "pipeline"): the bytes
+//! the tools read are the bytes the run records (#7), progress on a terminal and nowhere else
+//! (#21), stalls of a tool (C2). Each test names the defect of the trial-run report it covers.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::bench::{run_dir, summary, world, World, ROWS};
+use crate::greptimedb::read_json;
+
+/// Replaces one ASCII digit at or after `offset` with another digit, keeping the file's size,
+/// inode and modification time (what bit rot does): the data stays valid line protocol.
+fn rot_one_digit(path: &Path, offset: u64) {
+    let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut buf = vec![0u8; 4096];
+    f.seek(SeekFrom::Start(offset)).unwrap();
+    let n = f.read(&mut buf).unwrap();
+    let i = buf[..n]
+        .iter()
+        .position(|b| b.is_ascii_digit())
+        .expect("a digit to rot");
+    let new = if buf[i] == b'1' { b'2' } else { b'1' };
+    f.seek(SeekFrom::Start(offset + i as u64)).unwrap();
+    f.write_all(&[new]).unwrap();
+    f.set_modified(mtime).unwrap();
+    drop(f);
+    assert_eq!(std::fs::metadata(path).unwrap().modified().unwrap(), mtime);
+}
+
+fn events(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn defect_7_a_dataset_rotted_in_place_is_caught_on_its_way_to_the_loader() {
+    let w = world();
+    let dir = w.bench_ok("load", &[]);
+    let s = summary(&dir);
+    let data = PathBuf::from(s["dataset"]["data_path"].as_str().unwrap());
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(
+        m["dataset"]["loaded_sha256"], s["dataset"]["sha256"],
+        "the run records the hash of the bytes the loader read"
+    );
+    let load = events(&dir)
+        .into_iter()
+        .find(|e| e["step"] == "load" && e["status"] == "completed")
+        .unwrap();
+    assert_eq!(load["data"]["input"]["matches_manifest"], true);
+    assert_eq!(
+        load["data"]["input"]["bytes"],
+        std::fs::metadata(&data).unwrap().len()
+    );
+
+    rot_one_digit(&data, 2000);
+    let r = w.bench(
+        "load",
+        &["--database-mode", "reset", "--confirm-reset", "benchmark"],
+    );
+    r.code(4).says("SHA-256").says("changed on disk");
+    assert!(
+        w.ws()["binding"].is_null(),
+        "nothing is bound to rotted data: {}",
+        w.ws()
+    );
+    let dir2 = run_dir(&r);
+    assert_eq!(summary(&dir2)["status"], "failed");
+}
+
+#[test]
+fn defect_7_a_query_file_rotted_in_place_is_caught_before_its_run() {
+    let w = world();
+    let dir = w.bench_ok("all", &[]);
+    let m = read_json(&dir.join("manifest.json"));
+    let set = PathBuf::from(m["query_set"]["query_set_path"].as_str().unwrap());
+    let file = set.join("queries/lastpoint.dat");
+    let before = events(&dir)
+        .into_iter()
+        .find(|e| e["step"] == "query:lastpoint" && e["status"] == "running")
+        .unwrap();
+    assert_eq!(before["data"]["file_sha256_verified"], true);
+
+    rot_one_digit(&file, 20);
+    let r = w.bench("query", &[]);
+    r.code(4).says("lastpoint.dat");
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["status"], "failed");
+    // The type before it ran; the rotted one never started.
+    let started: Vec<String> = events(&run_dir(&r))
+        .into_iter()
+        .filter(|e| e["status"] == "running")
+        .filter_map(|e| e["step"].as_str().map(str::to_string))
+        .filter(|s| s.starts_with("query:"))
+        .collect();
+    assert_eq!(started, ["query:high-cpu-1"]);
+}
+
+/// A pseudo-terminal of 120 × 40 characters: (master, slave).
+fn open_pty() -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (0, 0);
+    let ws = libc::winsize {
+        ws_row: 40,
+        ws_col: 120,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty fills two fresh descriptors we own from here on.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &ws,
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    // SAFETY: both descriptors were just opened and are owned by these Files.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    }
+}
+
+/// Runs `tsbsctl args` with stdout and stderr on a terminal; returns (exit code, screen text).
+fn on_terminal(w: &World, args: &[&str]) -> (i32, String) {
+    let (master, slave) = open_pty();
+    let mut c = w.gt.env.cmd(args);
+    c.stdin(Stdio::null())
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    let mut child = c.spawn().unwrap();
+    drop(c);
+    let mut reader = master.try_clone().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&seen);
+    let t = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("tsbsctl did not finish on the terminal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(master);
+    let _ = t.join();
+    let out = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    (status.code().unwrap_or(-1), out)
+}
+
+#[test]
+fn defect_21_load_and_query_progress_on_a_terminal_only() {
+    let w = world();
+    // A slow load (29 batches of 100 rows) reporting every 100 ms, and slow queries.
+    w.tool_knobs(
+        "tsbs_load_greptime",
+        json!({"reporting_period_ms": 100, "batch_delay_ms": 80}),
+    );
+    w.gt.set_knobs(json!({"query_delay_ms": 250}));
+    let mut args = vec![
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "g1",
+        "--stop-timeout",
+        "5",
+        "--load-workers",
+        "1",
+        "--batch-size",
+        "100",
+    ];
+    args.extend(crate::bench::tiny());
+    for t in crate::bench::TYPES {
+        args.extend(["--query-type", t]);
+    }
+    args.extend(["--queries", "4"]);
+    let (code, screen) = on_terminal(&w, &args);
+    assert_eq!(code, 0, "{screen}");
+    // Rows loaded of rows expected, the loader's rate and an ETA.
+    assert!(screen.contains(&format!("/{} rows", "2,880")), "{screen}");
+    assert!(screen.contains("rows/s, eta "), "{screen}");
+    // Types done of total, queries within the type.
+    assert!(screen.contains("query type 2/3 lastpoint"), "{screen}");
+    assert!(screen.contains("/4 queries"), "{screen}");
+
+    // The same run without a terminal (and with --json): no progress of any kind.
+    let mut json_args = args.clone();
+    json_args.push("--json");
+    let r = w.run(&json_args);
+    r.ok();
+    for needle in ["rows/s", "/4 queries", "eta "] {
+        assert!(!r.stderr.contains(needle), "{needle}: {}", r.stderr);
+        assert!(!r.stdout.contains(needle), "{needle}: {}", r.stdout);
+    }
+    let _ = ROWS;
+}
+
+/// The load's stall events (`data.stall.event`) of a run.
+fn stall_events(dir: &Path) -> Vec<String> {
+    events(dir)
+        .into_iter()
+        .filter(|e| e["step"] == "load")
+        .filter_map(|e| e["data"]["stall"]["event"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn c2_a_load_retrying_a_timeout_forever_is_warned_about_then_resumes() {
+    let w = world();
+    w.tool_knobs(
+        "tsbs_load_greptime",
+        json!({"reporting_period_ms": 100, "backoff_ms": 200, "batch_delay_ms": 40}),
+    );
+    // After the first batch, ten answers of 500 "timeout" (about 2 s of retries).
+    w.gt.set_knobs(json!({"write_timeouts_after_rows": 100, "write_timeouts": 10}));
+    let r = w.bench(
+        "load",
+        &[
+            "--load-workers",
+            "1",
+            "--batch-size",
+            "100",
+            "--stall-timeout",
+            "1",
+        ],
+    );
+    r.ok();
+    assert!(r.stderr.contains("made no progress for"), "{}", r.stderr);
+    let dir = run_dir(&r);
+    assert_eq!(stall_events(&dir), ["stalled", "resumed"]);
+    assert_eq!(summary(&dir)["status"], "completed");
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["flags"]["stall_timeout"], 1.0);
+    assert_eq!(m["flags"]["on_stall"], "warn");
+}
+
+#[test]
+fn c2_a_load_retrying_a_timeout_forever_is_stopped_when_asked() {
+    let w = world();
+    w.tool_knobs(
+        "tsbs_load_greptime",
+        json!({"reporting_period_ms": 100, "backoff_ms": 100}),
+    );
+    w.gt.set_knobs(json!({"write_timeouts_after_rows": 100}));
+    let t0 = Instant::now();
+    let r = w.bench(
+        "load",
+        &[
+            "--load-workers",
+            "1",
+            "--batch-size",
+            "100",
+            "--stall-timeout",
+            "1.5",
+            "--on-stall",
+            "stop",
+        ],
+    );
+    r.code(1).says("no progress for").says("--on-stall stop");
+    assert!(t0.elapsed() < Duration::from_secs(60));
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    assert_eq!(s["status"], "failed");
+    assert_eq!(stall_events(&dir), ["stalled"]);
+    assert!(w.ws()["binding"].is_null());
+    assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["flags"]["on_stall"], "stop");
+}
+
+#[test]
+fn c2_stall_timeout_is_validated_before_anything_is_written() {
+    let w = world();
+    for bad in ["0", "-1", "nan", "1e12"] {
+        let r = w.bench("load", &["--stall-timeout", bad]);
+        r.code(2).says("--stall-timeout");
+    }
+    assert!(
+        !w.gt.env.root.join("greptimedb/runs").exists()
+            || std::fs::read_dir(w.gt.env.root.join("greptimedb/runs"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+}
