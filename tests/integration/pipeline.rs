@@ -312,3 +312,43 @@ fn c2_stall_timeout_is_validated_before_anything_is_written() {
                 .is_none()
     );
 }
+
+#[test]
+fn defect_9_ingestion_with_other_write_parameters_is_not_comparable() {
+    let w = world();
+    let d1 = w.bench_ok("load", &[]);
+    let d2 = w.bench_ok(
+        "load",
+        &[
+            "--database-mode",
+            "reset",
+            "--confirm-reset",
+            "benchmark",
+            "--load-workers",
+            "1",
+            "--batch-size",
+            "500",
+        ],
+    );
+    let r = w.run(&[
+        "runs",
+        "compare",
+        "--baseline",
+        d1.to_str().unwrap(),
+        "--candidate",
+        d2.to_str().unwrap(),
+        "--json",
+    ]);
+    r.ok();
+    let data = r.json()["data"].clone();
+    let ing = &data["summary"]["candidates"][0]["ingestion"];
+    assert_eq!(ing["classification"], "not comparable", "{ing}");
+    let reason = ing["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("2 workers x 3000 rows") && reason.contains("1 workers x 500 rows"),
+        "{reason}"
+    );
+    let md = std::fs::read_to_string(data["summary_md"].as_str().unwrap()).unwrap();
+    assert!(md.contains("**not comparable**"), "{md}");
+    assert!(md.contains("Welch"), "{md}");
+}
