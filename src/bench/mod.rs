@@ -1041,6 +1041,8 @@ impl Bench<'_> {
         let binary = env.binary(self.kind.runner())?.path.clone();
         let (auth, _) = self.target.tokens();
         let total_types = set.files.len();
+        // The first type that failed with the cause the latest failure had (said once).
+        let mut last_failure: Option<(String, String)> = None;
         for (i, (qt, file)) in set.files.iter().enumerate() {
             crate::interrupt::check()?;
             // The bytes the runner is about to read are the ones the set's manifest records (#7).
@@ -1112,8 +1114,17 @@ impl Bench<'_> {
                 )?,
                 // One type failing (e.g. a non-200) does not stop the others.
                 Err(f) => {
-                    self.reporter()
-                        .warn(&format!("query type {qt} failed: {}", f.reason));
+                    let cause = same_cause(&f.reason);
+                    match &last_failure {
+                        Some((first, c)) if *c == cause => self.reporter().warn(&format!(
+                            "query type {qt} failed: the same cause as {first}"
+                        )),
+                        _ => {
+                            self.reporter()
+                                .warn(&format!("query type {qt} failed: {}", f.reason));
+                            last_failure = Some((qt.clone(), cause));
+                        }
+                    }
                     self.run.end(
                         &step,
                         attempt,
@@ -1205,17 +1216,16 @@ impl Bench<'_> {
         let _ = self.stop_server();
         // Everything the summary counts as a failure (failed steps, unreadable results, panics
         // in the server log) fails the run.
-        let failed_steps: Vec<String> = crate::summary::build(&self.run)
+        let failed_steps: Vec<(String, String)> = crate::summary::build(&self.run)
             .map(|sum| {
                 sum["failures"]
                     .as_array()
                     .map(|a| {
                         a.iter()
                             .map(|f| {
-                                format!(
-                                    "{}: {}",
-                                    f["step"].as_str().unwrap_or("run"),
-                                    f["reason"].as_str().unwrap_or("failed")
+                                (
+                                    f["step"].as_str().unwrap_or("run").to_string(),
+                                    f["reason"].as_str().unwrap_or("failed").to_string(),
                                 )
                             })
                             .collect()
@@ -1231,7 +1241,7 @@ impl Bench<'_> {
                 Some(Error::failed(format!(
                     "{} failure(s): {}",
                     failed_steps.len(),
-                    failed_steps.join("; ")
+                    group_failures(&failed_steps)
                 ))),
             ),
             Ok(()) => (Status::Completed, None),
@@ -1302,6 +1312,42 @@ fn verify_query_file(qt: &str, file: &queryset::QueryFile) -> Result<String> {
         )));
     }
     Ok(sha)
+}
+
+/// A failure reason without what differs between two failures of one cause (the server's
+/// per-request execution time).
+fn same_cause(reason: &str) -> String {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(r#""?execution_time_ms"?\s*:\s*\d+"#).expect("regex"))
+        .replace_all(reason, "execution_time_ms")
+        .into_owned()
+}
+
+/// Failures with one cause said once, with the steps it hit (#22): `cause (steps: a, b)`.
+fn group_failures(failures: &[(String, String)]) -> String {
+    let mut groups: Vec<(String, &str, Vec<&str>)> = Vec::new();
+    for (step, reason) in failures {
+        let cause = same_cause(reason);
+        match groups.iter_mut().find(|(c, _, _)| *c == cause) {
+            Some((_, _, steps)) => steps.push(step),
+            None => groups.push((cause, reason, vec![step])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(_, reason, steps)| {
+            if steps.len() == 1 {
+                format!("{}: {reason}", steps[0])
+            } else {
+                format!(
+                    "{reason} (the same cause in {} steps: {})",
+                    steps.len(),
+                    steps.join(", ")
+                )
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn describe(code: Option<i32>, signal: Option<i32>) -> String {

@@ -352,3 +352,35 @@ fn defect_9_ingestion_with_other_write_parameters_is_not_comparable() {
     assert!(md.contains("**not comparable**"), "{md}");
     assert!(md.contains("Welch"), "{md}");
 }
+
+#[test]
+fn defect_22_one_cause_for_every_query_type_is_said_once() {
+    let w = world();
+    w.bench_ok("load", &[]);
+    w.gt.set_knobs(
+        json!({"fail_sql": [{"contains": "select", "code": 1003, "error": "disk quota canary"}]}),
+    );
+    let r = w.bench("query", &[]);
+    r.code(1);
+    let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert_eq!(msg.matches("disk quota canary").count(), 1, "{msg}");
+    assert!(
+        msg.contains(
+            "the same cause in 3 steps: query:high-cpu-1, query:lastpoint, query:single-groupby-1-1-1"
+        ),
+        "{msg}"
+    );
+    // Once in the first warning, once in the error line.
+    assert_eq!(
+        r.stderr.matches("disk quota canary").count(),
+        2,
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("query type lastpoint failed: the same cause as high-cpu-1"),
+        "{}",
+        r.stderr
+    );
+}
