@@ -439,7 +439,8 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         "baseline": run_identity(&base),
         "candidate_runs": cands.iter().map(run_identity).collect::<Vec<_>>(),
     });
-    let (id, dir) = publish(&ctx.root.comparisons(), |id| {
+    let base_dir = ctx.root.comparisons();
+    let published = publish(&base_dir, |id| {
         summary["comparison_id"] = json!(id);
         manifest["comparison_id"] = json!(id);
         let md = render_md(&summary)?;
@@ -448,7 +449,21 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
             ("summary.json".into(), pretty(&summary)?),
             ("summary.md".into(), md.into_bytes()),
         ])
-    })?;
+    });
+    // Runs on read-only media can still be compared; only the record cannot be kept (#19).
+    let (id, dir) = match published {
+        Ok((id, dir)) => (Some(id), Some(dir)),
+        Err(e) if crate::media::is_read_only(&base_dir) => {
+            rep.warn(&format!(
+                "{} is on read-only media: the comparison is shown but not saved ({})",
+                base_dir.display(),
+                e.message
+            ));
+            summary["comparison_id"] = Value::Null;
+            (None, None)
+        }
+        Err(e) => return Err(e),
+    };
     let regressed: u64 = summary["candidates"]
         .as_array()
         .into_iter()
@@ -469,16 +484,22 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
             c["ingestion"]["classification"].as_str().unwrap_or("?"),
         ));
     }
-    human.push_str(&format!(
-        "Comparison directory: {}\nSummary: {}\n",
-        dir.display(),
-        dir.join("summary.md").display()
-    ));
+    match &dir {
+        Some(dir) => human.push_str(&format!(
+            "Comparison directory: {}\nSummary: {}\n",
+            dir.display(),
+            dir.join("summary.md").display()
+        )),
+        None => {
+            human.push('\n');
+            human.push_str(&render_md(&summary)?);
+        }
+    }
     Ok(Outcome::new(
         json!({
             "comparison_id": id,
             "comparison_dir": dir,
-            "summary_md": dir.join("summary.md"),
+            "summary_md": dir.as_ref().map(|d| d.join("summary.md")),
             "regressed": regressed,
             "summary": summary,
         }),

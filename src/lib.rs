@@ -23,6 +23,7 @@ pub mod interrupt;
 pub mod lock;
 pub mod logscan;
 pub mod manifest;
+pub mod media;
 pub mod noise;
 pub mod output;
 pub mod paths;

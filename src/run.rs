@@ -465,7 +465,20 @@ impl RunDir {
             seq,
             _lock: None,
         };
-        if run.manifest.status == Status::Running {
+        if run.manifest.status == Status::Running && crate::media::is_read_only(dir) {
+            // Read-only media (an archive, a remounted disk): nothing can be locked or
+            // recorded, but a free lock still says whether its owner is alive (#19).
+            if owner_gone(dir) {
+                run.manifest.status = Status::Interrupted;
+                if run.manifest.finished_at.is_none() {
+                    run.manifest.finished_at = events.last().map(|e| e.at.clone());
+                }
+                reporter.warn(&format!(
+                    "run {} is on read-only media: shown as interrupted, but that cannot be recorded there",
+                    run.manifest.run_id
+                ));
+            }
+        } else if run.manifest.status == Status::Running {
             match lock::lock_dir(
                 dir,
                 &format!("run {}", run.manifest.run_id),
@@ -602,20 +615,26 @@ impl RunDir {
 
     /// Marks every unfinished step and the run `interrupted`.
     pub fn mark_interrupted(&mut self, reason: &str) -> Result<()> {
+        // The run died after its last event, not when someone noticed (#28).
+        let died = read_events(&self.dir)?.last().map(|e| e.at.clone());
         for s in self.steps()? {
             if s.status == Status::Running {
-                self.end(
-                    &s.step,
-                    s.attempt,
-                    Status::Interrupted,
-                    Some(reason.to_string()),
-                    None,
-                )?;
+                self.event(StepEvent {
+                    seq: 0,
+                    step: s.step.clone(),
+                    attempt: s.attempt,
+                    status: Status::Interrupted,
+                    at: died.clone().unwrap_or_else(manifest::now_rfc3339),
+                    log: None,
+                    results: None,
+                    reason: Some(reason.to_string()),
+                    data: None,
+                })?;
             }
         }
         if self.manifest.status == Status::Running {
             self.manifest.status = Status::Interrupted;
-            self.manifest.finished_at = Some(manifest::now_rfc3339());
+            self.manifest.finished_at = Some(died.unwrap_or_else(manifest::now_rfc3339));
             self.save()?;
         }
         Ok(())
@@ -654,6 +673,21 @@ impl RunDir {
         }
         self.save()
     }
+}
+
+/// On read-only media: the run's lock file is free (no process holds it), or missing.
+fn owner_gone(dir: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = fs::File::open(lock::lock_path_of(dir)) else {
+        return true;
+    };
+    // SAFETY: flock on a descriptor we own; a shared probe works on a read-only file.
+    let free = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+    if free {
+        // SAFETY: as above.
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_UN) };
+    }
+    free
 }
 
 /// Finds a run by path or id (across products). An id matching several runs is invalid input

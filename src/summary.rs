@@ -367,8 +367,30 @@ pub fn build(run: &RunDir) -> Result<Value> {
             "samples": diag.samples,
         },
         "failures": failures,
+        "not_started": not_started(m, &steps),
         "error": m.error,
     }))
+}
+
+/// The query types a run that ended early planned but never started (#28), sorted.
+fn not_started(m: &crate::run::RunManifest, steps: &[crate::run::Step]) -> Vec<String> {
+    if matches!(m.status, Status::Completed | Status::Running) {
+        return Vec::new();
+    }
+    let prefix = match m.phase.as_str() {
+        "all" | "query" => "query:",
+        "analyze" => "analyze:",
+        _ => return Vec::new(),
+    };
+    m.workload["query_counts"]
+        .as_object()
+        .map(|c| {
+            c.keys()
+                .filter(|t| !steps.iter().any(|s| s.step == format!("{prefix}{t}")))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Builds the summary and writes `summary.json` and `summary.md` atomically.

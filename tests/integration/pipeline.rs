@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::bench::{run_dir, summary, world, World, ROWS};
 use crate::greptimedb::read_json;
+use crate::util::{run_command, tsbsctl_bin, Run};
 
 /// Replaces one ASCII digit at or after `offset` with another digit, keeping the file's size,
 /// inode and modification time (what bit rot does): the data stays valid line protocol.
@@ -383,4 +384,173 @@ fn defect_22_one_cause_for_every_query_type_is_said_once() {
         "{}",
         r.stderr
     );
+}
+
+/// Starts `bench greptimedb query` in the background with a runner that sleeps in its first
+/// query; returns the child and its run directory once the first type is running.
+fn query_run_in_background(w: &World) -> (std::process::Child, PathBuf) {
+    w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 20000}));
+    let mut args = vec![
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "g1",
+        "--queries",
+        "3",
+        "--stop-timeout",
+        "5",
+    ];
+    for t in crate::bench::TYPES {
+        args.extend(["--query-type", t]);
+    }
+    let runs = w.gt.env.root.join("greptimedb/runs");
+    let known: Vec<PathBuf> = std::fs::read_dir(&runs)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    let mut c = w.gt.env.cmd(&args);
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    let child = c.spawn().unwrap();
+    let mut dir = None;
+    assert!(crate::bench::wait_until(Duration::from_secs(60), || {
+        dir = std::fs::read_dir(&runs)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .find(|d| !known.contains(d));
+        dir.as_ref()
+            .is_some_and(|d| d.join("logs/query-high-cpu-1-001.log").exists())
+    }));
+    (child, dir.unwrap())
+}
+
+fn last_event_at(dir: &Path) -> String {
+    events(dir).last().unwrap()["at"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn defect_28_killed_runs_end_when_they_died_and_list_what_never_started() {
+    let w = world();
+    let done = w.bench_ok("load", &[]);
+    let (mut child, dir) = query_run_in_background(&w);
+    // A report over a run still running says so at the top.
+    let out = w.gt.env.path().join("rep-running");
+    let r = w.run(&[
+        "runs",
+        "report",
+        done.to_str().unwrap(),
+        dir.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    r.ok().says("Incomplete: run").says("is still running");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("**Incomplete.**"), "{md}");
+
+    let died = last_event_at(&dir);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Noticed later than it died.
+    std::thread::sleep(Duration::from_millis(1200));
+    let r = w.run(&["runs", "show", dir.to_str().unwrap(), "--json"]);
+    r.ok();
+    let v = r.json();
+    let s = &v["data"]["summary"];
+    assert_eq!(s["status"], "interrupted");
+    assert_eq!(s["finished_at"], died, "the end is the last event");
+    assert_eq!(
+        s["not_started"],
+        json!(["lastpoint", "single-groupby-1-1-1"]),
+        "{s}"
+    );
+    let r = w.run(&["runs", "show", dir.to_str().unwrap()]);
+    r.ok()
+        .says("Never started (the run ended first): lastpoint, single-groupby-1-1-1");
+}
+
+/// Runs `tsbsctl args` in a private mount namespace where the state root is read-only; `None`
+/// when this host cannot make one (no `unshare`, or no privilege to mount).
+fn on_read_only_root(w: &World, args: &[&str]) -> Option<Run> {
+    let probe = std::process::Command::new("unshare")
+        .args(["-m", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("SKIPPED: cannot create a mount namespace here (unshare -m)");
+        return None;
+    }
+    let env = &w.gt.env;
+    let root = env.root.to_str().unwrap();
+    let script = format!(
+        "mount --bind '{root}' '{root}' && mount -o remount,bind,ro '{root}' && exec \"$0\" \"$@\""
+    );
+    let mut c = std::process::Command::new("unshare");
+    c.args(["-m", "sh", "-c", &script])
+        .arg(tsbsctl_bin())
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.path().join("home"))
+        .env("TSBSCTL_ROOT", &env.root)
+        .current_dir(env.path().join("cwd"))
+        .stdin(Stdio::null());
+    for (k, v) in &env.envs {
+        c.env(k, v);
+    }
+    Some(run_command(c, args, Duration::from_secs(120)))
+}
+
+#[test]
+fn defect_19_runs_on_read_only_media_can_be_shown_compared_and_reported() {
+    let w = world();
+    let a = w.bench_ok("all", &[]);
+    let b = w.bench_ok("query", &[]);
+    // A run whose process was killed: still "running" on disk, as in the trial.
+    let (mut child, dead) = query_run_in_background(&w);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = std::fs::read(dead.join("manifest.json")).unwrap();
+
+    let Some(r) = on_read_only_root(&w, &["runs", "show", dead.to_str().unwrap(), "--json"]) else {
+        return;
+    };
+    r.ok().says("read-only media");
+    assert_eq!(r.json()["data"]["summary"]["status"], "interrupted");
+    // Nothing was (or could be) written.
+    assert_eq!(std::fs::read(dead.join("manifest.json")).unwrap(), before);
+
+    let out = w.gt.env.path().join("rep-ro");
+    let r = on_read_only_root(
+        &w,
+        &[
+            "runs",
+            "report",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    r.ok();
+    assert!(out.join("report.html").is_file());
+
+    let r = on_read_only_root(
+        &w,
+        &[
+            "runs",
+            "compare",
+            "--baseline",
+            a.to_str().unwrap(),
+            "--candidate",
+            b.to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    r.ok().says("not saved").says("Welch");
+    assert!(!w.gt.env.root.join("comparisons").exists());
 }
