@@ -450,6 +450,7 @@ impl RunDir {
             _lock: Some(lock),
         };
         run.save()?;
+        reserve_space(&run.dir);
         Ok(run)
     }
 
@@ -632,6 +633,7 @@ impl RunDir {
                 })?;
             }
         }
+        release_space(&self.dir);
         if self.manifest.status == Status::Running {
             self.manifest.status = Status::Interrupted;
             self.manifest.finished_at = Some(died.unwrap_or_else(manifest::now_rfc3339));
@@ -642,6 +644,8 @@ impl RunDir {
 
     /// Ends the run with `status` (unfinished steps become `interrupted` or `failed`).
     pub fn finish(&mut self, status: Status, error: Option<&Error>) -> Result<()> {
+        // Room for the last events, the manifest and the summary on a disk that filled up.
+        release_space(&self.dir);
         let step_status = if status == Status::Interrupted {
             Status::Interrupted
         } else {
@@ -673,6 +677,21 @@ impl RunDir {
         }
         self.save()
     }
+}
+
+/// A file of real (not sparse) bytes kept while a run works, and deleted when it ends, so a
+/// disk that filled up during the run (#18) still has room for its last records.
+pub const SPACE_RESERVE: &str = ".space-reserve";
+const RESERVE_BYTES: usize = 1 << 20;
+
+fn reserve_space(dir: &Path) {
+    // Best effort: without the reserve a run still works, it is only less sure to finish its
+    // records on a full disk.
+    let _ = fs::write(dir.join(SPACE_RESERVE), vec![0u8; RESERVE_BYTES]);
+}
+
+fn release_space(dir: &Path) {
+    let _ = fs::remove_file(dir.join(SPACE_RESERVE));
 }
 
 /// On read-only media: the run's lock file is free (no process holds it), or missing.

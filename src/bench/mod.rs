@@ -937,17 +937,35 @@ impl Bench<'_> {
             }
             Err(f) => {
                 let gone = self.server_gone();
-                let reason = match gone {
+                let mut reason = match gone {
                     Some(g) => format!("{}; the server is gone: {g}", f.reason),
                     None => f.reason.clone(),
                 };
-                self.run.end(
+                // A full disk under the server is the root cause of its refusals: name it (#18).
+                let full = [self.target.data_dir(), Some(self.run.dir.clone())]
+                    .into_iter()
+                    .flatten()
+                    .find_map(|d| crate::media::full_disk_note(&d));
+                if let Some(note) = &full {
+                    reason = format!(
+                        "{note}; the loader stopped because the server refused writes: {reason}"
+                    );
+                }
+                // On a full disk this record may not fit; the run's end records the step.
+                let _ = self.run.end(
                     "load",
                     attempt,
                     Status::Failed,
                     Some(reason.clone()),
-                    Some(json!({"failure": f})),
-                )?;
+                    Some(json!({"failure": f, "disk_full": full})),
+                );
+                if full.is_some() {
+                    return Err(Error::failed(format!("load failed: {reason}")).with_hint(format!(
+                        "free space on that disk (or move the workspace to a larger one), then load again with --database-mode reset --confirm-reset {}; see {}",
+                        self.target.database(),
+                        log.display()
+                    )));
+                }
                 let hint = if f.kind == tsbs::FailureKind::DatabaseExists {
                     format!(
                         "the SQL database already exists (an earlier, unfinished load?); load with --database-mode reset --confirm-reset {} to replace it; see {}",

@@ -554,3 +554,95 @@ fn defect_19_runs_on_read_only_media_can_be_shown_compared_and_reported() {
     r.ok().says("not saved").says("Welch");
     assert!(!w.gt.env.root.join("comparisons").exists());
 }
+
+#[test]
+fn defect_18_a_full_disk_during_a_load_names_the_disk_and_fails_the_run() {
+    let w = world();
+    let probe = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("SKIPPED: cannot mount a tmpfs in a mount namespace here");
+        return;
+    }
+    let env = &w.gt.env;
+    let product = env.root.join("greptimedb");
+    let stash = env.path().join("stash");
+    let keep = env.path().join("kept-runs");
+    // 28,800 rows: about 9 MiB of WAL, on a 4 MiB disk holding the workspace and its runs.
+    let args = [
+        "bench",
+        "greptimedb",
+        "load",
+        "--database-id",
+        "g1",
+        "--stop-timeout",
+        "5",
+        "--profile",
+        "smoke",
+        "--scale",
+        "20",
+        "--log-interval",
+        "60s",
+        "--dataset-id",
+        "big20",
+        "--json",
+    ];
+    // The dataset is generated first, on the roomy disk.
+    w.run(&[
+        "data",
+        "generate",
+        "--profile",
+        "smoke",
+        "--scale",
+        "20",
+        "--log-interval",
+        "60s",
+        "--dataset-id",
+        "big20",
+        "--format",
+        "influx",
+    ])
+    .ok();
+    let script = format!(
+        "set -e; P='{p}'; cp -a \"$P\" '{stash}'; mount -t tmpfs -o size=4m tmpfs \"$P\"; cp -a '{stash}/.' \"$P/\"; \
+         set +e; \"$0\" \"$@\"; rc=$?; mkdir -p '{keep}'; cp -a \"$P/runs\" '{keep}/' 2>/dev/null; exit $rc",
+        p = product.display(),
+        stash = stash.display(),
+        keep = keep.display()
+    );
+    let mut c = std::process::Command::new("unshare");
+    c.args(["-m", "sh", "-c", &script])
+        .arg(tsbsctl_bin())
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.path().join("home"))
+        .env("TSBSCTL_ROOT", &env.root)
+        .current_dir(env.path().join("cwd"))
+        .stdin(Stdio::null());
+    for (k, v) in &env.envs {
+        c.env(k, v);
+    }
+    let r = run_command(c, &args, Duration::from_secs(180));
+    r.code(1);
+    let err = r.json()["error"].clone();
+    let msg = err["message"].as_str().unwrap();
+    assert!(msg.contains("is full"), "{msg}");
+    assert!(msg.contains("tmpfs"), "the disk is named: {msg}");
+    assert!(msg.contains("refused writes"), "{msg}");
+    assert!(!msg.contains(".manifest.json"), "{msg}");
+    // The run was recorded to its end: failed, with a summary.
+    let runs: Vec<PathBuf> = std::fs::read_dir(keep.join("runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let m = read_json(&runs[0].join("manifest.json"));
+    assert_eq!(m["status"], "failed", "{m}");
+    assert!(runs[0].join("summary.md").is_file());
+    assert!(!runs[0].join(".space-reserve").exists());
+}
