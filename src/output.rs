@@ -161,54 +161,65 @@ impl Reporter for StderrReporter {
             return Box::new(NoProgress);
         }
         let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
-        let template = match (unit, total.is_some()) {
-            (Unit::Bytes, true) => {
-                "{prefix} {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}"
-            }
-            (Unit::Bytes, false) => "{prefix} {spinner} {bytes} {bytes_per_sec} {msg}",
-            (Unit::Items, true) => {
-                "{prefix} {wide_bar} {human_pos}/{human_len} {rate}/s eta {eta} {msg}"
-            }
-            (Unit::Items, false) => "{prefix} {spinner} {human_pos} {rate}/s {msg}",
-            (Unit::Reported, true) => "{prefix} {wide_bar} {human_pos}/{human_len} {msg}",
-            (Unit::Reported, false) => "{prefix} {spinner} {human_pos} {msg}",
-        };
-        bar.set_style(
-            ProgressStyle::with_template(template)
-                .map(|s| {
-                    // indicatif's own {per_sec} prints four decimals ("767,139.5061/s").
-                    s.with_key(
-                        "rate",
-                        |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                            let _ = w.write_str(&fmt_rate(st.per_sec()));
-                        },
-                    )
-                })
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
+        bar.set_style(style(unit, total.is_some()));
         bar.set_prefix(label.to_string());
         bar.enable_steady_tick(Duration::from_millis(200));
-        Box::new(BarProgress(bar))
+        Box::new(BarProgress { bar, unit })
     }
 }
 
-struct BarProgress(ProgressBar);
+/// The look of a bar: with a known total, a bar with the size, percent and ETA (#24);
+/// without, a spinner with the count and the rate.
+fn style(unit: Unit, known_total: bool) -> ProgressStyle {
+    let template = match (unit, known_total) {
+        (Unit::Bytes, true) => {
+            "{prefix} {wide_bar} {bytes}/{total_bytes} {percent}% {bytes_per_sec} eta {eta} {msg}"
+        }
+        (Unit::Bytes, false) => "{prefix} {spinner} {bytes} {bytes_per_sec} {msg}",
+        (Unit::Items, true) => {
+            "{prefix} {wide_bar} {human_pos}/{human_len} {rate}/s eta {eta} {msg}"
+        }
+        (Unit::Items, false) => "{prefix} {spinner} {human_pos} {rate}/s {msg}",
+        (Unit::Reported, true) => "{prefix} {wide_bar} {human_pos}/{human_len} {msg}",
+        (Unit::Reported, false) => "{prefix} {spinner} {human_pos} {msg}",
+    };
+    ProgressStyle::with_template(template)
+        .map(|s| {
+            // indicatif's own {per_sec} prints four decimals ("767,139.5061/s").
+            s.with_key(
+                "rate",
+                |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = w.write_str(&fmt_rate(st.per_sec()));
+                },
+            )
+        })
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+}
+
+struct BarProgress {
+    bar: ProgressBar,
+    unit: Unit,
+}
 
 impl Progress for BarProgress {
     fn set_total(&self, total: u64) {
-        self.0.set_length(total);
+        // A total learnt later (a download's Content-Length) turns the spinner into a bar.
+        if self.bar.length().is_none() {
+            self.bar.set_style(style(self.unit, true));
+        }
+        self.bar.set_length(total);
     }
     fn inc(&self, delta: u64) {
-        self.0.inc(delta);
+        self.bar.inc(delta);
     }
     fn set_position(&self, pos: u64) {
-        self.0.set_position(pos);
+        self.bar.set_position(pos);
     }
     fn set_message(&self, msg: String) {
-        self.0.set_message(msg);
+        self.bar.set_message(msg);
     }
     fn finish(&self) {
-        self.0.finish_and_clear();
+        self.bar.finish_and_clear();
     }
 }
 

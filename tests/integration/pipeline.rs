@@ -140,9 +140,9 @@ fn open_pty() -> (std::fs::File, std::fs::File) {
 }
 
 /// Runs `tsbsctl args` with stdout and stderr on a terminal; returns (exit code, screen text).
-fn on_terminal(w: &World, args: &[&str]) -> (i32, String) {
+fn on_terminal(env: &crate::util::TestEnv, args: &[&str]) -> (i32, String) {
     let (master, slave) = open_pty();
-    let mut c = w.gt.env.cmd(args);
+    let mut c = env.cmd(args);
     c.stdin(Stdio::null())
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave));
@@ -204,7 +204,7 @@ fn defect_21_load_and_query_progress_on_a_terminal_only() {
         args.extend(["--query-type", t]);
     }
     args.extend(["--queries", "4"]);
-    let (code, screen) = on_terminal(&w, &args);
+    let (code, screen) = on_terminal(&w.gt.env, &args);
     assert_eq!(code, 0, "{screen}");
     // Rows loaded of rows expected, the loader's rate and an ETA.
     assert!(screen.contains(&format!("/{} rows", "2,880")), "{screen}");
@@ -645,4 +645,41 @@ fn defect_18_a_full_disk_during_a_load_names_the_disk_and_fails_the_run() {
     assert_eq!(m["status"], "failed", "{m}");
     assert!(runs[0].join("summary.md").is_file());
     assert!(!runs[0].join(".space-reserve").exists());
+}
+
+#[test]
+fn defect_24_a_download_of_known_length_shows_size_percent_and_eta() {
+    let gt = crate::greptimedb::Gt::new();
+    use testbed::releases::greptime as rel;
+    let platform = rel::host_platform();
+    let archive = rel::archive_path(crate::greptimedb::STABLE, &platform);
+    let bytes = rel::archive(
+        &rel::GreptimeRelease::new(crate::greptimedb::STABLE).with_knobs(&gt.knobs),
+        &platform,
+    )
+    .len() as u64;
+    // About 3 s for the whole archive, whatever its size.
+    gt.mirror.fault(
+        &archive,
+        testbed::mirror::Fault::Slow {
+            bytes_per_sec: (bytes / 3).max(1),
+        },
+    );
+    let (code, screen) = on_terminal(
+        &gt.env,
+        &[
+            "greptimedb",
+            "install",
+            "--version",
+            crate::greptimedb::STABLE,
+        ],
+    );
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("% "), "percent: {screen}");
+    assert!(screen.contains(" eta "), "eta: {screen}");
+    // The bytes so far of the archive's total size (it is tiny in the testbed).
+    assert!(
+        screen.contains(&format!(" B/{bytes} B ")),
+        "size of a total: {screen}"
+    );
 }
