@@ -61,6 +61,18 @@ pub fn build(run: &RunDir) -> Result<Value> {
                         v["rows_per_second"] = json!(r.rows_per_second);
                         v["metrics_per_second"] = json!(r.metrics_per_second);
                         v["duration_seconds"] = json!(r.duration_seconds);
+                        v["duration_source"] = json!("the loader's DurationMillis (whole ms)");
+                        // The loader's rate is rows / its own elapsed time at full precision,
+                        // while DurationMillis is truncated to whole ms: derive the duration
+                        // from the rate so that Rows/s and Duration agree (#26).
+                        if let (Some(rows), Some(rate)) =
+                            (r.rows, r.rows_per_second.filter(|x| *x > 0.0))
+                        {
+                            v["reported_duration_seconds"] = json!(r.duration_seconds);
+                            v["duration_seconds"] = json!(rows as f64 / rate);
+                            v["duration_source"] =
+                                json!("rows / the loader's rows per second (its own full-precision elapsed time)");
+                        }
                         v["backoff_seconds"] = json!(r.backoff_seconds());
                         v["source"] = json!(r.source);
                         if let Some(w) = r.workers {

@@ -683,3 +683,28 @@ fn defect_24_a_download_of_known_length_shows_size_percent_and_eta() {
         "size of a total: {screen}"
     );
 }
+
+#[test]
+fn defect_26_rows_per_second_and_duration_agree() {
+    let w = world();
+    // Slow enough that whole milliseconds matter less than the agreement we check.
+    w.tool_knobs("tsbs_load_greptime", json!({"batch_delay_ms": 7}));
+    let dir = w.bench_ok("load", &["--batch-size", "100", "--load-workers", "1"]);
+    let ing = summary(&dir)["ingestion"].clone();
+    let rows = ing["rows"].as_f64().unwrap();
+    let rate = ing["rows_per_second"].as_f64().unwrap();
+    let dur = ing["duration_seconds"].as_f64().unwrap();
+    assert!(
+        (rows / rate - dur).abs() <= 1e-9 * dur,
+        "rows {rows} / rate {rate} = {} but duration {dur}",
+        rows / rate
+    );
+    assert!(ing["duration_source"]
+        .as_str()
+        .unwrap()
+        .contains("rows per second"));
+    // What the loader reported is kept beside it, truncated to whole milliseconds.
+    let reported = ing["reported_duration_seconds"].as_f64().unwrap();
+    assert!((reported * 1000.0).fract().abs() < 1e-6, "{reported}");
+    assert!((reported - dur).abs() < 0.002, "{reported} vs {dur}");
+}
