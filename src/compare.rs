@@ -1,8 +1,11 @@
 //! `runs compare`: candidates against a baseline, for runs of one product (managed or
 //! external) that measured the same thing.
 //!
-//! Unlike the reference (benchmark.md §8.2), a difference counts only beyond a noise band
-//! (`--threshold`, default 5%), ingestion is compared too (higher rows/s is better), and mean,
+//! Unlike the reference (benchmark.md §8.2), a latency difference counts only when it is both
+//! beyond the practical band (`--threshold`, default 5%) and outside the runs' own noise
+//! (Welch's t-test on each run's count, mean and stddev: [`crate::noise`]); a large change
+//! inside the noise is "within noise". Ingestion is compared too (higher rows/s is better), but
+//! only between loads with the same write parameters ("not comparable" otherwise); mean,
 //! median and p95 are all shown. Runs that differ in SQL database, dataset, query set, counts
 //! or repetitions, or that hold failures, are refused naming the difference, never mixed.
 //! The output directory `comparisons/<id>/` is staged and renamed in one step.
@@ -214,12 +217,22 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
     let mut counts = BTreeMap::from([("improved", 0u64), ("unchanged", 0), ("regressed", 0)]);
     let mut queries = Vec::new();
     let mut largest: Option<Value> = None;
+    let mut within_noise = 0u64;
     for q in cand.summary["queries"].as_array().into_iter().flatten() {
         let qt = q["query_type"].as_str().unwrap_or("");
         let Some(b) = bq.get(qt) else { continue };
         let mean = delta(num(&b["mean_ms"]), num(&q["mean_ms"]));
-        let class = classify(&mean, threshold, Better::Lower);
-        *counts.entry(class).or_default() += 1;
+        let (class, noise) = judge(b, q, &mean, threshold);
+        if class == "within noise" {
+            within_noise += 1;
+        }
+        // "within noise" counts as unchanged: nothing was shown to have changed.
+        let counted = if class == "within noise" {
+            "unchanged"
+        } else {
+            class
+        };
+        *counts.entry(counted).or_default() += 1;
         let item = json!({
             "query_type": qt,
             "repetitions": q["repetitions"],
@@ -228,6 +241,7 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
             "median_ms": delta(num(&b["median_ms"]), num(&q["median_ms"])),
             "p95_ms": delta(num(&b["p95_ms"]), num(&q["p95_ms"])),
             "classification": class,
+            "noise": noise,
             "baseline_log": b["log"].as_str().map(|l| base.dir.join(l)),
             "candidate_log": q["log"].as_str().map(|l| cand.dir.join(l)),
         });
@@ -246,13 +260,28 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
     let ingestion = {
         let bi = &base.summary["ingestion"];
         let ci = &cand.summary["ingestion"];
-        if bi["status"] == "completed" && ci["status"] == "completed" {
+        let write_b = write_parameters(&base.summary);
+        let write_c = write_parameters(&cand.summary);
+        if bi["status"] == "completed" && ci["status"] == "completed" && write_b != write_c {
+            json!({
+                "classification": "not comparable",
+                "reason": format!(
+                    "the loads used different write parameters (baseline {}, candidate {}); rows/s depend on them",
+                    describe_write(&write_b),
+                    describe_write(&write_c)
+                ),
+                "rows_per_second": delta(num(&bi["rows_per_second"]), num(&ci["rows_per_second"])),
+                "workers": [bi["workers"], ci["workers"]],
+                "batch_size": [bi["batch_size"], ci["batch_size"]],
+            })
+        } else if bi["status"] == "completed" && ci["status"] == "completed" {
             let d = delta(num(&bi["rows_per_second"]), num(&ci["rows_per_second"]));
             let class = classify(&d, threshold, Better::Higher);
             json!({
                 "rows_per_second": d,
                 "metrics_per_second": delta(num(&bi["metrics_per_second"]), num(&ci["metrics_per_second"])),
                 "classification": class,
+                "noise": "one load per run: no spread to test, the band alone decides",
                 "workers": [bi["workers"], ci["workers"]],
                 "batch_size": [bi["batch_size"], ci["batch_size"]],
             })
@@ -269,6 +298,14 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
     };
     let mut v = run_identity(cand);
     v["counts"] = json!(counts);
+    v["within_noise"] = json!(within_noise);
+    v["verdict"] = json!(if counts["regressed"] > 0 || counts["improved"] > 0 {
+        "changed"
+    } else if within_noise > 0 {
+        "within noise"
+    } else {
+        "unchanged"
+    });
     v["largest_regression"] = largest.map_or(Value::Null, |l| {
         json!({
             "query_type": l["query_type"],
@@ -280,6 +317,56 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
     v["ingestion"] = ingestion;
     v["queries"] = json!(queries);
     v
+}
+
+/// A latency verdict: beyond the band and outside the noise to count. Returns the class and
+/// the noise record (the test, its interval), or why the noise could not be judged.
+fn judge(b: &Value, q: &Value, mean: &Value, threshold: f64) -> (&'static str, Value) {
+    let practical = classify(mean, threshold, Better::Lower);
+    let (sb, sc) = (
+        crate::noise::Sample::from_summary(b),
+        crate::noise::Sample::from_summary(q),
+    );
+    let Some((w, base_mean)) = sb
+        .zip(sc)
+        .and_then(|(x, y)| crate::noise::welch(x, y).map(|w| (w, x.mean)))
+    else {
+        let why = json!({
+            "test": null,
+            "reason": "a run lacks the count or stddev of this type (or has fewer than 2 queries): only the band decides",
+        });
+        return (practical, why);
+    };
+    let record = w.to_json(base_mean);
+    let class = match practical {
+        "regressed" | "improved" if !w.significant() => "within noise",
+        c => c,
+    };
+    (class, record)
+}
+
+/// What decides a load's throughput besides the server: workers, batch size, durability.
+fn write_parameters(s: &Value) -> Value {
+    json!({
+        "workers": s["ingestion"]["workers"],
+        "batch_size": s["ingestion"]["batch_size"],
+        "no_sync": s["workload"]["no_sync"],
+        "accept_partial": s["workload"]["accept_partial"],
+    })
+}
+
+fn describe_write(w: &Value) -> String {
+    let mut out = format!(
+        "{} workers x {} rows",
+        short(&w["workers"]),
+        short(&w["batch_size"])
+    );
+    for k in ["no_sync", "accept_partial"] {
+        if !w[k].is_null() {
+            out.push_str(&format!(", {k} {}", short(&w[k])));
+        }
+    }
+    out
 }
 
 /// What `runs compare` was asked for.
@@ -324,6 +411,11 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         "comparison_id": null,
         "created_at": created_at,
         "threshold_percent": threshold,
+        "noise_test": {
+            "test": "welch_t",
+            "level": crate::noise::LEVEL,
+            "rule": "a latency change is improved or regressed only when it is beyond the threshold and the confidence interval of the difference of means excludes 0",
+        },
         "product": s["product"],
         "product_label": s["product_label"],
         "database": s["target"]["database"],
@@ -347,7 +439,8 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         "baseline": run_identity(&base),
         "candidate_runs": cands.iter().map(run_identity).collect::<Vec<_>>(),
     });
-    let (id, dir) = publish(&ctx.root.comparisons(), |id| {
+    let base_dir = ctx.root.comparisons();
+    let published = publish(&base_dir, |id| {
         summary["comparison_id"] = json!(id);
         manifest["comparison_id"] = json!(id);
         let md = render_md(&summary)?;
@@ -356,7 +449,21 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
             ("summary.json".into(), pretty(&summary)?),
             ("summary.md".into(), md.into_bytes()),
         ])
-    })?;
+    });
+    // Runs on read-only media can still be compared; only the record cannot be kept (#19).
+    let (id, dir) = match published {
+        Ok((id, dir)) => (Some(id), Some(dir)),
+        Err(e) if crate::media::is_read_only(&base_dir) => {
+            rep.warn(&format!(
+                "{} is on read-only media: the comparison is shown but not saved ({})",
+                base_dir.display(),
+                e.message
+            ));
+            summary["comparison_id"] = Value::Null;
+            (None, None)
+        }
+        Err(e) => return Err(e),
+    };
     let regressed: u64 = summary["candidates"]
         .as_array()
         .into_iter()
@@ -366,26 +473,33 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     let mut human = String::new();
     for c in summary["candidates"].as_array().into_iter().flatten() {
         human.push_str(&format!(
-            "{} ({}) vs baseline {}: improved {}, unchanged {}, regressed {}; ingestion {}\n",
+            "{} ({}) vs baseline {}: improved {}, unchanged {} ({} of them within noise), regressed {}; ingestion {}\n",
             c["label"].as_str().unwrap_or("?"),
             c["run_id"].as_str().unwrap_or("?"),
             base.manifest.run_id,
             c["counts"]["improved"],
             c["counts"]["unchanged"],
+            c["within_noise"],
             c["counts"]["regressed"],
             c["ingestion"]["classification"].as_str().unwrap_or("?"),
         ));
     }
-    human.push_str(&format!(
-        "Comparison directory: {}\nSummary: {}\n",
-        dir.display(),
-        dir.join("summary.md").display()
-    ));
+    match &dir {
+        Some(dir) => human.push_str(&format!(
+            "Comparison directory: {}\nSummary: {}\n",
+            dir.display(),
+            dir.join("summary.md").display()
+        )),
+        None => {
+            human.push('\n');
+            human.push_str(&render_md(&summary)?);
+        }
+    }
     Ok(Outcome::new(
         json!({
             "comparison_id": id,
             "comparison_dir": dir,
-            "summary_md": dir.join("summary.md"),
+            "summary_md": dir.as_ref().map(|d| d.join("summary.md")),
             "regressed": regressed,
             "summary": summary,
         }),
@@ -516,6 +630,38 @@ mod tests {
         let i = delta(Some(10.0), Some(9.6));
         assert_eq!(classify(&i, 5.0, Better::Lower), "unchanged");
         assert_eq!(classify(&i, 1.0, Better::Lower), "improved");
+    }
+
+    fn q(count: u64, mean: f64, stddev: f64) -> Value {
+        json!({"query_count": count, "mean_ms": mean, "stddev_ms": stddev})
+    }
+
+    #[test]
+    fn defect_9_a_large_change_inside_the_noise_is_within_noise() {
+        // +20% with a spread of ±50%: the trial's "improved 2, regressed 2" on twin runs.
+        let (b, c) = (q(10, 10.0, 5.0), q(10, 12.0, 5.0));
+        let m = delta(Some(10.0), Some(12.0));
+        let (class, noise) = judge(&b, &c, &m, 5.0);
+        assert_eq!(class, "within noise", "{noise}");
+        assert_eq!(noise["test"], "welch_t");
+        assert_eq!(noise["outside_noise"], false);
+        let iv = noise["interval_ms"].as_array().unwrap();
+        assert!(iv[0].as_f64().unwrap() < 0.0 && iv[1].as_f64().unwrap() > 0.0);
+        // The same +20% with a tight spread is a regression; and -20% an improvement.
+        let (class, _) = judge(&q(10, 10.0, 0.5), &q(10, 12.0, 0.5), &m, 5.0);
+        assert_eq!(class, "regressed");
+        let m2 = delta(Some(12.0), Some(10.0));
+        let (class, _) = judge(&q(10, 12.0, 0.5), &q(10, 10.0, 0.5), &m2, 5.0);
+        assert_eq!(class, "improved");
+        // Significant but below the practical band: unchanged.
+        let m3 = delta(Some(10.0), Some(10.2));
+        let (class, noise) = judge(&q(1000, 10.0, 0.1), &q(1000, 10.2, 0.1), &m3, 5.0);
+        assert_eq!(class, "unchanged");
+        assert_eq!(noise["outside_noise"], true);
+        // No spread known: the band alone decides, and the record says so.
+        let (class, noise) = judge(&json!({"mean_ms": 10.0}), &c, &m, 5.0);
+        assert_eq!(class, "regressed");
+        assert!(noise["test"].is_null() && noise["reason"].is_string());
     }
 
     #[test]

@@ -709,7 +709,11 @@ fn stream_body(
                     eof = true;
                     break;
                 }
-                Ok(n) => filled += n,
+                Ok(n) => {
+                    filled += n;
+                    // Per read, not per chunk: a slow small download still shows its bytes.
+                    progress.inc(n as u64);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     read_err = Some(e);
@@ -723,7 +727,6 @@ fn stream_body(
             buf.truncate(filled);
             pipe.push(buf);
             *have += filled as u64;
-            progress.inc(filled as u64);
         }
         if crate::interrupt::requested() {
             return Err(Failure::Fatal(

@@ -26,6 +26,8 @@ pub mod interrupt;
 pub mod lock;
 pub mod logscan;
 pub mod manifest;
+pub mod media;
+pub mod noise;
 pub mod output;
 pub mod paths;
 pub mod platform;

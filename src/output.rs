@@ -84,6 +84,44 @@ pub trait Progress: Send + Sync {
 pub enum Unit {
     Bytes,
     Items,
+    /// A count whose rate and ETA come from the tool's own reports (in the message), not
+    /// from how often the bar is advanced.
+    Reported,
+}
+
+/// A rate with sensible digits: `767,140` (no decimals from 100 up), `42.5`, `0.73`.
+pub fn fmt_rate(r: f64) -> String {
+    if !r.is_finite() || r < 0.0 {
+        return "unknown".into();
+    }
+    if r >= 100.0 {
+        let n = r.round() as u64;
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else if r >= 10.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r:.2}")
+    }
+}
+
+/// A duration for a person: `45s`, `3m 20s`, `2h 05m`.
+pub fn fmt_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m {:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h {:02}m", s / 3600, (s % 3600) / 60)
+    }
 }
 
 /// Where logs and progress go. The core calls this; it never prints by itself.
@@ -133,42 +171,65 @@ impl Reporter for StderrReporter {
             return Box::new(NoProgress);
         }
         let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
-        let template = match (unit, total.is_some()) {
-            (Unit::Bytes, true) => {
-                "{prefix} {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}"
-            }
-            (Unit::Bytes, false) => "{prefix} {spinner} {bytes} {bytes_per_sec} {msg}",
-            (Unit::Items, true) => {
-                "{prefix} {wide_bar} {human_pos}/{human_len} {per_sec} eta {eta} {msg}"
-            }
-            (Unit::Items, false) => "{prefix} {spinner} {human_pos} {per_sec} {msg}",
-        };
-        bar.set_style(
-            ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
+        bar.set_style(style(unit, total.is_some()));
         bar.set_prefix(label.to_string());
         bar.enable_steady_tick(Duration::from_millis(200));
-        Box::new(BarProgress(bar))
+        Box::new(BarProgress { bar, unit })
     }
 }
 
-struct BarProgress(ProgressBar);
+/// The look of a bar: with a known total, a bar with the size, percent and ETA (#24);
+/// without, a spinner with the count and the rate.
+fn style(unit: Unit, known_total: bool) -> ProgressStyle {
+    let template = match (unit, known_total) {
+        (Unit::Bytes, true) => {
+            "{prefix} {wide_bar} {bytes}/{total_bytes} {percent}% {bytes_per_sec} eta {eta} {msg}"
+        }
+        (Unit::Bytes, false) => "{prefix} {spinner} {bytes} {bytes_per_sec} {msg}",
+        (Unit::Items, true) => {
+            "{prefix} {wide_bar} {human_pos}/{human_len} {rate}/s eta {eta} {msg}"
+        }
+        (Unit::Items, false) => "{prefix} {spinner} {human_pos} {rate}/s {msg}",
+        (Unit::Reported, true) => "{prefix} {wide_bar} {human_pos}/{human_len} {msg}",
+        (Unit::Reported, false) => "{prefix} {spinner} {human_pos} {msg}",
+    };
+    ProgressStyle::with_template(template)
+        .map(|s| {
+            // indicatif's own {per_sec} prints four decimals ("767,139.5061/s").
+            s.with_key(
+                "rate",
+                |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = w.write_str(&fmt_rate(st.per_sec()));
+                },
+            )
+        })
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+}
+
+struct BarProgress {
+    bar: ProgressBar,
+    unit: Unit,
+}
 
 impl Progress for BarProgress {
     fn set_total(&self, total: u64) {
-        self.0.set_length(total);
+        // A total learnt later (a download's Content-Length) turns the spinner into a bar.
+        if self.bar.length().is_none() {
+            self.bar.set_style(style(self.unit, true));
+        }
+        self.bar.set_length(total);
     }
     fn inc(&self, delta: u64) {
-        self.0.inc(delta);
+        self.bar.inc(delta);
     }
     fn set_position(&self, pos: u64) {
-        self.0.set_position(pos);
+        self.bar.set_position(pos);
     }
     fn set_message(&self, msg: String) {
-        self.0.set_message(msg);
+        self.bar.set_message(msg);
     }
     fn finish(&self) {
-        self.0.finish_and_clear();
+        self.bar.finish_and_clear();
     }
 }
 
@@ -198,6 +259,19 @@ impl Reporter for SilentReporter {
 mod tests {
     use super::*;
     use crate::error::Error;
+
+    #[test]
+    fn rates_have_sensible_digits_defect_25() {
+        assert_eq!(fmt_rate(767139.5061), "767,140");
+        assert_eq!(fmt_rate(1051388.7233), "1,051,389");
+        assert_eq!(fmt_rate(100.4), "100");
+        assert_eq!(fmt_rate(42.46), "42.5");
+        assert_eq!(fmt_rate(0.731), "0.73");
+        assert_eq!(fmt_rate(f64::NAN), "unknown");
+        assert_eq!(fmt_duration(Duration::from_secs(45)), "45s");
+        assert_eq!(fmt_duration(Duration::from_secs(200)), "3m 20s");
+        assert_eq!(fmt_duration(Duration::from_secs(7500)), "2h 05m");
+    }
 
     #[test]
     fn envelope_has_the_documented_shape() {

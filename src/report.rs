@@ -599,6 +599,16 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
         "runs": cols,
         "comparable": warnings.is_empty(),
         "warnings": warnings,
+        // A run still running (or that never finished) has numbers still to come (#28).
+        "incomplete": cols
+            .iter()
+            .filter(|c| c["status"] != "completed")
+            .map(|c| format!(
+                "run {} is {}: its numbers are incomplete",
+                c["run_id"].as_str().unwrap_or("?"),
+                if c["status"] == "running" { "still running".to_string() } else { c["status"].as_str().unwrap_or("unknown").to_string() }
+            ))
+            .collect::<Vec<_>>(),
         "notes": {
             "ingestion": notes.for_table("ingestion"),
             "queries": notes.for_table("queries"),
@@ -860,6 +870,9 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         }
     };
     let mut human = String::new();
+    for w in summary["incomplete"].as_array().into_iter().flatten() {
+        human.push_str(&format!("Incomplete: {}\n", s(w)));
+    }
     for w in summary["warnings"].as_array().into_iter().flatten() {
         human.push_str(&format!("Not strictly comparable: {}\n", s(w)));
     }

@@ -450,6 +450,7 @@ impl RunDir {
             _lock: Some(lock),
         };
         run.save()?;
+        reserve_space(&run.dir);
         Ok(run)
     }
 
@@ -465,7 +466,20 @@ impl RunDir {
             seq,
             _lock: None,
         };
-        if run.manifest.status == Status::Running {
+        if run.manifest.status == Status::Running && crate::media::is_read_only(dir) {
+            // Read-only media (an archive, a remounted disk): nothing can be locked or
+            // recorded, but a free lock still says whether its owner is alive (#19).
+            if owner_gone(dir) {
+                run.manifest.status = Status::Interrupted;
+                if run.manifest.finished_at.is_none() {
+                    run.manifest.finished_at = events.last().map(|e| e.at.clone());
+                }
+                reporter.warn(&format!(
+                    "run {} is on read-only media: shown as interrupted, but that cannot be recorded there",
+                    run.manifest.run_id
+                ));
+            }
+        } else if run.manifest.status == Status::Running {
             match lock::lock_dir(
                 dir,
                 &format!("run {}", run.manifest.run_id),
@@ -602,20 +616,27 @@ impl RunDir {
 
     /// Marks every unfinished step and the run `interrupted`.
     pub fn mark_interrupted(&mut self, reason: &str) -> Result<()> {
+        // The run died after its last event, not when someone noticed (#28).
+        let died = read_events(&self.dir)?.last().map(|e| e.at.clone());
         for s in self.steps()? {
             if s.status == Status::Running {
-                self.end(
-                    &s.step,
-                    s.attempt,
-                    Status::Interrupted,
-                    Some(reason.to_string()),
-                    None,
-                )?;
+                self.event(StepEvent {
+                    seq: 0,
+                    step: s.step.clone(),
+                    attempt: s.attempt,
+                    status: Status::Interrupted,
+                    at: died.clone().unwrap_or_else(manifest::now_rfc3339),
+                    log: None,
+                    results: None,
+                    reason: Some(reason.to_string()),
+                    data: None,
+                })?;
             }
         }
+        release_space(&self.dir);
         if self.manifest.status == Status::Running {
             self.manifest.status = Status::Interrupted;
-            self.manifest.finished_at = Some(manifest::now_rfc3339());
+            self.manifest.finished_at = Some(died.unwrap_or_else(manifest::now_rfc3339));
             self.save()?;
         }
         Ok(())
@@ -623,6 +644,8 @@ impl RunDir {
 
     /// Ends the run with `status` (unfinished steps become `interrupted` or `failed`).
     pub fn finish(&mut self, status: Status, error: Option<&Error>) -> Result<()> {
+        // Room for the last events, the manifest and the summary on a disk that filled up.
+        release_space(&self.dir);
         let step_status = if status == Status::Interrupted {
             Status::Interrupted
         } else {
@@ -654,6 +677,36 @@ impl RunDir {
         }
         self.save()
     }
+}
+
+/// A file of real (not sparse) bytes kept while a run works, and deleted when it ends, so a
+/// disk that filled up during the run (#18) still has room for its last records.
+pub const SPACE_RESERVE: &str = ".space-reserve";
+const RESERVE_BYTES: usize = 1 << 20;
+
+fn reserve_space(dir: &Path) {
+    // Best effort: without the reserve a run still works, it is only less sure to finish its
+    // records on a full disk.
+    let _ = fs::write(dir.join(SPACE_RESERVE), vec![0u8; RESERVE_BYTES]);
+}
+
+fn release_space(dir: &Path) {
+    let _ = fs::remove_file(dir.join(SPACE_RESERVE));
+}
+
+/// On read-only media: the run's lock file is free (no process holds it), or missing.
+fn owner_gone(dir: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = fs::File::open(lock::lock_path_of(dir)) else {
+        return true;
+    };
+    // SAFETY: flock on a descriptor we own; a shared probe works on a read-only file.
+    let free = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+    if free {
+        // SAFETY: as above.
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_UN) };
+    }
+    free
 }
 
 /// Finds a run by path or id (across products). An id matching several runs is invalid input

@@ -61,6 +61,18 @@ pub fn build(run: &RunDir) -> Result<Value> {
                         v["rows_per_second"] = json!(r.rows_per_second);
                         v["metrics_per_second"] = json!(r.metrics_per_second);
                         v["duration_seconds"] = json!(r.duration_seconds);
+                        v["duration_source"] = json!("the loader's DurationMillis (whole ms)");
+                        // The loader's rate is rows / its own elapsed time at full precision,
+                        // while DurationMillis is truncated to whole ms: derive the duration
+                        // from the rate so that Rows/s and Duration agree (#26).
+                        if let (Some(rows), Some(rate)) =
+                            (r.rows, r.rows_per_second.filter(|x| *x > 0.0))
+                        {
+                            v["reported_duration_seconds"] = json!(r.duration_seconds);
+                            v["duration_seconds"] = json!(rows as f64 / rate);
+                            v["duration_source"] =
+                                json!("rows / the loader's rows per second (its own full-precision elapsed time)");
+                        }
                         v["backoff_seconds"] = json!(r.backoff_seconds());
                         v["source"] = json!(r.source);
                         if let Some(w) = r.workers {
@@ -388,8 +400,30 @@ pub fn build(run: &RunDir) -> Result<Value> {
         },
         "failures": failures,
         "warnings": warnings,
+        "not_started": not_started(m, &steps),
         "error": m.error,
     }))
+}
+
+/// The query types a run that ended early planned but never started (#28), sorted.
+fn not_started(m: &crate::run::RunManifest, steps: &[crate::run::Step]) -> Vec<String> {
+    if matches!(m.status, Status::Completed | Status::Running) {
+        return Vec::new();
+    }
+    let prefix = match m.phase.as_str() {
+        "all" | "query" => "query:",
+        "analyze" => "analyze:",
+        _ => return Vec::new(),
+    };
+    m.workload["query_counts"]
+        .as_object()
+        .map(|c| {
+            c.keys()
+                .filter(|t| !steps.iter().any(|s| s.step == format!("{prefix}{t}")))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Builds the summary and writes `summary.json` and `summary.md` atomically.

@@ -1,6 +1,9 @@
 //! Running one TSBS tool: its own process group (dies with tsbsctl), stdout and stderr merged
 //! into one log that starts with the redacted command line, a dataset streamed to stdin when
-//! asked, and a watch loop that stops the tool on Ctrl-C or when the server it talks to dies.
+//! asked (hashed on its way, so a run records the bytes the tool read), and a watch loop that
+//! stops the tool on Ctrl-C or when the server it talks to dies. An [`Observer`] sees the log's
+//! new lines as the tool writes them (progress, stalls) without sitting in the tool's output
+//! path: the tool writes straight to the log file, tsbsctl only tails it.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -21,6 +24,50 @@ pub enum ToolEnd {
     Interrupted,
     /// The watch said the server is gone (the reason); the tool was stopped.
     ServerGone(String),
+    /// The observer asked to stop the tool (e.g. a stall with `--on-stall stop`).
+    Stopped(String),
+}
+
+/// What was streamed to the tool's stdin.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Fed {
+    /// Bytes written to the tool.
+    pub bytes: u64,
+    /// SHA-256 of every byte the source yielded, when it was read to its end.
+    pub sha256: Option<String>,
+    /// The source was read to its end and every byte reached the tool.
+    pub complete: bool,
+    /// Why the stream ended early (a read error, or the tool closed its stdin).
+    pub error: Option<String>,
+}
+
+/// Sees a tool's log as it grows.
+pub trait Observer {
+    /// One new complete line of the log (the tool's stdout and stderr, merged).
+    fn line(&mut self, line: &str);
+    /// Called about every 200 ms; `Some(reason)` stops the tool.
+    fn tick(&mut self) -> Option<String>;
+    /// The tool ended (clears any progress display).
+    fn done(&mut self) {}
+}
+
+/// An observer that ignores everything.
+pub struct NoObserver;
+
+impl Observer for NoObserver {
+    fn line(&mut self, _: &str) {}
+    fn tick(&mut self) -> Option<String> {
+        None
+    }
+}
+
+/// How one tool run went.
+#[derive(Debug)]
+pub struct ToolRun {
+    pub end: ToolEnd,
+    pub usage: Usage,
+    /// What reached the tool's stdin, when a stream was given.
+    pub fed: Option<Fed>,
 }
 
 /// CPU time tsbsctl itself and the tool used while the tool ran (so overhead can be checked
@@ -50,6 +97,103 @@ pub fn run_tool(
     stdin: Option<Box<dyn Read + Send>>,
     watch: &mut dyn FnMut() -> Option<String>,
 ) -> Result<(ToolEnd, Usage)> {
+    let r = run_tool_observed(cmd, cwd, log, stdin, watch, &mut NoObserver)?;
+    Ok((r.end, r.usage))
+}
+
+/// Bytes per write to the tool's stdin, and the pipe size asked for: big enough that the
+/// loader never waits for tsbsctl between two of its reads.
+const FEED_CHUNK: usize = 1 << 20;
+
+/// Copies `src` into the tool's stdin and hashes it on a helper thread at the same time.
+fn feed(mut src: Box<dyn Read + Send>, mut dst: std::process::ChildStdin) -> Fed {
+    use std::os::fd::AsRawFd;
+    // SAFETY: F_SETPIPE_SZ on a pipe we own; failure only leaves the default size.
+    unsafe {
+        libc::fcntl(
+            dst.as_raw_fd(),
+            libc::F_SETPIPE_SZ,
+            FEED_CHUNK as libc::c_int,
+        )
+    };
+    let mut pipe = crate::hash::HashPipe::new(crate::hash::Sha256::new());
+    let mut fed = Fed::default();
+    loop {
+        let mut buf = pipe.buffer(FEED_CHUNK);
+        let n = match src.read(&mut buf) {
+            Ok(0) => {
+                fed.complete = true;
+                break;
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                fed.error = Some(format!("reading the dataset: {e}"));
+                break;
+            }
+        };
+        // A closed pipe (the tool exited) ends the copy; the tool's exit says why.
+        if let Err(e) = dst.write_all(&buf[..n]) {
+            fed.error = Some(format!("the tool stopped reading its input: {e}"));
+            break;
+        }
+        fed.bytes += n as u64;
+        buf.truncate(n);
+        pipe.push(buf);
+    }
+    drop(dst);
+    let digest = pipe.finish().finish_hex();
+    if fed.complete {
+        fed.sha256 = Some(digest);
+    }
+    fed
+}
+
+/// Reads what was appended to a log since the last call and hands complete lines on.
+struct Tail {
+    file: Option<File>,
+    partial: Vec<u8>,
+}
+
+impl Tail {
+    fn new(log: &Path) -> Tail {
+        Tail {
+            file: File::open(log).ok(),
+            partial: Vec::new(),
+        }
+    }
+
+    fn poll(&mut self, observer: &mut dyn Observer) {
+        let Some(f) = self.file.as_mut() else {
+            return;
+        };
+        let mut buf = [0u8; 64 * 1024];
+        // Bounded per poll so a chatty tool cannot keep the watch loop from its other work.
+        for _ in 0..64 {
+            match f.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => self.partial.extend_from_slice(&buf[..n]),
+            }
+        }
+        let mut start = 0;
+        while let Some(i) = self.partial[start..].iter().position(|&b| b == b'\n') {
+            let line = String::from_utf8_lossy(&self.partial[start..start + i]);
+            observer.line(line.trim_end_matches('\r'));
+            start += i + 1;
+        }
+        self.partial.drain(..start);
+    }
+}
+
+/// [`run_tool`] with an observer of the log and the record of what was fed to stdin.
+pub fn run_tool_observed(
+    cmd: &TsbsCommand,
+    cwd: &Path,
+    log: &Path,
+    stdin: Option<Box<dyn Read + Send>>,
+    watch: &mut dyn FnMut() -> Option<String>,
+    observer: &mut dyn Observer,
+) -> Result<ToolRun> {
     let (self0, _) = rusage(libc::RUSAGE_SELF);
     let (child0, _) = rusage(libc::RUSAGE_CHILDREN);
     let started = Instant::now();
@@ -80,13 +224,11 @@ pub fn run_tool(
             .with_hint("check the TSBS build with `tsbsctl env verify`")
     })?;
     let feeder = match (stdin, child.stdin.take()) {
-        (Some(mut src), Some(mut dst)) => Some(std::thread::spawn(move || {
-            // A closed pipe (the tool exited) ends the copy; the tool's exit says why.
-            let _ = std::io::copy(&mut src, &mut dst);
-        })),
+        (Some(src), Some(dst)) => Some(std::thread::spawn(move || feed(src, dst))),
         _ => None,
     };
     let pid = child.id() as libc::pid_t;
+    let mut tail = Tail::new(log);
     let mut last_watch = Instant::now();
     let end = loop {
         match child.try_wait() {
@@ -104,12 +246,22 @@ pub fn run_tool(
                 stop_group(pid, &mut child);
                 break ToolEnd::ServerGone(reason);
             }
+            tail.poll(observer);
+            if let Some(reason) = observer.tick() {
+                stop_group(pid, &mut child);
+                break ToolEnd::Stopped(reason);
+            }
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    if let Some(f) = feeder {
-        let _ = f.join();
-    }
+    tail.poll(observer);
+    observer.done();
+    let fed = feeder.map(|f| {
+        f.join().unwrap_or_else(|_| Fed {
+            error: Some("the feeding thread panicked".into()),
+            ..Fed::default()
+        })
+    });
     let (self1, rss) = rusage(libc::RUSAGE_SELF);
     let (child1, _) = rusage(libc::RUSAGE_CHILDREN);
     let usage = Usage {
@@ -118,7 +270,7 @@ pub fn run_tool(
         tsbsctl_max_rss_kib: rss,
         wall_seconds: started.elapsed().as_secs_f64(),
     };
-    Ok((end, usage))
+    Ok(ToolRun { end, usage, fed })
 }
 
 /// SIGTERM to the tool's group, 2 s, then SIGKILL; always reaps.

@@ -19,6 +19,7 @@ pub mod preflight;
 pub mod quickstart;
 pub mod settle;
 pub mod target;
+pub mod watch;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -115,6 +116,9 @@ pub struct Request {
     pub stop_timeout: Option<f64>,
     /// InfluxDB 3: the limit of one row-count request (default 30 min).
     pub count_timeout: Option<std::time::Duration>,
+    /// Seconds a tool may go without progress before it counts as stalled.
+    pub stall_timeout: Option<f64>,
+    pub on_stall: Option<watch::OnStall>,
     pub lock: LockOptions,
     /// Every flag, as recorded in the run manifest (no secrets: only variable names).
     pub flags: Value,
@@ -160,6 +164,7 @@ pub fn validate(kind: ProductKind, req: &Request) -> Result<Phase> {
     preflight::check_bounds(req)?;
     preflight::check_query_flags(req)?;
     positive("--parallelism", req.parallelism)?;
+    watch::StallPolicy::new(req.stall_timeout, req.on_stall)?;
     match (&req.database_id, req.urls.is_empty()) {
         (Some(_), false) => {
             return Err(
@@ -493,7 +498,64 @@ impl Bench<'_> {
                     .end(step, attempt, Status::Failed, Some(r.clone()), None)?;
                 Err(Error::failed(r).with_hint(format!("see {}", log.display())))
             }
+            ToolEnd::Stopped(reason) => {
+                self.run
+                    .end(step, attempt, Status::Failed, Some(reason.clone()), None)?;
+                Err(Error::failed(reason).with_hint(format!(
+                    "see {} and the server log; raise --stall-timeout if the tool is just slow",
+                    log.display()
+                )))
+            }
         }
+    }
+
+    fn stall_policy(&self) -> watch::StallPolicy {
+        watch::StallPolicy::new(self.req.stall_timeout, self.req.on_stall)
+            .expect("validated before the run started")
+    }
+
+    /// Runs a tool with its progress drawn and stalls watched; the server check runs as with
+    /// [`exec::run_tool`].
+    #[allow(clippy::too_many_arguments)]
+    fn run_watched(
+        &mut self,
+        cmd: &tsbs::TsbsCommand,
+        log: &Path,
+        stdin: Option<Box<dyn std::io::Read + Send>>,
+        step: &str,
+        attempt: u32,
+        counting: watch::Counting,
+        label: &str,
+        expected: Option<u64>,
+    ) -> Result<exec::ToolRun> {
+        let policy = self.stall_policy();
+        let cwd = self.cwd.clone();
+        let reporter = self.ctx.reporter.as_ref();
+        // The server is checked by the watch closure while the observer writes events.
+        let mut server = self.server.take();
+        let mut gone = || {
+            let s = server.as_mut()?;
+            s.check_running().err().map(|e| e.message)
+        };
+        let mut obs = watch::ToolWatch::new(
+            &mut self.run,
+            reporter,
+            step,
+            attempt,
+            &cmd.tool(),
+            counting,
+            label,
+            expected,
+            policy,
+        );
+        let res = exec::run_tool_observed(cmd, &cwd, log, stdin, &mut gone, &mut obs);
+        let event_error = obs.event_error.take();
+        drop(obs);
+        self.server = server;
+        if let Some(e) = event_error {
+            return Err(e);
+        }
+        res
     }
 
     fn reporter(&self) -> &dyn crate::output::Reporter {
@@ -812,11 +874,8 @@ impl Bench<'_> {
         let attempt = self.run.next_attempt("load")?;
         let (log, log_rel) = self.run.log(&format!("load-{attempt:03}.log"));
         let (results, results_rel) = self.run.result(&format!("load-{attempt:03}.json"));
-        let input = if sf.compression == Compression::None {
-            tsbs::LoadInput::File(sf.path.clone())
-        } else {
-            tsbs::LoadInput::Stdin
-        };
+        // Always streamed through tsbsctl, so the bytes the loader reads are hashed (#7).
+        let input = tsbs::LoadInput::Stdin;
         let (auth, admin) = self.target.tokens();
         let spec = tsbs::LoadSpec {
             binary: loader,
@@ -854,6 +913,7 @@ impl Bench<'_> {
                 "batch_size": batch,
                 "input": if cmd.stdin_data { "stdin" } else { "file" },
                 "command": cmd.redacted(),
+                "stall": self.stall_policy().to_json(),
             })),
         )?;
         self.reporter().info(&format!(
@@ -868,33 +928,81 @@ impl Bench<'_> {
         } else {
             None
         };
-        let cwd = self.cwd.clone();
-        let (end, usage) = exec::run_tool(&cmd, &cwd, &log, stdin, &mut || self.server_gone())?;
+        let ran = self.run_watched(
+            &cmd,
+            &log,
+            stdin,
+            "load",
+            attempt,
+            watch::Counting::Rows,
+            "load",
+            Some(sf.rows),
+        )?;
+        let (end, usage) = (ran.end, ran.usage);
         let log_text = exec::read_log(&log);
         let status = self.tool_exit("load", attempt, end, "the load", &log)?;
         match tsbs::load_outcome(&cmd.tool(), status, &log_text, &spec.results_file) {
             Ok(r) => {
+                let fed = ran.fed.unwrap_or_default();
+                let input = json!({
+                    "bytes": fed.bytes,
+                    "sha256": fed.sha256,
+                    "expected_sha256": sf.uncompressed_sha256,
+                    "matches_manifest": fed.sha256.as_deref() == Some(sf.uncompressed_sha256.as_str()),
+                });
+                if let Err(e) = check_fed(&fed, sf) {
+                    self.run.end(
+                        "load",
+                        attempt,
+                        Status::Failed,
+                        Some(e.message.clone()),
+                        Some(json!({"rows": r.rows, "metrics": r.metrics, "usage": usage, "input": input})),
+                    )?;
+                    return Err(e);
+                }
+                if let Some(d) = self.run.manifest.dataset.as_mut() {
+                    d["loaded_sha256"] = json!(fed.sha256);
+                }
+                self.run.save()?;
                 self.run.end(
                     "load",
                     attempt,
                     Status::Completed,
                     None,
-                    Some(json!({"rows": r.rows, "metrics": r.metrics, "usage": usage})),
+                    Some(json!({"rows": r.rows, "metrics": r.metrics, "usage": usage, "input": input})),
                 )?;
             }
             Err(f) => {
                 let gone = self.server_gone();
-                let reason = match gone {
+                let mut reason = match gone {
                     Some(g) => format!("{}; the server is gone: {g}", f.reason),
                     None => f.reason.clone(),
                 };
-                self.run.end(
+                // A full disk under the server is the root cause of its refusals: name it (#18).
+                let full = [self.target.data_dir(), Some(self.run.dir.clone())]
+                    .into_iter()
+                    .flatten()
+                    .find_map(|d| crate::media::full_disk_note(&d));
+                if let Some(note) = &full {
+                    reason = format!(
+                        "{note}; the loader stopped because the server refused writes: {reason}"
+                    );
+                }
+                // On a full disk this record may not fit; the run's end records the step.
+                let _ = self.run.end(
                     "load",
                     attempt,
                     Status::Failed,
                     Some(reason.clone()),
-                    Some(json!({"failure": f})),
-                )?;
+                    Some(json!({"failure": f, "disk_full": full})),
+                );
+                if full.is_some() {
+                    return Err(Error::failed(format!("load failed: {reason}")).with_hint(format!(
+                        "free space on that disk (or move the workspace to a larger one), then load again with --database-mode reset --confirm-reset {}; see {}",
+                        self.target.database(),
+                        log.display()
+                    )));
+                }
                 let hint = if f.kind == tsbs::FailureKind::DatabaseExists {
                     format!(
                         "the SQL database already exists (an earlier, unfinished load?); load with --database-mode reset --confirm-reset {} to replace it; see {}",
@@ -1040,8 +1148,13 @@ impl Bench<'_> {
             .as_u64()
             .unwrap_or(1) as u32;
         let (auth, _) = self.target.tokens();
-        for (qt, file) in &set.files {
+        let total_types = set.files.len();
+        // The first type that failed with the cause the latest failure had (said once).
+        let mut last_failure: Option<(String, String)> = None;
+        for (i, (qt, file)) in set.files.iter().enumerate() {
             crate::interrupt::check()?;
+            // The bytes the runner is about to read are the ones the set's manifest records (#7).
+            let sha = verify_query_file(qt, file)?;
             if let Some(reason) = self.server_gone() {
                 return Err(Error::failed(format!("the server died: {reason}")));
             }
@@ -1063,7 +1176,10 @@ impl Bench<'_> {
                 workers,
                 results_file: results,
             };
-            let cmd = tsbs::query_command(&spec)?;
+            let queries = set.counts().get(qt).copied();
+            let mut cmd = tsbs::query_command(&spec)?;
+            // About 100 progress blocks per type (on stderr, before the final report).
+            cmd.set_print_interval(queries.map_or(1, |n| n.div_ceil(100).max(1)));
             self.run.begin(
                 &step,
                 attempt,
@@ -1073,15 +1189,27 @@ impl Bench<'_> {
                     "query_type": qt,
                     "file": file.path,
                     "file_bytes": file.bytes,
-                    "file_sha256": file.sha256,
-                    "queries": set.counts().get(qt),
+                    "file_sha256": sha,
+                    "file_sha256_verified": true,
+                    "queries": queries,
                     "workers": workers,
                     "command": cmd.redacted(),
+                    "stall": self.stall_policy().to_json(),
                 })),
             )?;
-            self.reporter().info(&format!("query type {qt}"));
-            let cwd = self.cwd.clone();
-            let (end, usage) = exec::run_tool(&cmd, &cwd, &log, None, &mut || self.server_gone())?;
+            let label = format!("query type {}/{total_types} {qt}", i + 1);
+            self.reporter().info(&label);
+            let ran = self.run_watched(
+                &cmd,
+                &log,
+                None,
+                &step,
+                attempt,
+                watch::Counting::Queries,
+                &label,
+                queries,
+            )?;
+            let (end, usage) = (ran.end, ran.usage);
             let status = self.tool_exit(&step, attempt, end, &format!("query type {qt}"), &log)?;
             let text = exec::read_log(&log);
             match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
@@ -1094,8 +1222,17 @@ impl Bench<'_> {
                 )?,
                 // One type failing (e.g. a non-200) does not stop the others.
                 Err(f) => {
-                    self.reporter()
-                        .warn(&format!("query type {qt} failed: {}", f.reason));
+                    let cause = same_cause(&f.reason);
+                    match &last_failure {
+                        Some((first, c)) if *c == cause => self.reporter().warn(&format!(
+                            "query type {qt} failed: the same cause as {first}"
+                        )),
+                        _ => {
+                            self.reporter()
+                                .warn(&format!("query type {qt} failed: {}", f.reason));
+                            last_failure = Some((qt.clone(), cause));
+                        }
+                    }
                     self.run.end(
                         &step,
                         attempt,
@@ -1192,17 +1329,16 @@ impl Bench<'_> {
         let _ = self.stop_server();
         // Everything the summary counts as a failure (failed steps, unreadable results, panics
         // in the server log) fails the run.
-        let failed_steps: Vec<String> = crate::summary::build(&self.run)
+        let failed_steps: Vec<(String, String)> = crate::summary::build(&self.run)
             .map(|sum| {
                 sum["failures"]
                     .as_array()
                     .map(|a| {
                         a.iter()
                             .map(|f| {
-                                format!(
-                                    "{}: {}",
-                                    f["step"].as_str().unwrap_or("run"),
-                                    f["reason"].as_str().unwrap_or("failed")
+                                (
+                                    f["step"].as_str().unwrap_or("run").to_string(),
+                                    f["reason"].as_str().unwrap_or("failed").to_string(),
                                 )
                             })
                             .collect()
@@ -1218,7 +1354,7 @@ impl Bench<'_> {
                 Some(Error::failed(format!(
                     "{} failure(s): {}",
                     failed_steps.len(),
-                    failed_steps.join("; ")
+                    group_failures(&failed_steps)
                 ))),
             ),
             Ok(()) => (Status::Completed, None),
@@ -1241,6 +1377,90 @@ impl Bench<'_> {
             }
         }
     }
+}
+
+/// The stream the loader read must be the dataset the manifest describes, all of it.
+fn check_fed(fed: &exec::Fed, sf: &StoredFormat) -> Result<()> {
+    let hint = format!(
+        "regenerate the dataset with `tsbsctl data generate --dataset-id {} --format {} --regenerate`, then load again with --database-mode reset",
+        sf.dataset_id, sf.format
+    );
+    match &fed.sha256 {
+        Some(got) if *got == sf.uncompressed_sha256 => Ok(()),
+        Some(got) => Err(Error::integrity(format!(
+            "the dataset streamed to the loader ({}, {} bytes) has SHA-256 {got}, its manifest says {}: the file changed on disk",
+            sf.path.display(),
+            fed.bytes,
+            sf.uncompressed_sha256
+        ))
+        .with_hint(hint)),
+        None => Err(Error::integrity(format!(
+            "the loader ended without reading all of {} ({} bytes read{}), so what it loaded is not known",
+            sf.path.display(),
+            fed.bytes,
+            fed.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
+        ))
+        .with_hint(hint)),
+    }
+}
+
+/// Hashes one query file and compares it with the query set's manifest.
+fn verify_query_file(qt: &str, file: &queryset::QueryFile) -> Result<String> {
+    let (sha, bytes) = crate::hash::sha256_file(&file.path, &crate::output::NoProgress)?;
+    if sha != file.sha256 || bytes != file.bytes {
+        let set_dir = file
+            .path
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(&file.path);
+        return Err(Error::integrity(format!(
+            "query file {} (type {qt}) has SHA-256 {sha} ({bytes} bytes), the query set's manifest says {} ({} bytes)",
+            file.path.display(),
+            file.sha256,
+            file.bytes
+        ))
+        .with_hint(format!(
+            "remove {} and run again to generate the query set anew",
+            set_dir.display()
+        )));
+    }
+    Ok(sha)
+}
+
+/// A failure reason without what differs between two failures of one cause (the server's
+/// per-request execution time).
+fn same_cause(reason: &str) -> String {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(r#""?execution_time_ms"?\s*:\s*\d+"#).expect("regex"))
+        .replace_all(reason, "execution_time_ms")
+        .into_owned()
+}
+
+/// Failures with one cause said once, with the steps it hit (#22): `cause (steps: a, b)`.
+fn group_failures(failures: &[(String, String)]) -> String {
+    let mut groups: Vec<(String, &str, Vec<&str>)> = Vec::new();
+    for (step, reason) in failures {
+        let cause = same_cause(reason);
+        match groups.iter_mut().find(|(c, _, _)| *c == cause) {
+            Some((_, _, steps)) => steps.push(step),
+            None => groups.push((cause, reason, vec![step])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(_, reason, steps)| {
+            if steps.len() == 1 {
+                format!("{}: {reason}", steps[0])
+            } else {
+                format!(
+                    "{reason} (the same cause in {} steps: {})",
+                    steps.len(),
+                    steps.join(", ")
+                )
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn describe(code: Option<i32>, signal: Option<i32>) -> String {

@@ -115,6 +115,13 @@ pub struct CommonArgs {
     /// Seconds between SIGTERM and SIGKILL when stopping a managed server.
     #[arg(long, value_name = "SECONDS")]
     pub stop_timeout: Option<f64>,
+    /// Seconds a loader or query runner may go without progress in its periodic reports
+    /// before it counts as stalled (default 300; the loader reports every 10 s).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub stall_timeout: Option<f64>,
+    /// On a stall: warn (terminal and events) and go on, or stop the tool (the run fails).
+    #[arg(long, value_enum, value_name = "ACTION")]
+    pub on_stall: Option<crate::bench::watch::OnStall>,
     #[command(flatten)]
     pub lock: LockArgs,
 }
@@ -188,6 +195,8 @@ fn request(c: CommonArgs, phase: Phase) -> Request {
         "run_id": c.run_id,
         "startup_timeout": c.startup_timeout,
         "stop_timeout": c.stop_timeout,
+        "stall_timeout": c.stall_timeout.unwrap_or(crate::bench::watch::DEFAULT_STALL_SECS),
+        "on_stall": c.on_stall.unwrap_or_default().as_str(),
         "wait": c.lock.wait,
         "hold_token": c.lock.hold_token.as_ref().map(|_| "<redacted>"),
         "hold_token_env": c.lock.hold_token_env,
@@ -216,6 +225,8 @@ fn request(c: CommonArgs, phase: Phase) -> Request {
         run_id: c.run_id,
         startup_timeout: c.startup_timeout,
         stop_timeout: c.stop_timeout,
+        stall_timeout: c.stall_timeout,
+        on_stall: c.on_stall,
         lock: (&c.lock).into(),
         flags,
         ..Default::default()

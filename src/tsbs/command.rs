@@ -177,6 +177,19 @@ impl TsbsCommand {
         (!m.is_empty()).then(|| serde_json::Value::Object(m).to_string())
     }
 
+    /// Replaces `--print-interval` (a runner's progress block every N queries, on stderr).
+    pub fn set_print_interval(&mut self, n: u64) {
+        let arg = Arg::Plain(format!("--print-interval={n}"));
+        match self
+            .args
+            .iter_mut()
+            .find(|a| matches!(a, Arg::Plain(s) if s.starts_with("--print-interval=")))
+        {
+            Some(a) => *a = arg,
+            None => self.args.push(arg),
+        }
+    }
+
     /// The tool's name (`tsbs_load_greptime`, ...), from the program path.
     pub fn tool(&self) -> String {
         self.program

@@ -14,6 +14,7 @@ mod greptimedb;
 mod influxdb3;
 mod integrity;
 mod locks;
+mod pipeline;
 mod runs;
 mod safety;
 mod server;

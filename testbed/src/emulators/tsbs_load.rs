@@ -9,6 +9,9 @@
 //! * `fail_after_rows: N` — once N rows are written, the worker fails like a rejected write
 //!   (`log.Fatal`, exit 1): the server keeps a partial load;
 //! * `batch_delay_ms: N` — each worker sleeps N ms after each batch (slow loads);
+//! * `reporting_period_ms: N` — the CSV progress line every N ms instead of
+//!   `--reporting-period` (scales time so progress and stall tests stay fast);
+//! * `backoff_ms: N` — sleep N ms between retries instead of `--backoff` (same reason).
 //! * `results: "v0.1" | "malformed" | "skip"` — write the results file in format 0.1, write a
 //!   truncated (malformed) one, or write none.
 //!
@@ -364,7 +367,9 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
     let metric_cnt = Arc::new(AtomicU64::new(0));
     let row_cnt = Arc::new(AtomicU64::new(0));
     let done = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
-    let period = flags.duration("reporting-period");
+    let period = knob_u64("reporting_period_ms")
+        .map(Duration::from_millis)
+        .unwrap_or_else(|| flags.duration("reporting-period"));
     let reporter = (period > Duration::ZERO).then(|| {
         // The header goes out before any worker can print, so the output order is fixed.
         println!(
@@ -407,7 +412,9 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
             db: db.clone(),
             target: target.clone(),
             gzip: flags.bool("gzip"),
-            backoff: flags.duration("backoff"),
+            backoff: knob_u64("backoff_ms")
+                .map(Duration::from_millis)
+                .unwrap_or_else(|| flags.duration("backoff")),
             do_load,
             agent: agent.clone(),
             metric_cnt: metric_cnt.clone(),

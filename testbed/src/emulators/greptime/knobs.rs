@@ -38,6 +38,11 @@ pub struct Knobs {
     /// Write requests fail (500 `{"error":..}`) once this many rows have been accepted by
     /// this process.
     pub fail_writes_after_rows: Option<u64>,
+    /// Once this many rows have been accepted, writes answer 500 with an error that contains
+    /// "timeout" (the GreptimeDB loader then backs off and retries the same batch, forever).
+    pub write_timeouts_after_rows: Option<u64>,
+    /// How many such timeout answers before writes are accepted again (default: forever).
+    pub write_timeouts: Option<u64>,
     /// The first N rows written to this process are answered 204 but not stored.
     pub drop_rows: Option<u64>,
     /// Milliseconds a compaction job takes per MiB of input SST per output window (SWCS

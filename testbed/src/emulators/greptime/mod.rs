@@ -56,6 +56,8 @@
 //! | `query_delay_ms` | added to every SELECT/EXPLAIN statement |
 //! | `fail_sql` | `[{"contains":"compact_table","code":1003,"error":"..."}]`: a statement containing the text (case-insensitive) fails with that code (default 1003 → HTTP 500) and message |
 //! | `fail_writes_after_rows` | influx writes answer 500 `{"error":..}` once N rows were accepted by this process |
+//! | `write_timeouts_after_rows` | once N rows were accepted, influx writes answer 500 `{"error":"Failed to write to region: Request timeout (testbed knob ...)"}` (the wording is a guess; what matters is the word `timeout`, which makes the real GreptimeDB loader retry the batch forever) |
+//! | `write_timeouts` | how many of those timeout answers before writes are accepted again (default: forever) |
 //! | `drop_rows` | the first N rows written are answered 204 but not stored (row-count shortfall) |
 //! | `compaction_ms_per_mib` | a compaction job takes N ms per MiB of input per output window (default 5); the statement waits for it |
 //! | `wal_replay_ms_per_mib` | startup replays unflushed WAL for N ms per MiB before HTTP is bound (default 20) |

@@ -80,6 +80,8 @@ struct Shared {
     scheduler: Arc<Scheduler>,
     requests: AtomicU64,
     rows_accepted: AtomicU64,
+    /// Timeout answers sent (knob `write_timeouts_after_rows`).
+    write_timeouts_sent: AtomicU64,
     rows_dropped: AtomicU64,
 }
 
@@ -369,6 +371,19 @@ impl Shared {
                     1003,
                     "Failed to write to region: injected failure (testbed knob fail_writes_after_rows)",
                 ));
+            }
+        }
+        if let Some(after) = self.knobs.write_timeouts_after_rows {
+            if self.rows_accepted.load(Ordering::SeqCst) >= after {
+                let n = self.write_timeouts_sent.fetch_add(1, Ordering::SeqCst);
+                if self.knobs.write_timeouts.is_none_or(|max| n < max) {
+                    // Drain the body first, as a real server does before it answers.
+                    let _ = read_body(req, self.opts.body_limit);
+                    return write_error(&GtError::new(
+                        1003,
+                        "Failed to write to region: Request timeout (testbed knob write_timeouts_after_rows)",
+                    ));
+                }
             }
         }
         let raw = match read_body(req, self.opts.body_limit) {
@@ -674,6 +689,7 @@ pub fn run(opts: Options, version: Version, knobs: Knobs, command_line: String) 
         scheduler: Arc::clone(&scheduler),
         requests: AtomicU64::new(0),
         rows_accepted: AtomicU64::new(0),
+        write_timeouts_sent: AtomicU64::new(0),
         rows_dropped: AtomicU64::new(0),
     });
     if let Some(ms) = knobs.crash_after_ms {
