@@ -784,4 +784,3 @@ fn not_the_product(kind: ProductKind, url: &str) -> Error {
         kind.display()
     ))
 }
-

@@ -359,7 +359,7 @@ fn defect_22_one_cause_for_every_query_type_is_said_once() {
     let w = world();
     w.bench_ok("load", &[]);
     w.gt.set_knobs(
-        json!({"fail_sql": [{"contains": "select", "code": 1003, "error": "disk quota canary"}]}),
+        json!({"fail_sql": [{"contains": "hostname", "code": 1003, "error": "disk quota canary"}]}),
     );
     let r = w.bench("query", &[]);
     r.code(1);
