@@ -541,3 +541,23 @@ pub fn run(
     out.human = format!("Rerun of {}\n{}", m.run_id, out.human);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_state_names_are_matched_as_typed_defect_10() {
+        for typed in [
+            "after manual compaction",
+            "after-manual-compaction",
+            "  After_Manual  Compaction ",
+        ] {
+            assert_eq!(normalize_state(typed), "after manual compaction");
+        }
+        assert_ne!(
+            normalize_state("as loaded"),
+            normalize_state("after manual compaction")
+        );
+    }
+}
