@@ -447,7 +447,9 @@ fn check_data_state(
     } else {
         crate::bench::target::data_state_label(&state)
     };
-    if normalize_state(&now) == normalize_state(&original) {
+    // "not loaded": the run ended before it measured any data (a failed load), so there is no
+    // state to reproduce.
+    if normalize_state(&now) == normalize_state(&original) || original == "not loaded" {
         return Ok(now);
     }
     match accept {
