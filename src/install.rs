@@ -598,3 +598,18 @@ fn interrupt_check() -> Result<()> {
         e.with_hint("nothing was published; run the command again")
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prereleases_are_told_apart_defect_12() {
+        for v in ["1.3.0-beta.1", "3.0.0-rc.1", "1.2.0-nightly+abc"] {
+            assert!(is_prerelease(v), "{v}");
+        }
+        for v in ["1.2.0", "3.11.1", "1.2.0+build.5", "0.17.2"] {
+            assert!(!is_prerelease(v), "{v}");
+        }
+    }
+}

@@ -35,15 +35,13 @@ pub struct LockOptions {
 
 impl From<&LockArgs> for LockOptions {
     fn from(a: &LockArgs) -> Self {
-        let hold_token = match (&a.hold_token, &a.hold_token_env, a.hold_token_stdin) {
-            (Some(t), _, _) => Some(HoldToken::Given(t.clone())),
-            (None, Some(var), _) => Some(HoldToken::Env(var.clone())),
-            (None, None, true) => Some(HoldToken::Stdin),
-            (None, None, false) => None,
-        };
         LockOptions {
             wait: a.wait.map(Duration::from_secs),
-            hold_token,
+            hold_token: HoldToken::from_flags(
+                a.hold_token.clone(),
+                a.hold_token_env.clone(),
+                a.hold_token_stdin,
+            ),
         }
     }
 }
@@ -65,6 +63,17 @@ impl From<&str> for HoldToken {
 }
 
 impl HoldToken {
+    /// From `--hold-token`, `--hold-token-env` and `--hold-token-stdin` (clap keeps them
+    /// exclusive).
+    pub fn from_flags(given: Option<String>, env: Option<String>, stdin: bool) -> Option<Self> {
+        match (given, env, stdin) {
+            (Some(t), _, _) => Some(HoldToken::Given(t)),
+            (None, Some(var), _) => Some(HoldToken::Env(var)),
+            (None, None, true) => Some(HoldToken::Stdin),
+            (None, None, false) => None,
+        }
+    }
+
     /// The token's value.
     pub fn resolve(&self) -> Result<String> {
         let value = match self {

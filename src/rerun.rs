@@ -447,7 +447,9 @@ fn check_data_state(
     } else {
         crate::bench::target::data_state_label(&state)
     };
-    if normalize_state(&now) == normalize_state(&original) {
+    // "not loaded": the run ended before it measured any data (a failed load), so there is no
+    // state to reproduce.
+    if normalize_state(&now) == normalize_state(&original) || original == "not loaded" {
         return Ok(now);
     }
     match accept {
@@ -540,4 +542,24 @@ pub fn run(
     out.data["rerun_of"] = json!(m.run_id);
     out.human = format!("Rerun of {}\n{}", m.run_id, out.human);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_state_names_are_matched_as_typed_defect_10() {
+        for typed in [
+            "after manual compaction",
+            "after-manual-compaction",
+            "  After_Manual  Compaction ",
+        ] {
+            assert_eq!(normalize_state(typed), "after manual compaction");
+        }
+        assert_ne!(
+            normalize_state("as loaded"),
+            normalize_state("after manual compaction")
+        );
+    }
 }

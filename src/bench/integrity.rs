@@ -1,6 +1,7 @@
 //! Checks a run makes on what it is about to measure (issue 16, "measure only what you
 //! checked"): the TSBS binary a phase starts is re-hashed against its build record first, so
-//! the manifest records the checksum of what ran, not of what was once built (#5).
+//! the manifest records the checksum of what ran, not of what was once built (#5); and the
+//! rows of a managed workspace are counted against its binding before queries (#6).
 
 use std::path::{Path, PathBuf};
 
@@ -102,9 +103,12 @@ impl super::Bench<'_> {
         };
         self.run
             .end("row-check", attempt, Status::Failed, Some(reason), data)?;
-        let hint = match &err.hint {
-            Some(h) if err.kind != crate::error::ErrorKind::Integrity => h.clone(),
-            _ => format!("{reload}; nothing was benchmarked"),
+        let hint = if err.kind == crate::error::ErrorKind::Integrity {
+            format!("{reload}; nothing was benchmarked")
+        } else {
+            err.hint.clone().unwrap_or_else(|| {
+                "the rows could not be counted before the queries; see the server log".into()
+            })
         };
         Err(err.with_hint(hint))
     }

@@ -303,6 +303,12 @@ fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
         .stop_timeout
         .map(|s| seconds("--stop-timeout", s))
         .transpose()?;
+    if a.license_email_stdin && a.lock.hold_token_stdin {
+        return Err(Error::invalid(
+            "--license-email-stdin and --hold-token-stdin cannot both read stdin",
+        )
+        .with_hint("pass the hold token with --hold-token-env VAR instead"));
+    }
     let p = existing(ctx, &a.database_id)?;
     if p.edition != Edition::Enterprise {
         return Err(Error::invalid(format!(

@@ -93,13 +93,10 @@ pub fn run(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Outcome> {
             force,
             product,
         } => {
-            let token = match (hold_token, hold_token_env, hold_token_stdin) {
-                (Some(t), _, _) => Some(lock::HoldToken::Given(t)),
-                (None, Some(v), _) => Some(lock::HoldToken::Env(v)),
-                (None, None, true) => Some(lock::HoldToken::Stdin),
-                (None, None, false) => None,
-            };
-            let token = token.as_ref().map(lock::HoldToken::resolve).transpose()?;
+            let token = lock::HoldToken::from_flags(hold_token, hold_token_env, hold_token_stdin)
+                .as_ref()
+                .map(lock::HoldToken::resolve)
+                .transpose()?;
             unlock_cmd(ctx, &id, token.as_deref(), force, product)
         }
         WorkspaceCmd::Status { id, product } => status_cmd(ctx, id.as_deref(), product),

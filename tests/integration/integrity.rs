@@ -472,3 +472,21 @@ fn rerun_refuses_another_data_state_defect_10() {
     w.run(&["runs", "rerun", &run_id, "--database-id", "fresh"])
         .ok();
 }
+
+/// Issue 16 #4: the hold token and the licence e-mail cannot both come from stdin.
+#[test]
+fn hold_token_stdin_and_license_email_stdin_exclude_each_other_defect_4() {
+    let env = TestEnv::new();
+    env.run(&[
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "e1",
+        "--license-type",
+        "trial",
+        "--license-email-stdin",
+        "--hold-token-stdin",
+    ])
+    .code(2)
+    .says("cannot both read stdin");
+}

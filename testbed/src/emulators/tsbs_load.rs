@@ -16,6 +16,10 @@
 //!   truncated (malformed) one, or write none.
 //!
 //! Not emulated (refused with exit 2 and a `testbed:` message): `--insert-intervals`.
+//!
+//! Flags also come from a `config.json`/`config.toml` in the working directory, like viper
+//! merges them; `--auth-token`/`--admin-token` on the command line are refused on purpose
+//! (stricter than the real tool, see [`crate::gotool::parse_tool`]).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -18,6 +18,10 @@
 //!
 //! Not emulated (refused with exit 2 and a `testbed:` message): `--memprofile`,
 //! `--hdr-latencies`.
+//!
+//! Flags also come from a `config.json`/`config.toml` in the working directory, like viper
+//! merges them; `--auth-token` on the command line is refused on purpose (stricter than the
+//! real tool, see [`crate::gotool::parse_tool`]).
 
 use std::collections::BTreeMap;
 use std::io::{BufReader, Read, Write};
