@@ -33,14 +33,15 @@
 //! (`upper <= lower`): a Go-style panic, exit 2. At the end,
 //! stderr gets one `<label>: <n> points` line per distinct human label, sorted.
 //!
-//! ## Query file format (stand-in only; the real tool writes a Go gob stream)
+//! ## Query file format
 //!
-//! **JSON lines** of [`crate::queryfile::Query`] (see that module): `human_label`,
-//! `human_description`, `method` (`POST`), `path` (greptime: `/v1/sql?sql=<form-urlencoded
-//! SQL>`; influx3: `/api/v3/query_sql`), `body` (empty, as the real Body is nil), `raw_query`
-//! (the SQL), `start_timestamp`, `end_timestamp` (unix ns; 0 for lastpoint). The runner
-//! stand-ins read it with `queryfile::Reader`. The bytes are deterministic for the flags (with
-//! a non-zero seed).
+//! As the real tool: a Go gob stream of `query.HTTP` values (see [`crate::queryfile`]):
+//! `HumanLabel`, `HumanDescription`, `Method` (`POST`), `Path` (greptime: `/v1/sql?sql=<form-
+//! urlencoded SQL>`; influx3: `/api/v3/query_sql`), `Body` (empty, as the real Body is nil),
+//! `RawQuery` (the SQL), `StartTimestamp`, `EndTimestamp` (0, as the real generator leaves
+//! them). The SQL
+//! shapes are the stand-in's own (not the real generator's text). The bytes are deterministic
+//! for the flags (with a non-zero seed).
 //!
 //! # Knobs (`$TESTBED_KNOBS`, a JSON file; all optional)
 //!
@@ -1012,13 +1013,14 @@ pub fn queries_main(args: Vec<String>) -> i32 {
     };
     let label = label_of(qtype, &shape, prefix);
     let mut rng = Rng::new(seed);
-    let mut out: Box<dyn Write> = match flags.get("file").filter(|f| !f.is_empty()) {
+    let out: Box<dyn Write> = match flags.get("file").filter(|f| !f.is_empty()) {
         Some(path) => match std::fs::File::create(path) {
             Ok(f) => Box::new(io::BufWriter::new(f)),
             Err(e) => return fail(format!("cannot open file for write {path}: {e}")),
         },
         None => Box::new(io::BufWriter::new(raw_stdout())),
     };
+    let mut out = crate::queryfile::Writer::new(out);
     let mut emitted = 0u64;
     for i in 0..count {
         let (from, to) = if shape.window > 0 {
@@ -1033,24 +1035,21 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         if i % groups != group_id {
             continue;
         }
+        // As real: lastpoint's description names the table; no timestamps are filled in.
         let description = if shape.window > 0 {
             format!("{label}: {}", rfc3339(from))
         } else {
-            label.clone()
+            format!("{label}: cpu")
         };
         let rec = if format == "greptime" {
-            Query::greptime(&label, &description, &sql, from as i64, to as i64)
+            Query::greptime(&label, &description, &sql, 0, 0)
         } else {
-            Query::influx3(&label, &description, &sql, from as i64, to as i64)
+            Query::influx3(&label, &description, &sql, 0, 0)
         };
         if debug > 1 {
             eprintln!("{}", rec.human_description);
         }
-        let line = serde_json::to_string(&rec).expect("serialize a query record");
-        if let Err(e) = out
-            .write_all(line.as_bytes())
-            .and_then(|_| out.write_all(b"\n"))
-        {
+        if let Err(e) = out.write(&rec) {
             return fail(format!("write: {e}"));
         }
         emitted += 1;
