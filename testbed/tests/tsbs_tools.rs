@@ -1429,3 +1429,38 @@ fn runners_read_the_real_generators_files() {
         .unwrap()
         .starts_with("SELECT date_bin(INTERVAL '1 minute', time) AS minute"));
 }
+
+/// The generators parse flags like the other stand-ins (strict pflag, the real flag set with
+/// the real types): real DB-specific flags are accepted (finding C8), bad values exit 2.
+#[test]
+fn generator_flags_are_the_real_ones_and_strict() {
+    let r = gen_queries(&[
+        "--timestamp-end=2023-06-11T01:00:01Z",
+        "--clickhouse-use-tags=false",
+        "--mongo-use-naive",
+        "--timescale-use-json=true",
+        "--timescale-use-tags=false",
+        "--timescale-use-time-bucket=false",
+    ]);
+    r.expect(0);
+    let r = gen_queries(&["--scale=ten"]);
+    r.expect(2);
+    assert!(
+        r.stderr()
+            .starts_with("invalid argument \"ten\" for \"--scale\" flag"),
+        "{}",
+        r.stderr()
+    );
+    let r = gen_queries(&["--no-such-flag=1"]);
+    r.expect(2);
+    assert!(
+        r.stderr().starts_with("unknown flag: --no-such-flag"),
+        "{}",
+        r.stderr()
+    );
+    let r = gen_data(&["--log-interval=10"]);
+    r.expect(2);
+    assert!(r.stderr().contains("--log-interval"), "{}", r.stderr());
+    let r = gen_data(&["--clickhouse-use-tags=false"]);
+    r.expect(2);
+}
