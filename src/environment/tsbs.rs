@@ -411,6 +411,12 @@ pub fn prepare(
         }
     };
     let go = go()?;
+    if let Some(w) = std::fs::read_to_string(source.dir.join("go.mod"))
+        .ok()
+        .and_then(|t| seeding_warning(&t))
+    {
+        cx.reporter.warn(&w);
+    }
     std::fs::create_dir_all(dir.join("bin")).map_err(|e| Error::io("create", &dir, e))?;
     let manifest_path = dir.join("manifest.json");
     let previous: Option<BuildManifest> = match manifest::read_optional(&manifest_path) {
@@ -496,6 +502,29 @@ fn clean_dead_outputs(bin: &Path) {
             let _ = std::fs::remove_file(e.path());
         }
     }
+}
+
+/// The `go` directive of a go.mod (`go 1.14` → (1, 14)).
+pub fn go_directive(go_mod: &str) -> Option<(u32, u32)> {
+    let v = go_mod
+        .lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix("go ").map(str::trim))?;
+    let mut parts = v.split('.');
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// From Go 1.24 on, `math/rand.Seed` is a no-op in a module whose go.mod says `go 1.24` or later
+/// (GODEBUG `randseednop`), and the TSBS generators seed with it: their "seeded" datasets and
+/// query sets would differ run to run (real finding C9; inferred from Go's GODEBUG rules). The
+/// pinned TSBS says `go 1.14`.
+fn seeding_warning(go_mod: &str) -> Option<String> {
+    let (major, minor) = go_directive(go_mod)?;
+    ((major, minor) >= (1, 24)).then(|| {
+        format!(
+            "this TSBS's go.mod says go {major}.{minor}: Go then ignores math/rand.Seed (GODEBUG randseednop=1), so its generators may not reproduce a dataset or query set from its seed"
+        )
+    })
 }
 
 /// A recorded binary as reported.
@@ -722,6 +751,18 @@ mod tests {
                 2
             );
         }
+    }
+
+    #[test]
+    fn a_go_mod_that_breaks_seeding_is_named() {
+        let pinned = "module github.com/timescale/tsbs\n\ngo 1.14\n\nrequire (\n)\n";
+        assert_eq!(go_directive(pinned), Some((1, 14)));
+        assert_eq!(seeding_warning(pinned), None);
+        assert_eq!(go_directive("module x\ngo 1.24.1\n"), Some((1, 24)));
+        assert!(seeding_warning("module x\ngo 1.24\n")
+            .unwrap()
+            .contains("randseednop"));
+        assert_eq!(seeding_warning("module x\n"), None);
     }
 
     #[test]

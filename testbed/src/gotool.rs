@@ -93,6 +93,13 @@ impl Flags {
     pub fn is_set(&self, name: &str) -> bool {
         self.set.contains(&name)
     }
+    /// The flags the command line set, with their (last) values.
+    pub fn set_values(&self) -> BTreeMap<String, String> {
+        self.set
+            .iter()
+            .map(|n| (n.to_string(), self.values[n].clone()))
+            .collect()
+    }
 }
 
 /// Go's `strconv.ParseBool`.

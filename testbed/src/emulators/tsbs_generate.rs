@@ -5,8 +5,10 @@
 //! Both refuse to run beside a `config.*` in their working directory (the real tools would
 //! merge it into their flags), exit 2.
 //!
-//! Flags as pflag parses them (`--name=value` or `--name value`, unknown flag: `unknown flag:
-//! --x` plus usage on stderr, exit 2). Only `--format=influx` and `--use-case=cpu-only` are
+//! Flags: the real tools' flag sets with their types and defaults (including the
+//! DB-specific query-generator booleans), parsed by [`crate::gotool::parse_tool`] like every
+//! TSBS stand-in (strict pflag: unknown flag, missing or bad value: pflag's message plus usage
+//! on stderr, exit 2). Only `--format=influx` and `--use-case=cpu-only` are
 //! emulated; any other *known* format or use case is refused (exit 2, `testbed: ... not
 //! emulated`), an unknown format panics like the real tool (exit 2, `Unrecognized format ...`),
 //! a zero scale, an invalid use case or a timestamp Go's `time.RFC3339` refuses is the real
@@ -33,14 +35,15 @@
 //! (`upper <= lower`): a Go-style panic, exit 2. At the end,
 //! stderr gets one `<label>: <n> points` line per distinct human label, sorted.
 //!
-//! ## Query file format (stand-in only; the real tool writes a Go gob stream)
+//! ## Query file format
 //!
-//! **JSON lines** of [`crate::queryfile::Query`] (see that module): `human_label`,
-//! `human_description`, `method` (`POST`), `path` (greptime: `/v1/sql?sql=<form-urlencoded
-//! SQL>`; influx3: `/api/v3/query_sql`), `body` (empty, as the real Body is nil), `raw_query`
-//! (the SQL), `start_timestamp`, `end_timestamp` (unix ns; 0 for lastpoint). The runner
-//! stand-ins read it with `queryfile::Reader`. The bytes are deterministic for the flags (with
-//! a non-zero seed).
+//! As the real tool: a Go gob stream of `query.HTTP` values (see [`crate::queryfile`]):
+//! `HumanLabel`, `HumanDescription`, `Method` (`POST`), `Path` (greptime: `/v1/sql?sql=<form-
+//! urlencoded SQL>`; influx3: `/api/v3/query_sql`), `Body` (empty, as the real Body is nil),
+//! `RawQuery` (the SQL), `StartTimestamp`, `EndTimestamp` (0, as the real generator leaves
+//! them). The SQL
+//! shapes are the stand-in's own (not the real generator's text). The bytes are deterministic
+//! for the flags (with a non-zero seed).
 //!
 //! # Knobs (`$TESTBED_KNOBS`, a JSON file; all optional)
 //!
@@ -70,112 +73,145 @@ use serde::Deserialize;
 use crate::queryfile::Query;
 
 // ---------------------------------------------------------------------------------------------
-// Flag parsing (pflag-like)
+// Flags: the real definitions (pkg/data/usecases/common/generator.go, pkg/query/config), parsed
+// by the strict pflag stand-in the other TSBS stand-ins use.
 
-struct FlagSpec {
-    name: &'static str,
-    bool_flag: bool,
-}
+use crate::gotool::{flag, FlagDef, Kind as F};
 
-const fn f(name: &'static str) -> FlagSpec {
-    FlagSpec {
-        name,
-        bool_flag: false,
-    }
-}
-
-const DATA_FLAGS: &[FlagSpec] = &[
-    f("format"),
-    f("use-case"),
-    f("scale"),
-    f("timestamp-start"),
-    f("timestamp-end"),
-    f("seed"),
-    f("debug"),
-    f("file"),
-    f("max-data-points"),
-    f("initial-scale"),
-    f("log-interval"),
-    f("interleaved-generation-group-id"),
-    f("interleaved-generation-groups"),
-    f("max-metric-count"),
-    f("profile-file"),
+const BASE_FLAGS: &[FlagDef] = &[
+    flag("format", F::Str, "", "Format to generate."),
+    flag("use-case", F::Str, "", "Use case to generate."),
+    flag(
+        "scale",
+        F::Uint64,
+        "1",
+        "Scaling value specific to use case (e.g., devices in 'devops').",
+    ),
+    flag(
+        "timestamp-start",
+        F::Str,
+        "2016-01-01T00:00:00Z",
+        "Beginning timestamp (RFC3339).",
+    ),
+    flag(
+        "timestamp-end",
+        F::Str,
+        "2016-01-02T00:00:00Z",
+        "Ending timestamp (RFC3339).",
+    ),
+    flag(
+        "seed",
+        F::Int64,
+        "0",
+        "PRNG seed (default: 0, which uses the current timestamp)",
+    ),
+    flag("debug", F::Int, "0", "Control level of debug output"),
+    flag("file", F::Str, "", "Write the output to this path"),
 ];
 
-const QUERY_FLAGS: &[FlagSpec] = &[
-    f("format"),
-    f("use-case"),
-    f("scale"),
-    f("timestamp-start"),
-    f("timestamp-end"),
-    f("seed"),
-    f("debug"),
-    f("file"),
-    f("queries"),
-    f("query-type"),
-    f("db-name"),
-    f("interleaved-generation-group-id"),
-    f("interleaved-generation-groups"),
+const GROUP_FLAGS: &[FlagDef] = &[
+    flag(
+        "interleaved-generation-group-id",
+        F::Uint,
+        "0",
+        "Group (0-indexed) to perform round-robin serialization within. Use this to scale up data generation to multiple processes.",
+    ),
+    flag(
+        "interleaved-generation-groups",
+        F::Uint,
+        "1",
+        "The number of round-robin serialization groups. Use this to scale up data generation to multiple processes.",
+    ),
 ];
 
-enum ParseOutcome {
-    Flags(BTreeMap<String, String>),
-    Exit(i32),
-}
+const DATA_FLAGS: &[FlagDef] = &[
+    flag(
+        "max-data-points",
+        F::Uint64,
+        "0",
+        "Limit the number of data points to generate, 0 = no limit",
+    ),
+    flag(
+        "initial-scale",
+        F::Uint64,
+        "0",
+        "Initial scaling variable specific to the use case (e.g., devices in 'devops'). 0 means to use -scale value",
+    ),
+    flag("log-interval", F::Duration, "10s", "Duration between data points"),
+    flag(
+        "max-metric-count",
+        F::Uint64,
+        "100",
+        "Max number of metric fields to generate per host. Used only in devops-generic use-case",
+    ),
+    flag(
+        "profile-file",
+        F::Str,
+        "",
+        "File to which to write go profiling data",
+    ),
+];
 
-fn parse_flags(tool: &str, specs: &[FlagSpec], args: &[String]) -> ParseOutcome {
-    let usage = |out: &mut dyn Write| {
-        let _ = writeln!(out, "Usage of {tool}:");
-        for s in specs {
-            let _ = writeln!(
-                out,
-                "      --{} {}",
-                s.name,
-                if s.bool_flag { "" } else { "string" }
-            );
-        }
-    };
-    let mut map = BTreeMap::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        if a == "-h" || a == "--help" {
-            usage(&mut io::stderr());
-            return ParseOutcome::Exit(0);
-        }
-        let Some(body) = a.strip_prefix("--") else {
-            // pflag leaves positional arguments alone; the TSBS tools ignore them.
-            i += 1;
-            continue;
-        };
-        let (name, inline) = match body.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_string())),
-            None => (body, None),
-        };
-        let Some(spec) = specs.iter().find(|s| s.name == name) else {
-            eprintln!("unknown flag: --{name}");
-            usage(&mut io::stderr());
-            return ParseOutcome::Exit(2);
-        };
-        let value = match inline {
-            Some(v) => v,
-            None if spec.bool_flag => "true".to_string(),
-            None => {
-                i += 1;
-                match args.get(i) {
-                    Some(v) => v.clone(),
-                    None => {
-                        eprintln!("flag needs an argument: --{name}");
-                        usage(&mut io::stderr());
-                        return ParseOutcome::Exit(2);
-                    }
-                }
-            }
-        };
-        map.insert(name.to_string(), value);
-        i += 1;
-    }
-    ParseOutcome::Flags(map)
+const QUERY_FLAGS: &[FlagDef] = &[
+    flag(
+        "queries",
+        F::Uint64,
+        "1000",
+        "Number of queries to generate.",
+    ),
+    flag(
+        "query-type",
+        F::Str,
+        "",
+        "Query type. (Choices are in the use case matrix.)",
+    ),
+    flag(
+        "clickhouse-use-tags",
+        F::Bool,
+        "true",
+        "ClickHouse only: Use separate tags table when querying",
+    ),
+    flag(
+        "mongo-use-naive",
+        F::Bool,
+        "true",
+        "MongoDB only: Generate queries for the 'naive' data storage format for Mongo",
+    ),
+    flag(
+        "timescale-use-json",
+        F::Bool,
+        "false",
+        "TimescaleDB only: Use separate JSON tags table when querying",
+    ),
+    flag(
+        "timescale-use-tags",
+        F::Bool,
+        "true",
+        "TimescaleDB only: Use separate tags table when querying",
+    ),
+    flag(
+        "timescale-use-time-bucket",
+        F::Bool,
+        "true",
+        "TimescaleDB only: Use time bucket. Set to false to test on native PostgreSQL",
+    ),
+    flag(
+        "db-name",
+        F::Str,
+        "benchmark",
+        "Specify database name. Timestream requires it in order to generate the queries",
+    ),
+];
+
+/// The flags the command line set (unset ones take the defaults the code below spells out),
+/// or the exit code of a usage error; a `config.*` beside the tool is refused.
+fn parse_generator(
+    tool: &str,
+    tables: &[&[FlagDef]],
+    args: &[String],
+) -> Result<BTreeMap<String, String>, i32> {
+    let flags = crate::gotool::parse_tool(tool, tables, args)?;
+    Ok(flags.set_values())
 }
 
 fn not_emulated(what: &str) -> i32 {
@@ -395,11 +431,14 @@ fn get_int<T: std::str::FromStr>(
 
 /// `tsbs_generate_data`.
 pub fn data_main(args: Vec<String>) -> i32 {
-    let flags = match parse_flags("tsbs_generate_data", DATA_FLAGS, &args) {
-        ParseOutcome::Flags(m) => m,
-        ParseOutcome::Exit(c) => return c,
+    let flags = match parse_generator(
+        "tsbs_generate_data",
+        &[BASE_FLAGS, DATA_FLAGS, GROUP_FLAGS],
+        &args,
+    ) {
+        Ok(m) => m,
+        Err(c) => return c,
     };
-    crate::gotool::refuse_viper_config("tsbs_generate_data");
     let parsed = (|| -> Result<_, String> {
         Ok((
             get_int::<u64>(&flags, "scale", 1)?,
@@ -878,11 +917,14 @@ impl QueryCtx<'_> {
 
 /// `tsbs_generate_queries`.
 pub fn queries_main(args: Vec<String>) -> i32 {
-    let flags = match parse_flags("tsbs_generate_queries", QUERY_FLAGS, &args) {
-        ParseOutcome::Flags(m) => m,
-        ParseOutcome::Exit(c) => return c,
+    let flags = match parse_generator(
+        "tsbs_generate_queries",
+        &[BASE_FLAGS, QUERY_FLAGS, GROUP_FLAGS],
+        &args,
+    ) {
+        Ok(m) => m,
+        Err(c) => return c,
     };
-    crate::gotool::refuse_viper_config("tsbs_generate_queries");
     let parsed = (|| -> Result<_, String> {
         Ok((
             get_int::<u64>(&flags, "scale", 1)?,
@@ -1012,13 +1054,14 @@ pub fn queries_main(args: Vec<String>) -> i32 {
     };
     let label = label_of(qtype, &shape, prefix);
     let mut rng = Rng::new(seed);
-    let mut out: Box<dyn Write> = match flags.get("file").filter(|f| !f.is_empty()) {
+    let out: Box<dyn Write> = match flags.get("file").filter(|f| !f.is_empty()) {
         Some(path) => match std::fs::File::create(path) {
             Ok(f) => Box::new(io::BufWriter::new(f)),
             Err(e) => return fail(format!("cannot open file for write {path}: {e}")),
         },
         None => Box::new(io::BufWriter::new(raw_stdout())),
     };
+    let mut out = crate::queryfile::Writer::new(out);
     let mut emitted = 0u64;
     for i in 0..count {
         let (from, to) = if shape.window > 0 {
@@ -1033,24 +1076,21 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         if i % groups != group_id {
             continue;
         }
+        // As real: lastpoint's description names the table; no timestamps are filled in.
         let description = if shape.window > 0 {
             format!("{label}: {}", rfc3339(from))
         } else {
-            label.clone()
+            format!("{label}: cpu")
         };
         let rec = if format == "greptime" {
-            Query::greptime(&label, &description, &sql, from as i64, to as i64)
+            Query::greptime(&label, &description, &sql, 0, 0)
         } else {
-            Query::influx3(&label, &description, &sql, from as i64, to as i64)
+            Query::influx3(&label, &description, &sql, 0, 0)
         };
         if debug > 1 {
             eprintln!("{}", rec.human_description);
         }
-        let line = serde_json::to_string(&rec).expect("serialize a query record");
-        if let Err(e) = out
-            .write_all(line.as_bytes())
-            .and_then(|_| out.write_all(b"\n"))
-        {
+        if let Err(e) = out.write(&rec) {
             return fail(format!("write: {e}"));
         }
         emitted += 1;

@@ -403,9 +403,12 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
         eprintln!("fatal error: all goroutines are asleep - deadlock!");
         return 2;
     }
-    // One channel per worker, filled round-robin by the scanner, as TSBS's loader does: every
-    // worker (and so every URL of a cluster) gets every n-th batch.
-    let mut txs = Vec::new();
+    // One channel shared by all workers, with capacity = workers, as TSBS's loader has without
+    // --hash-workers (load/loader.go RunBenchmark; real finding C4): whichever worker is free
+    // takes the next batch, so a slow worker or URL does not hold the others back.
+    let (shared_tx, shared_rx) = mpsc::sync_channel::<Batch>(workers as usize);
+    let shared_rx = Arc::new(Mutex::new(shared_rx));
+    let txs = vec![shared_tx];
     let written_rows = Arc::new(AtomicU64::new(0));
     let mut handles = Vec::new();
     for w in 0..workers {
@@ -428,9 +431,8 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
             batch_delay,
             tool: tool.to_string(),
         };
-        let (tx, rx) = mpsc::sync_channel::<Batch>(5);
-        txs.push(tx);
-        handles.push(std::thread::spawn(move || ctx.work(&Mutex::new(rx))));
+        let rx = shared_rx.clone();
+        handles.push(std::thread::spawn(move || ctx.work(&rx)));
     }
 
     scan(input, batch_size, limit, &txs);

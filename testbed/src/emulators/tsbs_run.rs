@@ -364,7 +364,7 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
                     break;
                 }
             }
-            Err(e) => fatal(&format!("gob: {e}")),
+            Err(e) => fatal(&e),
         }
     }
     drop(q_tx);
