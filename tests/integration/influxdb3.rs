@@ -1410,6 +1410,20 @@ fn an_expired_trial_is_refused_before_any_server_starts_with_the_renewal_command
             .says("tsbsctl influxdb3 activate --database-id exp1 --license-file PATH");
     }
     assert_eq!(count_runs(), before, "a refused run left a run directory");
+    // Another e-mail activation does not renew an expired trial; a licence file would.
+    w.run(&[
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "exp1",
+        "--license-type",
+        "trial",
+        "--license-email-env",
+        "MY_MAIL",
+    ])
+    .code(2)
+    .says("does not renew it")
+    .says("--license-file PATH");
     assert_eq!(
         std::fs::read_to_string(&log).unwrap_or_default(),
         log_before,
