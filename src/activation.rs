@@ -328,6 +328,22 @@ pub fn activate(
         .get("license")
         .cloned()
         .unwrap_or(Value::Null);
+    // An expired trial: the server finds the stored (expired) licence before any e-mail, so
+    // only a licence file renews it.
+    if let (Some(exp), LicenseSource::Email { .. }) = (
+        crate::product::influxdb3::trial_expiry(&current),
+        &req.source,
+    ) {
+        if exp <= time::OffsetDateTime::now_utc() {
+            return Err(Error::invalid(format!(
+                "the trial licence of workspace {} expired at {}; another e-mail activation does not renew it",
+                req.id,
+                exp.format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default()
+            ))
+            .with_hint(crate::product::influxdb3::renewal_hint(&req.id)));
+        }
+    }
     if current["status"] == license::ACTIVE
         && current["source"] == req.source.name()
         && current["path"].as_str().map(Path::new) == req.source.path()

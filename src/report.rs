@@ -80,7 +80,10 @@ fn ratio(v: minijinja::Value) -> String {
 /// A short name for why a query type failed (what a reader of a published table expects).
 pub fn failure_kind(reason: &str) -> &'static str {
     let r = reason.to_ascii_lowercase();
-    if r.contains("out of memory")
+    // InfluxDB 3 Core's cap on Parquet files per query: not missing rows, not memory.
+    if r.contains("exceeding the file limit") || r.contains("query file limit") {
+        "query file limit"
+    } else if r.contains("out of memory")
         || r.contains("resources exhausted")
         || r.contains("oom")
         || r.contains("failed to allocate")
@@ -932,5 +935,11 @@ mod tests {
         );
         assert_eq!(failure_kind("request timed out"), "timed out");
         assert_eq!(failure_kind("exit code 2"), "failed");
+        assert_eq!(
+            failure_kind(
+                "External error: Query would scan 500 Parquet files, exceeding the file limit."
+            ),
+            "query file limit"
+        );
     }
 }

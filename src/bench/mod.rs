@@ -1045,7 +1045,14 @@ impl Bench<'_> {
                 &mut || target.count_rows_detailed(&endpoint, TABLE),
                 &mut std::thread::sleep,
             )
-            .map(|(n, how, wait)| (n, how, Some(wait)))
+            .map(|(n, how, mut wait)| {
+                wait["flush_interval_source"] = json!(if target.is_managed() {
+                    "the server's default: tsbsctl passes no --wal-flush-interval"
+                } else {
+                    "assumed: the server's default (an external server's setting is unknown)"
+                });
+                (n, how, Some(wait))
+            })
         } else {
             self.target
                 .count_rows_detailed(&endpoint, TABLE)

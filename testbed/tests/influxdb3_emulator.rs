@@ -514,10 +514,66 @@ fn activation(version: &str, email_var: &str, type_var: &str) {
     );
     assert_eq!(text.split('.').count(), 3);
     assert_eq!(e.stop(), 0);
-    // Later starts need no e-mail.
+    // Later starts need no e-mail, and say which licence serves.
     let mut e = Emu::start(t.path(), &Opts::enterprise(version), args);
     assert!(!e.output().contains("Email sent"));
+    assert!(e.output().contains("license_type=home"), "{}", e.output());
+    assert!(e.output().contains("At-Home license: limited to 2 cores"));
     assert_eq!(e.stop(), 0);
+}
+
+#[test]
+fn a_trial_licence_expires_on_the_licence_clock_and_3_11_clusters_write_pt_files() {
+    let t = tempfile::tempdir().unwrap();
+    for (version, wal, data_ext) in [("3.11.1", ".pt", ".pt"), ("3.10.0", ".wal", ".parquet")] {
+        let data = t.path().join(format!("data-{version}"));
+        let cluster = data.join("ws-cluster");
+        std::fs::create_dir_all(&cluster).unwrap();
+        std::fs::write(
+            cluster.join("trial_or_home_license"),
+            testbed::emulators::influxdb3::make_license(EMAIL, "trial", "ws-cluster"),
+        )
+        .unwrap();
+        let args = serve_args(
+            &data,
+            "127.0.0.1:0",
+            &["--cluster-id=ws-cluster", "--without-auth"],
+        );
+        // 29 days on: still valid. A snapshot at every flush shows the data files too.
+        let o = Opts::enterprise(version).knobs(serde_json::json!({
+            "license_clock_offset_days": 29,
+            "wal_flush_interval_ms": 50,
+            "snapshot_after_wal_files": 2,
+        }));
+        let mut e = Emu::start(t.path(), &o, args.clone());
+        assert!(e.output().contains("license_type=trial"), "{}", e.output());
+        for k in 0..3 {
+            assert_eq!(
+                write(&e, "db", &lines(5, 1_686_441_600 + k * 600), "").status,
+                204
+            );
+        }
+        assert_eq!(e.stop(), 0);
+        assert!(with_ext(&data, wal) >= 1, "{version}: no {wal} WAL");
+        assert!(
+            with_ext(&data, data_ext) >= 1,
+            "{version}: no {data_ext} data"
+        );
+        if version == "3.11.1" {
+            assert_eq!(with_ext(&data, ".wal") + with_ext(&data, ".parquet"), 0);
+        }
+        // Data written by either engine comes back after a restart.
+        let mut e = Emu::start(t.path(), &o, args.clone());
+        assert_eq!(count(&e, "db"), 15, "{version}");
+        assert_eq!(e.stop(), 0);
+        // 31 days on: a trial does not start any more.
+        let o =
+            Opts::enterprise(version).knobs(serde_json::json!({"license_clock_offset_days": 31}));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = run_once(t.path(), &o, &refs);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("the license has expired"), "{err}");
+    }
 }
 
 #[test]

@@ -1410,6 +1410,20 @@ fn an_expired_trial_is_refused_before_any_server_starts_with_the_renewal_command
             .says("tsbsctl influxdb3 activate --database-id exp1 --license-file PATH");
     }
     assert_eq!(count_runs(), before, "a refused run left a run directory");
+    // Another e-mail activation does not renew an expired trial; a licence file would.
+    w.run(&[
+        "influxdb3",
+        "activate",
+        "--database-id",
+        "exp1",
+        "--license-type",
+        "trial",
+        "--license-email-env",
+        "MY_MAIL",
+    ])
+    .code(2)
+    .says("does not renew it")
+    .says("--license-file PATH");
     assert_eq!(
         std::fs::read_to_string(&log).unwrap_or_default(),
         log_before,
@@ -1467,4 +1481,44 @@ fn the_count_timeout_is_configurable_and_named_when_reached() {
         .code(1)
         .says("no answer within 1 s")
         .says("raise --count-timeout");
+}
+
+#[test]
+fn an_external_server_records_its_settings_as_unknown_and_waits_after_no_sync() {
+    let w = crate::bench::world();
+    let (mut child, url) = crate::bench::enterprise_server(&w);
+    let mut args = vec![
+        "bench",
+        "influxdb3",
+        "load",
+        "--url",
+        &url,
+        "--edition",
+        "enterprise",
+        "--database-mode",
+        "create",
+        "--no-sync",
+        "--json",
+    ];
+    args.extend(crate::bench::tiny());
+    let r = w.run(&args);
+    let _ = child.kill();
+    let _ = child.wait();
+    r.ok();
+    let dir = crate::bench::run_dir(&r);
+    let s = crate::bench::summary(&dir);
+    let st = &s["server_settings"];
+    assert!(
+        st["source"].as_str().unwrap().starts_with("unknown"),
+        "{st}"
+    );
+    assert!(st["wal_flush_interval"].is_null());
+    assert_eq!(st["license"]["type"], "unknown");
+    assert!(s["row_count"]["wait"]["flush_interval_source"]
+        .as_str()
+        .unwrap()
+        .starts_with("assumed"));
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("flush interval unknown"), "{md}");
+    assert!(md.contains("Licence: **unknown**"), "{md}");
 }
