@@ -159,9 +159,13 @@ impl Bench<'_> {
     /// Ctrl-C ends the wait (`Interrupted`). Records how long the server took to answer.
     pub(super) fn maintenance_step(&mut self, step: &str, sql: &str) -> Result<Value> {
         let attempt = self.run.next_attempt(step)?;
-        let log = format!("logs/server-{:03}.log", self.server_attempt);
+        // An external server has no log here.
+        let log = self
+            .server
+            .is_some()
+            .then(|| format!("logs/server-{:03}.log", self.server_attempt));
         self.run
-            .begin(step, attempt, Some(&log), None, Some(json!({"sql": sql})))?;
+            .begin(step, attempt, log.as_deref(), None, Some(json!({"sql": sql})))?;
         let endpoint = self.endpoint();
         let db = self.target.database().to_string();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -226,7 +230,10 @@ impl Bench<'_> {
                     Some(e.message.clone()),
                     Some(json!({"elapsed_seconds": secs})),
                 )?;
-                Err(e.with_hint(format!("see {}", self.run.dir.join(&log).display())))
+                Err(match log {
+                    Some(l) => e.with_hint(format!("see {}", self.run.dir.join(l).display())),
+                    None => e,
+                })
             }
         }
     }
