@@ -35,6 +35,9 @@ use crate::fsutil;
 use crate::interrupt;
 use crate::output::Reporter;
 
+/// The longest a draining stop waits after Ctrl-C.
+const INTERRUPTED_DRAIN: Duration = Duration::from_secs(60);
+
 /// How readiness is probed (one HTTP request; HTTP 200 means ready).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Probe {
@@ -529,6 +532,13 @@ impl Server {
                 mark = m;
                 last_progress = now;
             }
+            // After Ctrl-C the person wants out: the drain gets a short bound (what the server
+            // had not committed is lost either way; its WAL keeps every acknowledged write).
+            let limit = if interrupt::requested() {
+                limit.min(INTERRUPTED_DRAIN)
+            } else {
+                limit
+            };
             if now.duration_since(last_progress) >= grace || now.duration_since(start) >= limit {
                 if let Some(b) = &bar {
                     b.finish();

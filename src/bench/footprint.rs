@@ -35,6 +35,10 @@ pub struct Footprint {
     /// GreptimeDB only: the standalone metadata store (`metadata/`, raft-engine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata_bytes: Option<u64>,
+    /// GreptimeDB only: `other_bytes` without the index and the metadata (manifests, staging,
+    /// the rest). `other_bytes` keeps its meaning: everything that is neither WAL nor data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misc_bytes: Option<u64>,
     /// Which classifier split the files (`greptimedb`; absent: the generic one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<String>,
@@ -137,6 +141,10 @@ pub fn measure_greptimedb(dir: &Path) -> Result<Footprint> {
     f.index_files.get_or_insert(0);
     f.index_bytes.get_or_insert(0);
     f.metadata_bytes.get_or_insert(0);
+    f.misc_bytes = Some(
+        f.other_bytes
+            .saturating_sub(f.index_bytes.unwrap_or(0) + f.metadata_bytes.unwrap_or(0)),
+    );
     Ok(f)
 }
 
@@ -181,10 +189,14 @@ fn walk(dir: &Path, classify: fn(&Path) -> Part) -> Result<Footprint> {
                     f.data_files += 1;
                 }
                 Part::Index => {
+                    f.other_bytes += size;
                     *f.index_bytes.get_or_insert(0) += size;
                     *f.index_files.get_or_insert(0) += 1;
                 }
-                Part::Metadata => *f.metadata_bytes.get_or_insert(0) += size,
+                Part::Metadata => {
+                    f.other_bytes += size;
+                    *f.metadata_bytes.get_or_insert(0) += size;
+                }
                 Part::Other => f.other_bytes += size,
                 Part::Pt => {
                     f.pt_bytes += size;
@@ -238,13 +250,10 @@ mod tests {
         assert!(f.data_bytes >= 28000, "{f:?}");
         assert!(f.index_bytes.unwrap() >= 3000 && f.index_bytes.unwrap() < 8000);
         assert!(f.metadata_bytes.unwrap() >= 4100 && f.metadata_bytes.unwrap() < 10000);
+        assert_eq!(f.total_bytes, f.wal_bytes + f.data_bytes + f.other_bytes);
         assert_eq!(
-            f.total_bytes,
-            f.wal_bytes
-                + f.data_bytes
-                + f.other_bytes
-                + f.index_bytes.unwrap()
-                + f.metadata_bytes.unwrap()
+            f.other_bytes,
+            f.index_bytes.unwrap() + f.metadata_bytes.unwrap() + f.misc_bytes.unwrap()
         );
         // The generic split keeps its meaning for other products.
         let g = measure(w).unwrap();

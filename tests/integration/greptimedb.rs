@@ -1221,3 +1221,38 @@ fn query_runs_say_where_the_data_is_and_can_flush_first() {
         .code(2)
         .says("query and all phases only");
 }
+
+#[test]
+fn a_forced_stop_after_a_load_is_a_warning_and_marks_the_footprint() {
+    use crate::bench::{run_dir, summary, tiny, world};
+    let w = world();
+    // A server that never exits on SIGTERM: killed after the time without progress.
+    w.gt.set_knobs(json!({"ignore_sigterm": true}));
+    let mut a = vec![
+        "bench",
+        "greptimedb",
+        "load",
+        "--database-id",
+        "g1",
+        "--stop-timeout",
+        "1",
+        "--json",
+    ];
+    a.extend(tiny());
+    let r = w.run(&a);
+    r.ok().says("killed");
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    // The verified load counts; the kill is a warning, and the footprint says it followed one.
+    assert_eq!(s["status"], "completed", "{}", s["failures"]);
+    assert_eq!(s["ingestion"]["status"], "completed");
+    let warn = s["warnings"].as_array().unwrap();
+    assert_eq!(warn.len(), 1, "{warn:?}");
+    assert!(warn[0]["message"].as_str().unwrap().contains("killed"));
+    assert_eq!(s["storage"]["after_forced_stop"], true);
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("## Warnings"), "{md}");
+    assert!(md.contains("**after a forced stop**"), "{md}");
+    assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
+    assert_eq!(w.ws()["binding"]["dataset_id"], "tiny");
+}

@@ -373,6 +373,9 @@ impl Store {
             data_home.to_path_buf(),
             data_home.join("metadata"),
             data_home.join("data/greptime"),
+            // Empty in the real layout too (index staging, atomic-write temp).
+            data_home.join("index_intermediate"),
+            data_home.join("tmp"),
             wal_dir.to_path_buf(),
         ] {
             fs::create_dir_all(&d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
