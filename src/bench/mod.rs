@@ -881,10 +881,11 @@ impl Bench<'_> {
             })),
         )?;
         self.reporter().info(&format!(
-            "loading {} rows of {} with {} ({workers} workers x {batch} rows)",
+            "loading {} rows of {} with {} ({workers} workers x {batch} rows); its reports every 10 s go to {}",
             sf.rows,
             ds.id,
-            cmd.tool()
+            cmd.tool(),
+            log.display()
         ));
         let stdin = if cmd.stdin_data {
             Some(sf.open_uncompressed()?)
