@@ -6,8 +6,8 @@
 #
 # * load overhead: tsbsctl's own CPU time during a load (getrusage SELF, recorded in the load
 #   step's `usage`) over the loader's (RUSAGE_CHILDREN);                target ≤ 2 %
-#   measured for an uncompressed dataset (loader reads the file) and a gzip one (tsbsctl
-#   decompresses and streams it to the loader's stdin);
+#   measured for an uncompressed dataset and a gzip one (tsbsctl decompresses it); both are
+#   streamed to the loader's stdin and SHA-256 hashed on the way (see bench-pipeline.sh);
 # * memory: tsbsctl's peak RSS after loads of SCALE and 4×SCALE hosts;  target: flat
 # * reuse path: `bench greptimedb query` on a prepared, bound workspace with a generated
 #   query set: from exec to the first query step's start event (the runner is spawned right
@@ -64,11 +64,11 @@ report_load() { # label, "self tool rss wall"
 
 echo "== loads (scale $SCALE and $((SCALE * 4)), one day at 10 s)"
 u1=$(load "perf-$SCALE" "$SCALE" none)
-report_load "load ${SCALE} hosts, file" "$u1"
+report_load "load ${SCALE} hosts, plain" "$u1"
 u2=$(load "perf-$((SCALE * 4))" "$((SCALE * 4))" none)
-report_load "load $((SCALE * 4)) hosts, file" "$u2"
+report_load "load $((SCALE * 4)) hosts, plain" "$u2"
 u3=$(load "perf-$((SCALE * 4))-gz" "$((SCALE * 4))" gzip)
-report_load "load $((SCALE * 4)) hosts, gzip via stdin" "$u3"
+report_load "load $((SCALE * 4)) hosts, gzip" "$u3"
 
 echo "== reuse path: exec to the first query runner (best of 5)"
 best=999999

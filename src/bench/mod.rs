@@ -917,11 +917,12 @@ impl Bench<'_> {
             })),
         )?;
         self.reporter().info(&format!(
-            "loading {} rows of {} with {} ({} x {batch} rows)",
+            "loading {} rows of {} with {} ({} x {batch} rows); its reports every 10 s go to {}",
             sf.rows,
             ds.id,
             cmd.tool(),
-            crate::output::count_of(workers, "worker")
+            crate::output::count_of(workers, "worker"),
+            log.display()
         ));
         let stdin = if cmd.stdin_data {
             Some(sf.open_uncompressed()?)

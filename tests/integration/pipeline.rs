@@ -708,3 +708,33 @@ fn defect_26_rows_per_second_and_duration_agree() {
     assert!((reported * 1000.0).fract().abs() < 1e-6, "{reported}");
     assert!((reported - dur).abs() < 0.002, "{reported} vs {dur}");
 }
+
+#[test]
+fn c2_a_query_runner_without_progress_is_stopped_when_asked() {
+    let w = world();
+    w.bench_ok("load", &[]);
+    // The first query never answers within the test: no "After N queries" block appears.
+    w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 60000}));
+    let t0 = Instant::now();
+    let r = w.bench(
+        "query",
+        &[
+            "--query-type",
+            "lastpoint",
+            "--stall-timeout",
+            "1",
+            "--on-stall",
+            "stop",
+        ],
+    );
+    r.code(1).says("made no progress for").says("0 queries");
+    assert!(t0.elapsed() < Duration::from_secs(45));
+    let dir = run_dir(&r);
+    let stalled: Vec<Value> = events(&dir)
+        .into_iter()
+        .filter(|e| e["step"] == "query:lastpoint" && e["data"]["stall"]["event"] == "stalled")
+        .collect();
+    assert_eq!(stalled.len(), 1, "{stalled:?}");
+    assert_eq!(stalled[0]["data"]["stall"]["policy"]["on_stall"], "stop");
+    assert_eq!(summary(&dir)["status"], "failed");
+}
