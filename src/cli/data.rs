@@ -21,10 +21,11 @@ pub struct SpecArgs {
     /// TSBS use case (profiles: cpu-only).
     #[arg(long, value_name = "NAME")]
     pub use_case: Option<String>,
-    /// First timestamp, RFC 3339 (profiles: 2023-06-11T00:00:00Z).
+    /// First timestamp, RFC 3339 as Go reads it: upper-case T and Z, or an offset such as
+    /// +02:00 (profiles: 2023-06-11T00:00:00Z). Stored in UTC.
     #[arg(long, value_name = "TIME")]
     pub start: Option<String>,
-    /// End timestamp, RFC 3339, exclusive.
+    /// End timestamp, RFC 3339 as Go reads it, exclusive.
     #[arg(long, value_name = "TIME")]
     pub end: Option<String>,
     /// Number of hosts (manual: 4000, smoke: 10).

@@ -355,6 +355,28 @@ Saving results json file to /abs/run/results/load-run-001.json
         assert_eq!(r.progress[0].rows_total, Some(92400.0));
     }
 
+    /// The real loader's files (fixtures/tsbs-real). Its ticker never stops, so a progress
+    /// line may follow the summary; that changes nothing.
+    #[test]
+    fn real_loader_output_parses() {
+        let json = include_str!("../../tests/fixtures/tsbs-real/load-001.json");
+        let log = include_str!("../../tests/fixtures/tsbs-real/load-001.log");
+        let late = format!("{log}1796150414,0.00,2.160000E+05,0.00,0.00,2.160000E+04,0.00\n");
+        for text in [log, late.as_str()] {
+            let r = with_file(Some(json), text).unwrap();
+            assert_eq!(r.source, ResultSource::ResultsFile);
+            assert_eq!((r.metrics, r.rows), (216_000, Some(21_600)));
+            assert_eq!(r.metrics_per_second, 4700749.5236301785);
+            assert_eq!(r.duration_seconds, 0.045);
+            assert_eq!((r.workers, r.batch_size), (Some(2), Some(3000)));
+            assert_eq!(r.start_time, Some(1796150412));
+            assert_eq!(r.worker_backoffs.len(), 2);
+        }
+        let r = with_file(None, &late).unwrap();
+        assert_eq!(r.source, ResultSource::Log);
+        assert_eq!((r.metrics, r.rows), (216_000, Some(21_600)));
+    }
+
     #[test]
     fn log_fallback_when_missing_or_legacy() {
         for file in [

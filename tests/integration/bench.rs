@@ -912,6 +912,15 @@ fn analyze_keeps_every_attempt_and_a_version_override_records_both_identities() 
     w.bench("analyze", &["--query-type", "lastpoint", "--queries", "2"])
         .code(2)
         .says("at least 3");
+    // A type the dataset is too small for (2 hosts): refused before a run directory exists.
+    let before = runs_of(&w);
+    w.bench(
+        "query",
+        &["--query-type", "cpu-max-all-8", "--queries", "3"],
+    )
+    .code(2)
+    .says("cpu-max-all-8 needs at least 8 hosts");
+    assert_eq!(runs_of(&w), before);
 
     // Another installed version on the same data, confirmed.
     w.run(&[
