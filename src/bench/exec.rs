@@ -49,6 +49,10 @@ pub trait Observer {
     fn tick(&mut self) -> Option<String>;
     /// The tool ended (clears any progress display).
     fn done(&mut self) {}
+    /// Whether the log is worth tailing for this observer.
+    fn wants_lines(&self) -> bool {
+        true
+    }
 }
 
 /// An observer that ignores everything.
@@ -58,6 +62,9 @@ impl Observer for NoObserver {
     fn line(&mut self, _: &str) {}
     fn tick(&mut self) -> Option<String> {
         None
+    }
+    fn wants_lines(&self) -> bool {
+        false
     }
 }
 
@@ -156,9 +163,9 @@ struct Tail {
 }
 
 impl Tail {
-    fn new(log: &Path) -> Tail {
+    fn new(log: &Path, wanted: bool) -> Tail {
         Tail {
-            file: File::open(log).ok(),
+            file: wanted.then(|| File::open(log).ok()).flatten(),
             partial: Vec::new(),
         }
     }
@@ -228,7 +235,7 @@ pub fn run_tool_observed(
         _ => None,
     };
     let pid = child.id() as libc::pid_t;
-    let mut tail = Tail::new(log);
+    let mut tail = Tail::new(log, observer.wants_lines());
     let mut last_watch = Instant::now();
     let end = loop {
         match child.try_wait() {
