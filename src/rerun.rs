@@ -394,6 +394,12 @@ fn request(m: &RunManifest, database_id: String, pins: RerunPins) -> Result<Requ
         confirm_version_override: str_of(&f["confirm_version_override"]),
         startup_timeout: f["startup_timeout"].as_f64(),
         stop_timeout: f["stop_timeout"].as_f64(),
+        stall_timeout: f["stall_timeout"].as_f64(),
+        on_stall: f["on_stall"].as_str().map(enum_of).transpose()?,
+        count_timeout: f["count_timeout"]
+            .as_f64()
+            .map(std::time::Duration::from_secs_f64),
+        flush_before_queries: f["flush_before_queries"].as_bool().unwrap_or(false),
         flags,
         rerun: Some(pins),
         ..Default::default()

@@ -712,7 +712,7 @@ fn chromium(html: &Path, shot: Option<&Path>) -> String {
 fn rerun_records_identical_pins_and_refuses_a_changed_archive() {
     let w = world();
     let root = w.gt.env.root.clone();
-    let d1 = w.bench_ok("all", &[]);
+    let d1 = w.bench_ok("all", &["--stall-timeout", "77", "--on-stall", "stop"]);
     let m1 = read_json(&d1.join("manifest.json"));
     assert_eq!(
         m1["server"]["installation"]["archive_sha256"]
@@ -756,9 +756,23 @@ fn rerun_records_identical_pins_and_refuses_a_changed_archive() {
     assert_eq!(m2["target"]["database"], m1["target"]["database"]);
     assert_eq!(m2["phase"], "all");
     assert_eq!(m2["flags"]["rerun_of"], m1["run_id"]);
-    for k in ["query_types", "queries", "profile", "scale", "log_interval"] {
+    for k in [
+        "query_types",
+        "queries",
+        "profile",
+        "scale",
+        "log_interval",
+        "stall_timeout",
+        "on_stall",
+    ] {
         assert_eq!(m2["flags"][k], m1["flags"][k], "flag {k}");
     }
+    // The stall policy the rerun's tools ran under is the recorded one, not the default.
+    let events = std::fs::read_to_string(d2.join("events.jsonl")).unwrap();
+    assert!(
+        events.contains(r#""stall":{"timeout_seconds":77.0,"on_stall":"stop"}"#),
+        "{events}"
+    );
     let s2 = summary(&d2);
     assert_eq!(s2["status"], "completed");
     assert_eq!(s2["ingestion"]["status"], "completed");
