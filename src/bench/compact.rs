@@ -164,8 +164,13 @@ impl Bench<'_> {
             .server
             .is_some()
             .then(|| format!("logs/server-{:03}.log", self.server_attempt));
-        self.run
-            .begin(step, attempt, log.as_deref(), None, Some(json!({"sql": sql})))?;
+        self.run.begin(
+            step,
+            attempt,
+            log.as_deref(),
+            None,
+            Some(json!({"sql": sql})),
+        )?;
         let endpoint = self.endpoint();
         let db = self.target.database().to_string();
         let (tx, rx) = std::sync::mpsc::channel();
