@@ -390,6 +390,7 @@ fn request(m: &RunManifest, database_id: String, pins: RerunPins) -> Result<Requ
         auth_token_env: str_of(&f["auth_token_env"]),
         admin_token_env: str_of(&f["admin_token_env"]),
         hot_runs: u32_of("hot_runs"),
+        flush_before_queries: f["flush_before_queries"].as_bool().unwrap_or(false),
         greptime_version: str_of(&f["greptime_version"]),
         confirm_version_override: str_of(&f["confirm_version_override"]),
         startup_timeout: f["startup_timeout"].as_f64(),

@@ -214,6 +214,8 @@ pub struct Server {
     events: Vec<Event>,
     started: Instant,
     stopping: bool,
+    /// The readiness probe answered: only a server that served has work of ours to drain.
+    ready: bool,
     outcome: Option<StopOutcome>,
     http: Option<reqwest::blocking::Client>,
     /// Threads copying filtered output into the log (with [`ServerSpec::output_filter`]).
@@ -316,6 +318,7 @@ impl Server {
             events,
             started: Instant::now(),
             stopping: false,
+            ready: false,
             outcome: None,
             http: None,
             pumps,
@@ -400,6 +403,7 @@ impl Server {
             if self.probe_once() {
                 let after_ms = self.started.elapsed().as_millis() as u64;
                 self.push(EventKind::Ready { after_ms });
+                self.ready = true;
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -484,7 +488,8 @@ impl Server {
         });
         let sent = Instant::now();
         signal_group(self.pid, libc::SIGTERM);
-        let exited = match self.spec.timing.drain_limit {
+        // A start that failed (timeout, Ctrl-C) is not drained: it holds no work of ours.
+        let exited = match self.spec.timing.drain_limit.filter(|_| self.ready) {
             None => self.wait_for(grace),
             Some(limit) => self.wait_draining(grace, limit.max(grace), reporter),
         };
@@ -1109,12 +1114,22 @@ mod tests {
         let mut sp = spec(dir.path(), script, free_port());
         sp.timing.drain_limit = Some(Duration::from_secs(20));
         let mut s = Server::start(sp, &SilentReporter).unwrap();
+        // As if the probe had answered (this script serves no HTTP).
+        s.ready = true;
         std::thread::sleep(Duration::from_millis(200));
         let o = s.stop();
         assert!(!o.forced, "{o:?}");
         assert_eq!(o.code, Some(0));
         assert!(o.stop_ms >= 1000, "{o:?}");
         assert!(log_tail(s.log_path(), 1000).contains("draining 6"));
+        // A server that never became ready is not drained.
+        let dir = tempfile::tempdir().unwrap();
+        let mut sp = spec(dir.path(), script, free_port());
+        sp.timing.drain_limit = Some(Duration::from_secs(20));
+        sp.timing.startup_timeout = Duration::from_millis(300);
+        let mut s = Server::start(sp, &SilentReporter).unwrap();
+        assert!(s.wait_ready().is_err());
+        assert!(s.outcome().unwrap().forced);
         // Without the drain limit the same server is killed after the grace.
         let dir = tempfile::tempdir().unwrap();
         let mut s = Server::start(spec(dir.path(), script, free_port()), &SilentReporter).unwrap();
@@ -1125,6 +1140,7 @@ mod tests {
         let mut sp = spec(dir.path(), "trap '' TERM; exec sleep 30", free_port());
         sp.timing.drain_limit = Some(Duration::from_secs(20));
         let mut s = Server::start(sp, &SilentReporter).unwrap();
+        s.ready = true;
         let t = Instant::now();
         assert!(s.stop().forced);
         assert!(t.elapsed() < Duration::from_secs(10));
