@@ -400,7 +400,6 @@ fn request(m: &RunManifest, database_id: String, pins: RerunPins) -> Result<Requ
         count_timeout: f["count_timeout"]
             .as_f64()
             .map(std::time::Duration::from_secs_f64),
-        flush_before_queries: f["flush_before_queries"].as_bool().unwrap_or(false),
         flags,
         rerun: Some(pins),
         ..Default::default()
