@@ -391,9 +391,10 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         preflight::check_compression(&dataset, req)?;
         preflight::check_binding_content(&target, &dataset, req)?;
     }
-    preflight::check_disk(&root, kind, phase, &dataset, req, &counts)?;
-    // Without built TSBS tools nothing can run: say so before a run directory exists.
+    // Without built TSBS tools nothing can run: say so before a run directory exists, and
+    // before the disk estimate (a workload that would not fit is the second thing to fix).
     TsbsEnv::load(&ctx.root, req.rerun.as_ref().map(|p| p.tsbs_key.as_str()))?;
+    preflight::check_disk(&root, kind, phase, &dataset, req, &counts)?;
     let run = RunDir::create(
         &root,
         NewRun {
