@@ -165,6 +165,8 @@ pub fn validate(kind: ProductKind, req: &Request) -> Result<Phase> {
     preflight::check_query_flags(req)?;
     positive("--parallelism", req.parallelism)?;
     watch::StallPolicy::new(req.stall_timeout, req.on_stall)?;
+    // A bad TSBSCTL_ADMIN_TIMEOUT_SECS is bad input: said before anything exists.
+    crate::product::admin_timeout()?;
     match (&req.database_id, req.urls.is_empty()) {
         (Some(_), false) => {
             return Err(

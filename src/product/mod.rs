@@ -195,11 +195,34 @@ pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
     key(a).cmp(&key(b))
 }
 
-/// A blocking HTTP client for admin requests to a local server (no proxy, bounded).
+/// The environment variable that bounds one admin request (listing, creating and dropping
+/// databases, probes, table statistics). Maintenance statements have no such bound and row
+/// counts have their own (`--count-timeout`).
+pub const ADMIN_TIMEOUT_ENV: &str = "TSBSCTL_ADMIN_TIMEOUT_SECS";
+
+/// The admin request limit: `TSBSCTL_ADMIN_TIMEOUT_SECS` (whole seconds, 1 to 86400), else
+/// 300 s.
+pub fn admin_timeout() -> Result<std::time::Duration> {
+    let Ok(raw) = std::env::var(ADMIN_TIMEOUT_ENV) else {
+        return Ok(std::time::Duration::from_secs(300));
+    };
+    match raw.trim().parse::<u64>() {
+        Ok(s) if (1..=86_400).contains(&s) => Ok(std::time::Duration::from_secs(s)),
+        _ => Err(Error::invalid(format!(
+            "{ADMIN_TIMEOUT_ENV}={raw:?} must be a whole number of seconds from 1 to 86400"
+        ))
+        .with_hint(format!(
+            "set {ADMIN_TIMEOUT_ENV} to e.g. 300, or unset it (default 300 s)"
+        ))),
+    }
+}
+
+/// A blocking HTTP client for admin requests to a local server (no proxy, bounded by
+/// [`admin_timeout`]).
 pub fn admin_client() -> Result<reqwest::blocking::Client> {
     reqwest::blocking::Client::builder()
         .no_proxy()
-        .timeout(std::time::Duration::from_secs(300))
+        .timeout(admin_timeout()?)
         .connect_timeout(std::time::Duration::from_secs(5))
         .build()
         .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))

@@ -1050,9 +1050,25 @@ fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
     // The compactions the stop drained were thrown away: their outputs are orphans on disk.
     assert!(md.contains("not in the table's manifest"), "{md}");
 
-    // A compaction that blocks for seconds: the answer is awaited, however long.
+    // A compaction that blocks for longer than any HTTP limit in the code, scaled down: the
+    // admin and download limits are set to 2 s, and the answer is still awaited.
     w.gt.set_knobs(json!({"compaction_ms_per_mib": 2000.0}));
-    let r = w.bench("compact", &["--parallelism", "2"]);
+    let args = [
+        "bench",
+        "greptimedb",
+        "compact",
+        "--database-id",
+        "g1",
+        "--parallelism",
+        "2",
+        "--stop-timeout",
+        "5",
+        "--json",
+    ];
+    let mut cmd = w.gt.env.cmd(&args);
+    cmd.env("TSBSCTL_ADMIN_TIMEOUT_SECS", "2")
+        .env("TSBSCTL_HTTP_TIMEOUT_SECS", "2");
+    let r = crate::util::run_command(cmd, &args, std::time::Duration::from_secs(300));
     r.ok();
     let dir = run_dir(&r);
     let s = summary(&dir);
@@ -1063,7 +1079,7 @@ fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
     );
     assert_eq!(s["workload"]["parallelism"], 2);
     let secs = c["compact"]["elapsed_seconds"].as_f64().unwrap();
-    assert!(secs > 1.0, "{c}");
+    assert!(secs > 2.0, "{c}");
     assert_eq!(c["confirmation"]["outcome"], "compacted");
     assert_eq!(c["after"]["sst_num"], 12);
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
