@@ -663,7 +663,7 @@ pub fn render_md(summary: &Value) -> Result<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -722,7 +722,8 @@ mod tests {
         assert!(noise["test"].is_null() && noise["reason"].is_string());
     }
 
-    fn loaded(id: &str, state: &str, sst: u64, mem: u64, mean: f64) -> Loaded {
+    /// A loaded run of `summary` (built by hand: no run directory behind it).
+    pub(crate) fn loaded_with(id: &str, summary: Value) -> Loaded {
         use crate::run::{Host, Owner, RunKind, RunManifest, Status, ToolInfo};
         let manifest = RunManifest {
             run_id: id.into(),
@@ -752,6 +753,15 @@ mod tests {
             rerun_of: None,
             error: None,
         };
+        Loaded {
+            dir: PathBuf::from("/nonexistent").join(id),
+            manifest,
+            summary,
+            manifest_sha256: String::new(),
+        }
+    }
+
+    fn loaded(id: &str, state: &str, sst: u64, mem: u64, mean: f64) -> Loaded {
         let summary = json!({
             "label": id,
             "product": "greptimedb",
@@ -761,12 +771,7 @@ mod tests {
             "queries": [{"query_type": "lastpoint", "status": "completed", "query_count": 10,
                          "mean_ms": mean, "median_ms": mean, "p95_ms": mean, "stddev_ms": 0.1}],
         });
-        Loaded {
-            dir: PathBuf::from("/nonexistent").join(id),
-            manifest,
-            summary,
-            manifest_sha256: String::new(),
-        }
+        loaded_with(id, summary)
     }
 
     #[test]
