@@ -365,16 +365,14 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
 /// one workspace is what a report is for).
 fn data_notes(cols: &[Value], n: &mut Notes) {
     use crate::datalocation as dl;
-    let queried = |c: &Value| !c["query_set"].is_null();
-    let products: BTreeSet<String> = cols
-        .iter()
-        .filter(|c| queried(c))
-        .map(|c| s(&c["product"]))
-        .collect();
+    // An external server's run records no data state: nothing to compare it by.
+    let queried = |c: &Value| !c["query_set"].is_null() && c["data_state"].is_string();
+    let product = |c: &Value| format!("{} {}", s(&c["product"]), s(&c["edition"]));
+    let products: BTreeSet<String> = cols.iter().filter(|c| queried(c)).map(product).collect();
     for p in products {
         let runs: Vec<&Value> = cols
             .iter()
-            .filter(|c| queried(c) && s(&c["product"]) == p)
+            .filter(|c| queried(c) && product(c) == p)
             .collect();
         let name = runs[0]["product_label"].as_str().unwrap_or(&p).to_string();
         let label = |c: &Value| c["label"].as_str().unwrap_or("?").to_string();
@@ -403,7 +401,7 @@ fn data_notes(cols: &[Value], n: &mut Notes) {
             );
         } else if let Some(d) = differ(
             cols,
-            |c| queried(c) && s(&c["product"]) == p,
+            |c| queried(c) && product(c) == p,
             |c| Some(s(&c["data_state"])),
         ) {
             let unknown = runs.iter().any(|c| dl::state_unknown(&c["data_state"]));
@@ -1046,6 +1044,12 @@ mod tests {
     #[test]
     fn issue_16_memtables_vs_sst_of_one_product_is_a_caveat_at_the_top_and_on_latency() {
         // The README's four runs: GreptimeDB as loaded read 0 SSTs, after compaction 12.
+        let mut core = run("Core", "influxdb3", "as loaded", Value::Null, q(40.0, 0.1));
+        core.summary["edition"] = json!("core");
+        // External: no data state recorded, nothing to compare it by.
+        let mut ent = run("Enterprise", "influxdb3", "-", Value::Null, q(45.0, 0.1));
+        ent.summary["edition"] = json!("enterprise");
+        ent.summary["data_state"] = Value::Null;
         let runs = vec![
             run(
                 "GreptimeDB",
@@ -1054,14 +1058,8 @@ mod tests {
                 loc(0, 28 << 20),
                 q(30.0, 0.1),
             ),
-            run("Core", "influxdb3", "as loaded", Value::Null, q(40.0, 0.1)),
-            run(
-                "Enterprise",
-                "influxdb3-e",
-                "as loaded",
-                Value::Null,
-                q(45.0, 0.1),
-            ),
+            core,
+            ent,
             run(
                 "GreptimeDB (after manual compaction)",
                 "greptimedb",
@@ -1079,8 +1077,13 @@ mod tests {
         );
         assert!(w.contains("GreptimeDB (after manual compaction) (after manual compaction: SST files only, 12 SST files"), "{w}");
         assert!(w.contains("--flush-before-queries"), "{w}");
-        let qn = s["notes"]["queries"].to_string();
-        assert!(qn.contains("different places"), "{qn}");
+        let qn = s["notes"]["queries"].as_array().unwrap();
+        assert_eq!(qn.len(), 1, "only the GreptimeDB pair differs: {qn:?}");
+        assert_eq!(qn[0]["aspect"], "data location");
+        assert!(qn[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("different places"));
         // Both read SST files: a different state is still said, but no location caveat.
         let runs = vec![
             run(
