@@ -360,7 +360,7 @@ fn data_caveats(base: &Value, cand: &Value) -> (Vec<String>, bool) {
     if let (Some(pb), Some(pc)) = (dl::place(base), dl::place(cand)) {
         if pb != pc {
             out.push(format!(
-                "the data was in different places when the queries started: baseline {} ({}), candidate {} ({}); reading memtables replayed from the WAL is other work than reading SST files (load with --flush-before-queries for a like-for-like baseline)",
+                "the data was in different places when the queries started: baseline {} ({}), candidate {} ({}); reading memtables replayed from the WAL is other work than reading SST files (for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`)",
                 pb.name(),
                 dl::describe(base),
                 pc.name(),

@@ -395,7 +395,7 @@ fn data_notes(cols: &[Value], n: &mut Notes) {
                 "data location",
                 &["queries"],
                 format!(
-                    "the {name} runs read their data from different places when the queries started: {}; a latency difference between them mixes the flush state (memtables replayed from the WAL vs SST files) with what differs in the data state (e.g. compaction); for a like-for-like baseline, query a state made with --flush-before-queries",
+                    "the {name} runs read their data from different places when the queries started: {}; a latency difference between them mixes the flush state (memtables replayed from the WAL vs SST files) with what differs in the data state (e.g. compaction); for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`",
                     each.join(" vs ")
                 ),
             );

@@ -141,6 +141,39 @@ fn compare_identical_slowed_mismatched_and_failed_runs() {
     assert_eq!(m["threshold_percent"], 5.0);
     assert_eq!(m["candidate_runs"][0]["run_id"], "twin");
 
+    // The same measurements under an unknown data state (issue 16): no latency verdict holds.
+    let unknown = copy_run(&d1, "unknown-state", |m| {
+        m["data_state"]["label"] = json!("maintenance interrupted: state unknown");
+    });
+    let r = w.run(&[
+        "runs",
+        "compare",
+        "--baseline",
+        p(&d1),
+        "--candidate",
+        p(&unknown),
+    ]);
+    r.ok()
+        .says("latency verdicts: not comparable")
+        .says("caveat: the data states differ: baseline as loaded, candidate maintenance interrupted: state unknown");
+    let cs = read_json(
+        &dirs_in(&root.join("comparisons"))
+            .last()
+            .unwrap()
+            .join("summary.json"),
+    );
+    let c = &cs["candidates"][0];
+    assert_eq!(c["verdict"], "not comparable", "{c}");
+    assert_eq!(c["counts"]["not comparable"], 3, "{c}");
+    let md = std::fs::read_to_string(
+        dirs_in(&root.join("comparisons"))
+            .last()
+            .unwrap()
+            .join("summary.md"),
+    )
+    .unwrap();
+    assert!(md.contains("Caveat on every verdict below"), "{md}");
+
     // A slowed-down server: every type regressed beyond the band; still exit 0. The delay is
     // well above the baseline's own latencies, so the noise of a loaded machine cannot hide it.
     let slowest = summary(&d2)["queries"]
