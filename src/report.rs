@@ -382,10 +382,16 @@ fn data_notes(cols: &[Value], n: &mut Notes) {
                 .iter()
                 .filter(|c| dl::place(c).is_some())
                 .map(|c| {
+                    let state = s(&c["data_state"]);
+                    // A label that already names the state ("... (after manual compaction)").
+                    let state = if label(c).ends_with(&format!("({state})")) {
+                        String::new()
+                    } else {
+                        format!("{state}: ")
+                    };
                     format!(
-                        "{} ({}: {}, {})",
+                        "{} ({state}{}, {})",
                         label(c),
-                        s(&c["data_state"]),
                         dl::place(c).map_or("", |x| x.name()),
                         dl::describe(c)
                     )
@@ -1075,7 +1081,10 @@ mod tests {
             w.contains("GreptimeDB (as loaded: memtables only, 0 SST files"),
             "{w}"
         );
-        assert!(w.contains("GreptimeDB (after manual compaction) (after manual compaction: SST files only, 12 SST files"), "{w}");
+        assert!(
+            w.contains("GreptimeDB (after manual compaction) (SST files only, 12 SST files"),
+            "{w}"
+        );
         assert!(w.contains("--flush-before-queries"), "{w}");
         let qn = s["notes"]["queries"].as_array().unwrap();
         assert_eq!(qn.len(), 1, "only the GreptimeDB pair differs: {qn:?}");
