@@ -377,6 +377,11 @@ fn data_notes(cols: &[Value], n: &mut Notes) {
         let name = runs[0]["product_label"].as_str().unwrap_or(&p).to_string();
         let label = |c: &Value| c["label"].as_str().unwrap_or("?").to_string();
         let places: BTreeSet<dl::Place> = runs.iter().filter_map(|c| dl::place(c)).collect();
+        let unknown = if runs.iter().any(|c| dl::state_unknown(&c["data_state"])) {
+            " (a state unknown after interrupted or failed maintenance may be anything)"
+        } else {
+            ""
+        };
         if places.len() > 1 {
             let each: Vec<String> = runs
                 .iter()
@@ -401,7 +406,7 @@ fn data_notes(cols: &[Value], n: &mut Notes) {
                 "data location",
                 &["queries"],
                 format!(
-                    "the {name} runs read their data from different places when the queries started: {}; a latency difference between them mixes the flush state (memtables replayed from the WAL vs SST files) with what differs in the data state (e.g. compaction); for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`",
+                    "the {name} runs read their data from different places when the queries started: {}; a latency difference between them mixes the flush state (memtables replayed from the WAL vs SST files) with what differs in the data state (e.g. compaction); for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`{unknown}",
                     each.join(" vs ")
                 ),
             );
@@ -410,17 +415,11 @@ fn data_notes(cols: &[Value], n: &mut Notes) {
             |c| queried(c) && product(c) == p,
             |c| Some(s(&c["data_state"])),
         ) {
-            let unknown = runs.iter().any(|c| dl::state_unknown(&c["data_state"]));
             n.add(
                 "data state",
                 &["queries", "storage"],
                 format!(
-                    "the {name} runs measured different data states: {d}; their latencies show what the maintenance changed as well as the server{}",
-                    if unknown {
-                        " (a state unknown after interrupted or failed maintenance may be anything)"
-                    } else {
-                        ""
-                    }
+                    "the {name} runs measured different data states: {d}; their latencies show what the maintenance changed as well as the server{unknown}"
                 ),
             );
         }
@@ -1114,10 +1113,29 @@ mod tests {
         let w = s["warnings"].to_string();
         assert!(!w.contains("different places"), "{w}");
         assert!(w.contains("different data states: "), "{w}");
+        assert!(!w.contains("may be anything"), "{w}");
         assert!(
             w.contains("a (as loaded, flushed)") && w.contains("b (after manual compaction)"),
             "{w}"
         );
+        let runs = vec![
+            run(
+                "a",
+                "greptimedb",
+                "as loaded, flushed",
+                loc(3, 0),
+                q(30.0, 0.1),
+            ),
+            run(
+                "b",
+                "greptimedb",
+                "maintenance interrupted: state unknown",
+                loc(1, 0),
+                q(20.0, 0.1),
+            ),
+        ];
+        let w = build(&runs, 0)["warnings"].to_string();
+        assert!(w.contains("may be anything"), "{w}");
         // Like with like: nothing.
         let runs = vec![
             run(
