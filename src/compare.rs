@@ -8,6 +8,9 @@
 //! only between loads with the same write parameters ("not comparable" otherwise); mean,
 //! median and p95 are all shown. Runs that differ in SQL database, dataset, query set, counts
 //! or repetitions, or that hold failures, are refused naming the difference, never mixed.
+//! A data state or data location (memtables vs SST files) that differs is a caveat stated on
+//! every verdict; a state that is unknown on either side makes the latency verdicts "not
+//! comparable".
 //! The output directory `comparisons/<id>/` is staged and renamed in one step.
 
 use std::collections::BTreeMap;
@@ -215,6 +218,7 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
         })
         .unwrap_or_default();
     let mut counts = BTreeMap::from([("improved", 0u64), ("unchanged", 0), ("regressed", 0)]);
+    let (caveats, state_unknown) = data_caveats(&base.summary, &cand.summary);
     let mut queries = Vec::new();
     let mut largest: Option<Value> = None;
     let mut within_noise = 0u64;
@@ -223,6 +227,12 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
         let Some(b) = bq.get(qt) else { continue };
         let mean = delta(num(&b["mean_ms"]), num(&q["mean_ms"]));
         let (class, noise) = judge(b, q, &mean, threshold);
+        // Data of unknown state may be anything: no latency verdict holds against it.
+        let class = if state_unknown {
+            "not comparable"
+        } else {
+            class
+        };
         if class == "within noise" {
             within_noise += 1;
         }
@@ -299,7 +309,10 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
     let mut v = run_identity(cand);
     v["counts"] = json!(counts);
     v["within_noise"] = json!(within_noise);
-    v["verdict"] = json!(if counts["regressed"] > 0 || counts["improved"] > 0 {
+    v["caveats"] = json!(caveats);
+    v["verdict"] = json!(if state_unknown {
+        "not comparable"
+    } else if counts["regressed"] > 0 || counts["improved"] > 0 {
         "changed"
     } else if within_noise > 0 {
         "within noise"
@@ -317,6 +330,45 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
     v["ingestion"] = ingestion;
     v["queries"] = json!(queries);
     v
+}
+
+/// What the latencies of two runs may owe to their data rather than to the servers: a data
+/// state that differs, a data location that differs (memtables vs SST files). True as the
+/// second value when either state is unknown (the latency verdicts are then not comparable).
+fn data_caveats(base: &Value, cand: &Value) -> (Vec<String>, bool) {
+    use crate::datalocation as dl;
+    let (sb, sc) = (&base["data_state"]["label"], &cand["data_state"]["label"]);
+    let unknown = dl::state_unknown(sb) || dl::state_unknown(sc);
+    let mut out = Vec::new();
+    if sb != sc {
+        out.push(format!(
+            "the data states differ: baseline {}, candidate {}{}",
+            short(sb),
+            short(sc),
+            if unknown {
+                "; a state unknown (interrupted or failed maintenance) may be anything, so the latency verdicts are not comparable"
+            } else {
+                "; the latencies show what changed in the data as well as in the server"
+            }
+        ));
+    } else if unknown {
+        out.push(format!(
+            "the data state is {} in both runs: the data may be anything, so the latency verdicts are not comparable",
+            short(sb)
+        ));
+    }
+    if let (Some(pb), Some(pc)) = (dl::place(base), dl::place(cand)) {
+        if pb != pc {
+            out.push(format!(
+                "the data was in different places when the queries started: baseline {} ({}), candidate {} ({}); reading memtables replayed from the WAL is other work than reading SST files (for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`)",
+                pb.name(),
+                dl::describe(base),
+                pc.name(),
+                dl::describe(cand)
+            ));
+        }
+    }
+    (out, unknown)
 }
 
 /// A latency verdict: beyond the band and outside the noise to count. Returns the class and
@@ -357,8 +409,8 @@ fn write_parameters(s: &Value) -> Value {
 
 fn describe_write(w: &Value) -> String {
     let mut out = format!(
-        "{} workers x {} rows",
-        short(&w["workers"]),
+        "{} x {} rows",
+        crate::output::count_of(short(&w["workers"]), "worker"),
         short(&w["batch_size"])
     );
     for k in ["no_sync", "accept_partial"] {
@@ -483,6 +535,12 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
             c["counts"]["regressed"],
             c["ingestion"]["classification"].as_str().unwrap_or("?"),
         ));
+        if c["verdict"] == "not comparable" {
+            human.push_str("  latency verdicts: not comparable\n");
+        }
+        for cv in c["caveats"].as_array().into_iter().flatten() {
+            human.push_str(&format!("  caveat: {}\n", cv.as_str().unwrap_or("?")));
+        }
     }
     match &dir {
         Some(dir) => human.push_str(&format!(
@@ -605,7 +663,7 @@ pub fn render_md(summary: &Value) -> Result<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -662,6 +720,109 @@ mod tests {
         let (class, noise) = judge(&json!({"mean_ms": 10.0}), &c, &m, 5.0);
         assert_eq!(class, "regressed");
         assert!(noise["test"].is_null() && noise["reason"].is_string());
+    }
+
+    /// A loaded run of `summary` (built by hand: no run directory behind it).
+    pub(crate) fn loaded_with(id: &str, summary: Value) -> Loaded {
+        use crate::run::{Host, Owner, RunKind, RunManifest, Status, ToolInfo};
+        let manifest = RunManifest {
+            run_id: id.into(),
+            run_kind: RunKind::Benchmark,
+            product: "greptimedb".into(),
+            edition: None,
+            phase: "query".into(),
+            status: Status::Completed,
+            created_at: String::new(),
+            updated_at: String::new(),
+            finished_at: None,
+            tool: ToolInfo::current(),
+            command: String::new(),
+            flags: Value::Null,
+            host: Host::current(None),
+            owner: Owner {
+                pid: 1,
+                host: "h".into(),
+            },
+            target: Value::Null,
+            environment: None,
+            server: None,
+            dataset: None,
+            query_set: None,
+            workload: Value::Null,
+            data_state: None,
+            rerun_of: None,
+            error: None,
+        };
+        Loaded {
+            dir: PathBuf::from("/nonexistent").join(id),
+            manifest,
+            summary,
+            manifest_sha256: String::new(),
+        }
+    }
+
+    fn loaded(id: &str, state: &str, sst: u64, mem: u64, mean: f64) -> Loaded {
+        let summary = json!({
+            "label": id,
+            "product": "greptimedb",
+            "data_state": {"label": state},
+            "data_location": {"information_schema": true, "sst_num": sst, "sst_size": sst * 1_000_000, "memtable_size": mem},
+            "ingestion": {"status": "reused"},
+            "queries": [{"query_type": "lastpoint", "status": "completed", "query_count": 10,
+                         "mean_ms": mean, "median_ms": mean, "p95_ms": mean, "stddev_ms": 0.1}],
+        });
+        loaded_with(id, summary)
+    }
+
+    #[test]
+    fn issue_16_an_unknown_data_state_makes_latency_not_comparable() {
+        // The trial: "as loaded" vs "maintenance interrupted: state unknown", +10%, tight.
+        let base = loaded("b", "as loaded", 0, 28 << 20, 10.0);
+        let cand = loaded("c", "maintenance interrupted: state unknown", 12, 0, 11.0);
+        let v = compare_one(&base, &cand, 5.0);
+        assert_eq!(v["verdict"], "not comparable", "{v}");
+        assert_eq!(v["queries"][0]["classification"], "not comparable");
+        assert_eq!(v["counts"]["regressed"], 0);
+        assert!(v["largest_regression"].is_null());
+        let cav = v["caveats"].to_string();
+        assert!(
+            cav.contains("baseline as loaded, candidate maintenance interrupted: state unknown"),
+            "{cav}"
+        );
+        assert!(
+            cav.contains("memtables only") && cav.contains("SST files only"),
+            "{cav}"
+        );
+        assert!(cav.contains("--flush-before-queries"), "{cav}");
+        let md = render_md(&json!({"product_label": "GreptimeDB", "comparison_id": "x", "database": "benchmark", "dataset": {"dataset_id": null, "sha256": null}, "query_set": {"query_set_id": null}, "threshold_percent": 5.0, "noise_test": {"level": 0.95}, "baseline": {"label": "b", "run_id": "b", "path": "/b"}, "candidates": [v]})).unwrap();
+        assert!(md.contains("Caveat on every verdict below"), "{md}");
+        assert!(md.contains("not comparable: 1"), "{md}");
+    }
+
+    #[test]
+    fn issue_16_a_known_state_that_differs_is_a_caveat_on_the_verdicts() {
+        let base = loaded("b", "as loaded", 0, 28 << 20, 10.0);
+        let cand = loaded("c", "as loaded, flushed", 12, 0, 11.0);
+        let v = compare_one(&base, &cand, 5.0);
+        assert_eq!(v["verdict"], "changed", "{v}");
+        assert_eq!(v["queries"][0]["classification"], "regressed");
+        let cav = v["caveats"].as_array().unwrap();
+        assert_eq!(cav.len(), 2, "{cav:?}");
+        assert!(cav[0].as_str().unwrap().contains("data states differ"));
+        assert!(cav[1].as_str().unwrap().contains("different places"));
+        // Like with like: no caveat.
+        let twin = loaded("t", "as loaded", 0, 27 << 20, 10.0);
+        let v = compare_one(&base, &twin, 5.0);
+        assert_eq!(v["caveats"], json!([]), "{v}");
+        assert_eq!(v["verdict"], "unchanged");
+    }
+
+    #[test]
+    fn one_worker_is_singular() {
+        let w = json!({"workers": 1, "batch_size": 5000, "no_sync": null, "accept_partial": null});
+        assert_eq!(describe_write(&w), "1 worker x 5000 rows");
+        let w = json!({"workers": 4, "batch_size": 5000, "no_sync": null, "accept_partial": null});
+        assert_eq!(describe_write(&w), "4 workers x 5000 rows");
     }
 
     #[test]

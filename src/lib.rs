@@ -12,6 +12,7 @@ pub mod canonical;
 pub mod cli;
 pub mod compare;
 pub mod context;
+pub mod datalocation;
 pub mod dataset;
 pub mod diskspace;
 pub mod download;

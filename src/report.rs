@@ -3,8 +3,10 @@
 //! show: ingestion, query latency per type (fastest marked, ratio to the baseline), storage
 //! footprint, and failures (a type that failed shows why, never a number).
 //!
-//! Runs that are not strictly comparable (other dataset, query counts, host, or write
-//! parameters) are still shown, but the report says so at the top and in each affected table.
+//! Runs that are not strictly comparable (other dataset, query counts, host, write parameters,
+//! or, for one product, data state or data location: memtables vs SST files) are still shown,
+//! but the report says so at the top and in each affected table. ★ needs a lead beyond the
+//! margin and outside the noise (the test `runs compare` uses).
 //! `summary.json` is the source of truth; `summary.md` and the self-contained `report.html`
 //! (inline SVG, no script, no external asset) are rendered from it by templates.
 
@@ -119,6 +121,7 @@ fn column(l: &Loaded, label: String, color: &str) -> Value {
         "database": s["target"]["database"],
         "binary_sha256": s["target"]["binary_sha256"],
         "data_state": s["data_state"]["label"],
+        "data_location": s["data_location"],
         "phase": s["phase"],
         "status": s["status"],
         "created_at": s["created_at"],
@@ -353,7 +356,74 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
             format!("the runs used different TSBS builds: {d}"),
         );
     }
+    data_notes(cols, &mut n);
     n
+}
+
+/// Runs of one product that queried data in different states or places (memtables vs SST
+/// files): a caveat that says what differs, not a refusal (a before/after compaction view of
+/// one workspace is what a report is for).
+fn data_notes(cols: &[Value], n: &mut Notes) {
+    use crate::datalocation as dl;
+    // An external server's run records no data state: nothing to compare it by.
+    let queried = |c: &Value| !c["query_set"].is_null() && c["data_state"].is_string();
+    let product = |c: &Value| format!("{} {}", s(&c["product"]), s(&c["edition"]));
+    let products: BTreeSet<String> = cols.iter().filter(|c| queried(c)).map(product).collect();
+    for p in products {
+        let runs: Vec<&Value> = cols
+            .iter()
+            .filter(|c| queried(c) && product(c) == p)
+            .collect();
+        let name = runs[0]["product_label"].as_str().unwrap_or(&p).to_string();
+        let label = |c: &Value| c["label"].as_str().unwrap_or("?").to_string();
+        let places: BTreeSet<dl::Place> = runs.iter().filter_map(|c| dl::place(c)).collect();
+        let unknown = if runs.iter().any(|c| dl::state_unknown(&c["data_state"])) {
+            " (a state unknown after interrupted or failed maintenance may be anything)"
+        } else {
+            ""
+        };
+        if places.len() > 1 {
+            let each: Vec<String> = runs
+                .iter()
+                .filter(|c| dl::place(c).is_some())
+                .map(|c| {
+                    let state = s(&c["data_state"]);
+                    // A label that already names the state ("... (after manual compaction)").
+                    let state = if label(c).ends_with(&format!("({state})")) {
+                        String::new()
+                    } else {
+                        format!("{state}: ")
+                    };
+                    format!(
+                        "{} ({state}{}, {})",
+                        label(c),
+                        dl::place(c).map_or("", |x| x.name()),
+                        dl::describe(c)
+                    )
+                })
+                .collect();
+            n.add(
+                "data location",
+                &["queries"],
+                format!(
+                    "the {name} runs read their data from different places when the queries started: {}; a latency difference between them mixes the flush state (memtables replayed from the WAL vs SST files) with what differs in the data state (e.g. compaction); for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`{unknown}",
+                    each.join(" vs ")
+                ),
+            );
+        } else if let Some(d) = differ(
+            cols,
+            |c| queried(c) && product(c) == p,
+            |c| Some(s(&c["data_state"])),
+        ) {
+            n.add(
+                "data state",
+                &["queries", "storage"],
+                format!(
+                    "the {name} runs measured different data states: {d}; their latencies show what the maintenance changed as well as the server{unknown}"
+                ),
+            );
+        }
+    }
 }
 
 fn yes(v: &Value) -> &'static str {
@@ -492,6 +562,7 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
                         "median_ms": q["median_ms"],
                         "p95_ms": q["p95_ms"],
                         "query_count": q["query_count"],
+                        "stddev_ms": q["stddev_ms"],
                     }),
                     Some(q) => {
                         let reason = q["reason"]
@@ -511,13 +582,17 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
         let values: Vec<f64> = cells.iter().filter_map(|c| c["mean_ms"].as_f64()).collect();
         let min = values.iter().cloned().fold(f64::INFINITY, f64::min);
         let base = cells[baseline]["mean_ms"].as_f64();
-        for c in cells.iter_mut() {
+        let noise_ok: Vec<bool> = (0..cells.len())
+            .map(|i| lead_outside_noise(&cells, i))
+            .collect();
+        for (c, noise_ok) in cells.iter_mut().zip(noise_ok) {
             let v = c["mean_ms"].as_f64();
-            c["fastest"] = json!(
-                values.len() > 1
-                    && v == Some(min)
-                    && clear_lead(&values, min, |x, best| x >= best * (1.0 + FASTEST_MARGIN))
-            );
+            let by_margin = values.len() > 1
+                && v == Some(min)
+                && clear_lead(&values, min, |x, best| x >= best * (1.0 + FASTEST_MARGIN));
+            c["fastest"] = json!(by_margin && noise_ok);
+            // Beyond the margin but not beyond the noise: said, not starred.
+            c["lead_within_noise"] = json!(by_margin && !noise_ok);
             c["ratio"] = match (v, base) {
                 (Some(v), Some(b)) if b > 0.0 => json!(v / b),
                 (Some(v), Some(b)) if b == 0.0 && v == 0.0 => json!(1.0),
@@ -912,6 +987,24 @@ fn clear_lead(values: &[f64], best: f64, beats: impl Fn(f64, f64) -> bool) -> bo
     values.iter().filter(|v| !beats(**v, best)).count() == 1
 }
 
+/// True when the lead of cell `best` over every other measured cell is outside the noise, by
+/// the test `runs compare` uses (Welch's t on count, mean and stddev: [`crate::noise`]). A pair
+/// where either run lacks spread statistics is left to the margin alone.
+fn lead_outside_noise(cells: &[Value], best: usize) -> bool {
+    let Some(b) = crate::noise::Sample::from_summary(&cells[best]) else {
+        return true;
+    };
+    cells
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| *i != best && c["mean_ms"].is_number())
+        .all(|(_, c)| {
+            crate::noise::Sample::from_summary(c)
+                .and_then(|o| crate::noise::welch(b, o))
+                .is_none_or(|w| w.significant())
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -925,6 +1018,174 @@ mod tests {
         let higher_is_better = |x: f64, best: f64| best >= x * (1.0 + FASTEST_MARGIN);
         assert!(!clear_lead(&[1000.0, 997.0], 1000.0, higher_is_better));
         assert!(clear_lead(&[1000.0, 500.0], 1000.0, higher_is_better));
+    }
+
+    use crate::compare::tests::loaded_with;
+
+    fn run(label: &str, product: &str, state: &str, location: Value, queries: Value) -> Loaded {
+        loaded_with(
+            label,
+            json!({
+                "label": label, "product": product, "product_label": product,
+                "status": "completed", "run_kind": "benchmark",
+                "data_state": {"label": state}, "data_location": location,
+                "query_set": {"query_counts": {"q": 10}, "format": "x", "manifest_sha256": "abc"},
+                "dataset": {"dataset_id": "d", "sha256": "s"},
+                "ingestion": {"status": "reused"},
+                "queries": queries,
+            }),
+        )
+    }
+
+    fn q(mean: f64, sd: f64) -> Value {
+        json!([{"query_type": "single-groupby-5-1-1", "status": "completed", "query_count": 10,
+                "mean_ms": mean, "median_ms": mean, "p95_ms": mean, "stddev_ms": sd}])
+    }
+
+    fn loc(sst: u64, mem: u64) -> Value {
+        json!({"information_schema": true, "sst_num": sst, "sst_size": sst * 2_500_000, "memtable_size": mem})
+    }
+
+    #[test]
+    fn issue_16_memtables_vs_sst_of_one_product_is_a_caveat_at_the_top_and_on_latency() {
+        // The README's four runs: GreptimeDB as loaded read 0 SSTs, after compaction 12.
+        let mut core = run("Core", "influxdb3", "as loaded", Value::Null, q(40.0, 0.1));
+        core.summary["edition"] = json!("core");
+        // External: no data state recorded, nothing to compare it by.
+        let mut ent = run("Enterprise", "influxdb3", "-", Value::Null, q(45.0, 0.1));
+        ent.summary["edition"] = json!("enterprise");
+        ent.summary["data_state"] = Value::Null;
+        let runs = vec![
+            run(
+                "GreptimeDB",
+                "greptimedb",
+                "as loaded",
+                loc(0, 28 << 20),
+                q(30.0, 0.1),
+            ),
+            core,
+            ent,
+            run(
+                "GreptimeDB (after manual compaction)",
+                "greptimedb",
+                "after manual compaction",
+                loc(12, 0),
+                q(20.0, 0.1),
+            ),
+        ];
+        let s = build(&runs, 0);
+        assert_eq!(s["comparable"], false);
+        let w = s["warnings"].to_string();
+        assert!(
+            w.contains("GreptimeDB (as loaded: memtables only, 0 SST files"),
+            "{w}"
+        );
+        assert!(
+            w.contains("GreptimeDB (after manual compaction) (SST files only, 12 SST files"),
+            "{w}"
+        );
+        assert!(w.contains("--flush-before-queries"), "{w}");
+        let qn = s["notes"]["queries"].as_array().unwrap();
+        assert_eq!(qn.len(), 1, "only the GreptimeDB pair differs: {qn:?}");
+        assert_eq!(qn[0]["aspect"], "data location");
+        assert!(qn[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("different places"));
+        // Both read SST files: a different state is still said, but no location caveat.
+        let runs = vec![
+            run(
+                "a",
+                "greptimedb",
+                "as loaded, flushed",
+                loc(3, 0),
+                q(30.0, 0.1),
+            ),
+            run(
+                "b",
+                "greptimedb",
+                "after manual compaction",
+                loc(1, 0),
+                q(20.0, 0.1),
+            ),
+        ];
+        let s = build(&runs, 0);
+        let w = s["warnings"].to_string();
+        assert!(!w.contains("different places"), "{w}");
+        assert!(w.contains("different data states: "), "{w}");
+        assert!(!w.contains("may be anything"), "{w}");
+        assert!(
+            w.contains("a (as loaded, flushed)") && w.contains("b (after manual compaction)"),
+            "{w}"
+        );
+        let runs = vec![
+            run(
+                "a",
+                "greptimedb",
+                "as loaded, flushed",
+                loc(3, 0),
+                q(30.0, 0.1),
+            ),
+            run(
+                "b",
+                "greptimedb",
+                "maintenance interrupted: state unknown",
+                loc(1, 0),
+                q(20.0, 0.1),
+            ),
+        ];
+        let w = build(&runs, 0)["warnings"].to_string();
+        assert!(w.contains("may be anything"), "{w}");
+        // Like with like: nothing.
+        let runs = vec![
+            run(
+                "a",
+                "greptimedb",
+                "as loaded, flushed",
+                loc(3, 0),
+                q(30.0, 0.1),
+            ),
+            run(
+                "b",
+                "greptimedb",
+                "as loaded, flushed",
+                loc(3, 0),
+                q(20.0, 0.1),
+            ),
+        ];
+        assert_eq!(build(&runs, 0)["warnings"], json!([]));
+    }
+
+    #[test]
+    fn issue_16_no_fastest_mark_inside_the_noise() {
+        // The trial: 26.91 ms (sd 0.52) vs 28.31 ms (sd 3.27), n 10 each: t ≈ 1.34.
+        let runs = vec![
+            run("a", "greptimedb", "as loaded", Value::Null, q(26.91, 0.52)),
+            run("b", "greptimedb", "as loaded", Value::Null, q(28.31, 3.27)),
+        ];
+        let s = build(&runs, 0);
+        let cells = &s["queries"][0]["cells"];
+        assert_eq!(cells[0]["fastest"], false, "{cells}");
+        assert_eq!(cells[0]["lead_within_noise"], true, "{cells}");
+        // The same lead with tight spreads is a lead.
+        let runs = vec![
+            run("a", "greptimedb", "as loaded", Value::Null, q(26.91, 0.52)),
+            run("b", "greptimedb", "as loaded", Value::Null, q(28.31, 0.52)),
+        ];
+        let s = build(&runs, 0);
+        assert_eq!(s["queries"][0]["cells"][0]["fastest"], true);
+        // No spread known: the margin alone decides.
+        let runs = vec![
+            run("a", "greptimedb", "as loaded", Value::Null, q(26.91, 0.52)),
+            run(
+                "b",
+                "greptimedb",
+                "as loaded",
+                Value::Null,
+                json!([{"query_type": "single-groupby-5-1-1", "status": "completed", "query_count": 10, "mean_ms": 28.31}]),
+            ),
+        ];
+        assert_eq!(build(&runs, 0)["queries"][0]["cells"][0]["fastest"], true);
     }
 
     #[test]

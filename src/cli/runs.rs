@@ -28,7 +28,9 @@ pub enum RunsCmd {
         run: String,
     },
     /// Compare candidate runs with a baseline run of the same product, dataset and query set
-    /// (exits 0 even when candidates regress).
+    /// (exits 0 even when candidates regress). A data state or data location (memtables vs
+    /// SST files) that differs is a caveat on every verdict; an unknown state makes the
+    /// latency verdicts "not comparable".
     Compare {
         /// The reference run.
         #[arg(long, value_name = "RUN")]

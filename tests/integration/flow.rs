@@ -242,9 +242,17 @@ fn check_report(report: &Value) {
         .map(|s| s["measured"].as_bool().unwrap())
         .collect();
     assert_eq!(st, [true, true, true, false]);
-    // Same dataset, query counts, host, TSBS build: the only caveat is the write parameters.
+    // Same dataset, query counts, host, TSBS build: the caveats are the write parameters and
+    // (issue 16) that the "as loaded" GreptimeDB run read memtables, the compacted one SSTs.
     let warnings = r["warnings"].as_array().unwrap();
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    let w1 = warnings[1].as_str().unwrap();
+    assert!(
+        w1.contains("GreptimeDB 1.2.0 (as loaded: memtables only")
+            && w1.contains("GreptimeDB 1.2.0 (after manual compaction) (SST files only")
+            && w1.contains("--flush-before-queries"),
+        "{w1}"
+    );
     let w0 = warnings[0].as_str().unwrap();
     assert!(
         w0.contains("write parameters")

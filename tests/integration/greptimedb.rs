@@ -1238,6 +1238,15 @@ fn query_runs_say_where_the_data_is_and_can_flush_first() {
         md.contains("| Queries read (SST / memtables) | 0 SST"),
         "{md}"
     );
+    // One read memtables, the other SST files: said at the top, pointing at the flag (#16).
+    let top = md.split("## ").next().unwrap();
+    assert!(
+        top.contains("read their data from different places")
+            && top.contains("memtables only")
+            && top.contains("SST files only")
+            && top.contains("--flush-before-queries"),
+        "{md}"
+    );
     // Flag checks.
     w.bench("load", &["--flush-before-queries"])
         .code(2)

@@ -346,7 +346,7 @@ fn defect_9_ingestion_with_other_write_parameters_is_not_comparable() {
     assert_eq!(ing["classification"], "not comparable", "{ing}");
     let reason = ing["reason"].as_str().unwrap();
     assert!(
-        reason.contains("2 workers x 3000 rows") && reason.contains("1 workers x 500 rows"),
+        reason.contains("2 workers x 3000 rows") && reason.contains("1 worker x 500 rows"),
         "{reason}"
     );
     let md = std::fs::read_to_string(data["summary_md"].as_str().unwrap()).unwrap();
