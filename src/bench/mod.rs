@@ -346,7 +346,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     if phase.loads() {
         target.check_binding_id(&dataset, req.mode)?;
     } else {
-        target.require_binding(&dataset)?;
+        target.require_binding(&root, &dataset)?;
     }
     let (workers, batch) = default_write(kind, profile);
     let counts = queryset::resolve_counts(
