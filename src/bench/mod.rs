@@ -1135,10 +1135,8 @@ impl Bench<'_> {
         v["data_dir"] = json!(dir);
         v["server_stopped"] = json!(self.server.is_none());
         v["after_forced_stop"] = json!(self.forced_stop);
-        // GreptimeDB flushes on a full memtable, not on shutdown: say when it never did.
-        if self.kind == ProductKind::Greptime {
-            v["never_flushed"] = json!(f.data_files == 0 && f.wal_bytes > 0);
-        }
+        // Neither product flushes the WAL to data files on shutdown: say when it never did.
+        v["never_flushed"] = footprint::never_flushed(&f);
         self.run
             .end("footprint", attempt, Status::Completed, None, Some(v))?;
         Ok(())

@@ -1080,6 +1080,11 @@ fn managed_influxdb3_core_all_and_reuse() {
     // flushes the WAL buffer: a short load is WAL (the published "Core mainly 12 GB of WAL").
     assert_eq!(st["data_bytes"], 0, "no snapshot on a graceful stop: {st}");
     assert!(st["wal_bytes"].as_u64().unwrap() > 0, "{st}");
+    // Said for InfluxDB 3 too (it showed "-"), in its own terms.
+    assert_eq!(st["never_flushed"], true, "{st}");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("**No data files yet:**"), "{md}");
+    assert!(md.contains("no Parquet file yet"), "{md}");
     for q in s["queries"].as_array().unwrap() {
         assert_eq!(q["status"], "completed", "{q}");
     }

@@ -1178,8 +1178,10 @@ fn core_table_over_the_query_file_limit_is_counted_in_time_slices() {
     );
     assert_eq!(how["window"]["start"], "2023-06-11T00:00:00Z", "{how}");
     assert!(s["storage"]["data_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(s["storage"]["never_flushed"], false, "{}", s["storage"]);
     let md = std::fs::read_to_string(crate::bench::run_dir(&r).join("summary.md")).unwrap();
     assert!(md.contains("time slices of at most"), "{md}");
+    assert!(!md.contains("No data files yet"), "{md}");
     // Even a one-second slice over the limit: named as the file limit, never missing rows.
     std::fs::write(
         &knobs,
