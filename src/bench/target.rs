@@ -293,6 +293,11 @@ impl Target {
                 self.managed.as_ref().map(|m| &m.ws.manifest),
                 self.data_dir().as_deref(),
             );
+            // A --version override runs another binary than the workspace's.
+            if let Some(r) = self.managed.as_ref().and_then(|m| m.runtime.as_ref()) {
+                v["server_settings"]["source"] =
+                    json!(crate::product::influxdb3::settings_source(&r.version));
+            }
         }
         v
     }

@@ -1082,7 +1082,11 @@ fn managed_influxdb3_core_all_and_reuse() {
     assert!(st["wal_bytes"].as_u64().unwrap() > 0, "{st}");
     // Said for InfluxDB 3 too (it showed "-"), in its own terms.
     assert_eq!(st["never_flushed"], true, "{st}");
+    // The WAL defaults were read in the v3.10.1 source: not claimed for 3.11.1.
+    let src = s["server_settings"]["source"].as_str().unwrap();
+    assert!(src.contains("not confirmed for 3.11.1"), "{src}");
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("not confirmed for 3.11.1"), "{md}");
     assert!(md.contains("**No data files yet:**"), "{md}");
     assert!(md.contains("no Parquet file yet"), "{md}");
     for q in s["queries"].as_array().unwrap() {
