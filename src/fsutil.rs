@@ -142,7 +142,7 @@ pub fn sweep_staging(dir: &Path, tags: &[&str]) -> Vec<PathBuf> {
 /// True when process `pid`, named in the staging leftover `path`, may still be writing it.
 /// Not when it is a zombie (killed, not yet reaped by its parent: `kill -9 $!` in a shell
 /// leaves one) nor when the pid was reused by a process that started after `path` was last
-/// written (the owner started before it wrote anything).
+/// changed (the owner started before it created the path).
 pub fn owner_alive(pid: i32, path: &Path) -> bool {
     if !process_alive(pid) {
         return false;
@@ -154,13 +154,14 @@ pub fn owner_alive(pid: i32, path: &Path) -> bool {
     if state == "Z" || state == "X" {
         return false;
     }
-    let written = fs::symlink_metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_secs_f64());
-    // Boot time is in whole seconds: allow for it.
-    !matches!((started, written), (Some(s), Some(w)) if s > w + 2.0)
+    // The inode's change time: never earlier than the path's creation, and unlike the
+    // modification time it cannot be set back (an extraction keeping archive mtimes).
+    let changed = fs::symlink_metadata(path).ok().map(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.ctime() as f64 + m.ctime_nsec() as f64 / 1e9
+    });
+    // The margin covers the tick granularity and a wall clock that was stepped.
+    !matches!((started, changed), (Some(s), Some(c)) if s > c + 2.0)
 }
 
 /// The state letter of process `pid` and when it started (Unix seconds), from `/proc`.
@@ -177,14 +178,18 @@ fn proc_state(pid: i32) -> Option<(String, Option<f64>)> {
         if hz <= 0 {
             return None;
         }
-        let btime: f64 = fs::read_to_string("/proc/stat")
+        // Boot time from the uptime (10 ms), not `btime` (whole seconds, up to 1 s early).
+        let uptime: f64 = fs::read_to_string("/proc/uptime")
             .ok()?
-            .lines()
-            .find_map(|l| l.strip_prefix("btime "))?
-            .trim()
+            .split_whitespace()
+            .next()?
             .parse()
             .ok()?;
-        Some(btime + ticks / hz as f64)
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs_f64();
+        Some(now - uptime + ticks / hz as f64)
     })();
     Some((state, started))
 }
@@ -259,14 +264,8 @@ mod tests {
         fs::write(&f, "x").unwrap();
         // This process, started before the file was written: the owner.
         assert!(owner_alive(std::process::id() as i32, &f));
-        // A process started after the file was last written: a reused pid.
-        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-        File::options()
-            .write(true)
-            .open(&f)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        // A process started well after the file was made: a reused pid.
+        std::thread::sleep(std::time::Duration::from_millis(2500));
         let mut young = std::process::Command::new("sleep")
             .arg("30")
             .spawn()
