@@ -1072,6 +1072,13 @@ pub fn sweep_leftovers(dir: &Path, reporter: &dyn Reporter) {
     }
 }
 
+/// [`sweep_leftovers`] in every format directory of `dataset` (`data list`, `data verify`).
+pub fn sweep_dataset_leftovers(dataset: &Dataset, reporter: &dyn Reporter) {
+    for f in dataset.format_names().unwrap_or_default() {
+        sweep_leftovers(&dataset.format_dir(&f), reporter);
+    }
+}
+
 fn fsutil_clean(target: &Path, tag: &str) {
     let _ = crate::fsutil::clean_staging(target, tag);
 }

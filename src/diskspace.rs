@@ -92,11 +92,16 @@ pub fn ensure_room(needs: &[Need]) -> Result<()> {
             .fold(0u64, |acc, n| acc.saturating_add(n.bytes));
         let keep = margin(total)?;
         if total.saturating_add(keep) > free {
-            let what = group
-                .iter()
-                .map(|n| format!("{} (about {})", n.what, human(n.bytes)))
-                .collect::<Vec<_>>()
-                .join(" and ");
+            // One need: its size is the total, said once.
+            let what = if group.len() == 1 {
+                group[0].what.clone()
+            } else {
+                group
+                    .iter()
+                    .map(|n| format!("{} (about {})", n.what, human(n.bytes)))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            };
             return Err(Error::invalid(format!(
                 "not enough disk space: {what} would write about {} ({total} bytes), but the filesystem of {} has {} ({free} bytes) free, and {} must stay free",
                 human(total),
@@ -146,6 +151,15 @@ mod tests {
             e.message
         );
         assert!(e.message.contains("bytes) free"), "{}", e.message);
+        // One need: its size is said once ("(about 2.8 TiB) would write about 2.8 TiB").
+        let size = human(bytes);
+        assert_eq!(e.message.matches(&size).count(), 1, "{}", e.message);
+        assert!(
+            e.message
+                .contains(&format!("dataset big would write about {size}")),
+            "{}",
+            e.message
+        );
         // A small one fits.
         ensure_room(&[Need {
             what: "dataset small".into(),

@@ -51,6 +51,9 @@ pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
     pub hint: Option<String>,
+    /// Printed as a plain line, not as "error: ..." (a foreground server stopped by Ctrl-C:
+    /// exit 130, but the normal way to stop it).
+    pub plain: bool,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -61,6 +64,7 @@ impl Error {
             kind,
             message: message.into(),
             hint: None,
+            plain: false,
         }
     }
     pub fn failed(message: impl Into<String>) -> Self {
@@ -82,6 +86,12 @@ impl Error {
     /// An I/O error on `path`, as a failure that names the path.
     pub fn io(action: &str, path: &std::path::Path, err: std::io::Error) -> Self {
         Self::failed(format!("could not {action} {}: {err}", path.display()))
+    }
+
+    /// Marks the error as an expected end, printed as its plain message.
+    pub fn plain(mut self) -> Self {
+        self.plain = true;
+        self
     }
 
     /// Adds (or replaces) the hint: what the user should do next.

@@ -84,10 +84,10 @@ pub fn clean_staging(target: &Path, tag: &str) -> Result<Vec<PathBuf>> {
             continue;
         };
         let pid: Option<i32> = rest.split('-').next().and_then(|p| p.parse().ok());
-        if pid.is_some_and(process_alive) {
+        let path = entry.path();
+        if pid.is_some_and(|p| owner_alive(p, &path)) {
             continue;
         }
-        let path = entry.path();
         let res = if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
             fs::remove_dir_all(&path)
         } else {
@@ -123,10 +123,10 @@ pub fn sweep_staging(dir: &Path, tags: &[&str]) -> Vec<PathBuf> {
         let Some(pid) = owner else {
             continue;
         };
-        if process_alive(pid) {
+        let path = entry.path();
+        if owner_alive(pid, &path) {
             continue;
         }
-        let path = entry.path();
         let res = if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
             fs::remove_dir_all(&path)
         } else {
@@ -137,6 +137,61 @@ pub fn sweep_staging(dir: &Path, tags: &[&str]) -> Vec<PathBuf> {
         }
     }
     removed
+}
+
+/// True when process `pid`, named in the staging leftover `path`, may still be writing it.
+/// Not when it is a zombie (killed, not yet reaped by its parent: `kill -9 $!` in a shell
+/// leaves one) nor when the pid was reused by a process that started after `path` was last
+/// changed (the owner started before it created the path).
+pub fn owner_alive(pid: i32, path: &Path) -> bool {
+    if !process_alive(pid) {
+        return false;
+    }
+    let Some((state, started)) = proc_state(pid) else {
+        // No /proc (another OS): the signal probe is all there is.
+        return true;
+    };
+    if state == "Z" || state == "X" {
+        return false;
+    }
+    // The inode's change time: never earlier than the path's creation, and unlike the
+    // modification time it cannot be set back (an extraction keeping archive mtimes).
+    let changed = fs::symlink_metadata(path).ok().map(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.ctime() as f64 + m.ctime_nsec() as f64 / 1e9
+    });
+    // The margin covers the tick granularity and a wall clock that was stepped.
+    !matches!((started, changed), (Some(s), Some(c)) if s > c + 2.0)
+}
+
+/// The state letter of process `pid` and when it started (Unix seconds), from `/proc`.
+fn proc_state(pid: i32) -> Option<(String, Option<f64>)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let state = fields.first()?.to_string();
+    // Field 22 of stat (starttime, clock ticks since boot); `fields` starts at field 3.
+    let started = (|| {
+        let ticks: f64 = fields.get(19)?.parse().ok()?;
+        // SAFETY: sysconf only reads a system constant.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if hz <= 0 {
+            return None;
+        }
+        // Boot time from the uptime (10 ms), not `btime` (whole seconds, up to 1 s early).
+        let uptime: f64 = fs::read_to_string("/proc/uptime")
+            .ok()?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs_f64();
+        Some(now - uptime + ticks / hz as f64)
+    })();
+    Some((state, started))
 }
 
 /// True when a process with this pid exists (signal 0 probe).
@@ -200,6 +255,36 @@ mod tests {
         removed.sort();
         assert_eq!(removed.len(), 3, "{removed:?}");
         assert!(mine.exists() && d.join("data").exists() && d.join(".data.gen-notapid").exists());
+    }
+
+    #[test]
+    fn a_zombie_or_a_younger_process_owns_no_leftover() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join(".data.gen-1-1");
+        fs::write(&f, "x").unwrap();
+        // This process, started before the file was written: the owner.
+        assert!(owner_alive(std::process::id() as i32, &f));
+        // A process started well after the file was made: a reused pid.
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        let mut young = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        assert!(!owner_alive(young.id() as i32, &f));
+        // A killed child not reaped yet: a zombie.
+        let fresh = dir.path().join(".data.gen-2-1");
+        fs::write(&fresh, "x").unwrap();
+        assert!(owner_alive(young.id() as i32, &fresh));
+        young.kill().unwrap();
+        let t0 = std::time::Instant::now();
+        while owner_alive(young.id() as i32, &fresh)
+            && t0.elapsed() < std::time::Duration::from_secs(10)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!owner_alive(young.id() as i32, &fresh));
+        assert!(process_alive(young.id() as i32), "reaped too early");
+        young.wait().unwrap();
     }
 
     #[test]

@@ -451,11 +451,8 @@ impl Server {
         loop {
             if interrupt::requested() {
                 self.stop();
-                return Err(Error::interrupted(format!(
-                    "interrupted; {} was stopped",
-                    self.spec.label
-                ))
-                .with_hint("start it again with the same command"));
+                // Ctrl-C is how a foreground server is stopped: exit 130, no error.
+                return Err(Error::interrupted(format!("stopped {}", self.spec.label)).plain());
             }
             self.check_running()?;
             std::thread::sleep(Duration::from_millis(100));

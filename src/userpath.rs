@@ -59,8 +59,95 @@ fn state_dirs(root: &Root) -> Vec<PathBuf> {
     dirs
 }
 
-/// `--result-file PATH`: refused (exit 2, before the command runs) inside the state root,
-/// when it is a directory, or when its directory cannot exist.
+/// The `kind` of every manifest and summary tsbsctl writes: a JSON file carrying one of
+/// these is ours, whichever root it belongs to.
+const TSBSCTL_KINDS: [&str; 13] = [
+    "tsbs-build",
+    "go-installation",
+    "tsbs-environment",
+    "greptimedb-query-set",
+    "influxdb3-query-set",
+    "database-workspace",
+    "dataset",
+    "dataset-format",
+    "run",
+    "installation",
+    "run-summary",
+    "report",
+    "comparison",
+];
+
+/// The `kind` of `file` when it is a JSON file tsbsctl wrote.
+fn tsbsctl_kind(file: &Path) -> Option<String> {
+    let meta = std::fs::metadata(file).ok()?;
+    // Our manifests are small; a big file is not one of them and is not read whole.
+    if !meta.is_file() || meta.len() > 64 << 20 {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
+    let k = v.get("kind")?.as_str()?;
+    TSBSCTL_KINDS.contains(&k).then(|| k.to_string())
+}
+
+/// The top-level directories of a state root; two of them side by side mark one.
+const ROOT_LAYOUT: [&str; 4] = ["greptimedb", "influxdb3", "datasets", "environment"];
+
+/// Why `dir` looks like (a part of) some tsbsctl state root, when it does.
+fn state_marker(dir: &Path) -> Option<String> {
+    let manifest = dir.join("manifest.json");
+    if let Some(k) = tsbsctl_kind(&manifest) {
+        return Some(format!("{} is a tsbsctl {k} manifest", manifest.display()));
+    }
+    let present: Vec<&str> = ROOT_LAYOUT
+        .iter()
+        .copied()
+        .filter(|n| dir.join(n).is_dir())
+        .collect();
+    if present.len() >= 2 {
+        return Some(format!(
+            "{} holds {} side by side, the layout of a tsbsctl state root",
+            dir.display(),
+            present
+                .iter()
+                .map(|n| format!("{n}/"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    // A root with a single product so far: `greptimedb/` holding `databases/`, `runs/`...
+    for product in ["greptimedb", "influxdb3"] {
+        let p = dir.join(product);
+        if let Some(sub) = ["databases", "runs", "installations"]
+            .iter()
+            .find(|s| p.join(s).is_dir())
+        {
+            return Some(format!(
+                "{} holds {product}/{sub}/, the layout of a tsbsctl state root",
+                dir.display()
+            ));
+        }
+    }
+    None
+}
+
+/// What makes `target` a part of some tsbsctl state root (another root than the current
+/// one, e.g. `TSBSCTL_ROOT=/tmp/a ... --result-file /tmp/b/...`): the first directory, from
+/// its parent upwards, that holds tsbsctl's own files.
+fn foreign_state(target: &Path) -> Option<String> {
+    let abs = resolved(target);
+    let mut anc = abs.parent();
+    while let Some(a) = anc {
+        if let Some(m) = state_marker(a) {
+            return Some(m);
+        }
+        anc = a.parent();
+    }
+    None
+}
+
+/// `--result-file PATH`: refused (exit 2, before the command runs) inside the state root or
+/// any directory that looks like a part of a tsbsctl state root, over an existing tsbsctl
+/// manifest, when it is a directory, or when its directory cannot exist.
 pub fn check_result_file(root: &Root, path: &Path) -> Result<()> {
     if path.as_os_str().is_empty() || path.components().next_back() == Some(Component::ParentDir) {
         return Err(Error::invalid("--result-file needs a file path")
@@ -75,6 +162,21 @@ pub fn check_result_file(root: &Root, path: &Path) -> Result<()> {
             ))
             .with_hint("write the result somewhere else, e.g. --result-file ./result.json"));
         }
+    }
+    if let Some(k) = tsbsctl_kind(&resolved(path)) {
+        return Err(Error::invalid(format!(
+            "--result-file {} is a tsbsctl {k} manifest; writing it would replace it",
+            path.display()
+        ))
+        .with_hint("write the result somewhere else, e.g. --result-file ./result.json"));
+    }
+    if let Some(why) = foreign_state(path) {
+        return Err(Error::invalid(format!(
+            "--result-file {} is inside what looks like a tsbsctl state directory ({why}); \
+             writing it could replace a manifest",
+            path.display()
+        ))
+        .with_hint("write the result somewhere else, e.g. --result-file ./result.json"));
     }
     if path.is_dir() {
         return Err(
@@ -151,6 +253,21 @@ pub fn check_report_out(root: &Root, out: &Path) -> Result<()> {
             }
         }
     }
+    // Another root (or a copy of one): refused whatever lies there, so no run list ever
+    // shows a report directory as an unreadable run.
+    let in_current = state_dirs(root).iter().any(|d| is_within(out, d));
+    if !in_current {
+        if let Some(why) = foreign_state(out) {
+            return Err(Error::invalid(format!(
+                "--out {} is inside what looks like a tsbsctl state directory ({why})",
+                out.display()
+            ))
+            .with_hint(format!(
+                "drop --out (reports go to {}), or pass a directory outside any state root",
+                root.reports().display()
+            )));
+        }
+    }
     if exists && !report {
         let empty = std::fs::read_dir(out)
             .map(|mut rd| rd.next().is_none())
@@ -214,5 +331,58 @@ mod tests {
         // A directory is not a file.
         assert!(check_result_file(&root, t.path()).is_err());
         assert!(check_result_file(&root, &t.path().join("out/result.json")).is_ok());
+    }
+
+    /// Another root than the current one (trial: `TSBSCTL_ROOT=/tmp/a ... --result-file
+    /// /tmp/b/influxdb3/databases/x/manifest.json` replaced b's workspace manifest).
+    #[test]
+    fn another_roots_state_is_refused_too() {
+        let t = tempfile::tempdir().unwrap();
+        let current = Root::at(t.path().join("a"));
+        let other = t.path().join("b");
+        let ws = other.join("influxdb3/databases/x");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(other.join("greptimedb/runs")).unwrap();
+        std::fs::write(
+            ws.join("manifest.json"),
+            r#"{"schema_version": 1, "kind": "database-workspace"}"#,
+        )
+        .unwrap();
+        let e = check_result_file(&current, &ws.join("manifest.json")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("database-workspace"), "{}", e.message);
+        // A new file beside it, and anywhere in that root's layout.
+        let e = check_result_file(&current, &ws.join("new.json")).unwrap_err();
+        assert!(
+            e.message.contains("database-workspace manifest"),
+            "{}",
+            e.message
+        );
+        let e = check_result_file(&current, &other.join("greptimedb/x.json")).unwrap_err();
+        assert!(
+            e.message.contains("greptimedb/, influxdb3/"),
+            "{}",
+            e.message
+        );
+        let e = check_report_out(&current, &other.join("greptimedb/runs/newrep")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("state directory"), "{}", e.message);
+        // A root holding one product so far is still a root.
+        let lone = t.path().join("c");
+        std::fs::create_dir_all(lone.join("greptimedb/runs")).unwrap();
+        assert!(check_report_out(&current, &lone.join("greptimedb/runs/r")).is_err());
+        // A tsbsctl manifest copied anywhere is never overwritten.
+        let copy = t.path().join("elsewhere/manifest.json");
+        std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        std::fs::copy(ws.join("manifest.json"), &copy).unwrap();
+        assert!(check_result_file(&current, &copy).is_err());
+        // Ordinary places stay fine, and an earlier result file may be replaced.
+        let res = t.path().join("out/result.json");
+        assert!(check_result_file(&current, &res).is_ok());
+        std::fs::create_dir_all(res.parent().unwrap()).unwrap();
+        std::fs::write(&res, r#"{"ok": true, "command": "x"}"#).unwrap();
+        assert!(check_result_file(&current, &res).is_ok());
+        assert!(check_report_out(&current, &t.path().join("rep")).is_ok());
+        assert!(check_report_out(&current, &current.reports().join("mine")).is_ok());
     }
 }

@@ -149,6 +149,17 @@ pub fn measure_greptimedb(dir: &Path) -> Result<Footprint> {
 }
 
 /// Measures `dir` (symlinks are not followed).
+/// Whether the data never left the WAL (`never_flushed` of a footprint record): GreptimeDB
+/// has no SST yet (it flushes a full memtable, not on shutdown), InfluxDB 3 no Parquet yet
+/// (it snapshots after about 900 WAL flushes, not on shutdown). `.pt` files (Enterprise's
+/// upgraded engine) hold both the WAL and the data, so the split is unknown: null.
+pub fn never_flushed(f: &Footprint) -> serde_json::Value {
+    if f.pt_files > 0 {
+        return serde_json::Value::Null;
+    }
+    serde_json::Value::Bool(f.data_files == 0 && f.wal_bytes > 0)
+}
+
 pub fn measure(dir: &Path) -> Result<Footprint> {
     walk(dir, classify)
 }
@@ -211,6 +222,28 @@ fn walk(dir: &Path, classify: fn(&Path) -> Part) -> Result<Footprint> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn never_flushed_is_known_for_every_split_and_unknown_for_pt_files() {
+        let wal_only = Footprint {
+            wal_bytes: 4096,
+            wal_files: 1,
+            ..Default::default()
+        };
+        assert_eq!(never_flushed(&wal_only), serde_json::json!(true));
+        let with_data = Footprint {
+            data_files: 1,
+            data_bytes: 4096,
+            ..wal_only.clone()
+        };
+        assert_eq!(never_flushed(&with_data), serde_json::json!(false));
+        let pt = Footprint {
+            pt_files: 2,
+            pt_bytes: 8192,
+            ..Default::default()
+        };
+        assert!(never_flushed(&pt).is_null());
+    }
 
     #[test]
     fn greptimedb_split_follows_the_real_layout() {

@@ -348,7 +348,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     if phase.loads() {
         target.check_binding_id(&dataset, req.mode)?;
     } else {
-        target.require_binding(&dataset)?;
+        target.require_binding(&root, &dataset)?;
     }
     let (workers, batch) = default_write(kind, profile);
     let counts = queryset::resolve_counts(
@@ -1138,10 +1138,8 @@ impl Bench<'_> {
         v["data_dir"] = json!(dir);
         v["server_stopped"] = json!(self.server.is_none());
         v["after_forced_stop"] = json!(self.forced_stop);
-        // GreptimeDB flushes on a full memtable, not on shutdown: say when it never did.
-        if self.kind == ProductKind::Greptime {
-            v["never_flushed"] = json!(f.data_files == 0 && f.wal_bytes > 0);
-        }
+        // Neither product flushes the WAL to data files on shutdown: say when it never did.
+        v["never_flushed"] = footprint::never_flushed(&f);
         self.run
             .end("footprint", attempt, Status::Completed, None, Some(v))?;
         Ok(())

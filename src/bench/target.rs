@@ -293,6 +293,11 @@ impl Target {
                 self.managed.as_ref().map(|m| &m.ws.manifest),
                 self.data_dir().as_deref(),
             );
+            // A --version override runs another binary than the workspace's.
+            if let Some(r) = self.managed.as_ref().and_then(|m| m.runtime.as_ref()) {
+                v["server_settings"]["source"] =
+                    json!(crate::product::influxdb3::settings_source(&r.version));
+            }
         }
         v
     }
@@ -461,7 +466,7 @@ impl Target {
     }
 
     /// Query and analyze need the workspace to hold the run's dataset.
-    pub fn require_binding(&self, ds: &Dataset) -> Result<()> {
+    pub fn require_binding(&self, root: &Root, ds: &Dataset) -> Result<()> {
         let Some(m) = &self.managed else {
             return Ok(());
         };
@@ -475,11 +480,47 @@ impl Target {
             ))
             .with_hint("drop --dataset-id and the spec flags to query the loaded data, or load this dataset first")),
             None => Err(Error::invalid(format!("workspace {} holds no loaded data", m.ws.id()))
-                .with_hint(format!(
-                    "load it first: tsbsctl bench {} load --database-id {}",
-                    self.kind.name(),
-                    m.ws.id()
-                ))),
+                .with_hint(self.load_hint(root, m.ws.id(), ds))),
+        }
+    }
+
+    /// The load command that gives this workspace the dataset a query asked for: it names the
+    /// dataset (a bare `load` would generate the 36 GB manual one), and after a load that began
+    /// but never finished (the SQL database may exist) it resets, which a plain load refuses.
+    fn load_hint(&self, root: &Root, ws_id: &str, ds: &Dataset) -> String {
+        let mut cmd = format!(
+            "tsbsctl bench {} load --database-id {ws_id} --dataset-id {}",
+            self.kind.name(),
+            ds.id
+        );
+        // Not generated yet: the id alone would mean the manual profile's spec.
+        if !ds.stored && ds.spec == crate::dataset::Profile::Smoke.spec().canonical() {
+            cmd.push_str(" --profile smoke");
+        }
+        let since = self
+            .managed
+            .as_ref()
+            .map(|m| m.ws.manifest.created_at.as_str())
+            .unwrap_or("");
+        let unfinished = unfinished_load(root, self.kind.name(), ws_id, since);
+        if let Some(run) = &unfinished {
+            cmd.push_str(&format!(
+                " --database-mode reset --confirm-reset {}",
+                self.database()
+            ));
+            let mut hint = format!(
+                "run {run} began loading this workspace and no verified load followed, so its database may exist and hold part of the data; load it again, replacing that: {cmd}"
+            );
+            if !ds.stored && ds.spec != crate::dataset::Profile::Smoke.spec().canonical() {
+                hint.push_str(" (with the dataset flags of this command)");
+            }
+            hint
+        } else {
+            let mut hint = format!("load it first: {cmd}");
+            if !ds.stored && ds.spec != crate::dataset::Profile::Smoke.spec().canonical() {
+                hint.push_str(" (with the dataset flags of this command)");
+            }
+            hint
         }
     }
 
@@ -590,6 +631,35 @@ impl Target {
             }
         }
     }
+}
+
+/// The newest run of `product` that began a load into workspace `ws_id` (created at
+/// `since`, so a removed workspace of the same id does not count). Called when the workspace
+/// holds no binding: it records one only after a verified load, so a load killed, failed or
+/// not verified shows only in its run's events, and its SQL database may exist.
+fn unfinished_load(root: &Root, product: &str, ws_id: &str, since: &str) -> Option<String> {
+    let rd = std::fs::read_dir(root.runs(product)).ok()?;
+    let mut found: Vec<(String, String)> = Vec::new();
+    for e in rd.flatten() {
+        let dir = e.path();
+        let Ok(m) = crate::manifest::read::<crate::run::RunManifest>(&dir.join("manifest.json"))
+        else {
+            continue;
+        };
+        if m.target["database_id"].as_str() != Some(ws_id) || m.created_at.as_str() < since {
+            continue;
+        }
+        let events = crate::run::read_events(&dir).unwrap_or_default();
+        let steps = crate::run::fold_steps(&events);
+        if steps
+            .iter()
+            .any(|s| s.step == "load" && s.status != crate::run::Status::Reused)
+        {
+            found.push((m.created_at.clone(), m.run_id.clone()));
+        }
+    }
+    found.sort();
+    found.pop().map(|(_, id)| id)
 }
 
 /// The data state in words: "as loaded", "as loaded, flushed" (`--flush-before-queries`),

@@ -189,6 +189,8 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
             let mut items = Vec::new();
             let mut human = String::new();
             for ds in &list {
+                // What a killed generation left goes whenever a command looks at it.
+                dataset::sweep_dataset_leftovers(ds, reporter);
                 let formats = dataset::completed_formats(ds);
                 let names: Vec<&str> = formats.keys().map(String::as_str).collect();
                 human.push_str(&format!(

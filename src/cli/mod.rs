@@ -193,6 +193,10 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         }
         Err(err) => {
             let mut stderr = std::io::stderr().lock();
+            if err.plain {
+                let _ = writeln!(stderr, "{}", err.message);
+                return err.exit_code();
+            }
             let _ = writeln!(stderr, "error: {}", err.message);
             if let Some(hint) = &err.hint {
                 let _ = writeln!(stderr, "hint: {hint}");

@@ -602,7 +602,7 @@ pub fn server_settings(
         "--wal-snapshot-size"
     };
     json!({
-        "source": "server defaults: tsbsctl passes no WAL or snapshot flag (src influxdb3 serve.rs, v3.10.1)",
+        "source": settings_source(&ws.version),
         "license": license,
         "wal_flush_interval": "1s",
         "durable_write_wait": "a durable write is answered after the next WAL flush (up to the flush interval)",
@@ -615,6 +615,20 @@ pub fn server_settings(
         "storage_engine_source": engine.1,
         "telemetry_upload": "disabled (--disable-telemetry-upload)",
     })
+}
+
+/// The source of the WAL and snapshot values below for a server of `version`: they were read
+/// in the v3.10.1 source, so for another version they are what that source says, unconfirmed.
+pub fn settings_source(version: &str) -> String {
+    const READ_IN: &str = "3.10.1";
+    if version.trim_start_matches('v') == READ_IN {
+        "server defaults: tsbsctl passes no WAL or snapshot flag (src influxdb3 serve.rs, v3.10.1)"
+            .to_string()
+    } else {
+        format!(
+            "server defaults as read in the v{READ_IN} source (influxdb3 serve.rs); not confirmed for {version}: tsbsctl passes no WAL or snapshot flag"
+        )
+    }
 }
 
 fn version_at_least(version: &str, major: u64, minor: u64) -> bool {
@@ -865,6 +879,21 @@ fn count_once(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_provenance_names_the_source_version_it_was_read_in() {
+        let same = settings_source("3.10.1");
+        assert!(
+            same.contains("v3.10.1") && !same.contains("not confirmed"),
+            "{same}"
+        );
+        let other = settings_source("3.11.1");
+        assert!(
+            other.starts_with("server defaults as read in the v3.10.1 source")
+                && other.contains("not confirmed for 3.11.1"),
+            "{other}"
+        );
+    }
 
     #[test]
     fn installer_versions() {

@@ -1274,6 +1274,72 @@ fn a_killed_generate_publishes_nothing_and_the_next_run_cleans_up() {
     assert!(staged().is_empty(), "leftovers: {:?}", staged());
 }
 
+/// Trial: after `kill -9` of a first generation, `data list` and `data verify --dataset-id`
+/// left the staged data, its log and the generator's directory behind.
+#[test]
+fn list_and_verify_sweep_what_a_killed_generation_left() {
+    let mut env = TestEnv::new();
+    let (knobs, _mirror) = prepare_env(&mut env);
+    let leftovers = |dir: &Path| -> Vec<String> {
+        fs::read_dir(dir)
+            .map(|rd| {
+                rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.contains(".gen-") || n.contains(".cwd-"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // Killed before the generator wrote (list) and while it was writing (verify).
+    for (id, sweeper, knob) in [
+        ("killed1", "list", json!({"delay_ms": 5_000})),
+        ("killed2", "verify", json!({"rows_per_sec": 20})),
+    ] {
+        set_knob_section(&knobs, "tsbs_generate_data", knob);
+        let args = generate_small(id);
+        let mut child = env
+            .cmd(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let dir = env.root.join(format!("datasets/{id}/formats/influx"));
+        let t0 = std::time::Instant::now();
+        while leftovers(&dir).len() < 3 && t0.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(leftovers(&dir).len(), 3, "the generation never started");
+        // SIGKILL, and not reaped yet: a killed tsbsctl stays a zombie until its parent
+        // waits for it (a shell's `kill -9 $!` without `wait`), and a zombie owns nothing.
+        child.kill().unwrap();
+        let zombie = || {
+            fs::read_to_string(format!("/proc/{}/stat", child.id())).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+        };
+        let t0 = std::time::Instant::now();
+        while !zombie() && t0.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(zombie(), "tsbsctl did not die");
+        let r = match sweeper {
+            "list" => env.run(&["data", "list"]),
+            _ => env.run(&["data", "verify", "--dataset-id", id]),
+        };
+        child.wait().unwrap();
+        assert!(
+            leftovers(&dir).is_empty(),
+            "{sweeper} left {:?}\n{}",
+            leftovers(&dir),
+            r.describe()
+        );
+        r.says("left by an interrupted generation");
+    }
+}
+
 #[test]
 fn an_interrupted_generate_exits_130_stops_the_generator_and_publishes_nothing() {
     let mut env = TestEnv::new();

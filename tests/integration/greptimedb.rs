@@ -118,7 +118,10 @@ impl Gt {
         let mut bg = self.serve_bg(id, &[]);
         bg.wait_ready(&endpoint);
         let t = f(&endpoint);
-        bg.interrupt().code(130);
+        // Ctrl-C is the normal way to stop it: exit 130, a plain line, no error.
+        let r = bg.interrupt();
+        r.code(130).says("stopped GreptimeDB");
+        assert!(!r.stderr.contains("error:"), "{}", r.describe());
         t
     }
 }
