@@ -1234,7 +1234,7 @@ fn query_runs_say_where_the_data_is_and_can_flush_first() {
     let dir = PathBuf::from(r.json()["data"]["report_dir"].as_str().unwrap());
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(
-        md.contains("| Never flushed (all data in the WAL) | **yes** |"),
+        md.contains("| No data files yet (all data in the WAL) | **yes** |"),
         "{md}"
     );
     assert!(
