@@ -534,21 +534,27 @@ mod tests {
         assert_eq!(cell(minijinja::Value::from("a|b\nc")), "a\\|b c");
     }
 
+    /// The smallest summary of an external run that `summary.md` renders.
+    fn minimal_summary(phase: &str) -> Value {
+        json!({"run_kind": "benchmark", "label": "GreptimeDB", "run_id": "r",
+            "status": "completed", "phase": phase, "created_at": "t", "finished_at": "t",
+            "target": {"mode": "external", "urls": ["http://127.0.0.1:1"], "database": "b",
+                "version": "v"},
+            "product_label": "GreptimeDB", "environment": {"tsbs_commit": "c", "go_version": "g"},
+            "host": {"cpu_model": "c", "cpus": 2, "memory_bytes": 1, "os_release": "o",
+                "kernel": "k", "data_filesystem": "f"},
+            "tool": {"version": "v", "git_revision": "g"}, "server_diagnostics": {},
+            "queries": []})
+    }
+
     /// A minimum the runner did not report is "unknown" in Markdown (null in JSON), never 0.
     #[test]
     fn an_unknown_minimum_reads_unknown() {
         let q = |min: Value| {
-            let s = json!({"run_kind": "benchmark", "label": "GreptimeDB", "run_id": "r",
-                "status": "completed", "phase": "query", "created_at": "t", "finished_at": "t",
-                "target": {"mode": "external", "urls": ["http://127.0.0.1:1"], "database": "b",
-                    "version": "v"},
-                "product_label": "GreptimeDB", "environment": {"tsbs_commit": "c", "go_version": "g"},
-                "host": {"cpu_model": "c", "cpus": 2, "memory_bytes": 1, "os_release": "o",
-                    "kernel": "k", "data_filesystem": "f"},
-                "tool": {"version": "v", "git_revision": "g"}, "server_diagnostics": {},
-                "queries": [{
+            let mut s = minimal_summary("query");
+            s["queries"] = json!([{
                 "query_type": "lastpoint", "status": "completed", "query_count": 10,
-                "mean_ms": 3.0, "min_ms": min, "max_ms": 5.0, "log": "logs/q.log"}]});
+                "mean_ms": 3.0, "min_ms": min, "max_ms": 5.0, "log": "logs/q.log"}]);
             let md = render_md(&s).unwrap();
             md.lines()
                 .find(|l| l.starts_with("| lastpoint"))
@@ -571,17 +577,9 @@ mod tests {
     #[test]
     fn analyses_say_what_hot_measured() {
         let row = |same: Value| {
-            let s = json!({"run_kind": "benchmark", "label": "GreptimeDB", "run_id": "r",
-                "status": "completed", "phase": "analyze", "created_at": "t", "finished_at": "t",
-                "target": {"mode": "external", "urls": ["http://127.0.0.1:1"], "database": "b",
-                    "version": "v"},
-                "product_label": "GreptimeDB", "environment": {"tsbs_commit": "c", "go_version": "g"},
-                "host": {"cpu_model": "c", "cpus": 2, "memory_bytes": 1, "os_release": "o",
-                    "kernel": "k", "data_filesystem": "f"},
-                "tool": {"version": "v", "git_revision": "g"}, "server_diagnostics": {},
-                "queries": [],
-                "analyses": [{"query_type": "high-cpu-1", "attempt": 1, "status": "completed",
-                    "hot_runs": 2, "hot_same_sql_as_cold": same, "result_dir": "r", "log": "l"}]});
+            let mut s = minimal_summary("analyze");
+            s["analyses"] = json!([{"query_type": "high-cpu-1", "attempt": 1, "status": "completed",
+                    "hot_runs": 2, "hot_same_sql_as_cold": same, "result_dir": "r", "log": "l"}]);
             let md = render_md(&s).unwrap();
             assert!(
                 md.contains("not repetitions") || md.contains("next queries"),
