@@ -45,9 +45,30 @@ pub fn git(repo: &Path, args: &[&str]) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// The stand-in's `main.go`: built by the testbed's `go`, the tool is a wrapper script and the
+/// source is never compiled; built by a real Go (one on `PATH` wins in `env prepare`), it
+/// becomes a binary that runs the same emulator, so the offline flow works with either.
 fn main_go(tool: &str) -> String {
+    let bin = crate::testbed_bin();
+    // Rust's debug quoting of a path is a valid Go string literal for what a path holds here.
+    let bin = format!("{:?}", bin.to_string_lossy());
     format!(
-        "// Stand-in for the {tool} command of TSBS.\npackage main\n\nimport \"fmt\"\n\nfunc main() {{\n\tfmt.Println(\"{tool}\")\n}}\n"
+        r#"// Stand-in for the {tool} command of TSBS: it runs the testbed's emulator of it.
+package main
+
+import (
+	"os"
+	"syscall"
+)
+
+func main() {{
+	bin := {bin}
+	args := append([]string{{bin, "emulate", "{tool}"}}, os.Args[1:]...)
+	err := syscall.Exec(bin, args, os.Environ())
+	os.Stderr.WriteString("{tool}: cannot run the testbed emulator " + bin + ": " + err.Error() + "\n")
+	os.Exit(127)
+}}
+"#
     )
 }
 

@@ -935,3 +935,62 @@ fn a_real_go_builds_a_tsbs_shaped_module() {
     assert!(w.env.root.join("environment/cache/go-build").is_dir());
     w.env.run_json(&["env", "verify"]).ok();
 }
+
+/// A real Go on `PATH` is what `env prepare` picks; the testbed's stand-in TSBS repository must
+/// build with it into tools that run the testbed's emulators (the offline quickstart depends on
+/// it), not into programs that only print their names.
+#[test]
+fn the_stand_in_tsbs_repository_builds_with_a_real_go_into_working_tools() {
+    let go = match real_go() {
+        Ok(go) => go,
+        Err(why) => {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED env::the_stand_in_tsbs_repository_builds_with_a_real_go_into_working_tools: {why}"
+            );
+            return;
+        }
+    };
+    let w = world();
+    let parent = w.env.path().join("stand-in");
+    std::fs::create_dir_all(&parent).unwrap();
+    let (repo, commit) = tsbs_repo::create(&parent).unwrap();
+    let r = w.env.run_json(&[
+        "env",
+        "prepare",
+        "--go",
+        go.to_str().unwrap(),
+        "--tsbs-dir",
+        repo.to_str().unwrap(),
+    ]);
+    r.ok();
+    assert!(w.builds().is_empty(), "the stand-in go was used");
+    let bin = w
+        .env
+        .root
+        .join("environment/tsbs")
+        .join(&commit)
+        .join("bin/tsbs_generate_data");
+    let out = std::process::Command::new(&bin)
+        .args([
+            "--use-case=cpu-only",
+            "--seed=123",
+            "--scale=1",
+            "--timestamp-start=2023-06-11T00:00:00Z",
+            "--timestamp-end=2023-06-11T00:00:30Z",
+            "--log-interval=10s",
+            "--format=influx",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let data = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        data.lines()
+            .filter(|l| l.starts_with("cpu,hostname=host_0"))
+            .count(),
+        3,
+        "{data}"
+    );
+}
