@@ -828,6 +828,17 @@ fn go_archives_must_hold_only_go_and_a_working_go_binary() {
 }
 
 /// The real `go` on the test's PATH (not a testbed stand-in), when there is one.
+/// The real Go, or `None` after saying on stderr why `test` is skipped (straight to stderr, not
+/// eprintln!, which the harness captures: a skip must show).
+fn real_go_or_skip(test: &str) -> Option<PathBuf> {
+    real_go()
+        .map_err(|why| {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "SKIPPED env::{test}: {why}");
+        })
+        .ok()
+}
+
 fn real_go() -> Result<PathBuf, String> {
     let path = std::env::var_os("PATH").ok_or("PATH is not set")?;
     let go = std::env::split_paths(&path)
@@ -863,17 +874,8 @@ fn real_go() -> Result<PathBuf, String> {
 /// said so) where no real Go 1.21+ is on PATH.
 #[test]
 fn a_real_go_builds_a_tsbs_shaped_module() {
-    let go = match real_go() {
-        Ok(go) => go,
-        Err(why) => {
-            // Straight to stderr (not eprintln!, which the harness captures): a skip must show.
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED env::a_real_go_builds_a_tsbs_shaped_module: {why}"
-            );
-            return;
-        }
+    let Some(go) = real_go_or_skip("a_real_go_builds_a_tsbs_shaped_module") else {
+        return;
     };
     let w = world();
     // Mains without imports: only the runtime to compile, so a cold cache builds in seconds.
@@ -941,16 +943,10 @@ fn a_real_go_builds_a_tsbs_shaped_module() {
 /// it), not into programs that only print their names.
 #[test]
 fn the_stand_in_tsbs_repository_builds_with_a_real_go_into_working_tools() {
-    let go = match real_go() {
-        Ok(go) => go,
-        Err(why) => {
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED env::the_stand_in_tsbs_repository_builds_with_a_real_go_into_working_tools: {why}"
-            );
-            return;
-        }
+    let Some(go) =
+        real_go_or_skip("the_stand_in_tsbs_repository_builds_with_a_real_go_into_working_tools")
+    else {
+        return;
     };
     let w = world();
     let parent = w.env.path().join("stand-in");
