@@ -371,8 +371,10 @@ fn greptime_load_create_mode_batches_output_and_results() {
     assert_eq!(v["RunnerConfig"]["file"], file.display().to_string());
     // The real loader's results file (fixtures/tsbs-real/load-001.json): the same keys in the
     // same order, and no flow-control change (finding C4).
-    let real: Value =
-        serde_json::from_str(include_str!("../../tests/fixtures/tsbs-real/load-001.json")).unwrap();
+    let real: Value = serde_json::from_str(include_str!(
+        "../../../tests/fixtures/tsbs-real/load-001.json"
+    ))
+    .unwrap();
     let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
     let key_order = |t: &str, name: &str| -> Vec<String> {
         let re = Regex::new(&format!(r#"(?s)"{name}": \{{(.*?)\}}"#)).unwrap();
@@ -387,7 +389,7 @@ fn greptime_load_create_mode_batches_output_and_results() {
     assert_eq!(
         key_order(&text, "RunnerConfig"),
         key_order(
-            include_str!("../../tests/fixtures/tsbs-real/load-001.json"),
+            include_str!("../../../tests/fixtures/tsbs-real/load-001.json"),
             "RunnerConfig"
         )
     );
@@ -1364,7 +1366,7 @@ fn generators_refuse_what_go_refuses_in_the_real_words() {
     r.expect(0);
     assert_eq!(
         r.stdout(),
-        "error: parsing time \"2023-06-11 00:00:00z\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \" 00:00:00z\" as \"T\"\n"
+        "error: cannot parse time from string '2023-06-11 00:00:00z': parsing time \"2023-06-11 00:00:00z\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \" 00:00:00z\" as \"T\"\n"
     );
     for bad in [
         "2023-06-11T00:01:00z",
@@ -1374,8 +1376,9 @@ fn generators_refuse_what_go_refuses_in_the_real_words() {
         let r = gen_data(&[&format!("--timestamp-end={bad}")]);
         r.expect(0);
         assert!(
-            r.stdout()
-                .starts_with(&format!("error: parsing time \"{bad}\"")),
+            r.stdout().starts_with(&format!(
+                "error: cannot parse time from string '{bad}': parsing time \"{bad}\""
+            )),
             "{}",
             r.stdout()
         );
@@ -1515,4 +1518,123 @@ fn generator_flags_are_the_real_ones_and_strict() {
     assert!(r.stderr().contains("--log-interval"), "{}", r.stderr());
     let r = gen_data(&["--clickhouse-use-tags=false"]);
     r.expect(2);
+}
+
+/// What the real pflag (v1.0.5) does with a single-dash flag and a bad value: the message and
+/// the usage on stderr, the message again on stdout, exit 2 (the real `-help`,
+/// tsbs-real-postgresql/help: usage on stderr, `pflag: help requested` on stdout, exit 2).
+#[test]
+fn generators_refuse_single_dash_flags_and_bad_values_like_pflag() {
+    for (tool, run) in [
+        ("tsbs_generate_data", gen_data as fn(&[&str]) -> Run),
+        ("tsbs_generate_queries", gen_queries),
+    ] {
+        let r = run(&["-seed=1"]);
+        r.expect(2);
+        assert_eq!(r.stdout(), "unknown shorthand flag: 's' in -seed=1\n");
+        assert!(
+            r.stderr().starts_with(&format!(
+                "unknown shorthand flag: 's' in -seed=1\nUsage of {tool}:\n"
+            )),
+            "{}",
+            r.stderr()
+        );
+        let r = run(&["--scale=1.5"]);
+        r.expect(2);
+        let msg = "invalid argument \"1.5\" for \"--scale\" flag: strconv.ParseUint: parsing \"1.5\": invalid syntax";
+        assert_eq!(r.stdout(), format!("{msg}\n"));
+        assert!(
+            r.stderr().starts_with(&format!("{msg}\n")),
+            "{}",
+            r.stderr()
+        );
+        let r = run(&["-help"]);
+        r.expect(2);
+        assert_eq!(r.stdout(), "pflag: help requested\n");
+        // The real help's lines for the flags tsbsctl sets (pflag prints uint64 as `uint`).
+        for line in [
+            "      --scale uint ",
+            "      --seed int ",
+            "      --format string ",
+            "Format to generate. (choices: cassandra, clickhouse, influx, mongo, siridb, timescaledb, akumuli, cratedb, prometheus, victoriametrics, timestream, questdb, influx2, influx3, greptime)",
+        ] {
+            assert!(r.stderr().contains(line), "{line:?} not in\n{}", r.stderr());
+        }
+    }
+}
+
+/// A misspelt or ill-typed generator knob fails the run (exit 2, naming the key) instead of
+/// being ignored, which would let a fault-injection test pass on the happy path.
+#[test]
+fn generator_knobs_are_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let knobs = dir.path().join("knobs.json");
+    let data_args = [
+        "--use-case=cpu-only",
+        "--seed=123",
+        "--scale=2",
+        "--timestamp-end=2016-01-01T00:01:00Z",
+        "--format=influx",
+    ];
+    let run = |tool: &str, k: Value| {
+        std::fs::write(&knobs, k.to_string()).unwrap();
+        let mut a = args(&data_args);
+        if tool == "tsbs_generate_queries" {
+            a = args(&[
+                "--use-case=cpu-only",
+                "--seed=123",
+                "--scale=2",
+                "--queries=1",
+                "--query-type=lastpoint",
+                "--format=greptime",
+            ]);
+        }
+        emulate(tool, &a, dir.path(), None, Some(&knobs))
+    };
+    // The knob works when spelt right, so the refusals below are about the spelling.
+    let r = run(
+        "tsbs_generate_data",
+        json!({"tsbs_generate_data": {"exit_code": 3}}),
+    );
+    r.expect(3);
+    let r = run(
+        "tsbs_generate_data",
+        json!({"tsbs_generate_data": {"exit_cod": 3}}),
+    );
+    r.expect(2);
+    assert!(
+        r.stderr().contains("unknown field `exit_cod`"),
+        "{}",
+        r.stderr()
+    );
+    let r = run(
+        "tsbs_generate_data",
+        json!({"tsbs_generate_data": {"exit_code": "3"}}),
+    );
+    r.expect(2);
+    assert!(r.stderr().contains("tsbs_generate_data"), "{}", r.stderr());
+    let r = run(
+        "tsbs_generate_queries",
+        json!({"tsbs_generate_queries": {"fail_type": ["lastpoint"]}}),
+    );
+    r.expect(2);
+    assert!(
+        r.stderr().contains("unknown field `fail_type`"),
+        "{}",
+        r.stderr()
+    );
+    // Not JSON at all: refused too.
+    std::fs::write(&knobs, "{not json").unwrap();
+    emulate(
+        "tsbs_generate_data",
+        &args(&data_args),
+        dir.path(),
+        None,
+        Some(&knobs),
+    )
+    .expect(2);
+    // Other tools' sections are theirs: no section of our own means no knobs.
+    let r = run("tsbs_generate_data", json!({"tsbs_load": {"anything": 1}}));
+    r.expect(0);
+    assert_eq!(r.stdout().lines().count(), 12, "{}", r.stdout());
 }
