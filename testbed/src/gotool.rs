@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-/// A flag's type, as pflag names it in usage lines.
+/// A flag's type; [`Kind::type_name`] is how pflag names it in usage lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Str,
@@ -26,10 +26,10 @@ impl Kind {
         match self {
             Kind::Str => "string",
             Kind::Bool => "",
-            Kind::Uint => "uint",
-            Kind::Uint64 => "uint64",
-            Kind::Int => "int",
-            Kind::Int64 => "int64",
+            // pflag's `UnquoteUsage` prints the 64-bit kinds by their short names (the real
+            // help: `--scale uint`, `--seed int`).
+            Kind::Uint | Kind::Uint64 => "uint",
+            Kind::Int | Kind::Int64 => "int",
             Kind::Duration => "duration",
         }
     }
@@ -209,8 +209,13 @@ pub fn usage(prog: &str, defs: &[FlagDef]) -> String {
     out
 }
 
-/// Parses `args` like pflag with `ExitOnError`: `Err(code)` after printing what pflag prints
-/// (0 for `--help`/`-h`, 2 for any error).
+/// pflag's `ErrHelp`, which the TSBS tools' pflag (v1.0.5) prints on stdout before exiting 2.
+const ERR_HELP: &str = "pflag: help requested";
+
+/// Parses `args` like pflag (v1.0.5, the TSBS tools' version) with `ExitOnError`: `Err(2)`
+/// after printing what it prints. An error: the message and the usage on stderr, the message
+/// again on stdout (`fmt.Println(err)`). `--help`, `-h`, `-help`: the usage on stderr and
+/// `pflag: help requested` on stdout, exit 2 too (the real help texts, tsbs-real-postgresql).
 pub fn parse(prog: &str, defs: &[FlagDef], args: &[String]) -> Result<Flags, i32> {
     let mut flags = Flags {
         values: defs
@@ -221,8 +226,13 @@ pub fn parse(prog: &str, defs: &[FlagDef], args: &[String]) -> Result<Flags, i32
         positional: Vec::new(),
     };
     let fail = |msg: String| -> i32 {
-        let mut e = std::io::stderr().lock();
-        let _ = write!(e, "{msg}\n{}", usage(prog, defs));
+        let _ = write!(std::io::stderr().lock(), "{msg}\n{}", usage(prog, defs));
+        println!("{msg}");
+        2
+    };
+    let help = || -> i32 {
+        eprint!("{}", usage(prog, defs));
+        println!("{ERR_HELP}");
         2
     };
     let mut i = 0;
@@ -243,8 +253,7 @@ pub fn parse(prog: &str, defs: &[FlagDef], args: &[String]) -> Result<Flags, i32
             };
             let Some(def) = defs.iter().find(|d| d.name == name) else {
                 if name == "help" {
-                    eprint!("{}", usage(prog, defs));
-                    return Err(0);
+                    return Err(help());
                 }
                 return Err(fail(format!("unknown flag: --{name}")));
             };
@@ -269,8 +278,7 @@ pub fn parse(prog: &str, defs: &[FlagDef], args: &[String]) -> Result<Flags, i32
         } else if let Some(short) = a.strip_prefix('-').filter(|s| !s.is_empty()) {
             let c = short.chars().next().unwrap();
             if c == 'h' {
-                eprint!("{}", usage(prog, defs));
-                return Err(0);
+                return Err(help());
             }
             return Err(fail(format!("unknown shorthand flag: '{c}' in {a}")));
         } else {
@@ -473,6 +481,49 @@ pub fn knobs(tool: &str, family: &str) -> serde_json::Map<String, serde_json::Va
         }
     }
     out
+}
+
+/// The one strict loader of the `$TESTBED_KNOBS` file: the object under `section` (the whole
+/// file when `None`) as `T`. No variable, no file, an empty file or no such section: the
+/// defaults. A file that is not JSON, a section that is not an object, or a key or value `T`
+/// refuses: `Err(message)`. Give `T` `#[serde(deny_unknown_fields)]`, so a misspelt knob fails
+/// the test instead of silently exercising the happy path.
+pub fn load_knobs<T: serde::de::DeserializeOwned + Default>(
+    section: Option<&str>,
+) -> Result<T, String> {
+    let Some(path) = std::env::var_os("TESTBED_KNOBS") else {
+        return Ok(T::default());
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(T::default()),
+        Err(e) => return Err(format!("cannot read knob file {path:?}: {e}")),
+    };
+    if text.trim().is_empty() {
+        return Ok(T::default());
+    }
+    let bad = |e: &dyn std::fmt::Display| format!("bad knob file {path:?}: {e}");
+    let all: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(&e))?;
+    let value = match section {
+        None => all,
+        Some(name) => match all.get(name) {
+            None => return Ok(T::default()),
+            Some(v @ serde_json::Value::Object(_)) => v.clone(),
+            Some(_) => return Err(bad(&format!("\"{name}\" must be an object"))),
+        },
+    };
+    serde_json::from_value(value).map_err(|e| match section {
+        Some(name) => bad(&format!("\"{name}\": {e}")),
+        None => bad(&e),
+    })
+}
+
+/// [`load_knobs`] for a stand-in that cannot go on with bad knobs: the message on stderr, exit 2.
+pub fn knobs_or_exit<T: serde::de::DeserializeOwned + Default>(section: &str) -> T {
+    load_knobs(Some(section)).unwrap_or_else(|e| {
+        eprintln!("testbed: {e}");
+        std::process::exit(2)
+    })
 }
 
 /// A JSON value written the way Go's `encoding/json` writes it: struct fields in declaration
@@ -742,7 +793,8 @@ mod tests {
         assert_eq!(parse("t", DEFS, &args(&["--workers=x"])).unwrap_err(), 2);
         assert_eq!(parse("t", DEFS, &args(&["--workers"])).unwrap_err(), 2);
         assert_eq!(parse("t", DEFS, &args(&["--gzip=maybe"])).unwrap_err(), 2);
-        assert_eq!(parse("t", DEFS, &args(&["--help"])).unwrap_err(), 0);
+        assert_eq!(parse("t", DEFS, &args(&["--help"])).unwrap_err(), 2);
+        assert_eq!(parse("t", DEFS, &args(&["-help"])).unwrap_err(), 2);
     }
 
     #[test]
@@ -762,6 +814,9 @@ mod tests {
     fn durations() {
         assert_eq!(parse_duration("1s"), Ok(1_000_000_000));
         assert_eq!(parse_duration("1m30.5s"), Ok(90_500_000_000));
+        assert_eq!(parse_duration("1.5h"), Ok(5_400_000_000_000));
+        assert_eq!(parse_duration("100ms"), Ok(100_000_000));
+        assert!(parse_duration("s").is_err());
         assert_eq!(parse_duration("0"), Ok(0));
         assert!(parse_duration("10").unwrap_err().contains("missing unit"));
         assert!(parse_duration("").is_err());

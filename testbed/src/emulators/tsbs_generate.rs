@@ -7,13 +7,14 @@
 //!
 //! Flags: the real tools' flag sets with their types and defaults (including the
 //! DB-specific query-generator booleans), parsed by [`crate::gotool::parse_tool`] like every
-//! TSBS stand-in (strict pflag: unknown flag, missing or bad value: pflag's message plus usage
-//! on stderr, exit 2). Only `--format=influx` and `--use-case=cpu-only` are
+//! TSBS stand-in (strict pflag: an unknown flag, a single-dash flag such as `-seed=1`, a missing
+//! or bad value: pflag's message plus usage on stderr, the message on stdout, exit 2). Only `--format=influx` and `--use-case=cpu-only` are
 //! emulated; any other *known* format or use case is refused (exit 2, `testbed: ... not
 //! emulated`), an unknown format panics like the real tool (exit 2, `Unrecognized format ...`),
 //! a zero scale, an invalid use case or a timestamp Go's `time.RFC3339` refuses is the real
 //! tool's quirk: `error: <msg>` on **stdout**, exit 0, in the real wording (`scale cannot be 0`,
-//! `invalid use case specified: 'x'`, Go's `parsing time ...` text, see
+//! `invalid use case specified: 'x'`, `cannot parse time from string 's': ` and Go's `parsing
+//! time ...` text, see
 //! [`crate::gotool::go_parse_rfc3339`]). Defaults as real: `--timestamp-end` is
 //! `2016-01-02T00:00:00Z`.
 //!
@@ -45,7 +46,7 @@
 //! shapes are the stand-in's own (not the real generator's text). The bytes are deterministic
 //! for the flags (with a non-zero seed).
 //!
-//! # Knobs (`$TESTBED_KNOBS`, a JSON file; all optional)
+//! # Knobs (`$TESTBED_KNOBS`, a JSON file; all optional; an unknown key or a bad value: exit 2)
 //!
 //! ```json
 //! {"tsbs_generate_data":    {"exit_code": 1, "fail_after_rows": 100, "stderr": "boom",
@@ -64,7 +65,6 @@
 //! * `invocations_log`: append one line per invocation (`<tool> <args...>`), so tests can count
 //!   generator runs.
 
-use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
@@ -76,10 +76,15 @@ use crate::queryfile::Query;
 // Flags: the real definitions (pkg/data/usecases/common/generator.go, pkg/query/config), parsed
 // by the strict pflag stand-in the other TSBS stand-ins use.
 
-use crate::gotool::{flag, FlagDef, Kind as F};
+use crate::gotool::{flag, FlagDef, Flags, Kind as F};
 
 const BASE_FLAGS: &[FlagDef] = &[
-    flag("format", F::Str, "", "Format to generate."),
+    flag(
+        "format",
+        F::Str,
+        "",
+        "Format to generate. (choices: cassandra, clickhouse, influx, mongo, siridb, timescaledb, akumuli, cratedb, prometheus, victoriametrics, timestream, questdb, influx2, influx3, greptime)",
+    ),
     flag("use-case", F::Str, "", "Use case to generate."),
     flag(
         "scale",
@@ -203,15 +208,12 @@ const QUERY_FLAGS: &[FlagDef] = &[
     ),
 ];
 
-/// The flags the command line set (unset ones take the defaults the code below spells out),
-/// or the exit code of a usage error; a `config.*` beside the tool is refused.
-fn parse_generator(
-    tool: &str,
-    tables: &[&[FlagDef]],
-    args: &[String],
-) -> Result<BTreeMap<String, String>, i32> {
-    let flags = crate::gotool::parse_tool(tool, tables, args)?;
-    Ok(flags.set_values())
+/// The flags, typed and checked by [`crate::gotool::parse_tool`] (every flag has its value or
+/// the real default), or the exit code of a usage error. A `config.*` beside the tool is
+/// refused first ([`crate::gotool::refuse_viper_config`]), so nothing is merged from one.
+fn parse_generator(tool: &str, tables: &[&[FlagDef]], args: &[String]) -> Result<Flags, i32> {
+    crate::gotool::refuse_viper_config(tool);
+    crate::gotool::parse_tool(tool, tables, args)
 }
 
 fn not_emulated(what: &str) -> i32 {
@@ -222,8 +224,9 @@ fn not_emulated(what: &str) -> i32 {
 // ---------------------------------------------------------------------------------------------
 // Knobs
 
+/// Both generators' knobs; a key that is not one of these fails the run (exit 2).
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 struct Knobs {
     exit_code: i32,
     fail_after_rows: u64,
@@ -237,15 +240,7 @@ struct Knobs {
 }
 
 fn load_knobs(tool: &str, args: &[String]) -> Knobs {
-    let Some(path) = std::env::var_os("TESTBED_KNOBS") else {
-        return Knobs::default();
-    };
-    let knobs: Knobs = std::fs::read(&path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v.get(tool).cloned())
-        .and_then(|v| serde_json::from_value(v).ok())
-        .unwrap_or_default();
+    let knobs: Knobs = crate::gotool::knobs_or_exit(tool);
     if let Some(log) = &knobs.invocations_log {
         if let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)
@@ -268,53 +263,6 @@ fn load_knobs(tool: &str, args: &[String]) -> Knobs {
 /// Go's `time.Parse(time.RFC3339, s)` (strict: the real tools refuse what Go refuses).
 fn parse_rfc3339_ns(s: &str) -> Result<i128, String> {
     crate::gotool::go_parse_rfc3339(s)
-}
-
-/// Go's `time.ParseDuration` (viper reads a bare number as nanoseconds).
-pub fn parse_go_duration(s: &str) -> Option<i128> {
-    let (neg, mut rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    if rest.bytes().all(|b| b.is_ascii_digit()) {
-        let v: i128 = rest.parse().ok()?;
-        return Some(if neg { -v } else { v });
-    }
-    let mut total: f64 = 0.0;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let num = &rest[..num_end];
-        if num.is_empty() || num == "." {
-            return None;
-        }
-        let value: f64 = num.parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = &rest[..unit_end];
-        rest = &rest[unit_end..];
-        let scale = match unit {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        total += value * scale;
-    }
-    let v = total.round() as i128;
-    Some(if neg { -v } else { v })
 }
 
 fn rfc3339(ns: i128) -> String {
@@ -416,19 +364,6 @@ fn stdout_error(msg: &str) -> i32 {
     0
 }
 
-fn get_int<T: std::str::FromStr>(
-    m: &BTreeMap<String, String>,
-    k: &str,
-    default: T,
-) -> Result<T, String> {
-    match m.get(k) {
-        None => Ok(default),
-        Some(v) => v
-            .parse()
-            .map_err(|_| format!("invalid argument {v:?} for \"--{k}\" flag: parse error")),
-    }
-}
-
 /// `tsbs_generate_data`.
 pub fn data_main(args: Vec<String>) -> i32 {
     let flags = match parse_generator(
@@ -439,26 +374,16 @@ pub fn data_main(args: Vec<String>) -> i32 {
         Ok(m) => m,
         Err(c) => return c,
     };
-    let parsed = (|| -> Result<_, String> {
-        Ok((
-            get_int::<u64>(&flags, "scale", 1)?,
-            get_int::<i64>(&flags, "seed", 0)?,
-            get_int::<u64>(&flags, "max-data-points", 0)?,
-            get_int::<u64>(&flags, "initial-scale", 0)?,
-            get_int::<u64>(&flags, "interleaved-generation-group-id", 0)?,
-            get_int::<u64>(&flags, "interleaved-generation-groups", 1)?,
-        ))
-    })();
-    let (scale, seed, max_points, initial_scale, group_id, groups) = match parsed {
-        Ok(v) => v,
-        Err(msg) => {
-            eprintln!("{msg}");
-            return 2;
-        }
-    };
+    let scale = flags.u64("scale");
+    let seed = flags.i64("seed");
+    let max_points = flags.u64("max-data-points");
+    let initial_scale = flags.u64("initial-scale");
+    let group_id = flags.u64("interleaved-generation-group-id");
+    let groups = flags.u64("interleaved-generation-groups");
     let knobs = load_knobs("tsbs_generate_data", &args);
 
-    let format = flags.get("format").map(String::as_str).unwrap_or("");
+    let format = flags.str("format");
+    let format = format.as_str();
     if !KNOWN_DATA_FORMATS.contains(&format) {
         crate::gotool::go_panic(
             "tsbs_generate_data",
@@ -469,7 +394,8 @@ pub fn data_main(args: Vec<String>) -> i32 {
         );
     }
     // BaseConfig.Validate: scale before the use case.
-    let use_case = flags.get("use-case").map(String::as_str).unwrap_or("");
+    let use_case = flags.str("use-case");
+    let use_case = use_case.as_str();
     if scale == 0 {
         return stdout_error("scale cannot be 0");
     }
@@ -479,27 +405,24 @@ pub fn data_main(args: Vec<String>) -> i32 {
     if groups == 0 || group_id >= groups {
         return stdout_error("incorrect interleaved groups configuration");
     }
-    let start = flags
-        .get("timestamp-start")
-        .map(String::as_str)
-        .unwrap_or("2016-01-01T00:00:00Z");
-    let end = flags
-        .get("timestamp-end")
-        .map(String::as_str)
-        .unwrap_or("2016-01-02T00:00:00Z");
-    // Real: `utils.ParseUTCTime` returns Go's ParseError unwrapped; main prints it on stdout
-    // and exits 0.
-    let (start_ns, end_ns) = match (parse_rfc3339_ns(start), parse_rfc3339_ns(end)) {
+    let (start, end) = (flags.str("timestamp-start"), flags.str("timestamp-end"));
+    // Real: main prints the error on stdout and exits 0, in the words of the query generator
+    // (tsbs-real-postgresql/generate/gd-badtime: `error: cannot parse time from string '<s>':
+    // <Go's ParseError>`).
+    let parse = |s: &str| {
+        parse_rfc3339_ns(s).map_err(|e| format!("cannot parse time from string '{s}': {e}"))
+    };
+    let (start_ns, end_ns) = match (parse(&start), parse(&end)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return stdout_error(&e),
     };
-    let interval_raw = flags
-        .get("log-interval")
-        .map(String::as_str)
-        .unwrap_or("10s");
-    let interval = match parse_go_duration(interval_raw) {
-        Some(v) if v > 0 => v,
-        _ => return stdout_error(&format!("invalid log interval: {interval_raw:?}")),
+    // A Go duration, checked by the flag parser; only its sign is left to judge.
+    let interval = match i128::from(flags.duration_ns("log-interval")) {
+        v if v > 0 => v,
+        _ => {
+            let raw = flags.str("log-interval");
+            return stdout_error(&format!("invalid log interval: {raw:?}"));
+        }
     };
     if format != "influx" {
         return not_emulated(&format!("--format={format}"));
@@ -517,8 +440,9 @@ pub fn data_main(args: Vec<String>) -> i32 {
         0
     };
 
-    let out: Box<dyn Write> = match flags.get("file").filter(|f| !f.is_empty()) {
-        Some(path) => match std::fs::File::create(path) {
+    let file = flags.str("file");
+    let out: Box<dyn Write> = match Some(file).filter(|f| !f.is_empty()) {
+        Some(path) => match std::fs::File::create(&path) {
             Ok(f) => Box::new(f),
             Err(e) => {
                 eprintln!("cannot open file for write {path}: {e}");
@@ -925,31 +849,23 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         Ok(m) => m,
         Err(c) => return c,
     };
-    let parsed = (|| -> Result<_, String> {
-        Ok((
-            get_int::<u64>(&flags, "scale", 1)?,
-            get_int::<i64>(&flags, "seed", 0)?,
-            get_int::<u64>(&flags, "queries", 1000)?,
-            get_int::<i64>(&flags, "debug", 0)?,
-            get_int::<u64>(&flags, "interleaved-generation-group-id", 0)?,
-            get_int::<u64>(&flags, "interleaved-generation-groups", 1)?,
-        ))
-    })();
-    let (scale, seed, count, debug, group_id, groups) = match parsed {
-        Ok(v) => v,
-        Err(msg) => {
-            eprintln!("{msg}");
-            return 2;
-        }
-    };
+    let scale = flags.u64("scale");
+    let seed = flags.i64("seed");
+    let count = flags.u64("queries");
+    let debug = flags.i64("debug");
+    let group_id = flags.u64("interleaved-generation-group-id");
+    let groups = flags.u64("interleaved-generation-groups");
     let knobs = load_knobs("tsbs_generate_queries", &args);
     let fail = |msg: String| {
         eprintln!("error: {msg}");
         1
     };
-    let use_case = flags.get("use-case").map(String::as_str).unwrap_or("");
-    let qtype = flags.get("query-type").map(String::as_str).unwrap_or("");
-    let format = flags.get("format").map(String::as_str).unwrap_or("");
+    let (use_case, qtype, format) = (
+        flags.str("use-case"),
+        flags.str("query-type"),
+        flags.str("format"),
+    );
+    let (use_case, qtype, format) = (use_case.as_str(), qtype.as_str(), format.as_str());
     // The real order and wording: BaseConfig.Validate (scale, format, use case), then the
     // query type and groups (pkg/query/config), then the use-case matrix
     // (internal/inputs/generator_queries.go).
@@ -989,19 +905,12 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         "influx3" => "InfluxDB 3",
         other => return not_emulated(&format!("--format={other}")),
     };
-    let start = flags
-        .get("timestamp-start")
-        .map(String::as_str)
-        .unwrap_or("2016-01-01T00:00:00Z");
-    let end = flags
-        .get("timestamp-end")
-        .map(String::as_str)
-        .unwrap_or("2016-01-02T00:00:00Z");
-    let start_ns = match parse_rfc3339_ns(start) {
+    let (start, end) = (flags.str("timestamp-start"), flags.str("timestamp-end"));
+    let start_ns = match parse_rfc3339_ns(&start) {
         Ok(v) => v,
         Err(e) => return fail(format!("cannot parse time from string '{start}': {e}")),
     };
-    let end_ns = match parse_rfc3339_ns(end) {
+    let end_ns = match parse_rfc3339_ns(&end) {
         Ok(v) => v,
         Err(e) => return fail(format!("cannot parse time from string '{end}': {e}")),
     };
@@ -1054,8 +963,9 @@ pub fn queries_main(args: Vec<String>) -> i32 {
     };
     let label = label_of(qtype, &shape, prefix);
     let mut rng = Rng::new(seed);
-    let out: Box<dyn Write> = match flags.get("file").filter(|f| !f.is_empty()) {
-        Some(path) => match std::fs::File::create(path) {
+    let file = flags.str("file");
+    let out: Box<dyn Write> = match Some(file).filter(|f| !f.is_empty()) {
+        Some(path) => match std::fs::File::create(&path) {
             Ok(f) => Box::new(io::BufWriter::new(f)),
             Err(e) => return fail(format!("cannot open file for write {path}: {e}")),
         },
@@ -1105,18 +1015,6 @@ pub fn queries_main(args: Vec<String>) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(parse_go_duration("10s"), Some(10_000_000_000));
-        assert_eq!(parse_go_duration("1m30s"), Some(90_000_000_000));
-        assert_eq!(parse_go_duration("1.5h"), Some(5_400_000_000_000));
-        assert_eq!(parse_go_duration("100ms"), Some(100_000_000));
-        assert_eq!(parse_go_duration("0"), Some(0));
-        assert_eq!(parse_go_duration("10x"), None);
-        assert_eq!(parse_go_duration(""), None);
-        assert_eq!(parse_go_duration("s"), None);
-    }
 
     #[test]
     fn labels_match_the_real_tool() {
