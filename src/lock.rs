@@ -674,17 +674,36 @@ mod tests {
 
     #[test]
     fn wait_succeeds_when_the_holder_lets_go() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        const HOLD: Duration = Duration::from_millis(300);
         let d = tempfile::tempdir().unwrap();
         let g = lock(d.path(), &LockOptions::default()).unwrap();
-        let releaser = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(100));
-            drop(g);
+        let released = Arc::new(AtomicBool::new(false));
+        let started = std::time::Instant::now();
+        let releaser = std::thread::spawn({
+            let released = Arc::clone(&released);
+            move || {
+                std::thread::sleep(HOLD);
+                // Marked before the release: a waiter that sees `false` got in too early.
+                released.store(true, Ordering::SeqCst);
+                drop(g);
+            }
         });
         let opts = LockOptions {
             wait: Some(Duration::from_secs(30)),
             hold_token: None,
         };
-        lock(d.path(), &opts).unwrap();
+        let _g2 = lock(d.path(), &opts).unwrap();
+        let waited = started.elapsed();
+        assert!(
+            released.load(Ordering::SeqCst),
+            "acquired while the holder still held the lock"
+        );
+        assert!(
+            waited >= HOLD,
+            "acquired after {waited:?}, the holder let go at {HOLD:?}"
+        );
         releaser.join().unwrap();
     }
 
