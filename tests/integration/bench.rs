@@ -3,159 +3,13 @@
 //! as the server, and the TSBS loader/runner stand-ins talking to it over HTTP. Datasets are
 //! tiny (2 hosts, one day at 60 s) and only three query types run, to keep the file fast.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
-use testbed::releases::go as go_release;
+use serde_json::json;
 
-use crate::greptimedb::{read_json, Gt, STABLE};
 use crate::util::*;
-
-pub(crate) const GO: &str = "1.22.5";
-/// 2 hosts × one day at 60 s.
-pub(crate) const ROWS: u64 = 2 * 1440;
-pub(crate) const TYPES: [&str; 3] = ["high-cpu-1", "lastpoint", "single-groupby-1-1-1"];
-
-pub(crate) struct World {
-    pub(crate) gt: Gt,
-    /// Directory of the built TSBS tools' knob files (`<tool>.knobs.json`).
-    pub(crate) knobs_dir: PathBuf,
-}
-
-/// Mirror with GreptimeDB and Go (knob files in the returned directory), a fake TSBS
-/// repository; nothing prepared yet.
-pub(crate) fn unprepared() -> (Gt, PathBuf) {
-    testbed_bin();
-    let mut gt = Gt::new();
-    let knobs_dir = gt.env.path().join("knobs");
-    std::fs::create_dir_all(&knobs_dir).unwrap();
-    go_release::publish(
-        &gt.mirror,
-        GO,
-        &go_release::host_platform(),
-        &knobs_dir.join("go.knobs.json"),
-    );
-    crate::world::use_tsbs_repo_and_mirror_go(&mut gt.env, GO);
-    (gt, knobs_dir)
-}
-
-/// Mirror with GreptimeDB and Go, a fake TSBS repository, `env prepare` done, workspace `g1`
-/// prepared on free ports.
-pub(crate) fn world() -> World {
-    let (gt, knobs_dir) = unprepared();
-    gt.run(&["env", "prepare"]).ok();
-    gt.prepare("g1", STABLE);
-    World { gt, knobs_dir }
-}
-
-impl World {
-    pub(crate) fn run(&self, args: &[&str]) -> Run {
-        self.gt.run(args)
-    }
-
-    /// [`World::bench`], expected to succeed; returns the run directory.
-    pub(crate) fn bench_ok(&self, phase: &str, extra: &[&str]) -> PathBuf {
-        let r = self.bench(phase, extra);
-        r.ok();
-        run_dir(&r)
-    }
-
-    /// `influxdb3 prepare` of workspace `id` of `edition` on a free port.
-    pub(crate) fn prepare_influx3(&self, id: &str, edition: &str) {
-        let port = crate::greptimedb::free_port_block(1).to_string();
-        self.run(&[
-            "influxdb3",
-            "prepare",
-            "--database-id",
-            id,
-            "--edition",
-            edition,
-            "--http-port",
-            &port,
-        ])
-        .ok();
-    }
-
-    /// `bench greptimedb <phase> --database-id g1` with the tiny workload.
-    pub(crate) fn bench(&self, phase: &str, extra: &[&str]) -> Run {
-        let mut a = vec![
-            "bench",
-            "greptimedb",
-            phase,
-            "--database-id",
-            "g1",
-            "--stop-timeout",
-            "5",
-        ];
-        a.extend_from_slice(extra);
-        if !extra.contains(&"--dataset-id") && phase != "compact" {
-            a.extend(tiny());
-        }
-        if matches!(phase, "all" | "query" | "analyze") && !extra.contains(&"--query-type") {
-            for t in TYPES {
-                a.extend(["--query-type", t]);
-            }
-            if !extra.contains(&"--queries") {
-                a.extend(["--queries", "3"]);
-            }
-        }
-        a.push("--json");
-        self.gt.run(&a)
-    }
-
-    /// Sets the section of one built TSBS tool in the shared knob file (`go build` bakes that
-    /// file into every tool it writes).
-    pub(crate) fn tool_knobs(&self, tool: &str, v: Value) {
-        let path = self.knobs_dir.join("go.knobs.json");
-        let mut all: Value = std::fs::read(&path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_else(|| json!({}));
-        all[tool] = v;
-        std::fs::write(&path, all.to_string()).unwrap();
-    }
-
-    pub(crate) fn ws(&self) -> Value {
-        self.gt.manifest("g1")
-    }
-}
-
-pub(crate) fn tiny() -> [&'static str; 8] {
-    [
-        "--profile",
-        "smoke",
-        "--scale",
-        "2",
-        "--log-interval",
-        "60s",
-        "--dataset-id",
-        "tiny",
-    ]
-}
-
-pub(crate) fn run_dir(r: &Run) -> PathBuf {
-    let v = r.json();
-    let d = v["data"]["run_dir"]
-        .as_str()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            // Errors name the summary in the hint.
-            let hint = v["error"]["hint"].as_str().unwrap_or_default();
-            let i = hint
-                .find("summary: ")
-                .unwrap_or_else(|| panic!("no run dir\n{}", r.describe()));
-            PathBuf::from(hint[i + 9..].trim())
-                .parent()
-                .unwrap()
-                .to_path_buf()
-        });
-    d
-}
-
-pub(crate) fn summary(dir: &Path) -> Value {
-    read_json(&dir.join("summary.json"))
-}
+use crate::world::*;
 
 #[test]
 fn smoke_all_then_reuse_then_query_only() {
@@ -319,18 +173,6 @@ fn smoke_all_then_reuse_then_query_only() {
     let s_again = summary(&dir);
     assert_eq!(s_again["queries"], s["queries"]);
     assert_eq!(s_again["ingestion"], s["ingestion"]);
-}
-
-/// Waits (bounded) until `f` is true.
-pub(crate) fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
 }
 
 fn runs_of(w: &World) -> Vec<PathBuf> {
@@ -594,9 +436,9 @@ fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
         .file_name()
         .to_string_lossy()
         .starts_with("tsbsctl-tool-"))));
-    let server_pid: i32 = read_json(&w.gt.ws_dir("g1").join("server.pid"))["pid"]
-        .as_i64()
-        .unwrap() as i32;
+    let server_pid = read_json(&w.gt.ws_dir("g1").join("server.pid"))["pid"]
+        .as_u64()
+        .unwrap() as u32;
     // SAFETY: signalling the tsbsctl child this test started.
     unsafe { libc::kill(pid, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
@@ -608,10 +450,7 @@ fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
         "tool dirs removed"
     );
     assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
-    // SAFETY: probing (signal 0) whether the server is gone.
-    assert!(wait_until(Duration::from_secs(5), || unsafe {
-        libc::kill(server_pid, 0)
-    } != 0));
+    assert!(gone_within(server_pid, 5), "the server outlived Ctrl-C");
     let m = read_json(&dir.join("manifest.json"));
     assert_eq!(m["status"], "interrupted");
     let s = summary(&dir);
@@ -746,7 +585,7 @@ fn compaction_then_queries_are_labelled_and_refusals_are_clear() {
 fn external_greptimedb_is_probed_and_loaded_with_an_explicit_mode() {
     let w = world();
     w.gt.prepare("ext", STABLE);
-    let endpoint = crate::greptimedb::endpoint_of(&w.gt.manifest("ext"));
+    let endpoint = endpoint_of(&w.gt.manifest("ext"));
     let mut bg = w.gt.serve_bg("ext", &[]);
     bg.wait_ready(&endpoint);
     let mut args = vec![
@@ -786,7 +625,7 @@ fn external_greptimedb_is_probed_and_loaded_with_an_explicit_mode() {
 
 /// An InfluxDB 3 emulator with authentication, started directly (an external server).
 fn influx3_server(w: &World, edition: &str, token: &str) -> (std::process::Child, String) {
-    let port = crate::greptimedb::free_port_block(1);
+    let port = free_port_block(1);
     let knobs = w.gt.env.path().join(format!("influx-{edition}.knobs.json"));
     std::fs::write(
         &knobs,
@@ -971,14 +810,8 @@ fn analyze_keeps_every_attempt_and_a_version_override_records_both_identities() 
     assert_eq!(runs_of(&w), before);
 
     // Another installed version on the same data, confirmed.
-    w.run(&[
-        "greptimedb",
-        "install",
-        "--version",
-        crate::greptimedb::BETA,
-    ])
-    .ok();
-    let beta = crate::greptimedb::BETA;
+    w.run(&["greptimedb", "install", "--version", BETA]).ok();
+    let beta = BETA;
     w.bench("query", &["--greptime-version", beta])
         .code(2)
         .says("--confirm-version-override g1");
@@ -1012,29 +845,6 @@ fn analyze_keeps_every_attempt_and_a_version_override_records_both_identities() 
         ],
     )
     .code(2);
-}
-
-/// Publishes InfluxDB 3 `edition` 3.11.1 on the mirror (and the installer script naming it).
-pub(crate) fn publish_influx3(w: &World, edition: &str) -> PathBuf {
-    use testbed::releases::influxdb3::{installer_script, Installer, Release};
-    let knobs =
-        w.gt.env
-            .path()
-            .join(format!("influxdb3-{edition}.knobs.json"));
-    std::fs::write(&knobs, json!({"wal_flush_interval_ms": 20}).to_string()).unwrap();
-    let r = Release::new(edition, "3.11.1", &knobs);
-    let archive = r.archive();
-    let sum = r.checksum_file(&archive).unwrap();
-    let base = testbed::mirror::INFLUXDATA_DL;
-    w.gt.mirror
-        .put_bytes(&format!("{base}{}.sha256", r.path()), sum.into_bytes());
-    w.gt.mirror
-        .put_bytes(&format!("{base}{}", r.path()), archive);
-    w.gt.mirror.put_bytes(
-        testbed::mirror::INSTALLER,
-        installer_script("3.11.1", "3.11.1", Installer::Good).into_bytes(),
-    );
-    knobs
 }
 
 #[test]
@@ -1118,41 +928,6 @@ fn managed_influxdb3_core_all_and_reuse() {
     w.run(&bad).code(2).says("omit --edition");
 }
 
-/// An external InfluxDB 3 Enterprise emulator on a free port, without authentication.
-pub(crate) fn enterprise_server(w: &World) -> (std::process::Child, String) {
-    let port = crate::greptimedb::free_port_block(1);
-    let knobs = w.gt.env.path().join("ent.knobs.json");
-    std::fs::write(
-        &knobs,
-        json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 0}).to_string(),
-    )
-    .unwrap();
-    let data = w.gt.env.path().join("ent-data");
-    let child = std::process::Command::new(testbed_bin())
-        .args(["emulate", "influxdb3", "serve", "--object-store", "file"])
-        .args(["--node-id", "n1", "--cluster-id", "c1"])
-        .args([
-            "--license-email",
-            "someone@example.invalid",
-            "--license-type",
-            "trial",
-        ])
-        .arg(format!("--data-dir={}", data.display()))
-        .arg(format!("--http-bind=127.0.0.1:{port}"))
-        .arg("--without-auth")
-        .env("TESTBED_EMULATED_EDITION", "enterprise")
-        .env("TESTBED_EMULATED_VERSION", "3.11.1")
-        .env("TESTBED_KNOBS", &knobs)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(wait_until(Duration::from_secs(20), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    }));
-    (child, format!("http://127.0.0.1:{port}"))
-}
-
 #[test]
 fn external_influxdb3_enterprise_all() {
     let w = world();
@@ -1193,7 +968,7 @@ fn external_influxdb3_enterprise_all() {
 #[test]
 fn quickstart_runs_once_then_only_queries_and_fails_fast_offline() {
     let (gt, _knobs_dir) = unprepared();
-    let port = crate::greptimedb::free_port_block(4).to_string();
+    let port = free_port_block(4).to_string();
     let r = gt.run(&["quickstart", "--http-port", &port]);
     r.ok().says("summary.md");
     let r = gt.run_json(&["quickstart"]);
@@ -1355,7 +1130,7 @@ fn refusals_before_anything_is_written() {
 #[test]
 fn old_greptimedb_gets_a_bare_window_and_a_server_panic_fails_the_run() {
     let w = world();
-    let old = crate::greptimedb::OLD;
+    let old = OLD;
     w.gt.prepare("old", old);
     let mut args = vec![
         "bench",

@@ -1375,18 +1375,3 @@ fn an_interrupted_generate_exits_130_stops_the_generator_and_publishes_nothing()
     assert_eq!(m["status"], "failed");
     assert!(t0.elapsed() < std::time::Duration::from_secs(30));
 }
-
-/// Waits for a spawned command, killing it when `limit` passes.
-fn wait_bounded(child: std::process::Child, limit: std::time::Duration) -> std::process::Output {
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        if rx.recv_timeout(limit).is_err() {
-            // SAFETY: killing the child we spawned.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    });
-    let out = child.wait_with_output().unwrap();
-    let _ = tx.send(());
-    out
-}

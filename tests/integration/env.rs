@@ -12,7 +12,7 @@ use testbed::tsbs_repo;
 use tsbsctl::environment::TsbsEnv;
 use tsbsctl::paths::Root;
 
-use crate::util::{testbed_bin, Run, TestEnv};
+use crate::util::{testbed_bin, wait_bounded, Run, TestEnv};
 
 const TOOLS: [&str; 6] = [
     "tsbs_generate_data",
@@ -25,6 +25,8 @@ const TOOLS: [&str; 6] = [
 
 /// A managed Go version the stand-in mirror vouches for through its index.
 const GO: &str = "1.22.5";
+/// How long a spawned `env prepare` may take before the test kills it.
+const PREPARE_LIMIT: Duration = Duration::from_secs(120);
 
 struct World {
     env: TestEnv,
@@ -489,8 +491,8 @@ fn two_prepares_at_once_install_once() {
     };
     let a = spawn();
     let b = spawn();
-    let ra = Run::from_output(&["a"], wait_bounded(a));
-    let rb = Run::from_output(&["b"], wait_bounded(b));
+    let ra = Run::from_output(&["a"], wait_bounded(a, PREPARE_LIMIT));
+    let rb = Run::from_output(&["b"], wait_bounded(b, PREPARE_LIMIT));
     ra.ok();
     rb.ok();
     let mut go_status = vec![
@@ -507,20 +509,6 @@ fn two_prepares_at_once_install_once() {
     assert_eq!(go_status, ["installed", "reused"]);
     assert_eq!(w.archive_gets(GO), 1, "{:?}", w.go_requests());
     assert_eq!(w.builds().len(), 6);
-}
-
-fn wait_bounded(child: std::process::Child) -> std::process::Output {
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        if rx.recv_timeout(Duration::from_secs(120)).is_err() {
-            // SAFETY: killing the child this test spawned.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-        }
-    });
-    let out = child.wait_with_output().expect("wait");
-    let _ = tx.send(());
-    out
 }
 
 #[test]
@@ -658,7 +646,7 @@ fn an_interrupted_install_leaves_no_final_directory_and_the_next_call_succeeds()
     let child = start_slow_install(&w);
     // SAFETY: signalling the child this test spawned.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = wait_bounded(child);
+    let out = wait_bounded(child, PREPARE_LIMIT);
     let run = Run::from_output(&["env", "prepare"], out);
     run.code(130);
     assert!(
@@ -747,7 +735,7 @@ fn an_interrupted_build_keeps_finished_binaries_and_resumes() {
     }
     // SAFETY: signalling the child this test spawned.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let run = Run::from_output(&["env", "prepare"], wait_bounded(child));
+    let run = Run::from_output(&["env", "prepare"], wait_bounded(child, PREPARE_LIMIT));
     run.code(130);
     assert_eq!(run.json()["error"]["kind"], "interrupted");
     assert!(!w.env.root.join("environment/current.json").exists());

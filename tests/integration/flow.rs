@@ -19,7 +19,6 @@ use testbed::releases::go as go_release;
 use testbed::releases::greptime::{self as grel, GreptimeRelease};
 use testbed::releases::influxdb3 as irel;
 
-use crate::greptimedb::{free_port_block, read_json};
 use crate::util::*;
 
 /// The stand-in Go the mirror vouches for through its index.

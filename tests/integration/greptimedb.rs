@@ -1,11 +1,10 @@
 //! `tsbsctl greptimedb ...`: latest resolution, installs (reuse, reinstall, corruption),
 //! workspaces (prepare, immutability, copy, list/inspect/verify/remove) against the release
-//! mirror and the `greptime` emulator. Shared helpers for `server.rs` live here too.
+//! mirror and the `greptime` emulator. The world these tests share with others is in
+//! `world.rs`.
 
-use std::io::Read;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -16,309 +15,7 @@ use tsbsctl::product::greptimedb::GreptimeDb;
 use tsbsctl::product::Product;
 
 use crate::util::*;
-
-pub const STABLE: &str = "1.1.4";
-pub const OLD: &str = "0.17.2";
-pub const BETA: &str = "1.2.0-beta.1";
-
-/// One test's world: a state root, a release mirror with GreptimeDB releases, a knob file.
-pub struct Gt {
-    pub env: TestEnv,
-    pub mirror: Mirror,
-    pub knobs: PathBuf,
-}
-
-impl Gt {
-    /// A mirror publishing [`OLD`], [`STABLE`] (GitHub's latest) and [`BETA`].
-    pub fn new() -> Gt {
-        let mut env = TestEnv::new();
-        let mirror = Mirror::start().expect("mirror");
-        let knobs = env.path().join("knobs.json");
-        for v in [OLD, STABLE, BETA] {
-            rel::publish(&mirror, &GreptimeRelease::new(v).with_knobs(&knobs));
-        }
-        rel::publish_latest(&mirror, &format!("v{STABLE}"), false, false);
-        for (k, v) in mirror.env() {
-            env.env(k, v);
-        }
-        Gt { env, mirror, knobs }
-    }
-
-    pub fn set_knobs(&self, v: Value) {
-        std::fs::write(&self.knobs, v.to_string()).unwrap();
-    }
-
-    pub fn run(&self, args: &[&str]) -> Run {
-        self.env.run(args)
-    }
-
-    pub fn run_json(&self, args: &[&str]) -> Run {
-        self.env.run_json(args)
-    }
-
-    pub fn install_dir(&self, version: &str) -> PathBuf {
-        self.env
-            .root
-            .join("greptimedb/installations")
-            .join(version)
-            .join(host_platform())
-    }
-
-    pub fn ws_dir(&self, id: &str) -> PathBuf {
-        self.env.root.join("greptimedb/databases").join(id)
-    }
-
-    pub fn manifest(&self, id: &str) -> Value {
-        read_json(&self.ws_dir(id).join("manifest.json"))
-    }
-
-    /// Prepares workspace `id` on a free block of ports; returns its manifest.
-    pub fn prepare(&self, id: &str, version: &str) -> Value {
-        let port = free_port_block(4).to_string();
-        let r = self.run_json(&[
-            "greptimedb",
-            "prepare",
-            "--database-id",
-            id,
-            "--version",
-            version,
-            "--http-port",
-            &port,
-        ]);
-        r.ok();
-        r.json()["data"]["manifest"].clone()
-    }
-
-    /// Starts `tsbsctl greptimedb serve` in the background (short timeouts).
-    pub fn serve_bg(&self, id: &str, extra: &[&str]) -> Bg {
-        let mut args = vec!["greptimedb", "serve", "--database-id", id];
-        for (flag, default) in [("--startup-timeout", "20"), ("--stop-timeout", "2")] {
-            if !extra.contains(&flag) {
-                args.extend([flag, default]);
-            }
-        }
-        args.extend_from_slice(extra);
-        let out = self.env.path().join(format!("serve-{}.out", unique()));
-        let err = self.env.path().join(format!("serve-{}.err", unique()));
-        let mut c = self.env.cmd(&args);
-        c.stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
-            .stderr(Stdio::from(std::fs::File::create(&err).unwrap()));
-        let child = c.spawn().expect("spawn serve");
-        Bg {
-            child: Some(child),
-            args: args.iter().map(|s| s.to_string()).collect(),
-            out,
-            err,
-        }
-    }
-
-    /// Serves `id` until ready, runs `f` against its endpoint, then stops it with Ctrl-C.
-    pub fn with_server<T>(&self, id: &str, f: impl FnOnce(&str) -> T) -> T {
-        let endpoint = endpoint_of(&self.manifest(id));
-        let mut bg = self.serve_bg(id, &[]);
-        bg.wait_ready(&endpoint);
-        let t = f(&endpoint);
-        // Ctrl-C is the normal way to stop it: exit 130, a plain line, no error.
-        let r = bg.interrupt();
-        r.code(130).says("stopped GreptimeDB");
-        assert!(!r.stderr.contains("error:"), "{}", r.describe());
-        t
-    }
-}
-
-/// `linux-amd64`, ... as the state root spells it.
-pub fn host_platform() -> String {
-    rel::host_platform()
-}
-
-pub fn read_json(p: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .unwrap()
-}
-
-pub fn endpoint_of(manifest: &Value) -> String {
-    format!("http://127.0.0.1:{}", manifest["ports"]["http"])
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::SeqCst)
-}
-
-/// A port P such that P..P+n are all free on 127.0.0.1 right now, never handed out twice in
-/// this test process. Ports come from below the kernel's ephemeral range (32768-60999 on
-/// Linux): a port picked by binding port 0 can be taken by any outgoing connection (the
-/// mirror's clients, the loaders) before the server under test binds it.
-pub fn free_port_block(n: u16) -> u16 {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    const LOW: u32 = 20000;
-    const HIGH: u32 = 32000;
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    // Start where another test process (another checkout's suite) is unlikely to be.
-    let _ = NEXT.compare_exchange(
-        0,
-        LOW + (std::process::id() % 60) * 200,
-        Ordering::SeqCst,
-        Ordering::SeqCst,
-    );
-    for _ in 0..500 {
-        let mut p = NEXT.fetch_add(u32::from(n), Ordering::SeqCst);
-        if p + u32::from(n) > HIGH {
-            NEXT.store(LOW, Ordering::SeqCst);
-            p = NEXT.fetch_add(u32::from(n), Ordering::SeqCst);
-        }
-        let p = p as u16;
-        let all_free = (0..n).all(|i| TcpListener::bind(("127.0.0.1", p + i)).is_ok());
-        if all_free {
-            return p;
-        }
-    }
-    panic!("no free block of {n} ports below the ephemeral range");
-}
-
-/// A `tsbsctl` running in the background; killed on drop.
-pub struct Bg {
-    pub child: Option<Child>,
-    pub args: Vec<String>,
-    pub out: PathBuf,
-    pub err: PathBuf,
-}
-
-impl Bg {
-    pub fn pid(&self) -> i32 {
-        self.child.as_ref().unwrap().id() as i32
-    }
-
-    pub fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.err).unwrap_or_default()
-    }
-
-    /// Waits (at most 30 s) until tsbsctl says the server is serving and it answers
-    /// `SHOW DATABASES`.
-    pub fn wait_ready(&mut self, endpoint: &str) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if self.stderr().contains("press Ctrl-C to stop it")
-                && sql_status(endpoint, "SHOW DATABASES") == Some(200)
-            {
-                return;
-            }
-            if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("serve exited early ({st})\n{}", self.stderr());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("server not ready within 30s\n{}", self.stderr());
-    }
-
-    /// Sends `sig` to tsbsctl.
-    pub fn signal(&self, sig: i32) {
-        // SAFETY: signalling the child we spawned.
-        unsafe { libc::kill(self.pid(), sig) };
-    }
-
-    /// Waits (at most 30 s) for tsbsctl to exit and returns what it did.
-    pub fn wait(&mut self) -> Run {
-        let mut child = self.child.take().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("tsbsctl did not exit within 30s\n{}", self.stderr());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut out = String::new();
-        let _ = std::fs::File::open(&self.out).map(|mut f| f.read_to_string(&mut out));
-        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
-        let output = std::process::Output {
-            status,
-            stdout: out.into_bytes(),
-            stderr: self.stderr().into_bytes(),
-        };
-        Run::from_output(&args, output)
-    }
-
-    /// Ctrl-C, then wait.
-    pub fn interrupt(&mut self) -> Run {
-        self.signal(libc::SIGINT);
-        self.wait()
-    }
-}
-
-impl Drop for Bg {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn http() -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap()
-}
-
-/// HTTP status of one `/v1/sql` statement, or None when nothing answers.
-pub fn sql_status(endpoint: &str, sql: &str) -> Option<u16> {
-    sql_status_in(endpoint, "public", sql)
-}
-
-/// HTTP status of one `/v1/sql` statement in database `db`.
-pub fn sql_status_in(endpoint: &str, db: &str, sql: &str) -> Option<u16> {
-    http()
-        .post(format!("{endpoint}/v1/sql"))
-        .form(&[("sql", sql), ("db", db)])
-        .send()
-        .ok()
-        .map(|r| r.status().as_u16())
-}
-
-/// Writes line protocol to `db`; asserts 204.
-pub fn write_lines(endpoint: &str, db: &str, lines: &str) {
-    let r = http()
-        .post(format!("{endpoint}/v1/influxdb/write?db={db}&precision=ns"))
-        .body(lines.to_string())
-        .send()
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 204, "{}", r.text().unwrap_or_default());
-}
-
-/// True while a process with this pid exists and is not a zombie.
-pub fn alive(pid: u32) -> bool {
-    // SAFETY: signal 0 only probes.
-    let exists = unsafe { libc::kill(pid as i32, 0) } == 0;
-    if !exists {
-        return false;
-    }
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    !stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .trim_start()
-        .starts_with('Z')
-}
-
-/// Waits (at most `secs`) for `pid` to be gone.
-pub fn gone_within(pid: u32, secs: u64) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < deadline {
-        if !alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    !alive(pid)
-}
+use crate::world::*;
 
 fn archive_requests(m: &Mirror) -> usize {
     m.requests()
@@ -985,7 +682,7 @@ fn leftovers_of_interrupted_copies_and_removals_are_swept() {
 }
 
 /// The run directories of the world, sorted.
-fn run_dirs(w: &crate::bench::World) -> Vec<PathBuf> {
+fn run_dirs(w: &World) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(w.gt.env.root.join("greptimedb/runs"))
         .map(|rd| rd.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -1006,7 +703,6 @@ fn step_statuses(dir: &Path, step: &str) -> Vec<String> {
 
 #[test]
 fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
-    use crate::bench::{run_dir, summary, tiny, world};
     let w = world();
     // Engine-full flushes during the load schedule automatic compactions that are still
     // running when the load ends: the stop drains them, logging progress per window, for
@@ -1097,7 +793,6 @@ fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
 
 #[test]
 fn a_compaction_killed_or_interrupted_after_its_flush_leaves_the_state_unknown() {
-    use crate::bench::{summary, world};
     let w = world();
     w.bench("load", &[]).ok();
     // Long enough to be caught in the middle.
@@ -1117,7 +812,7 @@ fn a_compaction_killed_or_interrupted_after_its_flush_leaves_the_state_unknown()
         c.stdout(Stdio::piped()).stderr(Stdio::piped());
         let child = c.spawn().unwrap();
         let mut dir = None;
-        assert!(crate::bench::wait_until(Duration::from_secs(60), || {
+        assert!(wait_until(Duration::from_secs(60), || {
             dir = run_dirs(&w).into_iter().find(|d| !known.contains(d));
             dir.as_ref()
                 .is_some_and(|d| step_statuses(d, "compact").contains(&"running".into()))
@@ -1146,7 +841,7 @@ fn a_compaction_killed_or_interrupted_after_its_flush_leaves_the_state_unknown()
         w.gt.set_knobs(json!({}));
         let r = w.bench("query", &["--query-type", "lastpoint"]);
         r.ok();
-        let s = summary(&crate::bench::run_dir(&r));
+        let s = summary(&run_dir(&r));
         assert_eq!(
             s["data_state"]["label"], "maintenance interrupted: state unknown",
             "{signal}"
@@ -1161,7 +856,7 @@ fn a_compaction_killed_or_interrupted_after_its_flush_leaves_the_state_unknown()
 
 #[test]
 fn compaction_options_the_version_lacks_are_refused_before_anything_runs() {
-    let w = crate::bench::world();
+    let w = world();
     w.gt.prepare("old", OLD);
     let before = run_dirs(&w);
     let r = w.run(&[
@@ -1191,7 +886,6 @@ fn compaction_options_the_version_lacks_are_refused_before_anything_runs() {
 
 #[test]
 fn query_runs_say_where_the_data_is_and_can_flush_first() {
-    use crate::bench::{run_dir, summary, world};
     let w = world();
     // A small load never fills a memtable: nothing is flushed, all of it is WAL.
     let load = w.bench_ok("all", &["--query-type", "lastpoint"]);
@@ -1258,7 +952,6 @@ fn query_runs_say_where_the_data_is_and_can_flush_first() {
 
 #[test]
 fn a_forced_stop_after_a_load_is_a_warning_and_marks_the_footprint() {
-    use crate::bench::{run_dir, summary, tiny, world};
     let w = world();
     // A server that never exits on SIGTERM: killed after the time without progress.
     w.gt.set_knobs(json!({"ignore_sigterm": true}));

@@ -13,8 +13,11 @@ use serde_json::{json, Value};
 use testbed::mirror::Mirror;
 use testbed::releases::influxdb3::{self as rel, Installer, Release};
 
-use crate::greptimedb::{alive, free_port_block, gone_within, read_json, Bg};
 use crate::util::*;
+use crate::world::{
+    enterprise_server, host_platform, publish_influx3, run_dir, summary, tiny, world, World, ROWS,
+    TYPES,
+};
 
 const V: &str = "3.11.1";
 /// Before 3.11: the `INFLUXDB3_ENTERPRISE_LICENSE_*` variable names.
@@ -98,7 +101,7 @@ impl Ix {
             .join("influxdb3/installations")
             .join(edition)
             .join(version)
-            .join(crate::greptimedb::host_platform())
+            .join(host_platform())
     }
 
     /// Prepares `id` on a free port; returns the manifest.
@@ -135,21 +138,7 @@ impl Ix {
             }
         }
         args.extend_from_slice(extra);
-        let n = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let out = self.env.path().join(format!("serve-{n}.out"));
-        let err = self.env.path().join(format!("serve-{n}.err"));
-        let mut c = self.env.cmd(&args);
-        c.stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
-            .stderr(Stdio::from(std::fs::File::create(&err).unwrap()));
-        Bg {
-            child: Some(c.spawn().expect("spawn serve")),
-            args: args.iter().map(|s| s.to_string()).collect(),
-            out,
-            err,
-        }
+        Bg::spawn(&self.env, &args)
     }
 
     fn pid_of(&self, id: &str) -> Option<u32> {
@@ -181,17 +170,7 @@ fn health(ep: &str) -> Option<u16> {
 
 /// Waits (at most 30 s) until `serve` says it serves and `/health` answers 200.
 fn wait_serving(bg: &mut Bg, ep: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if bg.stderr().contains("press Ctrl-C to stop it") && health(ep) == Some(200) {
-            return;
-        }
-        if let Some(st) = bg.child.as_mut().unwrap().try_wait().unwrap() {
-            panic!("serve exited early ({st})\n{}", bg.stderr());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("server not ready within 30s\n{}", bg.stderr());
+    bg.wait_serving(|| health(ep) == Some(200));
 }
 
 /// The claims of the JWT-shaped licence the emulator stored (read by the test, never by
@@ -1006,18 +985,7 @@ fn ctrl_c_while_waiting_for_the_confirmation_stops_the_server_and_leaves_it_pend
         "--stop-timeout",
         "2",
     ];
-    let n = std::process::id();
-    let out = ix.env.path().join(format!("act-{n}.out"));
-    let err = ix.env.path().join(format!("act-{n}.err"));
-    let mut c = ix.env.cmd(&args);
-    c.stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
-        .stderr(Stdio::from(std::fs::File::create(&err).unwrap()));
-    let mut bg = Bg {
-        child: Some(c.spawn().unwrap()),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        out,
-        err,
-    };
+    let mut bg = Bg::spawn(&ix.env, &args);
     let deadline = Instant::now() + Duration::from_secs(20);
     while !bg.stderr().contains("click the link") {
         assert!(Instant::now() < deadline, "no instruction\n{}", bg.stderr());
@@ -1082,7 +1050,7 @@ fn ctrl_c_at_the_email_prompt_exits_130_and_restores_the_terminal() {
 }
 
 /// `bench influxdb3 <phase>` of managed workspace `id` with the tiny workload.
-fn bench_influx3(w: &crate::bench::World, id: &str, phase: &str, extra: &[&str]) -> Run {
+fn bench_influx3(w: &World, id: &str, phase: &str, extra: &[&str]) -> Run {
     let mut args = vec![
         "bench",
         "influxdb3",
@@ -1093,9 +1061,9 @@ fn bench_influx3(w: &crate::bench::World, id: &str, phase: &str, extra: &[&str])
         "10",
     ];
     args.extend_from_slice(extra);
-    args.extend(crate::bench::tiny());
+    args.extend(tiny());
     if phase != "load" {
-        for t in crate::bench::TYPES {
+        for t in TYPES {
             args.extend(["--query-type", t]);
         }
         args.extend(["--queries", "3"]);
@@ -1106,8 +1074,8 @@ fn bench_influx3(w: &crate::bench::World, id: &str, phase: &str, extra: &[&str])
 
 #[test]
 fn no_sync_rows_that_appear_after_the_loader_exits_are_counted_after_a_wait() {
-    let w = crate::bench::world();
-    let knobs = crate::bench::publish_influx3(&w, "core");
+    let w = world();
+    let knobs = publish_influx3(&w, "core");
     // No-sync writes become queryable only at the next flush, well after the loader exits.
     std::fs::write(&knobs, json!({"wal_flush_interval_ms": 2500}).to_string()).unwrap();
     w.prepare_influx3("ns1", "core");
@@ -1117,10 +1085,8 @@ fn no_sync_rows_that_appear_after_the_loader_exits_are_counted_after_a_wait() {
     let mut r = bench_influx3(&w, "ns1", "load", &["--no-sync"]);
     for _ in 0..4 {
         r.ok();
-        let first = crate::bench::summary(&crate::bench::run_dir(&r))["row_count"]["wait"]
-            ["counts"][0]
-            .as_u64();
-        if first.is_some_and(|n| n < crate::bench::ROWS) {
+        let first = summary(&run_dir(&r))["row_count"]["wait"]["counts"][0].as_u64();
+        if first.is_some_and(|n| n < ROWS) {
             break;
         }
         r = bench_influx3(
@@ -1137,27 +1103,24 @@ fn no_sync_rows_that_appear_after_the_loader_exits_are_counted_after_a_wait() {
         );
     }
     r.ok();
-    let s = crate::bench::summary(&crate::bench::run_dir(&r));
+    let s = summary(&run_dir(&r));
     let rc = &s["row_count"];
-    assert_eq!(rc["actual"], crate::bench::ROWS, "{rc}");
+    assert_eq!(rc["actual"], ROWS, "{rc}");
     assert_eq!(rc["ok"], true);
     let wait = &rc["wait"];
     assert_eq!(wait["outcome"], "reached the dataset's rows", "{wait}");
     assert!(wait["polls"].as_u64().unwrap() > 1, "{wait}");
     assert!(wait["waited_s"].as_f64().unwrap() > 0.0, "{wait}");
-    assert!(
-        wait["counts"][0].as_u64().unwrap() < crate::bench::ROWS,
-        "{wait}"
-    );
+    assert!(wait["counts"][0].as_u64().unwrap() < ROWS, "{wait}");
     assert_eq!(rc["method"]["method"], "whole-table");
-    let md = std::fs::read_to_string(crate::bench::run_dir(&r).join("summary.md")).unwrap();
+    let md = std::fs::read_to_string(run_dir(&r).join("summary.md")).unwrap();
     assert!(md.contains("Counted again for"), "{md}");
 }
 
 #[test]
 fn core_table_over_the_query_file_limit_is_counted_in_time_slices() {
-    let w = crate::bench::world();
-    let knobs = crate::bench::publish_influx3(&w, "core");
+    let w = world();
+    let knobs = publish_influx3(&w, "core");
     // A snapshot at every WAL flush: one Parquet file per 10-minute window of the day, far
     // more than this server lets one query scan.
     std::fs::write(
@@ -1169,9 +1132,9 @@ fn core_table_over_the_query_file_limit_is_counted_in_time_slices() {
     w.prepare_influx3("fl1", "core");
     let r = bench_influx3(&w, "fl1", "load", &[]);
     r.ok();
-    let s = crate::bench::summary(&crate::bench::run_dir(&r));
+    let s = summary(&run_dir(&r));
     let rc = &s["row_count"];
-    assert_eq!(rc["actual"], crate::bench::ROWS, "{rc}");
+    assert_eq!(rc["actual"], ROWS, "{rc}");
     let how = &rc["method"];
     assert_eq!(how["method"], "time-slices", "{how}");
     assert!(how["slices"].as_u64().unwrap() > 1, "{how}");
@@ -1182,7 +1145,7 @@ fn core_table_over_the_query_file_limit_is_counted_in_time_slices() {
     assert_eq!(how["window"]["start"], "2023-06-11T00:00:00Z", "{how}");
     assert!(s["storage"]["data_bytes"].as_u64().unwrap() > 0);
     assert_eq!(s["storage"]["never_flushed"], false, "{}", s["storage"]);
-    let md = std::fs::read_to_string(crate::bench::run_dir(&r).join("summary.md")).unwrap();
+    let md = std::fs::read_to_string(run_dir(&r).join("summary.md")).unwrap();
     assert!(md.contains("time slices of at most"), "{md}");
     assert!(!md.contains("No data files yet"), "{md}");
     // Even a one-second slice over the limit: named as the file limit, never missing rows.
@@ -1265,7 +1228,7 @@ fn archives_with_any_single_top_directory_or_none_install_and_others_are_refused
 
 /// Activates Enterprise workspace `id` with a `kind` (trial or home) licence from the e-mail
 /// in `$MY_MAIL`.
-fn activate_influx3(w: &crate::bench::World, id: &str, kind: &str) {
+fn activate_influx3(w: &World, id: &str, kind: &str) {
     w.run(&[
         "influxdb3",
         "activate",
@@ -1283,8 +1246,8 @@ fn activate_influx3(w: &crate::bench::World, id: &str, kind: &str) {
 
 #[test]
 fn enterprise_3_11_records_licence_wal_settings_engine_and_a_pt_footprint_total() {
-    let mut w = crate::bench::world();
-    let knobs = crate::bench::publish_influx3(&w, "enterprise");
+    let mut w = world();
+    let knobs = publish_influx3(&w, "enterprise");
     std::fs::write(
         &knobs,
         json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 0}).to_string(),
@@ -1295,17 +1258,17 @@ fn enterprise_3_11_records_licence_wal_settings_engine_and_a_pt_footprint_total(
     w.prepare_influx3("home1", "enterprise");
     activate_influx3(&w, "trial1", "trial");
     activate_influx3(&w, "home1", "home");
-    let trial = crate::bench::run_dir(&{
+    let trial = run_dir(&{
         let r = bench_influx3(&w, "trial1", "load", &[]);
         r.ok();
         r
     });
-    let home = crate::bench::run_dir(&{
+    let home = run_dir(&{
         let r = bench_influx3(&w, "home1", "load", &[]);
         r.ok();
         r
     });
-    let s = crate::bench::summary(&trial);
+    let s = summary(&trial);
     let st = &s["server_settings"];
     assert_eq!(st["license"]["type"], "trial", "{st}");
     assert!(st["license"]["expires_at"].is_string(), "{st}");
@@ -1343,7 +1306,7 @@ fn enterprise_3_11_records_licence_wal_settings_engine_and_a_pt_footprint_total(
         manifest.contains("--disable-telemetry-upload"),
         "{manifest}"
     );
-    let h = crate::bench::summary(&home);
+    let h = summary(&home);
     assert_eq!(h["server_settings"]["license"]["type"], "home");
     assert!(h["server_settings"]["license"]["limits"]
         .as_str()
@@ -1380,7 +1343,7 @@ fn enterprise_3_11_records_licence_wal_settings_engine_and_a_pt_footprint_total(
 }
 
 /// Sets the recorded activation time of workspace `id` to `days_ago` days before now.
-fn age_activation(w: &crate::bench::World, id: &str, days_ago: i64) {
+fn age_activation(w: &World, id: &str, days_ago: i64) {
     let path =
         w.gt.env
             .root
@@ -1397,8 +1360,8 @@ fn age_activation(w: &crate::bench::World, id: &str, days_ago: i64) {
 
 #[test]
 fn an_expired_trial_is_refused_before_any_server_starts_with_the_renewal_command() {
-    let mut w = crate::bench::world();
-    let knobs = crate::bench::publish_influx3(&w, "enterprise");
+    let mut w = world();
+    let knobs = publish_influx3(&w, "enterprise");
     std::fs::write(
         &knobs,
         json!({"wal_flush_interval_ms": 20, "verification_delay_ms": 0}).to_string(),
@@ -1462,8 +1425,8 @@ fn an_expired_trial_is_refused_before_any_server_starts_with_the_renewal_command
 
 #[test]
 fn an_external_server_of_another_edition_is_an_integrity_error() {
-    let w = crate::bench::world();
-    let (mut child, url) = crate::bench::enterprise_server(&w);
+    let w = world();
+    let (mut child, url) = enterprise_server(&w);
     let mut args = vec![
         "bench",
         "influxdb3",
@@ -1475,7 +1438,7 @@ fn an_external_server_of_another_edition_is_an_integrity_error() {
         "--database-mode",
         "create",
     ];
-    args.extend(crate::bench::tiny());
+    args.extend(tiny());
     let r = w.run(&args);
     let _ = child.kill();
     let _ = child.wait();
@@ -1494,8 +1457,8 @@ fn an_external_server_of_another_edition_is_an_integrity_error() {
 
 #[test]
 fn the_count_timeout_is_configurable_and_named_when_reached() {
-    let w = crate::bench::world();
-    let knobs = crate::bench::publish_influx3(&w, "core");
+    let w = world();
+    let knobs = publish_influx3(&w, "core");
     // A slow count(*), as over ~100 M rows of the published scale.
     std::fs::write(
         &knobs,
@@ -1514,8 +1477,8 @@ fn the_count_timeout_is_configurable_and_named_when_reached() {
 
 #[test]
 fn an_external_server_records_its_settings_as_unknown_and_waits_after_no_sync() {
-    let w = crate::bench::world();
-    let (mut child, url) = crate::bench::enterprise_server(&w);
+    let w = world();
+    let (mut child, url) = enterprise_server(&w);
     let mut args = vec![
         "bench",
         "influxdb3",
@@ -1529,13 +1492,13 @@ fn an_external_server_records_its_settings_as_unknown_and_waits_after_no_sync() 
         "--no-sync",
         "--json",
     ];
-    args.extend(crate::bench::tiny());
+    args.extend(tiny());
     let r = w.run(&args);
     let _ = child.kill();
     let _ = child.wait();
     r.ok();
-    let dir = crate::bench::run_dir(&r);
-    let s = crate::bench::summary(&dir);
+    let dir = run_dir(&r);
+    let s = summary(&dir);
     let st = &s["server_settings"];
     assert!(
         st["source"].as_str().unwrap().starts_with("unknown"),

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::util::{Run, TestEnv};
+use crate::util::*;
+use crate::world::*;
 
 /// Scans `/proc/*/cmdline` every few milliseconds while a command runs (bounded: 5 minutes),
 /// recording every argv holding `secret`, and the processes whose argv names one of `watch`
@@ -164,7 +165,7 @@ fn sha256_hex(p: &std::path::Path) -> String {
 /// ran, and a changed binary stops the run with exit 4 before the server starts.
 #[test]
 fn tsbs_binaries_are_rehashed_before_a_run_defect_5() {
-    let w = crate::bench::world();
+    let w = world();
     let dir = w.bench_ok("load", &[]);
     let m = read_json(&dir.join("manifest.json"));
     let loader = &m["environment"]["binaries"]["tsbs_load_greptime"];
@@ -188,7 +189,7 @@ fn tsbs_binaries_are_rehashed_before_a_run_defect_5() {
     r.code(4)
         .says("changed since it was built")
         .says("env prepare --rebuild");
-    let failed = crate::bench::run_dir(&r);
+    let failed = run_dir(&r);
     let events = std::fs::read_to_string(failed.join("events.jsonl")).unwrap();
     assert!(
         !events.contains("\"step\":\"server\""),
@@ -216,7 +217,7 @@ fn tsbs_binaries_are_rehashed_before_a_run_defect_5() {
 /// exit 4 and the reload command, before any query type runs.
 #[test]
 fn rows_are_counted_before_queries_defect_6() {
-    let w = crate::bench::world();
+    let w = world();
     let dir = w.bench_ok("all", &[]);
     let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
     assert!(
@@ -242,8 +243,7 @@ fn rows_are_counted_before_queries_defect_6() {
         r.code(4)
             .says("the loaded data is incomplete")
             .says("--database-mode reset --confirm-reset benchmark");
-        let events =
-            std::fs::read_to_string(crate::bench::run_dir(&r).join("events.jsonl")).unwrap();
+        let events = std::fs::read_to_string(run_dir(&r).join("events.jsonl")).unwrap();
         assert!(!events.contains("\"step\":\"query:"), "{events}");
         assert!(!events.contains("\"step\":\"analyze:"), "{events}");
     }
@@ -262,9 +262,9 @@ fn rows_are_counted_before_queries_defect_6() {
 /// refused at once (exit 2, no run directory), and a right one records the version.
 #[test]
 fn external_servers_are_probed_for_product_and_version_defect_13() {
-    let w = crate::bench::world();
+    let w = world();
     // An InfluxDB 3 without auth (as in the report), so only the product can tell them apart.
-    let port = crate::greptimedb::free_port_block(1);
+    let port = free_port_block(1);
     let mut influx = std::process::Command::new(crate::util::testbed_bin())
         .args([
             "emulate",
@@ -288,13 +288,13 @@ fn external_servers_are_probed_for_product_and_version_defect_13() {
         .spawn()
         .unwrap();
     let influx_url = format!("http://127.0.0.1:{port}");
-    assert!(crate::bench::wait_until(Duration::from_secs(20), || {
+    assert!(wait_until(Duration::from_secs(20), || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     }));
     let runs = w.gt.env.root.join("greptimedb/runs");
     let before = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
     let mut args = vec!["bench", "greptimedb", "query", "--url", &influx_url];
-    args.extend(crate::bench::tiny());
+    args.extend(tiny());
     args.extend(["--query-type", "lastpoint", "--queries", "3"]);
     w.run(&args)
         .code(2)
@@ -308,8 +308,8 @@ fn external_servers_are_probed_for_product_and_version_defect_13() {
     let _ = influx.kill();
     let _ = influx.wait();
 
-    w.gt.prepare("ext", crate::greptimedb::STABLE);
-    let endpoint = crate::greptimedb::endpoint_of(&w.gt.manifest("ext"));
+    w.gt.prepare("ext", STABLE);
+    let endpoint = endpoint_of(&w.gt.manifest("ext"));
     let mut bg = w.gt.serve_bg("ext", &[]);
     bg.wait_ready(&endpoint);
     let mut args = vec![
@@ -321,12 +321,12 @@ fn external_servers_are_probed_for_product_and_version_defect_13() {
         "--edition",
         "core",
     ];
-    args.extend(crate::bench::tiny());
+    args.extend(tiny());
     args.extend(["--query-type", "lastpoint", "--queries", "3"]);
     w.run(&args).code(2).says("does not identify as InfluxDB 3");
     // the right product: the query phase records what the probe found
     let mut args = vec!["bench", "greptimedb", "all", "--url", &endpoint];
-    args.extend(crate::bench::tiny());
+    args.extend(tiny());
     args.extend([
         "--query-type",
         "lastpoint",
@@ -337,12 +337,12 @@ fn external_servers_are_probed_for_product_and_version_defect_13() {
     ]);
     w.run(&args).ok();
     let mut args = vec!["bench", "greptimedb", "query", "--url", &endpoint];
-    args.extend(crate::bench::tiny());
+    args.extend(tiny());
     args.extend(["--query-type", "lastpoint", "--queries", "3", "--json"]);
     let r = w.run(&args);
     r.ok();
-    let s = crate::bench::summary(&crate::bench::run_dir(&r));
-    assert_eq!(s["target"]["version"], crate::greptimedb::STABLE);
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["target"]["version"], STABLE);
     bg.interrupt().code(130);
 }
 
@@ -351,7 +351,7 @@ fn external_servers_are_probed_for_product_and_version_defect_13() {
 /// recorded generator command, naming what differs.
 #[test]
 fn data_verify_recounts_rows_and_checks_the_spec_defect_8() {
-    let w = crate::bench::world();
+    let w = world();
     let gen = [
         "data",
         "generate",
@@ -408,11 +408,10 @@ fn data_verify_recounts_rows_and_checks_the_spec_defect_8() {
 /// even when it is the newest (or the only) version installed.
 #[test]
 fn no_prerelease_is_picked_without_a_version_defect_12() {
-    use crate::greptimedb::{BETA, STABLE};
-    let (gt, _knobs) = crate::bench::unprepared();
+    let (gt, _knobs) = unprepared();
     gt.run(&["greptimedb", "install", "--version", BETA]).ok();
     let prepare = |id: &str| {
-        let port = crate::greptimedb::free_port_block(4).to_string();
+        let port = free_port_block(4).to_string();
         gt.run(&[
             "greptimedb",
             "prepare",
@@ -432,7 +431,7 @@ fn no_prerelease_is_picked_without_a_version_defect_12() {
     let m = prepare("p2");
     assert_eq!(m["version"], STABLE);
     assert_eq!(m["version_source"], "newest-installed");
-    let port = crate::greptimedb::free_port_block(4).to_string();
+    let port = free_port_block(4).to_string();
     let r = gt.run_json(&["quickstart", "--http-port", &port]);
     r.ok();
     assert_eq!(gt.manifest("quickstart")["version"], STABLE);
@@ -443,7 +442,7 @@ fn no_prerelease_is_picked_without_a_version_defect_12() {
 /// rerun into a new workspace loads afresh and matches an "as loaded" run.
 #[test]
 fn rerun_refuses_another_data_state_defect_10() {
-    let w = crate::bench::world();
+    let w = world();
     let dir = w.bench_ok("all", &[]);
     let run_id = dir.file_name().unwrap().to_string_lossy().into_owned();
     w.bench("compact", &[]).ok();
@@ -463,9 +462,9 @@ fn rerun_refuses_another_data_state_defect_10() {
         "--json",
     ]);
     r.ok().says("accepted with --accept-data-state");
-    let s = crate::bench::summary(&crate::bench::run_dir(&r));
+    let s = summary(&run_dir(&r));
     assert_eq!(s["status"], "completed");
-    let m = read_json(&crate::bench::run_dir(&r).join("manifest.json"));
+    let m = read_json(&run_dir(&r).join("manifest.json"));
     assert_eq!(m["flags"]["accept_data_state"], "after-manual-compaction");
     assert_eq!(m["data_state"]["label"], "after manual compaction");
     // a new workspace is loaded afresh: the same state as the original

@@ -9,9 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::bench::{run_dir, summary, world, World, ROWS};
-use crate::greptimedb::read_json;
-use crate::util::{run_command, tsbsctl_bin, Run};
+use crate::util::{read_json, run_command, tsbsctl_bin, wait_until, Run};
+use crate::world::{run_dir, summary, tiny, world, Gt, World, ROWS, STABLE, TYPES};
 
 /// Replaces one ASCII digit at or after `offset` with another digit, keeping the file's size,
 /// inode and modification time (what bit rot does): the data stays valid line protocol.
@@ -199,8 +198,8 @@ fn defect_21_load_and_query_progress_on_a_terminal_only() {
         "--batch-size",
         "100",
     ];
-    args.extend(crate::bench::tiny());
-    for t in crate::bench::TYPES {
+    args.extend(tiny());
+    for t in TYPES {
         args.extend(["--query-type", t]);
     }
     args.extend(["--queries", "4"]);
@@ -401,7 +400,7 @@ fn query_run_in_background(w: &World) -> (std::process::Child, PathBuf) {
         "--stop-timeout",
         "5",
     ];
-    for t in crate::bench::TYPES {
+    for t in TYPES {
         args.extend(["--query-type", t]);
     }
     let runs = w.gt.env.root.join("greptimedb/runs");
@@ -412,7 +411,7 @@ fn query_run_in_background(w: &World) -> (std::process::Child, PathBuf) {
     c.stdout(Stdio::null()).stderr(Stdio::null());
     let child = c.spawn().unwrap();
     let mut dir = None;
-    assert!(crate::bench::wait_until(Duration::from_secs(60), || {
+    assert!(wait_until(Duration::from_secs(60), || {
         dir = std::fs::read_dir(&runs)
             .map(|rd| rd.flatten().map(|e| e.path()).collect::<Vec<_>>())
             .unwrap_or_default()
@@ -649,12 +648,12 @@ fn defect_18_a_full_disk_during_a_load_names_the_disk_and_fails_the_run() {
 
 #[test]
 fn defect_24_a_download_of_known_length_shows_size_percent_and_eta() {
-    let gt = crate::greptimedb::Gt::new();
+    let gt = Gt::new();
     use testbed::releases::greptime as rel;
     let platform = rel::host_platform();
-    let archive = rel::archive_path(crate::greptimedb::STABLE, &platform);
+    let archive = rel::archive_path(STABLE, &platform);
     let bytes = rel::archive(
-        &rel::GreptimeRelease::new(crate::greptimedb::STABLE).with_knobs(&gt.knobs),
+        &rel::GreptimeRelease::new(STABLE).with_knobs(&gt.knobs),
         &platform,
     )
     .len() as u64;
@@ -665,15 +664,7 @@ fn defect_24_a_download_of_known_length_shows_size_percent_and_eta() {
             bytes_per_sec: (bytes / 3).max(1),
         },
     );
-    let (code, screen) = on_terminal(
-        &gt.env,
-        &[
-            "greptimedb",
-            "install",
-            "--version",
-            crate::greptimedb::STABLE,
-        ],
-    );
+    let (code, screen) = on_terminal(&gt.env, &["greptimedb", "install", "--version", STABLE]);
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("% "), "percent: {screen}");
     assert!(screen.contains(" eta "), "eta: {screen}");

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::bench::{enterprise_server, publish_influx3, run_dir, summary, tiny, world, TYPES};
-use crate::greptimedb::{read_json, STABLE};
 use crate::util::*;
+use crate::world::{
+    enterprise_server, publish_influx3, run_dir, summary, tiny, world, STABLE, TYPES,
+};
 
 /// A copy of run `dir` under a new id (the same measurements, byte for byte), with `edit`
 /// applied to its manifest.

@@ -6,9 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::bench::{tiny, world, World, TYPES};
-use crate::greptimedb::{Gt, STABLE};
 use crate::util::*;
+use crate::world::*;
 
 /// Every run directory of both products.
 fn all_runs(root: &Path) -> Vec<PathBuf> {
@@ -181,7 +180,7 @@ fn defect_16_refusals_leave_no_run_directory_and_start_no_server() {
     // Loaded from an earlier generation of the same id: a reset is needed, said before the run.
     let wsm = w.gt.ws_dir("g1").join("manifest.json");
     let saved = std::fs::read(&wsm).unwrap();
-    let mut m = crate::greptimedb::read_json(&wsm);
+    let mut m = read_json(&wsm);
     m["binding"]["uncompressed_sha256"] = json!("0".repeat(64));
     std::fs::write(&wsm, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
     w.bench("load", &[])
@@ -224,7 +223,7 @@ fn defect_16_refusals_leave_no_run_directory_and_start_no_server() {
     assert!(out.join("report.html").is_file());
 
     // Enterprise without an active licence: refused before any run exists.
-    crate::bench::publish_influx3(&w, "enterprise");
+    publish_influx3(&w, "enterprise");
     w.prepare_influx3("ent1", "enterprise");
     let mut a = vec!["bench", "influxdb3", "all", "--database-id", "ent1"];
     a.extend(tiny());
@@ -266,7 +265,7 @@ fn defect_3_result_file_never_replaces_state_and_an_unwritable_one_fails() {
         good.to_str().unwrap(),
     ])
     .ok();
-    let v = crate::greptimedb::read_json(&good);
+    let v = read_json(&good);
     assert_eq!(v["ok"], true);
 }
 
@@ -363,7 +362,7 @@ fn defect_23_codes_and_wording_match_what_happened() {
 
 /// Sets `key` of a JSON file to `value`.
 fn edit_json(path: &Path, key: &str, value: serde_json::Value) {
-    let mut v = crate::greptimedb::read_json(path);
+    let mut v = read_json(path);
     v[key] = value;
     std::fs::write(path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
 }
@@ -389,19 +388,9 @@ fn defect_20_repair_hints_point_at_the_repair_that_works() {
     w.prepare("a", STABLE);
     w.prepare("b", STABLE);
     w.prepare("c", STABLE);
-    w.run(&[
-        "greptimedb",
-        "install",
-        "--version",
-        crate::greptimedb::BETA,
-    ])
-    .ok();
+    w.run(&["greptimedb", "install", "--version", BETA]).ok();
     // (a) The workspace's version edited: reinstalling that version cannot help.
-    edit_json(
-        &w.ws_dir("a").join("manifest.json"),
-        "version",
-        json!(crate::greptimedb::BETA),
-    );
+    edit_json(&w.ws_dir("a").join("manifest.json"), "version", json!(BETA));
     let f = fixes(&w, "a");
     assert!(
         f.contains(&format!("set \\\"version\\\" back to \\\"{STABLE}\\\"")),
@@ -469,7 +458,7 @@ fn defect_30_wording_and_flag_nits() {
         r.describe()
     );
     // Two workspaces on one port: a note says so.
-    let port = crate::greptimedb::free_port_block(4).to_string();
+    let port = free_port_block(4).to_string();
     let prep = |id: &str| {
         w.run(&[
             "greptimedb",
@@ -505,7 +494,7 @@ fn defect_30_wording_and_flag_nits() {
     .says("is not in 0..=604800");
     // A zero HTTP timeout has no meaning.
     w.env.env("TSBSCTL_HTTP_TIMEOUT_SECS", "0");
-    w.run(&["greptimedb", "install", "--version", crate::greptimedb::OLD])
+    w.run(&["greptimedb", "install", "--version", OLD])
         .code(2)
         .says("TSBSCTL_HTTP_TIMEOUT_SECS=0 has no meaning");
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::greptimedb::*;
+use crate::util::*;
+use crate::world::*;
 
 fn pid_record(gt: &Gt, id: &str) -> Option<serde_json::Value> {
     let p = gt.ws_dir(id).join("server.pid");

@@ -3,9 +3,11 @@
 
 #![allow(dead_code)]
 
+use std::io::Read;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -125,17 +127,35 @@ impl TestEnv {
 pub fn run_command(mut c: Command, args: &[&str], limit: Duration) -> Run {
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = c.spawn().expect("spawn tsbsctl");
+    Run::from_output(args, wait_bounded(child, limit))
+}
+
+/// Waits for a spawned command and collects its output, killing it (SIGKILL) when `limit`
+/// passes, so a hung child fails its test instead of hanging the suite.
+pub fn wait_bounded(child: Child, limit: Duration) -> Output {
     let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
         if rx.recv_timeout(limit).is_err() {
             // SAFETY: sending SIGKILL to the child we spawned.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         }
     });
-    let out = child.wait_with_output().expect("wait for tsbsctl");
+    let out = child.wait_with_output().expect("wait for the child");
     let _ = tx.send(());
-    Run::from_output(args, out)
+    out
+}
+
+/// Polls `f` every 50 ms until it is true (true) or `limit` passes (false).
+pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    f()
 }
 
 /// A finished command: exit code and both streams.
@@ -259,4 +279,165 @@ pub fn proc_start_time(pid: u32) -> u64 {
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// A JSON file, parsed (panics with the path when it is missing or not JSON).
+pub fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// A number never handed out twice in this test process (for file names).
+pub fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::SeqCst)
+}
+
+/// A port P such that P..P+n are all free on 127.0.0.1 right now, never handed out twice in
+/// this test process. Ports come from below the kernel's ephemeral range (32768-60999 on
+/// Linux): a port picked by binding port 0 can be taken by any outgoing connection (the
+/// mirror's clients, the loaders) before the server under test binds it.
+pub fn free_port_block(n: u16) -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20000;
+    const HIGH: u32 = 32000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    // Start where another test process (another checkout's suite) is unlikely to be.
+    let _ = NEXT.compare_exchange(
+        0,
+        LOW + (std::process::id() % 60) * 200,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    for _ in 0..500 {
+        let mut p = NEXT.fetch_add(u32::from(n), Ordering::SeqCst);
+        if p + u32::from(n) > HIGH {
+            NEXT.store(LOW, Ordering::SeqCst);
+            p = NEXT.fetch_add(u32::from(n), Ordering::SeqCst);
+        }
+        let p = p as u16;
+        let all_free = (0..n).all(|i| TcpListener::bind(("127.0.0.1", p + i)).is_ok());
+        if all_free {
+            return p;
+        }
+    }
+    panic!("no free block of {n} ports below the ephemeral range");
+}
+
+/// True while a process with this pid exists and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only probes.
+    let exists = unsafe { libc::kill(pid as i32, 0) } == 0;
+    if !exists {
+        return false;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .trim_start()
+        .starts_with('Z')
+}
+
+/// Waits (at most `secs`) for `pid` to be gone (exited, or a zombie nobody reaped yet).
+pub fn gone_within(pid: u32, secs: u64) -> bool {
+    wait_until(Duration::from_secs(secs), || !alive(pid))
+}
+
+/// A `tsbsctl` running in the background, its output in files; killed on drop.
+pub struct Bg {
+    pub child: Option<Child>,
+    pub args: Vec<String>,
+    pub out: PathBuf,
+    pub err: PathBuf,
+}
+
+impl Bg {
+    /// Starts `tsbsctl args...` in `env`, stdout and stderr going to fresh files there.
+    pub fn spawn(env: &TestEnv, args: &[&str]) -> Bg {
+        let n = unique();
+        let out = env.path().join(format!("bg-{n}.out"));
+        let err = env.path().join(format!("bg-{n}.err"));
+        let mut c = env.cmd(args);
+        c.stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
+            .stderr(Stdio::from(std::fs::File::create(&err).unwrap()));
+        Bg {
+            child: Some(c.spawn().expect("spawn tsbsctl")),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            out,
+            err,
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+
+    /// Waits (at most 30 s) until tsbsctl says the server is serving and `answers` is true;
+    /// panics when tsbsctl exits first.
+    pub fn wait_serving(&mut self, mut answers: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if self.stderr().contains("press Ctrl-C to stop it") && answers() {
+                return;
+            }
+            if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("serve exited early ({st})\n{}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("server not ready within 30s\n{}", self.stderr());
+    }
+
+    /// Sends `sig` to tsbsctl.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: signalling the child we spawned.
+        unsafe { libc::kill(self.pid(), sig) };
+    }
+
+    /// Waits (at most 30 s) for tsbsctl to exit and returns what it did.
+    pub fn wait(&mut self) -> Run {
+        let mut child = self.child.take().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("tsbsctl did not exit within 30s\n{}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut out = String::new();
+        let _ = std::fs::File::open(&self.out).map(|mut f| f.read_to_string(&mut out));
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        let output = Output {
+            status,
+            stdout: out.into_bytes(),
+            stderr: self.stderr().into_bytes(),
+        };
+        Run::from_output(&args, output)
+    }
+
+    /// Ctrl-C, then wait.
+    pub fn interrupt(&mut self) -> Run {
+        self.signal(libc::SIGINT);
+        self.wait()
+    }
+}
+
+impl Drop for Bg {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
