@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::util::*;
 use crate::world::*;
@@ -456,12 +456,37 @@ fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
     let s = summary(&dir);
     assert_eq!(s["status"], "interrupted");
     assert_eq!(s["queries"][0]["status"], "interrupted");
-    assert!(!std::fs::read_to_string(dir.join("events.jsonl"))
+    let events: Vec<Value> = std::fs::read_to_string(dir.join("events.jsonl"))
         .unwrap()
         .lines()
-        .last()
-        .unwrap()
-        .is_empty());
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The query running at Ctrl-C ended as interrupted, and no step was left running.
+    assert!(
+        events
+            .iter()
+            .any(|e| e["step"] == "query:high-cpu-1" && e["status"] == "interrupted"),
+        "{events:#?}"
+    );
+    let mut last_of_step = std::collections::BTreeMap::new();
+    for e in &events {
+        last_of_step.insert(e["step"].as_str().unwrap(), e["status"].clone());
+    }
+    assert!(
+        last_of_step.values().all(|st| st != "running"),
+        "{last_of_step:?}"
+    );
+    // The last thing recorded is the server's orderly stop after the interruption: it exited
+    // on the stop request, not killed.
+    let last = events.last().unwrap();
+    assert_eq!(last["step"], "server", "{last}");
+    assert_eq!(last["status"], "completed", "{last}");
+    assert_eq!(last["data"]["outcome"]["forced"], false, "{last}");
+    assert_eq!(
+        last["data"]["events"].as_array().unwrap().last().unwrap()["event"],
+        "exited",
+        "{last}"
+    );
     // A run left "running" by a killed process is repaired by the next command that opens it.
     let mut m2 = m.clone();
     m2["status"] = json!("running");
