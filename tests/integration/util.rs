@@ -1,5 +1,7 @@
-//! The harness: a temp directory per test, the real `tsbsctl` binary run in it, and every
-//! output printed when an assertion fails.
+//! The harness: a temp directory per test, the real `tsbsctl` binary run in it (to completion
+//! or in the background, [`Bg`]), and every output printed when an assertion fails; plus what
+//! any test needs around processes: free ports, bounded waits, "is this pid gone". What a test
+//! sets up of the outside world (mirrors, releases, prepared workspaces) is in `world.rs`.
 
 #![allow(dead_code)]
 
