@@ -491,6 +491,27 @@ pub fn knobs(tool: &str, family: &str) -> serde_json::Map<String, serde_json::Va
 pub fn load_knobs<T: serde::de::DeserializeOwned + Default>(
     section: Option<&str>,
 ) -> Result<T, String> {
+    load_knobs_with(|all| match section {
+        None => Ok(Some(all)),
+        Some(name) => match all.get(name) {
+            None => Ok(None),
+            Some(v @ serde_json::Value::Object(_)) => Ok(Some(v.clone())),
+            Some(_) => Err(format!("\"{name}\" must be an object")),
+        },
+    })
+    .map_err(|e| match section {
+        // Name the section: one file steers many tools.
+        Some(name) if !e.contains(&format!("\"{name}\"")) => format!("{e} (in \"{name}\")"),
+        _ => e,
+    })
+}
+
+/// [`load_knobs`] with the stand-in's own choice of what in the file is its knobs: `select`
+/// gets the parsed file and returns the object to read (`None`: no knobs) or why the file is
+/// wrong. Reading, parsing and the strict deserialising stay here.
+pub fn load_knobs_with<T: serde::de::DeserializeOwned + Default>(
+    select: impl FnOnce(serde_json::Value) -> Result<Option<serde_json::Value>, String>,
+) -> Result<T, String> {
     let Some(path) = std::env::var_os("TESTBED_KNOBS") else {
         return Ok(T::default());
     };
@@ -504,18 +525,10 @@ pub fn load_knobs<T: serde::de::DeserializeOwned + Default>(
     }
     let bad = |e: &dyn std::fmt::Display| format!("bad knob file {path:?}: {e}");
     let all: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(&e))?;
-    let value = match section {
-        None => all,
-        Some(name) => match all.get(name) {
-            None => return Ok(T::default()),
-            Some(v @ serde_json::Value::Object(_)) => v.clone(),
-            Some(_) => return Err(bad(&format!("\"{name}\" must be an object"))),
-        },
-    };
-    serde_json::from_value(value).map_err(|e| match section {
-        Some(name) => bad(&format!("\"{name}\": {e}")),
-        None => bad(&e),
-    })
+    match select(all).map_err(|e| bad(&e))? {
+        None => Ok(T::default()),
+        Some(v) => serde_json::from_value(v).map_err(|e| bad(&e)),
+    }
 }
 
 /// [`load_knobs`] for a stand-in that cannot go on with bad knobs: the message on stderr, exit 2.

@@ -5,8 +5,8 @@
 //! * `TESTBED_EMULATED_VERSION` — e.g. `1.21.13`; `go version` prints `go version go<V> <os>/<arch>`;
 //! * `TESTBED_GO_PLATFORM` — `<os>/<arch>` printed by `go version` (default: the host's);
 //! * `TESTBED_KNOBS` — path of a JSON knob file shared by all stand-ins, one section per tool
-//!   (as in `gotool::knobs`); this emulator reads the `"go"` section on every call (missing
-//!   file or section = defaults): `version_output` (string printed instead), `devel` (print a
+//!   (as in `gotool::knobs`); this emulator reads the `"go"` section on every call with
+//!   `gotool::load_knobs` (missing file or section = defaults; an unknown key: exit 2): `version_output` (string printed instead), `devel` (print a
 //!   devel build line), `version_exit_code`, `fail_build` (true, or a list of tool names),
 //!   `build_delay_ms`, `record` (a file that gets one JSON line per call: args, cwd, full
 //!   environment).
@@ -25,48 +25,43 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-#[derive(Debug, Default)]
+/// The `"go"` section of the knob file; an unknown key or a bad value: exit 2.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 struct Knobs {
     version_output: Option<String>,
     devel: bool,
     version_exit_code: i32,
-    fail_build: Vec<String>,
-    fail_all_builds: bool,
+    fail_build: FailBuild,
     build_delay_ms: u64,
     record: Option<PathBuf>,
 }
 
-fn load_knobs() -> Result<Knobs, String> {
-    let Some(path) = std::env::var_os("TESTBED_KNOBS") else {
-        return Ok(Knobs::default());
-    };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Knobs::default()),
-        Err(e) => return Err(format!("cannot read knob file {path:?}: {e}")),
-    };
-    let all: Value =
-        serde_json::from_str(&text).map_err(|e| format!("bad knob file {path:?}: {e}"))?;
-    let v = all.get("go").cloned().unwrap_or(Value::Null);
-    let mut k = Knobs {
-        version_output: v["version_output"].as_str().map(str::to_string),
-        devel: v["devel"].as_bool().unwrap_or(false),
-        version_exit_code: v["version_exit_code"].as_i64().unwrap_or(0) as i32,
-        build_delay_ms: v["build_delay_ms"].as_u64().unwrap_or(0),
-        record: v["record"].as_str().map(PathBuf::from),
-        ..Knobs::default()
-    };
-    match &v["fail_build"] {
-        Value::Bool(b) => k.fail_all_builds = *b,
-        Value::Array(a) => {
-            k.fail_build = a
-                .iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        }
-        _ => {}
+/// `fail_build`: `true` (every build) or the names of the tools whose builds fail.
+#[derive(Debug, serde::Deserialize)]
+#[serde(untagged)]
+enum FailBuild {
+    All(bool),
+    Tools(Vec<String>),
+}
+
+impl Default for FailBuild {
+    fn default() -> FailBuild {
+        FailBuild::All(false)
     }
-    Ok(k)
+}
+
+impl FailBuild {
+    fn fails(&self, tool: &str) -> bool {
+        match self {
+            FailBuild::All(all) => *all,
+            FailBuild::Tools(tools) => tools.iter().any(|t| t == tool),
+        }
+    }
+}
+
+fn load_knobs() -> Result<Knobs, String> {
+    crate::gotool::load_knobs(Some("go"))
 }
 
 fn record(knobs: &Knobs, args: &[String]) {
@@ -261,7 +256,7 @@ fn build(knobs: &Knobs, args: &[String]) -> i32 {
     if knobs.build_delay_ms > 0 {
         std::thread::sleep(std::time::Duration::from_millis(knobs.build_delay_ms));
     }
-    if knobs.fail_all_builds || knobs.fail_build.iter().any(|t| t == tool) {
+    if knobs.fail_build.fails(tool) {
         eprintln!("# github.com/timescale/tsbs/cmd/{tool}\ncmd/{tool}/main.go:12:2: undefined: brokenByTestbedKnob");
         return 1;
     }

@@ -83,19 +83,9 @@ impl Knobs {
     /// Reads `$TESTBED_KNOBS`. A missing variable or file means no knobs; a malformed file is
     /// an error (exit 2 at the caller).
     pub fn load() -> Result<Knobs, String> {
-        let Some(path) = std::env::var_os("TESTBED_KNOBS") else {
-            return Ok(Knobs::default());
-        };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Knobs::default()),
-            Err(e) => return Err(format!("cannot read {}: {e}", path.to_string_lossy())),
-        };
-        if text.trim().is_empty() {
-            return Ok(Knobs::default());
-        }
-        let knobs: Knobs = serde_json::from_str(&text)
-            .map_err(|e| format!("bad knob file {}: {e}", path.to_string_lossy()))?;
+        // The whole file is ours (one knob file per server release).
+        let knobs: Knobs = crate::gotool::load_knobs(None)?;
+        let path = std::env::var_os("TESTBED_KNOBS").unwrap_or_default();
         if let Some(n) = &knobs.never_ready {
             if n != "503" && n != "no_answer" {
                 return Err(format!(

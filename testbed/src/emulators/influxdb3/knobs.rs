@@ -2,8 +2,8 @@
 //! process start (so a test changes behaviour between starts by rewriting the file). The knobs
 //! are the object's keys, or those of its `"influxdb3"` section when it has one (a file shared
 //! with other stand-ins, whose sections are ignored). A missing variable or file means "behave
-//! normally"; an unreadable file or an unknown key makes the emulator fail loudly (exit 70)
-//! so a typo in a test never silently tests nothing.
+//! normally"; an unreadable file, a file that is not JSON or an unknown key makes the emulator fail
+//! loudly (exit 2, as every stand-in) so a typo in a test never silently tests nothing.
 
 use serde::Deserialize;
 
@@ -86,32 +86,20 @@ pub struct QueryFailure {
 impl Knobs {
     /// Reads `$TESTBED_KNOBS`. `Err` carries the message to print.
     pub fn load() -> Result<Knobs, String> {
-        let Some(path) = std::env::var_os("TESTBED_KNOBS") else {
-            return Ok(Knobs::default());
-        };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Knobs::default()),
-            Err(e) => return Err(format!("cannot read knob file {path:?}: {e}")),
-        };
-        if text.trim().is_empty() {
-            return Ok(Knobs::default());
-        }
-        let bad = |e: &dyn std::fmt::Display| format!("bad knob file {path:?}: {e}");
-        let all: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(&e))?;
-        let serde_json::Value::Object(mut map) = all else {
-            return Err(bad(&"not a JSON object"));
-        };
-        // A knob file shared with other stand-ins: our own `"influxdb3"` section wins; other
-        // tools' sections (object values under names that are not knobs) are not ours.
-        let mine = match map.remove("influxdb3") {
-            Some(section @ serde_json::Value::Object(_)) => section,
-            Some(_) => return Err(bad(&"\"influxdb3\" must be an object")),
-            None => {
-                map.retain(|_, v| !v.is_object());
-                serde_json::Value::Object(map)
-            }
-        };
-        serde_json::from_value(mine).map_err(|e| bad(&e))
+        crate::gotool::load_knobs_with(|all| {
+            let serde_json::Value::Object(mut map) = all else {
+                return Err("not a JSON object".into());
+            };
+            // A knob file shared with other stand-ins: our own `"influxdb3"` section wins;
+            // other tools' sections (object values under names that are not knobs) are not ours.
+            Ok(Some(match map.remove("influxdb3") {
+                Some(section @ serde_json::Value::Object(_)) => section,
+                Some(_) => return Err("\"influxdb3\" must be an object".into()),
+                None => {
+                    map.retain(|_, v| !v.is_object());
+                    serde_json::Value::Object(map)
+                }
+            }))
+        })
     }
 }

@@ -114,7 +114,7 @@
 //! * `<node-id>/snapshots/<seq:020>.info.json` — which Parquet files exist, per snapshot.
 //! * Enterprise: `<cluster-id>/trial_or_home_license`.
 //!
-//! # Knobs (`$TESTBED_KNOBS`, JSON object, read at each start; unknown keys → exit 70)
+//! # Knobs (`$TESTBED_KNOBS`, JSON object, read at each start; unknown keys → exit 2)
 //! Flat (`{"start_delay_ms": 500}`) or, in a file shared with other stand-ins, under an
 //! `"influxdb3"` section (`{"influxdb3": {...}, "tsbs_load": {...}}`; other sections ignored).
 //! `version_output` (string printed by `--version` instead), `version_exit_code`;
@@ -256,7 +256,8 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(k) => k,
         Err(e) => {
             eprintln!("testbed: influxdb3 emulator: {e}");
-            return 70;
+            // As every stand-in's bad knob file (`gotool::load_knobs_with`).
+            return 2;
         }
     };
     cli::run(args, build, knobs)
