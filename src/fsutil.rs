@@ -204,6 +204,15 @@ pub fn process_alive(pid: i32) -> bool {
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
+/// Reads a log as text (lossy), for the parsers; a missing or unreadable file reads as "".
+pub fn read_log(path: &Path) -> String {
+    let mut s = Vec::new();
+    if let Ok(mut f) = File::open(path) {
+        let _ = std::io::Read::read_to_end(&mut f, &mut s);
+    }
+    String::from_utf8_lossy(&s).into_owned()
+}
+
 fn parent_of(path: &Path) -> Result<&Path> {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => Ok(p),

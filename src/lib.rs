@@ -24,6 +24,8 @@ pub mod hash;
 pub mod ids;
 pub mod install;
 pub mod interrupt;
+#[cfg(test)]
+mod layering;
 pub mod lock;
 pub mod logscan;
 pub mod manifest;
@@ -36,6 +38,7 @@ pub mod product;
 pub mod publish;
 pub mod queryset;
 pub mod redact;
+pub mod render;
 pub mod repair;
 pub mod report;
 pub mod rerun;

@@ -20,7 +20,6 @@ use fs2::FileExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::cli::common::LockArgs;
 use crate::error::{Error, Result};
 use crate::output::Reporter;
 
@@ -31,19 +30,6 @@ pub struct LockOptions {
     pub wait: Option<Duration>,
     /// The token of a manual hold the caller works inside.
     pub hold_token: Option<HoldToken>,
-}
-
-impl From<&LockArgs> for LockOptions {
-    fn from(a: &LockArgs) -> Self {
-        LockOptions {
-            wait: a.wait.map(Duration::from_secs),
-            hold_token: HoldToken::from_flags(
-                a.hold_token.clone(),
-                a.hold_token_env.clone(),
-                a.hold_token_stdin,
-            ),
-        }
-    }
 }
 
 /// Where a hold token comes from: `--hold-token TOKEN` (visible in `ps`), `--hold-token-env

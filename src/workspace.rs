@@ -251,25 +251,6 @@ pub fn lock_workspace(
     )
 }
 
-/// Checks a SQL database name: a letter or `_` first, then letters, digits, `_` (at most 63):
-/// safe to use unquoted in every product's admin statements.
-pub fn validate_database_name(name: &str) -> Result<()> {
-    let b = name.as_bytes();
-    let ok = !b.is_empty()
-        && b.len() <= 63
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_');
-    if ok {
-        Ok(())
-    } else {
-        Err(
-            Error::invalid(format!("--database {name:?} is not a valid database name")).with_hint(
-                "use 1 to 63 characters: a letter or '_' first, then letters, digits or '_'",
-            ),
-        )
-    }
-}
-
 /// What `prepare` was asked for.
 #[derive(Debug, Clone, Default)]
 pub struct PrepareRequest {
@@ -303,7 +284,7 @@ pub fn prepare(
 ) -> Result<PrepareOutcome> {
     validate_id("--database-id", &req.id)?;
     if let Some(d) = &req.database {
-        validate_database_name(d)?;
+        crate::ids::validate_sql_identifier("--database", d)?;
     }
     let version = req
         .version
@@ -1465,19 +1446,5 @@ mod tests {
         check_adoptable(&w).unwrap();
         fs::write(w.join("data/x"), "").unwrap();
         assert_eq!(check_adoptable(&w).unwrap_err().exit_code(), 2);
-    }
-
-    #[test]
-    fn database_names() {
-        for ok in ["benchmark", "_x", "db_2"] {
-            validate_database_name(ok).unwrap();
-        }
-        for bad in ["", "1db", "a-b", "a b", "a;drop", &"a".repeat(64)] {
-            assert_eq!(
-                validate_database_name(bad).unwrap_err().exit_code(),
-                2,
-                "{bad}"
-            );
-        }
     }
 }

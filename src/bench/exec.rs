@@ -295,12 +295,3 @@ fn stop_group(pid: libc::pid_t, child: &mut std::process::Child) {
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     let _ = child.wait();
 }
-
-/// Reads a log as text (lossy), for the parsers.
-pub fn read_log(path: &Path) -> String {
-    let mut s = Vec::new();
-    if let Ok(mut f) = File::open(path) {
-        let _ = f.read_to_end(&mut s);
-    }
-    String::from_utf8_lossy(&s).into_owned()
-}

@@ -447,7 +447,7 @@ impl Product for InfluxDb3 {
     }
 
     fn create_database(&self, endpoint: &str, database: &str) -> Result<()> {
-        crate::workspace::validate_database_name(database)?;
+        crate::ids::validate_sql_identifier("--database", database)?;
         let resp = admin_client()?
             .post(format!("{endpoint}/api/v3/configure/database"))
             .json(&json!({"db": database}))
@@ -463,7 +463,7 @@ impl Product for InfluxDb3 {
     }
 
     fn drop_database(&self, endpoint: &str, database: &str) -> Result<()> {
-        crate::workspace::validate_database_name(database)?;
+        crate::ids::validate_sql_identifier("--database", database)?;
         let resp = admin_client()?
             .delete(format!(
                 "{endpoint}/api/v3/configure/database?db={database}&hard_delete_at=now"
@@ -737,7 +737,7 @@ pub fn count_table(req: &CountRequest) -> Result<RowCount> {
         .connect_timeout(std::time::Duration::from_secs(10))
         .build()
         .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))?;
-    crate::workspace::validate_database_name(req.table)?;
+    crate::ids::validate_sql_identifier("--table", req.table)?;
     let limit_error = |files: Option<u64>, what: &str| {
         Error::failed(format!(
             "InfluxDB 3 Core refused to count {} {what}: the query would scan {} Parquet files, more than its query file limit (this is the server's limit, not missing rows)",
