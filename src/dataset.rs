@@ -1566,8 +1566,12 @@ fn generate(
         fs::create_dir(&cwd).map_err(|e| Error::io("create", &cwd, e))?;
         let mut log =
             File::create(&log_staging).map_err(|e| Error::io("create", &log_staging, e))?;
-        writeln!(log, "$ {}", shell_words(&command))
-            .map_err(|e| Error::io("write", &log_staging, e))?;
+        writeln!(
+            log,
+            "$ {}",
+            crate::proc::command_line(&command[0], &command[1..])
+        )
+        .map_err(|e| Error::io("write", &log_staging, e))?;
         let file = fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -1998,23 +2002,6 @@ fn human_bytes(n: u64) -> String {
         u += 1;
     }
     format!("{v:.1} {}", UNITS[u])
-}
-
-/// A command line for logs, arguments single-quoted when needed.
-fn shell_words(args: &[String]) -> String {
-    args.iter()
-        .map(|a| {
-            if !a.is_empty()
-                && a.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_=./:,+@%".contains(&b))
-            {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// JSON of one variant for `inspect` (manifest fields, never the data).

@@ -34,6 +34,7 @@ pub mod noise;
 pub mod output;
 pub mod paths;
 pub mod platform;
+pub mod proc;
 pub mod product;
 pub mod publish;
 pub mod queryset;

@@ -763,12 +763,8 @@ fn generate_type(
     let out_path = qdir.join(format!("{query_type}.dat"));
     let log_path = log_dir.join(format!("generate-query-{query_type}.log"));
     let mut log = File::create(&log_path).map_err(|e| Error::io("create", &log_path, e))?;
-    let mut line = format!("$ {}", gen.path.display());
-    for a in &args {
-        line.push(' ');
-        line.push_str(a);
-    }
-    writeln!(log, "{line}").map_err(|e| Error::io("write", &log_path, e))?;
+    let line = crate::proc::command_line(&gen.path.to_string_lossy(), &args);
+    writeln!(log, "$ {line}").map_err(|e| Error::io("write", &log_path, e))?;
     let out = File::create(&out_path).map_err(|e| Error::io("create", &out_path, e))?;
     let mut child = Command::new(&gen.path)
         .args(&args)

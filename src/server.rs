@@ -250,7 +250,7 @@ impl Server {
             .append(true)
             .open(&spec.log_path)
             .map_err(|e| Error::io("open the server log", &spec.log_path, e))?;
-        let command = command_line(&spec.program, &spec.args);
+        let command = crate::proc::command_line(&spec.program.to_string_lossy(), &spec.args);
         let shown = match &spec.output_filter {
             Some(f) => (f.0)(&command),
             None => command.clone(),
@@ -963,26 +963,6 @@ fn now() -> String {
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
     );
     t.format(&fmt).unwrap_or_default()
-}
-
-fn command_line(program: &Path, args: &[String]) -> String {
-    let mut s = quote(&program.to_string_lossy());
-    for a in args {
-        s.push(' ');
-        s.push_str(&quote(a));
-    }
-    s
-}
-
-fn quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=,@+".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// The last `max_bytes` of a log, for error messages and diagnostics.

@@ -1192,36 +1192,31 @@ pub struct DataDigest {
 /// Sorted relative paths of every entry under `root`; refuses links and special files.
 fn walk(root: &Path) -> Result<Vec<(String, fs::Metadata)>> {
     let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        let dir = root.join(&rel);
-        let rd = fs::read_dir(&dir).map_err(|e| Error::io("list", &dir, e))?;
-        for e in rd {
-            let e = e.map_err(|e| Error::io("list", &dir, e))?;
-            let r = rel.join(e.file_name());
-            let meta =
-                fs::symlink_metadata(e.path()).map_err(|err| Error::io("stat", &e.path(), err))?;
-            let ft = meta.file_type();
-            if ft.is_symlink() || !(ft.is_file() || ft.is_dir()) {
-                return Err(Error::integrity(format!(
-                    "{} is a {}; a workspace's data holds only files and directories",
-                    e.path().display(),
-                    if ft.is_symlink() {
-                        "symbolic link"
-                    } else {
-                        "special file"
-                    }
-                ))
-                .with_hint("remove it from the source workspace's data/ and copy again"));
-            }
-            if ft.is_dir() {
-                stack.push(r.clone());
-            }
-            let name = r.to_str().ok_or_else(|| {
-                Error::integrity(format!("{} has a non-UTF-8 name", e.path().display()))
-            })?;
-            out.push((name.to_string(), meta));
+    for e in walkdir::WalkDir::new(root).min_depth(1) {
+        let e = e.map_err(|err| {
+            let at = err.path().unwrap_or(root).to_path_buf();
+            Error::io("list", &at, err.into())
+        })?;
+        let meta =
+            fs::symlink_metadata(e.path()).map_err(|err| Error::io("stat", e.path(), err))?;
+        let ft = meta.file_type();
+        if ft.is_symlink() || !(ft.is_file() || ft.is_dir()) {
+            return Err(Error::integrity(format!(
+                "{} is a {}; a workspace's data holds only files and directories",
+                e.path().display(),
+                if ft.is_symlink() {
+                    "symbolic link"
+                } else {
+                    "special file"
+                }
+            ))
+            .with_hint("remove it from the source workspace's data/ and copy again"));
         }
+        let rel = e.path().strip_prefix(root).unwrap_or(e.path());
+        let name = rel.to_str().ok_or_else(|| {
+            Error::integrity(format!("{} has a non-UTF-8 name", e.path().display()))
+        })?;
+        out.push((name.to_string(), meta));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)

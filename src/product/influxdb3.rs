@@ -148,11 +148,7 @@ pub mod license {
 /// The environment variables through which `version` reads the licence e-mail and type: 3.11
 /// and later `INFLUXDB3_LICENSE_*`, earlier versions `INFLUXDB3_ENTERPRISE_LICENSE_*`.
 pub fn license_env_names(version: &str) -> (&'static str, &'static str) {
-    let mut it = version
-        .split(['.', '-', '+'])
-        .map(|p| p.parse::<u64>().unwrap_or(0));
-    let (major, minor) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
-    if (major, minor) >= (3, 11) {
+    if version_at_least(version, 3, 11) {
         ("INFLUXDB3_LICENSE_EMAIL", "INFLUXDB3_LICENSE_TYPE")
     } else {
         (
@@ -631,11 +627,11 @@ pub fn settings_source(version: &str) -> String {
     }
 }
 
+/// `MAJOR.MINOR` of `version` is at least `major.minor` (a pre-release of 3.11 counts as 3.11:
+/// the flags it gates arrived with the 3.11 pre-releases). False for a version that is not
+/// SemVer.
 fn version_at_least(version: &str, major: u64, minor: u64) -> bool {
-    let mut it = version
-        .split(['.', '-', '+'])
-        .map(|p| p.parse::<u64>().unwrap_or(0));
-    (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
+    semver::Version::parse(version).is_ok_and(|v| (v.major, v.minor) >= (major, minor))
 }
 
 /// The storage engine a data directory's files show: `.pt` files are the upgraded engine,
