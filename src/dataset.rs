@@ -773,7 +773,7 @@ impl StoredFormat {
         Ok(match self.compression {
             Compression::None => Box::new(r),
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
-            Compression::Xz => Box::new(xz2::read::XzDecoder::new_multi_decoder(r)),
+            Compression::Xz => Box::new(crate::xz::decoder(r)),
         })
     }
 
@@ -1334,9 +1334,9 @@ fn verify_compressed(
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(
                 BufReader::with_capacity(CHUNK, &mut tee),
             )),
-            _ => Box::new(xz2::read::XzDecoder::new_multi_decoder(
-                BufReader::with_capacity(CHUNK, &mut tee),
-            )),
+            _ => Box::new(crate::xz::decoder(BufReader::with_capacity(
+                CHUNK, &mut tee,
+            ))),
         };
         let mut buf = vec![0u8; CHUNK];
         loop {
@@ -1459,7 +1459,7 @@ impl<W: Write> Write for HashWriter<W> {
 enum Sink {
     Plain(File),
     Gzip(flate2::write::GzEncoder<HashWriter<io::BufWriter<File>>>),
-    Xz(xz2::write::XzEncoder<HashWriter<io::BufWriter<File>>>),
+    Xz(crate::xz::Encoder<HashWriter<io::BufWriter<File>>>),
 }
 
 impl Sink {
@@ -1476,7 +1476,7 @@ impl Sink {
                 flate2::Compression::default(),
             )),
             // Preset 3 keeps the encoder's memory near 32 MiB.
-            Compression::Xz => Sink::Xz(xz2::write::XzEncoder::new(hw(), 3)),
+            Compression::Xz => Sink::Xz(crate::xz::encoder(hw(), 3)),
         }
     }
 

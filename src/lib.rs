@@ -18,6 +18,7 @@ pub mod diskspace;
 pub mod download;
 pub mod environment;
 pub mod error;
+pub mod filelock;
 pub mod fsutil;
 pub mod gotime;
 pub mod hash;
@@ -53,6 +54,7 @@ pub mod treehash;
 pub mod tsbs;
 pub mod userpath;
 pub mod workspace;
+pub mod xz;
 
 /// The tool's version, recorded in every manifest.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
