@@ -1578,17 +1578,17 @@ fn generate(
             .create_new(true)
             .open(&staging)
             .map_err(|e| Error::io("create", &staging, e))?;
-        let mut child = Command::new(&gen.path)
-            .args(&args)
+        let mut cmd = Command::new(&gen.path);
+        cmd.args(&args)
             .current_dir(&cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                Error::failed(format!("could not run {}: {e}", gen.path.display()))
-                    .with_hint("rebuild the TSBS tools with `tsbsctl env prepare --rebuild`")
-            })?;
+            .stderr(Stdio::piped());
+        crate::proc::configure(&mut cmd);
+        let mut child = cmd.spawn().map_err(|e| {
+            Error::failed(format!("could not run {}: {e}", gen.path.display()))
+                .with_hint("rebuild the TSBS tools with `tsbsctl env prepare --rebuild`")
+        })?;
         let stderr = child.stderr.take().expect("piped stderr");
         let log_thread = std::thread::spawn(move || -> Vec<String> {
             let mut tail = Vec::new();
@@ -1611,26 +1611,12 @@ fn generate(
         let direct = open_direct(&staging);
         // On Ctrl-C/SIGTERM stop the generator even while it writes nothing (the read would
         // otherwise wait for it); its pipe then closes and the pipeline unwinds.
-        let done = std::sync::atomic::AtomicBool::new(false);
-        let pid = child.id() as i32;
-        let streamed = std::thread::scope(|scope| {
-            scope.spawn(|| {
-                while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                    if crate::interrupt::requested() {
-                        // SAFETY: signalling our own child, which has not been reaped yet.
-                        unsafe { libc::kill(pid, libc::SIGTERM) };
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            });
-            let r = stream(stdout, file, direct, compression, progress.as_ref());
-            done.store(true, std::sync::atomic::Ordering::SeqCst);
-            r
-        });
+        let watch = crate::proc::InterruptWatch::start(&child, Duration::from_secs(2));
+        let streamed = stream(stdout, file, direct, compression, progress.as_ref());
         progress.finish();
+        watch.finish();
         if streamed.is_err() {
-            let _ = child.kill();
+            crate::proc::stop_group(&mut child, Duration::ZERO);
         }
         let status = child
             .wait()

@@ -68,7 +68,7 @@ pub fn stop_group(child: &mut Child, grace: Duration) -> bool {
         signal_group(pgid, Signal::SIGKILL);
         return false;
     }
-    signal_group(pgid, Signal::SIGTERM);
+    signal_child(child, Signal::SIGTERM);
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
@@ -77,9 +77,18 @@ pub fn stop_group(child: &mut Child, grace: Duration) -> bool {
         }
         std::thread::sleep(POLL);
     }
-    signal_group(pgid, Signal::SIGKILL);
+    signal_child(child, Signal::SIGKILL);
     let _ = child.wait();
     true
+}
+
+/// Signals the group of a child that has not been reaped yet; a child spawned without
+/// [`configure`] (no group of its own) gets the signal itself.
+fn signal_child(child: &Child, sig: Signal) {
+    let pid = child.id();
+    if pid > 1 && pid <= i32::MAX as u32 && killpg(Pid::from_raw(pid as i32), sig).is_err() {
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), sig);
+    }
 }
 
 /// How [`wait`] ended. Every case but `Exited` stopped the child's group first.
