@@ -116,7 +116,7 @@ pub fn extract_staged(archive: &Path, target: &Path, opts: &ExtractOptions) -> R
     let decoder: Box<dyn Read> = if magic.starts_with(GZIP_MAGIC) {
         Box::new(flate2::read::MultiGzDecoder::new(reader))
     } else if magic.starts_with(XZ_MAGIC) {
-        Box::new(xz2::read::XzDecoder::new_multi_decoder(reader))
+        Box::new(crate::xz::decoder(reader))
     } else {
         return Err(Error::integrity(format!(
             "{} is neither a gzip nor an xz archive",
@@ -554,7 +554,7 @@ mod tests {
         }
         fn xz(self) -> Vec<u8> {
             let tar = self.0.into_inner().unwrap();
-            let mut e = xz2::write::XzEncoder::new(Vec::new(), 1);
+            let mut e = crate::xz::encoder(Vec::new(), 1);
             e.write_all(&tar).unwrap();
             e.finish().unwrap()
         }

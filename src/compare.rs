@@ -14,7 +14,6 @@
 //! The output directory `comparisons/<id>/` is staged and renamed in one step.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -492,13 +491,13 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         "candidate_runs": cands.iter().map(run_identity).collect::<Vec<_>>(),
     });
     let base_dir = ctx.root.comparisons();
-    let published = publish(&base_dir, |id| {
+    let published = crate::publish::publish(&base_dir, |id| {
         summary["comparison_id"] = json!(id);
         manifest["comparison_id"] = json!(id);
         let md = render_md(&summary)?;
         Ok(vec![
-            ("manifest.json".into(), pretty(&manifest)?),
-            ("summary.json".into(), pretty(&summary)?),
+            ("manifest.json".into(), crate::publish::pretty(&manifest)?),
+            ("summary.json".into(), crate::publish::pretty(&summary)?),
             ("summary.md".into(), md.into_bytes()),
         ])
     });
@@ -565,96 +564,9 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     ))
 }
 
-pub(crate) fn pretty(v: &Value) -> Result<Vec<u8>> {
-    let mut t = serde_json::to_string_pretty(v)?;
-    t.push('\n');
-    Ok(t.into_bytes())
-}
-
-/// Publishes a new `<base>/<id>/` holding the files `make(id)` returns: written into a staging
-/// directory beside it, then renamed in one step. The id is the UTC time, suffixed `-01`, ...
-/// when taken. Staging leftovers of dead processes are removed first.
-pub(crate) fn publish(
-    base: &Path,
-    mut make: impl FnMut(&str) -> Result<Vec<(String, Vec<u8>)>>,
-) -> Result<(String, PathBuf)> {
-    std::fs::create_dir_all(base).map_err(|e| Error::io("create", base, e))?;
-    sweep_staging(base);
-    let stem = crate::run::run_id_now();
-    for n in 0..1000 {
-        let id = if n == 0 {
-            stem.clone()
-        } else {
-            format!("{stem}-{n:02}")
-        };
-        let dir = base.join(&id);
-        if dir.exists() {
-            continue;
-        }
-        let _ = crate::fsutil::clean_staging(&dir, "stage");
-        let files = make(&id)?;
-        let staging = crate::fsutil::staging_path(&dir, "stage")?;
-        write_dir(&staging, &files)?;
-        if dir.exists() {
-            let _ = std::fs::remove_dir_all(&staging);
-            continue;
-        }
-        if let Err(e) = crate::fsutil::rename_durable(&staging, &dir) {
-            let _ = std::fs::remove_dir_all(&staging);
-            return Err(e);
-        }
-        return Ok((id, dir));
-    }
-    Err(Error::failed(format!(
-        "no free id for {stem} under {}",
-        base.display()
-    )))
-}
-
-/// Removes `.<id>.stage-<pid>-<nanos>` leftovers of processes that are gone (a crash between
-/// staging and rename); a live process's staging directory is left alone.
-fn sweep_staging(base: &Path) {
-    let Ok(rd) = std::fs::read_dir(base) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name
-            .strip_prefix('.')
-            .and_then(|n| n.split_once(".stage-"))
-            .map(|(_, r)| r)
-        else {
-            continue;
-        };
-        let pid: Option<i32> = rest.split('-').next().and_then(|p| p.parse().ok());
-        if pid.is_some_and(|p| !crate::fsutil::process_alive(p)) {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-}
-
-/// Writes files into a fresh directory, each synced.
-pub(crate) fn write_dir(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
-    std::fs::create_dir(dir).map_err(|e| Error::io("create", dir, e))?;
-    for (name, bytes) in files {
-        let p = dir.join(name);
-        let r = (|| -> std::io::Result<()> {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&p)?;
-            f.write_all(bytes)?;
-            f.sync_all()
-        })();
-        if let Err(e) = r {
-            let _ = std::fs::remove_dir_all(dir);
-            return Err(Error::io("write", &p, e));
-        }
-    }
-    crate::fsutil::sync_dir(dir)
-}
-
 /// Renders a comparison's `summary.md`.
 pub fn render_md(summary: &Value) -> Result<String> {
-    let env = crate::report::template_env("compare.md", TEMPLATE)?;
+    let env = crate::render::template_env("compare.md", TEMPLATE)?;
     let t = env
         .get_template("compare.md")
         .map_err(|e| Error::failed(format!("comparison template: {e}")))?;
@@ -665,6 +577,7 @@ pub fn render_md(summary: &Value) -> Result<String> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     #[test]
     fn deltas_and_zero_baselines() {

@@ -47,7 +47,7 @@ pub fn place(summary: &Value) -> Option<Place> {
 /// "0 SST files, 0 B; 28.0 MiB only in memtables".
 pub fn describe(summary: &Value) -> String {
     let loc = &summary["data_location"];
-    let bytes = |v: &Value| crate::summary::bytes(minijinja::Value::from_serialize(v));
+    let bytes = |v: &Value| crate::render::bytes(minijinja::Value::from_serialize(v));
     format!(
         "{}, {}; {} only in memtables",
         crate::output::count_of(

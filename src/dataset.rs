@@ -773,7 +773,7 @@ impl StoredFormat {
         Ok(match self.compression {
             Compression::None => Box::new(r),
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
-            Compression::Xz => Box::new(xz2::read::XzDecoder::new_multi_decoder(r)),
+            Compression::Xz => Box::new(crate::xz::decoder(r)),
         })
     }
 
@@ -1334,9 +1334,9 @@ fn verify_compressed(
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(
                 BufReader::with_capacity(CHUNK, &mut tee),
             )),
-            _ => Box::new(xz2::read::XzDecoder::new_multi_decoder(
-                BufReader::with_capacity(CHUNK, &mut tee),
-            )),
+            _ => Box::new(crate::xz::decoder(BufReader::with_capacity(
+                CHUNK, &mut tee,
+            ))),
         };
         let mut buf = vec![0u8; CHUNK];
         loop {
@@ -1459,7 +1459,7 @@ impl<W: Write> Write for HashWriter<W> {
 enum Sink {
     Plain(File),
     Gzip(flate2::write::GzEncoder<HashWriter<io::BufWriter<File>>>),
-    Xz(xz2::write::XzEncoder<HashWriter<io::BufWriter<File>>>),
+    Xz(crate::xz::Encoder<HashWriter<io::BufWriter<File>>>),
 }
 
 impl Sink {
@@ -1476,7 +1476,7 @@ impl Sink {
                 flate2::Compression::default(),
             )),
             // Preset 3 keeps the encoder's memory near 32 MiB.
-            Compression::Xz => Sink::Xz(xz2::write::XzEncoder::new(hw(), 3)),
+            Compression::Xz => Sink::Xz(crate::xz::encoder(hw(), 3)),
         }
     }
 
@@ -1566,25 +1566,29 @@ fn generate(
         fs::create_dir(&cwd).map_err(|e| Error::io("create", &cwd, e))?;
         let mut log =
             File::create(&log_staging).map_err(|e| Error::io("create", &log_staging, e))?;
-        writeln!(log, "$ {}", shell_words(&command))
-            .map_err(|e| Error::io("write", &log_staging, e))?;
+        writeln!(
+            log,
+            "$ {}",
+            crate::proc::command_line(&command[0], &command[1..])
+        )
+        .map_err(|e| Error::io("write", &log_staging, e))?;
         let file = fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
             .open(&staging)
             .map_err(|e| Error::io("create", &staging, e))?;
-        let mut child = Command::new(&gen.path)
-            .args(&args)
+        let mut cmd = Command::new(&gen.path);
+        cmd.args(&args)
             .current_dir(&cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                Error::failed(format!("could not run {}: {e}", gen.path.display()))
-                    .with_hint("rebuild the TSBS tools with `tsbsctl env prepare --rebuild`")
-            })?;
+            .stderr(Stdio::piped());
+        crate::proc::configure(&mut cmd);
+        let mut child = cmd.spawn().map_err(|e| {
+            Error::failed(format!("could not run {}: {e}", gen.path.display()))
+                .with_hint("rebuild the TSBS tools with `tsbsctl env prepare --rebuild`")
+        })?;
         let stderr = child.stderr.take().expect("piped stderr");
         let log_thread = std::thread::spawn(move || -> Vec<String> {
             let mut tail = Vec::new();
@@ -1607,26 +1611,12 @@ fn generate(
         let direct = open_direct(&staging);
         // On Ctrl-C/SIGTERM stop the generator even while it writes nothing (the read would
         // otherwise wait for it); its pipe then closes and the pipeline unwinds.
-        let done = std::sync::atomic::AtomicBool::new(false);
-        let pid = child.id() as i32;
-        let streamed = std::thread::scope(|scope| {
-            scope.spawn(|| {
-                while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                    if crate::interrupt::requested() {
-                        // SAFETY: signalling our own child, which has not been reaped yet.
-                        unsafe { libc::kill(pid, libc::SIGTERM) };
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            });
-            let r = stream(stdout, file, direct, compression, progress.as_ref());
-            done.store(true, std::sync::atomic::Ordering::SeqCst);
-            r
-        });
+        let watch = crate::proc::InterruptWatch::start(&child, Duration::from_secs(2));
+        let streamed = stream(stdout, file, direct, compression, progress.as_ref());
         progress.finish();
+        watch.finish();
         if streamed.is_err() {
-            let _ = child.kill();
+            crate::proc::stop_group(&mut child, Duration::ZERO);
         }
         let status = child
             .wait()
@@ -1998,23 +1988,6 @@ fn human_bytes(n: u64) -> String {
         u += 1;
     }
     format!("{v:.1} {}", UNITS[u])
-}
-
-/// A command line for logs, arguments single-quoted when needed.
-fn shell_words(args: &[String]) -> String {
-    args.iter()
-        .map(|a| {
-            if !a.is_empty()
-                && a.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_=./:,+@%".contains(&b))
-            {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// JSON of one variant for `inspect` (manifest fields, never the data).

@@ -13,7 +13,6 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use fs2::FileExt;
 use reqwest::blocking::{Client, Response};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, LOCATION, RANGE};
 use reqwest::StatusCode;
@@ -56,6 +55,17 @@ pub struct Downloader {
     attempts: u32,
     retry_base: Duration,
     timeout: Duration,
+}
+
+/// This invocation for the holder record of a download lock (secret flag values redacted).
+fn invocation() -> String {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut s = String::from("tsbsctl");
+    for a in crate::context::redact_args(&argv) {
+        s.push(' ');
+        s.push_str(&a);
+    }
+    s
 }
 
 /// A verified file in the download cache.
@@ -220,19 +230,18 @@ impl Downloader {
 
         // One process per cache entry: a second one waits, then finds the published file.
         let lock_path = dir.join(format!(".{file_name}.lock"));
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::io("open", &lock_path, e))?;
-        if lock.try_lock_exclusive().is_err() {
-            self.reporter.info(&format!(
-                "waiting for another tsbsctl that is downloading {file_name}"
-            ));
-            lock.lock_exclusive()
-                .map_err(|e| Error::io("lock", &lock_path, e))?;
-        }
+        // Through `lock`: the wait polls Ctrl-C (a blocking flock would not see it) and names
+        // the holder. Bounded only by the longest `--wait` (a download can take that long).
+        let _lock = crate::lock::lock_file(
+            &lock_path,
+            &format!("the download of {file_name}"),
+            &invocation(),
+            &crate::lock::LockOptions {
+                wait: Some(Duration::from_secs(crate::bounds::MAX_WAIT_SECS)),
+                hold_token: None,
+            },
+            self.reporter.as_ref(),
+        )?;
         if let Some(v) = self.reuse(&final_path, &expected, url)? {
             return Ok(v);
         }

@@ -199,9 +199,20 @@ pub fn process_alive(pid: i32) -> bool {
     if pid <= 0 {
         return false;
     }
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    // Signal 0 only checks for existence and permission (EPERM: it exists, not ours).
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        Err(e) => e == nix::errno::Errno::EPERM,
+    }
+}
+
+/// Reads a log as text (lossy), for the parsers; a missing or unreadable file reads as "".
+pub fn read_log(path: &Path) -> String {
+    let mut s = Vec::new();
+    if let Ok(mut f) = File::open(path) {
+        let _ = std::io::Read::read_to_end(&mut f, &mut s);
+    }
+    String::from_utf8_lossy(&s).into_owned()
 }
 
 fn parent_of(path: &Path) -> Result<&Path> {

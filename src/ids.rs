@@ -20,6 +20,34 @@ pub fn validate_id(flag: &str, value: &str) -> Result<()> {
     }
 }
 
+/// Checks a SQL name (database, table): a letter or `_` first, then letters, digits, `_` (at
+/// most 63), so it is safe unquoted in every product's admin statements. `flag` names the flag
+/// in the message (`--database` gives "... is not a valid database name").
+pub fn validate_sql_identifier(flag: &str, value: &str) -> Result<()> {
+    let b = value.as_bytes();
+    let ok = !b.is_empty()
+        && b.len() <= 63
+        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_');
+    if ok {
+        Ok(())
+    } else {
+        let noun = flag.trim_start_matches('-');
+        Err(
+            Error::invalid(format!("{flag} {value:?} is not a valid {noun} name")).with_hint(
+                "use 1 to 63 characters: a letter or '_' first, then letters, digits or '_'",
+            ),
+        )
+    }
+}
+
+/// The UTC time as an id (`20260102T030405Z`): generated run, comparison and report ids.
+pub fn timestamp_id_now() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    now.format(&fmt).unwrap_or_else(|_| "run".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,6 +66,21 @@ mod tests {
         for bad in ["", ".a", "-a", "a/b", "a b", "ä", "..", &"a".repeat(65)] {
             let e = validate_id("--database-id", bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn sql_identifiers() {
+        for ok in ["benchmark", "_x", "db_2"] {
+            validate_sql_identifier("--database", ok).unwrap();
+        }
+        for bad in ["", "1db", "a-b", "a b", "a;drop", &"a".repeat(64)] {
+            let e = validate_sql_identifier("--database", bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(
+                e.to_string().contains("--database") && e.to_string().contains("database name"),
+                "{e}"
+            );
         }
     }
 }

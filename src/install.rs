@@ -16,7 +16,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -493,16 +493,16 @@ fn check_binary_file(product: &dyn Product, binary: &Path, version: &str) -> Res
 /// Runs `<binary> --version` in `cwd` with a 15 s limit; returns stdout and stderr joined. A
 /// failure to start, a timeout or a non-zero exit is an integrity error (callers add the hint).
 pub fn run_version(binary: &Path, cwd: &Path) -> Result<String> {
-    let mut child = Command::new(binary)
-        .arg("--version")
+    let mut cmd = Command::new(binary);
+    cmd.arg("--version")
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            Error::integrity(format!("could not run {} --version: {e}", binary.display()))
-        })?;
+        .stderr(Stdio::piped());
+    crate::proc::configure(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| {
+        Error::integrity(format!("could not run {} --version: {e}", binary.display()))
+    })?;
     let mut out = child.stdout.take().expect("stdout");
     let mut err = child.stderr.take().expect("stderr");
     let t_out = std::thread::spawn(move || {
@@ -515,20 +515,26 @@ pub fn run_version(binary: &Path, cwd: &Path) -> Result<String> {
         let _ = err.read_to_end(&mut b);
         b
     });
-    let deadline = Instant::now() + VERSION_TIMEOUT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Error::integrity(format!(
-                    "{} --version did not finish within {}s",
-                    binary.display(),
-                    VERSION_TIMEOUT.as_secs()
-                )));
-            }
+    let bound = crate::proc::WaitFor {
+        limit: Some(VERSION_TIMEOUT),
+        grace: Duration::ZERO,
+        ..Default::default()
+    };
+    let status = match crate::proc::wait(&mut child, &bound, &mut || None::<()>) {
+        Ok(crate::proc::Waited::Exited(s)) => s,
+        Ok(crate::proc::Waited::Interrupted) => {
+            return Err(Error::interrupted(format!(
+                "interrupted while running {} --version",
+                binary.display()
+            ))
+            .with_hint("run the command again to continue"))
+        }
+        _ => {
+            return Err(Error::integrity(format!(
+                "{} --version did not finish within {}s",
+                binary.display(),
+                VERSION_TIMEOUT.as_secs()
+            )))
         }
     };
     let mut text = String::from_utf8_lossy(&t_out.join().unwrap_or_default()).into_owned();

@@ -18,12 +18,15 @@ pub mod diskspace;
 pub mod download;
 pub mod environment;
 pub mod error;
+pub mod filelock;
 pub mod fsutil;
 pub mod gotime;
 pub mod hash;
 pub mod ids;
 pub mod install;
 pub mod interrupt;
+#[cfg(test)]
+mod layering;
 pub mod lock;
 pub mod logscan;
 pub mod manifest;
@@ -32,10 +35,12 @@ pub mod noise;
 pub mod output;
 pub mod paths;
 pub mod platform;
+pub mod proc;
 pub mod product;
 pub mod publish;
 pub mod queryset;
 pub mod redact;
+pub mod render;
 pub mod repair;
 pub mod report;
 pub mod rerun;
@@ -49,6 +54,7 @@ pub mod treehash;
 pub mod tsbs;
 pub mod userpath;
 pub mod workspace;
+pub mod xz;
 
 /// The tool's version, recorded in every manifest.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

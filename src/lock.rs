@@ -1,6 +1,6 @@
 //! Exclusive locks on workspaces, installs and datasets, and manual holds.
 //!
-//! A lock is an fs2 exclusive lock on a lock file (for a directory: `<dir>/.lock`). The file
+//! A lock is an exclusive flock ([`crate::filelock`]) on a lock file (for a directory: `<dir>/.lock`). The file
 //! records holder pid, host, command line, start time and reason, so a busy error names who
 //! holds it. Non-blocking by default (exit 3); `--wait SECONDS` waits with a message. A manual
 //! hold (`tsbsctl workspace lock`) is a persistent record in `<dir>/.hold.json`: every lock on
@@ -16,11 +16,9 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fs2::FileExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::cli::common::LockArgs;
 use crate::error::{Error, Result};
 use crate::output::Reporter;
 
@@ -31,19 +29,6 @@ pub struct LockOptions {
     pub wait: Option<Duration>,
     /// The token of a manual hold the caller works inside.
     pub hold_token: Option<HoldToken>,
-}
-
-impl From<&LockArgs> for LockOptions {
-    fn from(a: &LockArgs) -> Self {
-        LockOptions {
-            wait: a.wait.map(Duration::from_secs),
-            hold_token: HoldToken::from_flags(
-                a.hold_token.clone(),
-                a.hold_token_env.clone(),
-                a.hold_token_stdin,
-            ),
-        }
-    }
 }
 
 /// Where a hold token comes from: `--hold-token TOKEN` (visible in `ps`), `--hold-token-env
@@ -169,7 +154,7 @@ impl Drop for LockGuard {
     fn drop(&mut self) {
         // Forget the holder while still holding the lock, then release it.
         let _ = self.file.set_len(0);
-        let _ = FileExt::unlock(&self.file);
+        let _ = crate::filelock::unlock(&self.file);
     }
 }
 
@@ -255,9 +240,9 @@ fn acquire(
     let deadline = opts.wait.map(|w| Instant::now() + w);
     let mut announced = false;
     loop {
-        match FileExt::try_lock_exclusive(&file) {
-            Ok(()) => break,
-            Err(e) if is_contended(&e) => {}
+        match crate::filelock::try_lock_exclusive(&file) {
+            Ok(true) => break,
+            Ok(false) => {}
             Err(e) => {
                 return Err(Error::failed(format!(
                     "could not lock {} ({}): {e}",
@@ -322,11 +307,6 @@ fn acquire(
     Ok(guard)
 }
 
-fn is_contended(e: &std::io::Error) -> bool {
-    e.kind() == std::io::ErrorKind::WouldBlock
-        || e.raw_os_error() == fs2::lock_contended_error().raw_os_error()
-}
-
 /// Who holds the lock, as recorded in the lock file. The holder writes its record right after
 /// taking the lock, so an empty file is retried briefly before giving up on details.
 fn holder_text(path: &Path) -> String {
@@ -368,10 +348,10 @@ pub fn probe(path: &Path) -> Result<LockState> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockState::Free),
         Err(e) => return Err(Error::io("open lock file", path, e)),
     };
-    match FileExt::try_lock_exclusive(&file) {
-        Ok(()) => {
+    match crate::filelock::try_lock_exclusive(&file) {
+        Ok(true) => {
             let info = read_lock_info(path);
-            let _ = FileExt::unlock(&file);
+            let _ = crate::filelock::unlock(&file);
             Ok(match info {
                 Some(info) => {
                     let pid_alive = crate::fsutil::process_alive(info.pid);
@@ -380,7 +360,7 @@ pub fn probe(path: &Path) -> Result<LockState> {
                 None => LockState::Free,
             })
         }
-        Err(e) if is_contended(&e) => Ok(LockState::Live(read_lock_info(path))),
+        Ok(false) => Ok(LockState::Live(read_lock_info(path))),
         Err(e) => Err(Error::io("probe lock file", path, e)),
     }
 }

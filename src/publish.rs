@@ -1,11 +1,12 @@
 //! Renames that publish trees: "only if the target does not exist" and "swap two trees in
 //! one step". On Linux both are single `renameat2` calls; elsewhere (or on filesystems
 //! without support) callers get [`Swap::Unsupported`] and fall back to two renames plus
-//! crash recovery.
+//! crash recovery. Also: publishing a new `<base>/<id>/` of generated files (comparisons,
+//! reports) from a staging directory in one rename.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::fsutil;
@@ -117,6 +118,94 @@ pub fn exchange(a: &Path, b: &Path) -> Result<Swap> {
         let _ = (a, b);
         Ok(Swap::Unsupported)
     }
+}
+
+/// Pretty JSON with a final newline, as every published `*.json` is written.
+pub fn pretty(v: &serde_json::Value) -> Result<Vec<u8>> {
+    let mut t = serde_json::to_string_pretty(v)?;
+    t.push('\n');
+    Ok(t.into_bytes())
+}
+
+/// Publishes a new `<base>/<id>/` holding the files `make(id)` returns: written into a staging
+/// directory beside it, then renamed in one step. The id is the UTC time, suffixed `-01`, ...
+/// when taken. Staging leftovers of dead processes are removed first.
+pub fn publish(
+    base: &Path,
+    mut make: impl FnMut(&str) -> Result<Vec<(String, Vec<u8>)>>,
+) -> Result<(String, PathBuf)> {
+    std::fs::create_dir_all(base).map_err(|e| Error::io("create", base, e))?;
+    sweep_dead_staging(base);
+    let stem = crate::ids::timestamp_id_now();
+    for n in 0..1000 {
+        let id = if n == 0 {
+            stem.clone()
+        } else {
+            format!("{stem}-{n:02}")
+        };
+        let dir = base.join(&id);
+        if dir.exists() {
+            continue;
+        }
+        let _ = crate::fsutil::clean_staging(&dir, "stage");
+        let files = make(&id)?;
+        let staging = crate::fsutil::staging_path(&dir, "stage")?;
+        write_dir(&staging, &files)?;
+        if dir.exists() {
+            let _ = std::fs::remove_dir_all(&staging);
+            continue;
+        }
+        if let Err(e) = crate::fsutil::rename_durable(&staging, &dir) {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+        return Ok((id, dir));
+    }
+    Err(Error::failed(format!(
+        "no free id for {stem} under {}",
+        base.display()
+    )))
+}
+
+/// Removes `.<id>.stage-<pid>-<nanos>` leftovers of processes that are gone (a crash between
+/// staging and rename); a live process's staging directory is left alone.
+fn sweep_dead_staging(base: &Path) {
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name
+            .strip_prefix('.')
+            .and_then(|n| n.split_once(".stage-"))
+            .map(|(_, r)| r)
+        else {
+            continue;
+        };
+        let pid: Option<i32> = rest.split('-').next().and_then(|p| p.parse().ok());
+        if pid.is_some_and(|p| !crate::fsutil::process_alive(p)) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Writes files into a fresh directory, each synced.
+pub fn write_dir(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
+    std::fs::create_dir(dir).map_err(|e| Error::io("create", dir, e))?;
+    for (name, bytes) in files {
+        let p = dir.join(name);
+        let r = (|| -> std::io::Result<()> {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&p)?;
+            f.write_all(bytes)?;
+            f.sync_all()
+        })();
+        if let Err(e) = r {
+            let _ = std::fs::remove_dir_all(dir);
+            return Err(Error::io("write", &p, e));
+        }
+    }
+    crate::fsutil::sync_dir(dir)
 }
 
 #[cfg(test)]

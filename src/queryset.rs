@@ -763,24 +763,22 @@ fn generate_type(
     let out_path = qdir.join(format!("{query_type}.dat"));
     let log_path = log_dir.join(format!("generate-query-{query_type}.log"));
     let mut log = File::create(&log_path).map_err(|e| Error::io("create", &log_path, e))?;
-    let mut line = format!("$ {}", gen.path.display());
-    for a in &args {
-        line.push(' ');
-        line.push_str(a);
-    }
-    writeln!(log, "{line}").map_err(|e| Error::io("write", &log_path, e))?;
+    let line = crate::proc::command_line(&gen.path.to_string_lossy(), &args);
+    writeln!(log, "$ {line}").map_err(|e| Error::io("write", &log_path, e))?;
     let out = File::create(&out_path).map_err(|e| Error::io("create", &out_path, e))?;
-    let mut child = Command::new(&gen.path)
-        .args(&args)
+    let mut cmd = Command::new(&gen.path);
+    cmd.args(&args)
         .current_dir(work)
         .stdin(Stdio::null())
         .stdout(out)
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            Error::failed(format!("could not run {}: {e}", gen.path.display()))
-                .with_hint("rebuild the TSBS tools with `tsbsctl env prepare --rebuild`")
-        })?;
+        .stderr(Stdio::piped());
+    // Its own group, and stopped on Ctrl-C even while it prints nothing.
+    crate::proc::configure(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| {
+        Error::failed(format!("could not run {}: {e}", gen.path.display()))
+            .with_hint("rebuild the TSBS tools with `tsbsctl env prepare --rebuild`")
+    })?;
+    let watch = crate::proc::InterruptWatch::start(&child, std::time::Duration::from_secs(2));
     let mut last = String::new();
     if let Some(stderr) = child.stderr.take() {
         for l in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
@@ -790,9 +788,16 @@ fn generate_type(
             }
         }
     }
+    let interrupted = watch.finish();
     let status = child
         .wait()
         .map_err(|e| Error::failed(format!("wait for the query generator: {e}")))?;
+    if interrupted {
+        return Err(Error::interrupted(format!(
+            "interrupted while generating {query_type} queries"
+        ))
+        .with_hint("run the command again to continue"));
+    }
     if !status.success() {
         let code = status
             .code()

@@ -38,47 +38,6 @@ pub struct Request {
     pub out: Option<PathBuf>,
 }
 
-/// A minijinja environment with the table filters of `summary.md` plus `pct`, `ratio`.
-pub(crate) fn template_env(
-    name: &'static str,
-    source: &'static str,
-) -> Result<minijinja::Environment<'static>> {
-    let mut env = minijinja::Environment::new();
-    env.set_trim_blocks(true);
-    env.set_lstrip_blocks(true);
-    env.add_filter("num", crate::summary::num);
-    env.add_filter("bytes", crate::summary::bytes);
-    env.add_filter("cell", crate::summary::cell);
-    env.add_filter("pct", pct);
-    env.add_filter("ratio", ratio);
-    env.add_template(name, source)
-        .map_err(|e| Error::failed(format!("template {name}: {e}")))?;
-    Ok(env)
-}
-
-fn opt_f64(v: &minijinja::Value) -> Option<f64> {
-    if v.is_none() || v.is_undefined() {
-        return None;
-    }
-    f64::try_from(v.clone()).ok()
-}
-
-/// `+12.34%`; `-` when undefined.
-fn pct(v: minijinja::Value) -> String {
-    match opt_f64(&v) {
-        Some(p) => format!("{p:+.2}%"),
-        None => "-".into(),
-    }
-}
-
-/// `1.234x`; `-` when undefined.
-fn ratio(v: minijinja::Value) -> String {
-    match opt_f64(&v) {
-        Some(r) => format!("{r:.3}x"),
-        None => "-".into(),
-    }
-}
-
 /// A short name for why a query type failed (what a reader of a published table expects).
 pub fn failure_kind(reason: &str) -> &'static str {
     let r = reason.to_ascii_lowercase();
@@ -243,7 +202,7 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
             "{}, {} CPUs, {} memory",
             h["cpu_model"].as_str().unwrap_or("unknown CPU"),
             s(&h["cpus"]),
-            crate::summary::bytes(minijinja::Value::from_serialize(&h["memory_bytes"]))
+            crate::render::bytes(minijinja::Value::from_serialize(&h["memory_bytes"]))
         ))
     }) {
         n.add(
@@ -839,17 +798,17 @@ pub fn charts(summary: &Value) -> Value {
 }
 
 fn thousands(v: f64) -> String {
-    crate::summary::num(minijinja::Value::from(v), Some(0))
+    crate::render::num(minijinja::Value::from(v), Some(0))
 }
 
 /// Renders `summary.md` and `report.html` of a report summary.
 pub fn render(summary: &Value) -> Result<(String, String)> {
-    let md_env = template_env("report.md", MD_TEMPLATE)?;
+    let md_env = crate::render::template_env("report.md", MD_TEMPLATE)?;
     let md = md_env
         .get_template("report.md")
         .and_then(|t| t.render(minijinja::Value::from_serialize(summary)))
         .map_err(|e| Error::failed(format!("rendering report.md: {e}")))?;
-    let html_env = template_env("report.html", HTML_TEMPLATE)?;
+    let html_env = crate::render::template_env("report.html", HTML_TEMPLATE)?;
     let ctx = minijinja::context! {
         r => minijinja::Value::from_serialize(summary),
         charts => minijinja::Value::from_serialize(charts(summary)),
@@ -907,13 +866,13 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         summary["report_id"] = json!(id);
         let (md, html) = render(summary)?;
         Ok(vec![
-            ("summary.json".into(), crate::compare::pretty(summary)?),
+            ("summary.json".into(), crate::publish::pretty(summary)?),
             ("summary.md".into(), md.into_bytes()),
             ("report.html".into(), html.into_bytes()),
         ])
     };
     let (id, dir) = match &req.out {
-        None => crate::compare::publish(&ctx.root.reports(), |id| files(&mut summary, id))?,
+        None => crate::publish::publish(&ctx.root.reports(), |id| files(&mut summary, id))?,
         Some(out) => {
             // Never over a user's files or tsbsctl's state (trial-run #2).
             crate::userpath::check_report_out(&ctx.root, out)?;
@@ -938,7 +897,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
                     std::fs::create_dir_all(p).map_err(|e| Error::io("create", p, e))?;
                 }
                 let staging = crate::fsutil::staging_path(out, "stage")?;
-                crate::compare::write_dir(&staging, &fs)?;
+                crate::publish::write_dir(&staging, &fs)?;
                 if let Err(e) = crate::fsutil::rename_durable(&staging, out) {
                     let _ = std::fs::remove_dir_all(&staging);
                     return Err(e);

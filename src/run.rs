@@ -343,9 +343,7 @@ impl std::fmt::Debug for RunDir {
 
 /// Formats the UTC time as a run id (`20261129T201500Z`).
 pub fn run_id_now() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
-    now.format(&fmt).unwrap_or_else(|_| "run".into())
+    crate::ids::timestamp_id_now()
 }
 
 /// Reserves `<runs>/<id>` with one `mkdir`: the generated id gets `-01`, `-02`, ... when

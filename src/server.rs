@@ -16,6 +16,8 @@
 //! Every step is recorded as an [`Event`] with a UTC timestamp; callers copy
 //! [`Server::events`] into their manifests (run directories, activation records).
 //!
+//! Spawning, signals and log pumps go through [`crate::proc`].
+//!
 //! Caveat: the parent-death signal fires when the *thread* that spawned the child exits, so
 //! call [`Server::start`] from a thread that lives as long as the server (the main thread).
 
@@ -28,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -250,7 +253,7 @@ impl Server {
             .append(true)
             .open(&spec.log_path)
             .map_err(|e| Error::io("open the server log", &spec.log_path, e))?;
-        let command = command_line(&spec.program, &spec.args);
+        let command = crate::proc::command_line(&spec.program.to_string_lossy(), &spec.args);
         let shown = match &spec.output_filter {
             Some(f) => (f.0)(&command),
             None => command.clone(),
@@ -278,7 +281,7 @@ impl Server {
         for (k, v) in &spec.env {
             cmd.env(k, v);
         }
-        configure_child(&mut cmd);
+        crate::proc::configure(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| {
             Error::failed(format!(
                 "could not start {} ({}): {e}",
@@ -290,10 +293,10 @@ impl Server {
         let mut pumps = Vec::new();
         if let (Some(filter), Some(log)) = (&spec.output_filter, &shared_log) {
             if let Some(out) = child.stdout.take() {
-                pumps.push(pump(out, filter.clone(), Arc::clone(log)));
+                pumps.push(pump(out, filter, log));
             }
             if let Some(err) = child.stderr.take() {
-                pumps.push(pump(err, filter.clone(), Arc::clone(log)));
+                pumps.push(pump(err, filter, log));
             }
         }
         let pid = child.id();
@@ -484,7 +487,7 @@ impl Server {
             grace_ms: grace.as_millis() as u64,
         });
         let sent = Instant::now();
-        signal_group(self.pid, libc::SIGTERM);
+        signal_group(self.pid, Signal::SIGTERM);
         // A start that failed (timeout, Ctrl-C) is not drained: it holds no work of ours.
         let exited = match self.spec.timing.drain_limit.filter(|_| self.ready) {
             None => self.wait_for(grace),
@@ -501,7 +504,7 @@ impl Server {
             );
         }
         self.push(EventKind::ForcedKill);
-        signal_group(self.pid, libc::SIGKILL);
+        signal_group(self.pid, Signal::SIGKILL);
         let status = self.wait_for(Duration::from_secs(10));
         let (code, signal) = status
             .map(split_status)
@@ -638,7 +641,7 @@ impl Server {
         }
         self.push(EventKind::Exited { code, signal });
         // Helpers the server may have left in its group go too.
-        signal_group(self.pid, libc::SIGKILL);
+        signal_group(self.pid, Signal::SIGKILL);
         self.child = None;
         // The pipes close once the group is gone; wait briefly so the log is complete.
         let deadline = Instant::now() + Duration::from_secs(2);
@@ -704,31 +707,14 @@ impl Drop for Server {
     }
 }
 
-/// Copies lines from `from` through `filter` into `log` until EOF.
+/// Copies a server's output through its redacting filter into the shared log.
 fn pump(
     from: impl Read + Send + 'static,
-    filter: OutputFilter,
-    log: Arc<Mutex<File>>,
+    filter: &OutputFilter,
+    log: &Arc<Mutex<File>>,
 ) -> JoinHandle<()> {
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut r = std::io::BufReader::new(from);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match r.read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let line = String::from_utf8_lossy(&buf);
-                    let line = line.trim_end_matches(['\n', '\r']);
-                    let out = (filter.0)(line);
-                    if let Ok(mut f) = log.lock() {
-                        let _ = writeln!(f, "{out}");
-                    }
-                }
-            }
-        }
-    })
+    let f = Arc::clone(&filter.0);
+    crate::proc::pump(from, move |line| f(line), Arc::clone(log))
 }
 
 /// Checks every listener port on 127.0.0.1, retrying a busy one for up to `wait`.
@@ -849,11 +835,11 @@ fn handle_orphan(
 
 /// SIGTERM to the orphan's group, wait, SIGKILL. Returns true when SIGKILL was needed.
 fn stop_orphan(rec: &PidRecord, grace: Duration) -> bool {
-    signal_group(rec.pgid, libc::SIGTERM);
+    signal_group(rec.pgid, Signal::SIGTERM);
     if wait_gone(rec, grace) {
         return false;
     }
-    signal_group(rec.pgid, libc::SIGKILL);
+    signal_group(rec.pgid, Signal::SIGKILL);
     wait_gone(rec, Duration::from_secs(10));
     true
 }
@@ -879,36 +865,8 @@ fn remove_pid_record(path: &Path, pid: u32) {
     }
 }
 
-/// Own process group; on Linux, SIGKILL when tsbsctl dies.
-pub fn configure_child(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    cmd.process_group(0);
-    #[cfg(target_os = "linux")]
-    {
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The parent may have died before prctl took effect.
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::other("tsbsctl exited during the start"));
-                }
-                Ok(())
-            });
-        }
-    }
-}
-
-fn signal_group(pgid: u32, sig: libc::c_int) {
-    if pgid > 1 {
-        // SAFETY: signalling a process group we created (or recorded as ours).
-        unsafe {
-            libc::kill(-(pgid as libc::pid_t), sig);
-        }
-    }
+fn signal_group(pgid: u32, sig: nix::sys::signal::Signal) {
+    crate::proc::signal_group(pgid, sig);
 }
 
 /// The kernel's start time of `pid` (Linux: field 22 of /proc/<pid>/stat).
@@ -963,26 +921,6 @@ fn now() -> String {
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
     );
     t.format(&fmt).unwrap_or_default()
-}
-
-fn command_line(program: &Path, args: &[String]) -> String {
-    let mut s = quote(&program.to_string_lossy());
-    for a in args {
-        s.push(' ');
-        s.push_str(&quote(a));
-    }
-    s
-}
-
-fn quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=,@+".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// The last `max_bytes` of a log, for error messages and diagnostics.

@@ -120,22 +120,20 @@ pub fn write(dest: &Path, rendered: &BTreeMap<String, String>) -> Result<Vec<Pat
     Ok(written)
 }
 
+/// The files under `dir` as sorted relative paths (symlinks are not followed).
 fn list_files(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(rel) = p.strip_prefix(dir) {
-                out.push(rel.to_string_lossy().into_owned());
-            }
-        }
-    }
+    let mut out: Vec<String> = walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .into_iter()
+        .flatten()
+        .filter(|e| !e.file_type().is_dir())
+        .filter_map(|e| {
+            e.path()
+                .strip_prefix(dir)
+                .ok()
+                .map(|r| r.to_string_lossy().into_owned())
+        })
+        .collect();
     out.sort();
     out
 }

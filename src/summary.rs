@@ -439,14 +439,7 @@ pub fn write(run: &RunDir) -> Result<Value> {
 
 /// Renders `summary.md` from a summary value.
 pub fn render_md(summary: &Value) -> Result<String> {
-    let mut env = minijinja::Environment::new();
-    env.set_trim_blocks(true);
-    env.set_lstrip_blocks(true);
-    env.add_filter("num", num);
-    env.add_filter("bytes", bytes);
-    env.add_filter("cell", cell);
-    env.add_template("summary.md", TEMPLATE)
-        .map_err(|e| Error::failed(format!("summary template: {e}")))?;
+    let env = crate::render::template_env("summary.md", TEMPLATE)?;
     let t = env
         .get_template("summary.md")
         .map_err(|e| Error::failed(format!("summary template: {e}")))?;
@@ -454,66 +447,9 @@ pub fn render_md(summary: &Value) -> Result<String> {
         .map_err(|e| Error::failed(format!("rendering summary.md: {e}")))
 }
 
-/// A number with `d` decimals and thousands separators; `-` when absent.
-pub(crate) fn num(v: minijinja::Value, d: Option<u32>) -> String {
-    let Some(f) = f64::try_from(v.clone())
-        .ok()
-        .filter(|_| !v.is_none() && !v.is_undefined())
-    else {
-        return "-".into();
-    };
-    let d = d.unwrap_or(0) as usize;
-    let s = format!("{:.*}", d, f.abs());
-    let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
-    let mut out = String::new();
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if !frac.is_empty() {
-        out.push('.');
-        out.push_str(frac);
-    }
-    if f < 0.0 {
-        out.insert(0, '-');
-    }
-    out
-}
-
-/// Bytes in MiB/GiB; `-` when absent.
-pub(crate) fn bytes(v: minijinja::Value) -> String {
-    let Some(b) = u64::try_from(v.clone()).ok().filter(|_| !v.is_none()) else {
-        return "-".into();
-    };
-    let f = b as f64;
-    if f >= 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.2} GiB", f / (1024.0 * 1024.0 * 1024.0))
-    } else if f >= 1024.0 * 1024.0 {
-        format!("{:.2} MiB", f / (1024.0 * 1024.0))
-    } else if f >= 1024.0 {
-        format!("{:.1} KiB", f / 1024.0)
-    } else {
-        format!("{b} B")
-    }
-}
-
-/// A value safe inside a Markdown table cell (`|` escaped, one line); `-` when absent.
-pub(crate) fn cell(v: minijinja::Value) -> String {
-    if v.is_none() || v.is_undefined() {
-        return "-".into();
-    }
-    let s = v
-        .as_str()
-        .map(str::to_string)
-        .unwrap_or_else(|| v.to_string());
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
 fn read(dir: &Path, rel: Option<&str>) -> String {
     match rel {
-        Some(r) => crate::bench::exec::read_log(&dir.join(r)),
+        Some(r) => crate::fsutil::read_log(&dir.join(r)),
         None => String::new(),
     }
 }
@@ -521,18 +457,6 @@ fn read(dir: &Path, rel: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn filters() {
-        assert_eq!(
-            num(minijinja::Value::from(1234567.891), Some(2)),
-            "1,234,567.89"
-        );
-        assert_eq!(num(minijinja::Value::from(12), None), "12");
-        assert_eq!(num(minijinja::Value::from(()), Some(2)), "-");
-        assert_eq!(bytes(minijinja::Value::from(3u64 << 20)), "3.00 MiB");
-        assert_eq!(cell(minijinja::Value::from("a|b\nc")), "a\\|b c");
-    }
 
     /// The smallest summary of an external run that `summary.md` renders.
     fn minimal_summary(phase: &str) -> Value {

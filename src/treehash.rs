@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 /// integrity error.
 pub fn tree_digest(root: &Path) -> Result<String> {
     let mut entries: Vec<(Vec<u8>, PathBuf)> = Vec::new();
-    collect(root, &[], &mut entries)?;
+    collect(root, &mut entries)?;
     // Code-point order of UTF-8 paths is their byte order.
     entries.sort_by(|a, b| a.0.cmp(&b.0));
 
@@ -55,28 +55,19 @@ pub fn tree_digest(root: &Path) -> Result<String> {
     Ok(hex::encode(h.finalize()))
 }
 
-fn collect(dir: &Path, prefix: &[u8], out: &mut Vec<(Vec<u8>, PathBuf)>) -> Result<()> {
-    let rd = std::fs::read_dir(dir).map_err(|e| Error::io("list", dir, e))?;
-    for entry in rd {
-        let entry = entry.map_err(|e| Error::io("list", dir, e))?;
-        let path = entry.path();
-        let mut rel = prefix.to_vec();
-        if !rel.is_empty() {
-            rel.push(b'/');
-        }
-        rel.extend_from_slice(entry.file_name().as_bytes());
-        let ft = entry
-            .file_type()
-            .map_err(|e| Error::io("inspect", &path, e))?;
+fn collect(dir: &Path, out: &mut Vec<(Vec<u8>, PathBuf)>) -> Result<()> {
+    // walkdir does not follow symlinks by default, so a symlinked directory stays a leaf.
+    for entry in walkdir::WalkDir::new(dir).min_depth(1) {
+        let entry = entry.map_err(|e| {
+            let at = e.path().unwrap_or(dir).to_path_buf();
+            Error::io("list", &at, e.into())
+        })?;
+        let ft = entry.file_type();
         if !(ft.is_dir() || ft.is_file() || ft.is_symlink()) {
-            return Err(unsupported(&path));
+            return Err(unsupported(entry.path()));
         }
-        // `DirEntry::file_type` does not follow symlinks, so a symlinked directory stays a leaf.
-        let descend = ft.is_dir();
-        out.push((rel.clone(), path.clone()));
-        if descend {
-            collect(&path, &rel, out)?;
-        }
+        let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
+        out.push((rel.as_os_str().as_bytes().to_vec(), entry.into_path()));
     }
     Ok(())
 }
@@ -161,7 +152,7 @@ mod tests {
         std::os::unix::fs::symlink("bin", d.path().join("bindir")).unwrap();
         assert_ne!(tree_digest(d.path()).unwrap(), base);
         let mut v = Vec::new();
-        collect(d.path(), &[], &mut v).unwrap();
+        collect(d.path(), &mut v).unwrap();
         assert!(v.iter().any(|(rel, _)| rel.as_slice() == b"bindir"));
         assert!(!v.iter().any(|(rel, _)| rel.starts_with(b"bindir/")));
     }

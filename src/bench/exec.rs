@@ -1,4 +1,4 @@
-//! Running one TSBS tool: its own process group (dies with tsbsctl), stdout and stderr merged
+//! Running one TSBS tool: its own process group (dies with tsbsctl; see [`crate::proc`]), stdout and stderr merged
 //! into one log that starts with the redacted command line, a dataset streamed to stdin when
 //! asked (hashed on its way, so a run records the bytes the tool read), and a watch loop that
 //! stops the tool on Ctrl-C or when the server it talks to dies. An [`Observer`] sees the log's
@@ -12,8 +12,11 @@ use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::interrupt;
+use crate::proc::Waited;
 use crate::tsbs::TsbsCommand;
+
+/// SIGTERM to a stopped tool's group, then this long before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// How a tool run ended.
 #[derive(Debug)]
@@ -225,7 +228,7 @@ pub fn run_tool_observed(
     } else {
         Stdio::null()
     });
-    crate::server::configure_child(&mut c);
+    crate::proc::configure(&mut c);
     let mut child = c.spawn().map_err(|e| {
         Error::failed(format!("could not start {}: {e}", cmd.program.display()))
             .with_hint("check the TSBS build with `tsbsctl env verify`")
@@ -234,32 +237,34 @@ pub fn run_tool_observed(
         (Some(src), Some(dst)) => Some(std::thread::spawn(move || feed(src, dst))),
         _ => None,
     };
-    let pid = child.id() as libc::pid_t;
     let mut tail = Tail::new(log, observer.wants_lines());
-    let mut last_watch = Instant::now();
-    let end = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break ToolEnd::Exited(status),
-            Ok(None) => {}
-            Err(e) => return Err(Error::failed(format!("waiting for {}: {e}", cmd.tool()))),
-        }
-        if interrupt::requested() {
-            stop_group(pid, &mut child);
-            break ToolEnd::Interrupted;
-        }
-        if last_watch.elapsed() >= Duration::from_millis(200) {
-            last_watch = Instant::now();
+    enum Why {
+        ServerGone(String),
+        Observer(String),
+    }
+    let waited = crate::proc::wait(
+        &mut child,
+        &crate::proc::WaitFor {
+            limit: None,
+            grace: STOP_GRACE,
+            tick_every: Duration::from_millis(200),
+        },
+        &mut || {
             if let Some(reason) = watch() {
-                stop_group(pid, &mut child);
-                break ToolEnd::ServerGone(reason);
+                return Some(Why::ServerGone(reason));
             }
             tail.poll(observer);
-            if let Some(reason) = observer.tick() {
-                stop_group(pid, &mut child);
-                break ToolEnd::Stopped(reason);
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
+            observer.tick().map(Why::Observer)
+        },
+    )
+    .map_err(|e| Error::failed(format!("waiting for {}: {e}", cmd.tool())))?;
+    let end = match waited {
+        Waited::Exited(status) => ToolEnd::Exited(status),
+        Waited::Interrupted => ToolEnd::Interrupted,
+        // No limit was set, so only a tick can stop the tool.
+        Waited::TimedOut => ToolEnd::Stopped("timed out".into()),
+        Waited::Stopped(Why::ServerGone(r)) => ToolEnd::ServerGone(r),
+        Waited::Stopped(Why::Observer(r)) => ToolEnd::Stopped(r),
     };
     tail.poll(observer);
     observer.done();
@@ -278,29 +283,4 @@ pub fn run_tool_observed(
         wall_seconds: started.elapsed().as_secs_f64(),
     };
     Ok(ToolRun { end, usage, fed })
-}
-
-/// SIGTERM to the tool's group, 2 s, then SIGKILL; always reaps.
-fn stop_group(pid: libc::pid_t, child: &mut std::process::Child) {
-    // SAFETY: signalling the process group of a child we spawned.
-    unsafe { libc::kill(-pid, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: as above.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    let _ = child.wait();
-}
-
-/// Reads a log as text (lossy), for the parsers.
-pub fn read_log(path: &Path) -> String {
-    let mut s = Vec::new();
-    if let Ok(mut f) = File::open(path) {
-        let _ = f.read_to_end(&mut s);
-    }
-    String::from_utf8_lossy(&s).into_owned()
 }

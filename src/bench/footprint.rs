@@ -167,52 +167,55 @@ pub fn measure(dir: &Path) -> Result<Footprint> {
 fn walk(dir: &Path, classify: fn(&Path) -> Part) -> Result<Footprint> {
     use std::os::unix::fs::MetadataExt;
     let mut f = Footprint::default();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let rd = match std::fs::read_dir(&d) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && d != dir => continue,
-            Err(e) => return Err(Error::io("measure", &d, e)),
+    // Symlinks are not followed; a directory or file that vanishes during the walk (the
+    // server compacting) is skipped, any other error below the root fails the measurement.
+    for e in walkdir::WalkDir::new(dir).min_depth(1) {
+        let e = match e {
+            Ok(e) => e,
+            Err(err)
+                if err.depth() > 0
+                    && err.io_error().map(|io| io.kind()) == Some(std::io::ErrorKind::NotFound) =>
+            {
+                continue
+            }
+            Err(err) => {
+                let at = err.path().unwrap_or(dir).to_path_buf();
+                return Err(Error::io("measure", &at, err.into()));
+            }
         };
-        for e in rd.flatten() {
-            let p = e.path();
-            let Ok(m) = std::fs::symlink_metadata(&p) else {
-                continue;
-            };
-            if m.is_dir() {
-                stack.push(p);
-                continue;
+        let p = e.path();
+        let Ok(m) = e.metadata() else {
+            continue;
+        };
+        if !m.is_file() {
+            continue;
+        }
+        let size = m.blocks() * 512;
+        f.files += 1;
+        f.total_bytes += size;
+        f.apparent_bytes += m.len();
+        match classify(p.strip_prefix(dir).unwrap_or(p)) {
+            Part::Wal => {
+                f.wal_bytes += size;
+                f.wal_files += 1;
             }
-            if !m.is_file() {
-                continue;
+            Part::Data => {
+                f.data_bytes += size;
+                f.data_files += 1;
             }
-            let size = m.blocks() * 512;
-            f.files += 1;
-            f.total_bytes += size;
-            f.apparent_bytes += m.len();
-            match classify(p.strip_prefix(dir).unwrap_or(&p)) {
-                Part::Wal => {
-                    f.wal_bytes += size;
-                    f.wal_files += 1;
-                }
-                Part::Data => {
-                    f.data_bytes += size;
-                    f.data_files += 1;
-                }
-                Part::Index => {
-                    f.other_bytes += size;
-                    *f.index_bytes.get_or_insert(0) += size;
-                    *f.index_files.get_or_insert(0) += 1;
-                }
-                Part::Metadata => {
-                    f.other_bytes += size;
-                    *f.metadata_bytes.get_or_insert(0) += size;
-                }
-                Part::Other => f.other_bytes += size,
-                Part::Pt => {
-                    f.pt_bytes += size;
-                    f.pt_files += 1;
-                }
+            Part::Index => {
+                f.other_bytes += size;
+                *f.index_bytes.get_or_insert(0) += size;
+                *f.index_files.get_or_insert(0) += 1;
+            }
+            Part::Metadata => {
+                f.other_bytes += size;
+                *f.metadata_bytes.get_or_insert(0) += size;
+            }
+            Part::Other => f.other_bytes += size,
+            Part::Pt => {
+                f.pt_bytes += size;
+                f.pt_files += 1;
             }
         }
     }

@@ -188,7 +188,7 @@ pub fn validate(kind: ProductKind, req: &Request) -> Result<Phase> {
         crate::ids::validate_id("--database-id", id)?;
     }
     if let Some(d) = &req.database {
-        crate::workspace::validate_database_name(d)?;
+        crate::ids::validate_sql_identifier("--database", d)?;
     }
     if let Some(id) = &req.dataset_id {
         crate::ids::validate_id("--dataset-id", id)?;
@@ -276,7 +276,7 @@ pub fn validate(kind: ProductKind, req: &Request) -> Result<Phase> {
                 .with_hint("drop --window, or use --strategy swcs"));
         }
         if let Some(t) = &req.table {
-            crate::workspace::validate_database_name(t).map_err(|_| {
+            crate::ids::validate_sql_identifier("--table", t).map_err(|_| {
                 Error::invalid(format!("--table {t:?} is not a valid table name"))
                     .with_hint("use letters, digits and '_'")
             })?;
@@ -943,7 +943,7 @@ impl Bench<'_> {
             Some(sf.rows),
         )?;
         let (end, usage) = (ran.end, ran.usage);
-        let log_text = exec::read_log(&log);
+        let log_text = crate::fsutil::read_log(&log);
         let status = self.tool_exit("load", attempt, end, "the load", &log)?;
         match tsbs::load_outcome(&cmd.tool(), status, &log_text, &spec.results_file) {
             Ok(r) => {
@@ -1220,7 +1220,7 @@ impl Bench<'_> {
             )?;
             let (end, usage) = (ran.end, ran.usage);
             let status = self.tool_exit(&step, attempt, end, &format!("query type {qt}"), &log)?;
-            let text = exec::read_log(&log);
+            let text = crate::fsutil::read_log(&log);
             match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
                 Ok(r) => self.run.end(
                     &step,
@@ -1307,7 +1307,7 @@ impl Bench<'_> {
             let cwd = self.cwd.clone();
             let (end, _) = exec::run_tool(&cmd, &cwd, &log, None, &mut || self.server_gone())?;
             let status = self.tool_exit(&step, attempt, end, &format!("analysis of {qt}"), &log)?;
-            let text = exec::read_log(&log);
+            let text = crate::fsutil::read_log(&log);
             match tsbs::explain_outcome(&cmd.tool(), status, &text, &spec) {
                 Ok(r) => self.run.end(
                     &step,

@@ -21,6 +21,20 @@ pub struct LockArgs {
     pub hold_token_stdin: bool,
 }
 
+// Here, not in lock.rs, so the core never imports `cli` (review #3).
+impl From<&LockArgs> for crate::lock::LockOptions {
+    fn from(a: &LockArgs) -> Self {
+        crate::lock::LockOptions {
+            wait: a.wait.map(std::time::Duration::from_secs),
+            hold_token: crate::lock::HoldToken::from_flags(
+                a.hold_token.clone(),
+                a.hold_token_env.clone(),
+                a.hold_token_stdin,
+            ),
+        }
+    }
+}
+
 /// `--dataset-root DIR` (else $TSBS_DATASET_ROOT, else <root>/datasets).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DatasetRootArgs {

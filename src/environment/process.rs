@@ -1,9 +1,10 @@
 //! Running the outside programs this area needs (`go`, `git`) with a time bound, an explicit
-//! environment and interrupt handling.
+//! environment and interrupt handling, on [`crate::proc`]: each runs in its own process group,
+//! so a timeout or Ctrl-C stops the compilers and helpers it started too.
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::Error;
 
@@ -44,6 +45,7 @@ pub fn run_capture(mut cmd: Command, limit: Duration) -> std::result::Result<Cap
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    crate::proc::configure(&mut cmd);
     let mut child = cmd.spawn().map_err(RunError::Spawn)?;
     let out = reader(child.stdout.take());
     let err = reader(child.stderr.take());
@@ -65,31 +67,21 @@ fn reader<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Str
     })
 }
 
-/// Waits for `child`, polling for interrupts; kills it on timeout or interrupt.
+/// Waits for `child` (spawned with [`crate::proc::configure`]), polling for interrupts; stops
+/// its group on timeout or interrupt.
 pub fn wait_bounded(
     child: &mut Child,
     limit: Option<Duration>,
 ) -> std::result::Result<std::process::ExitStatus, RunError> {
-    let start = Instant::now();
-    let mut pause = Duration::from_millis(2);
-    loop {
-        match child.try_wait() {
-            Ok(Some(st)) => return Ok(st),
-            Ok(None) => {}
-            Err(e) => return Err(RunError::Spawn(e)),
-        }
-        if crate::interrupt::requested() {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(RunError::Interrupted);
-        }
-        if limit.is_some_and(|l| start.elapsed() > l) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(RunError::TimedOut);
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
+    let w = crate::proc::WaitFor {
+        limit,
+        grace: Duration::from_secs(2),
+        ..Default::default()
+    };
+    match crate::proc::wait(child, &w, &mut || None::<()>).map_err(RunError::Spawn)? {
+        crate::proc::Waited::Exited(st) => Ok(st),
+        crate::proc::Waited::Interrupted => Err(RunError::Interrupted),
+        crate::proc::Waited::TimedOut | crate::proc::Waited::Stopped(()) => Err(RunError::TimedOut),
     }
 }
 

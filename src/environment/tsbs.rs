@@ -688,6 +688,7 @@ fn build_one(
         .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));
+    crate::proc::configure(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| Error::failed(format!("could not run {}: {e}", argv[0])))?;

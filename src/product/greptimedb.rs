@@ -282,19 +282,19 @@ impl Product for GreptimeDb {
     }
 
     fn create_database(&self, endpoint: &str, database: &str) -> Result<()> {
-        crate::workspace::validate_database_name(database)?;
+        crate::ids::validate_sql_identifier("--database", database)?;
         self.sql(endpoint, None, &format!("CREATE DATABASE {database}"))
             .map(drop)
     }
 
     fn drop_database(&self, endpoint: &str, database: &str) -> Result<()> {
-        crate::workspace::validate_database_name(database)?;
+        crate::ids::validate_sql_identifier("--database", database)?;
         self.sql(endpoint, None, &format!("DROP DATABASE {database}"))
             .map(drop)
     }
 
     fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
-        crate::workspace::validate_database_name(table)?;
+        crate::ids::validate_sql_identifier("--table", table)?;
         let out = self.sql(
             endpoint,
             Some(database),

@@ -148,11 +148,7 @@ pub mod license {
 /// The environment variables through which `version` reads the licence e-mail and type: 3.11
 /// and later `INFLUXDB3_LICENSE_*`, earlier versions `INFLUXDB3_ENTERPRISE_LICENSE_*`.
 pub fn license_env_names(version: &str) -> (&'static str, &'static str) {
-    let mut it = version
-        .split(['.', '-', '+'])
-        .map(|p| p.parse::<u64>().unwrap_or(0));
-    let (major, minor) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
-    if (major, minor) >= (3, 11) {
+    if version_at_least(version, 3, 11) {
         ("INFLUXDB3_LICENSE_EMAIL", "INFLUXDB3_LICENSE_TYPE")
     } else {
         (
@@ -447,7 +443,7 @@ impl Product for InfluxDb3 {
     }
 
     fn create_database(&self, endpoint: &str, database: &str) -> Result<()> {
-        crate::workspace::validate_database_name(database)?;
+        crate::ids::validate_sql_identifier("--database", database)?;
         let resp = admin_client()?
             .post(format!("{endpoint}/api/v3/configure/database"))
             .json(&json!({"db": database}))
@@ -463,7 +459,7 @@ impl Product for InfluxDb3 {
     }
 
     fn drop_database(&self, endpoint: &str, database: &str) -> Result<()> {
-        crate::workspace::validate_database_name(database)?;
+        crate::ids::validate_sql_identifier("--database", database)?;
         let resp = admin_client()?
             .delete(format!(
                 "{endpoint}/api/v3/configure/database?db={database}&hard_delete_at=now"
@@ -631,11 +627,11 @@ pub fn settings_source(version: &str) -> String {
     }
 }
 
+/// `MAJOR.MINOR` of `version` is at least `major.minor` (a pre-release of 3.11 counts as 3.11:
+/// the flags it gates arrived with the 3.11 pre-releases). False for a version that is not
+/// SemVer.
 fn version_at_least(version: &str, major: u64, minor: u64) -> bool {
-    let mut it = version
-        .split(['.', '-', '+'])
-        .map(|p| p.parse::<u64>().unwrap_or(0));
-    (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
+    semver::Version::parse(version).is_ok_and(|v| (v.major, v.minor) >= (major, minor))
 }
 
 /// The storage engine a data directory's files show: `.pt` files are the upgraded engine,
@@ -737,7 +733,7 @@ pub fn count_table(req: &CountRequest) -> Result<RowCount> {
         .connect_timeout(std::time::Duration::from_secs(10))
         .build()
         .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))?;
-    crate::workspace::validate_database_name(req.table)?;
+    crate::ids::validate_sql_identifier("--table", req.table)?;
     let limit_error = |files: Option<u64>, what: &str| {
         Error::failed(format!(
             "InfluxDB 3 Core refused to count {} {what}: the query would scan {} Parquet files, more than its query file limit (this is the server's limit, not missing rows)",

@@ -158,41 +158,28 @@ pub trait Product: Send + Sync {
 /// The config file of a workspace (when the product has one).
 pub const CONFIG_FILE: &str = "config.toml";
 
-/// Checks `MAJOR.MINOR.PATCH[-pre][+build]` without leading zeros (after any prefix the
-/// product strips). Returns the version unchanged.
+/// Checks `MAJOR.MINOR.PATCH[-pre][+build]` by SemVer 2.0 (no leading zeros, no `v`; after any
+/// prefix the product strips). Returns the version unchanged.
 pub fn check_semver(flag: &str, raw: &str, example: &str) -> Result<String> {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = RE.get_or_init(|| {
-        regex::Regex::new(
-            r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$",
-        )
-        .expect("version regex")
-    });
-    if re.is_match(raw) {
-        Ok(raw.to_string())
-    } else {
-        Err(
+    match semver::Version::parse(raw) {
+        Ok(_) => Ok(raw.to_string()),
+        Err(_) => Err(
             Error::invalid(format!("{flag} {raw:?} is not an exact version"))
                 .with_hint(format!("give an exact version such as {example}")),
-        )
+        ),
     }
 }
 
-/// Orders versions: numeric major.minor.patch, then a release above its pre-releases, then the
-/// pre-release text. Unparseable versions sort first.
+/// Orders versions by SemVer precedence (§11: numeric identifiers compare as numbers, so
+/// `1.2.0-beta.10` is above `beta.2`; build metadata is ignored). Unparseable versions sort
+/// first.
 pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
-    fn key(v: &str) -> (Vec<u64>, bool, String) {
-        let core_end = v.find(['-', '+']).unwrap_or(v.len());
-        let nums = v[..core_end]
-            .split('.')
-            .map(|p| p.parse::<u64>().unwrap_or(0))
-            .collect();
-        let pre = v[core_end..]
-            .strip_prefix('-')
-            .map(|p| p.split('+').next().unwrap_or("").to_string());
-        (nums, pre.is_none(), pre.unwrap_or_default())
+    match (semver::Version::parse(a), semver::Version::parse(b)) {
+        (Ok(a), Ok(b)) => a.cmp_precedence(&b),
+        (Ok(_), Err(_)) => std::cmp::Ordering::Greater,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Less,
+        (Err(_), Err(_)) => std::cmp::Ordering::Equal,
     }
-    key(a).cmp(&key(b))
 }
 
 /// The environment variable that bounds one admin request (listing, creating and dropping
@@ -219,13 +206,20 @@ pub fn admin_timeout() -> Result<std::time::Duration> {
 
 /// A blocking HTTP client for admin requests to a local server (no proxy, bounded by
 /// [`admin_timeout`]).
+/// Built once per process: every blocking client starts its own runtime thread, and the admin
+/// statements of one command share the same policy. A clone shares the connection pool.
 pub fn admin_client() -> Result<reqwest::blocking::Client> {
-    reqwest::blocking::Client::builder()
+    static CLIENT: std::sync::OnceLock<reqwest::blocking::Client> = std::sync::OnceLock::new();
+    if let Some(c) = CLIENT.get() {
+        return Ok(c.clone());
+    }
+    let c = reqwest::blocking::Client::builder()
         .no_proxy()
         .timeout(admin_timeout()?)
         .connect_timeout(std::time::Duration::from_secs(5))
         .build()
-        .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))
+        .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))?;
+    Ok(CLIENT.get_or_init(|| c).clone())
 }
 
 #[cfg(test)]
@@ -264,5 +258,16 @@ mod tests {
             Ordering::Less
         );
         assert_eq!(compare_versions("0.17.2", "1.0.0"), Ordering::Less);
+        // SemVer §11: numeric pre-release identifiers compare as numbers.
+        assert_eq!(
+            compare_versions("1.2.0-beta.10", "1.2.0-beta.2"),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare_versions("1.2.0-alpha", "1.2.0-alpha.1"),
+            Ordering::Less
+        );
+        assert_eq!(compare_versions("1.2.0+a", "1.2.0+b"), Ordering::Equal);
+        assert_eq!(compare_versions("nonsense", "0.0.1"), Ordering::Less);
     }
 }

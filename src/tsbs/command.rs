@@ -232,11 +232,8 @@ impl TsbsCommand {
     /// into a shell, unlike the reference's Windows quoting), followed by a shell comment
     /// naming the secret keys of the tool's `config.json`, each as `<redacted>`.
     pub fn redacted(&self) -> String {
-        let mut out = shell_quote(&self.program.to_string_lossy());
-        for a in self.redacted_args() {
-            out.push(' ');
-            out.push_str(&shell_quote(&a));
-        }
+        let mut out =
+            crate::proc::command_line(&self.program.to_string_lossy(), &self.redacted_args());
         let keys = self.secret_keys();
         if !keys.is_empty() {
             out.push_str(&format!(" # {TOOL_CONFIG}:"));
@@ -347,18 +344,6 @@ fn sweep_stale_tool_dirs(parent: &Path) {
 impl fmt::Debug for TsbsCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.redacted())
-    }
-}
-
-/// Quotes one word for a POSIX shell, leaving plain words as they are.
-pub fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_=./,:@%+".contains(&b));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 
@@ -840,13 +825,14 @@ mod tests {
 
     #[test]
     fn quoting_and_viper_files() {
-        assert_eq!(shell_quote("--a=b"), "--a=b");
+        let quote = crate::proc::quote;
+        assert_eq!(quote("--a=b"), "--a=b");
         assert_eq!(
-            shell_quote("--auth-token=<redacted>"),
+            quote("--auth-token=<redacted>"),
             "'--auth-token=<redacted>'"
         );
-        assert_eq!(shell_quote("it's"), "'it'\\''s'");
-        assert_eq!(shell_quote(""), "''");
+        assert_eq!(quote("it's"), "\"it's\"");
+        assert_eq!(quote(""), "''");
         let d = tempfile::tempdir().unwrap();
         assert!(viper_config_files(d.path()).is_empty());
         std::fs::write(d.path().join("config.yaml"), "workers: 9\n").unwrap();

@@ -1281,3 +1281,64 @@ fn managed_influxdb3_enterprise_all_after_activation() {
         .all(|q| q["status"] == "completed"));
     assert_no_secret(&w.gt.env.root.join("influxdb3/runs"), email, &[&r]);
 }
+
+/// Live processes whose program lies under `dir` and whose command line names `tool`.
+fn processes_of(dir: &Path, tool: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let state = stat[stat.rfind(')')? + 1..].split_whitespace().next()?;
+            if state == "Z" || state == "X" {
+                return None;
+            }
+            let argv = std::fs::read(e.path().join("cmdline")).ok()?;
+            let argv = String::from_utf8_lossy(&argv).replace('\0', " ");
+            (argv.starts_with(&*dir.to_string_lossy()) && argv.contains(tool)).then_some(argv)
+        })
+        .collect()
+}
+
+#[test]
+fn ctrl_c_during_query_generation_stops_the_generator_and_exits_130() {
+    let w = world();
+    w.bench("load", &[]).ok();
+    let calls = w.gt.env.path().join("query-generator-calls.log");
+    w.tool_knobs(
+        "tsbs_generate_queries",
+        json!({"delay_ms": 60_000, "invocations_log": calls}),
+    );
+    let mut args = vec![
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "g1",
+        "--queries",
+        "3",
+        "--stop-timeout",
+        "5",
+    ];
+    args.extend(tiny());
+    for t in TYPES {
+        args.extend(["--query-type", t]);
+    }
+    let mut c = w.gt.env.cmd(&args);
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(60), || calls.exists()),
+        "the query generator never started"
+    );
+    let t0 = Instant::now();
+    // SAFETY: signalling the tsbsctl child this test started (not its generators).
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let r = Run::from_output(&args, child.wait_with_output().unwrap());
+    r.code(130);
+    // The generator sleeps 60 s before it writes: only a stop ends the run this soon.
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+    let left = processes_of(w.gt.env.path(), "tsbs_generate_queries");
+    assert!(left.is_empty(), "generators left running: {left:?}");
+}

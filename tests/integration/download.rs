@@ -627,3 +627,67 @@ fn redirects_are_followed_and_the_token_does_not_follow_them_off_the_api() {
     assert_eq!(auth(&api), vec![Some(format!("Bearer {secret}"))]);
     assert_eq!(auth(text), vec![None]);
 }
+
+/// Keeps every info line.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<String>>);
+
+impl tsbsctl::output::Reporter for Recorder {
+    fn info(&self, m: &str) {
+        self.0.lock().unwrap().push(m.to_string());
+    }
+    fn warn(&self, m: &str) {
+        self.0.lock().unwrap().push(m.to_string());
+    }
+    fn progress(
+        &self,
+        _: &str,
+        _: Option<u64>,
+        _: tsbsctl::output::Unit,
+    ) -> Box<dyn tsbsctl::output::Progress> {
+        Box::new(tsbsctl::output::NoProgress)
+    }
+}
+
+#[test]
+fn a_second_downloader_waits_for_the_first_naming_it_then_reuses_its_file() {
+    let w = world();
+    let (data, sha) = w.put_asset(20_000);
+    // The cache entry's lock, held the way another tsbsctl holds it.
+    let lock_path = w.cache_dir(&sha).join(format!(".{NAME}.lock"));
+    let held = tsbsctl::lock::lock_file(
+        &lock_path,
+        "the download",
+        "tsbsctl greptimedb install --version 9.9.9",
+        &Default::default(),
+        &SilentReporter,
+    )
+    .unwrap();
+    let rec = Arc::new(Recorder::default());
+    let dl = {
+        let _g = ENV.lock().unwrap_or_else(|e| e.into_inner());
+        Downloader::new(&w.root, &w.sources, rec.clone())
+            .unwrap()
+            .with_github_token(None)
+    };
+    let url = w.mirror.url(ASSET);
+    let sha2 = sha.clone();
+    let waiter = std::thread::spawn(move || dl.fetch_verified(&url, &sha2, NAME));
+    let t0 = std::time::Instant::now();
+    while rec.0.lock().unwrap().is_empty() && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let said = rec.0.lock().unwrap().join("\n");
+    assert!(said.contains("waiting"), "{said}");
+    assert!(
+        said.contains("greptimedb install --version 9.9.9"),
+        "{said}"
+    );
+    assert!(!waiter.is_finished());
+    // The holder publishes the file and lets go: the waiter finds it and downloads nothing.
+    std::fs::write(w.cache_dir(&sha).join(NAME), &data).unwrap();
+    drop(held);
+    let v = waiter.join().unwrap().unwrap();
+    assert_eq!(std::fs::read(&v.path).unwrap(), data);
+    assert!(w.mirror.requests_for(ASSET).is_empty());
+}
