@@ -3,7 +3,7 @@
 //! as the server, and the TSBS loader/runner stand-ins talking to it over HTTP. Datasets are
 //! tiny (2 hosts, one day at 60 s) and only three query types run, to keep the file fast.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
