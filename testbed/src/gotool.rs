@@ -456,31 +456,21 @@ pub fn refuse_viper_config(tool: &str) {
 
 /// The knobs of `$TESTBED_KNOBS` for `tool`: the object under the tool's own name, merged over
 /// the one under `family` (e.g. `tsbs_load`). No variable or no file: no knobs. A knob file
-/// that is not JSON is a test bug: exit 2 with a message.
+/// that is not JSON is a test bug: exit 2 with a message ([`load_knobs_with`]).
 pub fn knobs(tool: &str, family: &str) -> serde_json::Map<String, serde_json::Value> {
-    let Some(path) = std::env::var_os("TESTBED_KNOBS") else {
-        return Default::default();
-    };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(_) => return Default::default(),
-    };
-    let all: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("testbed: knob file {path:?} is not JSON: {e}");
-            std::process::exit(2)
-        }
-    };
-    let mut out = serde_json::Map::new();
-    for key in [family, tool] {
-        if let Some(serde_json::Value::Object(m)) = all.get(key) {
-            for (k, v) in m {
-                out.insert(k.clone(), v.clone());
+    let merged = load_knobs_with(|all| {
+        let mut out = serde_json::Map::new();
+        for key in [family, tool] {
+            if let Some(serde_json::Value::Object(m)) = all.get(key) {
+                out.extend(m.clone());
             }
         }
-    }
-    out
+        Ok(Some(serde_json::Value::Object(out)))
+    });
+    merged.unwrap_or_else(|e| {
+        eprintln!("testbed: {e}");
+        std::process::exit(2)
+    })
 }
 
 /// The one strict loader of the `$TESTBED_KNOBS` file: the object under `section` (the whole

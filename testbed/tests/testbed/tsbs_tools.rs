@@ -878,6 +878,13 @@ fn loader_knobs() {
             _ => assert!(std::fs::read_to_string(&results).unwrap().contains(check)),
         }
     }
+    // A knob file that is not JSON is a test bug: exit 2 before anything is loaded.
+    std::fs::write(&knobs, "{\"tsbs_load\": ").unwrap();
+    let before = state.rows.load(Ordering::SeqCst);
+    let run = emulate("tsbs_load_greptime", &a, dir.path(), None, Some(&knobs));
+    run.expect(2);
+    assert!(run.stderr().contains("bad knob file"), "{}", run.stderr());
+    assert_eq!(state.rows.load(Ordering::SeqCst), before);
 }
 
 // ---------------------------------------------------------------- runners
