@@ -377,4 +377,19 @@ mod tests {
         assert!(!watch.finish());
         assert!(child.wait().unwrap().success());
     }
+
+    #[test]
+    fn pump_writes_every_line_through_the_filter() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("log");
+        let log = Arc::new(Mutex::new(File::create(&path).unwrap()));
+        let input: &'static [u8] = b"token=abc\r\nplain\nlast without newline";
+        pump(input, |l| l.replace("abc", "<redacted>"), log)
+            .join()
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "token=<redacted>\nplain\nlast without newline\n"
+        );
+    }
 }
