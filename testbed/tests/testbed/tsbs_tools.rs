@@ -628,6 +628,11 @@ fn influx3_loader_modes_tokens_and_retry() {
     // reuse: no admin call at all; writes round-robin over the two URLs, with the auth token
     // read from config.json in the working directory (viper)
     std::fs::write(dir.path().join("config.json"), r#"{"auth-token": "wtok"}"#).unwrap();
+    // Workers take batches from one shared channel (as the real loader does), so with two
+    // batches one worker could take both; a pause after each batch lets the other take the
+    // second, making "both URLs get writes" deterministic.
+    let knobs = dir.path().join("knobs.json");
+    std::fs::write(&knobs, r#"{"tsbs_load": {"batch_delay_ms": 300}}"#).unwrap();
     let run = emulate(
         "tsbs_load_influx3",
         &load_args(
@@ -642,7 +647,7 @@ fn influx3_loader_modes_tokens_and_retry() {
         ),
         dir.path(),
         None,
-        None,
+        Some(&knobs),
     );
     run.expect(0);
     for s in [&a, &b] {
