@@ -694,3 +694,191 @@ fn loader_and_runner_against_a_real_postgresql() {
     );
     drop(pg);
 }
+
+fn generate(tool_name: &str, args: &[&str], cwd: &Path) -> Output {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    tool(tool_name, &args, cwd)
+}
+
+const DATA_ARGS: [&str; 6] = [
+    "--use-case=cpu-only",
+    "--seed=123",
+    "--scale=8",
+    "--timestamp-start=2023-06-11T00:00:00Z",
+    "--timestamp-end=2023-06-12T00:00:00Z",
+    "--log-interval=10s",
+];
+
+/// The stand-in generators' `--format=timescaledb`: the real header and line grammar, the
+/// same rows as their influx format; its query files hold SQL that real PostgreSQL runs.
+#[test]
+fn generated_timescaledb_data_and_queries_run_on_a_real_postgresql() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let mut args = DATA_ARGS.to_vec();
+    args.push("--format=timescaledb");
+    let ts = generate("tsbs_generate_data", &args, w);
+    assert_eq!(ts.status.code(), Some(0), "{ts:?}");
+    assert_eq!(text(&ts.stderr), "");
+    let ts = text(&ts.stdout);
+    let mut args = DATA_ARGS.to_vec();
+    args.push("--format=influx");
+    let influx = text(&generate("tsbs_generate_data", &args, w).stdout);
+    let real = fixture("data/cpu-timescaledb.head30.txt");
+    let lines: Vec<&str> = ts.lines().collect();
+    assert_eq!(lines[..3], real.lines().take(3).collect::<Vec<_>>()[..]);
+    let rows = influx.lines().count();
+    assert_eq!(rows, 8 * 8640);
+    assert_eq!(lines.len(), 3 + 2 * rows);
+    let tags_re = regex::Regex::new(r"^tags,hostname=host_\d+,region=[^,=]+,datacenter=[^,=]+,rack=\d+,os=[^,=]+,arch=[^,=]+,team=[^,=]+,service=\d+,service_version=\d+,service_environment=[^,=]+$").unwrap();
+    let cpu_re = regex::Regex::new(r"^cpu,\d{19}(,\d+){10}$").unwrap();
+    for l in real.lines().skip(3).chain(lines[3..].iter().copied()) {
+        assert!(tags_re.is_match(l) || cpu_re.is_match(l), "{l}");
+    }
+    // Row for row the influx rows' values.
+    for (i, inf) in influx.lines().enumerate().step_by(997) {
+        let (tags, rest) = inf.strip_prefix("cpu,").unwrap().split_once(' ').unwrap();
+        let (fields, t) = rest.rsplit_once(' ').unwrap();
+        assert_eq!(lines[3 + 2 * i], format!("tags,{tags}"));
+        let vals: Vec<&str> = fields
+            .split(',')
+            .map(|kv| kv.split_once('=').unwrap().1.trim_end_matches('i'))
+            .collect();
+        assert_eq!(lines[4 + 2 * i], format!("cpu,{t},{}", vals.join(",")));
+    }
+
+    let Some(pg) = start_pg() else { return };
+    let port = pg.port.to_string();
+    let data = w.join("cpu-timescaledb.dat");
+    std::fs::write(&data, &ts).unwrap();
+    let out = tool(
+        "tsbs_load_timescaledb",
+        &[
+            "--host=127.0.0.1".into(),
+            format!("--port={port}"),
+            "--user=postgres".into(),
+            "--db-name=benchmark".into(),
+            "--workers=2".into(),
+            "--batch-size=5000".into(),
+            "--use-hypertable=false".into(),
+            format!("--file={}", data.display()),
+        ],
+        w,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(text(&out.stdout).contains(&format!("loaded {rows} rows in ")));
+    let mut b = client(pg.port, "benchmark");
+    let n: i64 = b.query_one("SELECT count(*) FROM cpu", &[]).unwrap().get(0);
+    assert_eq!(n as usize, rows);
+    b.batch_execute("ANALYZE").unwrap();
+    drop(b);
+
+    let query_args = |t: &str, extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "--use-case=devops",
+            "--seed=123",
+            "--scale=8",
+            "--timestamp-start=2023-06-11T00:00:00Z",
+            "--timestamp-end=2023-06-12T00:00:01Z",
+            "--queries=3",
+            "--format=timescaledb",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.push(format!("--query-type={t}"));
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = |file: &Path| {
+        tool(
+            "tsbs_run_queries_timescaledb",
+            &[
+                "--hosts=127.0.0.1".into(),
+                format!("--port={port}"),
+                "--db-name=benchmark".into(),
+                format!("--file={}", file.display()),
+            ],
+            w,
+        )
+    };
+    // Plain PostgreSQL flags: every type's SQL runs.
+    for t in testbed::emulators::tsbs_generate::QUERY_TYPES {
+        let out = tool(
+            "tsbs_generate_queries",
+            &query_args(t, &["--timescale-use-time-bucket=false"]),
+            w,
+        );
+        assert_eq!(out.status.code(), Some(0), "{t}: {out:?}");
+        let qs = read_queries(&out.stdout).unwrap();
+        assert_eq!(qs.len(), 3);
+        assert!(qs[0].human_label.starts_with("TimescaleDB "), "{t}");
+        assert!(!qs[0].sql_query.contains("time_bucket"), "{t}");
+        assert_eq!(
+            text(&out.stderr),
+            format!("{}: 3 points\n", qs[0].human_label)
+        );
+        let file = w.join(format!("{t}.gob"));
+        std::fs::write(&file, &out.stdout).unwrap();
+        let out = run(&file);
+        assert_eq!(out.status.code(), Some(0), "{t}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("Run complete after 3 queries"));
+    }
+    // The labels and SQL shape of the real single-groupby-1-1-1 (its decoded file).
+    let out = tool(
+        "tsbs_generate_queries",
+        &query_args(
+            "single-groupby-1-1-1",
+            &["--timescale-use-time-bucket=false"],
+        ),
+        w,
+    );
+    let ours = read_queries(&out.stdout).unwrap();
+    let real = read_queries(
+        &std::fs::read(format!(
+            "{FIX}/queries/timescaledb-plainpg/single-groupby-1-1-1.gob"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let sql_shape = |s: &str| {
+        let re = regex::Regex::new(r"'[^']*'").unwrap();
+        re.replace_all(s, "'X'").into_owned()
+    };
+    assert_eq!(ours[0].human_label, real[0].human_label);
+    assert_eq!(sql_shape(&ours[0].sql_query), sql_shape(&real[0].sql_query));
+    // With the default time_bucket, plain PostgreSQL fails as the real run did.
+    let out = tool(
+        "tsbs_generate_queries",
+        &query_args("single-groupby-1-1-1", &[]),
+        w,
+    );
+    let qs = read_queries(&out.stdout).unwrap();
+    assert!(qs[0].sql_query.contains("time_bucket('60 seconds', time)"));
+    let file = w.join("tb.gob");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let out = run(&file);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        first_line(&text(&out.stderr)),
+        first_line(&fixture(
+            "run/fail-time_bucket-single-groupby-1-1-1.stderr.txt"
+        ))
+    );
+    // lastpoint is the same with or without time_bucket (reference §6).
+    let a = tool("tsbs_generate_queries", &query_args("lastpoint", &[]), w).stdout;
+    let b = tool(
+        "tsbs_generate_queries",
+        &query_args("lastpoint", &["--timescale-use-time-bucket=false"]),
+        w,
+    )
+    .stdout;
+    assert_eq!(a, b);
+    assert_eq!(read_queries(&a).unwrap()[0].sql_query, real_lastpoint_sql());
+    drop(pg);
+}
+
+fn real_lastpoint_sql() -> String {
+    let bytes = std::fs::read(format!("{FIX}/queries/timescaledb-plainpg/lastpoint.gob")).unwrap();
+    read_queries(&bytes).unwrap()[0].sql_query.clone()
+}
