@@ -281,10 +281,11 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Numbers replaced by `N`, so two outputs of different runs compare by shape.
+/// Numbers (with the padding before them, which depends on their width) replaced by ` N`, so
+/// two outputs of different runs compare by shape.
 fn shape(s: &str) -> String {
-    let re = regex::Regex::new(r"[0-9]+(\.[0-9]+)?(E[+-][0-9]+)?").unwrap();
-    re.replace_all(s, "N").into_owned()
+    let re = regex::Regex::new(r" *[0-9]+(\.[0-9]+)?(E[+-][0-9]+)?").unwrap();
+    re.replace_all(s, " N").into_owned()
 }
 
 /// Every key path of a JSON value (so two results files compare by structure).
