@@ -20,6 +20,15 @@ use crate::error::{Error, Result};
 /// is empty. tsbsctl never puts a password on a command line.
 pub const PASSWORD_ENV: &str = "PGPASSWORD";
 
+/// The environment that hands a password to the TSBS tools (none for a managed, trust-auth
+/// server): never `--pass`, which every local user could read in the process list.
+pub fn password_env(password: Option<&str>) -> Vec<(String, String)> {
+    password
+        .filter(|p| !p.is_empty())
+        .map(|p| vec![(PASSWORD_ENV.to_string(), p.to_string())])
+        .unwrap_or_default()
+}
+
 /// Where the TSBS tools connect.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Conn {
@@ -507,6 +516,18 @@ mod tests {
                 .exit_code(),
             2
         );
+    }
+
+    #[test]
+    fn the_password_never_goes_on_a_command_line() {
+        let a = loader_args(&load(Mode::Timescaledb, Hypertable::default())).unwrap();
+        assert!(!a.iter().any(|x| x.starts_with("--pass")), "{a:?}");
+        assert_eq!(
+            password_env(Some("s3cret")),
+            vec![("PGPASSWORD".to_string(), "s3cret".to_string())]
+        );
+        assert!(password_env(Some("")).is_empty());
+        assert!(password_env(None).is_empty());
     }
 
     #[test]
