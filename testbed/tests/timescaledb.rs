@@ -572,6 +572,26 @@ fn loader_and_runner_against_a_real_postgresql() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 
+    // Batched INSERT instead of COPY, and --limit: the same rows, fewer of them.
+    let out = load(&[
+        "--use-hypertable=false",
+        "--use-insert=true",
+        "--limit=5",
+        &file,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(text(&out.stdout).contains("loaded 5 rows in "));
+    let mut b = client(pg.port, "benchmark");
+    let r = b
+        .query_one("SELECT count(*), min(time)::text FROM cpu", &[])
+        .unwrap();
+    assert_eq!(r.get::<_, i64>(0), 5);
+    assert_eq!(r.get::<_, String>(1), "2023-06-11 00:00:00+00");
+    drop(b);
+    // The full load again, for the runner.
+    let out = load(&["--use-hypertable=false", &file]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+
     // The runner. Real query files against the loaded database.
     let rconn = |extra: &[&str]| -> Vec<String> {
         let mut a = vec![
