@@ -628,6 +628,30 @@ fn loader_and_runner_against_a_real_postgresql() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(text(&out.stdout).contains("Run complete after 10 queries with 1 workers"));
 
+    // --prewarm-queries: each query twice, cold and warm blocks, the real results keys.
+    let res = w.join("prewarm.json");
+    let out = run(&[
+        "--prewarm-queries",
+        &q("timescaledb-plainpg/single-groupby-1-1-1"),
+        &format!("--results-file={}", res.display()),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let real = fixture("run/prewarm-single-groupby-1-1-1.stdout.txt");
+    let blocks = |s: &str| -> Vec<String> {
+        shape(s)
+            .lines()
+            .take(9)
+            .map(|l| l.split(" :").next().unwrap().trim_end().to_string())
+            .collect()
+    };
+    assert_eq!(blocks(&text(&out.stdout)), blocks(&real));
+    assert!(text(&out.stdout).contains("count: 20\n"));
+    let got = std::fs::read_to_string(&res).unwrap();
+    assert_eq!(
+        keys(&got),
+        keys(&fixture("run/prewarm-single-groupby-1-1-1.results.json"))
+    );
+
     // time_bucket SQL on plain PostgreSQL: the real panic, stdout empty.
     let out = run(&[&q("timescaledb-default/single-groupby-1-1-1")]);
     assert_eq!(out.status.code(), Some(2));
