@@ -57,6 +57,116 @@ impl Drop for Guard {
     }
 }
 
+/// Starts the foreground server as `run_as` (stdout and stderr to `log_path`) and waits for
+/// `pg_isready`; a server that exits first fails the test with its FATAL lines.
+fn start_and_wait(
+    inst: &install::PgInstallation,
+    layout: &Layout,
+    run_as: &RunAs,
+    port: u16,
+    log_path: &std::path::Path,
+) -> Guard {
+    let cmd = server::server_command(inst, layout, run_as);
+    let log = std::fs::File::create(log_path).unwrap();
+    let mut c = std::process::Command::new(&cmd.program);
+    c.args(&cmd.args)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    for (k, v) in &cmd.env {
+        c.env(k, v);
+    }
+    for k in &cmd.env_remove {
+        c.env_remove(k);
+    }
+    let mut guard = Guard(Some(c.spawn().unwrap()));
+    let ready = server::pg_isready_command(inst, port);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let st = ready.command().output().unwrap().status;
+        match Readiness::from_exit(st.code()) {
+            Readiness::Accepting => return guard,
+            Readiness::NoAttempt => panic!("pg_isready made no attempt: {}", ready.display()),
+            _ => {}
+        }
+        if let Some(st) = guard.0.as_mut().unwrap().try_wait().unwrap() {
+            let text = std::fs::read_to_string(log_path).unwrap();
+            panic!(
+                "postgres exited with {st}: {:?}\n{text}",
+                server::fatal_lines(&text)
+            );
+        }
+        assert!(Instant::now() < deadline, "server not ready in 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Stops the server with SIGINT and waits (30 s at most) for it to exit.
+fn stop(guard: &mut Guard) -> std::process::ExitStatus {
+    let mut child = guard.0.take().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("postgres did not stop within 30 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// CI images without a `postgres` user: the cluster runs as `nobody` through setpriv.
+#[test]
+fn managed_server_as_nobody_when_root() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("SKIP managed_server_as_nobody_when_root: needs root to act as another user");
+        return;
+    }
+    let Ok(inst) = install::find(None, &SearchPaths::default()) else {
+        eprintln!("SKIP managed_server_as_nobody_when_root: no PostgreSQL installation found");
+        return;
+    };
+    let nobody = RunAs::User {
+        name: None,
+        uid: 65534,
+        gid: 65534,
+    };
+    let top = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let layout = Layout::in_dir(&top.path().join("server"));
+    std::fs::create_dir_all(top.path().join("server")).unwrap();
+    server::initdb(&inst, &layout, &nobody).unwrap();
+    let port = free_port();
+    let settings = Settings {
+        shared_buffers: "128MB".into(),
+        ..Settings::bench(port, &layout.socket_dir, false)
+    };
+    let rendered = server::render_config(&settings, "pg-nobody", "x", "test").unwrap();
+    server::install_config(&layout.data_dir, &rendered, &nobody).unwrap();
+    let log = top.path().join("server.log");
+    let mut guard = start_and_wait(&inst, &layout, &nobody, port, &log);
+    let pid = guard.0.as_ref().unwrap().id();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let uid_line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    assert!(
+        uid_line.split_whitespace().skip(1).all(|u| u == "65534"),
+        "{uid_line}"
+    );
+    let mut c = sql::connect(&Target::local(port, "postgres"), sql::TIMEOUT).unwrap();
+    assert_eq!(c.query_one("SELECT 1", &[]).unwrap().get::<_, i32>(0), 1);
+    drop(c);
+    assert!(stop(&mut guard).success());
+    assert!(!layout.data_dir.join("postmaster.pid").exists());
+}
+
 #[test]
 fn managed_server_full_cycle_on_real_postgresql() {
     let Ok(inst) = install::find(None, &SearchPaths::default()) else {
@@ -95,42 +205,10 @@ fn managed_server_full_cycle_on_real_postgresql() {
     assert_eq!(server::clear_stale_pid(&layout.data_dir).unwrap(), None);
     assert!(server::port_free(port));
 
-    let cmd = server::server_command(&inst, &layout, &run_as);
     let log_path = top.path().join("server.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut c = std::process::Command::new(&cmd.program);
-    c.args(&cmd.args)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log);
-    for (k, v) in &cmd.env {
-        c.env(k, v);
-    }
-    for k in &cmd.env_remove {
-        c.env_remove(k);
-    }
-    let mut guard = Guard(Some(c.spawn().unwrap()));
+    let mut guard = start_and_wait(&inst, &layout, &run_as, port, &log_path);
     let pid = guard.0.as_ref().unwrap().id() as i32;
-
     let ready = server::pg_isready_command(&inst, port);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let st = ready.command().output().unwrap().status;
-        match Readiness::from_exit(st.code()) {
-            Readiness::Accepting => break,
-            Readiness::NoAttempt => panic!("pg_isready made no attempt: {}", ready.display()),
-            _ => {}
-        }
-        if let Some(st) = guard.0.as_mut().unwrap().try_wait().unwrap() {
-            let text = std::fs::read_to_string(&log_path).unwrap();
-            panic!(
-                "postgres exited with {st}: {:?}\n{text}",
-                server::fatal_lines(&text)
-            );
-        }
-        assert!(Instant::now() < deadline, "server not ready in 60 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     // The pid we hold is the postmaster's own (setpriv execs), as postmaster.pid says.
     assert_eq!(server::postmaster_pid(&layout.data_dir), Some(pid));
     // A second start is refused, naming the running server.
@@ -168,13 +246,18 @@ fn managed_server_full_cycle_on_real_postgresql() {
 
     let bench = admin.with_db("benchmark");
     let mut b = sql::connect(&bench, sql::TIMEOUT).unwrap();
-    let before = sql::wal_lsn(&mut b).unwrap();
     b.batch_execute(
         "CREATE TABLE tags(id SERIAL PRIMARY KEY, hostname TEXT);
          CREATE TABLE cpu(time timestamptz, tags_id integer, usage_user DOUBLE PRECISION, additional_tags JSONB DEFAULT NULL);
          CREATE INDEX ON cpu(tags_id, \"time\" DESC);
-         CREATE INDEX ON cpu(\"time\" DESC);
-         INSERT INTO tags(hostname) SELECT 'host_' || g FROM generate_series(0, 9) g;
+         CREATE INDEX ON cpu(\"time\" DESC);",
+    )
+    .unwrap();
+    // Separate transactions, as the loader's: with wal_level = minimal, rows written in the
+    // transaction that created their table skip the WAL.
+    let before = sql::wal_lsn(&mut b).unwrap();
+    b.batch_execute(
+        "INSERT INTO tags(hostname) SELECT 'host_' || g FROM generate_series(0, 9) g;
          INSERT INTO cpu(time, tags_id, usage_user)
            SELECT timestamptz '2023-06-11' + g * interval '10 s', 1 + g % 10, g % 100
            FROM generate_series(0, 8639) g;",
@@ -217,23 +300,7 @@ fn managed_server_full_cycle_on_real_postgresql() {
     // Stop: SIGINT is a fast shutdown; the postmaster and all its backends are gone.
     let backends = children_of(pid);
     assert!(backends.len() >= 3, "backends: {backends:?}");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let mut child = guard.0.take().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("postgres did not stop within 30 s of SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = stop(&mut guard);
     assert!(status.success(), "postgres exited with {status}");
     let text = std::fs::read_to_string(&log_path).unwrap();
     assert!(text.contains("fast shutdown request"), "{text}");

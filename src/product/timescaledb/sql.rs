@@ -4,7 +4,7 @@
 //! names), row counts, `ANALYZE`, the other sessions on the benchmark database (the loader's
 //! `DROP DATABASE` fails while one is connected, reference §0.3), and the footprint as the
 //! published comparison counts it (reference §5.5, §8.10): `pg_database_size`, the table and
-//! index split, and the WAL a load generated. Every call is bounded: a connect timeout, and a
+//! index split, and the WAL a load generated (insert positions before and after). Every call is bounded: a connect timeout, and a
 //! `statement_timeout` set at connection start.
 //!
 //! The `postgres` crate runs its own small runtime: call these from a plain thread (or
@@ -417,10 +417,12 @@ pub fn footprint(c: &mut Client) -> Result<Footprint> {
     })
 }
 
-/// `pg_current_wal_lsn()`, as text (`0/1A2B3C4`).
+/// The WAL insert position (`pg_current_wal_insert_lsn()`), as text (`0/1A2B3C4`). Not
+/// `pg_current_wal_lsn()`, the write position: with `synchronous_commit = off` it lags until
+/// the WAL writer runs, so a difference taken right after a load would miss its tail.
 pub fn wal_lsn(c: &mut Client) -> Result<String> {
     let row = c
-        .query_one("SELECT pg_current_wal_lsn()::text", &[])
+        .query_one("SELECT pg_current_wal_insert_lsn()::text", &[])
         .map_err(|e| q("could not read the WAL position", e))?;
     Ok(row.get(0))
 }
