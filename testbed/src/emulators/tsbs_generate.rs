@@ -8,8 +8,8 @@
 //! Flags: the real tools' flag sets with their types and defaults (including the
 //! DB-specific query-generator booleans), parsed by [`crate::gotool::parse_tool`] like every
 //! TSBS stand-in (strict pflag: unknown flag, missing or bad value: pflag's message plus usage
-//! on stderr, exit 2). Only `--format=influx` and `--use-case=cpu-only` are
-//! emulated; any other *known* format or use case is refused (exit 2, `testbed: ... not
+//! on stderr, exit 2). Only `--format=influx` (and `timescaledb`, the same rows in that
+//! layout) and `--use-case=cpu-only` are emulated; any other *known* format or use case is refused (exit 2, `testbed: ... not
 //! emulated`), an unknown format panics like the real tool (exit 2, `Unrecognized format ...`),
 //! a zero scale, an invalid use case or a timestamp Go's `time.RFC3339` refuses is the real
 //! tool's quirk: `error: <msg>` on **stdout**, exit 0, in the real wording (`scale cannot be 0`,
@@ -26,7 +26,7 @@
 //!
 //! Flags: `--use-case` (devops | cpu-only), `--seed`, `--scale`, `--timestamp-start`,
 //! `--timestamp-end`, `--queries` (1000), `--query-type` (the 15 devops types), `--format`
-//! (greptime | influx3), `--db-name`, `--interleaved-generation-group-id/-groups`, `--debug`,
+//! (greptime | influx3 | timescaledb, with its `--timescale-use-*` flags), `--db-name`, `--interleaved-generation-group-id/-groups`, `--debug`,
 //! `--file`. Errors in the configuration: `error: <msg>` on stderr, exit 1, in the real order
 //! and wording (`scale cannot be 0`, `invalid format specified: 'x'`, `invalid use case
 //! specified: 'x'`, `query type cannot be empty`, `incorrect interleaved groups configuration:
