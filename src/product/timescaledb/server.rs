@@ -738,7 +738,18 @@ mod tests {
             .unwrap();
         std::os::unix::fs::symlink(sleep, &link).unwrap();
         let mut pg = Command::new(&link).arg("30").spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Until the exec is done, the child still has this test's name.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read_to_string(format!("/proc/{}/stat", pg.id()))
+            .unwrap_or_default()
+            .contains("(postgres)")
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the stand-in postgres did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         std::fs::write(&pidfile, format!("{}\n", pg.id())).unwrap();
         let e = clear_stale_pid(dir.path());
         let _ = pg.kill();
