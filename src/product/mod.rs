@@ -26,6 +26,7 @@ use crate::workspace::WorkspaceManifest;
 
 pub mod greptimedb;
 pub mod influxdb3;
+pub mod timescaledb;
 
 /// Where one release archive and its checksum file live.
 #[derive(Debug, Clone, PartialEq, Eq)]

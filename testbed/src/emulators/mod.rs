@@ -7,6 +7,7 @@ pub mod influxdb3;
 pub mod tsbs_generate;
 pub mod tsbs_load;
 pub mod tsbs_run;
+pub mod tsbs_timescaledb;
 
 /// Runs emulator `tool` with `args`; returns the exit code.
 pub fn run(tool: &str, args: Vec<String>) -> i32 {
@@ -20,6 +21,8 @@ pub fn run(tool: &str, args: Vec<String>) -> i32 {
         "tsbs_load_influx3" => tsbs_load::influx3_main(args),
         "tsbs_run_queries_influx" => tsbs_run::influx_main(args),
         "tsbs_run_queries_influx3" => tsbs_run::influx3_main(args),
+        "tsbs_load_timescaledb" => tsbs_timescaledb::load::main(args),
+        "tsbs_run_queries_timescaledb" => tsbs_timescaledb::run::main(args),
         other => {
             eprintln!("testbed: no emulator named {other:?}");
             2

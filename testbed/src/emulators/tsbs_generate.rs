@@ -8,8 +8,9 @@
 //! Flags: the real tools' flag sets with their types and defaults (including the
 //! DB-specific query-generator booleans), parsed by [`crate::gotool::parse_tool`] like every
 //! TSBS stand-in (strict pflag: an unknown flag, a single-dash flag such as `-seed=1`, a missing
-//! or bad value: pflag's message plus usage on stderr, the message on stdout, exit 2). Only `--format=influx` and `--use-case=cpu-only` are
-//! emulated; any other *known* format or use case is refused (exit 2, `testbed: ... not
+//! or bad value: pflag's message plus usage on stderr, the message on stdout, exit 2). Only
+//! `--format=influx` (and `timescaledb`, the same rows in that layout) and `--use-case=cpu-only`
+//! are emulated; any other *known* format or use case is refused (exit 2, `testbed: ... not
 //! emulated`), an unknown format panics like the real tool (exit 2, `Unrecognized format ...`),
 //! a zero scale, an invalid use case or a timestamp Go's `time.RFC3339` refuses is the real
 //! tool's quirk: `error: <msg>` on **stdout**, exit 0, in the real wording (`scale cannot be 0`,
@@ -27,7 +28,7 @@
 //!
 //! Flags: `--use-case` (devops | cpu-only), `--seed`, `--scale`, `--timestamp-start`,
 //! `--timestamp-end`, `--queries` (1000), `--query-type` (the 15 devops types), `--format`
-//! (greptime | influx3), `--db-name`, `--interleaved-generation-group-id/-groups`, `--debug`,
+//! (greptime | influx3 | timescaledb, with its `--timescale-use-*` flags), `--db-name`, `--interleaved-generation-group-id/-groups`, `--debug`,
 //! `--file`. Errors in the configuration: `error: <msg>` on stderr, exit 1, in the real order
 //! and wording (`scale cannot be 0`, `invalid format specified: 'x'`, `invalid use case
 //! specified: 'x'`, `query type cannot be empty`, `incorrect interleaved groups configuration:
@@ -424,7 +425,7 @@ pub fn data_main(args: Vec<String>) -> i32 {
             return stdout_error(&format!("invalid log interval: {raw:?}"));
         }
     };
-    if format != "influx" {
+    if format != "influx" && format != "timescaledb" {
         return not_emulated(&format!("--format={format}"));
     }
     if use_case != "cpu-only" {
@@ -450,6 +451,11 @@ pub fn data_main(args: Vec<String>) -> i32 {
             }
         },
         None => Box::new(raw_stdout()),
+    };
+    let out = if format == "timescaledb" {
+        Box::new(TimescaleLines::new(out)) as Box<dyn Write>
+    } else {
+        out
     };
     let gen = DataGen {
         scale,
@@ -903,6 +909,7 @@ pub fn queries_main(args: Vec<String>) -> i32 {
     let prefix = match format {
         "greptime" => "Influx",
         "influx3" => "InfluxDB 3",
+        "timescaledb" => "TimescaleDB",
         other => return not_emulated(&format!("--format={other}")),
     };
     let (start, end) = (flags.str("timestamp-start"), flags.str("timestamp-end"));
@@ -971,6 +978,20 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         },
         None => Box::new(io::BufWriter::new(raw_stdout())),
     };
+    if format == "timescaledb" {
+        let opts = TimescaleOpts::from_flags(&flags);
+        return timescaledb_queries(
+            &ctx,
+            &opts,
+            qtype,
+            &shape,
+            &label,
+            &mut rng,
+            out,
+            count,
+            (groups, group_id),
+        );
+    }
     let mut out = crate::queryfile::Writer::new(out);
     let mut emitted = 0u64;
     for i in 0..count {
@@ -1009,6 +1030,299 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         return fail(format!("write: {e}"));
     }
     eprintln!("{label}: {emitted} points");
+    0
+}
+
+// ---------------------------------------------------------------------------------------------
+// --format=timescaledb (reference postgresql.md §4, §6)
+
+/// The timescaledb data layout written from the influx rows: the header (the tag schema with
+/// types, the field columns, a blank line), then per row a `tags,<k=v,...>` line and a
+/// `cpu,<unix-ns>,<v1>,...` line with the same values as the influx row (as the real files of
+/// one dataset are: `data/cpu-timescaledb.head30.txt` vs `cpu-influx.head30.txt`).
+struct TimescaleLines {
+    out: Box<dyn Write>,
+    partial: Vec<u8>,
+    header: bool,
+}
+
+impl TimescaleLines {
+    fn new(out: Box<dyn Write>) -> TimescaleLines {
+        TimescaleLines {
+            out,
+            partial: Vec::new(),
+            header: false,
+        }
+    }
+
+    fn header_bytes() -> Vec<u8> {
+        let tags = [
+            "hostname",
+            "region",
+            "datacenter",
+            "rack",
+            "os",
+            "arch",
+            "team",
+            "service",
+            "service_version",
+            "service_environment",
+        ];
+        format!(
+            "tags,{}\ncpu,{}\n\n",
+            tags.map(|t| format!("{t} string")).join(","),
+            CPU_FIELDS.join(",")
+        )
+        .into_bytes()
+    }
+
+    /// One influx line as the two timescaledb lines; any other line is passed through.
+    fn convert(line: &[u8], out: &mut Vec<u8>) {
+        let text = String::from_utf8_lossy(line);
+        let parsed = (|| {
+            let rest = text.strip_prefix("cpu,")?;
+            let (tags, rest) = rest.split_once(' ')?;
+            let (fields, ts) = rest.rsplit_once(' ')?;
+            let values: Option<Vec<&str>> = fields
+                .split(',')
+                .map(|kv| kv.split_once('=').map(|(_, v)| v.trim_end_matches('i')))
+                .collect();
+            Some((tags.to_string(), ts.to_string(), values?.join(",")))
+        })();
+        match parsed {
+            Some((tags, ts, values)) => {
+                out.extend_from_slice(format!("tags,{tags}\ncpu,{ts},{values}\n").as_bytes())
+            }
+            None => {
+                out.extend_from_slice(line);
+                out.push(b'\n');
+            }
+        }
+    }
+}
+
+impl Write for TimescaleLines {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut conv = Vec::with_capacity(buf.len() + buf.len() / 2 + 512);
+        if !self.header {
+            conv.extend_from_slice(&Self::header_bytes());
+            self.header = true;
+        }
+        self.partial.extend_from_slice(buf);
+        let mut start = 0;
+        while let Some(n) = self.partial[start..].iter().position(|b| *b == b'\n') {
+            Self::convert(&self.partial[start..start + n], &mut conv);
+            start += n + 1;
+        }
+        self.partial.drain(..start);
+        self.out.write_all(&conv)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.header {
+            self.out.write_all(&Self::header_bytes())?;
+            self.header = true;
+        }
+        self.out.flush()
+    }
+}
+
+/// The TimescaleDB-only generator flags.
+struct TimescaleOpts {
+    use_time_bucket: bool,
+    use_json: bool,
+    use_tags: bool,
+}
+
+impl TimescaleOpts {
+    /// The defaults come from the flag table (`--timescale-use-time-bucket` and
+    /// `--timescale-use-tags` default to true, as in the real generator).
+    fn from_flags(flags: &crate::gotool::Flags) -> TimescaleOpts {
+        TimescaleOpts {
+            use_time_bucket: flags.bool("timescale-use-time-bucket"),
+            use_json: flags.bool("timescale-use-json"),
+            use_tags: flags.bool("timescale-use-tags"),
+        }
+    }
+
+    /// `time_bucket('<n> seconds', time)`, or its plain-PostgreSQL equivalent.
+    fn bucket(&self, secs: u32) -> String {
+        if self.use_time_bucket {
+            format!("time_bucket('{secs} seconds', time)")
+        } else {
+            format!("to_timestamp(((extract(epoch from time)::int)/{secs})*{secs})")
+        }
+    }
+
+    fn host_where(&self, hosts: &[String]) -> String {
+        if self.use_json {
+            let c: Vec<String> = hosts
+                .iter()
+                .map(|h| format!("tagset @> '{{\"hostname\": \"{h}\"}}'"))
+                .collect();
+            format!("tags_id IN (SELECT id FROM tags WHERE {})", c.join(" OR "))
+        } else {
+            let c: Vec<String> = hosts.iter().map(|h| format!("'{h}'")).collect();
+            if self.use_tags {
+                format!(
+                    "tags_id IN (SELECT id FROM tags WHERE hostname IN ({}))",
+                    c.join(",")
+                )
+            } else {
+                format!("hostname IN ({})", c.join(","))
+            }
+        }
+    }
+}
+
+/// Go's `2006-01-02 15:04:05.999999 -0700` in UTC: trailing zeros of the fraction dropped.
+fn go_sql_time(ns: i128) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(ns)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let mut frac = format!("{:06}", t.microsecond());
+    while frac.ends_with('0') {
+        frac.pop();
+    }
+    let frac = if frac.is_empty() {
+        String::new()
+    } else {
+        format!(".{frac}")
+    };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}{frac} +0000",
+        t.year(),
+        t.month() as u8,
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}
+
+/// The SQL of one query, in the real generator's text where the fixtures show it
+/// (`single-groupby-*`, `lastpoint`), in its structure elsewhere.
+fn timescaledb_sql(
+    ctx: &QueryCtx,
+    o: &TimescaleOpts,
+    shape: &TypeShape,
+    rng: &mut Rng,
+    from: i128,
+    to: i128,
+) -> String {
+    let metrics = &CPU_FIELDS[..shape.metrics.min(10)];
+    let (s, e) = (go_sql_time(from), go_sql_time(to));
+    let max_of = |ms: &[&str]| {
+        ms.iter()
+            .map(|m| format!("max({m}) as max_{m}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match shape.kind {
+        Kind::SingleGroupby => {
+            let hosts = ctx.hosts(rng, shape.hosts);
+            format!(
+                "SELECT {} AS minute,\n        {}\n        FROM cpu\n        WHERE {} AND time >= '{s}' AND time < '{e}'\n        GROUP BY minute ORDER BY minute ASC",
+                o.bucket(60),
+                max_of(metrics),
+                o.host_where(&hosts)
+            )
+        }
+        Kind::CpuMaxAll => {
+            let hosts = ctx.hosts(rng, shape.hosts);
+            format!(
+                "SELECT {} AS hour,\n        {}\n        FROM cpu\n        WHERE {} AND time >= '{s}' AND time < '{e}'\n        GROUP BY hour ORDER BY hour",
+                o.bucket(3600),
+                max_of(&CPU_FIELDS),
+                o.host_where(&hosts)
+            )
+        }
+        Kind::DoubleGroupby => {
+            let means: Vec<String> = metrics.iter().map(|m| format!("mean_{m}")).collect();
+            let avgs: Vec<String> = metrics
+                .iter()
+                .map(|m| format!("avg({m}) as mean_{m}"))
+                .collect();
+            // The real generator's JSON bug kept: `tags->>'hostname'` (reference §6).
+            let (group, field, join) = if o.use_json {
+                ("tags_id", "tags->>'hostname'", "JOIN tags ON cpu_avg.tags_id = tags.id")
+            } else if o.use_tags {
+                ("tags_id", "tags.hostname", "JOIN tags ON cpu_avg.tags_id = tags.id")
+            } else {
+                ("hostname", "hostname", "")
+            };
+            format!(
+                "\n        WITH cpu_avg AS (\n          SELECT {} as hour, {group},\n          {}\n          FROM cpu\n          WHERE time >= '{s}' AND time < '{e}'\n          GROUP BY hour, {group}\n        )\n        SELECT hour, {field}, {}\n        FROM cpu_avg\n        {join}\n        ORDER BY hour, {field}",
+                o.bucket(3600),
+                avgs.join(", "),
+                means.join(", ")
+            )
+        }
+        Kind::GroupbyOrderbyLimit => format!(
+            "SELECT {} AS minute, max(usage_user) FROM cpu WHERE time < '{e}' GROUP BY minute ORDER BY minute DESC LIMIT 5",
+            o.bucket(60)
+        ),
+        Kind::HighCpu => {
+            let hosts = if shape.hosts > 0 {
+                format!("AND {}", o.host_where(&ctx.hosts(rng, shape.hosts)))
+            } else {
+                String::new()
+            };
+            format!("SELECT * FROM cpu WHERE usage_user > 90.0 and time >= '{s}' AND time < '{e}' {hosts}")
+        }
+        // With tags the tags table wins, JSON or not (reference §6).
+        Kind::Lastpoint if o.use_tags => "SELECT DISTINCT ON (t.hostname) * FROM tags t INNER JOIN LATERAL(SELECT * FROM cpu c WHERE c.tags_id = t.id ORDER BY time DESC LIMIT 1) AS b ON true ORDER BY t.hostname, b.time DESC".into(),
+        Kind::Lastpoint if o.use_json => "SELECT DISTINCT ON (t.tagset->>'hostname') * FROM tags t INNER JOIN LATERAL(SELECT * FROM cpu c WHERE c.tags_id = t.id ORDER BY time DESC LIMIT 1) AS b ON true ORDER BY t.tagset->>'hostname', b.time DESC".into(),
+        Kind::Lastpoint => "SELECT DISTINCT ON (hostname) * FROM cpu ORDER BY hostname, time DESC".into(),
+    }
+}
+
+/// `--format=timescaledb`: a gob stream of `query.TimescaleDB` (see
+/// [`crate::emulators::tsbs_timescaledb::write_queries`]), labels `TimescaleDB ...`.
+#[allow(clippy::too_many_arguments)]
+fn timescaledb_queries(
+    ctx: &QueryCtx,
+    o: &TimescaleOpts,
+    qtype: &str,
+    shape: &TypeShape,
+    label: &str,
+    rng: &mut Rng,
+    mut out: Box<dyn Write>,
+    count: u64,
+    (groups, group_id): (u64, u64),
+) -> i32 {
+    let _ = qtype;
+    let mut queries = Vec::new();
+    for i in 0..count {
+        let (from, to) = if shape.window > 0 {
+            let span = (ctx.end_ns - ctx.start_ns - shape.window) as u64;
+            let offset = (rng.below(span / 1_000_000_000 + 1) as i128) * 1_000_000_000;
+            (ctx.start_ns + offset, ctx.start_ns + offset + shape.window)
+        } else {
+            (0, 0)
+        };
+        let sql = timescaledb_sql(ctx, o, shape, rng, from, to);
+        if i % groups != group_id {
+            continue;
+        }
+        let description = match shape.kind {
+            Kind::Lastpoint => label.to_string(),
+            Kind::GroupbyOrderbyLimit => format!("{label}: {}", rfc3339(to)),
+            _ => format!("{label}: {}", rfc3339(from)),
+        };
+        queries.push(crate::emulators::tsbs_timescaledb::TsQuery {
+            human_label: label.to_string(),
+            human_description: description,
+            hypertable: "cpu".into(),
+            sql_query: sql,
+        });
+    }
+    let bytes = crate::emulators::tsbs_timescaledb::write_queries(&queries);
+    if let Err(e) = out.write_all(&bytes).and_then(|_| out.flush()) {
+        eprintln!("error: write: {e}");
+        return 1;
+    }
+    eprintln!("{label}: {} points", queries.len());
     0
 }
 

@@ -535,7 +535,7 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
 }
 
 /// The periodic CSV report (loader.go `report`), until the load ends.
-fn report(
+pub(crate) fn report(
     period: Duration,
     metrics: &AtomicU64,
     rows: &AtomicU64,

@@ -187,10 +187,10 @@ struct Opts {
 }
 
 /// One latency measurement.
-struct Stat {
-    label: String,
-    ms: f64,
-    warm: bool,
+pub(crate) struct Stat {
+    pub(crate) label: String,
+    pub(crate) ms: f64,
+    pub(crate) warm: bool,
 }
 
 fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
@@ -513,7 +513,7 @@ fn strip(label: &str) -> String {
 }
 
 /// The stat processor (pkg/query stat_processor.go): returns the results file's `Totals`.
-fn process_stats(
+pub(crate) fn process_stats(
     rx: mpsc::Receiver<Stat>,
     workers: u64,
     burn_in: u64,

@@ -6,4 +6,5 @@ mod go_emulator;
 mod greptime_emulator;
 mod greptime_releases;
 mod influxdb3_emulator;
+mod timescaledb;
 mod tsbs_tools;

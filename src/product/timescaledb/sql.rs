@@ -1,0 +1,513 @@
+//! What tsbsctl asks a running PostgreSQL, over the PostgreSQL protocol (the `postgres`
+//! crate, sync): the version and extension probe (also for an external `--url
+//! postgres://user@host:port/db` whose password comes from the variable `--password-env`
+//! names), row counts, `ANALYZE`, the other sessions on the benchmark database (the loader's
+//! `DROP DATABASE` fails while one is connected, reference §0.3), and the footprint as the
+//! published comparison counts it (reference §5.5, §8.10): `pg_database_size`, the table and
+//! index split, and the WAL a load generated (insert positions before and after). Every call is bounded: a connect timeout, and a
+//! `statement_timeout` set at connection start.
+//!
+//! The `postgres` crate runs its own small runtime: call these from a plain thread (or
+//! `spawn_blocking`), not from inside an async task.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+pub use postgres::Client;
+
+/// The default bound of a connection attempt and of every statement.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where to connect. The password is never serialised nor printed.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub dbname: String,
+    /// The variable the password was read from (recorded instead of the password).
+    pub password_env: Option<String>,
+    #[serde(skip)]
+    password: Option<String>,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.display())
+    }
+}
+
+impl Target {
+    /// A managed server: 127.0.0.1, superuser `postgres`, trust auth (no password).
+    pub fn local(port: u16, dbname: &str) -> Target {
+        Target {
+            host: "127.0.0.1".into(),
+            port,
+            user: super::server::SUPERUSER.into(),
+            dbname: dbname.into(),
+            password_env: None,
+            password: None,
+        }
+    }
+
+    /// An external server: `postgres://user@host[:port]/db` (port 5432 by default). A password
+    /// in the URL is refused (it would sit in argv and in the shell history): it comes from the
+    /// environment variable `password_env`, which must then be set.
+    pub fn from_url(url: &str, password_env: Option<&str>) -> Result<Target> {
+        let bad = |why: &str| {
+            Error::invalid(format!("invalid --url: {why}"))
+                .with_hint("expected postgres://USER@HOST:PORT/DATABASE, with the password in the variable named by --password-env")
+        };
+        let u = url::Url::parse(url).map_err(|e| bad(&e.to_string()))?;
+        if u.scheme() != "postgres" && u.scheme() != "postgresql" {
+            return Err(bad(&format!("scheme {:?} is not postgres", u.scheme())));
+        }
+        if u.password().is_some() {
+            return Err(Error::invalid(
+                "--url must not hold a password (it would be readable in the process list)",
+            )
+            .with_hint("put it in an environment variable and name it with --password-env"));
+        }
+        let host = u
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| bad("no host"))?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let user = if u.username().is_empty() {
+            super::server::SUPERUSER.to_string()
+        } else {
+            percent_decode(u.username())
+        };
+        let dbname = u.path().trim_start_matches('/');
+        let dbname = if dbname.is_empty() {
+            "postgres".to_string()
+        } else {
+            percent_decode(dbname)
+        };
+        let password = match password_env {
+            None => None,
+            Some(var) => Some(std::env::var(var).map_err(|_| {
+                Error::invalid(format!("--password-env {var}: the variable is not set"))
+                    .with_hint(format!("export {var}=... before running tsbsctl"))
+            })?),
+        };
+        Ok(Target {
+            host,
+            port: u.port().unwrap_or(5432),
+            user,
+            dbname,
+            password_env: password_env.map(str::to_string),
+            password,
+        })
+    }
+
+    /// The same server, another database.
+    pub fn with_db(&self, dbname: &str) -> Target {
+        Target {
+            dbname: dbname.into(),
+            ..self.clone()
+        }
+    }
+
+    /// `postgres://user@host:port/db` (never the password).
+    pub fn display(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        format!(
+            "postgres://{}@{host}:{}/{}",
+            self.user, self.port, self.dbname
+        )
+    }
+
+    fn config(&self, timeout: Duration) -> postgres::Config {
+        let mut c = postgres::Config::new();
+        c.host(&self.host)
+            .port(self.port)
+            .user(&self.user)
+            .dbname(&self.dbname)
+            .application_name("tsbsctl")
+            .connect_timeout(timeout)
+            .options(&format!("-c statement_timeout={}", timeout.as_millis()));
+        if let Some(p) = &self.password {
+            c.password(p);
+        }
+        c
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The server's own words for an error (`FATAL: role "x" does not exist (SQLSTATE 28000)`),
+/// else the client's.
+pub fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!(
+            "{}: {} (SQLSTATE {})",
+            db.severity(),
+            db.message(),
+            db.code().code()
+        ),
+        None => {
+            let mut s = e.to_string();
+            let mut src = std::error::Error::source(e);
+            while let Some(inner) = src {
+                let t = inner.to_string();
+                if !s.contains(&t) {
+                    s.push_str(": ");
+                    s.push_str(&t);
+                }
+                src = inner.source();
+            }
+            s
+        }
+    }
+}
+
+/// Connects, bounded by `timeout` (also every statement's `statement_timeout`).
+pub fn connect(t: &Target, timeout: Duration) -> Result<Client> {
+    t.config(timeout).connect(postgres::NoTls).map_err(|e| {
+        Error::failed(format!(
+            "could not connect to {}: {}",
+            t.display(),
+            describe(&e)
+        ))
+    })
+}
+
+fn q(what: &str, e: postgres::Error) -> Error {
+    Error::failed(format!("{what}: {}", describe(&e)))
+}
+
+/// A quoted identifier (`"bench""mark"`).
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// What a server is, before tsbsctl uses it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerProbe {
+    /// `SHOW server_version`: `15.18 (Debian 15.18-0+deb12u1)`.
+    pub server_version: String,
+    /// `server_version_num`: 150018.
+    pub server_version_num: u32,
+    /// `default_version` of `timescaledb` in `pg_available_extensions`: `None` when the
+    /// extension is not installed on the server's machine.
+    pub timescaledb_available: Option<String>,
+    /// Whether `timescaledb` is in `shared_preload_libraries` (hypertables need it).
+    pub timescaledb_preloaded: bool,
+}
+
+pub fn probe(t: &Target, timeout: Duration) -> Result<ServerProbe> {
+    let mut c = connect(t, timeout)?;
+    probe_client(&mut c)
+}
+
+pub fn probe_client(c: &mut Client) -> Result<ServerProbe> {
+    let row = c
+        .query_one(
+            "SELECT current_setting('server_version'), current_setting('server_version_num')::int, \
+             current_setting('shared_preload_libraries')",
+            &[],
+        )
+        .map_err(|e| q("could not read the server version", e))?;
+    let preload: String = row.get(2);
+    let ext = c
+        .query_opt(
+            "SELECT default_version FROM pg_available_extensions WHERE name = 'timescaledb'",
+            &[],
+        )
+        .map_err(|e| q("could not list the available extensions", e))?;
+    Ok(ServerProbe {
+        server_version: row.get(0),
+        server_version_num: row.get::<_, i32>(1) as u32,
+        timescaledb_available: ext.and_then(|r| r.get::<_, Option<String>>(0)),
+        timescaledb_preloaded: preload
+            .split(',')
+            .any(|l| l.trim().trim_matches('"') == "timescaledb"),
+    })
+}
+
+/// `SELECT count(*) FROM <table>`.
+pub fn row_count(c: &mut Client, table: &str) -> Result<u64> {
+    let row = c
+        .query_one(&format!("SELECT count(*) FROM {}", quote_ident(table)), &[])
+        .map_err(|e| q(&format!("could not count the rows of {table}"), e))?;
+    Ok(row.get::<_, i64>(0) as u64)
+}
+
+/// `ANALYZE`, so the planner has statistics before the queries (the loader runs none, and
+/// autovacuum's timing is not guaranteed: reference §7.3).
+pub fn analyze(c: &mut Client) -> Result<()> {
+    c.batch_execute("ANALYZE")
+        .map_err(|e| q("ANALYZE failed", e))
+}
+
+/// Whether database `db` exists (what the loader asks first).
+pub fn database_exists(c: &mut Client, db: &str) -> Result<bool> {
+    let row = c
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&db])
+        .map_err(|e| q("could not list the databases", e))?;
+    Ok(row.is_some())
+}
+
+/// One other session on a database.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    pub pid: i32,
+    pub user: Option<String>,
+    pub application_name: Option<String>,
+}
+
+/// The sessions connected to `db`, other than this one.
+pub fn sessions_on(c: &mut Client, db: &str) -> Result<Vec<Session>> {
+    let rows = c
+        .query(
+            "SELECT pid, usename::text, application_name FROM pg_stat_activity \
+             WHERE datname = $1 AND pid <> pg_backend_pid() ORDER BY pid",
+            &[&db],
+        )
+        .map_err(|e| q("could not list the sessions", e))?;
+    Ok(rows
+        .iter()
+        .map(|r| Session {
+            pid: r.get(0),
+            user: r.get(1),
+            application_name: r.get(2),
+        })
+        .collect())
+}
+
+/// Ends every other session on `db` (`pg_terminate_backend`), so the loader's `DROP DATABASE`
+/// cannot fail with SQLSTATE 55006; waits (within `timeout`) until they are gone. Returns the
+/// sessions it ended. `c` must be connected to another database (the admin one).
+pub fn terminate_sessions(c: &mut Client, db: &str, timeout: Duration) -> Result<Vec<Session>> {
+    let found = sessions_on(c, db)?;
+    for s in &found {
+        c.query_one("SELECT pg_terminate_backend($1)", &[&s.pid])
+            .map_err(|e| q(&format!("could not end session {}", s.pid), e))?;
+    }
+    let deadline = std::time::Instant::now() + timeout;
+    while !sessions_on(c, db)?.is_empty() {
+        if std::time::Instant::now() > deadline {
+            return Err(Error::failed(format!(
+                "sessions on database {db} did not end within {timeout:?}"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(found)
+}
+
+/// `DROP DATABASE IF EXISTS` that no other session can block: `WITH (FORCE)` from
+/// PostgreSQL 13, else the sessions ended first.
+pub fn drop_database(c: &mut Client, db: &str, server_version_num: u32) -> Result<()> {
+    let sql = if server_version_num >= 130000 {
+        format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", quote_ident(db))
+    } else {
+        terminate_sessions(c, db, TIMEOUT)?;
+        format!("DROP DATABASE IF EXISTS {}", quote_ident(db))
+    };
+    c.batch_execute(&sql)
+        .map_err(|e| q(&format!("could not drop database {db}"), e))
+}
+
+/// A relation's bytes: heap (`pg_relation_size`, main fork), indexes (`pg_indexes_size`),
+/// and everything (`pg_total_relation_size`: with TOAST, FSM and VM).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelationSize {
+    pub table_bytes: u64,
+    pub index_bytes: u64,
+    pub total_bytes: u64,
+}
+
+/// The footprint of one benchmark database, as the published comparison counts it. The data
+/// directory's total is not it: `pg_wal` and the template databases dominate that (§5.5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Footprint {
+    pub database_bytes: u64,
+    /// `None` when the table does not exist.
+    pub cpu: Option<RelationSize>,
+    pub tags: Option<RelationSize>,
+    /// How the table sizes were measured: `relation` (plain tables) or `hypertable`
+    /// (`hypertable_detailed_size`, which sums the chunks; the parent table is empty).
+    pub method: String,
+}
+
+/// The footprint of the database `c` is connected to.
+pub fn footprint(c: &mut Client) -> Result<Footprint> {
+    let db: u64 = c
+        .query_one("SELECT pg_database_size(current_database())", &[])
+        .map_err(|e| q("could not read the database size", e))?
+        .get::<_, i64>(0) as u64;
+    let hyper = c
+        .query_opt(
+            "SELECT 1 FROM pg_extension WHERE extname = 'timescaledb'",
+            &[],
+        )
+        .map_err(|e| q("could not list the extensions", e))?
+        .is_some()
+        && c.query_opt(
+            "SELECT 1 FROM timescaledb_information.hypertables WHERE hypertable_name = 'cpu'",
+            &[],
+        )
+        .map_err(|e| q("could not list the hypertables", e))?
+        .is_some();
+    let plain = |c: &mut Client, table: &str| -> Result<Option<RelationSize>> {
+        let row = c
+            .query_one(
+                "SELECT pg_relation_size(oid), pg_indexes_size(oid), pg_total_relation_size(oid) \
+                 FROM (SELECT to_regclass($1)::oid AS oid) r WHERE oid IS NOT NULL \
+                 UNION ALL SELECT -1, -1, -1 LIMIT 1",
+                &[&table],
+            )
+            .map_err(|e| q(&format!("could not size table {table}"), e))?;
+        let t: i64 = row.get(0);
+        Ok((t >= 0).then(|| RelationSize {
+            table_bytes: t as u64,
+            index_bytes: row.get::<_, i64>(1) as u64,
+            total_bytes: row.get::<_, i64>(2) as u64,
+        }))
+    };
+    let cpu = if hyper {
+        let row = c
+            .query_one(
+                "SELECT table_bytes, index_bytes, total_bytes FROM hypertable_detailed_size('cpu')",
+                &[],
+            )
+            .map_err(|e| q("could not size hypertable cpu", e))?;
+        let get = |i: usize| row.get::<_, Option<i64>>(i).unwrap_or(0).max(0) as u64;
+        Some(RelationSize {
+            table_bytes: get(0),
+            index_bytes: get(1),
+            total_bytes: get(2),
+        })
+    } else {
+        plain(c, "cpu")?
+    };
+    Ok(Footprint {
+        database_bytes: db,
+        cpu,
+        tags: plain(c, "tags")?,
+        method: if hyper { "hypertable" } else { "relation" }.into(),
+    })
+}
+
+/// The WAL insert position (`pg_current_wal_insert_lsn()`), as text (`0/1A2B3C4`). Not
+/// `pg_current_wal_lsn()`, the write position: with `synchronous_commit = off` it lags until
+/// the WAL writer runs, so a difference taken right after a load would miss its tail.
+pub fn wal_lsn(c: &mut Client) -> Result<String> {
+    let row = c
+        .query_one("SELECT pg_current_wal_insert_lsn()::text", &[])
+        .map_err(|e| q("could not read the WAL position", e))?;
+    Ok(row.get(0))
+}
+
+/// The WAL bytes between two positions (`pg_wal_lsn_diff(after, before)`): what a load wrote.
+pub fn wal_bytes(c: &mut Client, before: &str, after: &str) -> Result<u64> {
+    let row = c
+        .query_one(
+            "SELECT pg_wal_lsn_diff($1::text::pg_lsn, $2::text::pg_lsn)::bigint",
+            &[&after, &before],
+        )
+        .map_err(|e| q("could not compute the WAL size", e))?;
+    Ok(row.get::<_, i64>(0).max(0) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let t = Target::from_url("postgres://bench@db.example:6543/tsbs", None).unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.user.as_str(), t.dbname.as_str()),
+            ("db.example", 6543, "bench", "tsbs")
+        );
+        assert_eq!(t.display(), "postgres://bench@db.example:6543/tsbs");
+        let t = Target::from_url("postgresql://127.0.0.1", None).unwrap();
+        assert_eq!(
+            (t.port, t.user.as_str(), t.dbname.as_str()),
+            (5432, "postgres", "postgres")
+        );
+        let e = Target::from_url("postgres://u:secret@h/db", None).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(!e.message.contains("secret"));
+        assert_eq!(
+            Target::from_url("mysql://h/db", None)
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
+        let e =
+            Target::from_url("postgres://u@h/db", Some("TSBSCTL_TEST_NO_SUCH_VAR")).unwrap_err();
+        assert!(
+            e.message.contains("TSBSCTL_TEST_NO_SUCH_VAR"),
+            "{}",
+            e.message
+        );
+        // The password is read, kept out of Debug, display and JSON.
+        std::env::set_var("TSBSCTL_TEST_PG_PASSWORD", "hunter2");
+        let t = Target::from_url("postgres://u@h/db", Some("TSBSCTL_TEST_PG_PASSWORD")).unwrap();
+        assert_eq!(t.password.as_deref(), Some("hunter2"));
+        let shown = format!(
+            "{t:?} {} {}",
+            t.display(),
+            serde_json::to_string(&t).unwrap()
+        );
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("TSBSCTL_TEST_PG_PASSWORD"));
+        assert_eq!(quote_ident("bench\"mark"), "\"bench\"\"mark\"");
+        assert_eq!(percent_decode("a%40b"), "a@b");
+    }
+
+    #[test]
+    fn a_refused_connection_says_where() {
+        // A port nothing listens on: bind one, learn it, drop it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let Err(e) = connect(&Target::local(port, "benchmark"), Duration::from_secs(5)) else {
+            panic!("connected to a closed port");
+        };
+        assert!(
+            e.message.starts_with(&format!(
+                "could not connect to postgres://postgres@127.0.0.1:{port}/benchmark: "
+            )),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.to_lowercase().contains("refused"),
+            "{}",
+            e.message
+        );
+    }
+}

@@ -1,0 +1,222 @@
+//! `tsbs_run_queries_timescaledb` against a real PostgreSQL (reference §7): `--burn-in`
+//! without a large enough `--max-queries` panics before anything else (`burn-in is larger than
+//! limit`); the gob file is decoded into `TimescaleDB` values by field name, as Go's gob does,
+//! so an influx file runs as empty SQL and exits 0 (the hazard tsbsctl must catch); each worker
+//! connects lazily, inside the first query's timer (the real runner's connection cost); a
+//! failing statement panics with pgx's text (exit 2, stdout empty); the final report and the
+//! results JSON are the other runners' (shared stat processor).
+//!
+//! Not emulated (exit 2 with a `testbed:` message): `--hdr-latencies`, `--memprofile`,
+//! `--show-explain`, `--print-responses`, `--debug`, `--max-rps`.
+
+use std::io::Read;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use super::{connect, password, pg_error, read_queries, TsQuery};
+use crate::emulators::tsbs_load::go_open_error;
+use crate::emulators::tsbs_run::{process_stats, Stat};
+use crate::gotool::{self, fatal, flag, go_panic, FlagDef, GoJson, Kind};
+
+const TOOL: &str = "tsbs_run_queries_timescaledb";
+
+/// The flags exactly as the real `-help` lists them.
+pub const FLAGS: &[FlagDef] = &[
+    flag("burn-in", Kind::Uint, "0", "Number of queries to ignore before collecting statistics."),
+    flag("db-name", Kind::Str, "benchmark", "Name of database to use for queries"),
+    flag("debug", Kind::Int, "0", "Whether to print debug messages."),
+    flag("file", Kind::Str, "", "File name to read queries from"),
+    flag("force-text-format", Kind::Bool, "false", "Send/receive data in text format"),
+    flag("hdr-latencies", Kind::Str, "", "Write the High Dynamic Range (HDR) Histogram of Response Latencies to this file."),
+    flag("hosts", Kind::Str, "localhost", "Comma separated list of PostgreSQL hosts (pass multiple values for sharding reads on a multi-node setup)"),
+    flag("max-queries", Kind::Uint, "0", "Limit the number of queries to send, 0 = no limit"),
+    flag("max-rps", Kind::Uint, "0", "Limit the rate of queries per second, 0 = no limit"),
+    flag("memprofile", Kind::Str, "", "Write a memory profile to this file."),
+    flag("pass", Kind::Str, "", "Password for the user connecting to PostgreSQL (leave blank if not password protected)"),
+    flag("port", Kind::Str, "5432", "Which port to connect to on the database host"),
+    flag("postgres", Kind::Str, "host=postgres user=postgres sslmode=disable", "String of additional PostgreSQL connection parameters, e.g., 'sslmode=disable'. Parameters for host and database will be ignored."),
+    flag("prewarm-queries", Kind::Bool, "false", "Run each query twice in a row so the warm query is guaranteed to be a cache hit"),
+    flag("print-interval", Kind::Uint, "100", "Print timing stats to stderr after this many queries (0 to disable)"),
+    flag("print-responses", Kind::Bool, "false", "Pretty print response bodies for correctness checking (default false)."),
+    flag("results-file", Kind::Str, "", "Write the test results summary json to this file"),
+    flag("show-explain", Kind::Bool, "false", "Print out the EXPLAIN output for sample query"),
+    flag("user", Kind::Str, "postgres", "User to connect to PostgreSQL as"),
+    flag("workers", Kind::Uint, "1", "Number of concurrent requests to make."),
+];
+
+pub fn main(args: Vec<String>) -> i32 {
+    let flags = match gotool::parse_tool(TOOL, &[FLAGS], &args) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    let limit = flags.u64("max-queries");
+    let burn_in = flags.u64("burn-in");
+    // benchmark_runner.go checks this first, comparing with limit even when it is 0 (no limit).
+    if burn_in > limit {
+        go_panic(TOOL, "burn-in is larger than limit");
+    }
+    let pass = match password(TOOL, &flags) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    for (name, zero) in [
+        ("hdr-latencies", ""),
+        ("memprofile", ""),
+        ("show-explain", "false"),
+        ("print-responses", "false"),
+        ("debug", "0"),
+        ("max-rps", "0"),
+    ] {
+        let v = flags.str(name);
+        let same = v == zero
+            || gotool::parse_bool(&v).is_some_and(|b| Some(b) == gotool::parse_bool(zero));
+        if !same {
+            eprintln!("testbed: {TOOL}: --{name}={v} is not emulated");
+            return 2;
+        }
+    }
+    let workers = flags.u64("workers");
+    let prewarm = flags.bool("prewarm-queries");
+    let print_interval = flags.u64("print-interval");
+    let db = flags.str("db-name");
+    let port = flags.str("port");
+    let user = flags.str("user");
+    let hosts: Vec<String> = flags
+        .str("hosts")
+        .split(',')
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .collect();
+    if hosts.is_empty() {
+        go_panic(TOOL, "no hosts given");
+    }
+    if workers == 0 {
+        go_panic(TOOL, "must have at least one worker");
+    }
+
+    let file = flags.str("file");
+    let mut bytes = Vec::new();
+    let read = if file.is_empty() {
+        std::io::stdin().read_to_end(&mut bytes).map(|_| ())
+    } else {
+        match std::fs::File::open(&file) {
+            Ok(mut f) => f.read_to_end(&mut bytes).map(|_| ()),
+            Err(e) => go_panic(
+                TOOL,
+                &format!(
+                    "cannot open file for read {file}: {}",
+                    go_open_error(&file, &e)
+                ),
+            ),
+        }
+    };
+    if let Err(e) = read {
+        fatal(&format!("read error: {e}"));
+    }
+    let queries = match read_queries(&bytes) {
+        Ok(q) => q,
+        Err(e) => fatal(&e),
+    };
+
+    let (stat_tx, stat_rx) = mpsc::sync_channel::<Stat>(workers as usize);
+    let stats_thread = std::thread::spawn(move || {
+        process_stats(stat_rx, workers, burn_in, limit, print_interval, prewarm)
+    });
+    let (q_tx, q_rx) = mpsc::sync_channel::<TsQuery>(workers as usize);
+    let q_rx = Arc::new(Mutex::new(q_rx));
+    let mut handles = Vec::new();
+    for w in 0..workers {
+        let host = hosts[(w as usize) % hosts.len()].clone();
+        let (rx, tx) = (q_rx.clone(), stat_tx.clone());
+        let (port, user, db, pass) = (port.clone(), user.clone(), db.clone(), pass.clone());
+        handles.push(std::thread::spawn(move || {
+            let mut client: Option<postgres::Client> = None;
+            loop {
+                let next = rx.lock().unwrap().recv();
+                let Ok(q) = next else { break };
+                let runs: &[bool] = if prewarm { &[false, true] } else { &[false] };
+                for &warm in runs {
+                    // The timer starts before the (lazy) connection, as the real runner's.
+                    let start = Instant::now();
+                    if client.is_none() {
+                        match connect(&host, &port, &user, &db, pass.as_deref()) {
+                            Ok(c) => client = Some(c),
+                            Err(e) => go_panic(TOOL, &e),
+                        }
+                    }
+                    if let Err(e) = client.as_mut().unwrap().simple_query(&q.sql_query) {
+                        go_panic(TOOL, &pg_error(&e));
+                    }
+                    let ms = start.elapsed().as_nanos() as f64 / 1e6;
+                    let _ = tx.send(Stat {
+                        label: q.human_label.clone(),
+                        ms,
+                        warm,
+                    });
+                }
+            }
+        }));
+    }
+    drop(stat_tx);
+
+    let wall_start = Instant::now();
+    let start_unix = SystemTime::now();
+    for (n, q) in (0u64..).zip(queries) {
+        if limit > 0 && n >= limit {
+            break;
+        }
+        if q_tx.send(q).is_err() {
+            break;
+        }
+    }
+    drop(q_tx);
+    for h in handles {
+        let _ = h.join();
+    }
+    let totals = stats_thread.join().expect("stat processor");
+    let wall = wall_start.elapsed();
+    let end_unix = SystemTime::now();
+    println!("wall clock time: {:.6}sec", wall.as_nanos() as f64 / 1e9);
+
+    let results_file = flags.str("results-file");
+    if !results_file.is_empty() {
+        // Unix seconds x 1000: milliseconds with second resolution, as the real file has.
+        let ms = |t: SystemTime| {
+            t.duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64 * 1000)
+                .unwrap_or(0)
+        };
+        let config = GoJson::obj(vec![
+            ("DBName", GoJson::Str(db.clone())),
+            ("Limit", GoJson::Uint(limit)),
+            ("LimitRPS", GoJson::Uint(0)),
+            ("MemProfile", GoJson::Str(String::new())),
+            ("HDRLatenciesFile", GoJson::Str(String::new())),
+            ("Workers", GoJson::Uint(workers)),
+            ("PrintResponses", GoJson::Bool(false)),
+            ("Debug", GoJson::Int(0)),
+            ("FileName", GoJson::Str(file.clone())),
+            ("BurnIn", GoJson::Uint(burn_in)),
+            ("PrintInterval", GoJson::Uint(print_interval)),
+            ("PrewarmQueries", GoJson::Bool(prewarm)),
+            ("ResultsFile", GoJson::Str(results_file.clone())),
+        ]);
+        let result = GoJson::obj(vec![
+            ("ResultFormatVersion", GoJson::Str("0.2".into())),
+            ("RunnerConfig", config),
+            ("StartTime", GoJson::Int(ms(start_unix))),
+            ("EndTime", GoJson::Int(ms(end_unix))),
+            ("DurationMillis", GoJson::Int(wall.as_millis() as i64)),
+            ("Totals", totals),
+        ]);
+        println!("Saving results json file to {results_file}");
+        let text = match result.indented(" ") {
+            Ok(t) => t,
+            Err(e) => fatal(&e),
+        };
+        if let Err(e) = std::fs::write(&results_file, text) {
+            fatal(&go_open_error(&results_file, &e));
+        }
+    }
+    0
+}
