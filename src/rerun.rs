@@ -7,7 +7,6 @@
 
 use serde_json::{json, Value};
 
-use crate::bench::target::ProductKind;
 use crate::bench::{self, Phase, Request, RerunPins};
 use crate::context::Ctx;
 use crate::dataset::{Compression, Profile, SpecOverrides};
@@ -15,9 +14,7 @@ use crate::error::{Error, Result};
 use crate::install;
 use crate::output::Outcome;
 use crate::platform::Platform;
-use crate::product::greptimedb::GreptimeDb;
-use crate::product::influxdb3::{Edition, InfluxDb3};
-use crate::product::Product;
+use crate::product::{Entry, Product};
 use crate::run::{self, RunKind, RunManifest};
 use crate::tsbs::DatabaseMode;
 
@@ -30,16 +27,12 @@ fn integrity(msg: String, hint: &str) -> Error {
 }
 
 /// The product (edition) a run used.
-fn product_of(m: &RunManifest) -> Result<(ProductKind, Box<dyn Product>)> {
-    match m.product.as_str() {
-        "greptimedb" => Ok((ProductKind::Greptime, Box::new(GreptimeDb))),
-        "influxdb3" => {
-            let e = Edition::parse(m.edition.as_deref().unwrap_or("core"))?;
-            Ok((ProductKind::Influx3, Box::new(InfluxDb3::new(e))))
-        }
-        p => Err(Error::invalid(format!("run of unknown product {p:?}"))
-            .with_hint("rerun runs made by tsbsctl bench")),
-    }
+fn product_of(m: &RunManifest) -> Result<(&'static Entry, Box<dyn Product>)> {
+    let entry = crate::product::entry(&m.product).map_err(|_| {
+        Error::invalid(format!("run of unknown product {:?}", m.product))
+            .with_hint("rerun runs made by tsbsctl bench")
+    })?;
+    Ok((entry, (entry.make)(m.edition.as_deref())?))
 }
 
 /// The TSBS build the run used, present here with the same binaries and Go.
@@ -304,7 +297,8 @@ fn check_target(
     if ws["database"].as_str() != Some(database.as_str()) {
         return Err(mismatch("SQL database", &ws["database"], &database));
     }
-    if ws["edition"].as_str() != m.edition.as_deref() && m.product == "influxdb3" {
+    let has_variants = crate::product::entry(&m.product).is_ok_and(|e| e.variant_flag.is_some());
+    if ws["edition"].as_str() != m.edition.as_deref() && has_variants {
         return Err(mismatch(
             "edition",
             &ws["edition"],
@@ -541,7 +535,7 @@ pub fn run(
     ctx.reporter.info(&format!(
         "rerunning {} ({} {}) with its pins",
         m.run_id,
-        kind.display(),
+        kind.display,
         m.target["version"].as_str().unwrap_or("?")
     ));
     let mut out = bench::run(ctx, kind, &req)?;

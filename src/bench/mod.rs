@@ -36,13 +36,14 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::lock::LockOptions;
 use crate::output::Outcome;
 use crate::paths::Root;
-use crate::queryset::{self, QueryFormat, QuerySet, QuerySetRequest};
+use crate::queryset::{self, QuerySet, QuerySetRequest};
 use crate::run::{NewRun, RunDir, RunKind, Status};
 use crate::server::{Server, Timing};
 use crate::tsbs::{self, DatabaseMode, Secret};
 
+use crate::product::{Entry, Product, ToolOptions};
 use exec::ToolEnd;
-use target::{ProductKind, Target};
+use target::Target;
 
 /// The phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -137,13 +138,8 @@ pub struct RerunPins {
 }
 
 /// Default write parameters per product and profile (DESIGN.md, Benchmark runs).
-pub fn default_write(product: ProductKind, profile: Profile) -> (u32, u32) {
-    match (product, profile) {
-        (ProductKind::Greptime, Profile::Manual) => (6, 3000),
-        (ProductKind::Greptime, Profile::Smoke) => (2, 3000),
-        (ProductKind::Influx3, Profile::Manual) => (16, 25000),
-        (ProductKind::Influx3, Profile::Smoke) => (2, 3000),
-    }
+pub fn default_write(product: &dyn Product, profile: Profile) -> (u32, u32) {
+    product.default_write(profile)
 }
 
 fn positive(flag: &str, v: Option<u32>) -> Result<()> {
@@ -155,7 +151,9 @@ fn positive(flag: &str, v: Option<u32>) -> Result<()> {
 }
 
 /// Checks flag combinations before anything is touched (exit 2).
-pub fn validate(kind: ProductKind, req: &Request) -> Result<Phase> {
+pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
+    // Rules that hold for every variant: asked of the default one.
+    let product = (entry.make)(None)?;
     let phase = req.phase.unwrap_or(Phase::All);
     positive("--load-workers", req.load_workers)?;
     positive("--batch-size", req.batch_size)?;
@@ -194,25 +192,37 @@ pub fn validate(kind: ProductKind, req: &Request) -> Result<Phase> {
         crate::ids::validate_id("--dataset-id", id)?;
     }
     let external = req.database_id.is_none();
-    if kind == ProductKind::Greptime && req.urls.len() > 1 {
-        return Err(Error::invalid("GreptimeDB takes one --url")
-            .with_hint("pass a single endpoint, e.g. --url http://10.0.0.5:4000"));
+    if product.max_urls() == Some(1) && req.urls.len() > 1 {
+        return Err(
+            Error::invalid(format!("{} takes one --url", entry.display)).with_hint(format!(
+                "pass a single endpoint, e.g. --url http://10.0.0.5:{}",
+                product.probe_identity().1
+            )),
+        );
     }
     for u in &req.urls {
         target::check_url(u)?;
     }
-    if kind == ProductKind::Influx3 {
+    if let Some(flag) = entry.variant_flag {
         if external && req.edition.is_none() {
-            return Err(Error::invalid(
-                "external InfluxDB 3 targets need --edition core|enterprise",
-            )
-            .with_hint("add --edition core or --edition enterprise"));
+            let choices: Vec<String> = entry
+                .variants
+                .iter()
+                .map(|v| format!("{flag} {v}"))
+                .collect();
+            return Err(Error::invalid(format!(
+                "external {} targets need {flag} {}",
+                entry.display,
+                entry.variants.join("|")
+            ))
+            .with_hint(format!("add {}", choices.join(" or "))));
         }
         if !external && req.edition.is_some() {
-            return Err(Error::invalid(
-                "a managed workspace's edition comes from its manifest; omit --edition",
-            )
-            .with_hint("drop --edition"));
+            return Err(Error::invalid(format!(
+                "a managed workspace's {} comes from its manifest; omit {flag}",
+                flag.trim_start_matches('-')
+            ))
+            .with_hint(format!("drop {flag}")));
         }
     }
     if phase.loads() {
@@ -292,7 +302,7 @@ pub const TABLE: &str = "cpu";
 pub struct Bench<'a> {
     pub ctx: &'a Ctx,
     pub root: Root,
-    pub kind: ProductKind,
+    pub entry: &'static Entry,
     pub phase: Phase,
     pub req: &'a Request,
     pub target: Target,
@@ -329,15 +339,15 @@ fn outcome(run: &RunDir, summary: &Value) -> Outcome {
 }
 
 /// Runs a bench command end to end.
-pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
-    let phase = validate(kind, req)?;
+pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
+    let phase = validate(entry, req)?;
     let root = ctx
         .root
         .clone()
         .with_dataset_root(req.dataset_root.as_deref())?;
-    preflight::check_run_id(&root, kind, req)?;
+    preflight::check_run_id(&root, entry, req)?;
     // Managed: workspace loaded and locked for the whole command; external: probed.
-    let mut target = Target::open(ctx, &root, kind, phase, req)?;
+    let mut target = Target::open(ctx, &root, entry, phase, req)?;
     preflight::check_can_serve(&target)?;
     if phase == Phase::Compact {
         return compact::run(ctx, root, target, req);
@@ -350,7 +360,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     } else {
         target.require_binding(&root, &dataset)?;
     }
-    let (workers, batch) = default_write(kind, profile);
+    let (workers, batch) = default_write(target.product.as_ref(), profile);
     let counts = queryset::resolve_counts(
         profile,
         None,
@@ -377,6 +387,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     if matches!(phase, Phase::All | Phase::Query | Phase::Analyze) {
         queryset::check_query_needs(&dataset, &counts)?;
     }
+    let caps = target.product.bench_caps();
     let workload = json!({
         "profile": profile.as_str(),
         "load_workers": req.load_workers.unwrap_or(workers),
@@ -385,9 +396,9 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         "database_mode": phase.loads().then(|| target.mode(req).as_str()),
         "query_counts": counts,
         "hot_runs": (phase == Phase::Analyze).then(|| req.hot_runs.unwrap_or(2)),
-        "no_sync": (kind == ProductKind::Influx3).then_some(req.no_sync),
-        "accept_partial": (kind == ProductKind::Influx3).then_some(req.accept_partial),
-        "flush_before_queries": (kind == ProductKind::Greptime).then_some(req.flush_before_queries),
+        "no_sync": caps.durability.then_some(req.no_sync),
+        "accept_partial": caps.durability.then_some(req.accept_partial),
+        "flush_before_queries": caps.flush_before_queries.then_some(req.flush_before_queries),
     });
     if phase.loads() {
         preflight::check_compression(&dataset, req)?;
@@ -396,11 +407,11 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     // Without built TSBS tools nothing can run: say so before a run directory exists, and
     // before the disk estimate (a workload that would not fit is the second thing to fix).
     TsbsEnv::load(&ctx.root, req.rerun.as_ref().map(|p| p.tsbs_key.as_str()))?;
-    preflight::check_disk(&root, kind, phase, &dataset, req, &counts)?;
+    preflight::check_disk(&root, &target, phase, &dataset, req, &counts)?;
     let run = RunDir::create(
         &root,
         NewRun {
-            product: kind.name(),
+            product: entry.name,
             edition: target.edition(),
             kind: RunKind::Benchmark,
             phase: phase.as_str(),
@@ -424,7 +435,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     let mut b = Bench {
         ctx,
         root,
-        kind,
+        entry,
         phase,
         req,
         target,
@@ -680,7 +691,7 @@ impl Bench<'_> {
                     .with_dataset_root(self.req.dataset_root.as_deref())?,
                 &QuerySetRequest {
                     dataset: &ds,
-                    format: self.kind.query_format(),
+                    format: self.target.product.query_format(),
                     counts,
                     log_dir: &log_dir,
                     pinned_manifest_sha256: self
@@ -863,7 +874,8 @@ impl Bench<'_> {
         }
         // The binding is cleared before a reset drops anything.
         // Before anything is dropped or started: a changed loader stops the run here.
-        let loader = integrity::verified_binary(env, self.kind.loader(), &mut self.run)?;
+        let loader =
+            integrity::verified_binary(env, self.target.product.tsbs_loader(), &mut self.run)?;
         if mode == DatabaseMode::Reset {
             self.target.clear_binding()?;
         }
@@ -882,15 +894,12 @@ impl Bench<'_> {
         let (auth, admin) = self.target.tokens();
         let spec = tsbs::LoadSpec {
             binary: loader,
-            target: match self.kind {
-                ProductKind::Greptime => tsbs::LoadTarget::Greptime,
-                ProductKind::Influx3 => tsbs::LoadTarget::Influx3 {
-                    no_sync: self.req.no_sync,
-                    accept_partial: self.req.accept_partial,
-                    auth_token: auth,
-                    admin_token: admin,
-                },
-            },
+            target: self.target.product.load_target(&ToolOptions {
+                no_sync: self.req.no_sync,
+                accept_partial: self.req.accept_partial,
+                auth_token: auth,
+                admin_token: admin,
+            }),
             urls: self.target.urls_with(&self.endpoint()),
             input,
             database: self.target.database().to_string(),
@@ -1039,9 +1048,13 @@ impl Bench<'_> {
         self.run.begin("row-count", attempt, None, None, None)?;
         let endpoint = self.endpoint();
         // `--no-sync`: the last acknowledged rows show only after the next WAL flush.
-        let counted = if self.kind == ProductKind::Influx3 && self.req.no_sync {
-            let bound =
-                settle::Bound::for_flush(crate::product::influxdb3::DEFAULT_WAL_FLUSH_INTERVAL);
+        let unsynced = self
+            .req
+            .no_sync
+            .then(|| self.target.product.unsynced_flush_interval())
+            .flatten();
+        let counted = if let Some(interval) = unsynced {
+            let bound = settle::Bound::for_flush(interval);
             let target = &self.target;
             settle::count_settled(
                 sf.rows,
@@ -1113,10 +1126,7 @@ impl Bench<'_> {
         };
         let attempt = self.run.next_attempt("footprint")?;
         self.run.begin("footprint", attempt, None, None, None)?;
-        let f = match self.kind {
-            ProductKind::Greptime => footprint::measure_greptimedb(&dir)?,
-            ProductKind::Influx3 => footprint::measure(&dir)?,
-        };
+        let f = footprint::measure_for(self.target.product.as_ref(), &dir)?;
         let mut v = f.record();
         // InfluxDB 3: the files on disk say which storage engine the server used.
         if self.run.manifest.target["server_settings"].is_object() {
@@ -1147,10 +1157,12 @@ impl Bench<'_> {
 
     fn query(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
         // Before the server starts: a changed runner stops the run with nothing started.
-        let binary = integrity::verified_binary(env, self.kind.runner(), &mut self.run)?;
+        let binary =
+            integrity::verified_binary(env, self.target.product.tsbs_runner(), &mut self.run)?;
         self.start_server()?;
         self.check_loaded_rows()?;
-        if self.kind == ProductKind::Greptime {
+        // Products with SQL maintenance say where the data is (and flush when asked).
+        if self.target.product.maintenance().is_some() {
             self.flush_then_locate()?;
         }
         let workers = self.run.manifest.workload["query_workers"]
@@ -1173,12 +1185,10 @@ impl Bench<'_> {
             let (results, results_rel) = self.run.result(&format!("query-{qt}-{attempt:03}.json"));
             let spec = tsbs::QuerySpec {
                 binary: binary.clone(),
-                target: match self.kind {
-                    ProductKind::Greptime => tsbs::QueryTarget::Greptime,
-                    ProductKind::Influx3 => tsbs::QueryTarget::Influx3 {
-                        auth_token: auth.clone(),
-                    },
-                },
+                target: self.target.product.query_target(&ToolOptions {
+                    auth_token: auth.clone(),
+                    ..ToolOptions::default()
+                }),
                 file: file.path.clone(),
                 database: self.target.database().to_string(),
                 urls: self.target.urls_with(&self.endpoint()),
@@ -1505,28 +1515,6 @@ pub fn token_from_env(var: Option<&str>, default: &str) -> Result<Option<Secret>
             Error::invalid(format!("environment variable {name} is not valid UTF-8"))
                 .with_hint("set it to the token text"),
         ),
-    }
-}
-
-/// The query format of a product (greptime / influx3).
-impl ProductKind {
-    pub fn query_format(self) -> QueryFormat {
-        match self {
-            ProductKind::Greptime => QueryFormat::Greptime,
-            ProductKind::Influx3 => QueryFormat::Influx3,
-        }
-    }
-    pub fn loader(self) -> &'static str {
-        match self {
-            ProductKind::Greptime => tsbs::command::LOAD_GREPTIME,
-            ProductKind::Influx3 => tsbs::command::LOAD_INFLUX3,
-        }
-    }
-    pub fn runner(self) -> &'static str {
-        match self {
-            ProductKind::Greptime => tsbs::command::RUN_QUERIES_GREPTIME,
-            ProductKind::Influx3 => tsbs::command::RUN_QUERIES_INFLUX3,
-        }
     }
 }
 

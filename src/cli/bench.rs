@@ -3,7 +3,6 @@
 
 use serde_json::json;
 
-use crate::bench::target::ProductKind;
 use crate::bench::{self, Phase, Request};
 use crate::cli::common::{DatasetRootArgs, LockArgs};
 use crate::cli::data::SpecArgs;
@@ -287,7 +286,7 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
                 )
                 .with_hint("drop --hot-runs"));
             }
-            bench::run(ctx, ProductKind::Greptime, &req)
+            bench::run(ctx, &crate::product::greptimedb::ENTRY, &req)
         }
         BenchCmd::Influxdb3(a) => {
             let a = *a;
@@ -322,7 +321,7 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
                 }
                 req.count_timeout = Some(std::time::Duration::from_secs_f64(t));
             }
-            bench::run(ctx, ProductKind::Influx3, &req)
+            bench::run(ctx, &crate::product::influxdb3::ENTRY, &req)
         }
     }
 }
