@@ -435,7 +435,7 @@ pub fn prepare(
 /// after the other is fine.
 fn note_shared_ports(ctx: &Ctx, me: &str, id: &str, ports: &BTreeMap<String, u16>) {
     let mut shared = Vec::new();
-    for product in ["greptimedb", "influxdb3"] {
+    for product in crate::product::names() {
         let Ok(rd) = fs::read_dir(ctx.root.databases(product)) else {
             continue;
         };

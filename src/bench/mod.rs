@@ -17,6 +17,7 @@ pub mod footprint;
 pub mod integrity;
 pub mod preflight;
 pub mod quickstart;
+pub mod request;
 pub mod settle;
 pub mod target;
 pub mod watch;
@@ -28,12 +29,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::context::Ctx;
-use crate::dataset::{
-    self, Compression, Dataset, GenerateRequest, Profile, SpecOverrides, StoredFormat,
-};
+use crate::dataset::{self, Dataset, GenerateRequest, Profile, StoredFormat};
 use crate::environment::TsbsEnv;
 use crate::error::{Error, ErrorKind, Result};
-use crate::lock::LockOptions;
 use crate::output::Outcome;
 use crate::paths::Root;
 use crate::queryset::{self, QuerySet, QuerySetRequest};
@@ -41,7 +39,7 @@ use crate::run::{NewRun, RunDir, RunKind, Status};
 use crate::server::{Server, Timing};
 use crate::tsbs::{self, DatabaseMode, Secret};
 
-use crate::product::{Entry, Product, ToolOptions};
+use crate::product::{Entry, ToolOptions};
 use exec::ToolEnd;
 use target::Target;
 
@@ -75,225 +73,7 @@ impl Phase {
     }
 }
 
-/// Everything a bench command asks for (the CLI fills it).
-#[derive(Debug, Clone, Default)]
-pub struct Request {
-    pub phase: Option<Phase>,
-    pub database_id: Option<String>,
-    pub urls: Vec<String>,
-    pub edition: Option<String>,
-    pub database: Option<String>,
-    pub mode: Option<DatabaseMode>,
-    pub confirm_reset: Option<String>,
-    pub dataset_id: Option<String>,
-    pub dataset_root: Option<PathBuf>,
-    pub spec: SpecOverrides,
-    pub compression: Option<Compression>,
-    pub query_types: Vec<String>,
-    pub queries: Option<i64>,
-    pub query_counts: Vec<String>,
-    pub load_workers: Option<u32>,
-    pub batch_size: Option<u32>,
-    pub query_workers: Option<u32>,
-    pub run_id: Option<String>,
-    pub no_sync: bool,
-    pub accept_partial: bool,
-    pub auth_token_env: Option<String>,
-    pub admin_token_env: Option<String>,
-    pub strategy: Option<String>,
-    pub window: Option<u64>,
-    pub table: Option<String>,
-    pub hot_runs: Option<u32>,
-    /// Compaction: how long to wait, after the answer, for the corroborating server log line.
-    pub confirm_timeout: Option<f64>,
-    /// Compaction: server-side parallelism (`parallelism=N`; the server's default is 1).
-    pub parallelism: Option<u32>,
-    /// GreptimeDB query runs: `ADMIN FLUSH_TABLE` before the queries (like-for-like with a
-    /// compacted state; the published flow does not flush).
-    pub flush_before_queries: bool,
-    pub greptime_version: Option<String>,
-    pub confirm_version_override: Option<String>,
-    pub startup_timeout: Option<f64>,
-    pub stop_timeout: Option<f64>,
-    /// InfluxDB 3: the limit of one row-count request (default 30 min).
-    pub count_timeout: Option<std::time::Duration>,
-    /// Seconds a tool may go without progress before it counts as stalled.
-    pub stall_timeout: Option<f64>,
-    pub on_stall: Option<watch::OnStall>,
-    pub lock: LockOptions,
-    /// Every flag, as recorded in the run manifest (no secrets: only variable names).
-    pub flags: Value,
-    /// `runs rerun`: the run this one reproduces, and the pins it must meet.
-    pub rerun: Option<RerunPins>,
-}
-
-/// What `runs rerun` pins beyond the flags: a different artifact is an integrity error.
-#[derive(Debug, Clone, Default)]
-pub struct RerunPins {
-    pub rerun_of: String,
-    /// TSBS build key (`<commit>[-dirty]`) instead of the current environment.
-    pub tsbs_key: String,
-    pub dataset_sha256: Option<String>,
-    pub query_set_manifest_sha256: Option<String>,
-}
-
-/// Default write parameters per product and profile (DESIGN.md, Benchmark runs).
-pub fn default_write(product: &dyn Product, profile: Profile) -> (u32, u32) {
-    product.default_write(profile)
-}
-
-fn positive(flag: &str, v: Option<u32>) -> Result<()> {
-    if v == Some(0) {
-        return Err(Error::invalid(format!("{flag} must be positive"))
-            .with_hint(format!("pass {flag} N with N >= 1")));
-    }
-    Ok(())
-}
-
-/// Checks flag combinations before anything is touched (exit 2).
-pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
-    // Rules that hold for every variant: asked of the default one.
-    let product = (entry.make)(None)?;
-    let phase = req.phase.unwrap_or(Phase::All);
-    positive("--load-workers", req.load_workers)?;
-    positive("--batch-size", req.batch_size)?;
-    positive("--query-workers", req.query_workers)?;
-    positive("--hot-runs", req.hot_runs)?;
-    preflight::check_bounds(req)?;
-    preflight::check_query_flags(req)?;
-    positive("--parallelism", req.parallelism)?;
-    watch::StallPolicy::new(req.stall_timeout, req.on_stall)?;
-    // A bad TSBSCTL_ADMIN_TIMEOUT_SECS is bad input: said before anything exists.
-    crate::product::admin_timeout()?;
-    match (&req.database_id, req.urls.is_empty()) {
-        (Some(_), false) => {
-            return Err(
-                Error::invalid("--database-id and --url exclude each other").with_hint(
-                    "benchmark a managed workspace (--database-id) or an external server (--url)",
-                ),
-            )
-        }
-        (None, true) => {
-            return Err(
-                Error::invalid("no target: pass --database-id ID or --url URL").with_hint(
-                    "e.g. --database-id greptime-120-manual; see `tsbsctl greptimedb list`",
-                ),
-            )
-        }
-        _ => {}
-    }
-    if let Some(id) = &req.database_id {
-        crate::ids::validate_id("--database-id", id)?;
-    }
-    if let Some(d) = &req.database {
-        crate::workspace::validate_database_name(d)?;
-    }
-    if let Some(id) = &req.dataset_id {
-        crate::ids::validate_id("--dataset-id", id)?;
-    }
-    let external = req.database_id.is_none();
-    if product.max_urls() == Some(1) && req.urls.len() > 1 {
-        return Err(
-            Error::invalid(format!("{} takes one --url", entry.display)).with_hint(format!(
-                "pass a single endpoint, e.g. --url http://10.0.0.5:{}",
-                product.probe_identity().1
-            )),
-        );
-    }
-    for u in &req.urls {
-        target::check_url(u)?;
-    }
-    if let Some(flag) = entry.variant_flag {
-        if external && req.edition.is_none() {
-            let choices: Vec<String> = entry
-                .variants
-                .iter()
-                .map(|v| format!("{flag} {v}"))
-                .collect();
-            return Err(Error::invalid(format!(
-                "external {} targets need {flag} {}",
-                entry.display,
-                entry.variants.join("|")
-            ))
-            .with_hint(format!("add {}", choices.join(" or "))));
-        }
-        if !external && req.edition.is_some() {
-            return Err(Error::invalid(format!(
-                "a managed workspace's {} comes from its manifest; omit {flag}",
-                flag.trim_start_matches('-')
-            ))
-            .with_hint(format!("drop {flag}")));
-        }
-    }
-    if phase.loads() {
-        if external && req.mode.is_none() {
-            return Err(Error::invalid(
-                "loads into an external server need --database-mode create|reuse|reset",
-            )
-            .with_hint("say what happens to an existing database: --database-mode create (abort if it exists), reuse, or reset --confirm-reset NAME"));
-        }
-        if let Some(mode) = req.mode {
-            let db = req.database.clone().unwrap_or_else(|| "benchmark".into());
-            // Managed: the workspace's database is checked again once known.
-            if external || req.database.is_some() {
-                mode.check_confirmation(&db, req.confirm_reset.as_deref())?;
-            } else if mode == DatabaseMode::Reset && req.confirm_reset.is_none() {
-                mode.check_confirmation(&db, None)?;
-            }
-        }
-    } else if req.mode.is_some() || req.confirm_reset.is_some() {
-        return Err(Error::invalid(format!(
-            "--database-mode and --confirm-reset apply to load and all, not {}",
-            phase.as_str()
-        ))
-        .with_hint("drop them, or run the load phase"));
-    }
-    if req.greptime_version.is_some() || req.confirm_version_override.is_some() {
-        if !matches!(phase, Phase::Query | Phase::Analyze) || external {
-            return Err(Error::invalid(
-                "--greptime-version runs another installed version on a managed workspace's data, for query and analyze only",
-            )
-            .with_hint("use it with `bench greptimedb query|analyze --database-id ID`"));
-        }
-        if req.greptime_version.is_none() {
-            return Err(
-                Error::invalid("--confirm-version-override requires --greptime-version")
-                    .with_hint("add --greptime-version V"),
-            );
-        }
-    }
-    if matches!(phase, Phase::Compact | Phase::Analyze) && external {
-        return Err(Error::invalid(format!(
-            "{} needs a managed workspace (tsbsctl restarts and inspects its server)",
-            phase.as_str()
-        ))
-        .with_hint("pass --database-id ID"));
-    }
-    if phase == Phase::Compact {
-        let strategy = req.strategy.as_deref().unwrap_or("swcs");
-        if !["swcs", "twcs", "strict_window", "regular"].contains(&strategy) {
-            return Err(
-                Error::invalid(format!("unknown compaction strategy {strategy:?}"))
-                    .with_hint("use --strategy swcs (strict window), twcs or regular"),
-            );
-        }
-        if req.window == Some(0) {
-            return Err(Error::invalid("--window must be positive (seconds)")
-                .with_hint("e.g. --window 7200 for a 2-hour window"));
-        }
-        if req.window.is_some() && !matches!(strategy, "swcs" | "strict_window") {
-            return Err(Error::invalid("--window applies to --strategy swcs only")
-                .with_hint("drop --window, or use --strategy swcs"));
-        }
-        if let Some(t) = &req.table {
-            crate::workspace::validate_database_name(t).map_err(|_| {
-                Error::invalid(format!("--table {t:?} is not a valid table name"))
-                    .with_hint("use letters, digits and '_'")
-            })?;
-        }
-    }
-    Ok(phase)
-}
+pub use request::{default_write, validate, Request, RerunPins};
 
 /// The default table TSBS cpu-only writes.
 pub const TABLE: &str = "cpu";
@@ -341,6 +121,8 @@ fn outcome(run: &RunDir, summary: &Value) -> Outcome {
 /// Runs a bench command end to end.
 pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
     let phase = validate(entry, req)?;
+    // A bad TSBSCTL_ADMIN_TIMEOUT_SECS is bad input: said before anything exists.
+    crate::product::admin_timeout()?;
     let root = ctx
         .root
         .clone()
@@ -788,7 +570,8 @@ impl Bench<'_> {
 
     fn timing(&self) -> Timing {
         let mut t = self.target.default_timing();
-        // Bounded and positive: checked by `preflight::check_bounds`.
+        // Bounded and positive: checked by `preflight::check_bounds` (also for a rerun's
+        // recorded flags, which no CLI parser saw).
         if let Some(s) = self.req.startup_timeout {
             t.startup_timeout = Duration::from_secs_f64(s);
         }

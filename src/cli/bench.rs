@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::bench::{self, Phase, Request};
-use crate::cli::common::{DatasetRootArgs, LockArgs};
+use crate::cli::common::{DatasetRootArgs, LockArgs, ServerTimingArgs};
 use crate::cli::data::SpecArgs;
 use crate::context::Ctx;
 use crate::dataset::Compression;
@@ -108,12 +108,8 @@ pub struct CommonArgs {
     /// Name of the run directory (default: UTC time, YYYYMMDDTHHMMSSZ).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
-    /// Seconds to wait for a managed server to answer.
-    #[arg(long, value_name = "SECONDS")]
-    pub startup_timeout: Option<f64>,
-    /// Seconds between SIGTERM and SIGKILL when stopping a managed server.
-    #[arg(long, value_name = "SECONDS")]
-    pub stop_timeout: Option<f64>,
+    #[command(flatten)]
+    pub timing: ServerTimingArgs,
     /// Seconds a loader or query runner may go without progress in its periodic reports
     /// before it counts as stalled (default 300; the loader reports every 10 s).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
@@ -192,8 +188,8 @@ fn request(c: CommonArgs, phase: Phase) -> Request {
         "batch_size": c.batch_size,
         "query_workers": c.query_workers,
         "run_id": c.run_id,
-        "startup_timeout": c.startup_timeout,
-        "stop_timeout": c.stop_timeout,
+        "startup_timeout": c.timing.startup_timeout,
+        "stop_timeout": c.timing.stop_timeout,
         "stall_timeout": c.stall_timeout.unwrap_or(crate::bench::watch::DEFAULT_STALL_SECS),
         "on_stall": c.on_stall.unwrap_or_default().as_str(),
         "wait": c.lock.wait,
@@ -222,8 +218,8 @@ fn request(c: CommonArgs, phase: Phase) -> Request {
         batch_size: c.batch_size,
         query_workers: c.query_workers,
         run_id: c.run_id,
-        startup_timeout: c.startup_timeout,
-        stop_timeout: c.stop_timeout,
+        startup_timeout: c.timing.startup_timeout,
+        stop_timeout: c.timing.stop_timeout,
         stall_timeout: c.stall_timeout,
         on_stall: c.on_stall,
         lock: (&c.lock).into(),
@@ -262,30 +258,6 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
             req.hot_runs = a.hot_runs;
             req.greptime_version = a.greptime_version;
             req.confirm_version_override = a.confirm_version_override;
-            if !matches!(a.phase, Phase::Compact)
-                && (req.table.is_some()
-                    || req.strategy.is_some()
-                    || req.window.is_some()
-                    || req.confirm_timeout.is_some()
-                    || req.parallelism.is_some())
-            {
-                return Err(crate::error::Error::invalid(
-                    "--table, --strategy, --window, --confirm-timeout and --parallelism apply to the compact phase only",
-                )
-                .with_hint("drop them, or run `bench greptimedb compact`"));
-            }
-            if !matches!(a.phase, Phase::All | Phase::Query) && req.flush_before_queries {
-                return Err(crate::error::Error::invalid(
-                    "--flush-before-queries applies to the query and all phases only",
-                )
-                .with_hint("drop --flush-before-queries"));
-            }
-            if a.phase != Phase::Analyze && req.hot_runs.is_some() {
-                return Err(crate::error::Error::invalid(
-                    "--hot-runs applies to the analyze phase only",
-                )
-                .with_hint("drop --hot-runs"));
-            }
             bench::run(ctx, &crate::product::greptimedb::ENTRY, &req)
         }
         BenchCmd::Influxdb3(a) => {

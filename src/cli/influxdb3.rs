@@ -106,10 +106,10 @@ pub struct ActivateArgs {
     #[arg(long, value_name = "PATH")]
     pub license_file: Option<PathBuf>,
     /// Seconds to wait for the server to serve, e-mail confirmation included (default: 1800).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::common::seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
     /// Seconds between SIGTERM and SIGKILL when stopping the server (default: 60).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::common::seconds, allow_negative_numbers = true)]
     pub stop_timeout: Option<f64>,
     /// Stop a server an earlier, killed tsbsctl left running on this workspace.
     #[arg(long)]
@@ -282,27 +282,13 @@ fn list_cmd(ctx: &Ctx) -> Result<Outcome> {
     Ok(Outcome::new(json!({ "workspaces": all }), human))
 }
 
-fn seconds(flag: &str, v: f64) -> Result<Duration> {
-    if v.is_finite() && v > 0.0 && v < 1e7 {
-        Ok(Duration::from_secs_f64(v))
-    } else {
-        Err(
-            Error::invalid(format!("{flag} must be a positive number of seconds"))
-                .with_hint(format!("e.g. {flag} 1800")),
-        )
-    }
-}
-
 fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
     validate_id("--database-id", &a.database_id)?;
-    let timeout = match a.timeout {
-        Some(s) => seconds("--timeout", s)?,
-        None => activation::DEFAULT_TIMEOUT,
-    };
-    let stop_timeout = a
-        .stop_timeout
-        .map(|s| seconds("--stop-timeout", s))
-        .transpose()?;
+    // Checked by the `seconds` value parser (finite, positive, at most a week).
+    let timeout = a
+        .timeout
+        .map_or(activation::DEFAULT_TIMEOUT, Duration::from_secs_f64);
+    let stop_timeout = a.stop_timeout.map(Duration::from_secs_f64);
     if a.license_email_stdin && a.lock.hold_token_stdin {
         return Err(Error::invalid(
             "--license-email-stdin and --hold-token-stdin cannot both read stdin",
