@@ -43,8 +43,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The variable holding the e-mail unless `--license-email-env` names another.
 pub const DEFAULT_EMAIL_ENV: &str = "INFLUXDB3_LICENSE_EMAIL";
 
-/// `trial` or `home`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `trial` or `home` (`--license-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LicenseType {
     Trial,
     Home,

@@ -38,8 +38,8 @@ pub struct Influx3Args {
     #[command(flatten)]
     pub common: CommonArgs,
     /// External targets: the edition the servers run.
-    #[arg(long, value_name = "EDITION", value_parser = ["core", "enterprise"])]
-    pub edition: Option<String>,
+    #[arg(long, value_name = "EDITION", value_enum)]
+    pub edition: Option<crate::product::influxdb3::Edition>,
     /// Acknowledge writes before the WAL is persisted (default: durable acknowledgement).
     #[arg(long)]
     pub no_sync: bool,
@@ -72,8 +72,8 @@ pub struct CommonArgs {
     #[arg(long, value_name = "NAME")]
     pub database: Option<String>,
     /// What the loader does with an existing database (managed default: create).
-    #[arg(long, value_name = "MODE", value_parser = ["create", "reuse", "reset"])]
-    pub database_mode: Option<String>,
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub database_mode: Option<DatabaseMode>,
     /// Confirms a reset: the SQL database name, exactly.
     #[arg(long, value_name = "NAME")]
     pub confirm_reset: Option<String>,
@@ -169,7 +169,7 @@ fn request(c: CommonArgs, phase: Phase) -> Request {
         "database_id": c.database_id,
         "urls": c.urls,
         "database": c.database,
-        "database_mode": c.database_mode,
+        "database_mode": c.database_mode.map(|m| m.as_str()),
         "confirm_reset": c.confirm_reset,
         "profile": spec.profile.map(|p| p.as_str()),
         "use_case": spec.use_case,
@@ -202,10 +202,7 @@ fn request(c: CommonArgs, phase: Phase) -> Request {
         database_id: c.database_id,
         urls: c.urls,
         database: c.database,
-        mode: c
-            .database_mode
-            .as_deref()
-            .map(|m| DatabaseMode::parse(m).expect("clap checked the mode")),
+        mode: c.database_mode,
         confirm_reset: c.confirm_reset,
         dataset_id: c.dataset_id,
         dataset_root: c.dataset_root.dataset_root,
@@ -269,7 +266,7 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
             };
             let mut req = request(a.common, phase);
             for (k, v) in [
-                ("edition", json!(a.edition)),
+                ("edition", json!(a.edition.map(|e| e.as_str()))),
                 ("no_sync", json!(a.no_sync)),
                 ("accept_partial", json!(a.accept_partial)),
                 // Variable names only: the values never leave the environment.
@@ -279,7 +276,7 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
             ] {
                 req.flags[k] = v;
             }
-            req.edition = a.edition;
+            req.edition = a.edition.map(|e| e.as_str().to_string());
             req.no_sync = a.no_sync;
             req.accept_partial = a.accept_partial;
             req.auth_token_env = a.auth_token_env;

@@ -44,8 +44,8 @@ pub enum Influxdb3Cmd {
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
     /// InfluxDB 3 edition: core or enterprise.
-    #[arg(long, value_name = "EDITION", value_parser = ["core", "enterprise"])]
-    pub edition: String,
+    #[arg(long, value_name = "EDITION", value_enum)]
+    pub edition: Edition,
     /// Exact version (3.11.1); default: the latest from InfluxData's installer script.
     #[arg(long, value_name = "V")]
     pub version: Option<String>,
@@ -59,8 +59,8 @@ pub struct PrepareArgs {
     #[arg(long, value_name = "ID")]
     pub database_id: String,
     /// InfluxDB 3 edition: core or enterprise.
-    #[arg(long, value_name = "EDITION", value_parser = ["core", "enterprise"])]
-    pub edition: String,
+    #[arg(long, value_name = "EDITION", value_enum)]
+    pub edition: Edition,
     /// Version to bind (installed if needed); default: the workspace's, else the newest
     /// installed, else the latest from InfluxData's installer script.
     #[arg(long, value_name = "V")]
@@ -85,8 +85,8 @@ pub struct ActivateArgs {
     pub database_id: String,
     /// Request a trial or home licence for an e-mail address (InfluxData sends a link to
     /// confirm it; the server waits for that).
-    #[arg(long, value_name = "TYPE", value_parser = ["trial", "home"])]
-    pub license_type: Option<String>,
+    #[arg(long, value_name = "TYPE", value_enum)]
+    pub license_type: Option<LicenseType>,
     /// Read the e-mail from standard input (one line; not echoed on a terminal).
     #[arg(
         long,
@@ -121,7 +121,7 @@ pub struct ActivateArgs {
 pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
     match cmd {
         Influxdb3Cmd::Install(a) => {
-            let p = InfluxDb3::new(Edition::parse(&a.edition)?);
+            let p = InfluxDb3::new(a.edition);
             dbcmd::install_cmd(
                 ctx,
                 &p,
@@ -131,7 +131,7 @@ pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
             )
         }
         Influxdb3Cmd::Prepare(a) => {
-            let p = InfluxDb3::new(Edition::parse(&a.edition)?);
+            let p = InfluxDb3::new(a.edition);
             let req = PrepareRequest {
                 id: a.database_id,
                 version: a.version,
@@ -315,7 +315,7 @@ fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
     // Every input is checked (and the e-mail read) before the lock is taken or a server runs.
     let source = match (&a.license_type, &a.license_file) {
         (Some(t), None) => {
-            let license_type = LicenseType::parse(t)?;
+            let license_type = *t;
             let email = if a.license_email_stdin {
                 activation::email_from_stdin()?
             } else {

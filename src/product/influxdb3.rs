@@ -25,8 +25,8 @@ use crate::workspace::WorkspaceManifest;
 /// `version_source` of a version read from the official installer script.
 pub const LATEST_SOURCE: &str = "installer-script";
 
-/// The two editions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The two editions (`--edition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Edition {
     Core,
     Enterprise,

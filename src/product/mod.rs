@@ -24,6 +24,9 @@ use crate::server::{Probe, Timing};
 use crate::sources::Sources;
 use crate::workspace::WorkspaceManifest;
 
+// A skeleton third product, compiled only in tests (its module says why).
+#[cfg(test)]
+pub mod exampledb;
 pub mod greptimedb;
 pub mod influxdb3;
 
@@ -333,7 +336,12 @@ pub struct Entry {
 
 /// Every product tsbsctl knows, in the order commands list them. The only list of products.
 pub fn all() -> &'static [Entry] {
-    static ALL: &[Entry] = &[greptimedb::ENTRY, influxdb3::ENTRY];
+    static ALL: &[Entry] = &[
+        greptimedb::ENTRY,
+        influxdb3::ENTRY,
+        #[cfg(test)]
+        exampledb::ENTRY,
+    ];
     ALL
 }
 

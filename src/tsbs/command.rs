@@ -54,14 +54,17 @@ impl fmt::Debug for Secret {
 }
 
 /// `--database-mode`: what the loader does with an existing database (§5.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+// The variants' notes are `//`, not `///`: clap would turn doc comments into help text.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum DatabaseMode {
-    /// Create it; abort (panic, exit 2) if it exists.
+    // Create it; abort (panic, exit 2) if it exists.
     Create,
-    /// Write into what is there (GreptimeDB still lists databases; InfluxDB 3 makes no admin call).
+    // Write into what is there (GreptimeDB still lists databases; InfluxDB 3 makes no admin call).
     Reuse,
-    /// Drop it if it exists, then create it. Needs a confirmation equal to the database name.
+    // Drop it if it exists, then create it. Needs a confirmation equal to the database name.
     Reset,
 }
 
@@ -162,6 +165,16 @@ impl TsbsCommand {
             key,
             value: value.clone(),
         });
+    }
+
+    /// A product's own arguments, in order.
+    fn tool_args(&mut self, args: Vec<ToolArg>) {
+        for a in args {
+            match a {
+                ToolArg::Flag(name, value) => self.flag(name, value),
+                ToolArg::Secret(key, value) => self.secret(key, &value),
+            }
+        }
     }
 
     /// The secret flags, as the `config.json` object the tool reads (real values).
@@ -394,9 +407,24 @@ pub enum LoadInput {
     Stdin,
 }
 
+/// A product-specific argument of a TSBS tool, added after the common ones.
+#[derive(Debug, Clone)]
+pub enum ToolArg {
+    /// `--name=value`.
+    Flag(&'static str, String),
+    /// A secret flag (`name` without `--`): written to the tool's `config.json`, never argv.
+    Secret(&'static str, Secret),
+}
+
 /// The target-specific part of a load.
 #[derive(Debug, Clone)]
 pub enum LoadTarget {
+    /// Any product: whether the loader takes exactly one endpoint (the product's display
+    /// name, for the refusal), and its own arguments, in order.
+    Flags {
+        single_url: Option<&'static str>,
+        args: Vec<ToolArg>,
+    },
     /// `tsbs_load_greptime --urls=<endpoint>`.
     Greptime,
     /// `tsbs_load_influx3`: durability flags and optional tokens. `--admin-token` falls back to
@@ -407,6 +435,35 @@ pub enum LoadTarget {
         auth_token: Option<Secret>,
         admin_token: Option<Secret>,
     },
+}
+
+impl LoadTarget {
+    /// The target as the generic form: one-endpoint product, and the arguments.
+    fn parts(&self) -> (Option<&'static str>, Vec<ToolArg>) {
+        match self {
+            LoadTarget::Flags { single_url, args } => (*single_url, args.clone()),
+            LoadTarget::Greptime => (Some("GreptimeDB"), Vec::new()),
+            LoadTarget::Influx3 {
+                no_sync,
+                accept_partial,
+                auth_token,
+                admin_token,
+            } => {
+                let mut args = vec![
+                    ToolArg::Flag("no-sync", no_sync.to_string()),
+                    ToolArg::Flag("accept-partial", accept_partial.to_string()),
+                ];
+                let auth = auth_token.as_ref().filter(|t| !t.is_empty());
+                if let Some(t) = auth {
+                    args.push(ToolArg::Secret("auth-token", t.clone()));
+                }
+                if let Some(t) = admin_token.as_ref().filter(|t| !t.is_empty()).or(auth) {
+                    args.push(ToolArg::Secret("admin-token", t.clone()));
+                }
+                (None, args)
+            }
+        }
+    }
 }
 
 /// Everything a loader invocation needs.
@@ -435,9 +492,10 @@ pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
         return Err(Error::invalid("--batch-size must be at least 1")
             .with_hint("pass --batch-size N with N >= 1"));
     }
-    if matches!(spec.target, LoadTarget::Greptime) && spec.urls.len() != 1 {
+    let (single_url, extra) = spec.target.parts();
+    if let (Some(name), false) = (single_url, spec.urls.len() == 1) {
         return Err(Error::invalid(format!(
-            "GreptimeDB takes exactly one endpoint, got {}",
+            "{name} takes exactly one endpoint, got {}",
             spec.urls.len()
         ))
         .with_hint("pass a single --url"));
@@ -454,23 +512,7 @@ pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
     c.flag("workers", spec.workers);
     c.flag("reporting-period", REPORTING_PERIOD);
     c.flag("results-file", spec.results_file.display());
-    if let LoadTarget::Influx3 {
-        no_sync,
-        accept_partial,
-        auth_token,
-        admin_token,
-    } = &spec.target
-    {
-        c.flag("no-sync", no_sync);
-        c.flag("accept-partial", accept_partial);
-        let auth = auth_token.as_ref().filter(|t| !t.is_empty());
-        if let Some(t) = auth {
-            c.secret("auth-token", t);
-        }
-        if let Some(t) = admin_token.as_ref().filter(|t| !t.is_empty()).or(auth) {
-            c.secret("admin-token", t);
-        }
-    }
+    c.tool_args(extra);
     for f in spec.mode.flags() {
         c.raw(f);
     }
@@ -480,10 +522,26 @@ pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
 /// The target-specific part of a query run.
 #[derive(Debug, Clone)]
 pub enum QueryTarget {
+    /// Any product: its own arguments, in order.
+    Flags { args: Vec<ToolArg> },
     /// `tsbs_run_queries_influx` against GreptimeDB's `/v1/sql`.
     Greptime,
     /// `tsbs_run_queries_influx3`, with the auth token when one is set.
     Influx3 { auth_token: Option<Secret> },
+}
+
+impl QueryTarget {
+    fn args(&self) -> Vec<ToolArg> {
+        match self {
+            QueryTarget::Flags { args } => args.clone(),
+            QueryTarget::Greptime => Vec::new(),
+            QueryTarget::Influx3 { auth_token } => auth_token
+                .iter()
+                .filter(|t| !t.is_empty())
+                .map(|t| ToolArg::Secret("auth-token", t.clone()))
+                .collect(),
+        }
+    }
 }
 
 /// Everything one query-runner invocation (one query type, one attempt) needs.
@@ -509,14 +567,7 @@ pub fn query_command(spec: &QuerySpec) -> Result<TsbsCommand> {
     c.flag("workers", spec.workers);
     c.flag("print-interval", PRINT_INTERVAL);
     c.flag("results-file", spec.results_file.display());
-    if let QueryTarget::Influx3 {
-        auth_token: Some(t),
-    } = &spec.target
-    {
-        if !t.is_empty() {
-            c.secret("auth-token", t);
-        }
-    }
+    c.tool_args(spec.target.args());
     Ok(c)
 }
 
