@@ -174,7 +174,7 @@ fn ensure_installation(
     if let Some(a) = archive_sha256 {
         let sources = crate::sources::Sources::load(&ctx.root)?;
         let dl = crate::download::Downloader::new(&ctx.root, &sources, ctx.reporter.clone())?;
-        let asset = product.release_asset(&sources, version, &platform);
+        let asset = product.release_asset(&sources, version, &platform)?;
         let text = dl
             .fetch_text(&asset.checksum_url, "application/octet-stream, */*")
             .map_err(|e| e.context(format!("fetching the checksum of {name}")))?;

@@ -630,7 +630,8 @@ fn create_layout(product: &dyn Product, ws: &mut Workspace, at: &Path) -> Result
         let p = at.join(sub);
         fs::create_dir_all(&p).map_err(|e| Error::io("create directory", &p, e))?;
     }
-    write_config(product, ws, at)
+    write_config(product, ws, at)?;
+    product.init_data_dir(&ws.manifest, at)
 }
 
 fn write_config(product: &dyn Product, ws: &mut Workspace, at: &Path) -> Result<()> {

@@ -107,7 +107,7 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
     let window = req
         .window
         .or(matches!(strategy.as_str(), "swcs" | "strict_window").then_some(7200));
-    if let Some(m) = &target.managed {
+    if let Some(m) = target.managed() {
         check_version(&m.ws.manifest.version, &strategy, req.parallelism)?;
     }
     super::preflight::check_compact_table(&target, &table)?;
@@ -437,8 +437,7 @@ impl Bench<'_> {
         self.run.save()?;
         let version = self
             .target
-            .managed
-            .as_ref()
+            .managed()
             .map(|m| m.ws.manifest.version.clone())
             .unwrap_or_default();
         self.start_server()?;

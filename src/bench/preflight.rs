@@ -78,7 +78,7 @@ pub fn check_query_flags(req: &Request) -> Result<()> {
 /// A managed server that cannot serve (an Enterprise workspace without an active licence) is
 /// refused before the run exists (#16).
 pub fn check_can_serve(target: &Target) -> Result<()> {
-    match &target.managed {
+    match target.managed() {
         Some(m) => target.product.check_can_serve(&m.ws.manifest),
         None => Ok(()),
     }
@@ -182,7 +182,7 @@ pub fn check_disk(
 /// compact: the table must be one the workspace's loaded dataset wrote (#16: deciding it by
 /// asking the server would start the server first). tsbsctl loads cpu-only data, one table.
 pub fn check_compact_table(target: &Target, table: &str) -> Result<()> {
-    let Some(m) = &target.managed else {
+    let Some(m) = target.managed() else {
         return Ok(());
     };
     let id = m.ws.id();

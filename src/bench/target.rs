@@ -47,6 +47,13 @@ pub struct Runtime {
     pub installation_path: PathBuf,
 }
 
+/// Where the benchmark runs.
+pub enum Place {
+    // Boxed: a workspace (manifest, lock guard) is several times an external target's size.
+    Managed(Box<Managed>),
+    External(External),
+}
+
 /// An external server.
 pub struct External {
     pub urls: Vec<String>,
@@ -61,8 +68,8 @@ pub struct Target {
     pub entry: &'static Entry,
     /// The product in the variant that runs: the workspace's, or `--edition` of an external one.
     pub product: Box<dyn Product>,
-    pub managed: Option<Managed>,
-    pub external: Option<External>,
+    /// Managed or external: exactly one.
+    pub place: Place,
     pub auth_token: Option<Secret>,
     pub admin_token: Option<Secret>,
     /// InfluxDB 3 row counts: the dataset's `[start, end)` in ns (time slices stay inside it)
@@ -118,13 +125,12 @@ impl Target {
             return Ok(Target {
                 entry,
                 product,
-                managed: Some(Managed {
+                place: Place::Managed(Box::new(Managed {
                     root: root.clone(),
                     ws,
                     _guard: guard,
                     runtime,
-                }),
-                external: None,
+                })),
                 auth_token,
                 admin_token,
                 count_window: None,
@@ -155,8 +161,7 @@ impl Target {
         Ok(Target {
             entry,
             product,
-            managed: None,
-            external: Some(External {
+            place: Place::External(External {
                 urls,
                 database: req.database.clone().unwrap_or_else(|| "benchmark".into()),
                 edition: req.edition.clone(),
@@ -176,44 +181,56 @@ impl Target {
         self.count_window = crate::product::window_ns(&ds.spec.start, &ds.spec.end);
     }
 
+    /// The managed workspace, when the target is one.
+    pub fn managed(&self) -> Option<&Managed> {
+        match &self.place {
+            Place::Managed(m) => Some(m),
+            Place::External(_) => None,
+        }
+    }
+
+    fn managed_mut(&mut self) -> Option<&mut Managed> {
+        match &mut self.place {
+            Place::Managed(m) => Some(m),
+            Place::External(_) => None,
+        }
+    }
+
     pub fn is_managed(&self) -> bool {
-        self.managed.is_some()
+        self.managed().is_some()
     }
 
     pub fn database_id(&self) -> Option<String> {
-        self.managed.as_ref().map(|m| m.ws.id().to_string())
+        self.managed().map(|m| m.ws.id().to_string())
     }
 
     pub fn database(&self) -> &str {
-        match (&self.managed, &self.external) {
-            (Some(m), _) => &m.ws.manifest.database,
-            (_, Some(e)) => &e.database,
-            _ => "benchmark",
+        match &self.place {
+            Place::Managed(m) => &m.ws.manifest.database,
+            Place::External(e) => &e.database,
         }
     }
 
     pub fn edition(&self) -> Option<String> {
-        match (&self.managed, &self.external) {
-            (Some(m), _) => m.ws.manifest.edition.clone(),
-            (_, Some(e)) => e.edition.clone(),
-            _ => None,
+        match &self.place {
+            Place::Managed(m) => m.ws.manifest.edition.clone(),
+            Place::External(e) => e.edition.clone(),
         }
     }
 
     /// The endpoint of the managed server (its configured port) or the first external URL.
     pub fn endpoint(&self) -> String {
-        match (&self.managed, &self.external) {
-            (Some(m), _) => m.ws.endpoint(),
-            (_, Some(e)) => e.urls[0].clone(),
-            _ => String::new(),
+        match &self.place {
+            Place::Managed(m) => m.ws.endpoint(),
+            Place::External(e) => e.urls[0].clone(),
         }
     }
 
     /// The URLs the TSBS tools get.
     pub fn urls_with(&self, endpoint: &str) -> Vec<String> {
-        match &self.external {
-            Some(e) => e.urls.clone(),
-            None => vec![endpoint.to_string()],
+        match &self.place {
+            Place::External(e) => e.urls.clone(),
+            Place::Managed(_) => vec![endpoint.to_string()],
         }
     }
 
@@ -227,27 +244,24 @@ impl Target {
     }
 
     pub fn data_dir(&self) -> Option<PathBuf> {
-        self.managed.as_ref().map(|m| m.ws.data_dir())
+        self.managed().map(|m| m.ws.data_dir())
     }
 
     pub fn binding(&self) -> Option<&Value> {
-        self.managed
-            .as_ref()
-            .and_then(|m| m.ws.manifest.binding.as_ref())
+        self.managed().and_then(|m| m.ws.manifest.binding.as_ref())
     }
 
     pub fn default_timing(&self) -> Timing {
-        self.managed
-            .as_ref()
+        self.managed()
             .map(|_| self.product.default_timing())
             .unwrap_or_default()
     }
 
     pub fn to_json(&self) -> Value {
         let mut v = self.target_json();
-        let runtime = self.managed.as_ref().and_then(|m| m.runtime.as_ref());
+        let runtime = self.managed().and_then(|m| m.runtime.as_ref());
         if let Some(settings) = self.product.server_settings(
-            self.managed.as_ref().map(|m| &m.ws.manifest),
+            self.managed().map(|m| &m.ws.manifest),
             self.data_dir().as_deref(),
             runtime.map(|r| r.version.as_str()),
         ) {
@@ -257,8 +271,8 @@ impl Target {
     }
 
     fn target_json(&self) -> Value {
-        match (&self.managed, &self.external) {
-            (Some(m), _) => {
+        match &self.place {
+            Place::Managed(m) => {
                 let w = &m.ws.manifest;
                 let (version, sha) = match &m.runtime {
                     Some(r) => (r.version.clone(), r.binary_sha256.clone()),
@@ -279,7 +293,7 @@ impl Target {
                     "version_override": m.runtime.is_some(),
                 })
             }
-            (_, Some(e)) => json!({
+            Place::External(e) => json!({
                 "mode": "external",
                 "product": self.entry.name,
                 "edition": e.edition,
@@ -293,13 +307,12 @@ impl Target {
                 "auth_token": self.auth_token.is_some(),
                 "admin_token": self.admin_token.is_some(),
             }),
-            _ => Value::Null,
         }
     }
 
     /// Server pins of the run manifest.
     pub fn server_pin(&self) -> Option<Value> {
-        let m = self.managed.as_ref()?;
+        let m = self.managed()?;
         let w = &m.ws.manifest;
         let inst = match &m.runtime {
             Some(r) => {
@@ -349,7 +362,7 @@ impl Target {
     }
 
     pub fn data_state(&self) -> Option<Value> {
-        let m = self.managed.as_ref()?;
+        let m = self.managed()?;
         let mut v = serde_json::to_value(&m.ws.manifest.data_state).ok()?;
         v["label"] = json!(data_state_label(&m.ws.manifest.data_state));
         Some(v)
@@ -421,7 +434,7 @@ impl Target {
 
     /// Query and analyze need the workspace to hold the run's dataset.
     pub fn require_binding(&self, root: &Root, ds: &Dataset) -> Result<()> {
-        let Some(m) = &self.managed else {
+        let Some(m) = self.managed() else {
             return Ok(());
         };
         match self.binding() {
@@ -451,8 +464,7 @@ impl Target {
             cmd.push_str(" --profile smoke");
         }
         let since = self
-            .managed
-            .as_ref()
+            .managed()
             .map(|m| m.ws.manifest.created_at.as_str())
             .unwrap_or("");
         let unfinished = unfinished_load(root, self.entry.name, ws_id, since);
@@ -479,7 +491,7 @@ impl Target {
 
     /// Clears the binding (and the data state) before a reset drops the database.
     pub fn clear_binding(&mut self) -> Result<()> {
-        if let Some(m) = &mut self.managed {
+        if let Some(m) = self.managed_mut() {
             if m.ws.manifest.binding.is_some() || !m.ws.manifest.data_state.loads.is_empty() {
                 m.ws.manifest.binding = None;
                 m.ws.manifest.data_state = Default::default();
@@ -491,7 +503,7 @@ impl Target {
 
     /// Sets the binding after a verified load, and records the load in the data state.
     pub fn set_binding(&mut self, binding: Value, run: &RunDir) -> Result<()> {
-        if let Some(m) = &mut self.managed {
+        if let Some(m) = self.managed_mut() {
             let now = crate::manifest::now_rfc3339();
             let mut b = binding;
             b["loaded_at"] = json!(now);
@@ -514,7 +526,7 @@ impl Target {
 
     /// Appends a maintenance record (compaction) to the workspace's data state.
     pub fn push_maintenance(&mut self, rec: Value) -> Result<()> {
-        if let Some(m) = &mut self.managed {
+        if let Some(m) = self.managed_mut() {
             m.ws.manifest.data_state.maintenance.push(rec);
             m.ws.save()?;
         }
@@ -523,7 +535,7 @@ impl Target {
 
     /// Replaces the last maintenance record (the intent a compaction recorded) by its outcome.
     pub fn update_last_maintenance(&mut self, rec: Value) -> Result<()> {
-        if let Some(m) = &mut self.managed {
+        if let Some(m) = self.managed_mut() {
             match m.ws.manifest.data_state.maintenance.last_mut() {
                 Some(last) => *last = rec,
                 None => m.ws.manifest.data_state.maintenance.push(rec),
@@ -535,8 +547,7 @@ impl Target {
 
     pub fn server_spec(&self, root: &Root, log: PathBuf, timing: Timing) -> Result<ServerSpec> {
         let m = self
-            .managed
-            .as_ref()
+            .managed()
             .ok_or_else(|| Error::failed("an external server is not started by tsbsctl"))?;
         let mut ws = m.ws.clone();
         if let Some(r) = &m.runtime {
@@ -558,9 +569,9 @@ impl Target {
             crate::product::window_ns(spec["start"].as_str()?, spec["end"].as_str()?)
         });
         // Managed servers run without auth: no token goes to them.
-        let token = match &self.managed {
-            Some(_) => None,
-            None => self.auth_token.as_ref().map(|t| t.expose()),
+        let token = match &self.place {
+            Place::Managed(_) => None,
+            Place::External(_) => self.auth_token.as_ref().map(|t| t.expose()),
         };
         self.product.count_rows_detailed(&CountRequest {
             endpoint,

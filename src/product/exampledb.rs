@@ -4,24 +4,20 @@
 //!
 //! The imagined server speaks HTTP: `GET /health`, `GET /version` (`{"version": "..."}`),
 //! `GET /count?db=D&table=T` (`{"rows": N}`); the imagined loader `tsbs_load_exampledb` takes
-//! `--compression` and a secret `--api-key`.
+//! `--compression` and a secret `--api-key`. It has no release feed (like a PostgreSQL pinned
+//! from a local directory): the release methods keep their refusing defaults.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{
-    check_semver, BenchCaps, FilePart, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions,
-    CONFIG_FILE,
-};
+use super::{check_semver, BenchCaps, FilePart, Product, ServerCommand, ToolOptions, CONFIG_FILE};
 use crate::dataset::Profile;
-use crate::download::Downloader;
 use crate::error::{Error, Result};
 use crate::platform::Platform;
 use crate::queryset::QueryFormat;
 use crate::server::Probe;
-use crate::sources::Sources;
 use crate::tsbs::{LoadTarget, QueryTarget, Secret, ToolArg};
 use crate::workspace::WorkspaceManifest;
 
@@ -82,23 +78,6 @@ impl Product for ExampleDb {
     }
     fn normalize_version(&self, raw: &str) -> Result<String> {
         check_semver("--version", raw, "1.0.0")
-    }
-    fn resolve_latest(&self, _dl: &Downloader, _sources: &Sources) -> Result<Latest> {
-        Err(Error::invalid("ExampleDB has no release feed").with_hint("pass --version V"))
-    }
-    fn release_asset(
-        &self,
-        _sources: &Sources,
-        version: &str,
-        platform: &Platform,
-    ) -> ReleaseAsset {
-        let file_name = format!("exampledb-{version}-{}.tar.gz", platform.dashed());
-        ReleaseAsset {
-            url: format!("http://127.0.0.1:9/{file_name}"),
-            checksum_url: format!("http://127.0.0.1:9/{file_name}.sha256"),
-            file_name,
-            top_dir: None,
-        }
     }
     fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
         if output.split_whitespace().any(|w| w == version) {

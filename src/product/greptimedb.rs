@@ -136,15 +136,20 @@ impl Product for GreptimeDb {
         parse_latest(&doc)
     }
 
-    fn release_asset(&self, sources: &Sources, version: &str, platform: &Platform) -> ReleaseAsset {
+    fn release_asset(
+        &self,
+        sources: &Sources,
+        version: &str,
+        platform: &Platform,
+    ) -> Result<ReleaseAsset> {
         let stem = format!("greptime-{}-v{version}", platform.dashed());
         let dir = format!("{REPO}/releases/download/v{version}");
-        ReleaseAsset {
+        Ok(ReleaseAsset {
             url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.tar.gz")),
             checksum_url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.sha256sum")),
             file_name: format!("{stem}.tar.gz"),
             top_dir: Some(stem),
-        }
+        })
     }
 
     /// `greptime --version` prints `version: X.Y.Z` among other lines (`-V`: `greptime X.Y.Z`);

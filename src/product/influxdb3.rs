@@ -207,7 +207,12 @@ impl Product for InfluxDb3 {
         })
     }
 
-    fn release_asset(&self, sources: &Sources, version: &str, platform: &Platform) -> ReleaseAsset {
+    fn release_asset(
+        &self,
+        sources: &Sources,
+        version: &str,
+        platform: &Platform,
+    ) -> Result<ReleaseAsset> {
         let file = format!(
             "influxdb3-{}-{version}_{}.tar.gz",
             self.edition.as_str(),
@@ -217,13 +222,13 @@ impl Product for InfluxDb3 {
             SourceKey::InfluxdataDl,
             &format!("influxdb/releases/{file}"),
         );
-        ReleaseAsset {
+        Ok(ReleaseAsset {
             checksum_url: format!("{url}.sha256"),
             url,
             file_name: file,
             // The real root's name is unconfirmed: [`Self::distribution_root`] accepts any.
             top_dir: None,
-        }
+        })
     }
 
     /// As the vendor's installer (`install_influxdb.sh`: `--strip-components` 0 or 1, when

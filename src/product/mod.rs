@@ -75,9 +75,20 @@ pub trait Product: Send + Sync {
     /// Validates and normalises a user-given version (GreptimeDB strips one leading `v`).
     fn normalize_version(&self, raw: &str) -> Result<String>;
     /// Resolves the newest stable version from the vendor (never a guess, never a cache).
-    fn resolve_latest(&self, downloader: &Downloader, sources: &Sources) -> Result<Latest>;
-    /// The archive and checksum locations of `version` for `platform`.
-    fn release_asset(&self, sources: &Sources, version: &str, platform: &Platform) -> ReleaseAsset;
+    /// Products without release archives (a local installation pinned by path) keep the
+    /// default: a refusal naming the product.
+    fn resolve_latest(&self, _downloader: &Downloader, _sources: &Sources) -> Result<Latest> {
+        Err(no_releases(self.display_name()))
+    }
+    /// The archive and checksum locations of `version` for `platform` (default: none).
+    fn release_asset(
+        &self,
+        _sources: &Sources,
+        _version: &str,
+        _platform: &Platform,
+    ) -> Result<ReleaseAsset> {
+        Err(no_releases(self.display_name()))
+    }
     /// Extracts the expected SHA-256 (lowercase hex) from the vendor's checksum file.
     fn parse_checksum(&self, text: &str, asset: &ReleaseAsset) -> Result<String> {
         crate::download::parse_checksum_file(text, &asset.file_name)
@@ -111,6 +122,12 @@ pub trait Product: Send + Sync {
     /// create things), for hints.
     fn cli(&self) -> String {
         format!("tsbsctl {}", self.name())
+    }
+
+    /// Initialises a new workspace's data directory `dir/data` once its layout and config
+    /// exist (PostgreSQL: `initdb`). Default: nothing to do.
+    fn init_data_dir(&self, _ws: &WorkspaceManifest, _dir: &Path) -> Result<()> {
+        Ok(())
     }
 
     /// The HTTP port of a new workspace unless the user picks one.
@@ -420,6 +437,12 @@ pub fn for_workspace(root: &Root, name: &str, id: &str) -> Result<Box<dyn Produc
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
         .and_then(|v| v["edition"].as_str().map(str::to_string));
     (e.make)(variant.as_deref())
+}
+
+/// The refusal of a release method by a product that publishes no release archives.
+fn no_releases(display: String) -> Error {
+    Error::invalid(format!("{display} has no release archives to download"))
+        .with_hint("install it from a local directory as its install command describes")
 }
 
 /// Default limit of one row-count request: a `count(*)` over ~100 M rows of the published
