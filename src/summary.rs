@@ -227,6 +227,12 @@ pub fn build(run: &RunDir) -> Result<Value> {
     let mut server_attempts = Vec::new();
     let mut diag = crate::logscan::Diagnostics::default();
     let redactor = crate::redact::Redactor::new();
+    // The product reads its own log lines (an unknown product: the generic classifier).
+    let product = crate::product::resolve(&m.product, m.edition.as_deref()).ok();
+    let severity = |line: &str| match &product {
+        Some(p) => p.log_severity(line),
+        None => crate::logscan::classify(line),
+    };
     for s in steps.iter().filter(|s| s.step == "server") {
         server_attempts.push(json!({
             "attempt": s.attempt,
@@ -247,7 +253,7 @@ pub fn build(run: &RunDir) -> Result<Value> {
                 .push(json!({"stage": "server", "attempt": s.attempt, "log": s.log, "message": w}));
         }
         if let Some(l) = &s.log {
-            diag.scan_text(l, &read(dir, Some(l)), &redactor);
+            diag.scan_text_with(l, &read(dir, Some(l)), &redactor, &severity);
         }
     }
     // A panic in a server log makes the run's numbers suspect: it is a failure, naming the log.

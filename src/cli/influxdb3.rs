@@ -193,12 +193,7 @@ fn product_of(ctx: &Ctx, id: &str) -> Result<InfluxDb3> {
 
 /// The `edition` field of workspace `id`'s manifest, if it reads.
 fn edition_of(ctx: &Ctx, id: &str) -> Result<Option<String>> {
-    validate_id("--database-id", id)?;
-    let path = ctx.root.database("influxdb3", id).join("manifest.json");
-    Ok(std::fs::read(&path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| v["edition"].as_str().map(str::to_string)))
+    crate::product::workspace_variant(&ctx.root, crate::product::influxdb3::ENTRY.name, id)
 }
 
 /// The product of prepared workspace `id` (its manifest must name a known edition).

@@ -157,6 +157,11 @@ pub trait Product: Send + Sync {
     fn check_can_serve(&self, _ws: &WorkspaceManifest) -> Result<()> {
         Ok(())
     }
+    /// The severity a line of this product's server log declares (default: tracing-style level
+    /// fields and Rust panics, [`crate::logscan::classify`]).
+    fn log_severity(&self, line: &str) -> Option<crate::logscan::Severity> {
+        crate::logscan::classify(line)
+    }
     /// A line filter for the server's output on its way to the log (secrets a server may
     /// print: InfluxDB 3 licence e-mails and tokens). `None`: the log gets the output as is.
     fn output_filter(&self) -> Option<crate::server::OutputFilter> {
@@ -432,11 +437,19 @@ pub fn for_workspace(root: &Root, name: &str, id: &str) -> Result<Box<dyn Produc
             e.variants.join("|")
         )));
     }
-    let variant = std::fs::read(&path)
+    let variant = workspace_variant(root, name, id)?;
+    (e.make)(variant.as_deref())
+}
+
+/// The variant (`edition` field) the manifest of workspace `id` of `name` names, if it reads:
+/// the one place that reads it before the product is known.
+pub fn workspace_variant(root: &Root, name: &str, id: &str) -> Result<Option<String>> {
+    crate::ids::validate_id("--database-id", id)?;
+    let path = root.database(name, id).join("manifest.json");
+    Ok(std::fs::read(&path)
         .ok()
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| v["edition"].as_str().map(str::to_string));
-    (e.make)(variant.as_deref())
+        .and_then(|v| v["edition"].as_str().map(str::to_string)))
 }
 
 /// The refusal of a release method by a product that publishes no release archives.
