@@ -173,13 +173,13 @@ impl Product for ExampleDb {
         if let Some(k) = &o.auth_token {
             args.push(ToolArg::Secret("api-key", k.clone()));
         }
-        LoadTarget::Flags {
+        LoadTarget {
             single_url: None,
             args,
         }
     }
     fn query_target(&self, o: &ToolOptions) -> QueryTarget {
-        QueryTarget::Flags {
+        QueryTarget {
             args: o
                 .auth_token
                 .iter()

@@ -316,11 +316,16 @@ impl Product for GreptimeDb {
             ..BenchCaps::default()
         }
     }
+    /// `tsbs_load_greptime --urls=<endpoint>`: one endpoint, nothing of its own.
     fn load_target(&self, _o: &ToolOptions) -> crate::tsbs::LoadTarget {
-        crate::tsbs::LoadTarget::Greptime
+        crate::tsbs::LoadTarget {
+            single_url: Some("GreptimeDB"),
+            args: Vec::new(),
+        }
     }
+    /// `tsbs_run_queries_influx` against `/v1/sql`: nothing of its own.
     fn query_target(&self, _o: &ToolOptions) -> crate::tsbs::QueryTarget {
-        crate::tsbs::QueryTarget::Greptime
+        crate::tsbs::QueryTarget::default()
     }
     fn probe_version(
         &self,

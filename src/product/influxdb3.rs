@@ -459,17 +459,35 @@ impl Product for InfluxDb3 {
             ..BenchCaps::default()
         }
     }
+    /// `tsbs_load_influx3`: durability flags and optional tokens. `--admin-token` falls back
+    /// to the auth token when no admin token is given (reference §3.3).
     fn load_target(&self, o: &ToolOptions) -> crate::tsbs::LoadTarget {
-        crate::tsbs::LoadTarget::Influx3 {
-            no_sync: o.no_sync,
-            accept_partial: o.accept_partial,
-            auth_token: o.auth_token.clone(),
-            admin_token: o.admin_token.clone(),
+        use crate::tsbs::ToolArg;
+        let mut args = vec![
+            ToolArg::Flag("no-sync", o.no_sync.to_string()),
+            ToolArg::Flag("accept-partial", o.accept_partial.to_string()),
+        ];
+        let auth = o.auth_token.as_ref().filter(|t| !t.is_empty());
+        if let Some(t) = auth {
+            args.push(ToolArg::Secret("auth-token", t.clone()));
+        }
+        if let Some(t) = o.admin_token.as_ref().filter(|t| !t.is_empty()).or(auth) {
+            args.push(ToolArg::Secret("admin-token", t.clone()));
+        }
+        crate::tsbs::LoadTarget {
+            single_url: None,
+            args,
         }
     }
+    /// `tsbs_run_queries_influx3`, with the auth token when one is set.
     fn query_target(&self, o: &ToolOptions) -> crate::tsbs::QueryTarget {
-        crate::tsbs::QueryTarget::Influx3 {
-            auth_token: o.auth_token.clone(),
+        crate::tsbs::QueryTarget {
+            args: o
+                .auth_token
+                .iter()
+                .filter(|t| !t.is_empty())
+                .map(|t| crate::tsbs::ToolArg::Secret("auth-token", t.clone()))
+                .collect(),
         }
     }
     fn unsynced_flush_interval(&self) -> Option<std::time::Duration> {

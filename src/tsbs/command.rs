@@ -168,11 +168,11 @@ impl TsbsCommand {
     }
 
     /// A product's own arguments, in order.
-    fn tool_args(&mut self, args: Vec<ToolArg>) {
+    fn tool_args(&mut self, args: &[ToolArg]) {
         for a in args {
             match a {
                 ToolArg::Flag(name, value) => self.flag(name, value),
-                ToolArg::Secret(key, value) => self.secret(key, &value),
+                ToolArg::Secret(key, value) => self.secret(key, value),
             }
         }
     }
@@ -416,54 +416,15 @@ pub enum ToolArg {
     Secret(&'static str, Secret),
 }
 
-/// The target-specific part of a load.
-#[derive(Debug, Clone)]
-pub enum LoadTarget {
-    /// Any product: whether the loader takes exactly one endpoint (the product's display
-    /// name, for the refusal), and its own arguments, in order.
-    Flags {
-        single_url: Option<&'static str>,
-        args: Vec<ToolArg>,
-    },
-    /// `tsbs_load_greptime --urls=<endpoint>`.
-    Greptime,
-    /// `tsbs_load_influx3`: durability flags and optional tokens. `--admin-token` falls back to
-    /// the auth token when no admin token is given (reference §3.3).
-    Influx3 {
-        no_sync: bool,
-        accept_partial: bool,
-        auth_token: Option<Secret>,
-        admin_token: Option<Secret>,
-    },
-}
-
-impl LoadTarget {
-    /// The target as the generic form: one-endpoint product, and the arguments.
-    fn parts(&self) -> (Option<&'static str>, Vec<ToolArg>) {
-        match self {
-            LoadTarget::Flags { single_url, args } => (*single_url, args.clone()),
-            LoadTarget::Greptime => (Some("GreptimeDB"), Vec::new()),
-            LoadTarget::Influx3 {
-                no_sync,
-                accept_partial,
-                auth_token,
-                admin_token,
-            } => {
-                let mut args = vec![
-                    ToolArg::Flag("no-sync", no_sync.to_string()),
-                    ToolArg::Flag("accept-partial", accept_partial.to_string()),
-                ];
-                let auth = auth_token.as_ref().filter(|t| !t.is_empty());
-                if let Some(t) = auth {
-                    args.push(ToolArg::Secret("auth-token", t.clone()));
-                }
-                if let Some(t) = admin_token.as_ref().filter(|t| !t.is_empty()).or(auth) {
-                    args.push(ToolArg::Secret("admin-token", t.clone()));
-                }
-                (None, args)
-            }
-        }
-    }
+/// The target-specific part of a load, as the product builds it
+/// ([`crate::product::Product::load_target`]).
+#[derive(Debug, Clone, Default)]
+pub struct LoadTarget {
+    /// The product's display name when its loader takes exactly one endpoint (the refusal
+    /// names it); `None`: any number, used round-robin by worker.
+    pub single_url: Option<&'static str>,
+    /// The product's own arguments, after the common ones, in order.
+    pub args: Vec<ToolArg>,
 }
 
 /// Everything a loader invocation needs.
@@ -492,8 +453,7 @@ pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
         return Err(Error::invalid("--batch-size must be at least 1")
             .with_hint("pass --batch-size N with N >= 1"));
     }
-    let (single_url, extra) = spec.target.parts();
-    if let (Some(name), false) = (single_url, spec.urls.len() == 1) {
+    if let (Some(name), false) = (spec.target.single_url, spec.urls.len() == 1) {
         return Err(Error::invalid(format!(
             "{name} takes exactly one endpoint, got {}",
             spec.urls.len()
@@ -512,36 +472,18 @@ pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
     c.flag("workers", spec.workers);
     c.flag("reporting-period", REPORTING_PERIOD);
     c.flag("results-file", spec.results_file.display());
-    c.tool_args(extra);
+    c.tool_args(&spec.target.args);
     for f in spec.mode.flags() {
         c.raw(f);
     }
     Ok(c)
 }
 
-/// The target-specific part of a query run.
-#[derive(Debug, Clone)]
-pub enum QueryTarget {
-    /// Any product: its own arguments, in order.
-    Flags { args: Vec<ToolArg> },
-    /// `tsbs_run_queries_influx` against GreptimeDB's `/v1/sql`.
-    Greptime,
-    /// `tsbs_run_queries_influx3`, with the auth token when one is set.
-    Influx3 { auth_token: Option<Secret> },
-}
-
-impl QueryTarget {
-    fn args(&self) -> Vec<ToolArg> {
-        match self {
-            QueryTarget::Flags { args } => args.clone(),
-            QueryTarget::Greptime => Vec::new(),
-            QueryTarget::Influx3 { auth_token } => auth_token
-                .iter()
-                .filter(|t| !t.is_empty())
-                .map(|t| ToolArg::Secret("auth-token", t.clone()))
-                .collect(),
-        }
-    }
+/// The target-specific part of a query run, as the product builds it
+/// ([`crate::product::Product::query_target`]): its own arguments, in order.
+#[derive(Debug, Clone, Default)]
+pub struct QueryTarget {
+    pub args: Vec<ToolArg>,
 }
 
 /// Everything one query-runner invocation (one query type, one attempt) needs.
@@ -567,7 +509,7 @@ pub fn query_command(spec: &QuerySpec) -> Result<TsbsCommand> {
     c.flag("workers", spec.workers);
     c.flag("print-interval", PRINT_INTERVAL);
     c.flag("results-file", spec.results_file.display());
-    c.tool_args(spec.target.args());
+    c.tool_args(&spec.target.args);
     Ok(c)
 }
 
@@ -644,11 +586,25 @@ fn check_common(urls: &[String], database: &str, workers: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::product::Product;
+
+    fn greptime_target() -> LoadTarget {
+        crate::product::greptimedb::GreptimeDb.load_target(&Default::default())
+    }
+    fn influx3() -> crate::product::influxdb3::InfluxDb3 {
+        crate::product::influxdb3::InfluxDb3::new(crate::product::influxdb3::Edition::Core)
+    }
+    fn influx3_target(o: crate::product::ToolOptions) -> LoadTarget {
+        influx3().load_target(&o)
+    }
+    fn influx3_query(o: crate::product::ToolOptions) -> QueryTarget {
+        influx3().query_target(&o)
+    }
 
     fn greptime_load(mode: DatabaseMode, confirm: Option<&str>) -> Result<TsbsCommand> {
         load_command(&LoadSpec {
             binary: "/t/bin/tsbs_load_greptime".into(),
-            target: LoadTarget::Greptime,
+            target: greptime_target(),
             urls: vec!["http://127.0.0.1:4000".into()],
             input: LoadInput::File("/d/data".into()),
             database: "benchmark".into(),
@@ -708,12 +664,12 @@ mod tests {
     fn influx3_load(auth: Option<&str>, admin: Option<&str>) -> TsbsCommand {
         load_command(&LoadSpec {
             binary: "/t/bin/tsbs_load_influx3".into(),
-            target: LoadTarget::Influx3 {
+            target: influx3_target(crate::product::ToolOptions {
                 no_sync: false,
                 accept_partial: true,
                 auth_token: auth.map(Secret::new),
                 admin_token: admin.map(Secret::new),
-            },
+            }),
             urls: vec!["http://a:8181".into(), "http://b:8181".into()],
             input: LoadInput::Stdin,
             database: "benchmark".into(),
@@ -760,12 +716,12 @@ mod tests {
         );
         let spec_debug = format!(
             "{:?}",
-            LoadTarget::Influx3 {
+            influx3_target(crate::product::ToolOptions {
                 no_sync: true,
                 accept_partial: false,
                 auth_token: Some(Secret::new("s3cr3t-auth")),
                 admin_token: None
-            }
+            })
         );
         for shown in [c.redacted(), c.log_line(), format!("{c:?}")] {
             assert!(!shown.contains("s3cr3t"), "{shown}");
@@ -791,7 +747,7 @@ mod tests {
     fn query_commands() {
         let c = query_command(&QuerySpec {
             binary: "/t/bin/tsbs_run_queries_influx".into(),
-            target: QueryTarget::Greptime,
+            target: QueryTarget::default(),
             file: "/q/queries/lastpoint.dat".into(),
             database: "benchmark".into(),
             urls: vec!["http://127.0.0.1:4000".into()],
@@ -812,9 +768,10 @@ mod tests {
         );
         let c = query_command(&QuerySpec {
             binary: "/t/bin/tsbs_run_queries_influx3".into(),
-            target: QueryTarget::Influx3 {
+            target: influx3_query(crate::product::ToolOptions {
                 auth_token: Some(Secret::new("s3cr3t-q")),
-            },
+                ..Default::default()
+            }),
             file: "/q/x.dat".into(),
             database: "benchmark".into(),
             urls: vec!["http://a:1".into(), "http://b:2".into()],
@@ -869,7 +826,7 @@ mod tests {
     fn bad_parameters_are_invalid_input() {
         let mut spec = LoadSpec {
             binary: "/b".into(),
-            target: LoadTarget::Greptime,
+            target: greptime_target(),
             urls: vec!["http://a".into(), "http://b".into()],
             input: LoadInput::Stdin,
             database: "benchmark".into(),
