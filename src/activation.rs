@@ -30,7 +30,7 @@ use crate::lock::LockOptions;
 use crate::logscan::Diagnostics;
 use crate::manifest;
 use crate::output::Reporter;
-use crate::product::influxdb3::{license, license_env_names, Edition, InfluxDb3};
+use crate::product::influxdb3::{license, license_env_names, InfluxDb3};
 use crate::product::Product;
 use crate::redact::Redactor;
 use crate::server::{OutputFilter, Server};
@@ -308,7 +308,7 @@ pub fn activate(
     lock_opts: &LockOptions,
 ) -> Result<ActivateOutcome> {
     let ws = workspace::load(&ctx.root, product, &req.id)?;
-    if product.edition != Edition::Enterprise {
+    if !product.needs_license() {
         return Err(Error::invalid(format!(
             "workspace {} is InfluxDB 3 Core, which needs no licence",
             req.id

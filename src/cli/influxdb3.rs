@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::ids::validate_id;
 use crate::output::Outcome;
 use crate::product::influxdb3::{Edition, InfluxDb3};
+use crate::product::Product as _;
 use crate::workspace::{self, PrepareRequest};
 
 #[derive(Debug, clap::Subcommand)]
@@ -291,7 +292,7 @@ fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
         .with_hint("pass the hold token with --hold-token-env VAR instead"));
     }
     let p = existing(ctx, &a.database_id)?;
-    if p.edition != Edition::Enterprise {
+    if !p.needs_license() {
         return Err(Error::invalid(format!(
             "workspace {} is InfluxDB 3 Core, which needs no licence",
             a.database_id

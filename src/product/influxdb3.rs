@@ -432,6 +432,9 @@ impl Product for InfluxDb3 {
         .map(|c| c.rows)
     }
 
+    fn needs_license(&self) -> bool {
+        self.edition == Edition::Enterprise
+    }
     fn serve_warning(&self, ws: &WorkspaceManifest) -> Option<String> {
         expiry_warning(ws)
     }

@@ -148,6 +148,11 @@ pub trait Product: Send + Sync {
         dir: &Path,
         install_dir: &Path,
     ) -> Result<ServerCommand>;
+    /// Whether the server needs an activated licence to serve (InfluxDB 3 Enterprise): the
+    /// licence capability (`activate`) applies to it.
+    fn needs_license(&self) -> bool {
+        false
+    }
     /// A warning to show before a workspace's server is started (a licence about to expire).
     fn serve_warning(&self, _ws: &WorkspaceManifest) -> Option<String> {
         None
