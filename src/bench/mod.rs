@@ -13,6 +13,7 @@
 
 pub mod compact;
 pub mod exec;
+pub mod flags;
 pub mod footprint;
 pub mod integrity;
 pub mod preflight;

@@ -1,8 +1,7 @@
 //! `tsbsctl bench greptimedb|influxdb3 PHASE [target] [workload flags]` (thin: the logic is in
 //! [`crate::bench`]).
 
-use serde_json::json;
-
+use crate::bench::flags::{Flags, GreptimeFlags, Influx3Flags, ProductFlags, REDACTED};
 use crate::bench::{self, Phase, Request};
 use crate::cli::common::{DatasetRootArgs, LockArgs, ServerTimingArgs};
 use crate::cli::data::SpecArgs;
@@ -162,99 +161,75 @@ pub struct GreptimeArgs {
     pub confirm_version_override: Option<String>,
 }
 
-fn request(c: CommonArgs, phase: Phase) -> Request {
+/// The recorded flags of the common arguments (the product's are added by the caller).
+fn flags(c: &CommonArgs, phase: Phase) -> Flags {
     let spec = c.spec.overrides();
-    let flags = json!({
-        "phase": phase.as_str(),
-        "database_id": c.database_id,
-        "urls": c.urls,
-        "database": c.database,
-        "database_mode": c.database_mode.map(|m| m.as_str()),
-        "confirm_reset": c.confirm_reset,
-        "profile": spec.profile.map(|p| p.as_str()),
-        "use_case": spec.use_case,
-        "start": spec.start,
-        "end": spec.end,
-        "scale": spec.scale,
-        "seed": spec.seed,
-        "log_interval": spec.log_interval,
-        "dataset_id": c.dataset_id,
-        "dataset_root": c.dataset_root.dataset_root,
-        "compression": c.compression.map(|x| x.as_str()),
-        "query_types": c.query_types,
-        "queries": c.queries,
-        "query_counts": c.query_counts,
-        "load_workers": c.load_workers,
-        "batch_size": c.batch_size,
-        "query_workers": c.query_workers,
-        "run_id": c.run_id,
-        "startup_timeout": c.timing.startup_timeout,
-        "stop_timeout": c.timing.stop_timeout,
-        "stall_timeout": c.stall_timeout.unwrap_or(crate::bench::watch::DEFAULT_STALL_SECS),
-        "on_stall": c.on_stall.unwrap_or_default().as_str(),
-        "wait": c.lock.wait,
-        "hold_token": c.lock.hold_token.as_ref().map(|_| "<redacted>"),
-        "hold_token_env": c.lock.hold_token_env,
-        "hold_token_stdin": c.lock.hold_token_stdin,
-    });
-    Request {
-        phase: Some(phase),
-        database_id: c.database_id,
-        urls: c.urls,
-        database: c.database,
-        mode: c.database_mode,
-        confirm_reset: c.confirm_reset,
-        dataset_id: c.dataset_id,
-        dataset_root: c.dataset_root.dataset_root,
-        spec,
+    Flags {
+        phase: Some(phase.as_str().to_string()),
+        database_id: c.database_id.clone(),
+        urls: c.urls.clone(),
+        database: c.database.clone(),
+        database_mode: c.database_mode,
+        confirm_reset: c.confirm_reset.clone(),
+        profile: spec.profile,
+        use_case: spec.use_case,
+        start: spec.start,
+        end: spec.end,
+        scale: spec.scale,
+        seed: spec.seed,
+        log_interval: spec.log_interval,
+        dataset_id: c.dataset_id.clone(),
+        dataset_root: c.dataset_root.dataset_root.clone(),
         compression: c.compression,
-        query_types: c.query_types,
+        query_types: c.query_types.clone(),
         queries: c.queries,
-        query_counts: c.query_counts,
+        query_counts: c.query_counts.clone(),
         load_workers: c.load_workers,
         batch_size: c.batch_size,
         query_workers: c.query_workers,
-        run_id: c.run_id,
+        run_id: c.run_id.clone(),
         startup_timeout: c.timing.startup_timeout,
         stop_timeout: c.timing.stop_timeout,
-        stall_timeout: c.stall_timeout,
-        on_stall: c.on_stall,
-        lock: (&c.lock).into(),
-        flags,
-        ..Default::default()
+        // What the run uses: the defaults applied.
+        stall_timeout: Some(
+            c.stall_timeout
+                .unwrap_or(crate::bench::watch::DEFAULT_STALL_SECS),
+        ),
+        on_stall: Some(c.on_stall.unwrap_or_default().as_str().to_string()),
+        wait: c.lock.wait,
+        hold_token: c.lock.hold_token.as_ref().map(|_| REDACTED.to_string()),
+        hold_token_env: c.lock.hold_token_env.clone(),
+        hold_token_stdin: c.lock.hold_token_stdin,
+        product: ProductFlags::default(),
     }
+}
+
+/// The request of recorded flags `f` (built from the record, as `runs rerun` does), with the
+/// lock options of `c`.
+fn request(c: &CommonArgs, f: Flags, phase: Phase) -> Result<Request> {
+    let mut req = f.request(phase)?;
+    req.lock = (&c.lock).into();
+    req.flags = f.to_value();
+    Ok(req)
 }
 
 pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
     match cmd {
         BenchCmd::Greptimedb(a) => {
             let a = *a;
-            let mut req = request(a.common, a.phase);
-            for (k, v) in [
-                ("table", json!(a.table)),
-                ("strategy", json!(a.strategy)),
-                ("window", json!(a.window)),
-                ("confirm_timeout", json!(a.confirm_timeout)),
-                ("parallelism", json!(a.parallelism)),
-                ("flush_before_queries", json!(a.flush_before_queries)),
-                ("hot_runs", json!(a.hot_runs)),
-                ("greptime_version", json!(a.greptime_version)),
-                (
-                    "confirm_version_override",
-                    json!(a.confirm_version_override),
-                ),
-            ] {
-                req.flags[k] = v;
-            }
-            req.table = a.table;
-            req.strategy = a.strategy;
-            req.window = a.window;
-            req.confirm_timeout = a.confirm_timeout;
-            req.parallelism = a.parallelism;
-            req.flush_before_queries = a.flush_before_queries;
-            req.hot_runs = a.hot_runs;
-            req.greptime_version = a.greptime_version;
-            req.confirm_version_override = a.confirm_version_override;
+            let mut f = flags(&a.common, a.phase);
+            f.product.greptimedb = Some(GreptimeFlags {
+                table: a.table,
+                strategy: a.strategy,
+                window: a.window,
+                confirm_timeout: a.confirm_timeout,
+                parallelism: a.parallelism,
+                flush_before_queries: a.flush_before_queries,
+                hot_runs: a.hot_runs,
+                greptime_version: a.greptime_version,
+                confirm_version_override: a.confirm_version_override,
+            });
+            let req = request(&a.common, f, a.phase)?;
             bench::run(ctx, &crate::product::greptimedb::ENTRY, &req)
         }
         BenchCmd::Influxdb3(a) => {
@@ -264,23 +239,6 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
                 Influx3Phase::Load => Phase::Load,
                 Influx3Phase::Query => Phase::Query,
             };
-            let mut req = request(a.common, phase);
-            for (k, v) in [
-                ("edition", json!(a.edition.map(|e| e.as_str()))),
-                ("no_sync", json!(a.no_sync)),
-                ("accept_partial", json!(a.accept_partial)),
-                // Variable names only: the values never leave the environment.
-                ("auth_token_env", json!(a.auth_token_env)),
-                ("admin_token_env", json!(a.admin_token_env)),
-                ("count_timeout", json!(a.count_timeout)),
-            ] {
-                req.flags[k] = v;
-            }
-            req.edition = a.edition.map(|e| e.as_str().to_string());
-            req.no_sync = a.no_sync;
-            req.accept_partial = a.accept_partial;
-            req.auth_token_env = a.auth_token_env;
-            req.admin_token_env = a.admin_token_env;
             if let Some(t) = a.count_timeout {
                 if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
                     return Err(crate::error::Error::invalid(format!(
@@ -288,8 +246,18 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
                     ))
                     .with_hint("e.g. --count-timeout 3600"));
                 }
-                req.count_timeout = Some(std::time::Duration::from_secs_f64(t));
             }
+            let mut f = flags(&a.common, phase);
+            f.product.influxdb3 = Some(Influx3Flags {
+                edition: a.edition.map(|e| e.as_str().to_string()),
+                no_sync: a.no_sync,
+                accept_partial: a.accept_partial,
+                // Variable names only: the values never leave the environment.
+                auth_token_env: a.auth_token_env,
+                admin_token_env: a.admin_token_env,
+                count_timeout: a.count_timeout,
+            });
+            let req = request(&a.common, f, phase)?;
             bench::run(ctx, &crate::product::influxdb3::ENTRY, &req)
         }
     }
