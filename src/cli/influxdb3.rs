@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::activation::{self, ActivateRequest, LicenseSource, LicenseType};
+use crate::cli::bench as bench_cli;
 use crate::cli::common::LockArgs;
 use crate::cli::dbcmd::{self, IdArgs, RemoveArgs, ServeArgs};
 use crate::context::Ctx;
@@ -117,6 +118,75 @@ pub struct ActivateArgs {
     pub kill_orphan: bool,
     #[command(flatten)]
     pub lock: LockArgs,
+}
+
+/// The InfluxDB 3 phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Influx3Phase {
+    /// Dataset and query set, then load, verify, query.
+    All,
+    /// Load (or reuse loaded data) and verify the row count.
+    Load,
+    /// Run every query type of the query set once.
+    Query,
+}
+
+#[derive(Debug, clap::Args)]
+// `tsbsctl bench influxdb3 PHASE ...` (no doc comment: clap would make it the help text).
+pub struct BenchArgs {
+    #[arg(value_enum)]
+    pub phase: Influx3Phase,
+    #[command(flatten)]
+    pub common: bench_cli::CommonArgs,
+    /// External targets: the edition the servers run.
+    #[arg(long, value_name = "EDITION", value_enum)]
+    pub edition: Option<crate::product::influxdb3::Edition>,
+    /// Acknowledge writes before the WAL is persisted (default: durable acknowledgement).
+    #[arg(long)]
+    pub no_sync: bool,
+    /// Accept the valid lines of a batch with invalid ones (default: reject the whole batch).
+    #[arg(long)]
+    pub accept_partial: bool,
+    /// Environment variable holding the auth token (default INFLUXDB3_AUTH_TOKEN, if set).
+    #[arg(long, value_name = "VAR")]
+    pub auth_token_env: Option<String>,
+    /// Environment variable holding the admin token (default INFLUXDB3_ADMIN_TOKEN, if set;
+    /// else the auth token).
+    #[arg(long, value_name = "VAR")]
+    pub admin_token_env: Option<String>,
+    /// Seconds one row-count request may take (default 1800: a count over the published
+    /// 103.7 M rows can take minutes; Core's counts may be split into time slices).
+    #[arg(long, value_name = "SECONDS")]
+    pub count_timeout: Option<f64>,
+}
+
+/// `tsbsctl bench influxdb3`: the shared flags plus InfluxDB 3's own.
+pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
+    let phase = match a.phase {
+        Influx3Phase::All => crate::bench::Phase::All,
+        Influx3Phase::Load => crate::bench::Phase::Load,
+        Influx3Phase::Query => crate::bench::Phase::Query,
+    };
+    if let Some(t) = a.count_timeout {
+        if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
+            return Err(crate::error::Error::invalid(format!(
+                "--count-timeout {t} is not a number of seconds in (0, 86400]"
+            ))
+            .with_hint("e.g. --count-timeout 3600"));
+        }
+    }
+    let mut f = bench_cli::flags(&a.common, phase);
+    f.product.influxdb3 = Some(crate::bench::flags::Influx3Flags {
+        edition: a.edition.map(|e| e.as_str().to_string()),
+        no_sync: a.no_sync,
+        accept_partial: a.accept_partial,
+        // Variable names only: the values never leave the environment.
+        auth_token_env: a.auth_token_env,
+        admin_token_env: a.admin_token_env,
+        count_timeout: a.count_timeout,
+    });
+    let req = bench_cli::request(&a.common, f, phase)?;
+    crate::bench::run(ctx, &crate::product::influxdb3::ENTRY, &req)
 }
 
 pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
