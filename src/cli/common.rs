@@ -30,16 +30,43 @@ pub struct DatasetRootArgs {
 }
 
 /// A number of seconds a person typed for a wait: finite, positive and at most a week
-/// ([`crate::bounds::MAX_WAIT_SECONDS`]). A clap value parser, so a bad value exits 2 before
-/// anything is written (`1e300` and `inf` would panic in `Duration::from_secs_f64`; a
-/// negative value must not become a silent minimum).
+/// ([`crate::bounds::MAX_WAIT_SECONDS`]). `Err` says what is wrong with it.
 pub fn seconds(raw: &str) -> Result<f64, String> {
     let max = crate::bounds::MAX_WAIT_SECONDS;
     match raw.trim().parse::<f64>() {
         Ok(s) if s.is_finite() && s > 0.0 && s <= max => Ok(s),
         _ => Err(format!(
-            "must be a positive number of seconds, at most {max} (one week), e.g. 60"
+            "must be a positive number of seconds, at most {max} (one week)"
         )),
+    }
+}
+
+/// The clap value parser of [`seconds`]: a bad value exits 2 before anything is written
+/// (`1e300` and `inf` would panic in `Duration::from_secs_f64`; a negative value must not
+/// become a silent minimum), with a message that names the flag.
+#[derive(Debug, Clone, Copy)]
+pub struct Seconds;
+
+impl clap::builder::TypedValueParser for Seconds {
+    type Value = f64;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<f64, clap::Error> {
+        let flag = arg
+            .and_then(|a| a.get_long())
+            .map(|l| format!("--{l}"))
+            .unwrap_or_else(|| "the value".into());
+        seconds(&value.to_string_lossy()).map_err(|why| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("{flag} {why}, e.g. {flag} 60\n"),
+            )
+            .with_cmd(cmd)
+        })
     }
 }
 
@@ -48,10 +75,10 @@ pub fn seconds(raw: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct ServerTimingArgs {
     /// Seconds to wait for a managed server to answer.
-    #[arg(long, value_name = "SECONDS", value_parser = seconds, allow_negative_numbers = true)]
+    #[arg(long, value_name = "SECONDS", value_parser = Seconds, allow_negative_numbers = true)]
     pub startup_timeout: Option<f64>,
     /// Seconds between SIGTERM and SIGKILL when stopping a managed server.
-    #[arg(long, value_name = "SECONDS", value_parser = seconds, allow_negative_numbers = true)]
+    #[arg(long, value_name = "SECONDS", value_parser = Seconds, allow_negative_numbers = true)]
     pub stop_timeout: Option<f64>,
 }
 

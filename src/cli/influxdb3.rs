@@ -108,10 +108,10 @@ pub struct ActivateArgs {
     #[arg(long, value_name = "PATH")]
     pub license_file: Option<PathBuf>,
     /// Seconds to wait for the server to serve, e-mail confirmation included (default: 1800).
-    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::common::seconds, allow_negative_numbers = true)]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::common::Seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
     /// Seconds between SIGTERM and SIGKILL when stopping the server (default: 60).
-    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::common::seconds, allow_negative_numbers = true)]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::common::Seconds, allow_negative_numbers = true)]
     pub stop_timeout: Option<f64>,
     /// Stop a server an earlier, killed tsbsctl left running on this workspace.
     #[arg(long)]
