@@ -1,15 +1,23 @@
 //! The products tsbsctl manages. A [`Product`] is what differs between GreptimeDB and
-//! InfluxDB 3 (and a future third database); everything else (the installation store in
-//! [`crate::install`], workspaces in [`crate::workspace`], the supervisor in [`crate::server`])
-//! is generic and asks the product only these questions:
+//! InfluxDB 3 (and a third database); everything else (the installation store in
+//! [`crate::install`], workspaces in [`crate::workspace`], the supervisor in [`crate::server`],
+//! the benchmarks in [`crate::bench`]) is generic and asks the product:
 //!
 //! * releases: how "latest" is found, where the archive and its checksum live, the archive's
-//!   top directory, what `--version` must print;
+//!   top directory, what `--version` must print (optional: the defaults refuse, for products
+//!   installed from a local directory);
 //! * installation layout: the binary's name, where installations of this product (edition)
 //!   live;
-//! * workspaces: default ports, the config file (a template in `templates/`), the server's
-//!   command line and readiness probe, product-specific manifest fields;
-//! * admin SQL: list/create/drop databases and count rows on a running server.
+//! * workspaces: default ports, the config file (a template in `templates/`), the data-dir
+//!   initialisation, the server's command line and readiness probe (HTTP or a command),
+//!   product-specific manifest fields;
+//! * benchmarks: the TSBS loader and runner and their arguments, the query format, default
+//!   write parameters, the tokens it reads, probing an external server, counting rows, server
+//!   settings, the footprint and log-severity classifiers; capabilities (SQL maintenance for
+//!   compaction, a licence) where a product has them.
+//!
+//! [`all`] is the one list of products (the registry): a new product is one module here, its
+//! templates and one line in [`all`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
