@@ -30,7 +30,7 @@ use crate::lock::LockOptions;
 use crate::logscan::Diagnostics;
 use crate::manifest;
 use crate::output::Reporter;
-use crate::product::influxdb3::{license, license_env_names, Edition, InfluxDb3};
+use crate::product::influxdb3::{license, license_env_names, InfluxDb3};
 use crate::product::Product;
 use crate::redact::Redactor;
 use crate::server::{OutputFilter, Server};
@@ -43,8 +43,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The variable holding the e-mail unless `--license-email-env` names another.
 pub const DEFAULT_EMAIL_ENV: &str = "INFLUXDB3_LICENSE_EMAIL";
 
-/// `trial` or `home`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `trial` or `home` (`--license-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LicenseType {
     Trial,
     Home,
@@ -308,7 +308,7 @@ pub fn activate(
     lock_opts: &LockOptions,
 ) -> Result<ActivateOutcome> {
     let ws = workspace::load(&ctx.root, product, &req.id)?;
-    if product.edition != Edition::Enterprise {
+    if !product.needs_license() {
         return Err(Error::invalid(format!(
             "workspace {} is InfluxDB 3 Core, which needs no licence",
             req.id

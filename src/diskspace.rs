@@ -31,11 +31,7 @@ pub fn dataset_bytes(rows: u64, compression: Compression) -> u64 {
 
 /// Estimated bytes of a query set holding `queries` queries in total.
 pub fn query_set_bytes(format: QueryFormat, queries: u64) -> u64 {
-    let per_query = match format {
-        QueryFormat::Greptime => 4096,
-        QueryFormat::Influx3 => 2560,
-    };
-    queries.saturating_mul(per_query)
+    queries.saturating_mul(format.bytes_per_query)
 }
 
 /// One thing about to be written: what, how much, where.

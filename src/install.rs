@@ -289,7 +289,7 @@ pub fn install(
 
     let sources = Sources::load(&ctx.root)?;
     let dl = Downloader::new(&ctx.root, &sources, ctx.reporter.clone())?;
-    let asset = product.release_asset(&sources, version, &platform);
+    let asset = product.release_asset(&sources, version, &platform)?;
     // Where the archive comes from is said by the download itself ("downloading … from"
     // or "using the verified download …"), so a cached archive never claims a URL (#30).
     ctx.reporter.info(&format!("installing {display}"));

@@ -90,6 +90,18 @@ pub struct Diagnostics {
 impl Diagnostics {
     /// Adds the lines of `text` (the log named `log`).
     pub fn scan_text(&mut self, log: &str, text: &str, redactor: &Redactor) {
+        self.scan_text_with(log, text, redactor, &classify)
+    }
+
+    /// [`Self::scan_text`] with a product's own classifier (PostgreSQL's `LOG:` / `ERROR:` /
+    /// `FATAL:` / `PANIC:` lines carry their level in another place than tracing's).
+    pub fn scan_text_with(
+        &mut self,
+        log: &str,
+        text: &str,
+        redactor: &Redactor,
+        classify: &dyn Fn(&str) -> Option<Severity>,
+    ) {
         for (i, line) in text.lines().enumerate() {
             let Some(sev) = classify(line) else {
                 continue;
@@ -122,8 +134,19 @@ impl Diagnostics {
 
     /// Adds the log file at `path` (unreadable bytes replaced; a missing file adds nothing).
     pub fn scan_file(&mut self, log: &str, path: &Path, redactor: &Redactor) {
+        self.scan_file_with(log, path, redactor, &classify)
+    }
+
+    /// [`Self::scan_file`] with a product's own classifier.
+    pub fn scan_file_with(
+        &mut self,
+        log: &str,
+        path: &Path,
+        redactor: &Redactor,
+        classify: &dyn Fn(&str) -> Option<Severity>,
+    ) {
         if let Ok(bytes) = std::fs::read(path) {
-            self.scan_text(log, &String::from_utf8_lossy(&bytes), redactor);
+            self.scan_text_with(log, &String::from_utf8_lossy(&bytes), redactor, classify);
         }
     }
 

@@ -49,28 +49,55 @@ pub const QUERY_TYPES: [&str; 15] = [
     "single-groupby-5-8-1",
 ];
 
-/// The query format a benchmark uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum QueryFormat {
-    Greptime,
-    Influx3,
+/// The query format a benchmark uses. Each product names its own (`QueryFormat::Greptime`
+/// is defined in `product/greptimedb.rs`): this module knows none of them.
+#[derive(Debug, Clone, Copy)]
+pub struct QueryFormat {
+    /// `tsbs_generate_queries --format` and the directory under the dataset's query sets.
+    pub name: &'static str,
+    /// The manifest kind (§2.5), e.g. `greptimedb-query-set`.
+    pub manifest_kind: &'static str,
+    /// Estimated bytes of one generated query (disk-space checks).
+    pub bytes_per_query: u64,
+    /// Writes and reads its manifests ([`write_as`] / [`read_as`] of the product's type).
+    pub write: fn(&Path, &QuerySetManifest) -> Result<()>,
+    pub read: fn(&Path) -> Result<QuerySetManifest>,
+}
+
+impl PartialEq for QueryFormat {
+    fn eq(&self, other: &QueryFormat) -> bool {
+        self.name == other.name
+    }
+}
+impl Eq for QueryFormat {}
+
+impl Serialize for QueryFormat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name)
+    }
 }
 
 impl QueryFormat {
     pub fn as_str(self) -> &'static str {
-        match self {
-            QueryFormat::Greptime => "greptime",
-            QueryFormat::Influx3 => "influx3",
-        }
+        self.name
     }
     /// The manifest kind (§2.5).
     pub fn kind(self) -> &'static str {
-        match self {
-            QueryFormat::Greptime => GreptimeQuerySetManifest::KIND,
-            QueryFormat::Influx3 => Influx3QuerySetManifest::KIND,
-        }
+        self.manifest_kind
     }
+}
+
+/// Writes a query-set manifest as the product's manifest type `M` (its kind).
+pub fn write_as<M: Manifest + From<QuerySetManifest>>(
+    path: &Path,
+    m: &QuerySetManifest,
+) -> Result<()> {
+    manifest::write(path, &M::from(m.clone()))
+}
+
+/// Reads a query-set manifest of the product's manifest type `M` (its kind is checked).
+pub fn read_as<M: Manifest + Into<QuerySetManifest>>(path: &Path) -> Result<QuerySetManifest> {
+    Ok(manifest::read::<M>(path)?.into())
 }
 
 /// The profile's default count for a type (§2.1).
@@ -321,34 +348,12 @@ pub struct QuerySetManifest {
     pub tool_version: String,
 }
 
-/// Manifest of a GreptimeDB query set (kind `greptimedb-query-set`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct GreptimeQuerySetManifest(pub QuerySetManifest);
-impl Manifest for GreptimeQuerySetManifest {
-    const KIND: &'static str = "greptimedb-query-set";
-}
-
-/// Manifest of an InfluxDB 3 query set (kind `influxdb3-query-set`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Influx3QuerySetManifest(pub QuerySetManifest);
-impl Manifest for Influx3QuerySetManifest {
-    const KIND: &'static str = "influxdb3-query-set";
-}
-
 fn write_manifest(path: &Path, format: QueryFormat, m: &QuerySetManifest) -> Result<()> {
-    match format {
-        QueryFormat::Greptime => manifest::write(path, &GreptimeQuerySetManifest(m.clone())),
-        QueryFormat::Influx3 => manifest::write(path, &Influx3QuerySetManifest(m.clone())),
-    }
+    (format.write)(path, m)
 }
 
 fn read_manifest(path: &Path, format: QueryFormat) -> Result<QuerySetManifest> {
-    Ok(match format {
-        QueryFormat::Greptime => manifest::read::<GreptimeQuerySetManifest>(path)?.0,
-        QueryFormat::Influx3 => manifest::read::<Influx3QuerySetManifest>(path)?.0,
-    })
+    (format.read)(path)
 }
 
 /// A query file ready to run.

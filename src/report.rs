@@ -181,7 +181,7 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
         );
     } else {
         // Same counts: runs of one query format must also share the generated queries.
-        for fmt in ["greptime", "influx3"] {
+        for fmt in crate::product::query_formats() {
             let same_fmt = |c: &Value| queried(c) && c["query_set"]["format"] == fmt;
             if let Some(d) = differ(cols, same_fmt, |c| {
                 c["query_set"]["manifest_sha256"]

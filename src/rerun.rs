@@ -7,19 +7,15 @@
 
 use serde_json::{json, Value};
 
-use crate::bench::target::ProductKind;
+use crate::bench::flags::Flags;
 use crate::bench::{self, Phase, Request, RerunPins};
 use crate::context::Ctx;
-use crate::dataset::{Compression, Profile, SpecOverrides};
 use crate::error::{Error, Result};
 use crate::install;
 use crate::output::Outcome;
 use crate::platform::Platform;
-use crate::product::greptimedb::GreptimeDb;
-use crate::product::influxdb3::{Edition, InfluxDb3};
-use crate::product::Product;
+use crate::product::{Entry, Product};
 use crate::run::{self, RunKind, RunManifest};
-use crate::tsbs::DatabaseMode;
 
 fn str_of(v: &Value) -> Option<String> {
     v.as_str().map(str::to_string)
@@ -30,16 +26,12 @@ fn integrity(msg: String, hint: &str) -> Error {
 }
 
 /// The product (edition) a run used.
-fn product_of(m: &RunManifest) -> Result<(ProductKind, Box<dyn Product>)> {
-    match m.product.as_str() {
-        "greptimedb" => Ok((ProductKind::Greptime, Box::new(GreptimeDb))),
-        "influxdb3" => {
-            let e = Edition::parse(m.edition.as_deref().unwrap_or("core"))?;
-            Ok((ProductKind::Influx3, Box::new(InfluxDb3::new(e))))
-        }
-        p => Err(Error::invalid(format!("run of unknown product {p:?}"))
-            .with_hint("rerun runs made by tsbsctl bench")),
-    }
+fn product_of(m: &RunManifest) -> Result<(&'static Entry, Box<dyn Product>)> {
+    let entry = crate::product::entry(&m.product).map_err(|_| {
+        Error::invalid(format!("run of unknown product {:?}", m.product))
+            .with_hint("rerun runs made by tsbsctl bench")
+    })?;
+    Ok((entry, (entry.make)(m.edition.as_deref())?))
 }
 
 /// The TSBS build the run used, present here with the same binaries and Go.
@@ -181,7 +173,7 @@ fn ensure_installation(
     if let Some(a) = archive_sha256 {
         let sources = crate::sources::Sources::load(&ctx.root)?;
         let dl = crate::download::Downloader::new(&ctx.root, &sources, ctx.reporter.clone())?;
-        let asset = product.release_asset(&sources, version, &platform);
+        let asset = product.release_asset(&sources, version, &platform)?;
         let text = dl
             .fetch_text(&asset.checksum_url, "application/octet-stream, */*")
             .map_err(|e| e.context(format!("fetching the checksum of {name}")))?;
@@ -304,7 +296,8 @@ fn check_target(
     if ws["database"].as_str() != Some(database.as_str()) {
         return Err(mismatch("SQL database", &ws["database"], &database));
     }
-    if ws["edition"].as_str() != m.edition.as_deref() && m.product == "influxdb3" {
+    let has_variants = crate::product::entry(&m.product).is_ok_and(|e| e.variant_flag.is_some());
+    if ws["edition"].as_str() != m.edition.as_deref() && has_variants {
         return Err(mismatch(
             "edition",
             &ws["edition"],
@@ -312,21 +305,6 @@ fn check_target(
         ));
     }
     Ok(id)
-}
-
-fn enum_of<T: clap::ValueEnum>(s: &str) -> Result<T> {
-    T::from_str(s, false).map_err(|_| {
-        Error::integrity(format!("the run manifest records an unknown value {s:?}"))
-            .with_hint("the manifest was changed by hand or by another tool version")
-    })
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|x| x.as_str().map(str::to_string))
-        .collect()
 }
 
 /// The bench request of the original flags, retargeted and pinned.
@@ -342,68 +320,27 @@ fn request(m: &RunManifest, database_id: String, pins: RerunPins) -> Result<Requ
                 .with_hint("rerun benchmark runs (all, load, query, analyze)"))
         }
     };
-    let u32_of = |k: &str| f[k].as_u64().map(|x| x as u32);
-    let spec = SpecOverrides {
-        profile: f["profile"].as_str().map(enum_of::<Profile>).transpose()?,
-        use_case: str_of(&f["use_case"]),
-        start: str_of(&f["start"]),
-        end: str_of(&f["end"]),
-        scale: f["scale"].as_i64(),
-        seed: f["seed"].as_i64(),
-        log_interval: str_of(&f["log_interval"]),
-    };
     let mut flags = f.clone();
     flags["database_id"] = json!(database_id);
     flags["run_id"] = Value::Null;
     flags["rerun_of"] = json!(pins.rerun_of);
-    Ok(Request {
-        phase: Some(phase),
-        database_id: Some(database_id),
-        urls: Vec::new(),
-        edition: None,
-        database: None,
-        mode: f["database_mode"]
-            .as_str()
-            .map(DatabaseMode::parse)
-            .transpose()?,
-        confirm_reset: str_of(&f["confirm_reset"]),
-        dataset_id: m
-            .dataset
-            .as_ref()
-            .and_then(|d| str_of(&d["dataset_id"]))
-            .or_else(|| str_of(&f["dataset_id"])),
-        dataset_root: f["dataset_root"].as_str().map(Into::into),
-        spec,
-        compression: f["compression"]
-            .as_str()
-            .map(enum_of::<Compression>)
-            .transpose()?,
-        query_types: strings(&f["query_types"]),
-        queries: f["queries"].as_i64(),
-        query_counts: strings(&f["query_counts"]),
-        load_workers: u32_of("load_workers"),
-        batch_size: u32_of("batch_size"),
-        query_workers: u32_of("query_workers"),
-        run_id: None,
-        no_sync: f["no_sync"].as_bool().unwrap_or(false),
-        accept_partial: f["accept_partial"].as_bool().unwrap_or(false),
-        auth_token_env: str_of(&f["auth_token_env"]),
-        admin_token_env: str_of(&f["admin_token_env"]),
-        hot_runs: u32_of("hot_runs"),
-        flush_before_queries: f["flush_before_queries"].as_bool().unwrap_or(false),
-        greptime_version: str_of(&f["greptime_version"]),
-        confirm_version_override: str_of(&f["confirm_version_override"]),
-        startup_timeout: f["startup_timeout"].as_f64(),
-        stop_timeout: f["stop_timeout"].as_f64(),
-        stall_timeout: f["stall_timeout"].as_f64(),
-        on_stall: f["on_stall"].as_str().map(enum_of).transpose()?,
-        count_timeout: f["count_timeout"]
-            .as_f64()
-            .map(std::time::Duration::from_secs_f64),
-        flags,
-        rerun: Some(pins),
-        ..Default::default()
-    })
+    // The same record the original command built its request from, retargeted: the
+    // workspace, never the original's URLs, edition (a workspace's comes from its manifest),
+    // database or run id; the dataset the run actually used.
+    let mut req = Flags::from_value(f)?.request(phase)?;
+    req.database_id = Some(database_id);
+    req.urls = Vec::new();
+    req.edition = None;
+    req.database = None;
+    req.run_id = None;
+    req.dataset_id = m
+        .dataset
+        .as_ref()
+        .and_then(|d| str_of(&d["dataset_id"]))
+        .or(req.dataset_id);
+    req.flags = flags;
+    req.rerun = Some(pins);
+    Ok(req)
 }
 
 /// A data-state label as typed (`after-manual-compaction`, `As loaded`) in its canonical form.
@@ -541,7 +478,7 @@ pub fn run(
     ctx.reporter.info(&format!(
         "rerunning {} ({} {}) with its pins",
         m.run_id,
-        kind.display(),
+        kind.display,
         m.target["version"].as_str().unwrap_or("?")
     ));
     let mut out = bench::run(ctx, kind, &req)?;

@@ -715,7 +715,7 @@ pub fn resolve(root: &Root, run: &str) -> Result<PathBuf> {
         return Ok(p.to_path_buf());
     }
     let mut found = Vec::new();
-    for product in ["greptimedb", "influxdb3"] {
+    for product in crate::product::names() {
         let d = root.runs(product).join(run);
         if crate::ids::validate_id("RUN", run).is_ok() && d.join("manifest.json").is_file() {
             found.push(d);

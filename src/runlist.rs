@@ -11,9 +11,6 @@ use crate::output::Reporter;
 use crate::paths::Root;
 use crate::run::{self, RunDir, RunManifest};
 
-/// The products whose runs live under `<root>/<product>/runs/`.
-pub const PRODUCTS: [&str; 2] = ["greptimedb", "influxdb3"];
-
 /// One line of `runs list`.
 pub fn entry(dir: &Path, m: &RunManifest) -> Value {
     let target = &m.target;
@@ -66,7 +63,7 @@ fn status_of(m: &RunManifest) -> String {
 /// skipped silently.
 pub fn list(root: &Root) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
-    for product in PRODUCTS {
+    for product in crate::product::names() {
         let Ok(rd) = std::fs::read_dir(root.runs(product)) else {
             continue;
         };
@@ -104,7 +101,11 @@ pub fn list(root: &Root) -> Vec<Value> {
 /// A human table of [`list`].
 pub fn table(entries: &[Value]) -> String {
     if entries.is_empty() {
-        return "No runs yet. Start one with `tsbsctl bench greptimedb all ...` or `tsbsctl bench influxdb3 all ...`.\n".into();
+        let starts: Vec<String> = crate::product::names()
+            .iter()
+            .map(|n| format!("`tsbsctl bench {n} all ...`"))
+            .collect();
+        return format!("No runs yet. Start one with {}.\n", starts.join(" or "));
     }
     let mut rows: Vec<Vec<String>> = vec![vec![
         "RUN",

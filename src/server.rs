@@ -41,9 +41,16 @@ use crate::output::Reporter;
 /// The longest a draining stop waits after Ctrl-C.
 const INTERRUPTED_DRAIN: Duration = Duration::from_secs(60);
 
-/// How readiness is probed (one HTTP request; HTTP 200 means ready).
+/// How readiness is probed (one HTTP request, HTTP 200 means ready; or one command, exit 0
+/// means ready).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Probe {
+    /// A readiness command for servers that speak no HTTP (PostgreSQL: `pg_isready -h ... -p
+    /// ...`), given at most the probe's 2 s.
+    Command {
+        program: std::path::PathBuf,
+        args: Vec<String>,
+    },
     /// `GET url` (InfluxDB 3: `/health`).
     Get { url: String },
     /// `POST url` with an `application/x-www-form-urlencoded` body (GreptimeDB: `/v1/sql` with
@@ -680,6 +687,9 @@ impl Server {
     }
 
     fn probe_once(&mut self) -> bool {
+        if let Probe::Command { program, args } = &self.spec.probe {
+            return command_ready(program, args, Duration::from_secs(2));
+        }
         if self.http.is_none() {
             self.http = reqwest::blocking::Client::builder()
                 .timeout(Duration::from_secs(2))
@@ -691,6 +701,7 @@ impl Server {
             return false;
         };
         let req = match &self.spec.probe {
+            Probe::Command { .. } => return false,
             Probe::Get { url } => http.get(url),
             Probe::PostForm { url, body } => http
                 .post(url)
@@ -698,6 +709,59 @@ impl Server {
                 .body(body.clone()),
         };
         matches!(req.send(), Ok(r) if r.status().as_u16() == 200)
+    }
+}
+
+/// Runs a readiness command, silenced; ready when it exits 0 within `limit` (a hung one is
+/// killed and counts as not ready).
+fn command_ready(program: &std::path::Path, args: &[String], limit: Duration) -> bool {
+    let Ok(mut child) = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    else {
+        return false;
+    };
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status.success(),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod probe_command_tests {
+    use super::*;
+
+    #[test]
+    fn a_command_probe_is_ready_on_exit_0_only_and_bounded() {
+        let sh = std::path::Path::new("/bin/sh");
+        let arg = |s: &str| vec!["-c".to_string(), s.to_string()];
+        assert!(command_ready(sh, &arg("exit 0"), Duration::from_secs(2)));
+        assert!(!command_ready(sh, &arg("exit 2"), Duration::from_secs(2)));
+        assert!(!command_ready(
+            std::path::Path::new("/nonexistent/pg_isready"),
+            &[],
+            Duration::from_secs(2)
+        ));
+        let t = std::time::Instant::now();
+        assert!(!command_ready(
+            sh,
+            &arg("sleep 5"),
+            Duration::from_millis(200)
+        ));
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     }
 }
 

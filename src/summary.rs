@@ -227,6 +227,12 @@ pub fn build(run: &RunDir) -> Result<Value> {
     let mut server_attempts = Vec::new();
     let mut diag = crate::logscan::Diagnostics::default();
     let redactor = crate::redact::Redactor::new();
+    // The product reads its own log lines (an unknown product: the generic classifier).
+    let product = crate::product::resolve(&m.product, m.edition.as_deref()).ok();
+    let severity = |line: &str| match &product {
+        Some(p) => p.log_severity(line),
+        None => crate::logscan::classify(line),
+    };
     for s in steps.iter().filter(|s| s.step == "server") {
         server_attempts.push(json!({
             "attempt": s.attempt,
@@ -247,7 +253,7 @@ pub fn build(run: &RunDir) -> Result<Value> {
                 .push(json!({"stage": "server", "attempt": s.attempt, "log": s.log, "message": w}));
         }
         if let Some(l) = &s.log {
-            diag.scan_text(l, &read(dir, Some(l)), &redactor);
+            diag.scan_text_with(l, &read(dir, Some(l)), &redactor, &severity);
         }
     }
     // A panic in a server log makes the run's numbers suspect: it is a failure, naming the log.
@@ -284,13 +290,7 @@ pub fn build(run: &RunDir) -> Result<Value> {
     }
 
     let edition = m.edition.clone();
-    let product_label = match (m.product.as_str(), edition.as_deref()) {
-        ("greptimedb", _) => "GreptimeDB".to_string(),
-        ("influxdb3", Some("enterprise")) => "InfluxDB 3 Enterprise".to_string(),
-        ("influxdb3", Some("core")) => "InfluxDB 3 Core".to_string(),
-        ("influxdb3", _) => "InfluxDB 3".to_string(),
-        (p, _) => p.to_string(),
-    };
+    let product_label = crate::product::label(&m.product, edition.as_deref());
     let version = m.target["version"].as_str().map(str::to_string);
     let data_state_label = m
         .data_state
@@ -306,16 +306,18 @@ pub fn build(run: &RunDir) -> Result<Value> {
             label.push_str(&format!(" ({l})"));
         }
     }
-    let durability = (m.product == "influxdb3").then(|| {
-        let no_sync = m.workload["no_sync"].as_bool().unwrap_or(false);
-        let accept_partial = m.workload["accept_partial"].as_bool().unwrap_or(false);
-        json!({
-            "no_sync": no_sync,
-            "accept_partial": accept_partial,
-            "durable_write_acknowledgement": !no_sync,
-            "whole_batch_rejection": !accept_partial,
-        })
-    });
+    let durability = crate::product::resolve(&m.product, None)
+        .is_ok_and(|p| p.records_durability())
+        .then(|| {
+            let no_sync = m.workload["no_sync"].as_bool().unwrap_or(false);
+            let accept_partial = m.workload["accept_partial"].as_bool().unwrap_or(false);
+            json!({
+                "no_sync": no_sync,
+                "accept_partial": accept_partial,
+                "durable_write_acknowledgement": !no_sync,
+                "whole_batch_rejection": !accept_partial,
+            })
+        });
     let env = m.environment.clone().unwrap_or(Value::Null);
     let dataset = m.dataset.clone().map(|d| {
         json!({

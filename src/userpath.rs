@@ -89,8 +89,13 @@ fn tsbsctl_kind(file: &Path) -> Option<String> {
     TSBSCTL_KINDS.contains(&k).then(|| k.to_string())
 }
 
-/// The top-level directories of a state root; two of them side by side mark one.
-const ROOT_LAYOUT: [&str; 4] = ["greptimedb", "influxdb3", "datasets", "environment"];
+/// The top-level directories of a state root (every product's, datasets, environment); two of
+/// them side by side mark one.
+fn root_layout() -> Vec<&'static str> {
+    let mut v = crate::product::names();
+    v.extend(["datasets", "environment"]);
+    v
+}
 
 /// Why `dir` looks like (a part of) some tsbsctl state root, when it does.
 fn state_marker(dir: &Path) -> Option<String> {
@@ -98,9 +103,8 @@ fn state_marker(dir: &Path) -> Option<String> {
     if let Some(k) = tsbsctl_kind(&manifest) {
         return Some(format!("{} is a tsbsctl {k} manifest", manifest.display()));
     }
-    let present: Vec<&str> = ROOT_LAYOUT
-        .iter()
-        .copied()
+    let present: Vec<&str> = root_layout()
+        .into_iter()
         .filter(|n| dir.join(n).is_dir())
         .collect();
     if present.len() >= 2 {
@@ -115,7 +119,7 @@ fn state_marker(dir: &Path) -> Option<String> {
         ));
     }
     // A root with a single product so far: `greptimedb/` holding `databases/`, `runs/`...
-    for product in ["greptimedb", "influxdb3"] {
+    for product in crate::product::names() {
         let p = dir.join(product);
         if let Some(sub) = ["databases", "runs", "installations"]
             .iter()

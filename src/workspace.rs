@@ -416,7 +416,7 @@ pub fn prepare(
 /// after the other is fine.
 fn note_shared_ports(ctx: &Ctx, me: &str, id: &str, ports: &BTreeMap<String, u16>) {
     let mut shared = Vec::new();
-    for product in ["greptimedb", "influxdb3"] {
+    for product in crate::product::names() {
         let Ok(rd) = fs::read_dir(ctx.root.databases(product)) else {
             continue;
         };
@@ -611,7 +611,8 @@ fn create_layout(product: &dyn Product, ws: &mut Workspace, at: &Path) -> Result
         let p = at.join(sub);
         fs::create_dir_all(&p).map_err(|e| Error::io("create directory", &p, e))?;
     }
-    write_config(product, ws, at)
+    write_config(product, ws, at)?;
+    product.init_data_dir(&ws.manifest, at)
 }
 
 fn write_config(product: &dyn Product, ws: &mut Workspace, at: &Path) -> Result<()> {

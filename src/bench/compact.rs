@@ -24,7 +24,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::output::Outcome;
 use crate::paths::Root;
 use crate::product::compare_versions;
-use crate::product::greptimedb::GreptimeDb;
+use crate::product::Maintenance;
 use crate::run::{NewRun, RunDir, RunKind, Status};
 
 use super::target::Target;
@@ -107,14 +107,14 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
     let window = req
         .window
         .or(matches!(strategy.as_str(), "swcs" | "strict_window").then_some(7200));
-    if let Some(m) = &target.managed {
+    if let Some(m) = target.managed() {
         check_version(&m.ws.manifest.version, &strategy, req.parallelism)?;
     }
     super::preflight::check_compact_table(&target, &table)?;
     let run = RunDir::create(
         &root,
         NewRun {
-            product: target.kind.name(),
+            product: target.entry.name,
             edition: None,
             kind: RunKind::Compaction,
             phase: Phase::Compact.as_str(),
@@ -141,7 +141,7 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
     let mut b = Bench {
         ctx,
         root,
-        kind: target.kind,
+        entry: target.entry,
         phase: Phase::Compact,
         req,
         target,
@@ -176,8 +176,9 @@ impl Bench<'_> {
         let db = self.target.database().to_string();
         let (tx, rx) = std::sync::mpsc::channel();
         let stmt = sql.to_string();
+        let admin = self.admin()?;
         std::thread::spawn(move || {
-            let _ = tx.send(GreptimeDb.maintenance_sql(&endpoint, Some(&db), &stmt));
+            let _ = tx.send(admin.maintenance_sql(&endpoint, Some(&db), &stmt));
         });
         self.ctx.reporter.info(&format!(
             "{sql}: waiting for GreptimeDB's answer (it answers once the work is done; Ctrl-C stops)"
@@ -246,7 +247,8 @@ impl Bench<'_> {
 
     /// SQL that only reads (table state); failures are recorded, not fatal.
     fn query_value(&self, sql: &str) -> Option<Value> {
-        GreptimeDb
+        self.admin()
+            .ok()?
             .sql(&self.endpoint(), Some(self.target.database()), sql)
             .ok()
     }
@@ -259,7 +261,7 @@ impl Bench<'_> {
             "SELECT table_id FROM information_schema.tables WHERE table_schema = '{db}' AND table_name = '{table}'"
         );
         // Asked outside the database, which may not even exist.
-        let out = GreptimeDb.sql(&self.endpoint(), None, &sql);
+        let out = self.admin()?.sql(&self.endpoint(), None, &sql);
         let id = out
             .as_ref()
             .ok()
@@ -322,6 +324,17 @@ impl Bench<'_> {
         )
     }
 
+    /// The product's SQL maintenance (the compact phase and the data location need it).
+    fn admin(&self) -> Result<Box<dyn Maintenance>> {
+        self.target.product.maintenance().ok_or_else(|| {
+            Error::invalid(format!(
+                "{} has no SQL maintenance (compaction, flush)",
+                self.target.entry.display
+            ))
+            .with_hint("run the load and query phases only")
+        })
+    }
+
     /// Before GreptimeDB queries: the optional flush (recorded in the workspace's data state),
     /// then where the data is.
     pub(super) fn flush_then_locate(&mut self) -> Result<()> {
@@ -352,7 +365,8 @@ impl Bench<'_> {
         self.run.begin("data-location", attempt, None, None, None)?;
         let db = self.target.database().to_string();
         let table = super::TABLE;
-        let id = GreptimeDb
+        let id = self
+            .admin()?
             .sql(
                 &self.endpoint(),
                 None,
@@ -394,7 +408,8 @@ impl Bench<'_> {
             (!vals.is_empty()).then(|| vals.iter().sum())
         };
         let fp = match self.target.data_dir() {
-            Some(d) => Some(serde_json::to_value(super::footprint::measure_greptimedb(
+            Some(d) => Some(serde_json::to_value(super::footprint::measure_for(
+                self.target.product.as_ref(),
                 &d,
             )?)?),
             None => None,
@@ -422,8 +437,7 @@ impl Bench<'_> {
         self.run.save()?;
         let version = self
             .target
-            .managed
-            .as_ref()
+            .managed()
             .map(|m| m.ws.manifest.version.clone())
             .unwrap_or_default();
         self.start_server()?;

@@ -1,7 +1,7 @@
 //! Storage footprint of a stopped server's data directory, split the way published
 //! comparisons report it: WAL, data files (Parquet / SST) and other (indexes, manifests,
 //! catalog metadata); GreptimeDB's split follows its real layout and also counts index and
-//! metadata on their own ([`measure_greptimedb`]). Sizes are allocated bytes (what `du`
+//! metadata on their own ([`measure_for`]). Sizes are allocated bytes (what `du`
 //! shows), plus apparent bytes.
 
 use std::path::Path;
@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::product::{FilePart as Part, Product};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Footprint {
@@ -27,7 +28,7 @@ pub struct Footprint {
     pub pt_files: u64,
     #[serde(default)]
     pub pt_bytes: u64,
-    /// GreptimeDB only (its real layout, [`measure_greptimedb`]): index files (`*.puffin`).
+    /// GreptimeDB only (its real layout, [`measure_for`]): index files (`*.puffin`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,71 +74,14 @@ impl Footprint {
     }
 }
 
-/// Which part of the split a file belongs to: anything under a `wal` directory or named
-/// `*.wal` / `*.raftlog` is WAL (GreptimeDB `wal/`, InfluxDB 3 `<node>/wal/*.wal`); Parquet
-/// and SST files are data; the rest is other.
-fn classify(rel: &Path) -> Part {
-    let ext = rel
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
-    let in_wal = rel
-        .parent()
-        .into_iter()
-        .flat_map(|p| p.components())
-        .any(|c| c.as_os_str().eq_ignore_ascii_case("wal"));
-    if ext == "pt" {
-        Part::Pt
-    } else if in_wal || ext == "wal" || ext == "raftlog" {
-        Part::Wal
-    } else if ext == "parquet" || ext == "sst" {
-        Part::Data
-    } else {
-        Part::Other
-    }
-}
-
-enum Part {
-    Pt,
-    Wal,
-    Data,
-    Index,
-    Metadata,
-    Other,
-}
-
-/// GreptimeDB standalone's data home (reference/real/greptimedb.md §6): `wal/` (raft-engine
-/// WAL of all regions) is WAL; `metadata/` (the raft-engine metadata store, also `*.raftlog`)
-/// is metadata; `*.puffin` are index files; `data/**.parquet` are the SSTs; manifests,
-/// `index_intermediate/`, `tmp/` and the rest are other. Only the top-level directory decides
-/// WAL and metadata, so a database named `wal` (`data/greptime/wal/...`) keeps its SSTs.
-fn classify_greptimedb(rel: &Path) -> Part {
-    let mut comps = rel.components().map(|c| c.as_os_str().to_string_lossy());
-    let top = comps.next().unwrap_or_default();
-    let is_file_at_top = rel.components().count() == 1;
-    let ext = rel
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
-    if is_file_at_top {
-        Part::Other
-    } else if top == "wal" {
-        Part::Wal
-    } else if top == "metadata" {
-        Part::Metadata
-    } else if ext == "puffin" {
-        Part::Index
-    } else if top == "data" && ext == "parquet" {
-        Part::Data
-    } else {
-        Part::Other
-    }
-}
-
-/// Measures a GreptimeDB data home with [`classify_greptimedb`].
-pub fn measure_greptimedb(dir: &Path) -> Result<Footprint> {
-    let mut f = walk(dir, classify_greptimedb)?;
-    f.layout = Some("greptimedb".into());
+/// Measures a stopped server's data home with the product's classifier. A product with its
+/// own layout also counts index and metadata on their own.
+pub fn measure_for(product: &dyn Product, dir: &Path) -> Result<Footprint> {
+    let Some(layout) = product.footprint_layout() else {
+        return walk(dir, &|rel| product.classify_file(rel));
+    };
+    let mut f = walk(dir, &|rel| product.classify_file(rel))?;
+    f.layout = Some(layout.into());
     f.index_files.get_or_insert(0);
     f.index_bytes.get_or_insert(0);
     f.metadata_bytes.get_or_insert(0);
@@ -161,10 +105,10 @@ pub fn never_flushed(f: &Footprint) -> serde_json::Value {
 }
 
 pub fn measure(dir: &Path) -> Result<Footprint> {
-    walk(dir, classify)
+    walk(dir, &crate::product::classify_generic)
 }
 
-fn walk(dir: &Path, classify: fn(&Path) -> Part) -> Result<Footprint> {
+fn walk(dir: &Path, classify: &dyn Fn(&Path) -> Part) -> Result<Footprint> {
     use std::os::unix::fs::MetadataExt;
     let mut f = Footprint::default();
     // Symlinks are not followed; a directory or file that vanishes during the walk (the
@@ -277,7 +221,7 @@ mod tests {
         put(&format!("{region}/manifest/00000000000000000001.json"), 500);
         put("index_intermediate/staging/x", 200);
         put(".greptimedb-telemetry-uuid", 36);
-        let f = measure_greptimedb(w).unwrap();
+        let f = measure_for(&crate::product::greptimedb::GreptimeDb, w).unwrap();
         assert_eq!(f.layout.as_deref(), Some("greptimedb"));
         assert_eq!(f.wal_files, 2);
         assert_eq!(f.data_files, 2);

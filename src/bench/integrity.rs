@@ -68,7 +68,7 @@ impl super::Bench<'_> {
         let dataset = binding["dataset_id"].as_str().unwrap_or("?").to_string();
         let reload = format!(
             "reload it: tsbsctl bench {} load --database-id {ws} --dataset-id {dataset} --database-mode reset --confirm-reset {db}",
-            self.kind.name()
+            self.entry.name
         );
         let attempt = self.run.next_attempt("row-check")?;
         self.run.begin("row-check", attempt, None, None, None)?;

@@ -13,10 +13,12 @@
 
 pub mod compact;
 pub mod exec;
+pub mod flags;
 pub mod footprint;
 pub mod integrity;
 pub mod preflight;
 pub mod quickstart;
+pub mod request;
 pub mod settle;
 pub mod target;
 pub mod watch;
@@ -28,21 +30,19 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::context::Ctx;
-use crate::dataset::{
-    self, Compression, Dataset, GenerateRequest, Profile, SpecOverrides, StoredFormat,
-};
+use crate::dataset::{self, Dataset, GenerateRequest, Profile, StoredFormat};
 use crate::environment::TsbsEnv;
 use crate::error::{Error, ErrorKind, Result};
-use crate::lock::LockOptions;
 use crate::output::Outcome;
 use crate::paths::Root;
-use crate::queryset::{self, QueryFormat, QuerySet, QuerySetRequest};
+use crate::queryset::{self, QuerySet, QuerySetRequest};
 use crate::run::{NewRun, RunDir, RunKind, Status};
 use crate::server::{Server, Timing};
 use crate::tsbs::{self, DatabaseMode, Secret};
 
+use crate::product::{Entry, ToolOptions};
 use exec::ToolEnd;
-use target::{ProductKind, Target};
+use target::Target;
 
 /// The phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -74,216 +74,7 @@ impl Phase {
     }
 }
 
-/// Everything a bench command asks for (the CLI fills it).
-#[derive(Debug, Clone, Default)]
-pub struct Request {
-    pub phase: Option<Phase>,
-    pub database_id: Option<String>,
-    pub urls: Vec<String>,
-    pub edition: Option<String>,
-    pub database: Option<String>,
-    pub mode: Option<DatabaseMode>,
-    pub confirm_reset: Option<String>,
-    pub dataset_id: Option<String>,
-    pub dataset_root: Option<PathBuf>,
-    pub spec: SpecOverrides,
-    pub compression: Option<Compression>,
-    pub query_types: Vec<String>,
-    pub queries: Option<i64>,
-    pub query_counts: Vec<String>,
-    pub load_workers: Option<u32>,
-    pub batch_size: Option<u32>,
-    pub query_workers: Option<u32>,
-    pub run_id: Option<String>,
-    pub no_sync: bool,
-    pub accept_partial: bool,
-    pub auth_token_env: Option<String>,
-    pub admin_token_env: Option<String>,
-    pub strategy: Option<String>,
-    pub window: Option<u64>,
-    pub table: Option<String>,
-    pub hot_runs: Option<u32>,
-    /// Compaction: how long to wait, after the answer, for the corroborating server log line.
-    pub confirm_timeout: Option<f64>,
-    /// Compaction: server-side parallelism (`parallelism=N`; the server's default is 1).
-    pub parallelism: Option<u32>,
-    /// GreptimeDB query runs: `ADMIN FLUSH_TABLE` before the queries (like-for-like with a
-    /// compacted state; the published flow does not flush).
-    pub flush_before_queries: bool,
-    pub greptime_version: Option<String>,
-    pub confirm_version_override: Option<String>,
-    pub startup_timeout: Option<f64>,
-    pub stop_timeout: Option<f64>,
-    /// InfluxDB 3: the limit of one row-count request (default 30 min).
-    pub count_timeout: Option<std::time::Duration>,
-    /// Seconds a tool may go without progress before it counts as stalled.
-    pub stall_timeout: Option<f64>,
-    pub on_stall: Option<watch::OnStall>,
-    pub lock: LockOptions,
-    /// Every flag, as recorded in the run manifest (no secrets: only variable names).
-    pub flags: Value,
-    /// `runs rerun`: the run this one reproduces, and the pins it must meet.
-    pub rerun: Option<RerunPins>,
-}
-
-/// What `runs rerun` pins beyond the flags: a different artifact is an integrity error.
-#[derive(Debug, Clone, Default)]
-pub struct RerunPins {
-    pub rerun_of: String,
-    /// TSBS build key (`<commit>[-dirty]`) instead of the current environment.
-    pub tsbs_key: String,
-    pub dataset_sha256: Option<String>,
-    pub query_set_manifest_sha256: Option<String>,
-}
-
-/// Default write parameters per product and profile (DESIGN.md, Benchmark runs).
-pub fn default_write(product: ProductKind, profile: Profile) -> (u32, u32) {
-    match (product, profile) {
-        (ProductKind::Greptime, Profile::Manual) => (6, 3000),
-        (ProductKind::Greptime, Profile::Smoke) => (2, 3000),
-        (ProductKind::Influx3, Profile::Manual) => (16, 25000),
-        (ProductKind::Influx3, Profile::Smoke) => (2, 3000),
-    }
-}
-
-fn positive(flag: &str, v: Option<u32>) -> Result<()> {
-    if v == Some(0) {
-        return Err(Error::invalid(format!("{flag} must be positive"))
-            .with_hint(format!("pass {flag} N with N >= 1")));
-    }
-    Ok(())
-}
-
-/// Checks flag combinations before anything is touched (exit 2).
-pub fn validate(kind: ProductKind, req: &Request) -> Result<Phase> {
-    let phase = req.phase.unwrap_or(Phase::All);
-    positive("--load-workers", req.load_workers)?;
-    positive("--batch-size", req.batch_size)?;
-    positive("--query-workers", req.query_workers)?;
-    positive("--hot-runs", req.hot_runs)?;
-    preflight::check_bounds(req)?;
-    preflight::check_query_flags(req)?;
-    positive("--parallelism", req.parallelism)?;
-    watch::StallPolicy::new(req.stall_timeout, req.on_stall)?;
-    // A bad TSBSCTL_ADMIN_TIMEOUT_SECS is bad input: said before anything exists.
-    crate::product::admin_timeout()?;
-    match (&req.database_id, req.urls.is_empty()) {
-        (Some(_), false) => {
-            return Err(
-                Error::invalid("--database-id and --url exclude each other").with_hint(
-                    "benchmark a managed workspace (--database-id) or an external server (--url)",
-                ),
-            )
-        }
-        (None, true) => {
-            return Err(
-                Error::invalid("no target: pass --database-id ID or --url URL").with_hint(
-                    "e.g. --database-id greptime-120-manual; see `tsbsctl greptimedb list`",
-                ),
-            )
-        }
-        _ => {}
-    }
-    if let Some(id) = &req.database_id {
-        crate::ids::validate_id("--database-id", id)?;
-    }
-    if let Some(d) = &req.database {
-        crate::ids::validate_sql_identifier("--database", d)?;
-    }
-    if let Some(id) = &req.dataset_id {
-        crate::ids::validate_id("--dataset-id", id)?;
-    }
-    let external = req.database_id.is_none();
-    if kind == ProductKind::Greptime && req.urls.len() > 1 {
-        return Err(Error::invalid("GreptimeDB takes one --url")
-            .with_hint("pass a single endpoint, e.g. --url http://10.0.0.5:4000"));
-    }
-    for u in &req.urls {
-        target::check_url(u)?;
-    }
-    if kind == ProductKind::Influx3 {
-        if external && req.edition.is_none() {
-            return Err(Error::invalid(
-                "external InfluxDB 3 targets need --edition core|enterprise",
-            )
-            .with_hint("add --edition core or --edition enterprise"));
-        }
-        if !external && req.edition.is_some() {
-            return Err(Error::invalid(
-                "a managed workspace's edition comes from its manifest; omit --edition",
-            )
-            .with_hint("drop --edition"));
-        }
-    }
-    if phase.loads() {
-        if external && req.mode.is_none() {
-            return Err(Error::invalid(
-                "loads into an external server need --database-mode create|reuse|reset",
-            )
-            .with_hint("say what happens to an existing database: --database-mode create (abort if it exists), reuse, or reset --confirm-reset NAME"));
-        }
-        if let Some(mode) = req.mode {
-            let db = req.database.clone().unwrap_or_else(|| "benchmark".into());
-            // Managed: the workspace's database is checked again once known.
-            if external || req.database.is_some() {
-                mode.check_confirmation(&db, req.confirm_reset.as_deref())?;
-            } else if mode == DatabaseMode::Reset && req.confirm_reset.is_none() {
-                mode.check_confirmation(&db, None)?;
-            }
-        }
-    } else if req.mode.is_some() || req.confirm_reset.is_some() {
-        return Err(Error::invalid(format!(
-            "--database-mode and --confirm-reset apply to load and all, not {}",
-            phase.as_str()
-        ))
-        .with_hint("drop them, or run the load phase"));
-    }
-    if req.greptime_version.is_some() || req.confirm_version_override.is_some() {
-        if !matches!(phase, Phase::Query | Phase::Analyze) || external {
-            return Err(Error::invalid(
-                "--greptime-version runs another installed version on a managed workspace's data, for query and analyze only",
-            )
-            .with_hint("use it with `bench greptimedb query|analyze --database-id ID`"));
-        }
-        if req.greptime_version.is_none() {
-            return Err(
-                Error::invalid("--confirm-version-override requires --greptime-version")
-                    .with_hint("add --greptime-version V"),
-            );
-        }
-    }
-    if matches!(phase, Phase::Compact | Phase::Analyze) && external {
-        return Err(Error::invalid(format!(
-            "{} needs a managed workspace (tsbsctl restarts and inspects its server)",
-            phase.as_str()
-        ))
-        .with_hint("pass --database-id ID"));
-    }
-    if phase == Phase::Compact {
-        let strategy = req.strategy.as_deref().unwrap_or("swcs");
-        if !["swcs", "twcs", "strict_window", "regular"].contains(&strategy) {
-            return Err(
-                Error::invalid(format!("unknown compaction strategy {strategy:?}"))
-                    .with_hint("use --strategy swcs (strict window), twcs or regular"),
-            );
-        }
-        if req.window == Some(0) {
-            return Err(Error::invalid("--window must be positive (seconds)")
-                .with_hint("e.g. --window 7200 for a 2-hour window"));
-        }
-        if req.window.is_some() && !matches!(strategy, "swcs" | "strict_window") {
-            return Err(Error::invalid("--window applies to --strategy swcs only")
-                .with_hint("drop --window, or use --strategy swcs"));
-        }
-        if let Some(t) = &req.table {
-            crate::ids::validate_sql_identifier("--table", t).map_err(|_| {
-                Error::invalid(format!("--table {t:?} is not a valid table name"))
-                    .with_hint("use letters, digits and '_'")
-            })?;
-        }
-    }
-    Ok(phase)
-}
+pub use request::{default_write, validate, Request, RerunPins};
 
 /// The default table TSBS cpu-only writes.
 pub const TABLE: &str = "cpu";
@@ -292,7 +83,7 @@ pub const TABLE: &str = "cpu";
 pub struct Bench<'a> {
     pub ctx: &'a Ctx,
     pub root: Root,
-    pub kind: ProductKind,
+    pub entry: &'static Entry,
     pub phase: Phase,
     pub req: &'a Request,
     pub target: Target,
@@ -329,15 +120,17 @@ fn outcome(run: &RunDir, summary: &Value) -> Outcome {
 }
 
 /// Runs a bench command end to end.
-pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
-    let phase = validate(kind, req)?;
+pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
+    let phase = validate(entry, req)?;
+    // A bad TSBSCTL_ADMIN_TIMEOUT_SECS is bad input: said before anything exists.
+    crate::product::admin_timeout()?;
     let root = ctx
         .root
         .clone()
         .with_dataset_root(req.dataset_root.as_deref())?;
-    preflight::check_run_id(&root, kind, req)?;
+    preflight::check_run_id(&root, entry, req)?;
     // Managed: workspace loaded and locked for the whole command; external: probed.
-    let mut target = Target::open(ctx, &root, kind, phase, req)?;
+    let mut target = Target::open(ctx, &root, entry, phase, req)?;
     preflight::check_can_serve(&target)?;
     if phase == Phase::Compact {
         return compact::run(ctx, root, target, req);
@@ -350,7 +143,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     } else {
         target.require_binding(&root, &dataset)?;
     }
-    let (workers, batch) = default_write(kind, profile);
+    let (workers, batch) = default_write(target.product.as_ref(), profile);
     let counts = queryset::resolve_counts(
         profile,
         None,
@@ -377,6 +170,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     if matches!(phase, Phase::All | Phase::Query | Phase::Analyze) {
         queryset::check_query_needs(&dataset, &counts)?;
     }
+    let caps = target.product.bench_caps();
     let workload = json!({
         "profile": profile.as_str(),
         "load_workers": req.load_workers.unwrap_or(workers),
@@ -385,9 +179,9 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
         "database_mode": phase.loads().then(|| target.mode(req).as_str()),
         "query_counts": counts,
         "hot_runs": (phase == Phase::Analyze).then(|| req.hot_runs.unwrap_or(2)),
-        "no_sync": (kind == ProductKind::Influx3).then_some(req.no_sync),
-        "accept_partial": (kind == ProductKind::Influx3).then_some(req.accept_partial),
-        "flush_before_queries": (kind == ProductKind::Greptime).then_some(req.flush_before_queries),
+        "no_sync": caps.durability.then_some(req.no_sync),
+        "accept_partial": caps.durability.then_some(req.accept_partial),
+        "flush_before_queries": caps.flush_before_queries.then_some(req.flush_before_queries),
     });
     if phase.loads() {
         preflight::check_compression(&dataset, req)?;
@@ -396,11 +190,11 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     // Without built TSBS tools nothing can run: say so before a run directory exists, and
     // before the disk estimate (a workload that would not fit is the second thing to fix).
     TsbsEnv::load(&ctx.root, req.rerun.as_ref().map(|p| p.tsbs_key.as_str()))?;
-    preflight::check_disk(&root, kind, phase, &dataset, req, &counts)?;
+    preflight::check_disk(&root, &target, phase, &dataset, req, &counts)?;
     let run = RunDir::create(
         &root,
         NewRun {
-            product: kind.name(),
+            product: entry.name,
             edition: target.edition(),
             kind: RunKind::Benchmark,
             phase: phase.as_str(),
@@ -424,7 +218,7 @@ pub fn run(ctx: &Ctx, kind: ProductKind, req: &Request) -> Result<Outcome> {
     let mut b = Bench {
         ctx,
         root,
-        kind,
+        entry,
         phase,
         req,
         target,
@@ -680,7 +474,7 @@ impl Bench<'_> {
                     .with_dataset_root(self.req.dataset_root.as_deref())?,
                 &QuerySetRequest {
                     dataset: &ds,
-                    format: self.kind.query_format(),
+                    format: self.target.product.query_format(),
                     counts,
                     log_dir: &log_dir,
                     pinned_manifest_sha256: self
@@ -777,7 +571,8 @@ impl Bench<'_> {
 
     fn timing(&self) -> Timing {
         let mut t = self.target.default_timing();
-        // Bounded and positive: checked by `preflight::check_bounds`.
+        // Bounded and positive: checked by `preflight::check_bounds` (also for a rerun's
+        // recorded flags, which no CLI parser saw).
         if let Some(s) = self.req.startup_timeout {
             t.startup_timeout = Duration::from_secs_f64(s);
         }
@@ -863,7 +658,8 @@ impl Bench<'_> {
         }
         // The binding is cleared before a reset drops anything.
         // Before anything is dropped or started: a changed loader stops the run here.
-        let loader = integrity::verified_binary(env, self.kind.loader(), &mut self.run)?;
+        let loader =
+            integrity::verified_binary(env, self.target.product.tsbs_loader(), &mut self.run)?;
         if mode == DatabaseMode::Reset {
             self.target.clear_binding()?;
         }
@@ -882,15 +678,12 @@ impl Bench<'_> {
         let (auth, admin) = self.target.tokens();
         let spec = tsbs::LoadSpec {
             binary: loader,
-            target: match self.kind {
-                ProductKind::Greptime => tsbs::LoadTarget::Greptime,
-                ProductKind::Influx3 => tsbs::LoadTarget::Influx3 {
-                    no_sync: self.req.no_sync,
-                    accept_partial: self.req.accept_partial,
-                    auth_token: auth,
-                    admin_token: admin,
-                },
-            },
+            target: self.target.product.load_target(&ToolOptions {
+                no_sync: self.req.no_sync,
+                accept_partial: self.req.accept_partial,
+                auth_token: auth,
+                admin_token: admin,
+            }),
             urls: self.target.urls_with(&self.endpoint()),
             input,
             database: self.target.database().to_string(),
@@ -1039,9 +832,13 @@ impl Bench<'_> {
         self.run.begin("row-count", attempt, None, None, None)?;
         let endpoint = self.endpoint();
         // `--no-sync`: the last acknowledged rows show only after the next WAL flush.
-        let counted = if self.kind == ProductKind::Influx3 && self.req.no_sync {
-            let bound =
-                settle::Bound::for_flush(crate::product::influxdb3::DEFAULT_WAL_FLUSH_INTERVAL);
+        let unsynced = self
+            .req
+            .no_sync
+            .then(|| self.target.product.unsynced_flush_interval())
+            .flatten();
+        let counted = if let Some(interval) = unsynced {
+            let bound = settle::Bound::for_flush(interval);
             let target = &self.target;
             settle::count_settled(
                 sf.rows,
@@ -1113,10 +910,7 @@ impl Bench<'_> {
         };
         let attempt = self.run.next_attempt("footprint")?;
         self.run.begin("footprint", attempt, None, None, None)?;
-        let f = match self.kind {
-            ProductKind::Greptime => footprint::measure_greptimedb(&dir)?,
-            ProductKind::Influx3 => footprint::measure(&dir)?,
-        };
+        let f = footprint::measure_for(self.target.product.as_ref(), &dir)?;
         let mut v = f.record();
         // InfluxDB 3: the files on disk say which storage engine the server used.
         if self.run.manifest.target["server_settings"].is_object() {
@@ -1147,10 +941,12 @@ impl Bench<'_> {
 
     fn query(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
         // Before the server starts: a changed runner stops the run with nothing started.
-        let binary = integrity::verified_binary(env, self.kind.runner(), &mut self.run)?;
+        let binary =
+            integrity::verified_binary(env, self.target.product.tsbs_runner(), &mut self.run)?;
         self.start_server()?;
         self.check_loaded_rows()?;
-        if self.kind == ProductKind::Greptime {
+        // Products with SQL maintenance say where the data is (and flush when asked).
+        if self.target.product.maintenance().is_some() {
             self.flush_then_locate()?;
         }
         let workers = self.run.manifest.workload["query_workers"]
@@ -1173,12 +969,10 @@ impl Bench<'_> {
             let (results, results_rel) = self.run.result(&format!("query-{qt}-{attempt:03}.json"));
             let spec = tsbs::QuerySpec {
                 binary: binary.clone(),
-                target: match self.kind {
-                    ProductKind::Greptime => tsbs::QueryTarget::Greptime,
-                    ProductKind::Influx3 => tsbs::QueryTarget::Influx3 {
-                        auth_token: auth.clone(),
-                    },
-                },
+                target: self.target.product.query_target(&ToolOptions {
+                    auth_token: auth.clone(),
+                    ..ToolOptions::default()
+                }),
                 file: file.path.clone(),
                 database: self.target.database().to_string(),
                 urls: self.target.urls_with(&self.endpoint()),
@@ -1505,28 +1299,6 @@ pub fn token_from_env(var: Option<&str>, default: &str) -> Result<Option<Secret>
             Error::invalid(format!("environment variable {name} is not valid UTF-8"))
                 .with_hint("set it to the token text"),
         ),
-    }
-}
-
-/// The query format of a product (greptime / influx3).
-impl ProductKind {
-    pub fn query_format(self) -> QueryFormat {
-        match self {
-            ProductKind::Greptime => QueryFormat::Greptime,
-            ProductKind::Influx3 => QueryFormat::Influx3,
-        }
-    }
-    pub fn loader(self) -> &'static str {
-        match self {
-            ProductKind::Greptime => tsbs::command::LOAD_GREPTIME,
-            ProductKind::Influx3 => tsbs::command::LOAD_INFLUX3,
-        }
-    }
-    pub fn runner(self) -> &'static str {
-        match self {
-            ProductKind::Greptime => tsbs::command::RUN_QUERIES_GREPTIME,
-            ProductKind::Influx3 => tsbs::command::RUN_QUERIES_INFLUX3,
-        }
     }
 }
 

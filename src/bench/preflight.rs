@@ -4,13 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use super::target::{ProductKind, Target};
+use super::target::Target;
 use super::{Phase, Request};
 use crate::bounds;
 use crate::dataset::{self, Dataset, GenerateRequest};
 use crate::diskspace::{self, Need};
 use crate::error::{Error, Result};
 use crate::paths::Root;
+use crate::product::Entry;
 use crate::queryset::{self, QuerySetRequest};
 
 /// Flag bounds (#1); called from [`super::validate`].
@@ -45,12 +46,12 @@ pub fn check_bounds(req: &Request) -> Result<()> {
 }
 
 /// `--run-id`, and that no run of that name exists, before the runs directory is created.
-pub fn check_run_id(root: &Root, kind: ProductKind, req: &Request) -> Result<()> {
+pub fn check_run_id(root: &Root, entry: &Entry, req: &Request) -> Result<()> {
     let Some(id) = &req.run_id else {
         return Ok(());
     };
     crate::ids::validate_id("--run-id", id)?;
-    let dir = root.runs(kind.name()).join(id);
+    let dir = root.runs(entry.name).join(id);
     if dir.exists() {
         return Err(
             Error::invalid(format!("run {id} already exists at {}", dir.display()))
@@ -77,8 +78,8 @@ pub fn check_query_flags(req: &Request) -> Result<()> {
 /// A managed server that cannot serve (an Enterprise workspace without an active licence) is
 /// refused before the run exists (#16).
 pub fn check_can_serve(target: &Target) -> Result<()> {
-    match &target.managed {
-        Some(m) => m.product.check_can_serve(&m.ws.manifest),
+    match target.managed() {
+        Some(m) => target.product.check_can_serve(&m.ws.manifest),
         None => Ok(()),
     }
 }
@@ -136,7 +137,7 @@ pub fn check_binding_content(target: &Target, ds: &Dataset, req: &Request) -> Re
 /// variant exists) and the query set (unless published), #1.
 pub fn check_disk(
     root: &Root,
-    kind: ProductKind,
+    target: &Target,
     phase: Phase,
     ds: &Dataset,
     req: &Request,
@@ -167,7 +168,7 @@ pub fn check_disk(
             root,
             &QuerySetRequest {
                 dataset: ds,
-                format: kind.query_format(),
+                format: target.product.query_format(),
                 counts,
                 log_dir: &log_dir,
                 pinned_manifest_sha256: None,
@@ -181,7 +182,7 @@ pub fn check_disk(
 /// compact: the table must be one the workspace's loaded dataset wrote (#16: deciding it by
 /// asking the server would start the server first). tsbsctl loads cpu-only data, one table.
 pub fn check_compact_table(target: &Target, table: &str) -> Result<()> {
-    let Some(m) = &target.managed else {
+    let Some(m) = target.managed() else {
         return Ok(());
     };
     let id = m.ws.id();
@@ -191,7 +192,7 @@ pub fn check_compact_table(target: &Target, table: &str) -> Result<()> {
         ))
         .with_hint(format!(
             "load the dataset first: tsbsctl bench {} load --database-id {id}",
-            target.kind.name()
+            target.entry.name
         ))),
         Some(b) if table != super::TABLE => Err(Error::invalid(format!(
             "table {table} does not exist in workspace {id}: its dataset {} (cpu-only) has the table {} only",

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::bench::target::ProductKind;
 use crate::bench::{self, Phase, Request};
 use crate::context::Ctx;
 use crate::dataset::Profile;
@@ -21,7 +20,6 @@ use crate::environment::{self, tsbs as envtsbs, GoRequest, TsbsEnv};
 use crate::error::{Error, Result};
 use crate::lock::LockOptions;
 use crate::output::Outcome;
-use crate::product::greptimedb::GreptimeDb;
 use crate::sources::{SourceKey, Sources};
 use crate::workspace::{self, PrepareRequest};
 
@@ -97,7 +95,9 @@ fn system_go() -> bool {
 
 pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
     let sources = Sources::load(&ctx.root)?;
-    let product = GreptimeDb;
+    let entry = crate::product::quickstart();
+    let product = (entry.make)(None)?;
+    let product = product.as_ref();
     let r = ctx.reporter.as_ref();
     // 1. The TSBS environment.
     let env_fresh = TsbsEnv::load(&ctx.root, None).is_err();
@@ -120,10 +120,10 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
         environment::prepare(ctx, &req)?;
     }
     // 2. GreptimeDB and the workspace.
-    let ws_exists = workspace::load(&ctx.root, &product, WORKSPACE).is_ok();
+    let ws_exists = workspace::load(&ctx.root, product, WORKSPACE).is_ok();
     if !ws_exists {
         let installed = crate::platform::Platform::host()
-            .map(|p| crate::install::newest_stable_installed(&ctx.root, &product, &p).is_some())
+            .map(|p| crate::install::newest_stable_installed(&ctx.root, product, &p).is_some())
             .unwrap_or(false);
         if !installed {
             check_reachable(
@@ -136,7 +136,7 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
         r.info("quickstart: preparing the GreptimeDB workspace `quickstart`");
         workspace::prepare(
             ctx,
-            &product,
+            product,
             &PrepareRequest {
                 id: WORKSPACE.into(),
                 http_port,
@@ -156,7 +156,7 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
         flags: json!({"quickstart": true, "database_id": WORKSPACE, "profile": "smoke", "http_port": http_port}),
         ..Default::default()
     };
-    let mut out = bench::run(ctx, ProductKind::Greptime, &req)?;
+    let mut out = bench::run(ctx, entry, &req)?;
     out.human
         .push_str("Open summary.md above for ingestion, storage and per-query latency.\n");
     Ok(out)

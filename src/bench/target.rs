@@ -13,61 +13,11 @@ use crate::install;
 use crate::lock::LockGuard;
 use crate::paths::Root;
 use crate::platform::Platform;
-use crate::product::greptimedb::GreptimeDb;
-use crate::product::influxdb3::{Edition, InfluxDb3};
-use crate::product::Product;
+use crate::product::{CountRequest, Entry, Product};
 use crate::run::RunDir;
 use crate::server::{ServerSpec, Timing};
 use crate::tsbs::{DatabaseMode, Secret};
 use crate::workspace::{self, Workspace};
-
-/// The products the benchmarks know.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProductKind {
-    Greptime,
-    Influx3,
-}
-
-impl ProductKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            ProductKind::Greptime => "greptimedb",
-            ProductKind::Influx3 => "influxdb3",
-        }
-    }
-    pub fn display(self) -> &'static str {
-        match self {
-            ProductKind::Greptime => "GreptimeDB",
-            ProductKind::Influx3 => "InfluxDB 3",
-        }
-    }
-    /// The product of managed workspace `id` (InfluxDB 3: the edition its manifest names).
-    fn product(self, root: &Root, id: &str) -> Result<Box<dyn Product>> {
-        match self {
-            ProductKind::Greptime => Ok(Box::new(GreptimeDb)),
-            ProductKind::Influx3 => {
-                crate::ids::validate_id("--database-id", id)?;
-                let path = root.database(self.name(), id).join("manifest.json");
-                // No workspace: no edition to name either (trial-run #23, was "Core").
-                if !path.exists() {
-                    return Err(Error::invalid(format!(
-                        "there is no InfluxDB 3 workspace {id:?} (looked in {})",
-                        root.database(self.name(), id).display()
-                    ))
-                    .with_hint(format!(
-                        "create it with `tsbsctl influxdb3 prepare --database-id {id} --edition core|enterprise`, or see `tsbsctl influxdb3 list`"
-                    )));
-                }
-                let edition = std::fs::read(&path)
-                    .ok()
-                    .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-                    .and_then(|v| v["edition"].as_str().map(str::to_string))
-                    .unwrap_or_else(|| "core".into());
-                Ok(Box::new(InfluxDb3::new(Edition::parse(&edition)?)))
-            }
-        }
-    }
-}
 
 /// Checks an endpoint URL: absolute http(s) with a host.
 pub fn check_url(u: &str) -> Result<()> {
@@ -83,7 +33,6 @@ pub fn check_url(u: &str) -> Result<()> {
 /// A managed workspace held under its lock.
 pub struct Managed {
     pub root: Root,
-    pub product: Box<dyn Product>,
     pub ws: Workspace,
     pub _guard: LockGuard,
     /// `--greptime-version`: the version that runs (when it differs from the workspace's).
@@ -98,6 +47,13 @@ pub struct Runtime {
     pub installation_path: PathBuf,
 }
 
+/// Where the benchmark runs.
+pub enum Place {
+    // Boxed: a workspace (manifest, lock guard) is several times an external target's size.
+    Managed(Box<Managed>),
+    External(External),
+}
+
 /// An external server.
 pub struct External {
     pub urls: Vec<String>,
@@ -108,9 +64,12 @@ pub struct External {
 }
 
 pub struct Target {
-    pub kind: ProductKind,
-    pub managed: Option<Managed>,
-    pub external: Option<External>,
+    /// The registry entry the command named (`bench <product>`).
+    pub entry: &'static Entry,
+    /// The product in the variant that runs: the workspace's, or `--edition` of an external one.
+    pub product: Box<dyn Product>,
+    /// Managed or external: exactly one.
+    pub place: Place,
     pub auth_token: Option<Secret>,
     pub admin_token: Option<Secret>,
     /// InfluxDB 3 row counts: the dataset's `[start, end)` in ns (time slices stay inside it)
@@ -123,31 +82,29 @@ impl Target {
     pub fn open(
         ctx: &Ctx,
         root: &Root,
-        kind: ProductKind,
+        entry: &'static Entry,
         phase: Phase,
         req: &Request,
     ) -> Result<Target> {
-        let (auth_token, admin_token) = if kind == ProductKind::Influx3 {
-            (
-                super::token_from_env(req.auth_token_env.as_deref(), "INFLUXDB3_AUTH_TOKEN")?,
-                super::token_from_env(req.admin_token_env.as_deref(), "INFLUXDB3_ADMIN_TOKEN")?,
-            )
-        } else {
-            (None, None)
+        // The tokens are read before any variant is known: every variant reads the same ones.
+        let (auth_token, admin_token) = match (entry.make)(None)?.token_env_defaults() {
+            Some((auth, admin)) => (
+                super::token_from_env(req.auth_token_env.as_deref(), auth)?,
+                super::token_from_env(req.admin_token_env.as_deref(), admin)?,
+            ),
+            None => (None, None),
         };
         if let Some(id) = &req.database_id {
-            let product = kind.product(root, id)?;
+            let product = crate::product::for_workspace(root, entry.name, id)?;
             let ws = workspace::load(root, product.as_ref(), id)?;
             let guard = workspace::lock_workspace(ctx, product.as_ref(), &ws.dir, id, &req.lock)?;
             // Re-read under the lock: another command may have changed it meanwhile.
             let ws = workspace::load(root, product.as_ref(), id)?;
-            // Every InfluxDB 3 phase starts the server: an Enterprise workspace without a valid
-            // licence (never activated, or an expired trial) is refused before a run exists.
-            if kind == ProductKind::Influx3 {
-                product.check_can_serve(&ws.manifest)?;
-                if let Some(w) = crate::product::influxdb3::expiry_warning(&ws.manifest) {
-                    ctx.reporter.warn(&w);
-                }
+            // Every phase starts the server: a workspace the product refuses to serve (InfluxDB 3
+            // Enterprise without a valid licence) is refused before a run exists.
+            product.check_can_serve(&ws.manifest)?;
+            if let Some(w) = product.serve_warning(&ws.manifest) {
+                ctx.reporter.warn(&w);
             }
             if let Some(d) = &req.database {
                 if d != &ws.manifest.database {
@@ -166,21 +123,20 @@ impl Target {
                 Some(v) => version_override(root, product.as_ref(), &ws, v, req)?,
             };
             return Ok(Target {
-                kind,
-                managed: Some(Managed {
+                entry,
+                product,
+                place: Place::Managed(Box::new(Managed {
                     root: root.clone(),
-                    product,
                     ws,
                     _guard: guard,
                     runtime,
-                }),
-                external: None,
+                })),
                 auth_token,
                 admin_token,
                 count_window: None,
                 count_timeout: req
                     .count_timeout
-                    .unwrap_or(crate::product::influxdb3::DEFAULT_COUNT_TIMEOUT),
+                    .unwrap_or(crate::product::DEFAULT_COUNT_TIMEOUT),
             });
         }
         let urls: Vec<String> = req
@@ -188,17 +144,24 @@ impl Target {
             .iter()
             .map(|u| u.trim_end_matches('/').to_string())
             .collect();
-        let probe = probe_external(kind, &urls, auth_token.as_ref(), req.edition.as_deref())?;
+        let product = (entry.make)(req.edition.as_deref())?;
+        let probe = probe_external(
+            entry,
+            product.as_ref(),
+            &urls,
+            auth_token.as_ref(),
+            req.edition.as_deref(),
+        )?;
         ctx.reporter.info(&format!(
             "external {} at {} reports version {}",
-            kind.display(),
+            entry.display,
             urls.join(", "),
             probe["version"].as_str().unwrap_or("unknown")
         ));
         Ok(Target {
-            kind,
-            managed: None,
-            external: Some(External {
+            entry,
+            product,
+            place: Place::External(External {
                 urls,
                 database: req.database.clone().unwrap_or_else(|| "benchmark".into()),
                 edition: req.edition.clone(),
@@ -209,53 +172,65 @@ impl Target {
             count_window: None,
             count_timeout: req
                 .count_timeout
-                .unwrap_or(crate::product::influxdb3::DEFAULT_COUNT_TIMEOUT),
+                .unwrap_or(crate::product::DEFAULT_COUNT_TIMEOUT),
         })
     }
 
     /// Row counts of this run stay inside `ds`'s time range (InfluxDB 3 slices in it).
     pub fn set_count_window(&mut self, ds: &Dataset) {
-        self.count_window = crate::product::influxdb3::window_ns(&ds.spec.start, &ds.spec.end);
+        self.count_window = crate::product::window_ns(&ds.spec.start, &ds.spec.end);
+    }
+
+    /// The managed workspace, when the target is one.
+    pub fn managed(&self) -> Option<&Managed> {
+        match &self.place {
+            Place::Managed(m) => Some(m),
+            Place::External(_) => None,
+        }
+    }
+
+    fn managed_mut(&mut self) -> Option<&mut Managed> {
+        match &mut self.place {
+            Place::Managed(m) => Some(m),
+            Place::External(_) => None,
+        }
     }
 
     pub fn is_managed(&self) -> bool {
-        self.managed.is_some()
+        self.managed().is_some()
     }
 
     pub fn database_id(&self) -> Option<String> {
-        self.managed.as_ref().map(|m| m.ws.id().to_string())
+        self.managed().map(|m| m.ws.id().to_string())
     }
 
     pub fn database(&self) -> &str {
-        match (&self.managed, &self.external) {
-            (Some(m), _) => &m.ws.manifest.database,
-            (_, Some(e)) => &e.database,
-            _ => "benchmark",
+        match &self.place {
+            Place::Managed(m) => &m.ws.manifest.database,
+            Place::External(e) => &e.database,
         }
     }
 
     pub fn edition(&self) -> Option<String> {
-        match (&self.managed, &self.external) {
-            (Some(m), _) => m.ws.manifest.edition.clone(),
-            (_, Some(e)) => e.edition.clone(),
-            _ => None,
+        match &self.place {
+            Place::Managed(m) => m.ws.manifest.edition.clone(),
+            Place::External(e) => e.edition.clone(),
         }
     }
 
     /// The endpoint of the managed server (its configured port) or the first external URL.
     pub fn endpoint(&self) -> String {
-        match (&self.managed, &self.external) {
-            (Some(m), _) => m.ws.endpoint(),
-            (_, Some(e)) => e.urls[0].clone(),
-            _ => String::new(),
+        match &self.place {
+            Place::Managed(m) => m.ws.endpoint(),
+            Place::External(e) => e.urls[0].clone(),
         }
     }
 
     /// The URLs the TSBS tools get.
     pub fn urls_with(&self, endpoint: &str) -> Vec<String> {
-        match &self.external {
-            Some(e) => e.urls.clone(),
-            None => vec![endpoint.to_string()],
+        match &self.place {
+            Place::External(e) => e.urls.clone(),
+            Place::Managed(_) => vec![endpoint.to_string()],
         }
     }
 
@@ -269,42 +244,35 @@ impl Target {
     }
 
     pub fn data_dir(&self) -> Option<PathBuf> {
-        self.managed.as_ref().map(|m| m.ws.data_dir())
+        self.managed().map(|m| m.ws.data_dir())
     }
 
     pub fn binding(&self) -> Option<&Value> {
-        self.managed
-            .as_ref()
-            .and_then(|m| m.ws.manifest.binding.as_ref())
+        self.managed().and_then(|m| m.ws.manifest.binding.as_ref())
     }
 
     pub fn default_timing(&self) -> Timing {
-        self.managed
-            .as_ref()
-            .map(|m| m.product.default_timing())
+        self.managed()
+            .map(|_| self.product.default_timing())
             .unwrap_or_default()
     }
 
     pub fn to_json(&self) -> Value {
         let mut v = self.target_json();
-        if self.kind == ProductKind::Influx3 {
-            v["server_settings"] = crate::product::influxdb3::server_settings(
-                self.edition().as_deref(),
-                self.managed.as_ref().map(|m| &m.ws.manifest),
-                self.data_dir().as_deref(),
-            );
-            // A --version override runs another binary than the workspace's.
-            if let Some(r) = self.managed.as_ref().and_then(|m| m.runtime.as_ref()) {
-                v["server_settings"]["source"] =
-                    json!(crate::product::influxdb3::settings_source(&r.version));
-            }
+        let runtime = self.managed().and_then(|m| m.runtime.as_ref());
+        if let Some(settings) = self.product.server_settings(
+            self.managed().map(|m| &m.ws.manifest),
+            self.data_dir().as_deref(),
+            runtime.map(|r| r.version.as_str()),
+        ) {
+            v["server_settings"] = settings;
         }
         v
     }
 
     fn target_json(&self) -> Value {
-        match (&self.managed, &self.external) {
-            (Some(m), _) => {
+        match &self.place {
+            Place::Managed(m) => {
                 let w = &m.ws.manifest;
                 let (version, sha) = match &m.runtime {
                     Some(r) => (r.version.clone(), r.binary_sha256.clone()),
@@ -312,7 +280,7 @@ impl Target {
                 };
                 json!({
                     "mode": "managed",
-                    "product": self.kind.name(),
+                    "product": self.entry.name,
                     "edition": w.edition,
                     "database_id": w.database_id,
                     "workspace_path": m.ws.dir,
@@ -325,9 +293,9 @@ impl Target {
                     "version_override": m.runtime.is_some(),
                 })
             }
-            (_, Some(e)) => json!({
+            Place::External(e) => json!({
                 "mode": "external",
-                "product": self.kind.name(),
+                "product": self.entry.name,
                 "edition": e.edition,
                 "database_id": null,
                 "urls": e.urls,
@@ -339,13 +307,12 @@ impl Target {
                 "auth_token": self.auth_token.is_some(),
                 "admin_token": self.admin_token.is_some(),
             }),
-            _ => Value::Null,
         }
     }
 
     /// Server pins of the run manifest.
     pub fn server_pin(&self) -> Option<Value> {
-        let m = self.managed.as_ref()?;
+        let m = self.managed()?;
         let w = &m.ws.manifest;
         let inst = match &m.runtime {
             Some(r) => {
@@ -366,7 +333,7 @@ impl Target {
         let archive = Platform::from_parts(os, arch)
             .ok()
             .and_then(|p| {
-                install::open(&m.root, m.product.as_ref(), &version, &p)
+                install::open(&m.root, self.product.as_ref(), &version, &p)
                     .ok()
                     .flatten()
             })
@@ -395,7 +362,7 @@ impl Target {
     }
 
     pub fn data_state(&self) -> Option<Value> {
-        let m = self.managed.as_ref()?;
+        let m = self.managed()?;
         let mut v = serde_json::to_value(&m.ws.manifest.data_state).ok()?;
         v["label"] = json!(data_state_label(&m.ws.manifest.data_state));
         Some(v)
@@ -467,7 +434,7 @@ impl Target {
 
     /// Query and analyze need the workspace to hold the run's dataset.
     pub fn require_binding(&self, root: &Root, ds: &Dataset) -> Result<()> {
-        let Some(m) = &self.managed else {
+        let Some(m) = self.managed() else {
             return Ok(());
         };
         match self.binding() {
@@ -490,19 +457,17 @@ impl Target {
     fn load_hint(&self, root: &Root, ws_id: &str, ds: &Dataset) -> String {
         let mut cmd = format!(
             "tsbsctl bench {} load --database-id {ws_id} --dataset-id {}",
-            self.kind.name(),
-            ds.id
+            self.entry.name, ds.id
         );
         // Not generated yet: the id alone would mean the manual profile's spec.
         if !ds.stored && ds.spec == crate::dataset::Profile::Smoke.spec().canonical() {
             cmd.push_str(" --profile smoke");
         }
         let since = self
-            .managed
-            .as_ref()
+            .managed()
             .map(|m| m.ws.manifest.created_at.as_str())
             .unwrap_or("");
-        let unfinished = unfinished_load(root, self.kind.name(), ws_id, since);
+        let unfinished = unfinished_load(root, self.entry.name, ws_id, since);
         if let Some(run) = &unfinished {
             cmd.push_str(&format!(
                 " --database-mode reset --confirm-reset {}",
@@ -526,7 +491,7 @@ impl Target {
 
     /// Clears the binding (and the data state) before a reset drops the database.
     pub fn clear_binding(&mut self) -> Result<()> {
-        if let Some(m) = &mut self.managed {
+        if let Some(m) = self.managed_mut() {
             if m.ws.manifest.binding.is_some() || !m.ws.manifest.data_state.loads.is_empty() {
                 m.ws.manifest.binding = None;
                 m.ws.manifest.data_state = Default::default();
@@ -538,7 +503,7 @@ impl Target {
 
     /// Sets the binding after a verified load, and records the load in the data state.
     pub fn set_binding(&mut self, binding: Value, run: &RunDir) -> Result<()> {
-        if let Some(m) = &mut self.managed {
+        if let Some(m) = self.managed_mut() {
             let now = crate::manifest::now_rfc3339();
             let mut b = binding;
             b["loaded_at"] = json!(now);
@@ -561,7 +526,7 @@ impl Target {
 
     /// Appends a maintenance record (compaction) to the workspace's data state.
     pub fn push_maintenance(&mut self, rec: Value) -> Result<()> {
-        if let Some(m) = &mut self.managed {
+        if let Some(m) = self.managed_mut() {
             m.ws.manifest.data_state.maintenance.push(rec);
             m.ws.save()?;
         }
@@ -570,7 +535,7 @@ impl Target {
 
     /// Replaces the last maintenance record (the intent a compaction recorded) by its outcome.
     pub fn update_last_maintenance(&mut self, rec: Value) -> Result<()> {
-        if let Some(m) = &mut self.managed {
+        if let Some(m) = self.managed_mut() {
             match m.ws.manifest.data_state.maintenance.last_mut() {
                 Some(last) => *last = rec,
                 None => m.ws.manifest.data_state.maintenance.push(rec),
@@ -582,54 +547,40 @@ impl Target {
 
     pub fn server_spec(&self, root: &Root, log: PathBuf, timing: Timing) -> Result<ServerSpec> {
         let m = self
-            .managed
-            .as_ref()
+            .managed()
             .ok_or_else(|| Error::failed("an external server is not started by tsbsctl"))?;
         let mut ws = m.ws.clone();
         if let Some(r) = &m.runtime {
             ws.manifest.version = r.version.clone();
             ws.manifest.binary_sha256 = r.binary_sha256.clone();
         }
-        workspace::server_spec(root, m.product.as_ref(), &ws, log, timing, false)
+        workspace::server_spec(root, self.product.as_ref(), &ws, log, timing, false)
     }
 
     pub fn count_rows(&self, endpoint: &str, table: &str) -> Result<u64> {
         self.count_rows_detailed(endpoint, table).map(|(n, _)| n)
     }
 
-    /// The row count and, for InfluxDB 3, how it was obtained (whole table or time slices).
+    /// The row count and, where the product counts in pieces, how it was obtained.
     pub fn count_rows_detailed(&self, endpoint: &str, table: &str) -> Result<(u64, Option<Value>)> {
-        match self.kind {
-            ProductKind::Greptime => GreptimeDb
-                .count_rows(endpoint, self.database(), table)
-                .map(|n| (n, None)),
-            ProductKind::Influx3 => {
-                // The run's dataset, else the one the workspace holds.
-                let window = self.count_window.or_else(|| {
-                    let spec = &self.binding()?["spec"];
-                    crate::product::influxdb3::window_ns(
-                        spec["start"].as_str()?,
-                        spec["end"].as_str()?,
-                    )
-                });
-                // Managed servers run without auth: no token goes to them.
-                let token = match &self.managed {
-                    Some(_) => None,
-                    None => self.auth_token.as_ref().map(|t| t.expose()),
-                };
-                let c = crate::product::influxdb3::count_table(
-                    &crate::product::influxdb3::CountRequest {
-                        endpoint,
-                        database: self.database(),
-                        table,
-                        window,
-                        token,
-                        timeout: self.count_timeout,
-                    },
-                )?;
-                Ok((c.rows, Some(c.detail)))
-            }
-        }
+        // The run's dataset, else the one the workspace holds.
+        let window = self.count_window.or_else(|| {
+            let spec = &self.binding()?["spec"];
+            crate::product::window_ns(spec["start"].as_str()?, spec["end"].as_str()?)
+        });
+        // Managed servers run without auth: no token goes to them.
+        let token = match &self.place {
+            Place::Managed(_) => None,
+            Place::External(_) => self.auth_token.as_ref().map(|t| t.expose()),
+        };
+        self.product.count_rows_detailed(&CountRequest {
+            endpoint,
+            database: self.database(),
+            table,
+            window,
+            token,
+            timeout: self.count_timeout,
+        })
     }
 }
 
@@ -743,10 +694,11 @@ fn client() -> Result<reqwest::blocking::Client> {
 }
 
 /// Health and version of every external URL; different versions across URLs are refused.
-/// InfluxDB 3: a server whose `X-Influxdb-Build` (`Core` / `Enterprise`) is not `edition` is an
-/// integrity error (the numbers would be filed under the wrong edition).
+/// The product reads the version its way (and may refuse a server of another variant: an
+/// InfluxDB 3 `X-Influxdb-Build` that is not `--edition` is an integrity error).
 fn probe_external(
-    kind: ProductKind,
+    entry: &Entry,
+    product: &dyn Product,
     urls: &[String],
     token: Option<&Secret>,
     edition: Option<&str>,
@@ -762,74 +714,23 @@ fn probe_external(
         let resp = r.send().map_err(|e| {
             Error::failed(format!(
                 "{} at {u} did not answer /health: {e}",
-                kind.display()
+                entry.display
             ))
             .with_hint("check the URL and that the server is running")
         })?;
         if !resp.status().is_success() {
             return Err(Error::failed(format!(
                 "{} at {u} is not healthy: /health answered {}",
-                kind.display(),
+                entry.display,
                 resp.status()
             ))
             .with_hint("check the server (and the token named by --auth-token-env)"));
         }
-        let (version, extra) = match kind {
-            ProductKind::Greptime => {
-                let v: Option<Value> = c
-                    .get(format!("{u}/status"))
-                    .send()
-                    .ok()
-                    .filter(|r| r.status().is_success())
-                    .and_then(|r| r.json().ok());
-                let version = v
-                    .as_ref()
-                    .and_then(|v| v["version"].as_str())
-                    .map(|s| s.trim_start_matches('v').to_string());
-                (version, v.unwrap_or(Value::Null))
-            }
-            ProductKind::Influx3 => {
-                let mut r = c.get(format!("{u}/ping"));
-                if let Some(t) = token {
-                    r = r.bearer_auth(t.expose());
-                }
-                let resp = r.send().ok();
-                let header = resp.as_ref().and_then(|r| {
-                    r.headers()
-                        .get("x-influxdb-version")
-                        .and_then(|h| h.to_str().ok())
-                        .map(str::to_string)
-                });
-                let build = resp.as_ref().and_then(|r| {
-                    r.headers()
-                        .get("x-influxdb-build")
-                        .and_then(|h| h.to_str().ok())
-                        .map(str::to_string)
-                });
-                if let (Some(b), Some(want)) = (&build, edition) {
-                    if !b.eq_ignore_ascii_case(want) {
-                        return Err(Error::integrity(format!(
-                            "InfluxDB 3 at {u} reports X-Influxdb-Build: {b}, not the --edition {want} asked for"
-                        ))
-                        .with_hint(format!(
-                            "pass --edition {} (or point --url at an InfluxDB 3 {} server)",
-                            b.to_ascii_lowercase(),
-                            if want == "core" { "Core" } else { "Enterprise" }
-                        )));
-                    }
-                }
-                let body: Option<Value> = resp.and_then(|r| r.json().ok());
-                let version = body
-                    .as_ref()
-                    .and_then(|b| b["version"].as_str().map(str::to_string))
-                    .or(header);
-                (version, json!({"ping": body, "build": build}))
-            }
-        };
+        let (version, extra) = product.probe_version(&c, u, token, edition)?;
         // #13: a server that does not name its version the product's way is not that product
         // (a GreptimeDB benchmark against an InfluxDB 3 port would fail every query type).
         let Some(v) = &version else {
-            return Err(not_the_product(kind, u));
+            return Err(not_the_product(entry, product, u));
         };
         versions.push(v.clone());
         each.push(json!({"url": u, "healthy": true, "version": version, "details": extra}));
@@ -845,19 +746,16 @@ fn probe_external(
     Ok(json!({"version": versions.first(), "servers": each}))
 }
 
-/// The probe's refusal of a server that is not `kind` (exit 2: the --url is wrong; nothing
-/// was written yet).
-fn not_the_product(kind: ProductKind, url: &str) -> Error {
-    let (how, port) = match kind {
-        ProductKind::Greptime => ("its /status does not report a GreptimeDB version", 4000),
-        ProductKind::Influx3 => ("its /ping does not report an InfluxDB 3 version", 8181),
-    };
+/// The probe's refusal of a server that is not the product (exit 2: the --url is wrong;
+/// nothing was written yet).
+fn not_the_product(entry: &Entry, product: &dyn Product, url: &str) -> Error {
+    let (how, port) = product.probe_identity();
     Error::invalid(format!(
         "the server at {url} does not identify as {}: {how}",
-        kind.display()
+        entry.display
     ))
     .with_hint(format!(
         "check --url: it must be {}'s HTTP endpoint (by default port {port}); nothing was run",
-        kind.display()
+        entry.display
     ))
 }

@@ -1,11 +1,10 @@
-//! `tsbsctl bench greptimedb|influxdb3 PHASE [target] [workload flags]` (thin: the logic is in
-//! [`crate::bench`]).
+//! `tsbsctl bench <product> PHASE [target] [workload flags]` (thin: the logic is in
+//! [`crate::bench`]): the flags every product shares, their record and the request built from
+//! it. Each product's own bench flags live in its CLI module (`cli/<product>.rs`).
 
-use serde_json::json;
-
-use crate::bench::target::ProductKind;
-use crate::bench::{self, Phase, Request};
-use crate::cli::common::{DatasetRootArgs, LockArgs};
+use crate::bench::flags::{Flags, ProductFlags, REDACTED};
+use crate::bench::{Phase, Request};
+use crate::cli::common::{DatasetRootArgs, LockArgs, ServerTimingArgs};
 use crate::cli::data::SpecArgs;
 use crate::context::Ctx;
 use crate::dataset::Compression;
@@ -16,48 +15,9 @@ use crate::tsbs::DatabaseMode;
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCmd {
     /// Benchmark GreptimeDB: all | load | query | compact | analyze.
-    Greptimedb(Box<GreptimeArgs>),
+    Greptimedb(Box<super::greptimedb::BenchArgs>),
     /// Benchmark InfluxDB 3 (Core or Enterprise): all | load | query.
-    Influxdb3(Box<Influx3Args>),
-}
-
-/// The InfluxDB 3 phases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Influx3Phase {
-    /// Dataset and query set, then load, verify, query.
-    All,
-    /// Load (or reuse loaded data) and verify the row count.
-    Load,
-    /// Run every query type of the query set once.
-    Query,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct Influx3Args {
-    #[arg(value_enum)]
-    pub phase: Influx3Phase,
-    #[command(flatten)]
-    pub common: CommonArgs,
-    /// External targets: the edition the servers run.
-    #[arg(long, value_name = "EDITION", value_parser = ["core", "enterprise"])]
-    pub edition: Option<String>,
-    /// Acknowledge writes before the WAL is persisted (default: durable acknowledgement).
-    #[arg(long)]
-    pub no_sync: bool,
-    /// Accept the valid lines of a batch with invalid ones (default: reject the whole batch).
-    #[arg(long)]
-    pub accept_partial: bool,
-    /// Environment variable holding the auth token (default INFLUXDB3_AUTH_TOKEN, if set).
-    #[arg(long, value_name = "VAR")]
-    pub auth_token_env: Option<String>,
-    /// Environment variable holding the admin token (default INFLUXDB3_ADMIN_TOKEN, if set;
-    /// else the auth token).
-    #[arg(long, value_name = "VAR")]
-    pub admin_token_env: Option<String>,
-    /// Seconds one row-count request may take (default 1800: a count over the published
-    /// 103.7 M rows can take minutes; Core's counts may be split into time slices).
-    #[arg(long, value_name = "SECONDS")]
-    pub count_timeout: Option<f64>,
+    Influxdb3(Box<super::influxdb3::BenchArgs>),
 }
 
 /// Target and workload flags both products share.
@@ -73,8 +33,8 @@ pub struct CommonArgs {
     #[arg(long, value_name = "NAME")]
     pub database: Option<String>,
     /// What the loader does with an existing database (managed default: create).
-    #[arg(long, value_name = "MODE", value_parser = ["create", "reuse", "reset"])]
-    pub database_mode: Option<String>,
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub database_mode: Option<DatabaseMode>,
     /// Confirms a reset: the SQL database name, exactly.
     #[arg(long, value_name = "NAME")]
     pub confirm_reset: Option<String>,
@@ -109,12 +69,8 @@ pub struct CommonArgs {
     /// Name of the run directory (default: UTC time, YYYYMMDDTHHMMSSZ).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
-    /// Seconds to wait for a managed server to answer.
-    #[arg(long, value_name = "SECONDS")]
-    pub startup_timeout: Option<f64>,
-    /// Seconds between SIGTERM and SIGKILL when stopping a managed server.
-    #[arg(long, value_name = "SECONDS")]
-    pub stop_timeout: Option<f64>,
+    #[command(flatten)]
+    pub timing: ServerTimingArgs,
     /// Seconds a loader or query runner may go without progress in its periodic reports
     /// before it counts as stalled (default 300; the loader reports every 10 s).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
@@ -126,203 +82,61 @@ pub struct CommonArgs {
     pub lock: LockArgs,
 }
 
-#[derive(Debug, clap::Args)]
-pub struct GreptimeArgs {
-    #[arg(value_enum)]
-    pub phase: Phase,
-    #[command(flatten)]
-    pub common: CommonArgs,
-    /// compact: table to compact.
-    #[arg(long, value_name = "TABLE")]
-    pub table: Option<String>,
-    /// compact: strategy (swcs = strict window compaction).
-    #[arg(long, value_name = "S")]
-    pub strategy: Option<String>,
-    /// compact: the window of swcs, in seconds of data (default 7200).
-    #[arg(long, value_name = "SECONDS")]
-    pub window: Option<u64>,
-    /// compact: seconds to wait, after GreptimeDB answered, for the server log line that
-    /// corroborates the compaction (default 5; the answer itself is the completion signal).
-    #[arg(long, value_name = "SECONDS")]
-    pub confirm_timeout: Option<f64>,
-    /// compact: server-side parallelism of the compaction (`parallelism=N`, GreptimeDB
-    /// 1.0.0-beta.1 and later; the server's default is 1).
-    #[arg(long, value_name = "N")]
-    pub parallelism: Option<u32>,
-    /// query/all: run `ADMIN FLUSH_TABLE` before the queries, so they read SST files rather
-    /// than memtables replayed from the WAL (recorded; off by default: the published flow
-    /// does not flush).
-    #[arg(long)]
-    pub flush_before_queries: bool,
-    /// analyze: how many more queries of the file run after the first, cold one (default 2).
-    /// They are the file's next queries of the same type, on the warmed server: other random
-    /// hosts and time windows, not repetitions of the first (only lastpoint's SQL is fixed).
-    #[arg(long, value_name = "N")]
-    pub hot_runs: Option<u32>,
-    /// query/analyze: run this installed version on the workspace's data.
-    #[arg(long, value_name = "V")]
-    pub greptime_version: Option<String>,
-    /// Confirms --greptime-version: the workspace id, exactly.
-    #[arg(long, value_name = "ID")]
-    pub confirm_version_override: Option<String>,
-}
-
-fn request(c: CommonArgs, phase: Phase) -> Request {
+/// The recorded flags of the common arguments (the product's are added by the caller).
+pub(super) fn flags(c: &CommonArgs, phase: Phase) -> Flags {
     let spec = c.spec.overrides();
-    let flags = json!({
-        "phase": phase.as_str(),
-        "database_id": c.database_id,
-        "urls": c.urls,
-        "database": c.database,
-        "database_mode": c.database_mode,
-        "confirm_reset": c.confirm_reset,
-        "profile": spec.profile.map(|p| p.as_str()),
-        "use_case": spec.use_case,
-        "start": spec.start,
-        "end": spec.end,
-        "scale": spec.scale,
-        "seed": spec.seed,
-        "log_interval": spec.log_interval,
-        "dataset_id": c.dataset_id,
-        "dataset_root": c.dataset_root.dataset_root,
-        "compression": c.compression.map(|x| x.as_str()),
-        "query_types": c.query_types,
-        "queries": c.queries,
-        "query_counts": c.query_counts,
-        "load_workers": c.load_workers,
-        "batch_size": c.batch_size,
-        "query_workers": c.query_workers,
-        "run_id": c.run_id,
-        "startup_timeout": c.startup_timeout,
-        "stop_timeout": c.stop_timeout,
-        "stall_timeout": c.stall_timeout.unwrap_or(crate::bench::watch::DEFAULT_STALL_SECS),
-        "on_stall": c.on_stall.unwrap_or_default().as_str(),
-        "wait": c.lock.wait,
-        "hold_token": c.lock.hold_token.as_ref().map(|_| "<redacted>"),
-        "hold_token_env": c.lock.hold_token_env,
-        "hold_token_stdin": c.lock.hold_token_stdin,
-    });
-    Request {
-        phase: Some(phase),
-        database_id: c.database_id,
-        urls: c.urls,
-        database: c.database,
-        mode: c
-            .database_mode
-            .as_deref()
-            .map(|m| DatabaseMode::parse(m).expect("clap checked the mode")),
-        confirm_reset: c.confirm_reset,
-        dataset_id: c.dataset_id,
-        dataset_root: c.dataset_root.dataset_root,
-        spec,
+    Flags {
+        phase: Some(phase.as_str().to_string()),
+        database_id: c.database_id.clone(),
+        urls: c.urls.clone(),
+        database: c.database.clone(),
+        database_mode: c.database_mode,
+        confirm_reset: c.confirm_reset.clone(),
+        profile: spec.profile,
+        use_case: spec.use_case,
+        start: spec.start,
+        end: spec.end,
+        scale: spec.scale,
+        seed: spec.seed,
+        log_interval: spec.log_interval,
+        dataset_id: c.dataset_id.clone(),
+        dataset_root: c.dataset_root.dataset_root.clone(),
         compression: c.compression,
-        query_types: c.query_types,
+        query_types: c.query_types.clone(),
         queries: c.queries,
-        query_counts: c.query_counts,
+        query_counts: c.query_counts.clone(),
         load_workers: c.load_workers,
         batch_size: c.batch_size,
         query_workers: c.query_workers,
-        run_id: c.run_id,
-        startup_timeout: c.startup_timeout,
-        stop_timeout: c.stop_timeout,
-        stall_timeout: c.stall_timeout,
-        on_stall: c.on_stall,
-        lock: (&c.lock).into(),
-        flags,
-        ..Default::default()
+        run_id: c.run_id.clone(),
+        startup_timeout: c.timing.startup_timeout,
+        stop_timeout: c.timing.stop_timeout,
+        // What the run uses: the defaults applied.
+        stall_timeout: Some(
+            c.stall_timeout
+                .unwrap_or(crate::bench::watch::DEFAULT_STALL_SECS),
+        ),
+        on_stall: Some(c.on_stall.unwrap_or_default().as_str().to_string()),
+        wait: c.lock.wait,
+        hold_token: c.lock.hold_token.as_ref().map(|_| REDACTED.to_string()),
+        hold_token_env: c.lock.hold_token_env.clone(),
+        hold_token_stdin: c.lock.hold_token_stdin,
+        product: ProductFlags::default(),
     }
+}
+
+/// The request of recorded flags `f` (built from the record, as `runs rerun` does), with the
+/// lock options of `c`.
+pub(super) fn request(c: &CommonArgs, f: Flags, phase: Phase) -> Result<Request> {
+    let mut req = f.request(phase)?;
+    req.lock = (&c.lock).into();
+    req.flags = f.to_value();
+    Ok(req)
 }
 
 pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
     match cmd {
-        BenchCmd::Greptimedb(a) => {
-            let a = *a;
-            let mut req = request(a.common, a.phase);
-            for (k, v) in [
-                ("table", json!(a.table)),
-                ("strategy", json!(a.strategy)),
-                ("window", json!(a.window)),
-                ("confirm_timeout", json!(a.confirm_timeout)),
-                ("parallelism", json!(a.parallelism)),
-                ("flush_before_queries", json!(a.flush_before_queries)),
-                ("hot_runs", json!(a.hot_runs)),
-                ("greptime_version", json!(a.greptime_version)),
-                (
-                    "confirm_version_override",
-                    json!(a.confirm_version_override),
-                ),
-            ] {
-                req.flags[k] = v;
-            }
-            req.table = a.table;
-            req.strategy = a.strategy;
-            req.window = a.window;
-            req.confirm_timeout = a.confirm_timeout;
-            req.parallelism = a.parallelism;
-            req.flush_before_queries = a.flush_before_queries;
-            req.hot_runs = a.hot_runs;
-            req.greptime_version = a.greptime_version;
-            req.confirm_version_override = a.confirm_version_override;
-            if !matches!(a.phase, Phase::Compact)
-                && (req.table.is_some()
-                    || req.strategy.is_some()
-                    || req.window.is_some()
-                    || req.confirm_timeout.is_some()
-                    || req.parallelism.is_some())
-            {
-                return Err(crate::error::Error::invalid(
-                    "--table, --strategy, --window, --confirm-timeout and --parallelism apply to the compact phase only",
-                )
-                .with_hint("drop them, or run `bench greptimedb compact`"));
-            }
-            if !matches!(a.phase, Phase::All | Phase::Query) && req.flush_before_queries {
-                return Err(crate::error::Error::invalid(
-                    "--flush-before-queries applies to the query and all phases only",
-                )
-                .with_hint("drop --flush-before-queries"));
-            }
-            if a.phase != Phase::Analyze && req.hot_runs.is_some() {
-                return Err(crate::error::Error::invalid(
-                    "--hot-runs applies to the analyze phase only",
-                )
-                .with_hint("drop --hot-runs"));
-            }
-            bench::run(ctx, ProductKind::Greptime, &req)
-        }
-        BenchCmd::Influxdb3(a) => {
-            let a = *a;
-            let phase = match a.phase {
-                Influx3Phase::All => Phase::All,
-                Influx3Phase::Load => Phase::Load,
-                Influx3Phase::Query => Phase::Query,
-            };
-            let mut req = request(a.common, phase);
-            for (k, v) in [
-                ("edition", json!(a.edition)),
-                ("no_sync", json!(a.no_sync)),
-                ("accept_partial", json!(a.accept_partial)),
-                // Variable names only: the values never leave the environment.
-                ("auth_token_env", json!(a.auth_token_env)),
-                ("admin_token_env", json!(a.admin_token_env)),
-                ("count_timeout", json!(a.count_timeout)),
-            ] {
-                req.flags[k] = v;
-            }
-            req.edition = a.edition;
-            req.no_sync = a.no_sync;
-            req.accept_partial = a.accept_partial;
-            req.auth_token_env = a.auth_token_env;
-            req.admin_token_env = a.admin_token_env;
-            if let Some(t) = a.count_timeout {
-                if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
-                    return Err(crate::error::Error::invalid(format!(
-                        "--count-timeout {t} is not a number of seconds in (0, 86400]"
-                    ))
-                    .with_hint("e.g. --count-timeout 3600"));
-                }
-                req.count_timeout = Some(std::time::Duration::from_secs_f64(t));
-            }
-            bench::run(ctx, ProductKind::Influx3, &req)
-        }
+        BenchCmd::Greptimedb(a) => super::greptimedb::bench(ctx, *a),
+        BenchCmd::Influxdb3(a) => super::influxdb3::bench(ctx, *a),
     }
 }

@@ -36,12 +36,8 @@ pub struct ServeArgs {
     /// Stop a server an earlier, killed tsbsctl left running on this workspace.
     #[arg(long)]
     pub kill_orphan: bool,
-    /// Seconds to wait for the server to answer (default: GreptimeDB 60, InfluxDB 3 600).
-    #[arg(long, value_name = "SECONDS")]
-    pub startup_timeout: Option<f64>,
-    /// Seconds between SIGTERM and SIGKILL when stopping (default: GreptimeDB 15, InfluxDB 3 60).
-    #[arg(long, value_name = "SECONDS")]
-    pub stop_timeout: Option<f64>,
+    #[command(flatten)]
+    pub timing: crate::cli::common::ServerTimingArgs,
     #[command(flatten)]
     pub lock: LockArgs,
 }
@@ -255,26 +251,9 @@ pub fn remove_cmd(ctx: &Ctx, p: &dyn Product, a: RemoveArgs) -> Result<Outcome> 
     ))
 }
 
-fn seconds(flag: &str, v: f64) -> Result<Duration> {
-    if v.is_finite() && v > 0.0 && v < 1e7 {
-        Ok(Duration::from_secs_f64(v))
-    } else {
-        Err(
-            Error::invalid(format!("{flag} must be a positive number of seconds"))
-                .with_hint(format!("e.g. {flag} 60")),
-        )
-    }
-}
-
 /// `serve`: the workspace's server in the foreground until Ctrl-C (exit 130).
 pub fn serve_cmd(ctx: &Ctx, p: &dyn Product, a: ServeArgs) -> Result<Outcome> {
-    let mut timing = p.default_timing();
-    if let Some(s) = a.startup_timeout {
-        timing.startup_timeout = seconds("--startup-timeout", s)?;
-    }
-    if let Some(s) = a.stop_timeout {
-        timing.grace = seconds("--stop-timeout", s)?;
-    }
+    let timing = a.timing.apply(p.default_timing());
     let ws = workspace::load(&ctx.root, p, &a.database_id)?;
     let _guard = workspace::lock_workspace(ctx, p, &ws.dir, &a.database_id, &(&a.lock).into())?;
     let ws = workspace::load(&ctx.root, p, &a.database_id)?;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::activation::{self, ActivateRequest, LicenseSource, LicenseType};
+use crate::cli::bench as bench_cli;
 use crate::cli::common::LockArgs;
 use crate::cli::dbcmd::{self, IdArgs, RemoveArgs, ServeArgs};
 use crate::context::Ctx;
@@ -17,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::ids::validate_id;
 use crate::output::Outcome;
 use crate::product::influxdb3::{Edition, InfluxDb3};
+use crate::product::Product as _;
 use crate::workspace::{self, PrepareRequest};
 
 #[derive(Debug, clap::Subcommand)]
@@ -44,8 +46,8 @@ pub enum Influxdb3Cmd {
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
     /// InfluxDB 3 edition: core or enterprise.
-    #[arg(long, value_name = "EDITION", value_parser = ["core", "enterprise"])]
-    pub edition: String,
+    #[arg(long, value_name = "EDITION", value_enum)]
+    pub edition: Edition,
     /// Exact version (3.11.1); default: the latest from InfluxData's installer script.
     #[arg(long, value_name = "V")]
     pub version: Option<String>,
@@ -59,8 +61,8 @@ pub struct PrepareArgs {
     #[arg(long, value_name = "ID")]
     pub database_id: String,
     /// InfluxDB 3 edition: core or enterprise.
-    #[arg(long, value_name = "EDITION", value_parser = ["core", "enterprise"])]
-    pub edition: String,
+    #[arg(long, value_name = "EDITION", value_enum)]
+    pub edition: Edition,
     /// Version to bind (installed if needed); default: the workspace's, else the newest
     /// installed, else the latest from InfluxData's installer script.
     #[arg(long, value_name = "V")]
@@ -85,8 +87,8 @@ pub struct ActivateArgs {
     pub database_id: String,
     /// Request a trial or home licence for an e-mail address (InfluxData sends a link to
     /// confirm it; the server waits for that).
-    #[arg(long, value_name = "TYPE", value_parser = ["trial", "home"])]
-    pub license_type: Option<String>,
+    #[arg(long, value_name = "TYPE", value_enum)]
+    pub license_type: Option<LicenseType>,
     /// Read the e-mail from standard input (one line; not echoed on a terminal).
     #[arg(
         long,
@@ -106,10 +108,10 @@ pub struct ActivateArgs {
     #[arg(long, value_name = "PATH")]
     pub license_file: Option<PathBuf>,
     /// Seconds to wait for the server to serve, e-mail confirmation included (default: 1800).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::common::Seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
     /// Seconds between SIGTERM and SIGKILL when stopping the server (default: 60).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::common::Seconds, allow_negative_numbers = true)]
     pub stop_timeout: Option<f64>,
     /// Stop a server an earlier, killed tsbsctl left running on this workspace.
     #[arg(long)]
@@ -118,10 +120,79 @@ pub struct ActivateArgs {
     pub lock: LockArgs,
 }
 
+/// The InfluxDB 3 phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Influx3Phase {
+    /// Dataset and query set, then load, verify, query.
+    All,
+    /// Load (or reuse loaded data) and verify the row count.
+    Load,
+    /// Run every query type of the query set once.
+    Query,
+}
+
+#[derive(Debug, clap::Args)]
+// `tsbsctl bench influxdb3 PHASE ...` (no doc comment: clap would make it the help text).
+pub struct BenchArgs {
+    #[arg(value_enum)]
+    pub phase: Influx3Phase,
+    #[command(flatten)]
+    pub common: bench_cli::CommonArgs,
+    /// External targets: the edition the servers run.
+    #[arg(long, value_name = "EDITION", value_enum)]
+    pub edition: Option<crate::product::influxdb3::Edition>,
+    /// Acknowledge writes before the WAL is persisted (default: durable acknowledgement).
+    #[arg(long)]
+    pub no_sync: bool,
+    /// Accept the valid lines of a batch with invalid ones (default: reject the whole batch).
+    #[arg(long)]
+    pub accept_partial: bool,
+    /// Environment variable holding the auth token (default INFLUXDB3_AUTH_TOKEN, if set).
+    #[arg(long, value_name = "VAR")]
+    pub auth_token_env: Option<String>,
+    /// Environment variable holding the admin token (default INFLUXDB3_ADMIN_TOKEN, if set;
+    /// else the auth token).
+    #[arg(long, value_name = "VAR")]
+    pub admin_token_env: Option<String>,
+    /// Seconds one row-count request may take (default 1800: a count over the published
+    /// 103.7 M rows can take minutes; Core's counts may be split into time slices).
+    #[arg(long, value_name = "SECONDS")]
+    pub count_timeout: Option<f64>,
+}
+
+/// `tsbsctl bench influxdb3`: the shared flags plus InfluxDB 3's own.
+pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
+    let phase = match a.phase {
+        Influx3Phase::All => crate::bench::Phase::All,
+        Influx3Phase::Load => crate::bench::Phase::Load,
+        Influx3Phase::Query => crate::bench::Phase::Query,
+    };
+    if let Some(t) = a.count_timeout {
+        if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
+            return Err(crate::error::Error::invalid(format!(
+                "--count-timeout {t} is not a number of seconds in (0, 86400]"
+            ))
+            .with_hint("e.g. --count-timeout 3600"));
+        }
+    }
+    let mut f = bench_cli::flags(&a.common, phase);
+    f.product.influxdb3 = Some(crate::bench::flags::Influx3Flags {
+        edition: a.edition.map(|e| e.as_str().to_string()),
+        no_sync: a.no_sync,
+        accept_partial: a.accept_partial,
+        // Variable names only: the values never leave the environment.
+        auth_token_env: a.auth_token_env,
+        admin_token_env: a.admin_token_env,
+        count_timeout: a.count_timeout,
+    });
+    let req = bench_cli::request(&a.common, f, phase)?;
+    crate::bench::run(ctx, &crate::product::influxdb3::ENTRY, &req)
+}
+
 pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
     match cmd {
         Influxdb3Cmd::Install(a) => {
-            let p = InfluxDb3::new(Edition::parse(&a.edition)?);
+            let p = InfluxDb3::new(a.edition);
             dbcmd::install_cmd(
                 ctx,
                 &p,
@@ -131,7 +202,7 @@ pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
             )
         }
         Influxdb3Cmd::Prepare(a) => {
-            let p = InfluxDb3::new(Edition::parse(&a.edition)?);
+            let p = InfluxDb3::new(a.edition);
             let req = PrepareRequest {
                 id: a.database_id,
                 version: a.version,
@@ -193,12 +264,7 @@ fn product_of(ctx: &Ctx, id: &str) -> Result<InfluxDb3> {
 
 /// The `edition` field of workspace `id`'s manifest, if it reads.
 fn edition_of(ctx: &Ctx, id: &str) -> Result<Option<String>> {
-    validate_id("--database-id", id)?;
-    let path = ctx.root.database("influxdb3", id).join("manifest.json");
-    Ok(std::fs::read(&path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| v["edition"].as_str().map(str::to_string)))
+    crate::product::workspace_variant(&ctx.root, crate::product::influxdb3::ENTRY.name, id)
 }
 
 /// The product of prepared workspace `id` (its manifest must name a known edition).
@@ -282,27 +348,13 @@ fn list_cmd(ctx: &Ctx) -> Result<Outcome> {
     Ok(Outcome::new(json!({ "workspaces": all }), human))
 }
 
-fn seconds(flag: &str, v: f64) -> Result<Duration> {
-    if v.is_finite() && v > 0.0 && v < 1e7 {
-        Ok(Duration::from_secs_f64(v))
-    } else {
-        Err(
-            Error::invalid(format!("{flag} must be a positive number of seconds"))
-                .with_hint(format!("e.g. {flag} 1800")),
-        )
-    }
-}
-
 fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
     validate_id("--database-id", &a.database_id)?;
-    let timeout = match a.timeout {
-        Some(s) => seconds("--timeout", s)?,
-        None => activation::DEFAULT_TIMEOUT,
-    };
-    let stop_timeout = a
-        .stop_timeout
-        .map(|s| seconds("--stop-timeout", s))
-        .transpose()?;
+    // Checked by the `seconds` value parser (finite, positive, at most a week).
+    let timeout = a
+        .timeout
+        .map_or(activation::DEFAULT_TIMEOUT, Duration::from_secs_f64);
+    let stop_timeout = a.stop_timeout.map(Duration::from_secs_f64);
     if a.license_email_stdin && a.lock.hold_token_stdin {
         return Err(Error::invalid(
             "--license-email-stdin and --hold-token-stdin cannot both read stdin",
@@ -310,7 +362,7 @@ fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
         .with_hint("pass the hold token with --hold-token-env VAR instead"));
     }
     let p = existing(ctx, &a.database_id)?;
-    if p.edition != Edition::Enterprise {
+    if !p.needs_license() {
         return Err(Error::invalid(format!(
             "workspace {} is InfluxDB 3 Core, which needs no licence",
             a.database_id
@@ -329,7 +381,7 @@ fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
     // Every input is checked (and the e-mail read) before the lock is taken or a server runs.
     let source = match (&a.license_type, &a.license_file) {
         (Some(t), None) => {
-            let license_type = LicenseType::parse(t)?;
+            let license_type = *t;
             let email = if a.license_email_stdin {
                 activation::email_from_stdin()?
             } else {

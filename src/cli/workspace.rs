@@ -11,22 +11,29 @@ use crate::error::{Error, Result};
 use crate::lock::{self, Hold, LockState};
 use crate::output::Outcome;
 
-/// The products that have database workspaces.
-const PRODUCTS: [&str; 2] = ["greptimedb", "influxdb3"];
+/// A product that has database workspaces: `--product` takes the registry's names.
+#[derive(Debug, Clone, Copy)]
+pub struct Product(&'static str);
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Product {
-    Greptimedb,
-    Influxdb3,
+impl clap::ValueEnum for Product {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: std::sync::OnceLock<Vec<Product>> = std::sync::OnceLock::new();
+        ALL.get_or_init(|| crate::product::names().into_iter().map(Product).collect())
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0))
+    }
 }
 
 impl Product {
     fn as_str(self) -> &'static str {
-        match self {
-            Product::Greptimedb => "greptimedb",
-            Product::Influxdb3 => "influxdb3",
-        }
+        self.0
     }
+}
+
+/// Every product's name (the products that have database workspaces).
+fn all_products() -> Vec<&'static str> {
+    crate::product::names()
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -125,7 +132,7 @@ fn find(ctx: &Ctx, id: &str, product: Option<Product>) -> Result<Workspace> {
     crate::ids::validate_id("workspace ID", id)?;
     let candidates: Vec<&'static str> = match product {
         Some(p) => vec![p.as_str()],
-        None => PRODUCTS.to_vec(),
+        None => all_products(),
     };
     let found: Vec<Workspace> = candidates
         .into_iter()
@@ -141,21 +148,34 @@ fn find(ctx: &Ctx, id: &str, product: Option<Product>) -> Result<Workspace> {
         0 => {
             let under = match product {
                 Some(p) => format!("{}", ctx.root.databases(p.as_str()).display()),
-                None => format!(
-                    "{} or {}",
-                    ctx.root.databases("greptimedb").display(),
-                    ctx.root.databases("influxdb3").display()
-                ),
+                None => all_products()
+                    .iter()
+                    .map(|p| ctx.root.databases(p).display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
             };
-            Err(Error::invalid(format!("no workspace {id:?} under {under}")).with_hint(
-                "list workspaces with `tsbsctl workspace status` (or `tsbsctl greptimedb list`, \
-                 `tsbsctl influxdb3 list`), and check --root",
-            ))
+            let lists: Vec<String> = all_products()
+                .iter()
+                .map(|p| format!("`tsbsctl {p} list`"))
+                .collect();
+            Err(
+                Error::invalid(format!("no workspace {id:?} under {under}")).with_hint(format!(
+                    "list workspaces with `tsbsctl workspace status` (or {}), and check --root",
+                    lists.join(", ")
+                )),
+            )
         }
-        _ => Err(Error::invalid(format!(
-            "both greptimedb and influxdb3 have a workspace {id:?}"
-        ))
-        .with_hint("say which one with --product greptimedb or --product influxdb3")),
+        _ => {
+            let names: Vec<&str> = found.iter().map(|w| w.product).collect();
+            let flags: Vec<String> = names.iter().map(|p| format!("--product {p}")).collect();
+            let who = if names.len() == 2 {
+                format!("both {}", names.join(" and "))
+            } else {
+                names.join(", ")
+            };
+            Err(Error::invalid(format!("{who} have a workspace {id:?}"))
+                .with_hint(format!("say which one with {}", flags.join(" or "))))
+        }
     }
 }
 
@@ -200,9 +220,11 @@ fn lock_cmd(
 
 /// ` --product X` when the id exists under both products, so the printed command works.
 fn product_flag(ctx: &Ctx, ws: &Workspace) -> String {
-    let both = PRODUCTS
+    let both = all_products()
         .iter()
-        .all(|p| is_workspace_dir(&ctx.root.database(p, &ws.id)));
+        .filter(|p| is_workspace_dir(&ctx.root.database(p, &ws.id)))
+        .count()
+        > 1;
     if both {
         format!(" --product {}", ws.product)
     } else {
@@ -298,7 +320,7 @@ fn status_cmd(ctx: &Ctx, id: Option<&str>, product: Option<Product>) -> Result<O
 fn list_all(ctx: &Ctx, product: Option<Product>) -> Result<Vec<Workspace>> {
     let products: Vec<&'static str> = match product {
         Some(p) => vec![p.as_str()],
-        None => PRODUCTS.to_vec(),
+        None => all_products(),
     };
     let mut out = Vec::new();
     for p in products {

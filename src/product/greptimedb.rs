@@ -7,12 +7,14 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{
-    admin_client, check_semver, compare_versions, Latest, Product, ReleaseAsset, ServerCommand,
-    CONFIG_FILE,
+    admin_client, check_semver, compare_versions, BenchCaps, FilePart, Latest, Product,
+    ReleaseAsset, ServerCommand, ToolOptions, CONFIG_FILE,
 };
+use crate::dataset::Profile;
 use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
 use crate::error::{Error, Result};
 use crate::platform::Platform;
+use crate::queryset::QueryFormat;
 use crate::server::{Probe, Timing};
 use crate::sources::{SourceKey, Sources};
 use crate::workspace::WorkspaceManifest;
@@ -134,15 +136,20 @@ impl Product for GreptimeDb {
         parse_latest(&doc)
     }
 
-    fn release_asset(&self, sources: &Sources, version: &str, platform: &Platform) -> ReleaseAsset {
+    fn release_asset(
+        &self,
+        sources: &Sources,
+        version: &str,
+        platform: &Platform,
+    ) -> Result<ReleaseAsset> {
         let stem = format!("greptime-{}-v{version}", platform.dashed());
         let dir = format!("{REPO}/releases/download/v{version}");
-        ReleaseAsset {
+        Ok(ReleaseAsset {
             url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.tar.gz")),
             checksum_url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.sha256sum")),
             file_name: format!("{stem}.tar.gz"),
             top_dir: Some(stem),
-        }
+        })
     }
 
     /// `greptime --version` prints `version: X.Y.Z` among other lines (`-V`: `greptime X.Y.Z`);
@@ -269,30 +276,6 @@ impl Product for GreptimeDb {
         }
     }
 
-    fn list_databases(&self, endpoint: &str) -> Result<Vec<String>> {
-        let out = self.sql(endpoint, None, "SHOW DATABASES")?;
-        let rows = out
-            .pointer("/records/rows")
-            .and_then(Value::as_array)
-            .ok_or_else(|| Error::failed("GreptimeDB answered SHOW DATABASES without rows"))?;
-        Ok(rows
-            .iter()
-            .filter_map(|r| r.get(0).and_then(Value::as_str).map(str::to_string))
-            .collect())
-    }
-
-    fn create_database(&self, endpoint: &str, database: &str) -> Result<()> {
-        crate::ids::validate_sql_identifier("--database", database)?;
-        self.sql(endpoint, None, &format!("CREATE DATABASE {database}"))
-            .map(drop)
-    }
-
-    fn drop_database(&self, endpoint: &str, database: &str) -> Result<()> {
-        crate::ids::validate_sql_identifier("--database", database)?;
-        self.sql(endpoint, None, &format!("DROP DATABASE {database}"))
-            .map(drop)
-    }
-
     fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
         crate::ids::validate_sql_identifier("--table", table)?;
         let out = self.sql(
@@ -307,6 +290,149 @@ impl Product for GreptimeDb {
                     "GreptimeDB answered count(*) of {table} without a number"
                 ))
             })
+    }
+
+    fn tsbs_loader(&self) -> &'static str {
+        crate::tsbs::command::LOAD_GREPTIME
+    }
+    fn tsbs_runner(&self) -> &'static str {
+        crate::tsbs::command::RUN_QUERIES_GREPTIME
+    }
+    fn query_format(&self) -> QueryFormat {
+        QueryFormat::Greptime
+    }
+    fn default_write(&self, profile: Profile) -> (u32, u32) {
+        match profile {
+            Profile::Manual => (6, 3000),
+            Profile::Smoke => (2, 3000),
+        }
+    }
+    fn max_urls(&self) -> Option<usize> {
+        Some(1)
+    }
+    fn bench_caps(&self) -> BenchCaps {
+        BenchCaps {
+            flush_before_queries: true,
+            ..BenchCaps::default()
+        }
+    }
+    /// `tsbs_load_greptime --urls=<endpoint>`: one endpoint, nothing of its own.
+    fn load_target(&self, _o: &ToolOptions) -> crate::tsbs::LoadTarget {
+        crate::tsbs::LoadTarget {
+            single_url: Some("GreptimeDB"),
+            args: Vec::new(),
+        }
+    }
+    /// `tsbs_run_queries_influx` against `/v1/sql`: nothing of its own.
+    fn query_target(&self, _o: &ToolOptions) -> crate::tsbs::QueryTarget {
+        crate::tsbs::QueryTarget::default()
+    }
+    fn probe_version(
+        &self,
+        c: &reqwest::blocking::Client,
+        u: &str,
+        _token: Option<&crate::tsbs::Secret>,
+        _variant: Option<&str>,
+    ) -> Result<(Option<String>, Value)> {
+        let v: Option<Value> = c
+            .get(format!("{u}/status"))
+            .send()
+            .ok()
+            .filter(|r| r.status().is_success())
+            .and_then(|r| r.json().ok());
+        let version = v
+            .as_ref()
+            .and_then(|v| v["version"].as_str())
+            .map(|s| s.trim_start_matches('v').to_string());
+        Ok((version, v.unwrap_or(Value::Null)))
+    }
+    fn probe_identity(&self) -> (&'static str, u16) {
+        ("its /status does not report a GreptimeDB version", 4000)
+    }
+    fn classify_file(&self, rel: &Path) -> FilePart {
+        classify(rel)
+    }
+    fn footprint_layout(&self) -> Option<&'static str> {
+        Some("greptimedb")
+    }
+    fn maintenance(&self) -> Option<Box<dyn super::Maintenance>> {
+        Some(Box::new(GreptimeDb))
+    }
+}
+
+impl super::Maintenance for GreptimeDb {
+    fn sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value> {
+        GreptimeDb::sql(self, endpoint, db, sql)
+    }
+    fn maintenance_sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value> {
+        GreptimeDb::maintenance_sql(self, endpoint, db, sql)
+    }
+}
+
+/// The registry line of GreptimeDB.
+pub const ENTRY: super::Entry = super::Entry {
+    name: "greptimedb",
+    display: "GreptimeDB",
+    variant_flag: None,
+    variants: &[],
+    make: |_| Ok(Box::new(GreptimeDb)),
+};
+
+/// GreptimeDB's query format (`tsbs_generate_queries --format greptime`).
+/// Manifest of a GreptimeDB query set (kind `greptimedb-query-set`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct GreptimeQuerySetManifest(pub crate::queryset::QuerySetManifest);
+impl crate::manifest::Manifest for GreptimeQuerySetManifest {
+    const KIND: &'static str = "greptimedb-query-set";
+}
+impl From<crate::queryset::QuerySetManifest> for GreptimeQuerySetManifest {
+    fn from(m: crate::queryset::QuerySetManifest) -> GreptimeQuerySetManifest {
+        GreptimeQuerySetManifest(m)
+    }
+}
+impl From<GreptimeQuerySetManifest> for crate::queryset::QuerySetManifest {
+    fn from(m: GreptimeQuerySetManifest) -> crate::queryset::QuerySetManifest {
+        m.0
+    }
+}
+
+#[allow(non_upper_case_globals)]
+impl QueryFormat {
+    pub const Greptime: QueryFormat = QueryFormat {
+        name: "greptime",
+        manifest_kind: "greptimedb-query-set",
+        write: crate::queryset::write_as::<GreptimeQuerySetManifest>,
+        read: crate::queryset::read_as::<GreptimeQuerySetManifest>,
+        bytes_per_query: 4096,
+    };
+}
+
+/// GreptimeDB standalone's data home (reference/real/greptimedb.md §6): `wal/` (raft-engine
+/// WAL of all regions) is WAL; `metadata/` (the raft-engine metadata store, also `*.raftlog`)
+/// is metadata; `*.puffin` are index files; `data/**.parquet` are the SSTs; manifests,
+/// `index_intermediate/`, `tmp/` and the rest are other. Only the top-level directory decides
+/// WAL and metadata, so a database named `wal` (`data/greptime/wal/...`) keeps its SSTs.
+pub fn classify(rel: &Path) -> FilePart {
+    let mut comps = rel.components().map(|c| c.as_os_str().to_string_lossy());
+    let top = comps.next().unwrap_or_default();
+    let is_file_at_top = rel.components().count() == 1;
+    let ext = rel
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if is_file_at_top {
+        FilePart::Other
+    } else if top == "wal" {
+        FilePart::Wal
+    } else if top == "metadata" {
+        FilePart::Metadata
+    } else if ext == "puffin" {
+        FilePart::Index
+    } else if top == "data" && ext == "parquet" {
+        FilePart::Data
+    } else {
+        FilePart::Other
     }
 }
 

@@ -11,11 +11,13 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::{admin_client, check_semver, Latest, Product, ReleaseAsset, ServerCommand};
+use super::{check_semver, BenchCaps, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions};
+use crate::dataset::Profile;
 use crate::download::{Downloader, ACCEPT_ARTIFACT};
 use crate::error::{Error, Result};
 use crate::paths::Root;
 use crate::platform::Platform;
+use crate::queryset::QueryFormat;
 use crate::server::{Probe, Timing};
 use crate::sources::{SourceKey, Sources};
 use crate::workspace::WorkspaceManifest;
@@ -23,8 +25,8 @@ use crate::workspace::WorkspaceManifest;
 /// `version_source` of a version read from the official installer script.
 pub const LATEST_SOURCE: &str = "installer-script";
 
-/// The two editions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The two editions (`--edition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Edition {
     Core,
     Enterprise,
@@ -201,7 +203,12 @@ impl Product for InfluxDb3 {
         })
     }
 
-    fn release_asset(&self, sources: &Sources, version: &str, platform: &Platform) -> ReleaseAsset {
+    fn release_asset(
+        &self,
+        sources: &Sources,
+        version: &str,
+        platform: &Platform,
+    ) -> Result<ReleaseAsset> {
         let file = format!(
             "influxdb3-{}-{version}_{}.tar.gz",
             self.edition.as_str(),
@@ -211,13 +218,13 @@ impl Product for InfluxDb3 {
             SourceKey::InfluxdataDl,
             &format!("influxdb/releases/{file}"),
         );
-        ReleaseAsset {
+        Ok(ReleaseAsset {
             checksum_url: format!("{url}.sha256"),
             url,
             file_name: file,
             // The real root's name is unconfirmed: [`Self::distribution_root`] accepts any.
             top_dir: None,
-        }
+        })
     }
 
     /// As the vendor's installer (`install_influxdb.sh`: `--strip-components` 0 or 1, when
@@ -409,72 +416,6 @@ impl Product for InfluxDb3 {
         }
     }
 
-    fn list_databases(&self, endpoint: &str) -> Result<Vec<String>> {
-        let resp = admin_client()?
-            .get(format!("{endpoint}/api/v3/configure/database?format=json"))
-            .send()
-            .map_err(|e| {
-                Error::failed(format!(
-                    "InfluxDB 3 at {endpoint} did not list databases: {e}"
-                ))
-            })?;
-        let status = resp.status();
-        // A refusal (401 without a token, 400 without `format`) is not "no databases".
-        if !status.is_success() {
-            let text = resp.text().unwrap_or_default();
-            return Err(Error::failed(format!(
-                "InfluxDB 3 at {endpoint} refused to list databases ({status}): {}",
-                text.trim()
-            )));
-        }
-        let body: Value = resp.json().map_err(|e| {
-            Error::failed(format!(
-                "InfluxDB 3 listed databases with invalid JSON ({status}): {e}"
-            ))
-        })?;
-        Ok(body
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|o| o["iox::database"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default())
-    }
-
-    fn create_database(&self, endpoint: &str, database: &str) -> Result<()> {
-        crate::ids::validate_sql_identifier("--database", database)?;
-        let resp = admin_client()?
-            .post(format!("{endpoint}/api/v3/configure/database"))
-            .json(&json!({"db": database}))
-            .send()
-            .map_err(|e| Error::failed(format!("InfluxDB 3 did not create {database}: {e}")))?;
-        if !resp.status().is_success() {
-            return Err(Error::failed(format!(
-                "InfluxDB 3 refused to create {database} ({})",
-                resp.status()
-            )));
-        }
-        Ok(())
-    }
-
-    fn drop_database(&self, endpoint: &str, database: &str) -> Result<()> {
-        crate::ids::validate_sql_identifier("--database", database)?;
-        let resp = admin_client()?
-            .delete(format!(
-                "{endpoint}/api/v3/configure/database?db={database}&hard_delete_at=now"
-            ))
-            .send()
-            .map_err(|e| Error::failed(format!("InfluxDB 3 did not drop {database}: {e}")))?;
-        if !resp.status().is_success() {
-            return Err(Error::failed(format!(
-                "InfluxDB 3 refused to drop {database} ({})",
-                resp.status()
-            )));
-        }
-        Ok(())
-    }
-
     fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
         count_table(&CountRequest {
             endpoint,
@@ -486,6 +427,183 @@ impl Product for InfluxDb3 {
         })
         .map(|c| c.rows)
     }
+
+    fn needs_license(&self) -> bool {
+        self.edition == Edition::Enterprise
+    }
+    fn serve_warning(&self, ws: &WorkspaceManifest) -> Option<String> {
+        expiry_warning(ws)
+    }
+    fn tsbs_loader(&self) -> &'static str {
+        crate::tsbs::command::LOAD_INFLUX3
+    }
+    fn tsbs_runner(&self) -> &'static str {
+        crate::tsbs::command::RUN_QUERIES_INFLUX3
+    }
+    fn query_format(&self) -> QueryFormat {
+        QueryFormat::Influx3
+    }
+    fn default_write(&self, profile: Profile) -> (u32, u32) {
+        match profile {
+            Profile::Manual => (16, 25000),
+            Profile::Smoke => (2, 3000),
+        }
+    }
+    fn token_env_defaults(&self) -> Option<(&'static str, &'static str)> {
+        Some(("INFLUXDB3_AUTH_TOKEN", "INFLUXDB3_ADMIN_TOKEN"))
+    }
+    fn bench_caps(&self) -> BenchCaps {
+        BenchCaps {
+            durability: true,
+            ..BenchCaps::default()
+        }
+    }
+    /// `tsbs_load_influx3`: durability flags and optional tokens. `--admin-token` falls back
+    /// to the auth token when no admin token is given (reference §3.3).
+    fn load_target(&self, o: &ToolOptions) -> crate::tsbs::LoadTarget {
+        use crate::tsbs::ToolArg;
+        let mut args = vec![
+            ToolArg::Flag("no-sync", o.no_sync.to_string()),
+            ToolArg::Flag("accept-partial", o.accept_partial.to_string()),
+        ];
+        let auth = o.auth_token.as_ref().filter(|t| !t.is_empty());
+        if let Some(t) = auth {
+            args.push(ToolArg::Secret("auth-token", t.clone()));
+        }
+        if let Some(t) = o.admin_token.as_ref().filter(|t| !t.is_empty()).or(auth) {
+            args.push(ToolArg::Secret("admin-token", t.clone()));
+        }
+        crate::tsbs::LoadTarget {
+            single_url: None,
+            args,
+        }
+    }
+    /// `tsbs_run_queries_influx3`, with the auth token when one is set.
+    fn query_target(&self, o: &ToolOptions) -> crate::tsbs::QueryTarget {
+        crate::tsbs::QueryTarget {
+            args: o
+                .auth_token
+                .iter()
+                .filter(|t| !t.is_empty())
+                .map(|t| crate::tsbs::ToolArg::Secret("auth-token", t.clone()))
+                .collect(),
+        }
+    }
+    fn unsynced_flush_interval(&self) -> Option<std::time::Duration> {
+        Some(DEFAULT_WAL_FLUSH_INTERVAL)
+    }
+    fn probe_version(
+        &self,
+        c: &reqwest::blocking::Client,
+        u: &str,
+        token: Option<&crate::tsbs::Secret>,
+        edition: Option<&str>,
+    ) -> Result<(Option<String>, Value)> {
+        let mut r = c.get(format!("{u}/ping"));
+        if let Some(t) = token {
+            r = r.bearer_auth(t.expose());
+        }
+        let resp = r.send().ok();
+        let header = resp.as_ref().and_then(|r| {
+            r.headers()
+                .get("x-influxdb-version")
+                .and_then(|h| h.to_str().ok())
+                .map(str::to_string)
+        });
+        let build = resp.as_ref().and_then(|r| {
+            r.headers()
+                .get("x-influxdb-build")
+                .and_then(|h| h.to_str().ok())
+                .map(str::to_string)
+        });
+        if let (Some(b), Some(want)) = (&build, edition) {
+            if !b.eq_ignore_ascii_case(want) {
+                return Err(Error::integrity(format!(
+                    "InfluxDB 3 at {u} reports X-Influxdb-Build: {b}, not the --edition {want} asked for"
+                ))
+                .with_hint(format!(
+                    "pass --edition {} (or point --url at an InfluxDB 3 {} server)",
+                    b.to_ascii_lowercase(),
+                    if want == "core" { "Core" } else { "Enterprise" }
+                )));
+            }
+        }
+        let body: Option<Value> = resp.and_then(|r| r.json().ok());
+        let version = body
+            .as_ref()
+            .and_then(|b| b["version"].as_str().map(str::to_string))
+            .or(header);
+        Ok((version, json!({"ping": body, "build": build})))
+    }
+    fn probe_identity(&self) -> (&'static str, u16) {
+        ("its /ping does not report an InfluxDB 3 version", 8181)
+    }
+    fn count_rows_detailed(&self, req: &CountRequest) -> Result<(u64, Option<Value>)> {
+        let c = count_table(req)?;
+        Ok((c.rows, Some(c.detail)))
+    }
+    fn server_settings(
+        &self,
+        ws: Option<&WorkspaceManifest>,
+        data_dir: Option<&Path>,
+        runtime_version: Option<&str>,
+    ) -> Option<Value> {
+        let mut v = server_settings(Some(self.edition.as_str()), ws, data_dir);
+        // A --version override runs another binary than the workspace's.
+        if let Some(r) = runtime_version {
+            v["source"] = json!(settings_source(r));
+        }
+        Some(v)
+    }
+    fn detect_engine(&self, dir: &Path) -> Option<&'static str> {
+        detect_engine(dir)
+    }
+    fn records_durability(&self) -> bool {
+        true
+    }
+}
+
+/// The registry line of InfluxDB 3 (variant: the edition).
+pub const ENTRY: super::Entry = super::Entry {
+    name: "influxdb3",
+    display: "InfluxDB 3",
+    variant_flag: Some("--edition"),
+    variants: &["core", "enterprise"],
+    make: |v| {
+        Ok(Box::new(InfluxDb3::new(Edition::parse(
+            v.unwrap_or("core"),
+        )?)))
+    },
+};
+
+/// InfluxDB 3's query format (`tsbs_generate_queries --format influx3`).
+/// Manifest of a InfluxDB 3 query set (kind `influxdb3-query-set`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Influx3QuerySetManifest(pub crate::queryset::QuerySetManifest);
+impl crate::manifest::Manifest for Influx3QuerySetManifest {
+    const KIND: &'static str = "influxdb3-query-set";
+}
+impl From<crate::queryset::QuerySetManifest> for Influx3QuerySetManifest {
+    fn from(m: crate::queryset::QuerySetManifest) -> Influx3QuerySetManifest {
+        Influx3QuerySetManifest(m)
+    }
+}
+impl From<Influx3QuerySetManifest> for crate::queryset::QuerySetManifest {
+    fn from(m: Influx3QuerySetManifest) -> crate::queryset::QuerySetManifest {
+        m.0
+    }
+}
+
+#[allow(non_upper_case_globals)]
+impl QueryFormat {
+    pub const Influx3: QueryFormat = QueryFormat {
+        name: "influx3",
+        manifest_kind: "influxdb3-query-set",
+        write: crate::queryset::write_as::<Influx3QuerySetManifest>,
+        read: crate::queryset::read_as::<Influx3QuerySetManifest>,
+        bytes_per_query: 2560,
+    };
 }
 
 /// How long a trial licence lasts (docs `admin/license.md`: "Expiration | 30 days").
@@ -668,7 +786,7 @@ pub const FILE_LIMIT_TEXT: &str = "exceeding the file limit";
 
 /// Default limit of one count or admin request: a `count(*)` over ~100 M rows of the published
 /// scale on a remote server can take minutes (`--count-timeout` overrides it).
-pub const DEFAULT_COUNT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1800);
+pub const DEFAULT_COUNT_TIMEOUT: std::time::Duration = super::DEFAULT_COUNT_TIMEOUT;
 
 /// The server's `--wal-flush-interval` when none is passed (src `serve.rs`: default `1s`).
 pub const DEFAULT_WAL_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
@@ -678,15 +796,7 @@ const MAX_COUNT_REQUESTS: u32 = 4096;
 
 /// What a row count asks: the table, the dataset's `[start, end)` in ns when known (slices
 /// stay inside it), a token for external servers, the per-request limit.
-#[derive(Debug, Clone)]
-pub struct CountRequest<'a> {
-    pub endpoint: &'a str,
-    pub database: &'a str,
-    pub table: &'a str,
-    pub window: Option<(i64, i64)>,
-    pub token: Option<&'a str>,
-    pub timeout: std::time::Duration,
-}
+pub use super::CountRequest;
 
 /// A row count and how it was obtained (`detail` goes into the run's row-count step).
 #[derive(Debug, Clone)]
@@ -969,26 +1079,6 @@ mod tests {
             }
         });
         ep
-    }
-
-    #[test]
-    fn a_refused_database_list_is_an_error_not_an_empty_list() {
-        let ep = one_answer(
-            "401 Unauthorized",
-            r#"{"error":"the request was not authenticated"}"#,
-        );
-        let e = InfluxDb3::new(Edition::Core)
-            .list_databases(&ep)
-            .unwrap_err();
-        assert!(e.message.contains("401"), "{}", e.message);
-        let ep = one_answer(
-            "200 OK",
-            r#"[{"iox::database":"_internal"},{"iox::database":"benchmark"}]"#,
-        );
-        assert_eq!(
-            InfluxDb3::new(Edition::Core).list_databases(&ep).unwrap(),
-            ["_internal", "benchmark"]
-        );
     }
 
     #[test]

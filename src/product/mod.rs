@@ -1,15 +1,23 @@
 //! The products tsbsctl manages. A [`Product`] is what differs between GreptimeDB and
-//! InfluxDB 3 (and a future third database); everything else (the installation store in
-//! [`crate::install`], workspaces in [`crate::workspace`], the supervisor in [`crate::server`])
-//! is generic and asks the product only these questions:
+//! InfluxDB 3 (and a third database); everything else (the installation store in
+//! [`crate::install`], workspaces in [`crate::workspace`], the supervisor in [`crate::server`],
+//! the benchmarks in [`crate::bench`]) is generic and asks the product:
 //!
 //! * releases: how "latest" is found, where the archive and its checksum live, the archive's
-//!   top directory, what `--version` must print;
+//!   top directory, what `--version` must print (optional: the defaults refuse, for products
+//!   installed from a local directory);
 //! * installation layout: the binary's name, where installations of this product (edition)
 //!   live;
-//! * workspaces: default ports, the config file (a template in `templates/`), the server's
-//!   command line and readiness probe, product-specific manifest fields;
-//! * admin SQL: list/create/drop databases and count rows on a running server.
+//! * workspaces: default ports, the config file (a template in `templates/`), the data-dir
+//!   initialisation, the server's command line and readiness probe (HTTP or a command),
+//!   product-specific manifest fields;
+//! * benchmarks: the TSBS loader and runner and their arguments, the query format, default
+//!   write parameters, the tokens it reads, probing an external server, counting rows, server
+//!   settings, the footprint and log-severity classifiers; capabilities (SQL maintenance for
+//!   compaction, a licence) where a product has them.
+//!
+//! [`all`] is the one list of products (the registry): a new product is one module here, its
+//! templates and one line in [`all`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +32,9 @@ use crate::server::{Probe, Timing};
 use crate::sources::Sources;
 use crate::workspace::WorkspaceManifest;
 
+// A skeleton third product, compiled only in tests (its module says why).
+#[cfg(test)]
+pub mod exampledb;
 pub mod greptimedb;
 pub mod influxdb3;
 pub mod timescaledb;
@@ -73,9 +84,20 @@ pub trait Product: Send + Sync {
     /// Validates and normalises a user-given version (GreptimeDB strips one leading `v`).
     fn normalize_version(&self, raw: &str) -> Result<String>;
     /// Resolves the newest stable version from the vendor (never a guess, never a cache).
-    fn resolve_latest(&self, downloader: &Downloader, sources: &Sources) -> Result<Latest>;
-    /// The archive and checksum locations of `version` for `platform`.
-    fn release_asset(&self, sources: &Sources, version: &str, platform: &Platform) -> ReleaseAsset;
+    /// Products without release archives (a local installation pinned by path) keep the
+    /// default: a refusal naming the product.
+    fn resolve_latest(&self, _downloader: &Downloader, _sources: &Sources) -> Result<Latest> {
+        Err(no_releases(self.display_name()))
+    }
+    /// The archive and checksum locations of `version` for `platform` (default: none).
+    fn release_asset(
+        &self,
+        _sources: &Sources,
+        _version: &str,
+        _platform: &Platform,
+    ) -> Result<ReleaseAsset> {
+        Err(no_releases(self.display_name()))
+    }
     /// Extracts the expected SHA-256 (lowercase hex) from the vendor's checksum file.
     fn parse_checksum(&self, text: &str, asset: &ReleaseAsset) -> Result<String> {
         crate::download::parse_checksum_file(text, &asset.file_name)
@@ -111,6 +133,12 @@ pub trait Product: Send + Sync {
         format!("tsbsctl {}", self.name())
     }
 
+    /// Initialises a new workspace's data directory `dir/data` once its layout and config
+    /// exist (PostgreSQL: `initdb`). Default: nothing to do.
+    fn init_data_dir(&self, _ws: &WorkspaceManifest, _dir: &Path) -> Result<()> {
+        Ok(())
+    }
+
     /// The HTTP port of a new workspace unless the user picks one.
     fn default_http_port(&self) -> u16;
     /// Every listener a workspace's server opens, given its HTTP port: name -> port. Recorded
@@ -129,10 +157,24 @@ pub trait Product: Send + Sync {
         dir: &Path,
         install_dir: &Path,
     ) -> Result<ServerCommand>;
+    /// Whether the server needs an activated licence to serve (InfluxDB 3 Enterprise): the
+    /// licence capability (`activate`) applies to it.
+    fn needs_license(&self) -> bool {
+        false
+    }
+    /// A warning to show before a workspace's server is started (a licence about to expire).
+    fn serve_warning(&self, _ws: &WorkspaceManifest) -> Option<String> {
+        None
+    }
     /// Refuses to start a workspace's server for product reasons (InfluxDB 3 Enterprise without
     /// an active licence), with the command that fixes it.
     fn check_can_serve(&self, _ws: &WorkspaceManifest) -> Result<()> {
         Ok(())
+    }
+    /// The severity a line of this product's server log declares (default: tracing-style level
+    /// fields and Rust panics, [`crate::logscan::classify`]).
+    fn log_severity(&self, line: &str) -> Option<crate::logscan::Severity> {
+        crate::logscan::classify(line)
     }
     /// A line filter for the server's output on its way to the log (secrets a server may
     /// print: InfluxDB 3 licence e-mails and tokens). `None`: the log gets the output as is.
@@ -146,14 +188,297 @@ pub trait Product: Send + Sync {
         Timing::default()
     }
 
-    /// Names of the databases on a running server.
-    fn list_databases(&self, endpoint: &str) -> Result<Vec<String>>;
-    /// Creates `database` on a running server (an existing one is an error).
-    fn create_database(&self, endpoint: &str, database: &str) -> Result<()>;
-    /// Drops `database` on a running server.
-    fn drop_database(&self, endpoint: &str, database: &str) -> Result<()>;
     /// `SELECT count(*) FROM table` in `database`.
     fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64>;
+
+    // ---- What the benchmarks ask (bench/, tsbs/, queryset, summary) ----
+
+    /// The product without its variant ("GreptimeDB", "InfluxDB 3"): for messages that hold
+    /// for every variant.
+    fn family_display(&self) -> &'static str {
+        entry(self.name())
+            .map(|e| e.display)
+            .unwrap_or("the product")
+    }
+    /// The TSBS loader and query runner of this product (`<tsbs>/bin/<name>`).
+    fn tsbs_loader(&self) -> &'static str;
+    fn tsbs_runner(&self) -> &'static str;
+    /// The data format the loader reads (`tsbs_generate_data --format`).
+    fn data_format(&self) -> &'static str {
+        "influx"
+    }
+    /// The query format its runner reads.
+    fn query_format(&self) -> crate::queryset::QueryFormat;
+    /// Default loader workers and batch size for a profile (DESIGN.md, Benchmark runs).
+    fn default_write(&self, profile: crate::dataset::Profile) -> (u32, u32);
+    /// The most `--url`s a benchmark of this product takes (`None`: any number).
+    fn max_urls(&self) -> Option<usize> {
+        None
+    }
+    /// The default environment variables of the auth and admin tokens (`None`: the product
+    /// reads no token).
+    fn token_env_defaults(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
+    /// Which product-specific bench flags apply (recorded as `null` where they do not).
+    fn bench_caps(&self) -> BenchCaps {
+        BenchCaps::default()
+    }
+    /// The loader's product-specific part.
+    fn load_target(&self, o: &ToolOptions) -> crate::tsbs::LoadTarget;
+    /// The query runner's product-specific part.
+    fn query_target(&self, o: &ToolOptions) -> crate::tsbs::QueryTarget;
+    /// After an unsynced load (`--no-sync`), how long writes may sit unpersisted before a
+    /// row count sees them (`None`: the product has no such acknowledgement).
+    fn unsynced_flush_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// Asks an external server at `url` (already healthy) for its version: the version as
+    /// the product names it (`None`: the server is not this product) and the details to record.
+    fn probe_version(
+        &self,
+        client: &reqwest::blocking::Client,
+        url: &str,
+        token: Option<&crate::tsbs::Secret>,
+        variant: Option<&str>,
+    ) -> Result<(Option<String>, Value)>;
+    /// How the probe tells this product (for the refusal of a server that is not it) and
+    /// its default HTTP port.
+    fn probe_identity(&self) -> (&'static str, u16);
+    /// Row count of `table` and, where the product counts in pieces, how it was obtained.
+    fn count_rows_detailed(&self, req: &CountRequest) -> Result<(u64, Option<Value>)> {
+        self.count_rows(req.endpoint, req.database, req.table)
+            .map(|n| (n, None))
+    }
+    /// Product server settings recorded with the target (InfluxDB 3: durability, engine).
+    fn server_settings(
+        &self,
+        _ws: Option<&WorkspaceManifest>,
+        _data_dir: Option<&Path>,
+        _runtime_version: Option<&str>,
+    ) -> Option<Value> {
+        None
+    }
+    /// Which part of a footprint split a file (path relative to the data directory) is.
+    fn classify_file(&self, rel: &Path) -> FilePart {
+        classify_generic(rel)
+    }
+    /// The name of a product-specific footprint layout (index and metadata counted on their
+    /// own); `None`: the generic WAL/data/other split.
+    fn footprint_layout(&self) -> Option<&'static str> {
+        None
+    }
+    /// The storage engine the files on disk show, when the product has several.
+    fn detect_engine(&self, _dir: &Path) -> Option<&'static str> {
+        None
+    }
+    /// Whether the server is told a durability policy the summary shows (InfluxDB 3).
+    fn records_durability(&self) -> bool {
+        false
+    }
+    /// SQL maintenance (flush, compaction, table state) for the compact phase and the data
+    /// location before queries; `None`: the product has none.
+    fn maintenance(&self) -> Option<Box<dyn Maintenance>> {
+        None
+    }
+}
+
+/// A product's SQL maintenance capability (GreptimeDB: `/v1/sql`).
+pub trait Maintenance: Send + Sync {
+    /// One statement, bounded by the admin timeout; the first output object.
+    fn sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value>;
+    /// A maintenance statement the server answers once the work is done (no timeout).
+    fn maintenance_sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value>;
+}
+
+/// Where a file of a stopped server's data directory belongs in the footprint split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilePart {
+    /// InfluxDB 3 Enterprise's upgraded engine: WAL and data in one format.
+    Pt,
+    Wal,
+    Data,
+    Index,
+    Metadata,
+    Other,
+}
+
+/// The generic split: anything under a `wal` directory or named `*.wal` / `*.raftlog` is WAL,
+/// Parquet and SST files are data, `.pt` files are their own part, the rest is other.
+pub fn classify_generic(rel: &Path) -> FilePart {
+    let ext = rel
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let in_wal = rel
+        .parent()
+        .into_iter()
+        .flat_map(|p| p.components())
+        .any(|c| c.as_os_str().eq_ignore_ascii_case("wal"));
+    if ext == "pt" {
+        FilePart::Pt
+    } else if in_wal || ext == "wal" || ext == "raftlog" {
+        FilePart::Wal
+    } else if ext == "parquet" || ext == "sst" {
+        FilePart::Data
+    } else {
+        FilePart::Other
+    }
+}
+
+/// Product-specific bench flags that apply to a product.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BenchCaps {
+    /// `--no-sync` / `--accept-partial` (write acknowledgement and partial batches).
+    pub durability: bool,
+    /// `--flush-before-queries`.
+    pub flush_before_queries: bool,
+}
+
+/// What the TSBS tools get beyond the generic flags (the product picks what it uses).
+#[derive(Debug, Clone, Default)]
+pub struct ToolOptions {
+    pub no_sync: bool,
+    pub accept_partial: bool,
+    pub auth_token: Option<crate::tsbs::Secret>,
+    pub admin_token: Option<crate::tsbs::Secret>,
+}
+
+/// One row count on a running server.
+#[derive(Debug, Clone)]
+pub struct CountRequest<'a> {
+    pub endpoint: &'a str,
+    pub database: &'a str,
+    pub table: &'a str,
+    /// The dataset's `[start, end)` in ns (products that count in time slices stay in it).
+    pub window: Option<(i64, i64)>,
+    /// The auth token (external servers only).
+    pub token: Option<&'a str>,
+    pub timeout: std::time::Duration,
+}
+
+/// One product in the registry: its name (CLI area, state directory), display name, the
+/// variants it comes in (editions, modes) and how to build it.
+pub struct Entry {
+    pub name: &'static str,
+    pub display: &'static str,
+    /// The flag naming the variant (`--edition`), when the product has variants.
+    pub variant_flag: Option<&'static str>,
+    /// The variants, default first (empty: one variant).
+    pub variants: &'static [&'static str],
+    /// Builds the product of a variant (`None`: the default).
+    pub make: fn(Option<&str>) -> Result<Box<dyn Product>>,
+}
+
+/// Every product tsbsctl knows, in the order commands list them. The only list of products.
+pub fn all() -> &'static [Entry] {
+    static ALL: &[Entry] = &[
+        greptimedb::ENTRY,
+        influxdb3::ENTRY,
+        #[cfg(test)]
+        exampledb::ENTRY,
+    ];
+    ALL
+}
+
+/// The label of `name` in `variant` for summaries and reports ("InfluxDB 3 Core"; without a
+/// variant the product's display name). Unknown products keep their name.
+pub fn label(name: &str, variant: Option<&str>) -> String {
+    match (entry(name), variant) {
+        (Ok(e), None) => e.display.to_string(),
+        (Ok(e), Some(v)) => (e.make)(Some(v))
+            .map(|p| p.display_name())
+            .unwrap_or_else(|_| e.display.to_string()),
+        (Err(_), _) => name.to_string(),
+    }
+}
+
+/// The query formats of every product (each product's default variant), once each.
+pub fn query_formats() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for e in all() {
+        if let Ok(p) = (e.make)(None) {
+            let f = p.query_format().name;
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+/// The product `tsbsctl quickstart` benchmarks: the registry's first.
+pub fn quickstart() -> &'static Entry {
+    &all()[0]
+}
+
+/// The names of every product.
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|e| e.name).collect()
+}
+
+/// The registry entry of `name`.
+pub fn entry(name: &str) -> Result<&'static Entry> {
+    all().iter().find(|e| e.name == name).ok_or_else(|| {
+        Error::invalid(format!("unknown product {name:?}"))
+            .with_hint(format!("use one of: {}", names().join(", ")))
+    })
+}
+
+/// The product `name` in `variant` (`None`: its default variant).
+pub fn resolve(name: &str, variant: Option<&str>) -> Result<Box<dyn Product>> {
+    (entry(name)?.make)(variant)
+}
+
+/// The product of managed workspace `id` of `name`: the variant its manifest names.
+pub fn for_workspace(root: &Root, name: &str, id: &str) -> Result<Box<dyn Product>> {
+    let e = entry(name)?;
+    let Some(flag) = e.variant_flag else {
+        return (e.make)(None);
+    };
+    crate::ids::validate_id("--database-id", id)?;
+    let dir = root.database(name, id);
+    let path = dir.join("manifest.json");
+    // No workspace: no variant to name either (trial-run #23).
+    if !path.exists() {
+        return Err(Error::invalid(format!(
+            "there is no {} workspace {id:?} (looked in {})",
+            e.display,
+            dir.display()
+        ))
+        .with_hint(format!(
+            "create it with `tsbsctl {name} prepare --database-id {id} {flag} {}`, or see `tsbsctl {name} list`",
+            e.variants.join("|")
+        )));
+    }
+    let variant = workspace_variant(root, name, id)?;
+    (e.make)(variant.as_deref())
+}
+
+/// The variant (`edition` field) the manifest of workspace `id` of `name` names, if it reads:
+/// the one place that reads it before the product is known.
+pub fn workspace_variant(root: &Root, name: &str, id: &str) -> Result<Option<String>> {
+    crate::ids::validate_id("--database-id", id)?;
+    let path = root.database(name, id).join("manifest.json");
+    Ok(std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|v| v["edition"].as_str().map(str::to_string)))
+}
+
+/// The refusal of a release method by a product that publishes no release archives.
+fn no_releases(display: String) -> Error {
+    Error::invalid(format!("{display} has no release archives to download"))
+        .with_hint("install it from a local directory as its install command describes")
+}
+
+/// Default limit of one row-count request: a `count(*)` over ~100 M rows of the published
+/// scale on a remote server can take minutes (`--count-timeout` overrides it).
+pub const DEFAULT_COUNT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1800);
+
+/// `[start, end)` of an RFC 3339 pair (a dataset's spec) in ns; `None` when either is unreadable.
+pub fn window_ns(start: &str, end: &str) -> Option<(i64, i64)> {
+    influxdb3::window_ns(start, end)
 }
 
 /// The config file of a workspace (when the product has one).

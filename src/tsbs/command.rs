@@ -54,14 +54,17 @@ impl fmt::Debug for Secret {
 }
 
 /// `--database-mode`: what the loader does with an existing database (§5.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+// The variants' notes are `//`, not `///`: clap would turn doc comments into help text.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum DatabaseMode {
-    /// Create it; abort (panic, exit 2) if it exists.
+    // Create it; abort (panic, exit 2) if it exists.
     Create,
-    /// Write into what is there (GreptimeDB still lists databases; InfluxDB 3 makes no admin call).
+    // Write into what is there (GreptimeDB still lists databases; InfluxDB 3 makes no admin call).
     Reuse,
-    /// Drop it if it exists, then create it. Needs a confirmation equal to the database name.
+    // Drop it if it exists, then create it. Needs a confirmation equal to the database name.
     Reset,
 }
 
@@ -162,6 +165,16 @@ impl TsbsCommand {
             key,
             value: value.clone(),
         });
+    }
+
+    /// A product's own arguments, in order.
+    fn tool_args(&mut self, args: &[ToolArg]) {
+        for a in args {
+            match a {
+                ToolArg::Flag(name, value) => self.flag(name, value),
+                ToolArg::Secret(key, value) => self.secret(key, value),
+            }
+        }
     }
 
     /// The secret flags, as the `config.json` object the tool reads (real values).
@@ -379,19 +392,24 @@ pub enum LoadInput {
     Stdin,
 }
 
-/// The target-specific part of a load.
+/// A product-specific argument of a TSBS tool, added after the common ones.
 #[derive(Debug, Clone)]
-pub enum LoadTarget {
-    /// `tsbs_load_greptime --urls=<endpoint>`.
-    Greptime,
-    /// `tsbs_load_influx3`: durability flags and optional tokens. `--admin-token` falls back to
-    /// the auth token when no admin token is given (reference §3.3).
-    Influx3 {
-        no_sync: bool,
-        accept_partial: bool,
-        auth_token: Option<Secret>,
-        admin_token: Option<Secret>,
-    },
+pub enum ToolArg {
+    /// `--name=value`.
+    Flag(&'static str, String),
+    /// A secret flag (`name` without `--`): written to the tool's `config.json`, never argv.
+    Secret(&'static str, Secret),
+}
+
+/// The target-specific part of a load, as the product builds it
+/// ([`crate::product::Product::load_target`]).
+#[derive(Debug, Clone, Default)]
+pub struct LoadTarget {
+    /// The product's display name when its loader takes exactly one endpoint (the refusal
+    /// names it); `None`: any number, used round-robin by worker.
+    pub single_url: Option<&'static str>,
+    /// The product's own arguments, after the common ones, in order.
+    pub args: Vec<ToolArg>,
 }
 
 /// Everything a loader invocation needs.
@@ -420,9 +438,9 @@ pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
         return Err(Error::invalid("--batch-size must be at least 1")
             .with_hint("pass --batch-size N with N >= 1"));
     }
-    if matches!(spec.target, LoadTarget::Greptime) && spec.urls.len() != 1 {
+    if let (Some(name), false) = (spec.target.single_url, spec.urls.len() == 1) {
         return Err(Error::invalid(format!(
-            "GreptimeDB takes exactly one endpoint, got {}",
+            "{name} takes exactly one endpoint, got {}",
             spec.urls.len()
         ))
         .with_hint("pass a single --url"));
@@ -439,36 +457,18 @@ pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
     c.flag("workers", spec.workers);
     c.flag("reporting-period", REPORTING_PERIOD);
     c.flag("results-file", spec.results_file.display());
-    if let LoadTarget::Influx3 {
-        no_sync,
-        accept_partial,
-        auth_token,
-        admin_token,
-    } = &spec.target
-    {
-        c.flag("no-sync", no_sync);
-        c.flag("accept-partial", accept_partial);
-        let auth = auth_token.as_ref().filter(|t| !t.is_empty());
-        if let Some(t) = auth {
-            c.secret("auth-token", t);
-        }
-        if let Some(t) = admin_token.as_ref().filter(|t| !t.is_empty()).or(auth) {
-            c.secret("admin-token", t);
-        }
-    }
+    c.tool_args(&spec.target.args);
     for f in spec.mode.flags() {
         c.raw(f);
     }
     Ok(c)
 }
 
-/// The target-specific part of a query run.
-#[derive(Debug, Clone)]
-pub enum QueryTarget {
-    /// `tsbs_run_queries_influx` against GreptimeDB's `/v1/sql`.
-    Greptime,
-    /// `tsbs_run_queries_influx3`, with the auth token when one is set.
-    Influx3 { auth_token: Option<Secret> },
+/// The target-specific part of a query run, as the product builds it
+/// ([`crate::product::Product::query_target`]): its own arguments, in order.
+#[derive(Debug, Clone, Default)]
+pub struct QueryTarget {
+    pub args: Vec<ToolArg>,
 }
 
 /// Everything one query-runner invocation (one query type, one attempt) needs.
@@ -494,14 +494,7 @@ pub fn query_command(spec: &QuerySpec) -> Result<TsbsCommand> {
     c.flag("workers", spec.workers);
     c.flag("print-interval", PRINT_INTERVAL);
     c.flag("results-file", spec.results_file.display());
-    if let QueryTarget::Influx3 {
-        auth_token: Some(t),
-    } = &spec.target
-    {
-        if !t.is_empty() {
-            c.secret("auth-token", t);
-        }
-    }
+    c.tool_args(&spec.target.args);
     Ok(c)
 }
 
@@ -578,11 +571,25 @@ fn check_common(urls: &[String], database: &str, workers: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::product::Product;
+
+    fn greptime_target() -> LoadTarget {
+        crate::product::greptimedb::GreptimeDb.load_target(&Default::default())
+    }
+    fn influx3() -> crate::product::influxdb3::InfluxDb3 {
+        crate::product::influxdb3::InfluxDb3::new(crate::product::influxdb3::Edition::Core)
+    }
+    fn influx3_target(o: crate::product::ToolOptions) -> LoadTarget {
+        influx3().load_target(&o)
+    }
+    fn influx3_query(o: crate::product::ToolOptions) -> QueryTarget {
+        influx3().query_target(&o)
+    }
 
     fn greptime_load(mode: DatabaseMode, confirm: Option<&str>) -> Result<TsbsCommand> {
         load_command(&LoadSpec {
             binary: "/t/bin/tsbs_load_greptime".into(),
-            target: LoadTarget::Greptime,
+            target: greptime_target(),
             urls: vec!["http://127.0.0.1:4000".into()],
             input: LoadInput::File("/d/data".into()),
             database: "benchmark".into(),
@@ -642,12 +649,12 @@ mod tests {
     fn influx3_load(auth: Option<&str>, admin: Option<&str>) -> TsbsCommand {
         load_command(&LoadSpec {
             binary: "/t/bin/tsbs_load_influx3".into(),
-            target: LoadTarget::Influx3 {
+            target: influx3_target(crate::product::ToolOptions {
                 no_sync: false,
                 accept_partial: true,
                 auth_token: auth.map(Secret::new),
                 admin_token: admin.map(Secret::new),
-            },
+            }),
             urls: vec!["http://a:8181".into(), "http://b:8181".into()],
             input: LoadInput::Stdin,
             database: "benchmark".into(),
@@ -694,12 +701,12 @@ mod tests {
         );
         let spec_debug = format!(
             "{:?}",
-            LoadTarget::Influx3 {
+            influx3_target(crate::product::ToolOptions {
                 no_sync: true,
                 accept_partial: false,
                 auth_token: Some(Secret::new("s3cr3t-auth")),
                 admin_token: None
-            }
+            })
         );
         for shown in [c.redacted(), c.log_line(), format!("{c:?}")] {
             assert!(!shown.contains("s3cr3t"), "{shown}");
@@ -725,7 +732,7 @@ mod tests {
     fn query_commands() {
         let c = query_command(&QuerySpec {
             binary: "/t/bin/tsbs_run_queries_influx".into(),
-            target: QueryTarget::Greptime,
+            target: QueryTarget::default(),
             file: "/q/queries/lastpoint.dat".into(),
             database: "benchmark".into(),
             urls: vec!["http://127.0.0.1:4000".into()],
@@ -746,9 +753,10 @@ mod tests {
         );
         let c = query_command(&QuerySpec {
             binary: "/t/bin/tsbs_run_queries_influx3".into(),
-            target: QueryTarget::Influx3 {
+            target: influx3_query(crate::product::ToolOptions {
                 auth_token: Some(Secret::new("s3cr3t-q")),
-            },
+                ..Default::default()
+            }),
             file: "/q/x.dat".into(),
             database: "benchmark".into(),
             urls: vec!["http://a:1".into(), "http://b:2".into()],
@@ -803,7 +811,7 @@ mod tests {
     fn bad_parameters_are_invalid_input() {
         let mut spec = LoadSpec {
             binary: "/b".into(),
-            target: LoadTarget::Greptime,
+            target: greptime_target(),
             urls: vec!["http://a".into(), "http://b".into()],
             input: LoadInput::Stdin,
             database: "benchmark".into(),

@@ -20,7 +20,7 @@ use crate::error::Error;
 
 pub use command::{
     explain_command, load_command, query_command, DatabaseMode, ExplainSpec, LoadInput, LoadSpec,
-    LoadTarget, QuerySpec, QueryTarget, Secret, TsbsCommand,
+    LoadTarget, QuerySpec, QueryTarget, Secret, ToolArg, TsbsCommand,
 };
 pub use explain::{explain_result, ExplainEntry, ExplainResult};
 pub use failure::{detect, FailureKind, ToolFailure};

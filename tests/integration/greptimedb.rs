@@ -12,7 +12,6 @@ use testbed::mirror::{Fault, Mirror};
 use testbed::releases::greptime::{self as rel, GreptimeRelease, Variant};
 
 use tsbsctl::product::greptimedb::GreptimeDb;
-use tsbsctl::product::Product;
 
 use crate::util::*;
 use crate::world::*;
@@ -411,21 +410,27 @@ fn copy_is_independent_verified_and_records_provenance() {
         })
         .collect();
     gt.with_server("src", |ep| {
-        // The product's admin hooks against the emulator.
+        // Admin SQL against the emulator (the product's `/v1/sql` client).
         let g = GreptimeDb;
-        g.create_database(ep, "benchmark").unwrap();
-        g.create_database(ep, "scratch").unwrap();
-        assert!(g.create_database(ep, "scratch").is_err());
-        let dbs = g.list_databases(ep).unwrap();
+        let dbs = |g: &GreptimeDb| -> Vec<String> {
+            let out = g.sql(ep, None, "SHOW DATABASES").unwrap();
+            out.pointer("/records/rows")
+                .and_then(|r| r.as_array())
+                .unwrap()
+                .iter()
+                .filter_map(|r| r.get(0).and_then(|v| v.as_str()).map(str::to_string))
+                .collect()
+        };
+        g.sql(ep, None, "CREATE DATABASE benchmark").unwrap();
+        g.sql(ep, None, "CREATE DATABASE scratch").unwrap();
+        assert!(g.sql(ep, None, "CREATE DATABASE scratch").is_err());
+        let listed = dbs(&g);
         assert!(
-            dbs.contains(&"benchmark".to_string()) && dbs.contains(&"scratch".to_string()),
-            "{dbs:?}"
+            listed.contains(&"benchmark".to_string()) && listed.contains(&"scratch".to_string()),
+            "{listed:?}"
         );
-        g.drop_database(ep, "scratch").unwrap();
-        assert!(!g
-            .list_databases(ep)
-            .unwrap()
-            .contains(&"scratch".to_string()));
+        g.sql(ep, None, "DROP DATABASE scratch").unwrap();
+        assert!(!dbs(&g).contains(&"scratch".to_string()));
         write_lines(ep, "benchmark", &lines);
         assert_eq!(
             sql_status_in(ep, "benchmark", "ADMIN flush_table('cpu')"),

@@ -9,6 +9,7 @@ mod cli;
 mod data;
 mod download;
 mod env;
+mod exampledb;
 mod flow;
 mod greptimedb;
 mod influxdb3;

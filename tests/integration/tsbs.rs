@@ -12,11 +12,14 @@ use serde_json::json;
 use testbed::queryfile::{self, Query};
 use testbed::stubserver::{StubRequest, StubResponse, StubServer};
 use tsbsctl::tsbs::{
-    self, DatabaseMode, ExplainSpec, FailureKind, LoadInput, LoadSpec, LoadTarget, QuerySpec,
-    QueryTarget, ResultSource, Secret, ToolFailure, TsbsCommand,
+    self, DatabaseMode, ExplainSpec, FailureKind, LoadInput, LoadSpec, QuerySpec, ResultSource,
+    Secret, ToolFailure, TsbsCommand,
 };
 
 use crate::util::testbed_bin;
+use tsbsctl::product::greptimedb::GreptimeDb;
+use tsbsctl::product::influxdb3::{Edition, InfluxDb3};
+use tsbsctl::product::{Product, ToolOptions};
 
 struct World {
     dir: tempfile::TempDir,
@@ -168,7 +171,7 @@ fn greptime(fail: Option<&'static str>) -> (StubServer, Arc<Mutex<BTreeSet<Strin
 fn load_spec(w: &World, url: &str, mode: DatabaseMode, results: &str) -> LoadSpec {
     LoadSpec {
         binary: w.bin("tsbs_load_greptime"),
-        target: LoadTarget::Greptime,
+        target: GreptimeDb.load_target(&ToolOptions::default()),
         urls: vec![url.into()],
         input: LoadInput::File(w.path("data")),
         database: "benchmark".into(),
@@ -284,12 +287,12 @@ fn influx3_load_streams_stdin_and_keeps_tokens_out_of_logs() {
     let (srv, _) = greptime(None);
     let spec = LoadSpec {
         binary: w.bin("tsbs_load_influx3"),
-        target: LoadTarget::Influx3 {
+        target: InfluxDb3::new(Edition::Core).load_target(&ToolOptions {
             no_sync: true,
             accept_partial: false,
             auth_token: Some(Secret::new("tok-Sekrit-1")),
             admin_token: None,
-        },
+        }),
         urls: vec![srv.url()],
         input: LoadInput::Stdin,
         database: "benchmark".into(),
@@ -341,9 +344,10 @@ fn influx3_load_streams_stdin_and_keeps_tokens_out_of_logs() {
     queryfile::write(&mut std::fs::File::create(&file).unwrap(), &qs).unwrap();
     let q = QuerySpec {
         binary: w.bin("tsbs_run_queries_influx3"),
-        target: QueryTarget::Influx3 {
+        target: InfluxDb3::new(Edition::Core).query_target(&ToolOptions {
             auth_token: Some(Secret::new("tok-Sekrit-1")),
-        },
+            ..ToolOptions::default()
+        }),
         file,
         database: "benchmark".into(),
         urls: vec![srv.url()],
@@ -396,7 +400,7 @@ fn query_results_parse_aggregate_and_fail() {
     let (srv, _) = greptime(Some("host_4"));
     let spec = |n: u32| QuerySpec {
         binary: w.bin("tsbs_run_queries_influx"),
-        target: QueryTarget::Greptime,
+        target: GreptimeDb.query_target(&ToolOptions::default()),
         file: file.clone(),
         database: "benchmark".into(),
         urls: vec![srv.url()],

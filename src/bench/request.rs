@@ -1,0 +1,582 @@
+//! What a bench command asks for ([`Request`], filled by the CLI or rebuilt by `runs rerun`)
+//! and the checks of its flag combinations ([`validate`]: pure, no file or network access,
+//! so every rule is unit-tested here).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::{preflight, target, watch, Phase};
+use crate::dataset::{Compression, Profile, SpecOverrides};
+use crate::error::{Error, Result};
+use crate::lock::LockOptions;
+use crate::product::{Entry, Product};
+use crate::tsbs::DatabaseMode;
+
+/// Everything a bench command asks for (the CLI fills it).
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub phase: Option<Phase>,
+    pub database_id: Option<String>,
+    pub urls: Vec<String>,
+    pub edition: Option<String>,
+    pub database: Option<String>,
+    pub mode: Option<DatabaseMode>,
+    pub confirm_reset: Option<String>,
+    pub dataset_id: Option<String>,
+    pub dataset_root: Option<PathBuf>,
+    pub spec: SpecOverrides,
+    pub compression: Option<Compression>,
+    pub query_types: Vec<String>,
+    pub queries: Option<i64>,
+    pub query_counts: Vec<String>,
+    pub load_workers: Option<u32>,
+    pub batch_size: Option<u32>,
+    pub query_workers: Option<u32>,
+    pub run_id: Option<String>,
+    pub no_sync: bool,
+    pub accept_partial: bool,
+    pub auth_token_env: Option<String>,
+    pub admin_token_env: Option<String>,
+    pub strategy: Option<String>,
+    pub window: Option<u64>,
+    pub table: Option<String>,
+    pub hot_runs: Option<u32>,
+    /// Compaction: how long to wait, after the answer, for the corroborating server log line.
+    pub confirm_timeout: Option<f64>,
+    /// Compaction: server-side parallelism (`parallelism=N`; the server's default is 1).
+    pub parallelism: Option<u32>,
+    /// GreptimeDB query runs: `ADMIN FLUSH_TABLE` before the queries (like-for-like with a
+    /// compacted state; the published flow does not flush).
+    pub flush_before_queries: bool,
+    pub greptime_version: Option<String>,
+    pub confirm_version_override: Option<String>,
+    pub startup_timeout: Option<f64>,
+    pub stop_timeout: Option<f64>,
+    /// InfluxDB 3: the limit of one row-count request (default 30 min).
+    pub count_timeout: Option<std::time::Duration>,
+    /// Seconds a tool may go without progress before it counts as stalled.
+    pub stall_timeout: Option<f64>,
+    pub on_stall: Option<watch::OnStall>,
+    pub lock: LockOptions,
+    /// Every flag, as recorded in the run manifest (no secrets: only variable names).
+    pub flags: Value,
+    /// `runs rerun`: the run this one reproduces, and the pins it must meet.
+    pub rerun: Option<RerunPins>,
+}
+
+/// What `runs rerun` pins beyond the flags: a different artifact is an integrity error.
+#[derive(Debug, Clone, Default)]
+pub struct RerunPins {
+    pub rerun_of: String,
+    /// TSBS build key (`<commit>[-dirty]`) instead of the current environment.
+    pub tsbs_key: String,
+    pub dataset_sha256: Option<String>,
+    pub query_set_manifest_sha256: Option<String>,
+}
+
+/// Default write parameters per product and profile (DESIGN.md, Benchmark runs).
+pub fn default_write(product: &dyn Product, profile: Profile) -> (u32, u32) {
+    product.default_write(profile)
+}
+
+fn positive(flag: &str, v: Option<u32>) -> Result<()> {
+    if v == Some(0) {
+        return Err(Error::invalid(format!("{flag} must be positive"))
+            .with_hint(format!("pass {flag} N with N >= 1")));
+    }
+    Ok(())
+}
+
+/// Checks flag combinations before anything is touched (exit 2).
+pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
+    // Rules that hold for every variant: asked of the default one.
+    let product = (entry.make)(None)?;
+    let phase = req.phase.unwrap_or(Phase::All);
+    phase_only_flags(entry, phase, req)?;
+    positive("--load-workers", req.load_workers)?;
+    positive("--batch-size", req.batch_size)?;
+    positive("--query-workers", req.query_workers)?;
+    positive("--hot-runs", req.hot_runs)?;
+    preflight::check_bounds(req)?;
+    preflight::check_query_flags(req)?;
+    positive("--parallelism", req.parallelism)?;
+    watch::StallPolicy::new(req.stall_timeout, req.on_stall)?;
+    match (&req.database_id, req.urls.is_empty()) {
+        (Some(_), false) => {
+            return Err(
+                Error::invalid("--database-id and --url exclude each other").with_hint(
+                    "benchmark a managed workspace (--database-id) or an external server (--url)",
+                ),
+            )
+        }
+        (None, true) => {
+            return Err(
+                Error::invalid("no target: pass --database-id ID or --url URL").with_hint(
+                    "e.g. --database-id greptime-120-manual; see `tsbsctl greptimedb list`",
+                ),
+            )
+        }
+        _ => {}
+    }
+    if let Some(id) = &req.database_id {
+        crate::ids::validate_id("--database-id", id)?;
+    }
+    if let Some(d) = &req.database {
+        crate::ids::validate_sql_identifier("--database", d)?;
+    }
+    if let Some(id) = &req.dataset_id {
+        crate::ids::validate_id("--dataset-id", id)?;
+    }
+    let external = req.database_id.is_none();
+    if product.max_urls() == Some(1) && req.urls.len() > 1 {
+        return Err(
+            Error::invalid(format!("{} takes one --url", entry.display)).with_hint(format!(
+                "pass a single endpoint, e.g. --url http://10.0.0.5:{}",
+                product.probe_identity().1
+            )),
+        );
+    }
+    for u in &req.urls {
+        target::check_url(u)?;
+    }
+    if let Some(flag) = entry.variant_flag {
+        if external && req.edition.is_none() {
+            let choices: Vec<String> = entry
+                .variants
+                .iter()
+                .map(|v| format!("{flag} {v}"))
+                .collect();
+            return Err(Error::invalid(format!(
+                "external {} targets need {flag} {}",
+                entry.display,
+                entry.variants.join("|")
+            ))
+            .with_hint(format!("add {}", choices.join(" or "))));
+        }
+        if !external && req.edition.is_some() {
+            return Err(Error::invalid(format!(
+                "a managed workspace's {} comes from its manifest; omit {flag}",
+                flag.trim_start_matches('-')
+            ))
+            .with_hint(format!("drop {flag}")));
+        }
+    }
+    if phase.loads() {
+        if external && req.mode.is_none() {
+            return Err(Error::invalid(
+                "loads into an external server need --database-mode create|reuse|reset",
+            )
+            .with_hint("say what happens to an existing database: --database-mode create (abort if it exists), reuse, or reset --confirm-reset NAME"));
+        }
+        if let Some(mode) = req.mode {
+            let db = req.database.clone().unwrap_or_else(|| "benchmark".into());
+            // Managed: the workspace's database is checked again once known.
+            if external || req.database.is_some() {
+                mode.check_confirmation(&db, req.confirm_reset.as_deref())?;
+            } else if mode == DatabaseMode::Reset && req.confirm_reset.is_none() {
+                mode.check_confirmation(&db, None)?;
+            }
+        }
+    } else if req.mode.is_some() || req.confirm_reset.is_some() {
+        return Err(Error::invalid(format!(
+            "--database-mode and --confirm-reset apply to load and all, not {}",
+            phase.as_str()
+        ))
+        .with_hint("drop them, or run the load phase"));
+    }
+    if req.greptime_version.is_some() || req.confirm_version_override.is_some() {
+        if !matches!(phase, Phase::Query | Phase::Analyze) || external {
+            return Err(Error::invalid(
+                "--greptime-version runs another installed version on a managed workspace's data, for query and analyze only",
+            )
+            .with_hint("use it with `bench greptimedb query|analyze --database-id ID`"));
+        }
+        if req.greptime_version.is_none() {
+            return Err(
+                Error::invalid("--confirm-version-override requires --greptime-version")
+                    .with_hint("add --greptime-version V"),
+            );
+        }
+    }
+    if matches!(phase, Phase::Compact | Phase::Analyze) && external {
+        return Err(Error::invalid(format!(
+            "{} needs a managed workspace (tsbsctl restarts and inspects its server)",
+            phase.as_str()
+        ))
+        .with_hint("pass --database-id ID"));
+    }
+    if phase == Phase::Compact {
+        let strategy = req.strategy.as_deref().unwrap_or("swcs");
+        if !["swcs", "twcs", "strict_window", "regular"].contains(&strategy) {
+            return Err(
+                Error::invalid(format!("unknown compaction strategy {strategy:?}"))
+                    .with_hint("use --strategy swcs (strict window), twcs or regular"),
+            );
+        }
+        if req.window == Some(0) {
+            return Err(Error::invalid("--window must be positive (seconds)")
+                .with_hint("e.g. --window 7200 for a 2-hour window"));
+        }
+        if req.window.is_some() && !matches!(strategy, "swcs" | "strict_window") {
+            return Err(Error::invalid("--window applies to --strategy swcs only")
+                .with_hint("drop --window, or use --strategy swcs"));
+        }
+        if let Some(t) = &req.table {
+            crate::ids::validate_sql_identifier("--table", t).map_err(|_| {
+                Error::invalid(format!("--table {t:?} is not a valid table name"))
+                    .with_hint("use letters, digits and '_'")
+            })?;
+        }
+    }
+    Ok(phase)
+}
+
+/// Flags that belong to one phase (compact, analyze, query) used with another (exit 2).
+fn phase_only_flags(entry: &Entry, phase: Phase, req: &Request) -> Result<()> {
+    if phase != Phase::Compact
+        && (req.table.is_some()
+            || req.strategy.is_some()
+            || req.window.is_some()
+            || req.confirm_timeout.is_some()
+            || req.parallelism.is_some())
+    {
+        return Err(Error::invalid(
+            "--table, --strategy, --window, --confirm-timeout and --parallelism apply to the compact phase only",
+        )
+        .with_hint(format!("drop them, or run `bench {} compact`", entry.name)));
+    }
+    if !matches!(phase, Phase::All | Phase::Query) && req.flush_before_queries {
+        return Err(Error::invalid(
+            "--flush-before-queries applies to the query and all phases only",
+        )
+        .with_hint("drop --flush-before-queries"));
+    }
+    if phase != Phase::Analyze && req.hot_runs.is_some() {
+        return Err(
+            Error::invalid("--hot-runs applies to the analyze phase only")
+                .with_hint("drop --hot-runs"),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::product::{greptimedb, influxdb3};
+
+    fn managed(phase: Phase) -> Request {
+        Request {
+            phase: Some(phase),
+            database_id: Some("ws1".into()),
+            ..Request::default()
+        }
+    }
+
+    fn external(phase: Phase, urls: &[&str]) -> Request {
+        Request {
+            phase: Some(phase),
+            urls: urls.iter().map(|u| u.to_string()).collect(),
+            mode: phase.loads().then_some(DatabaseMode::Create),
+            ..Request::default()
+        }
+    }
+
+    /// Every rule: the request, and `None` (accepted) or a part of the refusal's message.
+    #[test]
+    fn flag_rules() {
+        let g = &greptimedb::ENTRY;
+        let i = &influxdb3::ENTRY;
+        let url = "http://10.0.0.5:4000";
+        type Case = (&'static str, &'static Entry, Request, Option<&'static str>);
+        let cases: Vec<Case> = vec![
+            ("managed all", g, managed(Phase::All), None),
+            (
+                "no target",
+                g,
+                Request::default(),
+                Some("no target: pass --database-id ID or --url URL"),
+            ),
+            (
+                "both targets",
+                g,
+                Request {
+                    urls: vec![url.into()],
+                    ..managed(Phase::All)
+                },
+                Some("--database-id and --url exclude each other"),
+            ),
+            (
+                "zero workers",
+                g,
+                Request {
+                    load_workers: Some(0),
+                    ..managed(Phase::All)
+                },
+                Some("--load-workers must be positive"),
+            ),
+            (
+                "huge batch",
+                g,
+                Request {
+                    batch_size: Some(2_000_000),
+                    ..managed(Phase::All)
+                },
+                Some("--batch-size 2000000 is above the limit"),
+            ),
+            (
+                "bad id",
+                g,
+                Request {
+                    database_id: Some("../x".into()),
+                    ..managed(Phase::All)
+                },
+                Some("--database-id"),
+            ),
+            (
+                "startup timeout 1e300",
+                g,
+                Request {
+                    startup_timeout: Some(1e300),
+                    ..managed(Phase::Query)
+                },
+                Some("--startup-timeout must be a positive number of seconds"),
+            ),
+            (
+                "negative stop timeout",
+                g,
+                Request {
+                    stop_timeout: Some(-5.0),
+                    ..managed(Phase::Query)
+                },
+                Some("--stop-timeout must be a positive number of seconds"),
+            ),
+            (
+                "greptimedb takes one url",
+                g,
+                external(Phase::Query, &[url, "http://10.0.0.6:4000"]),
+                Some("GreptimeDB takes one --url"),
+            ),
+            (
+                "not a url",
+                g,
+                external(Phase::Query, &["ftp://x"]),
+                Some("is not an absolute HTTP or HTTPS URL"),
+            ),
+            (
+                "influxdb3 takes several urls",
+                i,
+                Request {
+                    edition: Some("core".into()),
+                    ..external(Phase::Query, &[url, "http://10.0.0.6:4000"])
+                },
+                None,
+            ),
+            (
+                "external influxdb3 needs an edition",
+                i,
+                external(Phase::Query, &[url]),
+                Some("external InfluxDB 3 targets need --edition core|enterprise"),
+            ),
+            (
+                "managed influxdb3 takes no edition",
+                i,
+                Request {
+                    edition: Some("core".into()),
+                    ..managed(Phase::All)
+                },
+                Some("a managed workspace's edition comes from its manifest; omit --edition"),
+            ),
+            (
+                "external load needs a mode",
+                g,
+                Request {
+                    mode: None,
+                    ..external(Phase::Load, &[url])
+                },
+                Some("need --database-mode create|reuse|reset"),
+            ),
+            (
+                "reset needs its confirmation",
+                g,
+                Request {
+                    mode: Some(DatabaseMode::Reset),
+                    ..managed(Phase::Load)
+                },
+                Some("reset"),
+            ),
+            (
+                "mode on a query",
+                g,
+                Request {
+                    mode: Some(DatabaseMode::Create),
+                    ..managed(Phase::Query)
+                },
+                Some("--database-mode and --confirm-reset apply to load and all, not query"),
+            ),
+            (
+                "version override on a load",
+                g,
+                Request {
+                    greptime_version: Some("1.0.0".into()),
+                    ..managed(Phase::Load)
+                },
+                Some("--greptime-version runs another installed version"),
+            ),
+            (
+                "version override confirmation alone",
+                g,
+                Request {
+                    confirm_version_override: Some("ws1".into()),
+                    ..managed(Phase::Query)
+                },
+                Some("--confirm-version-override requires --greptime-version"),
+            ),
+            (
+                "version override on a query",
+                g,
+                Request {
+                    greptime_version: Some("1.0.0".into()),
+                    ..managed(Phase::Query)
+                },
+                None,
+            ),
+            (
+                "compact of an external server",
+                g,
+                external(Phase::Compact, &[url]),
+                Some("compact needs a managed workspace"),
+            ),
+            (
+                "analyze of an external server",
+                g,
+                external(Phase::Analyze, &[url]),
+                Some("analyze needs a managed workspace"),
+            ),
+            (
+                "unknown strategy",
+                g,
+                Request {
+                    strategy: Some("lsm".into()),
+                    ..managed(Phase::Compact)
+                },
+                Some("unknown compaction strategy \"lsm\""),
+            ),
+            (
+                "window with twcs",
+                g,
+                Request {
+                    strategy: Some("twcs".into()),
+                    window: Some(60),
+                    ..managed(Phase::Compact)
+                },
+                Some("--window applies to --strategy swcs only"),
+            ),
+            (
+                "zero window",
+                g,
+                Request {
+                    window: Some(0),
+                    ..managed(Phase::Compact)
+                },
+                Some("--window must be positive"),
+            ),
+            (
+                "bad table",
+                g,
+                Request {
+                    table: Some("cpu;drop".into()),
+                    ..managed(Phase::Compact)
+                },
+                Some("--table \"cpu;drop\" is not a valid table name"),
+            ),
+            (
+                "compact flags on a load",
+                g,
+                Request {
+                    table: Some("cpu".into()),
+                    ..managed(Phase::Load)
+                },
+                Some("apply to the compact phase only"),
+            ),
+            (
+                "parallelism on a query",
+                g,
+                Request {
+                    parallelism: Some(2),
+                    ..managed(Phase::Query)
+                },
+                Some("apply to the compact phase only"),
+            ),
+            (
+                "flush before a load",
+                g,
+                Request {
+                    flush_before_queries: true,
+                    ..managed(Phase::Load)
+                },
+                Some("--flush-before-queries applies to the query and all phases only"),
+            ),
+            (
+                "flush before queries",
+                g,
+                Request {
+                    flush_before_queries: true,
+                    ..managed(Phase::Query)
+                },
+                None,
+            ),
+            (
+                "hot runs on a query",
+                g,
+                Request {
+                    hot_runs: Some(3),
+                    ..managed(Phase::Query)
+                },
+                Some("--hot-runs applies to the analyze phase only"),
+            ),
+            (
+                "hot runs on analyze",
+                g,
+                Request {
+                    hot_runs: Some(3),
+                    ..managed(Phase::Analyze)
+                },
+                None,
+            ),
+            (
+                "unknown query type",
+                g,
+                Request {
+                    query_types: vec!["nope".into()],
+                    ..managed(Phase::Query)
+                },
+                Some("unsupported query type: nope"),
+            ),
+        ];
+        for (name, entry, req, want) in cases {
+            let got = validate(entry, &req);
+            match (want, got) {
+                (None, Ok(p)) => assert_eq!(p, req.phase.unwrap(), "{name}"),
+                (None, Err(e)) => panic!("{name}: refused: {}", e.message),
+                (Some(w), Ok(_)) => panic!("{name}: accepted, wanted {w:?}"),
+                (Some(w), Err(e)) => {
+                    assert_eq!(e.exit_code(), 2, "{name}: {}", e.message);
+                    assert!(e.message.contains(w), "{name}: {:?} lacks {w:?}", e.message);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn default_write_is_the_products() {
+        assert_eq!(
+            default_write(&greptimedb::GreptimeDb, Profile::Manual),
+            (6, 3000)
+        );
+        let ent = influxdb3::InfluxDb3::new(influxdb3::Edition::Enterprise);
+        assert_eq!(default_write(&ent, Profile::Manual), (16, 25000));
+        assert_eq!(default_write(&ent, Profile::Smoke), (2, 3000));
+    }
+}
