@@ -49,8 +49,8 @@ edges=$(
         m=${rel%%/*}
         m=${m%.rs}
         case $m in main | lib) continue ;; esac
-        nontest "$f" | grep -oE 'crate::[a-z_0-9]+' | sed 's/crate:://' | sort -u |
-            while read -r d; do [ "$d" != "$m" ] && [ -e "src/$d.rs" -o -d "src/$d" ] && echo "$m $d"; done
+        nontest "$f" | { grep -oE 'crate::[a-z_0-9]+' || true; } | sed 's/crate:://' | sort -u |
+            while read -r d; do if [ "$d" != "$m" ] && [ -e "src/$d.rs" -o -d "src/$d" ]; then echo "$m $d"; fi; done
     done | sort -u
 )
 # Tarjan's strongly connected components, in awk.
