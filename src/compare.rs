@@ -21,7 +21,9 @@ use serde_json::{json, Value};
 use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::output::Outcome;
-use crate::runlist::{self, Loaded};
+use crate::run::{RunKind, Status};
+use crate::runlist::{self, RecordedRun};
+use crate::summary::{QuerySummary, RunSummary};
 
 /// Bumped when the shape of a comparison's `summary.json` changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -94,29 +96,29 @@ pub fn check_threshold(t: f64) -> Result<f64> {
 }
 
 /// What makes a run comparable: refuses runs that cannot be inputs at all.
-fn check_eligible(role: &str, l: &Loaded) -> Result<()> {
+fn check_eligible(role: &str, l: &RecordedRun) -> Result<()> {
     let s = &l.summary;
     let id = &l.manifest.run_id;
-    if s["run_kind"] != "benchmark" {
+    if s.run_kind != RunKind::Benchmark {
         return Err(Error::invalid(format!(
             "{role} run {id} is a {} run; only benchmark runs have measurements to compare",
-            s["run_kind"].as_str().unwrap_or("?")
+            s.run_kind.as_str()
         ))
         .with_hint("pass runs made by `tsbsctl bench ... all|load|query`"));
     }
-    if let Some(f) = s["failures"].as_array().and_then(|f| f.first()) {
+    if let Some(f) = s.failures.first() {
         return Err(Error::invalid(format!(
             "{role} run {id} has failures ({} in {}: {})",
-            s["failures"].as_array().map(Vec::len).unwrap_or(0),
-            f["step"].as_str().or(f["stage"].as_str()).unwrap_or("?"),
-            f["reason"].as_str().unwrap_or("?")
+            s.failures.len(),
+            f.step.as_deref().unwrap_or(&f.stage),
+            f.reason
         ))
         .with_hint("compare only runs that completed without failures; rerun the failed one (`tsbsctl runs rerun RUN`)"));
     }
-    if s["status"] != "completed" {
+    if s.status != Status::Completed {
         return Err(Error::invalid(format!(
             "{role} run {id} is {}, not completed",
-            s["status"].as_str().unwrap_or("?")
+            s.status.as_str()
         ))
         .with_hint("compare only completed runs"));
     }
@@ -124,31 +126,33 @@ fn check_eligible(role: &str, l: &Loaded) -> Result<()> {
 }
 
 /// The identity a candidate must share with the baseline: `(what, value)` pairs.
-fn identity(s: &Value) -> Vec<(&'static str, Value)> {
-    let counts: BTreeMap<String, Value> = s["queries"]
-        .as_array()
-        .map(|qs| {
-            qs.iter()
-                .map(|q| {
-                    (
-                        q["query_type"].as_str().unwrap_or("").to_string(),
-                        json!({"repetitions": q["repetitions"], "query_count": q["query_count"]}),
-                    )
-                })
-                .collect()
+fn identity(s: &RunSummary) -> Vec<(&'static str, Value)> {
+    let counts: BTreeMap<String, Value> = s
+        .queries
+        .iter()
+        .map(|q| {
+            (
+                q.query_type.clone(),
+                json!({"repetitions": q.repetitions, "query_count": q.query_count}),
+            )
         })
-        .unwrap_or_default();
+        .collect();
+    let ds = s.dataset.as_ref();
+    let qs = s.query_set.as_ref();
     vec![
-        ("product", s["product"].clone()),
-        ("SQL database", s["target"]["database"].clone()),
-        ("dataset id", s["dataset"]["dataset_id"].clone()),
-        ("dataset checksum", s["dataset"]["sha256"].clone()),
-        ("query-set id", s["query_set"]["query_set_id"].clone()),
+        ("product", json!(s.product)),
+        ("SQL database", json!(s.target.database)),
+        ("dataset id", json!(ds.map(|d| &d.dataset_id))),
+        (
+            "dataset checksum",
+            json!(ds.and_then(|d| d.sha256.as_ref())),
+        ),
+        ("query-set id", json!(qs.map(|q| &q.query_set_id))),
         (
             "query-set manifest checksum",
-            s["query_set"]["manifest_sha256"].clone(),
+            json!(qs.map(|q| &q.manifest_sha256)),
         ),
-        ("query counts", s["query_set"]["query_counts"].clone()),
+        ("query counts", json!(qs.map(|q| &q.query_counts))),
         ("repetitions and query counts", json!(counts)),
     ]
 }
@@ -162,7 +166,7 @@ fn short(v: &Value) -> String {
 }
 
 /// Refuses a candidate that measured something else than the baseline.
-fn check_same(base: &Loaded, cand: &Loaded) -> Result<()> {
+fn check_same(base: &RecordedRun, cand: &RecordedRun) -> Result<()> {
     let a = identity(&base.summary);
     let b = identity(&cand.summary);
     let diffs: Vec<String> = a
@@ -185,47 +189,27 @@ fn check_same(base: &Loaded, cand: &Loaded) -> Result<()> {
     Ok(())
 }
 
-fn run_identity(l: &Loaded) -> Value {
-    let s = &l.summary;
-    json!({
-        "run_id": l.manifest.run_id,
-        "path": l.dir,
-        "label": s["label"],
-        "product": s["product"],
-        "edition": s["edition"],
-        "mode": s["target"]["mode"],
-        "database_id": s["target"]["database_id"],
-        "urls": s["target"]["urls"],
-        "version": s["target"]["version"],
-        "binary_sha256": s["target"]["binary_sha256"],
-        "data_state": s["data_state"]["label"],
-        "manifest_sha256": l.manifest_sha256,
-    })
-}
-
-fn num(v: &Value) -> Option<f64> {
-    v.as_f64()
+fn run_identity(l: &RecordedRun) -> Value {
+    json!(l.identity())
 }
 
 /// One candidate against the baseline.
-fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
-    let bq: BTreeMap<&str, &Value> = base.summary["queries"]
-        .as_array()
-        .map(|qs| {
-            qs.iter()
-                .map(|q| (q["query_type"].as_str().unwrap_or(""), q))
-                .collect()
-        })
-        .unwrap_or_default();
+fn compare_one(base: &RecordedRun, cand: &RecordedRun, threshold: f64) -> Value {
+    let bq: BTreeMap<&str, &QuerySummary> = base
+        .summary
+        .queries
+        .iter()
+        .map(|q| (q.query_type.as_str(), q))
+        .collect();
     let mut counts = BTreeMap::from([("improved", 0u64), ("unchanged", 0), ("regressed", 0)]);
     let (caveats, state_unknown) = data_caveats(&base.summary, &cand.summary);
     let mut queries = Vec::new();
     let mut largest: Option<Value> = None;
     let mut within_noise = 0u64;
-    for q in cand.summary["queries"].as_array().into_iter().flatten() {
-        let qt = q["query_type"].as_str().unwrap_or("");
+    for q in &cand.summary.queries {
+        let qt = q.query_type.as_str();
         let Some(b) = bq.get(qt) else { continue };
-        let mean = delta(num(&b["mean_ms"]), num(&q["mean_ms"]));
+        let mean = delta(b.mean_ms, q.mean_ms);
         let (class, noise) = judge(b, q, &mean, threshold);
         // Data of unknown state may be anything: no latency verdict holds against it.
         let class = if state_unknown {
@@ -245,15 +229,15 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
         *counts.entry(counted).or_default() += 1;
         let item = json!({
             "query_type": qt,
-            "repetitions": q["repetitions"],
-            "query_count": q["query_count"],
+            "repetitions": q.repetitions,
+            "query_count": q.query_count,
             "mean_ms": mean,
-            "median_ms": delta(num(&b["median_ms"]), num(&q["median_ms"])),
-            "p95_ms": delta(num(&b["p95_ms"]), num(&q["p95_ms"])),
+            "median_ms": delta(b.median_ms.flatten(), q.median_ms.flatten()),
+            "p95_ms": delta(b.p95_ms.flatten(), q.p95_ms.flatten()),
             "classification": class,
             "noise": noise,
-            "baseline_log": b["log"].as_str().map(|l| base.dir.join(l)),
-            "candidate_log": q["log"].as_str().map(|l| cand.dir.join(l)),
+            "baseline_log": b.log.clone().flatten().map(|l| base.dir.join(l)),
+            "candidate_log": q.log.clone().flatten().map(|l| cand.dir.join(l)),
         });
         if class == "regressed" {
             let pct = |v: &Value| {
@@ -268,11 +252,23 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
         queries.push(item);
     }
     let ingestion = {
-        let bi = &base.summary["ingestion"];
-        let ci = &cand.summary["ingestion"];
+        let (bi, ci) = (&base.summary.ingestion, &cand.summary.ingestion);
         let write_b = write_parameters(&base.summary);
         let write_c = write_parameters(&cand.summary);
-        if bi["status"] == "completed" && ci["status"] == "completed" && write_b != write_c {
+        let completed = |i: &Option<crate::summary::Ingestion>| {
+            i.as_ref().map(|i| i.status) == Some(Status::Completed)
+        };
+        let rate = |i: &Option<crate::summary::Ingestion>| {
+            i.as_ref().and_then(|i| i.rows_per_second.flatten())
+        };
+        let mrate =
+            |i: &Option<crate::summary::Ingestion>| i.as_ref().and_then(|i| i.metrics_per_second);
+        let workers = |i: &Option<crate::summary::Ingestion>| i.as_ref().and_then(|i| i.workers);
+        let batch = |i: &Option<crate::summary::Ingestion>| i.as_ref().and_then(|i| i.batch_size);
+        let status = |i: &Option<crate::summary::Ingestion>| {
+            i.as_ref().map_or("no load", |i| i.status.as_str())
+        };
+        if completed(bi) && completed(ci) && write_b != write_c {
             json!({
                 "classification": "not comparable",
                 "reason": format!(
@@ -280,28 +276,28 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
                     describe_write(&write_b),
                     describe_write(&write_c)
                 ),
-                "rows_per_second": delta(num(&bi["rows_per_second"]), num(&ci["rows_per_second"])),
-                "workers": [bi["workers"], ci["workers"]],
-                "batch_size": [bi["batch_size"], ci["batch_size"]],
+                "rows_per_second": delta(rate(bi), rate(ci)),
+                "workers": [workers(bi), workers(ci)],
+                "batch_size": [batch(bi), batch(ci)],
             })
-        } else if bi["status"] == "completed" && ci["status"] == "completed" {
-            let d = delta(num(&bi["rows_per_second"]), num(&ci["rows_per_second"]));
+        } else if completed(bi) && completed(ci) {
+            let d = delta(rate(bi), rate(ci));
             let class = classify(&d, threshold, Better::Higher);
             json!({
                 "rows_per_second": d,
-                "metrics_per_second": delta(num(&bi["metrics_per_second"]), num(&ci["metrics_per_second"])),
+                "metrics_per_second": delta(mrate(bi), mrate(ci)),
                 "classification": class,
                 "noise": "one load per run: no spread to test, the band alone decides",
-                "workers": [bi["workers"], ci["workers"]],
-                "batch_size": [bi["batch_size"], ci["batch_size"]],
+                "workers": [workers(bi), workers(ci)],
+                "batch_size": [batch(bi), batch(ci)],
             })
         } else {
             json!({
                 "classification": "not compared",
                 "reason": format!(
                     "ingestion needs a completed load in both runs (baseline: {}, candidate: {})",
-                    bi["status"].as_str().unwrap_or("no load"),
-                    ci["status"].as_str().unwrap_or("no load")
+                    status(bi),
+                    status(ci)
                 ),
             })
         }
@@ -335,9 +331,10 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
 /// What the latencies of two runs may owe to their data rather than to the servers: a data
 /// state that differs, a data location that differs (memtables vs SST files). True as the
 /// second value when either state is unknown (the latency verdicts are then not comparable).
-fn data_caveats(base: &Value, cand: &Value) -> (Vec<String>, bool) {
+fn data_caveats(base: &RunSummary, cand: &RunSummary) -> (Vec<String>, bool) {
     use crate::datalocation as dl;
-    let (sb, sc) = (&base["data_state"]["label"], &cand["data_state"]["label"]);
+    let label = |s: &RunSummary| json!(s.data_state.as_ref().map(|d| &d.label));
+    let (sb, sc) = (&label(base), &label(cand));
     let unknown = dl::state_unknown(sb) || dl::state_unknown(sc);
     let mut out = Vec::new();
     if sb != sc {
@@ -357,6 +354,8 @@ fn data_caveats(base: &Value, cand: &Value) -> (Vec<String>, bool) {
             short(sb)
         ));
     }
+    let loc = |s: &RunSummary| json!({ "data_location": s.data_location });
+    let (base, cand) = (&loc(base), &loc(cand));
     if let (Some(pb), Some(pc)) = (dl::place(base), dl::place(cand)) {
         if pb != pc {
             out.push(format!(
@@ -373,12 +372,14 @@ fn data_caveats(base: &Value, cand: &Value) -> (Vec<String>, bool) {
 
 /// A latency verdict: beyond the band and outside the noise to count. Returns the class and
 /// the noise record (the test, its interval), or why the noise could not be judged.
-fn judge(b: &Value, q: &Value, mean: &Value, threshold: f64) -> (&'static str, Value) {
+fn judge(
+    b: &QuerySummary,
+    q: &QuerySummary,
+    mean: &Value,
+    threshold: f64,
+) -> (&'static str, Value) {
     let practical = classify(mean, threshold, Better::Lower);
-    let (sb, sc) = (
-        crate::noise::Sample::from_summary(b),
-        crate::noise::Sample::from_summary(q),
-    );
+    let (sb, sc) = (b.noise_sample(), q.noise_sample());
     let Some((w, base_mean)) = sb
         .zip(sc)
         .and_then(|(x, y)| crate::noise::welch(x, y).map(|w| (w, x.mean)))
@@ -398,12 +399,13 @@ fn judge(b: &Value, q: &Value, mean: &Value, threshold: f64) -> (&'static str, V
 }
 
 /// What decides a load's throughput besides the server: workers, batch size, durability.
-fn write_parameters(s: &Value) -> Value {
+fn write_parameters(s: &RunSummary) -> Value {
+    let i = s.ingestion.as_ref();
     json!({
-        "workers": s["ingestion"]["workers"],
-        "batch_size": s["ingestion"]["batch_size"],
-        "no_sync": s["workload"]["no_sync"],
-        "accept_partial": s["workload"]["accept_partial"],
+        "workers": i.and_then(|i| i.workers),
+        "batch_size": i.and_then(|i| i.batch_size),
+        "no_sync": s.workload.extra("no_sync"),
+        "accept_partial": s.workload.extra("accept_partial"),
     })
 }
 
@@ -468,14 +470,17 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
             "level": crate::noise::LEVEL,
             "rule": "a latency change is improved or regressed only when it is beyond the threshold and the confidence interval of the difference of means excludes 0",
         },
-        "product": s["product"],
-        "product_label": s["product_label"],
-        "database": s["target"]["database"],
-        "dataset": {"dataset_id": s["dataset"]["dataset_id"], "sha256": s["dataset"]["sha256"]},
+        "product": s.product,
+        "product_label": s.product_label,
+        "database": s.target.database,
+        "dataset": {
+            "dataset_id": s.dataset.as_ref().map(|d| &d.dataset_id),
+            "sha256": s.dataset.as_ref().and_then(|d| d.sha256.as_ref()),
+        },
         "query_set": {
-            "query_set_id": s["query_set"]["query_set_id"],
-            "manifest_sha256": s["query_set"]["manifest_sha256"],
-            "query_counts": s["query_set"]["query_counts"],
+            "query_set_id": s.query_set.as_ref().map(|q| &q.query_set_id),
+            "manifest_sha256": s.query_set.as_ref().map(|q| &q.manifest_sha256),
+            "query_counts": s.query_set.as_ref().map(|q| &q.query_counts),
         },
         "baseline": run_identity(&base),
         "candidates": candidates,
@@ -690,8 +695,13 @@ pub(crate) mod tests {
         assert_eq!(classify(&i, 1.0, Better::Lower), "improved");
     }
 
-    fn q(count: u64, mean: f64, stddev: f64) -> Value {
-        json!({"query_count": count, "mean_ms": mean, "stddev_ms": stddev})
+    fn q(count: u64, mean: f64, stddev: f64) -> QuerySummary {
+        query(json!({"query_count": count, "mean_ms": mean, "stddev_ms": stddev}))
+    }
+
+    /// A query entry of a summary from the fields a test sets.
+    fn query(v: Value) -> QuerySummary {
+        serde_json::from_value(v).unwrap()
     }
 
     #[test]
@@ -717,13 +727,13 @@ pub(crate) mod tests {
         assert_eq!(class, "unchanged");
         assert_eq!(noise["outside_noise"], true);
         // No spread known: the band alone decides, and the record says so.
-        let (class, noise) = judge(&json!({"mean_ms": 10.0}), &c, &m, 5.0);
+        let (class, noise) = judge(&query(json!({"mean_ms": 10.0})), &c, &m, 5.0);
         assert_eq!(class, "regressed");
         assert!(noise["test"].is_null() && noise["reason"].is_string());
     }
 
     /// A loaded run of `summary` (built by hand: no run directory behind it).
-    pub(crate) fn loaded_with(id: &str, summary: Value) -> Loaded {
+    pub(crate) fn loaded_with(id: &str, summary: Value) -> RecordedRun {
         use crate::run::{Host, Owner, RunKind, RunManifest, Status, ToolInfo};
         let manifest = RunManifest {
             run_id: id.into(),
@@ -743,25 +753,25 @@ pub(crate) mod tests {
                 pid: 1,
                 host: "h".into(),
             },
-            target: Value::Null,
+            target: crate::summary::tests::fixture_target(),
             environment: None,
             server: None,
             dataset: None,
             query_set: None,
-            workload: Value::Null,
+            workload: crate::summary::tests::fixture_workload(),
             data_state: None,
             rerun_of: None,
             error: None,
         };
-        Loaded {
+        RecordedRun {
             dir: PathBuf::from("/nonexistent").join(id),
             manifest,
-            summary,
+            summary: crate::summary::tests::summary_from(summary),
             manifest_sha256: String::new(),
         }
     }
 
-    fn loaded(id: &str, state: &str, sst: u64, mem: u64, mean: f64) -> Loaded {
+    fn loaded(id: &str, state: &str, sst: u64, mem: u64, mean: f64) -> RecordedRun {
         let summary = json!({
             "label": id,
             "product": "greptimedb",

@@ -18,7 +18,8 @@ use serde_json::{json, Value};
 use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::output::Outcome;
-use crate::runlist::{self, Loaded};
+use crate::run::{RunKind, Status, TargetMode};
+use crate::runlist::{self, RecordedRun};
 
 /// Bumped when the shape of a report's `summary.json` changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -104,36 +105,37 @@ pub fn failure_kind(reason: &str) -> &'static str {
 }
 
 /// One column: the run's identity and what the tables need of it.
-fn column(l: &Loaded, label: String, color: &str) -> Value {
+fn column(l: &RecordedRun, label: String, color: &str) -> Value {
     let s = &l.summary;
+    let id = l.identity();
     json!({
-        "run_id": l.manifest.run_id,
-        "path": l.dir,
+        "run_id": id.run_id,
+        "path": id.path,
         "label": label,
         "color": color,
-        "product": s["product"],
-        "product_label": s["product_label"],
-        "edition": s["edition"],
-        "version": s["target"]["version"],
-        "mode": s["target"]["mode"],
-        "database_id": s["target"]["database_id"],
-        "urls": s["target"]["urls"],
-        "database": s["target"]["database"],
-        "binary_sha256": s["target"]["binary_sha256"],
-        "data_state": s["data_state"]["label"],
-        "data_location": s["data_location"],
-        "phase": s["phase"],
-        "status": s["status"],
-        "created_at": s["created_at"],
-        "dataset": s["dataset"],
-        "query_set": s["query_set"],
-        "workload": s["workload"],
-        "durability": s["durability"],
-        "server_settings": s["server_settings"],
-        "environment": s["environment"],
-        "host": s["host"],
-        "tool": s["tool"],
-        "manifest_sha256": l.manifest_sha256,
+        "product": id.product,
+        "product_label": s.product_label,
+        "edition": id.edition,
+        "version": id.version,
+        "mode": id.mode,
+        "database_id": id.database_id,
+        "urls": id.urls,
+        "database": s.target.database,
+        "binary_sha256": id.binary_sha256,
+        "data_state": id.data_state,
+        "data_location": s.data_location,
+        "phase": s.phase,
+        "status": s.status,
+        "created_at": s.created_at,
+        "dataset": s.dataset,
+        "query_set": s.query_set,
+        "workload": s.workload,
+        "durability": s.durability,
+        "server_settings": s.server_settings,
+        "environment": s.environment,
+        "host": s.host,
+        "tool": s.tool,
+        "manifest_sha256": id.manifest_sha256,
     })
 }
 
@@ -191,7 +193,7 @@ fn s(v: &Value) -> String {
     }
 }
 
-fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
+fn comparability(cols: &[Value], loaded: &[RecordedRun]) -> Notes {
     let mut n = Notes { all: Vec::new() };
     let all = |_: &Value| true;
     if let Some(d) = differ(cols, all, |c| {
@@ -263,10 +265,10 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
     let loaded_cols: Vec<Value> = cols
         .iter()
         .zip(loaded)
-        .filter(|(_, l)| l.summary["ingestion"]["status"] == "completed")
+        .filter(|(_, l)| l.summary.ingestion.as_ref().map(|i| i.status) == Some(Status::Completed))
         .map(|(c, l)| {
             let mut c = c.clone();
-            c["ingestion"] = l.summary["ingestion"].clone();
+            c["ingestion"] = json!(l.summary.ingestion);
             c
         })
         .collect();
@@ -436,29 +438,21 @@ fn yes(v: &Value) -> &'static str {
 
 /// The `compaction` section of the summary of the last completed compaction in a run's data
 /// state, when its run directory is still readable.
-fn compaction_of(summary: &Value) -> Option<Value> {
-    let m = summary["data_state"]["maintenance"].as_array()?;
-    let last = m
-        .iter()
-        .rev()
-        .find(|r| r["operation"] == "compaction" && r["status"] == "completed")?;
-    let dir = std::path::Path::new(last["run_dir"].as_str()?);
+fn compaction_of(summary: &crate::summary::RunSummary) -> Option<Value> {
+    let m = &summary.data_state.as_ref()?.maintenance;
+    let last = m.iter().rev().find(|r| {
+        r.operation == "compaction" && r.status == crate::workspace::MaintenanceStatus::Completed
+    })?;
+    let dir = &last.run_dir;
+    // Another run's summary, maybe of an older version: only its `compaction` is needed.
     let text = std::fs::read(dir.join("summary.json")).ok()?;
     let s: Value = serde_json::from_slice(&text).ok()?;
     Some(s["compaction"].clone()).filter(|c| !c.is_null())
 }
 
 /// Unique column labels: a repeated label gets the run id.
-fn labels(loaded: &[Loaded]) -> Vec<String> {
-    let base: Vec<String> = loaded
-        .iter()
-        .map(|l| {
-            l.summary["label"]
-                .as_str()
-                .unwrap_or(&l.manifest.run_id)
-                .to_string()
-        })
-        .collect();
+fn labels(loaded: &[RecordedRun]) -> Vec<String> {
+    let base: Vec<String> = loaded.iter().map(|l| l.summary.label.clone()).collect();
     base.iter()
         .zip(loaded)
         .map(|(b, l)| {
@@ -473,7 +467,7 @@ fn labels(loaded: &[Loaded]) -> Vec<String> {
 
 /// Builds the report's `summary.json` (without its id) from loaded runs; `baseline` indexes
 /// `loaded`.
-pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
+pub fn build(loaded: &[RecordedRun], baseline: usize) -> Value {
     let names = labels(loaded);
     let cols: Vec<Value> = loaded
         .iter()
@@ -487,29 +481,29 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
     let ingestion: Vec<Value> = loaded
         .iter()
         .map(|l| {
-            let i = &l.summary["ingestion"];
-            let d = &l.summary["durability"];
-            let status = i["status"].as_str().unwrap_or("none");
+            let i = l.summary.ingestion.as_ref();
+            let d = l.summary.durability.as_ref();
+            let status = i.map_or("none", |i| i.status.as_str());
             let note = match status {
                 "completed" => None,
                 "reused" => Some(format!(
                     "no load in this run: data of dataset {} loaded earlier",
-                    s(&i["dataset_id"])
+                    i.and_then(|i| i.dataset_id.as_deref()).unwrap_or("-")
                 )),
                 "none" => Some("no load in this run".to_string()),
                 other => Some(format!("load {other}")),
             };
             json!({
                 "status": status,
-                "rows": i["rows"],
-                "metrics": i["metrics"],
-                "rows_per_second": i["rows_per_second"],
-                "metrics_per_second": i["metrics_per_second"],
-                "duration_seconds": i["duration_seconds"],
-                "workers": i["workers"],
-                "batch_size": i["batch_size"],
-                "durable_write_acknowledgement": d["durable_write_acknowledgement"],
-                "whole_batch_rejection": d["whole_batch_rejection"],
+                "rows": i.and_then(|i| i.rows.flatten()),
+                "metrics": i.and_then(|i| i.metrics),
+                "rows_per_second": i.and_then(|i| i.rows_per_second.flatten()),
+                "metrics_per_second": i.and_then(|i| i.metrics_per_second),
+                "duration_seconds": i.and_then(|i| i.duration_seconds),
+                "workers": i.and_then(|i| i.workers),
+                "batch_size": i.and_then(|i| i.batch_size),
+                "durable_write_acknowledgement": d.map(|d| d.durable_write_acknowledgement),
+                "whole_batch_rejection": d.map(|d| d.whole_batch_rejection),
                 "note": note,
             })
         })
@@ -540,10 +534,8 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
     // Query latency: the union of types as rows.
     let mut types: BTreeSet<String> = BTreeSet::new();
     for l in loaded {
-        for q in l.summary["queries"].as_array().into_iter().flatten() {
-            if let Some(t) = q["query_type"].as_str() {
-                types.insert(t.to_string());
-            }
+        for q in &l.summary.queries {
+            types.insert(q.query_type.clone());
         }
     }
     let mut query_rows = Vec::new();
@@ -551,29 +543,29 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
         let mut cells: Vec<Value> = loaded
             .iter()
             .map(|l| {
-                let q = l.summary["queries"]
-                    .as_array()
-                    .and_then(|qs| qs.iter().find(|q| q["query_type"] == t.as_str()));
+                let q = l.summary.queries.iter().find(|q| &q.query_type == t);
                 match q {
                     None => json!({"status": "absent", "mean_ms": null}),
-                    Some(q) if q["status"] == "completed" && q["mean_ms"].is_number() => json!({
+                    Some(q) if q.status == "completed" && q.measured() => json!({
                         "status": "completed",
-                        "mean_ms": q["mean_ms"],
-                        "median_ms": q["median_ms"],
-                        "p95_ms": q["p95_ms"],
-                        "query_count": q["query_count"],
-                        "stddev_ms": q["stddev_ms"],
+                        "mean_ms": q.mean_ms,
+                        "median_ms": q.median_ms.flatten(),
+                        "p95_ms": q.p95_ms.flatten(),
+                        "query_count": q.query_count,
+                        "stddev_ms": q.stddev_ms.flatten(),
                     }),
                     Some(q) => {
-                        let reason = q["reason"]
-                            .as_str()
-                            .unwrap_or(q["status"].as_str().unwrap_or("failed"));
+                        let reason = q
+                            .reason
+                            .clone()
+                            .flatten()
+                            .unwrap_or_else(|| q.status.clone());
                         json!({
                             "status": "failed",
                             "mean_ms": null,
-                            "failure": failure_kind(reason),
+                            "failure": failure_kind(&reason),
                             "reason": reason,
-                            "log": q["log"],
+                            "log": q.log.clone().flatten(),
                         })
                     }
                 }
@@ -606,9 +598,9 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
     let storage: Vec<Value> = loaded
         .iter()
         .map(|l| {
-            let st = &l.summary["storage"];
+            let st = l.summary.storage.as_ref().unwrap_or(&Value::Null);
             let mut v = if st.is_null() {
-                let why = if l.summary["target"]["mode"] == "external" {
+                let why = if l.summary.target.mode == TargetMode::External {
                     "not measured: external server"
                 } else {
                     "not measured in this run (measured after a load)"
@@ -638,7 +630,7 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
                 v["sst_after_flush_bytes"] = c["after_flush"]["sst_size"].clone();
                 v["sst_after_compaction_bytes"] = c["after"]["sst_size"].clone();
             }
-            v["data_location"] = l.summary["data_location"].clone();
+            v["data_location"] = json!(l.summary.data_location);
             v
         })
         .collect();
@@ -646,16 +638,15 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
     // Failures.
     let mut failures = Vec::new();
     for (l, name) in loaded.iter().zip(&names) {
-        for f in l.summary["failures"].as_array().into_iter().flatten() {
-            let reason = f["reason"].as_str().unwrap_or("");
+        for f in &l.summary.failures {
             failures.push(json!({
                 "run": name,
                 "run_id": l.manifest.run_id,
-                "stage": f["stage"],
-                "step": f["step"],
-                "kind": failure_kind(reason),
-                "reason": reason,
-                "log": f["log"].as_str().map(|p| l.dir.join(p)),
+                "stage": f.stage,
+                "step": f.step,
+                "kind": failure_kind(&f.reason),
+                "reason": f.reason,
+                "log": f.log.as_ref().map(|p| l.dir.join(p)),
             }));
         }
     }
@@ -868,7 +859,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
             .with_hint("pass one or more runs: tsbsctl runs report RUN [RUN ...]"));
     }
     let rep = ctx.reporter.as_ref();
-    let mut loaded: Vec<Loaded> = Vec::new();
+    let mut loaded: Vec<RecordedRun> = Vec::new();
     for r in &req.runs {
         let l = runlist::load(&ctx.root, r, rep)?;
         if loaded.iter().any(|x| x.dir == l.dir) {
@@ -893,11 +884,11 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         }
     };
     for l in &loaded {
-        if l.summary["run_kind"] != "benchmark" {
+        if l.summary.run_kind != RunKind::Benchmark {
             return Err(Error::invalid(format!(
                 "run {} is a {} run, not a benchmark",
                 l.manifest.run_id,
-                l.summary["run_kind"].as_str().unwrap_or("?")
+                l.summary.run_kind.as_str()
             ))
             .with_hint("report on benchmark runs; a compaction shows in the data state of the query runs after it"));
         }
@@ -1022,7 +1013,13 @@ mod tests {
 
     use crate::compare::tests::loaded_with;
 
-    fn run(label: &str, product: &str, state: &str, location: Value, queries: Value) -> Loaded {
+    fn run(
+        label: &str,
+        product: &str,
+        state: &str,
+        location: Value,
+        queries: Value,
+    ) -> RecordedRun {
         loaded_with(
             label,
             json!({
@@ -1050,11 +1047,11 @@ mod tests {
     fn issue_16_memtables_vs_sst_of_one_product_is_a_caveat_at_the_top_and_on_latency() {
         // The README's four runs: GreptimeDB as loaded read 0 SSTs, after compaction 12.
         let mut core = run("Core", "influxdb3", "as loaded", Value::Null, q(40.0, 0.1));
-        core.summary["edition"] = json!("core");
+        core.summary.edition = Some("core".into());
         // External: no data state recorded, nothing to compare it by.
         let mut ent = run("Enterprise", "influxdb3", "-", Value::Null, q(45.0, 0.1));
-        ent.summary["edition"] = json!("enterprise");
-        ent.summary["data_state"] = Value::Null;
+        ent.summary.edition = Some("enterprise".into());
+        ent.summary.data_state = None;
         let runs = vec![
             run(
                 "GreptimeDB",
