@@ -1089,4 +1089,90 @@ mod tests {
             assert!(h.memory_bytes.unwrap_or(0) > 0);
         }
     }
+
+    /// Run manifests written by the previous version (real runs of the testbed flow:
+    /// managed and external, both products, compaction, analyze, failed and interrupted).
+    const RUN_FIXTURES: &[(&str, &str)] = &[
+        (
+            "run-greptimedb-all-failed.json",
+            include_str!("../tests/fixtures/run-data-v1/run-greptimedb-all-failed.json"),
+        ),
+        (
+            "run-greptimedb-analyze.json",
+            include_str!("../tests/fixtures/run-data-v1/run-greptimedb-analyze.json"),
+        ),
+        (
+            "run-greptimedb-compaction-completed.json",
+            include_str!("../tests/fixtures/run-data-v1/run-greptimedb-compaction-completed.json"),
+        ),
+        (
+            "run-greptimedb-compaction-failed.json",
+            include_str!("../tests/fixtures/run-data-v1/run-greptimedb-compaction-failed.json"),
+        ),
+        (
+            "run-greptimedb-external-all.json",
+            include_str!("../tests/fixtures/run-data-v1/run-greptimedb-external-all.json"),
+        ),
+        (
+            "run-greptimedb-query-after-compaction.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/run-greptimedb-query-after-compaction.json"
+            ),
+        ),
+        (
+            "run-greptimedb-query-interrupted.json",
+            include_str!("../tests/fixtures/run-data-v1/run-greptimedb-query-interrupted.json"),
+        ),
+        (
+            "run-greptimedb-query-version-override.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/run-greptimedb-query-version-override.json"
+            ),
+        ),
+        (
+            "run-influxdb3-core-all.json",
+            include_str!("../tests/fixtures/run-data-v1/run-influxdb3-core-all.json"),
+        ),
+        (
+            "run-influxdb3-external-enterprise-all.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/run-influxdb3-external-enterprise-all.json"
+            ),
+        ),
+    ];
+
+    #[test]
+    fn run_manifests_of_the_previous_version_round_trip_byte_for_byte() {
+        for (name, text) in RUN_FIXTURES {
+            let m: RunManifest =
+                serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(manifest::to_text(&m).unwrap(), *text, "{name}");
+        }
+    }
+
+    #[test]
+    fn recorded_parts_are_read_as_typed() {
+        let read = |n: &str| -> RunManifest {
+            let (_, t) = RUN_FIXTURES.iter().find(|(f, _)| f.contains(n)).unwrap();
+            serde_json::from_str(t).unwrap()
+        };
+        let ext = read("influxdb3-external");
+        assert_eq!(ext.target.mode, TargetMode::External);
+        assert!(ext.target.urls.as_ref().is_some_and(|u| !u.is_empty()));
+        assert!(ext.target.extra["server_settings"].is_object());
+        assert!(ext.server.is_none());
+        let w = ext.workload.benchmark().unwrap();
+        assert!(w.extra.contains_key("no_sync"));
+        let compact = read("compaction-failed");
+        assert!(compact.workload.compaction().is_some());
+        assert!(compact.error.is_some());
+        let over = read("version-override");
+        let pin = over.server.unwrap();
+        assert!(pin.version_override);
+        assert_ne!(pin.runtime.version, pin.workspace_version);
+        let after = read("query-after-compaction");
+        assert_eq!(after.data_state.unwrap().label, "after manual compaction");
+        let env = after.environment.unwrap();
+        assert!(env.binaries.values().any(|b| b.ran_sha256.is_some()));
+    }
 }

@@ -1121,4 +1121,100 @@ pub(crate) mod tests {
         assert!(row(json!(true)).contains("| 2 | yes |"));
         assert!(row(Value::Null).contains("| 2 | unknown |"));
     }
+
+    /// `summary.json` files written by the previous version (the runs of `RUN_FIXTURES`).
+    const SUMMARY_FIXTURES: &[(&str, &str)] = &[
+        (
+            "summary-greptimedb-all-failed.json",
+            include_str!("../tests/fixtures/run-data-v1/summary-greptimedb-all-failed.json"),
+        ),
+        (
+            "summary-greptimedb-analyze.json",
+            include_str!("../tests/fixtures/run-data-v1/summary-greptimedb-analyze.json"),
+        ),
+        (
+            "summary-greptimedb-compaction-completed.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/summary-greptimedb-compaction-completed.json"
+            ),
+        ),
+        (
+            "summary-greptimedb-compaction-failed.json",
+            include_str!("../tests/fixtures/run-data-v1/summary-greptimedb-compaction-failed.json"),
+        ),
+        (
+            "summary-greptimedb-external-all.json",
+            include_str!("../tests/fixtures/run-data-v1/summary-greptimedb-external-all.json"),
+        ),
+        (
+            "summary-greptimedb-query-after-compaction.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/summary-greptimedb-query-after-compaction.json"
+            ),
+        ),
+        (
+            "summary-greptimedb-query-interrupted.json",
+            include_str!("../tests/fixtures/run-data-v1/summary-greptimedb-query-interrupted.json"),
+        ),
+        (
+            "summary-greptimedb-query-version-override.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/summary-greptimedb-query-version-override.json"
+            ),
+        ),
+        (
+            "summary-influxdb3-core-all.json",
+            include_str!("../tests/fixtures/run-data-v1/summary-influxdb3-core-all.json"),
+        ),
+        (
+            "summary-influxdb3-external-enterprise-all.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/summary-influxdb3-external-enterprise-all.json"
+            ),
+        ),
+    ];
+
+    #[test]
+    fn summaries_of_the_previous_version_round_trip_byte_for_byte() {
+        for (name, text) in SUMMARY_FIXTURES {
+            let s: RunSummary =
+                serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            // Through the same parser as the text: serde_json's float parsing may miss the
+            // last digit of a long fraction, for `Value` and structs alike. `runs summarize`
+            // (no parsing) rewrote these files byte for byte.
+            let same_parse: Value = serde_json::from_str(text).unwrap();
+            let want = serde_json::to_string_pretty(&same_parse).unwrap() + "\n";
+            let mut out = serde_json::to_string_pretty(&s).unwrap();
+            out.push('\n');
+            assert_eq!(out, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn absent_and_null_measurements_stay_apart() {
+        let read = |n: &str| -> RunSummary {
+            let (_, t) = SUMMARY_FIXTURES
+                .iter()
+                .find(|(f, _)| f.contains(n))
+                .unwrap();
+            serde_json::from_str(t).unwrap()
+        };
+        let s = read("greptimedb-query-after-compaction");
+        assert!(s
+            .queries
+            .iter()
+            .all(|q| q.measured() && q.attempts.is_some()));
+        assert!(s.queries.iter().all(|q| q.reason.is_none()));
+        let i = read("greptimedb-all-failed").ingestion.unwrap();
+        assert!(i.measured());
+        assert!(i.reported_duration_seconds.is_some() && i.backoff_seconds.is_some());
+        assert!(read("influxdb3-core-all").durability.is_some());
+        // A type that never completed: its log may be `null`, its reason is present.
+        let broken = read("greptimedb-query-interrupted");
+        let x = broken.queries.iter().find(|q| q.query_type == "x").unwrap();
+        assert!(!x.measured());
+        assert_eq!(x.log, Some(None));
+        assert!(matches!(&x.reason, Some(Some(r)) if r.contains("ended without finishing")));
+        assert!(broken.ingestion.is_none());
+    }
 }

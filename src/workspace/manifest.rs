@@ -226,3 +226,91 @@ impl WorkspaceManifest {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Workspace manifests written by the previous version.
+    const FIXTURES: &[(&str, &str)] = &[
+        (
+            "workspace-greptimedb-compacted.json",
+            include_str!("../../tests/fixtures/run-data-v1/workspace-greptimedb-compacted.json"),
+        ),
+        (
+            "workspace-greptimedb-unloaded.json",
+            include_str!("../../tests/fixtures/run-data-v1/workspace-greptimedb-unloaded.json"),
+        ),
+        (
+            "workspace-influxdb3-core-loaded.json",
+            include_str!("../../tests/fixtures/run-data-v1/workspace-influxdb3-core-loaded.json"),
+        ),
+    ];
+
+    fn read(n: &str) -> WorkspaceManifest {
+        let (_, t) = FIXTURES.iter().find(|(f, _)| f.contains(n)).unwrap();
+        serde_json::from_str(t).unwrap()
+    }
+
+    #[test]
+    fn workspace_manifests_of_the_previous_version_round_trip_byte_for_byte() {
+        for (name, text) in FIXTURES {
+            let m: WorkspaceManifest =
+                serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(crate::manifest::to_text(&m).unwrap(), *text, "{name}");
+        }
+    }
+
+    #[test]
+    fn data_state_labels_follow_the_last_maintenance() {
+        assert_eq!(
+            read("greptimedb-compacted").data_state.label(),
+            "after manual compaction"
+        );
+        assert_eq!(read("greptimedb-unloaded").data_state.label(), "not loaded");
+        let mut m = read("influxdb3-core-loaded");
+        assert_eq!(m.data_state.label(), "as loaded");
+        let rec = |op: &str, status| MaintenanceRecord {
+            operation: op.into(),
+            status,
+            at: "t".into(),
+            run_id: "r".into(),
+            run_dir: "/r".into(),
+            table: "cpu".into(),
+            extra: Map::new(),
+        };
+        m.push_maintenance(rec("flush", MaintenanceStatus::Completed));
+        assert_eq!(m.data_state.label(), "as loaded, flushed");
+        m.push_maintenance(rec("compaction", MaintenanceStatus::Started));
+        assert_eq!(
+            m.data_state.label(),
+            "maintenance interrupted: state unknown"
+        );
+        m.update_last_maintenance(rec("compaction", MaintenanceStatus::Failed));
+        assert_eq!(m.data_state.label(), "maintenance failed: state unknown");
+        m.update_last_maintenance(rec("compaction", MaintenanceStatus::Completed));
+        assert_eq!(m.data_state.label(), "after manual compaction");
+    }
+
+    #[test]
+    fn binding_transitions() {
+        let mut m = read("greptimedb-compacted");
+        let b = m.binding.clone().unwrap();
+        assert!(m.bound_to(&b));
+        let mut other = b.clone();
+        other.uncompressed_sha256 = "0".repeat(64);
+        assert!(!m.bound_to(&other));
+        // A load on top of bound data keeps the history; after a reset it starts afresh.
+        let loads = m.data_state.loads.len();
+        m.set_binding(b.clone(), "r2", "/runs/r2".into(), "t2");
+        assert_eq!(m.data_state.loads.len(), loads + 1);
+        assert!(!m.data_state.maintenance.is_empty());
+        assert_eq!(m.binding.as_ref().unwrap().run_id.as_deref(), Some("r2"));
+        assert!(m.clear_binding());
+        assert!(!m.clear_binding(), "nothing left to clear");
+        m.set_binding(b, "r3", "/runs/r3".into(), "t3");
+        assert_eq!(m.data_state.loads.len(), 1);
+        assert!(m.data_state.maintenance.is_empty());
+        assert_eq!(m.data_state.label(), "as loaded");
+    }
+}
