@@ -456,16 +456,16 @@ fn data_caveats(base: &RunSummary, cand: &RunSummary) -> (Vec<String>, bool) {
             short(sb)
         ));
     }
-    let loc = |s: &RunSummary| json!({ "data_location": s.data_location });
+    let loc = |s: &RunSummary| s.data_location.clone().unwrap_or(Value::Null);
     let (base, cand) = (&loc(base), &loc(cand));
-    if let (Some(pb), Some(pc)) = (dl::place(base), dl::place(cand)) {
+    if let (Some(pb), Some(pc)) = (dl::place_of(base), dl::place_of(cand)) {
         if pb != pc {
             out.push(format!(
                 "the data was in different places when the queries started: baseline {} ({}), candidate {} ({}); reading memtables replayed from the WAL is other work than reading SST files (for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`)",
                 pb.name(),
-                dl::describe(base),
+                dl::describe_of(base),
                 pc.name(),
-                dl::describe(cand)
+                dl::describe_of(cand)
             ));
         }
     }

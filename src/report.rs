@@ -13,13 +13,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::output::Outcome;
-use crate::run::{RunKind, Status, TargetMode};
+use crate::run::{Host, RunKind, Status, TargetMode, ToolInfo, Workload};
 use crate::runlist::{self, RecordedRun};
+use crate::summary::{DatasetSummary, Durability, EnvironmentSummary, QuerySetSummary};
 
 /// Bumped when the shape of a report's `summary.json` changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -104,39 +106,71 @@ pub fn failure_kind(reason: &str) -> &'static str {
     }
 }
 
-/// One column: the run's identity and what the tables need of it.
-fn column(l: &RecordedRun, label: String, color: &str) -> Value {
+/// One column of a report: the run's identity and what the tables need of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportColumn {
+    pub run_id: String,
+    pub path: PathBuf,
+    /// Unique among the columns.
+    pub label: String,
+    pub color: String,
+    pub product: String,
+    pub product_label: String,
+    pub edition: Option<String>,
+    pub version: Option<String>,
+    pub mode: TargetMode,
+    pub database_id: Option<String>,
+    pub urls: Option<Vec<String>>,
+    pub database: String,
+    pub binary_sha256: Option<String>,
+    pub data_state: Option<String>,
+    pub data_location: Option<Value>,
+    pub phase: String,
+    pub status: Status,
+    pub created_at: String,
+    pub dataset: Option<DatasetSummary>,
+    pub query_set: Option<QuerySetSummary>,
+    pub workload: Workload,
+    pub durability: Option<Durability>,
+    pub server_settings: Value,
+    pub environment: EnvironmentSummary,
+    pub host: Host,
+    pub tool: ToolInfo,
+    pub manifest_sha256: String,
+}
+
+fn column(l: &RecordedRun, label: String, color: &str) -> ReportColumn {
     let s = &l.summary;
     let id = l.identity();
-    json!({
-        "run_id": id.run_id,
-        "path": id.path,
-        "label": label,
-        "color": color,
-        "product": id.product,
-        "product_label": s.product_label,
-        "edition": id.edition,
-        "version": id.version,
-        "mode": id.mode,
-        "database_id": id.database_id,
-        "urls": id.urls,
-        "database": s.target.database,
-        "binary_sha256": id.binary_sha256,
-        "data_state": id.data_state,
-        "data_location": s.data_location,
-        "phase": s.phase,
-        "status": s.status,
-        "created_at": s.created_at,
-        "dataset": s.dataset,
-        "query_set": s.query_set,
-        "workload": s.workload,
-        "durability": s.durability,
-        "server_settings": s.server_settings,
-        "environment": s.environment,
-        "host": s.host,
-        "tool": s.tool,
-        "manifest_sha256": id.manifest_sha256,
-    })
+    ReportColumn {
+        run_id: id.run_id,
+        path: id.path,
+        label,
+        color: color.to_string(),
+        product: id.product,
+        product_label: s.product_label.clone(),
+        edition: id.edition,
+        version: id.version,
+        mode: id.mode,
+        database_id: id.database_id,
+        urls: id.urls,
+        database: s.target.database.clone(),
+        binary_sha256: id.binary_sha256,
+        data_state: id.data_state,
+        data_location: s.data_location.clone(),
+        phase: s.phase.clone(),
+        status: s.status,
+        created_at: s.created_at.clone(),
+        dataset: s.dataset.clone(),
+        query_set: s.query_set.clone(),
+        workload: s.workload.clone(),
+        durability: s.durability.clone(),
+        server_settings: s.server_settings.clone(),
+        environment: s.environment.clone(),
+        host: s.host.clone(),
+        tool: s.tool.clone(),
+        manifest_sha256: id.manifest_sha256,
+    }
 }
 
 /// Differences between runs that make a table not strictly comparable.
@@ -163,18 +197,15 @@ impl Notes {
 }
 
 /// Groups columns by a key; more than one group is a difference, described per column.
-fn differ(
-    cols: &[Value],
-    applies: impl Fn(&Value) -> bool,
-    key: impl Fn(&Value) -> Option<String>,
+fn differ<C: AsRef<ReportColumn>>(
+    cols: &[C],
+    applies: impl Fn(&C) -> bool,
+    key: impl Fn(&C) -> Option<String>,
 ) -> Option<String> {
     let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for c in cols.iter().filter(|c| applies(c)) {
         let k = key(c).unwrap_or_else(|| "unknown".into());
-        groups
-            .entry(k)
-            .or_default()
-            .push(c["label"].as_str().unwrap_or("?").to_string());
+        groups.entry(k).or_default().push(c.as_ref().label.clone());
     }
     (groups.len() > 1).then(|| {
         groups
@@ -193,17 +224,42 @@ fn s(v: &Value) -> String {
     }
 }
 
-fn comparability(cols: &[Value], loaded: &[RecordedRun]) -> Notes {
+impl AsRef<ReportColumn> for ReportColumn {
+    fn as_ref(&self) -> &ReportColumn {
+        self
+    }
+}
+
+/// A column whose run completed a load, with that load.
+struct LoadedColumn<'a> {
+    col: &'a ReportColumn,
+    load: &'a crate::summary::Ingestion,
+}
+
+impl AsRef<ReportColumn> for LoadedColumn<'_> {
+    fn as_ref(&self) -> &ReportColumn {
+        self.col
+    }
+}
+
+/// The first 12 characters of a checksum.
+fn short_sha(x: &str) -> &str {
+    &x[..x.len().min(12)]
+}
+
+fn opt(v: Option<impl ToString>) -> String {
+    v.map_or_else(|| "-".into(), |x| x.to_string())
+}
+
+fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
     let mut n = Notes { all: Vec::new() };
-    let all = |_: &Value| true;
+    let all = |_: &ReportColumn| true;
     if let Some(d) = differ(cols, all, |c| {
-        c["dataset"]["dataset_id"].as_str().map(|id| {
+        c.dataset.as_ref().map(|ds| {
             format!(
-                "dataset {id}, SHA-256 {}",
-                c["dataset"]["sha256"]
-                    .as_str()
-                    .map(|x| &x[..x.len().min(12)])
-                    .unwrap_or("unknown")
+                "dataset {}, SHA-256 {}",
+                ds.dataset_id,
+                ds.sha256.as_deref().map(short_sha).unwrap_or("unknown")
             )
         })
     }) {
@@ -213,9 +269,9 @@ fn comparability(cols: &[Value], loaded: &[RecordedRun]) -> Notes {
             format!("the runs used different datasets: {d}"),
         );
     }
-    let queried = |c: &Value| !c["query_set"].is_null();
+    let queried = |c: &ReportColumn| c.query_set.is_some();
     if let Some(d) = differ(cols, queried, |c| {
-        Some(c["query_set"]["query_counts"].to_string())
+        Some(json!(c.query_set.as_ref().map(|q| &q.query_counts)).to_string())
     }) {
         n.add(
             "query set",
@@ -225,11 +281,11 @@ fn comparability(cols: &[Value], loaded: &[RecordedRun]) -> Notes {
     } else {
         // Same counts: runs of one query format must also share the generated queries.
         for fmt in ["greptime", "influx3"] {
-            let same_fmt = |c: &Value| queried(c) && c["query_set"]["format"] == fmt;
+            let same_fmt = |c: &ReportColumn| c.query_set.as_ref().is_some_and(|q| q.format == fmt);
             if let Some(d) = differ(cols, same_fmt, |c| {
-                c["query_set"]["manifest_sha256"]
-                    .as_str()
-                    .map(|x| x[..x.len().min(12)].to_string())
+                c.query_set
+                    .as_ref()
+                    .map(|q| short_sha(&q.manifest_sha256).to_string())
             }) {
                 n.add(
                     "query set",
@@ -240,12 +296,12 @@ fn comparability(cols: &[Value], loaded: &[RecordedRun]) -> Notes {
         }
     }
     if let Some(d) = differ(cols, all, |c| {
-        let h = &c["host"];
+        let h = &c.host;
         Some(format!(
             "{}, {} CPUs, {} memory",
-            h["cpu_model"].as_str().unwrap_or("unknown CPU"),
-            s(&h["cpus"]),
-            crate::summary::bytes(minijinja::Value::from_serialize(&h["memory_bytes"]))
+            h.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            h.cpus,
+            crate::summary::bytes(minijinja::Value::from_serialize(h.memory_bytes))
         ))
     }) {
         n.add(
@@ -253,30 +309,27 @@ fn comparability(cols: &[Value], loaded: &[RecordedRun]) -> Notes {
             &["ingestion", "queries", "storage"],
             format!("the runs ran on different hardware: {d}"),
         );
-    } else if let Some(d) = differ(cols, all, |c| {
-        c["host"]["hostname"].as_str().map(String::from)
-    }) {
+    } else if let Some(d) = differ(cols, all, |c| Some(c.host.hostname.clone())) {
         n.add(
             "host",
             &["ingestion", "queries", "storage"],
             format!("the runs ran on different hosts: {d}"),
         );
     }
-    let loaded_cols: Vec<Value> = cols
+    let loaded_cols: Vec<LoadedColumn> = cols
         .iter()
         .zip(loaded)
-        .filter(|(_, l)| l.summary.ingestion.as_ref().map(|i| i.status) == Some(Status::Completed))
-        .map(|(c, l)| {
-            let mut c = c.clone();
-            c["ingestion"] = json!(l.summary.ingestion);
-            c
+        .filter_map(|(col, l)| {
+            let load = l.summary.ingestion.as_ref()?;
+            (load.status == Status::Completed).then_some(LoadedColumn { col, load })
         })
         .collect();
-    if let Some(d) = differ(&loaded_cols, all, |c| {
+    let all_loaded = |_: &LoadedColumn| true;
+    if let Some(d) = differ(&loaded_cols, all_loaded, |c| {
         Some(format!(
             "{} x {} rows",
-            crate::output::count_of(s(&c["ingestion"]["workers"]), "worker"),
-            s(&c["ingestion"]["batch_size"])
+            crate::output::count_of(opt(c.load.workers), "worker"),
+            opt(c.load.batch_size)
         ))
     }) {
         n.add(
@@ -287,12 +340,13 @@ fn comparability(cols: &[Value], loaded: &[RecordedRun]) -> Notes {
     }
     if let Some(d) = differ(
         &loaded_cols,
-        |c| !c["durability"].is_null(),
+        |c| c.col.durability.is_some(),
         |c| {
+            let d = c.col.durability.as_ref()?;
             Some(format!(
                 "durable WAL acknowledgement {}, whole-batch rejection {}",
-                yes(&c["durability"]["durable_write_acknowledgement"]),
-                yes(&c["durability"]["whole_batch_rejection"])
+                yes(&json!(d.durable_write_acknowledgement)),
+                yes(&json!(d.whole_batch_rejection))
             ))
         },
     ) {
@@ -303,11 +357,12 @@ fn comparability(cols: &[Value], loaded: &[RecordedRun]) -> Notes {
         );
     }
     // InfluxDB 3 Enterprise: an At-Home licence runs 2 cores (1 IO, 1 DataFusion thread).
+    // `server_settings` is product-specific: read as recorded.
     if let Some(d) = differ(
         cols,
-        |c| c["edition"] == "enterprise",
+        |c| c.edition.as_deref() == Some("enterprise"),
         |c| {
-            c["server_settings"]["license"]["type"]
+            c.server_settings["license"]["type"]
                 .as_str()
                 .map(String::from)
         },
@@ -320,9 +375,9 @@ fn comparability(cols: &[Value], loaded: &[RecordedRun]) -> Notes {
     }
     if let Some(d) = differ(
         cols,
-        |c| c["server_settings"].is_object(),
+        |c| c.server_settings.is_object(),
         |c| {
-            let st = &c["server_settings"];
+            let st = &c.server_settings;
             Some(format!(
                 "WAL flush {}, gen1 {}, snapshot after {} flushes",
                 s(&st["wal_flush_interval"]),
@@ -339,7 +394,7 @@ fn comparability(cols: &[Value], loaded: &[RecordedRun]) -> Notes {
     }
     if let Some(d) = differ(cols, queried, |c| {
         Some(crate::output::count_of(
-            s(&c["workload"]["query_workers"]),
+            opt(c.workload.benchmark().map(|w| w.query_workers)),
             "query worker",
         ))
     }) {
@@ -349,9 +404,7 @@ fn comparability(cols: &[Value], loaded: &[RecordedRun]) -> Notes {
             format!("the runs used different query concurrency: {d}"),
         );
     }
-    if let Some(d) = differ(cols, all, |c| {
-        c["environment"]["tsbs_commit"].as_str().map(String::from)
-    }) {
+    if let Some(d) = differ(cols, all, |c| c.environment.tsbs_commit.clone()) {
         n.add(
             "TSBS",
             &["ingestion", "queries"],
@@ -365,21 +418,23 @@ fn comparability(cols: &[Value], loaded: &[RecordedRun]) -> Notes {
 /// Runs of one product that queried data in different states or places (memtables vs SST
 /// files): a caveat that says what differs, not a refusal (a before/after compaction view of
 /// one workspace is what a report is for).
-fn data_notes(cols: &[Value], n: &mut Notes) {
+fn data_notes(cols: &[ReportColumn], n: &mut Notes) {
     use crate::datalocation as dl;
     // An external server's run records no data state: nothing to compare it by.
-    let queried = |c: &Value| !c["query_set"].is_null() && c["data_state"].is_string();
-    let product = |c: &Value| format!("{} {}", s(&c["product"]), s(&c["edition"]));
+    let queried = |c: &ReportColumn| c.query_set.is_some() && c.data_state.is_some();
+    let product = |c: &ReportColumn| format!("{} {}", c.product, opt(c.edition.as_ref()));
+    let state = |c: &ReportColumn| opt(c.data_state.as_ref());
+    let loc = |c: &ReportColumn| c.data_location.clone().unwrap_or(Value::Null);
     let products: BTreeSet<String> = cols.iter().filter(|c| queried(c)).map(product).collect();
     for p in products {
-        let runs: Vec<&Value> = cols
+        let runs: Vec<&ReportColumn> = cols
             .iter()
             .filter(|c| queried(c) && product(c) == p)
             .collect();
-        let name = runs[0]["product_label"].as_str().unwrap_or(&p).to_string();
-        let label = |c: &Value| c["label"].as_str().unwrap_or("?").to_string();
-        let places: BTreeSet<dl::Place> = runs.iter().filter_map(|c| dl::place(c)).collect();
-        let unknown = if runs.iter().any(|c| dl::state_unknown(&c["data_state"])) {
+        let name = runs[0].product_label.clone();
+        let places: BTreeSet<dl::Place> =
+            runs.iter().filter_map(|c| dl::place_of(&loc(c))).collect();
+        let unknown = if runs.iter().any(|c| dl::state_unknown(&json!(c.data_state))) {
             " (a state unknown after interrupted or failed maintenance may be anything)"
         } else {
             ""
@@ -387,20 +442,20 @@ fn data_notes(cols: &[Value], n: &mut Notes) {
         if places.len() > 1 {
             let each: Vec<String> = runs
                 .iter()
-                .filter(|c| dl::place(c).is_some())
+                .filter(|c| dl::place_of(&loc(c)).is_some())
                 .map(|c| {
-                    let state = s(&c["data_state"]);
+                    let state = state(c);
                     // A label that already names the state ("... (after manual compaction)").
-                    let state = if label(c).ends_with(&format!("({state})")) {
+                    let state = if c.label.ends_with(&format!("({state})")) {
                         String::new()
                     } else {
                         format!("{state}: ")
                     };
                     format!(
                         "{} ({state}{}, {})",
-                        label(c),
-                        dl::place(c).map_or("", |x| x.name()),
-                        dl::describe(c)
+                        c.label,
+                        dl::place_of(&loc(c)).map_or("", |x| x.name()),
+                        dl::describe_of(&loc(c))
                     )
                 })
                 .collect();
@@ -412,11 +467,8 @@ fn data_notes(cols: &[Value], n: &mut Notes) {
                     each.join(" vs ")
                 ),
             );
-        } else if let Some(d) = differ(
-            cols,
-            |c| queried(c) && product(c) == p,
-            |c| Some(s(&c["data_state"])),
-        ) {
+        } else if let Some(d) = differ(cols, |c| queried(c) && product(c) == p, |c| Some(state(c)))
+        {
             n.add(
                 "data state",
                 &["queries", "storage"],
@@ -469,7 +521,7 @@ fn labels(loaded: &[RecordedRun]) -> Vec<String> {
 /// `loaded`.
 pub fn build(loaded: &[RecordedRun], baseline: usize) -> Value {
     let names = labels(loaded);
-    let cols: Vec<Value> = loaded
+    let cols: Vec<ReportColumn> = loaded
         .iter()
         .zip(&names)
         .enumerate()
@@ -662,20 +714,20 @@ pub fn build(loaded: &[RecordedRun], baseline: usize) -> Value {
         "report_id": null,
         "created_at": crate::manifest::now_rfc3339(),
         "tool": crate::run::ToolInfo::current(),
-        "baseline": cols[baseline]["run_id"],
+        "baseline": cols[baseline].run_id,
         "baseline_index": baseline,
-        "baseline_label": cols[baseline]["label"],
+        "baseline_label": cols[baseline].label,
         "runs": cols,
         "comparable": warnings.is_empty(),
         "warnings": warnings,
         // A run still running (or that never finished) has numbers still to come (#28).
         "incomplete": cols
             .iter()
-            .filter(|c| c["status"] != "completed")
+            .filter(|c| c.status != Status::Completed)
             .map(|c| format!(
                 "run {} is {}: its numbers are incomplete",
-                c["run_id"].as_str().unwrap_or("?"),
-                if c["status"] == "running" { "still running".to_string() } else { c["status"].as_str().unwrap_or("unknown").to_string() }
+                c.run_id,
+                if c.status == Status::Running { "still running" } else { c.status.as_str() }
             ))
             .collect::<Vec<_>>(),
         "notes": {
