@@ -16,7 +16,7 @@ use crate::platform::Platform;
 use crate::product::greptimedb::GreptimeDb;
 use crate::product::influxdb3::{Edition, InfluxDb3};
 use crate::product::Product;
-use crate::run::RunDir;
+use crate::run::{RunDir, RunTarget, TargetMode};
 use crate::server::{ServerSpec, Timing};
 use crate::tsbs::{DatabaseMode, Secret};
 use crate::workspace::{self, Workspace};
@@ -286,28 +286,43 @@ impl Target {
     }
 
     /// The `target` of the run manifest.
-    pub fn to_run_target(&self) -> Result<crate::run::RunTarget> {
-        Ok(serde_json::from_value(self.to_json())?)
-    }
-
-    pub fn to_json(&self) -> Value {
-        let mut v = self.target_json();
+    pub fn to_run_target(&self) -> Result<RunTarget> {
+        let mut t = self.run_target()?;
         if self.kind == ProductKind::Influx3 {
-            v["server_settings"] = crate::product::influxdb3::server_settings(
+            let mut settings = crate::product::influxdb3::server_settings(
                 self.edition().as_deref(),
                 self.managed.as_ref().map(|m| &m.ws.manifest),
                 self.data_dir().as_deref(),
             );
             // A --version override runs another binary than the workspace's.
             if let Some(r) = self.managed.as_ref().and_then(|m| m.runtime.as_ref()) {
-                v["server_settings"]["source"] =
-                    json!(crate::product::influxdb3::settings_source(&r.version));
+                settings["source"] = json!(crate::product::influxdb3::settings_source(&r.version));
             }
+            t.extra.insert("server_settings".into(), settings);
         }
-        v
+        Ok(t)
     }
 
-    fn target_json(&self) -> Value {
+    fn run_target(&self) -> Result<RunTarget> {
+        let common = |mode, edition: Option<String>, database: &str, endpoint: String| RunTarget {
+            mode,
+            product: self.kind.name().to_string(),
+            edition,
+            database_id: None,
+            workspace_path: None,
+            urls: None,
+            endpoint,
+            database: database.to_string(),
+            version: None,
+            binary_sha256: None,
+            workspace_version: None,
+            workspace_binary_sha256: None,
+            version_override: None,
+            probe: None,
+            auth_token: None,
+            admin_token: None,
+            extra: Default::default(),
+        };
         match (&self.managed, &self.external) {
             (Some(m), _) => {
                 let w = &m.ws.manifest;
@@ -315,36 +330,38 @@ impl Target {
                     Some(r) => (r.version.clone(), r.binary_sha256.clone()),
                     None => (w.version.clone(), w.binary_sha256.clone()),
                 };
-                json!({
-                    "mode": "managed",
-                    "product": self.kind.name(),
-                    "edition": w.edition,
-                    "database_id": w.database_id,
-                    "workspace_path": m.ws.dir,
-                    "endpoint": m.ws.endpoint(),
-                    "database": w.database,
-                    "version": version,
-                    "binary_sha256": sha,
-                    "workspace_version": w.version,
-                    "workspace_binary_sha256": w.binary_sha256,
-                    "version_override": m.runtime.is_some(),
+                Ok(RunTarget {
+                    database_id: Some(w.database_id.clone()),
+                    workspace_path: Some(m.ws.dir.clone()),
+                    version: Some(version),
+                    binary_sha256: Some(sha),
+                    workspace_version: Some(w.version.clone()),
+                    workspace_binary_sha256: Some(w.binary_sha256.clone()),
+                    version_override: Some(m.runtime.is_some()),
+                    ..common(
+                        TargetMode::Managed,
+                        w.edition.clone(),
+                        &w.database,
+                        m.ws.endpoint(),
+                    )
                 })
             }
-            (_, Some(e)) => json!({
-                "mode": "external",
-                "product": self.kind.name(),
-                "edition": e.edition,
-                "database_id": null,
-                "urls": e.urls,
-                "endpoint": e.urls[0],
-                "database": e.database,
-                "version": e.probe["version"],
-                "binary_sha256": null,
-                "probe": e.probe,
-                "auth_token": self.auth_token.is_some(),
-                "admin_token": self.admin_token.is_some(),
+            (_, Some(e)) => Ok(RunTarget {
+                urls: Some(e.urls.clone()),
+                version: e.probe["version"].as_str().map(str::to_string),
+                probe: Some(e.probe.clone()),
+                auth_token: Some(self.auth_token.is_some()),
+                admin_token: Some(self.admin_token.is_some()),
+                ..common(
+                    TargetMode::External,
+                    e.edition.clone(),
+                    &e.database,
+                    e.urls[0].clone(),
+                )
             }),
-            _ => Value::Null,
+            _ => Err(Error::failed(
+                "a benchmark needs a managed or an external target",
+            )),
         }
     }
 
