@@ -396,8 +396,9 @@ pub struct RunDataset {
     pub extra: Map<String, Value>,
 }
 
-/// A field that is present (maybe `null`): tells a written `null` from an absent key.
-fn present<'de, D, T>(d: D) -> std::result::Result<Option<T>, D::Error>
+/// A field that is present (maybe `null`): tells a written `null` from an absent key
+/// (`#[serde(default, deserialize_with = "present")]` on an `Option<Option<_>>`).
+pub(crate) fn present<'de, D, T>(d: D) -> std::result::Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Deserialize<'de>,

@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::run::{
-    Host, RunDir, RunError, RunKind, RunTarget, Status, Step, TargetMode, ToolInfo, Workload,
+    present, Host, RunDir, RunError, RunKind, RunTarget, Status, Step, TargetMode, ToolInfo,
+    Workload,
 };
 use crate::tsbs::query::AttemptStats;
 use crate::tsbs::{self, QueryAttempt, ResultSource};
@@ -135,14 +136,6 @@ pub struct DataStateSummary {
 
 /// A present key that may be `null`, told apart from an absent key (`None`).
 pub type Present<T> = Option<Option<T>>;
-
-fn present<'de, D, T>(d: D) -> std::result::Result<Present<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
-}
 
 /// The last load attempt. The measured fields are present only when its results were read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
