@@ -173,6 +173,40 @@ fn column(l: &RecordedRun, label: String, color: &str) -> ReportColumn {
     }
 }
 
+/// The ingestion table's cell of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IngestionCell {
+    /// completed, reused, failed ..., or `none` (no load in the run).
+    pub status: String,
+    pub rows: Option<u64>,
+    pub metrics: Option<u64>,
+    pub rows_per_second: Option<f64>,
+    pub metrics_per_second: Option<f64>,
+    pub duration_seconds: Option<f64>,
+    pub workers: Option<u64>,
+    pub batch_size: Option<u64>,
+    pub durable_write_acknowledgement: Option<bool>,
+    pub whole_batch_rejection: Option<bool>,
+    /// Why there is no number.
+    pub note: Option<String>,
+    /// Highest rows/s with a clear lead.
+    pub fastest: bool,
+}
+
+/// One failure of a run in the failures table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailureRow {
+    /// The column label.
+    pub run: String,
+    pub run_id: String,
+    pub stage: String,
+    pub step: Option<String>,
+    /// See [`failure_kind`].
+    pub kind: String,
+    pub reason: String,
+    pub log: Option<PathBuf>,
+}
+
 /// Differences between runs that make a table not strictly comparable.
 struct Notes {
     all: Vec<Value>,
@@ -530,7 +564,7 @@ pub fn build(loaded: &[RecordedRun], baseline: usize) -> Value {
     let notes = comparability(&cols, loaded);
 
     // Ingestion, one cell per run.
-    let ingestion: Vec<Value> = loaded
+    let mut ingestion: Vec<IngestionCell> = loaded
         .iter()
         .map(|l| {
             let i = l.summary.ingestion.as_ref();
@@ -545,43 +579,38 @@ pub fn build(loaded: &[RecordedRun], baseline: usize) -> Value {
                 "none" => Some("no load in this run".to_string()),
                 other => Some(format!("load {other}")),
             };
-            json!({
-                "status": status,
-                "rows": i.and_then(|i| i.rows.flatten()),
-                "metrics": i.and_then(|i| i.metrics),
-                "rows_per_second": i.and_then(|i| i.rows_per_second.flatten()),
-                "metrics_per_second": i.and_then(|i| i.metrics_per_second),
-                "duration_seconds": i.and_then(|i| i.duration_seconds),
-                "workers": i.and_then(|i| i.workers),
-                "batch_size": i.and_then(|i| i.batch_size),
-                "durable_write_acknowledgement": d.map(|d| d.durable_write_acknowledgement),
-                "whole_batch_rejection": d.map(|d| d.whole_batch_rejection),
-                "note": note,
-            })
+            IngestionCell {
+                status: status.to_string(),
+                rows: i.and_then(|i| i.rows.flatten()),
+                metrics: i.and_then(|i| i.metrics),
+                rows_per_second: i.and_then(|i| i.rows_per_second.flatten()),
+                metrics_per_second: i.and_then(|i| i.metrics_per_second),
+                duration_seconds: i.and_then(|i| i.duration_seconds),
+                workers: i.and_then(|i| i.workers),
+                batch_size: i.and_then(|i| i.batch_size),
+                durable_write_acknowledgement: d.map(|d| d.durable_write_acknowledgement),
+                whole_batch_rejection: d.map(|d| d.whole_batch_rejection),
+                note,
+                fastest: false,
+            }
         })
         .collect();
+    // JSON has no NaN or infinity (they are written as null): neither can lead.
+    let rate = |i: &IngestionCell| i.rows_per_second.filter(|v| v.is_finite());
     let best_rows = ingestion
         .iter()
-        .filter_map(|i| i["rows_per_second"].as_f64())
+        .filter_map(rate)
         .fold(None::<f64>, |m, v| Some(m.map_or(v, |m| m.max(v))));
-    let rates: Vec<f64> = ingestion
-        .iter()
-        .filter_map(|i| i["rows_per_second"].as_f64())
-        .collect();
-    let ingestion: Vec<Value> = ingestion
-        .into_iter()
-        .map(|mut i| {
-            let v = i["rows_per_second"].as_f64();
-            i["fastest"] = json!(
-                v.is_some()
-                    && v == best_rows
-                    && loaded.len() > 1
-                    && clear_lead(&rates, v.unwrap_or(0.0), |x, best| best
-                        >= x * (1.0 + FASTEST_MARGIN))
-            );
-            i
-        })
-        .collect();
+    let rates: Vec<f64> = ingestion.iter().filter_map(rate).collect();
+    for i in &mut ingestion {
+        let v = rate(i);
+        i.fastest = v.is_some()
+            && v == best_rows
+            && loaded.len() > 1
+            && clear_lead(&rates, v.unwrap_or(0.0), |x, best| {
+                best >= x * (1.0 + FASTEST_MARGIN)
+            });
+    }
 
     // Query latency: the union of types as rows.
     let mut types: BTreeSet<String> = BTreeSet::new();
@@ -688,18 +717,18 @@ pub fn build(loaded: &[RecordedRun], baseline: usize) -> Value {
         .collect();
 
     // Failures.
-    let mut failures = Vec::new();
+    let mut failures: Vec<FailureRow> = Vec::new();
     for (l, name) in loaded.iter().zip(&names) {
         for f in &l.summary.failures {
-            failures.push(json!({
-                "run": name,
-                "run_id": l.manifest.run_id,
-                "stage": f.stage,
-                "step": f.step,
-                "kind": failure_kind(&f.reason),
-                "reason": f.reason,
-                "log": f.log.as_ref().map(|p| l.dir.join(p)),
-            }));
+            failures.push(FailureRow {
+                run: name.clone(),
+                run_id: l.manifest.run_id.clone(),
+                stage: f.stage.clone(),
+                step: f.step.clone(),
+                kind: failure_kind(&f.reason).to_string(),
+                reason: f.reason.clone(),
+                log: f.log.as_ref().map(|p| l.dir.join(p)),
+            });
         }
     }
 
