@@ -19,9 +19,10 @@ use serde_json::{json, Value};
 use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::output::Outcome;
+use crate::run::present;
 use crate::run::{Host, RunKind, Status, TargetMode, ToolInfo, Workload};
 use crate::runlist::{self, RecordedRun};
-use crate::summary::{DatasetSummary, Durability, EnvironmentSummary, QuerySetSummary};
+use crate::summary::{DatasetSummary, Durability, EnvironmentSummary, Present, QuerySetSummary};
 
 /// Bumped when the shape of a report's `summary.json` changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -191,6 +192,78 @@ pub struct IngestionCell {
     pub note: Option<String>,
     /// Highest rows/s with a clear lead.
     pub fastest: bool,
+}
+
+/// The latency table's cell of one run for one query type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryCell {
+    /// completed, failed or absent (the run did not run this type).
+    pub status: String,
+    /// `null` unless completed.
+    pub mean_ms: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub median_ms: Present<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub p95_ms: Present<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub query_count: Present<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub stddev_ms: Present<f64>,
+    /// Failed: see [`failure_kind`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub log: Present<String>,
+    /// Lowest mean with a lead beyond the margin and outside the noise.
+    pub fastest: bool,
+    /// A lead beyond the margin but inside the noise.
+    pub lead_within_noise: bool,
+    /// mean / the baseline's mean.
+    pub ratio: Option<f64>,
+}
+
+impl QueryCell {
+    /// The mean, when it is a number JSON can hold.
+    fn mean(&self) -> Option<f64> {
+        self.mean_ms.filter(|v| v.is_finite())
+    }
+
+    fn noise_sample(&self) -> Option<crate::noise::Sample> {
+        crate::noise::Sample::new(
+            self.query_count.flatten()?,
+            self.mean()?,
+            self.stddev_ms.flatten().filter(|v| v.is_finite())?,
+        )
+    }
+}
+
+/// One row of the latency table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryRow {
+    pub query_type: String,
+    pub cells: Vec<QueryCell>,
 }
 
 /// One failure of a run in the failures table.
@@ -619,60 +692,75 @@ pub fn build(loaded: &[RecordedRun], baseline: usize) -> Value {
             types.insert(q.query_type.clone());
         }
     }
-    let mut query_rows = Vec::new();
+    let mut query_rows: Vec<QueryRow> = Vec::new();
     for t in &types {
-        let mut cells: Vec<Value> = loaded
+        let mut cells: Vec<QueryCell> = loaded
             .iter()
             .map(|l| {
                 let q = l.summary.queries.iter().find(|q| &q.query_type == t);
+                let cell = |status: &str, mean_ms| QueryCell {
+                    status: status.to_string(),
+                    mean_ms,
+                    median_ms: None,
+                    p95_ms: None,
+                    query_count: None,
+                    stddev_ms: None,
+                    failure: None,
+                    reason: None,
+                    log: None,
+                    fastest: false,
+                    lead_within_noise: false,
+                    ratio: None,
+                };
                 match q {
-                    None => json!({"status": "absent", "mean_ms": null}),
-                    Some(q) if q.status == "completed" && q.measured() => json!({
-                        "status": "completed",
-                        "mean_ms": q.mean_ms,
-                        "median_ms": q.median_ms.flatten(),
-                        "p95_ms": q.p95_ms.flatten(),
-                        "query_count": q.query_count,
-                        "stddev_ms": q.stddev_ms.flatten(),
-                    }),
+                    None => cell("absent", None),
+                    Some(q) if q.status == "completed" && q.measured() => QueryCell {
+                        median_ms: Some(q.median_ms.flatten()),
+                        p95_ms: Some(q.p95_ms.flatten()),
+                        query_count: Some(q.query_count),
+                        stddev_ms: Some(q.stddev_ms.flatten()),
+                        ..cell("completed", q.mean_ms)
+                    },
                     Some(q) => {
                         let reason = q
                             .reason
                             .clone()
                             .flatten()
                             .unwrap_or_else(|| q.status.clone());
-                        json!({
-                            "status": "failed",
-                            "mean_ms": null,
-                            "failure": failure_kind(&reason),
-                            "reason": reason,
-                            "log": q.log.clone().flatten(),
-                        })
+                        QueryCell {
+                            failure: Some(failure_kind(&reason).to_string()),
+                            reason: Some(reason),
+                            log: Some(q.log.clone().flatten()),
+                            ..cell("failed", None)
+                        }
                     }
                 }
             })
             .collect();
-        let values: Vec<f64> = cells.iter().filter_map(|c| c["mean_ms"].as_f64()).collect();
+        let values: Vec<f64> = cells.iter().filter_map(QueryCell::mean).collect();
         let min = values.iter().cloned().fold(f64::INFINITY, f64::min);
-        let base = cells[baseline]["mean_ms"].as_f64();
+        let base = cells[baseline].mean();
         let noise_ok: Vec<bool> = (0..cells.len())
             .map(|i| lead_outside_noise(&cells, i))
             .collect();
         for (c, noise_ok) in cells.iter_mut().zip(noise_ok) {
-            let v = c["mean_ms"].as_f64();
+            let v = c.mean();
             let by_margin = values.len() > 1
                 && v == Some(min)
                 && clear_lead(&values, min, |x, best| x >= best * (1.0 + FASTEST_MARGIN));
-            c["fastest"] = json!(by_margin && noise_ok);
+            c.fastest = by_margin && noise_ok;
             // Beyond the margin but not beyond the noise: said, not starred.
-            c["lead_within_noise"] = json!(by_margin && !noise_ok);
-            c["ratio"] = match (v, base) {
-                (Some(v), Some(b)) if b > 0.0 => json!(v / b),
-                (Some(v), Some(b)) if b == 0.0 && v == 0.0 => json!(1.0),
-                _ => Value::Null,
+            c.lead_within_noise = by_margin && !noise_ok;
+            c.ratio = match (v, base) {
+                (Some(v), Some(b)) if b > 0.0 => Some(v / b),
+                (Some(v), Some(b)) if b == 0.0 && v == 0.0 => Some(1.0),
+                _ => None,
             };
         }
-        query_rows.push(json!({"query_type": t, "cells": cells}));
+        query_rows.push(QueryRow {
+            query_type: t.clone(),
+            cells,
+        });
     }
 
     // Storage footprint.
@@ -1062,16 +1150,16 @@ fn clear_lead(values: &[f64], best: f64, beats: impl Fn(f64, f64) -> bool) -> bo
 /// True when the lead of cell `best` over every other measured cell is outside the noise, by
 /// the test `runs compare` uses (Welch's t on count, mean and stddev: [`crate::noise`]). A pair
 /// where either run lacks spread statistics is left to the margin alone.
-fn lead_outside_noise(cells: &[Value], best: usize) -> bool {
-    let Some(b) = crate::noise::Sample::from_summary(&cells[best]) else {
+fn lead_outside_noise(cells: &[QueryCell], best: usize) -> bool {
+    let Some(b) = cells[best].noise_sample() else {
         return true;
     };
     cells
         .iter()
         .enumerate()
-        .filter(|(i, c)| *i != best && c["mean_ms"].is_number())
+        .filter(|(i, c)| *i != best && c.mean().is_some())
         .all(|(_, c)| {
-            crate::noise::Sample::from_summary(c)
+            c.noise_sample()
                 .and_then(|o| crate::noise::welch(b, o))
                 .is_none_or(|w| w.significant())
         })
