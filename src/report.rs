@@ -280,24 +280,66 @@ pub struct FailureRow {
     pub log: Option<PathBuf>,
 }
 
+/// A difference between runs that makes tables not strictly comparable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    pub aspect: String,
+    /// ingestion, queries, storage.
+    pub tables: Vec<String>,
+    pub detail: String,
+}
+
+/// The notes of each table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableNotes {
+    pub ingestion: Vec<Note>,
+    pub queries: Vec<Note>,
+    pub storage: Vec<Note>,
+}
+
+/// `summary.json` of a report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    /// Always `report`.
+    pub kind: String,
+    pub report_id: Option<String>,
+    pub created_at: String,
+    pub tool: ToolInfo,
+    /// The baseline's run id.
+    pub baseline: String,
+    pub baseline_index: usize,
+    pub baseline_label: String,
+    pub runs: Vec<ReportColumn>,
+    pub comparable: bool,
+    pub warnings: Vec<String>,
+    /// Runs whose numbers are still to come (running, or ended early).
+    pub incomplete: Vec<String>,
+    pub notes: TableNotes,
+    pub ingestion: Vec<IngestionCell>,
+    pub queries: Vec<QueryRow>,
+    /// Footprint records (step data, product-specific fields).
+    pub storage: Vec<Value>,
+    pub failures: Vec<FailureRow>,
+}
+
 /// Differences between runs that make a table not strictly comparable.
 struct Notes {
-    all: Vec<Value>,
+    all: Vec<Note>,
 }
 
 impl Notes {
     fn add(&mut self, aspect: &str, tables: &[&str], detail: String) {
-        self.all
-            .push(json!({"aspect": aspect, "tables": tables, "detail": detail}));
+        self.all.push(Note {
+            aspect: aspect.to_string(),
+            tables: tables.iter().map(|t| t.to_string()).collect(),
+            detail,
+        });
     }
-    fn for_table(&self, t: &str) -> Vec<Value> {
+    fn for_table(&self, t: &str) -> Vec<Note> {
         self.all
             .iter()
-            .filter(|n| {
-                n["tables"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().any(|x| x == t))
-            })
+            .filter(|n| n.tables.iter().any(|x| x == t))
             .cloned()
             .collect()
     }
@@ -627,6 +669,11 @@ fn labels(loaded: &[RecordedRun]) -> Vec<String> {
 /// Builds the report's `summary.json` (without its id) from loaded runs; `baseline` indexes
 /// `loaded`.
 pub fn build(loaded: &[RecordedRun], baseline: usize) -> Value {
+    json!(build_report(loaded, baseline))
+}
+
+/// [`build`], typed.
+pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
     let names = labels(loaded);
     let cols: Vec<ReportColumn> = loaded
         .iter()
@@ -820,48 +867,51 @@ pub fn build(loaded: &[RecordedRun], baseline: usize) -> Value {
         }
     }
 
-    let warnings: Vec<String> = notes
-        .all
+    let warnings: Vec<String> = notes.all.iter().map(|n| n.detail.clone()).collect();
+    // A run still running (or that never finished) has numbers still to come (#28).
+    let incomplete = cols
         .iter()
-        .map(|n| n["detail"].as_str().unwrap_or("").to_string())
-        .collect();
-    json!({
-        "schema_version": SCHEMA_VERSION,
-        "kind": "report",
-        "report_id": null,
-        "created_at": crate::manifest::now_rfc3339(),
-        "tool": crate::run::ToolInfo::current(),
-        "baseline": cols[baseline].run_id,
-        "baseline_index": baseline,
-        "baseline_label": cols[baseline].label,
-        "runs": cols,
-        "comparable": warnings.is_empty(),
-        "warnings": warnings,
-        // A run still running (or that never finished) has numbers still to come (#28).
-        "incomplete": cols
-            .iter()
-            .filter(|c| c.status != Status::Completed)
-            .map(|c| format!(
+        .filter(|c| c.status != Status::Completed)
+        .map(|c| {
+            format!(
                 "run {} is {}: its numbers are incomplete",
                 c.run_id,
-                if c.status == Status::Running { "still running" } else { c.status.as_str() }
-            ))
-            .collect::<Vec<_>>(),
-        "notes": {
-            "ingestion": notes.for_table("ingestion"),
-            "queries": notes.for_table("queries"),
-            "storage": notes.for_table("storage"),
+                if c.status == Status::Running {
+                    "still running"
+                } else {
+                    c.status.as_str()
+                }
+            )
+        })
+        .collect();
+    Report {
+        schema_version: SCHEMA_VERSION,
+        kind: "report".into(),
+        report_id: None,
+        created_at: crate::manifest::now_rfc3339(),
+        tool: ToolInfo::current(),
+        baseline: cols[baseline].run_id.clone(),
+        baseline_index: baseline,
+        baseline_label: cols[baseline].label.clone(),
+        comparable: warnings.is_empty(),
+        warnings,
+        incomplete,
+        notes: TableNotes {
+            ingestion: notes.for_table("ingestion"),
+            queries: notes.for_table("queries"),
+            storage: notes.for_table("storage"),
         },
-        "ingestion": ingestion,
-        "queries": query_rows,
-        "storage": storage,
-        "failures": failures,
-    })
+        runs: cols,
+        ingestion,
+        queries: query_rows,
+        storage,
+        failures,
+    }
 }
 
 /// Chart geometry derived from a report summary (the HTML draws it; nothing else).
-pub fn charts(summary: &Value) -> Value {
-    let runs = summary["runs"].as_array().cloned().unwrap_or_default();
+pub fn charts(summary: &Report) -> Value {
+    let runs = &summary.runs;
     let n = runs.len().max(1) as f64;
     let (width, bar_h, gap) = (560.0, 14.0, 12.0);
     // Room for the longest label (11 px text is about 6.3 px per character).
@@ -869,18 +919,17 @@ pub fn charts(summary: &Value) -> Value {
         (labels.into_iter().max().unwrap_or(10) as f64 * 6.3 + 14.0).clamp(80.0, 420.0)
     };
     let left = left_for(
-        summary["queries"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|r| r["query_type"].as_str().unwrap_or("").chars().count())
+        summary
+            .queries
+            .iter()
+            .map(|r| r.query_type.chars().count())
             .collect(),
     );
     // Latency: log10 scale over whole decades around the values.
     let mut vals: Vec<f64> = Vec::new();
-    for r in summary["queries"].as_array().into_iter().flatten() {
-        for c in r["cells"].as_array().into_iter().flatten() {
-            if let Some(v) = c["mean_ms"].as_f64().filter(|v| *v > 0.0) {
+    for r in &summary.queries {
+        for c in &r.cells {
+            if let Some(v) = c.mean().filter(|v| *v > 0.0) {
                 vals.push(v);
             }
         }
@@ -908,24 +957,21 @@ pub fn charts(summary: &Value) -> Value {
     let top = 30.0;
     let mut groups = Vec::new();
     let mut y = top;
-    for r in summary["queries"].as_array().into_iter().flatten() {
+    for r in &summary.queries {
         let mut bars = Vec::new();
         let gy = y;
-        for (i, c) in r["cells"].as_array().into_iter().flatten().enumerate() {
+        for (i, c) in r.cells.iter().enumerate() {
             let by = y + i as f64 * bar_h;
-            let color = runs
-                .get(i)
-                .and_then(|r| r["color"].as_str())
-                .unwrap_or("#888");
-            match c["mean_ms"].as_f64() {
+            let color = runs.get(i).map_or("#888", |r| r.color.as_str());
+            match c.mean() {
                 Some(v) if v > 0.0 => bars.push(json!({
                     "x": left, "y": by, "w": x(v), "h": bar_h - 2.0, "color": color,
-                    "text": format!("{v:.2} ms{}", if c["fastest"] == true { " (fastest)" } else { "" }),
+                    "text": format!("{v:.2} ms{}", if c.fastest { " (fastest)" } else { "" }),
                     "tx": left + x(v) + 4.0, "ty": by + bar_h - 4.0, "failed": false,
                 })),
-                _ if c["status"] == "failed" => bars.push(json!({
+                _ if c.status == "failed" => bars.push(json!({
                     "x": left, "y": by, "w": 0, "h": bar_h - 2.0, "color": color,
-                    "text": format!("failed: {}", s(&c["failure"])),
+                    "text": format!("failed: {}", c.failure.as_deref().unwrap_or("-")),
                     "tx": left + 4.0, "ty": by + bar_h - 4.0, "failed": true,
                 })),
                 _ => {}
@@ -933,7 +979,7 @@ pub fn charts(summary: &Value) -> Value {
         }
         y += n * bar_h + gap;
         groups.push(json!({
-            "label": r["query_type"],
+            "label": r.query_type,
             "ly": gy + n * bar_h / 2.0 + 4.0,
             "bars": bars,
         }));
@@ -960,31 +1006,26 @@ pub fn charts(summary: &Value) -> Value {
     });
 
     // Ingestion: linear rows/s.
-    let ing = summary["ingestion"].as_array().cloned().unwrap_or_default();
-    let left = left_for(
-        runs.iter()
-            .map(|r| r["label"].as_str().unwrap_or("").chars().count())
-            .collect(),
-    );
-    let max = ing
-        .iter()
-        .filter_map(|i| i["rows_per_second"].as_f64())
-        .fold(0.0, f64::max);
+    let ing = &summary.ingestion;
+    let left = left_for(runs.iter().map(|r| r.label.chars().count()).collect());
+    // JSON has no NaN or infinity: such a rate draws nothing, as `null` did.
+    let rate = |c: &IngestionCell| c.rows_per_second.filter(|v| v.is_finite());
+    let max = ing.iter().filter_map(rate).fold(0.0, f64::max);
     let mut ibars = Vec::new();
     for (i, c) in ing.iter().enumerate() {
         let by = top + i as f64 * (bar_h + 8.0);
-        let run = runs.get(i).cloned().unwrap_or(Value::Null);
-        let text = match c["rows_per_second"].as_f64() {
+        let run = runs.get(i);
+        let text = match rate(c) {
             Some(v) => format!("{} rows/s", thousands(v)),
-            None => c["note"].as_str().unwrap_or("no load").to_string(),
+            None => c.note.clone().unwrap_or_else(|| "no load".into()),
         };
-        let w = match c["rows_per_second"].as_f64() {
+        let w = match rate(c) {
             Some(v) if max > 0.0 => (v / max * width).max(2.0),
             _ => 0.0,
         };
         ibars.push(json!({
-            "label": run["label"], "x": left, "y": by, "w": w, "h": bar_h,
-            "color": run["color"], "text": text, "tx": left + w + 4.0, "ty": by + bar_h - 3.0,
+            "label": run.map(|r| &r.label), "x": left, "y": by, "w": w, "h": bar_h,
+            "color": run.map(|r| &r.color), "text": text, "tx": left + w + 4.0, "ty": by + bar_h - 3.0,
             "ly": by + bar_h - 3.0,
         }));
     }
@@ -1003,7 +1044,7 @@ fn thousands(v: f64) -> String {
 }
 
 /// Renders `summary.md` and `report.html` of a report summary.
-pub fn render(summary: &Value) -> Result<(String, String)> {
+pub fn render(summary: &Report) -> Result<(String, String)> {
     let md_env = template_env("report.md", MD_TEMPLATE)?;
     let md = md_env
         .get_template("report.md")
@@ -1062,12 +1103,15 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
             .with_hint("report on benchmark runs; a compaction shows in the data state of the query runs after it"));
         }
     }
-    let mut summary = build(&loaded, baseline);
-    let files = |summary: &mut Value, id: &str| -> Result<Vec<(String, Vec<u8>)>> {
-        summary["report_id"] = json!(id);
+    let mut summary = build_report(&loaded, baseline);
+    let files = |summary: &mut Report, id: &str| -> Result<Vec<(String, Vec<u8>)>> {
+        summary.report_id = Some(id.to_string());
         let (md, html) = render(summary)?;
         Ok(vec![
-            ("summary.json".into(), crate::compare::pretty(summary)?),
+            (
+                "summary.json".into(),
+                crate::compare::pretty(&json!(summary))?,
+            ),
             ("summary.md".into(), md.into_bytes()),
             ("report.html".into(), html.into_bytes()),
         ])
@@ -1108,16 +1152,16 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         }
     };
     let mut human = String::new();
-    for w in summary["incomplete"].as_array().into_iter().flatten() {
-        human.push_str(&format!("Incomplete: {}\n", s(w)));
+    for w in &summary.incomplete {
+        human.push_str(&format!("Incomplete: {w}\n"));
     }
-    for w in summary["warnings"].as_array().into_iter().flatten() {
-        human.push_str(&format!("Not strictly comparable: {}\n", s(w)));
+    for w in &summary.warnings {
+        human.push_str(&format!("Not strictly comparable: {w}\n"));
     }
     human.push_str(&format!(
         "Report {id}: {} run(s), baseline {}\nDirectory: {}\nHTML: {}\nMarkdown: {}\n",
         loaded.len(),
-        s(&summary["baseline_label"]),
+        summary.baseline_label,
         dir.display(),
         dir.join("report.html").display(),
         dir.join("summary.md").display()
@@ -1129,8 +1173,8 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
             "report_html": dir.join("report.html"),
             "summary_md": dir.join("summary.md"),
             "summary_json": dir.join("summary.json"),
-            "comparable": summary["comparable"],
-            "warnings": summary["warnings"],
+            "comparable": summary.comparable,
+            "warnings": summary.warnings,
             "summary": summary,
         }),
         human,
