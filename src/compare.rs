@@ -14,13 +14,17 @@
 //! The output directory `comparisons/<id>/` is staged and renamed in one step.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::output::Outcome;
-use crate::runlist::{self, Loaded};
+use crate::run::{RunKind, Status};
+use crate::runlist::{self, RecordedRun};
+use crate::summary::{QuerySummary, RunIdentity, RunSummary};
 
 /// Bumped when the shape of a comparison's `summary.json` changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -36,11 +40,29 @@ pub enum Better {
     Higher,
 }
 
+/// Baseline vs candidate of one number.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Delta {
+    pub baseline: Option<f64>,
+    pub candidate: Option<f64>,
+    /// candidate - baseline.
+    pub delta: Option<f64>,
+    pub delta_percent: Option<f64>,
+    /// candidate / baseline.
+    pub ratio: Option<f64>,
+}
+
 /// Baseline vs candidate of one number: delta, percent, ratio (candidate / baseline). A zero
 /// baseline gives no ratio nor percent unless both are zero.
-pub fn delta(baseline: Option<f64>, candidate: Option<f64>) -> Value {
+pub fn delta(baseline: Option<f64>, candidate: Option<f64>) -> Delta {
     let (Some(b), Some(c)) = (baseline, candidate) else {
-        return json!({"baseline": baseline, "candidate": candidate, "delta": null, "delta_percent": null, "ratio": null});
+        return Delta {
+            baseline,
+            candidate,
+            delta: None,
+            delta_percent: None,
+            ratio: None,
+        };
     };
     let (ratio, pct) = if b == 0.0 {
         if c == 0.0 {
@@ -52,16 +74,22 @@ pub fn delta(baseline: Option<f64>, candidate: Option<f64>) -> Value {
         let r = c / b;
         (Some(r), Some((r - 1.0) * 100.0))
     };
-    json!({"baseline": b, "candidate": c, "delta": c - b, "delta_percent": pct, "ratio": ratio})
+    Delta {
+        baseline: Some(b),
+        candidate: Some(c),
+        delta: Some(c - b),
+        delta_percent: pct,
+        ratio,
+    }
 }
 
 /// improved / unchanged / regressed with a noise band of `threshold` percent. An undefined
 /// percentage (zero baseline, non-zero candidate) is an infinite change.
-pub fn classify(d: &Value, threshold: f64, better: Better) -> &'static str {
-    let Some(delta) = d["delta"].as_f64() else {
+pub fn classify(d: &Delta, threshold: f64, better: Better) -> &'static str {
+    let Some(delta) = d.delta else {
         return "unknown";
     };
-    let pct = d["delta_percent"].as_f64().unwrap_or(if delta > 0.0 {
+    let pct = d.delta_percent.unwrap_or(if delta > 0.0 {
         f64::INFINITY
     } else if delta < 0.0 {
         f64::NEG_INFINITY
@@ -93,29 +121,29 @@ pub fn check_threshold(t: f64) -> Result<f64> {
 }
 
 /// What makes a run comparable: refuses runs that cannot be inputs at all.
-fn check_eligible(role: &str, l: &Loaded) -> Result<()> {
+fn check_eligible(role: &str, l: &RecordedRun) -> Result<()> {
     let s = &l.summary;
     let id = &l.manifest.run_id;
-    if s["run_kind"] != "benchmark" {
+    if s.run_kind != RunKind::Benchmark {
         return Err(Error::invalid(format!(
             "{role} run {id} is a {} run; only benchmark runs have measurements to compare",
-            s["run_kind"].as_str().unwrap_or("?")
+            s.run_kind.as_str()
         ))
         .with_hint("pass runs made by `tsbsctl bench ... all|load|query`"));
     }
-    if let Some(f) = s["failures"].as_array().and_then(|f| f.first()) {
+    if let Some(f) = s.failures.first() {
         return Err(Error::invalid(format!(
             "{role} run {id} has failures ({} in {}: {})",
-            s["failures"].as_array().map(Vec::len).unwrap_or(0),
-            f["step"].as_str().or(f["stage"].as_str()).unwrap_or("?"),
-            f["reason"].as_str().unwrap_or("?")
+            s.failures.len(),
+            f.step.as_deref().unwrap_or(&f.stage),
+            f.reason
         ))
         .with_hint("compare only runs that completed without failures; rerun the failed one (`tsbsctl runs rerun RUN`)"));
     }
-    if s["status"] != "completed" {
+    if s.status != Status::Completed {
         return Err(Error::invalid(format!(
             "{role} run {id} is {}, not completed",
-            s["status"].as_str().unwrap_or("?")
+            s.status.as_str()
         ))
         .with_hint("compare only completed runs"));
     }
@@ -123,31 +151,33 @@ fn check_eligible(role: &str, l: &Loaded) -> Result<()> {
 }
 
 /// The identity a candidate must share with the baseline: `(what, value)` pairs.
-fn identity(s: &Value) -> Vec<(&'static str, Value)> {
-    let counts: BTreeMap<String, Value> = s["queries"]
-        .as_array()
-        .map(|qs| {
-            qs.iter()
-                .map(|q| {
-                    (
-                        q["query_type"].as_str().unwrap_or("").to_string(),
-                        json!({"repetitions": q["repetitions"], "query_count": q["query_count"]}),
-                    )
-                })
-                .collect()
+fn identity(s: &RunSummary) -> Vec<(&'static str, Value)> {
+    let counts: BTreeMap<String, Value> = s
+        .queries
+        .iter()
+        .map(|q| {
+            (
+                q.query_type.clone(),
+                json!({"repetitions": q.repetitions, "query_count": q.query_count}),
+            )
         })
-        .unwrap_or_default();
+        .collect();
+    let ds = s.dataset.as_ref();
+    let qs = s.query_set.as_ref();
     vec![
-        ("product", s["product"].clone()),
-        ("SQL database", s["target"]["database"].clone()),
-        ("dataset id", s["dataset"]["dataset_id"].clone()),
-        ("dataset checksum", s["dataset"]["sha256"].clone()),
-        ("query-set id", s["query_set"]["query_set_id"].clone()),
+        ("product", json!(s.product)),
+        ("SQL database", json!(s.target.database)),
+        ("dataset id", json!(ds.map(|d| &d.dataset_id))),
+        (
+            "dataset checksum",
+            json!(ds.and_then(|d| d.sha256.as_ref())),
+        ),
+        ("query-set id", json!(qs.map(|q| &q.query_set_id))),
         (
             "query-set manifest checksum",
-            s["query_set"]["manifest_sha256"].clone(),
+            json!(qs.map(|q| &q.manifest_sha256)),
         ),
-        ("query counts", s["query_set"]["query_counts"].clone()),
+        ("query counts", json!(qs.map(|q| &q.query_counts))),
         ("repetitions and query counts", json!(counts)),
     ]
 }
@@ -161,7 +191,7 @@ fn short(v: &Value) -> String {
 }
 
 /// Refuses a candidate that measured something else than the baseline.
-fn check_same(base: &Loaded, cand: &Loaded) -> Result<()> {
+fn check_same(base: &RecordedRun, cand: &RecordedRun) -> Result<()> {
     let a = identity(&base.summary);
     let b = identity(&cand.summary);
     let diffs: Vec<String> = a
@@ -184,47 +214,107 @@ fn check_same(base: &Loaded, cand: &Loaded) -> Result<()> {
     Ok(())
 }
 
-fn run_identity(l: &Loaded) -> Value {
-    let s = &l.summary;
-    json!({
-        "run_id": l.manifest.run_id,
-        "path": l.dir,
-        "label": s["label"],
-        "product": s["product"],
-        "edition": s["edition"],
-        "mode": s["target"]["mode"],
-        "database_id": s["target"]["database_id"],
-        "urls": s["target"]["urls"],
-        "version": s["target"]["version"],
-        "binary_sha256": s["target"]["binary_sha256"],
-        "data_state": s["data_state"]["label"],
-        "manifest_sha256": l.manifest_sha256,
-    })
+/// One query type of a candidate against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryComparison {
+    pub query_type: String,
+    pub repetitions: Option<u32>,
+    pub query_count: Option<u64>,
+    pub mean_ms: Delta,
+    pub median_ms: Delta,
+    pub p95_ms: Delta,
+    /// improved, unchanged, regressed, within noise, not comparable, unknown.
+    pub classification: String,
+    /// The noise test's record, or why there was none.
+    pub noise: Value,
+    pub baseline_log: Option<PathBuf>,
+    pub candidate_log: Option<PathBuf>,
 }
 
-fn num(v: &Value) -> Option<f64> {
-    v.as_f64()
+/// The query type whose mean regressed most.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LargestRegression {
+    pub query_type: String,
+    pub delta_ms: Option<f64>,
+    pub delta_percent: Option<f64>,
+    pub ratio: Option<f64>,
+}
+
+/// Ingestion of a candidate against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum IngestionComparison {
+    /// Both loaded with the same write parameters.
+    Compared {
+        rows_per_second: Delta,
+        metrics_per_second: Delta,
+        classification: String,
+        noise: String,
+        workers: [Option<u64>; 2],
+        batch_size: [Option<u64>; 2],
+    },
+    /// Both loaded, with different write parameters.
+    NotComparable {
+        classification: String,
+        reason: String,
+        rows_per_second: Delta,
+        workers: [Option<u64>; 2],
+        batch_size: [Option<u64>; 2],
+    },
+    /// A run did not load (or its load failed).
+    NotCompared {
+        classification: String,
+        reason: String,
+    },
+}
+
+impl IngestionComparison {
+    pub fn classification(&self) -> &str {
+        match self {
+            IngestionComparison::Compared { classification, .. }
+            | IngestionComparison::NotComparable { classification, .. }
+            | IngestionComparison::NotCompared { classification, .. } => classification,
+        }
+    }
+}
+
+/// One candidate of a comparison: its identity and the verdicts against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CandidateComparison {
+    #[serde(flatten)]
+    pub identity: RunIdentity,
+    /// improved, unchanged (within noise included), regressed -> query types.
+    pub counts: BTreeMap<String, u64>,
+    pub within_noise: u64,
+    /// Differences in the data that qualify every latency verdict.
+    pub caveats: Vec<String>,
+    /// changed, unchanged, within noise, not comparable.
+    pub verdict: String,
+    pub largest_regression: Option<LargestRegression>,
+    pub ingestion: IngestionComparison,
+    pub queries: Vec<QueryComparison>,
 }
 
 /// One candidate against the baseline.
-fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
-    let bq: BTreeMap<&str, &Value> = base.summary["queries"]
-        .as_array()
-        .map(|qs| {
-            qs.iter()
-                .map(|q| (q["query_type"].as_str().unwrap_or(""), q))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut counts = BTreeMap::from([("improved", 0u64), ("unchanged", 0), ("regressed", 0)]);
+fn compare_one(base: &RecordedRun, cand: &RecordedRun, threshold: f64) -> CandidateComparison {
+    let bq: BTreeMap<&str, &QuerySummary> = base
+        .summary
+        .queries
+        .iter()
+        .map(|q| (q.query_type.as_str(), q))
+        .collect();
+    let mut counts: BTreeMap<String, u64> = ["improved", "unchanged", "regressed"]
+        .into_iter()
+        .map(|k| (k.to_string(), 0))
+        .collect();
     let (caveats, state_unknown) = data_caveats(&base.summary, &cand.summary);
     let mut queries = Vec::new();
-    let mut largest: Option<Value> = None;
+    let mut largest: Option<&QueryComparison> = None;
     let mut within_noise = 0u64;
-    for q in cand.summary["queries"].as_array().into_iter().flatten() {
-        let qt = q["query_type"].as_str().unwrap_or("");
+    for q in &cand.summary.queries {
+        let qt = q.query_type.as_str();
         let Some(b) = bq.get(qt) else { continue };
-        let mean = delta(num(&b["mean_ms"]), num(&q["mean_ms"]));
+        let mean = delta(b.mean_ms, q.mean_ms);
         let (class, noise) = judge(b, q, &mean, threshold);
         // Data of unknown state may be anything: no latency verdict holds against it.
         let class = if state_unknown {
@@ -241,75 +331,85 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
         } else {
             class
         };
-        *counts.entry(counted).or_default() += 1;
-        let item = json!({
-            "query_type": qt,
-            "repetitions": q["repetitions"],
-            "query_count": q["query_count"],
-            "mean_ms": mean,
-            "median_ms": delta(num(&b["median_ms"]), num(&q["median_ms"])),
-            "p95_ms": delta(num(&b["p95_ms"]), num(&q["p95_ms"])),
-            "classification": class,
-            "noise": noise,
-            "baseline_log": b["log"].as_str().map(|l| base.dir.join(l)),
-            "candidate_log": q["log"].as_str().map(|l| cand.dir.join(l)),
+        *counts.entry(counted.to_string()).or_default() += 1;
+        queries.push(QueryComparison {
+            query_type: qt.to_string(),
+            repetitions: q.repetitions,
+            query_count: q.query_count,
+            mean_ms: mean,
+            median_ms: delta(b.median_ms.flatten(), q.median_ms.flatten()),
+            p95_ms: delta(b.p95_ms.flatten(), q.p95_ms.flatten()),
+            classification: class.to_string(),
+            noise,
+            baseline_log: b.log.clone().flatten().map(|l| base.dir.join(l)),
+            candidate_log: q.log.clone().flatten().map(|l| cand.dir.join(l)),
         });
-        if class == "regressed" {
-            let pct = |v: &Value| {
-                v["mean_ms"]["delta_percent"]
-                    .as_f64()
-                    .unwrap_or(f64::INFINITY)
-            };
-            if largest.as_ref().is_none_or(|l| pct(&item) > pct(l)) {
-                largest = Some(item.clone());
-            }
-        }
-        queries.push(item);
     }
+    // The first of the largest (an unknown percent is an infinite change).
+    let pct = |q: &QueryComparison| q.mean_ms.delta_percent.unwrap_or(f64::INFINITY);
+    for item in queries.iter().filter(|q| q.classification == "regressed") {
+        if largest.is_none_or(|l| pct(item) > pct(l)) {
+            largest = Some(item);
+        }
+    }
+    let largest_regression = largest.map(|l| LargestRegression {
+        query_type: l.query_type.clone(),
+        delta_ms: l.mean_ms.delta,
+        delta_percent: l.mean_ms.delta_percent,
+        ratio: l.mean_ms.ratio,
+    });
     let ingestion = {
-        let bi = &base.summary["ingestion"];
-        let ci = &cand.summary["ingestion"];
+        let (bi, ci) = (&base.summary.ingestion, &cand.summary.ingestion);
         let write_b = write_parameters(&base.summary);
         let write_c = write_parameters(&cand.summary);
-        if bi["status"] == "completed" && ci["status"] == "completed" && write_b != write_c {
-            json!({
-                "classification": "not comparable",
-                "reason": format!(
+        let completed = |i: &Option<crate::summary::Ingestion>| {
+            i.as_ref().map(|i| i.status) == Some(Status::Completed)
+        };
+        let rate = |i: &Option<crate::summary::Ingestion>| {
+            i.as_ref().and_then(|i| i.rows_per_second.flatten())
+        };
+        let mrate =
+            |i: &Option<crate::summary::Ingestion>| i.as_ref().and_then(|i| i.metrics_per_second);
+        let workers = |i: &Option<crate::summary::Ingestion>| i.as_ref().and_then(|i| i.workers);
+        let batch = |i: &Option<crate::summary::Ingestion>| i.as_ref().and_then(|i| i.batch_size);
+        let status = |i: &Option<crate::summary::Ingestion>| {
+            i.as_ref().map_or("no load", |i| i.status.as_str())
+        };
+        if completed(bi) && completed(ci) && write_b != write_c {
+            IngestionComparison::NotComparable {
+                classification: "not comparable".into(),
+                reason: format!(
                     "the loads used different write parameters (baseline {}, candidate {}); rows/s depend on them",
                     describe_write(&write_b),
                     describe_write(&write_c)
                 ),
-                "rows_per_second": delta(num(&bi["rows_per_second"]), num(&ci["rows_per_second"])),
-                "workers": [bi["workers"], ci["workers"]],
-                "batch_size": [bi["batch_size"], ci["batch_size"]],
-            })
-        } else if bi["status"] == "completed" && ci["status"] == "completed" {
-            let d = delta(num(&bi["rows_per_second"]), num(&ci["rows_per_second"]));
+                rows_per_second: delta(rate(bi), rate(ci)),
+                workers: [workers(bi), workers(ci)],
+                batch_size: [batch(bi), batch(ci)],
+            }
+        } else if completed(bi) && completed(ci) {
+            let d = delta(rate(bi), rate(ci));
             let class = classify(&d, threshold, Better::Higher);
-            json!({
-                "rows_per_second": d,
-                "metrics_per_second": delta(num(&bi["metrics_per_second"]), num(&ci["metrics_per_second"])),
-                "classification": class,
-                "noise": "one load per run: no spread to test, the band alone decides",
-                "workers": [bi["workers"], ci["workers"]],
-                "batch_size": [bi["batch_size"], ci["batch_size"]],
-            })
+            IngestionComparison::Compared {
+                rows_per_second: d,
+                metrics_per_second: delta(mrate(bi), mrate(ci)),
+                classification: class.into(),
+                noise: "one load per run: no spread to test, the band alone decides".into(),
+                workers: [workers(bi), workers(ci)],
+                batch_size: [batch(bi), batch(ci)],
+            }
         } else {
-            json!({
-                "classification": "not compared",
-                "reason": format!(
+            IngestionComparison::NotCompared {
+                classification: "not compared".into(),
+                reason: format!(
                     "ingestion needs a completed load in both runs (baseline: {}, candidate: {})",
-                    bi["status"].as_str().unwrap_or("no load"),
-                    ci["status"].as_str().unwrap_or("no load")
+                    status(bi),
+                    status(ci)
                 ),
-            })
+            }
         }
     };
-    let mut v = run_identity(cand);
-    v["counts"] = json!(counts);
-    v["within_noise"] = json!(within_noise);
-    v["caveats"] = json!(caveats);
-    v["verdict"] = json!(if state_unknown {
+    let verdict = if state_unknown {
         "not comparable"
     } else if counts["regressed"] > 0 || counts["improved"] > 0 {
         "changed"
@@ -317,26 +417,26 @@ fn compare_one(base: &Loaded, cand: &Loaded, threshold: f64) -> Value {
         "within noise"
     } else {
         "unchanged"
-    });
-    v["largest_regression"] = largest.map_or(Value::Null, |l| {
-        json!({
-            "query_type": l["query_type"],
-            "delta_ms": l["mean_ms"]["delta"],
-            "delta_percent": l["mean_ms"]["delta_percent"],
-            "ratio": l["mean_ms"]["ratio"],
-        })
-    });
-    v["ingestion"] = ingestion;
-    v["queries"] = json!(queries);
-    v
+    };
+    CandidateComparison {
+        identity: cand.identity(),
+        counts,
+        within_noise,
+        caveats,
+        verdict: verdict.into(),
+        largest_regression,
+        ingestion,
+        queries,
+    }
 }
 
 /// What the latencies of two runs may owe to their data rather than to the servers: a data
 /// state that differs, a data location that differs (memtables vs SST files). True as the
 /// second value when either state is unknown (the latency verdicts are then not comparable).
-fn data_caveats(base: &Value, cand: &Value) -> (Vec<String>, bool) {
+fn data_caveats(base: &RunSummary, cand: &RunSummary) -> (Vec<String>, bool) {
     use crate::datalocation as dl;
-    let (sb, sc) = (&base["data_state"]["label"], &cand["data_state"]["label"]);
+    let label = |s: &RunSummary| json!(s.data_state.as_ref().map(|d| &d.label));
+    let (sb, sc) = (&label(base), &label(cand));
     let unknown = dl::state_unknown(sb) || dl::state_unknown(sc);
     let mut out = Vec::new();
     if sb != sc {
@@ -356,14 +456,16 @@ fn data_caveats(base: &Value, cand: &Value) -> (Vec<String>, bool) {
             short(sb)
         ));
     }
-    if let (Some(pb), Some(pc)) = (dl::place(base), dl::place(cand)) {
+    let loc = |s: &RunSummary| s.data_location.clone().unwrap_or(Value::Null);
+    let (base, cand) = (&loc(base), &loc(cand));
+    if let (Some(pb), Some(pc)) = (dl::place_of(base), dl::place_of(cand)) {
         if pb != pc {
             out.push(format!(
                 "the data was in different places when the queries started: baseline {} ({}), candidate {} ({}); reading memtables replayed from the WAL is other work than reading SST files (for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`)",
                 pb.name(),
-                dl::describe(base),
+                dl::describe_of(base),
                 pc.name(),
-                dl::describe(cand)
+                dl::describe_of(cand)
             ));
         }
     }
@@ -372,12 +474,14 @@ fn data_caveats(base: &Value, cand: &Value) -> (Vec<String>, bool) {
 
 /// A latency verdict: beyond the band and outside the noise to count. Returns the class and
 /// the noise record (the test, its interval), or why the noise could not be judged.
-fn judge(b: &Value, q: &Value, mean: &Value, threshold: f64) -> (&'static str, Value) {
+fn judge(
+    b: &QuerySummary,
+    q: &QuerySummary,
+    mean: &Delta,
+    threshold: f64,
+) -> (&'static str, Value) {
     let practical = classify(mean, threshold, Better::Lower);
-    let (sb, sc) = (
-        crate::noise::Sample::from_summary(b),
-        crate::noise::Sample::from_summary(q),
-    );
+    let (sb, sc) = (b.noise_sample(), q.noise_sample());
     let Some((w, base_mean)) = sb
         .zip(sc)
         .and_then(|(x, y)| crate::noise::welch(x, y).map(|w| (w, x.mean)))
@@ -397,12 +501,13 @@ fn judge(b: &Value, q: &Value, mean: &Value, threshold: f64) -> (&'static str, V
 }
 
 /// What decides a load's throughput besides the server: workers, batch size, durability.
-fn write_parameters(s: &Value) -> Value {
+fn write_parameters(s: &RunSummary) -> Value {
+    let i = s.ingestion.as_ref();
     json!({
-        "workers": s["ingestion"]["workers"],
-        "batch_size": s["ingestion"]["batch_size"],
-        "no_sync": s["workload"]["no_sync"],
-        "accept_partial": s["workload"]["accept_partial"],
+        "workers": i.and_then(|i| i.workers),
+        "batch_size": i.and_then(|i| i.batch_size),
+        "no_sync": s.workload.extra("no_sync"),
+        "accept_partial": s.workload.extra("accept_partial"),
     })
 }
 
@@ -418,6 +523,62 @@ fn describe_write(w: &Value) -> String {
         }
     }
     out
+}
+
+/// How a latency change is told from noise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoiseTest {
+    pub test: String,
+    pub level: f64,
+    pub rule: String,
+}
+
+/// What the compared runs share (their identity checks passed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedDataset {
+    pub dataset_id: Option<String>,
+    pub sha256: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedQuerySet {
+    pub query_set_id: Option<String>,
+    pub manifest_sha256: Option<String>,
+    pub query_counts: Option<BTreeMap<String, u64>>,
+}
+
+/// `summary.json` of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub schema_version: u32,
+    /// Always `comparison`.
+    pub kind: String,
+    /// `null` when it could not be saved (read-only media).
+    pub comparison_id: Option<String>,
+    pub created_at: String,
+    pub threshold_percent: f64,
+    pub noise_test: NoiseTest,
+    pub product: String,
+    pub product_label: String,
+    pub database: String,
+    pub dataset: ComparedDataset,
+    pub query_set: ComparedQuerySet,
+    pub baseline: RunIdentity,
+    pub candidates: Vec<CandidateComparison>,
+}
+
+/// `manifest.json` of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparisonManifest {
+    pub schema_version: u32,
+    pub kind: String,
+    pub comparison_id: Option<String>,
+    pub created_at: String,
+    pub command: String,
+    pub tool: crate::run::ToolInfo,
+    pub threshold_percent: f64,
+    pub baseline: RunIdentity,
+    pub candidate_runs: Vec<RunIdentity>,
 }
 
 /// What `runs compare` was asked for.
@@ -451,53 +612,62 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         cands.push(l);
     }
     let s = &base.summary;
-    let candidates: Vec<Value> = cands
+    let candidates: Vec<CandidateComparison> = cands
         .iter()
         .map(|c| compare_one(&base, c, threshold))
         .collect();
     let created_at = crate::manifest::now_rfc3339();
-    let mut summary = json!({
-        "schema_version": SCHEMA_VERSION,
-        "kind": "comparison",
-        "comparison_id": null,
-        "created_at": created_at,
-        "threshold_percent": threshold,
-        "noise_test": {
-            "test": "welch_t",
-            "level": crate::noise::LEVEL,
-            "rule": "a latency change is improved or regressed only when it is beyond the threshold and the confidence interval of the difference of means excludes 0",
+    let mut summary = Comparison {
+        schema_version: SCHEMA_VERSION,
+        kind: "comparison".into(),
+        comparison_id: None,
+        created_at: created_at.clone(),
+        threshold_percent: threshold,
+        noise_test: NoiseTest {
+            test: "welch_t".into(),
+            level: crate::noise::LEVEL,
+            rule: "a latency change is improved or regressed only when it is beyond the threshold and the confidence interval of the difference of means excludes 0".into(),
         },
-        "product": s["product"],
-        "product_label": s["product_label"],
-        "database": s["target"]["database"],
-        "dataset": {"dataset_id": s["dataset"]["dataset_id"], "sha256": s["dataset"]["sha256"]},
-        "query_set": {
-            "query_set_id": s["query_set"]["query_set_id"],
-            "manifest_sha256": s["query_set"]["manifest_sha256"],
-            "query_counts": s["query_set"]["query_counts"],
+        product: s.product.clone(),
+        product_label: s.product_label.clone(),
+        database: s.target.database.clone(),
+        dataset: ComparedDataset {
+            dataset_id: s.dataset.as_ref().map(|d| d.dataset_id.clone()),
+            sha256: s.dataset.as_ref().and_then(|d| d.sha256.clone()),
         },
-        "baseline": run_identity(&base),
-        "candidates": candidates,
-    });
-    let mut manifest = json!({
-        "schema_version": SCHEMA_VERSION,
-        "kind": "comparison",
-        "comparison_id": null,
-        "created_at": created_at,
-        "command": ctx.command_line(),
-        "tool": crate::run::ToolInfo::current(),
-        "threshold_percent": threshold,
-        "baseline": run_identity(&base),
-        "candidate_runs": cands.iter().map(run_identity).collect::<Vec<_>>(),
-    });
+        query_set: ComparedQuerySet {
+            query_set_id: s.query_set.as_ref().map(|q| q.query_set_id.clone()),
+            manifest_sha256: s.query_set.as_ref().map(|q| q.manifest_sha256.clone()),
+            query_counts: s.query_set.as_ref().map(|q| q.query_counts.clone()),
+        },
+        baseline: base.identity(),
+        candidates,
+    };
+    let mut manifest = ComparisonManifest {
+        schema_version: SCHEMA_VERSION,
+        kind: "comparison".into(),
+        comparison_id: None,
+        created_at,
+        command: ctx.command_line(),
+        tool: crate::run::ToolInfo::current(),
+        threshold_percent: threshold,
+        baseline: base.identity(),
+        candidate_runs: cands.iter().map(RecordedRun::identity).collect(),
+    };
     let base_dir = ctx.root.comparisons();
     let published = crate::publish::publish(&base_dir, |id| {
-        summary["comparison_id"] = json!(id);
-        manifest["comparison_id"] = json!(id);
+        summary.comparison_id = Some(id.to_string());
+        manifest.comparison_id = Some(id.to_string());
         let md = render_md(&summary)?;
         Ok(vec![
-            ("manifest.json".into(), crate::publish::pretty(&manifest)?),
-            ("summary.json".into(), crate::publish::pretty(&summary)?),
+            (
+                "manifest.json".into(),
+                crate::publish::pretty(&json!(manifest))?,
+            ),
+            (
+                "summary.json".into(),
+                crate::publish::pretty(&json!(summary))?,
+            ),
             ("summary.md".into(), md.into_bytes()),
         ])
     });
@@ -510,35 +680,35 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
                 base_dir.display(),
                 e.message
             ));
-            summary["comparison_id"] = Value::Null;
+            summary.comparison_id = None;
             (None, None)
         }
         Err(e) => return Err(e),
     };
-    let regressed: u64 = summary["candidates"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| c["counts"]["regressed"].as_u64().unwrap_or(0))
+    let count = |c: &CandidateComparison, k: &str| c.counts.get(k).copied().unwrap_or(0);
+    let regressed: u64 = summary
+        .candidates
+        .iter()
+        .map(|c| count(c, "regressed"))
         .sum();
     let mut human = String::new();
-    for c in summary["candidates"].as_array().into_iter().flatten() {
+    for c in &summary.candidates {
         human.push_str(&format!(
             "{} ({}) vs baseline {}: improved {}, unchanged {} ({} of them within noise), regressed {}; ingestion {}\n",
-            c["label"].as_str().unwrap_or("?"),
-            c["run_id"].as_str().unwrap_or("?"),
+            c.identity.label,
+            c.identity.run_id,
             base.manifest.run_id,
-            c["counts"]["improved"],
-            c["counts"]["unchanged"],
-            c["within_noise"],
-            c["counts"]["regressed"],
-            c["ingestion"]["classification"].as_str().unwrap_or("?"),
+            count(c, "improved"),
+            count(c, "unchanged"),
+            c.within_noise,
+            count(c, "regressed"),
+            c.ingestion.classification(),
         ));
-        if c["verdict"] == "not comparable" {
+        if c.verdict == "not comparable" {
             human.push_str("  latency verdicts: not comparable\n");
         }
-        for cv in c["caveats"].as_array().into_iter().flatten() {
-            human.push_str(&format!("  caveat: {}\n", cv.as_str().unwrap_or("?")));
+        for cv in &c.caveats {
+            human.push_str(&format!("  caveat: {cv}\n"));
         }
     }
     match &dir {
@@ -564,8 +734,8 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     ))
 }
 
-/// Renders a comparison's `summary.md`.
-pub fn render_md(summary: &Value) -> Result<String> {
+/// Renders a comparison's `summary.md` (a [`Comparison`], or a value of its shape).
+pub fn render_md<S: Serialize>(summary: &S) -> Result<String> {
     let env = crate::render::template_env("compare.md", TEMPLATE)?;
     let t = env
         .get_template("compare.md")
@@ -582,18 +752,18 @@ pub(crate) mod tests {
     #[test]
     fn deltas_and_zero_baselines() {
         let d = delta(Some(10.0), Some(12.0));
-        assert_eq!(d["ratio"], 1.2);
-        assert!((d["delta_percent"].as_f64().unwrap() - 20.0).abs() < 1e-9);
+        assert_eq!(d.ratio, Some(1.2));
+        assert!((d.delta_percent.unwrap() - 20.0).abs() < 1e-9);
         assert_eq!(classify(&d, 5.0, Better::Lower), "regressed");
         assert_eq!(classify(&d, 25.0, Better::Lower), "unchanged");
         assert_eq!(classify(&d, 5.0, Better::Higher), "improved");
         let z = delta(Some(0.0), Some(0.0));
-        assert_eq!(z["ratio"], 1.0);
-        assert_eq!(z["delta_percent"], 0.0);
+        assert_eq!(z.ratio, Some(1.0));
+        assert_eq!(z.delta_percent, Some(0.0));
         assert_eq!(classify(&z, 5.0, Better::Lower), "unchanged");
         let n = delta(Some(0.0), Some(3.0));
-        assert!(n["ratio"].is_null() && n["delta_percent"].is_null());
-        assert_eq!(n["delta"], 3.0);
+        assert!(n.ratio.is_none() && n.delta_percent.is_none());
+        assert_eq!(n.delta, Some(3.0));
         assert_eq!(classify(&n, 5.0, Better::Lower), "regressed");
         assert_eq!(classify(&n, 5.0, Better::Higher), "improved");
         let m = delta(None, Some(3.0));
@@ -603,8 +773,13 @@ pub(crate) mod tests {
         assert_eq!(classify(&i, 1.0, Better::Lower), "improved");
     }
 
-    fn q(count: u64, mean: f64, stddev: f64) -> Value {
-        json!({"query_count": count, "mean_ms": mean, "stddev_ms": stddev})
+    fn q(count: u64, mean: f64, stddev: f64) -> QuerySummary {
+        query(json!({"query_count": count, "mean_ms": mean, "stddev_ms": stddev}))
+    }
+
+    /// A query entry of a summary from the fields a test sets.
+    fn query(v: Value) -> QuerySummary {
+        serde_json::from_value(v).unwrap()
     }
 
     #[test]
@@ -630,13 +805,13 @@ pub(crate) mod tests {
         assert_eq!(class, "unchanged");
         assert_eq!(noise["outside_noise"], true);
         // No spread known: the band alone decides, and the record says so.
-        let (class, noise) = judge(&json!({"mean_ms": 10.0}), &c, &m, 5.0);
+        let (class, noise) = judge(&query(json!({"mean_ms": 10.0})), &c, &m, 5.0);
         assert_eq!(class, "regressed");
         assert!(noise["test"].is_null() && noise["reason"].is_string());
     }
 
     /// A loaded run of `summary` (built by hand: no run directory behind it).
-    pub(crate) fn loaded_with(id: &str, summary: Value) -> Loaded {
+    pub(crate) fn loaded_with(id: &str, summary: Value) -> RecordedRun {
         use crate::run::{Host, Owner, RunKind, RunManifest, Status, ToolInfo};
         let manifest = RunManifest {
             run_id: id.into(),
@@ -656,25 +831,25 @@ pub(crate) mod tests {
                 pid: 1,
                 host: "h".into(),
             },
-            target: Value::Null,
+            target: crate::summary::tests::fixture_target(),
             environment: None,
             server: None,
             dataset: None,
             query_set: None,
-            workload: Value::Null,
+            workload: crate::summary::tests::fixture_workload(),
             data_state: None,
             rerun_of: None,
             error: None,
         };
-        Loaded {
+        RecordedRun {
             dir: PathBuf::from("/nonexistent").join(id),
             manifest,
-            summary,
+            summary: crate::summary::tests::summary_from(summary),
             manifest_sha256: String::new(),
         }
     }
 
-    fn loaded(id: &str, state: &str, sst: u64, mem: u64, mean: f64) -> Loaded {
+    fn loaded(id: &str, state: &str, sst: u64, mem: u64, mean: f64) -> RecordedRun {
         let summary = json!({
             "label": id,
             "product": "greptimedb",
@@ -692,7 +867,7 @@ pub(crate) mod tests {
         // The trial: "as loaded" vs "maintenance interrupted: state unknown", +10%, tight.
         let base = loaded("b", "as loaded", 0, 28 << 20, 10.0);
         let cand = loaded("c", "maintenance interrupted: state unknown", 12, 0, 11.0);
-        let v = compare_one(&base, &cand, 5.0);
+        let v = json!(compare_one(&base, &cand, 5.0));
         assert_eq!(v["verdict"], "not comparable", "{v}");
         assert_eq!(v["queries"][0]["classification"], "not comparable");
         assert_eq!(v["counts"]["regressed"], 0);
@@ -716,7 +891,7 @@ pub(crate) mod tests {
     fn issue_16_a_known_state_that_differs_is_a_caveat_on_the_verdicts() {
         let base = loaded("b", "as loaded", 0, 28 << 20, 10.0);
         let cand = loaded("c", "as loaded, flushed", 12, 0, 11.0);
-        let v = compare_one(&base, &cand, 5.0);
+        let v = json!(compare_one(&base, &cand, 5.0));
         assert_eq!(v["verdict"], "changed", "{v}");
         assert_eq!(v["queries"][0]["classification"], "regressed");
         let cav = v["caveats"].as_array().unwrap();
@@ -725,7 +900,7 @@ pub(crate) mod tests {
         assert!(cav[1].as_str().unwrap().contains("different places"));
         // Like with like: no caveat.
         let twin = loaded("t", "as loaded", 0, 27 << 20, 10.0);
-        let v = compare_one(&base, &twin, 5.0);
+        let v = json!(compare_one(&base, &twin, 5.0));
         assert_eq!(v["caveats"], json!([]), "{v}");
         assert_eq!(v["verdict"], "unchanged");
     }

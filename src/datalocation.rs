@@ -29,7 +29,11 @@ impl Place {
 /// The place of a summary's `data_location`; `None` when the run did not record it or its
 /// server could not tell (no region statistics): unknown is never guessed.
 pub fn place(summary: &Value) -> Option<Place> {
-    let loc = &summary["data_location"];
+    place_of(&summary["data_location"])
+}
+
+/// The place of a `data_location` record.
+pub fn place_of(loc: &Value) -> Option<Place> {
     if loc["information_schema"] != true {
         return None;
     }
@@ -46,7 +50,11 @@ pub fn place(summary: &Value) -> Option<Place> {
 
 /// "0 SST files, 0 B; 28.0 MiB only in memtables".
 pub fn describe(summary: &Value) -> String {
-    let loc = &summary["data_location"];
+    describe_of(&summary["data_location"])
+}
+
+/// [`describe`] of a `data_location` record.
+pub fn describe_of(loc: &Value) -> String {
     let bytes = |v: &Value| crate::render::bytes(minijinja::Value::from_serialize(v));
     format!(
         "{}, {}; {} only in memtables",

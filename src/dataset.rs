@@ -1056,7 +1056,7 @@ pub fn generation_need(
     };
     Ok(crate::diskspace::Need {
         what: format!("dataset {} ({rows} rows)", dataset.id),
-        bytes: crate::diskspace::dataset_bytes(rows, compression),
+        bytes: estimated_bytes(rows, compression),
         dir,
     })
 }
@@ -2017,9 +2017,27 @@ pub fn completed_formats(ds: &Dataset) -> BTreeMap<String, FormatManifest> {
     out
 }
 
+/// Estimated bytes of a cpu-only influx dataset of `rows` rows stored with `compression` (the
+/// disk-space check before generation).
+pub fn estimated_bytes(rows: u64, compression: Compression) -> u64 {
+    let per_row = match compression {
+        Compression::None => 360,
+        Compression::Gzip => 90,
+        Compression::Xz => 72,
+    };
+    rows.saturating_mul(per_row)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_size_estimate_scales_with_rows_and_compression() {
+        assert_eq!(estimated_bytes(86_400, Compression::None), 86_400 * 360);
+        assert!(estimated_bytes(10, Compression::Gzip) < estimated_bytes(10, Compression::None));
+        assert_eq!(estimated_bytes(u64::MAX, Compression::None), u64::MAX);
+    }
 
     #[test]
     fn go_durations() {

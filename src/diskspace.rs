@@ -10,29 +10,12 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::dataset::Compression;
 use crate::error::{Error, Result};
-use crate::queryset::QueryFormat;
 
 /// Environment variable: bytes to keep free beyond the estimate (default: the larger of
 /// 256 MiB and a tenth of the estimate).
 pub const MARGIN_ENV: &str = "TSBSCTL_DISK_MARGIN_BYTES";
 const MIN_MARGIN: u64 = 256 << 20;
-
-/// Estimated bytes of a cpu-only influx dataset of `rows` rows stored with `compression`.
-pub fn dataset_bytes(rows: u64, compression: Compression) -> u64 {
-    let per_row = match compression {
-        Compression::None => 360,
-        Compression::Gzip => 90,
-        Compression::Xz => 72,
-    };
-    rows.saturating_mul(per_row)
-}
-
-/// Estimated bytes of a query set holding `queries` queries in total.
-pub fn query_set_bytes(format: QueryFormat, queries: u64) -> u64 {
-    queries.saturating_mul(format.bytes_per_query)
-}
 
 /// One thing about to be written: what, how much, where.
 #[derive(Debug, Clone)]
@@ -132,8 +115,8 @@ mod tests {
     #[test]
     fn defect_1_a_dataset_larger_than_the_disk_is_refused_naming_both_numbers() {
         let dir = tempfile::tempdir().unwrap();
-        // 10^12 rows: about 327 TiB, more than any test machine has.
-        let bytes = dataset_bytes(1_000_000_000_000, Compression::None);
+        // About 327 TiB (10^12 rows of a dataset), more than any test machine has.
+        let bytes: u64 = 360_000_000_000_000;
         let e = ensure_room(&[Need {
             what: "dataset big".into(),
             bytes,
@@ -163,13 +146,5 @@ mod tests {
             dir: dir.path().to_path_buf(),
         }])
         .unwrap();
-    }
-
-    #[test]
-    fn estimates_scale_with_the_workload() {
-        assert_eq!(dataset_bytes(86_400, Compression::None), 86_400 * 360);
-        assert!(dataset_bytes(10, Compression::Gzip) < dataset_bytes(10, Compression::None));
-        assert_eq!(query_set_bytes(QueryFormat::Greptime, 150), 150 * 4096);
-        assert_eq!(dataset_bytes(u64::MAX, Compression::None), u64::MAX);
     }
 }

@@ -41,7 +41,7 @@ pub mod publish;
 pub mod queryset;
 pub mod redact;
 pub mod render;
-pub mod repair;
+
 pub mod report;
 pub mod rerun;
 pub mod run;
@@ -54,6 +54,7 @@ pub mod treehash;
 pub mod tsbs;
 pub mod userpath;
 pub mod workspace;
+pub mod workspace_manifest;
 pub mod xz;
 
 /// The tool's version, recorded in every manifest.

@@ -25,10 +25,19 @@ impl Sample {
     /// From a summary's query entry (`query_count`, `mean_ms`, `stddev_ms`); `None` when a
     /// number is missing.
     pub fn from_summary(q: &Value) -> Option<Sample> {
+        Sample::new(
+            q["query_count"].as_u64()?,
+            q["mean_ms"].as_f64()?,
+            q["stddev_ms"].as_f64()?,
+        )
+    }
+
+    /// `None` unless mean and stddev are finite and the stddev is not negative.
+    pub fn new(count: u64, mean: f64, stddev: f64) -> Option<Sample> {
         let s = Sample {
-            count: q["query_count"].as_u64()?,
-            mean: q["mean_ms"].as_f64()?,
-            stddev: q["stddev_ms"].as_f64()?,
+            count,
+            mean,
+            stddev,
         };
         (s.mean.is_finite() && s.stddev.is_finite() && s.stddev >= 0.0).then_some(s)
     }

@@ -517,7 +517,7 @@ pub fn generation_need(root: &Root, req: &QuerySetRequest) -> Result<crate::disk
         bytes: if dir.exists() {
             0
         } else {
-            crate::diskspace::query_set_bytes(req.format, total)
+            total.saturating_mul(req.format.bytes_per_query)
         },
         dir,
     })

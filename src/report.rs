@@ -13,12 +13,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::output::Outcome;
-use crate::runlist::{self, Loaded};
+use crate::run::present;
+use crate::run::{Host, RunKind, Status, TargetMode, ToolInfo, Workload};
+use crate::runlist::{self, RecordedRun};
+use crate::summary::{DatasetSummary, Durability, EnvironmentSummary, Present, QuerySetSummary};
 
 /// Bumped when the shape of a report's `summary.json` changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -62,76 +66,254 @@ pub fn failure_kind(reason: &str) -> &'static str {
     }
 }
 
-/// One column: the run's identity and what the tables need of it.
-fn column(l: &Loaded, label: String, color: &str) -> Value {
+/// One column of a report: the run's identity and what the tables need of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportColumn {
+    pub run_id: String,
+    pub path: PathBuf,
+    /// Unique among the columns.
+    pub label: String,
+    pub color: String,
+    pub product: String,
+    pub product_label: String,
+    pub edition: Option<String>,
+    pub version: Option<String>,
+    pub mode: TargetMode,
+    pub database_id: Option<String>,
+    pub urls: Option<Vec<String>>,
+    pub database: String,
+    pub binary_sha256: Option<String>,
+    pub data_state: Option<String>,
+    pub data_location: Option<Value>,
+    pub phase: String,
+    pub status: Status,
+    pub created_at: String,
+    pub dataset: Option<DatasetSummary>,
+    pub query_set: Option<QuerySetSummary>,
+    pub workload: Workload,
+    pub durability: Option<Durability>,
+    pub server_settings: Value,
+    pub environment: EnvironmentSummary,
+    pub host: Host,
+    pub tool: ToolInfo,
+    pub manifest_sha256: String,
+}
+
+fn column(l: &RecordedRun, label: String, color: &str) -> ReportColumn {
     let s = &l.summary;
-    json!({
-        "run_id": l.manifest.run_id,
-        "path": l.dir,
-        "label": label,
-        "color": color,
-        "product": s["product"],
-        "product_label": s["product_label"],
-        "edition": s["edition"],
-        "version": s["target"]["version"],
-        "mode": s["target"]["mode"],
-        "database_id": s["target"]["database_id"],
-        "urls": s["target"]["urls"],
-        "database": s["target"]["database"],
-        "binary_sha256": s["target"]["binary_sha256"],
-        "data_state": s["data_state"]["label"],
-        "data_location": s["data_location"],
-        "phase": s["phase"],
-        "status": s["status"],
-        "created_at": s["created_at"],
-        "dataset": s["dataset"],
-        "query_set": s["query_set"],
-        "workload": s["workload"],
-        "durability": s["durability"],
-        "server_settings": s["server_settings"],
-        "environment": s["environment"],
-        "host": s["host"],
-        "tool": s["tool"],
-        "manifest_sha256": l.manifest_sha256,
-    })
+    let id = l.identity();
+    ReportColumn {
+        run_id: id.run_id,
+        path: id.path,
+        label,
+        color: color.to_string(),
+        product: id.product,
+        product_label: s.product_label.clone(),
+        edition: id.edition,
+        version: id.version,
+        mode: id.mode,
+        database_id: id.database_id,
+        urls: id.urls,
+        database: s.target.database.clone(),
+        binary_sha256: id.binary_sha256,
+        data_state: id.data_state,
+        data_location: s.data_location.clone(),
+        phase: s.phase.clone(),
+        status: s.status,
+        created_at: s.created_at.clone(),
+        dataset: s.dataset.clone(),
+        query_set: s.query_set.clone(),
+        workload: s.workload.clone(),
+        durability: s.durability.clone(),
+        server_settings: s.server_settings.clone(),
+        environment: s.environment.clone(),
+        host: s.host.clone(),
+        tool: s.tool.clone(),
+        manifest_sha256: id.manifest_sha256,
+    }
+}
+
+/// The ingestion table's cell of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IngestionCell {
+    /// completed, reused, failed ..., or `none` (no load in the run).
+    pub status: String,
+    pub rows: Option<u64>,
+    pub metrics: Option<u64>,
+    pub rows_per_second: Option<f64>,
+    pub metrics_per_second: Option<f64>,
+    pub duration_seconds: Option<f64>,
+    pub workers: Option<u64>,
+    pub batch_size: Option<u64>,
+    pub durable_write_acknowledgement: Option<bool>,
+    pub whole_batch_rejection: Option<bool>,
+    /// Why there is no number.
+    pub note: Option<String>,
+    /// Highest rows/s with a clear lead.
+    pub fastest: bool,
+}
+
+/// The latency table's cell of one run for one query type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryCell {
+    /// completed, failed or absent (the run did not run this type).
+    pub status: String,
+    /// `null` unless completed.
+    pub mean_ms: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub median_ms: Present<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub p95_ms: Present<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub query_count: Present<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub stddev_ms: Present<f64>,
+    /// Failed: see [`failure_kind`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub log: Present<String>,
+    /// Lowest mean with a lead beyond the margin and outside the noise.
+    pub fastest: bool,
+    /// A lead beyond the margin but inside the noise.
+    pub lead_within_noise: bool,
+    /// mean / the baseline's mean.
+    pub ratio: Option<f64>,
+}
+
+impl QueryCell {
+    /// The mean, when it is a number JSON can hold.
+    fn mean(&self) -> Option<f64> {
+        self.mean_ms.filter(|v| v.is_finite())
+    }
+
+    fn noise_sample(&self) -> Option<crate::noise::Sample> {
+        crate::noise::Sample::new(
+            self.query_count.flatten()?,
+            self.mean()?,
+            self.stddev_ms.flatten().filter(|v| v.is_finite())?,
+        )
+    }
+}
+
+/// One row of the latency table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryRow {
+    pub query_type: String,
+    pub cells: Vec<QueryCell>,
+}
+
+/// One failure of a run in the failures table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailureRow {
+    /// The column label.
+    pub run: String,
+    pub run_id: String,
+    pub stage: String,
+    pub step: Option<String>,
+    /// See [`failure_kind`].
+    pub kind: String,
+    pub reason: String,
+    pub log: Option<PathBuf>,
+}
+
+/// A difference between runs that makes tables not strictly comparable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    pub aspect: String,
+    /// ingestion, queries, storage.
+    pub tables: Vec<String>,
+    pub detail: String,
+}
+
+/// The notes of each table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableNotes {
+    pub ingestion: Vec<Note>,
+    pub queries: Vec<Note>,
+    pub storage: Vec<Note>,
+}
+
+/// `summary.json` of a report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    /// Always `report`.
+    pub kind: String,
+    pub report_id: Option<String>,
+    pub created_at: String,
+    pub tool: ToolInfo,
+    /// The baseline's run id.
+    pub baseline: String,
+    pub baseline_index: usize,
+    pub baseline_label: String,
+    pub runs: Vec<ReportColumn>,
+    pub comparable: bool,
+    pub warnings: Vec<String>,
+    /// Runs whose numbers are still to come (running, or ended early).
+    pub incomplete: Vec<String>,
+    pub notes: TableNotes,
+    pub ingestion: Vec<IngestionCell>,
+    pub queries: Vec<QueryRow>,
+    /// Footprint records (step data, product-specific fields).
+    pub storage: Vec<Value>,
+    pub failures: Vec<FailureRow>,
 }
 
 /// Differences between runs that make a table not strictly comparable.
 struct Notes {
-    all: Vec<Value>,
+    all: Vec<Note>,
 }
 
 impl Notes {
     fn add(&mut self, aspect: &str, tables: &[&str], detail: String) {
-        self.all
-            .push(json!({"aspect": aspect, "tables": tables, "detail": detail}));
+        self.all.push(Note {
+            aspect: aspect.to_string(),
+            tables: tables.iter().map(|t| t.to_string()).collect(),
+            detail,
+        });
     }
-    fn for_table(&self, t: &str) -> Vec<Value> {
+    fn for_table(&self, t: &str) -> Vec<Note> {
         self.all
             .iter()
-            .filter(|n| {
-                n["tables"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().any(|x| x == t))
-            })
+            .filter(|n| n.tables.iter().any(|x| x == t))
             .cloned()
             .collect()
     }
 }
 
 /// Groups columns by a key; more than one group is a difference, described per column.
-fn differ(
-    cols: &[Value],
-    applies: impl Fn(&Value) -> bool,
-    key: impl Fn(&Value) -> Option<String>,
+fn differ<C: AsRef<ReportColumn>>(
+    cols: &[C],
+    applies: impl Fn(&C) -> bool,
+    key: impl Fn(&C) -> Option<String>,
 ) -> Option<String> {
     let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for c in cols.iter().filter(|c| applies(c)) {
         let k = key(c).unwrap_or_else(|| "unknown".into());
-        groups
-            .entry(k)
-            .or_default()
-            .push(c["label"].as_str().unwrap_or("?").to_string());
+        groups.entry(k).or_default().push(c.as_ref().label.clone());
     }
     (groups.len() > 1).then(|| {
         groups
@@ -150,17 +332,42 @@ fn s(v: &Value) -> String {
     }
 }
 
-fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
+impl AsRef<ReportColumn> for ReportColumn {
+    fn as_ref(&self) -> &ReportColumn {
+        self
+    }
+}
+
+/// A column whose run completed a load, with that load.
+struct LoadedColumn<'a> {
+    col: &'a ReportColumn,
+    load: &'a crate::summary::Ingestion,
+}
+
+impl AsRef<ReportColumn> for LoadedColumn<'_> {
+    fn as_ref(&self) -> &ReportColumn {
+        self.col
+    }
+}
+
+/// The first 12 characters of a checksum.
+fn short_sha(x: &str) -> &str {
+    &x[..x.len().min(12)]
+}
+
+fn opt(v: Option<impl ToString>) -> String {
+    v.map_or_else(|| "-".into(), |x| x.to_string())
+}
+
+fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
     let mut n = Notes { all: Vec::new() };
-    let all = |_: &Value| true;
+    let all = |_: &ReportColumn| true;
     if let Some(d) = differ(cols, all, |c| {
-        c["dataset"]["dataset_id"].as_str().map(|id| {
+        c.dataset.as_ref().map(|ds| {
             format!(
-                "dataset {id}, SHA-256 {}",
-                c["dataset"]["sha256"]
-                    .as_str()
-                    .map(|x| &x[..x.len().min(12)])
-                    .unwrap_or("unknown")
+                "dataset {}, SHA-256 {}",
+                ds.dataset_id,
+                ds.sha256.as_deref().map(short_sha).unwrap_or("unknown")
             )
         })
     }) {
@@ -170,9 +377,9 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
             format!("the runs used different datasets: {d}"),
         );
     }
-    let queried = |c: &Value| !c["query_set"].is_null();
+    let queried = |c: &ReportColumn| c.query_set.is_some();
     if let Some(d) = differ(cols, queried, |c| {
-        Some(c["query_set"]["query_counts"].to_string())
+        Some(json!(c.query_set.as_ref().map(|q| &q.query_counts)).to_string())
     }) {
         n.add(
             "query set",
@@ -182,11 +389,11 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
     } else {
         // Same counts: runs of one query format must also share the generated queries.
         for fmt in crate::product::query_formats() {
-            let same_fmt = |c: &Value| queried(c) && c["query_set"]["format"] == fmt;
+            let same_fmt = |c: &ReportColumn| c.query_set.as_ref().is_some_and(|q| q.format == fmt);
             if let Some(d) = differ(cols, same_fmt, |c| {
-                c["query_set"]["manifest_sha256"]
-                    .as_str()
-                    .map(|x| x[..x.len().min(12)].to_string())
+                c.query_set
+                    .as_ref()
+                    .map(|q| short_sha(&q.manifest_sha256).to_string())
             }) {
                 n.add(
                     "query set",
@@ -197,12 +404,12 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
         }
     }
     if let Some(d) = differ(cols, all, |c| {
-        let h = &c["host"];
+        let h = &c.host;
         Some(format!(
             "{}, {} CPUs, {} memory",
-            h["cpu_model"].as_str().unwrap_or("unknown CPU"),
-            s(&h["cpus"]),
-            crate::render::bytes(minijinja::Value::from_serialize(&h["memory_bytes"]))
+            h.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            h.cpus,
+            crate::render::bytes(minijinja::Value::from_serialize(h.memory_bytes))
         ))
     }) {
         n.add(
@@ -210,30 +417,27 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
             &["ingestion", "queries", "storage"],
             format!("the runs ran on different hardware: {d}"),
         );
-    } else if let Some(d) = differ(cols, all, |c| {
-        c["host"]["hostname"].as_str().map(String::from)
-    }) {
+    } else if let Some(d) = differ(cols, all, |c| Some(c.host.hostname.clone())) {
         n.add(
             "host",
             &["ingestion", "queries", "storage"],
             format!("the runs ran on different hosts: {d}"),
         );
     }
-    let loaded_cols: Vec<Value> = cols
+    let loaded_cols: Vec<LoadedColumn> = cols
         .iter()
         .zip(loaded)
-        .filter(|(_, l)| l.summary["ingestion"]["status"] == "completed")
-        .map(|(c, l)| {
-            let mut c = c.clone();
-            c["ingestion"] = l.summary["ingestion"].clone();
-            c
+        .filter_map(|(col, l)| {
+            let load = l.summary.ingestion.as_ref()?;
+            (load.status == Status::Completed).then_some(LoadedColumn { col, load })
         })
         .collect();
-    if let Some(d) = differ(&loaded_cols, all, |c| {
+    let all_loaded = |_: &LoadedColumn| true;
+    if let Some(d) = differ(&loaded_cols, all_loaded, |c| {
         Some(format!(
             "{} x {} rows",
-            crate::output::count_of(s(&c["ingestion"]["workers"]), "worker"),
-            s(&c["ingestion"]["batch_size"])
+            crate::output::count_of(opt(c.load.workers), "worker"),
+            opt(c.load.batch_size)
         ))
     }) {
         n.add(
@@ -244,12 +448,13 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
     }
     if let Some(d) = differ(
         &loaded_cols,
-        |c| !c["durability"].is_null(),
+        |c| c.col.durability.is_some(),
         |c| {
+            let d = c.col.durability.as_ref()?;
             Some(format!(
                 "durable WAL acknowledgement {}, whole-batch rejection {}",
-                yes(&c["durability"]["durable_write_acknowledgement"]),
-                yes(&c["durability"]["whole_batch_rejection"])
+                yes(&json!(d.durable_write_acknowledgement)),
+                yes(&json!(d.whole_batch_rejection))
             ))
         },
     ) {
@@ -260,11 +465,12 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
         );
     }
     // InfluxDB 3 Enterprise: an At-Home licence runs 2 cores (1 IO, 1 DataFusion thread).
+    // `server_settings` is product-specific: read as recorded.
     if let Some(d) = differ(
         cols,
-        |c| c["edition"] == "enterprise",
+        |c| c.edition.as_deref() == Some("enterprise"),
         |c| {
-            c["server_settings"]["license"]["type"]
+            c.server_settings["license"]["type"]
                 .as_str()
                 .map(String::from)
         },
@@ -277,9 +483,9 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
     }
     if let Some(d) = differ(
         cols,
-        |c| c["server_settings"].is_object(),
+        |c| c.server_settings.is_object(),
         |c| {
-            let st = &c["server_settings"];
+            let st = &c.server_settings;
             Some(format!(
                 "WAL flush {}, gen1 {}, snapshot after {} flushes",
                 s(&st["wal_flush_interval"]),
@@ -296,7 +502,7 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
     }
     if let Some(d) = differ(cols, queried, |c| {
         Some(crate::output::count_of(
-            s(&c["workload"]["query_workers"]),
+            opt(c.workload.benchmark().map(|w| w.query_workers)),
             "query worker",
         ))
     }) {
@@ -306,9 +512,7 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
             format!("the runs used different query concurrency: {d}"),
         );
     }
-    if let Some(d) = differ(cols, all, |c| {
-        c["environment"]["tsbs_commit"].as_str().map(String::from)
-    }) {
+    if let Some(d) = differ(cols, all, |c| c.environment.tsbs_commit.clone()) {
         n.add(
             "TSBS",
             &["ingestion", "queries"],
@@ -322,21 +526,23 @@ fn comparability(cols: &[Value], loaded: &[Loaded]) -> Notes {
 /// Runs of one product that queried data in different states or places (memtables vs SST
 /// files): a caveat that says what differs, not a refusal (a before/after compaction view of
 /// one workspace is what a report is for).
-fn data_notes(cols: &[Value], n: &mut Notes) {
+fn data_notes(cols: &[ReportColumn], n: &mut Notes) {
     use crate::datalocation as dl;
     // An external server's run records no data state: nothing to compare it by.
-    let queried = |c: &Value| !c["query_set"].is_null() && c["data_state"].is_string();
-    let product = |c: &Value| format!("{} {}", s(&c["product"]), s(&c["edition"]));
+    let queried = |c: &ReportColumn| c.query_set.is_some() && c.data_state.is_some();
+    let product = |c: &ReportColumn| format!("{} {}", c.product, opt(c.edition.as_ref()));
+    let state = |c: &ReportColumn| opt(c.data_state.as_ref());
+    let loc = |c: &ReportColumn| c.data_location.clone().unwrap_or(Value::Null);
     let products: BTreeSet<String> = cols.iter().filter(|c| queried(c)).map(product).collect();
     for p in products {
-        let runs: Vec<&Value> = cols
+        let runs: Vec<&ReportColumn> = cols
             .iter()
             .filter(|c| queried(c) && product(c) == p)
             .collect();
-        let name = runs[0]["product_label"].as_str().unwrap_or(&p).to_string();
-        let label = |c: &Value| c["label"].as_str().unwrap_or("?").to_string();
-        let places: BTreeSet<dl::Place> = runs.iter().filter_map(|c| dl::place(c)).collect();
-        let unknown = if runs.iter().any(|c| dl::state_unknown(&c["data_state"])) {
+        let name = runs[0].product_label.clone();
+        let places: BTreeSet<dl::Place> =
+            runs.iter().filter_map(|c| dl::place_of(&loc(c))).collect();
+        let unknown = if runs.iter().any(|c| dl::state_unknown(&json!(c.data_state))) {
             " (a state unknown after interrupted or failed maintenance may be anything)"
         } else {
             ""
@@ -344,20 +550,20 @@ fn data_notes(cols: &[Value], n: &mut Notes) {
         if places.len() > 1 {
             let each: Vec<String> = runs
                 .iter()
-                .filter(|c| dl::place(c).is_some())
+                .filter(|c| dl::place_of(&loc(c)).is_some())
                 .map(|c| {
-                    let state = s(&c["data_state"]);
+                    let state = state(c);
                     // A label that already names the state ("... (after manual compaction)").
-                    let state = if label(c).ends_with(&format!("({state})")) {
+                    let state = if c.label.ends_with(&format!("({state})")) {
                         String::new()
                     } else {
                         format!("{state}: ")
                     };
                     format!(
                         "{} ({state}{}, {})",
-                        label(c),
-                        dl::place(c).map_or("", |x| x.name()),
-                        dl::describe(c)
+                        c.label,
+                        dl::place_of(&loc(c)).map_or("", |x| x.name()),
+                        dl::describe_of(&loc(c))
                     )
                 })
                 .collect();
@@ -369,11 +575,8 @@ fn data_notes(cols: &[Value], n: &mut Notes) {
                     each.join(" vs ")
                 ),
             );
-        } else if let Some(d) = differ(
-            cols,
-            |c| queried(c) && product(c) == p,
-            |c| Some(s(&c["data_state"])),
-        ) {
+        } else if let Some(d) = differ(cols, |c| queried(c) && product(c) == p, |c| Some(state(c)))
+        {
             n.add(
                 "data state",
                 &["queries", "storage"],
@@ -395,29 +598,21 @@ fn yes(v: &Value) -> &'static str {
 
 /// The `compaction` section of the summary of the last completed compaction in a run's data
 /// state, when its run directory is still readable.
-fn compaction_of(summary: &Value) -> Option<Value> {
-    let m = summary["data_state"]["maintenance"].as_array()?;
-    let last = m
-        .iter()
-        .rev()
-        .find(|r| r["operation"] == "compaction" && r["status"] == "completed")?;
-    let dir = std::path::Path::new(last["run_dir"].as_str()?);
+fn compaction_of(summary: &crate::summary::RunSummary) -> Option<Value> {
+    let m = &summary.data_state.as_ref()?.maintenance;
+    let last = m.iter().rev().find(|r| {
+        r.operation == "compaction" && r.status == crate::workspace::MaintenanceStatus::Completed
+    })?;
+    let dir = &last.run_dir;
+    // Another run's summary, maybe of an older version: only its `compaction` is needed.
     let text = std::fs::read(dir.join("summary.json")).ok()?;
     let s: Value = serde_json::from_slice(&text).ok()?;
     Some(s["compaction"].clone()).filter(|c| !c.is_null())
 }
 
 /// Unique column labels: a repeated label gets the run id.
-fn labels(loaded: &[Loaded]) -> Vec<String> {
-    let base: Vec<String> = loaded
-        .iter()
-        .map(|l| {
-            l.summary["label"]
-                .as_str()
-                .unwrap_or(&l.manifest.run_id)
-                .to_string()
-        })
-        .collect();
+fn labels(loaded: &[RecordedRun]) -> Vec<String> {
+    let base: Vec<String> = loaded.iter().map(|l| l.summary.label.clone()).collect();
     base.iter()
         .zip(loaded)
         .map(|(b, l)| {
@@ -432,9 +627,14 @@ fn labels(loaded: &[Loaded]) -> Vec<String> {
 
 /// Builds the report's `summary.json` (without its id) from loaded runs; `baseline` indexes
 /// `loaded`.
-pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
+pub fn build(loaded: &[RecordedRun], baseline: usize) -> Value {
+    json!(build_report(loaded, baseline))
+}
+
+/// [`build`], typed.
+pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
     let names = labels(loaded);
-    let cols: Vec<Value> = loaded
+    let cols: Vec<ReportColumn> = loaded
         .iter()
         .zip(&names)
         .enumerate()
@@ -443,131 +643,139 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
     let notes = comparability(&cols, loaded);
 
     // Ingestion, one cell per run.
-    let ingestion: Vec<Value> = loaded
+    let mut ingestion: Vec<IngestionCell> = loaded
         .iter()
         .map(|l| {
-            let i = &l.summary["ingestion"];
-            let d = &l.summary["durability"];
-            let status = i["status"].as_str().unwrap_or("none");
+            let i = l.summary.ingestion.as_ref();
+            let d = l.summary.durability.as_ref();
+            let status = i.map_or("none", |i| i.status.as_str());
             let note = match status {
                 "completed" => None,
                 "reused" => Some(format!(
                     "no load in this run: data of dataset {} loaded earlier",
-                    s(&i["dataset_id"])
+                    i.and_then(|i| i.dataset_id.as_deref()).unwrap_or("-")
                 )),
                 "none" => Some("no load in this run".to_string()),
                 other => Some(format!("load {other}")),
             };
-            json!({
-                "status": status,
-                "rows": i["rows"],
-                "metrics": i["metrics"],
-                "rows_per_second": i["rows_per_second"],
-                "metrics_per_second": i["metrics_per_second"],
-                "duration_seconds": i["duration_seconds"],
-                "workers": i["workers"],
-                "batch_size": i["batch_size"],
-                "durable_write_acknowledgement": d["durable_write_acknowledgement"],
-                "whole_batch_rejection": d["whole_batch_rejection"],
-                "note": note,
-            })
+            IngestionCell {
+                status: status.to_string(),
+                rows: i.and_then(|i| i.rows.flatten()),
+                metrics: i.and_then(|i| i.metrics),
+                rows_per_second: i.and_then(|i| i.rows_per_second.flatten()),
+                metrics_per_second: i.and_then(|i| i.metrics_per_second),
+                duration_seconds: i.and_then(|i| i.duration_seconds),
+                workers: i.and_then(|i| i.workers),
+                batch_size: i.and_then(|i| i.batch_size),
+                durable_write_acknowledgement: d.map(|d| d.durable_write_acknowledgement),
+                whole_batch_rejection: d.map(|d| d.whole_batch_rejection),
+                note,
+                fastest: false,
+            }
         })
         .collect();
+    // JSON has no NaN or infinity (they are written as null): neither can lead.
+    let rate = |i: &IngestionCell| i.rows_per_second.filter(|v| v.is_finite());
     let best_rows = ingestion
         .iter()
-        .filter_map(|i| i["rows_per_second"].as_f64())
+        .filter_map(rate)
         .fold(None::<f64>, |m, v| Some(m.map_or(v, |m| m.max(v))));
-    let rates: Vec<f64> = ingestion
-        .iter()
-        .filter_map(|i| i["rows_per_second"].as_f64())
-        .collect();
-    let ingestion: Vec<Value> = ingestion
-        .into_iter()
-        .map(|mut i| {
-            let v = i["rows_per_second"].as_f64();
-            i["fastest"] = json!(
-                v.is_some()
-                    && v == best_rows
-                    && loaded.len() > 1
-                    && clear_lead(&rates, v.unwrap_or(0.0), |x, best| best
-                        >= x * (1.0 + FASTEST_MARGIN))
-            );
-            i
-        })
-        .collect();
+    let rates: Vec<f64> = ingestion.iter().filter_map(rate).collect();
+    for i in &mut ingestion {
+        let v = rate(i);
+        i.fastest = v.is_some()
+            && v == best_rows
+            && loaded.len() > 1
+            && clear_lead(&rates, v.unwrap_or(0.0), |x, best| {
+                best >= x * (1.0 + FASTEST_MARGIN)
+            });
+    }
 
     // Query latency: the union of types as rows.
     let mut types: BTreeSet<String> = BTreeSet::new();
     for l in loaded {
-        for q in l.summary["queries"].as_array().into_iter().flatten() {
-            if let Some(t) = q["query_type"].as_str() {
-                types.insert(t.to_string());
-            }
+        for q in &l.summary.queries {
+            types.insert(q.query_type.clone());
         }
     }
-    let mut query_rows = Vec::new();
+    let mut query_rows: Vec<QueryRow> = Vec::new();
     for t in &types {
-        let mut cells: Vec<Value> = loaded
+        let mut cells: Vec<QueryCell> = loaded
             .iter()
             .map(|l| {
-                let q = l.summary["queries"]
-                    .as_array()
-                    .and_then(|qs| qs.iter().find(|q| q["query_type"] == t.as_str()));
+                let q = l.summary.queries.iter().find(|q| &q.query_type == t);
+                let cell = |status: &str, mean_ms| QueryCell {
+                    status: status.to_string(),
+                    mean_ms,
+                    median_ms: None,
+                    p95_ms: None,
+                    query_count: None,
+                    stddev_ms: None,
+                    failure: None,
+                    reason: None,
+                    log: None,
+                    fastest: false,
+                    lead_within_noise: false,
+                    ratio: None,
+                };
                 match q {
-                    None => json!({"status": "absent", "mean_ms": null}),
-                    Some(q) if q["status"] == "completed" && q["mean_ms"].is_number() => json!({
-                        "status": "completed",
-                        "mean_ms": q["mean_ms"],
-                        "median_ms": q["median_ms"],
-                        "p95_ms": q["p95_ms"],
-                        "query_count": q["query_count"],
-                        "stddev_ms": q["stddev_ms"],
-                    }),
+                    None => cell("absent", None),
+                    Some(q) if q.status == "completed" && q.measured() => QueryCell {
+                        median_ms: Some(q.median_ms.flatten()),
+                        p95_ms: Some(q.p95_ms.flatten()),
+                        query_count: Some(q.query_count),
+                        stddev_ms: Some(q.stddev_ms.flatten()),
+                        ..cell("completed", q.mean_ms)
+                    },
                     Some(q) => {
-                        let reason = q["reason"]
-                            .as_str()
-                            .unwrap_or(q["status"].as_str().unwrap_or("failed"));
-                        json!({
-                            "status": "failed",
-                            "mean_ms": null,
-                            "failure": failure_kind(reason),
-                            "reason": reason,
-                            "log": q["log"],
-                        })
+                        let reason = q
+                            .reason
+                            .clone()
+                            .flatten()
+                            .unwrap_or_else(|| q.status.clone());
+                        QueryCell {
+                            failure: Some(failure_kind(&reason).to_string()),
+                            reason: Some(reason),
+                            log: Some(q.log.clone().flatten()),
+                            ..cell("failed", None)
+                        }
                     }
                 }
             })
             .collect();
-        let values: Vec<f64> = cells.iter().filter_map(|c| c["mean_ms"].as_f64()).collect();
+        let values: Vec<f64> = cells.iter().filter_map(QueryCell::mean).collect();
         let min = values.iter().cloned().fold(f64::INFINITY, f64::min);
-        let base = cells[baseline]["mean_ms"].as_f64();
+        let base = cells[baseline].mean();
         let noise_ok: Vec<bool> = (0..cells.len())
             .map(|i| lead_outside_noise(&cells, i))
             .collect();
         for (c, noise_ok) in cells.iter_mut().zip(noise_ok) {
-            let v = c["mean_ms"].as_f64();
+            let v = c.mean();
             let by_margin = values.len() > 1
                 && v == Some(min)
                 && clear_lead(&values, min, |x, best| x >= best * (1.0 + FASTEST_MARGIN));
-            c["fastest"] = json!(by_margin && noise_ok);
+            c.fastest = by_margin && noise_ok;
             // Beyond the margin but not beyond the noise: said, not starred.
-            c["lead_within_noise"] = json!(by_margin && !noise_ok);
-            c["ratio"] = match (v, base) {
-                (Some(v), Some(b)) if b > 0.0 => json!(v / b),
-                (Some(v), Some(b)) if b == 0.0 && v == 0.0 => json!(1.0),
-                _ => Value::Null,
+            c.lead_within_noise = by_margin && !noise_ok;
+            c.ratio = match (v, base) {
+                (Some(v), Some(b)) if b > 0.0 => Some(v / b),
+                (Some(v), Some(b)) if b == 0.0 && v == 0.0 => Some(1.0),
+                _ => None,
             };
         }
-        query_rows.push(json!({"query_type": t, "cells": cells}));
+        query_rows.push(QueryRow {
+            query_type: t.clone(),
+            cells,
+        });
     }
 
     // Storage footprint.
     let storage: Vec<Value> = loaded
         .iter()
         .map(|l| {
-            let st = &l.summary["storage"];
+            let st = l.summary.storage.as_ref().unwrap_or(&Value::Null);
             let mut v = if st.is_null() {
-                let why = if l.summary["target"]["mode"] == "external" {
+                let why = if l.summary.target.mode == TargetMode::External {
                     "not measured: external server"
                 } else {
                     "not measured in this run (measured after a load)"
@@ -597,70 +805,72 @@ pub fn build(loaded: &[Loaded], baseline: usize) -> Value {
                 v["sst_after_flush_bytes"] = c["after_flush"]["sst_size"].clone();
                 v["sst_after_compaction_bytes"] = c["after"]["sst_size"].clone();
             }
-            v["data_location"] = l.summary["data_location"].clone();
+            v["data_location"] = json!(l.summary.data_location);
             v
         })
         .collect();
 
     // Failures.
-    let mut failures = Vec::new();
+    let mut failures: Vec<FailureRow> = Vec::new();
     for (l, name) in loaded.iter().zip(&names) {
-        for f in l.summary["failures"].as_array().into_iter().flatten() {
-            let reason = f["reason"].as_str().unwrap_or("");
-            failures.push(json!({
-                "run": name,
-                "run_id": l.manifest.run_id,
-                "stage": f["stage"],
-                "step": f["step"],
-                "kind": failure_kind(reason),
-                "reason": reason,
-                "log": f["log"].as_str().map(|p| l.dir.join(p)),
-            }));
+        for f in &l.summary.failures {
+            failures.push(FailureRow {
+                run: name.clone(),
+                run_id: l.manifest.run_id.clone(),
+                stage: f.stage.clone(),
+                step: f.step.clone(),
+                kind: failure_kind(&f.reason).to_string(),
+                reason: f.reason.clone(),
+                log: f.log.as_ref().map(|p| l.dir.join(p)),
+            });
         }
     }
 
-    let warnings: Vec<String> = notes
-        .all
+    let warnings: Vec<String> = notes.all.iter().map(|n| n.detail.clone()).collect();
+    // A run still running (or that never finished) has numbers still to come (#28).
+    let incomplete = cols
         .iter()
-        .map(|n| n["detail"].as_str().unwrap_or("").to_string())
-        .collect();
-    json!({
-        "schema_version": SCHEMA_VERSION,
-        "kind": "report",
-        "report_id": null,
-        "created_at": crate::manifest::now_rfc3339(),
-        "tool": crate::run::ToolInfo::current(),
-        "baseline": cols[baseline]["run_id"],
-        "baseline_index": baseline,
-        "baseline_label": cols[baseline]["label"],
-        "runs": cols,
-        "comparable": warnings.is_empty(),
-        "warnings": warnings,
-        // A run still running (or that never finished) has numbers still to come (#28).
-        "incomplete": cols
-            .iter()
-            .filter(|c| c["status"] != "completed")
-            .map(|c| format!(
+        .filter(|c| c.status != Status::Completed)
+        .map(|c| {
+            format!(
                 "run {} is {}: its numbers are incomplete",
-                c["run_id"].as_str().unwrap_or("?"),
-                if c["status"] == "running" { "still running".to_string() } else { c["status"].as_str().unwrap_or("unknown").to_string() }
-            ))
-            .collect::<Vec<_>>(),
-        "notes": {
-            "ingestion": notes.for_table("ingestion"),
-            "queries": notes.for_table("queries"),
-            "storage": notes.for_table("storage"),
+                c.run_id,
+                if c.status == Status::Running {
+                    "still running"
+                } else {
+                    c.status.as_str()
+                }
+            )
+        })
+        .collect();
+    Report {
+        schema_version: SCHEMA_VERSION,
+        kind: "report".into(),
+        report_id: None,
+        created_at: crate::manifest::now_rfc3339(),
+        tool: ToolInfo::current(),
+        baseline: cols[baseline].run_id.clone(),
+        baseline_index: baseline,
+        baseline_label: cols[baseline].label.clone(),
+        comparable: warnings.is_empty(),
+        warnings,
+        incomplete,
+        notes: TableNotes {
+            ingestion: notes.for_table("ingestion"),
+            queries: notes.for_table("queries"),
+            storage: notes.for_table("storage"),
         },
-        "ingestion": ingestion,
-        "queries": query_rows,
-        "storage": storage,
-        "failures": failures,
-    })
+        runs: cols,
+        ingestion,
+        queries: query_rows,
+        storage,
+        failures,
+    }
 }
 
 /// Chart geometry derived from a report summary (the HTML draws it; nothing else).
-pub fn charts(summary: &Value) -> Value {
-    let runs = summary["runs"].as_array().cloned().unwrap_or_default();
+pub fn charts(summary: &Report) -> Value {
+    let runs = &summary.runs;
     let n = runs.len().max(1) as f64;
     let (width, bar_h, gap) = (560.0, 14.0, 12.0);
     // Room for the longest label (11 px text is about 6.3 px per character).
@@ -668,18 +878,17 @@ pub fn charts(summary: &Value) -> Value {
         (labels.into_iter().max().unwrap_or(10) as f64 * 6.3 + 14.0).clamp(80.0, 420.0)
     };
     let left = left_for(
-        summary["queries"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|r| r["query_type"].as_str().unwrap_or("").chars().count())
+        summary
+            .queries
+            .iter()
+            .map(|r| r.query_type.chars().count())
             .collect(),
     );
     // Latency: log10 scale over whole decades around the values.
     let mut vals: Vec<f64> = Vec::new();
-    for r in summary["queries"].as_array().into_iter().flatten() {
-        for c in r["cells"].as_array().into_iter().flatten() {
-            if let Some(v) = c["mean_ms"].as_f64().filter(|v| *v > 0.0) {
+    for r in &summary.queries {
+        for c in &r.cells {
+            if let Some(v) = c.mean().filter(|v| *v > 0.0) {
                 vals.push(v);
             }
         }
@@ -707,24 +916,21 @@ pub fn charts(summary: &Value) -> Value {
     let top = 30.0;
     let mut groups = Vec::new();
     let mut y = top;
-    for r in summary["queries"].as_array().into_iter().flatten() {
+    for r in &summary.queries {
         let mut bars = Vec::new();
         let gy = y;
-        for (i, c) in r["cells"].as_array().into_iter().flatten().enumerate() {
+        for (i, c) in r.cells.iter().enumerate() {
             let by = y + i as f64 * bar_h;
-            let color = runs
-                .get(i)
-                .and_then(|r| r["color"].as_str())
-                .unwrap_or("#888");
-            match c["mean_ms"].as_f64() {
+            let color = runs.get(i).map_or("#888", |r| r.color.as_str());
+            match c.mean() {
                 Some(v) if v > 0.0 => bars.push(json!({
                     "x": left, "y": by, "w": x(v), "h": bar_h - 2.0, "color": color,
-                    "text": format!("{v:.2} ms{}", if c["fastest"] == true { " (fastest)" } else { "" }),
+                    "text": format!("{v:.2} ms{}", if c.fastest { " (fastest)" } else { "" }),
                     "tx": left + x(v) + 4.0, "ty": by + bar_h - 4.0, "failed": false,
                 })),
-                _ if c["status"] == "failed" => bars.push(json!({
+                _ if c.status == "failed" => bars.push(json!({
                     "x": left, "y": by, "w": 0, "h": bar_h - 2.0, "color": color,
-                    "text": format!("failed: {}", s(&c["failure"])),
+                    "text": format!("failed: {}", c.failure.as_deref().unwrap_or("-")),
                     "tx": left + 4.0, "ty": by + bar_h - 4.0, "failed": true,
                 })),
                 _ => {}
@@ -732,7 +938,7 @@ pub fn charts(summary: &Value) -> Value {
         }
         y += n * bar_h + gap;
         groups.push(json!({
-            "label": r["query_type"],
+            "label": r.query_type,
             "ly": gy + n * bar_h / 2.0 + 4.0,
             "bars": bars,
         }));
@@ -759,31 +965,26 @@ pub fn charts(summary: &Value) -> Value {
     });
 
     // Ingestion: linear rows/s.
-    let ing = summary["ingestion"].as_array().cloned().unwrap_or_default();
-    let left = left_for(
-        runs.iter()
-            .map(|r| r["label"].as_str().unwrap_or("").chars().count())
-            .collect(),
-    );
-    let max = ing
-        .iter()
-        .filter_map(|i| i["rows_per_second"].as_f64())
-        .fold(0.0, f64::max);
+    let ing = &summary.ingestion;
+    let left = left_for(runs.iter().map(|r| r.label.chars().count()).collect());
+    // JSON has no NaN or infinity: such a rate draws nothing, as `null` did.
+    let rate = |c: &IngestionCell| c.rows_per_second.filter(|v| v.is_finite());
+    let max = ing.iter().filter_map(rate).fold(0.0, f64::max);
     let mut ibars = Vec::new();
     for (i, c) in ing.iter().enumerate() {
         let by = top + i as f64 * (bar_h + 8.0);
-        let run = runs.get(i).cloned().unwrap_or(Value::Null);
-        let text = match c["rows_per_second"].as_f64() {
+        let run = runs.get(i);
+        let text = match rate(c) {
             Some(v) => format!("{} rows/s", thousands(v)),
-            None => c["note"].as_str().unwrap_or("no load").to_string(),
+            None => c.note.clone().unwrap_or_else(|| "no load".into()),
         };
-        let w = match c["rows_per_second"].as_f64() {
+        let w = match rate(c) {
             Some(v) if max > 0.0 => (v / max * width).max(2.0),
             _ => 0.0,
         };
         ibars.push(json!({
-            "label": run["label"], "x": left, "y": by, "w": w, "h": bar_h,
-            "color": run["color"], "text": text, "tx": left + w + 4.0, "ty": by + bar_h - 3.0,
+            "label": run.map(|r| &r.label), "x": left, "y": by, "w": w, "h": bar_h,
+            "color": run.map(|r| &r.color), "text": text, "tx": left + w + 4.0, "ty": by + bar_h - 3.0,
             "ly": by + bar_h - 3.0,
         }));
     }
@@ -802,7 +1003,7 @@ fn thousands(v: f64) -> String {
 }
 
 /// Renders `summary.md` and `report.html` of a report summary.
-pub fn render(summary: &Value) -> Result<(String, String)> {
+pub fn render(summary: &Report) -> Result<(String, String)> {
     let md_env = crate::render::template_env("report.md", MD_TEMPLATE)?;
     let md = md_env
         .get_template("report.md")
@@ -827,7 +1028,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
             .with_hint("pass one or more runs: tsbsctl runs report RUN [RUN ...]"));
     }
     let rep = ctx.reporter.as_ref();
-    let mut loaded: Vec<Loaded> = Vec::new();
+    let mut loaded: Vec<RecordedRun> = Vec::new();
     for r in &req.runs {
         let l = runlist::load(&ctx.root, r, rep)?;
         if loaded.iter().any(|x| x.dir == l.dir) {
@@ -852,21 +1053,24 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         }
     };
     for l in &loaded {
-        if l.summary["run_kind"] != "benchmark" {
+        if l.summary.run_kind != RunKind::Benchmark {
             return Err(Error::invalid(format!(
                 "run {} is a {} run, not a benchmark",
                 l.manifest.run_id,
-                l.summary["run_kind"].as_str().unwrap_or("?")
+                l.summary.run_kind.as_str()
             ))
             .with_hint("report on benchmark runs; a compaction shows in the data state of the query runs after it"));
         }
     }
-    let mut summary = build(&loaded, baseline);
-    let files = |summary: &mut Value, id: &str| -> Result<Vec<(String, Vec<u8>)>> {
-        summary["report_id"] = json!(id);
+    let mut summary = build_report(&loaded, baseline);
+    let files = |summary: &mut Report, id: &str| -> Result<Vec<(String, Vec<u8>)>> {
+        summary.report_id = Some(id.to_string());
         let (md, html) = render(summary)?;
         Ok(vec![
-            ("summary.json".into(), crate::publish::pretty(summary)?),
+            (
+                "summary.json".into(),
+                crate::publish::pretty(&json!(summary))?,
+            ),
             ("summary.md".into(), md.into_bytes()),
             ("report.html".into(), html.into_bytes()),
         ])
@@ -907,16 +1111,16 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         }
     };
     let mut human = String::new();
-    for w in summary["incomplete"].as_array().into_iter().flatten() {
-        human.push_str(&format!("Incomplete: {}\n", s(w)));
+    for w in &summary.incomplete {
+        human.push_str(&format!("Incomplete: {w}\n"));
     }
-    for w in summary["warnings"].as_array().into_iter().flatten() {
-        human.push_str(&format!("Not strictly comparable: {}\n", s(w)));
+    for w in &summary.warnings {
+        human.push_str(&format!("Not strictly comparable: {w}\n"));
     }
     human.push_str(&format!(
         "Report {id}: {} run(s), baseline {}\nDirectory: {}\nHTML: {}\nMarkdown: {}\n",
         loaded.len(),
-        s(&summary["baseline_label"]),
+        summary.baseline_label,
         dir.display(),
         dir.join("report.html").display(),
         dir.join("summary.md").display()
@@ -928,8 +1132,8 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
             "report_html": dir.join("report.html"),
             "summary_md": dir.join("summary.md"),
             "summary_json": dir.join("summary.json"),
-            "comparable": summary["comparable"],
-            "warnings": summary["warnings"],
+            "comparable": summary.comparable,
+            "warnings": summary.warnings,
             "summary": summary,
         }),
         human,
@@ -949,16 +1153,16 @@ fn clear_lead(values: &[f64], best: f64, beats: impl Fn(f64, f64) -> bool) -> bo
 /// True when the lead of cell `best` over every other measured cell is outside the noise, by
 /// the test `runs compare` uses (Welch's t on count, mean and stddev: [`crate::noise`]). A pair
 /// where either run lacks spread statistics is left to the margin alone.
-fn lead_outside_noise(cells: &[Value], best: usize) -> bool {
-    let Some(b) = crate::noise::Sample::from_summary(&cells[best]) else {
+fn lead_outside_noise(cells: &[QueryCell], best: usize) -> bool {
+    let Some(b) = cells[best].noise_sample() else {
         return true;
     };
     cells
         .iter()
         .enumerate()
-        .filter(|(i, c)| *i != best && c["mean_ms"].is_number())
+        .filter(|(i, c)| *i != best && c.mean().is_some())
         .all(|(_, c)| {
-            crate::noise::Sample::from_summary(c)
+            c.noise_sample()
                 .and_then(|o| crate::noise::welch(b, o))
                 .is_none_or(|w| w.significant())
         })
@@ -981,7 +1185,13 @@ mod tests {
 
     use crate::compare::tests::loaded_with;
 
-    fn run(label: &str, product: &str, state: &str, location: Value, queries: Value) -> Loaded {
+    fn run(
+        label: &str,
+        product: &str,
+        state: &str,
+        location: Value,
+        queries: Value,
+    ) -> RecordedRun {
         loaded_with(
             label,
             json!({
@@ -1009,11 +1219,11 @@ mod tests {
     fn issue_16_memtables_vs_sst_of_one_product_is_a_caveat_at_the_top_and_on_latency() {
         // The README's four runs: GreptimeDB as loaded read 0 SSTs, after compaction 12.
         let mut core = run("Core", "influxdb3", "as loaded", Value::Null, q(40.0, 0.1));
-        core.summary["edition"] = json!("core");
+        core.summary.edition = Some("core".into());
         // External: no data state recorded, nothing to compare it by.
         let mut ent = run("Enterprise", "influxdb3", "-", Value::Null, q(45.0, 0.1));
-        ent.summary["edition"] = json!("enterprise");
-        ent.summary["data_state"] = Value::Null;
+        ent.summary.edition = Some("enterprise".into());
+        ent.summary.data_state = None;
         let runs = vec![
             run(
                 "GreptimeDB",

@@ -15,11 +15,8 @@ use crate::install;
 use crate::output::Outcome;
 use crate::platform::Platform;
 use crate::product::{Entry, Product};
-use crate::run::{self, RunKind, RunManifest};
-
-fn str_of(v: &Value) -> Option<String> {
-    v.as_str().map(str::to_string)
-}
+use crate::run::{self, RunEnvironment, RunKind, RunManifest};
+use crate::workspace::WorkspaceManifest;
 
 fn integrity(msg: String, hint: &str) -> Error {
     Error::integrity(msg).with_hint(hint.to_string())
@@ -35,26 +32,26 @@ fn product_of(m: &RunManifest) -> Result<(&'static Entry, Box<dyn Product>)> {
 }
 
 /// The TSBS build the run used, present here with the same binaries and Go.
-fn check_environment(ctx: &Ctx, env: &Value) -> Result<String> {
-    let commit = str_of(&env["tsbs_commit"])
-        .ok_or_else(|| Error::invalid("the run recorded no TSBS commit (it failed before)"))?;
-    let dirty = env["tsbs_dirty"].as_bool().unwrap_or(false);
+fn check_environment(ctx: &Ctx, env: &RunEnvironment) -> Result<String> {
+    let commit = env.tsbs_commit.clone();
+    if commit.is_empty() {
+        return Err(Error::invalid(
+            "the run recorded no TSBS commit (it failed before)",
+        ));
+    }
+    let dirty = env.tsbs_dirty;
     let key = if dirty {
         format!("{commit}-dirty")
     } else {
         commit.clone()
     };
-    let go = env["go_version"]
-        .as_str()
-        .unwrap_or("?")
-        .trim_start_matches("go")
-        .to_string();
+    let go = env.go_version.trim_start_matches("go").to_string();
     let prepare = format!("run `tsbsctl env prepare --tsbs-rev {commit} --go-version {go}` first");
     let have = match crate::environment::TsbsEnv::load(&ctx.root, Some(&key)) {
         Ok(h) => h,
         // Not built here: build the recorded commit with the recorded Go (a dirty checkout
         // cannot be fetched again), then hold the result to the recorded checksums below.
-        Err(_) if !dirty && env["tsbs_repo"].is_string() => {
+        Err(_) if !dirty => {
             let version =
                 crate::environment::go::GoVersion::parse_requested(&go).map_err(|_| {
                     integrity(
@@ -71,7 +68,7 @@ fn check_environment(ctx: &Ctx, env: &Value) -> Result<String> {
                     go: crate::environment::GoRequest::Managed(version),
                     reinstall_go: false,
                     source: crate::environment::tsbs::SourceRequest::Fetch {
-                        repo: env["tsbs_repo"].as_str().unwrap_or_default().to_string(),
+                        repo: env.tsbs_repo.clone(),
                         commit: commit.clone(),
                     },
                     rebuild: false,
@@ -96,18 +93,17 @@ fn check_environment(ctx: &Ctx, env: &Value) -> Result<String> {
             ))
         }
     };
-    if Some(have.go_version.as_str()) != env["go_version"].as_str() {
+    if have.go_version != env.go_version {
         return Err(integrity(
             format!(
                 "TSBS {key} here was built with {}, the run used {}",
-                have.go_version,
-                env["go_version"].as_str().unwrap_or("?")
+                have.go_version, env.go_version
             ),
             &format!("{prepare} (with --rebuild)"),
         ));
     }
-    for (name, rec) in env["binaries"].as_object().into_iter().flatten() {
-        let want = rec["sha256"].as_str().unwrap_or("");
+    for (name, rec) in &env.binaries {
+        let want = rec.sha256.as_deref().unwrap_or("");
         match have.binaries.get(name) {
             Some(b) if b.sha256 == want => {}
             Some(b) => {
@@ -207,23 +203,23 @@ fn check_target(
     product: &dyn Product,
     new_id: Option<&str>,
 ) -> Result<String> {
-    let server = m.server.clone().unwrap_or(Value::Null);
-    let runtime = &server["runtime"];
-    let ws_version = str_of(&server["workspace_version"])
-        .or_else(|| str_of(&m.target["workspace_version"]))
+    let server = m.server.as_ref();
+    let ws_version = server
+        .map(|s| s.workspace_version.clone())
+        .or_else(|| m.target.workspace_version.clone())
         .ok_or_else(|| Error::invalid("the run recorded no server version"))?;
-    let ws_binary = str_of(&server["workspace_binary_sha256"]);
-    let override_on = server["version_override"].as_bool().unwrap_or(false);
+    let ws_binary = server.map(|s| s.workspace_binary_sha256.clone());
     // The installation the server ran from (the override's when there was one).
-    let archive = str_of(&server["installation"]["archive_sha256"]);
-    if override_on {
-        let v = str_of(&runtime["version"]).unwrap_or_default();
+    let archive = server
+        .and_then(|s| s.installation.as_ref())
+        .map(|i| i.archive_sha256.clone());
+    if let Some(s) = server.filter(|s| s.version_override) {
         ensure_installation(
             ctx,
             product,
-            &v,
+            &s.runtime.version,
             archive.as_deref(),
-            runtime["binary_sha256"].as_str(),
+            Some(&s.runtime.binary_sha256),
         )?;
         ensure_installation(ctx, product, &ws_version, None, ws_binary.as_deref())?;
     } else {
@@ -235,12 +231,15 @@ fn check_target(
             ws_binary.as_deref(),
         )?;
     }
-    let recorded = str_of(&m.target["database_id"])
+    let recorded = m
+        .target
+        .database_id
+        .clone()
         .ok_or_else(|| Error::invalid("the run recorded no workspace"))?;
     let id = new_id.map(str::to_string).unwrap_or(recorded.clone());
     crate::ids::validate_id("--database-id", &id)?;
     let dir = ctx.root.database(product.name(), &id);
-    let database = str_of(&m.target["database"]).unwrap_or_else(|| "benchmark".into());
+    let database = m.target.database.clone();
     if !dir.join("manifest.json").is_file() {
         if new_id.is_none() {
             return Err(
@@ -265,18 +264,16 @@ fn check_target(
             &Default::default(),
         )?;
     }
-    let ws: Value = std::fs::read(dir.join("manifest.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .ok_or_else(|| {
+    let ws: WorkspaceManifest =
+        crate::manifest::read(&dir.join("manifest.json")).map_err(|_| {
             Error::integrity(format!("workspace {id} has an unreadable manifest")).with_hint(
                 format!("tsbsctl {} verify --database-id {id}", product.name()),
             )
         })?;
-    let mismatch = |what: &str, have: &Value, want: &str| -> Error {
+    let mismatch = |what: &str, have: Option<&str>, want: &str| -> Error {
         let msg = format!(
             "workspace {id} has {what} {}, the run used {want}",
-            have.as_str().unwrap_or("none")
+            have.unwrap_or("none")
         );
         if new_id.is_some() {
             Error::invalid(msg)
@@ -285,22 +282,22 @@ fn check_target(
             Error::integrity(msg).with_hint("rerun into a new workspace: --database-id NEW")
         }
     };
-    if ws["version"].as_str() != Some(ws_version.as_str()) {
-        return Err(mismatch("version", &ws["version"], &ws_version));
+    if ws.version != ws_version {
+        return Err(mismatch("version", Some(&ws.version), &ws_version));
     }
     if let Some(b) = &ws_binary {
-        if ws["binary_sha256"].as_str() != Some(b.as_str()) {
-            return Err(mismatch("binary SHA-256", &ws["binary_sha256"], b));
+        if &ws.binary_sha256 != b {
+            return Err(mismatch("binary SHA-256", Some(&ws.binary_sha256), b));
         }
     }
-    if ws["database"].as_str() != Some(database.as_str()) {
-        return Err(mismatch("SQL database", &ws["database"], &database));
+    if ws.database != database {
+        return Err(mismatch("SQL database", Some(&ws.database), &database));
     }
     let has_variants = crate::product::entry(&m.product).is_ok_and(|e| e.variant_flag.is_some());
-    if ws["edition"].as_str() != m.edition.as_deref() && has_variants {
+    if ws.edition != m.edition && has_variants {
         return Err(mismatch(
             "edition",
-            &ws["edition"],
+            ws.edition.as_deref(),
             m.edition.as_deref().unwrap_or("none"),
         ));
     }
@@ -336,7 +333,7 @@ fn request(m: &RunManifest, database_id: String, pins: RerunPins) -> Result<Requ
     req.dataset_id = m
         .dataset
         .as_ref()
-        .and_then(|d| str_of(&d["dataset_id"]))
+        .map(|d| d.dataset_id.clone())
         .or(req.dataset_id);
     req.flags = flags;
     req.rerun = Some(pins);
@@ -368,27 +365,28 @@ fn check_data_state(
     let original = m
         .data_state
         .as_ref()
-        .and_then(|d| str_of(&d["label"]))
+        .map(|d| d.label.clone())
         .unwrap_or_else(|| "unknown".into());
     let dir = ctx.root.database(product.name(), id);
-    let ws: Value = std::fs::read(dir.join("manifest.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    let state: crate::workspace::DataState =
-        serde_json::from_value(ws["data_state"].clone()).unwrap_or_default();
-    let binding = &ws["binding"];
-    let dataset = m.dataset.clone().unwrap_or(Value::Null);
+    // Unreadable here means "no data state, no binding": the rerun then loads afresh.
+    let ws: Option<WorkspaceManifest> = crate::manifest::read(&dir.join("manifest.json")).ok();
+    let state = ws
+        .as_ref()
+        .map(|w| w.data_state.clone())
+        .unwrap_or_default();
+    let same_data = match (ws.as_ref().and_then(|w| w.binding.as_ref()), &m.dataset) {
+        (Some(b), Some(d)) => {
+            b.dataset_id == d.dataset_id
+                && d.uncompressed_sha256.as_ref() == Some(&b.uncompressed_sha256)
+        }
+        _ => false,
+    };
     let loads = matches!(m.phase.as_str(), "all" | "load");
-    let will_load = loads
-        && (m.flags["database_mode"].as_str() == Some("reset")
-            || binding.is_null()
-            || binding["dataset_id"] != dataset["dataset_id"]
-            || binding["uncompressed_sha256"] != dataset["uncompressed_sha256"]);
+    let will_load = loads && (m.flags["database_mode"].as_str() == Some("reset") || !same_data);
     let now = if will_load {
         "as loaded".to_string()
     } else {
-        crate::bench::target::data_state_label(&state)
+        state.label()
     };
     // "not loaded": the run ended before it measured any data (a failed load), so there is no
     // state to reproduce.
@@ -439,7 +437,7 @@ pub fn run(
         ))
         .with_hint("rerun benchmark runs; compact again with `tsbsctl bench greptimedb compact`"));
     }
-    if m.target["mode"] != "managed" {
+    if !m.target.is_managed() {
         return Err(Error::invalid(format!(
             "run {} benchmarked an external server, whose version tsbsctl cannot pin",
             m.run_id
@@ -464,11 +462,8 @@ pub fn run(
     let pins = RerunPins {
         rerun_of: m.run_id.clone(),
         tsbs_key,
-        dataset_sha256: m.dataset.as_ref().and_then(|d| str_of(&d["sha256"])),
-        query_set_manifest_sha256: m
-            .query_set
-            .as_ref()
-            .and_then(|q| str_of(&q["manifest_sha256"])),
+        dataset_sha256: m.dataset.as_ref().and_then(|d| d.sha256.clone()),
+        query_set_manifest_sha256: m.query_set.as_ref().map(|q| q.manifest_sha256.clone()),
     };
     let mut req = request(&m, database_id, pins)?;
     if let Some(a) = accept_data_state {
@@ -479,7 +474,7 @@ pub fn run(
         "rerunning {} ({} {}) with its pins",
         m.run_id,
         kind.display,
-        m.target["version"].as_str().unwrap_or("?")
+        m.target.version.as_deref().unwrap_or("?")
     ));
     let mut out = bench::run(ctx, kind, &req)?;
     out.data["rerun_of"] = json!(m.run_id);

@@ -18,13 +18,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{self, LockGuard, LockOptions};
 use crate::manifest::{self, Manifest};
 use crate::output::Reporter;
 use crate::paths::Root;
+use crate::workspace::manifest::DataState;
 
 /// The git revision tsbsctl was built from (`unknown` outside a checkout).
 pub const GIT_REVISION: &str = env!("TSBSCTL_GIT_REVISION");
@@ -54,6 +55,15 @@ pub enum Status {
     Interrupted,
     /// Not attempted because an earlier step failed.
     Skipped,
+}
+
+impl RunKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Benchmark => "benchmark",
+            RunKind::Compaction => "compaction",
+        }
+    }
 }
 
 impl Status {
@@ -189,7 +199,8 @@ pub struct Owner {
     pub host: String,
 }
 
-/// `manifest.json` of a run. Pins are `Value`s assembled by the phases (see `bench`).
+/// `manifest.json` of a run. The pins are typed; a part that is product-specific keeps its
+/// product fields in an `extra` map, so a new product needs no field here.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunManifest {
     pub run_id: String,
@@ -211,21 +222,293 @@ pub struct RunManifest {
     pub host: Host,
     pub owner: Owner,
     /// Where the benchmark went: managed workspace or external URLs.
-    pub target: Value,
+    pub target: RunTarget,
     /// Go, TSBS commit and binaries.
-    pub environment: Option<Value>,
-    /// Server version, binary and config checksums (managed), or what the probe reported.
-    pub server: Option<Value>,
-    pub dataset: Option<Value>,
-    pub query_set: Option<Value>,
+    pub environment: Option<RunEnvironment>,
+    /// Server version, binary and config checksums (managed only).
+    pub server: Option<ServerPin>,
+    pub dataset: Option<RunDataset>,
+    pub query_set: Option<RunQuerySet>,
     /// Workers, batch size, database mode, query counts, durability flags.
-    pub workload: Value,
+    pub workload: Workload,
     /// The workspace's data state this run saw (loads, compactions).
-    pub data_state: Option<Value>,
+    pub data_state: Option<RunDataState>,
     /// Set when this run reproduces an earlier one.
     pub rerun_of: Option<String>,
     /// Why the run ended badly, when it did.
-    pub error: Option<Value>,
+    pub error: Option<RunError>,
+}
+
+/// Whether tsbsctl manages the server or only talks to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetMode {
+    Managed,
+    External,
+}
+
+/// `target` of a run manifest. The fields of one mode are absent in the other (as written);
+/// product-specific parts (InfluxDB 3: `server_settings`) are in `extra`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunTarget {
+    pub mode: TargetMode,
+    pub product: String,
+    pub edition: Option<String>,
+    /// The workspace id (managed); `null` for an external server.
+    pub database_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_path: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urls: Option<Vec<String>>,
+    pub endpoint: String,
+    /// The SQL database benchmarked.
+    pub database: String,
+    /// The version that ran (external: what the probe reported, if anything).
+    pub version: Option<String>,
+    pub binary_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_binary_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_override: Option<bool>,
+    /// What the external server's probe answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<Value>,
+    /// Whether a token was passed (never the token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_token: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_token: Option<bool>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl RunTarget {
+    pub fn is_managed(&self) -> bool {
+        self.mode == TargetMode::Managed
+    }
+}
+
+/// `environment` of a run manifest: the TSBS build the run used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEnvironment {
+    pub go_version: String,
+    pub tsbs_repo: String,
+    pub tsbs_commit: String,
+    pub tsbs_dirty: bool,
+    /// Keyed by tool name.
+    pub binaries: BTreeMap<String, BinaryPin>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A TSBS tool the run used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BinaryPin {
+    pub path: PathBuf,
+    /// What the build recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Re-hashed just before the tool ran (set once the file is known good).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_sha256: Option<String>,
+}
+
+/// `server` of a run manifest (managed): what a rerun must start again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerPin {
+    pub runtime: RuntimePin,
+    pub workspace_version: String,
+    pub workspace_binary_sha256: String,
+    pub version_override: bool,
+    pub platform: String,
+    pub config_path: PathBuf,
+    pub config_sha256: Option<String>,
+    /// The config file's text.
+    pub config: Option<String>,
+    pub ports: BTreeMap<String, u16>,
+    /// The archive the installation came from (`null` when it is not installed any more).
+    pub installation: Option<ArchivePin>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The binary that ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuntimePin {
+    pub version: String,
+    pub binary_sha256: String,
+    pub installation_path: PathBuf,
+}
+
+/// What a rerun must download again: the archive and its checksum.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArchivePin {
+    pub source_url: String,
+    pub checksum_url: String,
+    pub archive_sha256: String,
+    pub archive_size: u64,
+    pub tree_digest: String,
+    pub version_source: String,
+}
+
+/// `dataset` of a run manifest: the dataset, and the stored format a load read (or, for a
+/// query-only run, what the workspace's binding says).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunDataset {
+    pub dataset_id: String,
+    pub dataset_path: PathBuf,
+    pub spec: Value,
+    pub created_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_path: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncompressed_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncompressed_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest_path: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
+    /// The SHA-256 of the bytes the loader was fed (`null` when they were not hashed).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub loaded_sha256: Option<Option<String>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A field that is present (maybe `null`): tells a written `null` from an absent key
+/// (`#[serde(default, deserialize_with = "present")]` on an `Option<Option<_>>`).
+pub(crate) fn present<'de, D, T>(d: D) -> std::result::Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+/// `query_set` of a run manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunQuerySet {
+    pub query_set_id: String,
+    pub query_set_path: PathBuf,
+    pub manifest_sha256: String,
+    pub format: String,
+    pub query_counts: BTreeMap<String, u64>,
+    pub spec: Value,
+    pub reused: bool,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `workload` of a run manifest: a benchmark's or a compaction's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Workload {
+    Benchmark(BenchWorkload),
+    Compaction(CompactionWorkload),
+}
+
+impl Workload {
+    pub fn benchmark(&self) -> Option<&BenchWorkload> {
+        match self {
+            Workload::Benchmark(w) => Some(w),
+            Workload::Compaction(_) => None,
+        }
+    }
+    pub fn compaction(&self) -> Option<&CompactionWorkload> {
+        match self {
+            Workload::Compaction(w) => Some(w),
+            Workload::Benchmark(_) => None,
+        }
+    }
+    /// A product-specific field (`no_sync`, `flush_before_queries` ...), `null` when absent.
+    pub fn extra(&self, key: &str) -> &Value {
+        let extra = match self {
+            Workload::Benchmark(w) => &w.extra,
+            Workload::Compaction(w) => &w.extra,
+        };
+        extra.get(key).unwrap_or(&Value::Null)
+    }
+}
+
+/// The workload of a load/query/analyze run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchWorkload {
+    /// `smoke`, `manual`.
+    pub profile: String,
+    pub load_workers: u64,
+    pub batch_size: u64,
+    pub query_workers: u64,
+    /// `create`, `reuse`, `reset`; `null` for a phase that does not load.
+    #[serde(default)]
+    pub database_mode: Option<String>,
+    /// Query type -> queries.
+    #[serde(default)]
+    pub query_counts: BTreeMap<String, u64>,
+    /// Analyze: runs after the cold one; `null` otherwise.
+    #[serde(default)]
+    pub hot_runs: Option<u64>,
+    /// Product-specific settings (`no_sync`, `accept_partial`, `flush_before_queries`).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The workload of a compaction run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionWorkload {
+    pub table: String,
+    pub strategy: String,
+    pub window_seconds: Option<u64>,
+    pub parallelism: Option<u64>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `data_state` of a run manifest: the workspace's data state and its label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunDataState {
+    #[serde(flatten)]
+    pub state: DataState,
+    /// See [`DataState::label`].
+    pub label: String,
+}
+
+impl RunDataState {
+    pub fn of(state: &DataState) -> RunDataState {
+        RunDataState {
+            state: state.clone(),
+            label: state.label(),
+        }
+    }
+}
+
+/// `error` of a run manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunError {
+    /// The error kind (`invalid`, `failed`, `integrity`, ...).
+    pub kind: String,
+    pub message: String,
+    pub hint: Option<String>,
 }
 
 impl Manifest for RunManifest {
@@ -391,8 +674,8 @@ pub struct NewRun<'a> {
     pub run_id: Option<&'a str>,
     pub command: String,
     pub flags: Value,
-    pub target: Value,
-    pub workload: Value,
+    pub target: RunTarget,
+    pub workload: Workload,
     pub host_data_dir: Option<PathBuf>,
 }
 
@@ -667,11 +950,11 @@ impl RunDir {
         self.manifest.status = status;
         self.manifest.finished_at = Some(manifest::now_rfc3339());
         if let Some(e) = error {
-            self.manifest.error = Some(json!({
-                "kind": e.kind.as_str(),
-                "message": e.message,
-                "hint": e.hint,
-            }));
+            self.manifest.error = Some(RunError {
+                kind: e.kind.as_str().to_string(),
+                message: e.message.clone(),
+                hint: e.hint.clone(),
+            });
         }
         self.save()
     }
@@ -804,5 +1087,91 @@ mod tests {
             assert!(h.data_filesystem.is_some());
             assert!(h.memory_bytes.unwrap_or(0) > 0);
         }
+    }
+
+    /// Run manifests written by the previous version (real runs of the testbed flow:
+    /// managed and external, both products, compaction, analyze, failed and interrupted).
+    const RUN_FIXTURES: &[(&str, &str)] = &[
+        (
+            "run-greptimedb-all-failed.json",
+            include_str!("../tests/fixtures/run-data-v1/run-greptimedb-all-failed.json"),
+        ),
+        (
+            "run-greptimedb-analyze.json",
+            include_str!("../tests/fixtures/run-data-v1/run-greptimedb-analyze.json"),
+        ),
+        (
+            "run-greptimedb-compaction-completed.json",
+            include_str!("../tests/fixtures/run-data-v1/run-greptimedb-compaction-completed.json"),
+        ),
+        (
+            "run-greptimedb-compaction-failed.json",
+            include_str!("../tests/fixtures/run-data-v1/run-greptimedb-compaction-failed.json"),
+        ),
+        (
+            "run-greptimedb-external-all.json",
+            include_str!("../tests/fixtures/run-data-v1/run-greptimedb-external-all.json"),
+        ),
+        (
+            "run-greptimedb-query-after-compaction.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/run-greptimedb-query-after-compaction.json"
+            ),
+        ),
+        (
+            "run-greptimedb-query-interrupted.json",
+            include_str!("../tests/fixtures/run-data-v1/run-greptimedb-query-interrupted.json"),
+        ),
+        (
+            "run-greptimedb-query-version-override.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/run-greptimedb-query-version-override.json"
+            ),
+        ),
+        (
+            "run-influxdb3-core-all.json",
+            include_str!("../tests/fixtures/run-data-v1/run-influxdb3-core-all.json"),
+        ),
+        (
+            "run-influxdb3-external-enterprise-all.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/run-influxdb3-external-enterprise-all.json"
+            ),
+        ),
+    ];
+
+    #[test]
+    fn run_manifests_of_the_previous_version_round_trip_byte_for_byte() {
+        for (name, text) in RUN_FIXTURES {
+            let m: RunManifest =
+                serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(manifest::to_text(&m).unwrap(), *text, "{name}");
+        }
+    }
+
+    #[test]
+    fn recorded_parts_are_read_as_typed() {
+        let read = |n: &str| -> RunManifest {
+            let (_, t) = RUN_FIXTURES.iter().find(|(f, _)| f.contains(n)).unwrap();
+            serde_json::from_str(t).unwrap()
+        };
+        let ext = read("influxdb3-external");
+        assert_eq!(ext.target.mode, TargetMode::External);
+        assert!(ext.target.urls.as_ref().is_some_and(|u| !u.is_empty()));
+        assert!(ext.target.extra["server_settings"].is_object());
+        assert!(ext.server.is_none());
+        let w = ext.workload.benchmark().unwrap();
+        assert!(w.extra.contains_key("no_sync"));
+        let compact = read("compaction-failed");
+        assert!(compact.workload.compaction().is_some());
+        assert!(compact.error.is_some());
+        let over = read("version-override");
+        let pin = over.server.unwrap();
+        assert!(pin.version_override);
+        assert_ne!(pin.runtime.version, pin.workspace_version);
+        let after = read("query-after-compaction");
+        assert_eq!(after.data_state.unwrap().label, "after manual compaction");
+        let env = after.environment.unwrap();
+        assert!(env.binaries.values().any(|b| b.ran_sha256.is_some()));
     }
 }

@@ -4,7 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+
+use crate::run::{RunKind, TargetMode};
+use crate::summary::RunSummary;
 
 use crate::error::{Error, Result};
 use crate::output::Reporter;
@@ -12,38 +15,84 @@ use crate::paths::Root;
 use crate::run::{self, RunDir, RunManifest};
 
 /// One line of `runs list`.
-pub fn entry(dir: &Path, m: &RunManifest) -> Value {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEntry {
+    pub run_id: String,
+    pub run_dir: PathBuf,
+    pub kind: RunKind,
+    pub phase: String,
+    pub product: String,
+    pub edition: Option<String>,
+    pub version: Option<String>,
+    pub mode: TargetMode,
+    pub database_id: Option<String>,
+    /// The workspace id, or the external URLs joined by commas.
+    pub target: Option<String>,
+    pub database: String,
+    pub dataset_id: Option<String>,
+    pub data_state: Option<String>,
+    pub status: String,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    pub rerun_of: Option<String>,
+}
+
+/// A run directory whose manifest cannot be read: listed, never skipped silently.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnreadableEntry {
+    pub run_id: String,
+    pub run_dir: PathBuf,
+    pub product: String,
+    /// Always `unreadable`.
+    pub status: String,
+    pub error: String,
+    /// Empty: sorts after every readable run.
+    pub created_at: String,
+}
+
+/// One line of `runs list`: a run, or a directory that is not readable as one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ListEntry {
+    Run(Box<RunEntry>),
+    Unreadable(UnreadableEntry),
+}
+
+impl ListEntry {
+    fn sort_key(&self) -> (&str, &str) {
+        match self {
+            ListEntry::Run(e) => (&e.created_at, &e.run_id),
+            ListEntry::Unreadable(e) => (&e.created_at, &e.run_id),
+        }
+    }
+}
+
+/// The `runs list` line of a run.
+pub fn entry(dir: &Path, m: &RunManifest) -> RunEntry {
     let target = &m.target;
-    let database = target["database_id"]
-        .as_str()
-        .map(str::to_string)
-        .or_else(|| {
-            target["urls"].as_array().map(|u| {
-                u.iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-        });
-    json!({
-        "run_id": m.run_id,
-        "run_dir": dir,
-        "kind": m.run_kind,
-        "phase": m.phase,
-        "product": m.product,
-        "edition": m.edition,
-        "version": target["version"],
-        "mode": target["mode"],
-        "database_id": target["database_id"],
-        "target": database,
-        "database": target["database"],
-        "dataset_id": m.dataset.as_ref().map(|d| d["dataset_id"].clone()),
-        "data_state": m.data_state.as_ref().map(|d| d["label"].clone()),
-        "status": status_of(m),
-        "created_at": m.created_at,
-        "finished_at": m.finished_at,
-        "rerun_of": m.rerun_of,
-    })
+    let database = target
+        .database_id
+        .clone()
+        .or_else(|| target.urls.as_ref().map(|u| u.join(",")));
+    RunEntry {
+        run_id: m.run_id.clone(),
+        run_dir: dir.to_path_buf(),
+        kind: m.run_kind,
+        phase: m.phase.clone(),
+        product: m.product.clone(),
+        edition: m.edition.clone(),
+        version: target.version.clone(),
+        mode: target.mode,
+        database_id: target.database_id.clone(),
+        target: database,
+        database: target.database.clone(),
+        dataset_id: m.dataset.as_ref().map(|d| d.dataset_id.clone()),
+        data_state: m.data_state.as_ref().map(|d| d.label.clone()),
+        status: status_of(m),
+        created_at: m.created_at.clone(),
+        finished_at: m.finished_at.clone(),
+        rerun_of: m.rerun_of.clone(),
+    }
 }
 
 /// The recorded status, except that a `running` run whose process is gone on this host is
@@ -61,8 +110,8 @@ fn status_of(m: &RunManifest) -> String {
 
 /// Every run under the root, newest first. Unreadable manifests are listed as such, never
 /// skipped silently.
-pub fn list(root: &Root) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::new();
+pub fn list(root: &Root) -> Vec<ListEntry> {
+    let mut out: Vec<ListEntry> = Vec::new();
     for product in crate::product::names() {
         let Ok(rd) = std::fs::read_dir(root.runs(product)) else {
             continue;
@@ -74,32 +123,24 @@ pub fn list(root: &Root) -> Vec<Value> {
                 continue;
             }
             match crate::manifest::read::<RunManifest>(&dir.join("manifest.json")) {
-                Ok(m) => out.push(entry(&dir, &m)),
-                Err(err) => out.push(json!({
-                    "run_id": name,
-                    "run_dir": dir,
-                    "product": product,
-                    "status": "unreadable",
-                    "error": err.message,
-                    "created_at": "",
+                Ok(m) => out.push(ListEntry::Run(Box::new(entry(&dir, &m)))),
+                Err(err) => out.push(ListEntry::Unreadable(UnreadableEntry {
+                    run_id: name,
+                    run_dir: dir,
+                    product: product.to_string(),
+                    status: "unreadable".into(),
+                    error: err.message,
+                    created_at: String::new(),
                 })),
             }
         }
     }
-    out.sort_by(|a, b| {
-        let key = |v: &Value| {
-            (
-                v["created_at"].as_str().unwrap_or("").to_string(),
-                v["run_id"].as_str().unwrap_or("").to_string(),
-            )
-        };
-        key(b).cmp(&key(a))
-    });
+    out.sort_by(|a, b| b.sort_key().cmp(&a.sort_key()));
     out
 }
 
 /// A human table of [`list`].
-pub fn table(entries: &[Value]) -> String {
+pub fn table(entries: &[ListEntry]) -> String {
     if entries.is_empty() {
         let starts: Vec<String> = crate::product::names()
             .iter()
@@ -121,32 +162,40 @@ pub fn table(entries: &[Value]) -> String {
     .into_iter()
     .map(String::from)
     .collect()];
-    let s = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        v => v.to_string(),
-    };
+    let s = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     for e in entries {
-        let kind = match (e["kind"].as_str(), e["phase"].as_str()) {
-            (Some(k), Some(p)) => format!("{k}/{p}"),
-            (Some(k), None) => k.to_string(),
-            _ => "-".into(),
+        let row = match e {
+            ListEntry::Run(e) => {
+                let kind = format!("{}/{}", e.kind.as_str(), e.phase);
+                let product = match &e.edition {
+                    Some(ed) => format!("{} {ed}", e.product),
+                    None => e.product.clone(),
+                };
+                vec![
+                    e.run_id.clone(),
+                    kind,
+                    product,
+                    s(&e.version),
+                    s(&e.target),
+                    s(&e.dataset_id),
+                    s(&e.data_state),
+                    e.status.clone(),
+                    e.created_at.clone(),
+                ]
+            }
+            ListEntry::Unreadable(e) => vec![
+                e.run_id.clone(),
+                "-".into(),
+                e.product.clone(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                e.status.clone(),
+                e.created_at.clone(),
+            ],
         };
-        let product = match e["edition"].as_str() {
-            Some(ed) => format!("{} {ed}", s(&e["product"])),
-            None => s(&e["product"]),
-        };
-        rows.push(vec![
-            s(&e["run_id"]),
-            kind,
-            product,
-            s(&e["version"]),
-            s(&e["target"]),
-            s(&e["dataset_id"]),
-            s(&e["data_state"]),
-            s(&e["status"]),
-            s(&e["created_at"]),
-        ]);
+        rows.push(row);
     }
     aligned(&rows)
 }
@@ -179,22 +228,30 @@ pub fn aligned(rows: &[Vec<String>]) -> String {
 }
 
 /// A run resolved, opened (a dead owner's run is marked interrupted), and summarised from disk.
-pub struct Loaded {
+pub struct RecordedRun {
     pub dir: PathBuf,
     pub manifest: RunManifest,
-    pub summary: Value,
+    pub summary: RunSummary,
     /// SHA-256 of `manifest.json` as it is now.
     pub manifest_sha256: String,
 }
 
+impl RecordedRun {
+    /// What identifies this run in comparisons and reports.
+    pub fn identity(&self) -> crate::summary::RunIdentity {
+        self.summary
+            .identity(&self.manifest.run_id, &self.dir, &self.manifest_sha256)
+    }
+}
+
 /// Resolves `RUN` (path or id) and builds its summary.
-pub fn load(root: &Root, run: &str, reporter: &dyn Reporter) -> Result<Loaded> {
+pub fn load(root: &Root, run: &str, reporter: &dyn Reporter) -> Result<RecordedRun> {
     let dir = run::resolve(root, run)?;
     let r = RunDir::open(&dir, reporter)?;
     let summary = crate::summary::build(&r)?;
     let path = dir.join("manifest.json");
     let bytes = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
-    Ok(Loaded {
+    Ok(RecordedRun {
         dir: r.dir.clone(),
         manifest: r.manifest.clone(),
         summary,

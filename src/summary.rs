@@ -4,97 +4,487 @@
 //! crash gives the same numbers as the command that ran).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::run::{RunDir, RunKind, Status, Step};
-use crate::tsbs::{self, QueryAttempt};
+use crate::run::{
+    present, Host, RunDir, RunError, RunKind, RunTarget, Status, Step, TargetMode, ToolInfo,
+    Workload,
+};
+use crate::tsbs::query::AttemptStats;
+use crate::tsbs::{self, QueryAttempt, ResultSource};
+use crate::workspace::manifest::MaintenanceRecord;
 
 /// Bumped when the shape of `summary.json` changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;
 
 const TEMPLATE: &str = include_str!("../templates/summary.md.j2");
 
+/// `summary.json` of a run. Field order is the JSON key order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub schema_version: u32,
+    /// Always `run-summary`.
+    pub kind: String,
+    pub run_id: String,
+    pub run_kind: RunKind,
+    pub run_dir: PathBuf,
+    pub product: String,
+    pub product_label: String,
+    pub edition: Option<String>,
+    /// Product label, version and (when not as loaded) the data state.
+    pub label: String,
+    pub phase: String,
+    pub status: Status,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    pub command: String,
+    pub tool: ToolInfo,
+    pub host: Host,
+    pub target: RunTarget,
+    pub server: Option<ServerSummary>,
+    pub durability: Option<Durability>,
+    /// InfluxDB 3: licence, WAL/snapshot settings, storage engine, telemetry.
+    pub server_settings: Value,
+    pub environment: EnvironmentSummary,
+    pub dataset: Option<DatasetSummary>,
+    pub query_set: Option<QuerySetSummary>,
+    pub workload: Workload,
+    pub data_state: Option<DataStateSummary>,
+    pub ingestion: Option<Ingestion>,
+    /// The data of the last `row-count` step, with its status.
+    pub row_count: Option<Value>,
+    /// The data of the last `footprint` step.
+    pub storage: Option<Value>,
+    /// GreptimeDB: where the data was when the queries started (SSTs or memtables).
+    pub data_location: Option<Value>,
+    pub queries: Vec<QuerySummary>,
+    /// One per `analyze:<type>` step: its data plus attempt, status, log and result dir.
+    pub analyses: Vec<Value>,
+    pub compaction: Option<CompactionSummary>,
+    pub server_diagnostics: ServerDiagnostics,
+    pub failures: Vec<Failure>,
+    pub warnings: Vec<Warning>,
+    pub not_started: Vec<String>,
+    pub error: Option<RunError>,
+}
+
+/// The server pins a summary shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerSummary {
+    pub version: String,
+    pub binary_sha256: String,
+    pub workspace_version: String,
+    pub workspace_binary_sha256: String,
+    pub version_override: bool,
+    pub config_sha256: Option<String>,
+}
+
+/// How writes were acknowledged (InfluxDB 3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Durability {
+    pub no_sync: bool,
+    pub accept_partial: bool,
+    pub durable_write_acknowledgement: bool,
+    pub whole_batch_rejection: bool,
+}
+
+/// The TSBS build (all `null` when the run ended before it was recorded).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EnvironmentSummary {
+    pub go_version: Option<String>,
+    pub tsbs_repo: Option<String>,
+    pub tsbs_commit: Option<String>,
+    pub tsbs_dirty: Option<bool>,
+}
+
+/// The dataset a summary shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetSummary {
+    pub dataset_id: String,
+    pub spec: Value,
+    pub format: Option<String>,
+    pub compression: Option<String>,
+    pub rows: Option<u64>,
+    pub metrics: Option<u64>,
+    pub bytes: Option<u64>,
+    pub sha256: Option<String>,
+    pub uncompressed_sha256: Option<String>,
+    pub data_path: Option<PathBuf>,
+}
+
+/// The query set a summary shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuerySetSummary {
+    pub query_set_id: String,
+    pub manifest_sha256: String,
+    pub format: String,
+    pub query_counts: BTreeMap<String, u64>,
+    pub path: PathBuf,
+}
+
+/// The data state a summary shows: its label, how many loads, the maintenance records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataStateSummary {
+    pub label: String,
+    pub loads: usize,
+    pub maintenance: Vec<MaintenanceRecord>,
+}
+
+/// A present key that may be `null`, told apart from an absent key (`None`).
+pub type Present<T> = Option<Option<T>>;
+
+/// The last load attempt. The measured fields are present only when its results were read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ingestion {
+    pub attempt: u32,
+    pub status: Status,
+    pub database: Option<String>,
+    pub database_mode: Option<String>,
+    pub dataset_id: Option<String>,
+    pub workers: Option<u64>,
+    pub batch_size: Option<u64>,
+    pub log: Option<String>,
+    pub results_file: Option<String>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub rows: Present<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub rows_per_second: Present<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_per_second: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_seconds: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_source: Option<String>,
+    /// The loader's whole-ms duration, when `duration_seconds` is derived from its rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_duration_seconds: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub backoff_seconds: Present<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ResultSource>,
+}
+
+impl Ingestion {
+    /// Whether the load's results were read (rows, rates, duration present).
+    pub fn measured(&self) -> bool {
+        self.duration_seconds.is_some()
+    }
+}
+
+/// One query type: the aggregate of its completed attempts, or why it has none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuerySummary {
+    #[serde(default)]
+    pub query_type: String,
+    /// `completed`, or the status of the last attempt.
+    #[serde(default)]
+    pub status: String,
+    /// The queries the last attempt was to run.
+    #[serde(default)]
+    pub queries: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_ms: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub min_ms: Present<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub max_ms: Present<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub median_ms: Present<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub stddev_ms: Present<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub p95_ms: Present<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub p99_ms: Present<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub p999_ms: Present<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub queries_per_second: Present<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ResultSource>,
+    /// The log of the measured attempt, or of the last failed one.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub log: Present<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub results_file: Present<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Vec<AttemptStats>>,
+    /// Why the last attempt failed (present only when none completed).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub reason: Present<String>,
+}
+
+impl QuerySummary {
+    /// The aggregate mean, when a completed attempt was read.
+    pub fn measured(&self) -> bool {
+        self.mean_ms.is_some()
+    }
+
+    /// Count, mean and spread for the noise test; `None` when one is unknown.
+    pub fn noise_sample(&self) -> Option<crate::noise::Sample> {
+        crate::noise::Sample::new(self.query_count?, self.mean_ms?, self.stddev_ms.flatten()?)
+    }
+}
+
+/// A compaction run's parameters and the data of its steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionSummary {
+    pub table: Option<String>,
+    pub strategy: Option<String>,
+    pub window_seconds: Option<u64>,
+    pub flush: Value,
+    pub compact: Value,
+    pub confirmation: Value,
+    pub before: Value,
+    pub after_flush: Value,
+    pub after: Value,
+    pub parallelism: Option<u64>,
+}
+
+/// Server attempts and what their logs report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerDiagnostics {
+    pub attempts: Vec<ServerAttempt>,
+    pub warning_count: u64,
+    pub error_count: u64,
+    pub panic_count: u64,
+    pub fatal_count: u64,
+    /// The first counted lines (redacted).
+    pub samples: Vec<Value>,
+}
+
+/// One `server` step attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerAttempt {
+    pub attempt: u32,
+    pub status: Status,
+    pub log: Option<String>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub reason: Option<String>,
+    pub events: Value,
+    pub outcome: Value,
+    pub stop_seconds: Value,
+}
+
+/// Something that makes the run's numbers incomplete or suspect.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// `load`, `query`, `server`, `verify`, `run`, or the step's name.
+    pub stage: String,
+    pub step: Option<String>,
+    pub attempt: Option<u32>,
+    pub status: Status,
+    pub log: Option<String>,
+    pub reason: String,
+}
+
+/// A warning of a step (e.g. a slow server stop).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Warning {
+    pub stage: String,
+    pub attempt: u32,
+    pub log: Option<String>,
+    pub message: String,
+}
+
+/// What identifies a run in `runs compare` and `runs report` (`identity` of a compared run,
+/// the head of a report column).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunIdentity {
+    pub run_id: String,
+    pub path: PathBuf,
+    pub label: String,
+    pub product: String,
+    pub edition: Option<String>,
+    pub mode: TargetMode,
+    pub database_id: Option<String>,
+    pub urls: Option<Vec<String>>,
+    pub version: Option<String>,
+    pub binary_sha256: Option<String>,
+    pub data_state: Option<String>,
+    pub manifest_sha256: String,
+}
+
+impl RunSummary {
+    /// The identity of this run (`manifest_sha256`: of its `manifest.json` as it is now).
+    pub fn identity(&self, run_id: &str, dir: &Path, manifest_sha256: &str) -> RunIdentity {
+        RunIdentity {
+            run_id: run_id.to_string(),
+            path: dir.to_path_buf(),
+            label: self.label.clone(),
+            product: self.product.clone(),
+            edition: self.edition.clone(),
+            mode: self.target.mode,
+            database_id: self.target.database_id.clone(),
+            urls: self.target.urls.clone(),
+            version: self.target.version.clone(),
+            binary_sha256: self.target.binary_sha256.clone(),
+            data_state: self.data_state.as_ref().map(|d| d.label.clone()),
+            manifest_sha256: manifest_sha256.to_string(),
+        }
+    }
+}
+
 /// Builds the summary of a run from disk.
-pub fn build(run: &RunDir) -> Result<Value> {
+pub fn build(run: &RunDir) -> Result<RunSummary> {
     let m = &run.manifest;
     let steps = run.steps()?;
     let dir = &run.dir;
-    let mut failures: Vec<Value> = Vec::new();
-    let fail = |failures: &mut Vec<Value>, stage: &str, s: &Step, reason: Option<String>| {
-        failures.push(json!({
-            "stage": stage,
-            "step": s.step,
-            "attempt": s.attempt,
-            "status": s.status,
-            "log": s.log,
-            "reason": reason.or_else(|| s.reason.clone()).unwrap_or_else(|| s.status.as_str().to_string()),
-        }));
+    let mut failures: Vec<Failure> = Vec::new();
+    let fail = |failures: &mut Vec<Failure>, stage: &str, s: &Step, reason: Option<String>| {
+        failures.push(Failure {
+            stage: stage.to_string(),
+            step: Some(s.step.clone()),
+            attempt: Some(s.attempt),
+            status: s.status,
+            log: s.log.clone(),
+            reason: reason
+                .or_else(|| s.reason.clone())
+                .unwrap_or_else(|| s.status.as_str().to_string()),
+        });
     };
+    let str_at = |v: &Value| v.as_str().map(str::to_string);
 
     // Ingestion: the last load attempt (completed, reused or failed).
-    let mut ingestion = Value::Null;
+    let mut ingestion = None;
     for s in steps.iter().filter(|s| s.step == "load") {
-        let mut v = json!({
-            "attempt": s.attempt,
-            "status": s.status,
-            "database": s.data["database"],
-            "database_mode": s.data["database_mode"],
-            "dataset_id": s.data["dataset_id"],
-            "workers": s.data["workers"],
-            "batch_size": s.data["batch_size"],
-            "log": s.log,
-            "results_file": s.results,
-            "started_at": s.started_at,
-            "finished_at": s.finished_at,
-        });
+        let mut v = Ingestion {
+            attempt: s.attempt,
+            status: s.status,
+            database: str_at(&s.data["database"]),
+            database_mode: str_at(&s.data["database_mode"]),
+            dataset_id: str_at(&s.data["dataset_id"]),
+            workers: s.data["workers"].as_u64(),
+            batch_size: s.data["batch_size"].as_u64(),
+            log: s.log.clone(),
+            results_file: s.results.clone(),
+            started_at: s.started_at.clone(),
+            finished_at: s.finished_at.clone(),
+            rows: None,
+            metrics: None,
+            rows_per_second: None,
+            metrics_per_second: None,
+            duration_seconds: None,
+            duration_source: None,
+            reported_duration_seconds: None,
+            backoff_seconds: None,
+            source: None,
+        };
         match s.status {
             Status::Completed => {
                 let log_text = read(dir, s.log.as_deref());
                 let results = dir.join(s.results.as_deref().unwrap_or("-"));
                 match tsbs::load_result(&results, &log_text) {
                     Ok(r) => {
-                        v["rows"] = json!(r.rows);
-                        v["metrics"] = json!(r.metrics);
-                        v["rows_per_second"] = json!(r.rows_per_second);
-                        v["metrics_per_second"] = json!(r.metrics_per_second);
-                        v["duration_seconds"] = json!(r.duration_seconds);
-                        v["duration_source"] = json!("the loader's DurationMillis (whole ms)");
+                        v.rows = Some(r.rows);
+                        v.metrics = Some(r.metrics);
+                        v.rows_per_second = Some(r.rows_per_second);
+                        v.metrics_per_second = Some(r.metrics_per_second);
+                        v.duration_seconds = Some(r.duration_seconds);
+                        v.duration_source = Some("the loader's DurationMillis (whole ms)".into());
                         // The loader's rate is rows / its own elapsed time at full precision,
                         // while DurationMillis is truncated to whole ms: derive the duration
                         // from the rate so that Rows/s and Duration agree (#26).
                         if let (Some(rows), Some(rate)) =
                             (r.rows, r.rows_per_second.filter(|x| *x > 0.0))
                         {
-                            v["reported_duration_seconds"] = json!(r.duration_seconds);
-                            v["duration_seconds"] = json!(rows as f64 / rate);
-                            v["duration_source"] =
-                                json!("rows / the loader's rows per second (its own full-precision elapsed time)");
+                            v.reported_duration_seconds = Some(r.duration_seconds);
+                            v.duration_seconds = Some(rows as f64 / rate);
+                            v.duration_source = Some(
+                                "rows / the loader's rows per second (its own full-precision elapsed time)"
+                                    .into(),
+                            );
                         }
-                        v["backoff_seconds"] = json!(r.backoff_seconds());
-                        v["source"] = json!(r.source);
+                        v.backoff_seconds = Some(r.backoff_seconds());
+                        v.source = Some(r.source);
                         if let Some(w) = r.workers {
-                            v["workers"] = json!(w);
+                            v.workers = Some(w);
                         }
                         if let Some(b) = r.batch_size {
-                            v["batch_size"] = json!(b);
+                            v.batch_size = Some(b);
                         }
                     }
                     Err(e) => {
-                        v["status"] = json!(Status::Failed);
+                        v.status = Status::Failed;
                         fail(&mut failures, "load", s, Some(e.message));
                     }
                 }
             }
             Status::Reused => {
-                v["database_mode"] = json!("reuse");
-                v["dataset_id"] = s.data["dataset_id"].clone();
+                v.database_mode = Some("reuse".into());
             }
             _ => fail(&mut failures, "load", s, None),
         }
-        ingestion = v;
+        ingestion = Some(v);
     }
 
     let last = |name: &str| steps.iter().rev().find(|s| s.step == name);
@@ -130,7 +520,7 @@ pub fn build(run: &RunDir) -> Result<Value> {
                 match tsbs::query_result(&results, &log_text) {
                     Ok(r) => {
                         attempts.push(QueryAttempt {
-                            database: m.target["database"].as_str().unwrap_or("").to_string(),
+                            database: m.target.database.clone(),
                             query_type: qt.clone(),
                             attempt: s.attempt,
                             result: r.clone(),
@@ -154,32 +544,57 @@ pub fn build(run: &RunDir) -> Result<Value> {
                 .cloned()
                 .collect::<Vec<_>>(),
         );
-        let mut v = json!({
-            "query_type": qt,
-            "status": if last_ok.is_some() { "completed" } else { list.last().map(|s| s.status.as_str()).unwrap_or("failed") },
-            "queries": list.last().map(|s| s.data["queries"].clone()),
-        });
+        let mut v = QuerySummary {
+            query_type: qt.clone(),
+            status: if last_ok.is_some() {
+                "completed".into()
+            } else {
+                list.last()
+                    .map(|s| s.status.as_str())
+                    .unwrap_or("failed")
+                    .into()
+            },
+            queries: list
+                .last()
+                .map(|s| s.data["queries"].clone())
+                .unwrap_or(Value::Null),
+            repetitions: None,
+            query_count: None,
+            mean_ms: None,
+            min_ms: None,
+            max_ms: None,
+            median_ms: None,
+            stddev_ms: None,
+            p95_ms: None,
+            p99_ms: None,
+            p999_ms: None,
+            queries_per_second: None,
+            source: None,
+            log: None,
+            results_file: None,
+            attempts: None,
+            reason: None,
+        };
         if let (Some((s, r)), Some(a)) = (&last_ok, agg.first()) {
             let q = r.all.quantiles.as_ref();
-            v["repetitions"] = json!(a.repetitions);
-            v["query_count"] = json!(a.query_count);
-            v["mean_ms"] = json!(a.weighted_mean_ms);
-            v["min_ms"] = json!(a.min_ms);
-            v["max_ms"] = json!(a.max_ms);
-            v["median_ms"] = json!(r.all.median_ms.or(q.map(|q| q.q50)));
-            v["stddev_ms"] = json!(r.all.stddev_ms);
-            v["p95_ms"] = json!(q.map(|q| q.q95));
-            v["p99_ms"] = json!(q.map(|q| q.q99));
-            v["p999_ms"] = json!(q.map(|q| q.q999));
-            v["queries_per_second"] =
-                json!(r.overall_queries_per_second.or(r.all.queries_per_second));
-            v["source"] = json!(r.source);
-            v["log"] = json!(s.log);
-            v["results_file"] = json!(s.results);
-            v["attempts"] = json!(a.attempts);
+            v.repetitions = Some(a.repetitions);
+            v.query_count = Some(a.query_count);
+            v.mean_ms = Some(a.weighted_mean_ms);
+            v.min_ms = Some(a.min_ms);
+            v.max_ms = Some(a.max_ms);
+            v.median_ms = Some(r.all.median_ms.or(q.map(|q| q.q50)));
+            v.stddev_ms = Some(r.all.stddev_ms);
+            v.p95_ms = Some(q.map(|q| q.q95));
+            v.p99_ms = Some(q.map(|q| q.q99));
+            v.p999_ms = Some(q.map(|q| q.q999));
+            v.queries_per_second = Some(r.overall_queries_per_second.or(r.all.queries_per_second));
+            v.source = Some(r.source);
+            v.log = Some(s.log.clone());
+            v.results_file = Some(s.results.clone());
+            v.attempts = Some(a.attempts.clone());
         } else if let Some(s) = last_failed {
-            v["log"] = json!(s.log);
-            v["reason"] = json!(s.reason);
+            v.log = Some(s.log.clone());
+            v.reason = Some(s.reason.clone());
         }
         queries.push(v);
     }
@@ -208,22 +623,23 @@ pub fn build(run: &RunDir) -> Result<Value> {
     // Compaction (its own run kind).
     let compaction = (m.run_kind == RunKind::Compaction).then(|| {
         let get = |n: &str| last(n).map(|s| s.data.clone()).unwrap_or(Value::Null);
-        json!({
-            "table": m.workload["table"],
-            "strategy": m.workload["strategy"],
-            "window_seconds": m.workload["window_seconds"],
-            "flush": get("flush"),
-            "compact": get("compact"),
-            "confirmation": get("confirm"),
-            "before": get("state-before"),
-            "after_flush": get("state-after-flush"),
-            "after": get("state-after"),
-            "parallelism": m.workload["parallelism"],
-        })
+        let w = m.workload.compaction();
+        CompactionSummary {
+            table: w.map(|w| w.table.clone()),
+            strategy: w.map(|w| w.strategy.clone()),
+            window_seconds: w.and_then(|w| w.window_seconds),
+            flush: get("flush"),
+            compact: get("compact"),
+            confirmation: get("confirm"),
+            before: get("state-before"),
+            after_flush: get("state-after-flush"),
+            after: get("state-after"),
+            parallelism: w.and_then(|w| w.parallelism),
+        }
     });
 
     // Server attempts and diagnostics from their logs.
-    let mut warnings: Vec<Value> = Vec::new();
+    let mut warnings: Vec<Warning> = Vec::new();
     let mut server_attempts = Vec::new();
     let mut diag = crate::logscan::Diagnostics::default();
     let redactor = crate::redact::Redactor::new();
@@ -234,23 +650,27 @@ pub fn build(run: &RunDir) -> Result<Value> {
         None => crate::logscan::classify(line),
     };
     for s in steps.iter().filter(|s| s.step == "server") {
-        server_attempts.push(json!({
-            "attempt": s.attempt,
-            "status": s.status,
-            "log": s.log,
-            "started_at": s.started_at,
-            "finished_at": s.finished_at,
-            "reason": s.reason,
-            "events": s.data["events"],
-            "outcome": s.data["outcome"],
-            "stop_seconds": s.data["stop_seconds"],
-        }));
+        server_attempts.push(ServerAttempt {
+            attempt: s.attempt,
+            status: s.status,
+            log: s.log.clone(),
+            started_at: s.started_at.clone(),
+            finished_at: s.finished_at.clone(),
+            reason: s.reason.clone(),
+            events: s.data["events"].clone(),
+            outcome: s.data["outcome"].clone(),
+            stop_seconds: s.data["stop_seconds"].clone(),
+        });
         if s.status == Status::Failed || s.status == Status::Interrupted {
             fail(&mut failures, "server", s, None);
         }
         if let Some(w) = s.data["warning"].as_str() {
-            warnings
-                .push(json!({"stage": "server", "attempt": s.attempt, "log": s.log, "message": w}));
+            warnings.push(Warning {
+                stage: "server".into(),
+                attempt: s.attempt,
+                log: s.log.clone(),
+                message: w.to_string(),
+            });
         }
         if let Some(l) = &s.log {
             diag.scan_text_with(l, &read(dir, Some(l)), &redactor, &severity);
@@ -258,11 +678,14 @@ pub fn build(run: &RunDir) -> Result<Value> {
     }
     // A panic in a server log makes the run's numbers suspect: it is a failure, naming the log.
     if let Some(first) = &diag.first_fatal {
-        failures.push(json!({
-            "stage": "server", "step": "server", "attempt": null, "status": "failed",
-            "log": first.log,
-            "reason": format!("the server log reports a panic: {}", first.message),
-        }));
+        failures.push(Failure {
+            stage: "server".into(),
+            step: Some("server".into()),
+            attempt: None,
+            status: Status::Failed,
+            log: Some(first.log.clone()),
+            reason: format!("the server log reports a panic: {}", first.message),
+        });
     }
     // Other steps that failed (environment, dataset, table checks, compaction ...).
     for s in &steps {
@@ -282,21 +705,21 @@ pub fn build(run: &RunDir) -> Result<Value> {
     }
     if let Some(e) = &m.error {
         if failures.is_empty() && m.status != Status::Completed {
-            failures.push(json!({
-                "stage": "run", "step": null, "attempt": null, "status": m.status,
-                "log": null, "reason": e["message"],
-            }));
+            failures.push(Failure {
+                stage: "run".into(),
+                step: None,
+                attempt: None,
+                status: m.status,
+                log: None,
+                reason: e.message.clone(),
+            });
         }
     }
 
     let edition = m.edition.clone();
     let product_label = crate::product::label(&m.product, edition.as_deref());
-    let version = m.target["version"].as_str().map(str::to_string);
-    let data_state_label = m
-        .data_state
-        .as_ref()
-        .and_then(|d| d["label"].as_str())
-        .map(str::to_string);
+    let version = m.target.version.clone();
+    let data_state_label = m.data_state.as_ref().map(|d| d.label.clone());
     let mut label = match &version {
         Some(v) => format!("{product_label} {v}"),
         None => product_label.clone(),
@@ -309,102 +732,114 @@ pub fn build(run: &RunDir) -> Result<Value> {
     let durability = crate::product::resolve(&m.product, None)
         .is_ok_and(|p| p.records_durability())
         .then(|| {
-            let no_sync = m.workload["no_sync"].as_bool().unwrap_or(false);
-            let accept_partial = m.workload["accept_partial"].as_bool().unwrap_or(false);
-            json!({
-                "no_sync": no_sync,
-                "accept_partial": accept_partial,
-                "durable_write_acknowledgement": !no_sync,
-                "whole_batch_rejection": !accept_partial,
-            })
+            let no_sync = m.workload.extra("no_sync").as_bool().unwrap_or(false);
+            let accept_partial = m
+                .workload
+                .extra("accept_partial")
+                .as_bool()
+                .unwrap_or(false);
+            Durability {
+                no_sync,
+                accept_partial,
+                durable_write_acknowledgement: !no_sync,
+                whole_batch_rejection: !accept_partial,
+            }
         });
-    let env = m.environment.clone().unwrap_or(Value::Null);
-    let dataset = m.dataset.clone().map(|d| {
-        json!({
-            "dataset_id": d["dataset_id"],
-            "spec": d["spec"],
-            "format": d["format"],
-            "compression": d["compression"],
-            "rows": d["rows"],
-            "metrics": d["metrics"],
-            "bytes": d["bytes"],
-            "sha256": d["sha256"],
-            "uncompressed_sha256": d["uncompressed_sha256"],
-            "data_path": d["data_path"],
+    let environment = m
+        .environment
+        .as_ref()
+        .map(|e| EnvironmentSummary {
+            go_version: Some(e.go_version.clone()),
+            tsbs_repo: Some(e.tsbs_repo.clone()),
+            tsbs_commit: Some(e.tsbs_commit.clone()),
+            tsbs_dirty: Some(e.tsbs_dirty),
         })
+        .unwrap_or_default();
+    let dataset = m.dataset.as_ref().map(|d| DatasetSummary {
+        dataset_id: d.dataset_id.clone(),
+        spec: d.spec.clone(),
+        format: d.format.clone(),
+        compression: d.compression.clone(),
+        rows: d.rows,
+        metrics: d.metrics,
+        bytes: d.bytes,
+        sha256: d.sha256.clone(),
+        uncompressed_sha256: d.uncompressed_sha256.clone(),
+        data_path: d.data_path.clone(),
     });
-    let query_set = m.query_set.clone().map(|q| {
-        json!({
-            "query_set_id": q["query_set_id"],
-            "manifest_sha256": q["manifest_sha256"],
-            "format": q["format"],
-            "query_counts": q["query_counts"],
-            "path": q["query_set_path"],
-        })
+    let query_set = m.query_set.as_ref().map(|q| QuerySetSummary {
+        query_set_id: q.query_set_id.clone(),
+        manifest_sha256: q.manifest_sha256.clone(),
+        format: q.format.clone(),
+        query_counts: q.query_counts.clone(),
+        path: q.query_set_path.clone(),
     });
-    Ok(json!({
-        "schema_version": SCHEMA_VERSION,
-        "kind": "run-summary",
-        "run_id": m.run_id,
-        "run_kind": m.run_kind,
-        "run_dir": run.dir,
-        "product": m.product,
-        "product_label": product_label,
-        "edition": edition,
-        "label": label,
-        "phase": m.phase,
-        "status": m.status,
-        "created_at": m.created_at,
-        "finished_at": m.finished_at,
-        "command": m.command,
-        "tool": m.tool,
-        "host": m.host,
-        "target": m.target,
-        "server": m.server.as_ref().map(|s| json!({
-            "version": s["runtime"]["version"],
-            "binary_sha256": s["runtime"]["binary_sha256"],
-            "workspace_version": s["workspace_version"],
-            "workspace_binary_sha256": s["workspace_binary_sha256"],
-            "version_override": s["version_override"],
-            "config_sha256": s["config_sha256"],
-        })),
-        "durability": durability,
-        // InfluxDB 3: licence, WAL/snapshot settings, storage engine, telemetry.
-        "server_settings": m.target.get("server_settings").cloned().unwrap_or(Value::Null),
-        "environment": {
-            "go_version": env["go_version"],
-            "tsbs_repo": env["tsbs_repo"],
-            "tsbs_commit": env["tsbs_commit"],
-            "tsbs_dirty": env["tsbs_dirty"],
+    Ok(RunSummary {
+        schema_version: SCHEMA_VERSION,
+        kind: "run-summary".into(),
+        run_id: m.run_id.clone(),
+        run_kind: m.run_kind,
+        run_dir: run.dir.clone(),
+        product: m.product.clone(),
+        product_label,
+        edition,
+        label,
+        phase: m.phase.clone(),
+        status: m.status,
+        created_at: m.created_at.clone(),
+        finished_at: m.finished_at.clone(),
+        command: m.command.clone(),
+        tool: m.tool.clone(),
+        host: m.host.clone(),
+        target: m.target.clone(),
+        server: m.server.as_ref().map(|s| ServerSummary {
+            version: s.runtime.version.clone(),
+            binary_sha256: s.runtime.binary_sha256.clone(),
+            workspace_version: s.workspace_version.clone(),
+            workspace_binary_sha256: s.workspace_binary_sha256.clone(),
+            version_override: s.version_override,
+            config_sha256: s.config_sha256.clone(),
+        }),
+        durability,
+        server_settings: m
+            .target
+            .extra
+            .get("server_settings")
+            .cloned()
+            .unwrap_or(Value::Null),
+        environment,
+        dataset,
+        query_set,
+        workload: m.workload.clone(),
+        data_state: m.data_state.as_ref().map(|d| DataStateSummary {
+            label: d.label.clone(),
+            loads: d.state.loads.len(),
+            maintenance: d.state.maintenance.clone(),
+        }),
+        ingestion,
+        row_count,
+        storage,
+        data_location,
+        queries,
+        analyses,
+        compaction,
+        server_diagnostics: ServerDiagnostics {
+            attempts: server_attempts,
+            warning_count: diag.warnings,
+            error_count: diag.errors,
+            panic_count: diag.panics,
+            fatal_count: diag.fatals,
+            samples: diag
+                .samples
+                .iter()
+                .map(|x| serde_json::to_value(x).unwrap_or(Value::Null))
+                .collect(),
         },
-        "dataset": dataset,
-        "query_set": query_set,
-        "workload": m.workload,
-        "data_state": m.data_state.as_ref().map(|d| json!({
-            "label": d["label"],
-            "loads": d["loads"].as_array().map(|a| a.len()).unwrap_or(0),
-            "maintenance": d["maintenance"],
-        })),
-        "ingestion": ingestion,
-        "row_count": row_count,
-        "storage": storage,
-        "data_location": data_location,
-        "queries": queries,
-        "analyses": analyses,
-        "compaction": compaction,
-        "server_diagnostics": {
-            "attempts": server_attempts,
-            "warning_count": diag.warnings,
-            "error_count": diag.errors,
-            "panic_count": diag.panics,
-            "fatal_count": diag.fatals,
-            "samples": diag.samples,
-        },
-        "failures": failures,
-        "warnings": warnings,
-        "not_started": not_started(m, &steps),
-        "error": m.error,
-    }))
+        failures,
+        warnings,
+        not_started: not_started(m, &steps),
+        error: m.error.clone(),
+    })
 }
 
 /// The query types a run that ended early planned but never started (#28), sorted.
@@ -417,10 +852,11 @@ fn not_started(m: &crate::run::RunManifest, steps: &[crate::run::Step]) -> Vec<S
         "analyze" => "analyze:",
         _ => return Vec::new(),
     };
-    m.workload["query_counts"]
-        .as_object()
-        .map(|c| {
-            c.keys()
+    m.workload
+        .benchmark()
+        .map(|w| {
+            w.query_counts
+                .keys()
                 .filter(|t| !steps.iter().any(|s| s.step == format!("{prefix}{t}")))
                 .cloned()
                 .collect()
@@ -429,7 +865,7 @@ fn not_started(m: &crate::run::RunManifest, steps: &[crate::run::Step]) -> Vec<S
 }
 
 /// Builds the summary and writes `summary.json` and `summary.md` atomically.
-pub fn write(run: &RunDir) -> Result<Value> {
+pub fn write(run: &RunDir) -> Result<RunSummary> {
     let s = build(run)?;
     let mut text = serde_json::to_string_pretty(&s)?;
     text.push('\n');
@@ -439,8 +875,8 @@ pub fn write(run: &RunDir) -> Result<Value> {
     Ok(s)
 }
 
-/// Renders `summary.md` from a summary value.
-pub fn render_md(summary: &Value) -> Result<String> {
+/// Renders `summary.md` from a summary (a [`RunSummary`], or a value of its shape).
+pub fn render_md<S: Serialize>(summary: &S) -> Result<String> {
     let env = crate::render::template_env("summary.md", TEMPLATE)?;
     let t = env
         .get_template("summary.md")
@@ -457,8 +893,88 @@ fn read(dir: &Path, rel: Option<&str>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The `target` of an external run, for summaries built by hand.
+    pub(crate) fn fixture_target() -> RunTarget {
+        serde_json::from_value(json!({"mode": "external", "product": "greptimedb",
+            "edition": null, "database_id": null, "urls": ["http://127.0.0.1:1"],
+            "endpoint": "http://127.0.0.1:1", "database": "benchmark", "version": "v",
+            "binary_sha256": null}))
+        .unwrap()
+    }
+
+    pub(crate) fn fixture_workload() -> Workload {
+        serde_json::from_value(
+            json!({"profile": "smoke", "load_workers": 1, "batch_size": 3000,
+            "query_workers": 1, "database_mode": null, "query_counts": {}, "hot_runs": null}),
+        )
+        .unwrap()
+    }
+
+    /// Replaces the leaves of `base` by those of `over` (objects merged key by key).
+    fn merge(base: &mut Value, over: Value) {
+        match (base, over) {
+            (Value::Object(b), Value::Object(o)) => {
+                for (k, v) in o {
+                    match b.get_mut(&k) {
+                        Some(slot) if slot.is_object() && v.is_object() => merge(slot, v),
+                        _ => {
+                            b.insert(k, v);
+                        }
+                    }
+                }
+            }
+            (b, o) => *b = o,
+        }
+    }
+
+    /// A summary of an external benchmark run with what a test sets merged in.
+    pub(crate) fn summary_from(over: Value) -> RunSummary {
+        let mut base = json!({
+            "schema_version": SCHEMA_VERSION, "kind": "run-summary", "run_id": "r",
+            "run_kind": "benchmark", "run_dir": "/nonexistent/r", "product": "greptimedb",
+            "product_label": "GreptimeDB", "edition": null, "label": "GreptimeDB", "phase": "query",
+            "status": "completed", "created_at": "t", "finished_at": "t", "command": "tsbsctl",
+            "tool": {"version": "v", "git_revision": "g"},
+            "host": {"hostname": "h", "cpu_model": null, "cpus": 1, "memory_bytes": null,
+                "os": "linux", "os_release": null, "kernel": null, "arch": "x86_64",
+                "data_dir": null, "data_filesystem": null},
+            "target": fixture_target(), "server": null, "durability": null,
+            "server_settings": null, "environment": {}, "dataset": null, "query_set": null,
+            "workload": fixture_workload(), "data_state": null, "ingestion": null,
+            "row_count": null, "storage": null, "data_location": null, "queries": [],
+            "analyses": [], "compaction": null, "server_diagnostics": {"attempts": [],
+                "warning_count": 0, "error_count": 0, "panic_count": 0, "fatal_count": 0,
+                "samples": []},
+            "failures": [], "warnings": [], "not_started": [], "error": null,
+        });
+        // Partial parts a test names get the fields their types require.
+        let parts = [
+            ("dataset", json!({"dataset_id": "d", "spec": null})),
+            (
+                "query_set",
+                json!({"query_set_id": "q", "manifest_sha256": "m", "format": "f",
+                "query_counts": {}, "path": "/q"}),
+            ),
+            (
+                "data_state",
+                json!({"label": "as loaded", "loads": 1, "maintenance": []}),
+            ),
+            (
+                "ingestion",
+                json!({"attempt": 1, "status": "completed", "started_at": "t"}),
+            ),
+        ];
+        for (k, filler) in parts {
+            if over.get(k).is_some_and(Value::is_object) {
+                base[k] = filler;
+            }
+        }
+        merge(&mut base, over);
+        serde_json::from_value(base).unwrap()
+    }
 
     /// The smallest summary of an external run that `summary.md` renders.
     fn minimal_summary(phase: &str) -> Value {
@@ -523,5 +1039,101 @@ mod tests {
         );
         assert!(row(json!(true)).contains("| 2 | yes |"));
         assert!(row(Value::Null).contains("| 2 | unknown |"));
+    }
+
+    /// `summary.json` files written by the previous version (the runs of `RUN_FIXTURES`).
+    const SUMMARY_FIXTURES: &[(&str, &str)] = &[
+        (
+            "summary-greptimedb-all-failed.json",
+            include_str!("../tests/fixtures/run-data-v1/summary-greptimedb-all-failed.json"),
+        ),
+        (
+            "summary-greptimedb-analyze.json",
+            include_str!("../tests/fixtures/run-data-v1/summary-greptimedb-analyze.json"),
+        ),
+        (
+            "summary-greptimedb-compaction-completed.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/summary-greptimedb-compaction-completed.json"
+            ),
+        ),
+        (
+            "summary-greptimedb-compaction-failed.json",
+            include_str!("../tests/fixtures/run-data-v1/summary-greptimedb-compaction-failed.json"),
+        ),
+        (
+            "summary-greptimedb-external-all.json",
+            include_str!("../tests/fixtures/run-data-v1/summary-greptimedb-external-all.json"),
+        ),
+        (
+            "summary-greptimedb-query-after-compaction.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/summary-greptimedb-query-after-compaction.json"
+            ),
+        ),
+        (
+            "summary-greptimedb-query-interrupted.json",
+            include_str!("../tests/fixtures/run-data-v1/summary-greptimedb-query-interrupted.json"),
+        ),
+        (
+            "summary-greptimedb-query-version-override.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/summary-greptimedb-query-version-override.json"
+            ),
+        ),
+        (
+            "summary-influxdb3-core-all.json",
+            include_str!("../tests/fixtures/run-data-v1/summary-influxdb3-core-all.json"),
+        ),
+        (
+            "summary-influxdb3-external-enterprise-all.json",
+            include_str!(
+                "../tests/fixtures/run-data-v1/summary-influxdb3-external-enterprise-all.json"
+            ),
+        ),
+    ];
+
+    #[test]
+    fn summaries_of_the_previous_version_round_trip_byte_for_byte() {
+        for (name, text) in SUMMARY_FIXTURES {
+            let s: RunSummary =
+                serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            // Through the same parser as the text: serde_json's float parsing may miss the
+            // last digit of a long fraction, for `Value` and structs alike. `runs summarize`
+            // (no parsing) rewrote these files byte for byte.
+            let same_parse: Value = serde_json::from_str(text).unwrap();
+            let want = serde_json::to_string_pretty(&same_parse).unwrap() + "\n";
+            let mut out = serde_json::to_string_pretty(&s).unwrap();
+            out.push('\n');
+            assert_eq!(out, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn absent_and_null_measurements_stay_apart() {
+        let read = |n: &str| -> RunSummary {
+            let (_, t) = SUMMARY_FIXTURES
+                .iter()
+                .find(|(f, _)| f.contains(n))
+                .unwrap();
+            serde_json::from_str(t).unwrap()
+        };
+        let s = read("greptimedb-query-after-compaction");
+        assert!(s
+            .queries
+            .iter()
+            .all(|q| q.measured() && q.attempts.is_some()));
+        assert!(s.queries.iter().all(|q| q.reason.is_none()));
+        let i = read("greptimedb-all-failed").ingestion.unwrap();
+        assert!(i.measured());
+        assert!(i.reported_duration_seconds.is_some() && i.backoff_seconds.is_some());
+        assert!(read("influxdb3-core-all").durability.is_some());
+        // A type that never completed: its log may be `null`, its reason is present.
+        let broken = read("greptimedb-query-interrupted");
+        let x = broken.queries.iter().find(|q| q.query_type == "x").unwrap();
+        assert!(!x.measured());
+        assert_eq!(x.log, Some(None));
+        assert!(matches!(&x.reason, Some(Some(r)) if r.contains("ended without finishing")));
+        assert!(broken.ingestion.is_none());
     }
 }

@@ -121,13 +121,13 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
             run_id: req.run_id.as_deref(),
             command: ctx.command_line(),
             flags: req.flags.clone(),
-            target: target.to_json(),
-            workload: json!({
+            target: target.to_run_target()?,
+            workload: serde_json::from_value(json!({
                 "table": table,
                 "strategy": strategy,
                 "window_seconds": window,
                 "parallelism": req.parallelism,
-            }),
+            }))?,
             host_data_dir: target.data_dir(),
         },
         ctx.reporter.as_ref(),
@@ -342,7 +342,7 @@ impl Bench<'_> {
         if flush {
             let sql = format!("ADMIN FLUSH_TABLE('{}')", super::TABLE);
             self.maintenance_step("flush", &sql)?;
-            self.target.push_maintenance(json!({
+            self.target.push_maintenance(serde_json::from_value(json!({
                 "operation": "flush",
                 "status": "completed",
                 "at": crate::manifest::now_rfc3339(),
@@ -350,7 +350,7 @@ impl Bench<'_> {
                 "run_dir": self.run.dir,
                 "table": super::TABLE,
                 "statements": [sql],
-            }))?;
+            }))?)?;
             self.run.manifest.data_state = self.target.data_state();
             self.run.save()?;
         }
@@ -467,7 +467,8 @@ impl Bench<'_> {
             "version": version,
             "sst_num_before": before["sst_num"],
         });
-        self.target.push_maintenance(record.clone())?;
+        self.target
+            .push_maintenance(serde_json::from_value(record.clone())?)?;
         let res = self.flush_and_compact(&flush_sql, &compact_sql, &log_path, table_id, window);
         let (status, reason) = match &res {
             Ok(_) => ("completed", None),
@@ -484,7 +485,8 @@ impl Bench<'_> {
             record["sst_num_after_flush"] = after_flush["sst_num"].clone();
             record["sst_num_after"] = after["sst_num"].clone();
         }
-        self.target.update_last_maintenance(record)?;
+        self.target
+            .update_last_maintenance(serde_json::from_value(record)?)?;
         self.run.manifest.data_state = self.target.data_state();
         self.run.save()?;
         res?;

@@ -19,12 +19,16 @@ use crate::run::{RunDir, Status};
 pub fn verified_binary(env: &TsbsEnv, name: &str, run: &mut RunDir) -> Result<PathBuf> {
     let b = env.binary(name)?;
     let sha = rehash(name, &b.path, &b.sha256)?;
-    if let Some(env_json) = run.manifest.environment.as_mut() {
-        let entry = &mut env_json["binaries"][name];
-        if !entry.is_object() {
-            *entry = json!({"path": b.path});
-        }
-        entry["ran_sha256"] = json!(sha);
+    if let Some(pins) = run.manifest.environment.as_mut() {
+        let entry =
+            pins.binaries
+                .entry(name.to_string())
+                .or_insert_with(|| crate::run::BinaryPin {
+                    path: b.path.clone(),
+                    sha256: None,
+                    ran_sha256: None,
+                });
+        entry.ran_sha256 = Some(sha.clone());
         run.save()?;
     }
     Ok(b.path.clone())
@@ -60,12 +64,10 @@ impl super::Bench<'_> {
         let Some(binding) = self.target.binding().cloned() else {
             return Ok(());
         };
-        let Some(expected) = binding["rows"].as_u64() else {
-            return Ok(());
-        };
+        let expected = binding.rows;
         let ws = self.target.database_id().unwrap_or_default();
         let db = self.target.database().to_string();
-        let dataset = binding["dataset_id"].as_str().unwrap_or("?").to_string();
+        let dataset = binding.dataset_id.clone();
         let reload = format!(
             "reload it: tsbsctl bench {} load --database-id {ws} --dataset-id {dataset} --database-mode reset --confirm-reset {db}",
             self.entry.name

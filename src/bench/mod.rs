@@ -97,7 +97,7 @@ pub struct Bench<'a> {
 }
 
 /// What a finished command reports.
-fn outcome(run: &RunDir, summary: &Value) -> Outcome {
+fn outcome(run: &RunDir, summary: &crate::summary::RunSummary) -> Outcome {
     let md = run.dir.join("summary.md");
     let human = format!(
         "Run {}: {}\nRun directory: {}\nSummary: {}\n",
@@ -201,8 +201,8 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
             run_id: req.run_id.as_deref(),
             command: ctx.command_line(),
             flags: req.flags.clone(),
-            target: target.to_json(),
-            workload,
+            target: target.to_run_target()?,
+            workload: serde_json::from_value(workload)?,
             host_data_dir: target.data_dir(),
         },
         ctx.reporter.as_ref(),
@@ -243,7 +243,7 @@ fn resolve_dataset(
     let mut id = req.dataset_id.clone();
     if id.is_none() && !req.spec.any() && !phase.loads() {
         if let Some(b) = target.binding() {
-            id = b["dataset_id"].as_str().map(str::to_string);
+            id = Some(b.dataset_id.clone());
         }
     }
     let ds = Dataset::resolve(root, id.as_deref(), &req.spec)?;
@@ -375,7 +375,7 @@ impl Bench<'_> {
             "tsbs_dirty": env.dirty,
             "binaries": binaries,
         });
-        self.run.manifest.environment = Some(v.clone());
+        self.run.manifest.environment = Some(serde_json::from_value(v.clone())?);
         self.run.save()?;
         self.run
             .end("tsbs-env", 1, Status::Completed, None, Some(v))?;
@@ -417,10 +417,7 @@ impl Bench<'_> {
         {
             let have = match &stored {
                 Some(sf) => Some(sf.sha256.clone()),
-                None => self
-                    .target
-                    .binding()
-                    .and_then(|b| b["sha256"].as_str().map(str::to_string)),
+                None => self.target.binding().map(|b| b.sha256.clone()),
             };
             if have.as_ref() != Some(pinned) {
                 return Err(Error::integrity(format!(
@@ -437,7 +434,11 @@ impl Bench<'_> {
                     dv[k] = v;
                 }
             }
-        } else if let Some(b) = self.target.binding() {
+        } else if let Some(b) = self
+            .target
+            .binding()
+            .and_then(|b| serde_json::to_value(b).ok())
+        {
             // Query-only runs record what the workspace holds (format, rows, checksums).
             for k in [
                 "format",
@@ -453,7 +454,7 @@ impl Bench<'_> {
                 }
             }
         }
-        self.run.manifest.dataset = Some(dv.clone());
+        self.run.manifest.dataset = Some(serde_json::from_value(dv.clone())?);
         self.run.save()?;
         self.run
             .end("dataset", 1, Status::Completed, None, Some(dv))?;
@@ -496,7 +497,7 @@ impl Bench<'_> {
                 "spec": set.spec,
                 "reused": set.reused,
             });
-            self.run.manifest.query_set = Some(qv.clone());
+            self.run.manifest.query_set = Some(serde_json::from_value(qv.clone())?);
             self.run.save()?;
             self.run
                 .end("query-set", 1, Status::Completed, None, Some(qv))?;
@@ -654,7 +655,11 @@ impl Bench<'_> {
             return Ok(());
         }
         if self.target.is_managed() {
-            self.target.check_binding_data(&binding, mode)?;
+            self.target.check_binding_data(
+                &binding.dataset_id,
+                &binding.uncompressed_sha256,
+                mode,
+            )?;
         }
         // The binding is cleared before a reset drops anything.
         // Before anything is dropped or started: a changed loader stops the run here.
@@ -664,12 +669,9 @@ impl Bench<'_> {
             self.target.clear_binding()?;
         }
         self.start_server()?;
-        let workers = self.run.manifest.workload["load_workers"]
-            .as_u64()
-            .unwrap_or(1) as u32;
-        let batch = self.run.manifest.workload["batch_size"]
-            .as_u64()
-            .unwrap_or(3000) as u32;
+        let w = self.run.manifest.workload.benchmark();
+        let workers = w.map_or(1, |w| w.load_workers) as u32;
+        let batch = w.map_or(3000, |w| w.batch_size) as u32;
         let attempt = self.run.next_attempt("load")?;
         let (log, log_rel) = self.run.log(&format!("load-{attempt:03}.log"));
         let (results, results_rel) = self.run.result(&format!("load-{attempt:03}.json"));
@@ -758,7 +760,7 @@ impl Bench<'_> {
                     return Err(e);
                 }
                 if let Some(d) = self.run.manifest.dataset.as_mut() {
-                    d["loaded_sha256"] = json!(fed.sha256);
+                    d.loaded_sha256 = Some(fed.sha256.clone());
                 }
                 self.run.save()?;
                 self.run.end(
@@ -913,7 +915,14 @@ impl Bench<'_> {
         let f = footprint::measure_for(self.target.product.as_ref(), &dir)?;
         let mut v = f.record();
         // InfluxDB 3: the files on disk say which storage engine the server used.
-        if self.run.manifest.target["server_settings"].is_object() {
+        if self
+            .run
+            .manifest
+            .target
+            .extra
+            .get("server_settings")
+            .is_some_and(Value::is_object)
+        {
             let engine = if f.pt_files > 0 {
                 Some("upgraded (.pt files)")
             } else if f.wal_files + f.data_files > 0 {
@@ -922,7 +931,7 @@ impl Bench<'_> {
                 None
             };
             if let Some(e) = engine {
-                let st = &mut self.run.manifest.target["server_settings"];
+                let st = &mut self.run.manifest.target.extra["server_settings"];
                 st["storage_engine"] = json!(e);
                 st["storage_engine_source"] = json!("data directory layout");
                 self.run.save()?;
@@ -949,9 +958,8 @@ impl Bench<'_> {
         if self.target.product.maintenance().is_some() {
             self.flush_then_locate()?;
         }
-        let workers = self.run.manifest.workload["query_workers"]
-            .as_u64()
-            .unwrap_or(1) as u32;
+        let w = self.run.manifest.workload.benchmark();
+        let workers = w.map_or(1, |w| w.query_workers) as u32;
         let (auth, _) = self.target.tokens();
         let total_types = set.files.len();
         // The first type that failed with the cause the latest failure had (said once).
@@ -1134,19 +1142,10 @@ impl Bench<'_> {
         // in the server log) fails the run.
         let failed_steps: Vec<(String, String)> = crate::summary::build(&self.run)
             .map(|sum| {
-                sum["failures"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .map(|f| {
-                                (
-                                    f["step"].as_str().unwrap_or("run").to_string(),
-                                    f["reason"].as_str().unwrap_or("failed").to_string(),
-                                )
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default()
+                sum.failures
+                    .into_iter()
+                    .map(|f| (f.step.unwrap_or_else(|| "run".into()), f.reason))
+                    .collect()
             })
             .unwrap_or_default();
         let (status, err) = match result {

@@ -115,7 +115,7 @@ pub fn check_binding_content(target: &Target, ds: &Dataset, req: &Request) -> Re
     let Some(b) = target.binding() else {
         return Ok(());
     };
-    if !target.is_managed() || b["dataset_id"].as_str() != Some(ds.id.as_str()) || !ds.stored {
+    if !target.is_managed() || b.dataset_id != ds.id || !ds.stored {
         return Ok(());
     }
     let Some(m) = dataset::read_format_manifest(&ds.format_dir("influx"))? else {
@@ -127,10 +127,7 @@ pub fn check_binding_content(target: &Target, ds: &Dataset, req: &Request) -> Re
     let Some(u) = &m.uncompressed else {
         return Ok(());
     };
-    target.check_binding_data(
-        &serde_json::json!({"dataset_id": ds.id, "uncompressed_sha256": u.sha256}),
-        mode,
-    )
+    target.check_binding_data(&ds.id, &u.sha256, mode)
 }
 
 /// Free space for what this command will generate: the dataset (loads, when no completed
@@ -196,7 +193,7 @@ pub fn check_compact_table(target: &Target, table: &str) -> Result<()> {
         ))),
         Some(b) if table != super::TABLE => Err(Error::invalid(format!(
             "table {table} does not exist in workspace {id}: its dataset {} (cpu-only) has the table {} only",
-            b["dataset_id"].as_str().unwrap_or("?"),
+            b.dataset_id,
             super::TABLE
         ))
         .with_hint(format!("drop --table, or pass --table {}", super::TABLE))),

@@ -14,7 +14,7 @@ use crate::lock::LockGuard;
 use crate::paths::Root;
 use crate::platform::Platform;
 use crate::product::{CountRequest, Entry, Product};
-use crate::run::RunDir;
+use crate::run::{RunDir, RunTarget, TargetMode};
 use crate::server::{ServerSpec, Timing};
 use crate::tsbs::{DatabaseMode, Secret};
 use crate::workspace::{self, Workspace};
@@ -247,7 +247,7 @@ impl Target {
         self.managed().map(|m| m.ws.data_dir())
     }
 
-    pub fn binding(&self) -> Option<&Value> {
+    pub fn binding(&self) -> Option<&workspace::Binding> {
         self.managed().and_then(|m| m.ws.manifest.binding.as_ref())
     }
 
@@ -257,20 +257,40 @@ impl Target {
             .unwrap_or_default()
     }
 
-    pub fn to_json(&self) -> Value {
-        let mut v = self.target_json();
+    /// The `target` of the run manifest.
+    pub fn to_run_target(&self) -> Result<RunTarget> {
+        let mut t = self.run_target()?;
         let runtime = self.managed().and_then(|m| m.runtime.as_ref());
         if let Some(settings) = self.product.server_settings(
             self.managed().map(|m| &m.ws.manifest),
             self.data_dir().as_deref(),
             runtime.map(|r| r.version.as_str()),
         ) {
-            v["server_settings"] = settings;
+            t.extra.insert("server_settings".into(), settings);
         }
-        v
+        Ok(t)
     }
 
-    fn target_json(&self) -> Value {
+    fn run_target(&self) -> Result<RunTarget> {
+        let common = |mode, edition: Option<String>, database: &str, endpoint: String| RunTarget {
+            mode,
+            product: self.entry.name.to_string(),
+            edition,
+            database_id: None,
+            workspace_path: None,
+            urls: None,
+            endpoint,
+            database: database.to_string(),
+            version: None,
+            binary_sha256: None,
+            workspace_version: None,
+            workspace_binary_sha256: None,
+            version_override: None,
+            probe: None,
+            auth_token: None,
+            admin_token: None,
+            extra: Default::default(),
+        };
         match &self.place {
             Place::Managed(m) => {
                 let w = &m.ws.manifest;
@@ -278,49 +298,53 @@ impl Target {
                     Some(r) => (r.version.clone(), r.binary_sha256.clone()),
                     None => (w.version.clone(), w.binary_sha256.clone()),
                 };
-                json!({
-                    "mode": "managed",
-                    "product": self.entry.name,
-                    "edition": w.edition,
-                    "database_id": w.database_id,
-                    "workspace_path": m.ws.dir,
-                    "endpoint": m.ws.endpoint(),
-                    "database": w.database,
-                    "version": version,
-                    "binary_sha256": sha,
-                    "workspace_version": w.version,
-                    "workspace_binary_sha256": w.binary_sha256,
-                    "version_override": m.runtime.is_some(),
+                Ok(RunTarget {
+                    database_id: Some(w.database_id.clone()),
+                    workspace_path: Some(m.ws.dir.clone()),
+                    version: Some(version),
+                    binary_sha256: Some(sha),
+                    workspace_version: Some(w.version.clone()),
+                    workspace_binary_sha256: Some(w.binary_sha256.clone()),
+                    version_override: Some(m.runtime.is_some()),
+                    ..common(
+                        TargetMode::Managed,
+                        w.edition.clone(),
+                        &w.database,
+                        m.ws.endpoint(),
+                    )
                 })
             }
-            Place::External(e) => json!({
-                "mode": "external",
-                "product": self.entry.name,
-                "edition": e.edition,
-                "database_id": null,
-                "urls": e.urls,
-                "endpoint": e.urls[0],
-                "database": e.database,
-                "version": e.probe["version"],
-                "binary_sha256": null,
-                "probe": e.probe,
-                "auth_token": self.auth_token.is_some(),
-                "admin_token": self.admin_token.is_some(),
+            Place::External(e) => Ok(RunTarget {
+                urls: Some(e.urls.clone()),
+                version: e.probe["version"].as_str().map(str::to_string),
+                probe: Some(e.probe.clone()),
+                auth_token: Some(self.auth_token.is_some()),
+                admin_token: Some(self.admin_token.is_some()),
+                ..common(
+                    TargetMode::External,
+                    e.edition.clone(),
+                    &e.database,
+                    e.urls[0].clone(),
+                )
             }),
         }
     }
 
     /// Server pins of the run manifest.
-    pub fn server_pin(&self) -> Option<Value> {
+    pub fn server_pin(&self) -> Option<crate::run::ServerPin> {
         let m = self.managed()?;
         let w = &m.ws.manifest;
         let inst = match &m.runtime {
-            Some(r) => {
-                json!({"version": r.version, "binary_sha256": r.binary_sha256, "installation_path": r.installation_path})
-            }
-            None => {
-                json!({"version": w.version, "binary_sha256": w.binary_sha256, "installation_path": w.installation_path})
-            }
+            Some(r) => crate::run::RuntimePin {
+                version: r.version.clone(),
+                binary_sha256: r.binary_sha256.clone(),
+                installation_path: r.installation_path.clone(),
+            },
+            None => crate::run::RuntimePin {
+                version: w.version.clone(),
+                binary_sha256: w.binary_sha256.clone(),
+                installation_path: w.installation_path.clone(),
+            },
         };
         let config = std::fs::read_to_string(m.ws.config_path()).ok();
         // What a rerun must download again: the archive and its checksum.
@@ -337,61 +361,43 @@ impl Target {
                     .ok()
                     .flatten()
             })
-            .map(|i| {
-                json!({
-                    "source_url": i.manifest.source_url,
-                    "checksum_url": i.manifest.checksum_url,
-                    "archive_sha256": i.manifest.archive_sha256,
-                    "archive_size": i.manifest.archive_size,
-                    "tree_digest": i.manifest.tree_digest,
-                    "version_source": i.manifest.version_source,
-                })
+            .map(|i| crate::run::ArchivePin {
+                source_url: i.manifest.source_url,
+                checksum_url: i.manifest.checksum_url,
+                archive_sha256: i.manifest.archive_sha256,
+                archive_size: i.manifest.archive_size,
+                tree_digest: i.manifest.tree_digest,
+                version_source: i.manifest.version_source,
             });
-        Some(json!({
-            "runtime": inst,
-            "workspace_version": w.version,
-            "workspace_binary_sha256": w.binary_sha256,
-            "version_override": m.runtime.is_some(),
-            "platform": w.platform,
-            "config_path": m.ws.config_path(),
-            "config_sha256": w.config_sha256,
-            "config": config,
-            "ports": w.ports,
-            "installation": archive,
-        }))
-    }
-
-    pub fn data_state(&self) -> Option<Value> {
-        let m = self.managed()?;
-        let mut v = serde_json::to_value(&m.ws.manifest.data_state).ok()?;
-        v["label"] = json!(data_state_label(&m.ws.manifest.data_state));
-        Some(v)
-    }
-
-    /// The binding a load of `sf` would record.
-    pub fn binding_for(&self, ds: &Dataset, sf: &StoredFormat) -> Value {
-        json!({
-            "dataset_id": ds.id,
-            "spec": ds.spec.to_value(),
-            "format": sf.format,
-            "compression": sf.compression.as_str(),
-            "rows": sf.rows,
-            "metrics": sf.metrics,
-            "bytes": sf.bytes,
-            "sha256": sf.sha256,
-            "uncompressed_sha256": sf.uncompressed_sha256,
+        Some(crate::run::ServerPin {
+            runtime: inst,
+            workspace_version: w.version.clone(),
+            workspace_binary_sha256: w.binary_sha256.clone(),
+            version_override: m.runtime.is_some(),
+            platform: w.platform.clone(),
+            config_path: m.ws.config_path(),
+            config_sha256: w.config_sha256.clone(),
+            config,
+            ports: w.ports.clone(),
+            installation: archive,
+            extra: Default::default(),
         })
     }
 
+    pub fn data_state(&self) -> Option<crate::run::RunDataState> {
+        let m = self.managed()?;
+        Some(crate::run::RunDataState::of(&m.ws.manifest.data_state))
+    }
+
+    /// The binding a load of `sf` would record.
+    pub fn binding_for(&self, ds: &Dataset, sf: &StoredFormat) -> workspace::Binding {
+        workspace::binding_for(ds, sf)
+    }
+
     /// The workspace holds exactly this data (same dataset, same content).
-    pub fn bound_to(&self, binding: &Value) -> bool {
-        match self.binding() {
-            Some(b) => {
-                b["dataset_id"] == binding["dataset_id"]
-                    && b["uncompressed_sha256"] == binding["uncompressed_sha256"]
-            }
-            None => false,
-        }
+    pub fn bound_to(&self, binding: &workspace::Binding) -> bool {
+        self.managed()
+            .is_some_and(|m| m.ws.manifest.bound_to(binding))
     }
 
     /// Before anything is written: a workspace bound to another dataset needs a confirmed
@@ -400,7 +406,7 @@ impl Target {
         let Some(b) = self.binding() else {
             return Ok(());
         };
-        let bound = b["dataset_id"].as_str().unwrap_or("?");
+        let bound = b.dataset_id.as_str();
         if bound != ds.id && mode != Some(DatabaseMode::Reset) {
             return Err(self.rebind_error(bound, &ds.id));
         }
@@ -408,15 +414,18 @@ impl Target {
     }
 
     /// After generation: same id but other content also needs a confirmed reset.
-    pub fn check_binding_data(&self, binding: &Value, mode: DatabaseMode) -> Result<()> {
+    pub fn check_binding_data(
+        &self,
+        dataset_id: &str,
+        uncompressed_sha256: &str,
+        mode: DatabaseMode,
+    ) -> Result<()> {
         let Some(b) = self.binding() else {
             return Ok(());
         };
-        if mode != DatabaseMode::Reset && !self.bound_to(binding) {
-            return Err(self.rebind_error(
-                b["dataset_id"].as_str().unwrap_or("?"),
-                binding["dataset_id"].as_str().unwrap_or("?"),
-            ));
+        let same = b.dataset_id == dataset_id && b.uncompressed_sha256 == uncompressed_sha256;
+        if mode != DatabaseMode::Reset && !same {
+            return Err(self.rebind_error(&b.dataset_id, dataset_id));
         }
         Ok(())
     }
@@ -438,11 +447,11 @@ impl Target {
             return Ok(());
         };
         match self.binding() {
-            Some(b) if b["dataset_id"].as_str() == Some(ds.id.as_str()) => Ok(()),
+            Some(b) if b.dataset_id == ds.id => Ok(()),
             Some(b) => Err(Error::invalid(format!(
                 "workspace {} holds dataset {}, not {}",
                 m.ws.id(),
-                b["dataset_id"].as_str().unwrap_or("?"),
+                b.dataset_id,
                 ds.id
             ))
             .with_hint("drop --dataset-id and the spec flags to query the loaded data, or load this dataset first")),
@@ -492,9 +501,7 @@ impl Target {
     /// Clears the binding (and the data state) before a reset drops the database.
     pub fn clear_binding(&mut self) -> Result<()> {
         if let Some(m) = self.managed_mut() {
-            if m.ws.manifest.binding.is_some() || !m.ws.manifest.data_state.loads.is_empty() {
-                m.ws.manifest.binding = None;
-                m.ws.manifest.data_state = Default::default();
+            if m.ws.manifest.clear_binding() {
                 m.ws.save()?;
             }
         }
@@ -502,44 +509,29 @@ impl Target {
     }
 
     /// Sets the binding after a verified load, and records the load in the data state.
-    pub fn set_binding(&mut self, binding: Value, run: &RunDir) -> Result<()> {
+    pub fn set_binding(&mut self, binding: workspace::Binding, run: &RunDir) -> Result<()> {
         if let Some(m) = self.managed_mut() {
             let now = crate::manifest::now_rfc3339();
-            let mut b = binding;
-            b["loaded_at"] = json!(now);
-            b["run_id"] = json!(run.id());
-            // A new load replaces whatever maintenance applied to earlier data.
-            if m.ws.manifest.binding.is_none() {
-                m.ws.manifest.data_state = Default::default();
-            }
-            m.ws.manifest.data_state.loads.push(json!({
-                "at": now,
-                "run_id": run.id(),
-                "run_dir": run.dir,
-                "dataset_id": b["dataset_id"],
-            }));
-            m.ws.manifest.binding = Some(b);
+            m.ws.manifest
+                .set_binding(binding, run.id(), run.dir.clone(), &now);
             m.ws.save()?;
         }
         Ok(())
     }
 
     /// Appends a maintenance record (compaction) to the workspace's data state.
-    pub fn push_maintenance(&mut self, rec: Value) -> Result<()> {
+    pub fn push_maintenance(&mut self, rec: workspace::MaintenanceRecord) -> Result<()> {
         if let Some(m) = self.managed_mut() {
-            m.ws.manifest.data_state.maintenance.push(rec);
+            m.ws.manifest.push_maintenance(rec);
             m.ws.save()?;
         }
         Ok(())
     }
 
     /// Replaces the last maintenance record (the intent a compaction recorded) by its outcome.
-    pub fn update_last_maintenance(&mut self, rec: Value) -> Result<()> {
+    pub fn update_last_maintenance(&mut self, rec: workspace::MaintenanceRecord) -> Result<()> {
         if let Some(m) = self.managed_mut() {
-            match m.ws.manifest.data_state.maintenance.last_mut() {
-                Some(last) => *last = rec,
-                None => m.ws.manifest.data_state.maintenance.push(rec),
-            }
+            m.ws.manifest.update_last_maintenance(rec);
             m.ws.save()?;
         }
         Ok(())
@@ -565,7 +557,7 @@ impl Target {
     pub fn count_rows_detailed(&self, endpoint: &str, table: &str) -> Result<(u64, Option<Value>)> {
         // The run's dataset, else the one the workspace holds.
         let window = self.count_window.or_else(|| {
-            let spec = &self.binding()?["spec"];
+            let spec = &self.binding()?.spec;
             crate::product::window_ns(spec["start"].as_str()?, spec["end"].as_str()?)
         });
         // Managed servers run without auth: no token goes to them.
@@ -597,7 +589,7 @@ fn unfinished_load(root: &Root, product: &str, ws_id: &str, since: &str) -> Opti
         else {
             continue;
         };
-        if m.target["database_id"].as_str() != Some(ws_id) || m.created_at.as_str() < since {
+        if m.target.database_id.as_deref() != Some(ws_id) || m.created_at.as_str() < since {
             continue;
         }
         let events = crate::run::read_events(&dir).unwrap_or_default();
@@ -613,31 +605,9 @@ fn unfinished_load(root: &Root, product: &str, ws_id: &str, since: &str) -> Opti
     found.pop().map(|(_, id)| id)
 }
 
-/// The data state in words: "as loaded", "as loaded, flushed" (`--flush-before-queries`),
-/// "after manual compaction"; "maintenance interrupted: state unknown" when a compaction
-/// never recorded its outcome (its process died: the intent is written before the flush) or
-/// was interrupted, "maintenance failed: state unknown" when it failed after it had started.
-/// The last compaction decides; maintenance is reset by a new load.
+/// The data state in words (see [`workspace::DataState::label`]).
 pub fn data_state_label(ds: &workspace::DataState) -> String {
-    let mut label = if ds.loads.is_empty() {
-        "not loaded"
-    } else {
-        "as loaded"
-    };
-    for m in &ds.maintenance {
-        match (m["operation"].as_str(), m["status"].as_str()) {
-            (Some("compaction"), Some("completed")) => label = "after manual compaction",
-            (Some("compaction"), Some("started" | "interrupted")) => {
-                label = "maintenance interrupted: state unknown"
-            }
-            (Some("compaction"), Some("failed")) => label = "maintenance failed: state unknown",
-            (Some("flush"), Some("completed")) if label == "as loaded" => {
-                label = "as loaded, flushed"
-            }
-            _ => {}
-        }
-    }
-    label.into()
+    ds.label()
 }
 
 fn version_override(

@@ -19,7 +19,7 @@ use crate::platform::Platform;
 use crate::queryset::QueryFormat;
 use crate::server::Probe;
 use crate::tsbs::{LoadTarget, QueryTarget, Secret, ToolArg};
-use crate::workspace::WorkspaceManifest;
+use crate::workspace_manifest::WorkspaceManifest;
 
 const TEMPLATE: &str = include_str!("../../templates/exampledb/exampledb.toml.j2");
 

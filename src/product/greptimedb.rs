@@ -17,7 +17,7 @@ use crate::platform::Platform;
 use crate::queryset::QueryFormat;
 use crate::server::{Probe, Timing};
 use crate::sources::{SourceKey, Sources};
-use crate::workspace::WorkspaceManifest;
+use crate::workspace_manifest::WorkspaceManifest;
 
 const TEMPLATE: &str = include_str!("../../templates/greptimedb/standalone.toml.j2");
 /// `version_source` of a version found through GitHub's `releases/latest`.

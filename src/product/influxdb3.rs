@@ -20,7 +20,7 @@ use crate::platform::Platform;
 use crate::queryset::QueryFormat;
 use crate::server::{Probe, Timing};
 use crate::sources::{SourceKey, Sources};
-use crate::workspace::WorkspaceManifest;
+use crate::workspace_manifest::WorkspaceManifest;
 
 /// `version_source` of a version read from the official installer script.
 pub const LATEST_SOURCE: &str = "installer-script";

@@ -30,7 +30,7 @@ use crate::paths::Root;
 use crate::platform::Platform;
 use crate::server::{Probe, Timing};
 use crate::sources::Sources;
-use crate::workspace::WorkspaceManifest;
+use crate::workspace_manifest::WorkspaceManifest;
 
 // A skeleton third product, compiled only in tests (its module says why).
 #[cfg(test)]

@@ -17,7 +17,7 @@ use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::context::Ctx;
@@ -27,83 +27,39 @@ use crate::hash;
 use crate::ids::validate_id;
 use crate::install::{self, InstallOutcome, Installation};
 use crate::lock::{self, LockGuard, LockOptions};
-use crate::manifest::{self, Manifest};
 use crate::platform::Platform;
 use crate::product::{Product, CONFIG_FILE};
 use crate::publish;
 use crate::server::{self, Listener, ServerSpec, Timing};
+
+pub use crate::workspace_manifest as manifest;
+pub mod repair;
+pub use manifest::{
+    Binding, DataState, LoadRecord, MaintenanceRecord, MaintenanceStatus, Provenance,
+    WorkspaceManifest,
+};
 
 /// The SQL database of a new workspace unless `--database` says otherwise.
 pub const DEFAULT_DATABASE: &str = "benchmark";
 /// The supervisor's pid record inside a workspace.
 pub const PID_FILE: &str = "server.pid";
 
-/// `manifest.json` of a workspace.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkspaceManifest {
-    pub database_id: String,
-    /// `greptimedb`, `influxdb3`.
-    pub product: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edition: Option<String>,
-    pub version: String,
-    /// How the version was chosen (`explicit`, `github-latest-stable`, `newest-installed`, ...).
-    pub version_source: String,
-    pub platform: String,
-    /// The installation directory at prepare time (informative; the store path is derived
-    /// from product, version and platform).
-    pub installation_path: PathBuf,
-    pub binary_sha256: String,
-    /// The SQL database the benchmarks use.
-    pub database: String,
-    /// Every listener of the server: name -> port on 127.0.0.1 (`http` always present).
-    pub ports: BTreeMap<String, u16>,
-    /// SHA-256 of the rendered config file, when the product has one.
-    pub config_sha256: Option<String>,
-    /// The loaded dataset (`null` until a load); set by the benchmarks.
-    pub binding: Option<Value>,
-    /// Loads and maintenance (flush, compaction) history; appended by the benchmarks.
-    #[serde(default)]
-    pub data_state: DataState,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub copied_from: Option<Provenance>,
-    pub created_at: String,
-    pub updated_at: String,
-    pub tool_version: String,
-    /// Product-specific fields (InfluxDB 3: node id, cluster id, licence).
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-impl Manifest for WorkspaceManifest {
-    const KIND: &'static str = "database-workspace";
-}
-
-/// What was done to the data of a workspace.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DataState {
-    #[serde(default)]
-    pub loads: Vec<Value>,
-    #[serde(default)]
-    pub maintenance: Vec<Value>,
-}
-
-/// Where a copied workspace came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Provenance {
-    pub database_id: String,
-    pub database_path: PathBuf,
-    pub version: String,
-    pub binary_sha256: String,
-    /// SHA-256 of the source `manifest.json` at copy time.
-    pub manifest_sha256: String,
-    pub copied_at: String,
-    /// Always `full` (an independent byte copy).
-    pub method: String,
-    pub files: u64,
-    pub bytes: u64,
-    /// [`DataDigest`] content digest of `data/`, equal in source and copy.
-    pub content_sha256: String,
+/// The binding a verified load of `sf` (a stored format of `ds`) records.
+pub fn binding_for(ds: &crate::dataset::Dataset, sf: &crate::dataset::StoredFormat) -> Binding {
+    Binding {
+        dataset_id: ds.id.clone(),
+        spec: ds.spec.to_value(),
+        format: sf.format.clone(),
+        compression: sf.compression.as_str().to_string(),
+        rows: sf.rows,
+        metrics: sf.metrics,
+        bytes: sf.bytes,
+        sha256: sf.sha256.clone(),
+        uncompressed_sha256: sf.uncompressed_sha256.clone(),
+        loaded_at: None,
+        run_id: None,
+        extra: Map::new(),
+    }
 }
 
 /// A workspace on disk with its manifest.
@@ -168,8 +124,8 @@ impl Workspace {
     }
     /// Writes the manifest (with a new `updated_at`). Call under the workspace lock.
     pub fn save(&mut self) -> Result<()> {
-        self.manifest.updated_at = manifest::now_rfc3339();
-        manifest::write(&self.manifest_path(), &self.manifest)
+        self.manifest.updated_at = crate::manifest::now_rfc3339();
+        crate::manifest::write(&self.manifest_path(), &self.manifest)
     }
 }
 
@@ -206,7 +162,7 @@ pub fn load(root: &crate::paths::Root, product: &dyn Product, id: &str) -> Resul
 }
 
 fn read_manifest(dir: &Path) -> Result<Option<WorkspaceManifest>> {
-    manifest::read_optional(&dir.join("manifest.json")).map_err(|e| {
+    crate::manifest::read_optional(&dir.join("manifest.json")).map_err(|e| {
         e.with_hint(format!(
             "inspect {} by hand; if it is beyond repair, remove it with `remove --confirm`",
             dir.display()
@@ -373,7 +329,7 @@ pub fn prepare(
         }
         None => {
             check_adoptable(&dir)?;
-            let now = manifest::now_rfc3339();
+            let now = crate::manifest::now_rfc3339();
             let m = WorkspaceManifest {
                 database_id: req.id.clone(),
                 product: product.name().to_string(),
@@ -400,7 +356,7 @@ pub fn prepare(
             let mut ws = Workspace { dir, manifest: m };
             let at = ws.dir.clone();
             create_layout(product, &mut ws, &at)?;
-            manifest::write(&ws.manifest_path(), &ws.manifest)?;
+            crate::manifest::write(&ws.manifest_path(), &ws.manifest)?;
             note_shared_ports(ctx, product.name(), &req.id, &ws.manifest.ports);
             Ok(PrepareOutcome {
                 workspace: ws,
@@ -771,7 +727,7 @@ pub fn inspect_dir(
             }
         }
         Err(e) => {
-            p(e.message, crate::repair::unreadable_manifest(dir));
+            p(e.message, repair::unreadable_manifest(dir));
             return Inspection {
                 database_id: id.to_string(),
                 path: dir.to_path_buf(),
@@ -817,7 +773,7 @@ pub fn inspect_dir(
                         m.version,
                         inst.manifest.binary_sha256
                     ),
-                    crate::repair::binary_mismatch(root, product, &ws, file_sha.as_deref()),
+                    repair::binary_mismatch(root, product, &ws, file_sha.as_deref()),
                 );
             }
         }
@@ -884,7 +840,7 @@ pub fn verify(ctx: &Ctx, product: &dyn Product, id: &str) -> Result<Value> {
                             "the installed binary (sha256 {}) is not the one the workspace is bound to ({})",
                             r.binary_sha256, ws.manifest.binary_sha256
                         ),
-                        fix: crate::repair::binary_mismatch(&ctx.root, product, &ws, Some(&r.binary_sha256)),
+                        fix: repair::binary_mismatch(&ctx.root, product, &ws, Some(&r.binary_sha256)),
                     });
                 }
                 report = serde_json::to_value(&r)?;
@@ -1129,7 +1085,7 @@ fn copy_into(
         ))
         .with_hint("nothing was published; check the disk and run the copy again"));
     }
-    let now = manifest::now_rfc3339();
+    let now = crate::manifest::now_rfc3339();
     let ports = match req.http_port {
         Some(p) => product.default_ports(p)?,
         None => source.manifest.ports.clone(),
@@ -1174,7 +1130,7 @@ fn copy_into(
         manifest: m,
     };
     create_layout(product, &mut ws, staging)?;
-    manifest::write(&staging.join("manifest.json"), &ws.manifest)?;
+    crate::manifest::write(&staging.join("manifest.json"), &ws.manifest)?;
     crate::interrupt::check()?;
     publish::rename_noreplace(staging, dest)?;
     Ok(ws)
@@ -1350,7 +1306,7 @@ pub fn server_spec(
             "see `{} verify --database-id {}`; {}",
             product.cli(),
             ws.id(),
-            crate::repair::binary_mismatch(root, product, ws, Some(&sha))
+            repair::binary_mismatch(root, product, ws, Some(&sha))
         )));
     }
     check_config(ws)?;
