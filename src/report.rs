@@ -464,11 +464,12 @@ fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
             format!("the loads used different durability settings: {d}"),
         );
     }
-    // InfluxDB 3 Enterprise: an At-Home licence runs 2 cores (1 IO, 1 DataFusion thread).
-    // `server_settings` is product-specific: read as recorded.
+    // Runs whose server records a licence (InfluxDB 3 Enterprise: an At-Home licence runs
+    // 2 cores, 1 IO and 1 DataFusion thread). `server_settings` is product-specific: read as
+    // recorded.
     if let Some(d) = differ(
         cols,
-        |c| c.edition.as_deref() == Some("enterprise"),
+        |c| c.server_settings["license"]["type"].is_string(),
         |c| {
             c.server_settings["license"]["type"]
                 .as_str()

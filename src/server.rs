@@ -1109,13 +1109,25 @@ mod tests {
     fn a_draining_server_is_waited_for_while_it_makes_progress() {
         let dir = tempfile::tempdir().unwrap();
         // On SIGTERM it works (logs) for ~1.5 s, five times the grace, then exits 0.
-        let script = "trap 'for i in 1 2 3 4 5 6; do echo draining $i; sleep 0.25; done; exit 0' TERM; while :; do sleep 0.05; done";
+        let script = "trap 'for i in 1 2 3 4 5 6; do echo draining $i; sleep 0.25; done; exit 0' TERM; echo armed; while :; do sleep 0.05; done";
+        // A TERM that arrives before the shell has set its trap would end it at once: wait
+        // (bounded) until the script says the trap is in place.
+        let armed = |s: &Server| {
+            let t = Instant::now();
+            while !log_tail(s.log_path(), 1000).contains("armed") {
+                assert!(
+                    t.elapsed() < Duration::from_secs(10),
+                    "the script never started"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
         let mut sp = spec(dir.path(), script, free_port());
         sp.timing.drain_limit = Some(Duration::from_secs(20));
         let mut s = Server::start(sp, &SilentReporter).unwrap();
         // As if the probe had answered (this script serves no HTTP).
         s.ready = true;
-        std::thread::sleep(Duration::from_millis(200));
+        armed(&s);
         let o = s.stop();
         assert!(!o.forced, "{o:?}");
         assert_eq!(o.code, Some(0));
@@ -1132,14 +1144,19 @@ mod tests {
         // Without the drain limit the same server is killed after the grace.
         let dir = tempfile::tempdir().unwrap();
         let mut s = Server::start(spec(dir.path(), script, free_port()), &SilentReporter).unwrap();
-        std::thread::sleep(Duration::from_millis(200));
+        armed(&s);
         assert!(s.stop().forced);
         // A silent, idle server is killed after the grace even with a drain limit.
         let dir = tempfile::tempdir().unwrap();
-        let mut sp = spec(dir.path(), "trap '' TERM; exec sleep 30", free_port());
+        let mut sp = spec(
+            dir.path(),
+            "trap '' TERM; echo armed; exec sleep 30",
+            free_port(),
+        );
         sp.timing.drain_limit = Some(Duration::from_secs(20));
         let mut s = Server::start(sp, &SilentReporter).unwrap();
         s.ready = true;
+        armed(&s);
         let t = Instant::now();
         assert!(s.stop().forced);
         assert!(t.elapsed() < Duration::from_secs(10));
