@@ -464,12 +464,15 @@ fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
             format!("the loads used different durability settings: {d}"),
         );
     }
-    // Runs whose server records a licence (InfluxDB 3 Enterprise: an At-Home licence runs
+    // Runs of products that need a licence (InfluxDB 3 Enterprise: an At-Home licence runs
     // 2 cores, 1 IO and 1 DataFusion thread). `server_settings` is product-specific: read as
     // recorded.
     if let Some(d) = differ(
         cols,
-        |c| c.server_settings["license"]["type"].is_string(),
+        |c| {
+            crate::product::resolve(&c.product, c.edition.as_deref())
+                .is_ok_and(|p| p.needs_license())
+        },
         |c| {
             c.server_settings["license"]["type"]
                 .as_str()
