@@ -47,7 +47,7 @@ impl std::fmt::Debug for BenchProducts {
     }
 }
 
-/// What every product's area offers.
+// What every product's area offers (`//`: clap would make a doc comment the area's help).
 #[derive(Debug, clap::Subcommand)]
 pub enum ProductCmd {
     /// Install a checksum-verified release (latest stable without --version).
@@ -172,14 +172,16 @@ fn area_command(e: &'static Entry) -> clap::Command {
         "Install {d} releases and manage {d} workspaces and servers.",
         d = e.display
     );
-    ProductCmd::augment_subcommands(clap::Command::new(e.name).about(about))
+    // The about after the augment: the derive sets the type's own doc as the about.
+    ProductCmd::augment_subcommands(clap::Command::new(e.name))
+        .about(about)
         .subcommand_required(true)
         .arg_required_else_help(true)
 }
 
 fn bench_command(e: &'static Entry) -> clap::Command {
     let about = format!("Benchmark {}: all | load | query.", e.display);
-    BenchArgs::augment_args(clap::Command::new(e.name).about(about))
+    BenchArgs::augment_args(clap::Command::new(e.name)).about(about)
 }
 
 /// The registry entry a matched subcommand names.
@@ -312,7 +314,8 @@ mod tests {
         }
     }
 
-    /// A registry product without a CLI module parses into the generic commands.
+    /// A registry product without a CLI module parses into the generic commands, with its
+    /// own help.
     #[test]
     fn a_product_without_a_module_parses_generically() {
         use clap::FromArgMatches;
@@ -333,6 +336,21 @@ mod tests {
         assert_eq!(b.entry.name, e.name);
         assert_eq!(b.args.phase, super::GenericPhase::Load);
         assert_eq!(b.args.common.database_id.as_deref(), Some("x1"));
+        let cli_cmd = crate::cli::Cli::command();
+        let about = |c: &clap::Command| c.get_about().map(|a| a.to_string()).unwrap_or_default();
+        let area = cli_cmd.find_subcommand(e.name).unwrap();
+        assert_eq!(
+            about(area),
+            format!(
+                "Install {d} releases and manage {d} workspaces and servers.",
+                d = e.display
+            )
+        );
+        let bench = cli_cmd.find_subcommand("bench").unwrap();
+        assert_eq!(
+            about(bench.find_subcommand(e.name).unwrap()),
+            format!("Benchmark {}: all | load | query.", e.display)
+        );
         let m = crate::cli::Cli::command()
             .try_get_matches_from([
                 "tsbsctl",

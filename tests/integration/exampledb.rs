@@ -74,6 +74,16 @@ fn install_prepare_bench_all_and_report_through_the_registry_alone() {
     );
     let r = w.run(&["exampledb", "list"]);
     r.ok().says("e1");
+    // The commands on one workspace find the product through the registry too.
+    w.run(&["exampledb", "verify", "--database-id", "e1"])
+        .ok()
+        .says("workspace e1 verified");
+    w.run(&["exampledb", "inspect", "--database-id", "e1"])
+        .ok()
+        .says(&format!("version: {VERSION}"));
+    // The phases that need a product's own flags are not offered (exit 2, nothing run).
+    w.run(&["bench", "exampledb", "compact", "--database-id", "e1"])
+        .code(2);
 
     // bench all: dataset, query set, load, row count, queries, summary.
     let mut a = vec![
