@@ -372,3 +372,84 @@ pub fn publish(mirror: &Mirror, version: &str, latest: bool) -> String {
     }
     digest
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_written_are_counted_and_survive_a_restart() {
+        let d = tempfile::tempdir().unwrap();
+        let mut counts = Counts::new();
+        let body =
+            b"cpu,hostname=h1 usage_user=1 1\ncpu,hostname=h2 usage_user=2 1\r\n\nmem,h=1 x=1 1\n";
+        assert_eq!(
+            write(d.path(), &mut counts, "benchmark", body)
+                .unwrap_err()
+                .0,
+            404
+        );
+        assert_eq!(
+            sql_answer("CREATE DATABASE benchmark", "public", d.path(), &mut counts).0,
+            200
+        );
+        write(d.path(), &mut counts, "benchmark", body).unwrap();
+        write(
+            d.path(),
+            &mut counts,
+            "benchmark",
+            b"cpu,hostname=h3 usage_user=3 2",
+        )
+        .unwrap();
+        assert_eq!(counts["benchmark"]["cpu"], 3);
+        assert_eq!(counts["benchmark"]["mem"], 1);
+        assert_eq!(load_counts(d.path()).unwrap(), counts);
+        assert_eq!(
+            write(d.path(), &mut counts, "benchmark", b"../x y=1")
+                .unwrap_err()
+                .0,
+            400
+        );
+    }
+
+    #[test]
+    fn sql_is_what_the_loader_and_runner_need() {
+        let d = tempfile::tempdir().unwrap();
+        let mut counts = Counts::new();
+        let (s, v) = sql_answer("SHOW DATABASES", "public", d.path(), &mut counts);
+        assert_eq!(
+            (s, v["output"][0]["records"]["rows"].clone()),
+            (200, json!([["public"]]))
+        );
+        assert_eq!(
+            sql_answer("CREATE DATABASE b1", "public", d.path(), &mut counts).0,
+            200
+        );
+        assert_eq!(
+            sql_answer("CREATE DATABASE b1", "public", d.path(), &mut counts).0,
+            400
+        );
+        let (_, v) = sql_answer("show databases;", "public", d.path(), &mut counts);
+        assert_eq!(
+            v["output"][0]["records"]["rows"],
+            json!([["public"], ["b1"]])
+        );
+        assert_eq!(sql_answer("SELECT 1", "b1", d.path(), &mut counts).0, 200);
+        assert_eq!(sql_answer("SELECT 1", "nope", d.path(), &mut counts).0, 400);
+        assert_eq!(
+            sql_answer("DROP DATABASE b1", "public", d.path(), &mut counts).0,
+            200
+        );
+        assert!(!d.path().join("b1").exists());
+        assert_eq!(
+            sql_answer(
+                "DROP DATABASE IF EXISTS b1",
+                "public",
+                d.path(),
+                &mut counts
+            )
+            .0,
+            200
+        );
+    }
+}
