@@ -19,6 +19,7 @@ pub mod common;
 pub mod data;
 pub mod dbcmd;
 mod env;
+mod generic;
 mod greptimedb;
 mod influxdb3;
 mod quickstart;
@@ -88,6 +89,10 @@ pub enum Command {
     /// Render or install the agent skills (Codex, Claude Code).
     #[command(subcommand)]
     Skills(skills::SkillsCmd),
+    // Every registry product without a module of its own (generic.rs). Keep it last: it adds
+    // the products no variant above defines.
+    #[command(flatten)]
+    Product(generic::Products),
 }
 
 impl Command {
@@ -102,6 +107,7 @@ impl Command {
             Command::Quickstart(a) => quickstart::run(ctx, a),
             Command::Workspace(cmd) => workspace::run(ctx, cmd),
             Command::Skills(cmd) => skills::run(ctx, cmd),
+            Command::Product(p) => generic::run(ctx, p),
         }
     }
 }

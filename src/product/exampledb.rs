@@ -1,25 +1,39 @@
-//! ExampleDB: a skeleton third product, compiled only in tests. It exists to show (and to
-//! keep showing) that a product is one module, its templates and one registry line: nothing
-//! outside `src/product/` names it (tests/integration/exampledb.rs scans the sources for that).
+//! ExampleDB: a skeleton third product, compiled only in tests (the `exampledb` feature, which
+//! the test builds turn on; see Cargo.toml). It exists to show (and to keep showing) that a
+//! product is one module, its templates and one registry line: nothing else in `src/` names
+//! it, and it still goes through `install`, `prepare`, `bench exampledb all` and `runs report`
+//! (tests/integration/exampledb.rs runs that and scans the sources).
 //!
-//! The imagined server speaks HTTP: `GET /health`, `GET /version` (`{"version": "..."}`),
-//! `GET /count?db=D&table=T` (`{"rows": N}`); the imagined loader `tsbs_load_exampledb` takes
-//! `--compression` and a secret `--api-key`. It has no release feed (like a PostgreSQL pinned
-//! from a local directory): the release methods keep their refusing defaults.
+//! The imagined server (the testbed's `exampledb` stand-in) has its own admin API:
+//! `GET /health`, `GET /version` (`{"version": "..."}`), `GET /count?db=D&table=T`
+//! (`{"rows": N}`). For data and queries it speaks GreptimeDB's HTTP dialect (`/v1/sql`,
+//! `/v1/influxdb/write`), as a new database often speaks an existing one's protocol: so TSBS's
+//! `tsbs_load_greptime` loads it and `tsbs_run_queries_influx` queries it from the `greptime`
+//! query files, and no new TSBS tool is needed. Releases are published like GitHub ones:
+//! `<github>/exampledb/exampledb/releases/download/v<V>/exampledb-<V>-<platform>.tar.gz`
+//! beside a `.sha256`, the latest named by `<github_api>/repos/exampledb/exampledb/releases/latest`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{check_semver, BenchCaps, FilePart, Product, ServerCommand, ToolOptions, CONFIG_FILE};
+use super::{
+    check_semver, BenchCaps, FilePart, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions,
+    CONFIG_FILE,
+};
 use crate::dataset::Profile;
+use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
 use crate::error::{Error, Result};
 use crate::platform::Platform;
 use crate::queryset::QueryFormat;
 use crate::server::Probe;
-use crate::tsbs::{LoadTarget, QueryTarget, Secret, ToolArg};
+use crate::sources::{SourceKey, Sources};
+use crate::tsbs::{LoadTarget, QueryTarget};
 use crate::workspace_manifest::WorkspaceManifest;
+
+/// The GitHub repository its releases are published under.
+const REPO: &str = "exampledb/exampledb";
 
 const TEMPLATE: &str = include_str!("../../templates/exampledb/exampledb.toml.j2");
 
@@ -34,33 +48,6 @@ pub const ENTRY: super::Entry = super::Entry {
     variant_flag: None,
     variants: &[],
     make: |_| Ok(Box::new(ExampleDb)),
-};
-
-/// Manifest of an ExampleDB query set (kind `exampledb-query-set`).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct ExampleQuerySetManifest(pub crate::queryset::QuerySetManifest);
-impl crate::manifest::Manifest for ExampleQuerySetManifest {
-    const KIND: &'static str = "exampledb-query-set";
-}
-impl From<crate::queryset::QuerySetManifest> for ExampleQuerySetManifest {
-    fn from(m: crate::queryset::QuerySetManifest) -> ExampleQuerySetManifest {
-        ExampleQuerySetManifest(m)
-    }
-}
-impl From<ExampleQuerySetManifest> for crate::queryset::QuerySetManifest {
-    fn from(m: ExampleQuerySetManifest) -> crate::queryset::QuerySetManifest {
-        m.0
-    }
-}
-
-/// ExampleDB's query format.
-const FORMAT: QueryFormat = QueryFormat {
-    name: "example",
-    manifest_kind: "exampledb-query-set",
-    write: crate::queryset::write_as::<ExampleQuerySetManifest>,
-    read: crate::queryset::read_as::<ExampleQuerySetManifest>,
-    bytes_per_query: 1024,
 };
 
 impl Product for ExampleDb {
@@ -78,6 +65,44 @@ impl Product for ExampleDb {
     }
     fn normalize_version(&self, raw: &str) -> Result<String> {
         check_semver("--version", raw, "1.0.0")
+    }
+    fn resolve_latest(&self, dl: &Downloader, sources: &Sources) -> Result<Latest> {
+        let url = sources.url(
+            SourceKey::GithubApi,
+            &format!("repos/{REPO}/releases/latest"),
+        );
+        let doc = dl
+            .fetch_json(&url, ACCEPT_GITHUB_JSON)
+            .map_err(|e| e.context("resolving the latest ExampleDB release"))?;
+        let tag = doc["tag_name"].as_str().unwrap_or_default();
+        if doc["draft"].as_bool() != Some(false) || doc["prerelease"].as_bool() != Some(false) {
+            return Err(Error::failed(format!(
+                "the latest ExampleDB release {tag:?} is not marked a stable release"
+            ))
+            .with_hint("pass an exact --version"));
+        }
+        let version = self
+            .normalize_version(tag.strip_prefix('v').unwrap_or(tag))
+            .map_err(|e| e.context("the latest ExampleDB release's tag"))?;
+        Ok(Latest {
+            version,
+            source: "github-latest-stable",
+        })
+    }
+    fn release_asset(
+        &self,
+        sources: &Sources,
+        version: &str,
+        platform: &Platform,
+    ) -> Result<ReleaseAsset> {
+        let stem = format!("exampledb-{version}-{}", platform.dashed());
+        let dir = format!("{REPO}/releases/download/v{version}");
+        Ok(ReleaseAsset {
+            url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.tar.gz")),
+            checksum_url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.tar.gz.sha256")),
+            file_name: format!("{stem}.tar.gz"),
+            top_dir: Some(stem),
+        })
     }
     fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
         if output.split_whitespace().any(|w| w == version) {
@@ -147,14 +172,16 @@ impl Product for ExampleDb {
             .ok_or_else(|| Error::failed(format!("ExampleDB counted {table} without a number")))
     }
 
+    /// Its writes and SQL are GreptimeDB's, so GreptimeDB's loader and runner drive it.
     fn tsbs_loader(&self) -> &'static str {
-        "tsbs_load_exampledb"
+        crate::tsbs::command::LOAD_GREPTIME
     }
     fn tsbs_runner(&self) -> &'static str {
-        "tsbs_run_queries_exampledb"
+        crate::tsbs::command::RUN_QUERIES_GREPTIME
     }
+    /// The queries TSBS generates for GreptimeDB (`--format greptime`): the same files.
     fn query_format(&self) -> QueryFormat {
-        FORMAT
+        QueryFormat::Greptime
     }
     fn default_write(&self, profile: Profile) -> (u32, u32) {
         match profile {
@@ -162,36 +189,24 @@ impl Product for ExampleDb {
             Profile::Smoke => (1, 1000),
         }
     }
-    fn token_env_defaults(&self) -> Option<(&'static str, &'static str)> {
-        Some(("EXAMPLEDB_API_KEY", "EXAMPLEDB_ADMIN_KEY"))
-    }
     fn bench_caps(&self) -> BenchCaps {
         BenchCaps::default()
     }
-    fn load_target(&self, o: &ToolOptions) -> LoadTarget {
-        let mut args = vec![ToolArg::Flag("compression", "none".into())];
-        if let Some(k) = &o.auth_token {
-            args.push(ToolArg::Secret("api-key", k.clone()));
-        }
+    /// `tsbs_load_greptime --urls=<endpoints>` (round-robin), plain requests.
+    fn load_target(&self, _o: &ToolOptions) -> LoadTarget {
         LoadTarget {
             single_url: None,
-            args,
+            args: vec![crate::tsbs::ToolArg::Flag("gzip", "false".into())],
         }
     }
-    fn query_target(&self, o: &ToolOptions) -> QueryTarget {
-        QueryTarget {
-            args: o
-                .auth_token
-                .iter()
-                .map(|k: &Secret| ToolArg::Secret("api-key", k.clone()))
-                .collect(),
-        }
+    fn query_target(&self, _o: &ToolOptions) -> QueryTarget {
+        QueryTarget::default()
     }
     fn probe_version(
         &self,
         c: &reqwest::blocking::Client,
         url: &str,
-        _token: Option<&Secret>,
+        _token: Option<&crate::tsbs::Secret>,
         _variant: Option<&str>,
     ) -> Result<(Option<String>, Value)> {
         let body: Option<Value> = c
@@ -231,7 +246,6 @@ mod tests {
         let p = crate::product::resolve("exampledb", None).unwrap();
         assert_eq!(p.display_name(), "ExampleDB");
         assert_eq!(crate::product::label("exampledb", None), "ExampleDB");
-        assert!(crate::product::query_formats().contains(&"example"));
         assert!(crate::runlist::table(&[]).contains("`tsbsctl bench exampledb all ...`"));
         // Benchmarks: validate, default write, run directory under its name.
         let req = Request {
@@ -250,13 +264,35 @@ mod tests {
     }
 
     #[test]
+    fn its_releases_are_github_shaped() {
+        let sources = Sources::defaults();
+        let platform = Platform::host().unwrap();
+        let a = ExampleDb
+            .release_asset(&sources, "1.0.0", &platform)
+            .unwrap();
+        let stem = format!("exampledb-1.0.0-{}", platform.dashed());
+        assert_eq!(
+            a.url,
+            format!(
+                "https://github.com/exampledb/exampledb/releases/download/v1.0.0/{stem}.tar.gz"
+            )
+        );
+        assert_eq!(a.checksum_url, format!("{}.sha256", a.url));
+        assert_eq!(a.top_dir.as_deref(), Some(stem.as_str()));
+        assert_eq!(
+            ExampleDb
+                .normalize_version("v1.0.0")
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
+    }
+
+    #[test]
     fn its_loader_and_runner_flags_come_from_the_product() {
-        let o = ToolOptions {
-            auth_token: Some(Secret::new("k-123")),
-            ..ToolOptions::default()
-        };
+        let o = ToolOptions::default();
         let spec = crate::tsbs::LoadSpec {
-            binary: "/t/bin/tsbs_load_exampledb".into(),
+            binary: "/t/bin/tsbs_load_greptime".into(),
             target: ExampleDb.load_target(&o),
             urls: vec![
                 "http://127.0.0.1:7700".into(),
@@ -272,11 +308,14 @@ mod tests {
         };
         let c = crate::tsbs::load_command(&spec).unwrap();
         let line = c.redacted();
-        assert!(line.contains("--compression=none"), "{line}");
-        assert!(!line.contains("k-123"), "the key stays out of argv: {line}");
-        assert_eq!(c.secret_keys(), ["api-key"]);
+        assert!(line.contains("--gzip=false"), "{line}");
+        assert!(
+            line.contains("--urls=http://127.0.0.1:7700,http://127.0.0.1:7701"),
+            "{line}"
+        );
+        assert!(c.secret_keys().is_empty());
         let q = crate::tsbs::query_command(&crate::tsbs::QuerySpec {
-            binary: "/t/bin/tsbs_run_queries_exampledb".into(),
+            binary: "/t/bin/tsbs_run_queries_influx".into(),
             target: ExampleDb.query_target(&o),
             file: "/q/lastpoint.dat".into(),
             database: "benchmark".into(),
@@ -285,11 +324,11 @@ mod tests {
             results_file: "/r/q.json".into(),
         })
         .unwrap();
-        assert_eq!(q.secret_keys(), ["api-key"]);
+        assert!(q.secret_keys().is_empty());
     }
 
     #[test]
-    fn its_footprint_and_query_set_manifests_are_its_own() {
+    fn its_footprint_is_its_own() {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("journal")).unwrap();
         std::fs::write(d.path().join("journal/1.log"), vec![1u8; 5000]).unwrap();
@@ -298,25 +337,5 @@ mod tests {
         let f = crate::bench::footprint::measure_for(&ExampleDb, d.path()).unwrap();
         assert_eq!((f.wal_files, f.data_files, f.files), (1, 1, 3));
         assert!(f.layout.is_none());
-
-        let m = crate::queryset::QuerySetManifest {
-            query_set_id: "example-0123".into(),
-            created_at: "2026-01-01T00:00:00Z".into(),
-            spec: json!({}),
-            generator: crate::dataset::GeneratorRecord {
-                binary: "/t/bin/tsbs_generate_queries".into(),
-                binary_sha256: "0".repeat(64),
-                tsbs_repo: "r".into(),
-                tsbs_commit: "c".into(),
-                go_version: "g".into(),
-            },
-            files: BTreeMap::new(),
-            tool_version: "t".into(),
-        };
-        let path = d.path().join("manifest.json");
-        (FORMAT.write)(&path, &m).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains("\"kind\": \"exampledb-query-set\""), "{text}");
-        assert_eq!((FORMAT.read)(&path).unwrap().query_set_id, "example-0123");
     }
 }

@@ -33,7 +33,7 @@ use crate::sources::Sources;
 use crate::workspace_manifest::WorkspaceManifest;
 
 // A skeleton third product, compiled only in tests (its module says why).
-#[cfg(test)]
+#[cfg(any(test, feature = "exampledb"))]
 pub mod exampledb;
 pub mod greptimedb;
 pub mod influxdb3;
@@ -375,7 +375,7 @@ pub fn all() -> &'static [Entry] {
     static ALL: &[Entry] = &[
         greptimedb::ENTRY,
         influxdb3::ENTRY,
-        #[cfg(test)]
+        #[cfg(any(test, feature = "exampledb"))]
         exampledb::ENTRY,
     ];
     ALL

@@ -1,6 +1,7 @@
 //! The emulated programs. `testbed emulate <tool> args...` lands in [`run`]; every emulator
 //! takes its own arguments (without the tool name) and returns its exit code.
 
+pub mod exampledb;
 pub mod go;
 pub mod greptime;
 pub mod influxdb3;
@@ -12,6 +13,7 @@ pub mod tsbs_timescaledb;
 /// Runs emulator `tool` with `args`; returns the exit code.
 pub fn run(tool: &str, args: Vec<String>) -> i32 {
     match tool {
+        "exampledb" => exampledb::main(args),
         "go" => go::main(args),
         "greptime" => greptime::main(args),
         "influxdb3" => influxdb3::main(args),

@@ -1,0 +1,378 @@
+//! The CLI of registry products without a CLI module of their own: `tsbsctl <product>
+//! install|prepare|list|inspect|verify|remove|serve` and `tsbsctl bench <product>
+//! all|load|query`, one clap command per product built from the registry
+//! ([`crate::product::all`]) and dispatched to the generic commands of [`super::dbcmd`] and to
+//! [`crate::bench::run`]. A product with flags of its own (GreptimeDB's ports and compaction,
+//! InfluxDB 3's editions) keeps its own module; these commands are what every product has.
+//!
+//! Both [`Products`] and [`BenchProducts`] are flattened into a derived subcommand enum, last:
+//! they add a command for each product the variants above did not define, and remember which
+//! (clap asks [`Subcommand::has_subcommand`] without the command at hand).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use clap::{ArgMatches, Args, FromArgMatches, Subcommand};
+
+use crate::cli::bench as bench_cli;
+use crate::cli::common::LockArgs;
+use crate::cli::dbcmd::{self, IdArgs, RemoveArgs, ServeArgs};
+use crate::context::Ctx;
+use crate::error::Result;
+use crate::output::Outcome;
+use crate::product::{Entry, Product};
+use crate::workspace::PrepareRequest;
+
+/// `tsbsctl <product> ...` of one registry product.
+pub struct Products {
+    pub entry: &'static Entry,
+    pub cmd: ProductCmd,
+}
+
+/// `tsbsctl bench <product> ...` of one registry product.
+pub struct BenchProducts {
+    pub entry: &'static Entry,
+    pub args: BenchArgs,
+}
+
+impl std::fmt::Debug for Products {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {:?}", self.entry.name, self.cmd)
+    }
+}
+
+impl std::fmt::Debug for BenchProducts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "bench {} {:?}", self.entry.name, self.args)
+    }
+}
+
+// What every product's area offers (`//`: clap would make a doc comment the area's help).
+#[derive(Debug, clap::Subcommand)]
+pub enum ProductCmd {
+    /// Install a checksum-verified release (latest stable without --version).
+    #[command(disable_version_flag = true)]
+    Install(InstallArgs),
+    /// Create (or reuse) a workspace bound to one installed version and one database.
+    #[command(disable_version_flag = true)]
+    Prepare(PrepareArgs),
+    /// List the workspaces, broken ones with their reasons (cheap: no hashing, no server).
+    List,
+    /// Show one workspace and why it is broken, if it is (cheap).
+    Inspect(IdArgs),
+    /// Re-hash the installation, run it, and check the workspace's config (exit 4 on damage).
+    Verify(IdArgs),
+    /// Delete a workspace and its data, under its lock.
+    Remove(RemoveArgs),
+    /// Run the workspace's server in the foreground until Ctrl-C.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    /// Exact version; default: the latest stable release.
+    #[arg(long, value_name = "V")]
+    pub version: Option<String>,
+    #[command(flatten)]
+    pub install: dbcmd::ReinstallArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PrepareArgs {
+    /// Workspace id: a letter or digit, then letters, digits, '.', '_' or '-' (at most 64).
+    #[arg(long, value_name = "ID")]
+    pub database_id: String,
+    /// Version to bind (installed if needed); default: the workspace's version, else the newest
+    /// installed, else the latest stable release.
+    #[arg(long, value_name = "V")]
+    pub version: Option<String>,
+    /// Database the benchmarks use (default: benchmark).
+    #[arg(long, value_name = "NAME")]
+    pub database: Option<String>,
+    /// HTTP port on 127.0.0.1 (default: the product's).
+    #[arg(long, value_name = "P")]
+    pub http_port: Option<u16>,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+/// The phases every product has (compaction and analysis need a product's own flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GenericPhase {
+    /// Dataset and query set, then load, verify, query.
+    All,
+    /// Load (or reuse loaded data) and verify the row count.
+    Load,
+    /// Run every query type of the query set once.
+    Query,
+}
+
+impl From<GenericPhase> for crate::bench::Phase {
+    fn from(p: GenericPhase) -> Self {
+        match p {
+            GenericPhase::All => crate::bench::Phase::All,
+            GenericPhase::Load => crate::bench::Phase::Load,
+            GenericPhase::Query => crate::bench::Phase::Query,
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+// `tsbsctl bench <product> PHASE ...` (no doc comment: clap would make it the help text).
+pub struct BenchArgs {
+    #[arg(value_enum)]
+    pub phase: GenericPhase,
+    #[command(flatten)]
+    pub common: bench_cli::CommonArgs,
+}
+
+/// The product names one flattened enum added (the ones it answers for).
+struct Added(Mutex<BTreeSet<&'static str>>);
+
+impl Added {
+    const fn new() -> Added {
+        Added(Mutex::new(BTreeSet::new()))
+    }
+    fn insert(&self, name: &'static str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name);
+    }
+    fn has(&self, name: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(name)
+    }
+}
+
+static AREAS: Added = Added::new();
+static BENCHES: Added = Added::new();
+
+/// `cmd` with one subcommand per registry product it does not define yet.
+fn augment(
+    mut cmd: clap::Command,
+    added: &Added,
+    make: impl Fn(&'static Entry) -> clap::Command,
+) -> clap::Command {
+    for e in crate::product::all() {
+        // Defined by a variant above: the product has its own module.
+        if cmd.get_subcommands().any(|c| c.get_name() == e.name) {
+            continue;
+        }
+        added.insert(e.name);
+        cmd = cmd.subcommand(make(e));
+    }
+    cmd
+}
+
+fn area_command(e: &'static Entry) -> clap::Command {
+    let about = format!(
+        "Install {d} releases and manage {d} workspaces and servers.",
+        d = e.display
+    );
+    // The about after the augment: the derive sets the type's own doc as the about.
+    ProductCmd::augment_subcommands(clap::Command::new(e.name))
+        .about(about)
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+}
+
+fn bench_command(e: &'static Entry) -> clap::Command {
+    let about = format!("Benchmark {}: all | load | query.", e.display);
+    BenchArgs::augment_args(clap::Command::new(e.name)).about(about)
+}
+
+/// The registry entry a matched subcommand names.
+fn matched(
+    m: &ArgMatches,
+    added: &Added,
+) -> std::result::Result<(&'static Entry, ArgMatches), clap::Error> {
+    let (name, sub) = m
+        .subcommand()
+        .filter(|(n, _)| added.has(n))
+        .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
+    let entry = crate::product::entry(name)
+        .map_err(|e| clap::Error::raw(clap::error::ErrorKind::InvalidSubcommand, e.message))?;
+    Ok((entry, sub.clone()))
+}
+
+impl FromArgMatches for Products {
+    fn from_arg_matches(m: &ArgMatches) -> std::result::Result<Self, clap::Error> {
+        let (entry, sub) = matched(m, &AREAS)?;
+        Ok(Products {
+            entry,
+            cmd: ProductCmd::from_arg_matches(&sub)?,
+        })
+    }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> std::result::Result<(), clap::Error> {
+        *self = Products::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Subcommand for Products {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        augment(cmd, &AREAS, area_command)
+    }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        augment(cmd, &AREAS, area_command)
+    }
+    fn has_subcommand(name: &str) -> bool {
+        AREAS.has(name)
+    }
+}
+
+impl FromArgMatches for BenchProducts {
+    fn from_arg_matches(m: &ArgMatches) -> std::result::Result<Self, clap::Error> {
+        let (entry, sub) = matched(m, &BENCHES)?;
+        Ok(BenchProducts {
+            entry,
+            args: BenchArgs::from_arg_matches(&sub)?,
+        })
+    }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> std::result::Result<(), clap::Error> {
+        *self = BenchProducts::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Subcommand for BenchProducts {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        augment(cmd, &BENCHES, bench_command)
+    }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        augment(cmd, &BENCHES, bench_command)
+    }
+    fn has_subcommand(name: &str) -> bool {
+        BENCHES.has(name)
+    }
+}
+
+/// `tsbsctl <product> ...`: the product's default variant for what creates things, the
+/// workspace's own for what works on one.
+pub fn run(ctx: &Ctx, p: Products) -> Result<Outcome> {
+    let e = p.entry;
+    let default = || (e.make)(None);
+    let of_workspace = |id: &str| -> Result<Box<dyn Product>> {
+        crate::product::for_workspace(&ctx.root, e.name, id)
+    };
+    match p.cmd {
+        ProductCmd::Install(a) => dbcmd::install_cmd(
+            ctx,
+            default()?.as_ref(),
+            a.version.as_deref(),
+            a.install.reinstall,
+            a.install.wait,
+        ),
+        ProductCmd::Prepare(a) => {
+            let req = PrepareRequest {
+                id: a.database_id,
+                version: a.version,
+                database: a.database,
+                http_port: a.http_port,
+                ports: BTreeMap::new(),
+            };
+            dbcmd::prepare_cmd(ctx, default()?.as_ref(), req, &a.lock)
+        }
+        ProductCmd::List => dbcmd::list_cmd(ctx, default()?.as_ref()),
+        ProductCmd::Inspect(a) => {
+            dbcmd::inspect_cmd(ctx, of_workspace(&a.database_id)?.as_ref(), a)
+        }
+        ProductCmd::Verify(a) => dbcmd::verify_cmd(ctx, of_workspace(&a.database_id)?.as_ref(), a),
+        ProductCmd::Remove(a) => dbcmd::remove_cmd(ctx, of_workspace(&a.database_id)?.as_ref(), a),
+        ProductCmd::Serve(a) => dbcmd::serve_cmd(ctx, of_workspace(&a.database_id)?.as_ref(), a),
+    }
+}
+
+/// `tsbsctl bench <product> PHASE`: the shared flags, nothing of the product's own.
+pub fn bench(ctx: &Ctx, b: BenchProducts) -> Result<Outcome> {
+    let phase = b.args.phase.into();
+    let f = bench_cli::flags(&b.args.common, phase);
+    let req = bench_cli::request(&b.args.common, f, phase)?;
+    crate::bench::run(ctx, b.entry, &req)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every registry product has an area and a bench command, once, whoever defines it.
+    #[test]
+    fn every_product_has_its_commands_once() {
+        let cli = crate::cli::Cli::command();
+        let bench = cli.find_subcommand("bench").unwrap();
+        for e in crate::product::all() {
+            for c in [&cli, bench] {
+                let n = c
+                    .get_subcommands()
+                    .filter(|s| s.get_name() == e.name)
+                    .count();
+                assert_eq!(n, 1, "{} under {}", e.name, c.get_name());
+            }
+        }
+    }
+
+    /// A registry product without a CLI module parses into the generic commands, with its
+    /// own help.
+    #[test]
+    fn a_product_without_a_module_parses_generically() {
+        use clap::FromArgMatches;
+        let _ = crate::cli::Cli::command();
+        // The test builds register a skeleton product that has no module of its own.
+        let e = crate::product::all()
+            .iter()
+            .find(|e| super::AREAS.has(e.name))
+            .expect("a registry product without a CLI module");
+        let m = crate::cli::Cli::command()
+            .try_get_matches_from(["tsbsctl", "bench", e.name, "load", "--database-id", "x1"])
+            .unwrap();
+        let cli = crate::cli::Cli::from_arg_matches(&m).unwrap();
+        let crate::cli::Command::Bench(super::super::bench::BenchCmd::Product(b)) = cli.command
+        else {
+            panic!("not the generic bench: {:?}", cli.command);
+        };
+        assert_eq!(b.entry.name, e.name);
+        assert_eq!(b.args.phase, super::GenericPhase::Load);
+        assert_eq!(b.args.common.database_id.as_deref(), Some("x1"));
+        let cli_cmd = crate::cli::Cli::command();
+        let about = |c: &clap::Command| c.get_about().map(|a| a.to_string()).unwrap_or_default();
+        let area = cli_cmd.find_subcommand(e.name).unwrap();
+        assert_eq!(
+            about(area),
+            format!(
+                "Install {d} releases and manage {d} workspaces and servers.",
+                d = e.display
+            )
+        );
+        let bench = cli_cmd.find_subcommand("bench").unwrap();
+        assert_eq!(
+            about(bench.find_subcommand(e.name).unwrap()),
+            format!("Benchmark {}: all | load | query.", e.display)
+        );
+        let m = crate::cli::Cli::command()
+            .try_get_matches_from([
+                "tsbsctl",
+                e.name,
+                "prepare",
+                "--database-id",
+                "x1",
+                "--version",
+                "1.0.0",
+            ])
+            .unwrap();
+        let cli = crate::cli::Cli::from_arg_matches(&m).unwrap();
+        let crate::cli::Command::Product(p) = cli.command else {
+            panic!("not the generic area: {:?}", cli.command);
+        };
+        assert!(
+            matches!(p.cmd, super::ProductCmd::Prepare(ref a) if a.version.as_deref() == Some("1.0.0"))
+        );
+        // The phases the generic bench does not offer are refused by clap (exit 2).
+        let err = crate::cli::Cli::command()
+            .try_get_matches_from(["tsbsctl", "bench", e.name, "compact"])
+            .unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue);
+    }
+}
