@@ -85,6 +85,9 @@ pub struct Timing {
     pub port_wait: Duration,
     /// Pause between readiness probes.
     pub poll_interval: Duration,
+    /// The signal that asks the server to stop (PostgreSQL: SIGINT, its fast shutdown;
+    /// SIGTERM would wait for every client). SIGKILL still follows the grace period.
+    pub stop_signal: Signal,
 }
 
 impl Default for Timing {
@@ -96,6 +99,7 @@ impl Default for Timing {
             startup_wait: None,
             port_wait: Duration::from_secs(5),
             poll_interval: Duration::from_millis(250),
+            stop_signal: Signal::SIGTERM,
         }
     }
 }
@@ -494,7 +498,7 @@ impl Server {
             grace_ms: grace.as_millis() as u64,
         });
         let sent = Instant::now();
-        signal_group(self.pid, Signal::SIGTERM);
+        signal_group(self.pid, self.spec.timing.stop_signal);
         // A start that failed (timeout, Ctrl-C) is not drained: it holds no work of ours.
         let exited = match self.spec.timing.drain_limit.filter(|_| self.ready) {
             None => self.wait_for(grace),
@@ -1039,6 +1043,7 @@ mod tests {
                 poll_interval: Duration::from_millis(50),
                 drain_limit: None,
                 startup_wait: None,
+                stop_signal: Signal::SIGTERM,
             },
             output_filter: None,
         }

@@ -76,6 +76,16 @@ pub trait Product: Send + Sync {
     fn edition(&self) -> Option<&str> {
         None
     }
+    /// The edition its installations are recorded under (default: [`Product::edition`]).
+    /// Products whose variants share installations (PostgreSQL's modes) return `None`.
+    fn installation_edition(&self) -> Option<&str> {
+        self.edition()
+    }
+    /// Product checks of an installation beyond the server binary (the other pinned binaries
+    /// of a local installation); run by `verify`. Default: none.
+    fn verify_installation(&self, _install_dir: &Path) -> Result<()> {
+        Ok(())
+    }
     /// The server binary inside an installation (`greptime`, `influxdb3`).
     fn binary_name(&self) -> &'static str;
 
@@ -183,6 +193,11 @@ pub trait Product: Send + Sync {
     }
     /// The readiness probe against `endpoint` (`http://127.0.0.1:PORT`).
     fn readiness_probe(&self, endpoint: &str) -> Probe;
+    /// The readiness probe of a managed server whose installation is `install_dir` (a probe
+    /// by a command of the installation, e.g. `pg_isready`). Default: [`Product::readiness_probe`].
+    fn readiness_probe_for(&self, endpoint: &str, _install_dir: &Path) -> Probe {
+        self.readiness_probe(endpoint)
+    }
     /// Default startup timeout, grace period and port wait.
     fn default_timing(&self) -> Timing {
         Timing::default()
@@ -375,6 +390,7 @@ pub fn all() -> &'static [Entry] {
     static ALL: &[Entry] = &[
         greptimedb::ENTRY,
         influxdb3::ENTRY,
+        timescaledb::ENTRY,
         #[cfg(test)]
         exampledb::ENTRY,
     ];

@@ -126,10 +126,13 @@ impl RunAs {
                 } else {
                     "--clear-groups"
                 };
+                // The kernel clears the parent-death signal tsbsctl set when the uid
+                // changes; `keep` sets it again, so a killed tsbsctl leaves no postmaster.
                 let mut a = vec![
                     format!("--reuid={uid}"),
                     format!("--regid={gid}"),
                     groups.to_string(),
+                    "--pdeathsig=keep".to_string(),
                 ];
                 a.push(program.display().to_string());
                 a.extend(args.iter().cloned());
@@ -598,7 +601,7 @@ mod tests {
         };
         assert_eq!(
             initdb_command(&inst(), &layout, &nobody).display(),
-            "setpriv --reuid=65534 --regid=65534 --clear-groups /usr/lib/postgresql/15/bin/initdb -D /srv/bench/data -U postgres --auth=trust -E UTF8 --locale=C --no-instructions"
+            "setpriv --reuid=65534 --regid=65534 --clear-groups --pdeathsig=keep /usr/lib/postgresql/15/bin/initdb -D /srv/bench/data -U postgres --auth=trust -E UTF8 --locale=C --no-instructions"
         );
         assert_eq!(
             initdb_command(&inst(), &layout, &RunAs::Current).display(),
@@ -612,6 +615,7 @@ mod tests {
                 "--reuid=101",
                 "--regid=104",
                 "--init-groups",
+                "--pdeathsig=keep",
                 "/usr/lib/postgresql/15/bin/postgres",
                 "-D",
                 "/srv/bench/data"
