@@ -241,6 +241,7 @@ impl Product for TimescaleDb {
         let run_as = RunAs::detect();
         let layout = Layout::in_dir(dir);
         pg::clear_stale_pid(&layout.data_dir)?;
+        pg::clear_stale_socket_locks(&layout.socket_dir)?;
         // Sockets: recreated when missing (the workspace dir may have been restored).
         pg::prepare_dirs(&layout, &run_as)?;
         let cfg = dir.join(CONFIG_FILE);
