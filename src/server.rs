@@ -134,6 +134,9 @@ pub struct ServerSpec {
     /// the log (InfluxDB 3 activation redacts e-mail addresses and licence keys this way).
     /// Without it the log file is the process's stdout/stderr directly.
     pub output_filter: Option<OutputFilter>,
+    /// Picks the lines of the server log that explain a failed start (PostgreSQL's `FATAL`
+    /// lines); they go into the error message. `None`: the message points at the log only.
+    pub failure_lines: Option<fn(&str) -> Vec<String>>,
 }
 
 /// A line filter for server output: gets one line (without its newline, lossily decoded),
@@ -396,8 +399,17 @@ impl Server {
                     reason: reason.clone(),
                 });
                 self.stop();
+                let why = self
+                    .spec
+                    .failure_lines
+                    .and_then(|f| {
+                        let log = std::fs::read_to_string(&self.spec.log_path).ok()?;
+                        let lines = f(&log);
+                        (!lines.is_empty()).then(|| format!(": {}", lines.join(" | ")))
+                    })
+                    .unwrap_or_default();
                 return Err(Error::failed(format!(
-                    "{} {reason}; see {}",
+                    "{} {reason}{why}; see {}",
                     self.spec.label,
                     self.spec.log_path.display()
                 ))
@@ -1046,6 +1058,7 @@ mod tests {
                 stop_signal: Signal::SIGTERM,
             },
             output_filter: None,
+            failure_lines: None,
         }
     }
 

@@ -1386,6 +1386,7 @@ pub fn server_spec(
         kill_orphan_flag: "--kill-orphan".into(),
         timing,
         output_filter: product.output_filter(),
+        failure_lines: product.failure_lines(),
     })
 }
 

@@ -191,6 +191,11 @@ pub trait Product: Send + Sync {
     fn output_filter(&self) -> Option<crate::server::OutputFilter> {
         None
     }
+    /// Picks the lines of the server log that explain a failed start, for the error message
+    /// (PostgreSQL: its `FATAL` lines). `None`: the message names the log only.
+    fn failure_lines(&self) -> Option<fn(&str) -> Vec<String>> {
+        None
+    }
     /// The readiness probe against `endpoint` (`http://127.0.0.1:PORT`).
     fn readiness_probe(&self, endpoint: &str) -> Probe;
     /// The readiness probe of a managed server whose installation is `install_dir` (a probe

@@ -218,6 +218,16 @@ fn a_postgresql_workspace_serves_stops_cleanly_and_dies_with_a_killed_tsbsctl() 
     ])
     .code(2);
 
+    // A start that fails says why: the server log's FATAL lines are in the message.
+    let conf = dir.join("data/postgresql.conf");
+    let orig = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(&conf, format!("no_such_setting = 1\n{orig}")).unwrap();
+    env.run(&["timescaledb", "serve", "--database-id", "p1"])
+        .code(1)
+        .says("FATAL")
+        .says("contains errors");
+    std::fs::write(&conf, orig).unwrap();
+
     // Serve, then kill -9 tsbsctl: the postmaster goes with it (parent-death signal).
     let mut bg = Bg::spawn(&env, &["timescaledb", "serve", "--database-id", "p1"]);
     bg.wait_serving(|| !postgres_under(&dir).is_empty());

@@ -264,6 +264,9 @@ impl Product for TimescaleDb {
         }
         None
     }
+    fn failure_lines(&self) -> Option<fn(&str) -> Vec<String>> {
+        Some(pg::fatal_lines)
+    }
     /// Without the installation: `pg_isready` from PATH.
     fn readiness_probe(&self, endpoint: &str) -> Probe {
         let port = endpoint_port(endpoint).unwrap_or(5432);
@@ -505,5 +508,54 @@ mod tests {
             );
             assert!(!flags.iter().any(|f| f.contains("s3cret")));
         }
+    }
+
+    #[test]
+    fn the_hypertable_mode_preloads_the_extension_in_its_config() {
+        let ws: WorkspaceManifest = serde_json::from_value(json!({
+            "database_id": "h1", "product": "timescaledb", "edition": "timescaledb",
+            "version": "15.18", "version_source": "pg-config", "platform": "linux-amd64",
+            "installation_path": "/nonexistent", "binary_sha256": "x", "database": "benchmark",
+            "ports": {"postgres": 15440}, "config_sha256": null, "binding": null,
+            "created_at": "t", "updated_at": "t", "tool_version": "0"
+        }))
+        .unwrap();
+        let dir = Path::new("/srv/ws/h1");
+        let hyper = TimescaleDb {
+            mode: Mode::Timescaledb,
+        }
+        .render_config(&ws, dir)
+        .unwrap()
+        .unwrap();
+        assert!(
+            hyper.contains("shared_preload_libraries = 'timescaledb'"),
+            "{hyper}"
+        );
+        assert!(
+            hyper.contains("timescaledb.telemetry_level = off"),
+            "{hyper}"
+        );
+        assert!(hyper.contains("port = 15440"), "{hyper}");
+        assert!(
+            hyper.contains("unix_socket_directories = '/srv/ws/h1/sock'"),
+            "{hyper}"
+        );
+        let plain = TimescaleDb {
+            mode: Mode::Postgresql,
+        }
+        .render_config(&ws, dir)
+        .unwrap()
+        .unwrap();
+        assert!(!plain.contains("shared_preload_libraries"), "{plain}");
+        assert!(plain.contains("(no TimescaleDB)"), "{plain}");
+        // Stopped with SIGINT, PostgreSQL's fast shutdown.
+        assert_eq!(
+            TimescaleDb {
+                mode: Mode::Postgresql
+            }
+            .default_timing()
+            .stop_signal,
+            nix::sys::signal::Signal::SIGINT
+        );
     }
 }
