@@ -236,12 +236,16 @@ fn a_postgresql_workspace_serves_stops_cleanly_and_dies_with_a_killed_tsbsctl() 
         "{}",
         bg.stderr()
     );
+    let postmaster = postgres_under(&dir)[0];
+    let mut all = children_of(postmaster);
+    all.push(postmaster);
+    assert!(all.len() > 1, "the postmaster has its background processes");
     bg.signal(libc::SIGKILL);
     let _ = bg.wait();
     assert!(
-        wait_until(Duration::from_secs(15), || postgres_under(&dir).is_empty()),
+        wait_until(Duration::from_secs(15), || all.iter().all(|p| !alive(*p))),
         "postgres survived a killed tsbsctl: {:?}",
-        postgres_under(&dir)
+        all.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
     );
     // The stale postmaster.pid does not stop the next start; Ctrl-C stops it (SIGINT).
     assert!(dir.join("data/postmaster.pid").exists());
