@@ -215,7 +215,11 @@ pub fn run(ctx: &Ctx, cmd: TimescaledbCmd) -> Result<Outcome> {
         ),
         TimescaledbCmd::Inspect(a) => {
             let p = existing(ctx, &a.database_id)?;
-            dbcmd::inspect_cmd(ctx, p.as_ref(), a)
+            let mut o = dbcmd::inspect_cmd(ctx, p.as_ref(), a)?;
+            if let Some(mode) = o.data["manifest"]["edition"].as_str() {
+                o.human.push_str(&format!("  mode: {mode}\n"));
+            }
+            Ok(o)
         }
         TimescaledbCmd::Verify(a) => {
             let p = existing(ctx, &a.database_id)?;

@@ -207,6 +207,9 @@ fn a_postgresql_workspace_serves_stops_cleanly_and_dies_with_a_killed_tsbsctl() 
     assert_eq!(prepare_pg_same(&env, "p1", port)["data"]["reused"], true);
     env.run(&["timescaledb", "verify", "--database-id", "p1"])
         .ok();
+    env.run(&["timescaledb", "inspect", "--database-id", "p1"])
+        .ok()
+        .says("mode: postgresql");
     // The mode is bound for good.
     env.run(&[
         "timescaledb",
