@@ -404,7 +404,9 @@ impl Server {
                     .failure_lines
                     .and_then(|f| {
                         let log = std::fs::read_to_string(&self.spec.log_path).ok()?;
-                        let lines = f(&log);
+                        // Only this start's part of the log (it is appended to).
+                        let this = log.rsplit_once(" tsbsctl starts ").map_or(&*log, |x| x.1);
+                        let lines = f(this);
                         (!lines.is_empty()).then(|| format!(": {}", lines.join(" | ")))
                     })
                     .unwrap_or_default();
