@@ -75,6 +75,7 @@ fn check_environment(ctx: &Ctx, env: &Value) -> Result<String> {
                         commit: commit.clone(),
                     },
                     rebuild: false,
+                    tools: crate::product::tsbs_tools(),
                 },
             )
             .map_err(|e| {

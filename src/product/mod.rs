@@ -428,6 +428,22 @@ pub fn query_formats() -> Vec<&'static str> {
     out
 }
 
+/// The TSBS tools `env prepare` builds: the two generators, then every product's loader and
+/// query runner (each product's default variant), once each.
+pub fn tsbs_tools() -> Vec<&'static str> {
+    let mut out = vec!["tsbs_generate_data", "tsbs_generate_queries"];
+    for e in all() {
+        if let Ok(p) = (e.make)(None) {
+            for t in [p.tsbs_loader(), p.tsbs_runner()] {
+                if !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The product `tsbsctl quickstart` benchmarks: the registry's first.
 pub fn quickstart() -> &'static Entry {
     &all()[0]
@@ -593,6 +609,22 @@ mod tests {
                 2,
                 "{bad}"
             );
+        }
+    }
+
+    #[test]
+    fn the_tools_env_prepare_builds_come_from_the_registry() {
+        let t = tsbs_tools();
+        assert_eq!(&t[..2], ["tsbs_generate_data", "tsbs_generate_queries"]);
+        for tool in [
+            "tsbs_load_greptime",
+            "tsbs_run_queries_influx",
+            "tsbs_load_influx3",
+            "tsbs_run_queries_influx3",
+            "tsbs_load_timescaledb",
+            "tsbs_run_queries_timescaledb",
+        ] {
+            assert_eq!(t.iter().filter(|x| **x == tool).count(), 1, "{tool}: {t:?}");
         }
     }
 
