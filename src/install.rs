@@ -147,7 +147,7 @@ fn open_dir(
             .with_hint(reinstall.clone())
         })?;
     if m.product != product.name()
-        || m.edition.as_deref() != product.edition()
+        || m.edition.as_deref() != product.installation_edition()
         || m.version != version
         || m.platform != platform.dashed()
     {
@@ -371,7 +371,7 @@ fn build_and_publish(
     let tree_digest = treehash::tree_digest(&tree)?;
     let m = InstallManifest {
         product: product.name().to_string(),
-        edition: product.edition().map(str::to_string),
+        edition: product.installation_edition().map(str::to_string),
         version: version.to_string(),
         version_source: version_source.to_string(),
         platform: platform.dashed(),
@@ -403,6 +403,119 @@ fn build_and_publish(
         },
         replaced,
     ))
+}
+
+/// An installation found on this machine rather than downloaded (PostgreSQL from OS
+/// packages): its server binary stays where it is (an absolute path), and the installation
+/// directory holds only the product's records of it (`files`, e.g. the other binaries'
+/// checksums), which the tree digest covers.
+#[derive(Debug, Clone)]
+pub struct LocalPin {
+    pub version: String,
+    pub version_source: String,
+    /// Where it was found (`file:///usr/lib/postgresql/15/bin`), recorded as `source_url`.
+    pub source_url: String,
+    /// The server binary, absolute.
+    pub binary: PathBuf,
+    /// Records written into the installation directory: file name -> content.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// Pins a [`LocalPin`] as the installation of its version (or reuses it when it is there and
+/// still verifies, unless `reinstall`), with the same lock, staging and atomic publication
+/// as [`install`].
+pub fn pin_local(
+    ctx: &Ctx,
+    product: &dyn Product,
+    pin: &LocalPin,
+    reinstall: bool,
+    lock_opts: &LockOptions,
+) -> Result<InstallOutcome> {
+    let platform = Platform::host()?;
+    product.check_platform(&platform)?;
+    let version = pin.version.as_str();
+    let target = installation_dir(&ctx.root, product, version, &platform);
+    ctx.root.ensure()?;
+    let lock_path = product
+        .installations_dir(&ctx.root)
+        .join(".locks")
+        .join(format!("{version}-{}.lock", platform.dashed()));
+    let _guard = lock::lock_file(
+        &lock_path,
+        &format!("install of {} {version}", product.display_name()),
+        &ctx.command_line(),
+        lock_opts,
+        ctx.reporter.as_ref(),
+    )?;
+    repair(&target, ctx)?;
+    if !reinstall && target.exists() {
+        let i = open_dir(product, &target, version, &platform)?.ok_or_else(|| {
+            Error::integrity(format!("{} is not a valid installation", target.display()))
+                .with_hint(product.install_command(version, true))
+        })?;
+        verify(product, &i)?;
+        return Ok(InstallOutcome {
+            installation: i,
+            reused: true,
+            replaced: false,
+        });
+    }
+    check_binary_file(product, &pin.binary, version)?;
+    let (binary_sha256, binary_size) = hash::sha256_file(&pin.binary, &NoProgress)?;
+    let version_output = run_version(&pin.binary, Path::new("/"))?;
+    product.check_version_output(version, &version_output)?;
+    let version_dir = target.parent().expect("version dir").to_path_buf();
+    std::fs::create_dir_all(&version_dir)
+        .map_err(|e| Error::io("create directory", &version_dir, e))?;
+    let staging = fsutil::staging_path(&target, "install")?;
+    std::fs::create_dir(&staging).map_err(|e| Error::io("create directory", &staging, e))?;
+    let result = (|| -> Result<(InstallManifest, bool)> {
+        let tree = staging.join("tree");
+        std::fs::create_dir(&tree).map_err(|e| Error::io("create directory", &tree, e))?;
+        for (name, bytes) in &pin.files {
+            fsutil::write_atomic(&tree.join(name), bytes)?;
+        }
+        let m = InstallManifest {
+            product: product.name().to_string(),
+            edition: product.installation_edition().map(str::to_string),
+            version: version.to_string(),
+            version_source: pin.version_source.clone(),
+            platform: platform.dashed(),
+            source_url: pin.source_url.clone(),
+            checksum_url: String::new(),
+            // Nothing was downloaded: the "archive" is the binary itself.
+            archive_sha256: binary_sha256.clone(),
+            archive_size: binary_size,
+            binary: pin.binary.display().to_string(),
+            binary_sha256: binary_sha256.clone(),
+            tree_digest: treehash::tree_digest(&tree)?,
+            version_output: version_output.trim().to_string(),
+            installed_at: manifest::now_rfc3339(),
+            tool_version: crate::VERSION.to_string(),
+        };
+        manifest::write(&tree.join("manifest.json"), &m)?;
+        let replaced = if target.exists() {
+            replace(&tree, &target, ctx)?;
+            true
+        } else {
+            publish::rename_noreplace(&tree, &target)?;
+            false
+        };
+        Ok((m, replaced))
+    })();
+    let _ = std::fs::remove_dir_all(&staging);
+    if result.is_err() {
+        let _ = std::fs::remove_dir(&version_dir);
+    }
+    let (manifest, replaced) = result?;
+    Ok(InstallOutcome {
+        installation: Installation {
+            dir: target,
+            manifest,
+        },
+        reused: false,
+        replaced,
+    })
 }
 
 /// Puts `new` at `target`, which exists. Atomic exchange where possible; otherwise the old tree
@@ -591,6 +704,9 @@ pub fn verify(product: &dyn Product, inst: &Installation) -> Result<VerifyReport
             Error::integrity(format!("{} --version: {}", binary.display(), e.message))
                 .with_hint(reinstall.clone())
         })?;
+    product
+        .verify_installation(&inst.dir)
+        .map_err(|e| e.with_hint(reinstall.clone()))?;
     Ok(VerifyReport {
         binary_sha256,
         tree_digest,

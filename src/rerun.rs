@@ -72,6 +72,7 @@ fn check_environment(ctx: &Ctx, env: &RunEnvironment) -> Result<String> {
                         commit: commit.clone(),
                     },
                     rebuild: false,
+                    tools: crate::product::tsbs_tools(),
                 },
             )
             .map_err(|e| {

@@ -85,6 +85,9 @@ pub struct Timing {
     pub port_wait: Duration,
     /// Pause between readiness probes.
     pub poll_interval: Duration,
+    /// The signal that asks the server to stop (PostgreSQL: SIGINT, its fast shutdown;
+    /// SIGTERM would wait for every client). SIGKILL still follows the grace period.
+    pub stop_signal: Signal,
 }
 
 impl Default for Timing {
@@ -96,6 +99,7 @@ impl Default for Timing {
             startup_wait: None,
             port_wait: Duration::from_secs(5),
             poll_interval: Duration::from_millis(250),
+            stop_signal: Signal::SIGTERM,
         }
     }
 }
@@ -130,6 +134,9 @@ pub struct ServerSpec {
     /// the log (InfluxDB 3 activation redacts e-mail addresses and licence keys this way).
     /// Without it the log file is the process's stdout/stderr directly.
     pub output_filter: Option<OutputFilter>,
+    /// Picks the lines of the server log that explain a failed start (PostgreSQL's `FATAL`
+    /// lines); they go into the error message. `None`: the message points at the log only.
+    pub failure_lines: Option<fn(&str) -> Vec<String>>,
 }
 
 /// A line filter for server output: gets one line (without its newline, lossily decoded),
@@ -392,8 +399,19 @@ impl Server {
                     reason: reason.clone(),
                 });
                 self.stop();
+                let why = self
+                    .spec
+                    .failure_lines
+                    .and_then(|f| {
+                        let log = std::fs::read_to_string(&self.spec.log_path).ok()?;
+                        // Only this start's part of the log (it is appended to).
+                        let this = log.rsplit_once(" tsbsctl starts ").map_or(&*log, |x| x.1);
+                        let lines = f(this);
+                        (!lines.is_empty()).then(|| format!(": {}", lines.join(" | ")))
+                    })
+                    .unwrap_or_default();
                 return Err(Error::failed(format!(
-                    "{} {reason}; see {}",
+                    "{} {reason}{why}; see {}",
                     self.spec.label,
                     self.spec.log_path.display()
                 ))
@@ -494,7 +512,7 @@ impl Server {
             grace_ms: grace.as_millis() as u64,
         });
         let sent = Instant::now();
-        signal_group(self.pid, Signal::SIGTERM);
+        signal_group(self.pid, self.spec.timing.stop_signal);
         // A start that failed (timeout, Ctrl-C) is not drained: it holds no work of ours.
         let exited = match self.spec.timing.drain_limit.filter(|_| self.ready) {
             None => self.wait_for(grace),
@@ -1039,8 +1057,10 @@ mod tests {
                 poll_interval: Duration::from_millis(50),
                 drain_limit: None,
                 startup_wait: None,
+                stop_signal: Signal::SIGTERM,
             },
             output_filter: None,
+            failure_lines: None,
         }
     }
 

@@ -116,6 +116,7 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
                 commit,
             },
             rebuild: false,
+            tools: crate::product::tsbs_tools(),
         };
         environment::prepare(ctx, &req)?;
     }

@@ -67,8 +67,10 @@ pub fn run(ctx: &Ctx, cmd: EnvCmd) -> Result<Outcome> {
             let req = request(ctx, args)?;
             environment::prepare(ctx, &req)?
         }
-        EnvCmd::Verify { full } => environment::verify(&ctx.root, full)?,
-        EnvCmd::Show => environment::show(&ctx.root)?,
+        EnvCmd::Verify { full } => {
+            environment::verify(&ctx.root, full, &crate::product::tsbs_tools())?
+        }
+        EnvCmd::Show => environment::show(&ctx.root, &crate::product::tsbs_tools())?,
     };
     Ok(finish(ctx, report))
 }
@@ -111,5 +113,6 @@ fn request(ctx: &Ctx, a: PrepareArgs) -> Result<PrepareRequest> {
         reinstall_go: a.reinstall_go,
         source,
         rebuild: a.rebuild,
+        tools: crate::product::tsbs_tools(),
     })
 }

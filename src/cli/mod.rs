@@ -25,6 +25,7 @@ mod influxdb3;
 mod quickstart;
 mod runs;
 mod skills;
+mod timescaledb;
 mod workspace;
 
 /// Reproducible TSBS benchmarks of GreptimeDB and InfluxDB 3.
@@ -75,6 +76,9 @@ pub enum Command {
     /// Install InfluxDB 3 releases; manage workspaces, Enterprise licences and servers.
     #[command(subcommand)]
     Influxdb3(influxdb3::Influxdb3Cmd),
+    /// Pin this machine's PostgreSQL; manage TimescaleDB / PostgreSQL workspaces and servers.
+    #[command(subcommand)]
+    Timescaledb(timescaledb::TimescaledbCmd),
     /// Benchmark phases: load, query, compact, analyze (run directories with summaries).
     #[command(subcommand)]
     Bench(bench::BenchCmd),
@@ -102,6 +106,7 @@ impl Command {
             Command::Data(cmd) => data::run(ctx, cmd),
             Command::Greptimedb(cmd) => greptimedb::run(ctx, cmd),
             Command::Influxdb3(cmd) => influxdb3::run(ctx, cmd),
+            Command::Timescaledb(cmd) => timescaledb::run(ctx, cmd),
             Command::Bench(cmd) => bench::run(ctx, cmd),
             Command::Runs(cmd) => runs::run(ctx, cmd),
             Command::Quickstart(a) => quickstart::run(ctx, a),

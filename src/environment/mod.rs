@@ -188,6 +188,9 @@ pub struct PrepareRequest {
     pub reinstall_go: bool,
     pub source: SourceRequest,
     pub rebuild: bool,
+    /// The TSBS tools to build (benchmark.md §3.5; from the product registry:
+    /// `crate::product::tsbs_tools`).
+    pub tools: Vec<&'static str>,
 }
 
 /// What an `env` command reports.
@@ -285,6 +288,7 @@ pub fn prepare(ctx: &Ctx, req: &PrepareRequest) -> Result<Report> {
         root: &ctx.root,
         reporter: reporter.as_ref(),
         command_line: command_line.clone(),
+        tools: &req.tools,
     };
     let mut go_status = String::new();
     let (go, prepared) = tsbs::prepare(
@@ -387,11 +391,12 @@ fn recorded_managed(ctx: &Ctx, platform: &Platform) -> Result<Option<GoToolchain
 }
 
 /// `tsbsctl env show`: what the last `env prepare` recorded; runs and hashes nothing.
-pub fn show(root: &Root) -> Result<Report> {
+/// `tools`: the tools the benchmarks use, in the order shown.
+pub fn show(root: &Root, tools: &[&str]) -> Result<Report> {
     let current = read_current(root)?;
     let dir = root.tsbs_dir(&current.key);
     let m: BuildManifest = manifest::read(&dir.join("manifest.json"))?;
-    let binaries = tsbs::TOOLS
+    let binaries = tools
         .iter()
         .filter_map(|t| {
             m.binaries
@@ -415,7 +420,8 @@ pub fn show(root: &Root) -> Result<Report> {
 /// `tsbsctl env verify [--full]`: re-checks what `env prepare` recorded, offline. Go: binary
 /// checksum and `go version` (managed: also its manifest; `--full`: its whole tree). TSBS:
 /// every binary's checksum, and the fetched source's HEAD.
-pub fn verify(root: &Root, full: bool) -> Result<Report> {
+/// `tools`: the tools that must have been built.
+pub fn verify(root: &Root, full: bool, tools: &[&str]) -> Result<Report> {
     let current = read_current(root)?;
     let platform = Platform::host()?;
     let mut problems: Vec<(String, String)> = Vec::new();
@@ -515,7 +521,7 @@ pub fn verify(root: &Root, full: bool) -> Result<Report> {
                 rebuild.clone(),
             ));
         }
-        for tool in tsbs::TOOLS {
+        for &tool in tools {
             let Some(r) = m.binaries.get(tool) else {
                 problems.push((
                     format!("{tool} was never built for {}", current.key),

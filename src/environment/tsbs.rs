@@ -25,16 +25,6 @@ pub const PINNED_COMMIT: &str = "81d12c8bc5aa985aed0d0d6f040a2cbcf77e4a82";
 /// Overrides the default commit (below `--tsbs-rev`, above `[defaults] tsbs_rev`).
 pub const REV_ENV: &str = "TSBSCTL_TSBS_REV";
 
-/// The tools the benchmarks and dataset generation use (benchmark.md §3.5).
-pub const TOOLS: [&str; 6] = [
-    "tsbs_generate_data",
-    "tsbs_generate_queries",
-    "tsbs_load_greptime",
-    "tsbs_run_queries_influx",
-    "tsbs_load_influx3",
-    "tsbs_run_queries_influx3",
-];
-
 const GIT_TIMEOUT: Duration = Duration::from_secs(1800);
 const LOCK_WAIT: Duration = Duration::from_secs(3600);
 
@@ -372,6 +362,8 @@ pub struct BuildCtx<'a> {
     pub root: &'a Root,
     pub reporter: &'a dyn Reporter,
     pub command_line: String,
+    /// The tools to build (the caller takes them from the product registry).
+    pub tools: &'a [&'static str],
 }
 
 /// Under a per-commit lock: gets the source (so a wrong commit fails before anything else
@@ -431,7 +423,7 @@ pub fn prepare(
     clean_dead_outputs(&dir.join("bin"));
     let build_log = dir.join("build.log");
     let mut statuses = Vec::new();
-    for tool in TOOLS {
+    for &tool in cx.tools {
         crate::interrupt::check()?;
         let bin = dir.join("bin").join(tool);
         let reason = if rebuild {

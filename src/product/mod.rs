@@ -76,6 +76,16 @@ pub trait Product: Send + Sync {
     fn edition(&self) -> Option<&str> {
         None
     }
+    /// The edition its installations are recorded under (default: [`Product::edition`]).
+    /// Products whose variants share installations (PostgreSQL's modes) return `None`.
+    fn installation_edition(&self) -> Option<&str> {
+        self.edition()
+    }
+    /// Product checks of an installation beyond the server binary (the other pinned binaries
+    /// of a local installation); run by `verify`. Default: none.
+    fn verify_installation(&self, _install_dir: &Path) -> Result<()> {
+        Ok(())
+    }
     /// The server binary inside an installation (`greptime`, `influxdb3`).
     fn binary_name(&self) -> &'static str;
 
@@ -181,8 +191,18 @@ pub trait Product: Send + Sync {
     fn output_filter(&self) -> Option<crate::server::OutputFilter> {
         None
     }
+    /// Picks the lines of the server log that explain a failed start, for the error message
+    /// (PostgreSQL: its `FATAL` lines). `None`: the message names the log only.
+    fn failure_lines(&self) -> Option<fn(&str) -> Vec<String>> {
+        None
+    }
     /// The readiness probe against `endpoint` (`http://127.0.0.1:PORT`).
     fn readiness_probe(&self, endpoint: &str) -> Probe;
+    /// The readiness probe of a managed server whose installation is `install_dir` (a probe
+    /// by a command of the installation, e.g. `pg_isready`). Default: [`Product::readiness_probe`].
+    fn readiness_probe_for(&self, endpoint: &str, _install_dir: &Path) -> Probe {
+        self.readiness_probe(endpoint)
+    }
     /// Default startup timeout, grace period and port wait.
     fn default_timing(&self) -> Timing {
         Timing::default()
@@ -375,6 +395,7 @@ pub fn all() -> &'static [Entry] {
     static ALL: &[Entry] = &[
         greptimedb::ENTRY,
         influxdb3::ENTRY,
+        timescaledb::ENTRY,
         #[cfg(any(test, feature = "exampledb"))]
         exampledb::ENTRY,
     ];
@@ -401,6 +422,22 @@ pub fn query_formats() -> Vec<&'static str> {
             let f = p.query_format().name;
             if !out.contains(&f) {
                 out.push(f);
+            }
+        }
+    }
+    out
+}
+
+/// The TSBS tools `env prepare` builds: the two generators, then every product's loader and
+/// query runner (each product's default variant), once each.
+pub fn tsbs_tools() -> Vec<&'static str> {
+    let mut out = vec!["tsbs_generate_data", "tsbs_generate_queries"];
+    for e in all() {
+        if let Ok(p) = (e.make)(None) {
+            for t in [p.tsbs_loader(), p.tsbs_runner()] {
+                if !out.contains(&t) {
+                    out.push(t);
+                }
             }
         }
     }
@@ -572,6 +609,22 @@ mod tests {
                 2,
                 "{bad}"
             );
+        }
+    }
+
+    #[test]
+    fn the_tools_env_prepare_builds_come_from_the_registry() {
+        let t = tsbs_tools();
+        assert_eq!(&t[..2], ["tsbs_generate_data", "tsbs_generate_queries"]);
+        for tool in [
+            "tsbs_load_greptime",
+            "tsbs_run_queries_influx",
+            "tsbs_load_influx3",
+            "tsbs_run_queries_influx3",
+            "tsbs_load_timescaledb",
+            "tsbs_run_queries_timescaledb",
+        ] {
+            assert_eq!(t.iter().filter(|x| **x == tool).count(), 1, "{tool}: {t:?}");
         }
     }
 

@@ -88,8 +88,13 @@ impl Workspace {
     pub fn pid_file(&self) -> PathBuf {
         self.dir.join(PID_FILE)
     }
+    /// The main port: `http`, else the only listener (a PostgreSQL server's).
     pub fn http_port(&self) -> u16 {
-        self.manifest.ports.get("http").copied().unwrap_or(0)
+        let p = &self.manifest.ports;
+        p.get("http")
+            .or_else(|| p.values().next().filter(|_| p.len() == 1))
+            .copied()
+            .unwrap_or(0)
     }
     /// `http://127.0.0.1:PORT`.
     pub fn endpoint(&self) -> String {
@@ -1330,13 +1335,14 @@ pub fn server_spec(
         env_remove: cmd.env_remove,
         log_path,
         listeners: ws.listeners(),
-        probe: product.readiness_probe(&endpoint),
+        probe: product.readiness_probe_for(&endpoint, &inst.dir),
         endpoint,
         pid_file: ws.pid_file(),
         kill_orphan,
         kill_orphan_flag: "--kill-orphan".into(),
         timing,
         output_filter: product.output_filter(),
+        failure_lines: product.failure_lines(),
     })
 }
 

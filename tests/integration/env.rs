@@ -14,13 +14,15 @@ use tsbsctl::paths::Root;
 
 use crate::util::{testbed_bin, wait_bounded, Run, TestEnv};
 
-const TOOLS: [&str; 6] = [
+const TOOLS: [&str; 8] = [
     "tsbs_generate_data",
     "tsbs_generate_queries",
     "tsbs_load_greptime",
     "tsbs_run_queries_influx",
     "tsbs_load_influx3",
     "tsbs_run_queries_influx3",
+    "tsbs_load_timescaledb",
+    "tsbs_run_queries_timescaledb",
 ];
 
 /// A managed Go version the stand-in mirror vouches for through its index.
@@ -194,7 +196,7 @@ fn too_old_system_go_falls_back_to_a_managed_install() {
     assert_eq!(w.archive_gets(GO), 1);
     assert!(w.go_dir(GO).join("manifest.json").is_file());
     // Every build ran the managed Go.
-    assert_eq!(w.builds().len(), 6);
+    assert_eq!(w.builds().len(), TOOLS.len());
 }
 
 #[test]
@@ -216,7 +218,7 @@ fn acceptable_system_go_is_reused_and_nothing_is_downloaded() {
         "the mirror saw requests"
     );
     assert!(!w.env.root.join("environment/go").exists());
-    assert_eq!(statuses(&run), vec!["built"; 6]);
+    assert_eq!(statuses(&run), vec!["built"; TOOLS.len()]);
     // Human output names every field a person needs.
     let human = w.env.run(&["env", "show"]);
     human.ok();
@@ -308,9 +310,9 @@ fn binaries_are_built_once_reused_and_rebuilt_on_request() {
     w.publish(GO);
     let first = w.env.run_json(&["env", "prepare", "--go-version", GO]);
     first.ok();
-    assert_eq!(statuses(&first), vec!["built"; 6]);
+    assert_eq!(statuses(&first), vec!["built"; TOOLS.len()]);
     let builds = w.builds();
-    assert_eq!(builds.len(), 6);
+    assert_eq!(builds.len(), TOOLS.len());
     let bin_dir = w.tsbs_dir().join("bin");
     for (call, tool) in builds.iter().zip(TOOLS) {
         let args: Vec<&str> = call["args"]
@@ -359,7 +361,7 @@ fn binaries_are_built_once_reused_and_rebuilt_on_request() {
     assert_eq!(tsbs.commit, w.commit);
     assert!(!tsbs.dirty);
     assert_eq!(tsbs.go_version, format!("go{GO}"));
-    assert_eq!(tsbs.binaries.len(), 6);
+    assert_eq!(tsbs.binaries.len(), TOOLS.len());
     let b = tsbs.binary("tsbs_run_queries_influx3").unwrap();
     assert_eq!(b.sha256, sha256(&b.path));
     assert_eq!(
@@ -377,9 +379,9 @@ fn binaries_are_built_once_reused_and_rebuilt_on_request() {
 
     let second = w.env.run_json(&["env", "prepare", "--go-version", GO]);
     second.ok();
-    assert_eq!(statuses(&second), vec!["reused"; 6]);
+    assert_eq!(statuses(&second), vec!["reused"; TOOLS.len()]);
     assert_eq!(second.json()["data"]["go"]["status"], "reused");
-    assert_eq!(w.builds().len(), 6, "a reuse must not build");
+    assert_eq!(w.builds().len(), TOOLS.len(), "a reuse must not build");
 
     // Without Go flags, the managed Go of the last prepare is kept (nothing downloaded).
     std::fs::remove_file(bin_dir.join("tsbs_generate_queries")).unwrap();
@@ -389,15 +391,15 @@ fn binaries_are_built_once_reused_and_rebuilt_on_request() {
     assert_eq!(third.json()["data"]["go"]["version"], GO);
     assert_eq!(third.json()["data"]["go"]["status"], "reused");
     assert_eq!(w.mirror.requests().len(), seen);
-    assert_eq!(w.builds().len(), 7);
+    assert_eq!(w.builds().len(), TOOLS.len() + 1);
     assert_eq!(statuses(&third)[1], "built");
 
     let forced = w
         .env
         .run_json(&["env", "prepare", "--go-version", GO, "--rebuild"]);
     forced.ok();
-    assert_eq!(statuses(&forced), vec!["built"; 6]);
-    assert_eq!(w.builds().len(), 13);
+    assert_eq!(statuses(&forced), vec!["built"; TOOLS.len()]);
+    assert_eq!(w.builds().len(), 2 * TOOLS.len() + 1);
 }
 
 /// A proxy set only with `go env -w` (the user's go env file) reaches the closed build
@@ -418,7 +420,7 @@ fn the_users_go_env_file_reaches_the_build_redacted_in_the_record() {
     let r = w.env.run_json(&["env", "prepare", "--go-version", GO]);
     r.ok();
     let builds = w.builds();
-    assert_eq!(builds.len(), 6);
+    assert_eq!(builds.len(), TOOLS.len());
     for call in &builds {
         let env = &call["env"];
         assert_eq!(
@@ -470,7 +472,16 @@ fn a_failed_build_keeps_its_log_and_names_it() {
     let run = w.env.run_json(&["env", "prepare", "--go-version", GO]);
     run.ok();
     let s = statuses(&run);
-    assert_eq!(s.iter().filter(|s| *s == "built").count(), 2, "{s:?}");
+    // The failed tool and every one after it.
+    let failed_at = TOOLS
+        .iter()
+        .position(|t| *t == "tsbs_load_influx3")
+        .unwrap();
+    assert_eq!(
+        s.iter().filter(|s| *s == "built").count(),
+        TOOLS.len() - failed_at,
+        "{s:?}"
+    );
 }
 
 #[test]
@@ -508,7 +519,7 @@ fn two_prepares_at_once_install_once() {
     go_status.sort();
     assert_eq!(go_status, ["installed", "reused"]);
     assert_eq!(w.archive_gets(GO), 1, "{:?}", w.go_requests());
-    assert_eq!(w.builds().len(), 6);
+    assert_eq!(w.builds().len(), TOOLS.len());
 }
 
 #[test]
@@ -856,7 +867,7 @@ fn real_go() -> Result<PathBuf, String> {
     Ok(go)
 }
 
-/// The real toolchain: a TSBS-shaped module (`github.com/timescale/tsbs`, `go 1.14`, the six
+/// The real toolchain: a TSBS-shaped module (`github.com/timescale/tsbs`, `go 1.14`, the eight
 /// `cmd/<tool>` mains, no dependencies) built by `env prepare` with the real `go build` in the
 /// closed build environment; the binaries run and the manifest matches them. Skipped (and
 /// said so) where no real Go 1.21+ is on PATH.
@@ -898,11 +909,11 @@ fn a_real_go_builds_a_tsbs_shaped_module() {
     ]);
     r.ok();
     eprintln!(
-        "real Go {} built the six tools in {:.1}s",
+        "real Go {} built the eight tools in {:.1}s",
         go.display(),
         started.elapsed().as_secs_f64()
     );
-    assert_eq!(statuses(&r), vec!["built"; 6]);
+    assert_eq!(statuses(&r), vec!["built"; TOOLS.len()]);
     assert!(w.builds().is_empty(), "the stand-in go was used");
     let dir = w.env.root.join("environment/tsbs").join(&commit);
     let m: Value =

@@ -20,5 +20,6 @@ mod runs;
 mod safety;
 mod server;
 mod skills;
+mod timescaledb;
 mod tsbs;
 mod world;

@@ -1,5 +1,5 @@
-//! TimescaleDB / PostgreSQL, the third product: its private building blocks, kept apart from
-//! the `Product` seam until that lands (issue 15). Everything here follows the real run of
+//! TimescaleDB / PostgreSQL, the third product (issue 15): [`TimescaleDb`] implements the
+//! `Product` seam over the building blocks below. Everything here follows the real run of
 //! `shared/reference/real/postgresql.md` (§8 is the list of what a tool must do):
 //!
 //! * [`install`]: find a PostgreSQL installation on this machine (they are found, not
@@ -20,6 +20,9 @@ pub mod tsbs;
 
 #[cfg(test)]
 mod lifecycle_test;
+pub mod product;
+
+pub use product::{TimescaleDb, ENTRY, INSTALL_RECORD};
 
 use serde::{Deserialize, Serialize};
 

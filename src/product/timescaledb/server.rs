@@ -126,10 +126,13 @@ impl RunAs {
                 } else {
                     "--clear-groups"
                 };
+                // The kernel clears the parent-death signal tsbsctl set when the uid
+                // changes; `keep` sets it again, so a killed tsbsctl leaves no postmaster.
                 let mut a = vec![
                     format!("--reuid={uid}"),
                     format!("--regid={gid}"),
                     groups.to_string(),
+                    "--pdeathsig=keep".to_string(),
                 ];
                 a.push(program.display().to_string());
                 a.extend(args.iter().cloned());
@@ -525,6 +528,32 @@ pub fn clear_stale_pid(data_dir: &Path) -> Result<Option<String>> {
     }))
 }
 
+/// Before a start: socket lock files (`.s.PGSQL.<port>.lock`) of a postmaster that no longer
+/// runs are removed. PostgreSQL itself only asks `kill(pid, 0)`, which a zombie answers (a
+/// killed server's processes stay zombies where nothing reaps orphans, as in containers), so
+/// it would refuse to start. Returns the removed files.
+pub fn clear_stale_socket_locks(socket_dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    let Ok(rd) = std::fs::read_dir(socket_dir) else {
+        return Ok(removed);
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with(".s.PGSQL.") && name.ends_with(".lock")) {
+            continue;
+        }
+        let pid = std::fs::read_to_string(e.path())
+            .ok()
+            .and_then(|t| t.lines().next().and_then(|l| l.trim().parse::<i32>().ok()));
+        if pid.is_some_and(postmaster_alive) {
+            continue;
+        }
+        std::fs::remove_file(e.path()).map_err(|err| Error::io("remove", &e.path(), err))?;
+        removed.push(e.path());
+    }
+    Ok(removed)
+}
+
 /// The lines of a server log that explain a failed start or a crash: every FATAL/PANIC line,
 /// and the ERROR/HINT/DETAIL and `could not ...` lines of the same processes (the bind error
 /// and its hint come before `FATAL:  could not create any TCP/IP sockets`).
@@ -598,7 +627,7 @@ mod tests {
         };
         assert_eq!(
             initdb_command(&inst(), &layout, &nobody).display(),
-            "setpriv --reuid=65534 --regid=65534 --clear-groups /usr/lib/postgresql/15/bin/initdb -D /srv/bench/data -U postgres --auth=trust -E UTF8 --locale=C --no-instructions"
+            "setpriv --reuid=65534 --regid=65534 --clear-groups --pdeathsig=keep /usr/lib/postgresql/15/bin/initdb -D /srv/bench/data -U postgres --auth=trust -E UTF8 --locale=C --no-instructions"
         );
         assert_eq!(
             initdb_command(&inst(), &layout, &RunAs::Current).display(),
@@ -612,6 +641,7 @@ mod tests {
                 "--reuid=101",
                 "--regid=104",
                 "--init-groups",
+                "--pdeathsig=keep",
                 "/usr/lib/postgresql/15/bin/postgres",
                 "-D",
                 "/srv/bench/data"

@@ -1,0 +1,561 @@
+//! The `Product` implementation of TimescaleDB / PostgreSQL. Installations are pinned, not
+//! downloaded ([`crate::install::pin_local`]): the installation directory holds
+//! [`INSTALL_RECORD`], the [`PgInstallation`] with every binary's checksum, and the manifest's
+//! binary is the absolute path of `postgres`. The variant is the [`Mode`], bound to the
+//! workspace (its `edition` field); installations are shared by both modes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::install::PgInstallation;
+use super::server::{self as pg, Layout, RunAs, Settings};
+use super::sql::{self, Target};
+use super::Mode;
+use crate::dataset::Profile;
+use crate::error::{Error, Result};
+use crate::platform::Platform;
+use crate::product::{BenchCaps, FilePart, Product, ServerCommand, ToolOptions, CONFIG_FILE};
+use crate::queryset::QueryFormat;
+use crate::server::{Probe, Timing};
+use crate::tsbs::{LoadTarget, QueryTarget, Secret, ToolArg};
+use crate::workspace_manifest::WorkspaceManifest;
+
+/// The pinned installation record inside an installation directory.
+pub const INSTALL_RECORD: &str = "pg-installation.json";
+
+/// TimescaleDB (or plain PostgreSQL) in one [`Mode`].
+#[derive(Debug, Clone, Copy)]
+pub struct TimescaleDb {
+    pub mode: Mode,
+}
+
+/// The registry line: variants are the modes, `--mode`, default `timescaledb`.
+pub const ENTRY: crate::product::Entry = crate::product::Entry {
+    name: "timescaledb",
+    display: "TimescaleDB",
+    variant_flag: Some("--mode"),
+    variants: &["timescaledb", "postgresql"],
+    make: |v| {
+        let mode = v.map(Mode::parse).transpose()?.unwrap_or(Mode::Timescaledb);
+        Ok(Box::new(TimescaleDb { mode }))
+    },
+};
+
+/// Manifest of a TimescaleDB query set (kind `timescaledb-query-set`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct TimescaleQuerySetManifest(pub crate::queryset::QuerySetManifest);
+impl crate::manifest::Manifest for TimescaleQuerySetManifest {
+    const KIND: &'static str = "timescaledb-query-set";
+}
+impl From<crate::queryset::QuerySetManifest> for TimescaleQuerySetManifest {
+    fn from(m: crate::queryset::QuerySetManifest) -> Self {
+        TimescaleQuerySetManifest(m)
+    }
+}
+impl From<TimescaleQuerySetManifest> for crate::queryset::QuerySetManifest {
+    fn from(m: TimescaleQuerySetManifest) -> Self {
+        m.0
+    }
+}
+
+/// `tsbs_generate_queries --format timescaledb` (gob-encoded SQL queries).
+const FORMAT: QueryFormat = QueryFormat {
+    name: "timescaledb",
+    manifest_kind: "timescaledb-query-set",
+    write: crate::queryset::write_as::<TimescaleQuerySetManifest>,
+    read: crate::queryset::read_as::<TimescaleQuerySetManifest>,
+    bytes_per_query: 2048,
+};
+
+/// Reads the pinned record of the installation in `install_dir`.
+pub fn read_record(install_dir: &Path) -> Result<PgInstallation> {
+    let path = install_dir.join(INSTALL_RECORD);
+    let bytes = std::fs::read(&path).map_err(|e| {
+        Error::integrity(format!("{}: {e}", path.display()))
+            .with_hint("tsbsctl timescaledb install --reinstall")
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        Error::integrity(format!(
+            "{} is not a PostgreSQL installation record: {e}",
+            path.display()
+        ))
+        .with_hint("tsbsctl timescaledb install --reinstall")
+    })
+}
+
+/// The port of `http://127.0.0.1:PORT` (the generic endpoint form of a workspace).
+fn endpoint_port(endpoint: &str) -> Result<u16> {
+    url::Url::parse(endpoint)
+        .ok()
+        .and_then(|u| u.port_or_known_default())
+        .ok_or_else(|| Error::invalid(format!("no port in endpoint {endpoint:?}")))
+}
+
+/// Runs `f` on a plain thread: the postgres client runs its own runtime, which must not
+/// nest in a caller's.
+fn on_thread<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    std::thread::spawn(f)
+        .join()
+        .map_err(|_| Error::failed("the PostgreSQL client thread panicked"))?
+}
+
+impl TimescaleDb {
+    fn settings(&self, ws: &WorkspaceManifest, dir: &Path) -> Settings {
+        let port = ws
+            .ports
+            .get("postgres")
+            .copied()
+            .unwrap_or(self.default_http_port());
+        Settings::bench(
+            port,
+            &Layout::in_dir(dir).socket_dir,
+            self.mode == Mode::Timescaledb,
+        )
+    }
+}
+
+impl Product for TimescaleDb {
+    fn name(&self) -> &'static str {
+        "timescaledb"
+    }
+    fn display_name(&self) -> String {
+        match self.mode {
+            Mode::Timescaledb => "TimescaleDB".into(),
+            Mode::Postgresql => "PostgreSQL (no TimescaleDB)".into(),
+        }
+    }
+    fn edition(&self) -> Option<&str> {
+        Some(self.mode.as_str())
+    }
+    /// Both modes use the same pinned PostgreSQL.
+    fn installation_edition(&self) -> Option<&str> {
+        None
+    }
+    fn verify_installation(&self, install_dir: &Path) -> Result<()> {
+        let rec = read_record(install_dir)?;
+        let changed = rec.changed_binaries();
+        if changed.is_empty() {
+            return Ok(());
+        }
+        Err(Error::integrity(format!(
+            "the pinned PostgreSQL binaries changed since `install`: {}",
+            changed.join("; ")
+        )))
+    }
+    fn binary_name(&self) -> &'static str {
+        "postgres"
+    }
+    fn check_platform(&self, _platform: &Platform) -> Result<()> {
+        Ok(())
+    }
+    /// PostgreSQL versions are `MAJOR.MINOR` (`15.18`).
+    fn normalize_version(&self, raw: &str) -> Result<String> {
+        let parts: Vec<&str> = raw.split('.').collect();
+        let ok = (1..=2).contains(&parts.len())
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit()));
+        if ok {
+            Ok(raw.to_string())
+        } else {
+            Err(
+                Error::invalid(format!("--version {raw:?} is not a PostgreSQL version"))
+                    .with_hint("give the version `postgres --version` prints, e.g. 15.18"),
+            )
+        }
+    }
+    fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
+        let v = super::install::parse_version(output.trim())?;
+        if v.version == version {
+            Ok(())
+        } else {
+            Err(Error::integrity(format!(
+                "`postgres --version` reports {}, not {version}",
+                v.version
+            )))
+        }
+    }
+    fn install_command(&self, _version: &str, reinstall: bool) -> String {
+        if reinstall {
+            "tsbsctl timescaledb install --reinstall".into()
+        } else {
+            "tsbsctl timescaledb install".into()
+        }
+    }
+    fn cli(&self) -> String {
+        format!("tsbsctl timescaledb --mode {}", self.mode.as_str())
+    }
+
+    /// initdb into `dir/data` as the server's user, then the rendered settings included.
+    /// TimescaleDB mode on an installation without the extension is refused first.
+    fn init_data_dir(&self, ws: &WorkspaceManifest, dir: &Path) -> Result<()> {
+        let inst = read_record(&ws.installation_path)?;
+        self.mode.require_available(
+            inst.extension_version(),
+            &inst.bin_dir.display().to_string(),
+        )?;
+        let run_as = RunAs::detect();
+        let layout = Layout::in_dir(dir);
+        pg::initdb(&inst, &layout, &run_as)?;
+        let cfg = dir.join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&cfg).map_err(|e| Error::io("read", &cfg, e))?;
+        pg::install_config(&layout.data_dir, &text, &run_as)?;
+        Ok(())
+    }
+
+    fn default_http_port(&self) -> u16 {
+        15432
+    }
+    fn default_ports(&self, port: u16) -> Result<BTreeMap<String, u16>> {
+        Ok(BTreeMap::from([("postgres".to_string(), port)]))
+    }
+    fn render_config(&self, ws: &WorkspaceManifest, dir: &Path) -> Result<Option<String>> {
+        let inst = read_record(&ws.installation_path).ok();
+        let label = self.mode.label(
+            inst.as_ref()
+                .map(|i| i.version.version.as_str())
+                .unwrap_or(&ws.version),
+            inst.as_ref().and_then(|i| i.extension_version()),
+        );
+        pg::render_config(
+            &self.settings(ws, dir),
+            &ws.database_id,
+            &label,
+            crate::VERSION,
+        )
+        .map(Some)
+    }
+    /// `postgres -D data` in the foreground as the server's user; the checked workspace
+    /// config is installed again first (so the file the server reads is the one verified), and
+    /// a `postmaster.pid` no process holds is removed.
+    fn server_command(
+        &self,
+        _ws: &WorkspaceManifest,
+        dir: &Path,
+        install_dir: &Path,
+    ) -> Result<ServerCommand> {
+        let inst = read_record(install_dir)?;
+        let run_as = RunAs::detect();
+        let layout = Layout::in_dir(dir);
+        pg::clear_stale_pid(&layout.data_dir)?;
+        pg::clear_stale_socket_locks(&layout.socket_dir)?;
+        // Sockets: recreated when missing (the workspace dir may have been restored).
+        pg::prepare_dirs(&layout, &run_as)?;
+        let cfg = dir.join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&cfg).map_err(|e| Error::io("read", &cfg, e))?;
+        pg::install_config(&layout.data_dir, &text, &run_as)?;
+        Ok(pg::server_command(&inst, &layout, &run_as))
+    }
+    /// PostgreSQL's log levels (`... [pid] FATAL:  ...`).
+    fn log_severity(&self, line: &str) -> Option<crate::logscan::Severity> {
+        use crate::logscan::Severity;
+        for (word, sev) in [
+            ("PANIC:", Severity::Panic),
+            ("FATAL:", Severity::Fatal),
+            ("ERROR:", Severity::Error),
+            ("WARNING:", Severity::Warning),
+        ] {
+            if line.split_whitespace().any(|w| w == word) {
+                return Some(sev);
+            }
+        }
+        None
+    }
+    fn failure_lines(&self) -> Option<fn(&str) -> Vec<String>> {
+        Some(pg::fatal_lines)
+    }
+    /// Without the installation: `pg_isready` from PATH.
+    fn readiness_probe(&self, endpoint: &str) -> Probe {
+        let port = endpoint_port(endpoint).unwrap_or(5432);
+        Probe::Command {
+            program: PathBuf::from("pg_isready"),
+            args: vec![
+                "-h".into(),
+                "127.0.0.1".into(),
+                "-p".into(),
+                port.to_string(),
+                "-U".into(),
+                pg::SUPERUSER.into(),
+            ],
+        }
+    }
+    fn readiness_probe_for(&self, endpoint: &str, install_dir: &Path) -> Probe {
+        match (read_record(install_dir), endpoint_port(endpoint)) {
+            (Ok(inst), Ok(port)) => {
+                let c = pg::pg_isready_command(&inst, port);
+                Probe::Command {
+                    program: c.program,
+                    args: c.args,
+                }
+            }
+            _ => self.readiness_probe(endpoint),
+        }
+    }
+    /// SIGINT is PostgreSQL's fast shutdown (SIGTERM waits for every client to leave).
+    fn default_timing(&self) -> Timing {
+        Timing {
+            startup_timeout: std::time::Duration::from_secs(120),
+            grace: std::time::Duration::from_secs(60),
+            stop_signal: nix::sys::signal::Signal::SIGINT,
+            startup_wait: Some("it replays its WAL after an unclean stop"),
+            ..Timing::default()
+        }
+    }
+    fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
+        crate::ids::validate_sql_identifier("--table", table)?;
+        let t = Target::local(endpoint_port(endpoint)?, database);
+        let table = table.to_string();
+        on_thread(move || {
+            let mut c = sql::connect(&t, sql::TIMEOUT)?;
+            sql::row_count(&mut c, &table)
+        })
+    }
+
+    fn tsbs_loader(&self) -> &'static str {
+        "tsbs_load_timescaledb"
+    }
+    fn tsbs_runner(&self) -> &'static str {
+        "tsbs_run_queries_timescaledb"
+    }
+    fn data_format(&self) -> &'static str {
+        "timescaledb"
+    }
+    fn query_format(&self) -> QueryFormat {
+        FORMAT
+    }
+    /// The published comparison: 8 workers x 10,000 rows.
+    fn default_write(&self, profile: Profile) -> (u32, u32) {
+        match profile {
+            Profile::Manual => (8, 10_000),
+            Profile::Smoke => (2, 3000),
+        }
+    }
+    fn max_urls(&self) -> Option<usize> {
+        Some(1)
+    }
+    fn bench_caps(&self) -> BenchCaps {
+        BenchCaps::default()
+    }
+    /// The mode's table layout (hypertables or plain tables); the password only as a secret.
+    fn load_target(&self, o: &ToolOptions) -> LoadTarget {
+        let mut args = vec![
+            ToolArg::Flag("user", pg::SUPERUSER.into()),
+            ToolArg::Flag(
+                "use-hypertable",
+                (self.mode == Mode::Timescaledb).to_string(),
+            ),
+            ToolArg::Flag("use-jsonb-tags", "false".into()),
+            ToolArg::Flag("in-table-partition-tag", "false".into()),
+        ];
+        if let Some(p) = &o.auth_token {
+            args.push(ToolArg::Secret("pass", p.clone()));
+        }
+        LoadTarget {
+            single_url: Some("PostgreSQL"),
+            args,
+        }
+    }
+    fn query_target(&self, o: &ToolOptions) -> QueryTarget {
+        let mut args = vec![ToolArg::Flag("user", pg::SUPERUSER.into())];
+        if let Some(p) = &o.auth_token {
+            args.push(ToolArg::Secret("pass", p.clone()));
+        }
+        QueryTarget { args }
+    }
+    /// `url` is `postgres://USER@HOST:PORT/DB`; `token` the password (from the environment).
+    fn probe_version(
+        &self,
+        _client: &reqwest::blocking::Client,
+        url: &str,
+        _token: Option<&Secret>,
+        _variant: Option<&str>,
+    ) -> Result<(Option<String>, Value)> {
+        let t = Target::from_url(url, None)?;
+        let p = on_thread(move || sql::probe(&t, sql::TIMEOUT))?;
+        let version = p
+            .server_version
+            .split_whitespace()
+            .next()
+            .map(str::to_string);
+        if self.mode == Mode::Timescaledb {
+            self.mode
+                .require_available(p.timescaledb_available.as_deref(), url)?;
+        }
+        Ok((version, serde_json::to_value(&p).unwrap_or(Value::Null)))
+    }
+    fn probe_identity(&self) -> (&'static str, u16) {
+        ("it does not answer as PostgreSQL", 5432)
+    }
+    /// The benchmark settings and the mode, recorded with every run.
+    fn server_settings(
+        &self,
+        ws: Option<&WorkspaceManifest>,
+        data_dir: Option<&Path>,
+        _runtime_version: Option<&str>,
+    ) -> Option<Value> {
+        let ws = ws?;
+        let dir = data_dir.and_then(Path::parent)?;
+        let rendered = std::fs::read_to_string(dir.join(CONFIG_FILE)).ok();
+        Some(json!({
+            "mode": self.mode.as_str(),
+            "settings": self.settings(ws, dir),
+            "config_file": pg::CONFIG_NAME,
+            "config": rendered,
+        }))
+    }
+    /// A cluster's directory: `pg_wal/` is WAL, `base/` the databases, the rest other. The
+    /// published footprint is `pg_database_size`, measured over SQL, not this split.
+    fn classify_file(&self, rel: &Path) -> FilePart {
+        if rel.starts_with("pg_wal") {
+            FilePart::Wal
+        } else if rel.starts_with("base") {
+            FilePart::Data
+        } else {
+            FilePart::Other
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_and_modes() {
+        let e = crate::product::entry("timescaledb").unwrap();
+        assert_eq!(e.variant_flag, Some("--mode"));
+        let p = crate::product::resolve("timescaledb", Some("postgresql")).unwrap();
+        assert_eq!(p.edition(), Some("postgresql"));
+        assert_eq!(p.installation_edition(), None);
+        assert_eq!(p.display_name(), "PostgreSQL (no TimescaleDB)");
+        assert_eq!(
+            crate::product::resolve("timescaledb", Some("x"))
+                .err()
+                .unwrap()
+                .exit_code(),
+            2
+        );
+        assert_eq!(p.default_write(Profile::Manual), (8, 10_000));
+        assert_eq!(p.default_write(Profile::Smoke), (2, 3000));
+        assert!(crate::product::query_formats().contains(&"timescaledb"));
+    }
+
+    #[test]
+    fn versions() {
+        let p = TimescaleDb {
+            mode: Mode::Postgresql,
+        };
+        assert_eq!(p.normalize_version("15.18").unwrap(), "15.18");
+        for bad in ["15.", "v15", "15.18.1", "", "latest"] {
+            assert_eq!(
+                p.normalize_version(bad).unwrap_err().exit_code(),
+                2,
+                "{bad}"
+            );
+        }
+        let out = "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)\n";
+        p.check_version_output("15.18", out).unwrap();
+        assert!(p.check_version_output("15.17", out).is_err());
+    }
+
+    #[test]
+    fn log_levels_and_footprint_split() {
+        use crate::logscan::Severity;
+        let p = TimescaleDb {
+            mode: Mode::Postgresql,
+        };
+        assert_eq!(
+            p.log_severity("2026-01-01 00:00:00.000 UTC [7] FATAL:  could not bind"),
+            Some(Severity::Fatal)
+        );
+        assert_eq!(
+            p.log_severity("2026-01-01 00:00:00.000 UTC [7] LOG:  database system is ready"),
+            None
+        );
+        assert_eq!(
+            p.classify_file(Path::new("pg_wal/000000010000000000000001")),
+            FilePart::Wal
+        );
+        assert_eq!(p.classify_file(Path::new("base/5/16384")), FilePart::Data);
+        assert_eq!(
+            p.classify_file(Path::new("global/pg_control")),
+            FilePart::Other
+        );
+    }
+
+    #[test]
+    fn loader_flags_follow_the_mode_and_keep_the_password_out_of_argv() {
+        let o = ToolOptions {
+            auth_token: Some(Secret::new("s3cret")),
+            ..ToolOptions::default()
+        };
+        for (mode, hyper) in [(Mode::Timescaledb, "true"), (Mode::Postgresql, "false")] {
+            let t = TimescaleDb { mode }.load_target(&o);
+            let flags: Vec<String> = t
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    ToolArg::Flag(k, v) => Some(format!("--{k}={v}")),
+                    ToolArg::Secret(..) => None,
+                })
+                .collect();
+            assert!(
+                flags.contains(&format!("--use-hypertable={hyper}")),
+                "{flags:?}"
+            );
+            assert!(!flags.iter().any(|f| f.contains("s3cret")));
+        }
+    }
+
+    #[test]
+    fn the_hypertable_mode_preloads_the_extension_in_its_config() {
+        let ws: WorkspaceManifest = serde_json::from_value(json!({
+            "database_id": "h1", "product": "timescaledb", "edition": "timescaledb",
+            "version": "15.18", "version_source": "pg-config", "platform": "linux-amd64",
+            "installation_path": "/nonexistent", "binary_sha256": "x", "database": "benchmark",
+            "ports": {"postgres": 15440}, "config_sha256": null, "binding": null,
+            "created_at": "t", "updated_at": "t", "tool_version": "0"
+        }))
+        .unwrap();
+        let dir = Path::new("/srv/ws/h1");
+        let hyper = TimescaleDb {
+            mode: Mode::Timescaledb,
+        }
+        .render_config(&ws, dir)
+        .unwrap()
+        .unwrap();
+        assert!(
+            hyper.contains("shared_preload_libraries = 'timescaledb'"),
+            "{hyper}"
+        );
+        assert!(
+            hyper.contains("timescaledb.telemetry_level = off"),
+            "{hyper}"
+        );
+        assert!(hyper.contains("port = 15440"), "{hyper}");
+        assert!(
+            hyper.contains("unix_socket_directories = '/srv/ws/h1/sock'"),
+            "{hyper}"
+        );
+        let plain = TimescaleDb {
+            mode: Mode::Postgresql,
+        }
+        .render_config(&ws, dir)
+        .unwrap()
+        .unwrap();
+        assert!(!plain.contains("shared_preload_libraries"), "{plain}");
+        assert!(plain.contains("(no TimescaleDB)"), "{plain}");
+        // Stopped with SIGINT, PostgreSQL's fast shutdown.
+        assert_eq!(
+            TimescaleDb {
+                mode: Mode::Postgresql
+            }
+            .default_timing()
+            .stop_signal,
+            nix::sys::signal::Signal::SIGINT
+        );
+    }
+}

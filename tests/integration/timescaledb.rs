@@ -1,0 +1,289 @@
+//! TimescaleDB / PostgreSQL against this machine's REAL PostgreSQL (`.ci/run` installs
+//! Debian's when missing; every test here skips, saying why, when there is none): pinning an
+//! installation, a managed workspace in postgresql mode (initdb, rendered config, pg_isready,
+//! SIGINT stop), the refusal of TimescaleDB mode without the extension, and no postgres
+//! surviving a killed tsbsctl.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::util::*;
+
+/// The bin directory of this machine's PostgreSQL, or `None` (the caller prints the skip).
+fn pg_bin() -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+/// A test env whose directories the server's unprivileged user can traverse (tempdirs are
+/// 0700; PostgreSQL refuses to run as root, so tsbsctl runs it as `postgres`/`nobody`).
+fn pg_env(test: &str) -> Option<(TestEnv, PathBuf)> {
+    let Some(bin) = pg_bin() else {
+        eprintln!("SKIP {test}: no PostgreSQL under /usr/lib/postgresql (.ci/run installs it)");
+        return None;
+    };
+    let env = TestEnv::new();
+    std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    Some((env, bin))
+}
+
+fn ws_dir(env: &TestEnv, id: &str) -> PathBuf {
+    env.root.join("timescaledb/databases").join(id)
+}
+
+/// The pids of the processes whose parent is `pid` (a postmaster's backends).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// The pids of running `postgres` processes whose data directory is under `dir`.
+fn postgres_under(dir: &Path) -> Vec<u32> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains("postgres") && cmd.contains(&needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn prepare_pg(env: &TestEnv, id: &str) -> serde_json::Value {
+    let port = free_port_block(1).to_string();
+    env.run_json(&[
+        "timescaledb",
+        "prepare",
+        "--database-id",
+        id,
+        "--mode",
+        "postgresql",
+        "--port",
+        &port,
+    ])
+    .ok()
+    .json()
+}
+
+#[test]
+fn install_pins_the_real_postgresql_and_verify_notices_a_changed_binary() {
+    let Some((env, bin)) = pg_env("install_pins_the_real_postgresql") else {
+        return;
+    };
+    let r = env.run_json(&["timescaledb", "install"]);
+    let d = r.ok().json()["data"].clone();
+    let version = d["postgresql"]["version"]["version"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let dir = PathBuf::from(d["installation_path"].as_str().unwrap());
+    assert_eq!(
+        dir,
+        env.root
+            .join("timescaledb/installations")
+            .join(&version)
+            .join(crate::world::host_platform())
+    );
+    assert_eq!(d["reused"], false);
+    assert_eq!(
+        d["manifest"]["binary"].as_str().unwrap(),
+        std::fs::canonicalize(&bin)
+            .unwrap()
+            .join("postgres")
+            .to_str()
+            .unwrap()
+    );
+    for b in ["initdb", "postgres", "pg_isready"] {
+        assert_eq!(
+            d["postgresql"]["binaries"][b]["sha256"]
+                .as_str()
+                .unwrap()
+                .len(),
+            64,
+            "{b}"
+        );
+    }
+    // Pinned again: reused after re-hashing.
+    let again = env.run_json(&["timescaledb", "install"]);
+    assert_eq!(again.ok().json()["data"]["reused"], true);
+
+    // A copy of the bin directory whose psql changes after the pin: exit 4 with the fix.
+    let copy = env.path().join("pgbin");
+    std::fs::create_dir_all(&copy).unwrap();
+    for b in ["initdb", "pg_ctl", "postgres", "pg_isready", "psql"] {
+        std::fs::copy(bin.join(b), copy.join(b)).unwrap();
+    }
+    let env2 = TestEnv::new();
+    let pin = env2.run_json(&["timescaledb", "install", "--pg-bin", copy.to_str().unwrap()]);
+    pin.ok();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(copy.join("psql"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"x").unwrap();
+    drop(f);
+    env2.run(&["timescaledb", "install", "--pg-bin", copy.to_str().unwrap()])
+        .code(4)
+        .says("psql")
+        .says("tsbsctl timescaledb install --reinstall");
+    env2.run(&[
+        "timescaledb",
+        "install",
+        "--pg-bin",
+        copy.to_str().unwrap(),
+        "--reinstall",
+    ])
+    .ok();
+}
+
+#[test]
+fn timescaledb_mode_without_the_extension_is_refused_and_nothing_is_created() {
+    let Some((env, _)) = pg_env("timescaledb_mode_without_the_extension") else {
+        return;
+    };
+    let d = env.run_json(&["timescaledb", "install"]).ok().json()["data"].clone();
+    if !d["postgresql"]["timescaledb"].is_null() {
+        eprintln!("SKIP timescaledb_mode_without_the_extension: the extension is installed here");
+        return;
+    }
+    let r = env.run(&["timescaledb", "prepare", "--database-id", "t1"]);
+    r.code(2)
+        .says("timescaledb extension is not available")
+        .says("--mode postgresql");
+    assert!(!ws_dir(&env, "t1").exists(), "nothing is created");
+}
+
+#[test]
+fn a_postgresql_workspace_serves_stops_cleanly_and_dies_with_a_killed_tsbsctl() {
+    let Some((env, _)) = pg_env("a_postgresql_workspace_serves") else {
+        return;
+    };
+    let m = prepare_pg(&env, "p1")["data"]["manifest"].clone();
+    assert_eq!(m["edition"], "postgresql");
+    let port = m["ports"]["postgres"].as_u64().unwrap();
+    let dir = ws_dir(&env, "p1");
+    // initdb ran; the rendered settings are the workspace config and are included.
+    assert!(dir.join("data/PG_VERSION").is_file());
+    let cfg = std::fs::read_to_string(dir.join("config.toml")).unwrap();
+    assert!(cfg.contains("listen_addresses = '127.0.0.1'"), "{cfg}");
+    assert!(cfg.contains(&format!("port = {port}")), "{cfg}");
+    assert!(
+        cfg.contains("PostgreSQL") && cfg.contains("(no TimescaleDB)"),
+        "{cfg}"
+    );
+    assert!(!cfg.contains("shared_preload_libraries"), "{cfg}");
+    let main = std::fs::read_to_string(dir.join("data/postgresql.conf")).unwrap();
+    assert!(main.contains("include 'tsbsctl.conf'"));
+    // Reuse: the same request again.
+    assert_eq!(prepare_pg_same(&env, "p1", port)["data"]["reused"], true);
+    env.run(&["timescaledb", "verify", "--database-id", "p1"])
+        .ok();
+    env.run(&["timescaledb", "inspect", "--database-id", "p1"])
+        .ok()
+        .says("mode: postgresql");
+    // The mode is bound for good.
+    env.run(&[
+        "timescaledb",
+        "prepare",
+        "--database-id",
+        "p1",
+        "--mode",
+        "timescaledb",
+    ])
+    .code(2);
+
+    // A start that fails says why: the server log's FATAL lines are in the message.
+    let conf = dir.join("data/postgresql.conf");
+    let orig = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(&conf, format!("no_such_setting = 1\n{orig}")).unwrap();
+    env.run(&["timescaledb", "serve", "--database-id", "p1"])
+        .code(1)
+        .says("FATAL")
+        .says("contains errors");
+    std::fs::write(&conf, orig).unwrap();
+
+    // Serve, then kill -9 tsbsctl: the postmaster goes with it (parent-death signal).
+    let mut bg = Bg::spawn(&env, &["timescaledb", "serve", "--database-id", "p1"]);
+    bg.wait_serving(|| !postgres_under(&dir).is_empty());
+    assert!(
+        bg.stderr().contains("PostgreSQL (no TimescaleDB)"),
+        "{}",
+        bg.stderr()
+    );
+    let postmaster = postgres_under(&dir)[0];
+    let mut all = children_of(postmaster);
+    all.push(postmaster);
+    assert!(all.len() > 1, "the postmaster has its background processes");
+    bg.signal(libc::SIGKILL);
+    let _ = bg.wait();
+    assert!(
+        wait_until(Duration::from_secs(15), || all.iter().all(|p| !alive(*p))),
+        "postgres survived a killed tsbsctl: {:?}",
+        all.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
+    );
+    // The stale postmaster.pid does not stop the next start; Ctrl-C stops it (SIGINT).
+    assert!(dir.join("data/postmaster.pid").exists());
+    let mut bg = Bg::spawn(&env, &["timescaledb", "serve", "--database-id", "p1"]);
+    bg.wait_serving(|| !postgres_under(&dir).is_empty());
+    let r = bg.interrupt();
+    r.code(130);
+    assert!(postgres_under(&dir).is_empty());
+    assert!(!dir.join("data/postmaster.pid").exists(), "a clean stop");
+    let log = std::fs::read_to_string(dir.join("logs/server.log")).unwrap();
+    assert!(log.contains("fast shutdown request"), "{log}");
+
+    env.run(&[
+        "timescaledb",
+        "remove",
+        "--database-id",
+        "p1",
+        "--confirm",
+        "p1",
+    ])
+    .ok();
+    assert!(!dir.exists());
+}
+
+fn prepare_pg_same(env: &TestEnv, id: &str, port: u64) -> serde_json::Value {
+    env.run_json(&[
+        "timescaledb",
+        "prepare",
+        "--database-id",
+        id,
+        "--mode",
+        "postgresql",
+        "--port",
+        &port.to_string(),
+    ])
+    .ok()
+    .json()
+}
