@@ -142,9 +142,11 @@ pub fn list(root: &Root) -> Vec<ListEntry> {
 /// A human table of [`list`].
 pub fn table(entries: &[ListEntry]) -> String {
     if entries.is_empty() {
-        let starts: Vec<String> = crate::product::names()
+        // Only products whose benchmarks can run are offered.
+        let starts: Vec<String> = crate::product::all()
             .iter()
-            .map(|n| format!("`tsbsctl bench {n} all ...`"))
+            .filter(|e| (e.make)(None).is_ok_and(|p| p.check_benchmarkable().is_ok()))
+            .map(|e| format!("`tsbsctl bench {} all ...`", e.name))
             .collect();
         return format!("No runs yet. Start one with {}.\n", starts.join(" or "));
     }

@@ -92,6 +92,7 @@ fn positive(flag: &str, v: Option<u32>) -> Result<()> {
 pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     // Rules that hold for every variant: asked of the default one.
     let product = (entry.make)(None)?;
+    product.check_benchmarkable()?;
     let phase = req.phase.unwrap_or(Phase::All);
     phase_only_flags(entry, phase, req)?;
     positive("--load-workers", req.load_workers)?;

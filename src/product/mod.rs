@@ -240,6 +240,11 @@ pub trait Product: Send + Sync {
     fn token_env_defaults(&self) -> Option<(&'static str, &'static str)> {
         None
     }
+    /// Refuses `bench <product>` while the product's benchmark phases are not built (exit 2,
+    /// before anything is written), rather than a run that is bound to fail.
+    fn check_benchmarkable(&self) -> Result<()> {
+        Ok(())
+    }
     /// Which product-specific bench flags apply (recorded as `null` where they do not).
     fn bench_caps(&self) -> BenchCaps {
         BenchCaps::default()
