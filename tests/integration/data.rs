@@ -1508,6 +1508,27 @@ fn timescaledb_is_a_format_of_the_same_dataset_and_verifies() {
     ])
     .ok();
 
+    // The recount uses the recorded layout: a manifest claiming one row more is caught.
+    let mp = ts_path.parent().unwrap().join("manifest.json");
+    let good = fs::read(&mp).unwrap();
+    let mut bad: Value = serde_json::from_slice(&good).unwrap();
+    bad["rows"] = json!(rows + 1);
+    fs::write(&mp, serde_json::to_vec(&bad).unwrap()).unwrap();
+    env.run(&[
+        "data",
+        "verify",
+        "--dataset-id",
+        &id,
+        "--format",
+        "timescaledb",
+    ])
+    .code(4)
+    .says(&format!(
+        "holds {rows} rows, its manifest records {}",
+        rows + 1
+    ));
+    fs::write(&mp, &good).unwrap();
+
     // One row line removed: verify fails with exit 4, the influx variant is untouched.
     let cut = lines.iter().rposition(|l| l.starts_with("cpu,1")).unwrap();
     let mut kept: Vec<&str> = lines.clone();
