@@ -905,7 +905,7 @@ pub fn validate_format(format: &str) -> Result<()> {
         return Err(Error::invalid(
             "--format must contain only lowercase letters, digits, '_' and '-'",
         )
-        .with_hint("use --format influx"));
+        .with_hint("use --format influx or --format timescaledb"));
     }
     Ok(())
 }
@@ -1412,8 +1412,9 @@ pub fn verify(
     };
     if formats.is_empty() {
         return Err(
-            Error::invalid(format!("dataset {} has no format variants", dataset.id))
-                .with_hint("generate one with `tsbsctl data generate --format influx`"),
+            Error::invalid(format!("dataset {} has no format variants", dataset.id)).with_hint(
+                "generate one with `tsbsctl data generate --format influx` (or timescaledb)",
+            ),
         );
     }
     let mut out = Vec::new();
@@ -1432,8 +1433,9 @@ pub fn verify(
             reporter,
         )?;
         let m = read_format_manifest(&dir)?.ok_or_else(|| {
-            Error::invalid(format!("dataset {} has no format {f}", dataset.id))
-                .with_hint("generate it with `tsbsctl data generate --format influx`")
+            Error::invalid(format!("dataset {} has no format {f}", dataset.id)).with_hint(format!(
+                "generate it with `tsbsctl data generate --format {f}`"
+            ))
         })?;
         if m.status != VariantStatus::Completed {
             return Err(Error::failed(format!(
