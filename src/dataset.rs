@@ -1841,10 +1841,17 @@ fn generate(
                 .unwrap_or("")
                 .to_string();
             return Err(Error::failed(format!(
-                "tsbs_generate_data exited 0 but wrote {} rows in {} lines, expected {expected_rows} rows in {} lines (scale × intervals, {format} layout); its output ends with: {last_line:?}",
+                "tsbs_generate_data exited 0 but wrote {} rows, expected {expected_rows} (scale × intervals){}; its output ends with: {last_line:?}",
                 streamed.rows,
-                streamed.lines,
-                layout.lines_for(expected_rows)
+                if lines_ok {
+                    String::new()
+                } else {
+                    format!(
+                        ", in {} lines where the {format} layout has {}",
+                        streamed.lines,
+                        layout.lines_for(streamed.rows)
+                    )
+                }
             )));
         }
         Ok(streamed)
