@@ -910,17 +910,28 @@ pub fn validate_format(format: &str) -> Result<()> {
     Ok(())
 }
 
-/// The row layout a variant's manifest records, or its format's for older manifests.
+/// The row layout a variant's manifest records, or its format's for older manifests. A
+/// recorded layout other than the format's own (an edited manifest) is an integrity error, so
+/// the recount cannot be steered.
 fn manifest_layout(m: &FormatManifest) -> Result<RowLayout> {
-    m.layout
-        .or_else(|| RowLayout::of(&m.format))
-        .ok_or_else(|| {
-            Error::integrity(format!(
-                "format {} of dataset {} records no row layout and tsbsctl knows none for it",
-                m.format, m.dataset_id
-            ))
-            .with_hint("regenerate it with `tsbsctl data generate --regenerate`")
-        })
+    let bad = |what: String| {
+        Error::integrity(format!(
+            "format {} of dataset {} {what}",
+            m.format, m.dataset_id
+        ))
+        .with_hint(format!(
+            "regenerate it with `tsbsctl data generate --format {} --dataset-id {} --regenerate`",
+            m.format, m.dataset_id
+        ))
+    };
+    match (m.layout, RowLayout::of(&m.format)) {
+        (Some(l), Some(known)) if l != known => Err(bad(format!(
+            "records the row layout {l:?}, but the format is laid out as {known:?}"
+        ))),
+        (l, known) => l
+            .or(known)
+            .ok_or_else(|| bad("records no row layout and tsbsctl knows none for it".into())),
+    }
 }
 
 /// Reads a variant's manifest (None when absent).
@@ -1618,7 +1629,8 @@ impl RowCounter {
     fn rows(&self) -> u64 {
         match self.layout.row_line {
             RowLine::Every => {
-                self.lines.saturating_sub(self.layout.header_lines) / self.layout.lines_per_row
+                self.lines.saturating_sub(self.layout.header_lines)
+                    / self.layout.lines_per_row.max(1)
             }
             RowLine::MeasurementDigit => self.rows,
         }

@@ -1527,7 +1527,31 @@ fn timescaledb_is_a_format_of_the_same_dataset_and_verifies() {
         "holds {rows} rows, its manifest records {}",
         rows + 1
     ));
+    // Nor can an edited layout steer the recount (every line a row would count 2 x rows + 3).
+    let mut bad: Value = serde_json::from_slice(&good).unwrap();
+    bad["rows"] = json!(3 + 2 * rows);
+    bad["layout"] = json!({"header_lines": 0, "lines_per_row": 1, "row_line": "every line"});
+    fs::write(&mp, serde_json::to_vec(&bad).unwrap()).unwrap();
+    env.run(&[
+        "data",
+        "verify",
+        "--dataset-id",
+        &id,
+        "--format",
+        "timescaledb",
+    ])
+    .code(4)
+    .says("but the format is laid out as");
     fs::write(&mp, &good).unwrap();
+    env.run(&[
+        "data",
+        "verify",
+        "--dataset-id",
+        &id,
+        "--format",
+        "timescaledb",
+    ])
+    .ok();
 
     // One row line removed: verify fails with exit 4, the influx variant is untouched.
     let cut = lines.iter().rposition(|l| l.starts_with("cpu,1")).unwrap();
