@@ -397,6 +397,7 @@ impl Bench<'_> {
                     format: "influx".into(),
                     compression: self.req.compression,
                     regenerate: false,
+                    generatable: crate::product::data_formats(),
                 },
                 &mut data_gen,
                 &command,
