@@ -108,7 +108,9 @@ mod tests {
 
     #[test]
     fn waits_for_rows_that_appear_after_a_flush() {
-        let (n, wait, calls) = run(&[0, 0, 60, 100], 100, 20);
+        // 200 ms flushes: polls every 100 ms, "stopped changing" only after 600 ms, so a
+        // busy machine's late poll is not read as a settled count.
+        let (n, wait, calls) = run(&[0, 0, 60, 100], 100, 200);
         assert_eq!(n, 100);
         assert_eq!(calls, 4);
         assert_eq!(wait["outcome"], "reached the dataset's rows");
@@ -124,12 +126,13 @@ mod tests {
 
     #[test]
     fn stops_when_the_count_stops_changing_or_at_the_bound() {
-        // Short of the dataset and stable: judged after 3 flush intervals, not the bound.
+        // Short of the dataset and stable: judged after 3 flush intervals (300 ms), well before
+        // the bound (10 intervals, 1 s).
         let started = Instant::now();
-        let (n, wait, _) = run(&[90], 100, 20);
+        let (n, wait, _) = run(&[90], 100, 100);
         assert_eq!(n, 90);
         assert_eq!(wait["outcome"], "stopped changing");
-        assert!(started.elapsed() < Duration::from_millis(200));
+        assert!(started.elapsed() < Duration::from_millis(900));
         // Still changing at the bound: the bound ends it.
         let seq: Vec<u64> = (0..1000).collect();
         let (_, wait, _) = run(&seq, 5000, 10);
