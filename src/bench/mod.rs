@@ -394,7 +394,7 @@ impl Bench<'_> {
             let sf = dataset::ensure_generated(
                 ds,
                 &GenerateRequest {
-                    format: "influx".into(),
+                    format: self.target.product.data_format().into(),
                     compression: self.req.compression,
                     regenerate: false,
                 },
@@ -678,15 +678,18 @@ impl Bench<'_> {
         // Always streamed through tsbsctl, so the bytes the loader reads are hashed (#7).
         let input = tsbs::LoadInput::Stdin;
         let (auth, admin) = self.target.tokens();
+        let urls = self.target.urls_with(&self.endpoint());
+        let mut target = self.target.product.load_target(&ToolOptions {
+            no_sync: self.req.no_sync,
+            accept_partial: self.req.accept_partial,
+            auth_token: auth,
+            admin_token: admin,
+        });
+        target.connection = self.target.product.load_connection(&urls)?;
         let spec = tsbs::LoadSpec {
             binary: loader,
-            target: self.target.product.load_target(&ToolOptions {
-                no_sync: self.req.no_sync,
-                accept_partial: self.req.accept_partial,
-                auth_token: auth,
-                admin_token: admin,
-            }),
-            urls: self.target.urls_with(&self.endpoint()),
+            target,
+            urls,
             input,
             database: self.target.database().to_string(),
             batch_size: batch,
@@ -975,19 +978,22 @@ impl Bench<'_> {
             let attempt = self.run.next_attempt(&step)?;
             let (log, log_rel) = self.run.log(&format!("query-{qt}-{attempt:03}.log"));
             let (results, results_rel) = self.run.result(&format!("query-{qt}-{attempt:03}.json"));
+            let queries = set.counts().get(qt).copied();
+            let urls = self.target.urls_with(&self.endpoint());
+            let mut target = self.target.product.query_target(&ToolOptions {
+                auth_token: auth.clone(),
+                ..ToolOptions::default()
+            });
+            target.connection = self.target.product.query_connection(&urls, queries)?;
             let spec = tsbs::QuerySpec {
                 binary: binary.clone(),
-                target: self.target.product.query_target(&ToolOptions {
-                    auth_token: auth.clone(),
-                    ..ToolOptions::default()
-                }),
+                target,
                 file: file.path.clone(),
                 database: self.target.database().to_string(),
-                urls: self.target.urls_with(&self.endpoint()),
+                urls,
                 workers,
                 results_file: results,
             };
-            let queries = set.counts().get(qt).copied();
             let mut cmd = tsbs::query_command(&spec)?;
             // About 100 progress blocks per type (on stderr, before the final report).
             cmd.set_print_interval(queries.map_or(1, |n| n.div_ceil(100).max(1)));

@@ -321,6 +321,7 @@ impl Product for GreptimeDb {
         crate::tsbs::LoadTarget {
             single_url: Some("GreptimeDB"),
             args: Vec::new(),
+            connection: None,
         }
     }
     /// `tsbs_run_queries_influx` against `/v1/sql`: nothing of its own.

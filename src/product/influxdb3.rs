@@ -476,6 +476,7 @@ impl Product for InfluxDb3 {
         crate::tsbs::LoadTarget {
             single_url: None,
             args,
+            connection: None,
         }
     }
     /// `tsbs_run_queries_influx3`, with the auth token when one is set.
@@ -487,6 +488,7 @@ impl Product for InfluxDb3 {
                 .filter(|t| !t.is_empty())
                 .map(|t| crate::tsbs::ToolArg::Secret("auth-token", t.clone()))
                 .collect(),
+            connection: None,
         }
     }
     fn unsynced_flush_interval(&self) -> Option<std::time::Duration> {

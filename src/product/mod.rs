@@ -253,6 +253,20 @@ pub trait Product: Send + Sync {
     fn load_target(&self, o: &ToolOptions) -> crate::tsbs::LoadTarget;
     /// The query runner's product-specific part.
     fn query_target(&self, o: &ToolOptions) -> crate::tsbs::QueryTarget;
+    /// The loader's own connection flags for `urls` (set as [`crate::tsbs::LoadTarget::connection`]).
+    /// `None`: the HTTP loaders' `--urls=` and `--gzip=false`.
+    fn load_connection(&self, _urls: &[String]) -> Result<Option<Vec<crate::tsbs::ToolArg>>> {
+        Ok(None)
+    }
+    /// The runner's own connection flags for `urls`, for a query file of `queries` queries
+    /// (set as [`crate::tsbs::QueryTarget::connection`]). `None`: `--urls=`.
+    fn query_connection(
+        &self,
+        _urls: &[String],
+        _queries: Option<u64>,
+    ) -> Result<Option<Vec<crate::tsbs::ToolArg>>> {
+        Ok(None)
+    }
     /// After an unsynced load (`--no-sync`), how long writes may sit unpersisted before a
     /// row count sees them (`None`: the product has no such acknowledgement).
     fn unsynced_flush_interval(&self) -> Option<std::time::Duration> {

@@ -86,6 +86,22 @@ pub fn read_record(install_dir: &Path) -> Result<PgInstallation> {
     })
 }
 
+/// The one endpoint's host and port (the tools take one server).
+fn host_port(urls: &[String]) -> Result<(String, u16)> {
+    let [u] = urls else {
+        return Err(Error::invalid(format!(
+            "PostgreSQL takes exactly one endpoint, got {}",
+            urls.len()
+        )));
+    };
+    let parsed = url::Url::parse(u).map_err(|e| Error::invalid(format!("endpoint {u:?}: {e}")))?;
+    let host = parsed
+        .host_str()
+        .ok_or_else(|| Error::invalid(format!("no host in endpoint {u:?}")))?
+        .to_string();
+    Ok((host, endpoint_port(u)?))
+}
+
 /// The port of `http://127.0.0.1:PORT` (the generic endpoint form of a workspace).
 fn endpoint_port(endpoint: &str) -> Result<u16> {
     url::Url::parse(endpoint)
@@ -369,14 +385,46 @@ impl Product for TimescaleDb {
         LoadTarget {
             single_url: Some("PostgreSQL"),
             args,
+            connection: None,
         }
+    }
+    /// `--host=H --port=P` from the endpoint (`http://H:P`, the generic workspace form).
+    fn load_connection(&self, urls: &[String]) -> Result<Option<Vec<ToolArg>>> {
+        let (host, port) = host_port(urls)?;
+        Ok(Some(vec![
+            ToolArg::Flag("host", host),
+            ToolArg::Flag("port", port.to_string()),
+        ]))
+    }
+    /// `--hosts=H --port=P`, and with two or more queries `--burn-in=1 --max-queries=N`: the
+    /// first query (which pays the connection setup, 3-7 ms) runs uncounted, so N-1 of the
+    /// file's N queries are measured.
+    fn query_connection(
+        &self,
+        urls: &[String],
+        queries: Option<u64>,
+    ) -> Result<Option<Vec<ToolArg>>> {
+        let (host, port) = host_port(urls)?;
+        let mut a = vec![
+            ToolArg::Flag("hosts", host),
+            ToolArg::Flag("port", port.to_string()),
+        ];
+        if let Some(n) = queries.filter(|n| *n >= 2) {
+            let b = super::tsbs::BurnIn::new(1, n)?;
+            a.push(ToolArg::Flag("burn-in", b.burn_in.to_string()));
+            a.push(ToolArg::Flag("max-queries", b.max_queries.to_string()));
+        }
+        Ok(Some(a))
     }
     fn query_target(&self, o: &ToolOptions) -> QueryTarget {
         let mut args = vec![ToolArg::Flag("user", pg::SUPERUSER.into())];
         if let Some(p) = &o.auth_token {
             args.push(ToolArg::Secret("pass", p.clone()));
         }
-        QueryTarget { args }
+        QueryTarget {
+            args,
+            connection: None,
+        }
     }
     /// `url` is `postgres://USER@HOST:PORT/DB`; `token` the password (from the environment).
     fn probe_version(
