@@ -36,6 +36,7 @@ fn main() {
         format: "influx".into(),
         compression: Some(compression),
         regenerate: true,
+        generatable: tsbsctl::product::data_formats(),
     };
     let gen = Generator {
         path: PathBuf::from(&a[2]),

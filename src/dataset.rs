@@ -687,6 +687,9 @@ pub struct FormatManifest {
     pub rows: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<u64>,
+    /// How `rows` was counted from the lines (absent in older manifests: the format's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<RowLayout>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncompressed: Option<Digest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -884,9 +887,12 @@ pub struct GenerateRequest {
     /// `None`: keep whatever is stored, `none` for a new variant.
     pub compression: Option<Compression>,
     pub regenerate: bool,
+    /// The formats the products' loaders read (`crate::product::data_formats()`): the ones
+    /// that may be generated. Passed in, as dataset sits below product in the layering.
+    pub generatable: Vec<&'static str>,
 }
 
-/// Checks a format name (§1.4 grammar). Only `influx` can be generated today.
+/// Checks a format name (§1.4 grammar).
 pub fn validate_format(format: &str) -> Result<()> {
     let ok = format
         .bytes()
@@ -902,6 +908,19 @@ pub fn validate_format(format: &str) -> Result<()> {
         .with_hint("use --format influx"));
     }
     Ok(())
+}
+
+/// The row layout a variant's manifest records, or its format's for older manifests.
+fn manifest_layout(m: &FormatManifest) -> Result<RowLayout> {
+    m.layout
+        .or_else(|| RowLayout::of(&m.format))
+        .ok_or_else(|| {
+            Error::integrity(format!(
+                "format {} of dataset {} records no row layout and tsbsctl knows none for it",
+                m.format, m.dataset_id
+            ))
+            .with_hint("regenerate it with `tsbsctl data generate --regenerate`")
+        })
 }
 
 /// Reads a variant's manifest (None when absent).
@@ -923,13 +942,19 @@ pub fn ensure_generated(
     reporter: &dyn Reporter,
 ) -> Result<StoredFormat> {
     validate_format(&req.format)?;
-    if req.format != "influx" {
+    let layout =
+        RowLayout::of(&req.format).filter(|_| req.generatable.contains(&req.format.as_str()));
+    let Some(layout) = layout else {
         return Err(Error::invalid(format!(
-            "--format {} cannot be generated: tsbsctl generates the influx line protocol only",
-            req.format
+            "--format {} cannot be generated: tsbsctl generates the formats the products load ({})",
+            req.format,
+            req.generatable.join(", ")
         ))
-        .with_hint("use --format influx (what both benchmarks load)"));
-    }
+        .with_hint(format!(
+            "use --format {}",
+            req.generatable.join(" or --format ")
+        )));
+    };
     let Some((expected_rows, metrics_per_row)) = dataset.spec.expected_rows()? else {
         return Err(Error::invalid(format!(
             "use case {:?} has no fixed row count, so tsbsctl cannot check its output",
@@ -1033,6 +1058,7 @@ pub fn ensure_generated(
         compression,
         expected_rows,
         metrics_per_row,
+        layout,
         &gen,
         completed,
         reporter,
@@ -1138,6 +1164,7 @@ fn reuse_checked(dir: &Path, m: &FormatManifest, reporter: &dyn Reporter) -> Res
 /// Must be called under the variant lock.
 fn verify_variant(dir: &Path, m: &FormatManifest, reporter: &dyn Reporter) -> Result<StoredFormat> {
     let mut sf = StoredFormat::from_manifest(dir, m, true, true)?;
+    let layout = manifest_layout(m)?;
     let before = Fingerprint::of(&sf.path).map_err(|e| Error::io("stat", &sf.path, e))?;
     if before.size != sf.bytes {
         return Err(Error::integrity(format!(
@@ -1157,10 +1184,10 @@ fn verify_variant(dir: &Path, m: &FormatManifest, reporter: &dyn Reporter) -> Re
         // The rows are recounted in the same read (issue 16 #8): a manifest whose row count
         // was changed is caught here, not blamed on the database after a load.
         Compression::None => {
-            let (sha, bytes, rows) = sha256_and_rows(&sf.path, progress.as_ref())?;
+            let (sha, bytes, rows) = sha256_and_rows(&sf.path, layout, progress.as_ref())?;
             (sha.clone(), bytes, sha, bytes, Some(rows))
         }
-        _ => verify_compressed(&sf, progress.as_ref())?,
+        _ => verify_compressed(&sf, layout, progress.as_ref())?,
     };
     progress.finish();
     let (stored_sha, stored_bytes, unc_sha, unc_bytes, rows) = result;
@@ -1199,10 +1226,15 @@ fn verify_variant(dir: &Path, m: &FormatManifest, reporter: &dyn Reporter) -> Re
 
 /// SHA-256, size and line count of an uncompressed dataset file in one read: lines are
 /// counted on this thread while the hash runs on a helper ([`crate::hash::HashPipe`]).
-fn sha256_and_rows(path: &Path, progress: &dyn Progress) -> Result<(String, u64, u64)> {
+fn sha256_and_rows(
+    path: &Path,
+    layout: RowLayout,
+    progress: &dyn Progress,
+) -> Result<(String, u64, u64)> {
     let mut file = File::open(path).map_err(|e| Error::io("open", path, e))?;
     let mut pipe = crate::hash::HashPipe::new(Sha256::new());
-    let (mut size, mut rows) = (0u64, 0u64);
+    let mut size = 0u64;
+    let mut counter = RowCounter::new(layout);
     loop {
         crate::interrupt::check()?;
         let mut buf = pipe.buffer(crate::hash::READ_BUF);
@@ -1217,12 +1249,12 @@ fn sha256_and_rows(path: &Path, progress: &dyn Progress) -> Result<(String, u64,
             break;
         }
         buf.truncate(n);
-        rows += count_newlines(&buf);
+        counter.feed(&buf);
         pipe.push(buf);
         size += n as u64;
         progress.inc(n as u64);
     }
-    Ok((pipe.finish().finish_hex(), size, rows))
+    Ok((pipe.finish().finish_hex(), size, counter.rows()))
 }
 
 /// Issue 16 #8: the stored spec must be the one the dataset's id and data came from. An
@@ -1295,6 +1327,7 @@ fn looks_auto_id(id: &str) -> bool {
 /// the decompressed stream.
 fn verify_compressed(
     sf: &StoredFormat,
+    layout: RowLayout,
     progress: &dyn Progress,
 ) -> Result<(String, u64, String, u64, Option<u64>)> {
     struct Tee<'a, R> {
@@ -1328,7 +1361,7 @@ fn verify_compressed(
     };
     let mut unc = Sha256::new();
     let mut unc_bytes = 0u64;
-    let mut rows = 0u64;
+    let mut counter = RowCounter::new(layout);
     {
         let mut dec: Box<dyn Read> = match sf.compression {
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(
@@ -1349,7 +1382,7 @@ fn verify_compressed(
             };
             unc.update(&buf[..n]);
             unc_bytes += n as u64;
-            rows += count_newlines(&buf[..n]);
+            counter.feed(&buf[..n]);
         }
     }
     // Trailing bytes after the compressed stream are part of the stored file's hash.
@@ -1359,7 +1392,7 @@ fn verify_compressed(
         tee.bytes,
         unc.finish_hex(),
         unc_bytes,
-        Some(rows),
+        Some(counter.rows()),
     ))
 }
 
@@ -1435,6 +1468,159 @@ fn count_newlines(buf: &[u8]) -> u64 {
         total += (!nonzero & !LOW7).count_ones() as u64;
     }
     total + words.remainder().iter().filter(|&&b| b == b'\n').count() as u64
+}
+
+/// How a format's file holds its rows (recorded in the variant's manifest, so `rows` is
+/// derived the same way at generation and at every verify).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowLayout {
+    /// Lines before the first row (the timescaledb format's tag schema, columns, blank).
+    pub header_lines: u64,
+    /// Lines each row takes (timescaledb: a `tags,...` line and its `cpu,<ns>,...` line).
+    pub lines_per_row: u64,
+    pub row_line: RowLine,
+}
+
+/// How a row is recognised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RowLine {
+    /// Every line after the header is one row (influx line protocol).
+    #[serde(rename = "every line")]
+    Every,
+    /// A line `<measurement>,<digit>...` (not `tags,`): the values line of a timescaledb row.
+    #[serde(rename = "<measurement>,<digit>")]
+    MeasurementDigit,
+}
+
+impl RowLayout {
+    pub const INFLUX: RowLayout = RowLayout {
+        header_lines: 0,
+        lines_per_row: 1,
+        row_line: RowLine::Every,
+    };
+    pub const TIMESCALEDB: RowLayout = RowLayout {
+        header_lines: 3,
+        lines_per_row: 2,
+        row_line: RowLine::MeasurementDigit,
+    };
+
+    /// The layout of a format tsbsctl can generate and count (`None`: unknown).
+    pub fn of(format: &str) -> Option<RowLayout> {
+        match format {
+            "influx" => Some(RowLayout::INFLUX),
+            "timescaledb" => Some(RowLayout::TIMESCALEDB),
+            _ => None,
+        }
+    }
+
+    /// The line count a file of `rows` rows has.
+    pub fn lines_for(&self, rows: u64) -> u64 {
+        self.header_lines + self.lines_per_row * rows
+    }
+}
+
+/// Counts lines and rows of a stream fed in arbitrary chunks (a line may span chunks).
+#[derive(Debug, Clone)]
+struct RowCounter {
+    layout: RowLayout,
+    lines: u64,
+    rows: u64,
+    state: LineState,
+    /// Whether the first field read so far is still a prefix of `tags`.
+    first: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineState {
+    Start,
+    FirstField,
+    AfterComma,
+    Rest,
+}
+
+impl RowCounter {
+    fn new(layout: RowLayout) -> RowCounter {
+        RowCounter {
+            layout,
+            lines: 0,
+            rows: 0,
+            state: LineState::Start,
+            first: 0,
+        }
+    }
+
+    /// Feeds a chunk; returns the rows it completed.
+    fn feed(&mut self, buf: &[u8]) -> u64 {
+        let before = self.rows();
+        match self.layout.row_line {
+            RowLine::Every => self.lines += count_newlines(buf),
+            RowLine::MeasurementDigit => self.feed_recognising(buf),
+        }
+        self.rows() - before
+    }
+
+    fn feed_recognising(&mut self, buf: &[u8]) {
+        const TAGS: &[u8] = b"tags";
+        let mut i = 0;
+        while i < buf.len() {
+            let b = buf[i];
+            if b == b'\n' {
+                self.lines += 1;
+                self.state = LineState::Start;
+                i += 1;
+                continue;
+            }
+            match self.state {
+                LineState::Start => {
+                    // `first` counts matched bytes of `tags`; u8::MAX once it cannot match.
+                    self.first = if b == TAGS[0] { 1 } else { u8::MAX };
+                    // A line starting with ',' has no measurement: not a row.
+                    self.state = if b == b',' {
+                        LineState::Rest
+                    } else {
+                        LineState::FirstField
+                    };
+                }
+                LineState::FirstField => {
+                    if b == b',' {
+                        self.state = LineState::AfterComma;
+                    } else {
+                        let k = self.first as usize;
+                        self.first = if k < TAGS.len() && TAGS[k] == b {
+                            k as u8 + 1
+                        } else {
+                            u8::MAX
+                        };
+                    }
+                }
+                LineState::AfterComma => {
+                    if b.is_ascii_digit() && self.first as usize != TAGS.len() {
+                        self.rows += 1;
+                    }
+                    self.state = LineState::Rest;
+                }
+                LineState::Rest => {
+                    // Skip to the end of the line in one scan.
+                    match buf[i..].iter().position(|&c| c == b'\n') {
+                        Some(p) => i += p,
+                        None => i = buf.len(),
+                    }
+                    continue;
+                }
+            }
+            i += 1;
+        }
+    }
+
+    /// Rows seen so far.
+    fn rows(&self) -> u64 {
+        match self.layout.row_line {
+            RowLine::Every => {
+                self.lines.saturating_sub(self.layout.header_lines) / self.layout.lines_per_row
+            }
+            RowLine::MeasurementDigit => self.rows,
+        }
+    }
 }
 
 /// A writer that hashes what passes through.
@@ -1514,6 +1700,7 @@ impl Sink {
 /// What the worker thread hands back.
 struct StreamResult {
     rows: u64,
+    lines: u64,
     sha256: String,
     bytes: u64,
     stored: Option<(String, u64)>,
@@ -1541,6 +1728,7 @@ fn generate(
     compression: Compression,
     expected_rows: u64,
     metrics_per_row: u64,
+    layout: RowLayout,
     gen: &Generator,
     completed: Option<&FormatManifest>,
     reporter: &dyn Reporter,
@@ -1612,7 +1800,7 @@ fn generate(
         // On Ctrl-C/SIGTERM stop the generator even while it writes nothing (the read would
         // otherwise wait for it); its pipe then closes and the pipeline unwinds.
         let watch = crate::proc::InterruptWatch::start(&child, Duration::from_secs(2));
-        let streamed = stream(stdout, file, direct, compression, progress.as_ref());
+        let streamed = stream(stdout, file, direct, compression, layout, progress.as_ref());
         progress.finish();
         watch.finish();
         if streamed.is_err() {
@@ -1638,7 +1826,11 @@ fn generate(
                 }
             )));
         }
-        if streamed.rows != expected_rows || !streamed.tail.ends_with(b"\n") && streamed.bytes > 0 {
+        let lines_ok = streamed.lines == layout.lines_for(streamed.rows);
+        if streamed.rows != expected_rows
+            || !lines_ok
+            || !streamed.tail.ends_with(b"\n") && streamed.bytes > 0
+        {
             let tail = String::from_utf8_lossy(&streamed.tail);
             let last_line = tail
                 .trim_end()
@@ -1647,8 +1839,10 @@ fn generate(
                 .unwrap_or("")
                 .to_string();
             return Err(Error::failed(format!(
-                "tsbs_generate_data exited 0 but wrote {} rows, expected {expected_rows} (scale × intervals); its output ends with: {last_line:?}",
-                streamed.rows
+                "tsbs_generate_data exited 0 but wrote {} rows in {} lines, expected {expected_rows} rows in {} lines (scale × intervals, {format} layout); its output ends with: {last_line:?}",
+                streamed.rows,
+                streamed.lines,
+                layout.lines_for(expected_rows)
             )));
         }
         Ok(streamed)
@@ -1663,6 +1857,7 @@ fn generate(
         compression: None,
         file: None,
         rows: None,
+        layout: None,
         metrics: None,
         uncompressed: None,
         stored: None,
@@ -1724,6 +1919,7 @@ fn generate(
         file: Some(compression.file_name().to_string()),
         rows: Some(streamed.rows),
         metrics: Some(streamed.rows * metrics_per_row),
+        layout: Some(layout),
         uncompressed: Some(Digest {
             bytes: streamed.bytes,
             sha256: streamed.sha256.clone(),
@@ -1802,6 +1998,7 @@ fn stream(
     file: File,
     direct: Option<File>,
     compression: Compression,
+    layout: RowLayout,
     progress: &dyn Progress,
 ) -> Result<StreamResult> {
     use std::os::unix::fs::FileExt;
@@ -1824,13 +2021,12 @@ fn stream(
         let free_h = free_tx.clone();
         let hasher = scope.spawn(move || {
             let mut hash = Sha256::new();
-            let mut rows = 0u64;
+            let mut counter = RowCounter::new(layout);
             let mut bytes = 0u64;
             let mut tail = Vec::new();
             for buf in hash_rx {
                 let data = buf.data();
-                let n = count_newlines(data);
-                rows += n;
+                let n = counter.feed(data);
                 hash.update(data);
                 bytes += data.len() as u64;
                 progress.inc(n);
@@ -1840,7 +2036,7 @@ fn stream(
                 tail.extend_from_slice(&data[data.len() - keep..]);
                 recycle(buf, &free_h);
             }
-            (rows, hash.finish_hex(), bytes, tail)
+            (counter, hash.finish_hex(), bytes, tail)
         });
         let free_w = free_tx;
         let writer = scope.spawn(move || -> io::Result<Option<(String, u64)>> {
@@ -1924,7 +2120,7 @@ fn stream(
         })();
         drop(hash_tx);
         drop(write_tx);
-        let (rows, sha256, bytes, tail) = hasher
+        let (counter, sha256, bytes, tail) = hasher
             .join()
             .map_err(|_| Error::failed("the hashing thread panicked"))?;
         let stored = writer
@@ -1933,7 +2129,8 @@ fn stream(
         read_result?;
         let stored = stored.map_err(|e| Error::failed(format!("write the dataset: {e}")))?;
         Ok(StreamResult {
-            rows,
+            rows: counter.rows(),
+            lines: counter.lines,
             sha256,
             bytes,
             stored,
@@ -2088,6 +2285,7 @@ mod tests {
                 file,
                 direct,
                 Compression::None,
+                RowLayout::INFLUX,
                 &crate::output::NoProgress,
             )
             .unwrap();
@@ -2111,5 +2309,65 @@ mod tests {
             let naive = buf.iter().filter(|&&b| b == b'\n').count() as u64;
             assert_eq!(count_newlines(&buf), naive, "{len}");
         }
+    }
+
+    /// The real generator's timescaledb output (head of 30 lines: the 3 header lines, 13
+    /// tags/values pairs and a trailing tags line) holds 13 rows, whatever the chunking.
+    #[test]
+    fn timescaledb_rows_are_counted_on_the_real_fixture() {
+        let head = include_bytes!(
+            "../tests/fixtures/tsbs-real-postgresql/data/cpu-timescaledb.head30.txt"
+        );
+        let text = std::str::from_utf8(head).unwrap();
+        assert_eq!(text.lines().count(), 30);
+        // Independent of the counter: lines `cpu,` + digit.
+        let naive = text
+            .lines()
+            .filter(|l| {
+                l.strip_prefix("cpu,")
+                    .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .count() as u64;
+        assert_eq!(naive, 13);
+        for chunk in [1usize, 2, 3, 5, 7, 64, 4096, head.len()] {
+            let mut c = RowCounter::new(RowLayout::TIMESCALEDB);
+            let mut fed = 0;
+            for part in head.chunks(chunk) {
+                fed += c.feed(part);
+            }
+            assert_eq!((c.rows(), c.lines, fed), (13, 30, 13), "chunk {chunk}");
+        }
+        // A complete file has 3 + 2 x rows lines; this head is cut after a tags line.
+        assert_eq!(RowLayout::TIMESCALEDB.lines_for(13), 29);
+        // The header lines and tags lines are never rows.
+        let mut c = RowCounter::new(RowLayout::TIMESCALEDB);
+        c.feed(
+            b"tags,hostname string\ncpu,usage_user\n\ntags,hostname=host_0\ntags,1\n,1\ncpu,1\n",
+        );
+        assert_eq!((c.rows(), c.lines), (1, 7));
+    }
+
+    #[test]
+    fn influx_rows_are_lines() {
+        let head =
+            include_bytes!("../tests/fixtures/tsbs-real-postgresql/data/cpu-influx.head30.txt");
+        let mut c = RowCounter::new(RowLayout::INFLUX);
+        c.feed(head);
+        assert_eq!((c.rows(), c.lines), (30, 30));
+        assert_eq!(RowLayout::of("influx"), Some(RowLayout::INFLUX));
+        assert_eq!(RowLayout::of("timescaledb"), Some(RowLayout::TIMESCALEDB));
+        assert_eq!(RowLayout::of("csv"), None);
+    }
+
+    /// The layout is recorded in the manifest in words, and read back.
+    #[test]
+    fn layout_round_trips_through_json() {
+        let v = serde_json::to_value(RowLayout::TIMESCALEDB).unwrap();
+        assert_eq!(
+            v,
+            json!({"header_lines": 3, "lines_per_row": 2, "row_line": "<measurement>,<digit>"})
+        );
+        let back: RowLayout = serde_json::from_value(v).unwrap();
+        assert_eq!(back, RowLayout::TIMESCALEDB);
     }
 }

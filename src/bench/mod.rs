@@ -397,6 +397,7 @@ impl Bench<'_> {
                     format: self.target.product.data_format().into(),
                     compression: self.req.compression,
                     regenerate: false,
+                    generatable: crate::product::data_formats(),
                 },
                 &mut data_gen,
                 &command,

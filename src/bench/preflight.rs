@@ -153,6 +153,7 @@ pub fn check_disk(
                         format: "influx".into(),
                         compression: req.compression,
                         regenerate: false,
+                        generatable: crate::product::data_formats(),
                     },
                     rows,
                 )?);

@@ -158,6 +158,7 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
                 format,
                 compression,
                 regenerate,
+                generatable: crate::product::data_formats(),
             };
             let state_root = ctx.root.clone();
             let mut gen = move || -> Result<Generator> {

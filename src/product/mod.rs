@@ -421,6 +421,22 @@ pub fn all() -> &'static [Entry] {
     ALL
 }
 
+/// The data formats the products' loaders read, each once, in registry order: the formats
+/// `data generate` may write.
+pub fn data_formats() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for f in all()
+        .iter()
+        .filter_map(|e| (e.make)(None).ok())
+        .map(|p| p.data_format())
+    {
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    out
+}
+
 /// The label of `name` in `variant` for summaries and reports ("InfluxDB 3 Core"; without a
 /// variant the product's display name). Unknown products keep their name.
 pub fn label(name: &str, variant: Option<&str>) -> String {

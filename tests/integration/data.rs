@@ -129,6 +129,7 @@ fn generate(
         format: "influx".into(),
         compression,
         regenerate,
+        generatable: tsbsctl::product::data_formats(),
     };
     let gen = s.data.clone();
     let mut g = move || Ok(gen.clone());
@@ -879,6 +880,7 @@ fn artifacts_from_another_generator_are_not_reused() {
         format: "influx".into(),
         compression: None,
         regenerate: false,
+        generatable: tsbsctl::product::data_formats(),
     };
     let other = Generator {
         sha256: "2".repeat(64),
