@@ -972,6 +972,7 @@ impl Bench<'_> {
             crate::interrupt::check()?;
             // The bytes the runner is about to read are the ones the set's manifest records (#7).
             let sha = verify_query_file(qt, file)?;
+            let file_check = self.target.product.check_query_file(&file.path)?;
             if let Some(reason) = self.server_gone() {
                 return Err(Error::failed(format!("the server died: {reason}")));
             }
@@ -998,22 +999,26 @@ impl Bench<'_> {
             let mut cmd = tsbs::query_command(&spec)?;
             // About 100 progress blocks per type (on stderr, before the final report).
             cmd.set_print_interval(queries.map_or(1, |n| n.div_ceil(100).max(1)));
+            let mut data = json!({
+                "query_type": qt,
+                "file": file.path,
+                "file_bytes": file.bytes,
+                "file_sha256": sha,
+                "file_sha256_verified": true,
+                "queries": queries,
+                "workers": workers,
+                "command": cmd.redacted(),
+                "stall": self.stall_policy().to_json(),
+            });
+            if let Some(c) = file_check {
+                data["file_check"] = c;
+            }
             self.run.begin(
                 &step,
                 attempt,
                 Some(&log_rel),
                 Some(&results_rel),
-                Some(json!({
-                    "query_type": qt,
-                    "file": file.path,
-                    "file_bytes": file.bytes,
-                    "file_sha256": sha,
-                    "file_sha256_verified": true,
-                    "queries": queries,
-                    "workers": workers,
-                    "command": cmd.redacted(),
-                    "stall": self.stall_policy().to_json(),
-                })),
+                Some(data),
             )?;
             let label = format!("query type {}/{total_types} {qt}", i + 1);
             self.reporter().info(&label);

@@ -406,6 +406,7 @@ impl QueryFormat {
         write: crate::queryset::write_as::<GreptimeQuerySetManifest>,
         read: crate::queryset::read_as::<GreptimeQuerySetManifest>,
         bytes_per_query: 4096,
+        generator_flags: &[],
     };
 }
 

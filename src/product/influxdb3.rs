@@ -605,6 +605,7 @@ impl QueryFormat {
         write: crate::queryset::write_as::<Influx3QuerySetManifest>,
         read: crate::queryset::read_as::<Influx3QuerySetManifest>,
         bytes_per_query: 2560,
+        generator_flags: &[],
     };
 }
 

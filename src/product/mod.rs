@@ -253,6 +253,11 @@ pub trait Product: Send + Sync {
     fn load_target(&self, o: &ToolOptions) -> crate::tsbs::LoadTarget;
     /// The query runner's product-specific part.
     fn query_target(&self, o: &ToolOptions) -> crate::tsbs::QueryTarget;
+    /// Checks a query file is one this product's runner executes as meant, before it runs
+    /// (`Some`: what was found, recorded in the step). Default: nothing to check.
+    fn check_query_file(&self, _path: &Path) -> Result<Option<Value>> {
+        Ok(None)
+    }
     /// The loader's own connection flags for `urls` (set as [`crate::tsbs::LoadTarget::connection`]).
     /// `None`: the HTTP loaders' `--urls=` and `--gzip=false`.
     fn load_connection(&self, _urls: &[String]) -> Result<Option<Vec<crate::tsbs::ToolArg>>> {

@@ -62,12 +62,27 @@ impl From<TimescaleQuerySetManifest> for crate::queryset::QuerySetManifest {
 }
 
 /// `tsbs_generate_queries --format timescaledb` (gob-encoded SQL queries).
+/// The query format of each mode: the same files but for the generator flags (PostgreSQL has
+/// no `time_bucket`), which are in the set's identity. Must match [`QueryFlags::for_mode`].
 const FORMAT: QueryFormat = QueryFormat {
     name: "timescaledb",
     manifest_kind: "timescaledb-query-set",
     write: crate::queryset::write_as::<TimescaleQuerySetManifest>,
     read: crate::queryset::read_as::<TimescaleQuerySetManifest>,
     bytes_per_query: 2048,
+    generator_flags: &[
+        "--timescale-use-time-bucket=true",
+        "--timescale-use-json=false",
+        "--timescale-use-tags=true",
+    ],
+};
+const FORMAT_POSTGRESQL: QueryFormat = QueryFormat {
+    generator_flags: &[
+        "--timescale-use-time-bucket=false",
+        "--timescale-use-json=false",
+        "--timescale-use-tags=true",
+    ],
+    ..FORMAT
 };
 
 /// Reads the pinned record of the installation in `install_dir`.
@@ -340,7 +355,10 @@ impl Product for TimescaleDb {
         "timescaledb"
     }
     fn query_format(&self) -> QueryFormat {
-        FORMAT
+        match self.mode {
+            Mode::Timescaledb => FORMAT,
+            Mode::Postgresql => FORMAT_POSTGRESQL,
+        }
     }
     /// The published comparison: 8 workers x 10,000 rows.
     fn default_write(&self, profile: Profile) -> (u32, u32) {
@@ -387,6 +405,11 @@ impl Product for TimescaleDb {
             args,
             connection: None,
         }
+    }
+    /// The runner executes any gob file, an influx one as empty SQL: check the labels first.
+    fn check_query_file(&self, path: &Path) -> Result<Option<Value>> {
+        let c = super::tsbs::check_query_file(path)?;
+        Ok(Some(json!({"queries": c.queries, "labels": c.labels})))
     }
     /// `--host=H --port=P` from the endpoint (`http://H:P`, the generic workspace form).
     fn load_connection(&self, urls: &[String]) -> Result<Option<Vec<ToolArg>>> {
@@ -483,6 +506,34 @@ impl Product for TimescaleDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each mode's query sets are generated with its flags, and the flags tell the sets apart.
+    #[test]
+    fn query_formats_carry_the_mode_generator_flags() {
+        for mode in [Mode::Timescaledb, Mode::Postgresql] {
+            let f = TimescaleDb { mode }.query_format();
+            let want = super::super::tsbs::QueryFlags::for_mode(mode).generator_args();
+            assert_eq!(want[0], format!("--format={}", f.name));
+            assert_eq!(f.generator_flags, &want[1..]);
+        }
+        let ds = crate::dataset::Dataset {
+            id: "ds".into(),
+            dir: "/d".into(),
+            spec: Profile::Smoke.spec(),
+            stored: false,
+            created_at: None,
+        };
+        let counts: BTreeMap<String, u64> = [("lastpoint".to_string(), 3)].into();
+        let pg = crate::queryset::query_set_spec(&ds, FORMAT_POSTGRESQL, &counts).unwrap();
+        let ts = crate::queryset::query_set_spec(&ds, FORMAT, &counts).unwrap();
+        assert_ne!(
+            crate::queryset::query_set_id(FORMAT_POSTGRESQL, &pg),
+            crate::queryset::query_set_id(FORMAT, &ts)
+        );
+        let args = crate::queryset::generator_args(&pg, "lastpoint", 3);
+        assert_eq!(args.last().unwrap(), "--timescale-use-tags=true");
+        assert!(args.contains(&"--timescale-use-time-bucket=false".to_string()));
+    }
 
     #[test]
     fn registry_and_modes() {
