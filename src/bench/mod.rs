@@ -92,6 +92,8 @@ pub struct Bench<'a> {
     server_attempt: u32,
     /// The last stop needed SIGKILL (footprints after it say so).
     forced_stop: bool,
+    /// The product's own footprint of the load (`Product::after_load`), for the footprint step.
+    load_footprint: Option<Value>,
     /// Where each TSBS tool gets its private working directory (its tokens' `config.json`).
     cwd: PathBuf,
 }
@@ -226,6 +228,7 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
         server: None,
         server_attempt: 0,
         forced_stop: false,
+        load_footprint: None,
         cwd,
     };
     let result = b.work(&dataset, &counts);
@@ -670,6 +673,11 @@ impl Bench<'_> {
             self.target.clear_binding()?;
         }
         self.start_server()?;
+        let before_load = self.product_step("before-load", |b| {
+            b.target
+                .product
+                .before_load(&b.endpoint(), b.target.database())
+        })?;
         let w = self.run.manifest.workload.benchmark();
         let workers = w.map_or(1, |w| w.load_workers) as u32;
         let batch = w.map_or(3000, |w| w.batch_size) as u32;
@@ -821,6 +829,16 @@ impl Bench<'_> {
 
         // Row count: the database must hold the dataset.
         self.row_count(sf)?;
+        let scale = ds.spec.scale;
+        let after = self.product_step("after-load", |b| {
+            b.target.product.after_load(&crate::product::AfterLoad {
+                endpoint: &b.endpoint(),
+                database: b.target.database(),
+                scale,
+                before: before_load.as_ref(),
+            })
+        })?;
+        self.load_footprint = after.and_then(|v| v.get("footprint").cloned());
         // Footprint at rest after ingestion: stop first.
         if self.target.is_managed() {
             self.stop_server()?;
@@ -831,6 +849,32 @@ impl Bench<'_> {
             self.run.save()?;
         }
         Ok(())
+    }
+
+    /// Runs a product hook as step `name` when it has something to do (`Some`), recording
+    /// what it returns; `None` records nothing.
+    fn product_step(
+        &mut self,
+        name: &str,
+        f: impl FnOnce(&Self) -> Result<Option<Value>>,
+    ) -> Result<Option<Value>> {
+        match f(self) {
+            Ok(None) => Ok(None),
+            Ok(Some(v)) => {
+                let attempt = self.run.next_attempt(name)?;
+                self.run.begin(name, attempt, None, None, None)?;
+                self.run
+                    .end(name, attempt, Status::Completed, None, Some(v.clone()))?;
+                Ok(Some(v))
+            }
+            Err(e) => {
+                let attempt = self.run.next_attempt(name)?;
+                self.run.begin(name, attempt, None, None, None)?;
+                self.run
+                    .end(name, attempt, Status::Failed, Some(e.message.clone()), None)?;
+                Err(e)
+            }
+        }
     }
 
     fn row_count(&mut self, sf: &StoredFormat) -> Result<()> {
@@ -947,6 +991,14 @@ impl Bench<'_> {
         v["after_forced_stop"] = json!(self.forced_stop);
         // Neither product flushes the WAL to data files on shutdown: say when it never did.
         v["never_flushed"] = footprint::never_flushed(&f);
+        // The product's own measure (PostgreSQL: database size, table/index split, load WAL).
+        if let Some(Value::Object(m)) = self.load_footprint.clone() {
+            for (k, x) in m {
+                if v.get(&k).is_none_or(Value::is_null) {
+                    v[k] = x;
+                }
+            }
+        }
         self.run
             .end("footprint", attempt, Status::Completed, None, Some(v))?;
         Ok(())

@@ -253,6 +253,17 @@ pub trait Product: Send + Sync {
     fn load_target(&self, o: &ToolOptions) -> crate::tsbs::LoadTarget;
     /// The query runner's product-specific part.
     fn query_target(&self, o: &ToolOptions) -> crate::tsbs::QueryTarget;
+    /// Before a load, on the running server (PostgreSQL: no other session on the database).
+    /// `Some`: what was done, recorded as step `before-load` and passed to [`Product::after_load`].
+    fn before_load(&self, _endpoint: &str, _database: &str) -> Result<Option<Value>> {
+        Ok(None)
+    }
+    /// After a load's row count, on the running server (PostgreSQL: the tags count, ANALYZE,
+    /// the SQL footprint). `Some`: recorded as step `after-load`; its `footprint` object goes
+    /// into the footprint step (the run's storage) where the data-directory walk has nothing.
+    fn after_load(&self, _req: &AfterLoad) -> Result<Option<Value>> {
+        Ok(None)
+    }
     /// Checks a query file is one this product's runner executes as meant, before it runs
     /// (`Some`: what was found, recorded in the step). Default: nothing to check.
     fn check_query_file(&self, _path: &Path) -> Result<Option<Value>> {
@@ -386,6 +397,17 @@ pub struct ToolOptions {
     pub accept_partial: bool,
     pub auth_token: Option<crate::tsbs::Secret>,
     pub admin_token: Option<crate::tsbs::Secret>,
+}
+
+/// What [`Product::after_load`] gets.
+#[derive(Debug, Clone)]
+pub struct AfterLoad<'a> {
+    pub endpoint: &'a str,
+    pub database: &'a str,
+    /// The dataset's scale (hosts).
+    pub scale: u64,
+    /// What [`Product::before_load`] returned.
+    pub before: Option<&'a Value>,
 }
 
 /// One row count on a running server.

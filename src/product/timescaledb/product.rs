@@ -101,6 +101,9 @@ pub fn read_record(install_dir: &Path) -> Result<PgInstallation> {
     })
 }
 
+/// The maintenance database every cluster has (sessions on the benchmark one are ended from it).
+const ADMIN_DB: &str = "postgres";
+
 /// The one endpoint's host and port (the tools take one server).
 fn host_port(urls: &[String]) -> Result<(String, u16)> {
     let [u] = urls else {
@@ -405,6 +408,63 @@ impl Product for TimescaleDb {
             args,
             connection: None,
         }
+    }
+    /// No other session on the benchmark database (a leftover one would block the loader's
+    /// `DROP DATABASE` and compete with it), and the WAL position the load starts from.
+    fn before_load(&self, endpoint: &str, database: &str) -> Result<Option<Value>> {
+        let admin = Target::local(endpoint_port(endpoint)?, ADMIN_DB);
+        let db = database.to_string();
+        on_thread(move || {
+            let mut c = sql::connect(&admin, sql::TIMEOUT)?;
+            let ended = sql::terminate_sessions(&mut c, &db, sql::TIMEOUT)?;
+            let lsn = sql::wal_lsn(&mut c)?;
+            Ok(Some(
+                json!({"terminated_sessions": ended, "wal_lsn_before": lsn}),
+            ))
+        })
+    }
+    /// One `tags` row per host, `ANALYZE` (the loader runs none), then the footprint as the
+    /// published comparison counts it: `pg_database_size`, table/index split, the load's WAL.
+    fn after_load(&self, req: &crate::product::AfterLoad) -> Result<Option<Value>> {
+        let t = Target::local(endpoint_port(req.endpoint)?, req.database);
+        let scale = req.scale;
+        let before = req
+            .before
+            .and_then(|b| b["wal_lsn_before"].as_str())
+            .map(String::from);
+        on_thread(move || {
+            let mut c = sql::connect(&t, sql::TIMEOUT)?;
+            let tags = sql::row_count(&mut c, "tags")?;
+            if tags != scale {
+                return Err(Error::failed(format!(
+                    "table tags holds {tags} rows, the dataset has {scale} hosts"
+                ))
+                .with_hint("the load did not store every host; load again with --database-mode reset --confirm-reset NAME"));
+            }
+            sql::analyze(&mut c)?;
+            let f = sql::footprint(&mut c)?;
+            let wal = match &before {
+                Some(b) => {
+                    let now = sql::wal_lsn(&mut c)?;
+                    Some(sql::wal_bytes(&mut c, b, &now)?)
+                }
+                None => None,
+            };
+            let sum = |g: fn(&sql::RelationSize) -> u64| {
+                f.cpu.iter().chain(f.tags.iter()).map(g).sum::<u64>()
+            };
+            Ok(Some(json!({
+                "tags": {"expected": scale, "actual": tags, "ok": true},
+                "analyze": true,
+                "footprint": {
+                    "database_bytes": f.database_bytes,
+                    "table_bytes": sum(|r| r.table_bytes),
+                    "index_bytes": sum(|r| r.index_bytes),
+                    "load_wal_bytes": wal,
+                    "sql": f,
+                },
+            })))
+        })
     }
     /// The runner executes any gob file, an influx one as empty SQL: check the labels first.
     fn check_query_file(&self, path: &Path) -> Result<Option<Value>> {
