@@ -253,6 +253,11 @@ pub trait Product: Send + Sync {
     fn load_target(&self, o: &ToolOptions) -> crate::tsbs::LoadTarget;
     /// The query runner's product-specific part.
     fn query_target(&self, o: &ToolOptions) -> crate::tsbs::QueryTarget;
+    /// The run label for server version `version` and the recorded `server_settings`
+    /// (`None`: `<display name> <version>`).
+    fn run_label(&self, _version: &str, _settings: Option<&Value>) -> Option<String> {
+        None
+    }
     /// Before a load, on the running server (PostgreSQL: no other session on the database).
     /// `Some`: what was done, recorded as step `before-load` and passed to [`Product::after_load`].
     fn before_load(&self, _endpoint: &str, _database: &str) -> Result<Option<Value>> {
@@ -474,6 +479,18 @@ pub fn label(name: &str, variant: Option<&str>) -> String {
             .unwrap_or_else(|_| e.display.to_string()),
         (Err(_), _) => name.to_string(),
     }
+}
+
+/// A run's label from the product, its variant, the server's version and recorded settings,
+/// when the product words it itself (`None`: `<display name> <version>`).
+pub fn run_label(
+    name: &str,
+    variant: Option<&str>,
+    version: Option<&str>,
+    settings: Option<&Value>,
+) -> Option<String> {
+    let e = entry(name).ok()?;
+    (e.make)(variant).ok()?.run_label(version?, settings)
 }
 
 /// The query formats of every product (each product's default variant), once each.

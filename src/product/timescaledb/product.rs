@@ -409,6 +409,11 @@ impl Product for TimescaleDb {
             connection: None,
         }
     }
+    /// "PostgreSQL 17.2 (no TimescaleDB)", "TimescaleDB 2.17.2 (PostgreSQL 17.2)".
+    fn run_label(&self, version: &str, settings: Option<&Value>) -> Option<String> {
+        let ext = settings.and_then(|s| s["extension_version"].as_str());
+        Some(self.mode.label(version, ext))
+    }
     /// No other session on the benchmark database (a leftover one would block the loader's
     /// `DROP DATABASE` and compete with it), and the WAL position the load starts from.
     fn before_load(&self, endpoint: &str, database: &str) -> Result<Option<Value>> {
@@ -548,6 +553,9 @@ impl Product for TimescaleDb {
             "settings": self.settings(ws, dir),
             "config_file": pg::CONFIG_NAME,
             "config": rendered,
+            "extension_version": read_record(&ws.installation_path)
+                .ok()
+                .and_then(|i| i.extension_version().map(String::from)),
         }))
     }
     /// A cluster's directory: `pg_wal/` is WAL, `base/` the databases, the rest other. The
@@ -566,6 +574,23 @@ impl Product for TimescaleDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_labels_name_both_versions() {
+        let s = json!({"extension_version": "2.17.2"});
+        assert_eq!(
+            crate::product::run_label("timescaledb", Some("postgresql"), Some("17.2"), Some(&s)),
+            Some("PostgreSQL 17.2 (no TimescaleDB)".into())
+        );
+        assert_eq!(
+            crate::product::run_label("timescaledb", Some("timescaledb"), Some("17.2"), Some(&s)),
+            Some("TimescaleDB 2.17.2 (PostgreSQL 17.2)".into())
+        );
+        assert_eq!(
+            crate::product::run_label("greptimedb", None, Some("0.9.0"), None),
+            None
+        );
+    }
 
     /// Each mode's query sets are generated with its flags, and the flags tell the sets apart.
     #[test]
