@@ -376,19 +376,6 @@ impl Product for TimescaleDb {
     fn bench_caps(&self) -> BenchCaps {
         BenchCaps::default()
     }
-    /// The benchmark phases need what is not built yet: datasets in the timescaledb format, the
-    /// tools' connection flags (`--host/--port`, not `--urls`), ANALYZE and the SQL footprint.
-    /// Until then a run would fail after writing a run directory: refuse first.
-    fn check_benchmarkable(&self) -> Result<()> {
-        Err(Error::invalid(
-            "`tsbsctl bench timescaledb` is not available yet: this version pins PostgreSQL and \
-             manages its workspaces (install, prepare, serve), but its benchmark phases are not built",
-        )
-        .with_hint(
-            "use `tsbsctl timescaledb serve --database-id ID` and the TSBS tools by hand for now; \
-             GreptimeDB and InfluxDB 3 benchmarks work as documented",
-        ))
-    }
     /// The mode's table layout (hypertables or plain tables); the password only as a secret.
     fn load_target(&self, o: &ToolOptions) -> LoadTarget {
         let mut args = vec![
