@@ -905,22 +905,33 @@ pub fn validate_format(format: &str) -> Result<()> {
         return Err(Error::invalid(
             "--format must contain only lowercase letters, digits, '_' and '-'",
         )
-        .with_hint("use --format influx"));
+        .with_hint("use --format influx or --format timescaledb"));
     }
     Ok(())
 }
 
-/// The row layout a variant's manifest records, or its format's for older manifests.
+/// The row layout a variant's manifest records, or its format's for older manifests. A
+/// recorded layout other than the format's own (an edited manifest) is an integrity error, so
+/// the recount cannot be steered.
 fn manifest_layout(m: &FormatManifest) -> Result<RowLayout> {
-    m.layout
-        .or_else(|| RowLayout::of(&m.format))
-        .ok_or_else(|| {
-            Error::integrity(format!(
-                "format {} of dataset {} records no row layout and tsbsctl knows none for it",
-                m.format, m.dataset_id
-            ))
-            .with_hint("regenerate it with `tsbsctl data generate --regenerate`")
-        })
+    let bad = |what: String| {
+        Error::integrity(format!(
+            "format {} of dataset {} {what}",
+            m.format, m.dataset_id
+        ))
+        .with_hint(format!(
+            "regenerate it with `tsbsctl data generate --format {} --dataset-id {} --regenerate`",
+            m.format, m.dataset_id
+        ))
+    };
+    match (m.layout, RowLayout::of(&m.format)) {
+        (Some(l), Some(known)) if l != known => Err(bad(format!(
+            "records the row layout {l:?}, but the format is laid out as {known:?}"
+        ))),
+        (l, known) => l
+            .or(known)
+            .ok_or_else(|| bad("records no row layout and tsbsctl knows none for it".into())),
+    }
 }
 
 /// Reads a variant's manifest (None when absent).
@@ -1412,8 +1423,9 @@ pub fn verify(
     };
     if formats.is_empty() {
         return Err(
-            Error::invalid(format!("dataset {} has no format variants", dataset.id))
-                .with_hint("generate one with `tsbsctl data generate --format influx`"),
+            Error::invalid(format!("dataset {} has no format variants", dataset.id)).with_hint(
+                "generate one with `tsbsctl data generate --format influx` (or timescaledb)",
+            ),
         );
     }
     let mut out = Vec::new();
@@ -1432,8 +1444,9 @@ pub fn verify(
             reporter,
         )?;
         let m = read_format_manifest(&dir)?.ok_or_else(|| {
-            Error::invalid(format!("dataset {} has no format {f}", dataset.id))
-                .with_hint("generate it with `tsbsctl data generate --format influx`")
+            Error::invalid(format!("dataset {} has no format {f}", dataset.id)).with_hint(format!(
+                "generate it with `tsbsctl data generate --format {f}`"
+            ))
         })?;
         if m.status != VariantStatus::Completed {
             return Err(Error::failed(format!(
@@ -1616,7 +1629,8 @@ impl RowCounter {
     fn rows(&self) -> u64 {
         match self.layout.row_line {
             RowLine::Every => {
-                self.lines.saturating_sub(self.layout.header_lines) / self.layout.lines_per_row
+                self.lines.saturating_sub(self.layout.header_lines)
+                    / self.layout.lines_per_row.max(1)
             }
             RowLine::MeasurementDigit => self.rows,
         }
@@ -1839,10 +1853,17 @@ fn generate(
                 .unwrap_or("")
                 .to_string();
             return Err(Error::failed(format!(
-                "tsbs_generate_data exited 0 but wrote {} rows in {} lines, expected {expected_rows} rows in {} lines (scale × intervals, {format} layout); its output ends with: {last_line:?}",
+                "tsbs_generate_data exited 0 but wrote {} rows, expected {expected_rows} (scale × intervals){}; its output ends with: {last_line:?}",
                 streamed.rows,
-                streamed.lines,
-                layout.lines_for(expected_rows)
+                if lines_ok {
+                    String::new()
+                } else {
+                    format!(
+                        ", in {} lines where the {format} layout has {}",
+                        streamed.lines,
+                        layout.lines_for(streamed.rows)
+                    )
+                }
             )));
         }
         Ok(streamed)

@@ -67,7 +67,9 @@ pub enum DataCmd {
     },
     /// Generate a serialization of a dataset with tsbs_generate_data (reused when present).
     Generate {
-        /// Serialization to generate.
+        /// Serialization to generate: a format a product's loader reads (influx: GreptimeDB and
+        /// InfluxDB 3; timescaledb: TimescaleDB). Every format of a dataset has the same id and
+        /// the same rows.
         #[arg(long, value_name = "FORMAT")]
         format: String,
         /// How to store it (default: as already stored, else none).

@@ -1377,3 +1377,203 @@ fn an_interrupted_generate_exits_130_stops_the_generator_and_publishes_nothing()
     assert_eq!(m["status"], "failed");
     assert!(t0.elapsed() < std::time::Duration::from_secs(30));
 }
+
+/// `data generate --format timescaledb`: the same logical dataset as influx (one id, one row
+/// count), its rows counted as the layout the manifest records, recounted by `data verify`;
+/// a row line removed from the file is an integrity failure (exit 4).
+#[test]
+fn timescaledb_is_a_format_of_the_same_dataset_and_verifies() {
+    let mut env = TestEnv::new();
+    let (_knobs, _mirror) = prepare_env(&mut env);
+    let gen = |format: &str| -> Value {
+        let r = env.run_json(&["data", "generate", "--format", format, "--profile", "smoke"]);
+        r.ok();
+        r.json()["data"].clone()
+    };
+    let influx = gen("influx");
+    let ts = gen("timescaledb");
+    assert_eq!(ts["format"], "timescaledb");
+    assert_eq!(ts["reused"], false);
+    assert_eq!(ts["dataset_id"], influx["dataset_id"]);
+    assert_eq!(ts["rows"], influx["rows"]);
+    assert_eq!(ts["metrics"], influx["metrics"]);
+    assert_ne!(ts["sha256"], influx["sha256"]);
+    let id = ts["dataset_id"].as_str().unwrap().to_string();
+    let rows = influx["rows"].as_u64().unwrap();
+    assert_eq!(rows, 86_400, "the smoke profile: 10 hosts, one day, 10 s");
+
+    // The file as the real generator lays it out: 3 header lines, then a tags line and a
+    // values line per row; counted here without the product's counter.
+    let ts_path = PathBuf::from(ts["data_path"].as_str().unwrap());
+    assert!(ts_path.starts_with(
+        env.root
+            .join("datasets")
+            .join(&id)
+            .join("formats")
+            .join("timescaledb")
+    ));
+    let text = fs::read_to_string(&ts_path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("tags,"), "{}", lines[0]);
+    assert!(lines[1].starts_with("cpu,usage_user"), "{}", lines[1]);
+    assert_eq!(lines[2], "");
+    let value_lines = lines
+        .iter()
+        .filter(|l| {
+            l.strip_prefix("cpu,")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count() as u64;
+    assert_eq!(value_lines, rows);
+    assert_eq!(lines.len() as u64, 3 + 2 * rows);
+
+    // Both manifests record the rows; the timescaledb one records how they were counted.
+    let manifest = |format: &str| -> Value {
+        let p = env
+            .root
+            .join("datasets")
+            .join(&id)
+            .join("formats")
+            .join(format)
+            .join("manifest.json");
+        serde_json::from_slice(&fs::read(p).unwrap()).unwrap()
+    };
+    let (mi, mt) = (manifest("influx"), manifest("timescaledb"));
+    assert_eq!(mi["rows"], json!(rows));
+    assert_eq!(mt["rows"], json!(rows));
+    assert_eq!(
+        mt["layout"],
+        json!({"header_lines": 3, "lines_per_row": 2, "row_line": "<measurement>,<digit>"})
+    );
+    assert_eq!(mi["layout"]["lines_per_row"], 1);
+    assert!(mt["command"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("--format=timescaledb")));
+
+    // Verify recounts both formats.
+    let r = env.run_json(&["data", "verify", "--dataset-id", &id]);
+    r.ok();
+    let variants = r.json()["data"]["variants"].as_array().unwrap().clone();
+    assert_eq!(variants.len(), 2);
+    for v in &variants {
+        assert_eq!(v["rows"], json!(rows), "{}", v["format"]);
+        assert_eq!(v["verified"], true);
+    }
+    env.run(&[
+        "data",
+        "verify",
+        "--dataset-id",
+        &id,
+        "--format",
+        "timescaledb",
+    ])
+    .ok()
+    .says(&format!("Verified {id} (timescaledb): {rows} rows"));
+
+    // Stored compressed, the rows are recounted through the decompressor.
+    let r = env.run_json(&[
+        "data",
+        "generate",
+        "--format",
+        "timescaledb",
+        "--dataset-id",
+        &id,
+        "--compression",
+        "gzip",
+        "--regenerate",
+    ]);
+    r.ok();
+    assert_eq!(r.json()["data"]["rows"], json!(rows));
+    assert_eq!(r.json()["data"]["uncompressed_sha256"], ts["sha256"]);
+    env.run(&[
+        "data",
+        "verify",
+        "--dataset-id",
+        &id,
+        "--format",
+        "timescaledb",
+    ])
+    .ok();
+    env.run(&[
+        "data",
+        "generate",
+        "--format",
+        "timescaledb",
+        "--dataset-id",
+        &id,
+        "--compression",
+        "none",
+        "--regenerate",
+    ])
+    .ok();
+
+    // The recount uses the recorded layout: a manifest claiming one row more is caught.
+    let mp = ts_path.parent().unwrap().join("manifest.json");
+    let good = fs::read(&mp).unwrap();
+    let mut bad: Value = serde_json::from_slice(&good).unwrap();
+    bad["rows"] = json!(rows + 1);
+    fs::write(&mp, serde_json::to_vec(&bad).unwrap()).unwrap();
+    env.run(&[
+        "data",
+        "verify",
+        "--dataset-id",
+        &id,
+        "--format",
+        "timescaledb",
+    ])
+    .code(4)
+    .says(&format!(
+        "holds {rows} rows, its manifest records {}",
+        rows + 1
+    ));
+    // Nor can an edited layout steer the recount (every line a row would count 2 x rows + 3).
+    let mut bad: Value = serde_json::from_slice(&good).unwrap();
+    bad["rows"] = json!(3 + 2 * rows);
+    bad["layout"] = json!({"header_lines": 0, "lines_per_row": 1, "row_line": "every line"});
+    fs::write(&mp, serde_json::to_vec(&bad).unwrap()).unwrap();
+    env.run(&[
+        "data",
+        "verify",
+        "--dataset-id",
+        &id,
+        "--format",
+        "timescaledb",
+    ])
+    .code(4)
+    .says("but the format is laid out as");
+    fs::write(&mp, &good).unwrap();
+    env.run(&[
+        "data",
+        "verify",
+        "--dataset-id",
+        &id,
+        "--format",
+        "timescaledb",
+    ])
+    .ok();
+
+    // One row line removed: verify fails with exit 4, the influx variant is untouched.
+    let cut = lines.iter().rposition(|l| l.starts_with("cpu,1")).unwrap();
+    let mut kept: Vec<&str> = lines.clone();
+    kept.remove(cut);
+    fs::write(&ts_path, kept.join("\n") + "\n").unwrap();
+    env.run(&[
+        "data",
+        "verify",
+        "--dataset-id",
+        &id,
+        "--format",
+        "timescaledb",
+    ])
+    .code(4)
+    .says("mismatch");
+    env.run(&["data", "verify", "--dataset-id", &id, "--format", "influx"])
+        .ok();
+
+    // A format no product loads cannot be generated; the message names the ones that can.
+    env.run(&["data", "generate", "--format", "csv", "--dataset-id", &id])
+        .code(2)
+        .says("cannot be generated")
+        .says("influx, timescaledb");
+}
