@@ -673,11 +673,16 @@ impl Bench<'_> {
             self.target.clear_binding()?;
         }
         self.start_server()?;
-        let before_load = self.product_step("before-load", |b| {
-            b.target
-                .product
-                .before_load(&b.endpoint(), b.target.database())
-        })?;
+        // Other people's sessions are ended only on a server tsbsctl manages.
+        let before_load = if self.target.is_managed() {
+            self.product_step("before-load", |b| {
+                b.target
+                    .product
+                    .before_load(&b.endpoint(), b.target.database())
+            })?
+        } else {
+            None
+        };
         let w = self.run.manifest.workload.benchmark();
         let workers = w.map_or(1, |w| w.load_workers) as u32;
         let batch = w.map_or(3000, |w| w.batch_size) as u32;
