@@ -62,6 +62,8 @@ pub struct QueryFormat {
     /// Writes and reads its manifests ([`write_as`] / [`read_as`] of the product's type).
     pub write: fn(&Path, &QuerySetManifest) -> Result<()>,
     pub read: fn(&Path) -> Result<QuerySetManifest>,
+    /// `tsbs_generate_queries` flags after `--format` (part of the set's identity when any).
+    pub generator_flags: &'static [&'static str],
 }
 
 impl PartialEq for QueryFormat {
@@ -308,7 +310,7 @@ pub fn query_set_spec(
         return Err(Error::invalid("a query set needs at least one query type")
             .with_hint("select query types with --query-type or --query-count"));
     }
-    Ok(json!({
+    let mut spec = json!({
         "dataset": {"dataset_id": dataset.id, "spec": dataset.spec.to_value()},
         "format": format.as_str(),
         "use_case": "devops",
@@ -317,7 +319,12 @@ pub fn query_set_spec(
         "timestamp_start": dataset.spec.start,
         "timestamp_end": end_plus_one_second(&dataset.spec.end)?,
         "query_counts": counts,
-    }))
+    });
+    // Only when present, so the formats without flags keep their identities.
+    if !format.generator_flags.is_empty() {
+        spec["generator_flags"] = json!(format.generator_flags);
+    }
+    Ok(spec)
 }
 
 /// `<format>-<16 hex of the spec digest>`.
@@ -648,7 +655,7 @@ pub fn generator_args(spec: &Value, query_type: &str, count: u64) -> Vec<String>
         Value::String(v) => v.clone(),
         other => other.to_string(),
     };
-    vec![
+    let mut a = vec![
         "--use-case=devops".to_string(),
         format!("--seed={}", s("seed")),
         format!("--scale={}", s("scale")),
@@ -657,7 +664,11 @@ pub fn generator_args(spec: &Value, query_type: &str, count: u64) -> Vec<String>
         format!("--queries={count}"),
         format!("--query-type={query_type}"),
         format!("--format={}", s("format")),
-    ]
+    ];
+    if let Some(flags) = spec["generator_flags"].as_array() {
+        a.extend(flags.iter().filter_map(|f| f.as_str().map(String::from)));
+    }
+    a
 }
 
 fn generate_into(

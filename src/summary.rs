@@ -720,9 +720,16 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     let product_label = crate::product::label(&m.product, edition.as_deref());
     let version = m.target.version.clone();
     let data_state_label = m.data_state.as_ref().map(|d| d.label.clone());
-    let mut label = match &version {
-        Some(v) => format!("{product_label} {v}"),
-        None => product_label.clone(),
+    let own = crate::product::run_label(
+        &m.product,
+        edition.as_deref(),
+        version.as_deref(),
+        m.target.extra.get("server_settings"),
+    );
+    let mut label = match (own, &version) {
+        (Some(l), _) => l,
+        (None, Some(v)) => format!("{product_label} {v}"),
+        (None, None) => product_label.clone(),
     };
     if let (Some(l), RunKind::Benchmark) = (data_state_label.as_deref(), m.run_kind) {
         if l != "as loaded" && l != "not loaded" {

@@ -149,6 +149,7 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
         server: None,
         server_attempt: 0,
         forced_stop: false,
+        load_footprint: None,
         cwd,
     };
     let result = b.compact(&table, &strategy, window);

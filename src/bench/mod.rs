@@ -92,6 +92,8 @@ pub struct Bench<'a> {
     server_attempt: u32,
     /// The last stop needed SIGKILL (footprints after it say so).
     forced_stop: bool,
+    /// The product's own footprint of the load (`Product::after_load`), for the footprint step.
+    load_footprint: Option<Value>,
     /// Where each TSBS tool gets its private working directory (its tokens' `config.json`).
     cwd: PathBuf,
 }
@@ -226,6 +228,7 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
         server: None,
         server_attempt: 0,
         forced_stop: false,
+        load_footprint: None,
         cwd,
     };
     let result = b.work(&dataset, &counts);
@@ -394,7 +397,7 @@ impl Bench<'_> {
             let sf = dataset::ensure_generated(
                 ds,
                 &GenerateRequest {
-                    format: "influx".into(),
+                    format: self.target.product.data_format().into(),
                     compression: self.req.compression,
                     regenerate: false,
                     generatable: crate::product::data_formats(),
@@ -670,6 +673,16 @@ impl Bench<'_> {
             self.target.clear_binding()?;
         }
         self.start_server()?;
+        // Other people's sessions are ended only on a server tsbsctl manages.
+        let before_load = if self.target.is_managed() {
+            self.product_step("before-load", |b| {
+                b.target
+                    .product
+                    .before_load(&b.endpoint(), b.target.database())
+            })?
+        } else {
+            None
+        };
         let w = self.run.manifest.workload.benchmark();
         let workers = w.map_or(1, |w| w.load_workers) as u32;
         let batch = w.map_or(3000, |w| w.batch_size) as u32;
@@ -679,15 +692,18 @@ impl Bench<'_> {
         // Always streamed through tsbsctl, so the bytes the loader reads are hashed (#7).
         let input = tsbs::LoadInput::Stdin;
         let (auth, admin) = self.target.tokens();
+        let urls = self.target.urls_with(&self.endpoint());
+        let mut target = self.target.product.load_target(&ToolOptions {
+            no_sync: self.req.no_sync,
+            accept_partial: self.req.accept_partial,
+            auth_token: auth,
+            admin_token: admin,
+        });
+        target.connection = self.target.product.load_connection(&urls)?;
         let spec = tsbs::LoadSpec {
             binary: loader,
-            target: self.target.product.load_target(&ToolOptions {
-                no_sync: self.req.no_sync,
-                accept_partial: self.req.accept_partial,
-                auth_token: auth,
-                admin_token: admin,
-            }),
-            urls: self.target.urls_with(&self.endpoint()),
+            target,
+            urls,
             input,
             database: self.target.database().to_string(),
             batch_size: batch,
@@ -818,6 +834,16 @@ impl Bench<'_> {
 
         // Row count: the database must hold the dataset.
         self.row_count(sf)?;
+        let scale = ds.spec.scale;
+        let after = self.product_step("after-load", |b| {
+            b.target.product.after_load(&crate::product::AfterLoad {
+                endpoint: &b.endpoint(),
+                database: b.target.database(),
+                scale,
+                before: before_load.as_ref(),
+            })
+        })?;
+        self.load_footprint = after.and_then(|v| v.get("footprint").cloned());
         // Footprint at rest after ingestion: stop first.
         if self.target.is_managed() {
             self.stop_server()?;
@@ -828,6 +854,32 @@ impl Bench<'_> {
             self.run.save()?;
         }
         Ok(())
+    }
+
+    /// Runs a product hook as step `name` when it has something to do (`Some`), recording
+    /// what it returns; `None` records nothing.
+    fn product_step(
+        &mut self,
+        name: &str,
+        f: impl FnOnce(&Self) -> Result<Option<Value>>,
+    ) -> Result<Option<Value>> {
+        match f(self) {
+            Ok(None) => Ok(None),
+            Ok(Some(v)) => {
+                let attempt = self.run.next_attempt(name)?;
+                self.run.begin(name, attempt, None, None, None)?;
+                self.run
+                    .end(name, attempt, Status::Completed, None, Some(v.clone()))?;
+                Ok(Some(v))
+            }
+            Err(e) => {
+                let attempt = self.run.next_attempt(name)?;
+                self.run.begin(name, attempt, None, None, None)?;
+                self.run
+                    .end(name, attempt, Status::Failed, Some(e.message.clone()), None)?;
+                Err(e)
+            }
+        }
     }
 
     fn row_count(&mut self, sf: &StoredFormat) -> Result<()> {
@@ -944,6 +996,14 @@ impl Bench<'_> {
         v["after_forced_stop"] = json!(self.forced_stop);
         // Neither product flushes the WAL to data files on shutdown: say when it never did.
         v["never_flushed"] = footprint::never_flushed(&f);
+        // The product's own measure (PostgreSQL: database size, table/index split, load WAL).
+        if let Some(Value::Object(m)) = self.load_footprint.clone() {
+            for (k, x) in m {
+                if v.get(&k).is_none_or(Value::is_null) {
+                    v[k] = x;
+                }
+            }
+        }
         self.run
             .end("footprint", attempt, Status::Completed, None, Some(v))?;
         Ok(())
@@ -969,6 +1029,7 @@ impl Bench<'_> {
             crate::interrupt::check()?;
             // The bytes the runner is about to read are the ones the set's manifest records (#7).
             let sha = verify_query_file(qt, file)?;
+            let file_check = self.target.product.check_query_file(&file.path)?;
             if let Some(reason) = self.server_gone() {
                 return Err(Error::failed(format!("the server died: {reason}")));
             }
@@ -976,38 +1037,45 @@ impl Bench<'_> {
             let attempt = self.run.next_attempt(&step)?;
             let (log, log_rel) = self.run.log(&format!("query-{qt}-{attempt:03}.log"));
             let (results, results_rel) = self.run.result(&format!("query-{qt}-{attempt:03}.json"));
+            let queries = set.counts().get(qt).copied();
+            let urls = self.target.urls_with(&self.endpoint());
+            let mut target = self.target.product.query_target(&ToolOptions {
+                auth_token: auth.clone(),
+                ..ToolOptions::default()
+            });
+            target.connection = self.target.product.query_connection(&urls, queries)?;
             let spec = tsbs::QuerySpec {
                 binary: binary.clone(),
-                target: self.target.product.query_target(&ToolOptions {
-                    auth_token: auth.clone(),
-                    ..ToolOptions::default()
-                }),
+                target,
                 file: file.path.clone(),
                 database: self.target.database().to_string(),
-                urls: self.target.urls_with(&self.endpoint()),
+                urls,
                 workers,
                 results_file: results,
             };
-            let queries = set.counts().get(qt).copied();
             let mut cmd = tsbs::query_command(&spec)?;
             // About 100 progress blocks per type (on stderr, before the final report).
             cmd.set_print_interval(queries.map_or(1, |n| n.div_ceil(100).max(1)));
+            let mut data = json!({
+                "query_type": qt,
+                "file": file.path,
+                "file_bytes": file.bytes,
+                "file_sha256": sha,
+                "file_sha256_verified": true,
+                "queries": queries,
+                "workers": workers,
+                "command": cmd.redacted(),
+                "stall": self.stall_policy().to_json(),
+            });
+            if let Some(c) = file_check {
+                data["file_check"] = c;
+            }
             self.run.begin(
                 &step,
                 attempt,
                 Some(&log_rel),
                 Some(&results_rel),
-                Some(json!({
-                    "query_type": qt,
-                    "file": file.path,
-                    "file_bytes": file.bytes,
-                    "file_sha256": sha,
-                    "file_sha256_verified": true,
-                    "queries": queries,
-                    "workers": workers,
-                    "command": cmd.redacted(),
-                    "stall": self.stall_policy().to_json(),
-                })),
+                Some(data),
             )?;
             let label = format!("query type {}/{total_types} {qt}", i + 1);
             self.reporter().info(&label);

@@ -197,6 +197,7 @@ impl Product for ExampleDb {
         LoadTarget {
             single_url: None,
             args: vec![crate::tsbs::ToolArg::Flag("gzip", "false".into())],
+            connection: None,
         }
     }
     fn query_target(&self, _o: &ToolOptions) -> QueryTarget {

@@ -321,6 +321,7 @@ impl Product for GreptimeDb {
         crate::tsbs::LoadTarget {
             single_url: Some("GreptimeDB"),
             args: Vec::new(),
+            connection: None,
         }
     }
     /// `tsbs_run_queries_influx` against `/v1/sql`: nothing of its own.
@@ -405,6 +406,7 @@ impl QueryFormat {
         write: crate::queryset::write_as::<GreptimeQuerySetManifest>,
         read: crate::queryset::read_as::<GreptimeQuerySetManifest>,
         bytes_per_query: 4096,
+        generator_flags: &[],
     };
 }
 

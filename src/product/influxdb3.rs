@@ -476,6 +476,7 @@ impl Product for InfluxDb3 {
         crate::tsbs::LoadTarget {
             single_url: None,
             args,
+            connection: None,
         }
     }
     /// `tsbs_run_queries_influx3`, with the auth token when one is set.
@@ -487,6 +488,7 @@ impl Product for InfluxDb3 {
                 .filter(|t| !t.is_empty())
                 .map(|t| crate::tsbs::ToolArg::Secret("auth-token", t.clone()))
                 .collect(),
+            connection: None,
         }
     }
     fn unsynced_flush_interval(&self) -> Option<std::time::Duration> {
@@ -603,6 +605,7 @@ impl QueryFormat {
         write: crate::queryset::write_as::<Influx3QuerySetManifest>,
         read: crate::queryset::read_as::<Influx3QuerySetManifest>,
         bytes_per_query: 2560,
+        generator_flags: &[],
     };
 }
 

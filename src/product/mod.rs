@@ -253,6 +253,41 @@ pub trait Product: Send + Sync {
     fn load_target(&self, o: &ToolOptions) -> crate::tsbs::LoadTarget;
     /// The query runner's product-specific part.
     fn query_target(&self, o: &ToolOptions) -> crate::tsbs::QueryTarget;
+    /// The run label for server version `version` and the recorded `server_settings`
+    /// (`None`: `<display name> <version>`).
+    fn run_label(&self, _version: &str, _settings: Option<&Value>) -> Option<String> {
+        None
+    }
+    /// Before a load, on the running server (PostgreSQL: no other session on the database).
+    /// `Some`: what was done, recorded as step `before-load` and passed to [`Product::after_load`].
+    fn before_load(&self, _endpoint: &str, _database: &str) -> Result<Option<Value>> {
+        Ok(None)
+    }
+    /// After a load's row count, on the running server (PostgreSQL: the tags count, ANALYZE,
+    /// the SQL footprint). `Some`: recorded as step `after-load`; its `footprint` object goes
+    /// into the footprint step (the run's storage) where the data-directory walk has nothing.
+    fn after_load(&self, _req: &AfterLoad) -> Result<Option<Value>> {
+        Ok(None)
+    }
+    /// Checks a query file is one this product's runner executes as meant, before it runs
+    /// (`Some`: what was found, recorded in the step). Default: nothing to check.
+    fn check_query_file(&self, _path: &Path) -> Result<Option<Value>> {
+        Ok(None)
+    }
+    /// The loader's own connection flags for `urls` (set as [`crate::tsbs::LoadTarget::connection`]).
+    /// `None`: the HTTP loaders' `--urls=` and `--gzip=false`.
+    fn load_connection(&self, _urls: &[String]) -> Result<Option<Vec<crate::tsbs::ToolArg>>> {
+        Ok(None)
+    }
+    /// The runner's own connection flags for `urls`, for a query file of `queries` queries
+    /// (set as [`crate::tsbs::QueryTarget::connection`]). `None`: `--urls=`.
+    fn query_connection(
+        &self,
+        _urls: &[String],
+        _queries: Option<u64>,
+    ) -> Result<Option<Vec<crate::tsbs::ToolArg>>> {
+        Ok(None)
+    }
     /// After an unsynced load (`--no-sync`), how long writes may sit unpersisted before a
     /// row count sees them (`None`: the product has no such acknowledgement).
     fn unsynced_flush_interval(&self) -> Option<std::time::Duration> {
@@ -369,6 +404,17 @@ pub struct ToolOptions {
     pub admin_token: Option<crate::tsbs::Secret>,
 }
 
+/// What [`Product::after_load`] gets.
+#[derive(Debug, Clone)]
+pub struct AfterLoad<'a> {
+    pub endpoint: &'a str,
+    pub database: &'a str,
+    /// The dataset's scale (hosts).
+    pub scale: u64,
+    /// What [`Product::before_load`] returned.
+    pub before: Option<&'a Value>,
+}
+
 /// One row count on a running server.
 #[derive(Debug, Clone)]
 pub struct CountRequest<'a> {
@@ -433,6 +479,18 @@ pub fn label(name: &str, variant: Option<&str>) -> String {
             .unwrap_or_else(|_| e.display.to_string()),
         (Err(_), _) => name.to_string(),
     }
+}
+
+/// A run's label from the product, its variant, the server's version and recorded settings,
+/// when the product words it itself (`None`: `<display name> <version>`).
+pub fn run_label(
+    name: &str,
+    variant: Option<&str>,
+    version: Option<&str>,
+    settings: Option<&Value>,
+) -> Option<String> {
+    let e = entry(name).ok()?;
+    (e.make)(variant).ok()?.run_label(version?, settings)
 }
 
 /// The query formats of every product (each product's default variant), once each.

@@ -410,6 +410,10 @@ pub struct LoadTarget {
     pub single_url: Option<&'static str>,
     /// The product's own arguments, after the common ones, in order.
     pub args: Vec<ToolArg>,
+    /// The loader's own connection flags (`--host=.. --port=..`), set from the endpoint by
+    /// [`crate::product::Product::load_connection`]. `None`: the HTTP loaders' `--urls=` and
+    /// `--gzip=false` (tools that take neither reject them).
+    pub connection: Option<Vec<ToolArg>>,
 }
 
 /// Everything a loader invocation needs.
@@ -446,14 +450,19 @@ pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
         .with_hint("pass a single --url"));
     }
     let mut c = TsbsCommand::new(&spec.binary);
-    c.flag("urls", spec.urls.join(","));
+    match &spec.target.connection {
+        Some(conn) => c.tool_args(conn),
+        None => c.flag("urls", spec.urls.join(",")),
+    }
     match &spec.input {
         LoadInput::File(p) => c.flag("file", p.display()),
         LoadInput::Stdin => c.stdin_data = true,
     }
     c.flag("db-name", &spec.database);
     c.flag("batch-size", spec.batch_size);
-    c.raw("--gzip=false");
+    if spec.target.connection.is_none() {
+        c.raw("--gzip=false");
+    }
     c.flag("workers", spec.workers);
     c.flag("reporting-period", REPORTING_PERIOD);
     c.flag("results-file", spec.results_file.display());
@@ -469,6 +478,9 @@ pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
 #[derive(Debug, Clone, Default)]
 pub struct QueryTarget {
     pub args: Vec<ToolArg>,
+    /// The runner's own connection flags instead of `--urls=` (see [`LoadTarget::connection`]),
+    /// from [`crate::product::Product::query_connection`].
+    pub connection: Option<Vec<ToolArg>>,
 }
 
 /// Everything one query-runner invocation (one query type, one attempt) needs.
@@ -490,7 +502,10 @@ pub fn query_command(spec: &QuerySpec) -> Result<TsbsCommand> {
     let mut c = TsbsCommand::new(&spec.binary);
     c.flag("file", spec.file.display());
     c.flag("db-name", &spec.database);
-    c.flag("urls", spec.urls.join(","));
+    match &spec.target.connection {
+        Some(conn) => c.tool_args(conn),
+        None => c.flag("urls", spec.urls.join(",")),
+    }
     c.flag("workers", spec.workers);
     c.flag("print-interval", PRINT_INTERVAL);
     c.flag("results-file", spec.results_file.display());
@@ -774,6 +789,70 @@ mod tests {
             .ends_with("# config.json: auth-token=<redacted>"));
         assert!(!c.redacted().contains("s3cr3t"));
         assert!(c.config_json().unwrap().contains("s3cr3t-q"));
+    }
+
+    /// A product with its own connection flags gets neither `--urls` nor `--gzip`.
+    #[test]
+    fn timescaledb_connection_flags_replace_urls_and_gzip() {
+        let p = crate::product::resolve("timescaledb", Some("postgresql")).unwrap();
+        let urls = vec!["http://127.0.0.1:5433".to_string()];
+        let mut target = p.load_target(&Default::default());
+        target.connection = p.load_connection(&urls).unwrap();
+        let c = load_command(&LoadSpec {
+            binary: "/t/bin/tsbs_load_timescaledb".into(),
+            target,
+            urls: urls.clone(),
+            input: LoadInput::Stdin,
+            database: "benchmark".into(),
+            batch_size: 3000,
+            workers: 2,
+            results_file: "/r/load.json".into(),
+            mode: DatabaseMode::Create,
+            confirm_reset: None,
+        })
+        .unwrap();
+        let a = c.redacted_args();
+        assert_eq!(
+            a[..3],
+            ["--host=127.0.0.1", "--port=5433", "--db-name=benchmark"]
+        );
+        assert!(a.contains(&"--use-hypertable=false".to_string()), "{a:?}");
+        assert!(
+            !a.iter()
+                .any(|x| x.starts_with("--urls") || x.starts_with("--gzip")),
+            "{a:?}"
+        );
+        let mut target = p.query_target(&Default::default());
+        target.connection = p.query_connection(&urls, Some(10)).unwrap();
+        let c = query_command(&QuerySpec {
+            binary: "/t/bin/tsbs_run_queries_timescaledb".into(),
+            target,
+            file: "/q/x.dat".into(),
+            database: "benchmark".into(),
+            urls,
+            workers: 1,
+            results_file: "/r/x.json".into(),
+        })
+        .unwrap();
+        let a = c.redacted_args();
+        assert_eq!(
+            a[2..6],
+            [
+                "--hosts=127.0.0.1",
+                "--port=5433",
+                "--burn-in=1",
+                "--max-queries=10"
+            ]
+        );
+        assert!(!a.iter().any(|x| x.starts_with("--urls")), "{a:?}");
+        // One query: nothing to burn in.
+        assert!(
+            p.query_connection(&["http://h:1".into()], Some(1))
+                .unwrap()
+                .unwrap()
+                .len()
+                == 2
+        );
     }
 
     #[test]

@@ -59,6 +59,7 @@ fn frontmatter_and_openai_yaml_follow_the_standard() {
         "generate-tsbs-data",
         "benchmark-greptimedb",
         "benchmark-influxdb3",
+        "benchmark-timescaledb",
         "report-tsbs-results",
         "manage-tsbs-workspace",
     ] {

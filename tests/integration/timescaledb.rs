@@ -288,36 +288,64 @@ fn prepare_pg_same(env: &TestEnv, id: &str, port: u64) -> serde_json::Value {
     .json()
 }
 
-/// The benchmark phases of this product are not built yet: `bench timescaledb` says so with
-/// exit 2 before a run directory, a dataset or a server exists, and `runs list` does not offer
-/// it. (Replaced by the real bench tests once the phases exist.)
+/// `bench timescaledb all` in postgresql mode on the real server, with the TSBS stand-ins
+/// built by `env prepare`: the rows loaded and counted, the SQL footprint split into table and
+/// index bytes, the label naming PostgreSQL's version; `runs report` beside a GreptimeDB run.
 #[test]
-fn bench_timescaledb_is_refused_before_anything_is_written() {
-    let env = TestEnv::new();
-    for phase in ["all", "load", "query"] {
-        env.run(&[
-            "bench",
-            "timescaledb",
-            phase,
-            "--database-id",
-            "pg-15-smoke",
-            "--profile",
-            "smoke",
-        ])
-        .code(2)
-        .says("`tsbsctl bench timescaledb` is not available yet")
-        .says("timescaledb serve");
+fn bench_postgresql_all_then_report_beside_greptimedb() {
+    if pg_bin().is_none() {
+        eprintln!("SKIP bench_postgresql_all: no PostgreSQL under /usr/lib/postgresql");
+        return;
     }
-    assert!(
-        !env.root.join("timescaledb").exists(),
-        "nothing under the root"
+    let mut w = crate::world::world();
+    // The server runs as an unprivileged user through runuser (/usr/sbin).
+    w.gt.env.env(
+        "PATH",
+        format!("{}:/bin:/usr/bin:/usr/sbin:/sbin", crate::world::git_dir()),
     );
-    assert!(!env.root.join("datasets").exists(), "no dataset");
-    let list = env.run(&["runs", "list"]);
-    list.ok().says("tsbsctl bench greptimedb all");
-    assert!(
-        !list.stdout.contains("bench timescaledb"),
-        "{}",
-        list.stdout
-    );
+    let env = &w.gt.env;
+    std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    env.run_json(&["timescaledb", "install"]).ok();
+    prepare_pg(env, "pg1");
+    let mut a = vec![
+        "bench",
+        "timescaledb",
+        "all",
+        "--database-id",
+        "pg1",
+        "--stop-timeout",
+        "5",
+    ];
+    a.extend(crate::world::tiny());
+    for t in crate::world::TYPES {
+        a.extend(["--query-type", t]);
+    }
+    a.extend(["--queries", "3", "--json"]);
+    let r = env.run(&a);
+    r.ok();
+    let dir = crate::world::run_dir(&r);
+    let s = crate::world::summary(&dir);
+    assert_eq!(s["status"], "completed", "{s:#}");
+    let rows = s["dataset"]["rows"].as_u64().unwrap();
+    assert!(rows > 0);
+    assert_eq!(s["row_count"]["actual"], rows, "{:#}", s["row_count"]);
+    let st = &s["storage"];
+    assert!(st["database_bytes"].as_u64().unwrap() > 0, "{st:#}");
+    assert!(st["table_bytes"].as_u64().unwrap() > 0, "{st:#}");
+    assert!(st["index_bytes"].as_u64().unwrap() > 0, "{st:#}");
+    assert!(st["load_wal_bytes"].as_u64().unwrap() > 0, "{st:#}");
+    let v = s["target"]["version"].as_str().unwrap();
+    assert_eq!(s["label"], format!("PostgreSQL {v} (no TimescaleDB)"));
+    for q in s["queries"].as_array().unwrap() {
+        assert_eq!(q["status"], "completed", "{q:#}");
+    }
+    let g = w.bench_ok("all", &[]);
+    let rep = env.run(&[
+        "runs",
+        "report",
+        dir.to_str().unwrap(),
+        g.to_str().unwrap(),
+        "--json",
+    ]);
+    rep.ok().says("no TimescaleDB").says("GreptimeDB");
 }

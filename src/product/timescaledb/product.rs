@@ -62,12 +62,27 @@ impl From<TimescaleQuerySetManifest> for crate::queryset::QuerySetManifest {
 }
 
 /// `tsbs_generate_queries --format timescaledb` (gob-encoded SQL queries).
+/// The query format of each mode: the same files but for the generator flags (PostgreSQL has
+/// no `time_bucket`), which are in the set's identity. Must match [`QueryFlags::for_mode`].
 const FORMAT: QueryFormat = QueryFormat {
     name: "timescaledb",
     manifest_kind: "timescaledb-query-set",
     write: crate::queryset::write_as::<TimescaleQuerySetManifest>,
     read: crate::queryset::read_as::<TimescaleQuerySetManifest>,
     bytes_per_query: 2048,
+    generator_flags: &[
+        "--timescale-use-time-bucket=true",
+        "--timescale-use-json=false",
+        "--timescale-use-tags=true",
+    ],
+};
+const FORMAT_POSTGRESQL: QueryFormat = QueryFormat {
+    generator_flags: &[
+        "--timescale-use-time-bucket=false",
+        "--timescale-use-json=false",
+        "--timescale-use-tags=true",
+    ],
+    ..FORMAT
 };
 
 /// Reads the pinned record of the installation in `install_dir`.
@@ -84,6 +99,25 @@ pub fn read_record(install_dir: &Path) -> Result<PgInstallation> {
         ))
         .with_hint("tsbsctl timescaledb install --reinstall")
     })
+}
+
+/// The maintenance database every cluster has (sessions on the benchmark one are ended from it).
+const ADMIN_DB: &str = "postgres";
+
+/// The one endpoint's host and port (the tools take one server).
+fn host_port(urls: &[String]) -> Result<(String, u16)> {
+    let [u] = urls else {
+        return Err(Error::invalid(format!(
+            "PostgreSQL takes exactly one endpoint, got {}",
+            urls.len()
+        )));
+    };
+    let parsed = url::Url::parse(u).map_err(|e| Error::invalid(format!("endpoint {u:?}: {e}")))?;
+    let host = parsed
+        .host_str()
+        .ok_or_else(|| Error::invalid(format!("no host in endpoint {u:?}")))?
+        .to_string();
+    Ok((host, endpoint_port(u)?))
 }
 
 /// The port of `http://127.0.0.1:PORT` (the generic endpoint form of a workspace).
@@ -324,7 +358,10 @@ impl Product for TimescaleDb {
         "timescaledb"
     }
     fn query_format(&self) -> QueryFormat {
-        FORMAT
+        match self.mode {
+            Mode::Timescaledb => FORMAT,
+            Mode::Postgresql => FORMAT_POSTGRESQL,
+        }
     }
     /// The published comparison: 8 workers x 10,000 rows.
     fn default_write(&self, profile: Profile) -> (u32, u32) {
@@ -338,19 +375,6 @@ impl Product for TimescaleDb {
     }
     fn bench_caps(&self) -> BenchCaps {
         BenchCaps::default()
-    }
-    /// The benchmark phases need what is not built yet: datasets in the timescaledb format, the
-    /// tools' connection flags (`--host/--port`, not `--urls`), ANALYZE and the SQL footprint.
-    /// Until then a run would fail after writing a run directory: refuse first.
-    fn check_benchmarkable(&self) -> Result<()> {
-        Err(Error::invalid(
-            "`tsbsctl bench timescaledb` is not available yet: this version pins PostgreSQL and \
-             manages its workspaces (install, prepare, serve), but its benchmark phases are not built",
-        )
-        .with_hint(
-            "use `tsbsctl timescaledb serve --database-id ID` and the TSBS tools by hand for now; \
-             GreptimeDB and InfluxDB 3 benchmarks work as documented",
-        ))
     }
     /// The mode's table layout (hypertables or plain tables); the password only as a secret.
     fn load_target(&self, o: &ToolOptions) -> LoadTarget {
@@ -369,14 +393,113 @@ impl Product for TimescaleDb {
         LoadTarget {
             single_url: Some("PostgreSQL"),
             args,
+            connection: None,
         }
+    }
+    /// "PostgreSQL 17.2 (no TimescaleDB)", "TimescaleDB 2.17.2 (PostgreSQL 17.2)".
+    fn run_label(&self, version: &str, settings: Option<&Value>) -> Option<String> {
+        let ext = settings.and_then(|s| s["extension_version"].as_str());
+        Some(self.mode.label(version, ext))
+    }
+    /// No other session on the benchmark database (a leftover one would block the loader's
+    /// `DROP DATABASE` and compete with it), and the WAL position the load starts from.
+    fn before_load(&self, endpoint: &str, database: &str) -> Result<Option<Value>> {
+        let admin = Target::local(endpoint_port(endpoint)?, ADMIN_DB);
+        let db = database.to_string();
+        on_thread(move || {
+            let mut c = sql::connect(&admin, sql::TIMEOUT)?;
+            let ended = sql::terminate_sessions(&mut c, &db, sql::TIMEOUT)?;
+            let lsn = sql::wal_lsn(&mut c)?;
+            Ok(Some(
+                json!({"terminated_sessions": ended, "wal_lsn_before": lsn}),
+            ))
+        })
+    }
+    /// One `tags` row per host, `ANALYZE` (the loader runs none), then the footprint as the
+    /// published comparison counts it: `pg_database_size`, table/index split, the load's WAL.
+    fn after_load(&self, req: &crate::product::AfterLoad) -> Result<Option<Value>> {
+        let t = Target::local(endpoint_port(req.endpoint)?, req.database);
+        let scale = req.scale;
+        let before = req
+            .before
+            .and_then(|b| b["wal_lsn_before"].as_str())
+            .map(String::from);
+        on_thread(move || {
+            let mut c = sql::connect(&t, sql::TIMEOUT)?;
+            let tags = sql::row_count(&mut c, "tags")?;
+            if tags != scale {
+                return Err(Error::failed(format!(
+                    "table tags holds {tags} rows, the dataset has {scale} hosts"
+                ))
+                .with_hint("the load did not store every host; load again with --database-mode reset --confirm-reset NAME"));
+            }
+            sql::analyze(&mut c)?;
+            let f = sql::footprint(&mut c)?;
+            let wal = match &before {
+                Some(b) => {
+                    let now = sql::wal_lsn(&mut c)?;
+                    Some(sql::wal_bytes(&mut c, b, &now)?)
+                }
+                None => None,
+            };
+            let sum = |g: fn(&sql::RelationSize) -> u64| {
+                f.cpu.iter().chain(f.tags.iter()).map(g).sum::<u64>()
+            };
+            Ok(Some(json!({
+                "tags": {"expected": scale, "actual": tags, "ok": true},
+                "analyze": true,
+                "footprint": {
+                    "database_bytes": f.database_bytes,
+                    "table_bytes": sum(|r| r.table_bytes),
+                    "index_bytes": sum(|r| r.index_bytes),
+                    "load_wal_bytes": wal,
+                    "sql": f,
+                },
+            })))
+        })
+    }
+    /// The runner executes any gob file, an influx one as empty SQL: check the labels first.
+    fn check_query_file(&self, path: &Path) -> Result<Option<Value>> {
+        let c = super::tsbs::check_query_file(path)?;
+        Ok(Some(json!({"queries": c.queries, "labels": c.labels})))
+    }
+    /// `--host=H --port=P` from the endpoint (`http://H:P`, the generic workspace form).
+    fn load_connection(&self, urls: &[String]) -> Result<Option<Vec<ToolArg>>> {
+        let (host, port) = host_port(urls)?;
+        Ok(Some(vec![
+            ToolArg::Flag("host", host),
+            ToolArg::Flag("port", port.to_string()),
+        ]))
+    }
+    /// `--hosts=H --port=P`, and with two or more queries `--burn-in=1 --max-queries=N`: the
+    /// first query (which pays the connection setup, 3-7 ms) runs uncounted, so N-1 of the
+    /// file's N queries are measured.
+    fn query_connection(
+        &self,
+        urls: &[String],
+        queries: Option<u64>,
+    ) -> Result<Option<Vec<ToolArg>>> {
+        let (host, port) = host_port(urls)?;
+        let mut a = vec![
+            ToolArg::Flag("hosts", host),
+            ToolArg::Flag("port", port.to_string()),
+        ];
+        if let Some(n) = queries.filter(|n| *n >= 2) {
+            let b = super::tsbs::BurnIn::new(1, n)?;
+            a.push(ToolArg::Flag("burn-in", b.burn_in.to_string()));
+            a.push(ToolArg::Flag("max-queries", b.max_queries.to_string()));
+        }
+        Ok(Some(a))
     }
     fn query_target(&self, o: &ToolOptions) -> QueryTarget {
         let mut args = vec![ToolArg::Flag("user", pg::SUPERUSER.into())];
         if let Some(p) = &o.auth_token {
             args.push(ToolArg::Secret("pass", p.clone()));
         }
-        QueryTarget { args }
+        QueryTarget {
+            args,
+            connection: None,
+        }
     }
     /// `url` is `postgres://USER@HOST:PORT/DB`; `token` the password (from the environment).
     fn probe_version(
@@ -417,6 +540,9 @@ impl Product for TimescaleDb {
             "settings": self.settings(ws, dir),
             "config_file": pg::CONFIG_NAME,
             "config": rendered,
+            "extension_version": read_record(&ws.installation_path)
+                .ok()
+                .and_then(|i| i.extension_version().map(String::from)),
         }))
     }
     /// A cluster's directory: `pg_wal/` is WAL, `base/` the databases, the rest other. The
@@ -435,6 +561,51 @@ impl Product for TimescaleDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_labels_name_both_versions() {
+        let s = json!({"extension_version": "2.17.2"});
+        assert_eq!(
+            crate::product::run_label("timescaledb", Some("postgresql"), Some("17.2"), Some(&s)),
+            Some("PostgreSQL 17.2 (no TimescaleDB)".into())
+        );
+        assert_eq!(
+            crate::product::run_label("timescaledb", Some("timescaledb"), Some("17.2"), Some(&s)),
+            Some("TimescaleDB 2.17.2 (PostgreSQL 17.2)".into())
+        );
+        assert_eq!(
+            crate::product::run_label("greptimedb", None, Some("0.9.0"), None),
+            None
+        );
+    }
+
+    /// Each mode's query sets are generated with its flags, and the flags tell the sets apart.
+    #[test]
+    fn query_formats_carry_the_mode_generator_flags() {
+        for mode in [Mode::Timescaledb, Mode::Postgresql] {
+            let f = TimescaleDb { mode }.query_format();
+            let want = super::super::tsbs::QueryFlags::for_mode(mode).generator_args();
+            assert_eq!(want[0], format!("--format={}", f.name));
+            assert_eq!(f.generator_flags, &want[1..]);
+        }
+        let ds = crate::dataset::Dataset {
+            id: "ds".into(),
+            dir: "/d".into(),
+            spec: Profile::Smoke.spec(),
+            stored: false,
+            created_at: None,
+        };
+        let counts: BTreeMap<String, u64> = [("lastpoint".to_string(), 3)].into();
+        let pg = crate::queryset::query_set_spec(&ds, FORMAT_POSTGRESQL, &counts).unwrap();
+        let ts = crate::queryset::query_set_spec(&ds, FORMAT, &counts).unwrap();
+        assert_ne!(
+            crate::queryset::query_set_id(FORMAT_POSTGRESQL, &pg),
+            crate::queryset::query_set_id(FORMAT, &ts)
+        );
+        let args = crate::queryset::generator_args(&pg, "lastpoint", 3);
+        assert_eq!(args.last().unwrap(), "--timescale-use-tags=true");
+        assert!(args.contains(&"--timescale-use-time-bucket=false".to_string()));
+    }
 
     #[test]
     fn registry_and_modes() {
