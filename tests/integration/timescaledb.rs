@@ -334,6 +334,10 @@ fn bench_postgresql_all_then_report_beside_greptimedb() {
     assert!(st["table_bytes"].as_u64().unwrap() > 0, "{st:#}");
     assert!(st["index_bytes"].as_u64().unwrap() > 0, "{st:#}");
     assert!(st["load_wal_bytes"].as_u64().unwrap() > 0, "{st:#}");
+    // summary.md leads with the database's size, not the cluster's data directory.
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("| Database (`pg_database_size`) |"), "{md}");
+    assert!(md.contains("its total is not the database's size"), "{md}");
     let v = s["target"]["version"].as_str().unwrap();
     assert_eq!(s["label"], format!("PostgreSQL {v} (no TimescaleDB)"));
     for q in s["queries"].as_array().unwrap() {
