@@ -194,16 +194,19 @@ fn proc_state(pid: i32) -> Option<(String, Option<f64>)> {
     Some((state, started))
 }
 
-/// True when a process with this pid exists (signal 0 probe).
+/// True when a process with this pid exists and has not exited. A zombie (exited, not yet
+/// reaped by its parent) answers signal 0 but holds no lock, no file and does no work: it is a
+/// dead holder, not a live one.
 pub fn process_alive(pid: i32) -> bool {
     if pid <= 0 {
         return false;
     }
     // Signal 0 only checks for existence and permission (EPERM: it exists, not ours).
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+    let exists = match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
         Ok(()) => true,
         Err(e) => e == nix::errno::Errno::EPERM,
-    }
+    };
+    exists && proc_state(pid).is_none_or(|(state, _)| state != "Z")
 }
 
 /// Reads a log as text (lossy), for the parsers; a missing or unreadable file reads as "".
@@ -231,6 +234,31 @@ fn file_name(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zombie_is_not_alive_and_a_running_child_is() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        assert!(process_alive(pid));
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL).unwrap();
+        // Not reaped yet: a zombie until `wait`. Bounded wait for the state to turn Z.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while proc_state(pid).is_some_and(|(s, _)| s != "Z") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never became a zombie"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(proc_state(pid).map(|(s, _)| s).as_deref(), Some("Z"));
+        assert!(!process_alive(pid));
+        child.wait().unwrap();
+        assert!(!process_alive(pid));
+        assert!(!process_alive(0) && !process_alive(-1));
+    }
 
     #[test]
     fn write_atomic_replaces_and_leaves_no_temp() {
@@ -294,7 +322,12 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert!(!owner_alive(young.id() as i32, &fresh));
-        assert!(process_alive(young.id() as i32), "reaped too early");
+        // Still there, as a zombie: the path above was the zombie's, not a missing pid's.
+        assert_eq!(
+            proc_state(young.id() as i32).map(|(s, _)| s).as_deref(),
+            Some("Z"),
+            "reaped too early"
+        );
         young.wait().unwrap();
     }
 

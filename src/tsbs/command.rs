@@ -344,11 +344,7 @@ fn sweep_stale_tool_dirs(parent: &Path) {
         else {
             continue;
         };
-        // SAFETY: signal 0 only checks whether the pid exists.
-        let alive = pid > 0
-            && (unsafe { libc::kill(pid, 0) } == 0
-                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
-        if !alive {
+        if !crate::fsutil::process_alive(pid) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
