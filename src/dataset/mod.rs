@@ -2337,7 +2337,7 @@ mod tests {
     #[test]
     fn timescaledb_rows_are_counted_on_the_real_fixture() {
         let head = include_bytes!(
-            "../tests/fixtures/tsbs-real-postgresql/data/cpu-timescaledb.head30.txt"
+            "../../tests/fixtures/tsbs-real-postgresql/data/cpu-timescaledb.head30.txt"
         );
         let text = std::str::from_utf8(head).unwrap();
         assert_eq!(text.lines().count(), 30);
@@ -2371,7 +2371,7 @@ mod tests {
     #[test]
     fn influx_rows_are_lines() {
         let head =
-            include_bytes!("../tests/fixtures/tsbs-real-postgresql/data/cpu-influx.head30.txt");
+            include_bytes!("../../tests/fixtures/tsbs-real-postgresql/data/cpu-influx.head30.txt");
         let mut c = RowCounter::new(RowLayout::INFLUX);
         c.feed(head);
         assert_eq!((c.rows(), c.lines), (30, 30));
