@@ -549,8 +549,9 @@ fn check_spec_identity(dataset: &Dataset, f: &str, m: &FormatManifest) -> Result
     .with_hint(hint))
 }
 
-/// `<slug>-s<digits>-<12 lowercase hex>`: the shape of [`DatasetSpec::auto_id`] (a chosen
-/// `--dataset-id` such as `tiny` is not derived from the spec).
+/// `<slug>-s<digits>-<12 lowercase hex>`: the shape of
+/// [`DatasetSpec::auto_id`](super::DatasetSpec::auto_id) (a chosen `--dataset-id` such as
+/// `tiny` is not derived from the spec).
 fn looks_auto_id(id: &str) -> bool {
     let Some((head, digest)) = id.rsplit_once('-') else {
         return false;
