@@ -1,0 +1,482 @@
+//! Generation of a stored format: [`ensure_generated`] reuses a completed variant or runs
+//! `tsbs_generate_data` under the variant lock, streams its output through the
+//! pipeline (`pipeline.rs`) and publishes the data file and its manifest.
+
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::lock::{self, LockOptions};
+use crate::manifest;
+use crate::output::{Reporter, Unit};
+
+use super::format::{
+    check_generator, read_format_manifest, reuse_checked, reuse_fast, sweep_leftovers,
+    validate_format, Compression, Digest, Fingerprint, FormatManifest, Generator, StoredFormat,
+    VariantStatus,
+};
+use super::pipeline::{open_direct, stream, StreamResult};
+use super::rows::RowLayout;
+use super::spec::generator_args;
+use super::store::Dataset;
+use super::GENERATION_WAIT;
+
+/// On reuse: the variant's generator must be the prepared one. Without a prepared
+/// environment there is nothing to compare with (and no TSBS tool will read the data).
+fn check_reuse_generator(
+    dataset_id: &str,
+    m: &FormatManifest,
+    generator: &mut dyn FnMut() -> Result<Generator>,
+) -> Result<()> {
+    match generator() {
+        Ok(gen) => check_generator(
+            &format!("dataset {dataset_id} ({})", m.format),
+            &m.generator,
+            &gen,
+            format!(
+                "regenerate it with the prepared tools: `tsbsctl data generate --format {} --dataset-id {dataset_id} --regenerate`",
+                m.format
+            ),
+        ),
+        Err(_) => Ok(()),
+    }
+}
+
+/// What `data generate` asks for.
+#[derive(Debug, Clone)]
+pub struct GenerateRequest {
+    pub format: String,
+    /// `None`: keep whatever is stored, `none` for a new variant.
+    pub compression: Option<Compression>,
+    pub regenerate: bool,
+    /// The formats the products' loaders read (`crate::product::data_formats()`): the ones
+    /// that may be generated. Passed in, as dataset sits below product in the layering.
+    pub generatable: Vec<&'static str>,
+}
+
+/// Makes sure `dataset` holds `req.format`: reuses a completed variant (without reading the
+/// data when its fingerprint is unchanged), else generates it under the variant lock. A second
+/// process asking for the same variant waits for the first and reuses its result.
+///
+/// `generator` gives the prepared generator. Reuse works without one (its error is ignored
+/// then); with one, a variant another generator made is an integrity error (exit 4). The dataset's `dataset.json` is written when new.
+pub fn ensure_generated(
+    dataset: &Dataset,
+    req: &GenerateRequest,
+    generator: &mut dyn FnMut() -> Result<Generator>,
+    command: &str,
+    reporter: &dyn Reporter,
+) -> Result<StoredFormat> {
+    validate_format(&req.format)?;
+    let layout =
+        RowLayout::of(&req.format).filter(|_| req.generatable.contains(&req.format.as_str()));
+    let Some(layout) = layout else {
+        return Err(Error::invalid(format!(
+            "--format {} cannot be generated: tsbsctl generates the formats the products load ({})",
+            req.format,
+            req.generatable.join(", ")
+        ))
+        .with_hint(format!(
+            "use --format {}",
+            req.generatable.join(" or --format ")
+        )));
+    };
+    let Some((expected_rows, metrics_per_row)) = dataset.spec.expected_rows()? else {
+        return Err(Error::invalid(format!(
+            "use case {:?} has no fixed row count, so tsbsctl cannot check its output",
+            dataset.spec.use_case
+        ))
+        .with_hint("use --use-case cpu-only (what the benchmarks load)"));
+    };
+    let dir = dataset.format_dir(&req.format);
+    sweep_leftovers(&dir, reporter);
+
+    // Fast path, no lock: a completed manifest whose fingerprint still matches.
+    let mut completed_seen = false;
+    if dataset.stored {
+        if let Some(m) = read_format_manifest(&dir)? {
+            if m.status == VariantStatus::Completed {
+                completed_seen = true;
+                if !req.regenerate && compression_ok(&m, req) {
+                    if let Some(sf) = reuse_fast(&dir, &m)? {
+                        check_reuse_generator(&dataset.id, &m, generator)?;
+                        return Ok(sf);
+                    }
+                }
+            }
+        }
+    }
+    // Generation is certainly needed: find the generator before writing anything, so a
+    // missing TSBS environment changes nothing on disk.
+    let mut gen_cache: Option<Generator> = None;
+    if req.regenerate || !completed_seen {
+        gen_cache = Some(generator()?);
+        // Room for the whole file before anything is written (trial-run #1).
+        crate::diskspace::ensure_room(&[generation_need(dataset, req, expected_rows)?])?;
+    }
+    let (dataset, _) = dataset.ensure_stored(command, reporter)?;
+    fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
+    let _guard = lock::lock_dir(
+        &dir,
+        &format!("dataset {}/{}", dataset.id, req.format),
+        command,
+        Some("generating data"),
+        &LockOptions {
+            wait: Some(GENERATION_WAIT),
+            hold_token: None,
+        },
+        reporter,
+    )?;
+    let existing = read_format_manifest(&dir)?;
+    let completed = existing
+        .as_ref()
+        .filter(|m| m.status == VariantStatus::Completed);
+    if let Some(m) = completed {
+        if !compression_ok(m, req) && !req.regenerate {
+            return Err(Error::invalid(format!(
+                "dataset {} stores {} as {}, not {}",
+                dataset.id,
+                req.format,
+                m.compression.map(|c| c.as_str()).unwrap_or("?"),
+                req.compression.map(|c| c.as_str()).unwrap_or("?"),
+            ))
+            .with_hint(
+                "add --regenerate to store it with the new compression, or drop --compression",
+            ));
+        }
+        if !req.regenerate {
+            // Generated by someone else while we waited, or the fingerprint changed.
+            let sf = reuse_checked(&dir, m, reporter)?;
+            match &gen_cache {
+                Some(gen) => check_generator(
+                    &format!("dataset {} ({})", dataset.id, m.format),
+                    &m.generator,
+                    gen,
+                    format!(
+                        "regenerate it with the prepared tools: `tsbsctl data generate --format {} --dataset-id {} --regenerate`",
+                        m.format, dataset.id
+                    ),
+                )?,
+                None => check_reuse_generator(&dataset.id, m, generator)?,
+            }
+            return Ok(sf);
+        }
+    }
+    for t in ["gen", "cwd"] {
+        for f in [Compression::None, Compression::Gzip, Compression::Xz] {
+            fsutil_clean(&dir.join(f.file_name()), t);
+        }
+        fsutil_clean(&dir.join("work"), t);
+        fsutil_clean(&dir.join("generate.log"), t);
+    }
+    let compression = req
+        .compression
+        .or(completed.and_then(|m| m.compression))
+        .unwrap_or(Compression::None);
+    let gen = match gen_cache {
+        Some(g) => g,
+        None => generator()?,
+    };
+    generate(
+        &dataset,
+        &dir,
+        &req.format,
+        compression,
+        expected_rows,
+        metrics_per_row,
+        layout,
+        &gen,
+        completed,
+        reporter,
+    )
+}
+
+/// What generating `req.format` of `dataset` will write, for the free-space check.
+pub fn generation_need(
+    dataset: &Dataset,
+    req: &GenerateRequest,
+    rows: u64,
+) -> Result<crate::diskspace::Need> {
+    let dir = dataset.format_dir(&req.format);
+    let compression = match req.compression {
+        Some(c) => c,
+        None => read_format_manifest(&dir)
+            .ok()
+            .flatten()
+            .and_then(|m| m.compression)
+            .unwrap_or(Compression::None),
+    };
+    Ok(crate::diskspace::Need {
+        what: format!("dataset {} ({rows} rows)", dataset.id),
+        bytes: estimated_bytes(rows, compression),
+        dir,
+    })
+}
+
+fn fsutil_clean(target: &Path, tag: &str) {
+    let _ = crate::fsutil::clean_staging(target, tag);
+}
+
+fn compression_ok(m: &FormatManifest, req: &GenerateRequest) -> bool {
+    req.compression.is_none() || req.compression == m.compression
+}
+
+#[allow(clippy::too_many_arguments)]
+fn generate(
+    dataset: &Dataset,
+    dir: &Path,
+    format: &str,
+    compression: Compression,
+    expected_rows: u64,
+    metrics_per_row: u64,
+    layout: RowLayout,
+    gen: &Generator,
+    completed: Option<&FormatManifest>,
+    reporter: &dyn Reporter,
+) -> Result<StoredFormat> {
+    let target = dir.join(compression.file_name());
+    let staging = crate::fsutil::staging_path(&target, "gen")?;
+    let log_staging = crate::fsutil::staging_path(&dir.join("generate.log"), "gen")?;
+    let cwd = crate::fsutil::staging_path(&dir.join("work"), "cwd")?;
+    let args = generator_args(&dataset.spec, format);
+    let mut command = vec![gen.path.to_string_lossy().into_owned()];
+    command.extend(args.iter().cloned());
+    let started_at = manifest::now_rfc3339();
+    let t0 = Instant::now();
+    reporter.info(&format!(
+        "generating {} ({format}, {}): {} rows",
+        dataset.id,
+        compression.as_str(),
+        expected_rows
+    ));
+
+    let outcome = (|| -> Result<StreamResult> {
+        // TSBS reads a config.* from its working directory: give it an empty one.
+        fs::create_dir(&cwd).map_err(|e| Error::io("create", &cwd, e))?;
+        let mut log =
+            File::create(&log_staging).map_err(|e| Error::io("create", &log_staging, e))?;
+        writeln!(
+            log,
+            "$ {}",
+            crate::proc::command_line(&command[0], &command[1..])
+        )
+        .map_err(|e| Error::io("write", &log_staging, e))?;
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&staging)
+            .map_err(|e| Error::io("create", &staging, e))?;
+        let mut cmd = Command::new(&gen.path);
+        cmd.args(&args)
+            .current_dir(&cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        crate::proc::configure(&mut cmd);
+        let mut child = cmd.spawn().map_err(|e| {
+            Error::failed(format!("could not run {}: {e}", gen.path.display()))
+                .with_hint("rebuild the TSBS tools with `tsbsctl env prepare --rebuild`")
+        })?;
+        let stderr = child.stderr.take().expect("piped stderr");
+        let log_thread = std::thread::spawn(move || -> Vec<String> {
+            let mut tail = Vec::new();
+            for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+                let _ = writeln!(log, "{line}");
+                tail.push(line);
+                if tail.len() > 20 {
+                    tail.remove(0);
+                }
+            }
+            let _ = log.sync_all();
+            tail
+        });
+        let stdout = child.stdout.take().expect("piped stdout");
+        let progress = reporter.progress(
+            &format!("generating {}/{format}", dataset.id),
+            Some(expected_rows),
+            Unit::Items,
+        );
+        let direct = open_direct(&staging);
+        // On Ctrl-C/SIGTERM stop the generator even while it writes nothing (the read would
+        // otherwise wait for it); its pipe then closes and the pipeline unwinds.
+        let watch = crate::proc::InterruptWatch::start(&child, Duration::from_secs(2));
+        let streamed = stream(stdout, file, direct, compression, layout, progress.as_ref());
+        progress.finish();
+        watch.finish();
+        if streamed.is_err() {
+            crate::proc::stop_group(&mut child, Duration::ZERO);
+        }
+        let status = child
+            .wait()
+            .map_err(|e| Error::failed(format!("wait for the generator: {e}")))?;
+        let stderr_tail = log_thread.join().unwrap_or_default();
+        let streamed = streamed?;
+        if !status.success() {
+            let code = status
+                .code()
+                .map(|c| format!("exit code {c}"))
+                .unwrap_or_else(|| "a signal".to_string());
+            let last = stderr_tail.last().cloned().unwrap_or_default();
+            return Err(Error::failed(format!(
+                "tsbs_generate_data failed with {code}{}",
+                if last.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {last}")
+                }
+            )));
+        }
+        let lines_ok = streamed.lines == layout.lines_for(streamed.rows);
+        if streamed.rows != expected_rows
+            || !lines_ok
+            || !streamed.tail.ends_with(b"\n") && streamed.bytes > 0
+        {
+            let tail = String::from_utf8_lossy(&streamed.tail);
+            let last_line = tail
+                .trim_end()
+                .rsplit('\n')
+                .next()
+                .unwrap_or("")
+                .to_string();
+            return Err(Error::failed(format!(
+                "tsbs_generate_data exited 0 but wrote {} rows, expected {expected_rows} (scale × intervals){}; its output ends with: {last_line:?}",
+                streamed.rows,
+                if lines_ok {
+                    String::new()
+                } else {
+                    format!(
+                        ", in {} lines where the {format} layout has {}",
+                        streamed.lines,
+                        layout.lines_for(streamed.rows)
+                    )
+                }
+            )));
+        }
+        Ok(streamed)
+    })();
+    let _ = fs::remove_dir_all(&cwd);
+    let finished_at = manifest::now_rfc3339();
+    let seconds = t0.elapsed().as_secs_f64();
+    let base = FormatManifest {
+        dataset_id: dataset.id.clone(),
+        format: format.to_string(),
+        status: VariantStatus::Failed,
+        compression: None,
+        file: None,
+        rows: None,
+        layout: None,
+        metrics: None,
+        uncompressed: None,
+        stored: None,
+        fingerprint: None,
+        generator: gen.record(),
+        command: command.clone(),
+        started_at,
+        finished_at,
+        generate_seconds: seconds,
+        verified_at: None,
+        log: "generate.log".into(),
+        error: None,
+        tool_version: crate::VERSION.to_string(),
+    };
+    let streamed = match outcome {
+        Ok(s) => s,
+        Err(mut err) => {
+            let _ = fs::remove_file(&staging);
+            // Ctrl-C reaches the generator too; what it leaves behind is an interruption.
+            if crate::interrupt::requested() && err.kind != crate::error::ErrorKind::Interrupted {
+                err = Error::interrupted(format!("interrupted while generating ({})", err.message))
+                    .with_hint("run the command again to generate the data");
+            }
+            let log_name = if completed.is_some() {
+                // Keep the completed variant's log; the failed attempt's goes beside it.
+                "generate.failed.log"
+            } else {
+                "generate.log"
+            };
+            let log_path = dir.join(log_name);
+            let _ = crate::fsutil::rename_durable(&log_staging, &log_path);
+            if completed.is_none() {
+                let failed = FormatManifest {
+                    error: Some(err.message.clone()),
+                    ..base
+                };
+                manifest::write(&dir.join("manifest.json"), &failed)?;
+            }
+            err.message = format!("{}; see {}", err.message, log_path.display());
+            if err.hint.is_none() {
+                err = err.with_hint(if completed.is_some() {
+                    "the previously generated data is untouched; check the log and try again"
+                } else {
+                    "check the log; `tsbsctl data generate` retries"
+                });
+            }
+            return Err(err);
+        }
+    };
+    crate::fsutil::rename_durable(&staging, &target)?;
+    let fp = Fingerprint::of(&target).map_err(|e| Error::io("stat", &target, e))?;
+    let (stored_sha, stored_bytes) = streamed
+        .stored
+        .clone()
+        .unwrap_or_else(|| (streamed.sha256.clone(), streamed.bytes));
+    let m = FormatManifest {
+        status: VariantStatus::Completed,
+        compression: Some(compression),
+        file: Some(compression.file_name().to_string()),
+        rows: Some(streamed.rows),
+        metrics: Some(streamed.rows * metrics_per_row),
+        layout: Some(layout),
+        uncompressed: Some(Digest {
+            bytes: streamed.bytes,
+            sha256: streamed.sha256.clone(),
+        }),
+        stored: Some(Digest {
+            bytes: stored_bytes,
+            sha256: stored_sha,
+        }),
+        fingerprint: Some(fp),
+        ..base
+    };
+    manifest::write(&dir.join("manifest.json"), &m)?;
+    crate::fsutil::rename_durable(&log_staging, &dir.join("generate.log"))?;
+    let _ = fs::remove_file(dir.join("generate.failed.log"));
+    // A regeneration with another compression leaves the old file behind: remove it.
+    for c in [Compression::None, Compression::Gzip, Compression::Xz] {
+        if c != compression {
+            let _ = fs::remove_file(dir.join(c.file_name()));
+        }
+    }
+    reporter.info(&format!(
+        "generated {} rows ({} bytes) in {:.1}s",
+        streamed.rows, streamed.bytes, seconds
+    ));
+    StoredFormat::from_manifest(dir, &m, false, false)
+}
+
+/// Estimated bytes of a cpu-only influx dataset of `rows` rows stored with `compression` (the
+/// disk-space check before generation).
+pub fn estimated_bytes(rows: u64, compression: Compression) -> u64 {
+    let per_row = match compression {
+        Compression::None => 360,
+        Compression::Gzip => 90,
+        Compression::Xz => 72,
+    };
+    rows.saturating_mul(per_row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_size_estimate_scales_with_rows_and_compression() {
+        assert_eq!(estimated_bytes(86_400, Compression::None), 86_400 * 360);
+        assert!(estimated_bytes(10, Compression::Gzip) < estimated_bytes(10, Compression::None));
+        assert_eq!(estimated_bytes(u64::MAX, Compression::None), u64::MAX);
+    }
+}

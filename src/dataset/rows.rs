@@ -1,0 +1,253 @@
+//! How a format's file holds its rows, and the counter that derives `rows` from the lines of a
+//! stream fed in arbitrary chunks: the same count at generation and at every verify.
+
+use serde::{Deserialize, Serialize};
+
+/// Counts `\n` bytes, eight at a time (SWAR: a byte of `x ^ 0x0a..` is zero exactly where
+/// `x` holds a newline; the high bit of each byte of the expression below is set for
+/// non-zero bytes, without carries between bytes).
+fn count_newlines(buf: &[u8]) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const NL: u64 = 0x0a0a_0a0a_0a0a_0a0a;
+    let mut words = buf.chunks_exact(8);
+    let mut total = 0u64;
+    for w in &mut words {
+        let t = u64::from_le_bytes(w.try_into().expect("8 bytes")) ^ NL;
+        let nonzero = ((t & LOW7) + LOW7) | t;
+        total += (!nonzero & !LOW7).count_ones() as u64;
+    }
+    total + words.remainder().iter().filter(|&&b| b == b'\n').count() as u64
+}
+
+/// How a format's file holds its rows (recorded in the variant's manifest, so `rows` is
+/// derived the same way at generation and at every verify).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowLayout {
+    /// Lines before the first row (the timescaledb format's tag schema, columns, blank).
+    pub header_lines: u64,
+    /// Lines each row takes (timescaledb: a `tags,...` line and its `cpu,<ns>,...` line).
+    pub lines_per_row: u64,
+    pub row_line: RowLine,
+}
+
+/// How a row is recognised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RowLine {
+    /// Every line after the header is one row (influx line protocol).
+    #[serde(rename = "every line")]
+    Every,
+    /// A line `<measurement>,<digit>...` (not `tags,`): the values line of a timescaledb row.
+    #[serde(rename = "<measurement>,<digit>")]
+    MeasurementDigit,
+}
+
+impl RowLayout {
+    pub const INFLUX: RowLayout = RowLayout {
+        header_lines: 0,
+        lines_per_row: 1,
+        row_line: RowLine::Every,
+    };
+    pub const TIMESCALEDB: RowLayout = RowLayout {
+        header_lines: 3,
+        lines_per_row: 2,
+        row_line: RowLine::MeasurementDigit,
+    };
+
+    /// The layout of a format tsbsctl can generate and count (`None`: unknown).
+    pub fn of(format: &str) -> Option<RowLayout> {
+        match format {
+            "influx" => Some(RowLayout::INFLUX),
+            "timescaledb" => Some(RowLayout::TIMESCALEDB),
+            _ => None,
+        }
+    }
+
+    /// The line count a file of `rows` rows has.
+    pub fn lines_for(&self, rows: u64) -> u64 {
+        self.header_lines + self.lines_per_row * rows
+    }
+}
+
+/// Counts lines and rows of a stream fed in arbitrary chunks (a line may span chunks).
+#[derive(Debug, Clone)]
+pub(super) struct RowCounter {
+    layout: RowLayout,
+    pub(super) lines: u64,
+    rows: u64,
+    state: LineState,
+    /// Whether the first field read so far is still a prefix of `tags`.
+    first: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineState {
+    Start,
+    FirstField,
+    AfterComma,
+    Rest,
+}
+
+impl RowCounter {
+    pub(super) fn new(layout: RowLayout) -> RowCounter {
+        RowCounter {
+            layout,
+            lines: 0,
+            rows: 0,
+            state: LineState::Start,
+            first: 0,
+        }
+    }
+
+    /// Feeds a chunk; returns the rows it completed.
+    pub(super) fn feed(&mut self, buf: &[u8]) -> u64 {
+        let before = self.rows();
+        match self.layout.row_line {
+            RowLine::Every => self.lines += count_newlines(buf),
+            RowLine::MeasurementDigit => self.feed_recognising(buf),
+        }
+        self.rows() - before
+    }
+
+    fn feed_recognising(&mut self, buf: &[u8]) {
+        const TAGS: &[u8] = b"tags";
+        let mut i = 0;
+        while i < buf.len() {
+            let b = buf[i];
+            if b == b'\n' {
+                self.lines += 1;
+                self.state = LineState::Start;
+                i += 1;
+                continue;
+            }
+            match self.state {
+                LineState::Start => {
+                    // `first` counts matched bytes of `tags`; u8::MAX once it cannot match.
+                    self.first = if b == TAGS[0] { 1 } else { u8::MAX };
+                    // A line starting with ',' has no measurement: not a row.
+                    self.state = if b == b',' {
+                        LineState::Rest
+                    } else {
+                        LineState::FirstField
+                    };
+                }
+                LineState::FirstField => {
+                    if b == b',' {
+                        self.state = LineState::AfterComma;
+                    } else {
+                        let k = self.first as usize;
+                        self.first = if k < TAGS.len() && TAGS[k] == b {
+                            k as u8 + 1
+                        } else {
+                            u8::MAX
+                        };
+                    }
+                }
+                LineState::AfterComma => {
+                    if b.is_ascii_digit() && self.first as usize != TAGS.len() {
+                        self.rows += 1;
+                    }
+                    self.state = LineState::Rest;
+                }
+                LineState::Rest => {
+                    // Skip to the end of the line in one scan.
+                    match buf[i..].iter().position(|&c| c == b'\n') {
+                        Some(p) => i += p,
+                        None => i = buf.len(),
+                    }
+                    continue;
+                }
+            }
+            i += 1;
+        }
+    }
+
+    /// Rows seen so far.
+    pub(super) fn rows(&self) -> u64 {
+        match self.layout.row_line {
+            RowLine::Every => {
+                self.lines.saturating_sub(self.layout.header_lines)
+                    / self.layout.lines_per_row.max(1)
+            }
+            RowLine::MeasurementDigit => self.rows,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn newline_count() {
+        assert_eq!(count_newlines(b"a\nb\n\n"), 3);
+        assert_eq!(count_newlines(&vec![b'\n'; 200_000]), 200_000);
+        for len in [0usize, 1, 31, 32, 8159, 8160, 8161, 100_003] {
+            let buf: Vec<u8> = (0..len)
+                .map(|i| if i % 7 == 3 { b'\n' } else { b'x' })
+                .collect();
+            let naive = buf.iter().filter(|&&b| b == b'\n').count() as u64;
+            assert_eq!(count_newlines(&buf), naive, "{len}");
+        }
+    }
+
+    /// The real generator's timescaledb output (head of 30 lines: the 3 header lines, 13
+    /// tags/values pairs and a trailing tags line) holds 13 rows, whatever the chunking.
+    #[test]
+    fn timescaledb_rows_are_counted_on_the_real_fixture() {
+        let head = include_bytes!(
+            "../../tests/fixtures/tsbs-real-postgresql/data/cpu-timescaledb.head30.txt"
+        );
+        let text = std::str::from_utf8(head).unwrap();
+        assert_eq!(text.lines().count(), 30);
+        // Independent of the counter: lines `cpu,` + digit.
+        let naive = text
+            .lines()
+            .filter(|l| {
+                l.strip_prefix("cpu,")
+                    .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .count() as u64;
+        assert_eq!(naive, 13);
+        for chunk in [1usize, 2, 3, 5, 7, 64, 4096, head.len()] {
+            let mut c = RowCounter::new(RowLayout::TIMESCALEDB);
+            let mut fed = 0;
+            for part in head.chunks(chunk) {
+                fed += c.feed(part);
+            }
+            assert_eq!((c.rows(), c.lines, fed), (13, 30, 13), "chunk {chunk}");
+        }
+        // A complete file has 3 + 2 x rows lines; this head is cut after a tags line.
+        assert_eq!(RowLayout::TIMESCALEDB.lines_for(13), 29);
+        // The header lines and tags lines are never rows.
+        let mut c = RowCounter::new(RowLayout::TIMESCALEDB);
+        c.feed(
+            b"tags,hostname string\ncpu,usage_user\n\ntags,hostname=host_0\ntags,1\n,1\ncpu,1\n",
+        );
+        assert_eq!((c.rows(), c.lines), (1, 7));
+    }
+
+    #[test]
+    fn influx_rows_are_lines() {
+        let head =
+            include_bytes!("../../tests/fixtures/tsbs-real-postgresql/data/cpu-influx.head30.txt");
+        let mut c = RowCounter::new(RowLayout::INFLUX);
+        c.feed(head);
+        assert_eq!((c.rows(), c.lines), (30, 30));
+        assert_eq!(RowLayout::of("influx"), Some(RowLayout::INFLUX));
+        assert_eq!(RowLayout::of("timescaledb"), Some(RowLayout::TIMESCALEDB));
+        assert_eq!(RowLayout::of("csv"), None);
+    }
+
+    /// The layout is recorded in the manifest in words, and read back.
+    #[test]
+    fn layout_round_trips_through_json() {
+        let v = serde_json::to_value(RowLayout::TIMESCALEDB).unwrap();
+        assert_eq!(
+            v,
+            json!({"header_lines": 3, "lines_per_row": 2, "row_line": "<measurement>,<digit>"})
+        );
+        let back: RowLayout = serde_json::from_value(v).unwrap();
+        assert_eq!(back, RowLayout::TIMESCALEDB);
+    }
+}
