@@ -606,7 +606,9 @@ impl Product for TimescaleDb {
         if self.mode == Mode::Timescaledb {
             self.mode
                 .require_available(p.timescaledb_available.as_deref(), &where_)?;
-            if !p.timescaledb_preloaded {
+            // Unknown to a user who may not read the setting: the loader's CREATE EXTENSION
+            // then says it.
+            if p.timescaledb_preloaded == Some(false) {
                 return Err(Error::invalid(format!(
                     "the timescaledb extension is installed on {where_} but not preloaded, so hypertables cannot be created"
                 ))

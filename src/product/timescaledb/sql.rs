@@ -251,8 +251,10 @@ pub struct ServerProbe {
     /// `default_version` of `timescaledb` in `pg_available_extensions`: `None` when the
     /// extension is not installed on the server's machine.
     pub timescaledb_available: Option<String>,
-    /// Whether `timescaledb` is in `shared_preload_libraries` (hypertables need it).
-    pub timescaledb_preloaded: bool,
+    /// Whether `timescaledb` is in `shared_preload_libraries` (hypertables need it); `None`
+    /// when the user may not read that setting (only superusers and `pg_read_all_settings`
+    /// may: PostgreSQL hides it from `pg_settings` for others).
+    pub timescaledb_preloaded: Option<bool>,
 }
 
 pub fn probe(t: &Target, timeout: Duration) -> Result<ServerProbe> {
@@ -263,12 +265,17 @@ pub fn probe(t: &Target, timeout: Duration) -> Result<ServerProbe> {
 pub fn probe_client(c: &mut Client) -> Result<ServerProbe> {
     let row = c
         .query_one(
-            "SELECT current_setting('server_version'), current_setting('server_version_num')::int, \
-             current_setting('shared_preload_libraries')",
+            "SELECT current_setting('server_version'), current_setting('server_version_num')::int",
             &[],
         )
         .map_err(|e| q("could not read the server version", e))?;
-    let preload: String = row.get(2);
+    let preload: Option<String> = c
+        .query_opt(
+            "SELECT setting FROM pg_settings WHERE name = 'shared_preload_libraries'",
+            &[],
+        )
+        .map_err(|e| q("could not read shared_preload_libraries", e))?
+        .map(|r| r.get(0));
     let ext = c
         .query_opt(
             "SELECT default_version FROM pg_available_extensions WHERE name = 'timescaledb'",
@@ -279,9 +286,10 @@ pub fn probe_client(c: &mut Client) -> Result<ServerProbe> {
         server_version: row.get(0),
         server_version_num: row.get::<_, i32>(1) as u32,
         timescaledb_available: ext.and_then(|r| r.get::<_, Option<String>>(0)),
-        timescaledb_preloaded: preload
-            .split(',')
-            .any(|l| l.trim().trim_matches('"') == "timescaledb"),
+        timescaledb_preloaded: preload.map(|p| {
+            p.split(',')
+                .any(|l| l.trim().trim_matches('"') == "timescaledb")
+        }),
     })
 }
 
