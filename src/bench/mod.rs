@@ -971,18 +971,21 @@ impl Bench<'_> {
     fn footprint(&mut self, when: &str) -> Result<()> {
         let Some(dir) = self.target.data_dir() else {
             // An external server: only what the product measured over SQL, if anything.
-            let Some(Value::Object(m)) = self.load_footprint.clone() else {
+            let Some(Value::Object(mut m)) = self.load_footprint.clone() else {
                 return Ok(());
             };
             let attempt = self.run.next_attempt("footprint")?;
             self.run.begin("footprint", attempt, None, None, None)?;
-            let mut v = Value::Object(m);
-            v["when"] = json!(when);
-            v["data_dir"] = Value::Null;
-            v["server_stopped"] = json!(false);
-            return self
-                .run
-                .end("footprint", attempt, Status::Completed, None, Some(v));
+            m.insert("when".into(), json!(when));
+            m.insert("data_dir".into(), Value::Null);
+            m.insert("server_stopped".into(), json!(false));
+            return self.run.end(
+                "footprint",
+                attempt,
+                Status::Completed,
+                None,
+                Some(Value::Object(m)),
+            );
         };
         let attempt = self.run.next_attempt("footprint")?;
         self.run.begin("footprint", attempt, None, None, None)?;
