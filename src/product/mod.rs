@@ -312,7 +312,8 @@ pub trait Product: Send + Sync {
     fn external_health_path(&self) -> Option<&'static str> {
         Some("/health")
     }
-    /// Asks an external server at `url` (already healthy) for its version: the version as
+    /// Asks an external server at `url` (already healthy, when the product has a
+    /// [`Product::external_health_path`]) for its version: the version as
     /// the product names it (`None`: the server is not this product) and the details to record.
     fn probe_version(
         &self,
