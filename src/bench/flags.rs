@@ -98,6 +98,8 @@ pub struct ProductFlags {
     pub greptimedb: Option<GreptimeFlags>,
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub influxdb3: Option<Influx3Flags>,
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub timescaledb: Option<TimescaleFlags>,
 }
 
 /// `bench greptimedb` flags.
@@ -140,6 +142,20 @@ pub struct Influx3Flags {
     pub count_timeout: Option<f64>,
 }
 
+/// `bench timescaledb` flags (`password_env` holds a variable name, never the password).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TimescaleFlags {
+    /// External targets: `timescaledb` or `postgresql` (the product's variant).
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub password_env: Option<String>,
+    #[serde(default)]
+    pub chunk_time: Option<String>,
+    #[serde(default)]
+    pub partitions: Option<u32>,
+}
+
 impl Flags {
     /// The recorded JSON (the manifest's `flags`).
     pub fn to_value(&self) -> serde_json::Value {
@@ -171,11 +187,13 @@ impl Flags {
         };
         let g = self.product.greptimedb.clone().unwrap_or_default();
         let i = self.product.influxdb3.clone().unwrap_or_default();
+        let t = self.product.timescaledb.clone().unwrap_or_default();
         Ok(Request {
             phase: Some(phase),
             database_id: self.database_id.clone(),
             urls: self.urls.clone(),
-            edition: i.edition,
+            // The variant: InfluxDB 3's edition or PostgreSQL's mode (one product records one).
+            edition: i.edition.or(t.mode),
             database: self.database.clone(),
             mode: self.database_mode,
             confirm_reset: self.confirm_reset.clone(),
@@ -200,8 +218,11 @@ impl Flags {
             run_id: self.run_id.clone(),
             no_sync: i.no_sync,
             accept_partial: i.accept_partial,
-            auth_token_env: i.auth_token_env,
+            // PostgreSQL's password goes through the auth-token seam.
+            auth_token_env: i.auth_token_env.or(t.password_env),
             admin_token_env: i.admin_token_env,
+            chunk_time: t.chunk_time,
+            partitions: t.partitions,
             strategy: g.strategy,
             window: g.window,
             table: g.table,
@@ -248,6 +269,7 @@ mod tests {
                     ..GreptimeFlags::default()
                 }),
                 influxdb3: None,
+                timescaledb: None,
             },
             ..Flags::default()
         };
@@ -277,6 +299,49 @@ mod tests {
         assert_eq!(req.load_workers, Some(3));
         assert_eq!(req.hot_runs, Some(2));
         assert_eq!(req.on_stall, Some(watch::OnStall::Warn));
+    }
+
+    /// A TimescaleDB record: its keys after the common ones, the password as a variable name
+    /// only, and back into the request `runs rerun` builds (mode, password variable,
+    /// hypertable flags).
+    #[test]
+    fn a_timescaledb_record_round_trips() {
+        let f = Flags {
+            phase: Some("all".into()),
+            urls: vec!["postgres://bench@10.0.0.5:5432/tsbs".into()],
+            product: ProductFlags {
+                timescaledb: Some(TimescaleFlags {
+                    mode: Some("timescaledb".into()),
+                    password_env: Some("TSBS_PG_PASSWORD".into()),
+                    chunk_time: Some("6h".into()),
+                    partitions: Some(4),
+                }),
+                ..ProductFlags::default()
+            },
+            ..Flags::default()
+        };
+        let v = f.to_value();
+        let text = serde_json::to_string(&v).unwrap();
+        assert!(
+            text.ends_with(r#""hold_token_stdin":false,"mode":"timescaledb","password_env":"TSBS_PG_PASSWORD","chunk_time":"6h","partitions":4}"#),
+            "{text}"
+        );
+        assert!(
+            v.get("edition").is_none() && v.get("table").is_none(),
+            "{text}"
+        );
+        let req = Flags::from_value(&v).unwrap().request(Phase::All).unwrap();
+        assert_eq!(req.edition.as_deref(), Some("timescaledb"));
+        assert_eq!(req.auth_token_env.as_deref(), Some("TSBS_PG_PASSWORD"));
+        assert_eq!(req.chunk_time.as_deref(), Some("6h"));
+        assert_eq!(req.partitions, Some(4));
+        assert_eq!(
+            serde_json::Value::Object(req.write_settings()),
+            serde_json::json!({"chunk_time": "6h", "partitions": 4})
+        );
+        // A record without them (another product's) asks for none.
+        let req = Flags::default().request(Phase::All).unwrap();
+        assert!(req.write_settings().is_empty());
     }
 
     #[test]

@@ -173,7 +173,7 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
         queryset::check_query_needs(&dataset, &counts)?;
     }
     let caps = target.product.bench_caps();
-    let workload = json!({
+    let mut workload = json!({
         "profile": profile.as_str(),
         "load_workers": req.load_workers.unwrap_or(workers),
         "batch_size": req.batch_size.unwrap_or(batch),
@@ -185,6 +185,9 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
         "accept_partial": caps.durability.then_some(req.accept_partial),
         "flush_before_queries": caps.flush_before_queries.then_some(req.flush_before_queries),
     });
+    if let Some(w) = workload.as_object_mut() {
+        w.extend(req.write_settings());
+    }
     if phase.loads() {
         preflight::check_compression(&dataset, req)?;
         preflight::check_binding_content(&target, &dataset, req)?;
@@ -698,6 +701,8 @@ impl Bench<'_> {
             accept_partial: self.req.accept_partial,
             auth_token: auth,
             admin_token: admin,
+            chunk_time: self.req.chunk_time.clone(),
+            partitions: self.req.partitions,
         });
         target.connection = self.target.product.load_connection(&urls)?;
         let spec = tsbs::LoadSpec {
@@ -841,6 +846,7 @@ impl Bench<'_> {
                 database: b.target.database(),
                 scale,
                 before: before_load.as_ref(),
+                token: b.target.external_token(),
             })
         })?;
         self.load_footprint = after.and_then(|v| v.get("footprint").cloned());
@@ -852,6 +858,9 @@ impl Bench<'_> {
             // Later phases of this run see the data as just loaded.
             self.run.manifest.data_state = self.target.data_state();
             self.run.save()?;
+        } else {
+            // External: the product's SQL measure is the footprint (no data directory here).
+            self.footprint("after-load")?;
         }
         Ok(())
     }
@@ -961,7 +970,22 @@ impl Bench<'_> {
 
     fn footprint(&mut self, when: &str) -> Result<()> {
         let Some(dir) = self.target.data_dir() else {
-            return Ok(());
+            // An external server: only what the product measured over SQL, if anything.
+            let Some(Value::Object(mut m)) = self.load_footprint.clone() else {
+                return Ok(());
+            };
+            let attempt = self.run.next_attempt("footprint")?;
+            self.run.begin("footprint", attempt, None, None, None)?;
+            m.insert("when".into(), json!(when));
+            m.insert("data_dir".into(), Value::Null);
+            m.insert("server_stopped".into(), json!(false));
+            return self.run.end(
+                "footprint",
+                attempt,
+                Status::Completed,
+                None,
+                Some(Value::Object(m)),
+            );
         };
         let attempt = self.run.next_attempt("footprint")?;
         self.run.begin("footprint", attempt, None, None, None)?;

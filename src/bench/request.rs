@@ -36,8 +36,12 @@ pub struct Request {
     pub run_id: Option<String>,
     pub no_sync: bool,
     pub accept_partial: bool,
+    /// The variable holding the auth token (PostgreSQL: the password, `--password-env`).
     pub auth_token_env: Option<String>,
     pub admin_token_env: Option<String>,
+    /// TimescaleDB hypertables: the chunk interval (a Go duration) and space partitions.
+    pub chunk_time: Option<String>,
+    pub partitions: Option<u32>,
     pub strategy: Option<String>,
     pub window: Option<u64>,
     pub table: Option<String>,
@@ -80,6 +84,71 @@ pub fn default_write(product: &dyn Product, profile: Profile) -> (u32, u32) {
     product.default_write(profile)
 }
 
+/// The most hypertable space partitions TimescaleDB accepts (`number_partitions`).
+pub const MAX_PARTITIONS: u32 = 32767;
+
+impl Request {
+    /// The product write settings given on the command line, for the run's workload (and so
+    /// the summary's write parameters): only those set, so other products' records keep
+    /// their keys.
+    pub fn write_settings(&self) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        if let Some(c) = &self.chunk_time {
+            m.insert("chunk_time".into(), c.clone().into());
+        }
+        if let Some(n) = self.partitions {
+            m.insert("partitions".into(), n.into());
+        }
+        m
+    }
+}
+
+/// `--chunk-time` and `--partitions`: what the loader's hypertable takes (exit 2 otherwise).
+/// Whether they apply to the product in the variant that runs is checked once it is known
+/// ([`check_write_caps`]).
+fn check_hypertable_flags(phase: Phase, req: &Request) -> Result<()> {
+    if req.chunk_time.is_none() && req.partitions.is_none() {
+        return Ok(());
+    }
+    if !phase.loads() {
+        return Err(Error::invalid(format!(
+            "--chunk-time and --partitions apply to load and all, not {}",
+            phase.as_str()
+        ))
+        .with_hint("drop them: the hypertable is made by the load"));
+    }
+    if let Some(c) = &req.chunk_time {
+        if crate::dataset::parse_go_duration(c).is_none_or(|ns| ns <= 0) {
+            return Err(Error::invalid(format!(
+                "--chunk-time {c:?} is not a positive Go duration"
+            ))
+            .with_hint("e.g. --chunk-time 12h (the loader's default), 30m or 1h30m"));
+        }
+    }
+    if let Some(n) = req.partitions {
+        if !(1..=MAX_PARTITIONS).contains(&n) {
+            return Err(Error::invalid(format!(
+                "--partitions {n} is outside 1..={MAX_PARTITIONS}"
+            ))
+            .with_hint("omit it for no space partitions (the loader's default)"));
+        }
+    }
+    Ok(())
+}
+
+/// Product write flags that do not apply to `product` (the variant that runs: a managed
+/// workspace's mode is known only from its manifest), refused before a run exists.
+pub fn check_write_caps(product: &dyn Product, req: &Request) -> Result<()> {
+    if (req.chunk_time.is_some() || req.partitions.is_some()) && !product.bench_caps().hypertables {
+        return Err(Error::invalid(format!(
+            "--chunk-time and --partitions shape TimescaleDB hypertables; {} has none",
+            product.display_name()
+        ))
+        .with_hint("drop them, or benchmark TimescaleDB (a workspace prepared with --mode timescaledb, or --mode timescaledb for an external server)"));
+    }
+    Ok(())
+}
+
 fn positive(flag: &str, v: Option<u32>) -> Result<()> {
     if v == Some(0) {
         return Err(Error::invalid(format!("{flag} must be positive"))
@@ -102,6 +171,7 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     preflight::check_bounds(req)?;
     preflight::check_query_flags(req)?;
     positive("--parallelism", req.parallelism)?;
+    check_hypertable_flags(phase, req)?;
     watch::StallPolicy::new(req.stall_timeout, req.on_stall)?;
     match (&req.database_id, req.urls.is_empty()) {
         (Some(_), false) => {
@@ -139,7 +209,15 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
         );
     }
     for u in &req.urls {
-        target::check_url(u)?;
+        let named = target::check_url(product.as_ref(), u)?;
+        if let (Some(n), Some(d)) = (&named, &req.database) {
+            if n != d {
+                return Err(Error::invalid(format!(
+                    "--url names database {n:?}, --database {d:?}"
+                ))
+                .with_hint("name the database once: in the --url or with --database"));
+            }
+        }
     }
     if let Some(flag) = entry.variant_flag {
         if external && req.edition.is_none() {
@@ -289,6 +367,8 @@ mod tests {
     fn flag_rules() {
         let g = &greptimedb::ENTRY;
         let i = &influxdb3::ENTRY;
+        let t = &crate::product::timescaledb::ENTRY;
+        let pg = "postgres://bench@10.0.0.5:5432/tsbs";
         let url = "http://10.0.0.5:4000";
         type Case = (&'static str, &'static Entry, Request, Option<&'static str>);
         let cases: Vec<Case> = vec![
@@ -547,6 +627,106 @@ mod tests {
                 None,
             ),
             (
+                "external postgresql",
+                t,
+                Request {
+                    edition: Some("postgresql".into()),
+                    auth_token_env: Some("PGPASS".into()),
+                    ..external(Phase::All, &[pg])
+                },
+                None,
+            ),
+            (
+                "external timescaledb needs a mode",
+                t,
+                external(Phase::Query, &[pg]),
+                Some("external TimescaleDB targets need --mode timescaledb|postgresql"),
+            ),
+            (
+                "postgresql takes a postgres url",
+                t,
+                Request {
+                    edition: Some("postgresql".into()),
+                    ..external(Phase::Query, &[url])
+                },
+                Some("invalid --url"),
+            ),
+            (
+                "a password in the url",
+                t,
+                Request {
+                    edition: Some("postgresql".into()),
+                    ..external(Phase::Query, &["postgres://bench:hunter2@h/tsbs"])
+                },
+                Some("--url must not hold a password"),
+            ),
+            (
+                "url and --database name different databases",
+                t,
+                Request {
+                    edition: Some("postgresql".into()),
+                    database: Some("other".into()),
+                    ..external(Phase::Query, &[pg])
+                },
+                Some("--url names database \"tsbs\", --database \"other\""),
+            ),
+            (
+                "url and --database agree",
+                t,
+                Request {
+                    edition: Some("postgresql".into()),
+                    database: Some("tsbs".into()),
+                    ..external(Phase::Query, &[pg])
+                },
+                None,
+            ),
+            (
+                "chunk time on a load",
+                t,
+                Request {
+                    chunk_time: Some("1h30m".into()),
+                    partitions: Some(4),
+                    ..managed(Phase::Load)
+                },
+                None,
+            ),
+            (
+                "chunk time on a query",
+                t,
+                Request {
+                    chunk_time: Some("1h".into()),
+                    ..managed(Phase::Query)
+                },
+                Some("--chunk-time and --partitions apply to load and all, not query"),
+            ),
+            (
+                "chunk time not a go duration",
+                t,
+                Request {
+                    chunk_time: Some("12 hours".into()),
+                    ..managed(Phase::All)
+                },
+                Some("--chunk-time \"12 hours\" is not a positive Go duration"),
+            ),
+            (
+                "zero chunk time",
+                t,
+                Request {
+                    chunk_time: Some("0s".into()),
+                    ..managed(Phase::All)
+                },
+                Some("is not a positive Go duration"),
+            ),
+            (
+                "zero partitions",
+                t,
+                Request {
+                    partitions: Some(0),
+                    ..managed(Phase::All)
+                },
+                Some("--partitions 0 is outside 1..=32767"),
+            ),
+            (
                 "unknown query type",
                 g,
                 Request {
@@ -568,6 +748,47 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The hypertable flags meet the variant that runs (a workspace's mode is known only
+    /// from its manifest, so this is checked when the target opens).
+    #[test]
+    fn hypertable_flags_need_hypertables() {
+        use crate::product::timescaledb::{Mode, TimescaleDb};
+        let req = Request {
+            chunk_time: Some("6h".into()),
+            ..managed(Phase::Load)
+        };
+        check_write_caps(
+            &TimescaleDb {
+                mode: Mode::Timescaledb,
+            },
+            &req,
+        )
+        .unwrap();
+        let e = check_write_caps(
+            &TimescaleDb {
+                mode: Mode::Postgresql,
+            },
+            &req,
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.message.contains("PostgreSQL (no TimescaleDB) has none"),
+            "{}",
+            e.message
+        );
+        let e = check_write_caps(
+            &greptimedb::GreptimeDb,
+            &Request {
+                partitions: Some(2),
+                ..managed(Phase::Load)
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        check_write_caps(&greptimedb::GreptimeDb, &managed(Phase::Load)).unwrap();
     }
 
     #[test]

@@ -19,14 +19,18 @@ use crate::server::{ServerSpec, Timing};
 use crate::tsbs::{DatabaseMode, Secret};
 use crate::workspace::{self, Workspace};
 
-/// Checks an endpoint URL: absolute http(s) with a host.
-pub fn check_url(u: &str) -> Result<()> {
-    match url::Url::parse(u) {
-        Ok(p) if matches!(p.scheme(), "http" | "https") && p.host_str().is_some() => Ok(()),
-        _ => Err(
-            Error::invalid(format!("--url {u:?} is not an absolute HTTP or HTTPS URL"))
-                .with_hint("e.g. --url http://10.0.0.5:4000"),
-        ),
+/// Checks an external `--url` the product's way (HTTP products: absolute http(s) with a host;
+/// PostgreSQL: `postgres://USER@HOST:PORT/DB`, no password); the SQL database it names, if any.
+pub fn check_url(product: &dyn Product, u: &str) -> Result<Option<String>> {
+    product.check_external_url(u)
+}
+
+/// A token from the variable `var` names, else from the product's default variable (none:
+/// no token unless `var` names one).
+fn read_token(var: Option<&str>, default: Option<&str>) -> Result<Option<Secret>> {
+    match (var, default) {
+        (None, None) => Ok(None),
+        (v, d) => super::token_from_env(v, d.unwrap_or_default()),
     }
 }
 
@@ -89,13 +93,15 @@ impl Target {
         // The tokens are read before any variant is known: every variant reads the same ones.
         let (auth_token, admin_token) = match (entry.make)(None)?.token_env_defaults() {
             Some((auth, admin)) => (
-                super::token_from_env(req.auth_token_env.as_deref(), auth)?,
-                super::token_from_env(req.admin_token_env.as_deref(), admin)?,
+                read_token(req.auth_token_env.as_deref(), auth)?,
+                read_token(req.admin_token_env.as_deref(), admin)?,
             ),
             None => (None, None),
         };
         if let Some(id) = &req.database_id {
             let product = crate::product::for_workspace(root, entry.name, id)?;
+            // The workspace's mode decides, before its lock is taken (nothing to wait for).
+            super::request::check_write_caps(product.as_ref(), req)?;
             let ws = workspace::load(root, product.as_ref(), id)?;
             let guard = workspace::lock_workspace(ctx, product.as_ref(), &ws.dir, id, &req.lock)?;
             // Re-read under the lock: another command may have changed it meanwhile.
@@ -145,6 +151,13 @@ impl Target {
             .map(|u| u.trim_end_matches('/').to_string())
             .collect();
         let product = (entry.make)(req.edition.as_deref())?;
+        super::request::check_write_caps(product.as_ref(), req)?;
+        // The database the --url names (PostgreSQL), else --database, else `benchmark`
+        // (validation refused the two naming different ones).
+        let mut named = None;
+        for u in &urls {
+            named = named.or(check_url(product.as_ref(), u)?);
+        }
         let probe = probe_external(
             entry,
             product.as_ref(),
@@ -163,7 +176,11 @@ impl Target {
             product,
             place: Place::External(External {
                 urls,
-                database: req.database.clone().unwrap_or_else(|| "benchmark".into()),
+                database: req
+                    .database
+                    .clone()
+                    .or(named)
+                    .unwrap_or_else(|| "benchmark".into()),
                 edition: req.edition.clone(),
                 probe,
             }),
@@ -236,6 +253,15 @@ impl Target {
 
     pub fn tokens(&self) -> (Option<Secret>, Option<Secret>) {
         (self.auth_token.clone(), self.admin_token.clone())
+    }
+
+    /// The auth token for tsbsctl's own requests to the server (row counts, the product's
+    /// after-load work): external servers only, managed ones run without auth.
+    pub fn external_token(&self) -> Option<&str> {
+        match &self.place {
+            Place::Managed(_) => None,
+            Place::External(_) => self.auth_token.as_ref().map(|t| t.expose()),
+        }
     }
 
     /// The default mode: managed `create`; external has none (validated earlier).
@@ -560,17 +586,12 @@ impl Target {
             let spec = &self.binding()?.spec;
             crate::product::window_ns(spec["start"].as_str()?, spec["end"].as_str()?)
         });
-        // Managed servers run without auth: no token goes to them.
-        let token = match &self.place {
-            Place::Managed(_) => None,
-            Place::External(_) => self.auth_token.as_ref().map(|t| t.expose()),
-        };
         self.product.count_rows_detailed(&CountRequest {
             endpoint,
             database: self.database(),
             table,
             window,
-            token,
+            token: self.external_token(),
             timeout: self.count_timeout,
         })
     }
@@ -677,24 +698,8 @@ fn probe_external(
     let mut versions = Vec::new();
     let mut each = Vec::new();
     for u in urls {
-        let mut r = c.get(format!("{u}/health"));
-        if let Some(t) = token {
-            r = r.bearer_auth(t.expose());
-        }
-        let resp = r.send().map_err(|e| {
-            Error::failed(format!(
-                "{} at {u} did not answer /health: {e}",
-                entry.display
-            ))
-            .with_hint("check the URL and that the server is running")
-        })?;
-        if !resp.status().is_success() {
-            return Err(Error::failed(format!(
-                "{} at {u} is not healthy: /health answered {}",
-                entry.display,
-                resp.status()
-            ))
-            .with_hint("check the server (and the token named by --auth-token-env)"));
+        if let Some(path) = product.external_health_path() {
+            health(entry, &c, u, path, token)?;
         }
         let (version, extra) = product.probe_version(&c, u, token, edition)?;
         // #13: a server that does not name its version the product's way is not that product
@@ -714,6 +719,36 @@ fn probe_external(
         .with_hint("benchmark servers of one version together"));
     }
     Ok(json!({"version": versions.first(), "servers": each}))
+}
+
+/// `GET <url><path>` must answer 2xx.
+fn health(
+    entry: &Entry,
+    c: &reqwest::blocking::Client,
+    u: &str,
+    path: &str,
+    token: Option<&Secret>,
+) -> Result<()> {
+    let mut r = c.get(format!("{u}{path}"));
+    if let Some(t) = token {
+        r = r.bearer_auth(t.expose());
+    }
+    let resp = r.send().map_err(|e| {
+        Error::failed(format!(
+            "{} at {u} did not answer {path}: {e}",
+            entry.display
+        ))
+        .with_hint("check the URL and that the server is running")
+    })?;
+    if !resp.status().is_success() {
+        return Err(Error::failed(format!(
+            "{} at {u} is not healthy: {path} answered {}",
+            entry.display,
+            resp.status()
+        ))
+        .with_hint("check the server (and the token named by --auth-token-env)"));
+    }
+    Ok(())
 }
 
 /// The probe's refusal of a server that is not the product (exit 2: the --url is wrong;

@@ -18,6 +18,8 @@ pub enum BenchCmd {
     Greptimedb(Box<super::greptimedb::BenchArgs>),
     /// Benchmark InfluxDB 3 (Core or Enterprise): all | load | query.
     Influxdb3(Box<super::influxdb3::BenchArgs>),
+    /// Benchmark TimescaleDB or plain PostgreSQL: all | load | query.
+    Timescaledb(Box<super::timescaledb::BenchArgs>),
     // Every registry product without a CLI module (generic.rs); last, like `Command::Product`.
     #[command(flatten)]
     Product(Box<super::generic::BenchProducts>),
@@ -141,6 +143,7 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
     match cmd {
         BenchCmd::Greptimedb(a) => super::greptimedb::bench(ctx, *a),
         BenchCmd::Influxdb3(a) => super::influxdb3::bench(ctx, *a),
+        BenchCmd::Timescaledb(a) => super::timescaledb::bench(ctx, *a),
         BenchCmd::Product(b) => super::generic::bench(ctx, *b),
     }
 }

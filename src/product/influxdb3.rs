@@ -449,8 +449,8 @@ impl Product for InfluxDb3 {
             Profile::Smoke => (2, 3000),
         }
     }
-    fn token_env_defaults(&self) -> Option<(&'static str, &'static str)> {
-        Some(("INFLUXDB3_AUTH_TOKEN", "INFLUXDB3_ADMIN_TOKEN"))
+    fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
+        Some((Some("INFLUXDB3_AUTH_TOKEN"), Some("INFLUXDB3_ADMIN_TOKEN")))
     }
     fn bench_caps(&self) -> BenchCaps {
         BenchCaps {

@@ -151,6 +151,12 @@ pub trait Product: Send + Sync {
 
     /// The HTTP port of a new workspace unless the user picks one.
     fn default_http_port(&self) -> u16;
+    /// How a managed server on 127.0.0.1:`port` serving SQL database `database` is reached,
+    /// as messages, the server's ready line and run manifests show it (and the product's own
+    /// hooks read it back). Default: `http://127.0.0.1:PORT`.
+    fn local_endpoint(&self, port: u16, _database: &str) -> String {
+        format!("http://127.0.0.1:{port}")
+    }
     /// Every listener a workspace's server opens, given its HTTP port: name -> port. Recorded
     /// in the workspace manifest and probed before each start.
     fn default_ports(&self, http_port: u16) -> Result<BTreeMap<String, u16>>;
@@ -236,8 +242,9 @@ pub trait Product: Send + Sync {
         None
     }
     /// The default environment variables of the auth and admin tokens (`None`: the product
-    /// reads no token).
-    fn token_env_defaults(&self) -> Option<(&'static str, &'static str)> {
+    /// reads no token; a `None` inside: that token is read only from a variable the command
+    /// names, or not at all).
+    fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
         None
     }
     /// Refuses `bench <product>` while the product's benchmark phases are not built (exit 2,
@@ -293,7 +300,20 @@ pub trait Product: Send + Sync {
     fn unsynced_flush_interval(&self) -> Option<std::time::Duration> {
         None
     }
-    /// Asks an external server at `url` (already healthy) for its version: the version as
+    /// Checks an external target's `--url` before anything is touched (exit 2 when it is not
+    /// one this product takes) and returns the SQL database it names, if it names one
+    /// (PostgreSQL URLs do). Default: an absolute HTTP(S) URL with a host, naming none.
+    fn check_external_url(&self, url: &str) -> Result<Option<String>> {
+        check_http_url(url).map(|()| None)
+    }
+    /// The HTTP path an external server answers when healthy, asked before
+    /// [`Product::probe_version`] (`None`: the product's probe is its own health check, e.g. a
+    /// SQL connection). Default: `/health`.
+    fn external_health_path(&self) -> Option<&'static str> {
+        Some("/health")
+    }
+    /// Asks an external server at `url` (already healthy, when the product has a
+    /// [`Product::external_health_path`]) for its version: the version as
     /// the product names it (`None`: the server is not this product) and the details to record.
     fn probe_version(
         &self,
@@ -386,6 +406,18 @@ pub fn classify_generic(rel: &Path) -> FilePart {
     }
 }
 
+/// An absolute `http`/`https` URL with a host (exit 2 otherwise): the external targets of the
+/// HTTP products.
+pub fn check_http_url(u: &str) -> Result<()> {
+    match url::Url::parse(u) {
+        Ok(p) if matches!(p.scheme(), "http" | "https") && p.host_str().is_some() => Ok(()),
+        _ => Err(
+            Error::invalid(format!("--url {u:?} is not an absolute HTTP or HTTPS URL"))
+                .with_hint("e.g. --url http://10.0.0.5:4000"),
+        ),
+    }
+}
+
 /// Product-specific bench flags that apply to a product.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BenchCaps {
@@ -393,6 +425,8 @@ pub struct BenchCaps {
     pub durability: bool,
     /// `--flush-before-queries`.
     pub flush_before_queries: bool,
+    /// `--chunk-time` / `--partitions` (TimescaleDB hypertables).
+    pub hypertables: bool,
 }
 
 /// What the TSBS tools get beyond the generic flags (the product picks what it uses).
@@ -402,6 +436,10 @@ pub struct ToolOptions {
     pub accept_partial: bool,
     pub auth_token: Option<crate::tsbs::Secret>,
     pub admin_token: Option<crate::tsbs::Secret>,
+    /// Hypertable chunk interval, a Go duration (products with [`BenchCaps::hypertables`]).
+    pub chunk_time: Option<String>,
+    /// Hypertable space partitions (products with [`BenchCaps::hypertables`]).
+    pub partitions: Option<u32>,
 }
 
 /// What [`Product::after_load`] gets.
@@ -413,6 +451,8 @@ pub struct AfterLoad<'a> {
     pub scale: u64,
     /// What [`Product::before_load`] returned.
     pub before: Option<&'a Value>,
+    /// The auth token (PostgreSQL: the password; external servers only).
+    pub token: Option<&'a str>,
 }
 
 /// One row count on a running server.

@@ -6,8 +6,10 @@
 //! working directory into their flags (viper: `SetConfigName("config")`, `AddConfigPath(".")`,
 //! `BindPFlags`, then `GetString("auth-token")`; tsbs.md C7), so [`TsbsCommand::command`] runs
 //! each tool from a fresh private directory (mode 0700) holding a `config.json` (mode 0600) with
-//! the token keys, removed when the tool is done ([`ToolDir`]). Every rendering meant for
-//! people, logs or manifests ([`TsbsCommand::redacted`], `Debug`) shows `<redacted>` instead.
+//! the token keys, removed when the tool is done ([`ToolDir`]). A secret a tool's client library
+//! reads from its environment (PostgreSQL's `PGPASSWORD`, which pgx reads) is set in the child's
+//! environment only. Every rendering meant for people, logs or manifests
+//! ([`TsbsCommand::redacted`], `Debug`) shows `<redacted>` instead.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -121,11 +123,12 @@ impl DatabaseMode {
 }
 
 /// One argument: plain text, or a secret flag, which goes to the tool's `config.json` under
-/// its flag name (`auth-token`), never to argv.
+/// its flag name (`auth-token`), never to argv, or a secret environment variable of the child.
 #[derive(Clone)]
 enum Arg {
     Plain(String),
     Secret { key: &'static str, value: Secret },
+    Env { key: &'static str, value: Secret },
 }
 
 /// The file name viper finds first in the tool's working directory (`json` leads viper's
@@ -133,7 +136,8 @@ enum Arg {
 pub const TOOL_CONFIG: &str = "config.json";
 
 /// A TSBS command line ready to run (with [`TsbsCommand::command`]) or to log (with
-/// [`TsbsCommand::redacted`]). No environment variable is added: children inherit the caller's.
+/// [`TsbsCommand::redacted`]). Children inherit the caller's environment, plus the product's
+/// secret variables ([`ToolArg::Env`]).
 #[derive(Clone)]
 pub struct TsbsCommand {
     pub program: PathBuf,
@@ -173,6 +177,10 @@ impl TsbsCommand {
             match a {
                 ToolArg::Flag(name, value) => self.flag(name, value),
                 ToolArg::Secret(key, value) => self.secret(key, value),
+                ToolArg::Env(key, value) => self.args.push(Arg::Env {
+                    key,
+                    value: value.clone(),
+                }),
             }
         }
     }
@@ -184,7 +192,7 @@ impl TsbsCommand {
             .iter()
             .filter_map(|a| match a {
                 Arg::Secret { key, value } => Some((key.to_string(), value.0.clone().into())),
-                Arg::Plain(_) => None,
+                Arg::Plain(_) | Arg::Env { .. } => None,
             })
             .collect();
         (!m.is_empty()).then(|| serde_json::Value::Object(m).to_string())
@@ -225,7 +233,7 @@ impl TsbsCommand {
             .iter()
             .filter_map(|a| match a {
                 Arg::Plain(s) => Some(s.clone()),
-                Arg::Secret { .. } => None,
+                Arg::Secret { .. } | Arg::Env { .. } => None,
             })
             .collect()
     }
@@ -236,14 +244,26 @@ impl TsbsCommand {
             .iter()
             .filter_map(|a| match a {
                 Arg::Secret { key, .. } => Some(*key),
-                Arg::Plain(_) => None,
+                Arg::Plain(_) | Arg::Env { .. } => None,
+            })
+            .collect()
+    }
+
+    /// The names of the secret environment variables the tool gets.
+    pub fn secret_env_keys(&self) -> Vec<&'static str> {
+        self.args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Env { key, .. } => Some(*key),
+                Arg::Plain(_) | Arg::Secret { .. } => None,
             })
             .collect()
     }
 
     /// The whole command line for logs and manifests: POSIX-shell quoted (so it can be pasted
     /// into a shell, unlike the reference's Windows quoting), followed by a shell comment
-    /// naming the secret keys of the tool's `config.json`, each as `<redacted>`.
+    /// naming the secret keys of the tool's `config.json` and its secret environment
+    /// variables, each as `<redacted>`.
     pub fn redacted(&self) -> String {
         let mut out =
             crate::proc::command_line(&self.program.to_string_lossy(), &self.redacted_args());
@@ -251,6 +271,13 @@ impl TsbsCommand {
         if !keys.is_empty() {
             out.push_str(&format!(" # {TOOL_CONFIG}:"));
             for k in keys {
+                out.push_str(&format!(" {k}=<redacted>"));
+            }
+        }
+        let env = self.secret_env_keys();
+        if !env.is_empty() {
+            out.push_str(" # env:");
+            for k in env {
                 out.push_str(&format!(" {k}=<redacted>"));
             }
         }
@@ -272,6 +299,11 @@ impl TsbsCommand {
         }
         let mut c = Command::new(&self.program);
         c.args(self.args()).current_dir(&dir.path);
+        for a in &self.args {
+            if let Arg::Env { key, value } = a {
+                c.env(key, value.expose());
+            }
+        }
         Ok((c, dir))
     }
 }
@@ -395,6 +427,8 @@ pub enum ToolArg {
     Flag(&'static str, String),
     /// A secret flag (`name` without `--`): written to the tool's `config.json`, never argv.
     Secret(&'static str, Secret),
+    /// A secret environment variable of the tool (`PGPASSWORD`), never argv nor a file.
+    Env(&'static str, Secret),
 }
 
 /// The target-specific part of a load, as the product builds it
@@ -665,6 +699,7 @@ mod tests {
                 accept_partial: true,
                 auth_token: auth.map(Secret::new),
                 admin_token: admin.map(Secret::new),
+                ..Default::default()
             }),
             urls: vec!["http://a:8181".into(), "http://b:8181".into()],
             input: LoadInput::Stdin,
@@ -716,7 +751,8 @@ mod tests {
                 no_sync: true,
                 accept_partial: false,
                 auth_token: Some(Secret::new("s3cr3t-auth")),
-                admin_token: None
+                admin_token: None,
+                ..Default::default()
             })
         );
         for shown in [c.redacted(), c.log_line(), format!("{c:?}")] {
@@ -791,7 +827,7 @@ mod tests {
     #[test]
     fn timescaledb_connection_flags_replace_urls_and_gzip() {
         let p = crate::product::resolve("timescaledb", Some("postgresql")).unwrap();
-        let urls = vec!["http://127.0.0.1:5433".to_string()];
+        let urls = vec![p.local_endpoint(5433, "benchmark")];
         let mut target = p.load_target(&Default::default());
         target.connection = p.load_connection(&urls).unwrap();
         let c = load_command(&LoadSpec {
@@ -809,8 +845,13 @@ mod tests {
         .unwrap();
         let a = c.redacted_args();
         assert_eq!(
-            a[..3],
-            ["--host=127.0.0.1", "--port=5433", "--db-name=benchmark"]
+            a[..4],
+            [
+                "--host=127.0.0.1",
+                "--port=5433",
+                "--user=postgres",
+                "--db-name=benchmark"
+            ]
         );
         assert!(a.contains(&"--use-hypertable=false".to_string()), "{a:?}");
         assert!(
@@ -832,10 +873,11 @@ mod tests {
         .unwrap();
         let a = c.redacted_args();
         assert_eq!(
-            a[2..6],
+            a[2..7],
             [
                 "--hosts=127.0.0.1",
                 "--port=5433",
+                "--user=postgres",
                 "--burn-in=1",
                 "--max-queries=10"
             ]
@@ -847,7 +889,7 @@ mod tests {
                 .unwrap()
                 .unwrap()
                 .len()
-                == 2
+                == 3
         );
     }
 

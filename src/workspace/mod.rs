@@ -96,9 +96,14 @@ impl Workspace {
             .copied()
             .unwrap_or(0)
     }
-    /// `http://127.0.0.1:PORT`.
+    /// Where the server is reached, as its product words it ([`Product::local_endpoint`]:
+    /// `http://127.0.0.1:PORT`, PostgreSQL's `postgres://postgres@127.0.0.1:PORT/DB`).
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.http_port())
+        let m = &self.manifest;
+        match crate::product::resolve(&m.product, m.edition.as_deref()) {
+            Ok(p) => p.local_endpoint(self.http_port(), &m.database),
+            Err(_) => format!("http://127.0.0.1:{}", self.http_port()),
+        }
     }
     pub fn listeners(&self) -> Vec<Listener> {
         self.manifest

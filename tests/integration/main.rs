@@ -21,5 +21,6 @@ mod safety;
 mod server;
 mod skills;
 mod timescaledb;
+mod timescaledb_external;
 mod tsbs;
 mod world;

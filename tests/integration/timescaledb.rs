@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::util::*;
 
 /// The bin directory of this machine's PostgreSQL, or `None` (the caller prints the skip).
-fn pg_bin() -> Option<PathBuf> {
+pub(crate) fn pg_bin() -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?
         .flatten()
@@ -24,7 +24,7 @@ fn pg_bin() -> Option<PathBuf> {
 
 /// A test env whose directories the server's unprivileged user can traverse (tempdirs are
 /// 0700; PostgreSQL refuses to run as root, so tsbsctl runs it as `postgres`/`nobody`).
-fn pg_env(test: &str) -> Option<(TestEnv, PathBuf)> {
+pub(crate) fn pg_env(test: &str) -> Option<(TestEnv, PathBuf)> {
     let Some(bin) = pg_bin() else {
         eprintln!("SKIP {test}: no PostgreSQL under /usr/lib/postgresql (.ci/run installs it)");
         return None;
@@ -34,7 +34,7 @@ fn pg_env(test: &str) -> Option<(TestEnv, PathBuf)> {
     Some((env, bin))
 }
 
-fn ws_dir(env: &TestEnv, id: &str) -> PathBuf {
+pub(crate) fn ws_dir(env: &TestEnv, id: &str) -> PathBuf {
     env.root.join("timescaledb/databases").join(id)
 }
 
@@ -78,7 +78,7 @@ fn postgres_under(dir: &Path) -> Vec<u32> {
     out
 }
 
-fn prepare_pg(env: &TestEnv, id: &str) -> serde_json::Value {
+pub(crate) fn prepare_pg(env: &TestEnv, id: &str) -> serde_json::Value {
     let port = free_port_block(1).to_string();
     env.run_json(&[
         "timescaledb",

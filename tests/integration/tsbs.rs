@@ -292,6 +292,7 @@ fn influx3_load_streams_stdin_and_keeps_tokens_out_of_logs() {
             accept_partial: false,
             auth_token: Some(Secret::new("tok-Sekrit-1")),
             admin_token: None,
+            ..ToolOptions::default()
         }),
         urls: vec![srv.url()],
         input: LoadInput::Stdin,

@@ -223,7 +223,7 @@ fn managed_server_full_cycle_on_real_postgresql() {
         probe.timescaledb_available.as_deref(),
         inst.extension_version()
     );
-    assert!(!probe.timescaledb_preloaded);
+    assert_eq!(probe.timescaledb_preloaded, Some(false));
     // The settings file is what the server runs with.
     let mut a = sql::connect(&admin, sql::TIMEOUT).unwrap();
     let row = a

@@ -104,28 +104,51 @@ pub fn read_record(install_dir: &Path) -> Result<PgInstallation> {
 /// The maintenance database every cluster has (sessions on the benchmark one are ended from it).
 const ADMIN_DB: &str = "postgres";
 
-/// The one endpoint's host and port (the tools take one server).
-fn host_port(urls: &[String]) -> Result<(String, u16)> {
+/// Where an endpoint is: a managed workspace's `postgres://postgres@127.0.0.1:PORT/DB`
+/// ([`Product::local_endpoint`]) or an external `--url postgres://USER@HOST:PORT/DB`; the
+/// generic `http://HOST:PORT` form (older records, tests) means the superuser on that port.
+fn target_of(endpoint: &str) -> Result<Target> {
+    match url::Url::parse(endpoint) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") => {
+            let mut t = Target::local(endpoint_port(endpoint)?, ADMIN_DB);
+            if let Some(h) = u.host_str() {
+                t.host = h.trim_start_matches('[').trim_end_matches(']').into();
+            }
+            Ok(t)
+        }
+        _ => Target::from_url(endpoint),
+    }
+}
+
+/// The one endpoint (the tools take one server).
+fn one_target(urls: &[String]) -> Result<Target> {
     let [u] = urls else {
         return Err(Error::invalid(format!(
             "PostgreSQL takes exactly one endpoint, got {}",
             urls.len()
         )));
     };
-    let parsed = url::Url::parse(u).map_err(|e| Error::invalid(format!("endpoint {u:?}: {e}")))?;
-    let host = parsed
-        .host_str()
-        .ok_or_else(|| Error::invalid(format!("no host in endpoint {u:?}")))?
-        .to_string();
-    Ok((host, endpoint_port(u)?))
+    target_of(u)
 }
 
-/// The port of `http://127.0.0.1:PORT` (the generic endpoint form of a workspace).
+/// The port of an endpoint (`postgres://postgres@127.0.0.1:PORT/DB`, or `http://H:PORT`).
 fn endpoint_port(endpoint: &str) -> Result<u16> {
     url::Url::parse(endpoint)
         .ok()
-        .and_then(|u| u.port_or_known_default())
+        .and_then(|u| {
+            u.port_or_known_default()
+                .or(Some(5432).filter(|_| u.scheme().starts_with("postgres")))
+        })
         .ok_or_else(|| Error::invalid(format!("no port in endpoint {endpoint:?}")))
+}
+
+/// The password argument of the TSBS tools: `PGPASSWORD` in their environment (pgx reads it
+/// when `--pass` is empty), never `--pass` on argv nor a file.
+fn password_arg(o: &ToolOptions) -> Option<ToolArg> {
+    o.auth_token
+        .as_ref()
+        .filter(|p| !p.is_empty())
+        .map(|p| ToolArg::Env(super::tsbs::PASSWORD_ENV, p.clone()))
 }
 
 /// Runs `f` on a plain thread: the postgres client runs its own runtime, which must not
@@ -243,6 +266,10 @@ impl Product for TimescaleDb {
     fn default_http_port(&self) -> u16 {
         15432
     }
+    /// `postgres://postgres@127.0.0.1:PORT/DB`: what `psql` and the TSBS tools connect to.
+    fn local_endpoint(&self, port: u16, database: &str) -> String {
+        Target::local(port, database).display()
+    }
     fn default_ports(&self, port: u16) -> Result<BTreeMap<String, u16>> {
         Ok(BTreeMap::from([("postgres".to_string(), port)]))
     }
@@ -339,13 +366,31 @@ impl Product for TimescaleDb {
         }
     }
     fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
-        crate::ids::validate_sql_identifier("--table", table)?;
-        let t = Target::local(endpoint_port(endpoint)?, database);
-        let table = table.to_string();
-        on_thread(move || {
+        self.count_rows_detailed(&crate::product::CountRequest {
+            endpoint,
+            database,
+            table,
+            window: None,
+            token: None,
+            timeout: sql::TIMEOUT,
+        })
+        .map(|(n, _)| n)
+    }
+    /// Over the endpoint's connection (an external server's user, with its password).
+    fn count_rows_detailed(
+        &self,
+        req: &crate::product::CountRequest,
+    ) -> Result<(u64, Option<Value>)> {
+        crate::ids::validate_sql_identifier("--table", req.table)?;
+        let t = target_of(req.endpoint)?
+            .with_db(req.database)
+            .with_password(req.token);
+        let table = req.table.to_string();
+        let n = on_thread(move || {
             let mut c = sql::connect(&t, sql::TIMEOUT)?;
             sql::row_count(&mut c, &table)
-        })
+        })?;
+        Ok((n, None))
     }
 
     fn tsbs_loader(&self) -> &'static str {
@@ -373,13 +418,23 @@ impl Product for TimescaleDb {
     fn max_urls(&self) -> Option<usize> {
         Some(1)
     }
-    fn bench_caps(&self) -> BenchCaps {
-        BenchCaps::default()
+    /// The password of an external server, read only from the variable `--password-env`
+    /// names (no default: not even `PGPASSWORD` is read unasked).
+    fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
+        Some((None, None))
     }
-    /// The mode's table layout (hypertables or plain tables); the password only as a secret.
+    fn bench_caps(&self) -> BenchCaps {
+        BenchCaps {
+            hypertables: self.mode == Mode::Timescaledb,
+            ..BenchCaps::default()
+        }
+    }
+    /// The mode's table layout (hypertables or plain tables), in TimescaleDB mode the
+    /// hypertable's `--chunk-time` and `--partitions` when given (the loader's defaults
+    /// otherwise: 12h, none; refused in postgresql mode before a run exists), the password in
+    /// the environment only.
     fn load_target(&self, o: &ToolOptions) -> LoadTarget {
         let mut args = vec![
-            ToolArg::Flag("user", pg::SUPERUSER.into()),
             ToolArg::Flag(
                 "use-hypertable",
                 (self.mode == Mode::Timescaledb).to_string(),
@@ -387,9 +442,15 @@ impl Product for TimescaleDb {
             ToolArg::Flag("use-jsonb-tags", "false".into()),
             ToolArg::Flag("in-table-partition-tag", "false".into()),
         ];
-        if let Some(p) = &o.auth_token {
-            args.push(ToolArg::Secret("pass", p.clone()));
+        if self.mode == Mode::Timescaledb {
+            if let Some(c) = &o.chunk_time {
+                args.push(ToolArg::Flag("chunk-time", c.clone()));
+            }
+            if let Some(n) = o.partitions {
+                args.push(ToolArg::Flag("partitions", n.to_string()));
+            }
         }
+        args.extend(password_arg(o));
         LoadTarget {
             single_url: Some("PostgreSQL"),
             args,
@@ -403,8 +464,10 @@ impl Product for TimescaleDb {
     }
     /// No other session on the benchmark database (a leftover one would block the loader's
     /// `DROP DATABASE` and compete with it), and the WAL position the load starts from.
+    /// Called for managed servers only: other people's sessions on an external server are
+    /// theirs.
     fn before_load(&self, endpoint: &str, database: &str) -> Result<Option<Value>> {
-        let admin = Target::local(endpoint_port(endpoint)?, ADMIN_DB);
+        let admin = target_of(endpoint)?.with_db(ADMIN_DB);
         let db = database.to_string();
         on_thread(move || {
             let mut c = sql::connect(&admin, sql::TIMEOUT)?;
@@ -417,8 +480,12 @@ impl Product for TimescaleDb {
     }
     /// One `tags` row per host, `ANALYZE` (the loader runs none), then the footprint as the
     /// published comparison counts it: `pg_database_size`, table/index split, the load's WAL.
+    /// External servers: over the `--url` connection with its password; no WAL figure (no
+    /// position was taken before the load).
     fn after_load(&self, req: &crate::product::AfterLoad) -> Result<Option<Value>> {
-        let t = Target::local(endpoint_port(req.endpoint)?, req.database);
+        let t = target_of(req.endpoint)?
+            .with_db(req.database)
+            .with_password(req.token);
         let scale = req.scale;
         let before = req
             .before
@@ -463,12 +530,14 @@ impl Product for TimescaleDb {
         let c = super::tsbs::check_query_file(path)?;
         Ok(Some(json!({"queries": c.queries, "labels": c.labels})))
     }
-    /// `--host=H --port=P` from the endpoint (`http://H:P`, the generic workspace form).
+    /// `--host=H --port=P --user=U` from the endpoint (the workspace's or the `--url`); the
+    /// database is `--db-name`, the target's.
     fn load_connection(&self, urls: &[String]) -> Result<Option<Vec<ToolArg>>> {
-        let (host, port) = host_port(urls)?;
+        let t = one_target(urls)?;
         Ok(Some(vec![
-            ToolArg::Flag("host", host),
-            ToolArg::Flag("port", port.to_string()),
+            ToolArg::Flag("host", t.host),
+            ToolArg::Flag("port", t.port.to_string()),
+            ToolArg::Flag("user", t.user),
         ]))
     }
     /// `--hosts=H --port=P`, and with two or more queries `--burn-in=1 --max-queries=N`: the
@@ -479,10 +548,11 @@ impl Product for TimescaleDb {
         urls: &[String],
         queries: Option<u64>,
     ) -> Result<Option<Vec<ToolArg>>> {
-        let (host, port) = host_port(urls)?;
+        let t = one_target(urls)?;
         let mut a = vec![
-            ToolArg::Flag("hosts", host),
-            ToolArg::Flag("port", port.to_string()),
+            ToolArg::Flag("hosts", t.host),
+            ToolArg::Flag("port", t.port.to_string()),
+            ToolArg::Flag("user", t.user),
         ];
         if let Some(n) = queries.filter(|n| *n >= 2) {
             let b = super::tsbs::BurnIn::new(1, n)?;
@@ -491,25 +561,42 @@ impl Product for TimescaleDb {
         }
         Ok(Some(a))
     }
+    /// The password in the environment only (the user comes with the connection flags).
     fn query_target(&self, o: &ToolOptions) -> QueryTarget {
-        let mut args = vec![ToolArg::Flag("user", pg::SUPERUSER.into())];
-        if let Some(p) = &o.auth_token {
-            args.push(ToolArg::Secret("pass", p.clone()));
-        }
         QueryTarget {
-            args,
+            args: password_arg(o).into_iter().collect(),
             connection: None,
         }
     }
+    /// `postgres://USER@HOST[:PORT][/DB]`: no password, no parameters; `DB` is the benchmark
+    /// database (the loader's `--db-name`).
+    fn check_external_url(&self, url: &str) -> Result<Option<String>> {
+        let db = Target::url_database(url)?;
+        if let Some(d) = &db {
+            crate::ids::validate_sql_identifier("the --url database", d)?;
+        }
+        Ok(db)
+    }
+    /// The probe's SQL connection is the health check.
+    fn external_health_path(&self) -> Option<&'static str> {
+        None
+    }
     /// `url` is `postgres://USER@HOST:PORT/DB`; `token` the password (from the environment).
+    /// It connects to the maintenance database `postgres`, as the loader does (the benchmark
+    /// database may not exist yet). TimescaleDB mode needs the extension installed and
+    /// preloaded, else the loader's `CREATE EXTENSION` fails: refused here (exit 2), before a
+    /// run exists, never downgraded.
     fn probe_version(
         &self,
         _client: &reqwest::blocking::Client,
         url: &str,
-        _token: Option<&Secret>,
+        token: Option<&Secret>,
         _variant: Option<&str>,
     ) -> Result<(Option<String>, Value)> {
-        let t = Target::from_url(url, None)?;
+        let t = Target::from_url(url)?
+            .with_db(ADMIN_DB)
+            .with_password(token.map(Secret::expose));
+        let where_ = Target::from_url(url)?.display();
         let p = on_thread(move || sql::probe(&t, sql::TIMEOUT))?;
         let version = p
             .server_version
@@ -518,7 +605,15 @@ impl Product for TimescaleDb {
             .map(str::to_string);
         if self.mode == Mode::Timescaledb {
             self.mode
-                .require_available(p.timescaledb_available.as_deref(), url)?;
+                .require_available(p.timescaledb_available.as_deref(), &where_)?;
+            // Unknown to a user who may not read the setting: the loader's CREATE EXTENSION
+            // then says it.
+            if p.timescaledb_preloaded == Some(false) {
+                return Err(Error::invalid(format!(
+                    "the timescaledb extension is installed on {where_} but not preloaded, so hypertables cannot be created"
+                ))
+                .with_hint("add timescaledb to shared_preload_libraries in that server's postgresql.conf and restart it, or benchmark plain PostgreSQL with --mode postgresql"));
+            }
         }
         Ok((version, serde_json::to_value(&p).unwrap_or(Value::Null)))
     }
@@ -670,28 +765,225 @@ mod tests {
         );
     }
 
+    const FIX: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/tsbs-real-postgresql/help"
+    );
+
+    /// Every `--flag` of `args` is one the real tool's `-help` lists.
+    fn in_real_help(tool: &str, args: &[String]) {
+        let help = std::fs::read_to_string(format!("{FIX}/{tool}.help.txt")).unwrap();
+        for a in args {
+            let name = a.split('=').next().unwrap();
+            assert!(
+                help.contains(&format!("      {name} ")),
+                "{name} is not in the real {tool} -help"
+            );
+        }
+    }
+
+    fn load_cmd(mode: Mode, endpoint: &str, o: &ToolOptions) -> crate::tsbs::TsbsCommand {
+        let p = TimescaleDb { mode };
+        let urls = vec![endpoint.to_string()];
+        let mut target = p.load_target(o);
+        target.connection = p.load_connection(&urls).unwrap();
+        crate::tsbs::load_command(&crate::tsbs::LoadSpec {
+            binary: "/t/bin/tsbs_load_timescaledb".into(),
+            target,
+            urls,
+            input: crate::tsbs::LoadInput::Stdin,
+            database: "benchmark".into(),
+            batch_size: 10000,
+            workers: 8,
+            results_file: "/r/load-001.json".into(),
+            mode: crate::tsbs::DatabaseMode::Create,
+            confirm_reset: None,
+        })
+        .unwrap()
+    }
+
+    /// The loader's command lines as the reference's real runs give them (§5.3 b, §8.7), from
+    /// a managed endpoint and from an external URL: host, port and user from the endpoint, the
+    /// mode's table layout, the hypertable flags only in TimescaleDB mode, and the password
+    /// nowhere but in the environment.
     #[test]
-    fn loader_flags_follow_the_mode_and_keep_the_password_out_of_argv() {
+    fn loader_command_lines_follow_the_mode_and_the_endpoint() {
+        let managed = TimescaleDb {
+            mode: Mode::Postgresql,
+        }
+        .local_endpoint(15432, "benchmark");
+        assert_eq!(managed, "postgres://postgres@127.0.0.1:15432/benchmark");
+        let c = load_cmd(Mode::Postgresql, &managed, &ToolOptions::default());
+        assert_eq!(
+            c.redacted_args().join(" "),
+            "--host=127.0.0.1 --port=15432 --user=postgres --db-name=benchmark --batch-size=10000 --workers=8 --reporting-period=10s --results-file=/r/load-001.json --use-hypertable=false --use-jsonb-tags=false --in-table-partition-tag=false --do-create-db=true --do-abort-on-exist=true"
+        );
+        in_real_help("tsbs_load_timescaledb", &c.redacted_args());
+        assert_eq!(
+            c.redacted(),
+            format!(
+                "/t/bin/tsbs_load_timescaledb {}",
+                c.redacted_args().join(" ")
+            )
+        );
+
         let o = ToolOptions {
-            auth_token: Some(Secret::new("s3cret")),
+            auth_token: Some(Secret::new("s3cret-pw")),
+            chunk_time: Some("6h".into()),
+            partitions: Some(2),
             ..ToolOptions::default()
         };
-        for (mode, hyper) in [(Mode::Timescaledb, "true"), (Mode::Postgresql, "false")] {
-            let t = TimescaleDb { mode }.load_target(&o);
-            let flags: Vec<String> = t
-                .args
-                .iter()
-                .filter_map(|a| match a {
-                    ToolArg::Flag(k, v) => Some(format!("--{k}={v}")),
-                    ToolArg::Secret(..) => None,
-                })
-                .collect();
-            assert!(
-                flags.contains(&format!("--use-hypertable={hyper}")),
-                "{flags:?}"
-            );
-            assert!(!flags.iter().any(|f| f.contains("s3cret")));
+        let ext = "postgres://bench@db.example:6543/tsbs";
+        let c = load_cmd(Mode::Timescaledb, ext, &o);
+        let a = c.redacted_args();
+        assert_eq!(a[..3], ["--host=db.example", "--port=6543", "--user=bench"]);
+        for f in ["--use-hypertable=true", "--chunk-time=6h", "--partitions=2"] {
+            assert!(a.contains(&f.to_string()), "{f} not in {a:?}");
         }
+        in_real_help("tsbs_load_timescaledb", &a);
+        assert_eq!(c.secret_env_keys(), ["PGPASSWORD"]);
+        assert!(
+            c.secret_keys().is_empty(),
+            "no config.json: {:?}",
+            c.secret_keys()
+        );
+        for shown in [c.redacted(), c.log_line(), format!("{c:?}")] {
+            assert!(!shown.contains("s3cret"), "{shown}");
+            assert!(shown.ends_with(" # env: PGPASSWORD=<redacted>"), "{shown}");
+        }
+        // The real child: the password in its environment, not in argv, no config file.
+        let parent = tempfile::tempdir().unwrap();
+        let (cmd, dir) = c.command(parent.path()).unwrap();
+        assert!(!cmd
+            .get_args()
+            .any(|x| x.to_string_lossy().contains("s3cret")));
+        let env: Vec<_> = cmd
+            .get_envs()
+            .map(|(k, v)| (k.to_owned(), v.map(|v| v.to_owned())))
+            .collect();
+        assert_eq!(
+            env,
+            [("PGPASSWORD".into(), Some("s3cret-pw".into()))],
+            "{env:?}"
+        );
+        assert!(crate::tsbs::command::viper_config_files(&dir.path).is_empty());
+
+        // PostgreSQL mode never passes hypertable flags (they are refused before a run).
+        let c = load_cmd(Mode::Postgresql, ext, &o);
+        let a = c.redacted_args();
+        assert!(
+            !a.iter()
+                .any(|x| x.starts_with("--chunk-time") || x.starts_with("--partitions")),
+            "{a:?}"
+        );
+        // No password: nothing in the environment either.
+        let c = load_cmd(Mode::Timescaledb, ext, &ToolOptions::default());
+        assert!(c.secret_env_keys().is_empty());
+        let c = load_cmd(
+            Mode::Timescaledb,
+            ext,
+            &ToolOptions {
+                auth_token: Some(Secret::new("")),
+                ..ToolOptions::default()
+            },
+        );
+        assert!(c.secret_env_keys().is_empty(), "an empty password is none");
+    }
+
+    #[test]
+    fn runner_command_lines_follow_the_endpoint() {
+        let p = TimescaleDb {
+            mode: Mode::Postgresql,
+        };
+        let o = ToolOptions {
+            auth_token: Some(Secret::new("s3cret-pw")),
+            ..ToolOptions::default()
+        };
+        for (endpoint, conn) in [
+            (
+                p.local_endpoint(15432, "benchmark"),
+                ["--hosts=127.0.0.1", "--port=15432", "--user=postgres"],
+            ),
+            (
+                "postgres://bench@db.example/tsbs".to_string(),
+                ["--hosts=db.example", "--port=5432", "--user=bench"],
+            ),
+        ] {
+            let urls = vec![endpoint];
+            let mut target = p.query_target(&o);
+            target.connection = p.query_connection(&urls, Some(10)).unwrap();
+            let c = crate::tsbs::query_command(&crate::tsbs::QuerySpec {
+                binary: "/t/bin/tsbs_run_queries_timescaledb".into(),
+                target,
+                file: "/q/lastpoint.dat".into(),
+                database: "benchmark".into(),
+                urls,
+                workers: 1,
+                results_file: "/r/q.json".into(),
+            })
+            .unwrap();
+            let a = c.redacted_args();
+            assert_eq!(a[2..5], conn, "{a:?}");
+            assert_eq!(a[5..7], ["--burn-in=1", "--max-queries=10"], "{a:?}");
+            in_real_help("tsbs_run_queries_timescaledb", &a);
+            assert_eq!(c.secret_env_keys(), ["PGPASSWORD"]);
+            assert!(!c.redacted().contains("s3cret"));
+        }
+    }
+
+    /// External URLs: what `--url` may be (exit 2 otherwise, the URL never quoted), and the
+    /// database it names.
+    #[test]
+    fn external_urls() {
+        let p = TimescaleDb {
+            mode: Mode::Postgresql,
+        };
+        assert_eq!(
+            p.check_external_url("postgres://bench@10.0.0.5:5432/tsbs")
+                .unwrap(),
+            Some("tsbs".into())
+        );
+        assert_eq!(p.check_external_url("postgresql://10.0.0.5").unwrap(), None);
+        for bad in [
+            "http://10.0.0.5:5432",
+            "postgres://bench:pw@10.0.0.5/tsbs",
+            "postgres://bench@10.0.0.5/bad%20name",
+        ] {
+            let e = p.check_external_url(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(!e.message.contains(":pw@"), "{}", e.message);
+        }
+        assert_eq!(p.external_health_path(), None);
+        // The generic HTTP check stays the others' default.
+        let g = crate::product::greptimedb::GreptimeDb;
+        assert_eq!(g.check_external_url("http://10.0.0.5:4000").unwrap(), None);
+        assert_eq!(g.external_health_path(), Some("/health"));
+        assert_eq!(g.local_endpoint(4000, "public"), "http://127.0.0.1:4000");
+        assert_eq!(
+            g.check_external_url("postgres://h/db")
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
+        // Endpoints read back: both forms give the port and host.
+        assert_eq!(
+            endpoint_port("postgres://postgres@127.0.0.1:15433/benchmark").unwrap(),
+            15433
+        );
+        assert_eq!(endpoint_port("postgres://u@h/db").unwrap(), 5432);
+        assert_eq!(endpoint_port("http://127.0.0.1:15433").unwrap(), 15433);
+        let t = target_of("http://10.1.2.3:7").unwrap();
+        assert_eq!(t.display(), "postgres://postgres@10.1.2.3:7/postgres");
+        // Hypertable flags apply to TimescaleDB mode only.
+        assert!(
+            TimescaleDb {
+                mode: Mode::Timescaledb
+            }
+            .bench_caps()
+            .hypertables
+        );
+        assert!(!p.bench_caps().hypertables);
+        assert_eq!(p.token_env_defaults(), Some((None, None)));
     }
 
     #[test]

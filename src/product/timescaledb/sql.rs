@@ -1,7 +1,7 @@
 //! What tsbsctl asks a running PostgreSQL, over the PostgreSQL protocol (the `postgres`
 //! crate, sync): the version and extension probe (also for an external `--url
-//! postgres://user@host:port/db` whose password comes from the variable `--password-env`
-//! names), row counts, `ANALYZE`, the other sessions on the benchmark database (the loader's
+//! postgres://user@host:port/db`, with the password the bench seam read from the variable
+//! `--password-env` names), row counts, `ANALYZE`, the other sessions on the benchmark database (the loader's
 //! `DROP DATABASE` fails while one is connected, reference §0.3), and the footprint as the
 //! published comparison counts it (reference §5.5, §8.10): `pg_database_size`, the table and
 //! index split, and the WAL a load generated (insert positions before and after). Every call is bounded: a connect timeout, and a
@@ -28,8 +28,6 @@ pub struct Target {
     pub port: u16,
     pub user: String,
     pub dbname: String,
-    /// The variable the password was read from (recorded instead of the password).
-    pub password_env: Option<String>,
     #[serde(skip)]
     password: Option<String>,
 }
@@ -48,28 +46,41 @@ impl Target {
             port,
             user: super::server::SUPERUSER.into(),
             dbname: dbname.into(),
-            password_env: None,
             password: None,
         }
     }
 
-    /// An external server: `postgres://user@host[:port]/db` (port 5432 by default). A password
-    /// in the URL is refused (it would sit in argv and in the shell history): it comes from the
-    /// environment variable `password_env`, which must then be set.
-    pub fn from_url(url: &str, password_env: Option<&str>) -> Result<Target> {
+    /// A server named by `postgres://user@host[:port][/db]` (port 5432, user `postgres` and
+    /// database `postgres` by default). A password in the URL is refused (it would sit in argv,
+    /// the shell history and the run manifest): it comes from the environment
+    /// ([`Target::with_password`]). So are query parameters (`?sslmode=...`), which tsbsctl
+    /// and the TSBS tools would not honour alike. The errors never quote the URL (it may hold
+    /// a password).
+    pub fn from_url(url: &str) -> Result<Target> {
         let bad = |why: &str| {
             Error::invalid(format!("invalid --url: {why}"))
                 .with_hint("expected postgres://USER@HOST:PORT/DATABASE, with the password in the variable named by --password-env")
         };
         let u = url::Url::parse(url).map_err(|e| bad(&e.to_string()))?;
         if u.scheme() != "postgres" && u.scheme() != "postgresql" {
-            return Err(bad(&format!("scheme {:?} is not postgres", u.scheme())));
+            return Err(bad(&format!(
+                "the scheme is {:?}, not postgres or postgresql",
+                u.scheme()
+            )));
         }
         if u.password().is_some() {
             return Err(Error::invalid(
-                "--url must not hold a password (it would be readable in the process list)",
+                "--url must not hold a password (it would be readable in the process list, the shell history and the run manifest)",
             )
-            .with_hint("put it in an environment variable and name it with --password-env"));
+            .with_hint("put it in an environment variable and name it with --password-env VAR"));
+        }
+        if u.query().is_some() || u.fragment().is_some() {
+            return Err(bad(
+                "connection parameters (?...) are not supported: tsbsctl and the TSBS tools connect without TLS, with the URL's host, port, user and database only",
+            ));
+        }
+        if u.path().trim_start_matches('/').contains('/') {
+            return Err(bad("the path must be one database name"));
         }
         let host = u
             .host_str()
@@ -90,21 +101,30 @@ impl Target {
         } else {
             percent_decode(dbname)
         };
-        let password = match password_env {
-            None => None,
-            Some(var) => Some(std::env::var(var).map_err(|_| {
-                Error::invalid(format!("--password-env {var}: the variable is not set"))
-                    .with_hint(format!("export {var}=... before running tsbsctl"))
-            })?),
-        };
         Ok(Target {
             host,
             port: u.port().unwrap_or(5432),
             user,
             dbname,
-            password_env: password_env.map(str::to_string),
-            password,
+            password: None,
         })
+    }
+
+    /// The database a URL names (`None`: no path).
+    pub fn url_database(url: &str) -> Result<Option<String>> {
+        let t = Target::from_url(url)?;
+        let named = url::Url::parse(url)
+            .map(|u| !u.path().trim_start_matches('/').is_empty())
+            .unwrap_or(false);
+        Ok(named.then_some(t.dbname))
+    }
+
+    /// The same target, with the password (from the environment) or none.
+    pub fn with_password(self, password: Option<&str>) -> Target {
+        Target {
+            password: password.filter(|p| !p.is_empty()).map(str::to_string),
+            ..self
+        }
     }
 
     /// The same server, another database.
@@ -188,14 +208,27 @@ pub fn describe(e: &postgres::Error) -> String {
     }
 }
 
-/// Connects, bounded by `timeout` (also every statement's `statement_timeout`).
+/// Connects, bounded by `timeout` (also every statement's `statement_timeout`). A refused
+/// login (wrong password, none given where the server asks for one, unknown role: SQLSTATE
+/// class 28) is the caller's input, exit 2; anything else (server down) exit 1.
 pub fn connect(t: &Target, timeout: Duration) -> Result<Client> {
     t.config(timeout).connect(postgres::NoTls).map_err(|e| {
-        Error::failed(format!(
-            "could not connect to {}: {}",
-            t.display(),
-            describe(&e)
-        ))
+        let msg = format!("could not connect to {}: {}", t.display(), describe(&e));
+        let login = e
+            .as_db_error()
+            .is_some_and(|d| d.code().code().starts_with("28"));
+        // The client's own refusal to connect without the password the server asked for.
+        let no_password = e.as_db_error().is_none() && describe(&e).contains("password missing");
+        if login || no_password {
+            let hint = if t.password.is_some() {
+                "check the user in --url and the password in the variable --password-env names"
+            } else {
+                "the server wants a password: put it in an environment variable and name it with --password-env VAR"
+            };
+            Error::invalid(msg).with_hint(hint)
+        } else {
+            Error::failed(msg)
+        }
     })
 }
 
@@ -218,8 +251,10 @@ pub struct ServerProbe {
     /// `default_version` of `timescaledb` in `pg_available_extensions`: `None` when the
     /// extension is not installed on the server's machine.
     pub timescaledb_available: Option<String>,
-    /// Whether `timescaledb` is in `shared_preload_libraries` (hypertables need it).
-    pub timescaledb_preloaded: bool,
+    /// Whether `timescaledb` is in `shared_preload_libraries` (hypertables need it); `None`
+    /// when the user may not read that setting (only superusers and `pg_read_all_settings`
+    /// may: PostgreSQL hides it from `pg_settings` for others).
+    pub timescaledb_preloaded: Option<bool>,
 }
 
 pub fn probe(t: &Target, timeout: Duration) -> Result<ServerProbe> {
@@ -230,12 +265,17 @@ pub fn probe(t: &Target, timeout: Duration) -> Result<ServerProbe> {
 pub fn probe_client(c: &mut Client) -> Result<ServerProbe> {
     let row = c
         .query_one(
-            "SELECT current_setting('server_version'), current_setting('server_version_num')::int, \
-             current_setting('shared_preload_libraries')",
+            "SELECT current_setting('server_version'), current_setting('server_version_num')::int",
             &[],
         )
         .map_err(|e| q("could not read the server version", e))?;
-    let preload: String = row.get(2);
+    let preload: Option<String> = c
+        .query_opt(
+            "SELECT setting FROM pg_settings WHERE name = 'shared_preload_libraries'",
+            &[],
+        )
+        .map_err(|e| q("could not read shared_preload_libraries", e))?
+        .map(|r| r.get(0));
     let ext = c
         .query_opt(
             "SELECT default_version FROM pg_available_extensions WHERE name = 'timescaledb'",
@@ -246,9 +286,10 @@ pub fn probe_client(c: &mut Client) -> Result<ServerProbe> {
         server_version: row.get(0),
         server_version_num: row.get::<_, i32>(1) as u32,
         timescaledb_available: ext.and_then(|r| r.get::<_, Option<String>>(0)),
-        timescaledb_preloaded: preload
-            .split(',')
-            .any(|l| l.trim().trim_matches('"') == "timescaledb"),
+        timescaledb_preloaded: preload.map(|p| {
+            p.split(',')
+                .any(|l| l.trim().trim_matches('"') == "timescaledb")
+        }),
     })
 }
 
@@ -444,36 +485,47 @@ mod tests {
 
     #[test]
     fn urls() {
-        let t = Target::from_url("postgres://bench@db.example:6543/tsbs", None).unwrap();
+        let t = Target::from_url("postgres://bench@db.example:6543/tsbs").unwrap();
         assert_eq!(
             (t.host.as_str(), t.port, t.user.as_str(), t.dbname.as_str()),
             ("db.example", 6543, "bench", "tsbs")
         );
         assert_eq!(t.display(), "postgres://bench@db.example:6543/tsbs");
-        let t = Target::from_url("postgresql://127.0.0.1", None).unwrap();
+        assert_eq!(
+            Target::url_database("postgres://bench@db.example:6543/tsbs").unwrap(),
+            Some("tsbs".into())
+        );
+        let t = Target::from_url("postgresql://127.0.0.1").unwrap();
         assert_eq!(
             (t.port, t.user.as_str(), t.dbname.as_str()),
             (5432, "postgres", "postgres")
         );
-        let e = Target::from_url("postgres://u:secret@h/db", None).unwrap_err();
-        assert_eq!(e.exit_code(), 2);
-        assert!(!e.message.contains("secret"));
         assert_eq!(
-            Target::from_url("mysql://h/db", None)
-                .unwrap_err()
-                .exit_code(),
-            2
+            Target::url_database("postgresql://127.0.0.1/").unwrap(),
+            None
         );
-        let e =
-            Target::from_url("postgres://u@h/db", Some("TSBSCTL_TEST_NO_SUCH_VAR")).unwrap_err();
-        assert!(
-            e.message.contains("TSBSCTL_TEST_NO_SUCH_VAR"),
-            "{}",
-            e.message
+        let t = Target::from_url("postgres://u@[::1]:7/d").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.display().as_str()),
+            ("::1", "postgres://u@[::1]:7/d")
         );
-        // The password is read, kept out of Debug, display and JSON.
-        std::env::set_var("TSBSCTL_TEST_PG_PASSWORD", "hunter2");
-        let t = Target::from_url("postgres://u@h/db", Some("TSBSCTL_TEST_PG_PASSWORD")).unwrap();
+        for (bad, why) in [
+            ("postgres://u:secret@h/db", "must not hold a password"),
+            ("mysql://h/db", "not postgres"),
+            ("postgres://u@h/db?sslmode=require", "connection parameters"),
+            ("postgres://u@h/a/b", "one database name"),
+            ("postgres:///db", "no host"),
+            ("not a url", "invalid --url"),
+        ] {
+            let e = Target::from_url(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(e.message.contains(why), "{bad}: {}", e.message);
+            assert!(!e.message.contains("secret"), "{}", e.message);
+        }
+        // The password is kept out of Debug, display and JSON.
+        let t = Target::from_url("postgres://u@h/db")
+            .unwrap()
+            .with_password(Some("hunter2"));
         assert_eq!(t.password.as_deref(), Some("hunter2"));
         let shown = format!(
             "{t:?} {} {}",
@@ -481,7 +533,7 @@ mod tests {
             serde_json::to_string(&t).unwrap()
         );
         assert!(!shown.contains("hunter2"), "{shown}");
-        assert!(shown.contains("TSBSCTL_TEST_PG_PASSWORD"));
+        assert_eq!(t.clone().with_password(Some("")).password, None);
         assert_eq!(quote_ident("bench\"mark"), "\"bench\"\"mark\"");
         assert_eq!(percent_decode("a%40b"), "a@b");
     }

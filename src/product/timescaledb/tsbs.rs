@@ -1,6 +1,7 @@
-//! The TSBS side of this product (reference §5-§8): the command lines of
-//! `tsbs_load_timescaledb` and `tsbs_run_queries_timescaledb` per mode, exactly as §8.7 and
-//! §8.9 give them; the query generator's flags per mode (they belong in the query set's
+//! The TSBS side of this product (reference §5-§8) beyond the command lines (those are built
+//! by the product's `load_target`/`load_connection`/`query_connection` through
+//! `crate::tsbs::command`, and tested there on the real `-help` texts): how the password
+//! reaches the tools, the burn-in rule; the query generator's flags per mode (they belong in the query set's
 //! identity); the check that a query file really is in the timescaledb format (an influx file
 //! fed to this runner "passes" with empty SQL and exit 0); and the loader's failure text. The
 //! loader's and runner's stdout are what the existing parsers of `crate::tsbs` already read
@@ -8,7 +9,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -17,98 +18,9 @@ use super::Mode;
 use crate::error::{Error, Result};
 
 /// The variable the TSBS tools' PostgreSQL driver (pgx) reads the password from when `--pass`
-/// is empty. tsbsctl never puts a password on a command line.
+/// is empty. tsbsctl never puts a password on a command line (nor in a file): it sets this in
+/// the tool's environment (`crate::tsbs::ToolArg::Env`).
 pub const PASSWORD_ENV: &str = "PGPASSWORD";
-
-/// The environment that hands a password to the TSBS tools (none for a managed, trust-auth
-/// server): never `--pass`, which every local user could read in the process list.
-pub fn password_env(password: Option<&str>) -> Vec<(String, String)> {
-    password
-        .filter(|p| !p.is_empty())
-        .map(|p| vec![(PASSWORD_ENV.to_string(), p.to_string())])
-        .unwrap_or_default()
-}
-
-/// Where the TSBS tools connect.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Conn {
-    pub host: String,
-    pub port: u16,
-    pub user: String,
-    pub db_name: String,
-}
-
-impl Conn {
-    pub fn local(port: u16, db_name: &str) -> Conn {
-        Conn {
-            host: "127.0.0.1".into(),
-            port,
-            user: super::server::SUPERUSER.into(),
-            db_name: db_name.into(),
-        }
-    }
-}
-
-/// Hypertable parameters (TimescaleDB mode only); `None` keeps the loader's default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Hypertable {
-    /// A Go duration (`12h`).
-    pub chunk_time: Option<String>,
-    pub partitions: Option<u32>,
-}
-
-/// One load.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoadParams {
-    pub conn: Conn,
-    pub mode: Mode,
-    pub workers: u64,
-    pub batch_size: u64,
-    pub hypertable: Hypertable,
-    pub file: PathBuf,
-    pub results_file: PathBuf,
-}
-
-/// `tsbs_load_timescaledb` arguments (reference §8.7). `--use-hypertable` is always explicit:
-/// the loader's default is `true`, which fails on plain PostgreSQL.
-pub fn loader_args(p: &LoadParams) -> Result<Vec<String>> {
-    if p.mode == Mode::Postgresql && p.hypertable != Hypertable::default() {
-        return Err(Error::invalid(
-            "--chunk-time and --partitions apply to TimescaleDB hypertables, not to plain PostgreSQL",
-        ));
-    }
-    let mut a = vec![
-        format!("--host={}", p.conn.host),
-        format!("--port={}", p.conn.port),
-        format!("--user={}", p.conn.user),
-        format!("--db-name={}", p.conn.db_name),
-        format!("--workers={}", p.workers),
-        format!("--batch-size={}", p.batch_size),
-        format!("--use-hypertable={}", p.mode == Mode::Timescaledb),
-    ];
-    if let Some(c) = &p.hypertable.chunk_time {
-        if !is_go_duration(c) {
-            return Err(Error::invalid(format!(
-                "--chunk-time {c:?} is not a Go duration (like 12h, 30m, 1h30m)"
-            )));
-        }
-        a.push(format!("--chunk-time={c}"));
-    }
-    if let Some(n) = p.hypertable.partitions {
-        a.push(format!("--partitions={n}"));
-    }
-    a.push(format!("--file={}", p.file.display()));
-    a.push(format!("--results-file={}", p.results_file.display()));
-    Ok(a)
-}
-
-/// What Go's `time.ParseDuration` accepts (unsigned: a chunk interval is positive).
-fn is_go_duration(s: &str) -> bool {
-    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h)(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))*$").unwrap()
-    });
-    RE.is_match(s)
-}
 
 /// `--burn-in` works only together with `--max-queries` (alone it panics: "burn-in is larger
 /// than limit"), so they are one value: `burn_in` queries run uncounted out of `max_queries`.
@@ -130,35 +42,6 @@ impl BurnIn {
             max_queries,
         })
     }
-}
-
-/// One runner invocation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunParams {
-    pub conn: Conn,
-    pub workers: u64,
-    /// Keeps the first query's connection setup (3-7 ms) out of the statistics.
-    pub burn_in: Option<BurnIn>,
-    pub file: PathBuf,
-    pub results_file: PathBuf,
-}
-
-/// `tsbs_run_queries_timescaledb` arguments (reference §8.9).
-pub fn runner_args(p: &RunParams) -> Vec<String> {
-    let mut a = vec![
-        format!("--hosts={}", p.conn.host),
-        format!("--port={}", p.conn.port),
-        format!("--user={}", p.conn.user),
-        format!("--db-name={}", p.conn.db_name),
-        format!("--workers={}", p.workers),
-    ];
-    if let Some(b) = p.burn_in {
-        a.push(format!("--burn-in={}", b.burn_in));
-        a.push(format!("--max-queries={}", b.max_queries));
-    }
-    a.push(format!("--file={}", p.file.display()));
-    a.push(format!("--results-file={}", p.results_file.display()));
-    a
 }
 
 /// The timescaledb query format's flags. Their values must match the load (`--use-jsonb-tags`,
@@ -463,100 +346,12 @@ mod tests {
         std::fs::read_to_string(format!("{FIX}/{p}")).unwrap()
     }
 
-    fn load(mode: Mode, hypertable: Hypertable) -> LoadParams {
-        LoadParams {
-            conn: Conn::local(15432, "benchmark"),
-            mode,
-            workers: 8,
-            batch_size: 10000,
-            hypertable,
-            file: "/srv/bench/data_gen/cpu-timescaledb.dat".into(),
-            results_file: "/srv/bench/load/plain-w8-b10000.json".into(),
-        }
-    }
-
-    /// The reference's successful plain load (§5.3 b), flag for flag.
     #[test]
-    fn loader_command_lines() {
-        let a = loader_args(&load(Mode::Postgresql, Hypertable::default())).unwrap();
-        assert_eq!(
-            a.join(" "),
-            "--host=127.0.0.1 --port=15432 --user=postgres --db-name=benchmark --workers=8 --batch-size=10000 --use-hypertable=false --file=/srv/bench/data_gen/cpu-timescaledb.dat --results-file=/srv/bench/load/plain-w8-b10000.json"
-        );
-        let ht = Hypertable {
-            chunk_time: Some("12h".into()),
-            partitions: Some(2),
-        };
-        let a = loader_args(&load(Mode::Timescaledb, ht.clone())).unwrap();
-        assert!(a.contains(&"--use-hypertable=true".to_string()));
-        assert!(a.contains(&"--chunk-time=12h".to_string()));
-        assert!(a.contains(&"--partitions=2".to_string()));
-        // Every flag is one the real loader's -help lists.
-        let help = fixture("help/tsbs_load_timescaledb.help.txt");
-        for f in &a {
-            let name = f.split('=').next().unwrap();
-            assert!(
-                help.contains(&format!("      {name} ")),
-                "{name} not in the real help"
-            );
-        }
-        assert_eq!(
-            loader_args(&load(Mode::Postgresql, ht))
-                .unwrap_err()
-                .exit_code(),
-            2
-        );
-        let bad = Hypertable {
-            chunk_time: Some("12 hours".into()),
-            partitions: None,
-        };
-        assert_eq!(
-            loader_args(&load(Mode::Timescaledb, bad))
-                .unwrap_err()
-                .exit_code(),
-            2
-        );
-    }
-
-    #[test]
-    fn the_password_never_goes_on_a_command_line() {
-        let a = loader_args(&load(Mode::Timescaledb, Hypertable::default())).unwrap();
-        assert!(!a.iter().any(|x| x.starts_with("--pass")), "{a:?}");
-        assert_eq!(
-            password_env(Some("s3cret")),
-            vec![("PGPASSWORD".to_string(), "s3cret".to_string())]
-        );
-        assert!(password_env(Some("")).is_empty());
-        assert!(password_env(None).is_empty());
-    }
-
-    #[test]
-    fn runner_command_lines() {
-        let mut p = RunParams {
-            conn: Conn::local(15432, "benchmark"),
-            workers: 1,
-            burn_in: None,
-            file: "/srv/bench/queries/notb/lastpoint.gob".into(),
-            results_file: "/srv/bench/runs/notb/lastpoint.json".into(),
-        };
-        assert_eq!(
-            runner_args(&p).join(" "),
-            "--hosts=127.0.0.1 --port=15432 --user=postgres --db-name=benchmark --workers=1 --file=/srv/bench/queries/notb/lastpoint.gob --results-file=/srv/bench/runs/notb/lastpoint.json"
-        );
-        p.burn_in = Some(BurnIn::new(1, 10).unwrap());
-        let a = runner_args(&p);
-        let burn = a.iter().position(|x| x == "--burn-in=1").unwrap();
-        assert_eq!(a[burn + 1], "--max-queries=10");
-        assert!(BurnIn::new(1, 1).is_err());
-        assert!(BurnIn::new(0, 10).is_err());
-        let help = fixture("help/tsbs_run_queries_timescaledb.help.txt");
-        for f in &a {
-            let name = f.split('=').next().unwrap();
-            assert!(
-                help.contains(&format!("      {name} ")),
-                "{name} not in the real help"
-            );
-        }
+    fn burn_in_needs_more_queries_than_it_skips() {
+        let b = BurnIn::new(1, 10).unwrap();
+        assert_eq!((b.burn_in, b.max_queries), (1, 10));
+        assert_eq!(BurnIn::new(1, 1).unwrap_err().exit_code(), 2);
+        assert_eq!(BurnIn::new(0, 10).unwrap_err().exit_code(), 2);
     }
 
     #[test]

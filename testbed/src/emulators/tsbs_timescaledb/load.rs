@@ -127,6 +127,7 @@ fn ts_literal(ns: i128) -> String {
 }
 
 pub fn main(args: Vec<String>) -> i32 {
+    super::record_call(TOOL, &args);
     let flags = match gotool::parse_tool(TOOL, &[FLAGS], &args) {
         Ok(f) => f,
         Err(code) => return code,

@@ -8,6 +8,11 @@
 //! Stricter than the real tools on purpose: a non-empty `--pass` on the command line is
 //! refused (exit 2), since argv is readable by every local user; the password comes from
 //! `PGPASSWORD` (which pgx reads) or `config.json` (viper), as tsbsctl hands it over.
+//!
+//! Knob (`$TESTBED_KNOBS`, section `tsbs_timescaledb`, both tools): `record`, a file that
+//! gets one JSON line per call, before anything else: the tool, its argv, whether
+//! `PGPASSWORD` was set and which `config.*` files its working directory held (never a
+//! password), so a test can prove where the password did and did not go.
 
 pub mod load;
 pub mod run;
@@ -15,6 +20,45 @@ pub mod run;
 use std::io::Write;
 
 use crate::gotool::Flags;
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Knobs {
+    #[serde(default)]
+    record: Option<std::path::PathBuf>,
+}
+
+/// Appends this call to the `record` knob's file (see the module's notes); no knob: nothing.
+pub(crate) fn record_call(tool: &str, args: &[String]) {
+    let knobs: Knobs = crate::gotool::knobs_or_exit("tsbs_timescaledb");
+    let Some(path) = knobs.record else { return };
+    let configs: Vec<String> = std::fs::read_dir(".")
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("config."))
+                .collect()
+        })
+        .unwrap_or_default();
+    let line = serde_json::json!({
+        "tool": tool,
+        "args": args,
+        "pgpassword_set": std::env::var_os("PGPASSWORD").is_some_and(|p| !p.is_empty()),
+        "config_files": configs,
+    });
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| writeln!(f, "{line}"));
+    if let Err(e) = written {
+        eprintln!(
+            "testbed: {tool}: cannot record the call in {}: {e}",
+            path.display()
+        );
+        std::process::exit(2);
+    }
+}
 
 /// The message of a server error as pgx prints it: `ERROR: <message> (SQLSTATE <code>)`.
 pub(crate) fn pg_error(e: &postgres::Error) -> String {

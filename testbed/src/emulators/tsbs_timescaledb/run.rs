@@ -45,6 +45,7 @@ pub const FLAGS: &[FlagDef] = &[
 ];
 
 pub fn main(args: Vec<String>) -> i32 {
+    super::record_call(TOOL, &args);
     let flags = match gotool::parse_tool(TOOL, &[FLAGS], &args) {
         Ok(f) => f,
         Err(code) => return code,
