@@ -279,7 +279,7 @@ pub fn command_line<S: AsRef<str>>(program: &str, args: &[S]) -> String {
     out
 }
 
-/// The kernel's start time of `pid` (Linux: field 22 of /proc/<pid>/stat).
+/// The kernel's start time of `pid` (Linux: field 22 of `/proc/<pid>/stat`).
 pub fn process_start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
