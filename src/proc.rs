@@ -3,7 +3,8 @@
 //! guard ([`configure`]), stopped as a group with SIGTERM, a grace period, then SIGKILL
 //! ([`stop_group`]), waited for with a deadline while Ctrl-C is polled ([`wait`],
 //! [`InterruptWatch`]), their output copied line by line through a redacting filter into a
-//! log ([`pump`]), and their command lines recorded shell-quoted ([`command_line`]).
+//! log ([`pump`]), their command lines recorded shell-quoted ([`command_line`]), and what
+//! `/proc` says of a process: its start time, CPU time, whether it is a zombie.
 //!
 //! Threads, not tokio: every caller is synchronous, a child needs at most a waiter and two
 //! pipe readers, and cancellation is one polled flag (`crate::interrupt`), so the declared but
@@ -276,6 +277,34 @@ pub fn command_line<S: AsRef<str>>(program: &str, args: &[S]) -> String {
         out.push_str(&quote(a.as_ref()));
     }
     out
+}
+
+/// The kernel's start time of `pid` (Linux: field 22 of `/proc/<pid>/stat`).
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// User plus system CPU time of `pid` in clock ticks (Linux: fields 14 and 15).
+pub fn process_cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// True for a process that exited but was not reaped yet (Linux); it holds no port or file.
+pub fn is_zombie(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    stat.rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next())
+        .is_some_and(|state| state == "Z" || state == "X")
 }
 
 #[cfg(test)]

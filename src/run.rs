@@ -882,6 +882,22 @@ impl RunDir {
         })
     }
 
+    /// Runs `f` as attempt `attempt` of step `name`: its start event, then, when `f` returns
+    /// `(value, data)`, its `completed` end event with `data`. An error leaves the attempt
+    /// running, as every step an error cuts short: [`RunDir::finish`] ends it with the error
+    /// that ended the run, after what the run does on its way out (stopping its server).
+    pub fn step<T>(
+        &mut self,
+        name: &str,
+        attempt: u32,
+        f: impl FnOnce(&mut RunDir) -> Result<(T, Value)>,
+    ) -> Result<T> {
+        self.begin(name, attempt, None, None, None)?;
+        let (value, data) = f(self)?;
+        self.end(name, attempt, Status::Completed, None, Some(data))?;
+        Ok(value)
+    }
+
     /// Records a step that started and ended at once (reused data, a skipped step).
     pub fn instant(
         &mut self,
@@ -1139,6 +1155,48 @@ mod tests {
             ),
         ),
     ];
+
+    #[test]
+    fn a_step_records_its_start_and_end_and_an_error_leaves_it_for_finish() {
+        let d = tempfile::tempdir().unwrap();
+        let mut run = RunDir {
+            dir: d.path().to_path_buf(),
+            manifest: serde_json::from_str(RUN_FIXTURES[0].1).unwrap(),
+            seq: 0,
+            _lock: None,
+        };
+        let got = run
+            .step("dataset", 1, |r| {
+                r.manifest.phase = "changed inside".into();
+                Ok((7, json!({"rows": 3})))
+            })
+            .unwrap();
+        assert_eq!(got, 7);
+        assert_eq!(run.manifest.phase, "changed inside");
+        let err = run
+            .step("query-set", 1, |_| -> Result<((), Value)> {
+                Err(Error::failed("no query set"))
+            })
+            .unwrap_err();
+        assert_eq!(err.message, "no query set");
+        let events = read_events(d.path()).unwrap();
+        let seen: Vec<_> = events
+            .iter()
+            .map(|e| (e.seq, e.step.as_str(), e.status, e.data.clone()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (1, "dataset", Status::Running, None),
+                (2, "dataset", Status::Completed, Some(json!({"rows": 3}))),
+                (3, "query-set", Status::Running, None),
+            ]
+        );
+        run.finish(Status::Failed, Some(&err)).unwrap();
+        let steps = run.steps().unwrap();
+        assert_eq!(steps[1].status, Status::Failed);
+        assert_eq!(steps[1].reason.as_deref(), Some("no query set"));
+    }
 
     #[test]
     fn run_manifests_of_the_previous_version_round_trip_byte_for_byte() {

@@ -1,0 +1,432 @@
+//! The load phase: the loader fed the dataset on stdin (hashed on its way), the row count the
+//! database must then hold, the product's hooks around the load, and the storage footprint at
+//! rest. A managed workspace's binding is set only once all of that held.
+
+use serde_json::{json, Value};
+
+use crate::dataset::{Dataset, StoredFormat};
+use crate::environment::TsbsEnv;
+use crate::error::{Error, Result};
+use crate::product::ToolOptions;
+use crate::run::Status;
+use crate::tsbs::{self, DatabaseMode};
+
+use super::super::{exec, footprint, integrity, settle, watch, Bench, TABLE};
+
+impl Bench<'_> {
+    pub(in crate::bench) fn load(
+        &mut self,
+        env: &TsbsEnv,
+        ds: &Dataset,
+        sf: &StoredFormat,
+    ) -> Result<()> {
+        let mode = self.target.mode(self.req);
+        let binding = self.target.binding_for(ds, sf);
+        if self.target.is_managed() && mode != DatabaseMode::Reset && self.target.bound_to(&binding)
+        {
+            self.reporter().info(&format!(
+                "workspace {} already holds dataset {}: load skipped",
+                self.target.database_id().unwrap_or_default(),
+                ds.id
+            ));
+            self.run.instant(
+                "load",
+                1,
+                Status::Reused,
+                None,
+                Some(json!({"dataset_id": ds.id, "database_mode": "reuse", "binding": binding})),
+            )?;
+            // The footprint of the loaded data, at rest.
+            self.footprint("at-rest")?;
+            return Ok(());
+        }
+        if self.target.is_managed() {
+            self.target.check_binding_data(
+                &binding.dataset_id,
+                &binding.uncompressed_sha256,
+                mode,
+            )?;
+        }
+        // The binding is cleared before a reset drops anything.
+        // Before anything is dropped or started: a changed loader stops the run here.
+        let loader =
+            integrity::verified_binary(env, self.target.product.tsbs_loader(), &mut self.run)?;
+        if mode == DatabaseMode::Reset {
+            self.target.clear_binding()?;
+        }
+        self.start_server()?;
+        // Other people's sessions are ended only on a server tsbsctl manages.
+        let before_load = if self.target.is_managed() {
+            self.product_step("before-load", |b| {
+                b.target
+                    .product
+                    .before_load(&b.endpoint(), b.target.database())
+            })?
+        } else {
+            None
+        };
+        let w = self.run.manifest.workload.benchmark();
+        let workers = w.map_or(1, |w| w.load_workers) as u32;
+        let batch = w.map_or(3000, |w| w.batch_size) as u32;
+        let attempt = self.run.next_attempt("load")?;
+        let (log, log_rel) = self.run.log(&format!("load-{attempt:03}.log"));
+        let (results, results_rel) = self.run.result(&format!("load-{attempt:03}.json"));
+        // Always streamed through tsbsctl, so the bytes the loader reads are hashed (#7).
+        let input = tsbs::LoadInput::Stdin;
+        let (auth, admin) = self.target.tokens();
+        let urls = self.target.urls_with(&self.endpoint());
+        let mut target = self.target.product.load_target(&ToolOptions {
+            no_sync: self.req.no_sync,
+            accept_partial: self.req.accept_partial,
+            auth_token: auth,
+            admin_token: admin,
+            chunk_time: self.req.chunk_time.clone(),
+            partitions: self.req.partitions,
+        });
+        target.connection = self.target.product.load_connection(&urls)?;
+        let spec = tsbs::LoadSpec {
+            binary: loader,
+            target,
+            urls,
+            input,
+            database: self.target.database().to_string(),
+            batch_size: batch,
+            workers,
+            results_file: results,
+            mode,
+            confirm_reset: self.req.confirm_reset.clone().or_else(|| {
+                (mode == DatabaseMode::Reset).then(|| self.target.database().to_string())
+            }),
+        };
+        let cmd = tsbs::load_command(&spec)?;
+        self.run.begin(
+            "load",
+            attempt,
+            Some(&log_rel),
+            Some(&results_rel),
+            Some(json!({
+                "dataset_id": ds.id,
+                "database": self.target.database(),
+                "database_mode": mode.as_str(),
+                "workers": workers,
+                "batch_size": batch,
+                "input": if cmd.stdin_data { "stdin" } else { "file" },
+                "command": cmd.redacted(),
+                "stall": self.stall_policy().to_json(),
+            })),
+        )?;
+        self.reporter().info(&format!(
+            "loading {} rows of {} with {} ({} x {batch} rows); its reports every 10 s go to {}",
+            sf.rows,
+            ds.id,
+            cmd.tool(),
+            crate::output::count_of(workers, "worker"),
+            log.display()
+        ));
+        let stdin = if cmd.stdin_data {
+            Some(sf.open_uncompressed()?)
+        } else {
+            None
+        };
+        let ran = self.run_watched(
+            &cmd,
+            &log,
+            stdin,
+            "load",
+            attempt,
+            watch::Counting::Rows,
+            "load",
+            Some(sf.rows),
+        )?;
+        let (end, usage) = (ran.end, ran.usage);
+        let log_text = crate::fsutil::read_log(&log);
+        let status = self.tool_exit("load", attempt, end, "the load", &log)?;
+        match tsbs::load_outcome(&cmd.tool(), status, &log_text, &spec.results_file) {
+            Ok(r) => {
+                let fed = ran.fed.unwrap_or_default();
+                let input = json!({
+                    "bytes": fed.bytes,
+                    "sha256": fed.sha256,
+                    "expected_sha256": sf.uncompressed_sha256,
+                    "matches_manifest": fed.sha256.as_deref() == Some(sf.uncompressed_sha256.as_str()),
+                });
+                if let Err(e) = check_fed(&fed, sf) {
+                    self.run.end(
+                        "load",
+                        attempt,
+                        Status::Failed,
+                        Some(e.message.clone()),
+                        Some(json!({"rows": r.rows, "metrics": r.metrics, "usage": usage, "input": input})),
+                    )?;
+                    return Err(e);
+                }
+                if let Some(d) = self.run.manifest.dataset.as_mut() {
+                    d.loaded_sha256 = Some(fed.sha256.clone());
+                }
+                self.run.save()?;
+                self.run.end(
+                    "load",
+                    attempt,
+                    Status::Completed,
+                    None,
+                    Some(json!({"rows": r.rows, "metrics": r.metrics, "usage": usage, "input": input})),
+                )?;
+            }
+            Err(f) => {
+                let gone = self.server_gone();
+                let mut reason = match gone {
+                    Some(g) => format!("{}; the server is gone: {g}", f.reason),
+                    None => f.reason.clone(),
+                };
+                // A full disk under the server is the root cause of its refusals: name it (#18).
+                let full = [self.target.data_dir(), Some(self.run.dir.clone())]
+                    .into_iter()
+                    .flatten()
+                    .find_map(|d| crate::media::full_disk_note(&d));
+                if let Some(note) = &full {
+                    reason = format!(
+                        "{note}; the loader stopped because the server refused writes: {reason}"
+                    );
+                }
+                // On a full disk this record may not fit; the run's end records the step.
+                let _ = self.run.end(
+                    "load",
+                    attempt,
+                    Status::Failed,
+                    Some(reason.clone()),
+                    Some(json!({"failure": f, "disk_full": full})),
+                );
+                if full.is_some() {
+                    return Err(Error::failed(format!("load failed: {reason}")).with_hint(format!(
+                        "free space on that disk (or move the workspace to a larger one), then load again with --database-mode reset --confirm-reset {}; see {}",
+                        self.target.database(),
+                        log.display()
+                    )));
+                }
+                let hint = if f.kind == tsbs::FailureKind::DatabaseExists {
+                    format!(
+                        "the SQL database already exists (an earlier, unfinished load?); load with --database-mode reset --confirm-reset {} to replace it; see {}",
+                        self.target.database(),
+                        log.display()
+                    )
+                } else {
+                    format!("see {}", log.display())
+                };
+                return Err(Error::failed(format!("load failed: {reason}")).with_hint(hint));
+            }
+        }
+
+        // Row count: the database must hold the dataset.
+        self.row_count(sf)?;
+        let scale = ds.spec.scale;
+        let after = self.product_step("after-load", |b| {
+            b.target.product.after_load(&crate::product::AfterLoad {
+                endpoint: &b.endpoint(),
+                database: b.target.database(),
+                scale,
+                before: before_load.as_ref(),
+                token: b.target.external_token(),
+            })
+        })?;
+        self.load_footprint = after.and_then(|v| v.get("footprint").cloned());
+        // Footprint at rest after ingestion: stop first.
+        if self.target.is_managed() {
+            self.stop_server()?;
+            self.footprint("after-load")?;
+            self.target.set_binding(binding, &self.run)?;
+            // Later phases of this run see the data as just loaded.
+            self.run.manifest.data_state = self.target.data_state();
+            self.run.save()?;
+        } else {
+            // External: the product's SQL measure is the footprint (no data directory here).
+            self.footprint("after-load")?;
+        }
+        Ok(())
+    }
+
+    /// Runs a product hook as step `name` when it has something to do (`Some`), recording
+    /// what it returns; `None` records nothing.
+    fn product_step(
+        &mut self,
+        name: &str,
+        f: impl FnOnce(&Self) -> Result<Option<Value>>,
+    ) -> Result<Option<Value>> {
+        match f(self) {
+            Ok(None) => Ok(None),
+            Ok(Some(v)) => {
+                let attempt = self.run.next_attempt(name)?;
+                self.run
+                    .instant(name, attempt, Status::Completed, None, Some(v.clone()))?;
+                Ok(Some(v))
+            }
+            Err(e) => {
+                let attempt = self.run.next_attempt(name)?;
+                self.run
+                    .instant(name, attempt, Status::Failed, Some(e.message.clone()), None)?;
+                Err(e)
+            }
+        }
+    }
+
+    fn row_count(&mut self, sf: &StoredFormat) -> Result<()> {
+        let attempt = self.run.next_attempt("row-count")?;
+        self.run.begin("row-count", attempt, None, None, None)?;
+        let endpoint = self.endpoint();
+        // `--no-sync`: the last acknowledged rows show only after the next WAL flush.
+        let unsynced = self
+            .req
+            .no_sync
+            .then(|| self.target.product.unsynced_flush_interval())
+            .flatten();
+        let counted = if let Some(interval) = unsynced {
+            let bound = settle::Bound::for_flush(interval);
+            let target = &self.target;
+            settle::count_settled(
+                sf.rows,
+                bound,
+                &mut || target.count_rows_detailed(&endpoint, TABLE),
+                &mut std::thread::sleep,
+            )
+            .map(|(n, how, mut wait)| {
+                wait["flush_interval_source"] = json!(if target.is_managed() {
+                    "the server's default: tsbsctl passes no --wal-flush-interval"
+                } else {
+                    "assumed: the server's default (an external server's setting is unknown)"
+                });
+                (n, how, Some(wait))
+            })
+        } else {
+            self.target
+                .count_rows_detailed(&endpoint, TABLE)
+                .map(|(n, how)| (n, how, None))
+        };
+        match counted {
+            Ok((actual, how, wait)) => {
+                let ok = actual == sf.rows;
+                let mut data =
+                    json!({"table": TABLE, "expected": sf.rows, "actual": actual, "ok": ok});
+                if let Some(h) = how {
+                    data["method"] = h;
+                }
+                if let Some(w) = wait {
+                    data["wait"] = w;
+                }
+                if ok {
+                    self.run
+                        .end("row-count", attempt, Status::Completed, None, Some(data))?;
+                    Ok(())
+                } else {
+                    let r = format!(
+                        "row count mismatch: table {TABLE} holds {actual} rows, the dataset has {}",
+                        sf.rows
+                    );
+                    self.run.end(
+                        "row-count",
+                        attempt,
+                        Status::Failed,
+                        Some(r.clone()),
+                        Some(data),
+                    )?;
+                    Err(Error::failed(r).with_hint(
+                        "the load did not store every row; look at the load and server logs, then load again with --database-mode reset --confirm-reset NAME",
+                    ))
+                }
+            }
+            Err(e) => {
+                self.run.end(
+                    "row-count",
+                    attempt,
+                    Status::Failed,
+                    Some(e.message.clone()),
+                    None,
+                )?;
+                Err(e)
+            }
+        }
+    }
+
+    fn footprint(&mut self, when: &str) -> Result<()> {
+        let Some(dir) = self.target.data_dir() else {
+            // An external server: only what the product measured over SQL, if anything.
+            let Some(Value::Object(mut m)) = self.load_footprint.clone() else {
+                return Ok(());
+            };
+            let attempt = self.run.next_attempt("footprint")?;
+            m.insert("when".into(), json!(when));
+            m.insert("data_dir".into(), Value::Null);
+            m.insert("server_stopped".into(), json!(false));
+            return self
+                .run
+                .step("footprint", attempt, |_| Ok(((), Value::Object(m))));
+        };
+        let attempt = self.run.next_attempt("footprint")?;
+        let (product, stopped) = (self.target.product.as_ref(), self.server.is_none());
+        let (forced_stop, load_footprint) = (self.forced_stop, self.load_footprint.clone());
+        self.run.step("footprint", attempt, |run| {
+            let f = footprint::measure_for(product, &dir)?;
+            let mut v = f.record();
+            // InfluxDB 3: the files on disk say which storage engine the server used.
+            if run
+                .manifest
+                .target
+                .extra
+                .get("server_settings")
+                .is_some_and(Value::is_object)
+            {
+                let engine = if f.pt_files > 0 {
+                    Some("upgraded (.pt files)")
+                } else if f.wal_files + f.data_files > 0 {
+                    Some("parquet")
+                } else {
+                    None
+                };
+                if let Some(e) = engine {
+                    let st = &mut run.manifest.target.extra["server_settings"];
+                    st["storage_engine"] = json!(e);
+                    st["storage_engine_source"] = json!("data directory layout");
+                    run.save()?;
+                }
+            }
+            v["when"] = json!(when);
+            v["data_dir"] = json!(dir);
+            v["server_stopped"] = json!(stopped);
+            v["after_forced_stop"] = json!(forced_stop);
+            // Neither product flushes the WAL to data files on shutdown: say when it never did.
+            v["never_flushed"] = footprint::never_flushed(&f);
+            // The product's own measure (PostgreSQL: database size, table/index split, load WAL).
+            if let Some(Value::Object(m)) = load_footprint {
+                for (k, x) in m {
+                    if v.get(&k).is_none_or(Value::is_null) {
+                        v[k] = x;
+                    }
+                }
+            }
+            Ok(((), v))
+        })
+    }
+}
+
+/// The stream the loader read must be the dataset the manifest describes, all of it.
+fn check_fed(fed: &exec::Fed, sf: &StoredFormat) -> Result<()> {
+    let hint = format!(
+        "regenerate the dataset with `tsbsctl data generate --dataset-id {} --format {} --regenerate`, then load again with --database-mode reset",
+        sf.dataset_id, sf.format
+    );
+    match &fed.sha256 {
+        Some(got) if *got == sf.uncompressed_sha256 => Ok(()),
+        Some(got) => Err(Error::integrity(format!(
+            "the dataset streamed to the loader ({}, {} bytes) has SHA-256 {got}, its manifest says {}: the file changed on disk",
+            sf.path.display(),
+            fed.bytes,
+            sf.uncompressed_sha256
+        ))
+        .with_hint(hint)),
+        None => Err(Error::integrity(format!(
+            "the loader ended without reading all of {} ({} bytes read{}), so what it loaded is not known",
+            sf.path.display(),
+            fed.bytes,
+            fed.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
+        ))
+        .with_hint(hint)),
+    }
+}

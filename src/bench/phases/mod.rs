@@ -1,0 +1,108 @@
+//! The phases of a bench run after its inputs: [`load`], [`query`] and [`analyze`], and what
+//! they share: a TSBS tool run as a step, with its progress drawn, stalls watched, and an end
+//! that was not an exit (Ctrl-C, the server dying, a stall) recorded on the step.
+
+mod analyze;
+mod inputs;
+mod load;
+mod query;
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::run::Status;
+use crate::tsbs;
+
+use super::exec::{self, ToolEnd};
+use super::{watch, Bench};
+
+impl Bench<'_> {
+    /// Ends `step` when its tool did not exit by itself (Ctrl-C, or the server died under it)
+    /// and returns the error to propagate; an exit status passes through for the caller to
+    /// judge.
+    pub(super) fn tool_exit(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        end: ToolEnd,
+        during: &str,
+        log: &Path,
+    ) -> Result<std::process::ExitStatus> {
+        match end {
+            ToolEnd::Exited(status) => Ok(status),
+            ToolEnd::Interrupted => {
+                self.run.end(
+                    step,
+                    attempt,
+                    Status::Interrupted,
+                    Some("interrupted".into()),
+                    None,
+                )?;
+                Err(Error::interrupted(format!("interrupted during {during}")))
+            }
+            ToolEnd::ServerGone(reason) => {
+                let r = format!("the server died during {during}: {reason}");
+                self.run
+                    .end(step, attempt, Status::Failed, Some(r.clone()), None)?;
+                Err(Error::failed(r).with_hint(format!("see {}", log.display())))
+            }
+            ToolEnd::Stopped(reason) => {
+                self.run
+                    .end(step, attempt, Status::Failed, Some(reason.clone()), None)?;
+                Err(Error::failed(reason).with_hint(format!(
+                    "see {} and the server log; raise --stall-timeout if the tool is just slow",
+                    log.display()
+                )))
+            }
+        }
+    }
+
+    pub(super) fn stall_policy(&self) -> watch::StallPolicy {
+        watch::StallPolicy::new(self.req.stall_timeout, self.req.on_stall)
+            .expect("validated before the run started")
+    }
+
+    /// Runs a tool with its progress drawn and stalls watched; the server check runs as with
+    /// [`exec::run_tool`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn run_watched(
+        &mut self,
+        cmd: &tsbs::TsbsCommand,
+        log: &Path,
+        stdin: Option<Box<dyn std::io::Read + Send>>,
+        step: &str,
+        attempt: u32,
+        counting: watch::Counting,
+        label: &str,
+        expected: Option<u64>,
+    ) -> Result<exec::ToolRun> {
+        let policy = self.stall_policy();
+        let cwd = self.cwd.clone();
+        let reporter = self.ctx.reporter.as_ref();
+        // The server is checked by the watch closure while the observer writes events.
+        let mut server = self.server.take();
+        let mut gone = || {
+            let s = server.as_mut()?;
+            s.check_running().err().map(|e| e.message)
+        };
+        let mut obs = watch::ToolWatch::new(
+            &mut self.run,
+            reporter,
+            step,
+            attempt,
+            &cmd.tool(),
+            counting,
+            label,
+            expected,
+            policy,
+        );
+        let res = exec::run_tool_observed(cmd, &cwd, log, stdin, &mut gone, &mut obs);
+        let event_error = obs.event_error.take();
+        drop(obs);
+        self.server = server;
+        if let Some(e) = event_error {
+            return Err(e);
+        }
+        res
+    }
+}

@@ -1,0 +1,158 @@
+//! The query phase: every query type of the query set once, its file re-hashed against the
+//! set's manifest first. One type failing does not stop the others.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::environment::TsbsEnv;
+use crate::error::{Error, Result};
+use crate::product::ToolOptions;
+use crate::queryset::{self, QuerySet};
+use crate::run::Status;
+use crate::tsbs;
+
+use super::super::conclude::same_cause;
+use super::super::{integrity, watch, Bench};
+
+impl Bench<'_> {
+    pub(in crate::bench) fn query(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
+        // Before the server starts: a changed runner stops the run with nothing started.
+        let binary =
+            integrity::verified_binary(env, self.target.product.tsbs_runner(), &mut self.run)?;
+        self.start_server()?;
+        self.check_loaded_rows()?;
+        // Products with SQL maintenance say where the data is (and flush when asked).
+        if self.target.product.maintenance().is_some() {
+            self.flush_then_locate()?;
+        }
+        let w = self.run.manifest.workload.benchmark();
+        let workers = w.map_or(1, |w| w.query_workers) as u32;
+        let (auth, _) = self.target.tokens();
+        let total_types = set.files.len();
+        // The first type that failed with the cause the latest failure had (said once).
+        let mut last_failure: Option<(String, String)> = None;
+        for (i, (qt, file)) in set.files.iter().enumerate() {
+            crate::interrupt::check()?;
+            // The bytes the runner is about to read are the ones the set's manifest records (#7).
+            let sha = verify_query_file(qt, file)?;
+            let file_check = self.target.product.check_query_file(&file.path)?;
+            if let Some(reason) = self.server_gone() {
+                return Err(Error::failed(format!("the server died: {reason}")));
+            }
+            let step = format!("query:{qt}");
+            let attempt = self.run.next_attempt(&step)?;
+            let (log, log_rel) = self.run.log(&format!("query-{qt}-{attempt:03}.log"));
+            let (results, results_rel) = self.run.result(&format!("query-{qt}-{attempt:03}.json"));
+            let queries = set.counts().get(qt).copied();
+            let urls = self.target.urls_with(&self.endpoint());
+            let mut target = self.target.product.query_target(&ToolOptions {
+                auth_token: auth.clone(),
+                ..ToolOptions::default()
+            });
+            target.connection = self.target.product.query_connection(&urls, queries)?;
+            let spec = tsbs::QuerySpec {
+                binary: binary.clone(),
+                target,
+                file: file.path.clone(),
+                database: self.target.database().to_string(),
+                urls,
+                workers,
+                results_file: results,
+            };
+            let mut cmd = tsbs::query_command(&spec)?;
+            // About 100 progress blocks per type (on stderr, before the final report).
+            cmd.set_print_interval(queries.map_or(1, |n| n.div_ceil(100).max(1)));
+            let mut data = json!({
+                "query_type": qt,
+                "file": file.path,
+                "file_bytes": file.bytes,
+                "file_sha256": sha,
+                "file_sha256_verified": true,
+                "queries": queries,
+                "workers": workers,
+                "command": cmd.redacted(),
+                "stall": self.stall_policy().to_json(),
+            });
+            if let Some(c) = file_check {
+                data["file_check"] = c;
+            }
+            self.run.begin(
+                &step,
+                attempt,
+                Some(&log_rel),
+                Some(&results_rel),
+                Some(data),
+            )?;
+            let label = format!("query type {}/{total_types} {qt}", i + 1);
+            self.reporter().info(&label);
+            let ran = self.run_watched(
+                &cmd,
+                &log,
+                None,
+                &step,
+                attempt,
+                watch::Counting::Queries,
+                &label,
+                queries,
+            )?;
+            let (end, usage) = (ran.end, ran.usage);
+            let status = self.tool_exit(&step, attempt, end, &format!("query type {qt}"), &log)?;
+            let text = crate::fsutil::read_log(&log);
+            match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
+                Ok(r) => self.run.end(
+                    &step,
+                    attempt,
+                    Status::Completed,
+                    None,
+                    Some(json!({"count": r.all.count, "mean_ms": r.all.mean_ms, "usage": usage})),
+                )?,
+                // One type failing (e.g. a non-200) does not stop the others.
+                Err(f) => {
+                    let cause = same_cause(&f.reason);
+                    match &last_failure {
+                        Some((first, c)) if *c == cause => self.reporter().warn(&format!(
+                            "query type {qt} failed: the same cause as {first}"
+                        )),
+                        _ => {
+                            self.reporter()
+                                .warn(&format!("query type {qt} failed: {}", f.reason));
+                            last_failure = Some((qt.clone(), cause));
+                        }
+                    }
+                    self.run.end(
+                        &step,
+                        attempt,
+                        Status::Failed,
+                        Some(f.reason.clone()),
+                        Some(json!({"failure": f})),
+                    )?
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Hashes one query file and compares it with the query set's manifest.
+fn verify_query_file(qt: &str, file: &queryset::QueryFile) -> Result<String> {
+    let (sha, bytes) = crate::hash::sha256_file(&file.path, &crate::output::NoProgress)?;
+    if sha != file.sha256 || bytes != file.bytes {
+        let set_dir = file
+            .path
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(&file.path);
+        return Err(Error::integrity(format!(
+            "query file {} (type {qt}) has SHA-256 {sha} ({bytes} bytes), the query set's manifest says {} ({} bytes)",
+            file.path.display(),
+            file.sha256,
+            file.bytes
+        ))
+        .with_hint(format!(
+            "remove {} and run again to generate the query set anew",
+            set_dir.display()
+        )));
+    }
+    Ok(sha)
+}

@@ -1,0 +1,131 @@
+//! The managed server as steps of a bench run: each start is a `server` attempt with its own
+//! log (`logs/server-NNN.log`), ended by the stop that records how the server went down.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::error::{ErrorKind, Result};
+use crate::run::Status;
+use crate::server::{Server, Timing};
+
+use super::Bench;
+
+impl Bench<'_> {
+    pub(super) fn start_server(&mut self) -> Result<()> {
+        if self.server.is_some() || !self.target.is_managed() {
+            return Ok(());
+        }
+        self.server_attempt += 1;
+        let n = self.server_attempt;
+        let (log, rel) = self.run.log(&format!("server-{n:03}.log"));
+        self.run.begin("server", n, Some(&rel), None, None)?;
+        let timing = self.timing();
+        let res = (|| -> Result<Server> {
+            let spec = self.target.server_spec(&self.root, log, timing)?;
+            let mut s = Server::start(spec, self.reporter())?;
+            s.wait_ready_reporting(self.reporter())?;
+            Ok(s)
+        })();
+        match res {
+            Ok(s) => {
+                self.reporter()
+                    .info(&format!("{} ready at {}", s.label(), s.endpoint()));
+                self.run.event(crate::run::StepEvent {
+                    seq: 0,
+                    step: "server".into(),
+                    attempt: n,
+                    status: Status::Running,
+                    at: crate::manifest::now_rfc3339(),
+                    log: None,
+                    results: None,
+                    reason: None,
+                    data: Some(json!({"pid": s.pid(), "endpoint": s.endpoint()})),
+                })?;
+                self.server = Some(s);
+                Ok(())
+            }
+            Err(e) => {
+                let status = if e.kind == ErrorKind::Interrupted {
+                    Status::Interrupted
+                } else {
+                    Status::Failed
+                };
+                self.run
+                    .end("server", n, status, Some(e.message.clone()), None)?;
+                Err(e)
+            }
+        }
+    }
+
+    fn timing(&self) -> Timing {
+        let mut t = self.target.default_timing();
+        // Bounded and positive: checked by `preflight::check_bounds` (also for a rerun's
+        // recorded flags, which no CLI parser saw).
+        if let Some(s) = self.req.startup_timeout {
+            t.startup_timeout = Duration::from_secs_f64(s);
+        }
+        if let Some(s) = self.req.stop_timeout {
+            t.grace = Duration::from_secs_f64(s);
+        }
+        t
+    }
+
+    /// Stops the managed server (normally), recording how it ended.
+    pub(super) fn stop_server(&mut self) -> Result<()> {
+        let Some(mut s) = self.server.take() else {
+            return Ok(());
+        };
+        let out = s.stop_reporting(self.ctx.reporter.as_ref());
+        let n = self.server_attempt;
+        let unexpected = out.unexpected;
+        // A slow stop does not undo what completed before it: a forced kill is a warning on
+        // the run (and marks later footprints), an unexpected exit a failure.
+        let status = if unexpected {
+            Status::Failed
+        } else {
+            Status::Completed
+        };
+        let reason = if unexpected {
+            Some(format!(
+                "the server exited unexpectedly ({}); see its log",
+                describe(out.code, out.signal)
+            ))
+        } else {
+            None
+        };
+        let mut data = json!({"events": s.events(), "outcome": out, "stop_seconds": out.stop_ms as f64 / 1000.0});
+        if out.forced {
+            let w = format!(
+                "the server did not stop within the grace period and was killed (SIGKILL after {:.1} s); work it still had queued was lost",
+                out.stop_ms as f64 / 1000.0
+            );
+            self.reporter().warn(&w);
+            data["warning"] = json!(w);
+            self.forced_stop = true;
+        }
+        self.run.end("server", n, status, reason, Some(data))?;
+        Ok(())
+    }
+
+    /// `Some(reason)` when the managed server has died.
+    pub(super) fn server_gone(&mut self) -> Option<String> {
+        let s = self.server.as_mut()?;
+        s.check_running().err().map(|e| e.message)
+    }
+
+    pub(super) fn endpoint(&self) -> String {
+        match &self.server {
+            Some(s) => s.endpoint().to_string(),
+            None => self.target.endpoint(),
+        }
+    }
+}
+
+fn describe(code: Option<i32>, signal: Option<i32>) -> String {
+    match (code, signal) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(s)) => format!("signal {s}"),
+        _ => "unknown status".into(),
+    }
+}
