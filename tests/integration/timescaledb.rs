@@ -8,6 +8,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde_json::json;
+
 use crate::util::*;
 
 /// The bin directory of this machine's PostgreSQL, or `None` (the caller prints the skip).
@@ -352,4 +354,249 @@ fn bench_postgresql_all_then_report_beside_greptimedb() {
         "--json",
     ]);
     rep.ok().says("no TimescaleDB").says("GreptimeDB");
+}
+
+/// The bench world (Go, the TSBS stand-ins built by `env prepare`, GreptimeDB workspace `g1`)
+/// on this machine's PostgreSQL, pinned; `None` after printing the skip.
+fn pg_world(test: &str) -> Option<crate::world::World> {
+    if pg_bin().is_none() {
+        eprintln!("SKIP {test}: no PostgreSQL under /usr/lib/postgresql (.ci/run installs it)");
+        return None;
+    }
+    let mut w = crate::world::world();
+    // The server runs as an unprivileged user through runuser (/usr/sbin).
+    w.gt.env.env(
+        "PATH",
+        format!("{}:/bin:/usr/bin:/usr/sbin:/sbin", crate::world::git_dir()),
+    );
+    std::fs::set_permissions(w.gt.env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    w.gt.env.run_json(&["timescaledb", "install"]).ok();
+    Some(w)
+}
+
+/// `bench timescaledb all --database-id ID` with the tiny workload and `extra`, as `--json`.
+fn pg_all_args<'a>(id: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "bench",
+        "timescaledb",
+        "all",
+        "--database-id",
+        id,
+        "--stop-timeout",
+        "5",
+    ];
+    a.extend(crate::world::tiny());
+    for t in crate::world::TYPES {
+        a.extend(["--query-type", t]);
+    }
+    a.extend(["--queries", "3"]);
+    a.extend_from_slice(extra);
+    a.push("--json");
+    a
+}
+
+/// The pids of running processes whose command line satisfies `f` (arguments joined by spaces).
+fn procs_where(f: impl Fn(&str) -> bool) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        if f(&String::from_utf8_lossy(&cmd).replace('\0', " ")) && alive(pid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// The TSBS loader stand-ins (`testbed emulate tsbs_load_timescaledb`) loading into `port`.
+fn loaders_on(port: u64) -> Vec<u32> {
+    let flag = format!("--port={port}");
+    procs_where(|c| c.contains("emulate tsbs_load_timescaledb") && c.contains(&flag))
+}
+
+/// kill -9 of tsbsctl while the loader is writing: no postgres process and no loader
+/// survives it, and the next commands see what happened: the lock free (its file stale), the
+/// run interrupted, no binding (the load was never verified), the stale `postmaster.pid`
+/// cleared by the next start; the next `bench timescaledb all` loads and succeeds. That run
+/// then serves `runs rerun` (same flags, dataset, query set and mode) and `runs compare` of
+/// two PostgreSQL runs.
+#[test]
+fn a_tsbsctl_killed_mid_load_leaves_no_postgres_and_the_next_all_recovers() {
+    let Some(w) = pg_world("a_tsbsctl_killed_mid_load") else {
+        return;
+    };
+    let env = &w.gt.env;
+    let m = prepare_pg(env, "pk")["data"]["manifest"].clone();
+    let port = m["ports"]["postgres"].as_u64().unwrap();
+    let dir = ws_dir(env, "pk");
+    // 2,880 rows in batches of 100, each of the 2 workers pausing 500 ms after each batch:
+    // about 7 s of load, far longer than the test needs to act.
+    w.tool_knobs("tsbs_load_timescaledb", json!({"batch_delay_ms": 500}));
+    let args = pg_all_args(
+        "pk",
+        &["--batch-size", "100", "--run-id", "killed-mid-load"],
+    );
+    let mut bg = Bg::spawn(env, &args);
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        if !loaders_on(port).is_empty() && !postgres_under(&dir).is_empty() {
+            break;
+        }
+        if let Some(st) = bg.child.as_mut().unwrap().try_wait().unwrap() {
+            panic!("bench exited before the load ({st})\n{}", bg.stderr());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no loader within 90 s\n{}",
+            bg.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let killed = bg.pid() as u32;
+    let loaders = loaders_on(port);
+    let postmaster = postgres_under(&dir)[0];
+    let mut all = children_of(postmaster);
+    all.push(postmaster);
+    assert!(all.len() > 1, "the postmaster has its background processes");
+    all.extend(&loaders);
+    bg.signal(libc::SIGKILL);
+    let r = bg.wait();
+    assert_eq!(r.code, 128 + libc::SIGKILL, "{}", r.describe());
+    assert!(
+        wait_until(Duration::from_secs(15), || all.iter().all(|p| !alive(*p))),
+        "survived a killed tsbsctl: {:?} (postmaster {postmaster}, loaders {loaders:?})",
+        all.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
+    );
+    assert!(postgres_under(&dir).is_empty() && loaders_on(port).is_empty());
+
+    // The lock: nobody holds it; its file still names the killed process.
+    let st = env.run_json(&["workspace", "status", "pk"]);
+    let lock = st.ok().json()["data"]["workspaces"][0]["lock"].clone();
+    assert_eq!(lock["state"], "stale", "{lock:#}");
+    assert_eq!(lock["holder"]["pid"], killed, "{lock:#}");
+    assert_eq!(lock["pid_alive"], false, "{lock:#}");
+    // The run: interrupted in its load, once somebody looks.
+    let show = env.run_json(&["runs", "show", "killed-mid-load"]);
+    let shown = show.ok().json()["data"].clone();
+    assert_eq!(shown["summary"]["status"], "interrupted", "{shown:#}");
+    assert_eq!(
+        shown["summary"]["ingestion"]["status"], "interrupted",
+        "{shown:#}"
+    );
+    // The workspace: no load was verified, so none is claimed.
+    let ins = env.run_json(&["timescaledb", "inspect", "--database-id", "pk"]);
+    let ins = ins.ok().json()["data"].clone();
+    assert!(ins["manifest"]["binding"].is_null(), "{ins:#}");
+    assert!(ins["locked_by"].is_null(), "{ins:#}");
+    assert!(
+        dir.join("data/postmaster.pid").exists(),
+        "a stale postmaster.pid"
+    );
+
+    // The next all says what it found: the server tsbsctl did not stop (PostgreSQL recovers
+    // from the unclean stop), and the half-loaded database the loader refuses to replace
+    // unless told to (exit 1 with the command that does it).
+    w.tool_knobs("tsbs_load_timescaledb", json!({}));
+    let r = env.run(&pg_all_args("pk", &[]));
+    r.code(1)
+        .says("was not stopped by tsbsctl; it is no longer running")
+        .says("database \"benchmark\" exists")
+        .says("--database-mode reset --confirm-reset benchmark");
+    assert!(postgres_under(&dir).is_empty(), "stopped after the failure");
+    // Followed as printed, it loads everything and queries.
+    let r = env.run(&pg_all_args(
+        "pk",
+        &["--database-mode", "reset", "--confirm-reset", "benchmark"],
+    ));
+    r.ok();
+    let a = crate::world::run_dir(&r);
+    let sa = crate::world::summary(&a);
+    assert_eq!(sa["status"], "completed", "{sa:#}");
+    let rows = sa["dataset"]["rows"].as_u64().unwrap();
+    assert_eq!(rows, crate::world::ROWS);
+    assert_eq!(sa["row_count"]["actual"], rows, "{:#}", sa["row_count"]);
+    assert_eq!(sa["data_state"]["label"], "as loaded");
+    let ws = read_json(&dir.join("manifest.json"));
+    assert_eq!(ws["binding"]["rows"], rows);
+    assert_eq!(ws["binding"]["run_id"], sa["run_id"]);
+    assert!(!dir.join("data/postmaster.pid").exists(), "a clean stop");
+    let st = env.run_json(&["workspace", "status", "pk"]);
+    let lock = st.ok().json()["data"]["workspaces"][0]["lock"].clone();
+    assert_ne!(lock["state"], "live", "{lock:#}");
+
+    // runs rerun: the same flags (the reset included), dataset, query set and mode.
+    let r = env.run(&["runs", "rerun", a.to_str().unwrap(), "--json"]);
+    r.ok();
+    assert_eq!(r.json()["data"]["rerun_of"], sa["run_id"]);
+    let b = crate::world::run_dir(&r);
+    let sb = crate::world::summary(&b);
+    assert_eq!(sb["status"], "completed", "{sb:#}");
+    for k in ["label", "edition", "product", "workload"] {
+        assert_eq!(sb[k], sa[k], "{k}");
+    }
+    assert_eq!(sb["edition"], "postgresql");
+    assert_eq!(sb["dataset"]["dataset_id"], "tiny");
+    assert_eq!(sb["dataset"]["sha256"], sa["dataset"]["sha256"]);
+    assert_eq!(sb["query_set"], sa["query_set"]);
+    assert_eq!(
+        sb["ingestion"]["status"], "completed",
+        "the reset loads again"
+    );
+    assert_eq!(sb["ingestion"]["database_mode"], "reset");
+    let mb = read_json(&b.join("manifest.json"));
+    assert_eq!(mb["flags"]["rerun_of"], sa["run_id"]);
+    let ma = read_json(&a.join("manifest.json"));
+    for k in [
+        "batch_size",
+        "load_workers",
+        "query_types",
+        "queries",
+        "database_mode",
+    ] {
+        assert_eq!(mb["flags"][k], ma["flags"][k], "{k}");
+    }
+
+    // runs compare of the two PostgreSQL runs: both loads compared (same write parameters),
+    // every query type judged, the runs named by their PostgreSQL labels.
+    let r = env.run(&[
+        "runs",
+        "compare",
+        "--baseline",
+        a.to_str().unwrap(),
+        "--candidate",
+        b.to_str().unwrap(),
+        "--json",
+    ]);
+    r.ok();
+    let c = r.json()["data"]["summary"].clone();
+    let label = sa["label"].as_str().unwrap();
+    assert!(label.ends_with("(no TimescaleDB)"), "{label}");
+    assert_eq!(c["baseline"]["label"], label, "{c:#}");
+    let cand = &c["candidates"][0];
+    assert_eq!(cand["label"], label, "{c:#}");
+    assert_ne!(cand["ingestion"]["classification"], "not compared", "{c:#}");
+    assert_ne!(
+        cand["ingestion"]["classification"], "not comparable",
+        "{c:#}"
+    );
+    assert_eq!(cand["ingestion"]["workers"], json!([2, 2]), "{c:#}");
+    assert_eq!(
+        cand["ingestion"]["batch_size"],
+        json!([3000, 3000]),
+        "{c:#}"
+    );
+    assert_eq!(cand["queries"].as_array().unwrap().len(), 3, "{c:#}");
+    let md = std::fs::read_to_string(
+        PathBuf::from(r.json()["data"]["comparison_dir"].as_str().unwrap()).join("summary.md"),
+    )
+    .unwrap();
+    assert!(
+        md.starts_with("# PostgreSQL (no TimescaleDB) comparison"),
+        "{md}"
+    );
+    assert!(md.contains(&format!("Baseline: **{label}**")), "{md}");
 }
