@@ -414,12 +414,15 @@ fn opt(v: Option<impl ToString>) -> String {
 fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
     let mut n = Notes { all: Vec::new() };
     let all = |_: &ReportColumn| true;
+    // A dataset is its id and spec; products read it in their own formats (PostgreSQL the
+    // timescaledb file of the dataset the others read as influx), so the files' checksums are
+    // compared between runs of one format.
     if let Some(d) = differ(cols, all, |c| {
         c.dataset.as_ref().map(|ds| {
             format!(
-                "dataset {}, SHA-256 {}",
+                "dataset {}, spec SHA-256 {}",
                 ds.dataset_id,
-                ds.sha256.as_deref().map(short_sha).unwrap_or("unknown")
+                short_sha(&crate::canonical::spec_digest(&ds.spec))
             )
         })
     }) {
@@ -428,6 +431,28 @@ fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
             &["ingestion", "queries", "storage"],
             format!("the runs used different datasets: {d}"),
         );
+    } else {
+        let format_of = |c: &ReportColumn| c.dataset.as_ref().and_then(|d| d.format.clone());
+        let formats: BTreeSet<String> = cols.iter().filter_map(format_of).collect();
+        for fmt in formats {
+            if let Some(d) = differ(
+                cols,
+                |c| format_of(c).as_deref() == Some(fmt.as_str()),
+                |c| {
+                    let sha = c.dataset.as_ref().and_then(|d| d.sha256.as_deref());
+                    Some(format!(
+                        "SHA-256 {}",
+                        sha.map(short_sha).unwrap_or("unknown")
+                    ))
+                },
+            ) {
+                n.add(
+                    "dataset",
+                    &["ingestion", "queries", "storage"],
+                    format!("the runs read different {fmt} files of the dataset: {d}"),
+                );
+            }
+        }
     }
     let queried = |c: &ReportColumn| c.query_set.is_some();
     if let Some(d) = differ(cols, queried, |c| {
@@ -537,24 +562,36 @@ fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
             format!("the Enterprise runs ran under different licences (At-Home: 2 cores, 1 IO and 1 DataFusion thread): {d}"),
         );
     }
-    if let Some(d) = differ(
-        cols,
-        |c| c.server_settings.is_object(),
-        |c| {
-            let st = &c.server_settings;
-            Some(format!(
-                "WAL flush {}, gen1 {}, snapshot after {} flushes",
-                s(&st["wal_flush_interval"]),
-                s(&st["gen1_duration"]),
-                s(&st["snapshot_after_wal_flushes"])
-            ))
-        },
-    ) {
-        n.add(
-            "WAL settings",
-            &["ingestion", "storage"],
-            format!("the InfluxDB 3 runs used different WAL settings: {d}"),
-        );
+    // Settings are product-specific: compared between runs of one product only (PostgreSQL
+    // records its settings too, and has no such WAL knobs).
+    let with_settings: BTreeSet<&str> = cols
+        .iter()
+        .filter(|c| c.server_settings.is_object())
+        .map(|c| c.product.as_str())
+        .collect();
+    for product in with_settings {
+        if let Some(d) = differ(
+            cols,
+            |c| c.server_settings.is_object() && c.product == product,
+            |c| {
+                let st = &c.server_settings;
+                Some(format!(
+                    "WAL flush {}, gen1 {}, snapshot after {} flushes",
+                    s(&st["wal_flush_interval"]),
+                    s(&st["gen1_duration"]),
+                    s(&st["snapshot_after_wal_flushes"])
+                ))
+            },
+        ) {
+            n.add(
+                "WAL settings",
+                &["ingestion", "storage"],
+                format!(
+                    "the {} runs used different WAL settings: {d}",
+                    crate::product::label(product, None)
+                ),
+            );
+        }
     }
     if let Some(d) = differ(cols, queried, |c| {
         Some(crate::output::count_of(
@@ -1394,6 +1431,75 @@ mod tests {
         assert!(
             !md.contains("measured over SQL") && !md.contains("(data directory)"),
             "{md}"
+        );
+    }
+
+    /// One logical dataset read in two formats is one dataset (issue 15: PostgreSQL reads the
+    /// timescaledb file, the others the influx one); two files of one format that differ are
+    /// said; PostgreSQL's recorded settings are not compared as InfluxDB 3 WAL settings.
+    #[test]
+    fn formats_of_one_dataset_and_settings_of_another_product_are_not_differences() {
+        let ds = |fmt: &str, sha: &str| json!({"dataset_id": "tiny", "spec": {"scale": 2}, "format": fmt, "sha256": sha});
+        let mut pg = run(
+            "PostgreSQL",
+            "timescaledb",
+            "as loaded",
+            Value::Null,
+            q(3.0, 0.1),
+        );
+        pg.summary.dataset = serde_json::from_value(ds("timescaledb", "f5e8")).ok();
+        pg.summary.server_settings = json!({"mode": "postgresql", "settings": {"port": 1}});
+        let mut core = run("Core", "influxdb3", "as loaded", Value::Null, q(3.0, 0.1));
+        core.summary.dataset = serde_json::from_value(ds("influx", "d9b6")).ok();
+        core.summary.server_settings = json!({"wal_flush_interval": "1s",
+            "gen1_duration": "10m", "snapshot_after_wal_flushes": 900});
+        let mut g = run(
+            "GreptimeDB",
+            "greptimedb",
+            "as loaded",
+            Value::Null,
+            q(3.0, 0.1),
+        );
+        g.summary.dataset = serde_json::from_value(ds("influx", "d9b6")).ok();
+        let r = build_report(&[pg, core, g], 0);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        // The influx file of another generation: said, for that format.
+        let mut other = run(
+            "GreptimeDB again",
+            "greptimedb",
+            "as loaded",
+            Value::Null,
+            q(3.0, 0.1),
+        );
+        other.summary.dataset = serde_json::from_value(ds("influx", "0000")).ok();
+        let mut g = run(
+            "GreptimeDB",
+            "greptimedb",
+            "as loaded",
+            Value::Null,
+            q(3.0, 0.1),
+        );
+        g.summary.dataset = serde_json::from_value(ds("influx", "d9b6")).ok();
+        let r = build_report(&[g, other], 0);
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("different influx files of the dataset")),
+            "{:?}",
+            r.warnings
+        );
+        // Another spec under the same id is another dataset.
+        let mut a = run("A", "greptimedb", "as loaded", Value::Null, q(3.0, 0.1));
+        a.summary.dataset = serde_json::from_value(ds("influx", "d9b6")).ok();
+        let mut b = run("B", "greptimedb", "as loaded", Value::Null, q(3.0, 0.1));
+        let mut d = ds("influx", "d9b6");
+        d["spec"]["scale"] = json!(4);
+        b.summary.dataset = serde_json::from_value(d).ok();
+        let r = build_report(&[a, b], 0);
+        assert!(
+            r.warnings.iter().any(|w| w.contains("different datasets")),
+            "{:?}",
+            r.warnings
         );
     }
 

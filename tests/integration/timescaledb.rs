@@ -292,38 +292,23 @@ fn prepare_pg_same(env: &TestEnv, id: &str, port: u64) -> serde_json::Value {
 
 /// `bench timescaledb all` in postgresql mode on the real server, with the TSBS stand-ins
 /// built by `env prepare`: the rows loaded and counted, the SQL footprint split into table and
-/// index bytes, the label naming PostgreSQL's version; `runs report` beside a GreptimeDB run.
+/// index bytes, the label naming PostgreSQL's version, the data directory headed with
+/// PostgreSQL's own parts. `runs compare` refuses it beside a GreptimeDB run, naming why and
+/// pointing at `runs report`; the report over GreptimeDB, InfluxDB 3 Core and PostgreSQL runs
+/// labels each run, names the differing write parameters at the top, and gives PostgreSQL's
+/// database size beside the data directories.
 #[test]
-fn bench_postgresql_all_then_report_beside_greptimedb() {
-    if pg_bin().is_none() {
-        eprintln!("SKIP bench_postgresql_all: no PostgreSQL under /usr/lib/postgresql");
+fn bench_postgresql_all_then_report_beside_greptimedb_and_influxdb3() {
+    let Some(w) = pg_world("bench_postgresql_all") else {
         return;
-    }
-    let mut w = crate::world::world();
-    // The server runs as an unprivileged user through runuser (/usr/sbin).
-    w.gt.env.env(
-        "PATH",
-        format!("{}:/bin:/usr/bin:/usr/sbin:/sbin", crate::world::git_dir()),
-    );
+    };
     let env = &w.gt.env;
-    std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    env.run_json(&["timescaledb", "install"]).ok();
     prepare_pg(env, "pg1");
-    let mut a = vec![
-        "bench",
-        "timescaledb",
-        "all",
-        "--database-id",
+    // The published comparison's write parameters for TimescaleDB.
+    let r = env.run(&pg_all_args(
         "pg1",
-        "--stop-timeout",
-        "5",
-    ];
-    a.extend(crate::world::tiny());
-    for t in crate::world::TYPES {
-        a.extend(["--query-type", t]);
-    }
-    a.extend(["--queries", "3", "--json"]);
-    let r = env.run(&a);
+        &["--load-workers", "8", "--batch-size", "10000"],
+    ));
     r.ok();
     let dir = crate::world::run_dir(&r);
     let s = crate::world::summary(&dir);
@@ -336,24 +321,164 @@ fn bench_postgresql_all_then_report_beside_greptimedb() {
     assert!(st["table_bytes"].as_u64().unwrap() > 0, "{st:#}");
     assert!(st["index_bytes"].as_u64().unwrap() > 0, "{st:#}");
     assert!(st["load_wal_bytes"].as_u64().unwrap() > 0, "{st:#}");
-    // summary.md leads with the database's size, not the cluster's data directory.
+    // The data directory holds the whole cluster: more than the database alone.
+    assert!(
+        st["total_bytes"].as_u64().unwrap() > st["database_bytes"].as_u64().unwrap(),
+        "{st:#}"
+    );
+    assert!(
+        st["wal_bytes"].as_u64().unwrap() > 0,
+        "pg_wal/ has segments: {st:#}"
+    );
+    assert!(
+        st["data_bytes"].as_u64().unwrap() > 0,
+        "base/ has databases: {st:#}"
+    );
+    assert_eq!(
+        st["parts"]["data"],
+        "Databases (`base/`: all of the cluster's)"
+    );
+    // summary.md leads with the database's size, then the cluster's data directory by part.
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("| Database (`pg_database_size`) |"), "{md}");
+    assert!(md.contains("| WAL segments (`pg_wal/`) | Databases (`base/`: all of the cluster's) | Other (`global/`, `pg_xact/`, configuration) | Total | Files |"), "{md}");
+    assert!(!md.contains("Parquet"), "{md}");
     assert!(md.contains("its total is not the database's size"), "{md}");
     let v = s["target"]["version"].as_str().unwrap();
-    assert_eq!(s["label"], format!("PostgreSQL {v} (no TimescaleDB)"));
+    let pg_label = format!("PostgreSQL {v} (no TimescaleDB)");
+    assert_eq!(s["label"], pg_label);
     for q in s["queries"].as_array().unwrap() {
         assert_eq!(q["status"], "completed", "{q:#}");
     }
+
     let g = w.bench_ok("all", &[]);
+    crate::world::publish_influx3(&w, "core");
+    w.prepare_influx3("core1", "core");
+    let mut a = vec![
+        "bench",
+        "influxdb3",
+        "all",
+        "--database-id",
+        "core1",
+        "--stop-timeout",
+        "10",
+    ];
+    a.extend(crate::world::tiny());
+    for t in crate::world::TYPES {
+        a.extend(["--query-type", t]);
+    }
+    a.extend(["--queries", "3", "--json"]);
+    let r = env.run(&a);
+    r.ok();
+    let i = crate::world::run_dir(&r);
+
+    // compare is for runs of one product: refused, saying why and what to use instead.
+    let r = env.run(&[
+        "runs",
+        "compare",
+        "--baseline",
+        dir.to_str().unwrap(),
+        "--candidate",
+        g.to_str().unwrap(),
+    ]);
+    r.code(2)
+        .says("product: baseline timescaledb vs candidate greptimedb")
+        .says("query-set id")
+        .says("tsbsctl runs report");
+
     let rep = env.run(&[
         "runs",
         "report",
         dir.to_str().unwrap(),
         g.to_str().unwrap(),
+        i.to_str().unwrap(),
         "--json",
     ]);
-    rep.ok().says("no TimescaleDB").says("GreptimeDB");
+    rep.ok();
+    let data = rep.json()["data"].clone();
+    let s = data["summary"].clone();
+    let labels: Vec<&str> = s["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap())
+        .collect();
+    let g_label = format!("GreptimeDB {}", crate::world::STABLE);
+    assert_eq!(
+        labels,
+        [
+            pg_label.as_str(),
+            g_label.as_str(),
+            "InfluxDB 3 Core 3.11.1"
+        ]
+    );
+    assert_eq!(s["baseline_label"], pg_label.as_str());
+    // One dataset (PostgreSQL reads its timescaledb file), and no InfluxDB 3 WAL settings
+    // read into PostgreSQL's: the write parameters are the one difference, said at the top
+    // naming each run's.
+    assert_eq!(
+        s["warnings"].as_array().unwrap().len(),
+        1,
+        "{:#}",
+        s["warnings"]
+    );
+    let ing = s["ingestion"].as_array().unwrap();
+    let write: Vec<(u64, u64)> = ing
+        .iter()
+        .map(|c| {
+            (
+                c["workers"].as_u64().unwrap(),
+                c["batch_size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(write, [(8, 10000), (2, 3000), (2, 3000)]);
+    let warn = s["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .find(|w| w.contains("write parameters"))
+        .unwrap_or_else(|| panic!("{:#}", s["warnings"]));
+    for each in [
+        format!("{g_label}, InfluxDB 3 Core 3.11.1 (2 workers x 3000 rows)"),
+        format!("{pg_label} (8 workers x 10000 rows)"),
+    ] {
+        assert!(warn.contains(&each), "{each:?} in {warn}");
+    }
+    // Storage: PostgreSQL's database measured over SQL, the data directories under neutral
+    // headings, each run's parts named.
+    let st = s["storage"].as_array().unwrap();
+    assert!(st[0]["database_bytes"].as_u64().unwrap() > 0, "{:#}", st[0]);
+    assert!(st[1]["database_bytes"].is_null() && st[2]["database_bytes"].is_null());
+    assert_eq!(s["storage_parts"]["data"], "Data files");
+    let md = std::fs::read_to_string(data["summary_md"].as_str().unwrap()).unwrap();
+    assert!(md.contains("> **Not strictly comparable.**"), "{md}");
+    assert!(md.contains(warn), "{md}");
+    assert!(md.contains("| Database size (measured over SQL) |"), "{md}");
+    assert!(md.contains("| Total (data directory) |"), "{md}");
+    assert!(
+        md.contains(&format!(
+            "> {pg_label}: the rows WAL / Data files / Other are its WAL segments (`pg_wal/`)"
+        )),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "> {pg_label}: The data directory holds the whole cluster"
+        )),
+        "{md}"
+    );
+    for l in [&pg_label, &g_label] {
+        assert!(md.contains(&format!("| {l} |")), "{l} in {md}");
+    }
+    eprintln!("REPORTMD\n{md}");
+    eprintln!(
+        "SUMMARYMD\n{}",
+        std::fs::read_to_string(dir.join("summary.md")).unwrap()
+    );
+    let html = std::fs::read_to_string(data["report_html"].as_str().unwrap()).unwrap();
+    assert!(html.contains("Database size (measured over SQL)"), "{html}");
 }
 
 /// The bench world (Go, the TSBS stand-ins built by `env prepare`, GreptimeDB workspace `g1`)
