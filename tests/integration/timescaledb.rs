@@ -1,8 +1,10 @@
 //! TimescaleDB / PostgreSQL against this machine's REAL PostgreSQL (`.ci/run` installs
 //! Debian's when missing; every test here skips, saying why, when there is none): pinning an
 //! installation, a managed workspace in postgresql mode (initdb, rendered config, pg_isready,
-//! SIGINT stop), the refusal of TimescaleDB mode without the extension, and no postgres
-//! surviving a killed tsbsctl.
+//! SIGINT stop), the refusal of TimescaleDB mode without the extension, no postgres surviving
+//! a killed tsbsctl (serving, and mid-load), `bench timescaledb all` with compare, rerun and a
+//! report beside GreptimeDB and InfluxDB 3, and (ignored: minutes) the same flow with the real
+//! upstream TSBS tools built by the real Go.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -724,4 +726,290 @@ fn a_tsbsctl_killed_mid_load_leaves_no_postgres_and_the_next_all_recovers() {
         "{md}"
     );
     assert!(md.contains(&format!("Baseline: **{label}**")), "{md}");
+}
+
+/// The upstream TSBS module and the commit the real-tools test builds (its master on
+/// 2023-09-21, "Fix panic in timescale target with `iot` use case").
+const UPSTREAM_TSBS: &str = "github.com/timescale/tsbs";
+const UPSTREAM_TSBS_REV: &str = "37fced794d56d3b33fbf40e55a0f1d3d78d05802";
+
+/// Go's network settings, passed from the test's environment to `go` and tsbsctl (whose
+/// builds pass them on), so both reach the module proxy the same way.
+const GO_NETWORK: [&str; 10] = [
+    "GOPROXY",
+    "GONOPROXY",
+    "GOPRIVATE",
+    "GOSUMDB",
+    "GONOSUMDB",
+    "GOINSECURE",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "SSL_CERT_FILE",
+];
+
+/// A `go` command of the machine's real Go: a private module cache, the network settings of
+/// the test's environment, nothing else of the developer's.
+fn real_go(go: &Path, tmp: &Path, args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(go);
+    c.args(args)
+        .env_clear()
+        .env("PATH", "/bin:/usr/bin")
+        .env("HOME", tmp.join("home"))
+        .env("GOPATH", tmp.join("gopath"))
+        .env("GOMODCACHE", tmp.join("gomodcache"))
+        .env("GOCACHE", tmp.join("gocache"))
+        .env("GOFLAGS", "-modcacherw")
+        .env("GOTOOLCHAIN", "local")
+        .current_dir(tmp)
+        .stdin(std::process::Stdio::null());
+    for k in GO_NETWORK {
+        if let Ok(v) = std::env::var(k) {
+            c.env(k, v);
+        }
+    }
+    c
+}
+
+/// Copies the tree `from` to `to`, every copy writable (the module cache is read-only).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            copy_tree(&src, &dst);
+        } else if t.is_file() {
+            std::fs::copy(&src, &dst).unwrap();
+            let mode = std::fs::metadata(&dst).unwrap().permissions().mode() | 0o200;
+            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+    }
+}
+
+/// The upstream TSBS source at [`UPSTREAM_TSBS_REV`], fetched as the module `go install`
+/// fetches (`go mod download`), or taken from `TSBSCTL_TEST_UPSTREAM_TSBS_SRC` (a clone at
+/// that commit, for machines whose proxy refuses the module). `Err`: why not (the skip).
+fn upstream_source(go: &Path, tmp: &Path) -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os("TSBSCTL_TEST_UPSTREAM_TSBS_SRC") {
+        return Ok(PathBuf::from(dir));
+    }
+    let module = format!("{UPSTREAM_TSBS}@{UPSTREAM_TSBS_REV}");
+    // Fast first: a proxy that refuses the module answers at once (403 here).
+    let pre = wait_bounded(
+        real_go(go, tmp, &["list", "-m", "-json", &module])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(30),
+    );
+    if !pre.status.success() {
+        let err = String::from_utf8_lossy(&pre.stderr);
+        return Err(format!(
+            "`go list -m {module}` failed ({}): {}",
+            pre.status,
+            err.lines().next().unwrap_or("no output")
+        ));
+    }
+    let dl = wait_bounded(
+        real_go(go, tmp, &["mod", "download", "-json", &module])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(600),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&dl.stdout).unwrap_or_default();
+    match v["Dir"].as_str() {
+        Some(d) if dl.status.success() => Ok(PathBuf::from(d)),
+        _ => Err(format!(
+            "`go mod download {module}` failed ({}): {}{}",
+            dl.status,
+            v["Error"].as_str().unwrap_or_default(),
+            String::from_utf8_lossy(&dl.stderr)
+        )),
+    }
+}
+
+/// The same flow with the REAL upstream TSBS tools, where the machine can fetch the module:
+/// its source at [`UPSTREAM_TSBS_REV`] as a git checkout (with stand-in main packages for the
+/// tools of the other products, which upstream does not have: GreptimeDB's and InfluxDB 3's
+/// loaders; and its go.sum completed, see below), built by `tsbsctl env prepare --go <the real go> --tsbs-dir` with the real Go
+/// (tsbsctl records and re-hashes every binary it runs, so it runs only what it built), then
+/// `bench timescaledb all` on the real PostgreSQL with the upstream generators, loader and
+/// runner. Ignored in the normal suite: the real build takes minutes.
+#[test]
+#[ignore = "builds the upstream TSBS tools with the real Go (minutes; needs the Go module proxy to serve github.com/timescale/tsbs): cargo test --test integration real_upstream -- --ignored"]
+fn real_upstream_tsbs_tools_run_the_postgresql_flow() {
+    const TEST: &str = "real_upstream_tsbs_tools_run_the_postgresql_flow";
+    if pg_bin().is_none() {
+        eprintln!("SKIP {TEST}: no PostgreSQL under /usr/lib/postgresql (.ci/run installs it)");
+        return;
+    }
+    let which = std::process::Command::new("sh")
+        .args(["-c", "command -v go"])
+        .output()
+        .unwrap();
+    let go = PathBuf::from(String::from_utf8_lossy(&which.stdout).trim());
+    if !which.status.success() || !go.is_file() {
+        eprintln!("SKIP {TEST}: no go on PATH");
+        return;
+    }
+    let mut env = TestEnv::new();
+    std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tmp = env.path().join("go-tmp");
+    std::fs::create_dir_all(tmp.join("home")).unwrap();
+    let src = match upstream_source(&go, &tmp) {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("SKIP {TEST}: the upstream TSBS module cannot be had here: {why}");
+            return;
+        }
+    };
+
+    // The checkout: upstream's tree, plus stand-ins for the tools upstream lacks.
+    let checkout = env.path().join("upstream-tsbs");
+    copy_tree(&src, &checkout);
+    let _ = std::fs::remove_dir_all(checkout.join(".git"));
+    let (standins, _) = testbed::tsbs_repo::create(&env.path().join("standins")).unwrap();
+    let mut stood_in = Vec::new();
+    for tool in testbed::tsbs_repo::TOOLS {
+        if !checkout.join("cmd").join(tool).is_dir() {
+            copy_tree(
+                &standins.join("cmd").join(tool),
+                &checkout.join("cmd").join(tool),
+            );
+            stood_in.push(tool);
+        }
+    }
+    let real = [
+        "tsbs_generate_data",
+        "tsbs_generate_queries",
+        "tsbs_load_timescaledb",
+        "tsbs_run_queries_timescaledb",
+    ];
+    assert!(
+        real.iter().all(|t| !stood_in.contains(t)),
+        "upstream has the four tools: {stood_in:?}"
+    );
+    // Upstream's go.sum lacks a line Go 1.16 and later insist on (github.com/tklauser/numcpus,
+    // "missing go.sum entry"): completed from the checksum database, as `go install
+    // pkg@version` completes it, and said in the commit.
+    let mut tidy = vec!["list", "-mod=mod", "-deps"];
+    let pkgs: Vec<String> = real.iter().map(|t| format!("./cmd/{t}")).collect();
+    tidy.extend(pkgs.iter().map(String::as_str));
+    let mut c = real_go(&go, &tmp, &tidy);
+    c.current_dir(&checkout)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let out = wait_bounded(c.spawn().unwrap(), Duration::from_secs(600));
+    assert!(
+        out.status.success(),
+        "go list -mod=mod: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let git = |args: &[&str]| testbed::tsbs_repo::git(&checkout, args).unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&[
+        "commit",
+        "-q",
+        "-m",
+        &format!(
+            "{UPSTREAM_TSBS} {UPSTREAM_TSBS_REV}, go.sum completed, stand-ins for {stood_in:?}"
+        ),
+    ]);
+
+    // tsbsctl builds it with the real Go (its PATH has git, the server's runuser).
+    env.env("PATH", "/bin:/usr/bin:/usr/sbin:/sbin");
+    for k in GO_NETWORK {
+        if let Ok(v) = std::env::var(k) {
+            env.env(k, v);
+        }
+    }
+    let args = [
+        "env",
+        "prepare",
+        "--go",
+        go.to_str().unwrap(),
+        "--tsbs-dir",
+        checkout.to_str().unwrap(),
+        "--json",
+    ];
+    let r = run_command(env.cmd(&args), &args, Duration::from_secs(600));
+    if r.code != 0 {
+        // The build log says why (it goes with the temp directory).
+        let logs: Vec<String> = all_files(&env.root.join("environment/tsbs"))
+            .into_iter()
+            .filter(|p| p.ends_with("build.log"))
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .collect();
+        let log = logs.join("\n");
+        let tail: Vec<&str> = log.lines().rev().take(60).collect();
+        panic!(
+            "{}\n--- build.log (last lines) ---\n{}",
+            r.describe(),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
+    let bins = std::fs::read_dir(env.root.join("environment/tsbs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .find(|b| b.is_dir())
+        .expect("a TSBS build directory");
+    for tool in real {
+        // The upstream tool: its build info names upstream's dependencies (a stand-in has none).
+        let out = real_go(
+            &go,
+            &tmp,
+            &["version", "-m", bins.join(tool).to_str().unwrap()],
+        )
+        .output()
+        .unwrap();
+        let info = String::from_utf8_lossy(&out.stdout);
+        assert!(info.contains(UPSTREAM_TSBS), "{tool}: {info}");
+        assert!(info.contains("github.com/spf13/pflag"), "{tool}: {info}");
+    }
+
+    // The flow of the stand-in test, with the real tools.
+    env.run_json(&["timescaledb", "install"]).ok();
+    prepare_pg(&env, "up1");
+    let r = env.run(&pg_all_args("up1", &[]));
+    r.ok();
+    let dir = crate::world::run_dir(&r);
+    let s = crate::world::summary(&dir);
+    assert_eq!(s["status"], "completed", "{s:#}");
+    assert_eq!(s["dataset"]["rows"], crate::world::ROWS);
+    assert_eq!(
+        s["row_count"]["actual"],
+        crate::world::ROWS,
+        "{:#}",
+        s["row_count"]
+    );
+    let st = &s["storage"];
+    for k in [
+        "database_bytes",
+        "table_bytes",
+        "index_bytes",
+        "load_wal_bytes",
+    ] {
+        assert!(st[k].as_u64().unwrap() > 0, "{k}: {st:#}");
+    }
+    let v = s["target"]["version"].as_str().unwrap();
+    assert_eq!(s["label"], format!("PostgreSQL {v} (no TimescaleDB)"));
+    assert_eq!(s["environment"]["tsbs_commit"], git(&["rev-parse", "HEAD"]));
+    assert_eq!(
+        s["queries"].as_array().unwrap().len(),
+        crate::world::TYPES.len()
+    );
+    for q in s["queries"].as_array().unwrap() {
+        assert_eq!(q["status"], "completed", "{q:#}");
+        // --burn-in=1 --max-queries=3: the first query (the connection setup) uncounted.
+        assert_eq!(q["query_count"], 2, "{q:#}");
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("| Database (`pg_database_size`) |"), "{md}");
+    assert!(md.contains("| WAL segments (`pg_wal/`) |"), "{md}");
 }
