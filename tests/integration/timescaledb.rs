@@ -618,6 +618,23 @@ fn a_tsbsctl_killed_mid_load_leaves_no_postgres_and_the_next_all_recovers() {
     let ins = env.run_json(&["timescaledb", "inspect", "--database-id", "pk"]);
     let ins = ins.ok().json()["data"].clone();
     assert!(ins["manifest"]["binding"].is_null(), "{ins:#}");
+    assert_eq!(ins["manifest"]["data_state"]["loads"], json!([]), "{ins:#}");
+    // A query is refused before anything starts, naming the unfinished load and the reset.
+    let r = env.run(&[
+        "bench",
+        "timescaledb",
+        "query",
+        "--database-id",
+        "pk",
+        "--dataset-id",
+        "tiny",
+        "--query-type",
+        "lastpoint",
+    ]);
+    r.code(2)
+        .says("run killed-mid-load began loading this workspace and no verified load followed")
+        .says("--database-mode reset --confirm-reset benchmark");
+    assert!(postgres_under(&dir).is_empty(), "nothing started");
     assert!(ins["locked_by"].is_null(), "{ins:#}");
     assert!(
         dir.join("data/postmaster.pid").exists(),
