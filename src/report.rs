@@ -279,7 +279,59 @@ pub struct Report {
     pub queries: Vec<QueryRow>,
     /// Footprint records (step data, product-specific fields).
     pub storage: Vec<Value>,
+    /// The row headings of the data-directory parts in the storage table.
+    #[serde(default)]
+    pub storage_parts: StorageParts,
     pub failures: Vec<FailureRow>,
+}
+
+/// The sizes a product measured over SQL after a load (PostgreSQL: `pg_database_size`, the
+/// table and index split, the load's WAL), as the footprint step records them.
+#[derive(Debug, Default, Deserialize)]
+struct SqlFootprint {
+    database_bytes: Option<u64>,
+    table_bytes: Option<u64>,
+    index_bytes: Option<u64>,
+    load_wal_bytes: Option<u64>,
+}
+
+/// The headings of the data-directory rows of the storage table: the products' own names
+/// when every run's product names its parts alike, neutral ones otherwise (each run's cell
+/// then says what its parts hold).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StorageParts {
+    pub wal: String,
+    pub data: String,
+    pub other: String,
+}
+
+impl Default for StorageParts {
+    fn default() -> Self {
+        StorageParts::of(&crate::product::FootprintParts::GENERIC)
+    }
+}
+
+impl StorageParts {
+    fn of(p: &crate::product::FootprintParts) -> StorageParts {
+        StorageParts {
+            wal: p.wal.into(),
+            data: p.data.into(),
+            other: p.other.into(),
+        }
+    }
+
+    /// The headings for runs whose products name their parts `parts`.
+    fn for_runs(parts: &[crate::product::FootprintParts]) -> StorageParts {
+        match parts.split_first() {
+            Some((first, rest)) if rest.iter().all(|p| p == first) => StorageParts::of(first),
+            None => StorageParts::default(),
+            Some(_) => StorageParts {
+                wal: "WAL".into(),
+                data: "Data files".into(),
+                other: "Other".into(),
+            },
+        }
+    }
 }
 
 /// Differences between runs that make a table not strictly comparable.
@@ -362,12 +414,15 @@ fn opt(v: Option<impl ToString>) -> String {
 fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
     let mut n = Notes { all: Vec::new() };
     let all = |_: &ReportColumn| true;
+    // A dataset is its id and spec; products read it in their own formats (PostgreSQL the
+    // timescaledb file of the dataset the others read as influx), so the files' checksums are
+    // compared between runs of one format.
     if let Some(d) = differ(cols, all, |c| {
         c.dataset.as_ref().map(|ds| {
             format!(
-                "dataset {}, SHA-256 {}",
+                "dataset {}, spec SHA-256 {}",
                 ds.dataset_id,
-                ds.sha256.as_deref().map(short_sha).unwrap_or("unknown")
+                short_sha(&crate::canonical::spec_digest(&ds.spec))
             )
         })
     }) {
@@ -376,6 +431,28 @@ fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
             &["ingestion", "queries", "storage"],
             format!("the runs used different datasets: {d}"),
         );
+    } else {
+        let format_of = |c: &ReportColumn| c.dataset.as_ref().and_then(|d| d.format.clone());
+        let formats: BTreeSet<String> = cols.iter().filter_map(format_of).collect();
+        for fmt in formats {
+            if let Some(d) = differ(
+                cols,
+                |c| format_of(c).as_deref() == Some(fmt.as_str()),
+                |c| {
+                    let sha = c.dataset.as_ref().and_then(|d| d.sha256.as_deref());
+                    Some(format!(
+                        "SHA-256 {}",
+                        sha.map(short_sha).unwrap_or("unknown")
+                    ))
+                },
+            ) {
+                n.add(
+                    "dataset",
+                    &["ingestion", "queries", "storage"],
+                    format!("the runs read different {fmt} files of the dataset: {d}"),
+                );
+            }
+        }
     }
     let queried = |c: &ReportColumn| c.query_set.is_some();
     if let Some(d) = differ(cols, queried, |c| {
@@ -485,24 +562,36 @@ fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
             format!("the Enterprise runs ran under different licences (At-Home: 2 cores, 1 IO and 1 DataFusion thread): {d}"),
         );
     }
-    if let Some(d) = differ(
-        cols,
-        |c| c.server_settings.is_object(),
-        |c| {
-            let st = &c.server_settings;
-            Some(format!(
-                "WAL flush {}, gen1 {}, snapshot after {} flushes",
-                s(&st["wal_flush_interval"]),
-                s(&st["gen1_duration"]),
-                s(&st["snapshot_after_wal_flushes"])
-            ))
-        },
-    ) {
-        n.add(
-            "WAL settings",
-            &["ingestion", "storage"],
-            format!("the InfluxDB 3 runs used different WAL settings: {d}"),
-        );
+    // Settings are product-specific: compared between runs of one product only (PostgreSQL
+    // records its settings too, and has no such WAL knobs).
+    let with_settings: BTreeSet<&str> = cols
+        .iter()
+        .filter(|c| c.server_settings.is_object())
+        .map(|c| c.product.as_str())
+        .collect();
+    for product in with_settings {
+        if let Some(d) = differ(
+            cols,
+            |c| c.server_settings.is_object() && c.product == product,
+            |c| {
+                let st = &c.server_settings;
+                Some(format!(
+                    "WAL flush {}, gen1 {}, snapshot after {} flushes",
+                    s(&st["wal_flush_interval"]),
+                    s(&st["gen1_duration"]),
+                    s(&st["snapshot_after_wal_flushes"])
+                ))
+            },
+        ) {
+            n.add(
+                "WAL settings",
+                &["ingestion", "storage"],
+                format!(
+                    "the {} runs used different WAL settings: {d}",
+                    crate::product::label(product, None)
+                ),
+            );
+        }
     }
     if let Some(d) = differ(cols, queried, |c| {
         Some(crate::output::count_of(
@@ -773,10 +862,23 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
         });
     }
 
-    // Storage footprint.
+    // Storage footprint. The data-directory parts as each product names them; a product
+    // that measures its database over SQL (PostgreSQL) has that size beside them.
+    let parts: Vec<crate::product::FootprintParts> = loaded
+        .iter()
+        .map(|l| crate::product::footprint_parts(&l.summary.product, l.summary.edition.as_deref()))
+        .collect();
+    let measured_parts: Vec<crate::product::FootprintParts> = loaded
+        .iter()
+        .zip(&parts)
+        .filter(|(l, _)| l.summary.storage.as_ref().is_some_and(Value::is_object))
+        .map(|(_, p)| *p)
+        .collect();
+    let storage_parts = StorageParts::for_runs(&measured_parts);
     let storage: Vec<Value> = loaded
         .iter()
-        .map(|l| {
+        .zip(&parts)
+        .map(|(l, parts)| {
             let st = l.summary.storage.as_ref().unwrap_or(&Value::Null);
             let mut v = if st.is_null() {
                 let why = if l.summary.target.mode == TargetMode::External {
@@ -803,6 +905,37 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
                     "split_note": st["split_note"],
                 })
             };
+            if let (Value::Object(cell), Ok(sql)) =
+                (&mut v, serde_json::from_value::<SqlFootprint>(st.clone()))
+            {
+                // The headings are neutral when the products name their parts differently:
+                // this run's cell says what its parts are.
+                let own = StorageParts::of(parts);
+                let parts_note = (own != storage_parts).then(|| {
+                    format!(
+                        "the rows {} / {} / {} are its {} / {} / {}",
+                        storage_parts.wal,
+                        storage_parts.data,
+                        storage_parts.other,
+                        own.wal,
+                        own.data,
+                        own.other
+                    )
+                });
+                // Measured over SQL (the product's after-load footprint): rows of its own.
+                let measured_sql = sql.database_bytes.is_some();
+                let extra = json!({
+                    "database_bytes": sql.database_bytes,
+                    "table_bytes": sql.table_bytes.filter(|_| measured_sql),
+                    "table_index_bytes": sql.index_bytes.filter(|_| measured_sql),
+                    "load_wal_bytes": sql.load_wal_bytes.filter(|_| measured_sql),
+                    "parts": parts,
+                    "parts_note": parts_note,
+                });
+                if let Value::Object(extra) = extra {
+                    cell.extend(extra);
+                }
+            }
             // GreptimeDB: SST bytes after the flush and after the compaction, as the
             // compaction run that produced this state measured them.
             if let Some(c) = compaction_of(&l.summary) {
@@ -868,6 +1001,7 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
         ingestion,
         queries: query_rows,
         storage,
+        storage_parts,
         failures,
     }
 }
@@ -1208,6 +1342,165 @@ mod tests {
                 "queries": queries,
             }),
         )
+    }
+
+    /// A PostgreSQL run's storage is its database size over SQL, with its data directory
+    /// named for what it is; beside a GreptimeDB run the data-directory headings are neutral
+    /// and each run says what its parts are.
+    #[test]
+    fn storage_names_each_products_parts_and_the_sql_size_of_postgresql() {
+        let dir = json!({"when": "at-rest", "wal_bytes": 50339840, "data_bytes": 48139988,
+            "other_bytes": 695569, "total_bytes": 99175397, "files": 9});
+        let postgres = || {
+            let mut pg = run(
+                "PostgreSQL 15.18 (no TimescaleDB)",
+                "timescaledb",
+                "as loaded",
+                Value::Null,
+                q(3.0, 0.1),
+            );
+            pg.summary.edition = Some("postgresql".into());
+            let mut st = dir.clone();
+            for (k, v) in [
+                ("database_bytes", 25533799u64),
+                ("table_bytes", 11534336),
+                ("index_bytes", 6111232),
+                ("load_wal_bytes", 32426736),
+            ] {
+                st[k] = json!(v);
+            }
+            pg.summary.storage = Some(st);
+            pg
+        };
+        let mut g = run(
+            "GreptimeDB",
+            "greptimedb",
+            "as loaded",
+            Value::Null,
+            q(2.0, 0.1),
+        );
+        g.summary.storage = Some(dir.clone());
+        let r = build_report(&[postgres(), g], 0);
+        assert_eq!(r.storage_parts.data, "Data files");
+        assert_eq!(r.storage[0]["database_bytes"], 25533799);
+        assert_eq!(r.storage[0]["table_index_bytes"], 6111232);
+        assert!(r.storage[1]["database_bytes"].is_null());
+        let note = r.storage[0]["parts_note"].as_str().unwrap();
+        assert!(
+            note.contains("`base/`") && note.contains("`pg_wal/`"),
+            "{note}"
+        );
+        assert!(r.storage[1]["parts_note"]
+            .as_str()
+            .unwrap()
+            .contains("Parquet/SST"));
+        let (md, html) = render(&r).unwrap();
+        assert!(
+            md.contains("| Database size (measured over SQL) | 24.35 MiB | - |"),
+            "{md}"
+        );
+        assert!(md.contains("| Total (data directory) |"), "{md}");
+        assert!(md.contains("its total is not the database's size"), "{md}");
+        assert!(!md.contains("| Data files (Parquet/SST) |"), "{md}");
+        assert!(html.contains("Database size (measured over SQL)"), "{html}");
+        assert!(
+            html.contains("(pg_wal&#x2f;)") && !html.contains("`pg_wal"),
+            "{html}"
+        );
+        // PostgreSQL alone: its own headings, no note to translate them.
+        let r = build_report(&[postgres(), postgres()], 0);
+        assert_eq!(
+            r.storage_parts.data,
+            "Databases (`base/`: all of the cluster's)"
+        );
+        assert!(r.storage[0]["parts_note"].is_null());
+        // GreptimeDB and InfluxDB 3 keep the headings they had, without a SQL row.
+        let mut i = run("Core", "influxdb3", "as loaded", Value::Null, q(2.0, 0.1));
+        i.summary.edition = Some("core".into());
+        i.summary.storage = Some(dir.clone());
+        let mut g = run(
+            "GreptimeDB",
+            "greptimedb",
+            "as loaded",
+            Value::Null,
+            q(2.0, 0.1),
+        );
+        g.summary.storage = Some(dir);
+        let (md, _) = render(&build_report(&[g, i], 0)).unwrap();
+        assert!(md.contains("| Data files (Parquet/SST) |"), "{md}");
+        assert!(
+            !md.contains("measured over SQL") && !md.contains("(data directory)"),
+            "{md}"
+        );
+    }
+
+    /// One logical dataset read in two formats is one dataset (issue 15: PostgreSQL reads the
+    /// timescaledb file, the others the influx one); two files of one format that differ are
+    /// said; PostgreSQL's recorded settings are not compared as InfluxDB 3 WAL settings.
+    #[test]
+    fn formats_of_one_dataset_and_settings_of_another_product_are_not_differences() {
+        let ds = |fmt: &str, sha: &str| json!({"dataset_id": "tiny", "spec": {"scale": 2}, "format": fmt, "sha256": sha});
+        let mut pg = run(
+            "PostgreSQL",
+            "timescaledb",
+            "as loaded",
+            Value::Null,
+            q(3.0, 0.1),
+        );
+        pg.summary.dataset = serde_json::from_value(ds("timescaledb", "f5e8")).ok();
+        pg.summary.server_settings = json!({"mode": "postgresql", "settings": {"port": 1}});
+        let mut core = run("Core", "influxdb3", "as loaded", Value::Null, q(3.0, 0.1));
+        core.summary.dataset = serde_json::from_value(ds("influx", "d9b6")).ok();
+        core.summary.server_settings = json!({"wal_flush_interval": "1s",
+            "gen1_duration": "10m", "snapshot_after_wal_flushes": 900});
+        let mut g = run(
+            "GreptimeDB",
+            "greptimedb",
+            "as loaded",
+            Value::Null,
+            q(3.0, 0.1),
+        );
+        g.summary.dataset = serde_json::from_value(ds("influx", "d9b6")).ok();
+        let r = build_report(&[pg, core, g], 0);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        // The influx file of another generation: said, for that format.
+        let mut other = run(
+            "GreptimeDB again",
+            "greptimedb",
+            "as loaded",
+            Value::Null,
+            q(3.0, 0.1),
+        );
+        other.summary.dataset = serde_json::from_value(ds("influx", "0000")).ok();
+        let mut g = run(
+            "GreptimeDB",
+            "greptimedb",
+            "as loaded",
+            Value::Null,
+            q(3.0, 0.1),
+        );
+        g.summary.dataset = serde_json::from_value(ds("influx", "d9b6")).ok();
+        let r = build_report(&[g, other], 0);
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("different influx files of the dataset")),
+            "{:?}",
+            r.warnings
+        );
+        // Another spec under the same id is another dataset.
+        let mut a = run("A", "greptimedb", "as loaded", Value::Null, q(3.0, 0.1));
+        a.summary.dataset = serde_json::from_value(ds("influx", "d9b6")).ok();
+        let mut b = run("B", "greptimedb", "as loaded", Value::Null, q(3.0, 0.1));
+        let mut d = ds("influx", "d9b6");
+        d["spec"]["scale"] = json!(4);
+        b.summary.dataset = serde_json::from_value(d).ok();
+        let r = build_report(&[a, b], 0);
+        assert!(
+            r.warnings.iter().any(|w| w.contains("different datasets")),
+            "{:?}",
+            r.warnings
+        );
     }
 
     fn q(mean: f64, sd: f64) -> Value {

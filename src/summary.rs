@@ -496,7 +496,15 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         v["status"] = json!(s.status);
         v
     });
-    let storage = last("footprint").map(|s| s.data.clone());
+    // With what the product's parts hold, for the headings (the product words its own files).
+    let storage = last("footprint").map(|s| {
+        let mut v = s.data.clone();
+        if let Value::Object(o) = &mut v {
+            let parts = crate::product::footprint_parts(&m.product, m.edition.as_deref());
+            o.insert("parts".into(), json!(parts));
+        }
+        v
+    });
     // GreptimeDB: where the data was when the queries started (SSTs or memtables).
     let data_location = last("data-location").map(|s| s.data.clone());
 
@@ -994,6 +1002,37 @@ pub(crate) mod tests {
                 "kernel": "k", "data_filesystem": "f"},
             "tool": {"version": "v", "git_revision": "g"}, "server_diagnostics": {},
             "queries": []})
+    }
+
+    /// The data-directory table is headed with what the product's files are: PostgreSQL's
+    /// `pg_wal/` and `base/`, not Parquet/SST; the generic headings without recorded parts.
+    #[test]
+    fn the_footprint_table_names_the_products_own_parts() {
+        let mut s = minimal_summary("all");
+        s["storage"] = json!({"when": "at-rest", "data_dir": "/d", "wal_bytes": 50339840,
+            "data_bytes": 48139988, "other_bytes": 695569, "total_bytes": 99175397, "files": 9,
+            "database_bytes": 25533799, "table_bytes": 11534336, "index_bytes": 6111232,
+            "load_wal_bytes": 32426736,
+            "parts": crate::product::footprint_parts("timescaledb", Some("postgresql"))});
+        let md = render_md(&s).unwrap();
+        assert!(md.contains("| Database (`pg_database_size`) |"), "{md}");
+        assert!(
+            md.contains("| WAL segments (`pg_wal/`) | Databases (`base/`: all of the cluster's) | Other (`global/`, `pg_xact/`, configuration) | Total | Files |"),
+            "{md}"
+        );
+        assert!(!md.contains("Parquet"), "{md}");
+        assert!(md.contains("its total is not the database's size"), "{md}");
+        // A summary written before parts were recorded keeps the generic headings.
+        s["storage"].as_object_mut().unwrap().remove("parts");
+        let md = render_md(&s).unwrap();
+        assert!(
+            md.contains("| WAL | Data files (Parquet/SST) | Other (index, manifest, metadata) |"),
+            "{md}"
+        );
+        assert_eq!(
+            crate::product::footprint_parts("greptimedb", None),
+            crate::product::FootprintParts::GENERIC
+        );
     }
 
     /// A minimum the runner did not report is "unknown" in Markdown (null in JSON), never 0.

@@ -348,6 +348,11 @@ pub trait Product: Send + Sync {
     fn footprint_layout(&self) -> Option<&'static str> {
         None
     }
+    /// What the WAL, data and other parts of the data-directory split hold, in the product's
+    /// own words (the headings of `summary.md` and the notes of `runs report`).
+    fn footprint_parts(&self) -> FootprintParts {
+        FootprintParts::GENERIC
+    }
     /// The storage engine the files on disk show, when the product has several.
     fn detect_engine(&self, _dir: &Path) -> Option<&'static str> {
         None
@@ -381,6 +386,34 @@ pub enum FilePart {
     Index,
     Metadata,
     Other,
+}
+
+/// The names of the parts of a data-directory footprint ([`FilePart`]) as a product's files
+/// make them up, and what the total is not, when that needs saying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct FootprintParts {
+    pub wal: &'static str,
+    pub data: &'static str,
+    pub other: &'static str,
+    /// Said beside the total (PostgreSQL: the directory holds the whole cluster).
+    pub total_note: Option<&'static str>,
+}
+
+impl FootprintParts {
+    /// The generic split's parts ([`classify_generic`]).
+    pub const GENERIC: FootprintParts = FootprintParts {
+        wal: "WAL",
+        data: "Data files (Parquet/SST)",
+        other: "Other (index, manifest, metadata)",
+        total_note: None,
+    };
+}
+
+/// [`Product::footprint_parts`] of `name` in `variant` (an unknown product: the generic parts).
+pub fn footprint_parts(name: &str, variant: Option<&str>) -> FootprintParts {
+    resolve(name, variant)
+        .map(|p| p.footprint_parts())
+        .unwrap_or(FootprintParts::GENERIC)
 }
 
 /// The generic split: anything under a `wal` directory or named `*.wal` / `*.raftlog` is WAL,

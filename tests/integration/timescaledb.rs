@@ -1,12 +1,16 @@
 //! TimescaleDB / PostgreSQL against this machine's REAL PostgreSQL (`.ci/run` installs
 //! Debian's when missing; every test here skips, saying why, when there is none): pinning an
 //! installation, a managed workspace in postgresql mode (initdb, rendered config, pg_isready,
-//! SIGINT stop), the refusal of TimescaleDB mode without the extension, and no postgres
-//! surviving a killed tsbsctl.
+//! SIGINT stop), the refusal of TimescaleDB mode without the extension, no postgres surviving
+//! a killed tsbsctl (serving, and mid-load), `bench timescaledb all` with compare, rerun and a
+//! report beside GreptimeDB and InfluxDB 3, and (ignored: minutes) the same flow with the real
+//! upstream TSBS tools built by the real Go.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use serde_json::json;
 
 use crate::util::*;
 
@@ -290,38 +294,23 @@ fn prepare_pg_same(env: &TestEnv, id: &str, port: u64) -> serde_json::Value {
 
 /// `bench timescaledb all` in postgresql mode on the real server, with the TSBS stand-ins
 /// built by `env prepare`: the rows loaded and counted, the SQL footprint split into table and
-/// index bytes, the label naming PostgreSQL's version; `runs report` beside a GreptimeDB run.
+/// index bytes, the label naming PostgreSQL's version, the data directory headed with
+/// PostgreSQL's own parts. `runs compare` refuses it beside a GreptimeDB run, naming why and
+/// pointing at `runs report`; the report over GreptimeDB, InfluxDB 3 Core and PostgreSQL runs
+/// labels each run, names the differing write parameters at the top, and gives PostgreSQL's
+/// database size beside the data directories.
 #[test]
-fn bench_postgresql_all_then_report_beside_greptimedb() {
-    if pg_bin().is_none() {
-        eprintln!("SKIP bench_postgresql_all: no PostgreSQL under /usr/lib/postgresql");
+fn bench_postgresql_all_then_report_beside_greptimedb_and_influxdb3() {
+    let Some(w) = pg_world("bench_postgresql_all") else {
         return;
-    }
-    let mut w = crate::world::world();
-    // The server runs as an unprivileged user through runuser (/usr/sbin).
-    w.gt.env.env(
-        "PATH",
-        format!("{}:/bin:/usr/bin:/usr/sbin:/sbin", crate::world::git_dir()),
-    );
+    };
     let env = &w.gt.env;
-    std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    env.run_json(&["timescaledb", "install"]).ok();
     prepare_pg(env, "pg1");
-    let mut a = vec![
-        "bench",
-        "timescaledb",
-        "all",
-        "--database-id",
+    // The published comparison's write parameters for TimescaleDB.
+    let r = env.run(&pg_all_args(
         "pg1",
-        "--stop-timeout",
-        "5",
-    ];
-    a.extend(crate::world::tiny());
-    for t in crate::world::TYPES {
-        a.extend(["--query-type", t]);
-    }
-    a.extend(["--queries", "3", "--json"]);
-    let r = env.run(&a);
+        &["--load-workers", "8", "--batch-size", "10000"],
+    ));
     r.ok();
     let dir = crate::world::run_dir(&r);
     let s = crate::world::summary(&dir);
@@ -334,22 +323,710 @@ fn bench_postgresql_all_then_report_beside_greptimedb() {
     assert!(st["table_bytes"].as_u64().unwrap() > 0, "{st:#}");
     assert!(st["index_bytes"].as_u64().unwrap() > 0, "{st:#}");
     assert!(st["load_wal_bytes"].as_u64().unwrap() > 0, "{st:#}");
-    // summary.md leads with the database's size, not the cluster's data directory.
+    // The data directory holds the whole cluster: more than the database alone.
+    assert!(
+        st["total_bytes"].as_u64().unwrap() > st["database_bytes"].as_u64().unwrap(),
+        "{st:#}"
+    );
+    assert!(
+        st["wal_bytes"].as_u64().unwrap() > 0,
+        "pg_wal/ has segments: {st:#}"
+    );
+    assert!(
+        st["data_bytes"].as_u64().unwrap() > 0,
+        "base/ has databases: {st:#}"
+    );
+    assert_eq!(
+        st["parts"]["data"],
+        "Databases (`base/`: all of the cluster's)"
+    );
+    // summary.md leads with the database's size, then the cluster's data directory by part.
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("| Database (`pg_database_size`) |"), "{md}");
+    assert!(md.contains("| WAL segments (`pg_wal/`) | Databases (`base/`: all of the cluster's) | Other (`global/`, `pg_xact/`, configuration) | Total | Files |"), "{md}");
+    assert!(!md.contains("Parquet"), "{md}");
     assert!(md.contains("its total is not the database's size"), "{md}");
     let v = s["target"]["version"].as_str().unwrap();
-    assert_eq!(s["label"], format!("PostgreSQL {v} (no TimescaleDB)"));
+    let pg_label = format!("PostgreSQL {v} (no TimescaleDB)");
+    assert_eq!(s["label"], pg_label);
     for q in s["queries"].as_array().unwrap() {
         assert_eq!(q["status"], "completed", "{q:#}");
     }
+
     let g = w.bench_ok("all", &[]);
+    crate::world::publish_influx3(&w, "core");
+    w.prepare_influx3("core1", "core");
+    let mut a = vec![
+        "bench",
+        "influxdb3",
+        "all",
+        "--database-id",
+        "core1",
+        "--stop-timeout",
+        "10",
+    ];
+    a.extend(crate::world::tiny());
+    for t in crate::world::TYPES {
+        a.extend(["--query-type", t]);
+    }
+    a.extend(["--queries", "3", "--json"]);
+    let r = env.run(&a);
+    r.ok();
+    let i = crate::world::run_dir(&r);
+
+    // compare is for runs of one product: refused, saying why and what to use instead.
+    let r = env.run(&[
+        "runs",
+        "compare",
+        "--baseline",
+        dir.to_str().unwrap(),
+        "--candidate",
+        g.to_str().unwrap(),
+    ]);
+    r.code(2)
+        .says("product: baseline timescaledb vs candidate greptimedb")
+        .says("query-set id")
+        .says("tsbsctl runs report");
+
     let rep = env.run(&[
         "runs",
         "report",
         dir.to_str().unwrap(),
         g.to_str().unwrap(),
+        i.to_str().unwrap(),
         "--json",
     ]);
-    rep.ok().says("no TimescaleDB").says("GreptimeDB");
+    rep.ok();
+    let data = rep.json()["data"].clone();
+    let s = data["summary"].clone();
+    let labels: Vec<&str> = s["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap())
+        .collect();
+    let g_label = format!("GreptimeDB {}", crate::world::STABLE);
+    assert_eq!(
+        labels,
+        [
+            pg_label.as_str(),
+            g_label.as_str(),
+            "InfluxDB 3 Core 3.11.1"
+        ]
+    );
+    assert_eq!(s["baseline_label"], pg_label.as_str());
+    // One dataset (PostgreSQL reads its timescaledb file), and no InfluxDB 3 WAL settings
+    // read into PostgreSQL's: the write parameters are the one difference, said at the top
+    // naming each run's.
+    assert_eq!(
+        s["warnings"].as_array().unwrap().len(),
+        1,
+        "{:#}",
+        s["warnings"]
+    );
+    let ing = s["ingestion"].as_array().unwrap();
+    let write: Vec<(u64, u64)> = ing
+        .iter()
+        .map(|c| {
+            (
+                c["workers"].as_u64().unwrap(),
+                c["batch_size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(write, [(8, 10000), (2, 3000), (2, 3000)]);
+    let warn = s["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .find(|w| w.contains("write parameters"))
+        .unwrap_or_else(|| panic!("{:#}", s["warnings"]));
+    for each in [
+        format!("{g_label}, InfluxDB 3 Core 3.11.1 (2 workers x 3000 rows)"),
+        format!("{pg_label} (8 workers x 10000 rows)"),
+    ] {
+        assert!(warn.contains(&each), "{each:?} in {warn}");
+    }
+    // Storage: PostgreSQL's database measured over SQL, the data directories under neutral
+    // headings, each run's parts named.
+    let st = s["storage"].as_array().unwrap();
+    assert!(st[0]["database_bytes"].as_u64().unwrap() > 0, "{:#}", st[0]);
+    assert!(st[1]["database_bytes"].is_null() && st[2]["database_bytes"].is_null());
+    assert_eq!(s["storage_parts"]["data"], "Data files");
+    let md = std::fs::read_to_string(data["summary_md"].as_str().unwrap()).unwrap();
+    assert!(md.contains("> **Not strictly comparable.**"), "{md}");
+    assert!(md.contains(warn), "{md}");
+    assert!(md.contains("| Database size (measured over SQL) |"), "{md}");
+    assert!(md.contains("| Total (data directory) |"), "{md}");
+    assert!(
+        md.contains(&format!(
+            "> {pg_label}: the rows WAL / Data files / Other are its WAL segments (`pg_wal/`)"
+        )),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "> {pg_label}: The data directory holds the whole cluster"
+        )),
+        "{md}"
+    );
+    for l in [&pg_label, &g_label] {
+        assert!(md.contains(&format!("| {l} |")), "{l} in {md}");
+    }
+    eprintln!("REPORTMD\n{md}");
+    eprintln!(
+        "SUMMARYMD\n{}",
+        std::fs::read_to_string(dir.join("summary.md")).unwrap()
+    );
+    let html = std::fs::read_to_string(data["report_html"].as_str().unwrap()).unwrap();
+    assert!(html.contains("Database size (measured over SQL)"), "{html}");
+}
+
+/// The bench world (Go, the TSBS stand-ins built by `env prepare`, GreptimeDB workspace `g1`)
+/// on this machine's PostgreSQL, pinned; `None` after printing the skip.
+fn pg_world(test: &str) -> Option<crate::world::World> {
+    if pg_bin().is_none() {
+        eprintln!("SKIP {test}: no PostgreSQL under /usr/lib/postgresql (.ci/run installs it)");
+        return None;
+    }
+    let mut w = crate::world::world();
+    // The server runs as an unprivileged user through runuser (/usr/sbin).
+    w.gt.env.env(
+        "PATH",
+        format!("{}:/bin:/usr/bin:/usr/sbin:/sbin", crate::world::git_dir()),
+    );
+    std::fs::set_permissions(w.gt.env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    w.gt.env.run_json(&["timescaledb", "install"]).ok();
+    Some(w)
+}
+
+/// `bench timescaledb all --database-id ID` with the tiny workload and `extra`, as `--json`.
+fn pg_all_args<'a>(id: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "bench",
+        "timescaledb",
+        "all",
+        "--database-id",
+        id,
+        "--stop-timeout",
+        "5",
+    ];
+    a.extend(crate::world::tiny());
+    for t in crate::world::TYPES {
+        a.extend(["--query-type", t]);
+    }
+    a.extend(["--queries", "3"]);
+    a.extend_from_slice(extra);
+    a.push("--json");
+    a
+}
+
+/// The pids of running processes whose command line satisfies `f` (arguments joined by spaces).
+fn procs_where(f: impl Fn(&str) -> bool) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        if f(&String::from_utf8_lossy(&cmd).replace('\0', " ")) && alive(pid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// The TSBS loader stand-ins (`testbed emulate tsbs_load_timescaledb`) loading into `port`.
+fn loaders_on(port: u64) -> Vec<u32> {
+    let flag = format!("--port={port}");
+    procs_where(|c| c.contains("emulate tsbs_load_timescaledb") && c.contains(&flag))
+}
+
+/// kill -9 of tsbsctl while the loader is writing: no postgres process and no loader
+/// survives it, and the next commands see what happened: the lock free (its file stale), the
+/// run interrupted, no binding (the load was never verified), the stale `postmaster.pid`
+/// cleared by the next start; the next `bench timescaledb all` loads and succeeds. That run
+/// then serves `runs rerun` (same flags, dataset, query set and mode) and `runs compare` of
+/// two PostgreSQL runs.
+#[test]
+fn a_tsbsctl_killed_mid_load_leaves_no_postgres_and_the_next_all_recovers() {
+    let Some(w) = pg_world("a_tsbsctl_killed_mid_load") else {
+        return;
+    };
+    let env = &w.gt.env;
+    let m = prepare_pg(env, "pk")["data"]["manifest"].clone();
+    let port = m["ports"]["postgres"].as_u64().unwrap();
+    let dir = ws_dir(env, "pk");
+    // 2,880 rows in batches of 100, each of the 2 workers pausing 500 ms after each batch:
+    // about 7 s of load, far longer than the test needs to act.
+    w.tool_knobs("tsbs_load_timescaledb", json!({"batch_delay_ms": 500}));
+    let args = pg_all_args(
+        "pk",
+        &["--batch-size", "100", "--run-id", "killed-mid-load"],
+    );
+    let mut bg = Bg::spawn(env, &args);
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        if !loaders_on(port).is_empty() && !postgres_under(&dir).is_empty() {
+            break;
+        }
+        if let Some(st) = bg.child.as_mut().unwrap().try_wait().unwrap() {
+            panic!("bench exited before the load ({st})\n{}", bg.stderr());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no loader within 90 s\n{}",
+            bg.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let killed = bg.pid() as u32;
+    let loaders = loaders_on(port);
+    let postmaster = postgres_under(&dir)[0];
+    let mut all = children_of(postmaster);
+    all.push(postmaster);
+    assert!(all.len() > 1, "the postmaster has its background processes");
+    all.extend(&loaders);
+    bg.signal(libc::SIGKILL);
+    let r = bg.wait();
+    assert_eq!(r.code, 128 + libc::SIGKILL, "{}", r.describe());
+    assert!(
+        wait_until(Duration::from_secs(15), || all.iter().all(|p| !alive(*p))),
+        "survived a killed tsbsctl: {:?} (postmaster {postmaster}, loaders {loaders:?})",
+        all.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
+    );
+    assert!(postgres_under(&dir).is_empty() && loaders_on(port).is_empty());
+
+    // The lock: nobody holds it; its file still names the killed process.
+    let st = env.run_json(&["workspace", "status", "pk"]);
+    let lock = st.ok().json()["data"]["workspaces"][0]["lock"].clone();
+    assert_eq!(lock["state"], "stale", "{lock:#}");
+    assert_eq!(lock["holder"]["pid"], killed, "{lock:#}");
+    assert_eq!(lock["pid_alive"], false, "{lock:#}");
+    // The run: interrupted in its load, once somebody looks.
+    let show = env.run_json(&["runs", "show", "killed-mid-load"]);
+    let shown = show.ok().json()["data"].clone();
+    assert_eq!(shown["summary"]["status"], "interrupted", "{shown:#}");
+    assert_eq!(
+        shown["summary"]["ingestion"]["status"], "interrupted",
+        "{shown:#}"
+    );
+    // The workspace: no load was verified, so none is claimed.
+    let ins = env.run_json(&["timescaledb", "inspect", "--database-id", "pk"]);
+    let ins = ins.ok().json()["data"].clone();
+    assert!(ins["manifest"]["binding"].is_null(), "{ins:#}");
+    assert_eq!(ins["manifest"]["data_state"]["loads"], json!([]), "{ins:#}");
+    // A query is refused before anything starts, naming the unfinished load and the reset.
+    let r = env.run(&[
+        "bench",
+        "timescaledb",
+        "query",
+        "--database-id",
+        "pk",
+        "--dataset-id",
+        "tiny",
+        "--query-type",
+        "lastpoint",
+    ]);
+    r.code(2)
+        .says("run killed-mid-load began loading this workspace and no verified load followed")
+        .says("--database-mode reset --confirm-reset benchmark");
+    assert!(postgres_under(&dir).is_empty(), "nothing started");
+    assert!(ins["locked_by"].is_null(), "{ins:#}");
+    assert!(
+        dir.join("data/postmaster.pid").exists(),
+        "a stale postmaster.pid"
+    );
+
+    // The next all says what it found: the server tsbsctl did not stop (PostgreSQL recovers
+    // from the unclean stop), and the half-loaded database the loader refuses to replace
+    // unless told to (exit 1 with the command that does it).
+    w.tool_knobs("tsbs_load_timescaledb", json!({}));
+    let r = env.run(&pg_all_args("pk", &[]));
+    r.code(1)
+        .says("was not stopped by tsbsctl; it is no longer running")
+        .says("database \"benchmark\" exists")
+        .says("--database-mode reset --confirm-reset benchmark");
+    assert!(postgres_under(&dir).is_empty(), "stopped after the failure");
+    // Followed as printed, it loads everything and queries.
+    let r = env.run(&pg_all_args(
+        "pk",
+        &["--database-mode", "reset", "--confirm-reset", "benchmark"],
+    ));
+    r.ok();
+    let a = crate::world::run_dir(&r);
+    let sa = crate::world::summary(&a);
+    assert_eq!(sa["status"], "completed", "{sa:#}");
+    let rows = sa["dataset"]["rows"].as_u64().unwrap();
+    assert_eq!(rows, crate::world::ROWS);
+    assert_eq!(sa["row_count"]["actual"], rows, "{:#}", sa["row_count"]);
+    assert_eq!(sa["data_state"]["label"], "as loaded");
+    let ws = read_json(&dir.join("manifest.json"));
+    assert_eq!(ws["binding"]["rows"], rows);
+    assert_eq!(ws["binding"]["run_id"], sa["run_id"]);
+    assert!(!dir.join("data/postmaster.pid").exists(), "a clean stop");
+    let st = env.run_json(&["workspace", "status", "pk"]);
+    let lock = st.ok().json()["data"]["workspaces"][0]["lock"].clone();
+    assert_ne!(lock["state"], "live", "{lock:#}");
+
+    // runs rerun: the same flags (the reset included), dataset, query set and mode.
+    let r = env.run(&["runs", "rerun", a.to_str().unwrap(), "--json"]);
+    r.ok();
+    assert_eq!(r.json()["data"]["rerun_of"], sa["run_id"]);
+    let b = crate::world::run_dir(&r);
+    let sb = crate::world::summary(&b);
+    assert_eq!(sb["status"], "completed", "{sb:#}");
+    for k in ["label", "edition", "product", "workload"] {
+        assert_eq!(sb[k], sa[k], "{k}");
+    }
+    assert_eq!(sb["edition"], "postgresql");
+    assert_eq!(sb["dataset"]["dataset_id"], "tiny");
+    assert_eq!(sb["dataset"]["sha256"], sa["dataset"]["sha256"]);
+    assert_eq!(sb["query_set"], sa["query_set"]);
+    assert_eq!(
+        sb["ingestion"]["status"], "completed",
+        "the reset loads again"
+    );
+    assert_eq!(sb["ingestion"]["database_mode"], "reset");
+    let mb = read_json(&b.join("manifest.json"));
+    assert_eq!(mb["flags"]["rerun_of"], sa["run_id"]);
+    let ma = read_json(&a.join("manifest.json"));
+    for k in [
+        "batch_size",
+        "load_workers",
+        "query_types",
+        "queries",
+        "database_mode",
+    ] {
+        assert_eq!(mb["flags"][k], ma["flags"][k], "{k}");
+    }
+
+    // runs compare of the two PostgreSQL runs: both loads compared (same write parameters),
+    // every query type judged, the runs named by their PostgreSQL labels.
+    let r = env.run(&[
+        "runs",
+        "compare",
+        "--baseline",
+        a.to_str().unwrap(),
+        "--candidate",
+        b.to_str().unwrap(),
+        "--json",
+    ]);
+    r.ok();
+    let c = r.json()["data"]["summary"].clone();
+    let label = sa["label"].as_str().unwrap();
+    assert!(label.ends_with("(no TimescaleDB)"), "{label}");
+    assert_eq!(c["baseline"]["label"], label, "{c:#}");
+    let cand = &c["candidates"][0];
+    assert_eq!(cand["label"], label, "{c:#}");
+    assert_ne!(cand["ingestion"]["classification"], "not compared", "{c:#}");
+    assert_ne!(
+        cand["ingestion"]["classification"], "not comparable",
+        "{c:#}"
+    );
+    assert_eq!(cand["ingestion"]["workers"], json!([2, 2]), "{c:#}");
+    assert_eq!(
+        cand["ingestion"]["batch_size"],
+        json!([3000, 3000]),
+        "{c:#}"
+    );
+    assert_eq!(cand["queries"].as_array().unwrap().len(), 3, "{c:#}");
+    let md = std::fs::read_to_string(
+        PathBuf::from(r.json()["data"]["comparison_dir"].as_str().unwrap()).join("summary.md"),
+    )
+    .unwrap();
+    assert!(
+        md.starts_with("# PostgreSQL (no TimescaleDB) comparison"),
+        "{md}"
+    );
+    assert!(md.contains(&format!("Baseline: **{label}**")), "{md}");
+}
+
+/// The upstream TSBS module and the commit the real-tools test builds (its master on
+/// 2023-09-21, "Fix panic in timescale target with `iot` use case").
+const UPSTREAM_TSBS: &str = "github.com/timescale/tsbs";
+const UPSTREAM_TSBS_REV: &str = "37fced794d56d3b33fbf40e55a0f1d3d78d05802";
+
+/// Go's network settings, passed from the test's environment to `go` and tsbsctl (whose
+/// builds pass them on), so both reach the module proxy the same way.
+const GO_NETWORK: [&str; 10] = [
+    "GOPROXY",
+    "GONOPROXY",
+    "GOPRIVATE",
+    "GOSUMDB",
+    "GONOSUMDB",
+    "GOINSECURE",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "SSL_CERT_FILE",
+];
+
+/// A `go` command of the machine's real Go: a private module cache, the network settings of
+/// the test's environment, nothing else of the developer's.
+fn real_go(go: &Path, tmp: &Path, args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(go);
+    c.args(args)
+        .env_clear()
+        .env("PATH", "/bin:/usr/bin")
+        .env("HOME", tmp.join("home"))
+        .env("GOPATH", tmp.join("gopath"))
+        .env("GOMODCACHE", tmp.join("gomodcache"))
+        .env("GOCACHE", tmp.join("gocache"))
+        .env("GOFLAGS", "-modcacherw")
+        .env("GOTOOLCHAIN", "local")
+        .current_dir(tmp)
+        .stdin(std::process::Stdio::null());
+    for k in GO_NETWORK {
+        if let Ok(v) = std::env::var(k) {
+            c.env(k, v);
+        }
+    }
+    c
+}
+
+/// Copies the tree `from` to `to`, every copy writable (the module cache is read-only).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            copy_tree(&src, &dst);
+        } else if t.is_file() {
+            std::fs::copy(&src, &dst).unwrap();
+            let mode = std::fs::metadata(&dst).unwrap().permissions().mode() | 0o200;
+            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+    }
+}
+
+/// The upstream TSBS source at [`UPSTREAM_TSBS_REV`], fetched as the module `go install`
+/// fetches (`go mod download`), or taken from `TSBSCTL_TEST_UPSTREAM_TSBS_SRC` (a clone at
+/// that commit, for machines whose proxy refuses the module). `Err`: why not (the skip).
+fn upstream_source(go: &Path, tmp: &Path) -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os("TSBSCTL_TEST_UPSTREAM_TSBS_SRC") {
+        return Ok(PathBuf::from(dir));
+    }
+    let module = format!("{UPSTREAM_TSBS}@{UPSTREAM_TSBS_REV}");
+    // Fast first: a proxy that refuses the module answers at once (403 here).
+    let pre = wait_bounded(
+        real_go(go, tmp, &["list", "-m", "-json", &module])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(30),
+    );
+    if !pre.status.success() {
+        let err = String::from_utf8_lossy(&pre.stderr);
+        return Err(format!(
+            "`go list -m {module}` failed ({}): {}",
+            pre.status,
+            err.lines().next().unwrap_or("no output")
+        ));
+    }
+    let dl = wait_bounded(
+        real_go(go, tmp, &["mod", "download", "-json", &module])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(600),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&dl.stdout).unwrap_or_default();
+    match v["Dir"].as_str() {
+        Some(d) if dl.status.success() => Ok(PathBuf::from(d)),
+        _ => Err(format!(
+            "`go mod download {module}` failed ({}): {}{}",
+            dl.status,
+            v["Error"].as_str().unwrap_or_default(),
+            String::from_utf8_lossy(&dl.stderr)
+        )),
+    }
+}
+
+/// The same flow with the REAL upstream TSBS tools, where the machine can fetch the module:
+/// its source at [`UPSTREAM_TSBS_REV`] as a git checkout (with stand-in main packages for the
+/// tools of the other products, which upstream does not have: GreptimeDB's and InfluxDB 3's
+/// loaders; and its go.sum completed, see below), built by `tsbsctl env prepare --go <the real go> --tsbs-dir` with the real Go
+/// (tsbsctl records and re-hashes every binary it runs, so it runs only what it built), then
+/// `bench timescaledb all` on the real PostgreSQL with the upstream generators, loader and
+/// runner. Ignored in the normal suite: the real build takes minutes.
+#[test]
+#[ignore = "builds the upstream TSBS tools with the real Go (minutes; needs the Go module proxy to serve github.com/timescale/tsbs): cargo test --test integration real_upstream -- --ignored"]
+fn real_upstream_tsbs_tools_run_the_postgresql_flow() {
+    const TEST: &str = "real_upstream_tsbs_tools_run_the_postgresql_flow";
+    if pg_bin().is_none() {
+        eprintln!("SKIP {TEST}: no PostgreSQL under /usr/lib/postgresql (.ci/run installs it)");
+        return;
+    }
+    let which = std::process::Command::new("sh")
+        .args(["-c", "command -v go"])
+        .output()
+        .unwrap();
+    let go = PathBuf::from(String::from_utf8_lossy(&which.stdout).trim());
+    if !which.status.success() || !go.is_file() {
+        eprintln!("SKIP {TEST}: no go on PATH");
+        return;
+    }
+    let mut env = TestEnv::new();
+    std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tmp = env.path().join("go-tmp");
+    std::fs::create_dir_all(tmp.join("home")).unwrap();
+    let src = match upstream_source(&go, &tmp) {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("SKIP {TEST}: the upstream TSBS module cannot be had here: {why}");
+            return;
+        }
+    };
+
+    // The checkout: upstream's tree, plus stand-ins for the tools upstream lacks.
+    let checkout = env.path().join("upstream-tsbs");
+    copy_tree(&src, &checkout);
+    let _ = std::fs::remove_dir_all(checkout.join(".git"));
+    let (standins, _) = testbed::tsbs_repo::create(&env.path().join("standins")).unwrap();
+    let mut stood_in = Vec::new();
+    for tool in testbed::tsbs_repo::TOOLS {
+        if !checkout.join("cmd").join(tool).is_dir() {
+            copy_tree(
+                &standins.join("cmd").join(tool),
+                &checkout.join("cmd").join(tool),
+            );
+            stood_in.push(tool);
+        }
+    }
+    let real = [
+        "tsbs_generate_data",
+        "tsbs_generate_queries",
+        "tsbs_load_timescaledb",
+        "tsbs_run_queries_timescaledb",
+    ];
+    assert!(
+        real.iter().all(|t| !stood_in.contains(t)),
+        "upstream has the four tools: {stood_in:?}"
+    );
+    // Upstream's go.sum lacks a line Go 1.16 and later insist on (github.com/tklauser/numcpus,
+    // "missing go.sum entry"): completed from the checksum database, as `go install
+    // pkg@version` completes it, and said in the commit.
+    let mut tidy = vec!["list", "-mod=mod", "-deps"];
+    let pkgs: Vec<String> = real.iter().map(|t| format!("./cmd/{t}")).collect();
+    tidy.extend(pkgs.iter().map(String::as_str));
+    let mut c = real_go(&go, &tmp, &tidy);
+    c.current_dir(&checkout)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let out = wait_bounded(c.spawn().unwrap(), Duration::from_secs(600));
+    assert!(
+        out.status.success(),
+        "go list -mod=mod: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let git = |args: &[&str]| testbed::tsbs_repo::git(&checkout, args).unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&[
+        "commit",
+        "-q",
+        "-m",
+        &format!(
+            "{UPSTREAM_TSBS} {UPSTREAM_TSBS_REV}, go.sum completed, stand-ins for {stood_in:?}"
+        ),
+    ]);
+
+    // tsbsctl builds it with the real Go (its PATH has git, the server's runuser).
+    env.env("PATH", "/bin:/usr/bin:/usr/sbin:/sbin");
+    for k in GO_NETWORK {
+        if let Ok(v) = std::env::var(k) {
+            env.env(k, v);
+        }
+    }
+    let args = [
+        "env",
+        "prepare",
+        "--go",
+        go.to_str().unwrap(),
+        "--tsbs-dir",
+        checkout.to_str().unwrap(),
+        "--json",
+    ];
+    let r = run_command(env.cmd(&args), &args, Duration::from_secs(600));
+    if r.code != 0 {
+        // The build log says why (it goes with the temp directory).
+        let logs: Vec<String> = all_files(&env.root.join("environment/tsbs"))
+            .into_iter()
+            .filter(|p| p.ends_with("build.log"))
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .collect();
+        let log = logs.join("\n");
+        let tail: Vec<&str> = log.lines().rev().take(60).collect();
+        panic!(
+            "{}\n--- build.log (last lines) ---\n{}",
+            r.describe(),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
+    let bins = std::fs::read_dir(env.root.join("environment/tsbs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .find(|b| b.is_dir())
+        .expect("a TSBS build directory");
+    for tool in real {
+        // The upstream tool: its build info names upstream's dependencies (a stand-in has none).
+        let out = real_go(
+            &go,
+            &tmp,
+            &["version", "-m", bins.join(tool).to_str().unwrap()],
+        )
+        .output()
+        .unwrap();
+        let info = String::from_utf8_lossy(&out.stdout);
+        assert!(info.contains(UPSTREAM_TSBS), "{tool}: {info}");
+        assert!(info.contains("github.com/spf13/pflag"), "{tool}: {info}");
+    }
+
+    // The flow of the stand-in test, with the real tools.
+    env.run_json(&["timescaledb", "install"]).ok();
+    prepare_pg(&env, "up1");
+    let r = env.run(&pg_all_args("up1", &[]));
+    r.ok();
+    let dir = crate::world::run_dir(&r);
+    let s = crate::world::summary(&dir);
+    assert_eq!(s["status"], "completed", "{s:#}");
+    assert_eq!(s["dataset"]["rows"], crate::world::ROWS);
+    assert_eq!(
+        s["row_count"]["actual"],
+        crate::world::ROWS,
+        "{:#}",
+        s["row_count"]
+    );
+    let st = &s["storage"];
+    for k in [
+        "database_bytes",
+        "table_bytes",
+        "index_bytes",
+        "load_wal_bytes",
+    ] {
+        assert!(st[k].as_u64().unwrap() > 0, "{k}: {st:#}");
+    }
+    let v = s["target"]["version"].as_str().unwrap();
+    assert_eq!(s["label"], format!("PostgreSQL {v} (no TimescaleDB)"));
+    assert_eq!(s["environment"]["tsbs_commit"], git(&["rev-parse", "HEAD"]));
+    assert_eq!(
+        s["queries"].as_array().unwrap().len(),
+        crate::world::TYPES.len()
+    );
+    for q in s["queries"].as_array().unwrap() {
+        assert_eq!(q["status"], "completed", "{q:#}");
+        // --burn-in=1 --max-queries=3: the first query (the connection setup) uncounted.
+        assert_eq!(q["query_count"], 2, "{q:#}");
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("| Database (`pg_database_size`) |"), "{md}");
+    assert!(md.contains("| WAL segments (`pg_wal/`) |"), "{md}");
 }

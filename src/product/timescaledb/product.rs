@@ -16,7 +16,9 @@ use super::Mode;
 use crate::dataset::Profile;
 use crate::error::{Error, Result};
 use crate::platform::Platform;
-use crate::product::{BenchCaps, FilePart, Product, ServerCommand, ToolOptions, CONFIG_FILE};
+use crate::product::{
+    BenchCaps, FilePart, FootprintParts, Product, ServerCommand, ToolOptions, CONFIG_FILE,
+};
 use crate::queryset::QueryFormat;
 use crate::server::{Probe, Timing};
 use crate::tsbs::{LoadTarget, QueryTarget, Secret, ToolArg};
@@ -639,6 +641,15 @@ impl Product for TimescaleDb {
                 .ok()
                 .and_then(|i| i.extension_version().map(String::from)),
         }))
+    }
+    /// What [`Self::classify_file`] puts in each part (reference §5.5).
+    fn footprint_parts(&self) -> FootprintParts {
+        FootprintParts {
+            wal: "WAL segments (`pg_wal/`)",
+            data: "Databases (`base/`: all of the cluster's)",
+            other: "Other (`global/`, `pg_xact/`, configuration)",
+            total_note: Some("The data directory holds the whole cluster: `pg_wal/` keeps the WAL segments the WAL settings keep (`min_wal_size`), whatever the dataset, and `base/` holds the system and template databases beside this one, so its total is not the database's size (`pg_database_size`)"),
+        }
     }
     /// A cluster's directory: `pg_wal/` is WAL, `base/` the databases, the rest other. The
     /// published footprint is `pg_database_size`, measured over SQL, not this split.

@@ -13,6 +13,10 @@
 //! `--log-batches`, `--use-jsonb-tags`, `--in-table-partition-tag`, `--field-index-count`,
 //! `--time-partition-index`, `--replication-factor`, `--write-profile`,
 //! `--write-replication-stats`.
+//!
+//! Knobs (`$TESTBED_KNOBS`, the object named after the tool; an unknown key is exit 2):
+//! * `batch_delay_ms: N` — each worker sleeps N ms after each batch it wrote (a load that is
+//!   still running when a test acts on it, as a large real dataset would be).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -65,6 +69,14 @@ pub const FLAGS: &[FlagDef] = &[
     flag("write-profile", Kind::Str, "", "File to output CPU/memory profile to"),
     flag("write-replication-stats", Kind::Str, "", "File to output replication stats to"),
 ];
+
+/// The knobs of this stand-in (see the module docs).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Knobs {
+    #[serde(default)]
+    batch_delay_ms: u64,
+}
 
 /// The data file's header: tag columns (all `string` in TSBS's cpu data) and the cpu fields.
 struct Header {
@@ -136,6 +148,8 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(p) => p,
         Err(code) => return code,
     };
+    let knobs: Knobs = gotool::knobs_or_exit(TOOL);
+    let batch_delay = Duration::from_millis(knobs.batch_delay_ms);
     for (name, emulated_value) in [
         ("insert-intervals", ""),
         ("hash-workers", "false"),
@@ -323,6 +337,9 @@ pub fn main(args: Vec<String>) -> i32 {
                 let metrics = insert_batch(c, &header, &batch, &mut tag_ids, use_insert);
                 metric_cnt.fetch_add(metrics, Ordering::SeqCst);
                 row_cnt.fetch_add(batch.len() as u64, Ordering::SeqCst);
+                if !batch_delay.is_zero() {
+                    std::thread::sleep(batch_delay);
+                }
             }
         }));
     }
