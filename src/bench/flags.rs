@@ -1,15 +1,19 @@
-//! The flags of a bench command as the run manifest records them (`flags`), and the one place
-//! a [`Request`] is built from them: the CLI records what it parsed and builds the request
-//! from that record; `runs rerun` reads the record back into the same type. A flag is added
-//! here once (plus its clap definition), not in the CLI, the request and the rerun each.
+//! The flags of a bench command, declared once: each group below derives both `clap::Args`
+//! (the CLI flattens it) and serde (the run manifest's `flags`), so the record is the parsed
+//! command line itself and `runs rerun` reads it back into the same type. This is also the
+//! one place a [`Request`] is built from them. A new flag is one field here plus its line in
+//! [`Flags::request`].
 //!
-//! The field order is the recorded key order (serde_json keeps it): common flags first, then
-//! the product's ([`ProductFlags`]). Secrets are never recorded: only the names of the
-//! environment variables that hold them, and `<redacted>` for a hold token.
+//! The field order is the recorded key order (serde_json keeps it): `phase`, the common
+//! flags, then the product's ([`ProductFlags`]); it is also the order of `--help`. Secrets are
+//! never recorded: only the names of the environment variables that hold them, and
+//! [`REDACTED`] for a hold token. The groups shared with other commands (locks, the dataset
+//! spec and root, server timing) live here too because the core may not name `crate::cli`;
+//! the CLI re-exports them.
 
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 use super::{watch, Phase, Request};
 use crate::dataset::{Compression, Profile, SpecOverrides};
@@ -21,74 +25,228 @@ pub const REDACTED: &str = "<redacted>";
 
 /// The recorded flags of a bench command.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Flags {
-    #[serde(default)]
     pub phase: Option<String>,
-    #[serde(default)]
-    pub database_id: Option<String>,
-    #[serde(default)]
-    pub urls: Vec<String>,
-    #[serde(default)]
-    pub database: Option<String>,
-    #[serde(default)]
-    pub database_mode: Option<DatabaseMode>,
-    #[serde(default)]
-    pub confirm_reset: Option<String>,
-    #[serde(default)]
-    pub profile: Option<Profile>,
-    #[serde(default)]
-    pub use_case: Option<String>,
-    #[serde(default)]
-    pub start: Option<String>,
-    #[serde(default)]
-    pub end: Option<String>,
-    #[serde(default)]
-    pub scale: Option<i64>,
-    #[serde(default)]
-    pub seed: Option<i64>,
-    #[serde(default)]
-    pub log_interval: Option<String>,
-    #[serde(default)]
-    pub dataset_id: Option<String>,
-    #[serde(default)]
-    pub dataset_root: Option<PathBuf>,
-    #[serde(default)]
-    pub compression: Option<Compression>,
-    #[serde(default)]
-    pub query_types: Vec<String>,
-    #[serde(default)]
-    pub queries: Option<i64>,
-    #[serde(default)]
-    pub query_counts: Vec<String>,
-    #[serde(default)]
-    pub load_workers: Option<u32>,
-    #[serde(default)]
-    pub batch_size: Option<u32>,
-    #[serde(default)]
-    pub query_workers: Option<u32>,
-    #[serde(default)]
-    pub run_id: Option<String>,
-    #[serde(default)]
-    pub startup_timeout: Option<f64>,
-    #[serde(default)]
-    pub stop_timeout: Option<f64>,
-    /// Recorded with its default applied (what the run used).
-    #[serde(default)]
-    pub stall_timeout: Option<f64>,
-    /// Recorded with its default applied.
-    #[serde(default)]
-    pub on_stall: Option<String>,
-    #[serde(default)]
-    pub wait: Option<u64>,
-    /// [`REDACTED`] when a hold token was given on the command line.
-    #[serde(default)]
-    pub hold_token: Option<String>,
-    #[serde(default)]
-    pub hold_token_env: Option<String>,
-    #[serde(default)]
-    pub hold_token_stdin: bool,
+    #[serde(flatten)]
+    pub common: CommonFlags,
     #[serde(flatten)]
     pub product: ProductFlags,
+}
+
+/// Target and workload flags both products share.
+#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CommonFlags {
+    /// Managed workspace to benchmark (its server is started and stopped by tsbsctl).
+    #[arg(long, value_name = "ID")]
+    pub database_id: Option<String>,
+    /// External server instead of a managed workspace.
+    #[arg(long = "url", value_name = "URL")]
+    pub urls: Vec<String>,
+    /// SQL database (managed: the workspace's; external: default benchmark).
+    #[arg(long, value_name = "NAME")]
+    pub database: Option<String>,
+    /// What the loader does with an existing database (managed default: create).
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub database_mode: Option<DatabaseMode>,
+    /// Confirms a reset: the SQL database name, exactly.
+    #[arg(long, value_name = "NAME")]
+    pub confirm_reset: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub spec: SpecArgs,
+    /// The dataset to load (default: the profile's; query phases: the workspace's loaded one).
+    #[arg(long, value_name = "ID")]
+    pub dataset_id: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub dataset_root: DatasetRootArgs,
+    /// Store a newly generated dataset compressed (streamed to the loader's stdin).
+    #[arg(long, value_enum)]
+    pub compression: Option<Compression>,
+    /// Only these query types (repeatable).
+    #[arg(long = "query-type", value_name = "T")]
+    pub query_types: Vec<String>,
+    /// Queries per type (default: the profile's counts).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub queries: Option<i64>,
+    /// Count for one type, TYPE=N (repeatable).
+    #[arg(long = "query-count", value_name = "T=N")]
+    pub query_counts: Vec<String>,
+    /// Loader workers (default: the product's for the profile).
+    #[arg(long, value_name = "N")]
+    pub load_workers: Option<u32>,
+    /// Rows per write request (default: the product's for the profile).
+    #[arg(long, value_name = "N")]
+    pub batch_size: Option<u32>,
+    /// Query-runner workers (default 1).
+    #[arg(long, value_name = "N")]
+    pub query_workers: Option<u32>,
+    /// Name of the run directory (default: UTC time, YYYYMMDDTHHMMSSZ).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub timing: ServerTimingArgs,
+    /// Seconds a loader or query runner may go without progress in its periodic reports
+    /// before it counts as stalled (default 300; the loader reports every 10 s).
+    // Recorded with its default applied (what the run used): see `Flags::record`.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub stall_timeout: Option<f64>,
+    /// On a stall: warn (terminal and events) and go on, or stop the tool (the run fails).
+    // Recorded with its default applied.
+    #[arg(long, value_enum, value_name = "ACTION")]
+    pub on_stall: Option<watch::OnStall>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub lock: LockArgs,
+}
+
+/// Flags of every command that takes a workspace lock.
+#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LockArgs {
+    /// Wait up to SECONDS for a busy lock instead of failing at once (exit 3).
+    // At most a week (trial-run #1): a huge wait overflowed the deadline.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(..=crate::bounds::MAX_WAIT_SECS))]
+    pub wait: Option<u64>,
+    /// Work inside a manual hold taken with `tsbsctl workspace lock` (its token). Visible to
+    /// other local users in `ps`: prefer --hold-token-env or --hold-token-stdin.
+    // Never serialized as itself: a record says only that a token was given.
+    #[arg(long, value_name = "TOKEN")]
+    #[serde(serialize_with = "redacted")]
+    pub hold_token: Option<String>,
+    /// Like --hold-token, with the token read from environment variable VAR.
+    #[arg(long, value_name = "VAR", conflicts_with_all = ["hold_token", "hold_token_stdin"])]
+    pub hold_token_env: Option<String>,
+    /// Like --hold-token, with the token read from the first line of stdin.
+    #[arg(long, conflicts_with = "hold_token")]
+    pub hold_token_stdin: bool,
+}
+
+/// [`REDACTED`] for a given secret, `null` for none.
+fn redacted<S: Serializer>(secret: &Option<String>, s: S) -> std::result::Result<S::Ok, S::Error> {
+    secret.as_ref().map(|_| REDACTED).serialize(s)
+}
+
+/// The six spec flags and the profile (`data prepare|generate` and `bench`).
+#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SpecArgs {
+    /// Start from this workload profile (default: the stored spec of an existing
+    /// --dataset-id, else manual).
+    #[arg(long, value_enum)]
+    pub profile: Option<Profile>,
+    /// TSBS use case (profiles: cpu-only).
+    #[arg(long, value_name = "NAME")]
+    pub use_case: Option<String>,
+    /// First timestamp, RFC 3339 as Go reads it: upper-case T and Z, or an offset such as
+    /// +02:00 (profiles: 2023-06-11T00:00:00Z). Stored in UTC.
+    #[arg(long, value_name = "TIME")]
+    pub start: Option<String>,
+    /// End timestamp, RFC 3339 as Go reads it, exclusive.
+    #[arg(long, value_name = "TIME")]
+    pub end: Option<String>,
+    /// Number of hosts (manual: 4000, smoke: 10).
+    #[arg(long, value_name = "HOSTS", allow_negative_numbers = true)]
+    pub scale: Option<i64>,
+    /// Random seed (profiles: 123).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub seed: Option<i64>,
+    /// Interval between two readings of a host, a Go duration (profiles: 10s).
+    #[arg(long, value_name = "DURATION")]
+    pub log_interval: Option<String>,
+}
+
+impl SpecArgs {
+    pub fn overrides(&self) -> SpecOverrides {
+        SpecOverrides {
+            profile: self.profile,
+            use_case: self.use_case.clone(),
+            start: self.start.clone(),
+            end: self.end.clone(),
+            scale: self.scale,
+            seed: self.seed,
+            log_interval: self.log_interval.clone(),
+        }
+    }
+}
+
+/// `--dataset-root DIR` (else $TSBS_DATASET_ROOT, else <root>/datasets).
+#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DatasetRootArgs {
+    /// Where shared datasets live (default: $TSBS_DATASET_ROOT, else <root>/datasets).
+    #[arg(long, value_name = "DIR")]
+    pub dataset_root: Option<PathBuf>,
+}
+
+/// A number of seconds a person typed for a wait: finite, positive and at most a week
+/// ([`crate::bounds::MAX_WAIT_SECONDS`]). `Err` says what is wrong with it.
+pub fn seconds(raw: &str) -> std::result::Result<f64, String> {
+    let max = crate::bounds::MAX_WAIT_SECONDS;
+    match raw.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= max => Ok(s),
+        _ => Err(format!(
+            "must be a positive number of seconds, at most {max} (one week)"
+        )),
+    }
+}
+
+/// The clap value parser of [`seconds`]: a bad value exits 2 before anything is written
+/// (`1e300` and `inf` would panic in `Duration::from_secs_f64`; a negative value must not
+/// become a silent minimum), with a message that names the flag.
+#[derive(Debug, Clone, Copy)]
+pub struct Seconds;
+
+impl clap::builder::TypedValueParser for Seconds {
+    type Value = f64;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<f64, clap::Error> {
+        let flag = arg
+            .and_then(|a| a.get_long())
+            .map(|l| format!("--{l}"))
+            .unwrap_or_else(|| "the value".into());
+        seconds(&value.to_string_lossy()).map_err(|why| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("{flag} {why}, e.g. {flag} 60\n"),
+            )
+            .with_cmd(cmd)
+        })
+    }
+}
+
+/// How long tsbsctl waits for a managed server: shared by `bench`, `serve` (and the checked
+/// parser by `activate`).
+#[derive(Debug, Clone, Copy, Default, clap::Args, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerTimingArgs {
+    /// Seconds to wait for a managed server to answer.
+    #[arg(long, value_name = "SECONDS", value_parser = Seconds, allow_negative_numbers = true)]
+    pub startup_timeout: Option<f64>,
+    /// Seconds between SIGTERM and SIGKILL when stopping a managed server.
+    #[arg(long, value_name = "SECONDS", value_parser = Seconds, allow_negative_numbers = true)]
+    pub stop_timeout: Option<f64>,
+}
+
+impl ServerTimingArgs {
+    /// `timing` with the given waits in place of its defaults (already checked by [`seconds`]).
+    pub fn apply(&self, mut timing: crate::server::Timing) -> crate::server::Timing {
+        if let Some(s) = self.startup_timeout {
+            timing.startup_timeout = std::time::Duration::from_secs_f64(s);
+        }
+        if let Some(s) = self.stop_timeout {
+            timing.grace = std::time::Duration::from_secs_f64(s);
+        }
+        timing
+    }
 }
 
 /// The product-specific flags, recorded after the common ones (only the product's keys).
@@ -103,60 +261,107 @@ pub struct ProductFlags {
 }
 
 /// `bench greptimedb` flags.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
+#[serde(default)]
 pub struct GreptimeFlags {
-    #[serde(default)]
+    /// compact: table to compact.
+    #[arg(long, value_name = "TABLE")]
     pub table: Option<String>,
-    #[serde(default)]
+    /// compact: strategy (swcs = strict window compaction).
+    #[arg(long, value_name = "S")]
     pub strategy: Option<String>,
-    #[serde(default)]
+    /// compact: the window of swcs, in seconds of data (default 7200).
+    #[arg(long, value_name = "SECONDS")]
     pub window: Option<u64>,
-    #[serde(default)]
+    /// compact: seconds to wait, after GreptimeDB answered, for the server log line that
+    /// corroborates the compaction (default 5; the answer itself is the completion signal).
+    #[arg(long, value_name = "SECONDS")]
     pub confirm_timeout: Option<f64>,
-    #[serde(default)]
+    /// compact: server-side parallelism of the compaction (`parallelism=N`, GreptimeDB
+    /// 1.0.0-beta.1 and later; the server's default is 1).
+    #[arg(long, value_name = "N")]
     pub parallelism: Option<u32>,
-    #[serde(default)]
+    /// query/all: run `ADMIN FLUSH_TABLE` before the queries, so they read SST files rather
+    /// than memtables replayed from the WAL (recorded; off by default: the published flow
+    /// does not flush).
+    #[arg(long)]
     pub flush_before_queries: bool,
-    #[serde(default)]
+    /// analyze: how many more queries of the file run after the first, cold one (default 2).
+    /// They are the file's next queries of the same type, on the warmed server: other random
+    /// hosts and time windows, not repetitions of the first (only lastpoint's SQL is fixed).
+    #[arg(long, value_name = "N")]
     pub hot_runs: Option<u32>,
-    #[serde(default)]
+    /// query/analyze: run this installed version on the workspace's data.
+    #[arg(long, value_name = "V")]
     pub greptime_version: Option<String>,
-    #[serde(default)]
+    /// Confirms --greptime-version: the workspace id, exactly.
+    #[arg(long, value_name = "ID")]
     pub confirm_version_override: Option<String>,
 }
 
 /// `bench influxdb3` flags (token flags hold variable names, never tokens).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Influx3Flags {
-    #[serde(default)]
+    // `--edition` is the product's own enum, which the core does not name (a product branch
+    // outside src/product/): the CLI module parses it and sets this field.
+    #[arg(skip)]
     pub edition: Option<String>,
-    #[serde(default)]
+    /// Acknowledge writes before the WAL is persisted (default: durable acknowledgement).
+    #[arg(long)]
     pub no_sync: bool,
-    #[serde(default)]
+    /// Accept the valid lines of a batch with invalid ones (default: reject the whole batch).
+    #[arg(long)]
     pub accept_partial: bool,
-    #[serde(default)]
+    /// Environment variable holding the auth token (default INFLUXDB3_AUTH_TOKEN, if set).
+    #[arg(long, value_name = "VAR")]
     pub auth_token_env: Option<String>,
-    #[serde(default)]
+    /// Environment variable holding the admin token (default INFLUXDB3_ADMIN_TOKEN, if set;
+    /// else the auth token).
+    #[arg(long, value_name = "VAR")]
     pub admin_token_env: Option<String>,
-    #[serde(default)]
+    /// Seconds one row-count request may take (default 1800: a count over the published
+    /// 103.7 M rows can take minutes; Core's counts may be split into time slices).
+    #[arg(long, value_name = "SECONDS")]
     pub count_timeout: Option<f64>,
 }
 
 /// `bench timescaledb` flags (`password_env` holds a variable name, never the password).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TimescaleFlags {
-    /// External targets: `timescaledb` or `postgresql` (the product's variant).
-    #[serde(default)]
+    /// External targets: what the server is benchmarked as: timescaledb (hypertables; the
+    /// extension must be installed and preloaded) or postgresql (plain tables).
+    #[arg(long, value_name = "MODE", value_parser = ["timescaledb", "postgresql"])]
     pub mode: Option<String>,
-    #[serde(default)]
+    /// External targets: the environment variable holding the password of the --url user
+    /// (the variable's name is recorded, never its value; no variable is read unless named).
+    #[arg(long, value_name = "VAR")]
     pub password_env: Option<String>,
-    #[serde(default)]
+    /// TimescaleDB mode, load and all: the hypertable's chunk interval, a Go duration (the
+    /// loader's default: 12h).
+    #[arg(long, value_name = "DURATION")]
     pub chunk_time: Option<String>,
-    #[serde(default)]
+    /// TimescaleDB mode, load and all: hypertable space partitions on the host key, 1-32767
+    /// (the loader's default: none).
+    #[arg(long, value_name = "N")]
     pub partitions: Option<u32>,
 }
 
 impl Flags {
+    /// The record of a parsed command line: the parsed groups themselves, with what the
+    /// record has always normalised: `stall_timeout` and `on_stall` with their defaults
+    /// applied (what the run used). The hold token is redacted when serialized.
+    pub fn record(phase: Phase, mut common: CommonFlags, product: ProductFlags) -> Flags {
+        common.stall_timeout = Some(common.stall_timeout.unwrap_or(watch::DEFAULT_STALL_SECS));
+        common.on_stall = Some(common.on_stall.unwrap_or_default());
+        Flags {
+            phase: Some(phase.as_str().to_string()),
+            common,
+            product,
+        }
+    }
+
     /// The recorded JSON (the manifest's `flags`).
     pub fn to_value(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("bench flags serialize")
@@ -176,46 +381,30 @@ impl Flags {
     /// The request these flags ask for in `phase` (the lock options, the rerun pins and the
     /// recorded `flags` are the caller's to set).
     pub fn request(&self, phase: Phase) -> Result<Request> {
-        let on_stall = match self.on_stall.as_deref() {
-            None => None,
-            Some(s) => Some(
-                <watch::OnStall as clap::ValueEnum>::from_str(s, false).map_err(|_| {
-                    Error::integrity(format!("the run manifest records an unknown value {s:?}"))
-                        .with_hint("the manifest was changed by hand or by another tool version")
-                })?,
-            ),
-        };
+        let c = &self.common;
         let g = self.product.greptimedb.clone().unwrap_or_default();
         let i = self.product.influxdb3.clone().unwrap_or_default();
         let t = self.product.timescaledb.clone().unwrap_or_default();
         Ok(Request {
             phase: Some(phase),
-            database_id: self.database_id.clone(),
-            urls: self.urls.clone(),
+            database_id: c.database_id.clone(),
+            urls: c.urls.clone(),
             // The variant: InfluxDB 3's edition or PostgreSQL's mode (one product records one).
             edition: i.edition.or(t.mode),
-            database: self.database.clone(),
-            mode: self.database_mode,
-            confirm_reset: self.confirm_reset.clone(),
-            dataset_id: self.dataset_id.clone(),
-            dataset_root: self.dataset_root.clone(),
-            spec: SpecOverrides {
-                profile: self.profile,
-                use_case: self.use_case.clone(),
-                start: self.start.clone(),
-                end: self.end.clone(),
-                scale: self.scale,
-                seed: self.seed,
-                log_interval: self.log_interval.clone(),
-            },
-            compression: self.compression,
-            query_types: self.query_types.clone(),
-            queries: self.queries,
-            query_counts: self.query_counts.clone(),
-            load_workers: self.load_workers,
-            batch_size: self.batch_size,
-            query_workers: self.query_workers,
-            run_id: self.run_id.clone(),
+            database: c.database.clone(),
+            mode: c.database_mode,
+            confirm_reset: c.confirm_reset.clone(),
+            dataset_id: c.dataset_id.clone(),
+            dataset_root: c.dataset_root.dataset_root.clone(),
+            spec: c.spec.overrides(),
+            compression: c.compression,
+            query_types: c.query_types.clone(),
+            queries: c.queries,
+            query_counts: c.query_counts.clone(),
+            load_workers: c.load_workers,
+            batch_size: c.batch_size,
+            query_workers: c.query_workers,
+            run_id: c.run_id.clone(),
             no_sync: i.no_sync,
             accept_partial: i.accept_partial,
             // PostgreSQL's password goes through the auth-token seam.
@@ -232,14 +421,14 @@ impl Flags {
             flush_before_queries: g.flush_before_queries,
             greptime_version: g.greptime_version,
             confirm_version_override: g.confirm_version_override,
-            startup_timeout: self.startup_timeout,
-            stop_timeout: self.stop_timeout,
+            startup_timeout: c.timing.startup_timeout,
+            stop_timeout: c.timing.stop_timeout,
             // Checked by the CLI; a recorded value out of range is refused, not a panic.
             count_timeout: i
                 .count_timeout
                 .and_then(|t| std::time::Duration::try_from_secs_f64(t).ok()),
-            stall_timeout: self.stall_timeout,
-            on_stall,
+            stall_timeout: c.stall_timeout,
+            on_stall: c.on_stall,
             ..Request::default()
         })
     }
@@ -250,29 +439,33 @@ mod tests {
     use super::*;
 
     /// The recorded keys, in the order manifests have always had them (common, then the
-    /// product's), and the values as the record writes them.
+    /// product's), and the values as the record writes them: the defaults of the stall
+    /// flags applied, the hold token redacted.
     #[test]
     fn the_record_keeps_its_keys_order_and_values() {
-        let f = Flags {
-            phase: Some("all".into()),
+        let common = CommonFlags {
             database_id: Some("ws1".into()),
             database_mode: Some(DatabaseMode::Reset),
-            profile: Some(Profile::Smoke),
+            spec: SpecArgs {
+                profile: Some(Profile::Smoke),
+                ..SpecArgs::default()
+            },
             compression: Some(Compression::Gzip),
             load_workers: Some(3),
-            stall_timeout: Some(300.0),
-            on_stall: Some("warn".into()),
-            hold_token: Some(REDACTED.into()),
-            product: ProductFlags {
-                greptimedb: Some(GreptimeFlags {
-                    hot_runs: Some(2),
-                    ..GreptimeFlags::default()
-                }),
-                influxdb3: None,
-                timescaledb: None,
+            lock: LockArgs {
+                hold_token: Some("s3cret-token".into()),
+                ..LockArgs::default()
             },
-            ..Flags::default()
+            ..CommonFlags::default()
         };
+        let product = ProductFlags {
+            greptimedb: Some(GreptimeFlags {
+                hot_runs: Some(2),
+                ..GreptimeFlags::default()
+            }),
+            ..ProductFlags::default()
+        };
+        let f = Flags::record(Phase::All, common, product);
         let text = serde_json::to_string(&f.to_value()).unwrap();
         assert_eq!(
             text,
@@ -299,6 +492,8 @@ mod tests {
         assert_eq!(req.load_workers, Some(3));
         assert_eq!(req.hot_runs, Some(2));
         assert_eq!(req.on_stall, Some(watch::OnStall::Warn));
+        assert_eq!(req.stall_timeout, Some(watch::DEFAULT_STALL_SECS));
+        assert_eq!(back.common.lock.hold_token.as_deref(), Some(REDACTED));
     }
 
     /// A TimescaleDB record: its keys after the common ones, the password as a variable name
@@ -306,21 +501,20 @@ mod tests {
     /// hypertable flags).
     #[test]
     fn a_timescaledb_record_round_trips() {
-        let f = Flags {
-            phase: Some("all".into()),
+        let common = CommonFlags {
             urls: vec!["postgres://bench@10.0.0.5:5432/tsbs".into()],
-            product: ProductFlags {
-                timescaledb: Some(TimescaleFlags {
-                    mode: Some("timescaledb".into()),
-                    password_env: Some("TSBS_PG_PASSWORD".into()),
-                    chunk_time: Some("6h".into()),
-                    partitions: Some(4),
-                }),
-                ..ProductFlags::default()
-            },
-            ..Flags::default()
+            ..CommonFlags::default()
         };
-        let v = f.to_value();
+        let product = ProductFlags {
+            timescaledb: Some(TimescaleFlags {
+                mode: Some("timescaledb".into()),
+                password_env: Some("TSBS_PG_PASSWORD".into()),
+                chunk_time: Some("6h".into()),
+                partitions: Some(4),
+            }),
+            ..ProductFlags::default()
+        };
+        let v = Flags::record(Phase::All, common, product).to_value();
         let text = serde_json::to_string(&v).unwrap();
         assert!(
             text.ends_with(r#""hold_token_stdin":false,"mode":"timescaledb","password_env":"TSBS_PG_PASSWORD","chunk_time":"6h","partitions":4}"#),
@@ -344,12 +538,27 @@ mod tests {
         assert!(req.write_settings().is_empty());
     }
 
+    /// Manifests written before a flag existed (every key absent) still read, as the
+    /// flag's absence.
+    #[test]
+    fn an_old_record_without_keys_still_reads() {
+        let f =
+            Flags::from_value(&serde_json::json!({"phase": "load", "load_workers": 2})).unwrap();
+        assert_eq!(f.phase.as_deref(), Some("load"));
+        assert_eq!(f.common.load_workers, Some(2));
+        assert!(f.common.urls.is_empty() && !f.common.lock.hold_token_stdin);
+        let req = f.request(Phase::Load).unwrap();
+        assert_eq!(req.stall_timeout, None);
+        assert_eq!(req.on_stall, None);
+        assert!(!req.no_sync && req.table.is_none() && req.chunk_time.is_none());
+    }
+
     #[test]
     fn an_edited_record_is_an_integrity_error_not_a_guess() {
         let bad = serde_json::json!({"database_mode": "drop"});
         assert_eq!(Flags::from_value(&bad).unwrap_err().exit_code(), 4);
-        let f = Flags::from_value(&serde_json::json!({"on_stall": "explode"})).unwrap();
-        assert_eq!(f.request(Phase::Query).unwrap_err().exit_code(), 4);
+        let bad = serde_json::json!({"on_stall": "explode"});
+        assert_eq!(Flags::from_value(&bad).unwrap_err().exit_code(), 4);
         let f = Flags::from_value(
             &serde_json::json!({"edition": "core", "count_timeout": -1.0, "no_sync": true}),
         )
@@ -358,5 +567,30 @@ mod tests {
         assert_eq!(req.count_timeout, None, "a negative wait is not a panic");
         assert!(req.no_sync);
         assert_eq!(req.edition.as_deref(), Some("core"));
+    }
+
+    #[test]
+    fn seconds_are_finite_positive_and_bounded() {
+        for good in ["0.5", "60", "604800", " 20 "] {
+            assert!(seconds(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "1e300", "inf", "-inf", "nan", "-5", "0", "604801", "", "abc",
+        ] {
+            let e = seconds(bad).unwrap_err();
+            assert!(e.contains("positive number of seconds"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn timing_args_replace_only_what_was_given() {
+        let base = crate::server::Timing::default();
+        let t = ServerTimingArgs {
+            startup_timeout: Some(2.5),
+            stop_timeout: None,
+        }
+        .apply(base);
+        assert_eq!(t.startup_timeout, std::time::Duration::from_millis(2500));
+        assert_eq!(t.grace, base.grace);
     }
 }

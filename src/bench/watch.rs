@@ -23,7 +23,19 @@ pub const DEFAULT_STALL_SECS: f64 = 300.0;
 pub const MAX_STALL_SECS: f64 = 7.0 * 86400.0;
 
 /// What to do when a tool stalls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+// Serialized as `as_str` (the recorded `on_stall`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum OnStall {
     /// Warn (terminal and events) and let the tool go on.
     #[default]

@@ -1,16 +1,13 @@
 //! `tsbsctl bench <product> PHASE [target] [workload flags]` (thin: the logic is in
-//! [`crate::bench`]): the flags every product shares, their record and the request built from
-//! it. Each product's own bench flags live in its CLI module (`cli/<product>.rs`).
+//! [`crate::bench`]): the request of a parsed bench command, built from its record. The flags
+//! themselves (common and each product's) are declared once, with their record, in
+//! [`crate::bench::flags`]; each product's CLI module flattens its own group and checks it.
 
-use crate::bench::flags::{Flags, ProductFlags, REDACTED};
+use crate::bench::flags::{Flags, ProductFlags};
 use crate::bench::{Phase, Request};
-use crate::cli::common::{DatasetRootArgs, LockArgs, ServerTimingArgs};
-use crate::cli::data::SpecArgs;
 use crate::context::Ctx;
-use crate::dataset::Compression;
 use crate::error::Result;
 use crate::output::Outcome;
-use crate::tsbs::DatabaseMode;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCmd {
@@ -25,116 +22,18 @@ pub enum BenchCmd {
     Product(Box<super::generic::BenchProducts>),
 }
 
-/// Target and workload flags both products share.
-#[derive(Debug, Clone, clap::Args)]
-pub struct CommonArgs {
-    /// Managed workspace to benchmark (its server is started and stopped by tsbsctl).
-    #[arg(long, value_name = "ID")]
-    pub database_id: Option<String>,
-    /// External server instead of a managed workspace.
-    #[arg(long = "url", value_name = "URL")]
-    pub urls: Vec<String>,
-    /// SQL database (managed: the workspace's; external: default benchmark).
-    #[arg(long, value_name = "NAME")]
-    pub database: Option<String>,
-    /// What the loader does with an existing database (managed default: create).
-    #[arg(long, value_name = "MODE", value_enum)]
-    pub database_mode: Option<DatabaseMode>,
-    /// Confirms a reset: the SQL database name, exactly.
-    #[arg(long, value_name = "NAME")]
-    pub confirm_reset: Option<String>,
-    #[command(flatten)]
-    pub spec: SpecArgs,
-    /// The dataset to load (default: the profile's; query phases: the workspace's loaded one).
-    #[arg(long, value_name = "ID")]
-    pub dataset_id: Option<String>,
-    /// Store a newly generated dataset compressed (streamed to the loader's stdin).
-    #[arg(long, value_enum)]
-    pub compression: Option<Compression>,
-    #[command(flatten)]
-    pub dataset_root: DatasetRootArgs,
-    /// Only these query types (repeatable).
-    #[arg(long = "query-type", value_name = "T")]
-    pub query_types: Vec<String>,
-    /// Queries per type (default: the profile's counts).
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub queries: Option<i64>,
-    /// Count for one type, TYPE=N (repeatable).
-    #[arg(long = "query-count", value_name = "T=N")]
-    pub query_counts: Vec<String>,
-    /// Loader workers (default: the product's for the profile).
-    #[arg(long, value_name = "N")]
-    pub load_workers: Option<u32>,
-    /// Rows per write request (default: the product's for the profile).
-    #[arg(long, value_name = "N")]
-    pub batch_size: Option<u32>,
-    /// Query-runner workers (default 1).
-    #[arg(long, value_name = "N")]
-    pub query_workers: Option<u32>,
-    /// Name of the run directory (default: UTC time, YYYYMMDDTHHMMSSZ).
-    #[arg(long, value_name = "ID")]
-    pub run_id: Option<String>,
-    #[command(flatten)]
-    pub timing: ServerTimingArgs,
-    /// Seconds a loader or query runner may go without progress in its periodic reports
-    /// before it counts as stalled (default 300; the loader reports every 10 s).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub stall_timeout: Option<f64>,
-    /// On a stall: warn (terminal and events) and go on, or stop the tool (the run fails).
-    #[arg(long, value_enum, value_name = "ACTION")]
-    pub on_stall: Option<crate::bench::watch::OnStall>,
-    #[command(flatten)]
-    pub lock: LockArgs,
-}
+/// Target and workload flags both products share: declared once, with their record, in
+/// [`crate::bench::flags`].
+pub use crate::bench::flags::CommonFlags as CommonArgs;
 
-/// The recorded flags of the common arguments (the product's are added by the caller).
-pub(super) fn flags(c: &CommonArgs, phase: Phase) -> Flags {
-    let spec = c.spec.overrides();
-    Flags {
-        phase: Some(phase.as_str().to_string()),
-        database_id: c.database_id.clone(),
-        urls: c.urls.clone(),
-        database: c.database.clone(),
-        database_mode: c.database_mode,
-        confirm_reset: c.confirm_reset.clone(),
-        profile: spec.profile,
-        use_case: spec.use_case,
-        start: spec.start,
-        end: spec.end,
-        scale: spec.scale,
-        seed: spec.seed,
-        log_interval: spec.log_interval,
-        dataset_id: c.dataset_id.clone(),
-        dataset_root: c.dataset_root.dataset_root.clone(),
-        compression: c.compression,
-        query_types: c.query_types.clone(),
-        queries: c.queries,
-        query_counts: c.query_counts.clone(),
-        load_workers: c.load_workers,
-        batch_size: c.batch_size,
-        query_workers: c.query_workers,
-        run_id: c.run_id.clone(),
-        startup_timeout: c.timing.startup_timeout,
-        stop_timeout: c.timing.stop_timeout,
-        // What the run uses: the defaults applied.
-        stall_timeout: Some(
-            c.stall_timeout
-                .unwrap_or(crate::bench::watch::DEFAULT_STALL_SECS),
-        ),
-        on_stall: Some(c.on_stall.unwrap_or_default().as_str().to_string()),
-        wait: c.lock.wait,
-        hold_token: c.lock.hold_token.as_ref().map(|_| REDACTED.to_string()),
-        hold_token_env: c.lock.hold_token_env.clone(),
-        hold_token_stdin: c.lock.hold_token_stdin,
-        product: ProductFlags::default(),
-    }
-}
-
-/// The request of recorded flags `f` (built from the record, as `runs rerun` does), with the
-/// lock options of `c`.
-pub(super) fn request(c: &CommonArgs, f: Flags, phase: Phase) -> Result<Request> {
+/// The request of a parsed bench command: its record ([`Flags::record`]) and the request
+/// built from that record, as `runs rerun` builds it; the lock options are the command
+/// line's (the record holds no token).
+pub(super) fn request(common: CommonArgs, product: ProductFlags, phase: Phase) -> Result<Request> {
+    let lock = (&common.lock).into();
+    let f = Flags::record(phase, common, product);
     let mut req = f.request(phase)?;
-    req.lock = (&c.lock).into();
+    req.lock = lock;
     req.flags = f.to_value();
     Ok(req)
 }
@@ -145,5 +44,132 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
         BenchCmd::Influxdb3(a) => super::influxdb3::bench(ctx, *a),
         BenchCmd::Timescaledb(a) => super::timescaledb::bench(ctx, *a),
         BenchCmd::Product(b) => super::generic::bench(ctx, *b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    /// The request `tsbsctl bench <product> ARGS` builds (its record in `flags`).
+    fn request_of(product: &str, args: &str) -> Request {
+        let argv = ["tsbsctl", "bench", product]
+            .into_iter()
+            .chain(args.split_whitespace());
+        let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+        let crate::cli::Command::Bench(cmd) = cli.command else {
+            panic!("not a bench command: {product} {args}")
+        };
+        match cmd {
+            BenchCmd::Greptimedb(a) => super::super::greptimedb::bench_request(*a),
+            BenchCmd::Influxdb3(a) => super::super::influxdb3::bench_request(*a),
+            BenchCmd::Timescaledb(a) => super::super::timescaledb::bench_request(*a),
+            BenchCmd::Product(b) => {
+                let phase = b.args.phase.into();
+                request(b.args.common, ProductFlags::default(), phase)
+            }
+        }
+        .unwrap()
+    }
+
+    /// Each product's record of a representative command line, byte for byte as the flags
+    /// were recorded before they were declared once (the literals were captured from that
+    /// code): key order, the stall defaults applied, the hold token redacted, only the
+    /// product's own keys. And the round trip `runs rerun` makes: record, `from_value`,
+    /// `request` gives the request the command built.
+    #[test]
+    fn each_products_record_is_byte_compatible_and_round_trips() {
+        // A registry product without a CLI module of its own (the generic bench command),
+        // found in the registry so no product outside src/product/ is named for it.
+        let generic = crate::product::all()
+            .iter()
+            .map(|e| e.name)
+            .find(|n| !["greptimedb", "influxdb3", "timescaledb"].contains(n))
+            .expect("the test registry has a product without a CLI module");
+        let cases: [(&str, &str, Phase, &str); 4] = [
+            (
+                "greptimedb",
+                "compact --database-id ws1 --profile smoke --scale 20 --seed 7 --dataset-root /data/ds --compression gzip --query-type lastpoint --query-type high-cpu-1 --query-count lastpoint=5 --load-workers 3 --startup-timeout 30 --hold-token s3cret --wait 10 --table cpu --strategy swcs --window 3600 --parallelism 2 --flush-before-queries --hot-runs 4 --greptime-version v1.0.0 --confirm-version-override ws1",
+                Phase::Compact,
+                concat!(
+                r#"{"phase":"compact","database_id":"ws1","urls":[],"database":null,"#,
+                r#""database_mode":null,"confirm_reset":null,"profile":"smoke","use_case":null,"#,
+                r#""start":null,"end":null,"scale":20,"seed":7,"log_interval":null,"#,
+                r#""dataset_id":null,"dataset_root":"/data/ds","compression":"gzip","#,
+                r#""query_types":["lastpoint","high-cpu-1"],"queries":null,"#,
+                r#""query_counts":["lastpoint=5"],"load_workers":3,"batch_size":null,"#,
+                r#""query_workers":null,"run_id":null,"startup_timeout":30.0,"stop_timeout":null,"#,
+                r#""stall_timeout":300.0,"on_stall":"warn","wait":10,"hold_token":"<redacted>","#,
+                r#""hold_token_env":null,"hold_token_stdin":false,"table":"cpu","strategy":"swcs","#,
+                r#""window":3600,"confirm_timeout":null,"parallelism":2,"flush_before_queries":true,"#,
+                r#""hot_runs":4,"greptime_version":"v1.0.0","confirm_version_override":"ws1"}"#,
+            ),
+            ),
+            (
+                "influxdb3",
+                "load --url http://127.0.0.1:8181 --database bench --database-mode reset --confirm-reset bench --use-case cpu-only --start 2023-06-11T00:00:00Z --end 2023-06-12T00:00:00Z --log-interval 10s --dataset-id d1 --queries 9 --batch-size 500 --query-workers 2 --run-id r1 --stop-timeout 5 --stall-timeout 60 --on-stall stop --hold-token-env HT --edition enterprise --no-sync --accept-partial --auth-token-env AT --admin-token-env ADT --count-timeout 120",
+                Phase::Load,
+                concat!(
+                r#"{"phase":"load","database_id":null,"urls":["http://127.0.0.1:8181"],"#,
+                r#""database":"bench","database_mode":"reset","confirm_reset":"bench","#,
+                r#""profile":null,"use_case":"cpu-only","start":"2023-06-11T00:00:00Z","#,
+                r#""end":"2023-06-12T00:00:00Z","scale":null,"seed":null,"log_interval":"10s","#,
+                r#""dataset_id":"d1","dataset_root":null,"compression":null,"query_types":[],"#,
+                r#""queries":9,"query_counts":[],"load_workers":null,"batch_size":500,"#,
+                r#""query_workers":2,"run_id":"r1","startup_timeout":null,"stop_timeout":5.0,"#,
+                r#""stall_timeout":60.0,"on_stall":"stop","wait":null,"hold_token":null,"#,
+                r#""hold_token_env":"HT","hold_token_stdin":false,"edition":"enterprise","#,
+                r#""no_sync":true,"accept_partial":true,"auth_token_env":"AT","#,
+                r#""admin_token_env":"ADT","count_timeout":120.0}"#,
+            ),
+            ),
+            (
+                "timescaledb",
+                "all --url postgres://bench@10.0.0.5:5432/tsbs --mode postgresql --password-env PGPW --chunk-time 6h --partitions 4 --hold-token-stdin",
+                Phase::All,
+                concat!(
+                r#"{"phase":"all","database_id":null,"urls":["postgres://bench@10.0.0.5:5432/tsbs"],"#,
+                r#""database":null,"database_mode":null,"confirm_reset":null,"profile":null,"#,
+                r#""use_case":null,"start":null,"end":null,"scale":null,"seed":null,"#,
+                r#""log_interval":null,"dataset_id":null,"dataset_root":null,"compression":null,"#,
+                r#""query_types":[],"queries":null,"query_counts":[],"load_workers":null,"#,
+                r#""batch_size":null,"query_workers":null,"run_id":null,"startup_timeout":null,"#,
+                r#""stop_timeout":null,"stall_timeout":300.0,"on_stall":"warn","wait":null,"#,
+                r#""hold_token":null,"hold_token_env":null,"hold_token_stdin":true,"#,
+                r#""mode":"postgresql","password_env":"PGPW","chunk_time":"6h","partitions":4}"#,
+            ),
+            ),
+            (
+                generic,
+                "query --database-id e1 --profile smoke",
+                Phase::Query,
+                concat!(
+                r#"{"phase":"query","database_id":"e1","urls":[],"database":null,"#,
+                r#""database_mode":null,"confirm_reset":null,"profile":"smoke","use_case":null,"#,
+                r#""start":null,"end":null,"scale":null,"seed":null,"log_interval":null,"#,
+                r#""dataset_id":null,"dataset_root":null,"compression":null,"query_types":[],"#,
+                r#""queries":null,"query_counts":[],"load_workers":null,"batch_size":null,"#,
+                r#""query_workers":null,"run_id":null,"startup_timeout":null,"stop_timeout":null,"#,
+                r#""stall_timeout":300.0,"on_stall":"warn","wait":null,"hold_token":null,"#,
+                r#""hold_token_env":null,"hold_token_stdin":false}"#,
+            ),
+            ),
+        ];
+        for (product, args, phase, recorded) in cases {
+            let req = request_of(product, args);
+            let text = serde_json::to_string(&req.flags).unwrap();
+            assert_eq!(text, recorded, "{product} {args}");
+            assert!(!text.contains("s3cret"), "{text}");
+            let mut back = Flags::from_value(&req.flags)
+                .unwrap()
+                .request(phase)
+                .unwrap();
+            // The lock options are the command line's, never the record's (no token there).
+            back.lock = req.lock.clone();
+            back.flags = req.flags.clone();
+            assert_eq!(format!("{back:?}"), format!("{req:?}"), "{product} {args}");
+        }
     }
 }

@@ -4,54 +4,14 @@ use serde_json::{json, Value};
 
 use crate::cli::common::DatasetRootArgs;
 use crate::context::Ctx;
-use crate::dataset::{
-    self, Compression, Dataset, GenerateRequest, Generator, Profile, SpecOverrides,
-};
+use crate::dataset::{self, Compression, Dataset, GenerateRequest, Generator};
 use crate::environment::TsbsEnv;
 use crate::error::Result;
 use crate::output::Outcome;
 
-/// The six spec flags and the profile (shared with the benchmark commands).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct SpecArgs {
-    /// Start from this workload profile (default: the stored spec of an existing
-    /// --dataset-id, else manual).
-    #[arg(long, value_enum)]
-    pub profile: Option<Profile>,
-    /// TSBS use case (profiles: cpu-only).
-    #[arg(long, value_name = "NAME")]
-    pub use_case: Option<String>,
-    /// First timestamp, RFC 3339 as Go reads it: upper-case T and Z, or an offset such as
-    /// +02:00 (profiles: 2023-06-11T00:00:00Z). Stored in UTC.
-    #[arg(long, value_name = "TIME")]
-    pub start: Option<String>,
-    /// End timestamp, RFC 3339 as Go reads it, exclusive.
-    #[arg(long, value_name = "TIME")]
-    pub end: Option<String>,
-    /// Number of hosts (manual: 4000, smoke: 10).
-    #[arg(long, value_name = "HOSTS", allow_negative_numbers = true)]
-    pub scale: Option<i64>,
-    /// Random seed (profiles: 123).
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub seed: Option<i64>,
-    /// Interval between two readings of a host, a Go duration (profiles: 10s).
-    #[arg(long, value_name = "DURATION")]
-    pub log_interval: Option<String>,
-}
-
-impl SpecArgs {
-    pub fn overrides(&self) -> SpecOverrides {
-        SpecOverrides {
-            profile: self.profile,
-            use_case: self.use_case.clone(),
-            start: self.start.clone(),
-            end: self.end.clone(),
-            scale: self.scale,
-            seed: self.seed,
-            log_interval: self.log_interval.clone(),
-        }
-    }
-}
+/// The six spec flags and the profile (shared with the benchmark commands, whose record
+/// serializes them: declared in [`crate::bench::flags`]).
+pub use crate::bench::flags::SpecArgs;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum DataCmd {

@@ -289,8 +289,7 @@ pub fn run(ctx: &Ctx, p: Products) -> Result<Outcome> {
 /// `tsbsctl bench <product> PHASE`: the shared flags, nothing of the product's own.
 pub fn bench(ctx: &Ctx, b: BenchProducts) -> Result<Outcome> {
     let phase = b.args.phase.into();
-    let f = bench_cli::flags(&b.args.common, phase);
-    let req = bench_cli::request(&b.args.common, f, phase)?;
+    let req = bench_cli::request(b.args.common, Default::default(), phase)?;
     crate::bench::run(ctx, b.entry, &req)
 }
 

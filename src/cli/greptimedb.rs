@@ -97,57 +97,23 @@ pub struct BenchArgs {
     pub phase: crate::bench::Phase,
     #[command(flatten)]
     pub common: bench_cli::CommonArgs,
-    /// compact: table to compact.
-    #[arg(long, value_name = "TABLE")]
-    pub table: Option<String>,
-    /// compact: strategy (swcs = strict window compaction).
-    #[arg(long, value_name = "S")]
-    pub strategy: Option<String>,
-    /// compact: the window of swcs, in seconds of data (default 7200).
-    #[arg(long, value_name = "SECONDS")]
-    pub window: Option<u64>,
-    /// compact: seconds to wait, after GreptimeDB answered, for the server log line that
-    /// corroborates the compaction (default 5; the answer itself is the completion signal).
-    #[arg(long, value_name = "SECONDS")]
-    pub confirm_timeout: Option<f64>,
-    /// compact: server-side parallelism of the compaction (`parallelism=N`, GreptimeDB
-    /// 1.0.0-beta.1 and later; the server's default is 1).
-    #[arg(long, value_name = "N")]
-    pub parallelism: Option<u32>,
-    /// query/all: run `ADMIN FLUSH_TABLE` before the queries, so they read SST files rather
-    /// than memtables replayed from the WAL (recorded; off by default: the published flow
-    /// does not flush).
-    #[arg(long)]
-    pub flush_before_queries: bool,
-    /// analyze: how many more queries of the file run after the first, cold one (default 2).
-    /// They are the file's next queries of the same type, on the warmed server: other random
-    /// hosts and time windows, not repetitions of the first (only lastpoint's SQL is fixed).
-    #[arg(long, value_name = "N")]
-    pub hot_runs: Option<u32>,
-    /// query/analyze: run this installed version on the workspace's data.
-    #[arg(long, value_name = "V")]
-    pub greptime_version: Option<String>,
-    /// Confirms --greptime-version: the workspace id, exactly.
-    #[arg(long, value_name = "ID")]
-    pub confirm_version_override: Option<String>,
+    #[command(flatten)]
+    pub product: crate::bench::flags::GreptimeFlags,
 }
 
 /// `tsbsctl bench greptimedb`: the shared flags plus GreptimeDB's own.
 pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
-    let mut f = bench_cli::flags(&a.common, a.phase);
-    f.product.greptimedb = Some(crate::bench::flags::GreptimeFlags {
-        table: a.table,
-        strategy: a.strategy,
-        window: a.window,
-        confirm_timeout: a.confirm_timeout,
-        parallelism: a.parallelism,
-        flush_before_queries: a.flush_before_queries,
-        hot_runs: a.hot_runs,
-        greptime_version: a.greptime_version,
-        confirm_version_override: a.confirm_version_override,
-    });
-    let req = bench_cli::request(&a.common, f, a.phase)?;
+    let req = bench_request(a)?;
     crate::bench::run(ctx, &crate::product::greptimedb::ENTRY, &req)
+}
+
+/// The request of `tsbsctl bench greptimedb` (its checks done), with its recorded flags.
+pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
+    let product = crate::bench::flags::ProductFlags {
+        greptimedb: Some(a.product),
+        ..Default::default()
+    };
+    bench_cli::request(a.common, product, a.phase)
 }
 
 pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {

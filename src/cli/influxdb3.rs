@@ -141,33 +141,24 @@ pub struct BenchArgs {
     /// External targets: the edition the servers run.
     #[arg(long, value_name = "EDITION", value_enum)]
     pub edition: Option<crate::product::influxdb3::Edition>,
-    /// Acknowledge writes before the WAL is persisted (default: durable acknowledgement).
-    #[arg(long)]
-    pub no_sync: bool,
-    /// Accept the valid lines of a batch with invalid ones (default: reject the whole batch).
-    #[arg(long)]
-    pub accept_partial: bool,
-    /// Environment variable holding the auth token (default INFLUXDB3_AUTH_TOKEN, if set).
-    #[arg(long, value_name = "VAR")]
-    pub auth_token_env: Option<String>,
-    /// Environment variable holding the admin token (default INFLUXDB3_ADMIN_TOKEN, if set;
-    /// else the auth token).
-    #[arg(long, value_name = "VAR")]
-    pub admin_token_env: Option<String>,
-    /// Seconds one row-count request may take (default 1800: a count over the published
-    /// 103.7 M rows can take minutes; Core's counts may be split into time slices).
-    #[arg(long, value_name = "SECONDS")]
-    pub count_timeout: Option<f64>,
+    #[command(flatten)]
+    pub product: crate::bench::flags::Influx3Flags,
 }
 
 /// `tsbsctl bench influxdb3`: the shared flags plus InfluxDB 3's own.
 pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
+    let req = bench_request(a)?;
+    crate::bench::run(ctx, &crate::product::influxdb3::ENTRY, &req)
+}
+
+/// The request of `tsbsctl bench influxdb3` (its checks done), with its recorded flags.
+pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
     let phase = match a.phase {
         Influx3Phase::All => crate::bench::Phase::All,
         Influx3Phase::Load => crate::bench::Phase::Load,
         Influx3Phase::Query => crate::bench::Phase::Query,
     };
-    if let Some(t) = a.count_timeout {
+    if let Some(t) = a.product.count_timeout {
         if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
             return Err(crate::error::Error::invalid(format!(
                 "--count-timeout {t} is not a number of seconds in (0, 86400]"
@@ -175,18 +166,14 @@ pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
             .with_hint("e.g. --count-timeout 3600"));
         }
     }
-    let mut f = bench_cli::flags(&a.common, phase);
-    f.product.influxdb3 = Some(crate::bench::flags::Influx3Flags {
-        edition: a.edition.map(|e| e.as_str().to_string()),
-        no_sync: a.no_sync,
-        accept_partial: a.accept_partial,
-        // Variable names only: the values never leave the environment.
-        auth_token_env: a.auth_token_env,
-        admin_token_env: a.admin_token_env,
-        count_timeout: a.count_timeout,
-    });
-    let req = bench_cli::request(&a.common, f, phase)?;
-    crate::bench::run(ctx, &crate::product::influxdb3::ENTRY, &req)
+    // The token flags are variable names only: the values never leave the environment.
+    let mut flags = a.product;
+    flags.edition = a.edition.map(|e| e.as_str().to_string());
+    let product = crate::bench::flags::ProductFlags {
+        influxdb3: Some(flags),
+        ..Default::default()
+    };
+    bench_cli::request(a.common, product, phase)
 }
 
 pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {

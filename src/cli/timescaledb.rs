@@ -83,44 +83,32 @@ pub struct BenchArgs {
     pub phase: crate::cli::generic::GenericPhase,
     #[command(flatten)]
     pub common: bench_cli::CommonArgs,
-    /// External targets: what the server is benchmarked as: timescaledb (hypertables; the
-    /// extension must be installed and preloaded) or postgresql (plain tables).
-    #[arg(long, value_name = "MODE", value_parser = ["timescaledb", "postgresql"])]
-    pub mode: Option<String>,
-    /// External targets: the environment variable holding the password of the --url user
-    /// (the variable's name is recorded, never its value; no variable is read unless named).
-    #[arg(long, value_name = "VAR")]
-    pub password_env: Option<String>,
-    /// TimescaleDB mode, load and all: the hypertable's chunk interval, a Go duration (the
-    /// loader's default: 12h).
-    #[arg(long, value_name = "DURATION")]
-    pub chunk_time: Option<String>,
-    /// TimescaleDB mode, load and all: hypertable space partitions on the host key, 1-32767
-    /// (the loader's default: none).
-    #[arg(long, value_name = "N")]
-    pub partitions: Option<u32>,
+    #[command(flatten)]
+    pub product: crate::bench::flags::TimescaleFlags,
 }
 
 /// `tsbsctl bench timescaledb`. `--password-env` with a managed workspace is refused: its
 /// server trusts local connections (initdb `--auth=trust`), a password would mean nothing.
 pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
+    let req = bench_request(a)?;
+    crate::bench::run(ctx, &crate::product::timescaledb::ENTRY, &req)
+}
+
+/// The request of `tsbsctl bench timescaledb` (its checks done), with its recorded flags.
+pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
     let phase: crate::bench::Phase = a.phase.into();
-    if let (Some(var), Some(id)) = (&a.password_env, &a.common.database_id) {
+    if let (Some(var), Some(id)) = (&a.product.password_env, &a.common.database_id) {
         return Err(Error::invalid(format!(
             "--password-env {var} applies to external servers (--url); workspace {id}'s server trusts local connections and takes no password"
         ))
         .with_hint("drop --password-env, or benchmark an external server with --url postgres://USER@HOST:PORT/DB --password-env VAR"));
     }
-    let mut f = bench_cli::flags(&a.common, phase);
-    f.product.timescaledb = Some(crate::bench::flags::TimescaleFlags {
-        mode: a.mode,
-        // The variable's name only: the value never leaves the environment.
-        password_env: a.password_env,
-        chunk_time: a.chunk_time,
-        partitions: a.partitions,
-    });
-    let req = bench_cli::request(&a.common, f, phase)?;
-    crate::bench::run(ctx, &crate::product::timescaledb::ENTRY, &req)
+    // `password_env` is the variable's name only: the value never leaves the environment.
+    let product = crate::bench::flags::ProductFlags {
+        timescaledb: Some(a.product),
+        ..Default::default()
+    };
+    bench_cli::request(a.common, product, phase)
 }
 
 fn found_by(f: pginstall::FoundBy) -> &'static str {
