@@ -296,16 +296,7 @@ fn licence_line(m: &Value) -> String {
 
 fn list_cmd(ctx: &Ctx) -> Result<Outcome> {
     let base = ctx.root.databases("influxdb3");
-    let mut ids: Vec<String> = std::fs::read_dir(&base)
-        .map(|rd| {
-            rd.flatten()
-                .filter(|e| e.path().is_dir())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| !n.starts_with('.'))
-                .collect()
-        })
-        .unwrap_or_default();
-    ids.sort();
+    let ids = workspace::workspace_ids(&base);
     let mut all = Vec::new();
     let mut human = String::new();
     if ids.is_empty() {

@@ -40,7 +40,8 @@ pub use manifest::{
 };
 pub use prepare::{prepare, PrepareOutcome, PrepareRequest};
 pub use store::{
-    inspect, inspect_dir, list, load, lock_workspace, remove, verify, Inspection, Problem,
+    inspect, inspect_dir, list, load, lock_workspace, remove, verify, workspace_ids, Inspection,
+    Problem,
 };
 
 use prepare::check_config;

@@ -187,17 +187,12 @@ pub fn prepare(
 fn note_shared_ports(ctx: &Ctx, me: &str, id: &str, ports: &BTreeMap<String, u16>) {
     let mut shared = Vec::new();
     for product in crate::product::names() {
-        let Ok(rd) = fs::read_dir(ctx.root.databases(product)) else {
-            continue;
-        };
-        let mut others: Vec<_> = rd.flatten().collect();
-        others.sort_by_key(|e| e.file_name());
-        for e in others {
-            let other = e.file_name().to_string_lossy().into_owned();
-            if other.starts_with('.') || (other == id && product == me) {
+        let base = ctx.root.databases(product);
+        for other in super::workspace_ids(&base) {
+            if other == id && product == me {
                 continue;
             }
-            let Some(v) = fs::read(e.path().join("manifest.json"))
+            let Some(v) = fs::read(base.join(&other).join("manifest.json"))
                 .ok()
                 .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
             else {

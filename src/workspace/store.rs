@@ -261,10 +261,10 @@ pub fn inspect_dir(
     }
 }
 
-/// Every workspace of `product` (sorted by id), broken ones included with their reasons.
-pub fn list(root: &crate::paths::Root, product: &dyn Product) -> Vec<Inspection> {
-    let base = root.databases(product.name());
-    let mut ids: Vec<String> = fs::read_dir(&base)
+/// The ids of the workspace directories in `base` (a product's `databases/`), sorted
+/// (dot-named staging and leftovers excluded; broken workspaces included).
+pub fn workspace_ids(base: &Path) -> Vec<String> {
+    let mut ids: Vec<String> = fs::read_dir(base)
         .map(|rd| {
             rd.flatten()
                 .filter(|e| e.path().is_dir())
@@ -274,7 +274,14 @@ pub fn list(root: &crate::paths::Root, product: &dyn Product) -> Vec<Inspection>
         })
         .unwrap_or_default();
     ids.sort();
-    ids.iter()
+    ids
+}
+
+/// Every workspace of `product` (sorted by id), broken ones included with their reasons.
+pub fn list(root: &crate::paths::Root, product: &dyn Product) -> Vec<Inspection> {
+    let base = root.databases(product.name());
+    workspace_ids(&base)
+        .iter()
         .map(|id| inspect_dir(root, product, &base.join(id), id))
         .collect()
 }
