@@ -10,6 +10,10 @@
 //!
 //! A panic usually also produces an ERROR line from the server's panic hook; both are counted,
 //! each under its own level.
+//!
+//! Which severities fail a run is the product's to say ([`LogRules`]): in a tracing log a FATAL
+//! line is the server's own end, while PostgreSQL's FATAL ends one client session and only its
+//! PANIC, or a server process that died, means the server did.
 
 use std::path::Path;
 use std::sync::LazyLock;
@@ -32,6 +36,30 @@ pub enum Severity {
     Error,
     Fatal,
     Panic,
+    /// A line without a level that reports a server process died or the server restarted
+    /// (PostgreSQL's postmaster: "server process (PID n) was terminated by signal 9").
+    Crash,
+}
+
+/// How one product's server log is read.
+#[derive(Debug, Clone, Copy)]
+pub struct LogRules {
+    /// The severity a line declares, if it is one worth counting.
+    pub classify: fn(&str) -> Option<Severity>,
+    /// True when a line of this severity means the server itself failed (the run's numbers
+    /// cannot be trusted); other counted lines are listed, never a failure.
+    pub fails_run: fn(Severity) -> bool,
+    /// What the counts mean, for a reader of the summary (`None`: nothing to add).
+    pub note: Option<&'static str>,
+}
+
+impl LogRules {
+    /// Tracing logs (GreptimeDB, InfluxDB 3): FATAL, a panic or an abort is the server's end.
+    pub const TRACING: LogRules = LogRules {
+        classify,
+        fails_run: |s| matches!(s, Severity::Fatal | Severity::Panic | Severity::Crash),
+        note: None,
+    };
 }
 
 static ANSI: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\x1b\[[0-9;]*m").expect("ansi regex"));
@@ -81,29 +109,25 @@ pub struct Diagnostics {
     pub errors: u64,
     pub fatals: u64,
     pub panics: u64,
+    pub crashes: u64,
     pub samples: Vec<Sample>,
-    /// The first fatal or panic line, kept even when the samples are full: it decides whether
-    /// a run's numbers can be trusted.
-    pub first_fatal: Option<Sample>,
+    /// The first line the product's [`LogRules::fails_run`] calls the server's failure, kept
+    /// even when the samples are full: it decides whether a run's numbers can be trusted.
+    pub first_failure: Option<Sample>,
 }
 
 impl Diagnostics {
     /// Adds the lines of `text` (the log named `log`).
     pub fn scan_text(&mut self, log: &str, text: &str, redactor: &Redactor) {
-        self.scan_text_with(log, text, redactor, &classify)
+        self.scan_text_with(log, text, redactor, &LogRules::TRACING)
     }
 
-    /// [`Self::scan_text`] with a product's own classifier (PostgreSQL's `LOG:` / `ERROR:` /
-    /// `FATAL:` / `PANIC:` lines carry their level in another place than tracing's).
-    pub fn scan_text_with(
-        &mut self,
-        log: &str,
-        text: &str,
-        redactor: &Redactor,
-        classify: &dyn Fn(&str) -> Option<Severity>,
-    ) {
+    /// [`Self::scan_text`] with a product's own rules (PostgreSQL's `LOG:` / `ERROR:` /
+    /// `FATAL:` / `PANIC:` lines carry their level in another place than tracing's, and mean
+    /// something else by FATAL).
+    pub fn scan_text_with(&mut self, log: &str, text: &str, redactor: &Redactor, rules: &LogRules) {
         for (i, line) in text.lines().enumerate() {
-            let Some(sev) = classify(line) else {
+            let Some(sev) = (rules.classify)(line) else {
                 continue;
             };
             match sev {
@@ -111,9 +135,9 @@ impl Diagnostics {
                 Severity::Error => self.errors += 1,
                 Severity::Fatal => self.fatals += 1,
                 Severity::Panic => self.panics += 1,
+                Severity::Crash => self.crashes += 1,
             }
-            let fatal = matches!(sev, Severity::Fatal | Severity::Panic);
-            let want_first_fatal = fatal && self.first_fatal.is_none();
+            let want_first_fatal = (rules.fails_run)(sev) && self.first_failure.is_none();
             if self.samples.len() < MAX_SAMPLES || want_first_fatal {
                 let clean = ANSI.replace_all(line.trim(), "");
                 let sample = Sample {
@@ -123,7 +147,7 @@ impl Diagnostics {
                     message: redactor.redact(&clean).chars().take(SAMPLE_CHARS).collect(),
                 };
                 if want_first_fatal {
-                    self.first_fatal = Some(sample.clone());
+                    self.first_failure = Some(sample.clone());
                 }
                 if self.samples.len() < MAX_SAMPLES {
                     self.samples.push(sample);
@@ -134,25 +158,25 @@ impl Diagnostics {
 
     /// Adds the log file at `path` (unreadable bytes replaced; a missing file adds nothing).
     pub fn scan_file(&mut self, log: &str, path: &Path, redactor: &Redactor) {
-        self.scan_file_with(log, path, redactor, &classify)
+        self.scan_file_with(log, path, redactor, &LogRules::TRACING)
     }
 
-    /// [`Self::scan_file`] with a product's own classifier.
+    /// [`Self::scan_file`] with a product's own rules.
     pub fn scan_file_with(
         &mut self,
         log: &str,
         path: &Path,
         redactor: &Redactor,
-        classify: &dyn Fn(&str) -> Option<Severity>,
+        rules: &LogRules,
     ) {
         if let Ok(bytes) = std::fs::read(path) {
-            self.scan_text_with(log, &String::from_utf8_lossy(&bytes), redactor, classify);
+            self.scan_text_with(log, &String::from_utf8_lossy(&bytes), redactor, rules);
         }
     }
 
-    /// True when the log shows the server crashed or aborted.
-    pub fn has_fatal(&self) -> bool {
-        self.fatals > 0 || self.panics > 0
+    /// True when the log shows the server failed (by the rules it was read with).
+    pub fn has_failure(&self) -> bool {
+        self.first_failure.is_some()
     }
 }
 
@@ -170,8 +194,8 @@ mod tests {
         let mut d = Diagnostics::default();
         d.scan_text("logs/server-001.log", &text, &Redactor::new());
         assert_eq!(d.samples.len(), MAX_SAMPLES);
-        assert!(d.has_fatal());
-        let first = d.first_fatal.expect("first fatal kept");
+        assert!(d.has_failure());
+        let first = d.first_failure.expect("first failure kept");
         assert_eq!(first.line, MAX_SAMPLES + 6);
         assert_eq!(first.severity, Severity::Panic);
     }
@@ -206,7 +230,7 @@ mod tests {
                     fatal runtime error: abort\n";
         d.scan_text("logs/server.log", text, &Redactor::new());
         assert_eq!((d.warnings, d.errors, d.fatals, d.panics), (1, 1, 1, 1));
-        assert!(d.has_fatal());
+        assert!(d.has_failure());
         assert_eq!(d.samples.len(), 4);
         assert_eq!(d.samples[1].line, 2);
         assert!(d.samples[1].message.ends_with("mail <redacted-email>"));

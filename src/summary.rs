@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
+use crate::logscan::Severity;
 use crate::run::{
     present, Host, RunDir, RunError, RunKind, RunTarget, Status, Step, TargetMode, ToolInfo,
     Workload,
@@ -317,8 +318,18 @@ pub struct ServerDiagnostics {
     pub error_count: u64,
     pub panic_count: u64,
     pub fatal_count: u64,
+    /// Lines that say a server process died or the server restarted (PostgreSQL).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub crash_count: u64,
+    /// What the counts mean for this product (PostgreSQL: a FATAL ends one client session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// The first counted lines (redacted).
     pub samples: Vec<Value>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One `server` step attempt.
@@ -651,12 +662,10 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     let mut server_attempts = Vec::new();
     let mut diag = crate::logscan::Diagnostics::default();
     let redactor = crate::redact::Redactor::new();
-    // The product reads its own log lines (an unknown product: the generic classifier).
-    let product = crate::product::resolve(&m.product, m.edition.as_deref()).ok();
-    let severity = |line: &str| match &product {
-        Some(p) => p.log_severity(line),
-        None => crate::logscan::classify(line),
-    };
+    // The product reads its own log lines (an unknown product: the tracing rules).
+    let rules = crate::product::resolve(&m.product, m.edition.as_deref())
+        .map(|p| p.log_rules())
+        .unwrap_or(crate::logscan::LogRules::TRACING);
     for s in steps.iter().filter(|s| s.step == "server") {
         server_attempts.push(ServerAttempt {
             attempt: s.attempt,
@@ -681,18 +690,26 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             });
         }
         if let Some(l) = &s.log {
-            diag.scan_text_with(l, &read(dir, Some(l)), &redactor, &severity);
+            diag.scan_text_with(l, &read(dir, Some(l)), &redactor, &rules);
         }
     }
-    // A panic in a server log makes the run's numbers suspect: it is a failure, naming the log.
-    if let Some(first) = &diag.first_fatal {
+    // A server that failed by its own log (a panic, a FATAL of a tracing log, a PostgreSQL
+    // process that died) makes the run's numbers suspect: a failure, naming the log. What the
+    // product counts but does not call a failure (PostgreSQL's FATAL: one client session) is
+    // only listed.
+    if let Some(first) = &diag.first_failure {
+        let what = match first.severity {
+            Severity::Panic => "a panic",
+            Severity::Crash => "a server process that died or a restart",
+            _ => "a fatal error",
+        };
         failures.push(Failure {
             stage: "server".into(),
             step: Some("server".into()),
             attempt: None,
             status: Status::Failed,
             log: Some(first.log.clone()),
-            reason: format!("the server log reports a panic: {}", first.message),
+            reason: format!("the server log reports {what}: {}", first.message),
         });
     }
     // Other steps that failed (environment, dataset, table checks, compaction ...).
@@ -844,6 +861,8 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             error_count: diag.errors,
             panic_count: diag.panics,
             fatal_count: diag.fatals,
+            crash_count: diag.crashes,
+            note: rules.note.map(str::to_string),
             samples: diag
                 .samples
                 .iter()

@@ -95,13 +95,24 @@ impl Bench<'_> {
             None
         };
         let mut data = json!({"events": s.events(), "outcome": out, "stop_seconds": out.stop_ms as f64 / 1000.0});
-        if out.forced {
-            let w = format!(
+        let warning = if out.forced {
+            Some(format!(
                 "the server did not stop within the grace period and was killed (SIGKILL after {:.1} s); work it still had queued was lost",
                 out.stop_ms as f64 / 1000.0
-            );
+            ))
+        } else if out.killed {
+            Some(format!(
+                "the server was killed during its shutdown ({}, not sent by tsbsctl) after {:.1} s; its shutdown did not finish, so the next start recovers",
+                describe(out.code, out.signal),
+                out.stop_ms as f64 / 1000.0
+            ))
+        } else {
+            None
+        };
+        if let Some(w) = warning {
             self.reporter().warn(&w);
             data["warning"] = json!(w);
+            // Later footprints are marked as taken after an unclean stop.
             self.forced_stop = true;
         }
         self.run.end("server", n, status, reason, Some(data))?;

@@ -187,10 +187,11 @@ pub trait Product: Send + Sync {
     fn check_can_serve(&self, _ws: &WorkspaceManifest) -> Result<()> {
         Ok(())
     }
-    /// The severity a line of this product's server log declares (default: tracing-style level
-    /// fields and Rust panics, [`crate::logscan::classify`]).
-    fn log_severity(&self, line: &str) -> Option<crate::logscan::Severity> {
-        crate::logscan::classify(line)
+    /// How this product's server log is read: the severity of a line, which severities fail a
+    /// run, and what the counts mean (default: tracing-style level fields and Rust panics,
+    /// where FATAL and panics fail, [`crate::logscan::LogRules::TRACING`]).
+    fn log_rules(&self) -> crate::logscan::LogRules {
+        crate::logscan::LogRules::TRACING
     }
     /// A line filter for the server's output on its way to the log (secrets a server may
     /// print: InfluxDB 3 licence e-mails and tokens). `None`: the log gets the output as is.
@@ -204,9 +205,16 @@ pub trait Product: Send + Sync {
     }
     /// The readiness probe against `endpoint` (`http://127.0.0.1:PORT`).
     fn readiness_probe(&self, endpoint: &str) -> Probe;
-    /// The readiness probe of a managed server whose installation is `install_dir` (a probe
-    /// by a command of the installation, e.g. `pg_isready`). Default: [`Product::readiness_probe`].
-    fn readiness_probe_for(&self, endpoint: &str, _install_dir: &Path) -> Probe {
+    /// The readiness probe of a managed server whose installation is `install_dir` and whose
+    /// workspace is `workspace_dir` (a probe by a command of the installation, e.g.
+    /// `pg_isready`, gated by a status file of the data directory). Default:
+    /// [`Product::readiness_probe`].
+    fn readiness_probe_for(
+        &self,
+        endpoint: &str,
+        _install_dir: &Path,
+        _workspace_dir: &Path,
+    ) -> Probe {
         self.readiness_probe(endpoint)
     }
     /// Default startup timeout, grace period and port wait.

@@ -49,12 +49,46 @@ pub enum Probe {
     Command {
         program: std::path::PathBuf,
         args: Vec<String>,
+        /// Run the command only once the server's status file says it is ready, so that the
+        /// probe never connects while it would be refused (PostgreSQL logs a FATAL line for
+        /// every connection during startup or recovery).
+        gate: Option<StatusGate>,
     },
     /// `GET url` (InfluxDB 3: `/health`).
     Get { url: String },
     /// `POST url` with an `application/x-www-form-urlencoded` body (GreptimeDB: `/v1/sql` with
     /// `sql=SHOW DATABASES`).
     PostForm { url: String, body: String },
+}
+
+/// A file in which the server states its own condition (PostgreSQL's `postmaster.pid`: its
+/// first line the postmaster's pid, its eighth `starting`, `ready`, `standby` or `stopping`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusGate {
+    pub path: std::path::PathBuf,
+    /// The 1-based line that must hold the supervised process's pid (a file left by another
+    /// process does not count), if any.
+    pub pid_line: Option<usize>,
+    /// The 1-based line that must read [`StatusGate::ready`] (trimmed).
+    pub status_line: usize,
+    pub ready: String,
+}
+
+impl StatusGate {
+    /// True when the file says the process `pid` is ready.
+    pub fn open(&self, pid: u32) -> bool {
+        let Ok(text) = std::fs::read_to_string(&self.path) else {
+            return false;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let line = |n: usize| lines.get(n.wrapping_sub(1)).map(|l| l.trim());
+        if let Some(n) = self.pid_line {
+            if line(n) != Some(pid.to_string().as_str()) {
+                return false;
+            }
+        }
+        line(self.status_line) == Some(self.ready.as_str())
+    }
 }
 
 /// One TCP listener the server will open on 127.0.0.1 (probed before the start).
@@ -200,6 +234,11 @@ pub struct StopOutcome {
     pub forced: bool,
     /// The process had exited before anyone asked it to.
     pub unexpected: bool,
+    /// Asked to stop, it ended by a signal that was neither the stop signal nor tsbsctl's
+    /// SIGKILL (another process killed it during its shutdown, or the kernel's OOM killer):
+    /// not a clean stop, whatever the exit looked like.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub killed: bool,
     /// From SIGTERM to the exit (0 when no stop was needed).
     #[serde(default)]
     pub stop_ms: u64,
@@ -292,5 +331,38 @@ mod testkit {
                     .to_string()
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The gate opens only on the supervised pid's own file saying `ready` (PostgreSQL's
+    /// `postmaster.pid`: pid, data dir, start time, port, socket dir, listen address, shared
+    /// memory key, status).
+    #[test]
+    fn the_status_gate_opens_on_the_servers_own_ready_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = StatusGate {
+            path: dir.path().join("postmaster.pid"),
+            pid_line: Some(1),
+            status_line: 8,
+            ready: "ready".into(),
+        };
+        assert!(!gate.open(4242), "no file yet");
+        let file = |status: &str| {
+            format!("4242\n/d\n1764758579\n25999\n/s\n127.0.0.1\n  1234567   1\n{status}\n")
+        };
+        std::fs::write(&gate.path, file("starting")).unwrap();
+        assert!(!gate.open(4242));
+        // PostgreSQL pads the status to 8 characters.
+        std::fs::write(&gate.path, file("ready   ")).unwrap();
+        assert!(gate.open(4242));
+        assert!(!gate.open(4243), "another process's file");
+        std::fs::write(&gate.path, file("stopping")).unwrap();
+        assert!(!gate.open(4242));
+        std::fs::write(&gate.path, "4242\n/d\n").unwrap();
+        assert!(!gate.open(4242), "status line not written yet");
     }
 }

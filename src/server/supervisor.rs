@@ -484,12 +484,14 @@ impl Server {
             }
         }
         remove_pid_record(&self.spec.pid_file, self.pid);
+        let stop_signal = self.spec.timing.stop_signal as i32;
         let o = StopOutcome {
             code,
             signal,
             forced,
             unexpected,
             stop_ms,
+            killed: !forced && !unexpected && signal.is_some_and(|s| s != stop_signal),
         };
         self.outcome = Some(o);
         if let Ok(mut log) = OpenOptions::new().append(true).open(&self.spec.log_path) {
@@ -510,7 +512,15 @@ impl Server {
     }
 
     fn probe_once(&mut self) -> bool {
-        if let Probe::Command { program, args } = &self.spec.probe {
+        if let Probe::Command {
+            program,
+            args,
+            gate,
+        } = &self.spec.probe
+        {
+            if gate.as_ref().is_some_and(|g| !g.open(self.pid)) {
+                return false;
+            }
             return command_ready(program, args, Duration::from_secs(2));
         }
         if self.http.is_none() {
@@ -735,6 +745,36 @@ mod tests {
         assert_eq!(o.signal, Some(libc::SIGKILL));
         assert!(kinds(&s).contains(&"forced_kill".to_string()));
         assert!(!fsutil::process_alive(pid as i32));
+    }
+
+    /// A server killed by another process during its shutdown (N16: kill -9 of the
+    /// postmaster while tsbsctl stopped it) is not a clean stop.
+    #[test]
+    fn a_server_killed_during_its_shutdown_is_recorded_as_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let sp = spec(
+            dir.path(),
+            "trap 'kill -KILL $$' TERM; echo armed; while :; do sleep 0.05; done",
+            free_port(),
+        );
+        let mut s = Server::start(sp, &SilentReporter).unwrap();
+        wait_armed(&s);
+        let o = s.stop();
+        assert!(!o.forced && !o.unexpected, "{o:?}");
+        assert_eq!(o.signal, Some(libc::SIGKILL), "{o:?}");
+        assert!(o.killed, "{o:?}");
+        // Ended by the stop signal itself: a clean stop.
+        let dir = tempfile::tempdir().unwrap();
+        let sp = spec(
+            dir.path(),
+            "trap 'trap - TERM; kill -TERM $$' TERM; echo armed; while :; do sleep 0.05; done",
+            free_port(),
+        );
+        let mut s = Server::start(sp, &SilentReporter).unwrap();
+        wait_armed(&s);
+        let o = s.stop();
+        assert_eq!(o.signal, Some(libc::SIGTERM), "{o:?}");
+        assert!(!o.killed && !o.forced, "{o:?}");
     }
 
     #[test]

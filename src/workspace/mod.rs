@@ -206,7 +206,7 @@ pub fn server_spec(
         env_remove: cmd.env_remove,
         log_path,
         listeners: ws.listeners(),
-        probe: product.readiness_probe_for(&endpoint, &inst.dir),
+        probe: product.readiness_probe_for(&endpoint, &inst.dir, &ws.dir),
         endpoint,
         pid_file: ws.pid_file(),
         kill_orphan,

@@ -557,6 +557,88 @@ fn loaders_on(port: u64) -> Vec<u32> {
     procs_where(|c| c.contains("emulate tsbs_load_timescaledb") && c.contains(&flag))
 }
 
+/// PostgreSQL's FATAL ends one client session, not the server: 20 `psql` connections to a
+/// missing database while `bench timescaledb all` loads leave the run `completed`, with the
+/// FATAL lines counted and explained in summary.md. The readiness probe itself adds none: it
+/// waits for `postmaster.pid` to say `ready` before `pg_isready` connects, so the log has no
+/// "the database system is starting up" line however slow the start.
+#[test]
+fn client_fatal_lines_are_counted_and_never_fail_a_run() {
+    let Some(w) = pg_world("client_fatal_lines_are_counted") else {
+        return;
+    };
+    let env = &w.gt.env;
+    let m = prepare_pg(env, "pf")["data"]["manifest"].clone();
+    let port = m["ports"]["postgres"].as_u64().unwrap();
+    // About 7 s of load (see the mid-load kill test): time for 20 refused connections.
+    w.tool_knobs("tsbs_load_timescaledb", json!({"batch_delay_ms": 500}));
+    let args = pg_all_args("pf", &["--batch-size", "100", "--run-id", "fatal-sessions"]);
+    let mut bg = Bg::spawn(env, &args);
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while loaders_on(port).is_empty() {
+        if let Some(st) = bg.child.as_mut().unwrap().try_wait().unwrap() {
+            panic!("bench exited before the load ({st})\n{}", bg.stderr());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no loader within 90 s\n{}",
+            bg.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let psql = pg_bin().unwrap().join("psql");
+    let port_s = port.to_string();
+    for _ in 0..20 {
+        let out = std::process::Command::new(&psql)
+            .args(["-h", "127.0.0.1", "-p", &port_s, "-U", "postgres"])
+            .args(["-d", "nosuchdb", "-Atc", "select 1"])
+            .env_remove("PGPASSWORD")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("database \"nosuchdb\" does not exist"),
+            "{err}"
+        );
+    }
+    w.tool_knobs("tsbs_load_timescaledb", json!({}));
+    let r = bg.wait();
+    assert_eq!(r.code, 0, "{}", r.describe());
+    let dir = crate::world::run_dir(&r);
+    let s = crate::world::summary(&dir);
+    assert_eq!(s["status"], "completed", "{s:#}");
+    assert_eq!(s["failures"], json!([]), "{s:#}");
+    let d = &s["server_diagnostics"];
+    assert!(d["fatal_count"].as_u64().unwrap() >= 20, "{d:#}");
+    assert_eq!(d["panic_count"], 0, "{d:#}");
+    // Left out of summary.json when zero (summaries of earlier versions stay byte-identical).
+    assert!(d["crash_count"].is_null(), "{d:#}");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    let fatals = d["fatal_count"].as_u64().unwrap();
+    assert!(
+        md.contains(&format!("fatal errors: {fatals}; panics: 0.")),
+        "{md}"
+    );
+    assert!(md.contains("a FATAL line ends one client session"), "{md}");
+    assert!(
+        md.contains("FATAL:  database \"nosuchdb\" does not exist"),
+        "{md}"
+    );
+    // No probe connected while the server was starting.
+    let mut log = String::new();
+    for e in std::fs::read_dir(dir.join("logs")).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("server") {
+            log.push_str(&std::fs::read_to_string(e.path()).unwrap());
+        }
+    }
+    assert!(
+        log.contains("database system is ready to accept connections"),
+        "{log}"
+    );
+    assert!(!log.contains("the database system is starting up"), "{log}");
+    assert!(!log.contains("not yet accepting connections"), "{log}");
+}
+
 /// kill -9 of tsbsctl while the loader is writing: no postgres process and no loader
 /// survives it, and the next commands see what happened: the lock free (its file stale), the
 /// run interrupted, no binding (the load was never verified), the stale `postmaster.pid`

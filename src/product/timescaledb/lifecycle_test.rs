@@ -93,7 +93,7 @@ fn start_and_wait(
             let text = std::fs::read_to_string(log_path).unwrap();
             panic!(
                 "postgres exited with {st}: {:?}\n{text}",
-                server::fatal_lines(&text)
+                super::log::fatal_lines(&text)
             );
         }
         assert!(Instant::now() < deadline, "server not ready in 60 s");

@@ -14,6 +14,7 @@
 //!   format check, and the loader/runner output parsers checked on the real outputs.
 
 pub mod install;
+pub mod log;
 pub mod server;
 pub mod sql;
 pub mod tsbs;

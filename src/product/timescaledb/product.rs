@@ -312,23 +312,12 @@ impl Product for TimescaleDb {
         pg::install_config(&layout.data_dir, &text, &run_as)?;
         Ok(pg::server_command(&inst, &layout, &run_as))
     }
-    /// PostgreSQL's log levels (`... [pid] FATAL:  ...`).
-    fn log_severity(&self, line: &str) -> Option<crate::logscan::Severity> {
-        use crate::logscan::Severity;
-        for (word, sev) in [
-            ("PANIC:", Severity::Panic),
-            ("FATAL:", Severity::Fatal),
-            ("ERROR:", Severity::Error),
-            ("WARNING:", Severity::Warning),
-        ] {
-            if line.split_whitespace().any(|w| w == word) {
-                return Some(sev);
-            }
-        }
-        None
+    /// PostgreSQL's log: FATAL ends a session, only PANIC or a dead server process fails.
+    fn log_rules(&self) -> crate::logscan::LogRules {
+        super::log::RULES
     }
     fn failure_lines(&self) -> Option<fn(&str) -> Vec<String>> {
-        Some(pg::fatal_lines)
+        Some(super::log::fatal_lines)
     }
     /// Without the installation: `pg_isready` from PATH.
     fn readiness_probe(&self, endpoint: &str) -> Probe {
@@ -343,15 +332,24 @@ impl Product for TimescaleDb {
                 "-U".into(),
                 pg::SUPERUSER.into(),
             ],
+            gate: None,
         }
     }
-    fn readiness_probe_for(&self, endpoint: &str, install_dir: &Path) -> Probe {
+    /// `pg_isready` of the installation, asked only once `postmaster.pid` says `ready`: a
+    /// connection during startup or WAL replay is refused with a FATAL line in the log.
+    fn readiness_probe_for(
+        &self,
+        endpoint: &str,
+        install_dir: &Path,
+        workspace_dir: &Path,
+    ) -> Probe {
         match (read_record(install_dir), endpoint_port(endpoint)) {
             (Ok(inst), Ok(port)) => {
                 let c = pg::pg_isready_command(&inst, port);
                 Probe::Command {
                     program: c.program,
                     args: c.args,
+                    gate: Some(pg::ready_gate(&Layout::in_dir(workspace_dir).data_dir)),
                 }
             }
             _ => self.readiness_probe(endpoint),
@@ -758,11 +756,13 @@ mod tests {
             mode: Mode::Postgresql,
         };
         assert_eq!(
-            p.log_severity("2026-01-01 00:00:00.000 UTC [7] FATAL:  could not bind"),
+            (p.log_rules().classify)("2026-01-01 00:00:00.000 UTC [7] FATAL:  could not bind"),
             Some(Severity::Fatal)
         );
         assert_eq!(
-            p.log_severity("2026-01-01 00:00:00.000 UTC [7] LOG:  database system is ready"),
+            (p.log_rules().classify)(
+                "2026-01-01 00:00:00.000 UTC [7] LOG:  database system is ready"
+            ),
             None
         );
         assert_eq!(

@@ -442,6 +442,18 @@ pub fn pg_isready_command(inst: &PgInstallation, port: u16) -> Cmd {
     )
 }
 
+/// The postmaster's own account of its state: `postmaster.pid` holds its pid on line 1 and,
+/// on line 8, `starting` until recovery is done and connections are accepted, then `ready`
+/// (PostgreSQL's `LOCK_FILE_LINE_PM_STATUS`; `pg_ctl -w` waits on the same line).
+pub fn ready_gate(data_dir: &Path) -> crate::server::StatusGate {
+    crate::server::StatusGate {
+        path: data_dir.join("postmaster.pid"),
+        pid_line: Some(1),
+        status_line: 8,
+        ready: "ready".into(),
+    }
+}
+
 /// What `pg_isready`'s exit code says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Readiness {
@@ -552,36 +564,6 @@ pub fn clear_stale_socket_locks(socket_dir: &Path) -> Result<Vec<PathBuf>> {
         removed.push(e.path());
     }
     Ok(removed)
-}
-
-/// The lines of a server log that explain a failed start or a crash: every FATAL/PANIC line,
-/// and the ERROR/HINT/DETAIL and `could not ...` lines of the same processes (the bind error
-/// and its hint come before `FATAL:  could not create any TCP/IP sockets`).
-pub fn fatal_lines(log: &str) -> Vec<String> {
-    let pid_of = |l: &str| -> Option<String> {
-        let start = l.find(" [")? + 2;
-        let end = start + l[start..].find(']')?;
-        Some(l[start..end].to_string())
-    };
-    let is_fatal = |l: &str| l.contains("FATAL:  ") || l.contains("PANIC:  ");
-    let pids: std::collections::BTreeSet<String> = log
-        .lines()
-        .filter(|l| is_fatal(l))
-        .filter_map(pid_of)
-        .collect();
-    log.lines()
-        .filter(|l| {
-            if is_fatal(l) {
-                return true;
-            }
-            let same = pid_of(l).is_some_and(|p| pids.contains(&p));
-            same && (l.contains("ERROR:  ")
-                || l.contains("HINT:  ")
-                || l.contains("DETAIL:  ")
-                || (l.contains("LOG:  could not")))
-        })
-        .map(str::to_string)
-        .collect()
 }
 
 #[cfg(test)]
@@ -718,26 +700,6 @@ mod tests {
         assert_eq!(main.matches(INCLUDE_LINE).count(), 1);
         assert!(main.starts_with("port = 5432\n"), "{main}");
         assert!(main.trim_end().ends_with(INCLUDE_LINE));
-    }
-
-    #[test]
-    fn fatal_lines_of_the_real_logs() {
-        let want = fixture("server/fail-start-serverlog-lines.txt");
-        let want: Vec<&str> = want.lines().collect();
-        // The fixture's lines are what a tool must surface from those two logs.
-        let got = fatal_lines(&want.join("\n"));
-        assert_eq!(got, want);
-        // The session log of the real run: its only FATALs are the two refused connections;
-        // the ERROR/HINT lines of sessions that did not end in FATAL are left out.
-        let session = fixture("server/server.log");
-        let got = fatal_lines(&session);
-        assert_eq!(got.len(), 4, "{got:?}");
-        assert!(got[0].ends_with("FATAL:  database \"nosuchdb\" does not exist"));
-        assert!(got[1].ends_with("FATAL:  role \"nosuchuser\" does not exist"));
-        assert!(got[3].ends_with("FATAL:  role \"root\" does not exist"));
-        assert!(!got.iter().any(|l| l.contains("time_bucket")));
-        let mixed = format!("{session}{}\n", want[1..].join("\n"));
-        assert_eq!(fatal_lines(&mixed)[4..], want[1..]);
     }
 
     #[test]
