@@ -422,3 +422,103 @@ mod tests {
         );
     }
 }
+
+/// The TCP addresses process `pid` listens on: the sockets among its open files that
+/// `/proc/<pid>/net/tcp` and `tcp6` list in state LISTEN. `Err` when its files cannot be read
+/// (another user's process without the right to look).
+pub fn tcp_listeners(pid: u32) -> std::io::Result<Vec<std::net::SocketAddr>> {
+    let mut inodes = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
+        let Ok(target) = std::fs::read_link(e?.path()) else {
+            continue;
+        };
+        let t = target.to_string_lossy();
+        if let Some(n) = t.strip_prefix("socket:[").and_then(|r| r.strip_suffix(']')) {
+            if let Ok(n) = n.parse::<u64>() {
+                inodes.insert(n);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+            continue;
+        };
+        out.extend(listening_in(&text, &inodes));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The LISTEN entries (state `0A`) of a `/proc/net/tcp{,6}` table whose inode is in `inodes`.
+fn listening_in(
+    table: &str,
+    inodes: &std::collections::BTreeSet<u64>,
+) -> Vec<std::net::SocketAddr> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (local, state, inode) = (f.get(1)?, f.get(3)?, f.get(9)?.parse::<u64>().ok()?);
+            (*state == "0A" && inodes.contains(&inode)).then_some(())?;
+            parse_proc_addr(local)
+        })
+        .collect()
+}
+
+/// `0100007F:3E80` (IPv4) or 32 hex digits and a port (IPv6): the kernel prints each 32-bit
+/// word of the address in host byte order.
+fn parse_proc_addr(s: &str) -> Option<std::net::SocketAddr> {
+    let (addr, port) = s.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let words: Vec<u32> = (0..addr.len() / 8)
+        .map(|i| u32::from_str_radix(&addr[i * 8..i * 8 + 8], 16).map(u32::from_be))
+        .collect::<std::result::Result<_, _>>()
+        .ok()?;
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
+    let ip: std::net::IpAddr = match bytes.len() {
+        4 => std::net::Ipv4Addr::from(<[u8; 4]>::try_from(&bytes[..]).ok()?).into(),
+        16 => std::net::Ipv6Addr::from(<[u8; 16]>::try_from(&bytes[..]).ok()?).into(),
+        _ => return None,
+    };
+    Some(std::net::SocketAddr::new(ip, port))
+}
+
+#[cfg(test)]
+mod listener_tests {
+    use super::*;
+
+    #[test]
+    fn proc_addresses_in_host_byte_order() {
+        assert_eq!(
+            parse_proc_addr("0100007F:3E80").unwrap().to_string(),
+            "127.0.0.1:16000"
+        );
+        assert_eq!(
+            parse_proc_addr("00000000:0050").unwrap().to_string(),
+            "0.0.0.0:80"
+        );
+        assert_eq!(
+            parse_proc_addr("00000000000000000000000000000000:1F90")
+                .unwrap()
+                .to_string(),
+            "[::]:8080"
+        );
+        assert_eq!(
+            parse_proc_addr("00000000000000000000000001000000:1F90")
+                .unwrap()
+                .to_string(),
+            "[::1]:8080"
+        );
+    }
+
+    /// A listener this test opens is found among its own sockets, with its address.
+    #[test]
+    fn this_process_listeners_are_found() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let found = tcp_listeners(std::process::id()).unwrap();
+        assert!(found.contains(&addr), "{found:?} lacks {addr}");
+    }
+}

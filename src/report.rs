@@ -538,7 +538,24 @@ fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
         n.add(
             "durability",
             &["ingestion", "storage"],
-            format!("the loads used different durability settings: {d}"),
+            format!("the loads used different durability settings: {d}; ingestion is not ranked"),
+        );
+    }
+    // PostgreSQL's commit durability (`prepare --durability`): durable commits and relaxed
+    // ones are different measurements, never ranked against each other.
+    if let Some(d) = differ(
+        &loaded_cols,
+        |c| c.col.server_settings["settings"]["durability"].is_string(),
+        |c| {
+            c.col.server_settings["settings"]["durability"]
+                .as_str()
+                .map(String::from)
+        },
+    ) {
+        n.add(
+            "durability",
+            &["ingestion", "storage"],
+            format!("the loads used different durability settings: {d}; ingestion is not ranked"),
         );
     }
     // Runs of products that need a licence (InfluxDB 3 Enterprise: an At-Home licence runs
@@ -774,9 +791,12 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
         .filter_map(rate)
         .fold(None::<f64>, |m, v| Some(m.map_or(v, |m| m.max(v))));
     let rates: Vec<f64> = ingestion.iter().filter_map(rate).collect();
+    // Loads of different durability measure different things: no ★ between them.
+    let unranked = notes.all.iter().any(|n| n.aspect == "durability");
     for i in &mut ingestion {
         let v = rate(i);
-        i.fastest = v.is_some()
+        i.fastest = !unranked
+            && v.is_some()
             && v == best_rows
             && loaded.len() > 1
             && clear_lead(&rates, v.unwrap_or(0.0), |x, best| {
@@ -1342,6 +1362,37 @@ mod tests {
                 "queries": queries,
             }),
         )
+    }
+
+    /// PostgreSQL loads of different durability (`prepare --durability`) are said at the top
+    /// and never ranked; of the same durability, the faster is.
+    #[test]
+    fn loads_of_different_durability_are_not_ranked() {
+        let pg = |label: &str, durability: &str, rate: f64| {
+            let mut r = run(label, "timescaledb", "as loaded", Value::Null, q(3.0, 0.1));
+            r.summary.server_settings =
+                json!({"mode": "postgresql", "settings": {"durability": durability}});
+            r.summary.ingestion = serde_json::from_value(json!({
+                "attempt": 1, "status": "completed", "database": "benchmark",
+                "database_mode": null, "dataset_id": "d", "workers": 8, "batch_size": 10000,
+                "log": null, "results_file": null, "started_at": "t", "finished_at": "t",
+                "rows": 1000, "rows_per_second": rate,
+            }))
+            .unwrap();
+            r
+        };
+        let r = build_report(&[pg("A", "durable", 100.0), pg("B", "relaxed", 300.0)], 0);
+        assert!(
+            r.warnings.iter().any(|w| w.contains(
+                "different durability settings: A durable, B relaxed; ingestion is not ranked"
+            ) || (w.contains("different durability settings")
+                && w.contains("not ranked"))),
+            "{:?}",
+            r.warnings
+        );
+        assert!(r.ingestion.iter().all(|i| !i.fastest), "{:?}", r.ingestion);
+        let r = build_report(&[pg("A", "durable", 100.0), pg("B", "durable", 300.0)], 0);
+        assert!(r.ingestion[1].fastest, "{:?}", r.ingestion);
     }
 
     /// A PostgreSQL run's storage is its database size over SQL, with its data directory

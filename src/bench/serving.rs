@@ -25,6 +25,25 @@ impl Bench<'_> {
             let spec = self.target.server_spec(&self.root, log, timing)?;
             let mut s = Server::start(spec, self.reporter())?;
             s.wait_ready_reporting(self.reporter())?;
+            // What the server says it runs with is what the run records; a difference from
+            // the workspace stops the run here (the server is stopped on the way out).
+            match self.target.check_serving(s.endpoint(), s.pid()) {
+                Ok(Some(found)) => {
+                    let st = &mut self.run.manifest.target.extra;
+                    let entry = st.entry("server_settings").or_insert_with(|| json!({}));
+                    if let (Some(obj), Some(found)) = (entry.as_object_mut(), found.as_object()) {
+                        for (k, v) in found {
+                            obj.insert(k.clone(), v.clone());
+                        }
+                    }
+                    self.run.save()?;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    s.stop();
+                    return Err(e);
+                }
+            }
             Ok(s)
         })();
         match res {

@@ -563,6 +563,17 @@ impl Target {
         Ok(())
     }
 
+    /// The product's checks of a managed server that answers (see
+    /// [`Product::check_serving`]); nothing for an external one.
+    pub fn check_serving(&self, endpoint: &str, pid: u32) -> Result<Option<Value>> {
+        match self.managed() {
+            Some(m) => self
+                .product
+                .check_serving(&m.ws.manifest, &m.ws.dir, endpoint, pid),
+            None => Ok(None),
+        }
+    }
+
     pub fn server_spec(&self, root: &Root, log: PathBuf, timing: Timing) -> Result<ServerSpec> {
         let m = self
             .managed()

@@ -273,6 +273,7 @@ pub fn run(ctx: &Ctx, p: Products) -> Result<Outcome> {
                 database: a.database,
                 http_port: a.http_port,
                 ports: BTreeMap::new(),
+                extra: Default::default(),
             };
             dbcmd::prepare_cmd(ctx, default()?.as_ref(), req, &a.lock)
         }

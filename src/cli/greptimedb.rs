@@ -143,6 +143,7 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
                 database: a.database,
                 http_port: a.http_port,
                 ports,
+                extra: Default::default(),
             };
             dbcmd::prepare_cmd(ctx, &p, req, &a.lock)
         }

@@ -196,6 +196,7 @@ pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
                 database: a.database,
                 http_port: a.http_port,
                 ports: BTreeMap::new(),
+                extra: Default::default(),
             };
             let mut o = dbcmd::prepare_cmd(ctx, &p, req, &a.lock)?;
             o.human.push_str(&licence_line(&o.data["manifest"]));

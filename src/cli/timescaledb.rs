@@ -20,7 +20,7 @@ use crate::lock::LockOptions;
 use crate::output::Outcome;
 use crate::platform::Platform;
 use crate::product::timescaledb::install::{self as pginstall, SearchPaths};
-use crate::product::timescaledb::{product as tsp, Mode, TimescaleDb, INSTALL_RECORD};
+use crate::product::timescaledb::{product as tsp, Durability, Mode, TimescaleDb, INSTALL_RECORD};
 use crate::product::Product;
 use crate::workspace::PrepareRequest;
 
@@ -72,6 +72,12 @@ pub struct PrepareArgs {
     /// Port on 127.0.0.1 (default 15432).
     #[arg(long, value_name = "P")]
     pub port: Option<u16>,
+    /// durable (default for a new workspace: synchronous_commit = on, wal_level = replica, as
+    /// the published comparison ran TimescaleDB) or relaxed (synchronous_commit = off,
+    /// wal_level = minimal: faster loads, not comparable with published numbers). Bound for
+    /// good; an existing workspace keeps its own.
+    #[arg(long, value_name = "D")]
+    pub durability: Option<String>,
     #[command(flatten)]
     pub lock: LockArgs,
 }
@@ -193,9 +199,25 @@ fn prepare_cmd(ctx: &Ctx, a: PrepareArgs) -> Result<Outcome> {
     let platform = Platform::host()?;
     // The installation first: TimescaleDB mode without the extension is refused before
     // anything is created.
-    let existing = crate::workspace::load(&ctx.root, &p, &a.database_id)
-        .ok()
-        .map(|w| w.manifest.version);
+    let durability = a.durability.as_deref().map(Durability::parse).transpose()?;
+    let existing_ws = crate::workspace::load(&ctx.root, &p, &a.database_id).ok();
+    // A workspace's durability is part of what it measures: never changed in place.
+    if let (Some(want), Some(w)) = (durability, &existing_ws) {
+        let have = Durability::of(&w.manifest.extra);
+        if want != have {
+            return Err(Error::invalid(format!(
+                "workspace {} was prepared with --durability {}; it cannot become {}",
+                a.database_id,
+                have.as_str(),
+                want.as_str()
+            ))
+            .with_hint(format!(
+                "a workspace never changes its durability: prepare a new one (`tsbsctl timescaledb prepare --database-id NEW --durability {}`)",
+                want.as_str()
+            )));
+        }
+    }
+    let existing = existing_ws.map(|w| w.manifest.version);
     let version = match a
         .version
         .as_deref()
@@ -226,12 +248,28 @@ fn prepare_cmd(ctx: &Ctx, a: PrepareArgs) -> Result<Outcome> {
         database: a.database,
         http_port: a.port,
         ports: Default::default(),
+        extra: [(
+            Durability::FIELD.to_string(),
+            durability.unwrap_or(Durability::Durable).as_str().into(),
+        )]
+        .into_iter()
+        .collect(),
     };
     let mut o = dbcmd::prepare_cmd(ctx, &p, req, &a.lock)?;
     let label = mode.label(&rec.version.version, rec.extension_version());
-    o.human.push_str(&format!("  {label}\n"));
+    // The manifest's product fields are flattened into it.
+    let kept = Durability::of(&o.data["manifest"].as_object().cloned().unwrap_or_default());
+    o.human.push_str(&format!(
+        "  {label}\n  durability: {}{}\n",
+        kept.as_str(),
+        match kept {
+            Durability::Durable => " (synchronous_commit = on, wal_level = replica, as published)",
+            Durability::Relaxed => " (synchronous_commit = off, wal_level = minimal: not comparable with published numbers)",
+        }
+    ));
     if let Some(obj) = o.data.as_object_mut() {
         obj.insert("label".into(), label.into());
+        obj.insert("durability".into(), kept.as_str().into());
     }
     Ok(o)
 }

@@ -217,6 +217,18 @@ pub trait Product: Send + Sync {
     ) -> Probe {
         self.readiness_probe(endpoint)
     }
+    /// Checks a managed server once it answers, before anything is measured, returning what
+    /// it found for the run's `server_settings` (PostgreSQL: the settings in force, read from
+    /// the server, and the addresses the postmaster listens on). An error stops the run.
+    fn check_serving(
+        &self,
+        _ws: &WorkspaceManifest,
+        _ws_dir: &Path,
+        _endpoint: &str,
+        _pid: u32,
+    ) -> Result<Option<Value>> {
+        Ok(None)
+    }
     /// Default startup timeout, grace period and port wait.
     fn default_timing(&self) -> Timing {
         Timing::default()

@@ -31,6 +31,9 @@ pub struct PrepareRequest {
     pub http_port: Option<u16>,
     /// Overrides of other listener ports (`grpc` -> 5001, ...).
     pub ports: BTreeMap<String, u16>,
+    /// Product fields of a new workspace, over [`Product::new_workspace_fields`] (TimescaleDB:
+    /// its durability). An existing workspace keeps its own: the product's CLI checks them.
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 /// What `prepare` did.
@@ -165,7 +168,11 @@ pub fn prepare(
                 created_at: now.clone(),
                 updated_at: now,
                 tool_version: crate::VERSION.to_string(),
-                extra: product.new_workspace_fields(&req.id),
+                extra: {
+                    let mut extra = product.new_workspace_fields(&req.id);
+                    extra.extend(req.extra.clone());
+                    extra
+                },
             };
             let mut ws = Workspace { dir, manifest: m };
             let at = ws.dir.clone();

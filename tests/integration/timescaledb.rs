@@ -534,6 +534,19 @@ fn pg_all_args<'a>(id: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     a
 }
 
+/// Whether database `db` exists on the server at 127.0.0.1:`port` (asked with `psql`).
+fn database_exists(port: u64, db: &str) -> bool {
+    let Some(bin) = pg_bin() else {
+        return false;
+    };
+    std::process::Command::new(bin.join("psql"))
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
+        .args(["-d", "postgres", "-Atc"])
+        .arg(format!("SELECT 1 FROM pg_database WHERE datname = '{db}'"))
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1")
+}
+
 /// The pids of running processes whose command line satisfies `f` (arguments joined by spaces).
 fn procs_where(f: impl Fn(&str) -> bool) -> Vec<u32> {
     let mut out = Vec::new();
@@ -555,6 +568,96 @@ fn procs_where(f: impl Fn(&str) -> bool) -> Vec<u32> {
 fn loaders_on(port: u64) -> Vec<u32> {
     let flag = format!("--port={port}");
     procs_where(|c| c.contains("emulate tsbs_load_timescaledb") && c.contains(&flag))
+}
+
+/// N1: what a person puts in `postgresql.auto.conf` (`ALTER SYSTEM`) or after the include in
+/// `postgresql.conf` does not change what runs: tsbsctl's settings are on the command line,
+/// the summary shows them as read from the server (durable by default), and the postmaster
+/// listens on 127.0.0.1 only. An `ALTER ROLE ... SET` that would change a setting for the
+/// benchmark's sessions stops the run with exit 4 naming it.
+#[test]
+fn the_settings_in_force_are_the_workspaces_or_the_run_stops() {
+    let Some(w) = pg_world("the_settings_in_force") else {
+        return;
+    };
+    let env = &w.gt.env;
+    let m = prepare_pg(env, "ps")["data"]["manifest"].clone();
+    assert_eq!(m["durability"], "durable", "{m:#}");
+    let port = m["ports"]["postgres"].as_u64().unwrap();
+    let data = ws_dir(env, "ps").join("data");
+    let append = |file: &str, text: &str| {
+        let p = data.join(file);
+        let mut t = std::fs::read_to_string(&p).unwrap();
+        t.push_str(text);
+        std::fs::write(&p, t).unwrap();
+    };
+    append(
+        "postgresql.auto.conf",
+        "listen_addresses = '*'\nsynchronous_commit = off\nwork_mem = '1MB'\n",
+    );
+    append("postgresql.conf", "\nfsync = off\nmax_connections = 20\n");
+    let r = env.run(&pg_all_args("ps", &[]));
+    r.ok();
+    let dir = crate::world::run_dir(&r);
+    let s = crate::world::summary(&dir);
+    assert_eq!(s["status"], "completed", "{s:#}");
+    let st = &s["server_settings"];
+    assert_eq!(
+        st["listening"],
+        json!([format!("127.0.0.1:{port}")]),
+        "{st:#}"
+    );
+    for (name, value) in [
+        ("synchronous_commit", "on"),
+        ("listen_addresses", "127.0.0.1"),
+        ("work_mem", "64MB"),
+        ("fsync", "on"),
+        ("max_connections", "100"),
+        ("wal_level", "replica"),
+    ] {
+        assert_eq!(st["effective"][name]["value"], value, "{name}: {st:#}");
+        assert_eq!(st["effective"][name]["source"], "command line", "{name}");
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("- Durability: **durable**"), "{md}");
+    assert!(md.contains("`synchronous_commit = on`"), "{md}");
+    assert!(md.contains("`listen_addresses = 127.0.0.1`"), "{md}");
+    assert!(
+        md.contains(&format!("listening on 127.0.0.1:{port}")),
+        "{md}"
+    );
+
+    // A role setting that applies to the benchmark's sessions: exit 4, named.
+    let mut bg = Bg::spawn(env, &["timescaledb", "serve", "--database-id", "ps"]);
+    let psql = pg_bin().unwrap().join("psql");
+    let port_s = port.to_string();
+    let alter = |sql: &str| {
+        std::process::Command::new(&psql)
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port_s,
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+            ])
+            .args(["-Atc", sql])
+            .output()
+            .unwrap()
+    };
+    bg.wait_serving(|| alter("SELECT 1").status.success());
+    assert!(alter("ALTER ROLE postgres SET work_mem = '1MB'")
+        .status
+        .success());
+    bg.interrupt().code(130);
+    let mut q = pg_all_args("ps", &[]);
+    q[2] = "query";
+    let r = env.run(&q);
+    r.code(4)
+        .says("runs with settings that are not the workspace's")
+        .says("work_mem=1MB (role postgres: ALTER ROLE ... SET)");
 }
 
 /// PostgreSQL's FATAL ends one client session, not the server: 20 `psql` connections to a
@@ -664,7 +767,13 @@ fn a_tsbsctl_killed_mid_load_leaves_no_postgres_and_the_next_all_recovers() {
     let mut bg = Bg::spawn(env, &args);
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
     loop {
-        if !loaders_on(port).is_empty() && !postgres_under(&dir).is_empty() {
+        // Mid-load: the loader has created the database (with durable commits and
+        // wal_level=replica, CREATE DATABASE copies the template through the WAL: it takes a
+        // while after the loader starts).
+        if !loaders_on(port).is_empty()
+            && !postgres_under(&dir).is_empty()
+            && database_exists(port, "benchmark")
+        {
             break;
         }
         if let Some(st) = bg.child.as_mut().unwrap().try_wait().unwrap() {

@@ -66,7 +66,8 @@ fn start_and_wait(
     port: u16,
     log_path: &std::path::Path,
 ) -> Guard {
-    let cmd = server::server_command(inst, layout, run_as);
+    let text = std::fs::read_to_string(layout.data_dir.join(server::CONFIG_NAME)).unwrap();
+    let cmd = server::server_command(inst, layout, run_as, &server::config_assignments(&text));
     let log = std::fs::File::create(log_path).unwrap();
     let mut c = std::process::Command::new(&cmd.program);
     c.args(&cmd.args)
@@ -147,7 +148,7 @@ fn managed_server_as_nobody_when_root() {
     let port = free_port();
     let settings = Settings {
         shared_buffers: "128MB".into(),
-        ..Settings::bench(port, &layout.socket_dir, false)
+        ..Settings::bench(port, &layout.socket_dir, false, super::Durability::Durable)
     };
     let rendered = server::render_config(&settings, "pg-nobody", "x", "test").unwrap();
     server::install_config(&layout.data_dir, &rendered, &nobody).unwrap();
@@ -193,7 +194,7 @@ fn managed_server_full_cycle_on_real_postgresql() {
     );
 
     let port = free_port();
-    let settings = Settings::bench(port, &layout.socket_dir, false);
+    let settings = Settings::bench(port, &layout.socket_dir, false, super::Durability::Durable);
     // This machine may be small: the real run's 1 GB of shared buffers is not the point here.
     let settings = Settings {
         shared_buffers: "128MB".into(),

@@ -29,6 +29,52 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+/// How a managed server commits, bound at `prepare --durability` (default `durable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// As the published GreptimeDB-vs-TimescaleDB comparison ran TimescaleDB
+    /// (`timescaledb-tune` defaults): `synchronous_commit = on`, `wal_level = replica`.
+    Durable,
+    /// Faster loads, not comparable with published numbers: `synchronous_commit = off`,
+    /// `wal_level = minimal` (fsync stays on). Workspaces made before the choice existed
+    /// have these settings.
+    Relaxed,
+}
+
+impl Durability {
+    /// The manifest field a workspace records it in.
+    pub const FIELD: &'static str = "durability";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Durable => "durable",
+            Durability::Relaxed => "relaxed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Durability> {
+        match s {
+            "durable" => Ok(Durability::Durable),
+            "relaxed" => Ok(Durability::Relaxed),
+            other => Err(Error::invalid(format!(
+                "unknown durability {other:?}: expected durable or relaxed"
+            ))
+            .with_hint(
+                "use --durability durable (the published settings) or --durability relaxed",
+            )),
+        }
+    }
+
+    /// A workspace's: recorded, else `relaxed` (what every workspace had before the field).
+    pub fn of(extra: &serde_json::Map<String, serde_json::Value>) -> Durability {
+        match extra.get(Self::FIELD).and_then(|v| v.as_str()) {
+            Some("durable") => Durability::Durable,
+            _ => Durability::Relaxed,
+        }
+    }
+}
+
 /// Which server a workspace benchmarks, bound at `prepare --mode` (default `timescaledb`).
 /// Named honestly: plain PostgreSQL is never reported as TimescaleDB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -172,6 +172,7 @@ impl TimescaleDb {
             port,
             &Layout::in_dir(dir).socket_dir,
             self.mode == Mode::Timescaledb,
+            super::Durability::of(&ws.extra),
         )
     }
 }
@@ -310,7 +311,12 @@ impl Product for TimescaleDb {
         let cfg = dir.join(CONFIG_FILE);
         let text = std::fs::read_to_string(&cfg).map_err(|e| Error::io("read", &cfg, e))?;
         pg::install_config(&layout.data_dir, &text, &run_as)?;
-        Ok(pg::server_command(&inst, &layout, &run_as))
+        Ok(pg::server_command(
+            &inst,
+            &layout,
+            &run_as,
+            &pg::config_assignments(&text),
+        ))
     }
     /// PostgreSQL's log: FATAL ends a session, only PANIC or a dead server process fails.
     fn log_rules(&self) -> crate::logscan::LogRules {
@@ -354,6 +360,77 @@ impl Product for TimescaleDb {
             }
             _ => self.readiness_probe(endpoint),
         }
+    }
+    /// The settings in force are the workspace's (N1): each setting of its file must come from
+    /// the command line tsbsctl gave (so nothing in `postgresql.conf` after the include, nor
+    /// `postgresql.auto.conf`, won), no `ALTER DATABASE/ROLE ... SET` may change one for the
+    /// benchmark's sessions, and the postmaster must listen on 127.0.0.1 only. Exit 4 naming
+    /// every difference; else the settings as read, with their source, for the run.
+    fn check_serving(
+        &self,
+        ws: &WorkspaceManifest,
+        ws_dir: &Path,
+        endpoint: &str,
+        pid: u32,
+    ) -> Result<Option<Value>> {
+        let cfg = ws_dir.join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&cfg).map_err(|e| Error::io("read", &cfg, e))?;
+        let want = pg::config_assignments(&text);
+        let mut names: Vec<String> = want.iter().map(|(n, _)| n.clone()).collect();
+        names.extend(sql::REPORTED_SETTINGS.iter().map(|s| s.to_string()));
+        names.sort();
+        names.dedup();
+        let admin = target_of(endpoint)?.with_db(ADMIN_DB);
+        let (db, q_names) = (ws.database.clone(), names.clone());
+        let (in_force, overrides) = on_thread(move || {
+            let mut c = sql::connect(&admin, sql::TIMEOUT)?;
+            let f = sql::settings_in_force(&mut c, &q_names)?;
+            let o = sql::db_role_overrides(&mut c, &q_names, &db, pg::SUPERUSER)?;
+            Ok((f, o))
+        })?;
+        let mut wrong = Vec::new();
+        for (name, value) in &want {
+            match in_force.get(&name.to_lowercase()) {
+                Some(f) if f.source == "command line" => {}
+                Some(f) => wrong.push(format!(
+                    "{name} = {} from the {}, not the workspace's {value}",
+                    f.value, f.source
+                )),
+                None => wrong.push(format!("{name} is not in pg_settings")),
+            }
+        }
+        for o in &overrides {
+            wrong.push(format!("{o} changes a workspace setting"));
+        }
+        let listening = crate::proc::tcp_listeners(pid).ok();
+        if let Some(l) = &listening {
+            let open: Vec<String> = l
+                .iter()
+                .filter(|a| a.ip() != std::net::Ipv4Addr::LOCALHOST)
+                .map(|a| a.to_string())
+                .collect();
+            if !open.is_empty() {
+                wrong.push(format!(
+                    "the server listens on {} (only 127.0.0.1 is allowed)",
+                    open.join(", ")
+                ));
+            }
+        }
+        if !wrong.is_empty() {
+            return Err(Error::integrity(format!(
+                "PostgreSQL of workspace {} runs with settings that are not the workspace's: {}",
+                ws.database_id,
+                wrong.join("; ")
+            ))
+            .with_hint(
+                "remove them (`ALTER DATABASE ... RESET name`, `ALTER ROLE ... RESET name`, or the lines in the data directory's postgresql.conf or postgresql.auto.conf), or prepare a new workspace",
+            ));
+        }
+        Ok(Some(json!({
+            "effective": in_force,
+            "effective_source": "pg_settings, read once the server answered",
+            "listening": listening.map(|l| l.iter().map(|a| a.to_string()).collect::<Vec<_>>()),
+        })))
     }
     /// SIGINT is PostgreSQL's fast shutdown (SIGTERM waits for every client to leave).
     fn default_timing(&self) -> Timing {

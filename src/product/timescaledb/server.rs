@@ -313,6 +313,8 @@ pub struct Settings {
     pub socket_dir: PathBuf,
     /// `shared_preload_libraries = 'timescaledb'`: only in TimescaleDB mode.
     pub timescaledb: bool,
+    /// Commit and WAL settings (`synchronous_commit`, `wal_level`).
+    pub durability: super::Durability,
     pub max_connections: u32,
     pub shared_buffers: String,
     pub effective_cache_size: String,
@@ -327,11 +329,17 @@ pub struct Settings {
 
 impl Settings {
     /// The settings of the real run (2 CPUs, 23 GiB).
-    pub fn bench(port: u16, socket_dir: &Path, timescaledb: bool) -> Settings {
+    pub fn bench(
+        port: u16,
+        socket_dir: &Path,
+        timescaledb: bool,
+        durability: super::Durability,
+    ) -> Settings {
         Settings {
             port,
             socket_dir: socket_dir.to_path_buf(),
             timescaledb,
+            durability,
             max_connections: 100,
             shared_buffers: "1GB".into(),
             effective_cache_size: "8GB".into(),
@@ -409,14 +417,63 @@ pub fn install_config(data_dir: &Path, rendered: &str, run_as: &RunAs) -> Result
     Ok(path)
 }
 
-/// The foreground server: `postgres -D <data>` as the server's user (exec'd, see
-/// [`RunAs::wrap_exec`]). The settings come from the included file; stop it with
-/// [`STOP_SIGNAL`].
-pub fn server_command(inst: &PgInstallation, layout: &Layout, run_as: &RunAs) -> ServerCommand {
-    let cmd = run_as.wrap_exec(
-        &inst.binary("postgres"),
-        &["-D".to_string(), layout.data_dir.display().to_string()],
-    );
+/// The `name = value` assignments of a settings file, in order, string values unquoted
+/// (`'a''b'` is `a'b`), comments and `include` lines left out.
+pub fn config_assignments(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let Some((name, rest)) = line.split_once('=') else {
+            continue;
+        };
+        let name = name.trim();
+        if name.is_empty() || name.starts_with('#') || name.contains(char::is_whitespace) {
+            continue;
+        }
+        let rest = rest.trim_start();
+        let value = if let Some(quoted) = rest.strip_prefix('\'') {
+            let mut v = String::new();
+            let mut chars = quoted.chars().peekable();
+            while let Some(c) = chars.next() {
+                if c == '\'' {
+                    if chars.peek() == Some(&'\'') {
+                        chars.next();
+                        v.push('\'');
+                        continue;
+                    }
+                    break;
+                }
+                v.push(c);
+            }
+            v
+        } else {
+            rest.split(|c: char| c.is_whitespace() || c == '#')
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        };
+        out.push((name.to_string(), value));
+    }
+    out
+}
+
+/// The foreground server: `postgres -D <data> -c name=value ...` as the server's user
+/// (exec'd, see [`RunAs::wrap_exec`]); stop it with [`STOP_SIGNAL`]. Every setting of the
+/// workspace's file is also passed with `-c`: the command line wins over `postgresql.conf`,
+/// whatever follows the include, and `postgresql.auto.conf` (`ALTER SYSTEM`), so the settings
+/// recorded are the settings in force.
+pub fn server_command(
+    inst: &PgInstallation,
+    layout: &Layout,
+    run_as: &RunAs,
+    settings: &[(String, String)],
+) -> ServerCommand {
+    let mut args = vec!["-D".to_string(), layout.data_dir.display().to_string()];
+    for (name, value) in settings {
+        args.push("-c".into());
+        args.push(format!("{name}={value}"));
+    }
+    let cmd = run_as.wrap_exec(&inst.binary("postgres"), &args);
     ServerCommand {
         program: cmd.program,
         args: cmd.args,
@@ -568,6 +625,7 @@ pub fn clear_stale_socket_locks(socket_dir: &Path) -> Result<Vec<PathBuf>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Durability;
     use super::*;
 
     const FIX: &str = concat!(
@@ -615,7 +673,8 @@ mod tests {
             initdb_command(&inst(), &layout, &RunAs::Current).display(),
             "/usr/lib/postgresql/15/bin/initdb -D /srv/bench/data -U postgres --auth=trust -E UTF8 --locale=C --no-instructions"
         );
-        let s = server_command(&inst(), &layout, &pg);
+        let set = config_assignments("port = 15432\nunix_socket_directories = '/s/it''s'\n");
+        let s = server_command(&inst(), &layout, &pg, &set);
         assert_eq!(s.program, PathBuf::from("setpriv"));
         assert_eq!(
             s.args,
@@ -626,7 +685,11 @@ mod tests {
                 "--pdeathsig=keep",
                 "/usr/lib/postgresql/15/bin/postgres",
                 "-D",
-                "/srv/bench/data"
+                "/srv/bench/data",
+                "-c",
+                "port=15432",
+                "-c",
+                "unix_socket_directories=/s/it's"
             ]
         );
         assert_eq!(
@@ -644,7 +707,12 @@ mod tests {
     /// preload only in TimescaleDB mode.
     #[test]
     fn rendered_config_has_the_reference_settings() {
-        let s = Settings::bench(15432, Path::new("/srv/bench/sock"), false);
+        let s = Settings::bench(
+            15432,
+            Path::new("/srv/bench/sock"),
+            false,
+            Durability::Relaxed,
+        );
         let plain =
             render_config(&s, "pg-1", "PostgreSQL 15.18 (no TimescaleDB)", "0.1.0").unwrap();
         let settings = |text: &str| -> std::collections::BTreeMap<String, String> {
@@ -663,7 +731,12 @@ mod tests {
         assert!(!got.contains_key("shared_preload_libraries"));
         assert!(plain.contains("PostgreSQL 15.18 (no TimescaleDB)"));
         let ts = render_config(
-            &Settings::bench(15432, Path::new("/srv/bench/sock"), true),
+            &Settings::bench(
+                15432,
+                Path::new("/srv/bench/sock"),
+                true,
+                Durability::Relaxed,
+            ),
             "pg-1",
             "TimescaleDB",
             "0.1.0",
@@ -677,7 +750,7 @@ mod tests {
         );
         // A quote in a path cannot end the literal.
         let odd = render_config(
-            &Settings::bench(1, Path::new("/tmp/it's"), false),
+            &Settings::bench(1, Path::new("/tmp/it's"), false, Durability::Durable),
             "x",
             "x",
             "x",
@@ -686,6 +759,54 @@ mod tests {
         assert!(
             odd.contains("unix_socket_directories = '/tmp/it''s'"),
             "{odd}"
+        );
+    }
+
+    /// The default: durable commits as published; the relaxed settings only when chosen.
+    /// Every assignment of a rendered file goes to the command line, unquoted.
+    #[test]
+    fn durable_by_default_and_every_setting_on_the_command_line() {
+        let durable = render_config(
+            &Settings::bench(
+                15432,
+                Path::new("/srv/bench/sock"),
+                false,
+                Durability::Durable,
+            ),
+            "pg-1",
+            "x",
+            "0.1.0",
+        )
+        .unwrap();
+        let set: std::collections::BTreeMap<String, String> =
+            config_assignments(&durable).into_iter().collect();
+        assert_eq!(set["synchronous_commit"], "on");
+        assert_eq!(set["wal_level"], "replica");
+        assert_eq!(set["fsync"], "on");
+        assert!(!set.contains_key("max_wal_senders"), "{durable}");
+        assert_eq!(set["listen_addresses"], "127.0.0.1");
+        assert_eq!(set["unix_socket_directories"], "/srv/bench/sock");
+        let relaxed = render_config(
+            &Settings::bench(
+                15432,
+                Path::new("/srv/bench/sock"),
+                false,
+                Durability::Relaxed,
+            ),
+            "pg-1",
+            "x",
+            "0.1.0",
+        )
+        .unwrap();
+        let set: std::collections::BTreeMap<String, String> =
+            config_assignments(&relaxed).into_iter().collect();
+        assert_eq!(set["synchronous_commit"], "off");
+        assert_eq!(set["wal_level"], "minimal");
+        assert_eq!(set["max_wal_senders"], "0");
+        // Comments, includes and trailing comments are not settings.
+        assert_eq!(
+            config_assignments("# a = 1\ninclude 'x.conf'\nb = 2 # two\nc='x # y'\n"),
+            [("b".into(), "2".into()), ("c".into(), "x # y".into())]
         );
     }
 

@@ -241,6 +241,27 @@ pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// Settings recorded as read from the server whether or not the workspace sets them: what
+/// decides durability, memory and parallelism.
+pub const REPORTED_SETTINGS: [&str; 16] = [
+    "synchronous_commit",
+    "fsync",
+    "full_page_writes",
+    "wal_level",
+    "wal_compression",
+    "shared_buffers",
+    "work_mem",
+    "effective_cache_size",
+    "maintenance_work_mem",
+    "max_connections",
+    "max_worker_processes",
+    "max_parallel_workers",
+    "max_parallel_workers_per_gather",
+    "jit",
+    "shared_preload_libraries",
+    "listen_addresses",
+];
+
 /// What a server is, before tsbsctl uses it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerProbe {
@@ -255,6 +276,10 @@ pub struct ServerProbe {
     /// when the user may not read that setting (only superusers and `pg_read_all_settings`
     /// may: PostgreSQL hides it from `pg_settings` for others).
     pub timescaledb_preloaded: Option<bool>,
+    /// [`REPORTED_SETTINGS`] as this user reads them in force (durability, memory,
+    /// parallelism): what an external server ran with.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub settings: std::collections::BTreeMap<String, InForce>,
 }
 
 pub fn probe(t: &Target, timeout: Duration) -> Result<ServerProbe> {
@@ -282,7 +307,10 @@ pub fn probe_client(c: &mut Client) -> Result<ServerProbe> {
             &[],
         )
         .map_err(|e| q("could not list the available extensions", e))?;
+    let names: Vec<String> = REPORTED_SETTINGS.iter().map(|s| s.to_string()).collect();
+    let settings = settings_in_force(c, &names)?;
     Ok(ServerProbe {
+        settings,
         server_version: row.get(0),
         server_version_num: row.get::<_, i32>(1) as u32,
         timescaledb_available: ext.and_then(|r| r.get::<_, Option<String>>(0)),
@@ -291,6 +319,86 @@ pub fn probe_client(c: &mut Client) -> Result<ServerProbe> {
                 .any(|l| l.trim().trim_matches('"') == "timescaledb")
         }),
     })
+}
+
+/// One setting as the server has it in force.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InForce {
+    /// `current_setting(name)`: with its unit, as `SHOW` prints it (`64MB`, `on`).
+    pub value: String,
+    /// `pg_settings.source`: `command line`, `configuration file`, `default`, `database`, ...
+    pub source: String,
+}
+
+/// The settings among `names` that this session sees in force (`pg_settings`: it reflects
+/// the command line, the config files, `ALTER SYSTEM` and the session's database and role).
+/// Settings the user may not read are absent. Names are case-insensitive (`TimeZone`): the
+/// map's keys are lower case.
+pub fn settings_in_force(
+    c: &mut Client,
+    names: &[String],
+) -> Result<std::collections::BTreeMap<String, InForce>> {
+    let lower: Vec<String> = names.iter().map(|n| n.to_lowercase()).collect();
+    let rows = c
+        .query(
+            "SELECT lower(name), current_setting(name), source FROM pg_settings \
+             WHERE lower(name) = ANY($1)",
+            &[&lower],
+        )
+        .map_err(|e| q("could not read pg_settings", e))?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            (
+                r.get::<_, String>(0),
+                InForce {
+                    value: r.get(1),
+                    source: r.get(2),
+                },
+            )
+        })
+        .collect())
+}
+
+/// `ALTER DATABASE ... SET` and `ALTER ROLE ... SET` entries that set one of `names` for the
+/// sessions of database `db` as `role`: each as
+/// `name=value (database D, role R)`. They win over the command line in the sessions they
+/// apply to, so a session of another database would not see them in `pg_settings`.
+pub fn db_role_overrides(
+    c: &mut Client,
+    names: &[String],
+    db: &str,
+    role: &str,
+) -> Result<Vec<String>> {
+    let rows = c
+        .query(
+            "SELECT coalesce(d.datname, ''), coalesce(r.rolname, ''), cfg \
+             FROM pg_db_role_setting s \
+             LEFT JOIN pg_database d ON d.oid = s.setdatabase \
+             LEFT JOIN pg_roles r ON r.oid = s.setrole, unnest(s.setconfig) AS cfg",
+            &[],
+        )
+        .map_err(|e| q("could not read pg_db_role_setting", e))?;
+    let mut out = Vec::new();
+    for r in rows {
+        let (d, r, cfg): (String, String, String) = (r.get(0), r.get(1), r.get(2));
+        let name = cfg.split('=').next().unwrap_or_default().to_lowercase();
+        // Only entries that apply to the benchmark's sessions (empty: every database/role).
+        let applies = (d.is_empty() || d == db) && (r.is_empty() || r == role);
+        if !applies || !names.iter().any(|n| n.to_lowercase() == name) {
+            continue;
+        }
+        let (db, role) = (d, r);
+        let scope = match (db.is_empty(), role.is_empty()) {
+            (false, false) => {
+                format!("database {db}, role {role}: ALTER ROLE ... IN DATABASE ... SET")
+            }
+            (false, true) => format!("database {db}: ALTER DATABASE ... SET"),
+            _ => format!("role {role}: ALTER ROLE ... SET"),
+        };
+        out.push(format!("{cfg} ({scope})"));
+    }
+    Ok(out)
 }
 
 /// `SELECT count(*) FROM <table>`.
