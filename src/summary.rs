@@ -70,6 +70,10 @@ pub struct RunSummary {
     pub failures: Vec<Failure>,
     pub warnings: Vec<Warning>,
     pub not_started: Vec<String>,
+    /// What the product's runner leaves out of each query type's statistics, and why (absent
+    /// in summaries written before it was said, and in runs without queries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded_from_statistics: Option<String>,
     pub error: Option<RunError>,
 }
 
@@ -806,6 +810,10 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         query_counts: q.query_counts.clone(),
         path: q.query_set_path.clone(),
     });
+    let excluded_from_statistics = (!queries.is_empty())
+        .then(|| crate::product::resolve(&m.product, m.edition.as_deref()).ok())
+        .flatten()
+        .map(|p| p.statistics_exclusion().to_string());
     Ok(RunSummary {
         schema_version: SCHEMA_VERSION,
         kind: "run-summary".into(),
@@ -872,6 +880,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         failures,
         warnings,
         not_started: not_started(m, &steps),
+        excluded_from_statistics,
         error: m.error.clone(),
     })
 }

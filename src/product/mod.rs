@@ -307,13 +307,19 @@ pub trait Product: Send + Sync {
         Ok(None)
     }
     /// The runner's own connection flags for `urls`, for a query file of `queries` queries
-    /// (set as [`crate::tsbs::QueryTarget::connection`]). `None`: `--urls=`.
+    /// run by `workers` workers (set as [`crate::tsbs::QueryTarget::connection`]). `None`:
+    /// `--urls=`.
     fn query_connection(
         &self,
         _urls: &[String],
         _queries: Option<u64>,
+        _workers: u32,
     ) -> Result<Option<Vec<crate::tsbs::ToolArg>>> {
         Ok(None)
+    }
+    /// What the runner leaves out of a query type's statistics, and why, for summary.md.
+    fn statistics_exclusion(&self) -> &'static str {
+        "Nothing: every query in the file is in these statistics, the first query of each worker included (it also sets up the worker's HTTP connection; this runner has no burn-in)."
     }
     /// After an unsynced load (`--no-sync`), how long writes may sit unpersisted before a
     /// row count sees them (`None`: the product has no such acknowledgement).

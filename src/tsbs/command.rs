@@ -860,7 +860,7 @@ mod tests {
             "{a:?}"
         );
         let mut target = p.query_target(&Default::default());
-        target.connection = p.query_connection(&urls, Some(10)).unwrap();
+        target.connection = p.query_connection(&urls, Some(10), 1).unwrap();
         let c = query_command(&QuerySpec {
             binary: "/t/bin/tsbs_run_queries_timescaledb".into(),
             target,
@@ -885,7 +885,7 @@ mod tests {
         assert!(!a.iter().any(|x| x.starts_with("--urls")), "{a:?}");
         // One query: nothing to burn in.
         assert!(
-            p.query_connection(&["http://h:1".into()], Some(1))
+            p.query_connection(&["http://h:1".into()], Some(1), 1)
                 .unwrap()
                 .unwrap()
                 .len()

@@ -443,3 +443,11 @@ impl Drop for Bg {
         }
     }
 }
+
+/// Says a test did not run, and why, where a person reads the suite's output: on the real
+/// standard error, which the test harness does not capture (`eprintln!` is captured, and
+/// shown only for failing tests).
+pub fn skip(test: &str, why: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "SKIP {test}: {why}");
+}

@@ -50,7 +50,10 @@ impl Bench<'_> {
                 auth_token: auth.clone(),
                 ..ToolOptions::default()
             });
-            target.connection = self.target.product.query_connection(&urls, queries)?;
+            target.connection = self
+                .target
+                .product
+                .query_connection(&urls, queries, workers)?;
             let spec = tsbs::QuerySpec {
                 binary: binary.clone(),
                 target,

@@ -239,7 +239,8 @@ fn managed_server_full_cycle_on_real_postgresql() {
             row.get::<_, String>(1),
             row.get::<_, String>(2)
         ),
-        ("127.0.0.1".into(), "off".into(), "minimal".into())
+        // Durable by default: WAL for replicas, as published.
+        ("127.0.0.1".into(), "off".into(), "replica".into())
     );
     assert!(!sql::database_exists(&mut a, "benchmark").unwrap());
     a.batch_execute("CREATE DATABASE benchmark").unwrap();

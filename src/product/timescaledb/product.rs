@@ -384,7 +384,25 @@ impl Product for TimescaleDb {
         let (db, q_names) = (ws.database.clone(), names.clone());
         let (in_force, overrides) = on_thread(move || {
             let mut c = sql::connect(&admin, sql::TIMEOUT)?;
-            let f = sql::settings_in_force(&mut c, &q_names)?;
+            let mut f = sql::settings_in_force(&mut c, &q_names)?;
+            // An extension's settings (`timescaledb.telemetry_level`) stay placeholders in a
+            // database without the extension: read their value, their source is not kept.
+            for n in q_names.iter().filter(|n| n.contains('.')) {
+                let key = n.to_lowercase();
+                if f.contains_key(&key) {
+                    continue;
+                }
+                if let Some(value) = sql::placeholder_value(&mut c, n)? {
+                    let source = "placeholder (the extension defines it where it is loaded)";
+                    f.insert(
+                        key,
+                        sql::InForce {
+                            value,
+                            source: source.into(),
+                        },
+                    );
+                }
+            }
             let o = sql::db_role_overrides(&mut c, &q_names, &db, pg::SUPERUSER)?;
             Ok((f, o))
         })?;
@@ -392,6 +410,8 @@ impl Product for TimescaleDb {
         for (name, value) in &want {
             match in_force.get(&name.to_lowercase()) {
                 Some(f) if f.source == "command line" => {}
+                // A placeholder's source is not kept: its value must be the workspace's.
+                Some(f) if f.source.starts_with("placeholder") && &f.value == value => {}
                 Some(f) => wrong.push(format!(
                     "{name} = {} from the {}, not the workspace's {value}",
                     f.value, f.source
@@ -617,13 +637,16 @@ impl Product for TimescaleDb {
             ToolArg::Flag("user", t.user),
         ]))
     }
-    /// `--hosts=H --port=P`, and with two or more queries `--burn-in=1 --max-queries=N`: the
-    /// first query (which pays the connection setup, 3-7 ms) runs uncounted, so N-1 of the
-    /// file's N queries are measured.
+    /// `--hosts=H --port=P`, and with more queries than workers `--burn-in=W --max-queries=N`
+    /// for W workers: each worker's first query (which pays its connection setup, 3-7 ms)
+    /// runs uncounted, so N-W of the file's N queries are measured. The runner skips the
+    /// first W queries to finish, whichever worker ran them: one per worker whenever no
+    /// worker finishes two before another finishes one (each pays its setup first).
     fn query_connection(
         &self,
         urls: &[String],
         queries: Option<u64>,
+        workers: u32,
     ) -> Result<Option<Vec<ToolArg>>> {
         let t = one_target(urls)?;
         let mut a = vec![
@@ -631,12 +654,16 @@ impl Product for TimescaleDb {
             ToolArg::Flag("port", t.port.to_string()),
             ToolArg::Flag("user", t.user),
         ];
-        if let Some(n) = queries.filter(|n| *n >= 2) {
-            let b = super::tsbs::BurnIn::new(1, n)?;
+        let w = u64::from(workers.max(1));
+        if let Some(n) = queries.filter(|n| *n > w) {
+            let b = super::tsbs::BurnIn::new(w, n)?;
             a.push(ToolArg::Flag("burn-in", b.burn_in.to_string()));
             a.push(ToolArg::Flag("max-queries", b.max_queries.to_string()));
         }
         Ok(Some(a))
+    }
+    fn statistics_exclusion(&self) -> &'static str {
+        "The first query of each query worker (`--burn-in` = the query workers, on the runner's command line in each query log): it pays the worker's connection setup (3-7 ms), which would otherwise land in sub-millisecond latencies. A type whose file has no more queries than workers runs without a burn-in, its setup included."
     }
     /// The password in the environment only (the user comes with the connection flags).
     fn query_target(&self, o: &ToolOptions) -> QueryTarget {
@@ -999,7 +1026,7 @@ mod tests {
         ] {
             let urls = vec![endpoint];
             let mut target = p.query_target(&o);
-            target.connection = p.query_connection(&urls, Some(10)).unwrap();
+            target.connection = p.query_connection(&urls, Some(10), 1).unwrap();
             let c = crate::tsbs::query_command(&crate::tsbs::QuerySpec {
                 binary: "/t/bin/tsbs_run_queries_timescaledb".into(),
                 target,
@@ -1017,6 +1044,25 @@ mod tests {
             assert_eq!(c.secret_env_keys(), ["PGPASSWORD"]);
             assert!(!c.redacted().contains("s3cret"));
         }
+        // One burn-in query per worker (audit 6); none when the file has no more queries.
+        let flags = |queries, workers| {
+            p.query_connection(
+                &["postgres://postgres@127.0.0.1:1/b".into()],
+                Some(queries),
+                workers,
+            )
+            .unwrap()
+            .unwrap()
+            .iter()
+            .filter_map(|a| match a {
+                ToolArg::Flag(k, v) if k.contains('-') => Some(format!("--{k}={v}")),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(flags(10, 4), ["--burn-in=4", "--max-queries=10"]);
+        assert_eq!(flags(4, 4), Vec::<String>::new());
+        assert_eq!(flags(2, 1), ["--burn-in=1", "--max-queries=2"]);
     }
 
     /// External URLs: what `--url` may be (exit 2 otherwise, the URL never quoted), and the

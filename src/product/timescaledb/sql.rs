@@ -360,6 +360,16 @@ pub fn settings_in_force(
         .collect())
 }
 
+/// The value of a setting `pg_settings` does not list: an extension's (`timescaledb.*`) is
+/// only a placeholder until a session loads the extension, and placeholders are not listed,
+/// though `current_setting` answers. `None` when the server knows no such setting.
+pub fn placeholder_value(c: &mut Client, name: &str) -> Result<Option<String>> {
+    let row = c
+        .query_one("SELECT current_setting($1, true)", &[&name])
+        .map_err(|e| q(&format!("could not read the setting {name}"), e))?;
+    Ok(row.get::<_, Option<String>>(0))
+}
+
 /// `ALTER DATABASE ... SET` and `ALTER ROLE ... SET` entries that set one of `names` for the
 /// sessions of database `db` as `role`: each as
 /// `name=value (database D, role R)`. They win over the command line in the sessions they
