@@ -267,6 +267,12 @@ fn an_external_server_with_a_password() {
         "{md}"
     );
     let m = read_json(&dir.join("manifest.json"));
+    // The settings that decide durability, memory and parallelism, as this user reads them
+    // in force (the serving workspace is durable by default, from its command line).
+    let set = &m["target"]["probe"]["servers"][0]["details"]["settings"];
+    assert_eq!(set["synchronous_commit"]["value"], "on", "{set:#}");
+    assert_eq!(set["wal_level"]["value"], "replica", "{set:#}");
+    assert!(set["shared_buffers"]["source"].is_string(), "{set:#}");
     assert_eq!(m["flags"]["password_env"], VAR);
     assert_eq!(m["flags"]["mode"], "postgresql");
     assert_eq!(m["flags"]["urls"], json!([url]));
