@@ -93,7 +93,7 @@ pub fn check_compression(target: &Target, ds: &Dataset, req: &Request) -> Result
     if !ds.stored {
         return Ok(());
     }
-    let format = target.product.data_format();
+    let format = target.product.data_format().name;
     if let Some(m) = dataset::read_format_manifest(&ds.format_dir(format))? {
         if m.status == dataset::VariantStatus::Completed && m.compression != Some(want) {
             return Err(Error::invalid(format!(
@@ -120,7 +120,7 @@ pub fn check_binding_content(target: &Target, ds: &Dataset, req: &Request) -> Re
         return Ok(());
     }
     // The binding records the variant the product loads; another format's content differs.
-    let format = target.product.data_format();
+    let format = target.product.data_format().name;
     let Some(m) = dataset::read_format_manifest(&ds.format_dir(format))? else {
         return Ok(());
     };
@@ -145,7 +145,7 @@ pub fn check_disk(
 ) -> Result<()> {
     let mut needs: Vec<Need> = Vec::new();
     if phase.loads() {
-        let format = target.product.data_format();
+        let format = target.product.data_format().name;
         let done = ds.stored
             && dataset::read_format_manifest(&ds.format_dir(format))?
                 .is_some_and(|m| m.status == dataset::VariantStatus::Completed);

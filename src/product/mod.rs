@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::dataset::{DataFormat, RowLayout, RowLine};
 use crate::download::Downloader;
 use crate::error::{Error, Result};
 use crate::paths::Root;
@@ -229,9 +230,9 @@ pub trait Product: Send + Sync {
     /// The TSBS loader and query runner of this product (`<tsbs>/bin/<name>`).
     fn tsbs_loader(&self) -> &'static str;
     fn tsbs_runner(&self) -> &'static str;
-    /// The data format the loader reads (`tsbs_generate_data --format`).
-    fn data_format(&self) -> &'static str {
-        "influx"
+    /// The data format the loader reads (`tsbs_generate_data --format`) and its row layout.
+    fn data_format(&self) -> DataFormat {
+        DataFormat::Influx
     }
     /// The query format its runner reads.
     fn query_format(&self) -> crate::queryset::QueryFormat;
@@ -528,18 +529,32 @@ pub fn all() -> &'static [Entry] {
 
 /// The data formats the products' loaders read, each once, in registry order: the formats
 /// `data generate` may write.
-pub fn data_formats() -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
+pub fn data_formats() -> Vec<DataFormat> {
+    let mut out: Vec<DataFormat> = Vec::new();
     for f in all()
         .iter()
         .filter_map(|e| (e.make)(None).ok())
         .map(|p| p.data_format())
     {
-        if !out.contains(&f) {
+        if !out.iter().any(|o| o.name == f.name) {
             out.push(f);
         }
     }
     out
+}
+
+#[allow(non_upper_case_globals)]
+impl DataFormat {
+    /// TSBS's `influx` format, InfluxDB line protocol: one row a line. Most products load it
+    /// (hence the default of [`Product::data_format`]).
+    pub const Influx: DataFormat = DataFormat {
+        name: "influx",
+        layout: RowLayout {
+            header_lines: 0,
+            lines_per_row: 1,
+            row_line: RowLine::Every,
+        },
+    };
 }
 
 /// The label of `name` in `variant` for summaries and reports ("InfluxDB 3 Core"; without a
