@@ -38,7 +38,10 @@ use crate::workspace_manifest::WorkspaceManifest;
 pub mod exampledb;
 pub mod greptimedb;
 pub mod influxdb3;
+pub mod op;
 pub mod timescaledb;
+
+pub use op::{CompactRequest, Compaction, OpCtx, StepEnd};
 
 /// Where one release archive and its checksum file live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -367,6 +370,10 @@ pub trait Product: Send + Sync {
     fn maintenance(&self) -> Option<Box<dyn Maintenance>> {
         None
     }
+    /// Manual compaction (the compact phase), run through [`op::OpCtx`]; `None`: none.
+    fn compaction(&self) -> Option<&'static op::Compaction> {
+        None
+    }
 }
 
 /// A product's SQL maintenance capability (GreptimeDB: `/v1/sql`).
@@ -375,6 +382,9 @@ pub trait Maintenance: Send + Sync {
     fn sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value>;
     /// A maintenance statement the server answers once the work is done (no timeout).
     fn maintenance_sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value>;
+    /// The regions of table `table_id` with their statistics, one object each (`None`: the
+    /// version cannot say, or the question failed).
+    fn table_regions(&self, endpoint: &str, db: &str, table_id: u64) -> Option<Vec<Value>>;
 }
 
 /// Where a file of a stopped server's data directory belongs in the footprint split.
