@@ -296,6 +296,31 @@ fn the_core_never_names_cli() {
     );
 }
 
+/// The products sit below the benchmarks, the run model and the workspaces: an operation a
+/// product owns (GreptimeDB's compaction) reaches them only through `product::op::OpCtx`,
+/// which the benchmark side implements (design-2 §5 point 3).
+#[test]
+fn products_reach_the_run_and_workspace_only_through_the_op_context() {
+    let above = ["bench", "run", "workspace", "cli"];
+    let offenders: Vec<String> = sources()
+        .into_iter()
+        .filter(|(p, _)| top_module(p).as_deref() == Some("product"))
+        .filter_map(|(p, text)| {
+            let refs = crate_refs(&text);
+            let named: Vec<&str> = above
+                .iter()
+                .copied()
+                .filter(|m| refs.contains(*m))
+                .collect();
+            (!named.is_empty()).then(|| format!("{} names {named:?}", p.display()))
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "src/product/ names modules above it: {offenders:?}"
+    );
+}
+
 #[test]
 fn module_graph_has_no_cycle_beyond_the_allowed_list() {
     let found = cycles(&graph());

@@ -173,7 +173,7 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
         w.extend(req.write_settings());
     }
     if phase.loads() {
-        preflight::check_compression(&dataset, req)?;
+        preflight::check_compression(&target, &dataset, req)?;
         preflight::check_binding_content(&target, &dataset, req)?;
     }
     // Without built TSBS tools nothing can run: say so before a run directory exists, and

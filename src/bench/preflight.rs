@@ -84,19 +84,20 @@ pub fn check_can_serve(target: &Target) -> Result<()> {
     }
 }
 
-/// `--compression` that differs from how the dataset is stored (#16): generation would refuse
-/// it later, after the run directory exists.
-pub fn check_compression(ds: &Dataset, req: &Request) -> Result<()> {
+/// `--compression` that differs from how the dataset stores the format the product loads
+/// (#16): generation would refuse it later, after the run directory exists.
+pub fn check_compression(target: &Target, ds: &Dataset, req: &Request) -> Result<()> {
     let Some(want) = req.compression else {
         return Ok(());
     };
     if !ds.stored {
         return Ok(());
     }
-    if let Some(m) = dataset::read_format_manifest(&ds.format_dir("influx"))? {
+    let format = target.product.data_format().name;
+    if let Some(m) = dataset::read_format_manifest(&ds.format_dir(format))? {
         if m.status == dataset::VariantStatus::Completed && m.compression != Some(want) {
             return Err(Error::invalid(format!(
-                "dataset {} stores influx as {}, not {}",
+                "dataset {} stores {format} as {}, not {}",
                 ds.id,
                 m.compression.map(|c| c.as_str()).unwrap_or("?"),
                 want.as_str(),
@@ -118,7 +119,9 @@ pub fn check_binding_content(target: &Target, ds: &Dataset, req: &Request) -> Re
     if !target.is_managed() || b.dataset_id != ds.id || !ds.stored {
         return Ok(());
     }
-    let Some(m) = dataset::read_format_manifest(&ds.format_dir("influx"))? else {
+    // The binding records the variant the product loads; another format's content differs.
+    let format = target.product.data_format().name;
+    let Some(m) = dataset::read_format_manifest(&ds.format_dir(format))? else {
         return Ok(());
     };
     if m.status != dataset::VariantStatus::Completed {
@@ -142,15 +145,16 @@ pub fn check_disk(
 ) -> Result<()> {
     let mut needs: Vec<Need> = Vec::new();
     if phase.loads() {
+        let format = target.product.data_format().name;
         let done = ds.stored
-            && dataset::read_format_manifest(&ds.format_dir("influx"))?
+            && dataset::read_format_manifest(&ds.format_dir(format))?
                 .is_some_and(|m| m.status == dataset::VariantStatus::Completed);
         if !done {
             if let Some((rows, _)) = ds.spec.expected_rows()? {
                 needs.push(dataset::generation_need(
                     ds,
                     &GenerateRequest {
-                        format: "influx".into(),
+                        format: format.into(),
                         compression: req.compression,
                         regenerate: false,
                         generatable: crate::product::data_formats(),

@@ -114,13 +114,14 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
         } => {
             crate::bounds::scale(spec.scale)?;
             let root = root_of(ctx, &root)?;
-            dataset::validate_format(&format)?;
+            let generatable = crate::product::data_formats();
+            dataset::validate_format(&format, &generatable)?;
             let ds = Dataset::resolve(&root, dataset_id.as_deref(), &spec.overrides())?;
             let req = GenerateRequest {
                 format,
                 compression,
                 regenerate,
-                generatable: crate::product::data_formats(),
+                generatable,
             };
             let state_root = ctx.root.clone();
             let mut gen = move || -> Result<Generator> {
@@ -212,7 +213,13 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
         } => {
             let root = root_of(ctx, &root)?;
             let ds = Dataset::open(&root, &dataset_id)?;
-            let variants = dataset::verify(&ds, format.as_deref(), &command, reporter)?;
+            let variants = dataset::verify(
+                &ds,
+                format.as_deref(),
+                &crate::product::data_formats(),
+                &command,
+                reporter,
+            )?;
             let mut human = String::new();
             for v in &variants {
                 human.push_str(&format!(

@@ -18,7 +18,7 @@ use crate::lock::{self, LockOptions};
 use crate::manifest::{self, Manifest};
 use crate::output::{Progress, Reporter, Unit};
 
-use super::rows::{RowCounter, RowLayout};
+use super::rows::{DataFormat, RowCounter, RowLayout};
 use super::spec::generator_args;
 use super::store::Dataset;
 use super::{CHUNK, GENERATION_WAIT};
@@ -287,8 +287,14 @@ pub fn check_generator(
     .with_hint(hint))
 }
 
-/// Checks a format name (§1.4 grammar).
-pub fn validate_format(format: &str) -> Result<()> {
+/// "use --format a or --format b": the formats the products declare (`known`).
+pub(super) fn use_formats(known: &[DataFormat]) -> String {
+    let names: Vec<&str> = known.iter().map(|f| f.name).collect();
+    format!("use --format {}", names.join(" or --format "))
+}
+
+/// Checks a format name (§1.4 grammar); `known` names the good ones in the hint.
+pub fn validate_format(format: &str, known: &[DataFormat]) -> Result<()> {
     let ok = format
         .bytes()
         .next()
@@ -300,15 +306,15 @@ pub fn validate_format(format: &str) -> Result<()> {
         return Err(Error::invalid(
             "--format must contain only lowercase letters, digits, '_' and '-'",
         )
-        .with_hint("use --format influx or --format timescaledb"));
+        .with_hint(use_formats(known)));
     }
     Ok(())
 }
 
-/// The row layout a variant's manifest records, or its format's for older manifests. A
-/// recorded layout other than the format's own (an edited manifest) is an integrity error, so
-/// the recount cannot be steered.
-fn manifest_layout(m: &FormatManifest) -> Result<RowLayout> {
+/// The row layout a variant's manifest records, or its format's (`known`: what the product
+/// that loads it declares) for older manifests. A recorded layout other than the format's own
+/// (an edited manifest) is an integrity error, so the recount cannot be steered.
+fn manifest_layout(m: &FormatManifest, known: Option<RowLayout>) -> Result<RowLayout> {
     let bad = |what: String| {
         Error::integrity(format!(
             "format {} of dataset {} {what}",
@@ -319,7 +325,7 @@ fn manifest_layout(m: &FormatManifest) -> Result<RowLayout> {
             m.format, m.dataset_id
         ))
     };
-    match (m.layout, RowLayout::of(&m.format)) {
+    match (m.layout, known) {
         (Some(l), Some(known)) if l != known => Err(bad(format!(
             "records the row layout {l:?}, but the format is laid out as {known:?}"
         ))),
@@ -388,6 +394,7 @@ pub(super) fn reuse_fast(dir: &Path, m: &FormatManifest) -> Result<Option<Stored
 pub(super) fn reuse_checked(
     dir: &Path,
     m: &FormatManifest,
+    layout: RowLayout,
     reporter: &dyn Reporter,
 ) -> Result<StoredFormat> {
     if let Some(sf) = reuse_fast(dir, m)? {
@@ -397,7 +404,7 @@ pub(super) fn reuse_checked(
         "{} changed on disk since it was recorded (size, mtime or inode); verifying it before reuse",
         dir.join(m.file.as_deref().unwrap_or("data")).display()
     ));
-    let mut sf = verify_variant(dir, m, reporter)?;
+    let mut sf = verify_variant(dir, m, Some(layout), reporter)?;
     sf.reused = true;
     Ok(sf)
 }
@@ -405,9 +412,14 @@ pub(super) fn reuse_checked(
 /// Recomputes every checksum of a completed variant (stored bytes; for a compressed file also
 /// the uncompressed stream and its row count). On success the fingerprint is refreshed.
 /// Must be called under the variant lock.
-fn verify_variant(dir: &Path, m: &FormatManifest, reporter: &dyn Reporter) -> Result<StoredFormat> {
+fn verify_variant(
+    dir: &Path,
+    m: &FormatManifest,
+    known: Option<RowLayout>,
+    reporter: &dyn Reporter,
+) -> Result<StoredFormat> {
     let mut sf = StoredFormat::from_manifest(dir, m, true, true)?;
-    let layout = manifest_layout(m)?;
+    let layout = manifest_layout(m, known)?;
     let before = Fingerprint::of(&sf.path).map_err(|e| Error::io("stat", &sf.path, e))?;
     if before.size != sf.bytes {
         return Err(Error::integrity(format!(
@@ -641,23 +653,33 @@ fn verify_compressed(
 }
 
 /// Verifies the variants of a dataset (`format` or all), returning one result per variant.
+/// `known`: the formats the products declare (their row layouts judge the recorded ones).
 pub fn verify(
     dataset: &Dataset,
     format: Option<&str>,
+    known: &[DataFormat],
     command: &str,
     reporter: &dyn Reporter,
 ) -> Result<Vec<StoredFormat>> {
     let formats = match format {
         Some(f) => {
-            validate_format(f)?;
+            validate_format(f, known)?;
             vec![f.to_string()]
         }
         None => dataset.format_names()?,
     };
     if formats.is_empty() {
+        let mut names = known.iter().map(|k| k.name);
+        let first = names.next().unwrap_or("<format>");
+        let rest: Vec<&str> = names.collect();
+        let others = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(" (or {})", rest.join(", "))
+        };
         return Err(
             Error::invalid(format!("dataset {} has no format variants", dataset.id)).with_hint(
-                "generate one with `tsbsctl data generate --format influx` (or timescaledb)",
+                format!("generate one with `tsbsctl data generate --format {first}`{others}"),
             ),
         );
     }
@@ -690,7 +712,8 @@ pub fn verify(
             .with_hint("generate it again with `tsbsctl data generate`"));
         }
         check_spec_identity(dataset, &f, &m)?;
-        let mut sf = verify_variant(&dir, &m, reporter)?;
+        let layout = known.iter().find(|k| k.name == f).map(|k| k.layout);
+        let mut sf = verify_variant(&dir, &m, layout, reporter)?;
         sf.reused = true;
         out.push(sf);
     }

@@ -38,7 +38,7 @@ pub use format::{
     FormatManifest, Generator, GeneratorRecord, StoredFormat, VariantStatus,
 };
 pub use generate::{ensure_generated, estimated_bytes, generation_need, GenerateRequest};
-pub use rows::{RowLayout, RowLine};
+pub use rows::{DataFormat, RowLayout, RowLine};
 pub use spec::{
     generator_args, parse_go_duration, parse_rfc3339, DatasetSpec, Profile, SpecOverrides,
 };

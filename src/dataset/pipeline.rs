@@ -367,7 +367,12 @@ mod tests {
                 file,
                 direct,
                 Compression::None,
-                RowLayout::INFLUX,
+                // One row a line (line protocol).
+                RowLayout {
+                    header_lines: 0,
+                    lines_per_row: 1,
+                    row_line: super::super::rows::RowLine::Every,
+                },
                 &crate::output::NoProgress,
             )
             .unwrap();

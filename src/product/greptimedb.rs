@@ -1,6 +1,8 @@
 //! GreptimeDB (standalone): GitHub releases, `greptime standalone start -c config.toml`,
 //! readiness by `POST /v1/sql` `SHOW DATABASES`, admin SQL over `/v1/sql`.
 
+mod compact;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -359,6 +361,9 @@ impl Product for GreptimeDb {
     fn maintenance(&self) -> Option<Box<dyn super::Maintenance>> {
         Some(Box::new(GreptimeDb))
     }
+    fn compaction(&self) -> Option<&'static super::op::Compaction> {
+        Some(&compact::COMPACTION)
+    }
 }
 
 impl super::Maintenance for GreptimeDb {
@@ -367,6 +372,12 @@ impl super::Maintenance for GreptimeDb {
     }
     fn maintenance_sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value> {
         GreptimeDb::maintenance_sql(self, endpoint, db, sql)
+    }
+    fn table_regions(&self, endpoint: &str, db: &str, table_id: u64) -> Option<Vec<Value>> {
+        compact::region_statistics(
+            &|sql| GreptimeDb::sql(self, endpoint, Some(db), sql).ok(),
+            table_id,
+        )
     }
 }
 

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::dataset::{DataFormat, RowLayout, RowLine};
 use crate::download::Downloader;
 use crate::error::{Error, Result};
 use crate::paths::Root;
@@ -37,7 +38,10 @@ use crate::workspace_manifest::WorkspaceManifest;
 pub mod exampledb;
 pub mod greptimedb;
 pub mod influxdb3;
+pub mod op;
 pub mod timescaledb;
+
+pub use op::{CompactRequest, Compaction, OpCtx, StepEnd};
 
 /// Where one release archive and its checksum file live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -249,9 +253,9 @@ pub trait Product: Send + Sync {
     /// The TSBS loader and query runner of this product (`<tsbs>/bin/<name>`).
     fn tsbs_loader(&self) -> &'static str;
     fn tsbs_runner(&self) -> &'static str;
-    /// The data format the loader reads (`tsbs_generate_data --format`).
-    fn data_format(&self) -> &'static str {
-        "influx"
+    /// The data format the loader reads (`tsbs_generate_data --format`) and its row layout.
+    fn data_format(&self) -> DataFormat {
+        DataFormat::Influx
     }
     /// The query format its runner reads.
     fn query_format(&self) -> crate::queryset::QueryFormat;
@@ -392,6 +396,10 @@ pub trait Product: Send + Sync {
     fn maintenance(&self) -> Option<Box<dyn Maintenance>> {
         None
     }
+    /// Manual compaction (the compact phase), run through [`op::OpCtx`]; `None`: none.
+    fn compaction(&self) -> Option<&'static op::Compaction> {
+        None
+    }
 }
 
 /// A product's SQL maintenance capability (GreptimeDB: `/v1/sql`).
@@ -400,6 +408,9 @@ pub trait Maintenance: Send + Sync {
     fn sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value>;
     /// A maintenance statement the server answers once the work is done (no timeout).
     fn maintenance_sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value>;
+    /// The regions of table `table_id` with their statistics, one object each (`None`: the
+    /// version cannot say, or the question failed).
+    fn table_regions(&self, endpoint: &str, db: &str, table_id: u64) -> Option<Vec<Value>>;
 }
 
 /// Where a file of a stopped server's data directory belongs in the footprint split.
@@ -554,18 +565,32 @@ pub fn all() -> &'static [Entry] {
 
 /// The data formats the products' loaders read, each once, in registry order: the formats
 /// `data generate` may write.
-pub fn data_formats() -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
+pub fn data_formats() -> Vec<DataFormat> {
+    let mut out: Vec<DataFormat> = Vec::new();
     for f in all()
         .iter()
         .filter_map(|e| (e.make)(None).ok())
         .map(|p| p.data_format())
     {
-        if !out.contains(&f) {
+        if !out.iter().any(|o| o.name == f.name) {
             out.push(f);
         }
     }
     out
+}
+
+#[allow(non_upper_case_globals)]
+impl DataFormat {
+    /// TSBS's `influx` format, InfluxDB line protocol: one row a line. Most products load it
+    /// (hence the default of [`Product::data_format`]).
+    pub const Influx: DataFormat = DataFormat {
+        name: "influx",
+        layout: RowLayout {
+            header_lines: 0,
+            lines_per_row: 1,
+            row_line: RowLine::Every,
+        },
+    };
 }
 
 /// The label of `name` in `variant` for summaries and reports ("InfluxDB 3 Core"; without a

@@ -510,6 +510,68 @@ fn bench_postgresql_all_then_report_beside_greptimedb_and_influxdb3() {
     assert!(html.contains("Database size (measured over SQL)"), "{html}");
 }
 
+/// design-2 §3.4: one dataset id stored in two formats (the influx file GreptimeDB loads, here
+/// gzip, beside the timescaledb file PostgreSQL loads, plain) is the normal three-product
+/// comparison. The preflight checks judge the format the product loads: a second load into
+/// the PostgreSQL workspace that holds the dataset is skipped (not refused as "holds dataset
+/// tiny, not tiny"), and `--compression` is judged by the timescaledb file, not the influx one.
+#[test]
+fn a_postgresql_workspace_reloads_a_dataset_stored_in_two_formats() {
+    let Some(w) = pg_world("a_postgresql_workspace_reloads_a_dataset_stored_in_two_formats") else {
+        return;
+    };
+    let env = &w.gt.env;
+    prepare_pg(env, "pg1");
+    let load = |extra: &[&str]| {
+        let mut a = vec![
+            "bench",
+            "timescaledb",
+            "load",
+            "--database-id",
+            "pg1",
+            "--stop-timeout",
+            "5",
+        ];
+        a.extend(crate::world::tiny());
+        a.extend_from_slice(extra);
+        a.push("--json");
+        env.run(&a)
+    };
+    let r = load(&[]);
+    r.ok();
+    let bound = read_json(&ws_dir(env, "pg1").join("manifest.json"))["binding"].clone();
+    assert_eq!(
+        (&bound["dataset_id"], &bound["format"]),
+        (&json!("tiny"), &json!("timescaledb")),
+        "{bound:#}"
+    );
+    let mut g = vec![
+        "data",
+        "generate",
+        "--format",
+        "influx",
+        "--compression",
+        "gzip",
+    ];
+    g.extend(crate::world::tiny());
+    env.run_json(&g).ok();
+
+    let r = load(&[]);
+    r.ok()
+        .says("workspace pg1 already holds dataset tiny: load skipped");
+    let s = crate::world::summary(&crate::world::run_dir(&r));
+    assert_eq!(s["status"], "completed", "{s:#}");
+    assert_eq!(
+        read_json(&ws_dir(env, "pg1").join("manifest.json"))["binding"],
+        bound
+    );
+    // The timescaledb file is plain: `--compression none` agrees with it, gzip does not.
+    load(&["--compression", "none"]).ok().says("load skipped");
+    load(&["--compression", "gzip"])
+        .code(2)
+        .says("dataset tiny stores timescaledb as none, not gzip");
+}
+
 /// The bench world (Go, the TSBS stand-ins built by `env prepare`, GreptimeDB workspace `g1`)
 /// on this machine's PostgreSQL, pinned; `None` after printing the skip.
 fn pg_world(test: &str) -> Option<crate::world::World> {

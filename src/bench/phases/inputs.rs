@@ -55,7 +55,7 @@ impl Bench<'_> {
                 let sf = dataset::ensure_generated(
                     ds,
                     &GenerateRequest {
-                        format: target.product.data_format().into(),
+                        format: target.product.data_format().name.into(),
                         compression: req.compression,
                         regenerate: false,
                         generatable: crate::product::data_formats(),

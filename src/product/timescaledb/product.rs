@@ -13,7 +13,7 @@ use super::install::PgInstallation;
 use super::server::{self as pg, Layout, RunAs, Settings};
 use super::sql::{self, Target};
 use super::Mode;
-use crate::dataset::Profile;
+use crate::dataset::{DataFormat, Profile, RowLayout, RowLine};
 use crate::error::{Error, Result};
 use crate::platform::Platform;
 use crate::product::{
@@ -62,6 +62,18 @@ impl From<TimescaleQuerySetManifest> for crate::queryset::QuerySetManifest {
         m.0
     }
 }
+
+/// `tsbs_generate_data --format timescaledb`, what `tsbs_load_timescaledb` reads (both modes):
+/// three header lines (the tags' schema, the columns, a blank line), then per row a `tags,...`
+/// line and its `cpu,<ns>,...` values line.
+const DATA_FORMAT: DataFormat = DataFormat {
+    name: "timescaledb",
+    layout: RowLayout {
+        header_lines: 3,
+        lines_per_row: 2,
+        row_line: RowLine::MeasurementDigit,
+    },
+};
 
 /// `tsbs_generate_queries --format timescaledb` (gob-encoded SQL queries).
 /// The query format of each mode: the same files but for the generator flags (PostgreSQL has
@@ -496,8 +508,8 @@ impl Product for TimescaleDb {
     fn tsbs_runner(&self) -> &'static str {
         "tsbs_run_queries_timescaledb"
     }
-    fn data_format(&self) -> &'static str {
-        "timescaledb"
+    fn data_format(&self) -> DataFormat {
+        DATA_FORMAT
     }
     fn query_format(&self) -> QueryFormat {
         match self.mode {
@@ -833,6 +845,28 @@ mod tests {
         assert_eq!(p.default_write(Profile::Manual), (8, 10_000));
         assert_eq!(p.default_write(Profile::Smoke), (2, 3000));
         assert!(crate::product::query_formats().contains(&"timescaledb"));
+    }
+
+    /// The formats `data generate` writes are the ones the products declare, each once, in
+    /// registry order; both modes load this one. Their layouts are recorded in every variant's
+    /// manifest in these words, so stored datasets keep verifying.
+    #[test]
+    fn data_formats_are_declared_by_the_products() {
+        let f = crate::product::data_formats();
+        let names: Vec<&str> = f.iter().map(|f| f.name).collect();
+        assert_eq!(names, ["influx", "timescaledb"]);
+        for mode in ["timescaledb", "postgresql"] {
+            let p = crate::product::resolve("timescaledb", Some(mode)).unwrap();
+            assert_eq!(p.data_format(), f[1], "{mode}");
+        }
+        assert_eq!(
+            serde_json::to_value(f[0].layout).unwrap(),
+            json!({"header_lines": 0, "lines_per_row": 1, "row_line": "every line"})
+        );
+        assert_eq!(
+            serde_json::to_value(f[1].layout).unwrap(),
+            json!({"header_lines": 3, "lines_per_row": 2, "row_line": "<measurement>,<digit>"})
+        );
     }
 
     #[test]

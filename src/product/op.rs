@@ -1,0 +1,89 @@
+//! The narrow context a product's own maintenance operation runs in (design-2 §5 point 3):
+//! what it may do to the run (steps), the server (start, stop, SQL), and the workspace's
+//! bookkeeping (the maintenance record and the data state). The benchmark side implements it,
+//! so an operation can live with its product without naming `bench`, `run` or `workspace`
+//! internals, and without an import circle (products sit below both).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::output::Reporter;
+use crate::workspace_manifest::MaintenanceRecord;
+
+/// How a step of an operation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepEnd {
+    Completed,
+    Failed,
+    Interrupted,
+}
+
+/// What an operation may ask of the run it is part of.
+pub trait OpCtx {
+    fn reporter(&self) -> &dyn Reporter;
+    /// The SQL database the benchmarks use.
+    fn database(&self) -> &str;
+    /// The managed workspace's id and installed version (operations need a managed target).
+    fn database_id(&self) -> String;
+    fn version(&self) -> String;
+    fn run_id(&self) -> String;
+    fn run_dir(&self) -> PathBuf;
+
+    /// A step of the run: a begin/end pair of events (`log`: relative to the run directory).
+    fn begin(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        log: Option<&str>,
+        data: Option<Value>,
+    ) -> Result<()>;
+    fn end(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        how: StepEnd,
+        reason: Option<String>,
+        data: Option<Value>,
+    ) -> Result<()>;
+
+    fn start_server(&mut self) -> Result<()>;
+    /// A slow stop only warns: the operation's answer was final.
+    fn stop_server(&mut self) -> Result<()>;
+    /// The running server's log: its path and its name relative to the run directory.
+    fn server_log(&self) -> Option<(PathBuf, String)>;
+    /// One read-only statement (bounded by the admin timeout); `db: None` asks outside the
+    /// database.
+    fn sql(&self, db: Option<&str>, sql: &str) -> Result<Value>;
+    /// One maintenance statement as its own step, waited for without a client timeout
+    /// (Ctrl-C and a dead server end the wait).
+    fn maintenance_step(&mut self, step: &str, sql: &str) -> Result<Value>;
+    /// The data directory's footprint split, measured now (`None`: no data directory here).
+    fn footprint(&self) -> Result<Option<Value>>;
+
+    /// Appends to the workspace's maintenance record (the intent, before the work).
+    fn push_maintenance(&mut self, rec: MaintenanceRecord) -> Result<()>;
+    /// Replaces the last maintenance record (the outcome) and copies the workspace's data
+    /// state into the run's manifest.
+    fn update_last_maintenance(&mut self, rec: MaintenanceRecord) -> Result<()>;
+}
+
+/// What a compaction was asked for (the flags, defaults applied).
+#[derive(Debug, Clone)]
+pub struct CompactRequest {
+    pub table: String,
+    pub strategy: String,
+    pub window: Option<u64>,
+    pub parallelism: Option<u32>,
+    /// How long to wait, after the answer, for the corroborating server log line.
+    pub confirm_timeout: Option<f64>,
+}
+
+/// A product's manual compaction.
+pub struct Compaction {
+    /// Refuses (exit 2, before the run exists) what the workspace's `version` cannot run.
+    pub check: fn(version: &str, req: &CompactRequest) -> Result<()>,
+    /// Runs it in the context of a run whose server is stopped.
+    pub run: fn(ctx: &mut dyn OpCtx, req: &CompactRequest) -> Result<()>,
+}
