@@ -260,6 +260,7 @@ fn check_target(
                 id: id.clone(),
                 version: Some(ws_version.clone()),
                 database: Some(database.clone()),
+                extra: product.rerun_workspace_fields(m.target.extra.get("server_settings")),
                 ..Default::default()
             },
             &Default::default(),

@@ -168,6 +168,12 @@ pub trait Product: Send + Sync {
     fn new_workspace_fields(&self, _id: &str) -> Map<String, Value> {
         Map::new()
     }
+    /// The manifest fields a workspace made for `runs rerun --database-id NEW` takes from the
+    /// recorded run's `server_settings`, so the rerun measures the same server setup
+    /// (TimescaleDB: its durability).
+    fn rerun_workspace_fields(&self, _server_settings: Option<&Value>) -> Map<String, Value> {
+        Map::new()
+    }
     /// The workspace's config file name and content, when the product uses one.
     fn render_config(&self, ws: &WorkspaceManifest, dir: &Path) -> Result<Option<String>>;
     /// How to start the server of the workspace in `dir` whose installation is `install_dir`.

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::install::PgInstallation;
 use super::server::{self as pg, Layout, RunAs, Settings};
@@ -352,6 +352,16 @@ impl Product for TimescaleDb {
             ],
             gate: None,
         }
+    }
+    /// The recorded run's durability (a run of a workspace made before the choice: relaxed).
+    fn rerun_workspace_fields(&self, server_settings: Option<&Value>) -> Map<String, Value> {
+        let d = server_settings
+            .and_then(|s| s["settings"]["durability"].as_str())
+            .map_or(Ok(super::Durability::Relaxed), super::Durability::parse)
+            .unwrap_or(super::Durability::Relaxed);
+        [(super::Durability::FIELD.to_string(), d.as_str().into())]
+            .into_iter()
+            .collect()
     }
     /// `pg_isready` of the installation, asked only once `postmaster.pid` says `ready`: a
     /// connection during startup or WAL replay is refused with a FATAL line in the log.
@@ -781,6 +791,26 @@ impl Product for TimescaleDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rerun into a new workspace keeps the recorded run's durability; a run made before
+    /// the choice existed ran relaxed.
+    #[test]
+    fn a_rerun_workspace_keeps_the_runs_durability() {
+        let p = TimescaleDb {
+            mode: Mode::Postgresql,
+        };
+        let f = |v: Option<Value>| p.rerun_workspace_fields(v.as_ref())["durability"].clone();
+        assert_eq!(
+            f(Some(json!({"settings": {"durability": "durable"}}))),
+            "durable"
+        );
+        assert_eq!(
+            f(Some(json!({"settings": {"durability": "relaxed"}}))),
+            "relaxed"
+        );
+        assert_eq!(f(Some(json!({"settings": {"port": 1}}))), "relaxed");
+        assert_eq!(f(None), "relaxed");
+    }
 
     #[test]
     fn run_labels_name_both_versions() {
