@@ -614,6 +614,23 @@ fn pg_all_args<'a>(id: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     a
 }
 
+/// Waits (at most 90 s) until `loading` says the background bench is in its load; a bench
+/// that exits first fails the test with its output.
+fn wait_for_load(bg: &mut Bg, loading: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while !loading() {
+        if let Some(st) = bg.child.as_mut().unwrap().try_wait().unwrap() {
+            panic!("bench exited before the load ({st})\n{}", bg.stderr());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no load within 90 s\n{}",
+            bg.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Whether database `db` exists on the server at 127.0.0.1:`port` (asked with `psql`).
 fn database_exists(port: u64, db: &str) -> bool {
     let Some(bin) = pg_bin() else {
@@ -757,18 +774,7 @@ fn client_fatal_lines_are_counted_and_never_fail_a_run() {
     w.tool_knobs("tsbs_load_timescaledb", json!({"batch_delay_ms": 500}));
     let args = pg_all_args("pf", &["--batch-size", "100", "--run-id", "fatal-sessions"]);
     let mut bg = Bg::spawn(env, &args);
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    while loaders_on(port).is_empty() {
-        if let Some(st) = bg.child.as_mut().unwrap().try_wait().unwrap() {
-            panic!("bench exited before the load ({st})\n{}", bg.stderr());
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no loader within 90 s\n{}",
-            bg.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_load(&mut bg, || !loaders_on(port).is_empty());
     let psql = pg_bin().unwrap().join("psql");
     let port_s = port.to_string();
     for _ in 0..20 {
@@ -845,27 +851,14 @@ fn a_tsbsctl_killed_mid_load_leaves_no_postgres_and_the_next_all_recovers() {
         &["--batch-size", "100", "--run-id", "killed-mid-load"],
     );
     let mut bg = Bg::spawn(env, &args);
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    loop {
-        // Mid-load: the loader has created the database (with durable commits and
-        // wal_level=replica, CREATE DATABASE copies the template through the WAL: it takes a
-        // while after the loader starts).
-        if !loaders_on(port).is_empty()
+    // Mid-load: the loader has created the database (with durable commits and
+    // wal_level=replica, CREATE DATABASE copies the template through the WAL: it takes a
+    // while after the loader starts).
+    wait_for_load(&mut bg, || {
+        !loaders_on(port).is_empty()
             && !postgres_under(&dir).is_empty()
             && database_exists(port, "benchmark")
-        {
-            break;
-        }
-        if let Some(st) = bg.child.as_mut().unwrap().try_wait().unwrap() {
-            panic!("bench exited before the load ({st})\n{}", bg.stderr());
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no loader within 90 s\n{}",
-            bg.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    });
     let killed = bg.pid() as u32;
     let loaders = loaders_on(port);
     let postmaster = postgres_under(&dir)[0];
