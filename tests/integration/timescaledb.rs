@@ -631,17 +631,22 @@ fn wait_for_load(bg: &mut Bg, loading: impl Fn() -> bool) {
     }
 }
 
-/// Whether database `db` exists on the server at 127.0.0.1:`port` (asked with `psql`).
-fn database_exists(port: u64, db: &str) -> bool {
-    let Some(bin) = pg_bin() else {
-        return false;
-    };
+/// `psql -Atc SQL` as `postgres` on database `db` of the server at 127.0.0.1:`port` (no
+/// password: the workspace's server trusts local connections).
+fn psql(port: u64, db: &str, sql: &str) -> std::process::Output {
+    let bin = pg_bin().expect("PostgreSQL (the caller checked)");
     std::process::Command::new(bin.join("psql"))
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
-        .args(["-d", "postgres", "-Atc"])
-        .arg(format!("SELECT 1 FROM pg_database WHERE datname = '{db}'"))
+        .args(["-d", db, "-Atc", sql])
+        .env_remove("PGPASSWORD")
         .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1")
+        .unwrap()
+}
+
+/// Whether database `db` exists on the server at 127.0.0.1:`port`.
+fn database_exists(port: u64, db: &str) -> bool {
+    let sql = format!("SELECT 1 FROM pg_database WHERE datname = '{db}'");
+    String::from_utf8_lossy(&psql(port, "postgres", &sql).stdout).trim() == "1"
 }
 
 /// The pids of running processes whose command line satisfies `f` (arguments joined by spaces).
@@ -726,24 +731,7 @@ fn the_settings_in_force_are_the_workspaces_or_the_run_stops() {
 
     // A role setting that applies to the benchmark's sessions: exit 4, named.
     let mut bg = Bg::spawn(env, &["timescaledb", "serve", "--database-id", "ps"]);
-    let psql = pg_bin().unwrap().join("psql");
-    let port_s = port.to_string();
-    let alter = |sql: &str| {
-        std::process::Command::new(&psql)
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &port_s,
-                "-U",
-                "postgres",
-                "-d",
-                "postgres",
-            ])
-            .args(["-Atc", sql])
-            .output()
-            .unwrap()
-    };
+    let alter = |sql: &str| psql(port, "postgres", sql);
     bg.wait_serving(|| alter("SELECT 1").status.success());
     assert!(alter("ALTER ROLE postgres SET work_mem = '1MB'")
         .status
@@ -775,15 +763,8 @@ fn client_fatal_lines_are_counted_and_never_fail_a_run() {
     let args = pg_all_args("pf", &["--batch-size", "100", "--run-id", "fatal-sessions"]);
     let mut bg = Bg::spawn(env, &args);
     wait_for_load(&mut bg, || !loaders_on(port).is_empty());
-    let psql = pg_bin().unwrap().join("psql");
-    let port_s = port.to_string();
     for _ in 0..20 {
-        let out = std::process::Command::new(&psql)
-            .args(["-h", "127.0.0.1", "-p", &port_s, "-U", "postgres"])
-            .args(["-d", "nosuchdb", "-Atc", "select 1"])
-            .env_remove("PGPASSWORD")
-            .output()
-            .unwrap();
+        let out = psql(port, "nosuchdb", "select 1");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             err.contains("database \"nosuchdb\" does not exist"),
@@ -1380,22 +1361,9 @@ fn hypertables_on_a_real_timescaledb() {
 
     // The table the loader made is a hypertable with 2h chunks over 2 host partitions.
     let mut bg = Bg::spawn(env, &["timescaledb", "serve", "--database-id", "ht"]);
-    let psql = pg_bin().unwrap().join("psql");
+    let port_n: u64 = port.parse().unwrap();
     let ask = |sql: &str| {
-        let o = std::process::Command::new(&psql)
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &port,
-                "-U",
-                "postgres",
-                "-d",
-                "benchmark",
-            ])
-            .args(["-Atc", sql])
-            .output()
-            .unwrap();
+        let o = psql(port_n, "benchmark", sql);
         String::from_utf8_lossy(&o.stdout).trim().to_string()
     };
     bg.wait_serving(|| !ask("SELECT 1").is_empty());
