@@ -73,7 +73,7 @@ pub fn fatal_lines(log: &str) -> Vec<String> {
         let end = start + l[start..].find(']')?;
         Some(l[start..end].to_string())
     };
-    let is_fatal = |l: &str| l.contains("FATAL:  ") || l.contains("PANIC:  ");
+    let is_fatal = |l: &str| matches!(classify(l), Some(Severity::Fatal | Severity::Panic));
     let pids: std::collections::BTreeSet<String> = log
         .lines()
         .filter(|l| is_fatal(l))

@@ -406,25 +406,7 @@ impl Product for TimescaleDb {
         let (db, q_names) = (ws.database.clone(), names.clone());
         let (in_force, overrides) = on_thread(move || {
             let mut c = sql::connect(&admin, sql::TIMEOUT)?;
-            let mut f = sql::settings_in_force(&mut c, &q_names)?;
-            // An extension's settings (`timescaledb.telemetry_level`) stay placeholders in a
-            // database without the extension: read their value, their source is not kept.
-            for n in q_names.iter().filter(|n| n.contains('.')) {
-                let key = n.to_lowercase();
-                if f.contains_key(&key) {
-                    continue;
-                }
-                if let Some(value) = sql::placeholder_value(&mut c, n)? {
-                    let source = "placeholder (the extension defines it where it is loaded)";
-                    f.insert(
-                        key,
-                        sql::InForce {
-                            value,
-                            source: source.into(),
-                        },
-                    );
-                }
-            }
+            let f = sql::settings_in_force(&mut c, &q_names)?;
             let o = sql::db_role_overrides(&mut c, &q_names, &db, pg::SUPERUSER)?;
             Ok((f, o))
         })?;
@@ -433,7 +415,7 @@ impl Product for TimescaleDb {
             match in_force.get(&name.to_lowercase()) {
                 Some(f) if f.source == "command line" => {}
                 // A placeholder's source is not kept: its value must be the workspace's.
-                Some(f) if f.source.starts_with("placeholder") && &f.value == value => {}
+                Some(f) if f.source == sql::PLACEHOLDER && &f.value == value => {}
                 Some(f) => wrong.push(format!(
                     "{name} = {} from the {}, not the workspace's {value}",
                     f.value, f.source

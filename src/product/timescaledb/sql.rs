@@ -333,7 +333,9 @@ pub struct InForce {
 /// The settings among `names` that this session sees in force (`pg_settings`: it reflects
 /// the command line, the config files, `ALTER SYSTEM` and the session's database and role).
 /// Settings the user may not read are absent. Names are case-insensitive (`TimeZone`): the
-/// map's keys are lower case.
+/// map's keys are lower case. An extension's settings (`timescaledb.telemetry_level`) stay
+/// placeholders in a database without the extension, which `pg_settings` does not list: their
+/// value is read with `current_setting`, their source as [`PLACEHOLDER`].
 pub fn settings_in_force(
     c: &mut Client,
     names: &[String],
@@ -346,7 +348,7 @@ pub fn settings_in_force(
             &[&lower],
         )
         .map_err(|e| q("could not read pg_settings", e))?;
-    Ok(rows
+    let mut found: std::collections::BTreeMap<String, InForce> = rows
         .iter()
         .map(|r| {
             (
@@ -357,13 +359,27 @@ pub fn settings_in_force(
                 },
             )
         })
-        .collect())
+        .collect();
+    for n in names.iter().filter(|n| n.contains('.')) {
+        let key = n.to_lowercase();
+        if found.contains_key(&key) {
+            continue;
+        }
+        if let Some(value) = placeholder_value(c, n)? {
+            let source = PLACEHOLDER.to_string();
+            found.insert(key, InForce { value, source });
+        }
+    }
+    Ok(found)
 }
+
+/// The source [`settings_in_force`] gives a placeholder (PostgreSQL does not keep it).
+pub const PLACEHOLDER: &str = "placeholder (the extension defines it where it is loaded)";
 
 /// The value of a setting `pg_settings` does not list: an extension's (`timescaledb.*`) is
 /// only a placeholder until a session loads the extension, and placeholders are not listed,
 /// though `current_setting` answers. `None` when the server knows no such setting.
-pub fn placeholder_value(c: &mut Client, name: &str) -> Result<Option<String>> {
+fn placeholder_value(c: &mut Client, name: &str) -> Result<Option<String>> {
     let row = c
         .query_one("SELECT current_setting($1, true)", &[&name])
         .map_err(|e| q(&format!("could not read the setting {name}"), e))?;
