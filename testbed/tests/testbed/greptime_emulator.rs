@@ -424,14 +424,7 @@ fn write_count_flush_compact_restart_and_copy() {
         ) && logs.contains("window: Some(7200)"),
         "{logs}"
     );
-    let file_log = std::fs::read_dir(dir.join("logs"))
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("greptimedb."))
-        .expect("log file");
-    assert!(std::fs::read_to_string(file_log.path())
-        .unwrap()
-        .contains("Compacted SST files"));
+    assert!(rolled_logs(&dir.join("logs"), "greptimedb.").contains("Compacted SST files"));
 
     // Restart on the same data, then on a copy of it.
     let mut s = start(&dir, Opts::default());
@@ -786,16 +779,7 @@ fn serving_knobs_crash_hang_and_logs() {
         "{logs}"
     );
     assert!(logs.contains("panicked at") && logs.contains("injected panic"));
-    let err_file = std::fs::read_dir(s.dir.join("logs"))
-        .unwrap()
-        .flatten()
-        .find(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("greptimedb-err.")
-        })
-        .expect("error log file");
-    let text = std::fs::read_to_string(err_file.path()).unwrap();
+    let text = rolled_logs(&s.dir.join("logs"), "greptimedb-err.");
     assert!(text.contains("injected error") && !text.contains("HTTP server is bound"));
 }
 
@@ -1150,4 +1134,22 @@ fn auto_flush_and_wal_purge_keep_every_row() {
     );
     assert_eq!(s.count("benchmark", "cpu"), 120);
     s.stop();
+}
+
+/// The text of every hourly file a log was rolled into (`<prefix><YYYY-MM-DD-HH>`), oldest
+/// first: a test that crosses an hour boundary finds its lines in two files, as on the real
+/// server.
+fn rolled_logs(dir: &std::path::Path, prefix: &str) -> String {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+        .collect();
+    assert!(!files.is_empty(), "no {prefix}* file in {}", dir.display());
+    files.sort();
+    files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect()
 }
