@@ -35,6 +35,9 @@ pub struct RunSummary {
     pub run_dir: PathBuf,
     pub product: String,
     pub product_label: String,
+    /// What `target.version` is the version of, when not the product (TimescaleDB: PostgreSQL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_label: Option<String>,
     pub edition: Option<String>,
     /// Product label, version and (when not as loaded) the data state.
     pub label: String,
@@ -822,6 +825,10 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         run_dir: run.dir.clone(),
         product: m.product.clone(),
         product_label,
+        version_label: crate::product::resolve(&m.product, m.edition.as_deref())
+            .ok()
+            .and_then(|p| p.version_name())
+            .map(String::from),
         edition,
         label,
         phase: m.phase.clone(),

@@ -22,6 +22,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::dataset::{DataFormat, RowLayout, RowLine};
@@ -89,6 +90,11 @@ pub trait Product: Send + Sync {
     /// of a local installation); run by `verify`. Default: none.
     fn verify_installation(&self, _install_dir: &Path) -> Result<()> {
         Ok(())
+    }
+    /// Settings a workspace's server reads from files tsbsctl did not write (PostgreSQL:
+    /// `postgresql.auto.conf`, lines after the include): shown by `verify`. Default: none.
+    fn outside_settings(&self, _ws_dir: &Path) -> Result<Vec<OutsideSetting>> {
+        Ok(Vec::new())
     }
     /// The server binary inside an installation (`greptime`, `influxdb3`).
     fn binary_name(&self) -> &'static str;
@@ -326,6 +332,11 @@ pub trait Product: Send + Sync {
         _workers: u32,
     ) -> Result<Option<Vec<crate::tsbs::ToolArg>>> {
         Ok(None)
+    }
+    /// What the recorded server version is the version of, when it is not the product's own
+    /// (TimescaleDB: the server is PostgreSQL, the extension has its own version).
+    fn version_name(&self) -> Option<&'static str> {
+        None
     }
     /// What the runner leaves out of a query type's statistics, and why, for summary.md.
     fn statistics_exclusion(&self) -> &'static str {
@@ -601,6 +612,16 @@ impl DataFormat {
 
 /// The label of `name` in `variant` for summaries and reports ("InfluxDB 3 Core"; without a
 /// variant the product's display name). Unknown products keep their name.
+/// A setting in a file of the workspace that tsbsctl did not write, and whether tsbsctl's own
+/// value replaces it when the server runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutsideSetting {
+    pub file: String,
+    pub name: String,
+    pub value: String,
+    pub overridden: bool,
+}
+
 pub fn label(name: &str, variant: Option<&str>) -> String {
     match (entry(name), variant) {
         (Ok(e), None) => e.display.to_string(),

@@ -326,6 +326,20 @@ pub fn verify(ctx: &Ctx, product: &dyn Product, id: &str) -> Result<Value> {
             }
         }
     }
+    // Not problems: the server runs with tsbsctl's value of each setting it names, and
+    // records the others as in force. Said here so nobody is surprised by them.
+    let outside = product.outside_settings(&ws.dir).unwrap_or_default();
+    for s in &outside {
+        let effect = if s.overridden {
+            "tsbsctl's value replaces it when the server runs"
+        } else {
+            "in force when the server runs, recorded with the run's settings"
+        };
+        ctx.reporter.warn(&format!(
+            "{} sets {} = '{}': {effect}",
+            s.file, s.name, s.value
+        ));
+    }
     if !problems.is_empty() {
         let msg = problems
             .iter()
@@ -347,6 +361,7 @@ pub fn verify(ctx: &Ctx, product: &dyn Product, id: &str) -> Result<Value> {
         "path": ws.dir,
         "manifest": ws.manifest,
         "installation": report,
+        "outside_settings": outside,
     }))
 }
 

@@ -363,6 +363,9 @@ fn bench_postgresql_all_then_report_beside_greptimedb_and_influxdb3() {
     let v = s["target"]["version"].as_str().unwrap();
     let pg_label = format!("PostgreSQL {v} (no TimescaleDB)");
     assert_eq!(s["label"], pg_label);
+    // The server answers with PostgreSQL's version, and summary.md says whose it is.
+    assert!(md.contains(&format!("- PostgreSQL version: `{v}`")), "{md}");
+    assert!(!md.contains("TimescaleDB version:"), "{md}");
     for q in s["queries"].as_array().unwrap() {
         assert_eq!(q["status"], "completed", "{q:#}");
     }
@@ -695,9 +698,15 @@ fn the_settings_in_force_are_the_workspaces_or_the_run_stops() {
     };
     append(
         "postgresql.auto.conf",
-        "listen_addresses = '*'\nsynchronous_commit = off\nwork_mem = '1MB'\n",
+        "listen_addresses = '*'\nsynchronous_commit = off\nwork_mem = '1MB'\nseq_page_cost = 2\n",
     );
     append("postgresql.conf", "\nfsync = off\nmax_connections = 20\n");
+    // `verify` names each of them and what it does when the server runs.
+    let v = env.run(&["timescaledb", "verify", "--database-id", "ps"]);
+    v.ok()
+        .says("postgresql.auto.conf sets listen_addresses = '*': tsbsctl's value replaces it")
+        .says("postgresql.conf sets fsync = 'off': tsbsctl's value replaces it")
+        .says("postgresql.auto.conf sets seq_page_cost = '2': in force when the server runs");
     let r = env.run(&pg_all_args("ps", &[]));
     r.ok();
     let dir = crate::world::run_dir(&r);
@@ -720,6 +729,12 @@ fn the_settings_in_force_are_the_workspaces_or_the_run_stops() {
         assert_eq!(st["effective"][name]["value"], value, "{name}: {st:#}");
         assert_eq!(st["effective"][name]["source"], "command line", "{name}");
     }
+    // A setting tsbsctl does not make is recorded as it is in force, with its source.
+    assert_eq!(st["effective"]["seq_page_cost"]["value"], "2", "{st:#}");
+    assert_eq!(
+        st["effective"]["seq_page_cost"]["source"],
+        "configuration file"
+    );
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("- Durability: **durable**"), "{md}");
     assert!(md.contains("`synchronous_commit = on`"), "{md}");

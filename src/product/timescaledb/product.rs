@@ -330,6 +330,15 @@ impl Product for TimescaleDb {
             &pg::config_assignments(&text),
         ))
     }
+    /// `postgresql.auto.conf` and what follows the include in `postgresql.conf`.
+    fn outside_settings(&self, ws_dir: &Path) -> Result<Vec<crate::product::OutsideSetting>> {
+        let cfg = ws_dir.join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&cfg).map_err(|e| Error::io("read", &cfg, e))?;
+        pg::outside_settings(
+            &pg::Layout::in_dir(ws_dir).data_dir,
+            &pg::config_assignments(&text),
+        )
+    }
     /// PostgreSQL's log: FATAL ends a session, only PANIC or a dead server process fails.
     fn log_rules(&self) -> crate::logscan::LogRules {
         super::log::RULES
@@ -400,6 +409,9 @@ impl Product for TimescaleDb {
         let want = pg::config_assignments(&text);
         let mut names: Vec<String> = want.iter().map(|(n, _)| n.clone()).collect();
         names.extend(sql::REPORTED_SETTINGS.iter().map(|s| s.to_string()));
+        // What the person set in the cluster's own files is recorded as in force too.
+        let outside = pg::outside_settings(&Layout::in_dir(ws_dir).data_dir, &want)?;
+        names.extend(outside.into_iter().map(|s| s.name.to_lowercase()));
         names.sort();
         names.dedup();
         let admin = target_of(endpoint)?.with_db(ADMIN_DB);
@@ -562,6 +574,10 @@ impl Product for TimescaleDb {
     fn run_label(&self, version: &str, settings: Option<&Value>) -> Option<String> {
         let ext = settings.and_then(|s| s["extension_version"].as_str());
         Some(self.mode.label(version, ext))
+    }
+    /// The version a server answers with is PostgreSQL's (`SHOW server_version`).
+    fn version_name(&self) -> Option<&'static str> {
+        Some("PostgreSQL")
     }
     /// No other session on the benchmark database (a leftover one would block the loader's
     /// `DROP DATABASE` and compete with it), and the WAL position the load starts from.
