@@ -1478,14 +1478,22 @@ fn core_refuses_a_query_over_its_parquet_file_limit() {
     }
     assert_eq!(with_ext(&data, ".parquet"), 4);
     let r = sql(&e, "db", "SELECT count(*) AS n FROM cpu");
+    // As real 3.10.1: plain text that names the limit (2), not the 4 files it would scan.
     assert_eq!(r.status, 500, "{}", r.body);
     assert!(
-        r.json()["error"]
-            .as_str()
-            .unwrap()
-            .contains("Query would scan 4 Parquet files, exceeding the file limit"),
+        r.body.starts_with(
+            "External error: Query would scan 2 Parquet files, exceeding the file limit."
+        ),
         "{}",
         r.body
+    );
+    assert!(
+        e.wait_for(
+            "ERROR influxdb3_server::http: Error while handling request error=query error: error while planning query: External error: Query would scan 2 Parquet files",
+            Duration::from_secs(2)
+        ),
+        "{}",
+        e.output()
     );
     // A time range over two windows scans two files: answered.
     let r = sql(
@@ -1499,5 +1507,137 @@ fn core_refuses_a_query_over_its_parquet_file_limit() {
         "{}",
         r.body
     );
+    assert_eq!(e.stop(), 0);
+}
+
+/// Real 3.10.1 hides acknowledged durable rows from `count(*)` while a snapshot persists: the
+/// first landed file clears every snapshotting chunk of the table, the others come back as
+/// their files land. `system.parquet_files` lists the landed files meanwhile, the log says
+/// what persists, and the count is as slow as the knob says.
+#[test]
+fn a_slow_snapshot_hides_rows_until_its_files_land_and_counts_take_their_time() {
+    let t = tempfile::tempdir().unwrap();
+    let data = t.path().join("d");
+    let o = Opts::core().knobs(serde_json::json!({
+        "wal_flush_interval_ms": 50,
+        "snapshot_after_wal_files": 4,
+        "snapshot_persist_ms_per_file": 400,
+        "count_ms_per_1000_rows": 100,
+    }));
+    let mut e = Emu::start(
+        t.path(),
+        &o,
+        serve_args(&data, "127.0.0.1:0", &["--without-auth"]),
+    );
+    // Four durable writes in four 10-minute windows: the fourth WAL file starts a snapshot of
+    // four files, 400 ms each.
+    for k in 0..4 {
+        assert_eq!(
+            write(&e, "db", &lines(500, 1_686_441_600 + k * 600), "").status,
+            204
+        );
+    }
+    let started = Instant::now();
+    assert!(e.wait_for(
+        "persisting 4 chunks for wal number 4",
+        Duration::from_secs(5)
+    ));
+    assert!(e.wait_for("Persisted parquet file: ", Duration::from_secs(5)));
+    // One file landed (500 rows visible again from it), three windows hidden: 500 of 2000.
+    let files = |e: &Emu| {
+        let r = sql(
+            e,
+            "db",
+            "SELECT path, row_count FROM system.parquet_files WHERE table_name = 'cpu'",
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json().as_array().unwrap().len()
+    };
+    let (landed, n) = (files(&e), count(&e, "db"));
+    assert!(n < 2000, "no dip: {n} with {landed} files landed");
+    assert_eq!(n, 500 * landed as i64, "{}", e.output());
+    // The count took its time: 100 ms per 1000 visible rows.
+    let t0 = Instant::now();
+    let all = loop {
+        let n = count(&e, "db");
+        if n == 2000 || started.elapsed() > Duration::from_secs(10) {
+            break n;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(all, 2000, "{}", e.output());
+    assert!(t0.elapsed() >= Duration::from_millis(200));
+    assert_eq!(files(&e), 4);
+    let r = sql(
+        &e,
+        "db",
+        "SELECT table_name, path, size_bytes, row_count, min_time, max_time FROM system.parquet_files",
+    );
+    let first = &r.json()[0];
+    assert_eq!(first["table_name"], "cpu");
+    assert_eq!(first["row_count"], 500);
+    // The real layout: ids only, the snapshot's last WAL sequence number as the file name.
+    assert!(
+        first["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("/0000000004.parquet")
+            && first["path"]
+                .as_str()
+                .unwrap()
+                .contains("/dbs/1/0/2023-06-1"),
+        "{first}"
+    );
+    // The snapshot landed: its info file exists and the snapshotted WAL files are kept.
+    assert!(e.wait_for("Persisted parquet file: ", Duration::from_secs(1)));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while with_ext(&data, ".info.json") == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(with_ext(&data, ".info.json"), 1);
+    assert_eq!(with_ext(&data, ".wal"), 4);
+    assert_eq!(e.stop(), 0);
+}
+
+/// Start-up replays the WAL in proportion to its size (knob), between the real log lines.
+#[test]
+fn startup_replays_the_wal_in_proportion() {
+    let t = tempfile::tempdir().unwrap();
+    let data = t.path().join("d");
+    let o = Opts::core().knobs(serde_json::json!({"wal_replay_ms_per_mib": 4000}));
+    let mut e = Emu::start(
+        t.path(),
+        &o,
+        serve_args(&data, "127.0.0.1:0", &["--without-auth"]),
+    );
+    // About 0.5 MiB of WAL.
+    for k in 0..5 {
+        assert_eq!(
+            write(&e, "db", &lines(1500, 1_686_441_600 + k * 1500), "").status,
+            204
+        );
+    }
+    assert_eq!(e.stop(), 0);
+    let wal: u64 = files_under(&data)
+        .iter()
+        .filter(|p| p.to_string_lossy().ends_with(".wal"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    let want = Duration::from_millis(4000 * wal / (1024 * 1024));
+    assert!(want >= Duration::from_millis(500), "{wal} bytes of WAL");
+    let t0 = Instant::now();
+    let mut e = Emu::start(
+        t.path(),
+        &o,
+        serve_args(&data, "127.0.0.1:0", &["--without-auth"]),
+    );
+    assert!(t0.elapsed() >= want, "{:?} < {want:?}", t0.elapsed());
+    let out = e.output();
+    let replay = out.find("replaying WAL files").expect("replay line");
+    let done = out
+        .find("completed replaying wal files time_taken=")
+        .expect("done line");
+    assert!(replay < done && done < out.find("startup time: ").unwrap());
+    assert_eq!(count(&e, "db"), 7500);
     assert_eq!(e.stop(), 0);
 }

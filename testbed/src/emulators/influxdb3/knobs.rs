@@ -38,12 +38,20 @@ pub struct Knobs {
     // writes
     pub wal_flush_interval_ms: Option<u64>,
     pub snapshot_after_wal_files: Option<u64>,
+    /// Each file of a snapshot takes this long to persist, in the background; meanwhile the
+    /// snapshot's rows not yet in a landed file are invisible to queries (the real dip).
+    pub snapshot_persist_ms_per_file: u64,
+    /// Start-up replays the WAL at this pace per MiB of WAL files (the real `startup time`
+    /// grows with the WAL: 92.6 s for 305 MB in a dev build).
+    pub wal_replay_ms_per_mib: u64,
     pub write_reject_first: u64,
     pub write_reject_status: Option<u16>,
     pub write_retry_after: Option<String>,
 
     // queries
     pub query_delay_ms: u64,
+    /// A `count(...)` query sleeps this long per 1000 rows it reads.
+    pub count_ms_per_1000_rows: u64,
     /// Core's `--query-file-limit` (default 432; Enterprise has none).
     pub query_file_limit: Option<usize>,
     pub query_failures: Vec<QueryFailure>,

@@ -91,22 +91,33 @@
 //!   → rows computed from the stored data for `SELECT count(*)`, `SHOW TABLES`, `SELECT 1`, the TSBS
 //!   shapes (aggregates max/min/avg/sum/count/last_value, `date_bin`, `hostname IN`, time range,
 //!   `GROUP BY`, `ORDER BY`, `LIMIT`); 404 `{"error":"query error: database not found: <db>"}`.
-//!   Core refuses at planning (500 `{"error":"query error: error while planning query: External
-//!   error: Query would scan N Parquet files, exceeding the file limit. ..."}`, the text of the
-//!   real query executor; the `query error: ` prefix and the status are inferred) a query whose
-//!   table has more snapshot files meeting its time conditions than `--query-file-limit`
-//!   (knob `query_file_limit`, default 432).
+//!   Core refuses at planning (500, plain text `External error: Query would scan <LIMIT> Parquet
+//!   files, exceeding the file limit. ...`, as real 3.10.1 answered: the number is the limit,
+//!   not the files; the log line adds `query error: error while planning query: `) a query
+//!   whose table has more snapshot files meeting its time conditions than `--query-file-limit`
+//!   (knob `query_file_limit`, default 432). `SELECT <columns> FROM system.parquet_files
+//!   [WHERE table_name = '..']` lists the landed snapshot files (`table_name`, `path`,
+//!   `size_bytes`, `row_count`, `min_time`, `max_time`).
 //!
 //! # On disk (`--data-dir`, nothing written elsewhere; catalog prefix = node id for Core,
 //! cluster id for Enterprise)
 //! * `<prefix>/catalog/checkpoint` — JSON catalog (uuid, databases, tables, columns).
 //! * `<node-id>/wal/<seq:011>.wal` — one file per WAL flush: magic `idb3.001`, a JSON header
 //!   line, then per write batch `@op {"db_id":..,"db":..,"lines":N}` and N lines of line protocol.
-//! * `<node-id>/dbs/<db>-<id>/<table>-<id>/<YYYY-MM-DD>/<HH-MM>/<seq:010>.parquet` — snapshot
-//!   files (`PAR1` ... `PAR1`, gzip line protocol inside), written after
-//!   `snapshot_after_wal_files` WAL files (knob, default 900 = the real 600 + 300); the
-//!   snapshotted WAL files are then removed. A graceful stop only flushes the WAL buffer (no
-//!   snapshot unless one is due), so a short load leaves WAL files and no Parquet.
+//! * `<node-id>/dbs/<db id>/<table id>/<YYYY-MM-DD>/<HH-MM>/<last WAL seq:010>.parquet` —
+//!   snapshot files, one per table and gen1 window (`PAR1` ... `PAR1`, gzip line protocol
+//!   inside), written after `snapshot_after_wal_files` WAL files (knob, default 900 = the real
+//!   600 + 300); WAL files older than the newest 300 snapshotted ones are then removed (real
+//!   `--snapshotted-wal-files-to-keep`). A graceful stop only flushes the WAL buffer (no
+//!   snapshot unless one is due), so a short load leaves WAL files and no Parquet. With knob
+//!   `snapshot_persist_ms_per_file` the files land one by one in the background, logged as
+//!   the real server does (`Buffering contents and persisting snapshotted data`, `persisting
+//!   N chunks for wal number W`, `Persisting N rows ... to file P`, `Persisted parquet file:
+//!   P`); from the first landed file until each window's file lands, that window's
+//!   snapshotted rows are invisible to queries (real 3.10.1 `queryable_buffer.rs:358-366`:
+//!   acknowledged durable rows dip from `count(*)`). A stop abandons a snapshot in flight.
+//!   Start-up replays the WAL after the last snapshot (`replaying WAL files`, `completed
+//!   replaying wal files time_taken=..`), `wal_replay_ms_per_mib` per MiB of it.
 //! * Enterprise 3.11 and later, for a catalog created by that version (the upgraded storage
 //!   engine, recorded as `storage_engine` in the catalog): the same layout with `.pt` WAL and
 //!   data files instead of `.wal` / `.parquet`. Guess: only the `.pt` extension is documented;
@@ -129,7 +140,9 @@
 //! `at` defaults to `ready`), `admin_token` (the one valid token when auth is on);
 //! `wal_flush_interval_ms`, `snapshot_after_wal_files`, `write_reject_first` (N first writes
 //! refused), `write_reject_status` (429 default, or 503), `write_retry_after` (header value);
-//! `query_delay_ms`, `query_failures` (`[{"contains":"..","status":500,"error":".."}]`),
+//! `snapshot_persist_ms_per_file`, `wal_replay_ms_per_mib`;
+//! `query_delay_ms`, `count_ms_per_1000_rows` (a `count(..)` query sleeps in proportion to the
+//! visible rows), `query_failures` (`[{"contains":"..","status":500,"error":".."}]`),
 //! `query_file_limit` (Core).
 //!
 //! # Inferred, not read from a real binary (protocols.md §6)

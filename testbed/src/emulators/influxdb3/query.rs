@@ -550,7 +550,8 @@ pub fn parquet_files_scanned(tables: &[(&TableEntry, &TableData)], sql: &str) ->
         .unwrap_or_default();
     td.files
         .iter()
-        .filter(|(lo, hi)| {
+        .filter(|f| {
+            let (lo, hi) = (&f.min_time, &f.max_time);
             conds.iter().all(|c| match c {
                 Cond::Time(op, t) => match op.as_str() {
                     ">=" => hi >= t,
@@ -564,6 +565,86 @@ pub fn parquet_files_scanned(tables: &[(&TableEntry, &TableData)], sql: &str) ->
             })
         })
         .count()
+}
+
+/// The text after keyword `kw` up to the next clause keyword.
+fn section_text(after_from: &str, kw: &str) -> Option<String> {
+    let ends = ["where", "group by", "order by", "limit"];
+    let p = find_kw(after_from, kw)?;
+    let rest = &after_from[p + kw.len()..];
+    let end = ends
+        .iter()
+        .filter_map(|k| find_kw(rest, k))
+        .min()
+        .unwrap_or(rest.len());
+    Some(rest[..end].trim().to_string())
+}
+
+/// `SELECT <columns> FROM system.parquet_files [WHERE table_name = '<t>']`: the landed
+/// Parquet files, as real Core lists them (`influxdb3_system_tables/src/parquet_files.rs`:
+/// `table_name`, `path`, `size_bytes`, `row_count`, `min_time`, `max_time`). Columns only;
+/// no other condition or aggregate is emulated.
+fn parquet_files(
+    tables: &[(&TableEntry, &TableData)],
+    select_text: &str,
+    filter: Option<String>,
+) -> Result<ResultSet, String> {
+    const COLUMNS: [&str; 6] = [
+        "table_name",
+        "path",
+        "size_bytes",
+        "row_count",
+        "min_time",
+        "max_time",
+    ];
+    let wanted: Option<String> = match filter {
+        None => None,
+        Some(f) => match parse_conds(&f).as_slice() {
+            [Cond::In(c, v)] if c == "table_name" && v.len() == 1 => Some(v[0].clone()),
+            _ => {
+                return Err(plan_err(
+                    "testbed: system.parquet_files takes WHERE table_name = '...' only",
+                ))
+            }
+        },
+    };
+    let cols: Vec<String> = if select_text.trim() == "*" {
+        COLUMNS.map(String::from).to_vec()
+    } else {
+        split_top(select_text, ",")
+            .into_iter()
+            .map(|c| unquote(c.trim()))
+            .collect()
+    };
+    if let Some(c) = cols.iter().find(|c| !COLUMNS.contains(&c.as_str())) {
+        return Err(plan_err(&format!(
+            "testbed: system.parquet_files has no column {c} (only columns are emulated)"
+        )));
+    }
+    let mut rows = Vec::new();
+    for (t, td) in tables {
+        if wanted.as_deref().is_some_and(|w| w != t.name) {
+            continue;
+        }
+        for f in &td.files {
+            rows.push(
+                cols.iter()
+                    .map(|c| match c.as_str() {
+                        "table_name" => Val::Str(t.name.clone()),
+                        "path" => Val::Str(f.path.clone()),
+                        "size_bytes" => Val::I(f.size_bytes as i64),
+                        "row_count" => Val::I(f.row_count as i64),
+                        "min_time" => Val::I(f.min_time),
+                        _ => Val::I(f.max_time),
+                    })
+                    .collect(),
+            );
+        }
+    }
+    Ok(ResultSet {
+        columns: cols,
+        rows,
+    })
 }
 
 pub fn execute(tables: &[(&TableEntry, &TableData)], sql: &str) -> Result<ResultSet, String> {
@@ -659,6 +740,9 @@ pub fn execute(tables: &[(&TableEntry, &TableData)], sql: &str) -> Result<Result
         .next()
         .unwrap_or(&table_name)
         .to_string();
+    if table_name.eq_ignore_ascii_case("system.parquet_files") {
+        return parquet_files(tables, select_text, section_text(after_from, "where"));
+    }
     let Some((table, td)) = tables.iter().find(|(t, _)| t.name == bare) else {
         return Err(plan_err(&format!("table 'public.iox.{bare}' not found")));
     };
@@ -698,7 +782,10 @@ pub fn execute(tables: &[(&TableEntry, &TableData)], sql: &str) -> Result<Result
         items.push(item);
     }
     let td: &TableData = td;
-    let filtered: Vec<&Row> = td.rows.iter().filter(|r| matches(td, r, &conds)).collect();
+    let filtered: Vec<&Row> = td
+        .visible_rows()
+        .filter(|r| matches(td, r, &conds))
+        .collect();
     let has_agg = items.iter().any(|i| matches!(i.expr, Expr::Agg(..)));
 
     let (columns, mut out_rows) = if has_agg || group_by.is_some() {

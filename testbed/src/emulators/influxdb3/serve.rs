@@ -130,9 +130,33 @@ pub fn run(build: Build, knobs: Knobs, cfg: ServeConfig) -> i32 {
         // 3.11: "New clusters are created on the upgraded storage engine" (Enterprise only).
         build.edition == Edition::Enterprise && build.at_least(3, 11),
     ) {
-        Ok(s) => Arc::new(s),
+        Ok(s) => Arc::new(
+            s.with_persist_per_file(Duration::from_millis(knobs.snapshot_persist_ms_per_file)),
+        ),
         Err(e) => return fail(&format!("failed to initialize catalog: {e}")),
     };
+    // The WAL replay: proportional to the WAL on the knob (real: `replaying WAL files`, then
+    // `completed replaying wal files time_taken=...`; Core holds all its data in the WAL).
+    let replay_started = Instant::now();
+    log(
+        "INFO",
+        "influxdb3_wal::object_store",
+        "replaying WAL files",
+        &[],
+    );
+    let replay = Duration::from_millis(
+        knobs.wal_replay_ms_per_mib * store.replayed_wal_bytes / (1024 * 1024),
+    );
+    let replay_end = Instant::now() + replay;
+    while Instant::now() < replay_end && !stop_signal.load(Ordering::SeqCst) {
+        std::thread::sleep((replay_end - Instant::now()).min(Duration::from_millis(20)));
+    }
+    log(
+        "INFO",
+        "influxdb3_wal::object_store",
+        "completed replaying wal files",
+        &[("time_taken", format!("{:?}", replay_started.elapsed()))],
+    );
     log(
         "INFO",
         "influxdb3_catalog::catalog",
@@ -180,6 +204,27 @@ pub fn run(build: Build, knobs: Knobs, cfg: ServeConfig) -> i32 {
         store.clone(),
     ));
 
+    // Background snapshot persistence (only queued when persisting is slow, on the knob).
+    let persister = {
+        let (store, stopping) = (store.clone(), stopping.clone());
+        std::thread::spawn(move || {
+            while !stopping.load(Ordering::SeqCst) {
+                match store.persist_next() {
+                    Ok(true) => {}
+                    Ok(false) => std::thread::sleep(Duration::from_millis(20)),
+                    Err(e) => {
+                        log(
+                            "ERROR",
+                            "influxdb3_write::write_buffer::queryable_buffer",
+                            "error during sort, deduplicate, and persist of buffer data as parquet",
+                            &[("error", e)],
+                        );
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+            }
+        })
+    };
     let flusher = {
         let (store, stopping) = (store.clone(), stopping.clone());
         std::thread::spawn(move || {
@@ -260,6 +305,9 @@ pub fn run(build: Build, knobs: Knobs, cfg: ServeConfig) -> i32 {
     }
     stopping.store(true, Ordering::SeqCst);
     let _ = flusher.join();
+    // A snapshot still persisting is abandoned, as the real runtime drops its task: its landed
+    // files stay without a snapshot file, and the next start replays their rows from the WAL.
+    let _ = persister.join();
     // The final flush releases durable writers still waiting; let them answer.
     let persisted = store.shutdown();
     app.released.store(true, Ordering::SeqCst);

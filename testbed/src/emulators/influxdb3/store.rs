@@ -13,6 +13,8 @@ use std::time::Duration;
 
 pub const INTERNAL_DB: &str = "_internal";
 const WAL_MAGIC: &[u8] = b"idb3.001\n";
+/// `--snapshotted-wal-files-to-keep` default (src `serve.rs`: 300).
+const SNAPSHOTTED_WAL_KEPT: u64 = 300;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Catalog {
@@ -71,15 +73,61 @@ pub struct TableData {
     /// `rows[persisted..]` as normalised line protocol (ns timestamps), for WAL and snapshots.
     texts: Vec<String>,
     persisted: usize,
-    /// `(min_time, max_time)` of every snapshot (Parquet) file of this table: what Core's
-    /// query file limit counts.
-    pub files: Vec<(i64, i64)>,
+    /// Every snapshot (Parquet) file of this table that has landed: what Core's query file
+    /// limit counts and `system.parquet_files` lists.
+    pub files: Vec<FileMeta>,
+    /// The snapshot being persisted in the background, if any (see [`Snapshotting`]).
+    snapshotting: Option<Snapshotting>,
     series: HashMap<String, Arc<Series>>,
     names: Vec<Arc<str>>,
     name_idx: HashMap<Arc<str>, u16>,
 }
 
+/// A landed Parquet file, as `system.parquet_files` lists it.
+#[derive(Debug, Clone)]
+pub struct FileMeta {
+    pub path: String,
+    pub size_bytes: u64,
+    pub row_count: u64,
+    pub min_time: i64,
+    pub max_time: i64,
+}
+
+/// Rows `[lo, hi)` are in a snapshot whose files are still being written, one gen1 window per
+/// file. As real Core 3.10.1 (`queryable_buffer.rs:358-366`), the first file that lands clears
+/// *all* of the table's snapshotting chunks from the queryable buffer, so from then until its
+/// window's file lands a row of a pending window is invisible to queries: acknowledged durable
+/// rows dip from `count(*)` while a snapshot persists.
+#[derive(Debug)]
+struct Snapshotting {
+    lo: usize,
+    hi: usize,
+    gen1_ns: i64,
+    pending: std::collections::BTreeSet<i64>,
+    any_landed: bool,
+}
+
 impl TableData {
+    /// Whether row `i` is visible to queries now.
+    pub fn visible(&self, i: usize) -> bool {
+        match &self.snapshotting {
+            Some(s) if s.any_landed && (s.lo..s.hi).contains(&i) => {
+                let t = self.rows[i].time;
+                !s.pending.contains(&(t - t.rem_euclid(s.gen1_ns)))
+            }
+            _ => true,
+        }
+    }
+
+    /// The rows queries see (all of them unless a snapshot is persisting).
+    pub fn visible_rows(&self) -> impl Iterator<Item = &Row> {
+        self.rows
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.visible(*i))
+            .map(|(_, r)| r)
+    }
+
     fn intern(&mut self, line: Line) -> Row {
         let mut key = String::new();
         for (k, v) in &line.tags {
@@ -210,6 +258,23 @@ struct Inner {
     snapshot_seq: u64,
     wal_since_snapshot: u64,
     file_seq: u64,
+    /// Files of the snapshot in flight not yet written (background persistence).
+    persist_queue: std::collections::VecDeque<PersistJob>,
+    /// The snapshot in flight: its info, completed as its files land.
+    in_flight: Option<SnapshotInfo>,
+}
+
+/// One file of a snapshot to write: one gen1 window of one table.
+#[derive(Debug)]
+struct PersistJob {
+    db_id: u32,
+    table_id: u32,
+    window: i64,
+    rel: String,
+    text: String,
+    rows: u64,
+    min_time: i64,
+    max_time: i64,
 }
 
 /// Where files go: `<data-dir>/<catalog prefix>/catalog/...` and `<data-dir>/<node-id>/...`.
@@ -238,6 +303,10 @@ pub struct Store {
     layout: Option<Layout>,
     gen1_ns: i64,
     snapshot_after: u64,
+    /// How long each file of a snapshot takes to persist (knob; zero: all at once, in the flush).
+    persist_per_file: Duration,
+    /// Bytes of WAL files replayed at open.
+    pub replayed_wal_bytes: u64,
 }
 
 /// One rejected line, reported in the write error bodies.
@@ -357,6 +426,7 @@ impl Store {
                 }],
             },
         };
+        let mut replayed = 0;
         let mut inner = Inner {
             catalog,
             data: HashMap::new(),
@@ -366,6 +436,8 @@ impl Store {
             snapshot_seq: 0,
             wal_since_snapshot: 0,
             file_seq: 0,
+            persist_queue: Default::default(),
+            in_flight: None,
         };
         if let Some(l) = &layout {
             write_atomic(
@@ -373,7 +445,7 @@ impl Store {
                 &serde_json::to_vec_pretty(&inner.catalog).unwrap(),
             )?;
             let ext = file_ext(&inner.catalog);
-            load_files(l, &mut inner, ext)?;
+            replayed = load_files(l, &mut inner, ext)?;
         }
         Ok(Store {
             inner: Mutex::new(inner),
@@ -381,7 +453,15 @@ impl Store {
             layout,
             gen1_ns: (gen1_minutes.max(1) * 60_000_000_000) as i64,
             snapshot_after: snapshot_after.max(1),
+            persist_per_file: Duration::ZERO,
+            replayed_wal_bytes: replayed,
         })
+    }
+
+    /// Each file of a snapshot takes `d` to persist, in the background ([`Store::persist_next`]).
+    pub fn with_persist_per_file(mut self, d: Duration) -> Store {
+        self.persist_per_file = d;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -458,7 +538,7 @@ impl Store {
         self.save_catalog(&inner).map_err(AdminError::Invalid)?;
         if hard {
             if let Some(l) = &self.layout {
-                let _ = std::fs::remove_dir_all(l.node().join("dbs").join(format!("{name}-{id}")));
+                let _ = std::fs::remove_dir_all(l.node().join("dbs").join(id.to_string()));
             }
         }
         Ok(())
@@ -678,7 +758,8 @@ impl Store {
         }
         inner.flushes += 1;
         self.flushed.notify_all();
-        if inner.wal_since_snapshot >= self.snapshot_after {
+        // One snapshot at a time: the next waits until the one in flight has landed.
+        if inner.wal_since_snapshot >= self.snapshot_after && inner.in_flight.is_none() {
             self.snapshot_locked(&mut inner)?;
         }
         Ok(())
@@ -703,11 +784,13 @@ impl Store {
         self.flush()
     }
 
+    /// Plans a snapshot of every unpersisted row (one file per table and gen1 window, named
+    /// as real Core: `dbs/<db id>/<table id>/<YYYY-MM-DD>/<HH-MM>/<last WAL seq:010>.parquet`)
+    /// and persists it: at once, or file by file in the background when persisting is slow.
     fn snapshot_locked(&self, inner: &mut Inner) -> Result<(), String> {
-        let Some(l) = &self.layout else {
+        if self.layout.is_none() {
             return Ok(());
-        };
-        let mut files = Vec::new();
+        }
         let dbs: Vec<DbTables> = inner
             .catalog
             .databases
@@ -721,8 +804,11 @@ impl Store {
                 )
             })
             .collect();
-        for (db_id, db_name, tables) in dbs {
-            for (table_id, table_name) in tables {
+        let wal_seq = inner.wal_seq;
+        let ext = file_ext(&inner.catalog).1;
+        let mut jobs = Vec::new();
+        for (db_id, _, tables) in dbs {
+            for (table_id, _) in tables {
                 let Some(td) = inner
                     .data
                     .get_mut(&db_id)
@@ -742,66 +828,177 @@ impl Store {
                         .or_default()
                         .push((t, text));
                 }
-                for (start, rows) in windows {
-                    inner.file_seq += 1;
-                    let when = time::OffsetDateTime::from_unix_timestamp_nanos(start as i128)
+                for (start, rows) in &windows {
+                    let when = time::OffsetDateTime::from_unix_timestamp_nanos(*start as i128)
                         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
                     let rel = format!(
-                        "dbs/{db_name}-{db_id}/{table_name}-{table_id}/{:04}-{:02}-{:02}/{:02}-{:02}/{:010}.{}",
+                        "dbs/{db_id}/{table_id}/{:04}-{:02}-{:02}/{:02}-{:02}/{wal_seq:010}.{ext}",
                         when.year(),
                         u8::from(when.month()),
                         when.day(),
                         when.hour(),
                         when.minute(),
-                        inner.file_seq,
-                        file_ext(&inner.catalog).1
                     );
                     let text: Vec<&str> = rows.iter().map(|(_, t)| *t).collect();
-                    let body = gzip(text.join("\n").as_bytes());
-                    let mut bytes = b"PAR1".to_vec();
-                    bytes.extend(&body);
-                    bytes.extend((body.len() as u32).to_le_bytes());
-                    bytes.extend(b"PAR1");
-                    write_atomic(&l.node().join(&rel), &bytes)?;
-                    let times = rows.iter().map(|(t, _)| *t);
-                    td.files.push((
-                        rows.iter().map(|(t, _)| *t).min().unwrap_or(0),
-                        rows.iter().map(|(t, _)| *t).max().unwrap_or(0),
-                    ));
-                    files.push(ParquetEntry {
+                    jobs.push(PersistJob {
                         db_id,
                         table_id,
-                        path: rel,
-                        row_count: rows.len(),
-                        min_time: times.clone().min().unwrap_or(0),
-                        max_time: times.max().unwrap_or(0),
-                        size_bytes: bytes.len() as u64,
+                        window: *start,
+                        rel,
+                        text: text.join("\n"),
+                        rows: rows.len() as u64,
+                        min_time: rows.iter().map(|(t, _)| *t).min().unwrap_or(0),
+                        max_time: rows.iter().map(|(t, _)| *t).max().unwrap_or(0),
                     });
                 }
+                td.snapshotting = Some(Snapshotting {
+                    lo: td.persisted,
+                    hi: td.rows.len(),
+                    gen1_ns: self.gen1_ns,
+                    pending: windows.keys().copied().collect(),
+                    any_landed: false,
+                });
                 td.persisted = td.rows.len();
                 td.texts = Vec::new();
             }
         }
         inner.snapshot_seq += 1;
-        let info = SnapshotInfo {
-            snapshot_sequence: inner.snapshot_seq,
-            wal_file_sequence_number: inner.wal_seq,
-            files,
+        let seq = inner.snapshot_seq;
+        super::log(
+            "INFO",
+            "influxdb3_write::write_buffer::queryable_buffer",
+            "Buffering contents and persisting snapshotted data",
+            &[(
+                "snapshot_details",
+                format!("SnapshotDetails {{ snapshot_sequence_number: SnapshotSequenceNumber({seq}), last_wal_sequence_number: WalFileSequenceNumber({wal_seq}) }}"),
+            )],
+        );
+        super::log(
+            "INFO",
+            "influxdb3_write::write_buffer::queryable_buffer",
+            &format!("persisting {} chunks for wal number {wal_seq}", jobs.len()),
+            &[],
+        );
+        inner.in_flight = Some(SnapshotInfo {
+            snapshot_sequence: seq,
+            wal_file_sequence_number: wal_seq,
+            files: Vec::new(),
+        });
+        inner.persist_queue.extend(jobs);
+        inner.wal_since_snapshot = 0;
+        if self.persist_per_file.is_zero() {
+            while let Some(job) = inner.persist_queue.pop_front() {
+                let landed = self.write_file(&job)?;
+                self.land(inner, job, landed)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one snapshot file (outside the lock when persisting in the background).
+    fn write_file(&self, job: &PersistJob) -> Result<u64, String> {
+        let Some(l) = &self.layout else {
+            return Ok(0);
         };
+        super::log(
+            "INFO",
+            "influxdb3_write::write_buffer::queryable_buffer",
+            &format!(
+                "Persisting {} rows for db id {} and table id {} and chunk {} to file {}/{}",
+                job.rows, job.db_id, job.table_id, job.window, l.node_id, job.rel
+            ),
+            &[],
+        );
+        let body = gzip(job.text.as_bytes());
+        let mut bytes = b"PAR1".to_vec();
+        bytes.extend(&body);
+        bytes.extend((body.len() as u32).to_le_bytes());
+        bytes.extend(b"PAR1");
+        write_atomic(&l.node().join(&job.rel), &bytes)?;
+        Ok(bytes.len() as u64)
+    }
+
+    /// A file has landed: it becomes queryable, its window's rows visible again; the last
+    /// file of a snapshot writes the snapshot's info file and retires old WAL files.
+    fn land(&self, inner: &mut Inner, job: PersistJob, size_bytes: u64) -> Result<(), String> {
+        let Some(l) = &self.layout else {
+            return Ok(());
+        };
+        super::log(
+            "INFO",
+            "influxdb3_write::write_buffer::queryable_buffer",
+            &format!("Persisted parquet file: {}/{}", l.node_id, job.rel),
+            &[],
+        );
+        if let Some(td) = inner
+            .data
+            .get_mut(&job.db_id)
+            .and_then(|m| m.get_mut(&job.table_id))
+        {
+            td.files.push(FileMeta {
+                path: format!("{}/{}", l.node_id, job.rel),
+                size_bytes,
+                row_count: job.rows,
+                min_time: job.min_time,
+                max_time: job.max_time,
+            });
+            if let Some(s) = td.snapshotting.as_mut() {
+                s.any_landed = true;
+                s.pending.remove(&job.window);
+                if s.pending.is_empty() {
+                    td.snapshotting = None;
+                }
+            }
+        }
+        let entry = ParquetEntry {
+            db_id: job.db_id,
+            table_id: job.table_id,
+            path: job.rel,
+            row_count: job.rows as usize,
+            min_time: job.min_time,
+            max_time: job.max_time,
+            size_bytes,
+        };
+        let Some(info) = inner.in_flight.as_mut() else {
+            return Ok(());
+        };
+        info.files.push(entry);
+        if !inner.persist_queue.is_empty() {
+            return Ok(());
+        }
+        let info = inner.in_flight.take().expect("in flight");
         write_atomic(
             &l.node()
                 .join("snapshots")
-                .join(format!("{:020}.info.json", inner.snapshot_seq)),
+                .join(format!("{:020}.info.json", info.snapshot_sequence)),
             &serde_json::to_vec_pretty(&info).unwrap(),
         )?;
+        // Real Core keeps the newest 300 snapshotted WAL files
+        // (`--snapshotted-wal-files-to-keep`), so a snapshot removes only older ones.
         let wal_suffix = format!(".{}", file_ext(&inner.catalog).0);
+        let keep_from = info
+            .wal_file_sequence_number
+            .saturating_sub(SNAPSHOTTED_WAL_KEPT);
         for p in list_sorted(&l.node().join("wal"), &wal_suffix) {
-            if seq_of(&p) <= inner.wal_seq {
+            if seq_of(&p) <= keep_from {
                 let _ = std::fs::remove_file(p);
             }
         }
-        inner.wal_since_snapshot = 0;
         Ok(())
+    }
+
+    /// Background persistence: writes the next queued snapshot file after the per-file delay.
+    /// `false` when nothing is queued.
+    pub fn persist_next(&self) -> Result<bool, String> {
+        let job = self.lock().persist_queue.pop_front();
+        let Some(job) = job else {
+            return Ok(false);
+        };
+        std::thread::sleep(self.persist_per_file);
+        let size = self.write_file(&job)?;
+        let mut inner = self.lock();
+        self.land(&mut inner, job, size)?;
+        Ok(true)
     }
 
     /// Runs `f` over the live database `name`: `(catalog entry, data)` per table.
@@ -893,7 +1090,10 @@ fn file_ext(cat: &Catalog) -> (&'static str, &'static str) {
     }
 }
 
-fn load_files(l: &Layout, inner: &mut Inner, ext: (&str, &str)) -> Result<(), String> {
+/// Loads the snapshots' files, then replays the WAL files after the last snapshot; returns
+/// the bytes of WAL replayed.
+fn load_files(l: &Layout, inner: &mut Inner, ext: (&str, &str)) -> Result<u64, String> {
+    let mut replayed = 0u64;
     let node = l.node();
     let mut last_wal = 0;
     for p in list_sorted(&node.join("snapshots"), ".info.json") {
@@ -922,7 +1122,13 @@ fn load_files(l: &Layout, inner: &mut Inner, ext: (&str, &str)) -> Result<(), St
                 .or_default()
                 .entry(f.table_id)
                 .or_default();
-            td.files.push((f.min_time, f.max_time));
+            td.files.push(FileMeta {
+                path: format!("{}/{}", l.node_id, f.path),
+                size_bytes: f.size_bytes,
+                row_count: f.row_count as u64,
+                min_time: f.min_time,
+                max_time: f.max_time,
+            });
             for text in String::from_utf8_lossy(&body).lines() {
                 let line = lp::parse_line(text)
                     .map_err(|e| format!("parquet file {} is corrupt: {e}", path.display()))?;
@@ -937,6 +1143,7 @@ fn load_files(l: &Layout, inner: &mut Inner, ext: (&str, &str)) -> Result<(), St
             continue;
         }
         let bytes = std::fs::read(&p).map_err(|e| io_ctx("cannot read", &p, e))?;
+        replayed += bytes.len() as u64;
         let body = bytes
             .strip_prefix(WAL_MAGIC)
             .ok_or_else(|| format!("WAL file {} is corrupt", p.display()))?;
@@ -971,7 +1178,7 @@ fn load_files(l: &Layout, inner: &mut Inner, ext: (&str, &str)) -> Result<(), St
         inner.wal_seq = inner.wal_seq.max(seq);
         inner.wal_since_snapshot += 1;
     }
-    Ok(())
+    Ok(replayed)
 }
 
 pub enum ValueRef<'a> {
