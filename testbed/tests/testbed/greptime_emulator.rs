@@ -34,7 +34,7 @@ fn greptime(version: &str, knobs: Option<&Path>) -> Command {
     c
 }
 
-struct Server {
+pub(crate) struct Server {
     child: Child,
     port: u16,
     dir: PathBuf,
@@ -42,12 +42,12 @@ struct Server {
     err: PathBuf,
 }
 
-struct Opts<'a> {
-    version: &'a str,
-    knobs: Option<Value>,
-    data: Option<PathBuf>,
-    extra: Vec<String>,
-    http_port: Option<u16>,
+pub(crate) struct Opts<'a> {
+    pub(crate) version: &'a str,
+    pub(crate) knobs: Option<Value>,
+    pub(crate) data: Option<PathBuf>,
+    pub(crate) extra: Vec<String>,
+    pub(crate) http_port: Option<u16>,
 }
 
 impl Default for Opts<'_> {
@@ -63,7 +63,7 @@ impl Default for Opts<'_> {
 }
 
 /// Starts `standalone start` in `dir` (data under `dir/data` unless `data` is given).
-fn start(dir: &Path, o: Opts) -> Server {
+pub(crate) fn start(dir: &Path, o: Opts) -> Server {
     std::fs::create_dir_all(dir).unwrap();
     let knobs = dir.join("knobs.json");
     if let Some(k) = &o.knobs {
@@ -126,7 +126,7 @@ fn call(req: ureq::Request, body: Option<&str>) -> (u16, String) {
 }
 
 impl Server {
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
@@ -151,7 +151,7 @@ impl Server {
         )
     }
 
-    fn ok_sql(&self, db: Option<&str>, sql: &str) -> Value {
+    pub(crate) fn ok_sql(&self, db: Option<&str>, sql: &str) -> Value {
         let (code, v) = self.sql(db, sql);
         assert_eq!(code, 200, "{sql}: {v}");
         v
@@ -164,7 +164,7 @@ impl Server {
             .unwrap()
     }
 
-    fn write(&self, db: &str, body: &str) -> (u16, String) {
+    pub(crate) fn write(&self, db: &str, body: &str) -> (u16, String) {
         call(
             agent()
                 .post(&self.url(&format!("/v1/influxdb/write?consistency=all&db={db}")))
@@ -174,7 +174,7 @@ impl Server {
     }
 
     /// Waits (bounded) until `/health` answers 200.
-    fn ready(&mut self) {
+    pub(crate) fn ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(15);
         let a = ureq::AgentBuilder::new()
             .timeout(Duration::from_millis(500))
@@ -193,7 +193,7 @@ impl Server {
         panic!("not ready; {}", self.logs());
     }
 
-    fn logs(&self) -> String {
+    pub(crate) fn logs(&self) -> String {
         format!(
             "stdout:\n{}\nstderr:\n{}",
             std::fs::read_to_string(&self.out).unwrap_or_default(),
@@ -201,11 +201,11 @@ impl Server {
         )
     }
 
-    fn signal(&self, s: Signal) {
+    pub(crate) fn signal(&self, s: Signal) {
         kill(Pid::from_raw(self.child.id() as i32), s).unwrap();
     }
 
-    fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+    pub(crate) fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if let Some(st) = self.child.try_wait().unwrap() {
@@ -216,7 +216,7 @@ impl Server {
         None
     }
 
-    fn stop(mut self) -> String {
+    pub(crate) fn stop(mut self) -> String {
         self.signal(Signal::SIGTERM);
         let st = self
             .wait_exit(Duration::from_secs(10))
@@ -234,7 +234,7 @@ impl Drop for Server {
 }
 
 /// `n` cpu rows per host for `hosts` hosts, 10 s apart from `start_s`.
-fn cpu_lines(hosts: usize, n: usize, start_s: i64) -> String {
+pub(crate) fn cpu_lines(hosts: usize, n: usize, start_s: i64) -> String {
     let mut s = String::new();
     for i in 0..n {
         for h in 0..hosts {
@@ -821,7 +821,7 @@ fn sql_and_write_knobs() {
 }
 
 /// Loads `n` flushed files (one per call) of 2 hosts × 720 rows (2 h) each into `benchmark`.
-fn flushed_files(s: &Server, n: usize) {
+pub(crate) fn flushed_files(s: &Server, n: usize) {
     s.ok_sql(None, "CREATE DATABASE benchmark");
     for i in 0..n {
         s.write(

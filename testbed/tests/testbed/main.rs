@@ -2,6 +2,7 @@
 //! run as processes (`env!("CARGO_BIN_EXE_testbed")`, which also makes `cargo test` build the
 //! binary the integration tests use) and the mirror's releases. One module per stand-in.
 
+mod conformance;
 mod go_emulator;
 mod greptime_emulator;
 mod greptime_releases;

@@ -96,9 +96,10 @@
 //!   existing → 400 code 1004 `Schema x already exists`. `DROP DATABASE [IF EXISTS] x` →
 //!   affectedrows 0; missing → 400 code 4004; `public` and system databases → 400 code 1004.
 //! * `SELECT count(*) FROM t` (exact, deduplicated row count; column `count(*)`, Int64),
-//!   `SELECT 1`, `DESC [TABLE] t`.
+//!   `SELECT 1` (column `Int64(1)`), `DESC [TABLE] t`.
 //! * `ADMIN flush_table('t')` / `ADMIN compact_table('t'[, 'regular'|'twcs'|'swcs'|'strict_window'[, 'opts']])`
-//!   (`'db.t'` accepted) → one column named as the statement text, UInt64, rows `[[0]]`.
+//!   (`'db.t'` accepted) → one column named as the server prints the statement (`ADMIN`, the
+//!   function as written, the arguments joined by `, `), UInt64, rows `[[0]]`.
 //!   Options: before 1.0.0-beta.1 a bare number of seconds (swcs), `'window=7200'` → 400 code
 //!   1004 `Compact window is expected to be a valid number, provided: window=7200`; from
 //!   1.0.0-beta.1 also `window=`/`window_seconds=`/`parallelism=`/`start_time=`+`end_time=`

@@ -284,9 +284,13 @@ fn admin(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
         .map(|a| a.trim().to_string())
         .filter(|a| !a.is_empty())
         .collect();
+    // The column is named after the parsed statement as sqlparser prints it: `ADMIN`, the
+    // function as written, its arguments joined by ", " (v1.0.2 answered
+    // `ADMIN COMPACT_TABLE('cpu','twcs')` with the column `ADMIN COMPACT_TABLE('cpu', 'twcs')`).
+    let column = format!("ADMIN {}({})", &caps[1], args.join(", "));
     let result = |_: ()| {
         Ok(Output::Records {
-            columns: vec![(stmt.to_string(), "UInt64".into())],
+            columns: vec![(column.clone(), "UInt64".into())],
             rows: vec![vec![json!(0)]],
         })
     };
@@ -673,8 +677,9 @@ fn select(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
     }
     if let Some(c) = re(r"(?is)^select\s+(-?\d+)$").captures(stmt) {
         let n: i64 = c[1].parse().unwrap_or(0);
+        // DataFusion names a literal's column after its type: `Int64(1)` (recorded on v1.0.2).
         return Ok(Output::Records {
-            columns: vec![(c[1].to_string(), "Int64".into())],
+            columns: vec![(format!("Int64({n})"), "Int64".into())],
             rows: vec![vec![json!(n)]],
         });
     }

@@ -55,6 +55,16 @@ impl Reply {
         }
         r
     }
+    /// A body without a content type: what the real server's plain `ResponseBuilder` errors
+    /// send (3.10.1: `HTTP/1.1 400 Bad Request` with only `cluster-uuid`, `content-length`,
+    /// `date`).
+    fn bare(status: u16, body: &str) -> Reply {
+        let mut r = Reply::new(status, None, body);
+        if status >= 400 {
+            r.log_error = Some(body.to_string());
+        }
+        r
+    }
     fn json(status: u16, value: &serde_json::Value) -> Reply {
         let mut r = Reply::new(status, Some("application/json"), value.to_string());
         if status >= 400 {
@@ -152,15 +162,13 @@ impl App {
         let reply = self.route(&method, &path, query.as_deref(), &mut req);
         if let Some(err) = &reply.log_error {
             if reply.status != 401 {
+                // `error` is a Display field (`%e`): tracing writes it unquoted, newlines and
+                // all (fixtures influxdb3-real/ext-filelimit-server.log).
                 log(
                     "ERROR",
                     "influxdb3_server::http",
-                    "Error while handling request",
-                    &[
-                        ("error", err.clone()),
-                        ("method", method.clone()),
-                        ("path", path.clone()),
-                    ],
+                    &format!("Error while handling request error={err}"),
+                    &[("method", method.clone()), ("path", path.clone())],
                 );
             }
         }
@@ -315,8 +323,11 @@ impl App {
     fn configure_database(&self, method: &str, query: Option<&str>, req: &mut Request) -> Reply {
         match method {
             "GET" => {
+                // The real handler decodes the query string (empty when absent) with
+                // serde_urlencoded: 400 `serde error: ...`, no content type.
+                let missing = || Reply::bare(400, "serde error: missing field `format`");
                 let Some(q) = query else {
-                    return Reply::text(400, "missing query parameter 'format'");
+                    return missing();
                 };
                 let params = parse_query(q);
                 match params.get("format").map(String::as_str) {
@@ -329,7 +340,7 @@ impl App {
                             ),
                         )
                     }
-                    None => return Reply::text(400, "missing query parameter 'format'"),
+                    None => return missing(),
                 }
                 let show_deleted = match parse_bool(params.get("show_deleted"), false) {
                     Ok(b) => b,
@@ -625,7 +636,10 @@ impl App {
             return Reply::json(f.status.unwrap_or(500), &serde_json::json!({"error": msg}));
         }
         // Core refuses at planning a query that would scan more Parquet files than its limit
-        // (src influxdb3_write/src/write_buffer/mod.rs; text from its query executor tests).
+        // (src influxdb3_write/src/write_buffer/mod.rs). As 3.10.1 answered: 500, the
+        // DataFusion error's text as the body with no content type, and the number in it is
+        // the limit (`self.query_file_limit`), not the files the query would scan. The log
+        // line has the whole error chain.
         if self.build.edition == Edition::Core {
             let limit = self.knobs.query_file_limit.unwrap_or(432);
             let n = self
@@ -633,18 +647,10 @@ impl App {
                 .with_db(&db, |tables| query::parquet_files_scanned(tables, &q))
                 .unwrap_or(0);
             if n > limit {
-                // Real 3.10.1 names its limit, not the `n` files the query would scan
-                // (`write_buffer/mod.rs:551-561` prints `self.query_file_limit`), in a
-                // plain-text body (fixtures influxdb3-real/11-ext-count-whole.txt).
                 let text = format!("External error: Query would scan {limit} Parquet files, exceeding the file limit. InfluxDB 3 Core caps file access to prevent performance degradation and memory issues. Use a narrower time range, or increase the limit with --query-file-limit (this may cause slower queries or instability).\n\nTo remove this limitation, upgrade to InfluxDB 3 Enterprise, which automatically compacts files for efficient querying across any time range. Free for non-commercial and home use, and free trials for commercial evaluation: https://www.influxdata.com/downloads");
-                // The error is a Display field (`%e`): tracing writes it unquoted.
-                super::log(
-                    "ERROR",
-                    "influxdb3_server::http",
-                    &format!("Error while handling request error=query error: error while planning query: {text}"),
-                    &[],
-                );
-                return Reply::text(500, &text);
+                let mut r = Reply::bare(500, &text);
+                r.log_error = Some(format!("query error: error while planning query: {text}"));
+                return r;
             }
         }
         // A count reads every visible row: slow in proportion (real 3.10.1 dev build: 61-104 s

@@ -70,8 +70,9 @@
 //! * `GET /health`, `/api/v1/health` → 200 `OK`. `GET|POST /ping` → JSON `{"product_name",
 //!   "version","revision","process_id"}` with `X-Influxdb-Version`, `X-Influxdb-Build`
 //!   (`Core`/`Enterprise`), `Request-Id`, `X-Request-Id`. `GET /metrics` → Prometheus text.
-//! * `/api/v3/configure/database`: `GET ?format=json[&show_deleted=true]` (format required) →
-//!   `[{"iox::database":"_internal"},...]`; `POST {"db":..}` → 200 empty, 409 `attempted to
+//! * `/api/v3/configure/database`: `GET ?format=json[&show_deleted=true]` →
+//!   `[{"iox::database":"_internal"},...]` (without `format`: 400, no content type,
+//!   ``serde error: missing field `format` ``); `POST {"db":..}` → 200 empty, 409 `attempted to
 //!   create a resource that already exists`, 400 bad name; `DELETE ?db=..[&hard_delete_at=..]`
 //!   → 200, 404 unknown, 400 for `_internal` or no query. Without `hard_delete_at=now` (or a
 //!   past time) the database is soft-deleted: still named, writes to it fail with 400, its data
@@ -91,11 +92,11 @@
 //!   → rows computed from the stored data for `SELECT count(*)`, `SHOW TABLES`, `SELECT 1`, the TSBS
 //!   shapes (aggregates max/min/avg/sum/count/last_value, `date_bin`, `hostname IN`, time range,
 //!   `GROUP BY`, `ORDER BY`, `LIMIT`); 404 `{"error":"query error: database not found: <db>"}`.
-//!   Core refuses at planning (500, plain text `External error: Query would scan <LIMIT> Parquet
-//!   files, exceeding the file limit. ...`, as real 3.10.1 answered: the number is the limit,
-//!   not the files; the log line adds `query error: error while planning query: `) a query
-//!   whose table has more snapshot files meeting its time conditions than `--query-file-limit`
-//!   (knob `query_file_limit`, default 432). `SELECT <columns> FROM system.parquet_files
+//!   Core refuses at planning (500 with no content type and the plain-text body `External
+//!   error: Query would scan N Parquet files, exceeding the file limit. ...`, where N is the
+//!   limit, not the number of files, as 3.10.1 answered) a query whose table has more snapshot
+//!   files meeting its time conditions than `--query-file-limit` (knob `query_file_limit`,
+//!   default 432). `SELECT <columns> FROM system.parquet_files
 //!   [WHERE table_name = '..']` lists the landed snapshot files (`table_name`, `path`,
 //!   `size_bytes`, `row_count`, `min_time`, `max_time`).
 //!
@@ -226,8 +227,10 @@ impl Build {
         (self.semver.0, self.semver.1) >= (major, minor)
     }
 
+    /// `/ping`'s `revision`: the first 7 characters of the full one (`influxdb3_process/build.rs`
+    /// takes 7 of `GIT_HASH`; 3.10.1 answered `"revision":"ff6872a"`).
     pub fn short_revision(&self) -> &str {
-        &self.revision[..10]
+        &self.revision[..7]
     }
 }
 
