@@ -592,19 +592,30 @@ impl Target {
 
     /// The row count and, where the product counts in pieces, how it was obtained.
     pub fn count_rows_detailed(&self, endpoint: &str, table: &str) -> Result<(u64, Option<Value>)> {
+        self.product
+            .count_rows_detailed(&self.count_request(endpoint, table))
+    }
+
+    /// What the server says it has persisted of `table` (see [`crate::product::Persisted`]).
+    pub fn persisted_files(&self, endpoint: &str, table: &str) -> crate::product::Persisted {
+        self.product
+            .persisted_files(&self.count_request(endpoint, table))
+    }
+
+    fn count_request<'a>(&'a self, endpoint: &'a str, table: &'a str) -> CountRequest<'a> {
         // The run's dataset, else the one the workspace holds.
         let window = self.count_window.or_else(|| {
             let spec = &self.binding()?.spec;
             crate::product::window_ns(spec["start"].as_str()?, spec["end"].as_str()?)
         });
-        self.product.count_rows_detailed(&CountRequest {
+        CountRequest {
             endpoint,
             database: self.database(),
             table,
             window,
             token: self.external_token(),
             timeout: self.count_timeout,
-        })
+        }
     }
 }
 

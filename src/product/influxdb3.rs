@@ -491,8 +491,22 @@ impl Product for InfluxDb3 {
             connection: None,
         }
     }
-    fn unsynced_flush_interval(&self) -> Option<std::time::Duration> {
-        Some(DEFAULT_WAL_FLUSH_INTERVAL)
+    /// Both durable and `--no-sync` loads: a real Core hides acknowledged durable rows while a
+    /// snapshot persists, and unsynced ones until the next flush.
+    fn count_settling(&self, no_sync: bool) -> Option<crate::product::Settling> {
+        Some(crate::product::Settling {
+            flush: DEFAULT_WAL_FLUSH_INTERVAL,
+            reason: if no_sync {
+                "--no-sync: acknowledged rows become queryable only after the next WAL flush, and a WAL snapshot hides rows from count(*) while its Parquet files persist"
+            } else {
+                "a WAL snapshot hides acknowledged rows from count(*) while its Parquet files persist (InfluxDB 3 Core 3.10.1, queryable_buffer.rs)"
+            },
+            max_counts: 6,
+            persist_wait: std::time::Duration::from_secs(900),
+        })
+    }
+    fn persisted_files(&self, req: &CountRequest) -> crate::product::Persisted {
+        persisted_files(req)
     }
     fn probe_version(
         &self,
@@ -917,6 +931,40 @@ pub fn count_table(req: &CountRequest) -> Result<RowCount> {
             "seconds": started.elapsed().as_secs_f64(),
         }),
     })
+}
+
+/// The table's landed Parquet files and their rows, from `system.parquet_files` (real
+/// 3.10.1: `table_name`, `path`, `size_bytes`, `row_count`, `min_time`, `max_time`). A system
+/// table: no file limit applies. `None` when the server does not answer it.
+pub fn persisted_files(req: &CountRequest) -> crate::product::Persisted {
+    crate::ids::validate_sql_identifier("--table", req.table).ok()?;
+    let client = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(std::time::Duration::from_secs(60))
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .build()
+        .ok()?;
+    let q = format!(
+        "SELECT row_count FROM system.parquet_files WHERE table_name = '{}'",
+        req.table
+    );
+    let mut r = client
+        .post(format!("{}/api/v3/query_sql", req.endpoint))
+        .json(&json!({"db": req.database, "q": q, "format": "json"}));
+    if let Some(t) = req.token {
+        r = r.bearer_auth(t);
+    }
+    let resp = r.send().ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let body: Value = resp.json().ok()?;
+    let files = body.as_array()?;
+    let rows = files
+        .iter()
+        .map(|f| f["row_count"].as_u64())
+        .sum::<Option<u64>>()?;
+    Some((files.len() as u64, rows))
 }
 
 fn count_once(

@@ -342,9 +342,14 @@ pub trait Product: Send + Sync {
     fn statistics_exclusion(&self) -> &'static str {
         "Nothing: every query in the file is in these statistics, the first query of each worker included (it also sets up the worker's HTTP connection; this runner has no burn-in)."
     }
-    /// After an unsynced load (`--no-sync`), how long writes may sit unpersisted before a
-    /// row count sees them (`None`: the product has no such acknowledgement).
-    fn unsynced_flush_interval(&self) -> Option<std::time::Duration> {
+    /// How the row count after a load (`no_sync`: with `--no-sync`) must be read when one
+    /// reading cannot decide (`None`: one count decides; see `bench::settle`).
+    fn count_settling(&self, _no_sync: bool) -> Option<Settling> {
+        None
+    }
+    /// What the server says it has persisted of the counted table (files, rows in them),
+    /// read around each count to tell a snapshot in progress. `None`: it does not say.
+    fn persisted_files(&self, _req: &CountRequest) -> Persisted {
         None
     }
     /// Checks an external target's `--url` before anything is touched (exit 2 when it is not
@@ -554,6 +559,23 @@ pub struct CountRequest<'a> {
     pub token: Option<&'a str>,
     pub timeout: std::time::Duration,
 }
+
+/// How a product's post-load count must be read: counted again until two readings agree with
+/// nothing persisting between them, within these bounds (see `bench::settle`).
+#[derive(Debug, Clone, Copy)]
+pub struct Settling {
+    /// The server's WAL flush interval: two of them pass between counts.
+    pub flush: std::time::Duration,
+    /// Why one reading is not enough, for the record.
+    pub reason: &'static str,
+    /// The most counts, the first included.
+    pub max_counts: u32,
+    /// The most time spent waiting for snapshot files to stop landing, in all.
+    pub persist_wait: std::time::Duration,
+}
+
+/// What a server reports it has persisted of a table: `(files, rows in them)`, when it says.
+pub type Persisted = Option<(u64, u64)>;
 
 /// One product in the registry: its name (CLI area, state directory), display name, the
 /// variants it comes in (editions, modes) and how to build it.
