@@ -797,8 +797,8 @@ pub fn detect_engine(dir: &Path) -> Option<&'static str> {
 }
 
 /// Text by which InfluxDB 3 Core refuses a query over its Parquet file limit
-/// (`influxdb3_write/src/write_buffer/mod.rs`: "Query would scan N Parquet files, exceeding
-/// the file limit. ...").
+/// (`influxdb3_write/src/write_buffer/mod.rs`: "Query would scan <limit> Parquet files,
+/// exceeding the file limit. ...", where the number is the limit, not the files).
 pub const FILE_LIMIT_TEXT: &str = "exceeding the file limit";
 
 /// Default limit of one count or admin request: a `count(*)` over ~100 M rows of the published
@@ -823,7 +823,7 @@ pub struct RowCount {
 }
 
 enum CountFailure {
-    /// Core's query file limit: the number of files the query would scan, and the text.
+    /// Core's query file limit, as the refusal names it.
     FileLimit(Option<u64>),
     Other(Error),
 }
@@ -861,11 +861,22 @@ pub fn count_table(req: &CountRequest) -> Result<RowCount> {
         .build()
         .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))?;
     crate::ids::validate_sql_identifier("--table", req.table)?;
-    let limit_error = |files: Option<u64>, what: &str| {
+    // Real 3.10.1 names its limit in the refusal ("Query would scan <limit> Parquet files"),
+    // not the files the query would scan; those come from its own list of persisted files.
+    let limit_words = |limit: Option<u64>| {
+        let limit = limit.map(|n| format!(" ({n})")).unwrap_or_default();
+        match persisted_files(req) {
+            Some((files, _)) => format!(
+                "over the server's query file limit{limit}: the table has {files} Parquet files"
+            ),
+            None => format!("over the server's query file limit{limit}"),
+        }
+    };
+    let limit_error = |limit: Option<u64>, what: &str| {
         Error::failed(format!(
-            "InfluxDB 3 Core refused to count {} {what}: the query would scan {} Parquet files, more than its query file limit (this is the server's limit, not missing rows)",
+            "InfluxDB 3 Core refused to count {} {what}: {} (this is the server's limit, not missing rows)",
             req.table,
-            files.map(|n| n.to_string()).unwrap_or_else(|| "too many".into())
+            limit_words(limit)
         ))
         .with_hint("count in narrower time ranges, or start the server with a higher --query-file-limit")
     };
@@ -919,10 +930,7 @@ pub fn count_table(req: &CountRequest) -> Result<RowCount> {
         rows: total,
         detail: json!({
             "method": "time-slices",
-            "reason": format!(
-                "a whole-table count would scan {} Parquet files, over InfluxDB 3 Core's query file limit",
-                whole.map(|n| n.to_string()).unwrap_or_else(|| "too many".into())
-            ),
+            "reason": format!("a whole-table count is {}", limit_words(whole)),
             "window": {"start": rfc3339_ns(lo), "end": rfc3339_ns(hi)},
             "slices": slices,
             "widest_slice_s": widest as f64 / 1e9,
@@ -1136,9 +1144,10 @@ mod tests {
     fn a_file_limit_refusal_is_named_and_sliced_counts_are_bounded() {
         let ep = one_answer(
             "500 Internal Server Error",
-            r#"{"error":"query error: error while planning query: External error: Query would scan 4000 Parquet files, exceeding the file limit. InfluxDB 3 Core caps file access"}"#,
+            "External error: Query would scan 432 Parquet files, exceeding the file limit. InfluxDB 3 Core caps file access",
         );
-        // No window to slice in: the limit is named, with the file count, not as missing rows.
+        // No window to slice in: the limit is named as the limit it is (the real refusal's
+        // number), not as a file count nor as missing rows.
         let e = count_table(&CountRequest {
             endpoint: &ep,
             database: "benchmark",
@@ -1148,7 +1157,13 @@ mod tests {
             timeout: std::time::Duration::from_secs(5),
         })
         .unwrap_err();
-        assert!(e.message.contains("4000 Parquet files"), "{}", e.message);
+        assert!(
+            e.message
+                .contains("over the server's query file limit (432)"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains("432 Parquet files"), "{}", e.message);
         assert!(e.message.contains("not missing rows"), "{}", e.message);
         assert_eq!(
             window_ns("2023-06-11T00:00:00Z", "2023-06-12T00:00:00Z"),

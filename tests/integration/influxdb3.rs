@@ -1253,7 +1253,10 @@ fn core_table_over_the_query_file_limit_is_counted_in_time_slices() {
     assert_eq!(how["method"], "time-slices", "{how}");
     assert!(how["slices"].as_u64().unwrap() > 1, "{how}");
     assert!(
-        how["reason"].as_str().unwrap().contains("query file limit"),
+        how["reason"]
+            .as_str()
+            .unwrap()
+            .contains("over the server's query file limit (24): the table has "),
         "{how}"
     );
     assert_eq!(how["window"]["start"], "2023-06-11T00:00:00Z", "{how}");
@@ -1279,7 +1282,8 @@ fn core_table_over_the_query_file_limit_is_counted_in_time_slices() {
         "load",
         &["--database-mode", "reset", "--confirm-reset", &db],
     );
-    r.code(1).says("query file limit");
+    r.code(1)
+        .says("over the server's query file limit (0): the table has ");
     assert!(!r.stderr.contains("row count mismatch"), "{}", r.stderr);
 }
 
