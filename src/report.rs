@@ -963,6 +963,15 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
                 v["sst_after_compaction_bytes"] = c["after"]["sst_size"].clone();
             }
             v["data_location"] = json!(l.summary.data_location);
+            // What the data left behind costs at the next start (InfluxDB 3 Core: its WAL
+            // replay), beside what it takes on disk.
+            v["restart_seconds"] = json!(l
+                .summary
+                .server_diagnostics
+                .attempts
+                .iter()
+                .find(|a| a.after_load.is_some())
+                .and_then(|a| a.ready_seconds));
             v
         })
         .collect();

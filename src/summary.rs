@@ -351,6 +351,13 @@ pub struct ServerAttempt {
     pub events: Value,
     pub outcome: Value,
     pub stop_seconds: Value,
+    /// From start to the first readiness answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_seconds: Option<f64>,
+    /// The first start after the run's load, and what such a start does (the product's words):
+    /// its time is the cost of what the load left behind (InfluxDB 3 Core replays its WAL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_load: Option<String>,
 }
 
 /// Something that makes the run's numbers incomplete or suspect.
@@ -673,8 +680,35 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     let rules = crate::product::resolve(&m.product, m.edition.as_deref())
         .map(|p| p.log_rules())
         .unwrap_or(crate::logscan::LogRules::TRACING);
+    let load_done = steps
+        .iter()
+        .find(|s| s.step == "load" && s.status == Status::Completed)
+        .and_then(|s| s.finished_at.clone());
+    let restart_words = crate::product::resolve(&m.product, m.edition.as_deref())
+        .ok()
+        .and_then(|p| p.default_timing().startup_wait);
+    let mut restart_named = false;
     for s in steps.iter().filter(|s| s.step == "server") {
+        let ready_seconds = s.data["events"].as_array().and_then(|ev| {
+            ev.iter()
+                .find(|e| e["event"] == "ready")
+                .and_then(|e| e["after_ms"].as_f64())
+                .map(|ms| ms / 1000.0)
+        });
+        // Timestamps are RFC 3339 UTC of one format: they order as strings.
+        let after_load = match &load_done {
+            Some(done) if !restart_named && s.started_at.as_str() > done.as_str() => {
+                restart_named = true;
+                Some(match restart_words {
+                    Some(w) => format!("first start after the load: {w}"),
+                    None => "first start after the load".to_string(),
+                })
+            }
+            _ => None,
+        };
         server_attempts.push(ServerAttempt {
+            ready_seconds,
+            after_load,
             attempt: s.attempt,
             status: s.status,
             log: s.log.clone(),

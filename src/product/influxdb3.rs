@@ -412,6 +412,10 @@ impl Product for InfluxDb3 {
             startup_timeout: std::time::Duration::from_secs(600),
             // A graceful stop flushes the WAL buffer (and snapshots only if one is due).
             grace: std::time::Duration::from_secs(60),
+            // 92.6 s for 305 MB of WAL in a real 3.10.1 dev build.
+            startup_wait: Some(
+                "it replays its WAL, where Core keeps all data no snapshot has persisted",
+            ),
             ..Timing::default()
         }
     }
