@@ -233,7 +233,11 @@ impl Product for InfluxDb3 {
     /// the edition and version asked for.
     fn distribution_root(&self, extracted: &Path) -> Result<std::path::PathBuf> {
         let bin = self.binary_name();
-        if extracted.join(bin).symlink_metadata().is_ok() {
+        // The root holds the binary only when `influxdb3` there is a file: an archive whose
+        // top directory is named `influxdb3` (`influxdb3/influxdb3`) is descended into, as
+        // the vendor's installer does (`grep '[a-zA-Z0-9]/influxdb3$'`, strip one level).
+        let is_file = |p: &Path| p.symlink_metadata().is_ok_and(|m| !m.is_dir());
+        if is_file(&extracted.join(bin)) {
             return Ok(extracted.to_path_buf());
         }
         let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(extracted)
@@ -244,7 +248,7 @@ impl Product for InfluxDb3 {
         entries.sort();
         if let [only] = entries.as_slice() {
             let is_dir = only.symlink_metadata().map(|m| m.is_dir()).unwrap_or(false);
-            if is_dir && only.join(bin).symlink_metadata().is_ok() {
+            if is_dir && is_file(&only.join(bin)) {
                 return Ok(only.clone());
             }
         }

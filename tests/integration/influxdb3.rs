@@ -1293,9 +1293,11 @@ fn archives_with_any_single_top_directory_or_none_install_and_others_are_refused
     let k = ix.env.path().join("knobs-variants.json");
     std::fs::write(&k, json!({"wal_flush_interval_ms": 20}).to_string()).unwrap();
     // Another root name, and no root at all: installed like the vendor's installer does.
+    // F6: a top directory named `influxdb3` is descended into, not taken for the binary.
     for (version, variant) in [
         ("3.12.0", rel::Variant::PlatformRootName),
         ("3.12.1", rel::Variant::NoRoot),
+        ("3.12.4", rel::Variant::RootNamedLikeTheBinary),
     ] {
         rel::publish(
             &ix.mirror,

@@ -63,6 +63,9 @@ pub enum Variant {
     /// No leading directory: `influxdb3` and `python/` at the archive's root (the vendor's
     /// installer accepts that too).
     NoRoot,
+    /// The top directory is named like the binary: `influxdb3/influxdb3`, `influxdb3/python/`
+    /// (the vendor's installer accepts it; the real asset's top name is unconfirmed).
+    RootNamedLikeTheBinary,
 }
 
 /// One release to publish.
@@ -121,6 +124,7 @@ impl Release {
                 self.edition, self.version, self.platform
             ),
             Variant::NoRoot => String::new(),
+            Variant::RootNamedLikeTheBinary => "influxdb3".into(),
             _ => format!("influxdb3-{}-{}", self.edition, self.version),
         }
     }
