@@ -77,19 +77,54 @@ pub fn install_cmd(
         None => {
             let l = install::resolve_latest(ctx, p)?;
             ctx.reporter.info(&format!(
-                "the latest stable {} release is {}",
+                "{} {}: {}",
                 p.display_name(),
-                l.version
+                l.version,
+                p.latest_words()
             ));
             (l.version, l.source.to_string())
         }
     };
+    // Workspaces bound to the binary a reinstall replaces: said now, not at their next run.
+    let before = reinstall
+        .then(|| {
+            let platform = crate::platform::Platform::host().ok()?;
+            install::installed(&ctx.root, p, &platform)
+                .into_iter()
+                .find(|i| i.manifest.version == version)
+                .map(|i| i.manifest.binary_sha256)
+        })
+        .flatten();
     let opts = LockOptions {
         wait: Some(Duration::from_secs(wait.unwrap_or(3600))),
         hold_token: None,
     };
     let o = install::install(ctx, p, &version, &source, reinstall, &opts)?;
     let i = &o.installation;
+    if let Some(old) = before.filter(|b| o.replaced && *b != i.manifest.binary_sha256) {
+        let stranded: Vec<String> = workspace::list(&ctx.root, p)
+            .into_iter()
+            .filter(|w| {
+                w.manifest.as_ref().is_some_and(|m| {
+                    m["version"] == version.as_str() && m["binary_sha256"] == old.as_str()
+                })
+            })
+            .map(|w| w.database_id)
+            .collect();
+        if !stranded.is_empty() {
+            let copy = if p.has_copy() {
+                format!(", or copy their data to new ones (`{} copy`)", p.cli())
+            } else {
+                String::new()
+            };
+            ctx.reporter.warn(&format!(
+                "the reinstalled {} {version} is another binary (sha256 {}) than the one workspace(s) {} are bound to ({old}); they no longer verify or run: prepare new workspaces{copy}",
+                p.display_name(),
+                i.manifest.binary_sha256,
+                stranded.join(", ")
+            ));
+        }
+    }
     let verb = if o.reused {
         "already installed"
     } else if o.replaced {

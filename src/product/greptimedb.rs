@@ -104,6 +104,9 @@ impl Product for GreptimeDb {
     fn binary_name(&self) -> &'static str {
         "greptime"
     }
+    fn has_copy(&self) -> bool {
+        true
+    }
 
     fn check_platform(&self, _platform: &Platform) -> Result<()> {
         // GreptimeDB ships every platform tsbsctl knows (linux/darwin, amd64/arm64).

@@ -231,6 +231,10 @@ impl Product for InfluxDb3 {
     /// `*/influxdb3` is there): `influxdb3` at the archive's root, or under its one leading
     /// directory of any name. Anything else is refused; the binary is then run and must report
     /// the edition and version asked for.
+    /// The installer script can lag the releases (the v3.10.1 tag's names 3.9.1).
+    fn latest_words(&self) -> &'static str {
+        "the version InfluxData's installer script names"
+    }
     fn distribution_root(&self, extracted: &Path) -> Result<std::path::PathBuf> {
         let bin = self.binary_name();
         // The root holds the binary only when `influxdb3` there is a file: an archive whose

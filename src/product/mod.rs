@@ -135,6 +135,15 @@ pub trait Product: Send + Sync {
     fn installations_dir(&self, root: &Root) -> PathBuf {
         root.installations(self.name())
     }
+    /// Whether `tsbsctl <product> copy` exists (a workspace's data copied to a new workspace
+    /// bound to another version), for hints. Default: no.
+    fn has_copy(&self) -> bool {
+        false
+    }
+    /// What picked the version `install` takes without `--version` (after "<Product> <V>: ").
+    fn latest_words(&self) -> &'static str {
+        "the latest stable release"
+    }
     /// The command that (re)installs `version`, for hints.
     fn install_command(&self, version: &str, reinstall: bool) -> String {
         let mut s = format!("tsbsctl {} install", self.name());

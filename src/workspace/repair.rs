@@ -56,9 +56,17 @@ pub fn binary_mismatch(
             m.version
         );
     }
+    let copy = if product.has_copy() {
+        format!(
+            ", or copy its data: {cli} copy --source-database-id {id} --database-id NEW --version {}",
+            m.version
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "workspace {id} is bound to a binary no installed version has; reinstalling {} cannot change that: prepare a new workspace, or copy its data: {cli} copy --source-database-id {id} --database-id NEW --version {}",
-        m.version, m.version
+        "workspace {id} is bound to a binary no installed version has; reinstalling {} cannot change that: prepare a new workspace{copy}",
+        m.version
     )
 }
 

@@ -346,12 +346,14 @@ pub fn verify(ctx: &Ctx, product: &dyn Product, id: &str) -> Result<Value> {
             .map(|p| p.problem.as_str())
             .collect::<Vec<_>>()
             .join("; ");
-        let fixes = problems
-            .iter()
-            .map(|p| p.fix.as_str())
-            .filter(|f| !f.is_empty())
-            .collect::<Vec<_>>()
-            .join("; then ");
+        // Two problems can share a fix (a binary mismatch is seen twice): said once.
+        let mut fixes: Vec<&str> = Vec::new();
+        for f in problems.iter().map(|p| p.fix.as_str()) {
+            if !f.is_empty() && !fixes.contains(&f) {
+                fixes.push(f);
+            }
+        }
+        let fixes = fixes.join("; then ");
         return Err(
             Error::integrity(format!("workspace {id} does not verify: {msg}")).with_hint(fixes),
         );

@@ -742,7 +742,7 @@ fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
     assert!(s["warnings"].as_array().unwrap().is_empty());
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(
-        md.contains("| Server start | Status | Stop took (s) | Log |"),
+        md.contains("| Server start | Status | Ready after (s) | Stop took (s) | Log |"),
         "{md}"
     );
     // The footprint follows the real layout (metadata is not WAL).

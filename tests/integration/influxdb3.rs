@@ -216,7 +216,7 @@ fn latest_comes_from_the_installer_script_or_fails_clearly() {
     let mut ix = Ix::new();
     let r = ix.run_json(&["influxdb3", "install", "--edition", "enterprise"]);
     r.ok()
-        .says("the latest stable InfluxDB 3 Enterprise release is 3.11.1");
+        .says("InfluxDB 3 Enterprise 3.11.1: the version InfluxData's installer script names");
     let m = &r.json()["data"]["manifest"];
     assert_eq!(m["version_source"], "installer-script");
     assert_eq!(m["edition"], "enterprise");
@@ -352,6 +352,56 @@ fn installs_per_edition_are_verified_and_reused() {
         "3.9.9",
     ])
     .code(1);
+}
+
+/// F7: a reinstall that brings another binary says at once which workspaces it strands, and
+/// `verify` then names a repair that exists, once (there is no `influxdb3 copy`).
+#[test]
+fn a_reinstall_that_strands_workspaces_says_so_and_the_hint_names_real_commands() {
+    let ix = Ix::new();
+    ix.prepare("s1", "core", V);
+    // The same version republished as another binary (its wrapper names other knobs).
+    let other = ix.env.path().join("knobs-other.json");
+    std::fs::write(&other, json!({"wal_flush_interval_ms": 20}).to_string()).unwrap();
+    rel::publish(&ix.mirror, &Release::new("core", V, &other));
+    let r = ix.run(&[
+        "influxdb3",
+        "install",
+        "--edition",
+        "core",
+        "--version",
+        V,
+        "--reinstall",
+    ]);
+    r.ok()
+        .says("workspace(s) s1 are bound to")
+        .says("they no longer verify or run: prepare new workspaces");
+    assert!(!r.stderr.contains("copy"), "{}", r.stderr);
+    let v = ix.run(&["influxdb3", "verify", "--database-id", "s1"]);
+    v.code(4).says("no installed version has");
+    let hint = v
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("hint:"))
+        .expect("a hint");
+    assert_eq!(
+        hint.matches("no installed version has").count(),
+        1,
+        "{hint}"
+    );
+    assert!(!hint.contains("copy"), "{hint}");
+    // An install that is not a reinstall, or reinstalls the same binary, says nothing of it.
+    let r = ix.run(&[
+        "influxdb3",
+        "install",
+        "--edition",
+        "core",
+        "--version",
+        V,
+        "--reinstall",
+    ]);
+    r.ok();
+    assert!(!r.stderr.contains("no longer verify"), "{}", r.stderr);
 }
 
 #[test]
