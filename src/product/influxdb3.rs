@@ -231,6 +231,13 @@ impl Product for InfluxDb3 {
     /// `*/influxdb3` is there): `influxdb3` at the archive's root, or under its one leading
     /// directory of any name. Anything else is refused; the binary is then run and must report
     /// the edition and version asked for.
+    /// Tracing logs, with a word on the warning every wide query logs.
+    fn log_rules(&self) -> crate::logscan::LogRules {
+        crate::logscan::LogRules {
+            note: Some("`cannot split dedup operation, fanout too wide` (WARN, `iox_query::physical_optimizer::dedup::split`) is logged by the real server for every query over many files and is harmless."),
+            ..crate::logscan::LogRules::TRACING
+        }
+    }
     /// The installer script can lag the releases (the v3.10.1 tag's names 3.9.1).
     fn latest_words(&self) -> &'static str {
         "the version InfluxData's installer script names"

@@ -784,6 +784,34 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
         "{first}"
     );
     assert_no_secret(w.gt.env.path().join("root").as_path(), token, &[&r]);
+    // A query-only run: the dataset is what its queries were generated for, said as such
+    // (F8: it showed "(-, -), - rows, SHA-256 `-`").
+    let mut q = vec![
+        "bench",
+        "influxdb3",
+        "query",
+        "--url",
+        &url,
+        "--edition",
+        "core",
+        "--auth-token-env",
+        "MY_TOKEN",
+        "--queries",
+        "3",
+    ];
+    q.extend(tiny());
+    for t in TYPES {
+        q.extend(["--query-type", t]);
+    }
+    q.push("--json");
+    let r = w.run(&q);
+    r.ok();
+    let md = std::fs::read_to_string(run_dir(&r).join("summary.md")).unwrap();
+    assert!(
+        md.contains("(what the queries were generated for; this run loaded none of it): 2 hosts, "),
+        "{md}"
+    );
+    assert!(!md.contains("(-, -)"), "{md}");
     let _ = child.kill();
     let _ = child.wait();
 }
