@@ -656,13 +656,26 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     // Compaction (its own run kind).
     let compaction = (m.run_kind == RunKind::Compaction).then(|| {
         let get = |n: &str| last(n).map(|s| s.data.clone()).unwrap_or(Value::Null);
+        // A statement's step with how it ended: an interrupted wait is no answer.
+        let statement = |n: &str| {
+            last(n)
+                .map(|s| {
+                    let mut v = s.data.clone();
+                    if let Value::Object(o) = &mut v {
+                        o.insert("status".into(), json!(s.status));
+                        o.insert("reason".into(), json!(s.reason));
+                    }
+                    v
+                })
+                .unwrap_or(Value::Null)
+        };
         let w = m.workload.compaction();
         CompactionSummary {
             table: w.map(|w| w.table.clone()),
             strategy: w.map(|w| w.strategy.clone()),
             window_seconds: w.and_then(|w| w.window_seconds),
-            flush: get("flush"),
-            compact: get("compact"),
+            flush: statement("flush"),
+            compact: statement("compact"),
             confirmation: get("confirm"),
             before: get("state-before"),
             after_flush: get("state-after-flush"),

@@ -120,6 +120,7 @@ impl Bench<'_> {
         let (tx, rx) = std::sync::mpsc::channel();
         let stmt = sql.to_string();
         let admin = self.admin()?;
+        let discarded = admin.discarded_on_stop(sql);
         std::thread::spawn(move || {
             let _ = tx.send(admin.maintenance_sql(&endpoint, Some(&db), &stmt));
         });
@@ -141,8 +142,13 @@ impl Bench<'_> {
             }
             bar.set_message(format!("{:.0} s elapsed", started.elapsed().as_secs_f64()));
             if crate::interrupt::requested() {
+                // Work the server throws away on stop is not waited for.
+                if let (Some(why), Some(s)) = (discarded, self.server.as_mut()) {
+                    s.discard_running_work(why);
+                }
                 break Err(Error::interrupted(format!(
-                    "interrupted while GreptimeDB ran {sql:?}"
+                    "interrupted after {:.1} s while GreptimeDB ran {sql:?}, before it answered",
+                    started.elapsed().as_secs_f64()
                 )));
             }
             if let Some(reason) = self.server_gone() {

@@ -231,7 +231,9 @@ pub struct ServerTimingArgs {
     /// Seconds to wait for a managed server to answer.
     #[arg(long, value_name = "SECONDS", value_parser = Seconds, allow_negative_numbers = true)]
     pub startup_timeout: Option<f64>,
-    /// Seconds between SIGTERM and SIGKILL when stopping a managed server.
+    /// Seconds a managed server may take to stop after SIGTERM before SIGKILL; for a server
+    /// that drains its work first (GreptimeDB), the seconds without progress (its log or CPU
+    /// time growing) before SIGKILL.
     #[arg(long, value_name = "SECONDS", value_parser = Seconds, allow_negative_numbers = true)]
     pub stop_timeout: Option<f64>,
 }

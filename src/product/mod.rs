@@ -442,6 +442,12 @@ pub trait Maintenance: Send + Sync {
     /// The regions of table `table_id` with their statistics, one object each (`None`: the
     /// version cannot say, or the question failed).
     fn table_regions(&self, endpoint: &str, db: &str, table_id: u64) -> Option<Vec<Value>>;
+    /// When the server throws away the work of maintenance statement `sql` if it is stopped
+    /// while running it, why (said when a Ctrl-C stops it; the stop then does not wait for
+    /// that work). `None`: a stop keeps what it does.
+    fn discarded_on_stop(&self, _sql: &str) -> Option<&'static str> {
+        None
+    }
 }
 
 /// Where a file of a stopped server's data directory belongs in the footprint split.

@@ -27,6 +27,9 @@ use super::{
 
 /// The longest a draining stop waits after Ctrl-C.
 const INTERRUPTED_DRAIN: Duration = Duration::from_secs(60);
+/// The stop of a server whose running work is thrown away on stop anyway: SIGTERM, then
+/// SIGKILL after this (its WAL keeps every acknowledged write).
+const DISCARDED_WORK_GRACE: Duration = Duration::from_secs(5);
 
 /// A running (or finished) managed server. Dropping it stops it.
 pub struct Server {
@@ -39,6 +42,9 @@ pub struct Server {
     /// The readiness probe answered: only a server that served has work of ours to drain.
     ready: bool,
     outcome: Option<StopOutcome>,
+    /// Set when the work the server runs is lost on stop (a compaction after Ctrl-C): the
+    /// stop does not drain, and says why.
+    discard: Option<&'static str>,
     http: Option<reqwest::blocking::Client>,
     /// Threads copying filtered output into the log (with [`ServerSpec::output_filter`]).
     pumps: Vec<JoinHandle<()>>,
@@ -142,6 +148,7 @@ impl Server {
             stopping: false,
             ready: false,
             outcome: None,
+            discard: None,
             http: None,
             pumps,
         };
@@ -298,6 +305,12 @@ impl Server {
         self.stop_with(None)
     }
 
+    /// The work the server is running is thrown away if it stops (`why`): the next stop
+    /// gives SIGTERM [`DISCARDED_WORK_GRACE`], not a drain, and says why.
+    pub fn discard_running_work(&mut self, why: &'static str) {
+        self.discard = Some(why);
+    }
+
     /// [`Server::stop`], saying on a terminal what a long stop waits for.
     pub fn stop_reporting(&mut self, reporter: &dyn Reporter) -> StopOutcome {
         self.stop_with(Some(reporter))
@@ -319,9 +332,23 @@ impl Server {
         let sent = Instant::now();
         signal_group(self.pid, self.spec.timing.stop_signal);
         // A start that failed (timeout, Ctrl-C) is not drained: it holds no work of ours.
-        let exited = match self.spec.timing.drain_limit.filter(|_| self.ready) {
-            None => self.wait_for(grace),
-            Some(limit) => self.wait_draining(grace, limit.max(grace), reporter),
+        let exited = match (
+            self.discard,
+            self.spec.timing.drain_limit.filter(|_| self.ready),
+        ) {
+            (Some(why), _) => {
+                let bound = grace.min(DISCARDED_WORK_GRACE);
+                if let Some(r) = reporter {
+                    r.info(&format!(
+                        "stopping {}: {why}; SIGKILL after {:.0} s",
+                        self.spec.label,
+                        bound.as_secs_f64()
+                    ));
+                }
+                self.wait_for(bound)
+            }
+            (None, None) => self.wait_for(grace),
+            (None, Some(limit)) => self.wait_draining(grace, limit.max(grace), reporter),
         };
         if let Some(status) = exited {
             let (code, signal) = split_status(status);

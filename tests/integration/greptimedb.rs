@@ -826,7 +826,9 @@ fn a_compaction_killed_or_interrupted_after_its_flush_leaves_the_state_unknown()
         assert_eq!(step_statuses(&dir, "flush"), ["running", "completed"]);
         // SAFETY: signalling the tsbsctl child this test started.
         unsafe { libc::kill(child.id() as i32, signal) };
+        let signalled = Instant::now();
         let out = child.wait_with_output().unwrap();
+        let took = signalled.elapsed();
         let mt = w.gt.manifest("g1")["data_state"]["maintenance"].clone();
         let last = mt.as_array().unwrap().last().unwrap().clone();
         if signal == libc::SIGINT {
@@ -838,6 +840,26 @@ fn a_compaction_killed_or_interrupted_after_its_flush_leaves_the_state_unknown()
                 "interrupted"
             );
             assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
+            // F2: the server throws a stopped compaction away, so the stop does not wait for
+            // it (the drain would run the whole merge here), and says so; the kill is recorded.
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("is thrown away (its manifest update fails on the stopping region), so the stop does not wait for it; SIGKILL after 5 s"),
+                "{stderr}"
+            );
+            assert!(took < Duration::from_secs(20), "{took:?}");
+            let s = summary(&dir);
+            let srv = &s["server_diagnostics"]["attempts"][0];
+            assert_eq!(srv["outcome"]["forced"], true, "{srv}");
+            // F1: the statement was interrupted, not answered.
+            let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+            assert!(md.contains("(**interrupted after "), "{md}");
+            assert!(md.contains(" s, no answer**)"), "{md}");
+            assert_eq!(
+                md.matches("answered after").count(),
+                1,
+                "only the flush: {md}"
+            );
         } else {
             // Killed: only the intent recorded before the flush is left.
             assert_eq!(last["status"], "started", "{last}");
