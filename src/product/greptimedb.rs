@@ -224,6 +224,9 @@ impl Product for GreptimeDb {
             postgres_addr => port("postgres")?,
             // v0.12.0 renamed `[grpc] addr` to `[grpc] bind_addr`.
             grpc_bind_addr_key => compare_versions(&ws.version, "0.12.0").is_ge(),
+            // `0s` disables the server's HTTP timeout only from 0.9 (GreptimeTeam/greptimedb
+            // #4217); before, a zero timeout cuts every request, so a day stands for "none".
+            http_timeout => if compare_versions(&ws.version, "0.9.0").is_ge() { "0s" } else { "24h" },
             data_home => path(&dir.join("data")),
             log_dir => path(&dir.join("logs")),
         };
@@ -593,14 +596,20 @@ mod tests {
         let v: toml::Value = toml::from_str(&g.render_config(&ws2, dir).unwrap().unwrap()).unwrap();
         assert_eq!(v["grpc"]["bind_addr"].as_str(), Some("127.0.0.1:4101"));
         assert!(v["grpc"].get("addr").is_none());
-        // Every rendered config: no telemetry, no server-side cut of long statements.
-        for ver in ["0.11.0", "1.2.0"] {
+        // Every rendered config: no telemetry, no server-side cut of long statements ("0s"
+        // only where it means "none": from 0.9).
+        for (ver, timeout) in [
+            ("0.8.2", "24h"),
+            ("0.9.0", "0s"),
+            ("0.11.0", "0s"),
+            ("1.2.0", "0s"),
+        ] {
             let mut w = ws.clone();
             w.version = ver.into();
             let v: toml::Value =
                 toml::from_str(&g.render_config(&w, dir).unwrap().unwrap()).unwrap();
             assert_eq!(v["enable_telemetry"].as_bool(), Some(false), "{ver}");
-            assert_eq!(v["http"]["timeout"].as_str(), Some("0s"), "{ver}");
+            assert_eq!(v["http"]["timeout"].as_str(), Some(timeout), "{ver}");
         }
     }
 }
