@@ -918,6 +918,7 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
                     "files": st["files"],
                     "index_bytes": st["index_bytes"],
                     "metadata_bytes": st["metadata_bytes"],
+                    "misc_bytes": st["misc_bytes"],
                     "never_flushed": st["never_flushed"],
                     "after_forced_stop": st["after_forced_stop"],
                     "note": null,
@@ -963,6 +964,19 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
                 v["sst_after_compaction_bytes"] = c["after"]["sst_size"].clone();
             }
             v["data_location"] = json!(l.summary.data_location);
+            // SST files on disk the table's manifest does not hold (compactions a stop threw
+            // away): counted in the data files, said beside them as summary.md does.
+            let sst = l
+                .summary
+                .data_location
+                .as_ref()
+                .and_then(|d| d["sst_num"].as_u64());
+            if let (Some(on_disk), Some(live)) = (st["data_files"].as_u64(), sst) {
+                if st["layout"] == "greptimedb" && on_disk > live {
+                    v["orphan_files"] = json!(on_disk - live);
+                    v["data_files"] = json!(on_disk);
+                }
+            }
             // What the data left behind costs at the next start (InfluxDB 3 Core: its WAL
             // replay), beside what it takes on disk.
             v["restart_seconds"] = json!(l

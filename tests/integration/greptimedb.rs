@@ -753,6 +753,25 @@ fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
     assert_eq!(st["never_flushed"], false);
     // The compactions the stop drained were thrown away: their outputs are orphans on disk.
     assert!(md.contains("not in the table's manifest"), "{md}");
+    // The report carries the five buckets and the orphan note (F5 of the second real run).
+    let p = dir.to_string_lossy().into_owned();
+    let rep = w.run(&["runs", "report", &p, "--json"]);
+    rep.ok();
+    let rdir = PathBuf::from(rep.json()["data"]["report_dir"].as_str().unwrap());
+    let rmd = std::fs::read_to_string(rdir.join("summary.md")).unwrap();
+    for row in [
+        "| — of which index |",
+        "| — of which metadata |",
+        "| — of which manifests and the rest |",
+    ] {
+        assert!(rmd.contains(row), "{row}: {rmd}");
+    }
+    assert!(
+        rmd.contains("SST files on disk are not in the table's manifest (outputs of compactions a stop threw away)"),
+        "{rmd}"
+    );
+    let html = std::fs::read_to_string(rdir.join("report.html")).unwrap();
+    assert!(html.contains("— of which metadata"), "html");
 
     // A compaction that blocks for longer than any HTTP limit in the code, scaled down: the
     // admin and download limits are set to 2 s, and the answer is still awaited.
