@@ -98,10 +98,14 @@ pub fn count_settled(
             "max_snapshot_wait_s": s.persist_wait.as_secs_f64(),
         })
     };
+    // Count start times are from the first count's start.
+    let mut first_start: Option<Instant> = None;
     loop {
         let before = persisted();
-        let at = started.elapsed().as_secs_f64();
         let t0 = Instant::now();
+        let at = t0
+            .duration_since(*first_start.get_or_insert(t0))
+            .as_secs_f64();
         let (rows, detail) = match count() {
             Ok(c) => c,
             Err(e) => return Err(Box::new((e, record(&readings, None, persist_waited)))),
@@ -218,6 +222,7 @@ mod tests {
         assert_eq!((s.rows, s.verdict, calls), (100, Verdict::Reached, 1));
         assert_eq!(s.record["polls"], 1);
         assert_eq!(s.record["readings"][0]["rows"], 100);
+        assert_eq!(s.record["readings"][0]["at_s"], 0.0);
     }
 
     #[test]
