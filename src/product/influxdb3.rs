@@ -227,10 +227,6 @@ impl Product for InfluxDb3 {
         })
     }
 
-    /// As the vendor's installer (`install_influxdb.sh`: `--strip-components` 0 or 1, when
-    /// `*/influxdb3` is there): `influxdb3` at the archive's root, or under its one leading
-    /// directory of any name. Anything else is refused; the binary is then run and must report
-    /// the edition and version asked for.
     /// Tracing logs, with a word on the warning every wide query logs.
     fn log_rules(&self) -> crate::logscan::LogRules {
         crate::logscan::LogRules {
@@ -242,6 +238,10 @@ impl Product for InfluxDb3 {
     fn latest_words(&self) -> &'static str {
         "the version InfluxData's installer script names"
     }
+    /// As the vendor's installer (`install_influxdb.sh`: `--strip-components` 0 or 1, when
+    /// `*/influxdb3` is there): `influxdb3` at the archive's root, or under its one leading
+    /// directory of any name. Anything else is refused; the binary is then run and must report
+    /// the edition and version asked for.
     fn distribution_root(&self, extracted: &Path) -> Result<std::path::PathBuf> {
         let bin = self.binary_name();
         // The root holds the binary only when `influxdb3` there is a file: an archive whose
