@@ -960,6 +960,9 @@ fn managed_influxdb3_core_all_and_reuse() {
     assert!(md.contains("not confirmed for 3.11.1"), "{md}");
     assert!(md.contains("**No data files yet:**"), "{md}");
     assert!(md.contains("no Parquet file yet"), "{md}");
+    // One count that reached the rows: how long it took is said (12 min at 2.6 M rows on the
+    // real server).
+    assert!(md.contains("expected — **ok** (one count, "), "{md}");
     // F4: the WAL replay of the restart after the load is part of the result.
     let attempts = s["server_diagnostics"]["attempts"].as_array().unwrap();
     let restart: Vec<&Value> = attempts
