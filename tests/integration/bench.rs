@@ -649,7 +649,17 @@ fn external_greptimedb_is_probed_and_loaded_with_an_explicit_mode() {
 }
 
 /// An InfluxDB 3 emulator with authentication, started directly (an external server).
-fn influx3_server(w: &World, edition: &str, token: &str) -> (std::process::Child, String) {
+/// An external server the test started: killed when the test ends, also when it fails.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn influx3_server(w: &World, edition: &str, token: &str) -> (KillOnDrop, String) {
     let port = free_port_block(1);
     let knobs = w.gt.env.path().join(format!("influx-{edition}.knobs.json"));
     std::fs::write(
@@ -675,7 +685,7 @@ fn influx3_server(w: &World, edition: &str, token: &str) -> (std::process::Child
     .env("TESTBED_KNOBS", &knobs)
     .stdout(std::process::Stdio::null())
     .stderr(std::process::Stdio::null());
-    let child = c.spawn().unwrap();
+    let child = KillOnDrop(c.spawn().unwrap());
     let url = format!("http://127.0.0.1:{port}");
     let ok = wait_until(Duration::from_secs(20), || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
@@ -688,7 +698,7 @@ fn influx3_server(w: &World, edition: &str, token: &str) -> (std::process::Child
 fn external_influxdb3_with_tokens_leaks_no_token() {
     let mut w = world();
     let token = "apiv3_SECRET-token-4c7e9d1b";
-    let (mut child, url) = influx3_server(&w, "core", token);
+    let (_server, url) = influx3_server(&w, "core", token);
     w.gt.env.env("MY_TOKEN", token);
     let mut args = vec![
         "bench",
@@ -812,8 +822,6 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
         "{md}"
     );
     assert!(!md.contains("(-, -)"), "{md}");
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]
