@@ -423,6 +423,9 @@ impl RunSummary {
 pub fn build(run: &RunDir) -> Result<RunSummary> {
     let m = &run.manifest;
     let steps = run.steps()?;
+    // The run's product, resolved once for the parts of the summary it words (`None`: a
+    // product this tsbsctl does not know).
+    let product = crate::product::resolve(&m.product, m.edition.as_deref()).ok();
     let dir = &run.dir;
     let mut failures: Vec<Failure> = Vec::new();
     let fail = |failures: &mut Vec<Failure>, stage: &str, s: &Step, reason: Option<String>| {
@@ -690,15 +693,16 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     let mut diag = crate::logscan::Diagnostics::default();
     let redactor = crate::redact::Redactor::new();
     // The product reads its own log lines (an unknown product: the tracing rules).
-    let rules = crate::product::resolve(&m.product, m.edition.as_deref())
+    let rules = product
+        .as_ref()
         .map(|p| p.log_rules())
         .unwrap_or(crate::logscan::LogRules::TRACING);
     let load_done = steps
         .iter()
         .find(|s| s.step == "load" && s.status == Status::Completed)
         .and_then(|s| s.finished_at.clone());
-    let restart_words = crate::product::resolve(&m.product, m.edition.as_deref())
-        .ok()
+    let restart_words = product
+        .as_ref()
         .and_then(|p| p.default_timing().startup_wait);
     let mut restart_named = false;
     for s in steps.iter().filter(|s| s.step == "server") {
@@ -860,9 +864,9 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         query_counts: q.query_counts.clone(),
         path: q.query_set_path.clone(),
     });
-    let excluded_from_statistics = (!queries.is_empty())
-        .then(|| crate::product::resolve(&m.product, m.edition.as_deref()).ok())
-        .flatten()
+    let excluded_from_statistics = product
+        .as_ref()
+        .filter(|_| !queries.is_empty())
         .map(|p| p.statistics_exclusion().to_string());
     Ok(RunSummary {
         schema_version: SCHEMA_VERSION,
@@ -872,8 +876,8 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         run_dir: run.dir.clone(),
         product: m.product.clone(),
         product_label,
-        version_label: crate::product::resolve(&m.product, m.edition.as_deref())
-            .ok()
+        version_label: product
+            .as_ref()
             .and_then(|p| p.version_name())
             .map(String::from),
         edition,
