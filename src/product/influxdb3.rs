@@ -873,12 +873,7 @@ fn rfc3339_ns(ns: i64) -> String {
 /// window is counted in time slices, halved until each stays under the limit, and summed.
 /// A file-limit refusal that slicing cannot get under is reported as such, never as rows.
 pub fn count_table(req: &CountRequest) -> Result<RowCount> {
-    let client = reqwest::blocking::Client::builder()
-        .no_proxy()
-        .timeout(req.timeout)
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .build()
-        .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))?;
+    let client = count_client(req.timeout)?;
     crate::ids::validate_sql_identifier("--table", req.table)?;
     // Real 3.10.1 names its limit in the refusal ("Query would scan <limit> Parquet files"),
     // not the files the query would scan; those come from its own list of persisted files.
@@ -965,12 +960,7 @@ pub fn count_table(req: &CountRequest) -> Result<RowCount> {
 /// table: no file limit applies. `None` when the server does not answer it.
 pub fn persisted_files(req: &CountRequest) -> crate::product::Persisted {
     crate::ids::validate_sql_identifier("--table", req.table).ok()?;
-    let client = reqwest::blocking::Client::builder()
-        .no_proxy()
-        .timeout(std::time::Duration::from_secs(60))
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .build()
-        .ok()?;
+    let client = count_client(std::time::Duration::from_secs(60)).ok()?;
     let q = format!(
         "SELECT row_count FROM system.parquet_files WHERE table_name = '{}'",
         req.table
@@ -992,6 +982,16 @@ pub fn persisted_files(req: &CountRequest) -> crate::product::Persisted {
         .map(|f| f["row_count"].as_u64())
         .sum::<Option<u64>>()?;
     Some((files.len() as u64, rows))
+}
+
+/// The client of a count's requests: no proxy, `timeout` per request.
+fn count_client(timeout: std::time::Duration) -> Result<reqwest::blocking::Client> {
+    reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(timeout)
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))
 }
 
 fn count_once(
