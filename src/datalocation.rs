@@ -38,7 +38,11 @@ pub fn place_of(loc: &Value) -> Option<Place> {
         return None;
     }
     let sst = loc["sst_num"].as_u64()?;
-    let mem = loc["memtable_size"].as_u64()?;
+    // Rows when the version says them (memtable bytes are uncompressed and can stay above
+    // zero with no row in them); bytes otherwise.
+    let mem = loc["memtable_rows"]
+        .as_u64()
+        .or_else(|| loc["memtable_size"].as_u64())?;
     match (sst > 0, mem > 0) {
         (false, true) => Some(Place::Memtables),
         (true, true) => Some(Place::Both),
@@ -48,7 +52,8 @@ pub fn place_of(loc: &Value) -> Option<Place> {
     }
 }
 
-/// "0 SST files, 0 B; 28.0 MiB only in memtables".
+/// "6 SST files, 33.5 MiB, 3,537,000 rows; 1,647,000 rows only in memtables" (rows where the
+/// version says them; "28.0 MiB in memtables (uncompressed)" otherwise).
 pub fn describe(summary: &Value) -> String {
     describe_of(&summary["data_location"])
 }
@@ -56,17 +61,26 @@ pub fn describe(summary: &Value) -> String {
 /// [`describe`] of a `data_location` record.
 pub fn describe_of(loc: &Value) -> String {
     let bytes = |v: &Value| crate::render::bytes(minijinja::Value::from_serialize(v));
-    format!(
-        "{}, {}; {} only in memtables",
-        crate::output::count_of(
-            loc["sst_num"]
-                .as_u64()
-                .map_or("unknown".into(), |n| n.to_string()),
-            "SST file"
+    let rows = |n: u64| crate::render::num(minijinja::Value::from(n), None);
+    let ssts = crate::output::count_of(
+        loc["sst_num"]
+            .as_u64()
+            .map_or("unknown".into(), |n| n.to_string()),
+        "SST file",
+    );
+    match (loc["sst_rows"].as_u64(), loc["memtable_rows"].as_u64()) {
+        (Some(s), Some(m)) => format!(
+            "{ssts}, {}, {} rows; {} rows only in memtables",
+            bytes(&loc["sst_size"]),
+            rows(s),
+            rows(m)
         ),
-        bytes(&loc["sst_size"]),
-        bytes(&loc["memtable_size"])
-    )
+        _ => format!(
+            "{ssts}, {}; {} in memtables (uncompressed)",
+            bytes(&loc["sst_size"]),
+            bytes(&loc["memtable_size"])
+        ),
+    }
 }
 
 /// A data state label that says the data may be anything (interrupted or failed maintenance).

@@ -534,7 +534,14 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         v
     });
     // GreptimeDB: where the data was when the queries started (SSTs or memtables).
-    let data_location = last("data-location").map(|s| s.data.clone());
+    // With the wait for the compaction a flush started, when there was a flush.
+    let data_location = last("data-location").map(|s| {
+        let mut d = s.data.clone();
+        if let (Some(a), Value::Object(o)) = (last("automatic-compaction"), &mut d) {
+            o.insert("compaction_after_flush".into(), a.data.clone());
+        }
+        d
+    });
 
     // Queries: per type, completed attempts aggregated; failed attempts are failures.
     let mut attempts: Vec<QueryAttempt> = Vec::new();

@@ -205,72 +205,6 @@ impl Bench<'_> {
         })
     }
 
-    /// Before GreptimeDB queries: the optional flush (recorded in the workspace's data state),
-    /// then where the data is.
-    pub(super) fn flush_then_locate(&mut self) -> Result<()> {
-        let flush = self.req.flush_before_queries;
-        if flush {
-            let sql = format!("ADMIN FLUSH_TABLE('{}')", super::TABLE);
-            self.maintenance_step("flush", &sql)?;
-            self.target.push_maintenance(serde_json::from_value(json!({
-                "operation": "flush",
-                "status": "completed",
-                "at": crate::manifest::now_rfc3339(),
-                "run_id": self.run.id(),
-                "run_dir": self.run.dir,
-                "table": super::TABLE,
-                "statements": [sql],
-            }))?)?;
-            self.run.manifest.data_state = self.target.data_state();
-            self.run.save()?;
-        }
-        self.data_location(flush)
-    }
-
-    /// Where the data of the benchmark table is before queries run (GreptimeDB): SST files
-    /// and bytes, and what is only in memtables (unflushed WAL, replayed at start). Never
-    /// fails the run: what cannot be read is recorded as unknown.
-    fn data_location(&mut self, flushed_before: bool) -> Result<()> {
-        let attempt = self.run.next_attempt("data-location")?;
-        self.run.begin("data-location", attempt, None, None, None)?;
-        let db = self.target.database().to_string();
-        let table = super::TABLE;
-        let id = self
-            .admin()?
-            .sql(
-                &self.endpoint(),
-                None,
-                &format!(
-                    "SELECT table_id FROM information_schema.tables WHERE table_schema = '{db}' AND table_name = '{table}'"
-                ),
-            )
-            .ok()
-            .and_then(|o| o.pointer("/records/rows/0/0").and_then(Value::as_u64));
-        let regions = id.and_then(|id| {
-            self.admin()
-                .ok()?
-                .table_regions(&self.endpoint(), self.target.database(), id)
-        });
-        let sum = |k: &str| -> Option<u64> {
-            let rs = regions.as_ref()?;
-            let vals: Vec<u64> = rs.iter().filter_map(|r| r[k].as_u64()).collect();
-            (!vals.is_empty()).then(|| vals.iter().sum())
-        };
-        let v = json!({
-            "table": table,
-            "table_id": id,
-            "information_schema": regions.is_some(),
-            "sst_num": sum("sst_num"),
-            "sst_size": sum("sst_size"),
-            "memtable_size": sum("memtable_size"),
-            "region_rows": sum("region_rows"),
-            "flushed_before_queries": flushed_before,
-        });
-        self.run
-            .end("data-location", attempt, Status::Completed, None, Some(v))?;
-        Ok(())
-    }
-
     /// Runs the product's compaction, its server pin and data state recorded first.
     fn compact(&mut self, op: &Compaction, req: &CompactRequest) -> Result<()> {
         self.run.manifest.server = self.target.server_pin();
@@ -354,6 +288,27 @@ impl OpCtx for Bench<'_> {
             )?)?)),
             None => Ok(None),
         }
+    }
+    fn data_dir(&self) -> Option<PathBuf> {
+        self.target.data_dir()
+    }
+    fn http_get(&self, path: &str) -> Result<String> {
+        let url = format!("{}{path}", self.endpoint());
+        let resp = crate::product::admin_client()?
+            .get(&url)
+            .send()
+            .map_err(|e| Error::failed(format!("{url} did not answer: {e}")))?;
+        let status = resp.status();
+        let body = resp
+            .text()
+            .map_err(|e| Error::failed(format!("{url} answered unreadably: {e}")))?;
+        if !status.is_success() {
+            return Err(Error::failed(format!("{url} answered {status}")));
+        }
+        Ok(body)
+    }
+    fn server_gone(&mut self) -> Option<String> {
+        Bench::server_gone(self)
     }
     fn push_maintenance(&mut self, rec: MaintenanceRecord) -> Result<()> {
         self.target.push_maintenance(rec)

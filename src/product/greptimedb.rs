@@ -1,6 +1,7 @@
 //! GreptimeDB (standalone): GitHub releases, `greptime standalone start -c config.toml`,
 //! readiness by `POST /v1/sql` `SHOW DATABASES`, admin SQL over `/v1/sql`.
 
+mod before_queries;
 mod compact;
 
 use std::collections::BTreeMap;
@@ -370,6 +371,9 @@ impl Product for GreptimeDb {
     fn compaction(&self) -> Option<&'static super::op::Compaction> {
         Some(&compact::COMPACTION)
     }
+    fn before_queries(&self) -> Option<&'static super::op::BeforeQueries> {
+        Some(&before_queries::BEFORE_QUERIES)
+    }
 }
 
 impl super::Maintenance for GreptimeDb {
@@ -385,12 +389,6 @@ impl super::Maintenance for GreptimeDb {
     }
     fn maintenance_sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value> {
         GreptimeDb::maintenance_sql(self, endpoint, db, sql)
-    }
-    fn table_regions(&self, endpoint: &str, db: &str, table_id: u64) -> Option<Vec<Value>> {
-        compact::region_statistics(
-            &|sql| GreptimeDb::sql(self, endpoint, Some(db), sql).ok(),
-            table_id,
-        )
     }
 }
 

@@ -431,6 +431,11 @@ pub trait Product: Send + Sync {
     fn compaction(&self) -> Option<&'static op::Compaction> {
         None
     }
+    /// What runs before the queries on the started server (flush, data location), through
+    /// [`op::OpCtx`]; `None`: nothing.
+    fn before_queries(&self) -> Option<&'static op::BeforeQueries> {
+        None
+    }
 }
 
 /// A product's SQL maintenance capability (GreptimeDB: `/v1/sql`).
@@ -439,9 +444,6 @@ pub trait Maintenance: Send + Sync {
     fn sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value>;
     /// A maintenance statement the server answers once the work is done (no timeout).
     fn maintenance_sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value>;
-    /// The regions of table `table_id` with their statistics, one object each (`None`: the
-    /// version cannot say, or the question failed).
-    fn table_regions(&self, endpoint: &str, db: &str, table_id: u64) -> Option<Vec<Value>>;
     /// When the server throws away the work of maintenance statement `sql` if it is stopped
     /// while running it, why (said when a Ctrl-C stops it; the stop then does not wait for
     /// that work). `None`: a stop keeps what it does.

@@ -61,6 +61,13 @@ pub trait OpCtx {
     fn maintenance_step(&mut self, step: &str, sql: &str) -> Result<Value>;
     /// The data directory's footprint split, measured now (`None`: no data directory here).
     fn footprint(&self) -> Result<Option<Value>>;
+    /// The managed server's data directory (`None`: an external server).
+    fn data_dir(&self) -> Option<PathBuf>;
+    /// A GET on the server's HTTP endpoint (`path` from `/`), bounded by the admin timeout:
+    /// the body of a 2xx answer.
+    fn http_get(&self, path: &str) -> Result<String>;
+    /// `Some(reason)` when the managed server has died.
+    fn server_gone(&mut self) -> Option<String>;
 
     /// Appends to the workspace's maintenance record (the intent, before the work).
     fn push_maintenance(&mut self, rec: MaintenanceRecord) -> Result<()>;
@@ -86,4 +93,11 @@ pub struct Compaction {
     pub check: fn(version: &str, req: &CompactRequest) -> Result<()>,
     /// Runs it in the context of a run whose server is stopped.
     pub run: fn(ctx: &mut dyn OpCtx, req: &CompactRequest) -> Result<()>,
+}
+
+/// What a product does before its queries run, on a started server: GreptimeDB's optional
+/// flush (`--flush-before-queries`), the wait for the compaction that flush starts, and where
+/// the data is.
+pub struct BeforeQueries {
+    pub run: fn(ctx: &mut dyn OpCtx, flush: bool) -> Result<()>,
 }

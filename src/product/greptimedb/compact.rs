@@ -387,7 +387,7 @@ fn manual_completion(line: &str, window: Option<u64>) -> bool {
     }
 }
 
-fn read_from(path: &Path, offset: u64) -> String {
+pub(super) fn read_from(path: &Path, offset: u64) -> String {
     use std::io::{Read, Seek, SeekFrom};
     let mut s = Vec::new();
     if let Ok(mut f) = std::fs::File::open(path) {
@@ -398,7 +398,7 @@ fn read_from(path: &Path, offset: u64) -> String {
 }
 
 /// The region number in a compaction log line of `table_id`: `region_id: <id>(<table>, <n>)`.
-fn region_of(line: &str, table_id: u64) -> Option<u64> {
+pub(super) fn region_of(line: &str, table_id: u64) -> Option<u64> {
     let i = line.find("region_id: ").or_else(|| line.find("region: "))?;
     let rest = &line[i..];
     let open = rest.find('(')?;

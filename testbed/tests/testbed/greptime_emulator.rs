@@ -370,13 +370,18 @@ fn write_count_flush_compact_restart_and_copy() {
     );
     assert_eq!(flush["output"][0]["records"]["rows"], json!([[0]]));
     assert_eq!(files_with_ext(&data, "parquet").len(), 1);
+    // No compaction has run: the real server has no in-flight gauge on /metrics yet.
+    let metrics = || call(agent().get(&s.url("/metrics")), None).1;
+    assert!(!metrics().contains("greptime_mito_inflight_compaction_count"));
+    // A later batch that overlaps the first file in time (5 s off its rows: no duplicates).
     assert!(
-        s.write("benchmark", &cpu_lines(5, 10, 1_451_606_400 + 12000))
+        s.write("benchmark", &cpu_lines(5, 10, 1_451_606_400 + 5005))
             .0
             == 204
     );
     s.ok_sql(Some("benchmark"), "admin FLUSH_TABLE('cpu');");
-    // The flush schedules an automatic TWCS, which merges the two files of its window.
+    // The flush schedules an automatic TWCS, which merges the two overlapping files of its
+    // window (two files that do not overlap stay: the real picker waits for 4).
     let deadline = Instant::now() + Duration::from_secs(10);
     while !s.logs().contains("Successfully compacted region") {
         assert!(Instant::now() < deadline, "{}", s.logs());
@@ -389,6 +394,11 @@ fn write_count_flush_compact_restart_and_copy() {
         s.logs()
     );
     assert_eq!(files_with_ext(&data, "parquet").len(), 1);
+    assert!(
+        metrics().contains("\ngreptime_mito_inflight_compaction_count 0\n"),
+        "{}",
+        metrics()
+    );
 
     let stats_sql = "SELECT sst_num, sst_size, region_rows, memtable_size FROM information_schema.region_statistics WHERE table_id = 1024";
     let st = s.ok_sql(Some("benchmark"), stats_sql);

@@ -67,7 +67,8 @@
 //! # HTTP
 //!
 //! * `/health`, `/ready`, `/v1/health` (GET/POST) → 200 `{}` with `access-control-allow-origin: *`;
-//!   `/status` → JSON with `version`; `/metrics` → `greptime_app_version{..,version="V"} 1`.
+//!   `/status` → JSON with `version`; `/metrics` → `greptime_app_version{..,version="V"} 1`,
+//!   and `greptime_mito_inflight_compaction_count` once a compaction has run (1 while one runs).
 //! * `/v1/sql` (GET, or POST with `Content-Type: application/x-www-form-urlencoded`, else 415):
 //!   `sql` and `db` from query or form (query wins; `db` default `public`, `greptime-<db>` form
 //!   accepted; unknown → 400 `{"code":4004,"error":"Database not found: x",..}`); `format`
@@ -125,6 +126,10 @@
 //!   table_schema = 'benchmark' AND table_name = 'cpu'`, then `SELECT sst_num, sst_size,
 //!   region_rows FROM information_schema.region_statistics WHERE table_id = <id>` (`sst_num`
 //!   only from 1.0; count files on disk before). Before 0.10: 400 code 4001.
+//!   `ssts_manifest` (1.0.0-beta.1+, the real 22 columns: the files the manifests list, with
+//!   `file_path` relative to the data home and `num_rows`) and `ssts_storage` (file_path,
+//!   file_size and last_modified_ms null as for local files on v1.0.2, node_id: every
+//!   `*.parquet` and `index/*.puffin` in the region directories, listed or not).
 //! * `EXPLAIN [ANALYZE] [VERBOSE] SELECT ...` → `stage` (UInt32), `node` (UInt32), `plan`
 //!   (String) rows with metrics (ANALYZE), or `plan_type`/`plan` (plain EXPLAIN).
 //! * Any other `SELECT ... FROM t ...` (the TSBS shapes): tables must exist (4001), compared

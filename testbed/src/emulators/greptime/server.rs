@@ -231,14 +231,19 @@ impl Shared {
                 });
                 json_response(200, serde_json::to_vec(&body).unwrap_or_default())
             }
-            "/metrics" if method == "GET" => text(
-                200,
-                &format!(
+            "/metrics" if method == "GET" => {
+                let mut body = format!(
                     "# HELP greptime_app_version app version\n# TYPE greptime_app_version gauge\ngreptime_app_version{{app=\"greptime-standalone\",short_version=\"{}\",version=\"{}\"}} 1\n",
                     self.version.text(),
                     self.version.text()
-                ),
-            ),
+                );
+                if let Some(n) = self.scheduler.inflight() {
+                    body.push_str(&format!(
+                        "# HELP greptime_mito_inflight_compaction_count inflight compaction count\n# TYPE greptime_mito_inflight_compaction_count gauge\ngreptime_mito_inflight_compaction_count {n}\n"
+                    ));
+                }
+                text(200, &body)
+            }
             "/v1/sql" if get_post => self.sql(req, query, method == "POST"),
             "/v1/influxdb/write" | "/v1/influxdb/api/v2/write" if self.opts.influxdb_enable => {
                 if method != "POST" {
@@ -248,8 +253,14 @@ impl Shared {
             }
             "/v1/influxdb/ping" if self.opts.influxdb_enable && method == "GET" => empty(204),
             "/v1/influxdb/health" if self.opts.influxdb_enable && method == "GET" => empty(200),
-            "/health" | "/ready" | "/v1/health" | "/status" | "/metrics" | "/v1/sql"
-            | "/v1/influxdb/ping" | "/v1/influxdb/health" => empty(405),
+            "/health"
+            | "/ready"
+            | "/v1/health"
+            | "/status"
+            | "/metrics"
+            | "/v1/sql"
+            | "/v1/influxdb/ping"
+            | "/v1/influxdb/health" => empty(405),
             _ => empty(404),
         }
     }

@@ -897,6 +897,80 @@ fn information_table(
                 .collect();
             (cols, rows)
         }
+        "ssts_manifest" if v.has_ssts_tables() => {
+            let cols = vec![
+                ("table_dir", "String"),
+                ("region_id", "UInt64"),
+                ("table_id", "UInt32"),
+                ("region_number", "UInt32"),
+                ("region_group", "UInt8"),
+                ("region_sequence", "UInt32"),
+                ("file_id", "String"),
+                ("index_version", "UInt64"),
+                ("level", "UInt8"),
+                ("file_path", "String"),
+                ("file_size", "UInt64"),
+                ("index_file_path", "String"),
+                ("index_file_size", "UInt64"),
+                ("num_rows", "UInt64"),
+                ("num_row_groups", "UInt64"),
+                ("num_series", "UInt64"),
+                ("min_ts", "TimestampNanosecond"),
+                ("max_ts", "TimestampNanosecond"),
+                ("sequence", "UInt64"),
+                ("origin_region_id", "UInt64"),
+                ("node_id", "UInt64"),
+                ("visible", "Boolean"),
+            ];
+            let rows = store
+                .ssts_manifest()
+                .into_iter()
+                .map(|(dir, table_id, region_id, f, path)| {
+                    let index = path.rsplit_once('/').map_or(String::new(), |(d, _)| {
+                        format!("{d}/index/{}.puffin", f.file_id)
+                    });
+                    vec![
+                        json!(dir),
+                        json!(region_id),
+                        json!(table_id),
+                        json!(0),
+                        json!(0),
+                        json!(0),
+                        json!(f.file_id),
+                        json!(0),
+                        json!(f.level),
+                        json!(path),
+                        json!(f.file_size),
+                        json!(index),
+                        json!(f.index_file_size),
+                        json!(f.num_rows),
+                        json!(1),
+                        Value::Null,
+                        json!(f.time_range.0),
+                        json!(f.time_range.1),
+                        json!(f.sequence),
+                        json!(region_id),
+                        json!(0),
+                        json!(true),
+                    ]
+                })
+                .collect();
+            (cols, rows)
+        }
+        // Local files have no size or time here (observed on v1.0.2: both null).
+        "ssts_storage" if v.has_ssts_tables() => (
+            vec![
+                ("file_path", "String"),
+                ("file_size", "UInt64"),
+                ("last_modified_ms", "TimestampMillisecond"),
+                ("node_id", "UInt64"),
+            ],
+            store
+                .ssts_storage()
+                .into_iter()
+                .map(|p| vec![json!(p), Value::Null, Value::Null, json!(0)])
+                .collect(),
+        ),
         other => return Err(table_not_found("information_schema", other)),
     })
 }

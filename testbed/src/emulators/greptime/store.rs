@@ -803,13 +803,28 @@ impl Store {
         let inputs: Vec<SstMeta> = if strict {
             files
         } else {
-            let mut per: BTreeMap<i64, usize> = BTreeMap::new();
+            // TWCS (v1.0.2 `twcs.rs`): a window is picked when its files overlap in time
+            // (several sorted runs to reduce) or when it holds `trigger_file_num` (4) files.
+            let mut per: BTreeMap<i64, Vec<&SstMeta>> = BTreeMap::new();
             for f in &files {
-                *per.entry(bucket(f.time_range.0)).or_default() += 1;
+                per.entry(bucket(f.time_range.0)).or_default().push(f);
             }
+            let picked = |w: &[&SstMeta]| {
+                let overlap = w.iter().enumerate().any(|(i, a)| {
+                    w[i + 1..].iter().any(|b| {
+                        a.time_range.0 <= b.time_range.1 && b.time_range.0 <= a.time_range.1
+                    })
+                });
+                overlap || w.len() >= TWCS_TRIGGER_FILE_NUM
+            };
+            let chosen: BTreeSet<i64> = per
+                .iter()
+                .filter(|(_, w)| picked(w))
+                .map(|(b, _)| *b)
+                .collect();
             files
                 .into_iter()
-                .filter(|f| per[&bucket(f.time_range.0)] >= 2)
+                .filter(|f| chosen.contains(&bucket(f.time_range.0)))
                 .collect()
         };
         if inputs.is_empty() {
@@ -926,6 +941,62 @@ impl Store {
             .collect()
     }
 
+    /// `information_schema.ssts_manifest`: every SST file the manifests list, with its path
+    /// relative to the data home (`data/greptime/<db>/<table id>/<region dir>/<id>.parquet`).
+    pub fn ssts_manifest(&self) -> Vec<(String, u32, u64, SstMeta, String)> {
+        let mut out = Vec::new();
+        for r in self.regions.values() {
+            let rel = self.relative(&r.dir);
+            let table_dir = rel.rsplit_once('/').map_or("", |(d, _)| d).to_string() + "/";
+            for f in &r.m.files {
+                out.push((
+                    table_dir.clone(),
+                    r.m.table_id,
+                    r.m.region_id,
+                    f.clone(),
+                    format!("{rel}/{}.parquet", f.file_id),
+                ));
+            }
+        }
+        out
+    }
+
+    /// `information_schema.ssts_storage`: every SST and index file in the region directories,
+    /// listed or not (outputs of a compaction whose manifest update failed are here only).
+    pub fn ssts_storage(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for r in self.regions.values() {
+            let rel = self.relative(&r.dir);
+            let mut names: Vec<String> = fs::read_dir(&r.dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".parquet"))
+                .map(|n| format!("{rel}/{n}"))
+                .collect();
+            names.extend(
+                fs::read_dir(r.dir.join("index"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|n| n.ends_with(".puffin"))
+                    .map(|n| format!("{rel}/index/{n}")),
+            );
+            names.sort();
+            out.extend(names);
+        }
+        out
+    }
+
+    fn relative(&self, dir: &Path) -> String {
+        dir.strip_prefix(&self.data_home)
+            .unwrap_or(dir)
+            .to_string_lossy()
+            .into_owned()
+    }
+
     /// The SST files of a table (for EXPLAIN output).
     pub fn sst_count(&self, table_id: u32) -> usize {
         self.regions.get(&table_id).map_or(0, |r| r.m.files.len())
@@ -949,6 +1020,9 @@ impl Region {
         Ok(())
     }
 }
+
+/// The TWCS picker's default `trigger_file_num` (v1.0.2 `region/options.rs`).
+const TWCS_TRIGGER_FILE_NUM: usize = 4;
 
 /// TWCS-style window inference: the smallest bucket that holds the widest file.
 fn infer_window(files: &[SstMeta]) -> u64 {

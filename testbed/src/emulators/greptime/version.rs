@@ -74,6 +74,11 @@ impl Version {
         self.major >= 1
     }
 
+    /// `information_schema.ssts_manifest` and `ssts_storage` appeared in v1.0.0-beta.1.
+    pub fn has_ssts_tables(&self) -> bool {
+        self.compaction_key_value_options()
+    }
+
     /// `information_schema.region_statistics` appeared in v0.10.
     pub fn has_region_statistics(&self) -> bool {
         self.at_least(0, 10, 0)

@@ -1,0 +1,404 @@
+//! Before GreptimeDB's queries (the query phase, on the started server), through [`OpCtx`]:
+//!
+//! 1. `--flush-before-queries`: `ADMIN FLUSH_TABLE('cpu')`, recorded in the workspace's data
+//!    state ("as loaded, flushed").
+//! 2. The automatic compaction that flush starts runs to its end before the first query.
+//!    Every flush schedules a TWCS job (v1.0.2 `worker/handle_flush.rs`, after the FLUSH
+//!    answer; 13-52 s at 5.2 M rows, growing with the data): queries beside it would measure
+//!    the merge too. The signal is the server's own `greptime_mito_inflight_compaction_count`
+//!    gauge on `/metrics` (a real v1.0.2 read 1 within 10 ms of the FLUSH answer and 0 right
+//!    after its "Compacted SST files" line); the wait ends when the gauge has read 0 for
+//!    [`QUIET`]. The log lines of the compactions it waited for are recorded.
+//! 3. Where the data is: SST files, their rows (`information_schema.ssts_manifest`), the rows
+//!    only in memtables (region rows minus SST rows: memtable bytes are uncompressed and SST
+//!    bytes compressed, so bytes cannot be compared), and the files on storage that no
+//!    manifest lists (`information_schema.ssts_storage`): outputs of compactions a stop threw
+//!    away. What the version cannot say is recorded as unknown, and never fails the run.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::compact::{read_from, region_of, region_statistics};
+use crate::error::{Error, Result};
+use crate::product::op::{BeforeQueries, OpCtx, StepEnd};
+
+/// The benchmark table (what the TSBS loader writes).
+const TABLE: &str = "cpu";
+/// The gauge of running compaction jobs (absent until the first job ran).
+const GAUGE: &str = "greptime_mito_inflight_compaction_count";
+/// How long the gauge must read 0 before the compactions count as done: covers the moment
+/// between the FLUSH answer and the job's start (observed: under 10 ms).
+const QUIET: Duration = Duration::from_secs(2);
+const POLL: Duration = Duration::from_millis(200);
+/// The longest wait; the queries then start beside the compaction, and the run says so.
+const WAIT_LIMIT: Duration = Duration::from_secs(3600);
+/// At most this many paths (orphans, log lines) are kept in a record.
+const KEEP: usize = 20;
+
+pub const BEFORE_QUERIES: BeforeQueries = BeforeQueries { run };
+
+fn run(ctx: &mut dyn OpCtx, flush: bool) -> Result<()> {
+    let table_id = table_id(ctx);
+    if flush {
+        let log = ctx.server_log();
+        let offset = log
+            .as_ref()
+            .and_then(|(p, _)| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len());
+        let sql = format!("ADMIN FLUSH_TABLE('{TABLE}')");
+        ctx.maintenance_step("flush", &sql)?;
+        let rec = serde_json::from_value(json!({
+            "operation": "flush",
+            "status": "completed",
+            "at": crate::manifest::now_rfc3339(),
+            "run_id": ctx.run_id(),
+            "run_dir": ctx.run_dir(),
+            "table": TABLE,
+            "statements": [sql],
+        }))?;
+        ctx.push_maintenance(Clone::clone(&rec))?;
+        // The same record again: copies the workspace's data state into the run.
+        ctx.update_last_maintenance(rec)?;
+        wait_for_compaction(
+            ctx,
+            log.as_ref().map(|(p, r)| (p.as_path(), r.as_str())),
+            offset,
+            table_id,
+        )?;
+    }
+    data_location(ctx, flush, table_id)
+}
+
+/// The benchmark table's id (`None`: the server could not say).
+fn table_id(ctx: &dyn OpCtx) -> Option<u64> {
+    let db = ctx.database().to_string();
+    ctx.sql(
+        None,
+        &format!(
+            "SELECT table_id FROM information_schema.tables WHERE table_schema = '{db}' AND table_name = '{TABLE}'"
+        ),
+    )
+    .ok()
+    .and_then(|o| o.pointer("/records/rows/0/0").and_then(Value::as_u64))
+}
+
+/// The running compaction jobs in a `/metrics` text (0 when the gauge is absent: no job has
+/// run in this process).
+fn inflight(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|l| {
+            l.strip_prefix(GAUGE)
+                .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|v| v.max(0.0) as u64)
+        .sum()
+}
+
+/// Waits until no compaction runs, as a step of its own (`automatic-compaction`).
+fn wait_for_compaction(
+    ctx: &mut dyn OpCtx,
+    log: Option<(&Path, &str)>,
+    offset: u64,
+    table_id: Option<u64>,
+) -> Result<()> {
+    let step = "automatic-compaction";
+    ctx.begin(
+        step,
+        1,
+        log.map(|(_, rel)| rel),
+        Some(json!({"signal": format!("{GAUGE} on /metrics"), "limit_seconds": WAIT_LIMIT.as_secs()})),
+    )?;
+    let start = Instant::now();
+    let mut quiet_since = start;
+    let mut busy: Option<(Instant, Instant)> = None;
+    let mut polls = 0u64;
+    let outcome = loop {
+        if let Err(e) = crate::interrupt::check() {
+            ctx.end(step, 1, StepEnd::Interrupted, Some(e.message.clone()), None)?;
+            return Err(e);
+        }
+        if let Some(why) = ctx.server_gone() {
+            let msg = format!("the server died while compacting after the flush: {why}");
+            ctx.end(step, 1, StepEnd::Failed, Some(msg.clone()), None)?;
+            return Err(Error::failed(msg));
+        }
+        polls += 1;
+        let now = Instant::now();
+        match ctx.http_get("/metrics") {
+            Err(e) => break Err(e.message),
+            Ok(body) if inflight(&body) > 0 => {
+                if busy.is_none() {
+                    ctx.reporter().info(
+                        "waiting for the compaction GreptimeDB started after the flush (queries beside it would measure the merge too)",
+                    );
+                }
+                busy = Some((busy.map_or(now, |b| b.0), now));
+                quiet_since = now;
+            }
+            Ok(_) => {}
+        }
+        if now.duration_since(quiet_since) >= QUIET {
+            break Ok(if busy.is_some() {
+                "finished"
+            } else {
+                "none ran"
+            });
+        }
+        if now.duration_since(start) >= WAIT_LIMIT {
+            break Ok("still running");
+        }
+        std::thread::sleep(POLL);
+    };
+    let lines: Vec<String> = match (log, table_id) {
+        (Some((path, _)), Some(id)) => read_from(path, offset)
+            .lines()
+            .filter(|l| l.contains("Compacted SST files") && region_of(l, id).is_some())
+            .map(|l| l.trim().to_string())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let waited = start.elapsed().as_secs_f64();
+    let busy_s = busy.map(|(a, b)| b.duration_since(a).as_secs_f64());
+    let outcome = match outcome {
+        // A compaction shorter than one poll shows only in the log.
+        Ok("none ran") if !lines.is_empty() => "finished".to_string(),
+        Ok(o) => o.to_string(),
+        Err(why) => {
+            ctx.reporter().warn(&format!(
+                "could not tell whether GreptimeDB still compacts after the flush ({why}): the queries may run beside a compaction"
+            ));
+            format!("unknown: {why}")
+        }
+    };
+    match outcome.as_str() {
+        "finished" => ctx.reporter().info(&format!(
+            "the compaction after the flush finished ({:.1} s waited)",
+            waited
+        )),
+        "still running" => ctx.reporter().warn(&format!(
+            "GreptimeDB still compacts {} s after the flush: the queries start beside it",
+            WAIT_LIMIT.as_secs()
+        )),
+        _ => {}
+    }
+    let data = json!({
+        "outcome": outcome,
+        "waited_s": (waited * 10.0).round() / 10.0,
+        "busy_s": busy_s.map(|b| (b * 10.0).round() / 10.0),
+        "polls": polls,
+        "compacted_lines": lines.len(),
+        "log_lines": lines.iter().take(KEEP).collect::<Vec<_>>(),
+    });
+    ctx.end(step, 1, StepEnd::Completed, None, Some(data))
+}
+
+/// The rows of a `/v1/sql` output as objects keyed by column name (`None`: no such output).
+fn records(out: &Value) -> Option<Vec<serde_json::Map<String, Value>>> {
+    let cols: Vec<String> = out
+        .pointer("/records/schema/column_schemas")?
+        .as_array()?
+        .iter()
+        .filter_map(|c| c["name"].as_str().map(str::to_string))
+        .collect();
+    let rows = out.pointer("/records/rows")?.as_array()?;
+    Some(
+        rows.iter()
+            .map(|r| {
+                cols.iter()
+                    .enumerate()
+                    .map(|(i, c)| (c.clone(), r.get(i).cloned().unwrap_or(Value::Null)))
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
+/// The file id of an SST or index path: the file name up to its first dot
+/// (`<id>.parquet`, `index/<id>.puffin`, `<id>.<version>.puffin`).
+fn file_id(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.split('.').next().unwrap_or(name)
+}
+
+/// The SST files of the table and the files on storage no manifest lists. `None` fields: the
+/// version has no such table (`ssts_manifest`, `ssts_storage`: 1.0) or the question failed.
+fn sst_files(ctx: &dyn OpCtx, table_id: u64) -> Value {
+    let db = ctx.database().to_string();
+    let manifest = ctx
+        .sql(
+            Some(&db),
+            &format!("SELECT * FROM information_schema.ssts_manifest WHERE table_id = {table_id}"),
+        )
+        .ok()
+        .and_then(|o| records(&o));
+    let Some(manifest) = manifest else {
+        return json!({"sst_rows": null, "orphan_files": null});
+    };
+    // Files that a compaction has replaced but the purger not yet deleted are still listed;
+    // only the visible ones are read by queries.
+    let visible =
+        |f: &serde_json::Map<String, Value>| f.get("visible") != Some(&Value::Bool(false));
+    let sst_rows: u64 = manifest
+        .iter()
+        .filter(|f| visible(f))
+        .filter_map(|f| f.get("num_rows").and_then(Value::as_u64))
+        .sum();
+    // From the paths, as the storage side has no file id column.
+    let listed: BTreeSet<String> = manifest
+        .iter()
+        .filter_map(|f| f.get("file_path").and_then(Value::as_str))
+        .map(|p| file_id(p).to_string())
+        .collect();
+    let dirs: BTreeSet<String> = manifest
+        .iter()
+        .filter_map(|f| {
+            let p = f.get("file_path")?.as_str()?;
+            Some(p[..p.rfind('/')? + 1].to_string())
+        })
+        .collect();
+    let storage = ctx
+        .sql(
+            Some(&db),
+            "SELECT file_path, file_size FROM information_schema.ssts_storage",
+        )
+        .ok()
+        .and_then(|o| records(&o));
+    let Some(storage) = storage.filter(|_| !dirs.is_empty()) else {
+        return json!({"sst_rows": sst_rows, "orphan_files": null});
+    };
+    let data_dir = ctx.data_dir();
+    let mut orphans: Vec<(String, Option<u64>)> = Vec::new();
+    for f in &storage {
+        let Some(path) = f.get("file_path").and_then(Value::as_str) else {
+            continue;
+        };
+        let in_table = dirs.iter().any(|d| {
+            path.strip_prefix(d.as_str())
+                .is_some_and(|rest| !rest.contains('/') || rest.starts_with("index/"))
+        });
+        if !in_table || listed.contains(file_id(path)) {
+            continue;
+        }
+        // The server does not report sizes of local files: they are read from the disk.
+        let size = f.get("file_size").and_then(Value::as_u64).or_else(|| {
+            let d = data_dir.as_ref()?;
+            std::fs::metadata(d.join(path)).ok().map(|m| m.len())
+        });
+        orphans.push((path.to_string(), size));
+    }
+    let parquet = orphans
+        .iter()
+        .filter(|(p, _)| p.ends_with(".parquet"))
+        .count();
+    let bytes: Option<u64> = orphans.iter().map(|(_, s)| *s).sum();
+    json!({
+        "sst_rows": sst_rows,
+        "orphan_files": parquet,
+        "orphan_index_files": orphans.len() - parquet,
+        "orphan_bytes": bytes,
+        "orphan_paths": orphans.iter().take(KEEP).map(|(p, _)| p).collect::<Vec<_>>(),
+    })
+}
+
+/// Where the data of the benchmark table is before the queries run. Never fails the run:
+/// what cannot be read is recorded as unknown.
+fn data_location(ctx: &mut dyn OpCtx, flushed: bool, table_id: Option<u64>) -> Result<()> {
+    ctx.begin("data-location", 1, None, None)?;
+    let db = ctx.database().to_string();
+    let regions = table_id.and_then(|id| {
+        let c: &dyn OpCtx = ctx;
+        region_statistics(&|sql| c.sql(Some(&db), sql).ok(), id)
+    });
+    let sum = |k: &str| -> Option<u64> {
+        let rs = regions.as_ref()?;
+        let vals: Vec<u64> = rs.iter().filter_map(|r| r[k].as_u64()).collect();
+        (!vals.is_empty()).then(|| vals.iter().sum())
+    };
+    let files = table_id.map_or(json!({}), |id| sst_files(ctx, id));
+    let region_rows = sum("region_rows");
+    let sst_rows = files["sst_rows"].as_u64();
+    let mut v = json!({
+        "table": TABLE,
+        "table_id": table_id,
+        "information_schema": regions.is_some(),
+        "sst_num": sum("sst_num"),
+        "sst_size": sum("sst_size"),
+        "memtable_size": sum("memtable_size"),
+        "region_rows": region_rows,
+        "sst_rows": sst_rows,
+        "memtable_rows": region_rows.zip(sst_rows).map(|(r, s)| r.saturating_sub(s)),
+        "flushed_before_queries": flushed,
+    });
+    for k in [
+        "orphan_files",
+        "orphan_index_files",
+        "orphan_bytes",
+        "orphan_paths",
+    ] {
+        if let Some(x) = files.get(k) {
+            v[k] = x.clone();
+        }
+    }
+    if let Some(n) = v["orphan_files"].as_u64().filter(|n| *n > 0) {
+        ctx.reporter().warn(&format!(
+            "{n} SST file(s) of table {TABLE} are on storage but in no manifest (outputs of compactions a stop threw away); `tsbsctl greptimedb verify --database-id {}` names them",
+            ctx.database_id()
+        ));
+    }
+    ctx.end("data-location", 1, StepEnd::Completed, None, Some(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gauge_is_read_from_the_metrics_text() {
+        // Before the first compaction the real server has no such line.
+        assert_eq!(
+            inflight("# HELP greptime_app_version x\ngreptime_app_version{a=\"b\"} 1\n"),
+            0
+        );
+        let busy = "# HELP greptime_mito_inflight_compaction_count inflight compaction count\n# TYPE greptime_mito_inflight_compaction_count gauge\ngreptime_mito_inflight_compaction_count 1\n";
+        assert_eq!(inflight(busy), 1);
+        assert_eq!(inflight("greptime_mito_inflight_compaction_count 0\n"), 0);
+        // Another series with the same prefix is not the gauge.
+        assert_eq!(
+            inflight("greptime_mito_inflight_compaction_count_total 3\n"),
+            0
+        );
+    }
+
+    #[test]
+    fn file_ids_of_sst_and_index_paths() {
+        let id = "8abd9f68-2f04-4a18-803f-f9951807a999";
+        assert_eq!(
+            file_id(&format!(
+                "data/greptime/public/1024/1024_0000000000/{id}.parquet"
+            )),
+            id
+        );
+        assert_eq!(
+            file_id(&format!("data/g/p/1024/1024_0000000000/index/{id}.puffin")),
+            id
+        );
+        assert_eq!(
+            file_id(&format!("data/g/p/1024/1024_0000000000/{id}.3.puffin")),
+            id
+        );
+    }
+
+    #[test]
+    fn records_are_keyed_by_column() {
+        let out = json!({"records": {"schema": {"column_schemas": [{"name": "a"}, {"name": "b"}]}, "rows": [[1, "x"]]}});
+        let r = records(&out).unwrap();
+        assert_eq!(r[0]["a"], 1);
+        assert_eq!(r[0]["b"], "x");
+        assert!(records(&json!({})).is_none());
+    }
+}
