@@ -275,7 +275,9 @@ fn flush_and_compact(
     ctx.maintenance_step("flush", flush_sql)?;
     let after_flush = table_state(ctx, "state-after-flush", table_id)?;
     let offset = std::fs::metadata(log_path).map(|m| m.len()).unwrap_or(0);
+    let asked = Instant::now();
     ctx.maintenance_step("compact", compact_sql)?;
+    let answered_s = asked.elapsed().as_secs_f64();
     let regions: Vec<u64> = after_flush["regions"]
         .as_array()
         .map(|a| {
@@ -305,6 +307,12 @@ fn flush_and_compact(
         timeout
     };
     let lines = corroborate(log_path, offset, table_id, &regions, req.window, look);
+    let (queued, merge_s) = queue_and_merge(&read_from(log_path, offset), table_id, &lines);
+    // The answer's time less the server's own merge time: mostly the wait behind the
+    // automatic compaction (157.7 s = 27.3 s queued + 130.4 s merging on a real v1.0.2).
+    let queued_s = merge_s
+        .filter(|_| queued)
+        .map(|m| ((answered_s - m).max(0.0) * 10.0).round() / 10.0);
     let outcome = if !lines.is_empty() {
         "compacted"
     } else if unchanged {
@@ -321,6 +329,9 @@ fn flush_and_compact(
             "log_lines": lines,
             "corroborated": !lines.is_empty(),
             "outcome": outcome,
+            "queued_behind_automatic": queued,
+            "merge_s": merge_s,
+            "queued_s": queued_s,
         })),
     )?;
     if outcome == "nothing to compact" {
@@ -366,6 +377,26 @@ fn corroborate(
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Whether the manual compaction of `table_id` waited behind a running one ("Region … is
+/// compacting, manually compaction will be re-scheduled.", after `offset`), and the longest
+/// `merge_time` of its own completion `lines` (seconds).
+fn queue_and_merge(text: &str, table_id: u64, lines: &[String]) -> (bool, Option<f64>) {
+    let queued = text.lines().any(|l| {
+        l.contains("manually compaction will be re-scheduled")
+            && l.find("Region ").is_some_and(|i| {
+                region_of(&l[i..].replacen("Region ", "region: ", 1), table_id).is_some()
+            })
+    });
+    let merge = lines
+        .iter()
+        .filter_map(|l| {
+            let rest = l.split("merge_time: ").nth(1)?;
+            rest.trim_end_matches('s').trim().parse::<f64>().ok()
+        })
+        .reduce(f64::max);
+    (queued, merge)
 }
 
 /// A "Compacted SST files" line of a manual compaction (and of `window`, when given).
@@ -414,6 +445,19 @@ pub(super) fn region_of(line: &str, table_id: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_queue_behind_the_automatic_compaction_and_the_merge_time_are_read() {
+        // Lines as a real v1.0.2 wrote them (greptimedb-observed-2.md, run 17).
+        let text = "2026-12-03T09:17:01.101Z  INFO mito2::compaction: Region 4398046511104(1024, 0) is compacting, manually compaction will be re-scheduled.\n";
+        let manual = "2026-12-03T09:19:38.5Z  INFO mito2::compaction::task: Compacted SST files, region_id: 4398046511104(1024, 0), input: [..], output: [..], window: Some(7200), waiter_num: 1, merge_time: 130.4s".to_string();
+        let (queued, merge) = queue_and_merge(text, 1024, std::slice::from_ref(&manual));
+        assert!(queued);
+        assert_eq!(merge, Some(130.4));
+        // Another table's queue is not this one's.
+        assert!(!queue_and_merge(text, 1025, &[]).0);
+        assert_eq!(queue_and_merge("", 1024, &[]), (false, None));
+    }
 
     #[test]
     fn only_this_manual_compaction_corroborates() {
