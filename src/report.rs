@@ -918,6 +918,8 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
                     "files": st["files"],
                     "index_bytes": st["index_bytes"],
                     "metadata_bytes": st["metadata_bytes"],
+                    "metadata_used_bytes": st["metadata_used_bytes"],
+                    "metadata_preallocated_bytes": st["metadata_preallocated_bytes"],
                     "misc_bytes": st["misc_bytes"],
                     "never_flushed": st["never_flushed"],
                     "after_forced_stop": st["after_forced_stop"],

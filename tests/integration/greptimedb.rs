@@ -750,6 +750,14 @@ fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
     let st = &s["storage"];
     assert_eq!(st["layout"], "greptimedb");
     assert!(st["metadata_bytes"].as_u64().unwrap() > 0, "{st}");
+    // The metadata is what raft-engine wrote, not its preallocated file (F6).
+    let used = st["metadata_used_bytes"].as_u64().unwrap();
+    assert!(used > 0 && used < 100_000, "{st}");
+    assert!(
+        st["metadata_preallocated_bytes"].as_u64().unwrap() > 1_000_000,
+        "{st}"
+    );
+    assert!(md.contains(" used ("), "{md}");
     assert!(st["data_files"].as_u64().unwrap() > 0, "{st}");
     assert_eq!(st["never_flushed"], false);
     // The compactions the stop drained were thrown away: their outputs are orphans on disk,

@@ -38,6 +38,8 @@ impl GtError {
 /// The catalog, where the real standalone server keeps its raft-engine metadata store
 /// (`metadata/<seq:016>.raftlog`); the content here is JSON, not raft-engine's format.
 const CATALOG_FILE: &str = "metadata/0000000000000001.raftlog";
+/// The size of the catalog file with its preallocated tail (observed: 2.01 MiB).
+const CATALOG_PREALLOCATED: usize = 2_107_392;
 
 pub const SYSTEM_DATABASES: [&str; 2] = ["greptime_private", "information_schema"];
 pub const TIME_INDEX: &str = "greptime_timestamp";
@@ -386,8 +388,22 @@ impl Store {
         ];
         let cat_path = data_home.join(CATALOG_FILE);
         let catalog = if cat_path.exists() {
-            let text = fs::read_to_string(&cat_path)
+            let raw = fs::read(&cat_path)
                 .map_err(|e| format!("cannot read {}: {e}", cat_path.display()))?;
+            // The preallocated zero tail ends the records; the open truncates it, as
+            // raft-engine does ("Truncating log file due to broken batch").
+            let used = raw.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+            if used < raw.len() {
+                logging::info(
+                    "raft_engine::file_pipe_log::pipe_builder",
+                    &format!(
+                        "Truncating log file due to broken batch (queue=Append,seq=1,offset={used})"
+                    ),
+                );
+                fs::write(&cat_path, &raw[..used])
+                    .map_err(|e| format!("cannot truncate {}: {e}", cat_path.display()))?;
+            }
+            let text = String::from_utf8_lossy(&raw[..used]);
             let mut c: Catalog = serde_json::from_str(&text)
                 .map_err(|e| format!("corrupt catalog {}: {e}", cat_path.display()))?;
             for db in c.databases.values_mut() {
@@ -435,7 +451,10 @@ impl Store {
     }
 
     fn save_catalog(&self) -> Result<(), GtError> {
-        let bytes = serde_json::to_vec_pretty(&self.catalog).unwrap_or_default();
+        let mut bytes = serde_json::to_vec_pretty(&self.catalog).unwrap_or_default();
+        // raft-engine preallocates its active log file: 2.01 MiB on disk for 22,923 B of
+        // records on a real v1.0.2; the tail reads as zeros until written.
+        bytes.resize(bytes.len().max(CATALOG_PREALLOCATED), 0);
         write_atomic(&self.data_home.join(CATALOG_FILE), &bytes)
             .map_err(|e| io_err("write the catalog", e))
     }
