@@ -54,6 +54,8 @@ pub struct Error {
     /// Printed as a plain line, not as "error: ..." (a foreground server stopped by Ctrl-C:
     /// exit 130, but the normal way to stop it).
     pub plain: bool,
+    /// The HTTP status when the error is a server's answer (not a request that got none).
+    pub http_status: Option<u16>,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -65,7 +67,13 @@ impl Error {
             message: message.into(),
             hint: None,
             plain: false,
+            http_status: None,
         }
+    }
+    /// The error is the server's answer with this HTTP status.
+    pub fn with_http_status(mut self, status: u16) -> Self {
+        self.http_status = Some(status);
+        self
     }
     pub fn failed(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Failed, message)

@@ -81,6 +81,7 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
         server_attempt: 0,
         forced_stop: false,
         load_footprint: None,
+        late_answer: None,
         cwd,
     };
     let result = b.compact(op, &creq);
@@ -159,6 +160,18 @@ impl Bench<'_> {
         };
         bar.finish();
         let secs = started.elapsed().as_secs_f64();
+        if res
+            .as_ref()
+            .is_err_and(|e| e.kind == ErrorKind::Interrupted)
+        {
+            self.late_answer = Some(LateAnswer {
+                step: step.to_string(),
+                attempt,
+                reason: res.as_ref().err().map(|e| e.message.clone()),
+                elapsed_seconds: secs,
+                rx,
+            });
+        }
         match res {
             Ok(out) => {
                 self.ctx
@@ -192,6 +205,29 @@ impl Bench<'_> {
                 })
             }
         }
+    }
+
+    /// After the server stopped: the answer an interrupted maintenance statement got while
+    /// the server stopped, if any, recorded as a second end of its step.
+    pub(super) fn record_late_answer(&mut self) -> Result<()> {
+        let Some(l) = self.late_answer.take() else {
+            return Ok(());
+        };
+        let answer = match l.rx.recv_timeout(Duration::from_millis(500)) {
+            Ok(Ok(out)) => json!({"ok": true, "response": out}),
+            Ok(Err(e)) if e.http_status.is_some() => {
+                json!({"ok": false, "status": e.http_status, "error": e.message})
+            }
+            // No answer: the connection is still open, or it closed with the killed server.
+            Ok(Err(_)) | Err(_) => return Ok(()),
+        };
+        self.run.end(
+            &l.step,
+            l.attempt,
+            Status::Interrupted,
+            l.reason,
+            Some(json!({"elapsed_seconds": l.elapsed_seconds, "answer_while_stopping": answer})),
+        )
     }
 
     /// The product's SQL maintenance (the compact phase and the data location need it).
@@ -318,4 +354,14 @@ impl OpCtx for Bench<'_> {
         self.run.manifest.data_state = self.target.data_state();
         self.run.save()
     }
+}
+
+/// An interrupted maintenance statement whose answer may still come (see
+/// [`Bench::record_late_answer`]).
+pub(super) struct LateAnswer {
+    step: String,
+    attempt: u32,
+    reason: Option<String>,
+    elapsed_seconds: f64,
+    rx: std::sync::mpsc::Receiver<Result<Value>>,
 }

@@ -103,6 +103,10 @@ pub struct Bench<'a> {
     load_footprint: Option<Value>,
     /// Where each TSBS tool gets its private working directory (its tokens' `config.json`).
     cwd: PathBuf,
+    /// A maintenance statement whose wait was interrupted: the server may still answer it
+    /// while it stops (a real v1.0.2 sent HTTP 500 "Region … is stopped"), and that answer is
+    /// recorded with the statement's step.
+    late_answer: Option<compact::LateAnswer>,
 }
 
 /// Runs a bench command end to end.
@@ -216,6 +220,7 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
         server_attempt: 0,
         forced_stop: false,
         load_footprint: None,
+        late_answer: None,
         cwd,
     };
     let result = b.work(&dataset, &counts);

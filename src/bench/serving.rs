@@ -135,7 +135,7 @@ impl Bench<'_> {
             self.forced_stop = true;
         }
         self.run.end("server", n, status, reason, Some(data))?;
-        Ok(())
+        self.record_late_answer()
     }
 
     /// `Some(reason)` when the managed server has died.

@@ -86,7 +86,8 @@ impl GreptimeDb {
                 body.get("error")
                     .and_then(Value::as_str)
                     .unwrap_or("no error message")
-            )));
+            ))
+            .with_http_status(status.as_u16()));
         }
         body.get("output")
             .and_then(|o| o.get(0))

@@ -55,6 +55,9 @@ pub struct Knobs {
     /// Memtable (unflushed WAL) bytes per region that trigger an automatic flush
     /// (default 64 MiB).
     pub auto_flush_bytes: Option<u64>,
+    /// TWCS picks a window of non-overlapping files from this many files on (the real table
+    /// option `compaction.twcs.trigger_file_num`, default 4).
+    pub twcs_trigger_file_num: Option<usize>,
     /// A fully flushed region WAL file at least this large is purged (default 1 GiB, the real
     /// `wal.purge_threshold`).
     pub wal_purge_threshold_bytes: Option<u64>,

@@ -62,6 +62,7 @@
 //! | `compaction_ms_per_mib` | a compaction job takes N ms per MiB of input per output window (default 5); the statement waits for it |
 //! | `wal_replay_ms_per_mib` | startup replays unflushed WAL for N ms per MiB before HTTP is bound (default 20) |
 //! | `auto_flush_bytes` | unflushed WAL bytes per region that trigger a flush (default 64 MiB) |
+//! | `twcs_trigger_file_num` | TWCS picks a window of non-overlapping files from N files on (the real table option `compaction.twcs.trigger_file_num`, default 4) |
 //! | `wal_purge_threshold_bytes` | a fully flushed region WAL this large is truncated (default 1 GiB) |
 //!
 //! # HTTP

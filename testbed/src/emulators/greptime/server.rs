@@ -603,7 +603,12 @@ pub fn run(opts: Options, version: Version, knobs: Knobs, command_line: String) 
         knobs.auto_flush_bytes.unwrap_or(64 << 20),
         knobs.wal_purge_threshold_bytes.unwrap_or(1 << 30),
     ) {
-        Ok(s) => s,
+        Ok(mut s) => {
+            if let Some(n) = knobs.twcs_trigger_file_num {
+                s.set_twcs_trigger_file_num(n);
+            }
+            s
+        }
         Err(e) => {
             logging::error("greptime", &format!("Fatal error occurs! err.msg={e}"));
             return 1;

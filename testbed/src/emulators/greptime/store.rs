@@ -183,6 +183,8 @@ pub struct Store {
     wal_dir: PathBuf,
     auto_flush_bytes: u64,
     wal_purge_threshold: u64,
+    /// TWCS `trigger_file_num` (the table option `compaction.twcs.trigger_file_num`).
+    twcs_trigger_file_num: usize,
     catalog: Catalog,
     regions: BTreeMap<u32, Region>,
     /// Tables flushed since [`Store::take_flushed`] last ran.
@@ -424,6 +426,7 @@ impl Store {
             data_home: data_home.to_path_buf(),
             wal_dir: wal_dir.to_path_buf(),
             auto_flush_bytes,
+            twcs_trigger_file_num: TWCS_TRIGGER_FILE_NUM,
             wal_purge_threshold,
             catalog,
             regions: BTreeMap::new(),
@@ -834,7 +837,7 @@ impl Store {
                         a.time_range.0 <= b.time_range.1 && b.time_range.0 <= a.time_range.1
                     })
                 });
-                overlap || w.len() >= TWCS_TRIGGER_FILE_NUM
+                overlap || w.len() >= self.twcs_trigger_file_num
             };
             let chosen: BTreeSet<i64> = per
                 .iter()
@@ -958,6 +961,11 @@ impl Store {
                 }
             })
             .collect()
+    }
+
+    /// Sets TWCS's `trigger_file_num` (a table option on the real server).
+    pub fn set_twcs_trigger_file_num(&mut self, n: usize) {
+        self.twcs_trigger_file_num = n.max(1);
     }
 
     /// `information_schema.ssts_manifest`: every SST file the manifests list, with its path
