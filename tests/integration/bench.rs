@@ -784,6 +784,12 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
         "{md}"
     );
     assert!(!md.contains("synced before answering"), "{md}");
+    // Every bullet on its own line (a trimmed newline once merged two).
+    assert!(
+        md.contains("not of the machine)\n- Whole-batch rejection of invalid lines: **yes**"),
+        "{md}"
+    );
+    assert!(!md.lines().any(|l| l.contains(")- ")), "{md}");
     // The logged command lines show <redacted>, and the token is nowhere.
     let load_log =
         std::fs::read_to_string(dir.join(s["ingestion"]["log"].as_str().unwrap())).unwrap();
