@@ -277,6 +277,9 @@ pub struct Report {
     pub notes: TableNotes,
     pub ingestion: Vec<IngestionCell>,
     pub queries: Vec<QueryRow>,
+    /// Queries per type, per run ("3", "2–5"; "-" without completed types): a mean of 3
+    /// queries is not one of 1,000.
+    pub query_counts: Vec<String>,
     /// Footprint records (step data, product-specific fields).
     pub storage: Vec<Value>,
     /// The row headings of the data-directory parts in the storage table.
@@ -798,7 +801,7 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
         i.fastest = !unranked
             && v.is_some()
             && v == best_rows
-            && loaded.len() > 1
+            && rates.len() > 1
             && clear_lead(&rates, v.unwrap_or(0.0), |x, best| {
                 best >= x * (1.0 + FASTEST_MARGIN)
             });
@@ -1044,6 +1047,19 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
         },
         runs: cols,
         ingestion,
+        query_counts: (0..loaded.len())
+            .map(|i| {
+                let n: Vec<u64> = query_rows
+                    .iter()
+                    .filter_map(|r| r.cells.get(i)?.query_count.flatten())
+                    .collect();
+                match (n.iter().min(), n.iter().max()) {
+                    (Some(a), Some(b)) if a == b => a.to_string(),
+                    (Some(a), Some(b)) => format!("{a}–{b}"),
+                    _ => "-".into(),
+                }
+            })
+            .collect(),
         queries: query_rows,
         storage,
         storage_parts,
@@ -1418,6 +1434,11 @@ mod tests {
         assert!(r.ingestion.iter().all(|i| !i.fastest), "{:?}", r.ingestion);
         let r = build_report(&[pg("A", "durable", 100.0), pg("B", "durable", 300.0)], 0);
         assert!(r.ingestion[1].fastest, "{:?}", r.ingestion);
+        // One load beside a run without one: nothing to rank it against.
+        let mut no_load = pg("B", "durable", 0.0);
+        no_load.summary.ingestion = None;
+        let r = build_report(&[pg("A", "durable", 100.0), no_load], 0);
+        assert!(r.ingestion.iter().all(|i| !i.fastest), "{:?}", r.ingestion);
     }
 
     /// A PostgreSQL run's storage is its database size over SQL, with its data directory

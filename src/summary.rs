@@ -65,6 +65,9 @@ pub struct RunSummary {
     pub storage: Option<Value>,
     /// GreptimeDB: where the data was when the queries started (SSTs or memtables).
     pub data_location: Option<Value>,
+    /// The count before the queries that the bound rows are there (`row-check` step data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_check: Option<Value>,
     pub queries: Vec<QuerySummary>,
     /// One per `analyze:<type>` step: its data plus attempt, status, log and result dir.
     pub analyses: Vec<Value>,
@@ -711,6 +714,9 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     let restart_words = product
         .as_ref()
         .and_then(|p| p.default_timing().startup_wait);
+    // A run without a load (queries, compaction) starts on data an earlier run left: its
+    // first start replays that, and is named so.
+    let had_load = steps.iter().any(|s| s.step == "load");
     let mut restart_named = false;
     for s in steps.iter().filter(|s| s.step == "server") {
         let ready_seconds = s.data["events"].as_array().and_then(|ev| {
@@ -726,6 +732,13 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
                 Some(match restart_words {
                     Some(w) => format!("first start after the load: {w}"),
                     None => "first start after the load".to_string(),
+                })
+            }
+            None if !had_load && !restart_named => {
+                restart_named = true;
+                Some(match restart_words {
+                    Some(w) => format!("first start of this run, on loaded data: {w}"),
+                    None => "first start of this run, on loaded data".to_string(),
                 })
             }
             _ => None,
@@ -925,6 +938,9 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         row_count,
         storage,
         data_location,
+        row_check: last("row-check")
+            .map(|s| s.data.clone())
+            .filter(|d| !d.is_null()),
         queries,
         analyses,
         compaction,

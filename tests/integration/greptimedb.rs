@@ -1026,6 +1026,26 @@ fn query_runs_say_where_the_data_is_and_can_flush_first() {
     let s = summary(&flushed);
     assert_eq!(s["workload"]["flush_before_queries"], true);
     assert_eq!(s["data_state"]["label"], "as loaded, flushed");
+    // The count before the queries is said, with its time (229 s on a real InfluxDB 3).
+    let fmd = std::fs::read_to_string(flushed.join("summary.md")).unwrap();
+    assert!(
+        fmd.contains("Before the queries, `SELECT count(*) FROM cpu` found the ")
+            && fmd.contains(" rows the workspace is bound to ("),
+        "{fmd}"
+    );
+    assert!(
+        s["row_check"]["took_s"].as_f64().is_some(),
+        "{}",
+        s["row_check"]
+    );
+    // A query-only run's first start replays what the load left: named as such.
+    let first = &s["server_diagnostics"]["attempts"][0];
+    assert!(
+        first["after_load"].as_str().is_some_and(
+            |l| l.starts_with("first start of this run, on loaded data: it opens its regions")
+        ),
+        "{first}"
+    );
     let loc = &s["data_location"];
     assert_eq!(loc["flushed_before_queries"], true);
     assert!(loc["sst_num"].as_u64().unwrap() >= 1, "{loc}");
@@ -1049,6 +1069,13 @@ fn query_runs_say_where_the_data_is_and_can_flush_first() {
         md.contains("| Queries read (SST / memtables) | 0 SST"),
         "{md}"
     );
+    // How many queries each mean is of (the real run's 3 per type looked like a full run).
+    let counts = md
+        .lines()
+        .find(|l| l.starts_with("| Queries per type |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert_eq!(counts.matches(" | ").count(), 2, "{counts}");
+    assert!(!counts.contains(" - "), "{counts}");
     // One read memtables, the other SST files: said at the top, pointing at the flag (#16).
     let top = md.split("## ").next().unwrap();
     assert!(
