@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::json;
+
 use crate::cli::bench as bench_cli;
 use crate::cli::common::LockArgs;
 use crate::cli::dbcmd::{self, IdArgs, RemoveArgs, ServeArgs};
@@ -33,6 +35,24 @@ pub enum GreptimedbCmd {
     Remove(RemoveArgs),
     /// Run the workspace's server in the foreground until Ctrl-C.
     Serve(ServeArgs),
+    /// List the SST files on disk that no manifest lists (outputs of compactions a stop threw
+    /// away), as the workspace's server reports them; --remove deletes them once it stopped.
+    Orphans(OrphansArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct OrphansArgs {
+    /// Workspace id.
+    #[arg(long, value_name = "ID")]
+    pub database_id: String,
+    /// Delete the listed files after the server has stopped cleanly (under the workspace lock;
+    /// the queries never read them).
+    #[arg(long)]
+    pub remove: bool,
+    #[command(flatten)]
+    pub timing: crate::cli::common::ServerTimingArgs,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -161,5 +181,105 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
         GreptimedbCmd::Verify(a) => dbcmd::verify_cmd(ctx, &p, a),
         GreptimedbCmd::Remove(a) => dbcmd::remove_cmd(ctx, &p, a),
         GreptimedbCmd::Serve(a) => dbcmd::serve_cmd(ctx, &p, a),
+        GreptimedbCmd::Orphans(a) => orphans_cmd(ctx, a),
     }
+}
+
+/// `orphans [--remove]`: the server's own list (its manifests against its storage), taken
+/// while it is idle; files are removed only with the server stopped, so none can be in use.
+fn orphans_cmd(ctx: &Ctx, a: OrphansArgs) -> Result<Outcome> {
+    use crate::product::Product;
+    let p = GreptimeDb;
+    let timing = a.timing.apply(p.default_timing());
+    let ws = crate::workspace::load(&ctx.root, &p, &a.database_id)?;
+    let _guard =
+        crate::workspace::lock_workspace(ctx, &p, &ws.dir, &a.database_id, &(&a.lock).into())?;
+    let ws = crate::workspace::load(&ctx.root, &p, &a.database_id)?;
+    let data = ws.data_dir();
+    let log = ws.logs_dir().join("server.log");
+    let spec = crate::workspace::server_spec(&ctx.root, &p, &ws, log, timing, false)?;
+    ctx.reporter.info(&format!(
+        "starting GreptimeDB {} to ask it which files its manifests list",
+        ws.manifest.version
+    ));
+    let mut server = crate::server::Server::start(spec, ctx.reporter.as_ref())?;
+    let listed = server.wait_ready().and_then(|()| {
+        crate::product::greptimedb::ssts::list_orphans(
+            server.endpoint(),
+            &data,
+            std::time::Duration::from_secs(600),
+        )
+    });
+    let stop = server.stop();
+    let orphans = listed?;
+    let bytes: u64 = orphans.iter().filter_map(|(_, b)| *b).sum();
+    let parquet = orphans
+        .iter()
+        .filter(|(p, _)| p.ends_with(".parquet"))
+        .count();
+    let mut removed = 0usize;
+    if a.remove && !orphans.is_empty() {
+        if stop.forced || stop.unexpected || stop.killed {
+            return Err(crate::error::Error::failed(
+                "the server did not stop cleanly: no file was removed",
+            )
+            .with_hint(format!(
+                "check its log ({}), then run this again",
+                ws.logs_dir().join("server.log").display()
+            )));
+        }
+        for (rel, _) in &orphans {
+            // Paths come from the server: only plain relative paths inside the data home.
+            let rel_path = std::path::Path::new(rel);
+            if rel_path
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+            {
+                continue;
+            }
+            let full = data.join(rel_path);
+            if full.is_file() {
+                std::fs::remove_file(&full)
+                    .map_err(|e| crate::error::Error::io("remove", &full, e))?;
+                removed += 1;
+            }
+        }
+    }
+    let mut human = format!(
+        "{} SST file(s) and {} index file(s), {}, of workspace {} are on disk but in no manifest\n",
+        parquet,
+        orphans.len() - parquet,
+        crate::render::bytes(minijinja::Value::from(bytes)),
+        a.database_id
+    );
+    for (rel, _) in orphans.iter().take(20) {
+        human.push_str(&format!("  {}\n", data.join(rel).display()));
+    }
+    if orphans.len() > 20 {
+        human.push_str(&format!(
+            "  ... and {} more (--json lists them all)\n",
+            orphans.len() - 20
+        ));
+    }
+    if a.remove {
+        human.push_str(&format!(
+            "removed {removed} file(s) with the server stopped\n"
+        ));
+    } else if !orphans.is_empty() {
+        human.push_str(&format!(
+            "remove them with `tsbsctl greptimedb orphans --database-id {} --remove` (the queries never read them)\n",
+            a.database_id
+        ));
+    }
+    Ok(Outcome::new(
+        json!({
+            "database_id": a.database_id,
+            "data_dir": data,
+            "orphans": orphans.iter().map(|(p, b)| json!({"path": p, "bytes": b})).collect::<Vec<_>>(),
+            "sst_files": parquet,
+            "bytes": bytes,
+            "removed": removed,
+        }),
+        human,
+    ))
 }

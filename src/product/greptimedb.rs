@@ -3,6 +3,7 @@
 
 mod before_queries;
 mod compact;
+pub mod ssts;
 
 use std::collections::BTreeMap;
 use std::path::Path;

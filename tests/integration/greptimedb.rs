@@ -771,6 +771,36 @@ fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
     let p0 = loc["orphan_paths"][0].as_str().unwrap();
     assert!(p0.starts_with("data/greptime/benchmark/1024/"), "{p0}");
     assert!(loc["orphan_bytes"].as_u64().unwrap() > 0, "{loc}");
+    // The server names them, and they are removed with it stopped (C8, F10).
+    let r = w.run(&["greptimedb", "orphans", "--database-id", "g1", "--json"]);
+    r.ok();
+    let listed = r.json()["data"].clone();
+    assert!(listed["sst_files"].as_u64().unwrap() >= 1, "{listed}");
+    assert_eq!(listed["removed"], 0);
+    let first =
+        w.gt.ws_dir("g1")
+            .join("data")
+            .join(listed["orphans"][0]["path"].as_str().unwrap());
+    assert!(first.is_file(), "{}", first.display());
+    let r = w.run(&[
+        "greptimedb",
+        "orphans",
+        "--database-id",
+        "g1",
+        "--remove",
+        "--json",
+    ]);
+    r.ok();
+    assert_eq!(
+        r.json()["data"]["removed"],
+        listed["orphans"].as_array().unwrap().len()
+    );
+    assert!(!first.exists());
+    let r = w.run(&["greptimedb", "orphans", "--database-id", "g1", "--json"]);
+    r.ok();
+    assert_eq!(r.json()["data"]["orphans"], json!([]));
+    // The data is whole: the next query run's count and location agree.
+    assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
     // The report carries the five buckets and the orphan note (F5 of the second real run).
     let p = dir.to_string_lossy().into_owned();
     let rep = w.run(&["runs", "report", &p, "--json"]);

@@ -15,13 +15,13 @@
 //!    manifest lists (`information_schema.ssts_storage`): outputs of compactions a stop threw
 //!    away. What the version cannot say is recorded as unknown, and never fails the run.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use super::compact::{read_from, region_of, region_statistics};
+use super::ssts;
 use crate::error::{Error, Result};
 use crate::product::op::{BeforeQueries, OpCtx, StepEnd};
 
@@ -87,7 +87,7 @@ fn table_id(ctx: &dyn OpCtx) -> Option<u64> {
 
 /// The running compaction jobs in a `/metrics` text (0 when the gauge is absent: no job has
 /// run in this process).
-fn inflight(metrics: &str) -> u64 {
+pub(super) fn inflight(metrics: &str) -> u64 {
     metrics
         .lines()
         .filter(|l| {
@@ -197,100 +197,19 @@ fn wait_for_compaction(
     ctx.end(step, 1, StepEnd::Completed, None, Some(data))
 }
 
-/// The rows of a `/v1/sql` output as objects keyed by column name (`None`: no such output).
-fn records(out: &Value) -> Option<Vec<serde_json::Map<String, Value>>> {
-    let cols: Vec<String> = out
-        .pointer("/records/schema/column_schemas")?
-        .as_array()?
-        .iter()
-        .filter_map(|c| c["name"].as_str().map(str::to_string))
-        .collect();
-    let rows = out.pointer("/records/rows")?.as_array()?;
-    Some(
-        rows.iter()
-            .map(|r| {
-                cols.iter()
-                    .enumerate()
-                    .map(|(i, c)| (c.clone(), r.get(i).cloned().unwrap_or(Value::Null)))
-                    .collect()
-            })
-            .collect(),
-    )
-}
-
-/// The file id of an SST or index path: the file name up to its first dot
-/// (`<id>.parquet`, `index/<id>.puffin`, `<id>.<version>.puffin`).
-fn file_id(path: &str) -> &str {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name.split('.').next().unwrap_or(name)
-}
-
-/// The SST files of the table and the files on storage no manifest lists. `None` fields: the
-/// version has no such table (`ssts_manifest`, `ssts_storage`: 1.0) or the question failed.
+/// The SST rows of the table and the files on storage no manifest lists. `None` fields:
+/// the version has no such tables (1.0.0-beta.1) or the question failed.
 fn sst_files(ctx: &dyn OpCtx, table_id: u64) -> Value {
     let db = ctx.database().to_string();
-    let manifest = ctx
-        .sql(
-            Some(&db),
-            &format!("SELECT * FROM information_schema.ssts_manifest WHERE table_id = {table_id}"),
-        )
-        .ok()
-        .and_then(|o| records(&o));
-    let Some(manifest) = manifest else {
+    let view = ssts::server_view(&|sql| ctx.sql(Some(&db), sql).ok(), Some(table_id));
+    let Some((manifest, storage)) = view else {
         return json!({"sst_rows": null, "orphan_files": null});
     };
-    // Files that a compaction has replaced but the purger not yet deleted are still listed;
-    // only the visible ones are read by queries.
-    let visible =
-        |f: &serde_json::Map<String, Value>| f.get("visible") != Some(&Value::Bool(false));
-    let sst_rows: u64 = manifest
-        .iter()
-        .filter(|f| visible(f))
-        .filter_map(|f| f.get("num_rows").and_then(Value::as_u64))
-        .sum();
-    // From the paths, as the storage side has no file id column.
-    let listed: BTreeSet<String> = manifest
-        .iter()
-        .filter_map(|f| f.get("file_path").and_then(Value::as_str))
-        .map(|p| file_id(p).to_string())
-        .collect();
-    let dirs: BTreeSet<String> = manifest
-        .iter()
-        .filter_map(|f| {
-            let p = f.get("file_path")?.as_str()?;
-            Some(p[..p.rfind('/')? + 1].to_string())
-        })
-        .collect();
-    let storage = ctx
-        .sql(
-            Some(&db),
-            "SELECT file_path, file_size FROM information_schema.ssts_storage",
-        )
-        .ok()
-        .and_then(|o| records(&o));
-    let Some(storage) = storage.filter(|_| !dirs.is_empty()) else {
+    let sst_rows = ssts::visible_rows(&manifest);
+    let Some(storage) = storage.filter(|_| !manifest.is_empty()) else {
         return json!({"sst_rows": sst_rows, "orphan_files": null});
     };
-    let data_dir = ctx.data_dir();
-    let mut orphans: Vec<(String, Option<u64>)> = Vec::new();
-    for f in &storage {
-        let Some(path) = f.get("file_path").and_then(Value::as_str) else {
-            continue;
-        };
-        let in_table = dirs.iter().any(|d| {
-            path.strip_prefix(d.as_str())
-                .is_some_and(|rest| !rest.contains('/') || rest.starts_with("index/"))
-        });
-        if !in_table || listed.contains(file_id(path)) {
-            continue;
-        }
-        // The server does not report sizes of local files: they are read from the disk.
-        let size = f.get("file_size").and_then(Value::as_u64).or_else(|| {
-            let d = data_dir.as_ref()?;
-            std::fs::metadata(d.join(path)).ok().map(|m| m.len())
-        });
-        orphans.push((path.to_string(), size));
-    }
+    let orphans = ssts::orphans(&manifest, &storage, ctx.data_dir().as_deref());
     let parquet = orphans
         .iter()
         .filter(|(p, _)| p.ends_with(".parquet"))
@@ -372,33 +291,5 @@ mod tests {
             inflight("greptime_mito_inflight_compaction_count_total 3\n"),
             0
         );
-    }
-
-    #[test]
-    fn file_ids_of_sst_and_index_paths() {
-        let id = "8abd9f68-2f04-4a18-803f-f9951807a999";
-        assert_eq!(
-            file_id(&format!(
-                "data/greptime/public/1024/1024_0000000000/{id}.parquet"
-            )),
-            id
-        );
-        assert_eq!(
-            file_id(&format!("data/g/p/1024/1024_0000000000/index/{id}.puffin")),
-            id
-        );
-        assert_eq!(
-            file_id(&format!("data/g/p/1024/1024_0000000000/{id}.3.puffin")),
-            id
-        );
-    }
-
-    #[test]
-    fn records_are_keyed_by_column() {
-        let out = json!({"records": {"schema": {"column_schemas": [{"name": "a"}, {"name": "b"}]}, "rows": [[1, "x"]]}});
-        let r = records(&out).unwrap();
-        assert_eq!(r[0]["a"], 1);
-        assert_eq!(r[0]["b"], "x");
-        assert!(records(&json!({})).is_none());
     }
 }
