@@ -12,6 +12,9 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 
+/// One row of an `information_schema` answer, keyed by column name.
+pub(super) type Row = Map<String, Value>;
+
 /// The rows of a `/v1/sql` output as objects keyed by column name (`None`: no such output).
 pub(super) fn records(out: &Value) -> Option<Vec<Map<String, Value>>> {
     let cols: Vec<String> = out
@@ -45,7 +48,7 @@ pub(super) fn file_id(path: &str) -> &str {
 pub(super) fn server_view(
     sql: &dyn Fn(&str) -> Option<Value>,
     table_id: Option<u64>,
-) -> Option<(Vec<Map<String, Value>>, Option<Vec<Map<String, Value>>>)> {
+) -> Option<(Vec<Row>, Option<Vec<Row>>)> {
     let filter = table_id.map_or(String::new(), |id| format!(" WHERE table_id = {id}"));
     let manifest = records(&sql(&format!(
         "SELECT * FROM information_schema.ssts_manifest{filter}"
