@@ -127,7 +127,8 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
     if phase.loads() {
         target.check_binding_id(&dataset, req.mode)?;
     } else {
-        target.require_binding(&root, &dataset)?;
+        let named = req.dataset_id.is_some() || req.spec.any();
+        target.require_binding(&root, &dataset, named)?;
     }
     let (workers, batch) = default_write(target.product.as_ref(), profile);
     let counts = queryset::resolve_counts(

@@ -355,6 +355,20 @@ fn a_query_after_an_unfinished_load_hints_a_load_that_works() {
         hint.contains("--dataset-id tiny --database-mode reset --confirm-reset benchmark"),
         "{hint}"
     );
+    // Trial 2 N5: a query naming no dataset got the manual dataset in the hint; it names the
+    // dataset the unfinished load was loading.
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "g1",
+        "--query-type",
+        "lastpoint",
+    ]);
+    r.code(2)
+        .says("--dataset-id tiny --database-mode reset --confirm-reset benchmark");
+    assert!(!r.stderr.contains("cpu-only-s4000"), "{}", r.describe());
     // Followed as printed, it loads; then the query runs.
     let args: Vec<&str> = hint.split_whitespace().collect();
     w.run(&args).ok();
