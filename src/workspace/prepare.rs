@@ -233,7 +233,11 @@ fn install_lock(opts: &LockOptions) -> LockOptions {
 }
 
 /// The ports of a new workspace: the product's defaults for the HTTP port, with overrides.
-fn requested_ports(product: &dyn Product, req: &PrepareRequest) -> Result<BTreeMap<String, u16>> {
+/// Invalid ports are bad input, said before anything is written.
+pub fn requested_ports(
+    product: &dyn Product,
+    req: &PrepareRequest,
+) -> Result<BTreeMap<String, u16>> {
     let http = req.http_port.unwrap_or(product.default_http_port());
     if http == 0 {
         return Err(Error::invalid("--http-port must be between 1 and 65535")

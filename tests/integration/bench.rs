@@ -1101,6 +1101,14 @@ fn quickstart_runs_once_then_only_queries_and_fails_fast_offline() {
     let r = gt.run(&["quickstart"]);
     r.ok();
     assert_eq!(gt.mirror.requests().len(), first_runs);
+    // Trial 2 N7: another port on the existing workspace was silently ignored; it is refused
+    // at once, naming the port in use. The same port is fine.
+    let other = free_port_block(4).to_string();
+    let r = gt.run(&["quickstart", "--http-port", &other]);
+    r.code(2)
+        .says(&format!("already uses HTTP port {port}"))
+        .says("greptimedb remove --database-id quickstart");
+    assert_eq!(gt.mirror.requests().len(), first_runs);
 
     // A machine that cannot reach the download hosts fails at once, naming host and setting.
     let mut off = TestEnv::new();
@@ -1114,6 +1122,20 @@ fn quickstart_runs_once_then_only_queries_and_fails_fast_offline() {
         off.env(k, "http://127.0.0.1:1/x");
     }
     off.env("TSBSCTL_TSBS_REPO", "http://127.0.0.1:1/tsbs.git");
+    // Trial 2 N6: a bad port is refused before any work (here: before the hosts are probed),
+    // and nothing is written.
+    for (bad, why) in [("0", "between 1 and 65535"), ("65534", "at most 65532")] {
+        let t = Instant::now();
+        off.run(&["quickstart", "--http-port", bad])
+            .code(2)
+            .says(why);
+        assert!(t.elapsed() < Duration::from_secs(10));
+        assert!(
+            all_files(&off.root).is_empty(),
+            "{:?}",
+            all_files(&off.root)
+        );
+    }
     let t = Instant::now();
     let r = off.run(&["quickstart"]);
     r.code(1)
