@@ -31,6 +31,12 @@ pub struct LockOptions {
     pub hold_token: Option<HoldToken>,
 }
 
+/// The variable the hints suggest for a hold token (any name works with --hold-token-env).
+pub const HOLD_TOKEN_VAR: &str = "TSBSCTL_HOLD_TOKEN";
+
+/// How hints tell people to pass a token: never on the command line, where `ps` shows it.
+const PASS_TOKEN: &str = "out of sight of `ps`: `export TSBSCTL_HOLD_TOKEN=<token>`, then --hold-token-env TSBSCTL_HOLD_TOKEN (or --hold-token-stdin)";
+
 /// Where a hold token comes from: `--hold-token TOKEN` (visible in `ps`), `--hold-token-env
 /// VAR` or `--hold-token-stdin` (issue 16 #4: neither puts it in any argv). Read when the
 /// lock is taken; a missing or empty value is invalid input (exit 2).
@@ -434,12 +440,11 @@ fn check_hold(dir: &Path, label: &str, token: Option<&str>) -> Result<bool> {
             "{label} is held by {}; the --hold-token given does not match that hold",
             hold.describe()
         ))
-        .with_hint("pass the token printed by `tsbsctl workspace lock` for this workspace")),
+        .with_hint(format!("pass the token printed by `tsbsctl workspace lock` for this workspace, {PASS_TOKEN}"))),
         None => Err(
-            Error::busy(format!("{label} is held by {}", hold.describe())).with_hint(
-                "wait until it is released with `tsbsctl workspace unlock`, or pass \
-             --hold-token TOKEN if you work inside that hold",
-            ),
+            Error::busy(format!("{label} is held by {}", hold.describe())).with_hint(format!(
+                "wait until it is released with `tsbsctl workspace unlock`, or, if you work inside that hold, pass its token {PASS_TOKEN}"
+            )),
         ),
     }
 }
@@ -532,7 +537,9 @@ pub fn release_hold(
                 return Err(Error::invalid(format!(
                     "releasing the hold on {label} needs its token or --force"
                 ))
-                .with_hint("pass --hold-token TOKEN (printed by `tsbsctl workspace lock`)"))
+                .with_hint(format!(
+                    "pass the token printed by `tsbsctl workspace lock` {PASS_TOKEN}"
+                )))
             }
         }
     }

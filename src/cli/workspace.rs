@@ -203,9 +203,11 @@ fn lock_cmd(
     let human = format!(
         "Holding {label} for {holder}{reason}.\n\
          Token: {token}\n\
-         Commands that would lock this workspace now refuse (exit 3) unless given \
-         --hold-token {token}.\n\
-         Release it with: tsbsctl workspace unlock {id} --hold-token {token}{product}\n",
+         Commands that would lock this workspace now refuse (exit 3) without this token. \
+         Give it to them out of sight of `ps`: `export {var}={token}` in your shell, then \
+         add --hold-token-env {var} (or pipe it to --hold-token-stdin).\n\
+         Release it with: tsbsctl workspace unlock {id} --hold-token-env {var}{product}\n",
+        var = lock::HOLD_TOKEN_VAR,
         label = ws.label(),
         holder = hold.holder,
         reason = hold
