@@ -38,7 +38,7 @@ pub use manifest::{
     Binding, DataState, LoadRecord, MaintenanceRecord, MaintenanceStatus, Provenance,
     WorkspaceManifest,
 };
-pub use prepare::{prepare, requested_ports, PrepareOutcome, PrepareRequest};
+pub use prepare::{free_http_port, prepare, requested_ports, PrepareOutcome, PrepareRequest};
 pub use store::{
     inspect, inspect_dir, list, load, lock_workspace, remove, verify, workspace_ids, Inspection,
     Problem,

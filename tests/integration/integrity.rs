@@ -467,9 +467,24 @@ fn rerun_refuses_another_data_state_defect_10() {
     let m = read_json(&run_dir(&r).join("manifest.json"));
     assert_eq!(m["flags"]["accept_data_state"], "after-manual-compaction");
     assert_eq!(m["data_state"]["label"], "after manual compaction");
-    // a new workspace is loaded afresh: the same state as the original
+    // a new workspace is loaded afresh: the same state as the original.
+    // Trial 2 N10: it was always prepared on port 4000; it gets ports no workspace uses and
+    // nothing listens on (here 4000 is taken, by this listener or by whoever holds it).
+    let _busy = std::net::TcpListener::bind(("127.0.0.1", 4000));
     w.run(&["runs", "rerun", &run_id, "--database-id", "fresh"])
         .ok();
+    let fresh = w.gt.manifest("fresh");
+    let g1 = w.gt.manifest("g1");
+    let fresh_ports: Vec<u64> = fresh["ports"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|p| p.as_u64().unwrap())
+        .collect();
+    assert!(!fresh_ports.contains(&4000), "{fresh}");
+    for p in g1["ports"].as_object().unwrap().values() {
+        assert!(!fresh_ports.contains(&p.as_u64().unwrap()), "{fresh} {g1}");
+    }
 }
 
 /// Issue 16 #4: the hold token and the licence e-mail cannot both come from stdin.
