@@ -1247,14 +1247,16 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     let files = |summary: &mut Report, id: &str| -> Result<Vec<(String, Vec<u8>)>> {
         summary.report_id = Some(id.to_string());
         let (md, html) = render(summary)?;
-        Ok(vec![
+        let mut files = vec![
             (
                 "summary.json".into(),
                 crate::publish::pretty(&json!(summary))?,
             ),
             ("summary.md".into(), md.into_bytes()),
             ("report.html".into(), html.into_bytes()),
-        ])
+        ];
+        files.push(crate::userpath::report_digests(&files)?);
+        Ok(files)
     };
     let (id, dir) = match &req.out {
         None => crate::publish::publish(&ctx.root.reports(), |id| files(&mut summary, id))?,
