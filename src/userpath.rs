@@ -225,21 +225,28 @@ pub fn check_result_file(root: &Root, path: &Path) -> Result<()> {
                 .with_hint("name a file, e.g. --result-file ./result.json"),
         );
     }
+    // Its directory must exist: creating it would hide a typo in the path (trial 2 N12).
     let abs = resolved(path);
-    let mut anc = abs.parent();
-    while let Some(a) = anc {
-        if let Ok(m) = std::fs::metadata(a) {
-            if !m.is_dir() {
+    if let Some(dir) = abs.parent() {
+        match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
                 return Err(Error::invalid(format!(
                     "--result-file {} is inside {}, which is not a directory",
                     path.display(),
-                    a.display()
+                    dir.display()
                 ))
-                .with_hint("name a file under a directory"));
+                .with_hint("name a file under a directory"))
             }
-            break;
+            Err(_) => {
+                return Err(Error::invalid(format!(
+                    "--result-file {}: directory {} does not exist",
+                    path.display(),
+                    dir.display()
+                ))
+                .with_hint("check the path, or create the directory first"))
+            }
         }
-        anc = a.parent();
     }
     Ok(())
 }
@@ -408,7 +415,11 @@ mod tests {
         assert!(check_result_file(&root, &t.path().join("a/../root/x.json")).is_err());
         // A directory is not a file.
         assert!(check_result_file(&root, t.path()).is_err());
-        assert!(check_result_file(&root, &t.path().join("out/result.json")).is_ok());
+        assert!(check_result_file(&root, &t.path().join("result.json")).is_ok());
+        // Trial 2 N12: a missing directory is refused, not created.
+        let e = check_result_file(&root, &t.path().join("out/result.json")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("does not exist"), "{}", e.message);
     }
 
     /// Another root than the current one (trial: `TSBSCTL_ROOT=/tmp/a ... --result-file
@@ -456,8 +467,8 @@ mod tests {
         assert!(check_result_file(&current, &copy).is_err());
         // Ordinary places stay fine, and an earlier result file may be replaced.
         let res = t.path().join("out/result.json");
-        assert!(check_result_file(&current, &res).is_ok());
         std::fs::create_dir_all(res.parent().unwrap()).unwrap();
+        assert!(check_result_file(&current, &res).is_ok());
         std::fs::write(&res, r#"{"ok": true, "command": "x"}"#).unwrap();
         assert!(check_result_file(&current, &res).is_ok());
         assert!(check_report_out(&current, &t.path().join("rep")).is_ok());

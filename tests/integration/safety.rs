@@ -248,14 +248,20 @@ fn defect_3_result_file_never_replaces_state_and_an_unwritable_one_fails() {
         .code(2)
         .says("is a directory");
     // One that cannot be written is an error, not a warning with exit 0 (#23).
+    w.run(&["greptimedb", "list", "--result-file", "/proc/result.json"])
+        .code(1)
+        .says("could not write --result-file");
+    // Trial 2 N12: a missing directory is refused (exit 2), not created.
+    let missing = w.env.path().join("no/such/dir/x.json");
     w.run(&[
         "greptimedb",
         "list",
         "--result-file",
-        "/proc/nonexistent/result.json",
+        missing.to_str().unwrap(),
     ])
-    .code(1)
-    .says("could not write --result-file");
+    .code(2)
+    .says("does not exist");
+    assert!(!w.env.path().join("no").exists());
     // A good one is written.
     let good = w.env.path().join("result.json");
     w.run(&[
