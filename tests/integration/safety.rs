@@ -500,7 +500,10 @@ fn defect_30_wording_and_flag_nits() {
     .says("is not in 0..=604800");
     // A zero HTTP timeout has no meaning.
     w.env.env("TSBSCTL_HTTP_TIMEOUT_SECS", "0");
+    // Trial 2 N14: it left the install's lock file behind; an exit 2 changes nothing.
+    let before = all_files(&w.env.root);
     w.run(&["greptimedb", "install", "--version", OLD])
         .code(2)
         .says("TSBSCTL_HTTP_TIMEOUT_SECS=0 has no meaning");
+    assert_eq!(all_files(&w.env.root), before);
 }
