@@ -342,7 +342,11 @@ fn a_query_after_an_unfinished_load_hints_a_load_that_works() {
         r.describe()
     );
     w.gt.set_knobs(json!({"crash_after_requests": 8}));
-    w.bench("load", &["--batch-size", "100"]).code(1);
+    let failed = w.bench("load", &["--batch-size", "100"]);
+    failed.code(1);
+    // Trial 2 N15: a load that did not finish leaves the data in an unknown state.
+    let s = summary(&run_dir(&failed));
+    assert_eq!(s["data_state"]["label"], "load failed: state unknown");
     w.gt.set_knobs(json!({}));
     let r = query(&w);
     r.code(2).says("holds no loaded data");
