@@ -385,6 +385,20 @@ pub struct Hold {
     pub since: String,
 }
 
+/// `s` with control characters escaped (`\n`, `\u{1b}`), for text read from a file that a
+/// person may have written by hand.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 impl Hold {
     pub fn describe(&self) -> String {
         format!(
@@ -395,7 +409,7 @@ impl Hold {
             self.since,
             self.reason
                 .as_deref()
-                .map(|r| format!(": {r}"))
+                .map(|r| format!(": {}", printable(r)))
                 .unwrap_or_else(|| " (no reason given)".to_string())
         )
     }
@@ -460,6 +474,15 @@ pub fn place_hold(
     wait: Option<Duration>,
     reporter: &dyn Reporter,
 ) -> Result<(Hold, String)> {
+    // The reason is echoed by `workspace status` and every busy error: a newline or an escape
+    // sequence would forge lines or colour a terminal (trial 2 N17).
+    if let Some(r) = reason.filter(|r| r.chars().any(char::is_control)) {
+        return Err(Error::invalid(format!(
+            "--reason {} holds a control character (a newline, tab or escape)",
+            printable(r)
+        ))
+        .with_hint("give the reason as one line of plain text"));
+    }
     if let Some(h) = read_hold(dir)? {
         return Err(already_held(label, &h));
     }
@@ -589,6 +612,22 @@ fn user_name() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trial 2 N17: a hold file written by hand never puts raw escapes on a terminal.
+    #[test]
+    fn a_hand_written_reason_is_shown_escaped() {
+        let h = Hold {
+            token_sha256: String::new(),
+            holder: "me".into(),
+            host: "h".into(),
+            pid: 1,
+            reason: Some("\u{1b}[31mRED\nx".into()),
+            since: "t".into(),
+        };
+        let d = h.describe();
+        assert!(!d.chars().any(char::is_control), "{d:?}");
+        assert!(d.ends_with(": \\u{1b}[31mRED\\nx"), "{d}");
+    }
     use crate::error::ErrorKind;
     use crate::output::{NoProgress, Progress, SilentReporter, Unit};
     use std::sync::Mutex;

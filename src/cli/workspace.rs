@@ -287,7 +287,7 @@ fn status_cmd(ctx: &Ctx, id: Option<&str>, product: Option<Product>) -> Result<O
                     h.since,
                     h.reason
                         .as_deref()
-                        .map(|r| format!(": {r}"))
+                        .map(|r| format!(": {}", lock::printable(r)))
                         .unwrap_or_default()
                 ),
             ),

@@ -208,6 +208,14 @@ fn manual_hold_token_wrong_token_and_force_unlock() {
     let env = TestEnv::new();
     let dir = workspace(&env, "greptimedb", "manual-1");
 
+    // Trial 2 N17: a reason with a newline or an escape sequence was echoed raw.
+    for bad in ["two\nlines", "\u{1b}[31mRED\u{1b}[0m"] {
+        env.run(&["workspace", "lock", "manual-1", "--reason", bad])
+            .code(2)
+            .says("control character");
+        assert!(!dir.join(".hold.json").exists());
+    }
+
     let r = env.run_json(&[
         "workspace",
         "lock",
