@@ -27,10 +27,10 @@ pub fn check_url(product: &dyn Product, u: &str) -> Result<Option<String>> {
 
 /// A token from the variable `var` names, else from the product's default variable (none:
 /// no token unless `var` names one).
-fn read_token(var: Option<&str>, default: Option<&str>) -> Result<Option<Secret>> {
+fn read_token(var: Option<&str>, default: Option<&str>, word: &str) -> Result<Option<Secret>> {
     match (var, default) {
         (None, None) => Ok(None),
-        (v, d) => super::token_from_env(v, d.unwrap_or_default()),
+        (v, d) => super::token_from_env(v, d.unwrap_or_default(), word),
     }
 }
 
@@ -91,10 +91,11 @@ impl Target {
         req: &Request,
     ) -> Result<Target> {
         // The tokens are read before any variant is known: every variant reads the same ones.
-        let (auth_token, admin_token) = match (entry.make)(None)?.token_env_defaults() {
+        let any = (entry.make)(None)?;
+        let (auth_token, admin_token) = match any.token_env_defaults() {
             Some((auth, admin)) => (
-                read_token(req.auth_token_env.as_deref(), auth)?,
-                read_token(req.admin_token_env.as_deref(), admin)?,
+                read_token(req.auth_token_env.as_deref(), auth, any.secret_word())?,
+                read_token(req.admin_token_env.as_deref(), admin, "token")?,
             ),
             None => (None, None),
         };
