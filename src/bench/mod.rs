@@ -122,6 +122,9 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
         return compact::run(ctx, root, target, req);
     }
     let (dataset, profile) = resolve_dataset(&root, &target, phase, req)?;
+    // An edited dataset.json is refused as `data verify` refuses it, before anything is made
+    // from its spec.
+    crate::dataset::check_stored_spec(&dataset)?;
     target.set_count_window(&dataset);
     // A workspace holding another dataset is refused before anything is written.
     if phase.loads() {

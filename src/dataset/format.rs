@@ -515,6 +515,36 @@ fn sha256_and_rows(
 /// Issue 16 #8: the stored spec must be the one the dataset's id and data came from. An
 /// automatic id (`<use-case>-s<scale>-<12 hex>`) must be the spec's own; every format's
 /// recorded generator command must carry the spec's values. Names what differs (exit 4).
+/// What `data verify` checks of `dataset.json` without reading the data: the spec derives the
+/// id (an automatic one), and every completed variant was generated from it. A bench run
+/// checks this first, so an edited spec never makes a query set (trial 2 N4, #8).
+pub fn check_stored_spec(dataset: &Dataset) -> Result<()> {
+    if !dataset.stored {
+        return Ok(());
+    }
+    for (f, m) in completed_formats(dataset) {
+        check_spec_identity(dataset, &f, &m)?;
+    }
+    if looks_auto_id(&dataset.id) && dataset.spec.auto_id() != dataset.id {
+        check_spec_identity_id_only(dataset)?;
+    }
+    Ok(())
+}
+
+/// The id half of [`check_spec_identity`], for a dataset without a completed variant.
+fn check_spec_identity_id_only(dataset: &Dataset) -> Result<()> {
+    Err(Error::integrity(format!(
+        "dataset {} does not match its stored spec: the spec's own id is {}, not {}",
+        dataset.id,
+        dataset.spec.auto_id(),
+        dataset.id
+    ))
+    .with_hint(format!(
+        "{} was changed after the dataset was created; restore it, or regenerate the dataset with `tsbsctl data generate --regenerate`",
+        dataset.dir.join("dataset.json").display()
+    )))
+}
+
 fn check_spec_identity(dataset: &Dataset, f: &str, m: &FormatManifest) -> Result<()> {
     let path = dataset.dir.join("dataset.json");
     let hint = format!(

@@ -504,3 +504,38 @@ fn hold_token_stdin_and_license_email_stdin_exclude_each_other_defect_4() {
     .code(2)
     .says("cannot both read stdin");
 }
+
+/// Trial 2 N4 (#8): an edited seed in dataset.json made a query set from the wrong spec with
+/// exit 0; `bench` refuses it as `data verify` does (exit 4), before a run or a query set
+/// exists.
+#[test]
+fn bench_checks_dataset_json_like_data_verify_n4() {
+    let w = world();
+    w.bench_ok("load", &[]);
+    let file = w.gt.env.root.join("datasets/tiny/dataset.json");
+    let original = std::fs::read_to_string(&file).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&original).unwrap();
+    let seed = v["spec"]["seed"].as_i64().unwrap();
+    v["spec"]["seed"] = serde_json::json!(seed + 1);
+    std::fs::write(&file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let runs = w.gt.env.root.join("greptimedb/runs");
+    let sets = w.gt.env.root.join("queries/tiny");
+    let count = |d: &std::path::Path| std::fs::read_dir(d).map(|r| r.count()).unwrap_or(0);
+    let (runs_before, sets_before) = (count(&runs), all_files(&sets).len());
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "g1",
+        "--query-type",
+        "lastpoint",
+    ]);
+    r.code(4)
+        .says("does not match its stored spec")
+        .says(&format!("seed={}", seed + 1));
+    assert_eq!(count(&runs), runs_before);
+    assert_eq!(all_files(&sets).len(), sets_before);
+    std::fs::write(&file, original).unwrap();
+    w.bench("query", &["--query-type", "lastpoint"]).ok();
+}
