@@ -539,3 +539,46 @@ fn bench_checks_dataset_json_like_data_verify_n4() {
     std::fs::write(&file, original).unwrap();
     w.bench("query", &["--query-type", "lastpoint"]).ok();
 }
+
+/// Trial 2 N2: each state root builds its own TSBS, and a build embeds its paths, so another
+/// root's generator never had the same checksum: a dataset shared with `--dataset-root` was
+/// refused (exit 4). The same TSBS commit reuses it, with a note, and nothing is regenerated.
+#[test]
+fn a_dataset_root_is_shared_by_roots_with_their_own_tsbs_builds_n2() {
+    let w = world();
+    w.bench_ok("load", &[]);
+    let shared = w.gt.env.root.join("datasets");
+    let data = shared.join("tiny/formats/influx/manifest.json");
+    let before = std::fs::read(&data).unwrap();
+    // Builds name their checkout, as the real go's do without -trimpath.
+    w.tool_knobs("go", serde_json::json!({"embed_source_path": true}));
+    let mut b = TestEnv::new();
+    b.envs = w.gt.env.envs.clone();
+    b.run(&["env", "prepare"]).ok();
+    let sha = |root: &std::path::Path| {
+        let cur = read_json(&root.join("environment/current.json"));
+        let key = cur["key"].as_str().unwrap().to_string();
+        read_json(
+            &root
+                .join("environment/tsbs")
+                .join(key)
+                .join("manifest.json"),
+        )["binaries"]["tsbs_generate_data"]["sha256"]
+            .clone()
+    };
+    assert_ne!(
+        sha(&w.gt.env.root),
+        sha(&b.root),
+        "two builds, two checksums"
+    );
+    let mut args = vec!["data", "generate", "--format", "influx"];
+    args.extend(tiny());
+    args.extend(["--dataset-root", shared.to_str().unwrap()]);
+    let r = b.run(&args);
+    r.ok().says("another build of TSBS commit");
+    assert_eq!(
+        std::fs::read(&data).unwrap(),
+        before,
+        "reused, not regenerated"
+    );
+}
