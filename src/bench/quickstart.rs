@@ -31,7 +31,7 @@ pub const WORKSPACE: &str = "quickstart";
 pub fn check_reachable(sources: &Sources, key: SourceKey, why: &str) -> Result<()> {
     let raw = sources.get(key).to_string();
     let mirror_hint = format!(
-        "set {} (or `{}` under [sources] in <root>/config.toml) to a reachable mirror; for a local stand-in run `cargo run -p testbed -- serve` and export the variables it prints",
+        "set {} (or `{}` under [sources] in <root>/config.toml) to a reachable mirror; for a local stand-in run `cargo run --release -p testbed -- serve` and export the variables it prints",
         key.env_var(),
         key.config_key()
     );

@@ -1144,7 +1144,8 @@ fn quickstart_runs_once_then_only_queries_and_fails_fast_offline() {
     let r = off.run(&["quickstart"]);
     r.code(1)
         .says("cannot reach 127.0.0.1:1")
-        .says("TSBSCTL_TSBS_REPO");
+        .says("TSBSCTL_TSBS_REPO")
+        .says("cargo run --release -p testbed -- serve");
     assert!(t.elapsed() < Duration::from_secs(30));
 }
 
