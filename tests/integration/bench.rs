@@ -712,6 +712,77 @@ fn influx3_server(w: &World, edition: &str, token: &str) -> (KillOnDrop, String)
     (child, url)
 }
 
+/// Trial 2 N8: a kill -9 of tsbsctl while a TSBS tool ran left the token in the tool's
+/// `config.json` until a later run swept it. Killed the moment the tool has started, nothing
+/// with a name holds it: `config.json` is a link to a memfd, gone with the processes.
+#[test]
+fn a_kill_9_while_a_tool_runs_leaves_no_token_in_any_file() {
+    let mut w = world();
+    let token = "apiv3_KILLED-token-8d2f61";
+    let (_server, url) = influx3_server(&w, "core", token);
+    w.gt.env.env("MY_TOKEN", token);
+    let tmp = w.gt.env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    w.gt.env.env("TMPDIR", tmp.display().to_string());
+    w.tool_knobs("tsbs_load_influx3", json!({"batch_delay_ms": 300}));
+    let mut args = vec![
+        "bench",
+        "influxdb3",
+        "load",
+        "--url",
+        &url,
+        "--edition",
+        "core",
+        "--database-mode",
+        "create",
+        "--auth-token-env",
+        "MY_TOKEN",
+        "--admin-token-env",
+        "MY_TOKEN",
+    ];
+    args.extend(tiny());
+    let mut c = w.gt.env.cmd(&args);
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let config = || -> Option<PathBuf> {
+        std::fs::read_dir(&tmp)
+            .ok()?
+            .flatten()
+            .map(|e| e.path().join("config.json"))
+            .find(|p| std::fs::symlink_metadata(p).is_ok())
+    };
+    let started = wait_until(Duration::from_secs(120), || config().is_some());
+    // SAFETY: signalling the tsbsctl child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(started, "the loader never started");
+    let link = config().expect("the tool's config.json is left (swept by a later run)");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "{}",
+        link.display()
+    );
+    // Every file with a name (links are not followed: this process's /proc/self/fd/N is
+    // not the tool's), in $TMPDIR and in the state root.
+    for dir in [&tmp, &w.gt.env.root] {
+        for e in walkdir::WalkDir::new(dir).follow_links(false) {
+            let e = e.unwrap();
+            if e.file_type().is_file() {
+                let bytes = std::fs::read(e.path()).unwrap_or_default();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(token),
+                    "token in {}",
+                    e.path().display()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn external_influxdb3_with_tokens_leaks_no_token() {
     let mut w = world();
