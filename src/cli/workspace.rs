@@ -39,7 +39,7 @@ fn all_products() -> Vec<&'static str> {
 #[derive(Debug, clap::Subcommand)]
 pub enum WorkspaceCmd {
     /// Hold a database workspace for manual work: other commands that would lock it refuse
-    /// (exit 3) unless given the printed --hold-token.
+    /// (exit 3) unless given the printed token (--hold-token-env VAR or --hold-token-stdin).
     Lock {
         /// Workspace (database) id.
         id: String,
