@@ -44,6 +44,7 @@ fn main() {
         tsbs_repo: "bench".into(),
         tsbs_commit: "bench".into(),
         go_version: "bench".into(),
+        dirty: false,
     };
     let mut g = move || Ok(gen.clone());
     let reporter = StderrReporter::new(false, false);

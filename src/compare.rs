@@ -307,7 +307,8 @@ fn compare_one(base: &RecordedRun, cand: &RecordedRun, threshold: f64) -> Candid
         .into_iter()
         .map(|k| (k.to_string(), 0))
         .collect();
-    let (caveats, state_unknown) = data_caveats(&base.summary, &cand.summary);
+    let (mut caveats, state_unknown) = data_caveats(&base.summary, &cand.summary);
+    caveats.extend(edition_caveats(&base.summary, &cand.summary));
     let mut queries = Vec::new();
     let mut largest: Option<&QueryComparison> = None;
     let mut within_noise = 0u64;
@@ -433,6 +434,35 @@ fn compare_one(base: &RecordedRun, cand: &RecordedRun, threshold: f64) -> Candid
 /// What the latencies of two runs may owe to their data rather than to the servers: a data
 /// state that differs, a data location that differs (memtables vs SST files). True as the
 /// second value when either state is unknown (the latency verdicts are then not comparable).
+/// Runs of two editions (InfluxDB 3 Core vs Enterprise), or under different licences: other
+/// server builds with other limits, so a verdict measures those too (trial 2 N17; the report
+/// says it in its notes).
+fn edition_caveats(base: &RunSummary, cand: &RunSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    let ed = |s: &RunSummary| s.edition.clone().unwrap_or_else(|| "-".into());
+    if base.edition != cand.edition {
+        out.push(format!(
+            "the editions differ: baseline {}, candidate {}; they are different server builds (storage engine, licence and its limits), so the latencies show the edition as well as the version",
+            ed(base),
+            ed(cand)
+        ));
+    }
+    let licence = |s: &RunSummary| {
+        s.server_settings["license"]["type"]
+            .as_str()
+            .map(String::from)
+    };
+    let (lb, lc) = (licence(base), licence(cand));
+    if (lb.is_some() || lc.is_some()) && lb != lc {
+        out.push(format!(
+            "the licences differ: baseline {}, candidate {} (an At-Home licence runs 2 cores, 1 IO and 1 DataFusion thread)",
+            lb.as_deref().unwrap_or("none"),
+            lc.as_deref().unwrap_or("none")
+        ));
+    }
+    out
+}
+
 fn data_caveats(base: &RunSummary, cand: &RunSummary) -> (Vec<String>, bool) {
     use crate::datalocation as dl;
     let label = |s: &RunSummary| json!(s.data_state.as_ref().map(|d| &d.label));
@@ -860,6 +890,36 @@ pub(crate) mod tests {
                          "mean_ms": mean, "median_ms": mean, "p95_ms": mean, "stddev_ms": 0.1}],
         });
         loaded_with(id, summary)
+    }
+
+    /// Trial 2 N17: Core against Enterprise gave verdicts with no word on the edition.
+    #[test]
+    fn two_editions_or_licences_are_a_caveat() {
+        let with = |id: &str, edition: &str, licence: Option<&str>| {
+            let mut s = json!({
+                "label": id, "product": "influxdb3", "edition": edition,
+                "ingestion": {"status": "reused"},
+                "queries": [{"query_type": "lastpoint", "status": "completed", "query_count": 10,
+                             "mean_ms": 10.0, "median_ms": 10.0, "p95_ms": 10.0, "stddev_ms": 0.1}],
+            });
+            if let Some(l) = licence {
+                s["server_settings"] = json!({"license": {"type": l}});
+            }
+            loaded_with(id, s)
+        };
+        let core = with("core", "core", None);
+        let ent = with("ent", "enterprise", Some("trial"));
+        let cav = json!(compare_one(&core, &ent, 5.0))["caveats"].to_string();
+        assert!(
+            cav.contains("the editions differ: baseline core, candidate enterprise"),
+            "{cav}"
+        );
+        let home = with("home", "enterprise", Some("home"));
+        let cav = json!(compare_one(&ent, &home, 5.0))["caveats"].to_string();
+        assert!(!cav.contains("editions differ"), "{cav}");
+        assert!(cav.contains("baseline trial, candidate home"), "{cav}");
+        let cav = json!(compare_one(&core, &with("c2", "core", None), 5.0))["caveats"].to_string();
+        assert_eq!(cav, "[]");
     }
 
     #[test]

@@ -248,6 +248,9 @@ pub fn install(
         }
     }
 
+    // Bad settings are said before the lock file and the root exist (exit 2 changes nothing).
+    let sources = Sources::load(&ctx.root)?;
+    let dl = Downloader::new(&ctx.root, &sources, ctx.reporter.clone())?;
     ctx.root.ensure()?;
     let version_dir = target.parent().expect("version dir").to_path_buf();
     // Lock files live apart from the trees, so a failed first install leaves no version
@@ -287,8 +290,6 @@ pub fn install(
         }
     }
 
-    let sources = Sources::load(&ctx.root)?;
-    let dl = Downloader::new(&ctx.root, &sources, ctx.reporter.clone())?;
     let asset = product.release_asset(&sources, version, &platform)?;
     // Where the archive comes from is said by the download itself ("downloading … from"
     // or "using the verified download …"), so a cached archive never claims a URL (#30).

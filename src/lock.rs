@@ -31,6 +31,12 @@ pub struct LockOptions {
     pub hold_token: Option<HoldToken>,
 }
 
+/// The variable the hints suggest for a hold token (any name works with --hold-token-env).
+pub const HOLD_TOKEN_VAR: &str = "TSBSCTL_HOLD_TOKEN";
+
+/// How hints tell people to pass a token: never on the command line, where `ps` shows it.
+const PASS_TOKEN: &str = "out of sight of `ps`: `export TSBSCTL_HOLD_TOKEN=<token>`, then --hold-token-env TSBSCTL_HOLD_TOKEN (or --hold-token-stdin)";
+
 /// Where a hold token comes from: `--hold-token TOKEN` (visible in `ps`), `--hold-token-env
 /// VAR` or `--hold-token-stdin` (issue 16 #4: neither puts it in any argv). Read when the
 /// lock is taken; a missing or empty value is invalid input (exit 2).
@@ -379,6 +385,20 @@ pub struct Hold {
     pub since: String,
 }
 
+/// `s` with control characters escaped (`\n`, `\u{1b}`), for text read from a file that a
+/// person may have written by hand.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 impl Hold {
     pub fn describe(&self) -> String {
         format!(
@@ -389,7 +409,7 @@ impl Hold {
             self.since,
             self.reason
                 .as_deref()
-                .map(|r| format!(": {r}"))
+                .map(|r| format!(": {}", printable(r)))
                 .unwrap_or_else(|| " (no reason given)".to_string())
         )
     }
@@ -434,12 +454,11 @@ fn check_hold(dir: &Path, label: &str, token: Option<&str>) -> Result<bool> {
             "{label} is held by {}; the --hold-token given does not match that hold",
             hold.describe()
         ))
-        .with_hint("pass the token printed by `tsbsctl workspace lock` for this workspace")),
+        .with_hint(format!("pass the token printed by `tsbsctl workspace lock` for this workspace, {PASS_TOKEN}"))),
         None => Err(
-            Error::busy(format!("{label} is held by {}", hold.describe())).with_hint(
-                "wait until it is released with `tsbsctl workspace unlock`, or pass \
-             --hold-token TOKEN if you work inside that hold",
-            ),
+            Error::busy(format!("{label} is held by {}", hold.describe())).with_hint(format!(
+                "wait until it is released with `tsbsctl workspace unlock`, or, if you work inside that hold, pass its token {PASS_TOKEN}"
+            )),
         ),
     }
 }
@@ -455,6 +474,15 @@ pub fn place_hold(
     wait: Option<Duration>,
     reporter: &dyn Reporter,
 ) -> Result<(Hold, String)> {
+    // The reason is echoed by `workspace status` and every busy error: a newline or an escape
+    // sequence would forge lines or colour a terminal (trial 2 N17).
+    if let Some(r) = reason.filter(|r| r.chars().any(char::is_control)) {
+        return Err(Error::invalid(format!(
+            "--reason {} holds a control character (a newline, tab or escape)",
+            printable(r)
+        ))
+        .with_hint("give the reason as one line of plain text"));
+    }
     if let Some(h) = read_hold(dir)? {
         return Err(already_held(label, &h));
     }
@@ -532,7 +560,9 @@ pub fn release_hold(
                 return Err(Error::invalid(format!(
                     "releasing the hold on {label} needs its token or --force"
                 ))
-                .with_hint("pass --hold-token TOKEN (printed by `tsbsctl workspace lock`)"))
+                .with_hint(format!(
+                    "pass the token printed by `tsbsctl workspace lock` {PASS_TOKEN}"
+                )))
             }
         }
     }
@@ -582,6 +612,22 @@ fn user_name() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trial 2 N17: a hold file written by hand never puts raw escapes on a terminal.
+    #[test]
+    fn a_hand_written_reason_is_shown_escaped() {
+        let h = Hold {
+            token_sha256: String::new(),
+            holder: "me".into(),
+            host: "h".into(),
+            pid: 1,
+            reason: Some("\u{1b}[31mRED\nx".into()),
+            since: "t".into(),
+        };
+        let d = h.describe();
+        assert!(!d.chars().any(char::is_control), "{d:?}");
+        assert!(d.ends_with(": \\u{1b}[31mRED\\nx"), "{d}");
+    }
     use crate::error::ErrorKind;
     use crate::output::{NoProgress, Progress, SilentReporter, Unit};
     use std::sync::Mutex;

@@ -229,7 +229,13 @@ impl Progress for BarProgress {
         self.bar.set_message(msg);
     }
     fn finish(&self) {
-        self.bar.finish_and_clear();
+        if self.unit == Unit::Bytes {
+            // A download leaves its final frame (size, 100%): a small one finished before any
+            // tick and was last drawn as "0 B/290 B 0%" (#24).
+            self.bar.finish();
+        } else {
+            self.bar.finish_and_clear();
+        }
     }
 }
 
@@ -259,6 +265,74 @@ impl Reporter for SilentReporter {
 mod tests {
     use super::*;
     use crate::error::Error;
+
+    /// A terminal that keeps every line written to it.
+    #[derive(Debug, Default, Clone)]
+    struct Screen(Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl indicatif::TermLike for Screen {
+        fn width(&self) -> u16 {
+            120
+        }
+        fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.0.lock().unwrap().push(s.to_string());
+            Ok(())
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            self.0.lock().unwrap().push(s.to_string());
+            Ok(())
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            self.0.lock().unwrap().push("<clear>".into());
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// #24 (trial 2): a 290-byte download was last drawn as `0 B/290 B 0%`.
+    #[test]
+    fn a_finished_download_draws_its_final_size() {
+        let screen = Screen::default();
+        // A terminal's refresh limit drops frames that come fast: here every one after the
+        // first, as a small download's bytes come right after its size.
+        let bar = ProgressBar::with_draw_target(
+            None,
+            ProgressDrawTarget::term_like_with_hz(Box::new(screen.clone()), 1),
+        );
+        bar.set_style(style(Unit::Bytes, false));
+        bar.set_prefix("go.tar.gz");
+        let p = BarProgress {
+            bar,
+            unit: Unit::Bytes,
+        };
+        p.set_total(290);
+        p.inc(290);
+        p.finish();
+        let lines = screen.0.lock().unwrap().clone();
+        // The last thing written is the final frame, not a clear (which left the last frame
+        // the refresh limit let through on the terminal: 0%).
+        let last = lines
+            .iter()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .cloned()
+            .unwrap_or_default();
+        assert!(last.contains("290 B/290 B 100%"), "{lines:?}");
+    }
 
     #[test]
     fn rates_have_sensible_digits_defect_25() {

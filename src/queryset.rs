@@ -461,8 +461,9 @@ pub fn ensure_query_set(
     }
     if dir.exists() {
         let set = validate(&dir, req, &spec, &id, true)?;
-        // A set from another generator (a stand-in's, another commit's) is never reused: the
-        // real runner cannot read a stand-in's file (finding C5).
+        // A set from another TSBS source (a stand-in's, another commit's) is never reused: the
+        // real runner cannot read a stand-in's file (finding C5). Another build of the same
+        // commit generates the same queries (trial 2 N2).
         crate::dataset::check_generator(
             &format!("query set {id}"),
             &set.generator,
@@ -471,6 +472,7 @@ pub fn ensure_query_set(
                 "remove {} and run the command again to regenerate it with the prepared tools",
                 dir.display()
             ),
+            reporter,
         )?;
         return Ok(set);
     }
@@ -759,6 +761,7 @@ fn generate_into(
             tsbs_repo: gen.tsbs_repo.clone(),
             tsbs_commit: gen.tsbs_commit.clone(),
             go_version: gen.go_version.clone(),
+            dirty: gen.dirty,
         },
         files,
         tool_version: crate::VERSION.to_string(),

@@ -1265,17 +1265,30 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     let files = |summary: &mut Report, id: &str| -> Result<Vec<(String, Vec<u8>)>> {
         summary.report_id = Some(id.to_string());
         let (md, html) = render(summary)?;
-        Ok(vec![
+        let mut files = vec![
             (
                 "summary.json".into(),
                 crate::publish::pretty(&json!(summary))?,
             ),
             ("summary.md".into(), md.into_bytes()),
             ("report.html".into(), html.into_bytes()),
-        ])
+        ];
+        files.push(crate::userpath::report_digests(&files)?);
+        Ok(files)
     };
     let (id, dir) = match &req.out {
-        None => crate::publish::publish(&ctx.root.reports(), |id| files(&mut summary, id))?,
+        None => crate::publish::publish(&ctx.root.reports(), |id| files(&mut summary, id))
+            .map_err(|e| {
+                // A read-only or full root (an archive, a mounted copy) can still report.
+                if e.kind == crate::error::ErrorKind::Failed && e.hint.is_none() {
+                    e.with_hint(format!(
+                        "the reports directory {} cannot be written; pass --out DIR to write the report elsewhere",
+                        ctx.root.reports().display()
+                    ))
+                } else {
+                    e
+                }
+            })?,
         Some(out) => {
             // Never over a user's files or tsbsctl's state (trial-run #2).
             crate::userpath::check_report_out(&ctx.root, out)?;

@@ -249,8 +249,10 @@ fn check_target(
                 ),
             );
         }
+        // Not always the default port: the run's own workspace (or another) may use it.
+        let http_port = crate::workspace::free_http_port(ctx, product)?;
         ctx.reporter.info(&format!(
-            "preparing workspace {id} with {} {ws_version}",
+            "preparing workspace {id} with {} {ws_version} on HTTP port {http_port}",
             product.display_name()
         ));
         crate::workspace::prepare(
@@ -258,6 +260,7 @@ fn check_target(
             product,
             &crate::workspace::PrepareRequest {
                 id: id.clone(),
+                http_port: Some(http_port),
                 version: Some(ws_version.clone()),
                 database: Some(database.clone()),
                 extra: product.rerun_workspace_fields(m.target.extra.get("server_settings")),

@@ -502,6 +502,41 @@ impl RunDataState {
     }
 }
 
+/// The data-state label of a run that ended without finishing a step that changes the data
+/// (a load; a compaction's flush or compact): the data is then in an unknown state, whether
+/// the run was stopped by Ctrl-C, kill -9 or a failure, so `runs list`, `summary.md` and the
+/// report all say so (trial 2 N15). `None`: the recorded label stands.
+pub fn unfinished_change_label(
+    kind: RunKind,
+    status: Status,
+    steps: &[Step],
+) -> Option<&'static str> {
+    let failed = match status {
+        Status::Failed => true,
+        Status::Interrupted | Status::Running => false,
+        _ => return None,
+    };
+    let done = |s: &Step| matches!(s.status, Status::Completed | Status::Reused);
+    match kind {
+        RunKind::Compaction => steps
+            .iter()
+            .any(|s| (s.step == "flush" || s.step == "compact") && !done(s))
+            .then_some(if failed {
+                "maintenance failed: state unknown"
+            } else {
+                "maintenance interrupted: state unknown"
+            }),
+        RunKind::Benchmark => {
+            let loads: Vec<&Step> = steps.iter().filter(|s| s.step == "load").collect();
+            (!loads.is_empty() && !loads.iter().any(|s| done(s))).then_some(if failed {
+                "load failed: state unknown"
+            } else {
+                "load interrupted: state unknown"
+            })
+        }
+    }
+}
+
 /// `error` of a run manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunError {
@@ -934,7 +969,20 @@ impl RunDir {
         if self.manifest.status == Status::Running {
             self.manifest.status = Status::Interrupted;
             self.manifest.finished_at = Some(died.unwrap_or_else(manifest::now_rfc3339));
+            self.label_unfinished_change()?;
             self.save()?;
+        }
+        Ok(())
+    }
+
+    /// See [`unfinished_change_label`].
+    fn label_unfinished_change(&mut self) -> Result<()> {
+        let steps = self.steps()?;
+        if let (Some(l), Some(ds)) = (
+            unfinished_change_label(self.manifest.run_kind, self.manifest.status, &steps),
+            self.manifest.data_state.as_mut(),
+        ) {
+            ds.label = l.to_string();
         }
         Ok(())
     }
@@ -965,6 +1013,7 @@ impl RunDir {
         }
         self.manifest.status = status;
         self.manifest.finished_at = Some(manifest::now_rfc3339());
+        self.label_unfinished_change()?;
         if let Some(e) = error {
             self.manifest.error = Some(RunError {
                 kind: e.kind.as_str().to_string(),
@@ -1044,6 +1093,78 @@ pub fn resolve(root: &Root, run: &str) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trial 2 N15: every way a data-changing step can end unfinished gets the same label.
+    #[test]
+    fn an_unfinished_load_or_maintenance_leaves_the_state_unknown() {
+        let step = |name: &str, status: Status| Step {
+            step: name.into(),
+            attempt: 1,
+            status,
+            started_at: String::new(),
+            finished_at: None,
+            log: None,
+            results: None,
+            reason: None,
+            data: Value::Null,
+        };
+        let label = unfinished_change_label;
+        let flushed_then_killed = [
+            step("flush", Status::Completed),
+            step("compact", Status::Interrupted),
+        ];
+        for st in [Status::Interrupted, Status::Running] {
+            assert_eq!(
+                label(RunKind::Compaction, st, &flushed_then_killed),
+                Some("maintenance interrupted: state unknown")
+            );
+        }
+        assert_eq!(
+            label(RunKind::Compaction, Status::Failed, &flushed_then_killed),
+            Some("maintenance failed: state unknown")
+        );
+        // Before the flush began, or after the load completed: the recorded label stands.
+        assert_eq!(
+            label(
+                RunKind::Compaction,
+                Status::Interrupted,
+                &[step("server", Status::Interrupted)]
+            ),
+            None
+        );
+        let loaded = [
+            step("load", Status::Completed),
+            step("query:lastpoint", Status::Interrupted),
+        ];
+        assert_eq!(
+            label(RunKind::Benchmark, Status::Interrupted, &loaded),
+            None
+        );
+        assert_eq!(
+            label(
+                RunKind::Benchmark,
+                Status::Interrupted,
+                &[step("load", Status::Interrupted)]
+            ),
+            Some("load interrupted: state unknown")
+        );
+        assert_eq!(
+            label(
+                RunKind::Benchmark,
+                Status::Failed,
+                &[step("load", Status::Failed)]
+            ),
+            Some("load failed: state unknown")
+        );
+        assert_eq!(
+            label(
+                RunKind::Benchmark,
+                Status::Completed,
+                &[step("load", Status::Failed)]
+            ),
+            None
+        );
+    }
 
     #[test]
     fn reservation_is_atomic_and_suffixed() {

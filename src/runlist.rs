@@ -87,7 +87,21 @@ pub fn entry(dir: &Path, m: &RunManifest) -> RunEntry {
         target: database,
         database: target.database.clone(),
         dataset_id: m.dataset.as_ref().map(|d| d.dataset_id.clone()),
-        data_state: m.data_state.as_ref().map(|d| d.label.clone()),
+        data_state: m.data_state.as_ref().map(|d| {
+            // A dead run not yet recorded as interrupted: labelled as it will be.
+            let dead = m.status == crate::run::Status::Running && status_of(m) == "interrupted";
+            dead.then(|| crate::run::read_events(dir).ok())
+                .flatten()
+                .and_then(|ev| {
+                    crate::run::unfinished_change_label(
+                        m.run_kind,
+                        crate::run::Status::Interrupted,
+                        &crate::run::fold_steps(&ev),
+                    )
+                })
+                .map(str::to_string)
+                .unwrap_or_else(|| d.label.clone())
+        }),
         status: status_of(m),
         created_at: m.created_at.clone(),
         finished_at: m.finished_at.clone(),

@@ -193,6 +193,42 @@ pub fn under(url: &str, base: &str) -> bool {
 
 /// Reads `[sources]` from `config.toml` (absent file: nothing). Other tables belong to other
 /// parts of the tool and are not judged here.
+/// The `[defaults]` keys of config.toml (each also an environment variable).
+pub const DEFAULTS_KEYS: [&str; 2] = ["tsbs_rev", "go_version"];
+
+/// Refuses a table or a `[defaults]` key config.toml does not know (exit 2, naming it): a
+/// typo would otherwise fall back to a default without a word, e.g. `[sourcez]` to the public
+/// internet (trial 2 N13). `[sources]` keys are checked where they are read.
+pub fn check_config_keys(file: &Path, doc: &toml::Table) -> Result<()> {
+    for (table, v) in doc {
+        match table.as_str() {
+            "sources" => {}
+            "defaults" => {
+                let t = v.as_table().ok_or_else(|| {
+                    Error::invalid(format!("{}: `defaults` must be a table", file.display()))
+                        .with_hint("write it as [defaults] with key = \"value\" lines")
+                })?;
+                if let Some(k) = t.keys().find(|k| !DEFAULTS_KEYS.contains(&k.as_str())) {
+                    return Err(Error::invalid(format!(
+                        "{}: unknown key `{k}` in [defaults]",
+                        file.display()
+                    ))
+                    .with_hint(format!("known keys: {}", DEFAULTS_KEYS.join(", "))));
+                }
+            }
+            other => {
+                return Err(Error::invalid(format!(
+                    "{}: unknown {} `{other}`",
+                    file.display(),
+                    if v.is_table() { "table" } else { "key" }
+                ))
+                .with_hint("config.toml knows the tables [sources] and [defaults]"))
+            }
+        }
+    }
+    Ok(())
+}
+
 fn read_config(file: &Path) -> Result<BTreeMap<SourceKey, String>> {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
@@ -207,6 +243,7 @@ fn read_config(file: &Path) -> Result<BTreeMap<SourceKey, String>> {
         ))
         .with_hint(format!("fix or remove {}", file.display()))
     })?;
+    check_config_keys(file, &doc)?;
     let mut out = BTreeMap::new();
     let Some(sources) = doc.get("sources") else {
         return Ok(out);
@@ -364,6 +401,20 @@ mod tests {
         assert!(e.message.contains("githubb"), "{}", e.message);
         assert!(e.hint.unwrap().contains("github_api"));
 
+        // Trial 2 N13: typos outside [sources] were ignored.
+        for (text, named) in [
+            ("[sourcez]\ngithub = \"x\"\n", "unknown table `sourcez`"),
+            (
+                "[defaults]\ntsbs_revv = \"x\"\n",
+                "unknown key `tsbs_revv` in [defaults]",
+            ),
+            ("bogus_key = 1\n", "unknown key `bogus_key`"),
+        ] {
+            std::fs::write(root.config_file(), text).unwrap();
+            let e = Sources::load(&root).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.message.contains(named), "{}", e.message);
+        }
         std::fs::write(root.config_file(), "[sources\n").unwrap();
         let e = Sources::load(&root).unwrap_err();
         assert_eq!(e.exit_code(), 2);
@@ -387,7 +438,7 @@ mod tests {
         let root = Root::at(dir.path());
         std::fs::write(
             root.config_file(),
-            "[defaults]\nx = 1\n[sources]\ngithub = \"https://cfg.example/gh/\"\ngo_dl = \"offline/go\"\n",
+            "[defaults]\ntsbs_rev = \"main\"\n[sources]\ngithub = \"https://cfg.example/gh/\"\ngo_dl = \"offline/go\"\n",
         )
         .unwrap();
         std::env::set_var("TSBSCTL_GITHUB_URL", "http://env.example:81/gh");

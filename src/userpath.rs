@@ -10,6 +10,43 @@ use crate::paths::Root;
 /// The files `runs report` writes into its directory.
 pub const REPORT_FILES: [&str; 3] = ["summary.json", "summary.md", "report.html"];
 
+/// Beside a report's files: the SHA-256 of each as written, so a later `--out` over that
+/// directory sees a file a person edited and refuses instead of replacing it (trial 2 N11).
+pub const REPORT_DIGESTS: &str = ".written-sha256.json";
+
+/// The [`REPORT_DIGESTS`] entry for a report's files.
+pub fn report_digests(files: &[(String, Vec<u8>)]) -> Result<(String, Vec<u8>)> {
+    let map: serde_json::Map<String, serde_json::Value> = files
+        .iter()
+        .map(|(n, b)| (n.clone(), crate::hash::sha256_hex(b).into()))
+        .collect();
+    Ok((
+        REPORT_DIGESTS.to_string(),
+        crate::publish::pretty(&serde_json::Value::Object(map))?,
+    ))
+}
+
+/// The report files in `dir` that differ from what tsbsctl wrote there (none when the
+/// directory records no digests: a report from before they were recorded).
+fn edited_report_files(dir: &Path) -> Vec<String> {
+    let Some(written) = std::fs::read(dir.join(REPORT_DIGESTS))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    else {
+        return Vec::new();
+    };
+    REPORT_FILES
+        .iter()
+        .filter(|n| {
+            let Ok(bytes) = std::fs::read(dir.join(n)) else {
+                return false;
+            };
+            written[**n].as_str() != Some(crate::hash::sha256_hex(&bytes).as_str())
+        })
+        .map(|n| n.to_string())
+        .collect()
+}
+
 /// `path` made absolute with symlinks resolved as far as it exists (the rest appended
 /// lexically), so `a/../b`, relative paths and links into the root are all caught.
 pub fn resolved(path: &Path) -> PathBuf {
@@ -188,21 +225,28 @@ pub fn check_result_file(root: &Root, path: &Path) -> Result<()> {
                 .with_hint("name a file, e.g. --result-file ./result.json"),
         );
     }
+    // Its directory must exist: creating it would hide a typo in the path (trial 2 N12).
     let abs = resolved(path);
-    let mut anc = abs.parent();
-    while let Some(a) = anc {
-        if let Ok(m) = std::fs::metadata(a) {
-            if !m.is_dir() {
+    if let Some(dir) = abs.parent() {
+        match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
                 return Err(Error::invalid(format!(
                     "--result-file {} is inside {}, which is not a directory",
                     path.display(),
-                    a.display()
+                    dir.display()
                 ))
-                .with_hint("name a file under a directory"));
+                .with_hint("name a file under a directory"))
             }
-            break;
+            Err(_) => {
+                return Err(Error::invalid(format!(
+                    "--result-file {}: directory {} does not exist",
+                    path.display(),
+                    dir.display()
+                ))
+                .with_hint("check the path, or create the directory first"))
+            }
         }
-        anc = a.parent();
     }
     Ok(())
 }
@@ -272,6 +316,17 @@ pub fn check_report_out(root: &Root, out: &Path) -> Result<()> {
             )));
         }
     }
+    if report {
+        let edited = edited_report_files(out);
+        if !edited.is_empty() {
+            return Err(Error::invalid(format!(
+                "--out {} holds an earlier report whose {} changed since tsbsctl wrote it; writing the report there would replace the edit",
+                out.display(),
+                edited.join(" and ")
+            ))
+            .with_hint("move the edited file elsewhere first, or pass a new directory"));
+        }
+    }
     if exists && !report {
         let empty = std::fs::read_dir(out)
             .map(|mut rd| rd.next().is_none())
@@ -290,6 +345,32 @@ pub fn check_report_out(root: &Root, out: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trial 2 N11: an earlier report's summary.md edited by hand was silently replaced.
+    #[test]
+    fn report_out_refuses_an_earlier_report_with_an_edited_file() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::at(t.path().join("root"));
+        let out = t.path().join("out dir ü");
+        std::fs::create_dir(&out).unwrap();
+        let files: Vec<(String, Vec<u8>)> = vec![
+            ("summary.json".into(), br#"{"kind":"report"}"#.to_vec()),
+            ("summary.md".into(), b"# Report\n".to_vec()),
+            ("report.html".into(), b"<html></html>".to_vec()),
+        ];
+        let digests = report_digests(&files).unwrap();
+        for (n, b) in files.iter().chain(std::iter::once(&digests)) {
+            std::fs::write(out.join(n), b).unwrap();
+        }
+        assert!(
+            check_report_out(&root, &out).is_ok(),
+            "as written: reusable"
+        );
+        std::fs::write(out.join("summary.md"), "# Report\nmy notes\n").unwrap();
+        let e = check_report_out(&root, &out).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("summary.md changed"), "{}", e.message);
+    }
 
     #[test]
     fn defect_2_report_out_refuses_a_users_directory() {
@@ -334,7 +415,11 @@ mod tests {
         assert!(check_result_file(&root, &t.path().join("a/../root/x.json")).is_err());
         // A directory is not a file.
         assert!(check_result_file(&root, t.path()).is_err());
-        assert!(check_result_file(&root, &t.path().join("out/result.json")).is_ok());
+        assert!(check_result_file(&root, &t.path().join("result.json")).is_ok());
+        // Trial 2 N12: a missing directory is refused, not created.
+        let e = check_result_file(&root, &t.path().join("out/result.json")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("does not exist"), "{}", e.message);
     }
 
     /// Another root than the current one (trial: `TSBSCTL_ROOT=/tmp/a ... --result-file
@@ -382,8 +467,8 @@ mod tests {
         assert!(check_result_file(&current, &copy).is_err());
         // Ordinary places stay fine, and an earlier result file may be replaced.
         let res = t.path().join("out/result.json");
-        assert!(check_result_file(&current, &res).is_ok());
         std::fs::create_dir_all(res.parent().unwrap()).unwrap();
+        assert!(check_result_file(&current, &res).is_ok());
         std::fs::write(&res, r#"{"ok": true, "command": "x"}"#).unwrap();
         assert!(check_result_file(&current, &res).is_ok());
         assert!(check_report_out(&current, &t.path().join("rep")).is_ok());

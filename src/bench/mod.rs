@@ -126,12 +126,16 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
         return compact::run(ctx, root, target, req);
     }
     let (dataset, profile) = resolve_dataset(&root, &target, phase, req)?;
+    // An edited dataset.json is refused as `data verify` refuses it, before anything is made
+    // from its spec.
+    crate::dataset::check_stored_spec(&dataset)?;
     target.set_count_window(&dataset);
     // A workspace holding another dataset is refused before anything is written.
     if phase.loads() {
         target.check_binding_id(&dataset, req.mode)?;
     } else {
-        target.require_binding(&root, &dataset)?;
+        let named = req.dataset_id.is_some() || req.spec.any();
+        target.require_binding(&root, &dataset, named)?;
     }
     let (workers, batch) = default_write(target.product.as_ref(), profile);
     let counts = queryset::resolve_counts(

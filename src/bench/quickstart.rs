@@ -31,7 +31,7 @@ pub const WORKSPACE: &str = "quickstart";
 pub fn check_reachable(sources: &Sources, key: SourceKey, why: &str) -> Result<()> {
     let raw = sources.get(key).to_string();
     let mirror_hint = format!(
-        "set {} (or `{}` under [sources] in <root>/config.toml) to a reachable mirror; for a local stand-in run `cargo run -p testbed -- serve` and export the variables it prints",
+        "set {} (or `{}` under [sources] in <root>/config.toml) to a reachable mirror; for a local stand-in run `cargo run --release -p testbed -- serve` and export the variables it prints",
         key.env_var(),
         key.config_key()
     );
@@ -99,6 +99,26 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
     let product = (entry.make)(None)?;
     let product = product.as_ref();
     let r = ctx.reporter.as_ref();
+    // A bad or changed port is bad input: said before any work (a fresh root would otherwise
+    // fetch and build TSBS first), and an existing workspace never silently keeps another.
+    let asked = PrepareRequest {
+        id: WORKSPACE.into(),
+        http_port,
+        ..Default::default()
+    };
+    let ports = workspace::requested_ports(product, &asked)?;
+    if let (Some(p), Ok(ws)) = (http_port, workspace::load(&ctx.root, product, WORKSPACE)) {
+        if ws.manifest.ports != ports {
+            return Err(Error::invalid(format!(
+                "the quickstart workspace already uses HTTP port {}; it cannot change to {p}",
+                ws.http_port()
+            ))
+            .with_hint(format!(
+                "run `tsbsctl quickstart` without --http-port to keep {}; a workspace never changes its ports, so for another one remove it first (`tsbsctl greptimedb remove --database-id {WORKSPACE} --confirm {WORKSPACE}`, which deletes its data)",
+                ws.http_port()
+            )));
+        }
+    }
     // 1. The TSBS environment.
     let env_fresh = TsbsEnv::load(&ctx.root, None).is_err();
     if env_fresh {
@@ -135,16 +155,7 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
             check_reachable(&sources, SourceKey::Github, "downloading GreptimeDB")?;
         }
         r.info("quickstart: preparing the GreptimeDB workspace `quickstart`");
-        workspace::prepare(
-            ctx,
-            product,
-            &PrepareRequest {
-                id: WORKSPACE.into(),
-                http_port,
-                ..Default::default()
-            },
-            &LockOptions::default(),
-        )?;
+        workspace::prepare(ctx, product, &asked, &LockOptions::default())?;
     }
     // 3. The smoke benchmark (dataset, query set, load or reuse, queries).
     let req = Request {

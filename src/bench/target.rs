@@ -27,10 +27,10 @@ pub fn check_url(product: &dyn Product, u: &str) -> Result<Option<String>> {
 
 /// A token from the variable `var` names, else from the product's default variable (none:
 /// no token unless `var` names one).
-fn read_token(var: Option<&str>, default: Option<&str>) -> Result<Option<Secret>> {
+fn read_token(var: Option<&str>, default: Option<&str>, word: &str) -> Result<Option<Secret>> {
     match (var, default) {
         (None, None) => Ok(None),
-        (v, d) => super::token_from_env(v, d.unwrap_or_default()),
+        (v, d) => super::token_from_env(v, d.unwrap_or_default(), word),
     }
 }
 
@@ -91,10 +91,11 @@ impl Target {
         req: &Request,
     ) -> Result<Target> {
         // The tokens are read before any variant is known: every variant reads the same ones.
-        let (auth_token, admin_token) = match (entry.make)(None)?.token_env_defaults() {
+        let any = (entry.make)(None)?;
+        let (auth_token, admin_token) = match any.token_env_defaults() {
             Some((auth, admin)) => (
-                read_token(req.auth_token_env.as_deref(), auth)?,
-                read_token(req.admin_token_env.as_deref(), admin)?,
+                read_token(req.auth_token_env.as_deref(), auth, any.secret_word())?,
+                read_token(req.admin_token_env.as_deref(), admin, "token")?,
             ),
             None => (None, None),
         };
@@ -468,7 +469,9 @@ impl Target {
     }
 
     /// Query and analyze need the workspace to hold the run's dataset.
-    pub fn require_binding(&self, root: &Root, ds: &Dataset) -> Result<()> {
+    /// `named`: the command named its dataset (`--dataset-id` or a spec flag); otherwise a
+    /// repair hint names the dataset an unfinished load was loading, not the default one.
+    pub fn require_binding(&self, root: &Root, ds: &Dataset, named: bool) -> Result<()> {
         let Some(m) = self.managed() else {
             return Ok(());
         };
@@ -482,14 +485,33 @@ impl Target {
             ))
             .with_hint("drop --dataset-id and the spec flags to query the loaded data, or load this dataset first")),
             None => Err(Error::invalid(format!("workspace {} holds no loaded data", m.ws.id()))
-                .with_hint(self.load_hint(root, m.ws.id(), ds))),
+                .with_hint(self.load_hint(root, m.ws.id(), ds, named))),
         }
     }
 
     /// The load command that gives this workspace the dataset a query asked for: it names the
     /// dataset (a bare `load` would generate the 36 GB manual one), and after a load that began
     /// but never finished (the SQL database may exist) it resets, which a plain load refuses.
-    fn load_hint(&self, root: &Root, ws_id: &str, ds: &Dataset) -> String {
+    fn load_hint(&self, root: &Root, ws_id: &str, ds: &Dataset, named: bool) -> String {
+        let since = self
+            .managed()
+            .map(|m| m.ws.manifest.created_at.as_str())
+            .unwrap_or("");
+        let unfinished = unfinished_load(root, self.entry.name, ws_id, since);
+        // Without a named dataset `ds` is the manual default; the repair reloads what the
+        // unfinished run was loading (stored, so its id alone names it).
+        let mut ds = ds;
+        let loaded;
+        if let Some((_, Some(id))) = &unfinished {
+            if !named && id != &ds.id {
+                if let Ok(d) = Dataset::resolve(root, Some(id), &Default::default()) {
+                    if d.stored {
+                        loaded = d;
+                        ds = &loaded;
+                    }
+                }
+            }
+        }
         let mut cmd = format!(
             "tsbsctl bench {} load --database-id {ws_id} --dataset-id {}",
             self.entry.name, ds.id
@@ -498,12 +520,7 @@ impl Target {
         if !ds.stored && ds.spec == crate::dataset::Profile::Smoke.spec().canonical() {
             cmd.push_str(" --profile smoke");
         }
-        let since = self
-            .managed()
-            .map(|m| m.ws.manifest.created_at.as_str())
-            .unwrap_or("");
-        let unfinished = unfinished_load(root, self.entry.name, ws_id, since);
-        if let Some(run) = &unfinished {
+        if let Some((run, _)) = &unfinished {
             cmd.push_str(&format!(
                 " --database-mode reset --confirm-reset {}",
                 self.database()
@@ -623,9 +640,15 @@ impl Target {
 /// `since`, so a removed workspace of the same id does not count). Called when the workspace
 /// holds no binding: it records one only after a verified load, so a load killed, failed or
 /// not verified shows only in its run's events, and its SQL database may exist.
-fn unfinished_load(root: &Root, product: &str, ws_id: &str, since: &str) -> Option<String> {
+/// The latest run that began loading workspace `ws_id` since `since`, and the dataset it loaded.
+fn unfinished_load(
+    root: &Root,
+    product: &str,
+    ws_id: &str,
+    since: &str,
+) -> Option<(String, Option<String>)> {
     let rd = std::fs::read_dir(root.runs(product)).ok()?;
-    let mut found: Vec<(String, String)> = Vec::new();
+    let mut found: Vec<(String, String, Option<String>)> = Vec::new();
     for e in rd.flatten() {
         let dir = e.path();
         let Ok(m) = crate::manifest::read::<crate::run::RunManifest>(&dir.join("manifest.json"))
@@ -641,11 +664,12 @@ fn unfinished_load(root: &Root, product: &str, ws_id: &str, since: &str) -> Opti
             .iter()
             .any(|s| s.step == "load" && s.status != crate::run::Status::Reused)
         {
-            found.push((m.created_at.clone(), m.run_id.clone()));
+            let ds = m.dataset.as_ref().map(|d| d.dataset_id.clone());
+            found.push((m.created_at.clone(), m.run_id.clone(), ds));
         }
     }
     found.sort();
-    found.pop().map(|(_, id)| id)
+    found.pop().map(|(_, id, ds)| (id, ds))
 }
 
 /// The data state in words (see [`workspace::DataState::label`]).

@@ -4,7 +4,8 @@ use crate::error::{Error, Result};
 use crate::tsbs::Secret;
 
 /// Token values from the environment variables the flags name (never from flags).
-pub fn token_from_env(var: Option<&str>, default: &str) -> Result<Option<Secret>> {
+/// `word` names the secret in messages ("token", "password").
+pub fn token_from_env(var: Option<&str>, default: &str, word: &str) -> Result<Option<Secret>> {
     let name = var.unwrap_or(default);
     match std::env::var(name) {
         Ok(v) if !v.is_empty() => Ok(Some(Secret::new(v))),
@@ -17,8 +18,9 @@ pub fn token_from_env(var: Option<&str>, default: &str) -> Result<Option<Secret>
                     "is not set"
                 };
                 Err(
-                    Error::invalid(format!("environment variable {name} {state}"))
-                        .with_hint(format!("export {name}=<token>, or drop the flag naming it")),
+                    Error::invalid(format!("environment variable {name} {state}")).with_hint(
+                        format!("export {name}=<{word}>, or drop the flag naming it"),
+                    ),
                 )
             } else {
                 Ok(None)
@@ -26,7 +28,7 @@ pub fn token_from_env(var: Option<&str>, default: &str) -> Result<Option<Secret>
         }
         Err(_) => Err(
             Error::invalid(format!("environment variable {name} is not valid UTF-8"))
-                .with_hint("set it to the token text"),
+                .with_hint(format!("set it to the {word} text")),
         ),
     }
 }

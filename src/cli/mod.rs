@@ -123,12 +123,12 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     let wants_json = args.iter().skip(1).any(|a| a == "--json");
     let matches = match Cli::command().try_get_matches_from(&args) {
         Ok(m) => m,
-        Err(e) => return report_parse_error(e, wants_json),
+        Err(e) => return report_parse_error(e, wants_json, &command_name_of_args(&args)),
     };
     let name = command_name(&matches);
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
-        Err(e) => return report_parse_error(e, wants_json),
+        Err(e) => return report_parse_error(e, wants_json, &name),
     };
     let argv: Vec<String> = args
         .iter()
@@ -225,10 +225,56 @@ fn command_name(matches: &clap::ArgMatches) -> String {
         parts.push(name.to_string());
         m = sub;
     }
+    // `bench <product> <phase>`: the phase is a value, but part of what was run (trial 2 N17).
+    if let Ok(Some(mut phase)) = m.try_get_raw("phase") {
+        if let Some(p) = phase.next() {
+            parts.push(p.to_string_lossy().into_owned());
+        }
+    }
     parts.join(" ")
 }
 
-fn report_parse_error(e: clap::Error, json: bool) -> i32 {
+/// The command named on a command line that did not parse: its leading words that name
+/// subcommands (and a bench phase), so `--json` errors still say what was run (trial 2 N17).
+fn command_name_of_args(args: &[OsString]) -> String {
+    let cmd = Cli::command();
+    let mut cur = &cmd;
+    let mut parts = Vec::new();
+    let mut skip_value = false;
+    for a in args.iter().skip(1) {
+        let a = a.to_string_lossy();
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        if let Some(flag) = a.strip_prefix("--") {
+            // `--root DIR`: the value is not a subcommand.
+            skip_value = !flag.contains('=')
+                && cur
+                    .get_arguments()
+                    .chain(cmd.get_arguments())
+                    .any(|x| x.get_long() == Some(flag) && x.get_action().takes_values());
+            continue;
+        }
+        if a.starts_with('-') {
+            continue;
+        }
+        match cur.find_subcommand(a.as_ref()) {
+            Some(sub) => {
+                parts.push(a.into_owned());
+                cur = sub;
+            }
+            None => {
+                if cur.get_arguments().any(|x| x.get_id() == "phase") {
+                    parts.push(a.into_owned());
+                }
+                break;
+            }
+        }
+    }
+    parts.join(" ")
+}
+
+fn report_parse_error(e: clap::Error, json: bool, name: &str) -> i32 {
     use clap::error::ErrorKind as K;
     match e.kind() {
         K::DisplayHelp | K::DisplayVersion | K::DisplayHelpOnMissingArgumentOrSubcommand => {
@@ -248,7 +294,7 @@ fn report_parse_error(e: clap::Error, json: bool) -> i32 {
                         .to_string(),
                 )
                 .with_hint("run with --help to see the accepted flags");
-                let doc = envelope("", &Err(err));
+                let doc = envelope(name, &Err(err));
                 println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
             }
             let _ = e.print();
@@ -264,5 +310,22 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// Trial 2 N17: `--json` errors said `"command": ""` on a parse error and left out the
+    /// bench phase.
+    #[test]
+    fn the_command_name_includes_the_phase_and_survives_a_parse_error() {
+        let args = |s: &str| -> Vec<OsString> { s.split(' ').map(OsString::from).collect() };
+        let a = args("tsbsctl bench greptimedb compact --database-id g1 --json");
+        let m = Cli::command().try_get_matches_from(&a).unwrap();
+        assert_eq!(command_name(&m), "bench greptimedb compact");
+        let bad = args("tsbsctl bench greptimedb query --no-such-flag --json");
+        assert!(Cli::command().try_get_matches_from(&bad).is_err());
+        assert_eq!(command_name_of_args(&bad), "bench greptimedb query");
+        assert_eq!(
+            command_name_of_args(&args("tsbsctl --json --root /r runs list --bogus")),
+            "runs list"
+        );
     }
 }

@@ -39,7 +39,7 @@ fn all_products() -> Vec<&'static str> {
 #[derive(Debug, clap::Subcommand)]
 pub enum WorkspaceCmd {
     /// Hold a database workspace for manual work: other commands that would lock it refuse
-    /// (exit 3) unless given the printed --hold-token.
+    /// (exit 3) unless given the printed token (--hold-token-env VAR or --hold-token-stdin).
     Lock {
         /// Workspace (database) id.
         id: String,
@@ -203,9 +203,11 @@ fn lock_cmd(
     let human = format!(
         "Holding {label} for {holder}{reason}.\n\
          Token: {token}\n\
-         Commands that would lock this workspace now refuse (exit 3) unless given \
-         --hold-token {token}.\n\
-         Release it with: tsbsctl workspace unlock {id} --hold-token {token}{product}\n",
+         Commands that would lock this workspace now refuse (exit 3) without this token. \
+         Give it to them out of sight of `ps`: `export {var}={token}` in your shell, then \
+         add --hold-token-env {var} (or pipe it to --hold-token-stdin).\n\
+         Release it with: tsbsctl workspace unlock {id} --hold-token-env {var}{product}\n",
+        var = lock::HOLD_TOKEN_VAR,
         label = ws.label(),
         holder = hold.holder,
         reason = hold
@@ -285,7 +287,7 @@ fn status_cmd(ctx: &Ctx, id: Option<&str>, product: Option<Product>) -> Result<O
                     h.since,
                     h.reason
                         .as_deref()
-                        .map(|r| format!(": {r}"))
+                        .map(|r| format!(": {}", lock::printable(r)))
                         .unwrap_or_default()
                 ),
             ),

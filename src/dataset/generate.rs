@@ -30,6 +30,7 @@ fn check_reuse_generator(
     dataset_id: &str,
     m: &FormatManifest,
     generator: &mut dyn FnMut() -> Result<Generator>,
+    reporter: &dyn Reporter,
 ) -> Result<()> {
     match generator() {
         Ok(gen) => check_generator(
@@ -40,6 +41,7 @@ fn check_reuse_generator(
                 "regenerate it with the prepared tools: `tsbsctl data generate --format {} --dataset-id {dataset_id} --regenerate`",
                 m.format
             ),
+            reporter,
         ),
         Err(_) => Ok(()),
     }
@@ -63,7 +65,8 @@ pub struct GenerateRequest {
 /// process asking for the same variant waits for the first and reuses its result.
 ///
 /// `generator` gives the prepared generator. Reuse works without one (its error is ignored
-/// then); with one, a variant another generator made is an integrity error (exit 4). The dataset's `dataset.json` is written when new.
+/// then); with one, a variant generated from another TSBS source is an integrity error (exit
+/// 4), and one another build of the same commit made is reused with a note. The dataset's `dataset.json` is written when new.
 pub fn ensure_generated(
     dataset: &Dataset,
     req: &GenerateRequest,
@@ -104,7 +107,7 @@ pub fn ensure_generated(
                 completed_seen = true;
                 if !req.regenerate && compression_ok(&m, req) {
                     if let Some(sf) = reuse_fast(&dir, &m)? {
-                        check_reuse_generator(&dataset.id, &m, generator)?;
+                        check_reuse_generator(&dataset.id, &m, generator, reporter)?;
                         return Ok(sf);
                     }
                 }
@@ -161,8 +164,9 @@ pub fn ensure_generated(
                         "regenerate it with the prepared tools: `tsbsctl data generate --format {} --dataset-id {} --regenerate`",
                         m.format, dataset.id
                     ),
+                    reporter,
                 )?,
-                None => check_reuse_generator(&dataset.id, m, generator)?,
+                None => check_reuse_generator(&dataset.id, m, generator, reporter)?,
             }
             return Ok(sf);
         }

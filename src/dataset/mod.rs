@@ -33,9 +33,9 @@ mod spec;
 mod store;
 
 pub use format::{
-    check_generator, completed_formats, read_format_manifest, sweep_dataset_leftovers,
-    sweep_leftovers, validate_format, variant_json, verify, Compression, Digest, Fingerprint,
-    FormatManifest, Generator, GeneratorRecord, StoredFormat, VariantStatus,
+    check_generator, check_stored_spec, completed_formats, read_format_manifest,
+    sweep_dataset_leftovers, sweep_leftovers, validate_format, variant_json, verify, Compression,
+    Digest, Fingerprint, FormatManifest, Generator, GeneratorRecord, StoredFormat, VariantStatus,
 };
 pub use generate::{ensure_generated, estimated_bytes, generation_need, GenerateRequest};
 pub use rows::{DataFormat, RowLayout, RowLine};

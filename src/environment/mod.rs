@@ -144,6 +144,7 @@ pub fn configured_default(root: &Root, var: &str, key: &str) -> Result<Option<(S
         Error::invalid(format!("{} is not valid TOML: {e}", file.display()))
             .with_hint("fix or remove the file")
     })?;
+    crate::sources::check_config_keys(&file, &doc)?;
     let Some(v) = doc.get("defaults").and_then(|d| d.get(key)) else {
         return Ok(None);
     };
@@ -648,6 +649,10 @@ mod tests {
                 .exit_code(),
             2
         );
+        // Trial 2 N13: a misspelt key is named, not ignored.
+        std::fs::write(root.config_file(), "[defaults]\ntsbs_revv = \"main\"\n").unwrap();
+        let e = configured_default(&root, UNSET, "tsbs_rev").unwrap_err();
+        assert!(e.message.contains("tsbs_revv"), "{}", e.message);
         std::fs::write(root.config_file(), "[defaults]\ntsbs_rev = \"main\"\n").unwrap();
         let e = tsbs::default_commit(&root).unwrap_err();
         assert_eq!(e.exit_code(), 2);

@@ -338,6 +338,47 @@ pub struct Prepared {
     pub binaries: Vec<BinaryStatus>,
 }
 
+/// What `path` holds from byte `from` on (lossy; empty when unreadable).
+fn read_from(path: &Path, from: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut text = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        if f.seek(SeekFrom::Start(from)).is_ok() {
+            let _ = f.take(1 << 20).read_to_end(&mut text);
+        }
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+/// The cause of a failed build in a few words, from its output, for the error itself (the
+/// log holds the rest): a full disk by name, else the last lines Go printed (trial 2 N17: only
+/// the log said "no space left on device"). And a hint when the cause has a known remedy.
+fn build_failure(output: &str, src: &Path) -> (String, Option<String>) {
+    if output.to_lowercase().contains("no space left on device") {
+        return (
+            ": no space left on device".into(),
+            Some(format!(
+                "free space on the disk holding {} (and Go's build cache), then run `tsbsctl env prepare` again",
+                src.display()
+            )),
+        );
+    }
+    let lines: Vec<&str> = output
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let tail: Vec<String> = lines[lines.len().saturating_sub(3)..]
+        .iter()
+        .map(|l| l.chars().take(300).collect())
+        .collect();
+    if tail.is_empty() {
+        (String::new(), None)
+    } else {
+        (format!(": {}", tail.join(" | ")), None)
+    }
+}
+
 /// How to get the source.
 #[derive(Debug, Clone)]
 pub enum SourceRequest {
@@ -666,6 +707,7 @@ fn build_one(
     );
     log.write_all(header.as_bytes())
         .map_err(|e| Error::io("write", log_path, e))?;
+    let output_from = log.metadata().map(|m| m.len()).unwrap_or(0);
     let out = log
         .try_clone()
         .map_err(|e| Error::io("open", log_path, e))?;
@@ -691,18 +733,22 @@ fn build_one(
     let _ = writeln!(log, "# exit status: {}\n", status.code().unwrap_or(-1));
     if !status.success() || !tmp.is_file() {
         let _ = std::fs::remove_file(&tmp);
+        let output = read_from(log_path, output_from);
+        let (cause, hint) = build_failure(&output, src);
         return Err(Error::failed(format!(
-            "building {tool} failed (exit status {}); the build output is in {}",
+            "building {tool} failed (exit status {}){cause}; the build output is in {}",
             status
                 .code()
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "signal".into()),
             log_path.display()
         ))
-        .with_hint(format!(
-            "read {} and fix the cause, then run `tsbsctl env prepare` again",
-            log_path.display()
-        )));
+        .with_hint(hint.unwrap_or_else(|| {
+            format!(
+                "read {} and fix the cause, then run `tsbsctl env prepare` again",
+                log_path.display()
+            )
+        })));
     }
     let (sha256, size) = crate::hash::sha256_file(&tmp, &NoProgress)?;
     crate::fsutil::rename_durable(&tmp, &final_path)?;
@@ -727,6 +773,25 @@ fn build_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trial 2 N17: a full disk was said only in build.log.
+    #[test]
+    fn a_build_failure_names_its_cause() {
+        let src = Path::new("/src/tsbs");
+        let (cause, hint) = build_failure(
+            "# github.com/x\n/usr/lib/go/pkg/tool/link: write $WORK/b001/exe/a.out: no space left on device\n",
+            src,
+        );
+        assert_eq!(cause, ": no space left on device");
+        assert!(hint
+            .unwrap()
+            .contains("free space on the disk holding /src/tsbs"));
+        let (cause, hint) =
+            build_failure("# pkg\na.go:1: x\nb.go:2: y\nc.go:3: z\nd.go:4: w\n", src);
+        assert_eq!(cause, ": b.go:2: y | c.go:3: z | d.go:4: w");
+        assert!(hint.is_none());
+        assert_eq!(build_failure("", src), (String::new(), None));
+    }
 
     #[test]
     fn commit_grammar() {

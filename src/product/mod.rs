@@ -292,6 +292,10 @@ pub trait Product: Send + Sync {
     fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
         None
     }
+    /// What the auth secret is called in messages ("token"; PostgreSQL: "password").
+    fn secret_word(&self) -> &'static str {
+        "token"
+    }
     /// Refuses `bench <product>` while the product's benchmark phases are not built (exit 2,
     /// before anything is written), rather than a run that is bound to fail.
     fn check_benchmarkable(&self) -> Result<()> {

@@ -293,12 +293,26 @@ impl TsbsCommand {
     /// `parent` ([`ToolDir`]) that holds the secrets in `config.json`. Keep the `ToolDir` until
     /// the tool has exited: dropping it removes the directory. Stdio is left to the caller.
     pub fn command(&self, parent: &Path) -> Result<(Command, ToolDir)> {
-        let dir = ToolDir::create(parent)?;
-        if let Some(text) = self.config_json() {
-            dir.write_config(&text)?;
-        }
+        let mut dir = ToolDir::create(parent)?;
+        let config_fd = match self.config_json() {
+            Some(text) => Some(dir.write_config(&text)?),
+            None => None,
+        };
         let mut c = Command::new(&self.program);
         c.args(self.args()).current_dir(&dir.path);
+        if let Some(fd) = config_fd {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: fcntl is async-signal-safe; it runs in the forked child before exec,
+            // so only this tool inherits the memfd its config.json link names.
+            unsafe {
+                c.pre_exec(move || {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         for a in &self.args {
             if let Arg::Env { key, value } = a {
                 c.env(key, value.expose());
@@ -309,12 +323,18 @@ impl TsbsCommand {
 }
 
 /// The private working directory of one TSBS tool run: `<parent>/tsbsctl-tool-<pid>.<random>`,
-/// mode 0700, with the tool's `config.json` (mode 0600) when it has secrets. Removed on drop
-/// (tool exited, error, Ctrl-C); one left by a killed tsbsctl is removed by the next
-/// [`ToolDir::create`] under the same parent once that pid is gone.
+/// mode 0700, with the tool's `config.json` when it has secrets. That is a symlink to
+/// `/proc/self/fd/N`, N a memfd (a file without a name) holding the secrets, which only the
+/// tool inherits: viper opens the link in the tool's process, where it names the tool's own
+/// copy of the fd. So the secrets are in no file with a name at any instant, and a kill -9
+/// leaves only a dangling link behind (trial 2 N8). Removed on drop (tool exited, error,
+/// Ctrl-C); one left by a killed tsbsctl is removed by the next [`ToolDir::create`] under the
+/// same parent once that pid is gone.
 #[derive(Debug)]
 pub struct ToolDir {
     pub path: PathBuf,
+    /// The memfd of `config.json`, open until the tool has it (dropped with the directory).
+    config: Option<std::os::fd::OwnedFd>,
 }
 
 const TOOL_DIR_PREFIX: &str = "tsbsctl-tool-";
@@ -329,23 +349,34 @@ impl ToolDir {
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(parent)
             .map_err(|e| Error::io("create a private directory in", parent, e))?;
-        Ok(ToolDir { path: t.keep() })
+        Ok(ToolDir {
+            path: t.keep(),
+            config: None,
+        })
     }
 
-    /// Writes `config.json`, created with mode 0600 (never readable by others, not even
-    /// briefly).
-    fn write_config(&self, text: &str) -> Result<()> {
+    /// Puts `text` in a memfd (close-on-exec: no other child inherits it) and makes
+    /// `config.json` a link to `/proc/self/fd/<it>`; returns the fd number the tool inherits.
+    fn write_config(&mut self, text: &str) -> Result<std::os::fd::RawFd> {
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::fd::AsRawFd;
         let p = self.path.join(TOOL_CONFIG);
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&p)
-            .map_err(|e| Error::io("create", &p, e))?;
+        let fd = nix::sys::memfd::memfd_create(
+            c"tsbsctl-tool-config",
+            nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
+        )
+        .map_err(|e| Error::failed(format!("could not create the tool's config in memory: {e}")))?;
+        let mut f = std::fs::File::from(fd);
+        // Only its owner may open it (through /proc, only processes it could ptrace can).
+        f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .map_err(|e| Error::io("restrict", &p, e))?;
         f.write_all(text.as_bytes())
-            .map_err(|e| Error::io("write", &p, e))
+            .map_err(|e| Error::io("write", &p, e))?;
+        let raw = f.as_raw_fd();
+        std::os::unix::fs::symlink(format!("/proc/self/fd/{raw}"), &p)
+            .map_err(|e| Error::io("create", &p, e))?;
+        self.config = Some(f.into());
+        Ok(raw)
     }
 }
 
@@ -1009,5 +1040,46 @@ mod tests {
         let _d = ToolDir::create(parent.path()).unwrap();
         assert!(!stale.exists());
         assert!(mine.exists(), "a live tsbsctl's directory is kept");
+    }
+
+    /// Trial 2 N8: after a kill -9 the token stayed in `config.json` until a later run swept
+    /// it. It is in no named file at any instant: `config.json` links to a memfd that only the
+    /// tool inherits, and the tool reads it there.
+    #[test]
+    fn the_tools_config_is_in_no_named_file() {
+        let parent = tempfile::tempdir().unwrap();
+        let mut c = TsbsCommand::new(Path::new("/bin/sh"));
+        c.raw("-c");
+        c.raw("cat config.json");
+        c.secret("auth-token", &Secret::new("s3cr3t-N8".to_string()));
+        let (mut cmd, dir) = c.command(parent.path()).unwrap();
+        let link = dir.path.join(TOOL_CONFIG);
+        let meta = std::fs::symlink_metadata(&link).unwrap();
+        assert!(meta.file_type().is_symlink());
+        let target = std::fs::read_link(&link).unwrap();
+        assert!(target.starts_with("/proc/self/fd/"), "{target:?}");
+        // Nothing with a name holds the secret.
+        for e in walkdir::WalkDir::new(parent.path()).follow_links(false) {
+            let e = e.unwrap();
+            if e.file_type().is_file() {
+                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                assert!(!text.contains("s3cr3t-N8"), "{}", e.path().display());
+            }
+        }
+        // The tool reads it through the link.
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("\"auth-token\":\"s3cr3t-N8\""), "{text}");
+        // Another child of this process does not inherit the memfd.
+        let other = Command::new("/bin/sh")
+            .arg("-c")
+            .arg("cat config.json")
+            .current_dir(&dir.path)
+            .output()
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&other.stdout).contains("s3cr3t-N8"),
+            "{other:?}"
+        );
     }
 }

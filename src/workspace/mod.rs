@@ -38,7 +38,7 @@ pub use manifest::{
     Binding, DataState, LoadRecord, MaintenanceRecord, MaintenanceStatus, Provenance,
     WorkspaceManifest,
 };
-pub use prepare::{prepare, PrepareOutcome, PrepareRequest};
+pub use prepare::{free_http_port, prepare, requested_ports, PrepareOutcome, PrepareRequest};
 pub use store::{
     inspect, inspect_dir, list, load, lock_workspace, remove, verify, workspace_ids, Inspection,
     Problem,
@@ -129,7 +129,25 @@ impl Workspace {
         product: &dyn Product,
     ) -> Result<Installation> {
         let platform = platform_of(&self.manifest.platform)?;
-        install::open(root, product, &self.manifest.version, &platform)?.ok_or_else(|| {
+        let found = install::open(root, product, &self.manifest.version, &platform)?;
+        // #20 a: a `version` edited in the workspace manifest is an integrity error naming the
+        // version whose binary it is bound to, not "install the edited version".
+        if found.is_none() {
+            if let Some(other) = install::installed(root, product, &platform)
+                .into_iter()
+                .find(|i| i.manifest.binary_sha256 == self.manifest.binary_sha256)
+            {
+                return Err(Error::integrity(format!(
+                    "workspace {} says {} {}, which is not installed, but it is bound to the binary of the installed {}",
+                    self.id(),
+                    product.display_name(),
+                    self.manifest.version,
+                    other.manifest.version
+                ))
+                .with_hint(repair::binary_mismatch(root, product, self, None)));
+            }
+        }
+        found.ok_or_else(|| {
             Error::failed(format!(
                 "{} {} of workspace {} is not installed",
                 product.display_name(),
@@ -184,6 +202,29 @@ pub fn server_spec(
             ws.id(),
             repair::binary_mismatch(root, product, ws, Some(&sha))
         )));
+    }
+    // The installation's record must agree (#20 b: an edited record benched unnoticed), and
+    // its other files (InfluxDB 3's Python runtime and libraries) are what was installed
+    // (trial 2 N3): checked like the binary, before the server starts.
+    if inst.manifest.binary_sha256 != ws.manifest.binary_sha256 {
+        return Err(Error::integrity(format!(
+            "the installation record of {} {} says binary sha256 {}, but workspace {} is bound to {}",
+            product.display_name(),
+            ws.manifest.version,
+            inst.manifest.binary_sha256,
+            ws.id(),
+            ws.manifest.binary_sha256
+        ))
+        .with_hint(repair::binary_mismatch(root, product, ws, Some(&sha))));
+    }
+    let tree = crate::treehash::tree_digest(&inst.dir)?;
+    if tree != inst.manifest.tree_digest {
+        return Err(Error::integrity(format!(
+            "files under {} changed since it was installed (tree digest {tree}, recorded {}); nothing was started",
+            inst.dir.display(),
+            inst.manifest.tree_digest
+        ))
+        .with_hint(product.install_command(&ws.manifest.version, true)));
     }
     check_config(ws)?;
     if !ws.data_dir().is_dir() {

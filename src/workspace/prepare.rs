@@ -188,6 +188,52 @@ pub fn prepare(
     }
 }
 
+/// Every port the workspaces of this root (of every product) are bound to.
+fn ports_in_use(ctx: &Ctx) -> std::collections::BTreeSet<u16> {
+    let mut used = std::collections::BTreeSet::new();
+    for product in crate::product::names() {
+        let base = ctx.root.databases(product);
+        for other in super::workspace_ids(&base) {
+            let Some(v) = fs::read(base.join(&other).join("manifest.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            else {
+                continue;
+            };
+            if let Some(o) = v["ports"].as_object() {
+                used.extend(
+                    o.values()
+                        .filter_map(|p| p.as_u64())
+                        .filter_map(|p| u16::try_from(p).ok()),
+                );
+            }
+        }
+    }
+    used
+}
+
+/// An HTTP port for a workspace prepared without `--http-port` by a command that cannot ask
+/// (`runs rerun --database-id NEW`): the product's default when all its ports are free, else
+/// the first HTTP port above it whose ports no workspace uses and nothing listens on now.
+pub fn free_http_port(ctx: &Ctx, product: &dyn Product) -> Result<u16> {
+    let used = ports_in_use(ctx);
+    let free = |p: u16| !used.contains(&p) && std::net::TcpListener::bind(("127.0.0.1", p)).is_ok();
+    let start = product.default_http_port();
+    for http in start..=u16::MAX {
+        let Ok(ports) = product.default_ports(http) else {
+            break;
+        };
+        if ports.values().all(|p| free(*p)) {
+            return Ok(http);
+        }
+    }
+    Err(Error::invalid(format!(
+        "no free HTTP port from {start} up for a new {} workspace",
+        product.display_name()
+    ))
+    .with_hint("free a port, or prepare the workspace yourself with --http-port P"))
+}
+
 /// Tells the person when a new workspace listens on a port another workspace (of either
 /// product) uses: both cannot serve at once (trial-run #30). Only a note: running them one
 /// after the other is fine.
@@ -233,7 +279,11 @@ fn install_lock(opts: &LockOptions) -> LockOptions {
 }
 
 /// The ports of a new workspace: the product's defaults for the HTTP port, with overrides.
-fn requested_ports(product: &dyn Product, req: &PrepareRequest) -> Result<BTreeMap<String, u16>> {
+/// Invalid ports are bad input, said before anything is written.
+pub fn requested_ports(
+    product: &dyn Product,
+    req: &PrepareRequest,
+) -> Result<BTreeMap<String, u16>> {
     let http = req.http_port.unwrap_or(product.default_http_port());
     if http == 0 {
         return Err(Error::invalid("--http-port must be between 1 and 65535")

@@ -347,11 +347,15 @@ pub fn verify(ctx: &Ctx, product: &dyn Product, id: &str) -> Result<Value> {
             .collect::<Vec<_>>()
             .join("; ");
         // Two problems can share a fix (a binary mismatch is seen twice): said once.
+        // One fix that spells out another (the same reinstall with why) replaces it (#20 b:
+        // the reinstall was said twice).
         let mut fixes: Vec<&str> = Vec::new();
         for f in problems.iter().map(|p| p.fix.as_str()) {
-            if !f.is_empty() && !fixes.contains(&f) {
-                fixes.push(f);
+            if f.is_empty() || fixes.iter().any(|e| e.contains(f)) {
+                continue;
             }
+            fixes.retain(|e| !f.contains(e));
+            fixes.push(f);
         }
         let fixes = fixes.join("; then ");
         return Err(

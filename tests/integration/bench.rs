@@ -342,7 +342,11 @@ fn a_query_after_an_unfinished_load_hints_a_load_that_works() {
         r.describe()
     );
     w.gt.set_knobs(json!({"crash_after_requests": 8}));
-    w.bench("load", &["--batch-size", "100"]).code(1);
+    let failed = w.bench("load", &["--batch-size", "100"]);
+    failed.code(1);
+    // Trial 2 N15: a load that did not finish leaves the data in an unknown state.
+    let s = summary(&run_dir(&failed));
+    assert_eq!(s["data_state"]["label"], "load failed: state unknown");
     w.gt.set_knobs(json!({}));
     let r = query(&w);
     r.code(2).says("holds no loaded data");
@@ -355,6 +359,20 @@ fn a_query_after_an_unfinished_load_hints_a_load_that_works() {
         hint.contains("--dataset-id tiny --database-mode reset --confirm-reset benchmark"),
         "{hint}"
     );
+    // Trial 2 N5: a query naming no dataset got the manual dataset in the hint; it names the
+    // dataset the unfinished load was loading.
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "g1",
+        "--query-type",
+        "lastpoint",
+    ]);
+    r.code(2)
+        .says("--dataset-id tiny --database-mode reset --confirm-reset benchmark");
+    assert!(!r.stderr.contains("cpu-only-s4000"), "{}", r.describe());
     // Followed as printed, it loads; then the query runs.
     let args: Vec<&str> = hint.split_whitespace().collect();
     w.run(&args).ok();
@@ -692,6 +710,77 @@ fn influx3_server(w: &World, edition: &str, token: &str) -> (KillOnDrop, String)
     });
     assert!(ok, "influxdb3 emulator did not listen");
     (child, url)
+}
+
+/// Trial 2 N8: a kill -9 of tsbsctl while a TSBS tool ran left the token in the tool's
+/// `config.json` until a later run swept it. Killed the moment the tool has started, nothing
+/// with a name holds it: `config.json` is a link to a memfd, gone with the processes.
+#[test]
+fn a_kill_9_while_a_tool_runs_leaves_no_token_in_any_file() {
+    let mut w = world();
+    let token = "apiv3_KILLED-token-8d2f61";
+    let (_server, url) = influx3_server(&w, "core", token);
+    w.gt.env.env("MY_TOKEN", token);
+    let tmp = w.gt.env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    w.gt.env.env("TMPDIR", tmp.display().to_string());
+    w.tool_knobs("tsbs_load_influx3", json!({"batch_delay_ms": 300}));
+    let mut args = vec![
+        "bench",
+        "influxdb3",
+        "load",
+        "--url",
+        &url,
+        "--edition",
+        "core",
+        "--database-mode",
+        "create",
+        "--auth-token-env",
+        "MY_TOKEN",
+        "--admin-token-env",
+        "MY_TOKEN",
+    ];
+    args.extend(tiny());
+    let mut c = w.gt.env.cmd(&args);
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let config = || -> Option<PathBuf> {
+        std::fs::read_dir(&tmp)
+            .ok()?
+            .flatten()
+            .map(|e| e.path().join("config.json"))
+            .find(|p| std::fs::symlink_metadata(p).is_ok())
+    };
+    let started = wait_until(Duration::from_secs(120), || config().is_some());
+    // SAFETY: signalling the tsbsctl child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(started, "the loader never started");
+    let link = config().expect("the tool's config.json is left (swept by a later run)");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "{}",
+        link.display()
+    );
+    // Every file with a name (links are not followed: this process's /proc/self/fd/N is
+    // not the tool's), in $TMPDIR and in the state root.
+    for dir in [&tmp, &w.gt.env.root] {
+        for e in walkdir::WalkDir::new(dir).follow_links(false) {
+            let e = e.unwrap();
+            if e.file_type().is_file() {
+                let bytes = std::fs::read(e.path()).unwrap_or_default();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(token),
+                    "token in {}",
+                    e.path().display()
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -1093,6 +1182,14 @@ fn quickstart_runs_once_then_only_queries_and_fails_fast_offline() {
     let r = gt.run(&["quickstart"]);
     r.ok();
     assert_eq!(gt.mirror.requests().len(), first_runs);
+    // Trial 2 N7: another port on the existing workspace was silently ignored; it is refused
+    // at once, naming the port in use. The same port is fine.
+    let other = free_port_block(4).to_string();
+    let r = gt.run(&["quickstart", "--http-port", &other]);
+    r.code(2)
+        .says(&format!("already uses HTTP port {port}"))
+        .says("greptimedb remove --database-id quickstart");
+    assert_eq!(gt.mirror.requests().len(), first_runs);
 
     // A machine that cannot reach the download hosts fails at once, naming host and setting.
     let mut off = TestEnv::new();
@@ -1106,11 +1203,26 @@ fn quickstart_runs_once_then_only_queries_and_fails_fast_offline() {
         off.env(k, "http://127.0.0.1:1/x");
     }
     off.env("TSBSCTL_TSBS_REPO", "http://127.0.0.1:1/tsbs.git");
+    // Trial 2 N6: a bad port is refused before any work (here: before the hosts are probed),
+    // and nothing is written.
+    for (bad, why) in [("0", "between 1 and 65535"), ("65534", "at most 65532")] {
+        let t = Instant::now();
+        off.run(&["quickstart", "--http-port", bad])
+            .code(2)
+            .says(why);
+        assert!(t.elapsed() < Duration::from_secs(10));
+        assert!(
+            all_files(&off.root).is_empty(),
+            "{:?}",
+            all_files(&off.root)
+        );
+    }
     let t = Instant::now();
     let r = off.run(&["quickstart"]);
     r.code(1)
         .says("cannot reach 127.0.0.1:1")
-        .says("TSBSCTL_TSBS_REPO");
+        .says("TSBSCTL_TSBS_REPO")
+        .says("cargo run --release -p testbed -- serve");
     assert!(t.elapsed() < Duration::from_secs(30));
 }
 

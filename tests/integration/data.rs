@@ -51,6 +51,7 @@ impl Standins {
                 tsbs_repo: "https://example.invalid/tsbs.git".into(),
                 tsbs_commit: "81d12c8".into(),
                 go_version: "go1.21.13".into(),
+                dirty: false,
             }
         };
         let s = Standins {
@@ -832,8 +833,10 @@ fn query_sets_generate_publish_reuse_and_detect_corruption() {
     assert!(e.message.contains("do not match membership"), "{e}");
 }
 
-/// A query set or dataset made by another generator (another TSBS commit or binary, e.g. a
-/// stand-in's) is not reused: exit 4 with the way out (finding C5).
+/// A query set or dataset generated from another TSBS source (another commit, e.g. a
+/// stand-in's, or a dirty checkout's other build) is not reused: exit 4 with the way out
+/// (finding C5). Another build of the same clean commit (another Go, another state root) is
+/// reused with a note (trial 2 N2).
 #[test]
 fn artifacts_from_another_generator_are_not_reused() {
     let env = TestEnv::new();
@@ -848,15 +851,16 @@ fn artifacts_from_another_generator_are_not_reused() {
     let gen = s.queries.clone();
     let set =
         queryset::ensure_query_set(&root, &req, &mut || Ok(gen.clone()), &SilentReporter).unwrap();
-    let other_binary = Generator {
+    let other_dirty_binary = Generator {
         sha256: "1".repeat(64),
+        dirty: true,
         ..s.queries.clone()
     };
     let other_commit = Generator {
         tsbs_commit: "0123456".into(),
         ..s.queries.clone()
     };
-    for other in [other_binary, other_commit] {
+    for other in [other_dirty_binary, other_commit] {
         let e = queryset::ensure_query_set(&root, &req, &mut || Ok(other.clone()), &SilentReporter)
             .unwrap_err();
         assert_eq!(e.exit_code(), 4, "{e}");
@@ -869,6 +873,21 @@ fn artifacts_from_another_generator_are_not_reused() {
             "{e:?}"
         );
     }
+    // Another build of the same clean commit: reused, and the difference said.
+    let rebuilt = Generator {
+        sha256: "3".repeat(64),
+        go_version: "go1.26.8".into(),
+        ..s.queries.clone()
+    };
+    let notes = Notes::default();
+    let again =
+        queryset::ensure_query_set(&root, &req, &mut || Ok(rebuilt.clone()), &notes).unwrap();
+    assert!(again.reused);
+    let said = notes.0.lock().unwrap().join("\n");
+    assert!(
+        said.contains("another build of TSBS commit 81d12c8") && said.contains("go1.26.8"),
+        "{said}"
+    );
     assert_eq!(s.query_runs(), 1);
     let again =
         queryset::ensure_query_set(&root, &req, &mut || Ok(gen.clone()), &SilentReporter).unwrap();
@@ -884,13 +903,34 @@ fn artifacts_from_another_generator_are_not_reused() {
         generatable: tsbsctl::product::data_formats(),
     };
     let other = Generator {
-        sha256: "2".repeat(64),
+        tsbs_commit: "0123456".into(),
         ..s.data.clone()
     };
     let e = dataset::ensure_generated(&ds, &greq, &mut || Ok(other.clone()), "t", &SilentReporter)
         .unwrap_err();
     assert_eq!(e.exit_code(), 4, "{e}");
     assert!(e.hint.as_deref().unwrap().contains("--regenerate"), "{e:?}");
+    // Trial 2 N2: the same commit built elsewhere (its binary embeds its paths) reuses the
+    // dataset; nothing is regenerated.
+    let rebuilt = Generator {
+        sha256: "2".repeat(64),
+        ..s.data.clone()
+    };
+    let notes = Notes::default();
+    let sf =
+        dataset::ensure_generated(&ds, &greq, &mut || Ok(rebuilt.clone()), "t", &notes).unwrap();
+    assert!(sf.reused);
+    assert_eq!(sf.generator.binary_sha256, s.data.sha256, "provenance kept");
+    assert!(
+        notes
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|n| n.contains("another build")),
+        "{:?}",
+        notes.0.lock().unwrap()
+    );
     let mut none = || -> tsbsctl::error::Result<Generator> {
         Err(tsbsctl::error::Error::invalid("no environment"))
     };
@@ -1594,4 +1634,25 @@ fn timescaledb_is_a_format_of_the_same_dataset_and_verifies() {
         .says("cannot be generated")
         .says("influx, timescaledb")
         .says("use --format influx or --format timescaledb");
+}
+
+/// A reporter that keeps what it is told.
+#[derive(Default)]
+struct Notes(std::sync::Mutex<Vec<String>>);
+
+impl tsbsctl::output::Reporter for Notes {
+    fn info(&self, msg: &str) {
+        self.0.lock().unwrap().push(msg.to_string());
+    }
+    fn warn(&self, msg: &str) {
+        self.0.lock().unwrap().push(msg.to_string());
+    }
+    fn progress(
+        &self,
+        _: &str,
+        _: Option<u64>,
+        _: tsbsctl::output::Unit,
+    ) -> Box<dyn tsbsctl::output::Progress> {
+        Box::new(tsbsctl::output::NoProgress)
+    }
 }

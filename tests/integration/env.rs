@@ -461,7 +461,10 @@ fn a_failed_build_keeps_its_log_and_names_it() {
     w.publish(GO);
     w.set_knobs(json!({"fail_build": ["tsbs_load_influx3"]}));
     let run = w.env.run_json(&["env", "prepare", "--go-version", GO]);
-    run.code(1).says("build.log");
+    // Trial 2 N17: the cause is in the error itself, not only in the log.
+    run.code(1)
+        .says("build.log")
+        .says("undefined: brokenByTestbedKnob");
     let log = std::fs::read_to_string(w.tsbs_dir().join("build.log")).unwrap();
     assert!(log.contains("brokenByTestbedKnob"), "{log}");
     assert!(log.contains("./cmd/tsbs_load_influx3"), "{log}");

@@ -600,3 +600,79 @@ fn the_readme_flow_commands_parse() {
     assert_eq!(shown.iter().filter(|s| *s == "bench greptimedb").count(), 3);
     assert_eq!(shown.iter().filter(|s| *s == "bench influxdb3").count(), 2);
 }
+
+/// Trial 2, README problem 8: the smoke variant of the "For people" block sits right under it,
+/// one line per step; every command in it parses, it has every step, and its dataset id comes
+/// from a command (run here as written), not pasted.
+#[test]
+fn the_readme_smoke_block_parses_and_gets_its_dataset_id_by_a_command() {
+    use clap::Parser;
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let people = readme
+        .find("## For people: the same flow as commands")
+        .expect("README has the For people section");
+    let next = people + readme[people + 3..].find("\n## ").unwrap() + 3;
+    let section = &readme[people..next];
+    let start = section
+        .find("### The same flow on the smoke dataset")
+        .expect("the smoke block is in the For people section");
+    let block = &section[start..];
+    let block = &block[block.find("```sh").unwrap() + 5..];
+    let block = &block[..block.find("```").unwrap()];
+    let mut shown = Vec::new();
+    let mut id_line = None;
+    for line in block.lines().filter(|l| !l.trim().is_empty()) {
+        if line.starts_with("D=$(") {
+            id_line = Some(line.split(" && ").next().unwrap().to_string());
+        }
+        for part in line.split(" && ") {
+            let part = part.trim();
+            let part = part
+                .strip_prefix("D=$(")
+                .map(|p| p.split(" | ").next().unwrap())
+                .unwrap_or(part);
+            let Some(rest) = part.strip_prefix("$T ") else {
+                continue;
+            };
+            let rest = rest.replace("$D", "cpu-only-s10-c3a7d38f3a2a");
+            let mut words = shlex::split(&rest).unwrap_or_else(|| panic!("cannot split {part:?}"));
+            words.insert(0, "tsbsctl".into());
+            if let Err(e) = tsbsctl::cli::Cli::try_parse_from(&words) {
+                panic!("README command does not parse: {part}\n{e}");
+            }
+            shown.push(words[1..3.min(words.len())].join(" "));
+        }
+    }
+    for step in [
+        "env prepare",
+        "greptimedb prepare",
+        "influxdb3 prepare",
+        "influxdb3 activate",
+        "data prepare",
+        "data generate",
+        "data verify",
+        "bench greptimedb",
+        "bench influxdb3",
+        "runs report",
+    ] {
+        assert!(shown.iter().any(|s| s == step), "{step} missing: {shown:?}");
+    }
+    assert_eq!(shown.iter().filter(|s| *s == "bench greptimedb").count(), 3);
+    // The id line, run as written with the real binary on an empty root.
+    let id_line = id_line.expect("D is set by a command");
+    let env = TestEnv::new();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{id_line} && printf %s \"$D\""))
+        .env("T", tsbsctl_bin())
+        .env("TSBSCTL_ROOT", &env.root)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "cpu-only-s10-c3a7d38f3a2a",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

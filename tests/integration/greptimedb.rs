@@ -946,6 +946,26 @@ fn a_compaction_killed_or_interrupted_after_its_flush_leaves_the_state_unknown()
         let signalled = Instant::now();
         let out = child.wait_with_output().unwrap();
         let took = signalled.elapsed();
+        // Trial 2 N15: `runs list` showed the killed run "as loaded", the Ctrl-C'd one
+        // "maintenance interrupted"; both say the state is unknown, before and after the run
+        // is opened (and recorded as interrupted).
+        for _ in 0..2 {
+            let l = w.run(&["runs", "list", "--json"]);
+            let e = l.json()["data"]["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["run_dir"].as_str() == dir.to_str())
+                .cloned()
+                .unwrap();
+            assert_eq!(
+                e["data_state"], "maintenance interrupted: state unknown",
+                "{signal} {e}"
+            );
+            assert_eq!(e["status"], "interrupted", "{e}");
+            let show = w.run(&["runs", "show", dir.to_str().unwrap()]);
+            show.ok().says("maintenance interrupted: state unknown");
+        }
         let mt = w.gt.manifest("g1")["data_state"]["maintenance"].clone();
         let last = mt.as_array().unwrap().last().unwrap().clone();
         if signal == libc::SIGINT {

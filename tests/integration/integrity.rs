@@ -467,9 +467,24 @@ fn rerun_refuses_another_data_state_defect_10() {
     let m = read_json(&run_dir(&r).join("manifest.json"));
     assert_eq!(m["flags"]["accept_data_state"], "after-manual-compaction");
     assert_eq!(m["data_state"]["label"], "after manual compaction");
-    // a new workspace is loaded afresh: the same state as the original
+    // a new workspace is loaded afresh: the same state as the original.
+    // Trial 2 N10: it was always prepared on port 4000; it gets ports no workspace uses and
+    // nothing listens on (here 4000 is taken, by this listener or by whoever holds it).
+    let _busy = std::net::TcpListener::bind(("127.0.0.1", 4000));
     w.run(&["runs", "rerun", &run_id, "--database-id", "fresh"])
         .ok();
+    let fresh = w.gt.manifest("fresh");
+    let g1 = w.gt.manifest("g1");
+    let fresh_ports: Vec<u64> = fresh["ports"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|p| p.as_u64().unwrap())
+        .collect();
+    assert!(!fresh_ports.contains(&4000), "{fresh}");
+    for p in g1["ports"].as_object().unwrap().values() {
+        assert!(!fresh_ports.contains(&p.as_u64().unwrap()), "{fresh} {g1}");
+    }
 }
 
 /// Issue 16 #4: the hold token and the licence e-mail cannot both come from stdin.
@@ -488,4 +503,82 @@ fn hold_token_stdin_and_license_email_stdin_exclude_each_other_defect_4() {
     ])
     .code(2)
     .says("cannot both read stdin");
+}
+
+/// Trial 2 N4 (#8): an edited seed in dataset.json made a query set from the wrong spec with
+/// exit 0; `bench` refuses it as `data verify` does (exit 4), before a run or a query set
+/// exists.
+#[test]
+fn bench_checks_dataset_json_like_data_verify_n4() {
+    let w = world();
+    w.bench_ok("load", &[]);
+    let file = w.gt.env.root.join("datasets/tiny/dataset.json");
+    let original = std::fs::read_to_string(&file).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&original).unwrap();
+    let seed = v["spec"]["seed"].as_i64().unwrap();
+    v["spec"]["seed"] = serde_json::json!(seed + 1);
+    std::fs::write(&file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let runs = w.gt.env.root.join("greptimedb/runs");
+    let sets = w.gt.env.root.join("queries/tiny");
+    let count = |d: &std::path::Path| std::fs::read_dir(d).map(|r| r.count()).unwrap_or(0);
+    let (runs_before, sets_before) = (count(&runs), all_files(&sets).len());
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "g1",
+        "--query-type",
+        "lastpoint",
+    ]);
+    r.code(4)
+        .says("does not match its stored spec")
+        .says(&format!("seed={}", seed + 1));
+    assert_eq!(count(&runs), runs_before);
+    assert_eq!(all_files(&sets).len(), sets_before);
+    std::fs::write(&file, original).unwrap();
+    w.bench("query", &["--query-type", "lastpoint"]).ok();
+}
+
+/// Trial 2 N2: each state root builds its own TSBS, and a build embeds its paths, so another
+/// root's generator never had the same checksum: a dataset shared with `--dataset-root` was
+/// refused (exit 4). The same TSBS commit reuses it, with a note, and nothing is regenerated.
+#[test]
+fn a_dataset_root_is_shared_by_roots_with_their_own_tsbs_builds_n2() {
+    let w = world();
+    w.bench_ok("load", &[]);
+    let shared = w.gt.env.root.join("datasets");
+    let data = shared.join("tiny/formats/influx/manifest.json");
+    let before = std::fs::read(&data).unwrap();
+    // Builds name their checkout, as the real go's do without -trimpath.
+    w.tool_knobs("go", serde_json::json!({"embed_source_path": true}));
+    let mut b = TestEnv::new();
+    b.envs = w.gt.env.envs.clone();
+    b.run(&["env", "prepare"]).ok();
+    let sha = |root: &std::path::Path| {
+        let cur = read_json(&root.join("environment/current.json"));
+        let key = cur["key"].as_str().unwrap().to_string();
+        read_json(
+            &root
+                .join("environment/tsbs")
+                .join(key)
+                .join("manifest.json"),
+        )["binaries"]["tsbs_generate_data"]["sha256"]
+            .clone()
+    };
+    assert_ne!(
+        sha(&w.gt.env.root),
+        sha(&b.root),
+        "two builds, two checksums"
+    );
+    let mut args = vec!["data", "generate", "--format", "influx"];
+    args.extend(tiny());
+    args.extend(["--dataset-root", shared.to_str().unwrap()]);
+    let r = b.run(&args);
+    r.ok().says("another build of TSBS commit");
+    assert_eq!(
+        std::fs::read(&data).unwrap(),
+        before,
+        "reused, not regenerated"
+    );
 }

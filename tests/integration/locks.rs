@@ -208,6 +208,14 @@ fn manual_hold_token_wrong_token_and_force_unlock() {
     let env = TestEnv::new();
     let dir = workspace(&env, "greptimedb", "manual-1");
 
+    // Trial 2 N17: a reason with a newline or an escape sequence was echoed raw.
+    for bad in ["two\nlines", "\u{1b}[31mRED\u{1b}[0m"] {
+        env.run(&["workspace", "lock", "manual-1", "--reason", bad])
+            .code(2)
+            .says("control character");
+        assert!(!dir.join(".hold.json").exists());
+    }
+
     let r = env.run_json(&[
         "workspace",
         "lock",
@@ -235,6 +243,13 @@ fn manual_hold_token_wrong_token_and_force_unlock() {
     .unwrap_err();
     assert_eq!(e.exit_code(), 3);
     assert!(e.message.contains("tuning SST size"), "{}", e.message);
+    // Trial 2 N9: the hint told people to put the token on the command line.
+    let hint = e.hint.clone().unwrap_or_default();
+    assert!(
+        hint.contains("--hold-token-env TSBSCTL_HOLD_TOKEN")
+            && !hint.contains("--hold-token TOKEN"),
+        "{hint}"
+    );
     let with_token = LockOptions {
         wait: None,
         hold_token: Some(lock::HoldToken::Given(token.clone())),
@@ -277,6 +292,33 @@ fn manual_hold_token_wrong_token_and_force_unlock() {
     env.run(&["workspace", "unlock", "manual-1", "--force"])
         .code(2)
         .says("no manual hold");
+
+    // Trial 2 N9: the lock's output shows the token once but never tells anyone to put it
+    // on a command line; what it says to do works.
+    let r = env.run(&["workspace", "lock", "manual-1"]);
+    r.ok().says("--hold-token-env TSBSCTL_HOLD_TOKEN");
+    let token = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Token: "))
+        .unwrap_or_else(|| panic!("no token\n{}", r.describe()))
+        .to_string();
+    for l in r.stdout.lines().filter(|l| l.contains(&token)) {
+        assert!(!l.contains("--hold-token "), "{l}");
+    }
+    let mut with_var = TestEnv::new();
+    with_var.root = env.root.clone();
+    with_var.env("TSBSCTL_HOLD_TOKEN", &token);
+    with_var
+        .run(&[
+            "workspace",
+            "unlock",
+            "manual-1",
+            "--hold-token-env",
+            "TSBSCTL_HOLD_TOKEN",
+        ])
+        .ok();
+    assert!(!dir.join(".hold.json").exists());
 
     // A lost token: --force releases.
     env.run(&["workspace", "lock", "manual-1"]).ok();

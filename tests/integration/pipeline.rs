@@ -537,6 +537,9 @@ fn defect_19_runs_on_read_only_media_can_be_shown_compared_and_reported() {
     .unwrap();
     r.ok();
     assert!(out.join("report.html").is_file());
+    // Trial 2 N17: without --out the OS error came with no hint.
+    let r = on_read_only_root(&w, &["runs", "report", a.to_str().unwrap()]).unwrap();
+    r.code(1).says("pass --out DIR");
 
     let r = on_read_only_root(
         &w,

@@ -694,6 +694,15 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
     assert_eq!(s2["baseline_label"], "InfluxDB 3 Enterprise 3.11.1");
     assert_eq!(s2["queries"][0]["cells"][1]["ratio"], 1.0);
     assert!(out.join("report.html").is_file() && out.join("summary.md").is_file());
+    // Trial 2 N11: a report over it again replaced a summary.md edited by hand.
+    std::fs::write(out.join("summary.md"), "my notes\n").unwrap();
+    w.run(&["runs", "report", p(&dg), "--out", p(&out)])
+        .code(2)
+        .says("summary.md changed since tsbsctl wrote it");
+    assert_eq!(
+        std::fs::read_to_string(out.join("summary.md")).unwrap(),
+        "my notes\n"
+    );
 
     // compare stays within one product.
     w.run(&[

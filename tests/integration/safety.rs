@@ -248,14 +248,20 @@ fn defect_3_result_file_never_replaces_state_and_an_unwritable_one_fails() {
         .code(2)
         .says("is a directory");
     // One that cannot be written is an error, not a warning with exit 0 (#23).
+    w.run(&["greptimedb", "list", "--result-file", "/proc/result.json"])
+        .code(1)
+        .says("could not write --result-file");
+    // Trial 2 N12: a missing directory is refused (exit 2), not created.
+    let missing = w.env.path().join("no/such/dir/x.json");
     w.run(&[
         "greptimedb",
         "list",
         "--result-file",
-        "/proc/nonexistent/result.json",
+        missing.to_str().unwrap(),
     ])
-    .code(1)
-    .says("could not write --result-file");
+    .code(2)
+    .says("does not exist");
+    assert!(!w.env.path().join("no").exists());
     // A good one is written.
     let good = w.env.path().join("result.json");
     w.run(&[
@@ -404,12 +410,53 @@ fn defect_20_repair_hints_point_at_the_repair_that_works() {
     let r = w.run(&["greptimedb", "verify", "--database-id", "b"]);
     r.code(4)
         .says(&format!("install --version {STABLE} --reinstall"));
+    // Trial 2 #20 b: the hint said the reinstall twice.
+    assert_eq!(
+        r.stderr.matches("--reinstall").count(),
+        1,
+        "{}",
+        r.describe()
+    );
     assert!(
         !r.stderr.contains("prepare a new workspace"),
         "{}",
         r.describe()
     );
+    // Trial 2 #20 b: the same edit let a run start; the server is refused (exit 4).
+    let r = w.run(&["greptimedb", "serve", "--database-id", "b"]);
+    r.code(4)
+        .says("installation record")
+        .says(&format!("install --version {STABLE} --reinstall"));
     std::fs::write(&inst, saved).unwrap();
+    // Trial 2 #20 a: a version edited to one that is not installed was "not installed"
+    // (exit 1, hint: install it); it is the integrity error naming the version to restore.
+    edit_json(
+        &w.ws_dir("b").join("manifest.json"),
+        "version",
+        json!("9.9.9"),
+    );
+    let r = w.run(&["greptimedb", "serve", "--database-id", "b"]);
+    r.code(4)
+        .says("9.9.9, which is not installed")
+        .says(&format!("set \"version\" back to \"{STABLE}\""));
+    assert!(
+        !r.stderr.contains("install --version 9.9.9"),
+        "{}",
+        r.describe()
+    );
+    edit_json(
+        &w.ws_dir("b").join("manifest.json"),
+        "version",
+        json!(STABLE),
+    );
+    // Trial 2 N3: a file beside the binary changed: refused before the server starts.
+    let lib = w.install_dir(STABLE).join("extra.txt");
+    std::fs::write(&lib, "evil").unwrap();
+    w.run(&["greptimedb", "serve", "--database-id", "b"])
+        .code(4)
+        .says("changed since it was installed")
+        .says("nothing was started");
+    std::fs::remove_file(&lib).unwrap();
     // (c) An unreadable workspace manifest: never `remove` (it deletes the data).
     let m = w.ws_dir("c").join("manifest.json");
     let mut bytes = std::fs::read(&m).unwrap();
@@ -494,7 +541,10 @@ fn defect_30_wording_and_flag_nits() {
     .says("is not in 0..=604800");
     // A zero HTTP timeout has no meaning.
     w.env.env("TSBSCTL_HTTP_TIMEOUT_SECS", "0");
+    // Trial 2 N14: it left the install's lock file behind; an exit 2 changes nothing.
+    let before = all_files(&w.env.root);
     w.run(&["greptimedb", "install", "--version", OLD])
         .code(2)
         .says("TSBSCTL_HTTP_TIMEOUT_SECS=0 has no meaning");
+    assert_eq!(all_files(&w.env.root), before);
 }

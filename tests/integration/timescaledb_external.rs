@@ -71,7 +71,8 @@ fn password_server(env: &TestEnv, id: &str) -> PasswordServer {
     let hba = ws_dir(env, id).join("data/pg_hba.conf");
     std::fs::write(
         &hba,
-        "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\nhost all all ::1/128 scram-sha-256\n",
+        // `nosuchrole` gets in without a password, so the server says the role is unknown.
+        "local all all trust\nhost all nosuchrole 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 scram-sha-256\nhost all all ::1/128 scram-sha-256\n",
     )
     .unwrap();
     admin.batch_execute("SELECT pg_reload_conf()").unwrap();
@@ -169,10 +170,21 @@ fn an_external_server_with_a_password() {
         .says("password authentication failed for user \"bench\"")
         .says("--password-env");
     assert!(!r.stdout.contains("not-the-password") && !r.stderr.contains("not-the-password"));
-    // The variable named but not set.
+    // The variable named but not set (trial 2 N17: it is a password, not a token).
     bench(&env, &url, &a)
         .code(2)
-        .says(&format!("environment variable {VAR} is not set"));
+        .says(&format!("environment variable {VAR} is not set"))
+        .says(&format!("export {VAR}=<password>"));
+    // Trial 2 N17: an unknown role was hinted as a missing password; a refused connection
+    // had no hint.
+    let nosuch = format!("postgres://nosuchrole@127.0.0.1:{}/tsbs_ext", srv.port);
+    let r = bench(&env, &nosuch, &pg);
+    r.code(2)
+        .says("does not exist")
+        .says("the user (role) in --url");
+    assert!(!r.stderr.contains("wants a password"), "{}", r.describe());
+    let closed = format!("postgres://bench@127.0.0.1:{}/tsbs_ext", free_port_block(1));
+    bench(&env, &closed, &pg).code(1).says("nothing listens at");
     // A password inside the URL is refused without being repeated.
     let inline = format!("postgres://bench:{secret}@127.0.0.1:{}/tsbs_ext", srv.port);
     let r = bench(&env, &inline, &pg);

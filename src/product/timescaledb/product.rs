@@ -536,6 +536,9 @@ impl Product for TimescaleDb {
     fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
         Some((None, None))
     }
+    fn secret_word(&self) -> &'static str {
+        "password"
+    }
     fn bench_caps(&self) -> BenchCaps {
         BenchCaps {
             hypertables: self.mode == Mode::Timescaledb,

@@ -220,12 +220,26 @@ pub fn connect(t: &Target, timeout: Duration) -> Result<Client> {
         // The client's own refusal to connect without the password the server asked for.
         let no_password = e.as_db_error().is_none() && describe(&e).contains("password missing");
         if login || no_password {
-            let hint = if t.password.is_some() {
+            let db = e.as_db_error();
+            let code = db.map(|d| d.code().code()).unwrap_or("");
+            let text = db.map(|d| d.message()).unwrap_or("");
+            // Each refusal its own remedy (trial 2 N17: an unknown role was hinted as a
+            // missing password).
+            let hint = if code == "28000" && text.contains("role") && text.contains("does not exist") {
+                "the user (role) in --url does not exist on that server: check the name in postgres://USER@HOST:PORT/DB, or create the role"
+            } else if code == "28000" {
+                "the server's pg_hba.conf does not let this user connect from here (this host, database or method): ask its administrator, or check --url"
+            } else if t.password.is_some() {
                 "check the user in --url and the password in the variable --password-env names"
             } else {
                 "the server wants a password: put it in an environment variable and name it with --password-env VAR"
             };
             Error::invalid(msg).with_hint(hint)
+        } else if describe(&e).to_lowercase().contains("connection refused") {
+            Error::failed(msg).with_hint(format!(
+                "nothing listens at {}: is the server running, and are the host and port in --url right?",
+                t.display()
+            ))
         } else {
             Error::failed(msg)
         }

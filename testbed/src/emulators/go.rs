@@ -9,7 +9,8 @@
 //!   `gotool::load_knobs` (missing file or section = defaults; an unknown key: exit 2): `version_output` (string printed instead), `devel` (print a
 //!   devel build line), `version_exit_code`, `fail_build` (true, or a list of tool names),
 //!   `build_delay_ms`, `record` (a file that gets one JSON line per call: args, cwd, full
-//!   environment).
+//!   environment), `embed_source_path` (the built file names the checkout it was built from,
+//!   as the real go does without `-trimpath`: builds in two places differ).
 //!
 //! What `go build` writes is a wrapper script for the TSBS tool of the same name (another
 //! emulator) with the same `TESTBED_KNOBS` baked in, so a test steers each built tool through
@@ -35,6 +36,7 @@ struct Knobs {
     fail_build: FailBuild,
     build_delay_ms: u64,
     record: Option<PathBuf>,
+    embed_source_path: bool,
 }
 
 /// `fail_build`: `true` (every build) or the names of the tools whose builds fail.
@@ -271,7 +273,8 @@ fn build(knobs: &Knobs, args: &[String]) -> i32 {
         }
         None => cwd.join(tool),
     };
-    match write_tool(&target, tool) {
+    let source = knobs.embed_source_path.then_some(cwd.as_path());
+    match write_tool(&target, tool, source) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("go: copying {}: {e}", target.display());
@@ -308,14 +311,17 @@ fn check_cache() -> Result<(), String> {
     }
 }
 
-fn write_tool(target: &Path, tool: &str) -> std::io::Result<()> {
+fn write_tool(target: &Path, tool: &str, source: Option<&Path>) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let knobs = std::env::var("TESTBED_KNOBS").ok();
     let env: Vec<(&str, &str)> = knobs
         .as_deref()
         .map(|k| vec![("TESTBED_KNOBS", k)])
         .unwrap_or_default();
-    let script = crate::wrapper_script(tool, &env);
+    let mut script = crate::wrapper_script(tool, &env);
+    if let Some(src) = source {
+        script.push_str(&format!("\n# built from {}\n", src.display()));
+    }
     let tmp = target.with_file_name(format!(
         ".{}.go-build-{}",
         target.file_name().unwrap_or_default().to_string_lossy(),
