@@ -178,11 +178,50 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
         }
         GreptimedbCmd::List => dbcmd::list_cmd(ctx, &p),
         GreptimedbCmd::Inspect(a) => dbcmd::inspect_cmd(ctx, &p, a),
-        GreptimedbCmd::Verify(a) => dbcmd::verify_cmd(ctx, &p, a),
+        GreptimedbCmd::Verify(a) => {
+            let id = a.database_id.clone();
+            let mut out = dbcmd::verify_cmd(ctx, &p, a)?;
+            // verify starts no server: what the last query run saw, and how to look now.
+            if let Some((run, n, bytes)) = last_orphans(ctx, &id) {
+                out.data["orphans_last_seen"] =
+                    json!({"run_id": run, "sst_files": n, "bytes": bytes});
+                if n > 0 {
+                    out.human.push_str(&format!(
+                        "the last query run ({run}) found {n} SST file(s){} on storage that no manifest lists (outputs of compactions a stop threw away); `tsbsctl greptimedb orphans --database-id {id}` lists them now and removes them with --remove\n",
+                        bytes.map_or(String::new(), |b| format!(
+                            " ({})",
+                            crate::render::bytes(minijinja::Value::from(b))
+                        ))
+                    ));
+                }
+            }
+            Ok(out)
+        }
         GreptimedbCmd::Remove(a) => dbcmd::remove_cmd(ctx, &p, a),
         GreptimedbCmd::Serve(a) => dbcmd::serve_cmd(ctx, &p, a),
         GreptimedbCmd::Orphans(a) => orphans_cmd(ctx, a),
     }
+}
+
+/// The orphan SST files the newest query run of workspace `id` recorded: (run id, files,
+/// bytes). `None`: no run of it recorded them (older versions cannot say).
+fn last_orphans(ctx: &Ctx, id: &str) -> Option<(String, u64, Option<u64>)> {
+    crate::runlist::list(&ctx.root).into_iter().find_map(|e| {
+        let crate::runlist::ListEntry::Run(r) = e else {
+            return None;
+        };
+        if r.product != "greptimedb" || r.database_id.as_deref() != Some(id) {
+            return None;
+        }
+        let text = std::fs::read_to_string(r.run_dir.join("summary.json")).ok()?;
+        let s: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let loc = &s["data_location"];
+        Some((
+            r.run_id.clone(),
+            loc["orphan_files"].as_u64()?,
+            loc["orphan_bytes"].as_u64(),
+        ))
+    })
 }
 
 /// `orphans [--remove]`: the server's own list (its manifests against its storage), taken

@@ -766,11 +766,24 @@ fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
         md.contains("of the table are on storage but in no manifest"),
         "{md}"
     );
+    assert!(
+        md.contains("`tsbsctl greptimedb orphans --database-id g1` names them all"),
+        "{md}"
+    );
     let loc = &s["data_location"];
     assert!(loc["orphan_files"].as_u64().unwrap() >= 1, "{loc}");
     let p0 = loc["orphan_paths"][0].as_str().unwrap();
     assert!(p0.starts_with("data/greptime/benchmark/1024/"), "{p0}");
     assert!(loc["orphan_bytes"].as_u64().unwrap() > 0, "{loc}");
+    // verify (no server) says what the last query run found, and how to look now.
+    let v = w.run(&["greptimedb", "verify", "--database-id", "g1"]);
+    v.ok();
+    assert!(
+        v.stdout.contains("SST file(s)")
+            && v.stdout.contains("greptimedb orphans --database-id g1"),
+        "{}",
+        v.stdout
+    );
     // The server names them, and they are removed with it stopped (C8, F10).
     let r = w.run(&["greptimedb", "orphans", "--database-id", "g1", "--json"]);
     r.ok();

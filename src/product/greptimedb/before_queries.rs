@@ -265,7 +265,7 @@ fn data_location(ctx: &mut dyn OpCtx, flushed: bool, table_id: Option<u64>) -> R
     }
     if let Some(n) = v["orphan_files"].as_u64().filter(|n| *n > 0) {
         ctx.reporter().warn(&format!(
-            "{n} SST file(s) of table {TABLE} are on storage but in no manifest (outputs of compactions a stop threw away); `tsbsctl greptimedb verify --database-id {}` names them",
+            "{n} SST file(s) of table {TABLE} are on storage but in no manifest (outputs of compactions a stop threw away); `tsbsctl greptimedb orphans --database-id {}` names them and removes them with --remove",
             ctx.database_id()
         ));
     }
