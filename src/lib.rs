@@ -22,6 +22,7 @@ pub mod filelock;
 pub mod fsutil;
 pub mod gotime;
 pub mod hash;
+pub mod http;
 pub mod ids;
 pub mod install;
 pub mod interrupt;

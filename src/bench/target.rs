@@ -718,16 +718,7 @@ fn version_override(
 /// The external-probe client, built once per process (a blocking client starts a runtime
 /// thread). Unlike the admin client it honours proxies: an external server may sit behind one.
 fn client() -> Result<reqwest::blocking::Client> {
-    static CLIENT: std::sync::OnceLock<reqwest::blocking::Client> = std::sync::OnceLock::new();
-    if let Some(c) = CLIENT.get() {
-        return Ok(c.clone());
-    }
-    let c = reqwest::blocking::Client::builder()
-        .timeout(std::time::Duration::from_secs(10))
-        .connect_timeout(std::time::Duration::from_secs(5))
-        .build()
-        .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))?;
-    Ok(CLIENT.get_or_init(|| c).clone())
+    crate::http::external()
 }
 
 /// Health and version of every external URL; different versions across URLs are refused.

@@ -317,15 +317,15 @@ fn bearer(token: &str, reporter: &dyn crate::output::Reporter) -> Option<HeaderV
 }
 
 fn build_client(timeout: Duration) -> Result<Client> {
-    Client::builder()
-        .user_agent(format!("tsbsctl/{}", crate::VERSION))
-        .connect_timeout(timeout)
-        // The blocking client applies this to the wait for headers and to every read: an
-        // idle timeout, not a limit on the whole transfer.
-        .timeout(timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| Error::failed(format!("could not set up the HTTP client: {e}")))
+    crate::http::build(
+        Client::builder()
+            .user_agent(format!("tsbsctl/{}", crate::VERSION))
+            .connect_timeout(timeout)
+            // The blocking client applies this to the wait for headers and to every read: an
+            // idle timeout, not a limit on the whole transfer.
+            .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none()),
+    )
 }
 
 fn env_number(name: &str) -> Result<Option<u64>> {

@@ -47,13 +47,7 @@ impl GreptimeDb {
     /// client timeout cuts it short (only the connect has one). Callers run it on a thread and
     /// watch Ctrl-C.
     pub fn maintenance_sql(&self, endpoint: &str, db: Option<&str>, sql: &str) -> Result<Value> {
-        let client = reqwest::blocking::Client::builder()
-            .no_proxy()
-            .timeout(None)
-            .connect_timeout(std::time::Duration::from_secs(5))
-            .build()
-            .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))?;
-        Self::sql_with(&client, endpoint, db, sql)
+        Self::sql_with(&crate::http::local(None)?, endpoint, db, sql)
     }
 
     fn sql_with(

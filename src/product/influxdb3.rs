@@ -986,12 +986,7 @@ pub fn persisted_files(req: &CountRequest) -> crate::product::Persisted {
 
 /// The client of a count's requests: no proxy, `timeout` per request.
 fn count_client(timeout: std::time::Duration) -> Result<reqwest::blocking::Client> {
-    reqwest::blocking::Client::builder()
-        .no_proxy()
-        .timeout(timeout)
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .build()
-        .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))
+    crate::http::local(Some(timeout))
 }
 
 fn count_once(

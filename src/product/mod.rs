@@ -846,16 +846,7 @@ pub fn admin_timeout() -> Result<std::time::Duration> {
 /// statements of one command share the same policy. A clone shares the connection pool.
 pub fn admin_client() -> Result<reqwest::blocking::Client> {
     static CLIENT: std::sync::OnceLock<reqwest::blocking::Client> = std::sync::OnceLock::new();
-    if let Some(c) = CLIENT.get() {
-        return Ok(c.clone());
-    }
-    let c = reqwest::blocking::Client::builder()
-        .no_proxy()
-        .timeout(admin_timeout()?)
-        .connect_timeout(std::time::Duration::from_secs(5))
-        .build()
-        .map_err(|e| Error::failed(format!("could not build an HTTP client: {e}")))?;
-    Ok(CLIENT.get_or_init(|| c).clone())
+    crate::http::local_shared(&CLIENT, admin_timeout()?)
 }
 
 #[cfg(test)]

@@ -551,11 +551,7 @@ impl Server {
             return command_ready(program, args, Duration::from_secs(2));
         }
         if self.http.is_none() {
-            self.http = reqwest::blocking::Client::builder()
-                .timeout(Duration::from_secs(2))
-                .no_proxy()
-                .build()
-                .ok();
+            self.http = crate::http::local(Some(Duration::from_secs(2))).ok();
         }
         let Some(http) = self.http.as_ref() else {
             return false;
