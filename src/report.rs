@@ -1348,7 +1348,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         human.push_str(&format!("Not strictly comparable: {w}\n"));
     }
     human.push_str(&format!(
-        "Report {id}: {} run(s), baseline {}\nDirectory: {}\nHTML: {}\nMarkdown: {}\n",
+        "Report of {} run(s) (id {id}), baseline {}\nDirectory: {}\nHTML: {}\nMarkdown: {}\n",
         loaded.len(),
         summary.baseline_label,
         dir.display(),
