@@ -18,6 +18,16 @@ pub const READ_BUF: usize = 2 << 20;
 /// overlap (the hash runs on a helper thread), so the read is hidden behind the hash.
 pub fn sha256_file(path: &Path, progress: &dyn Progress) -> Result<(String, u64)> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
+    sha256_open(&mut file, path, progress)
+}
+
+/// [`sha256_file`] of a file already open (read from its current offset to its end); `path`
+/// names it in errors.
+pub fn sha256_open(
+    file: &mut std::fs::File,
+    path: &Path,
+    progress: &dyn Progress,
+) -> Result<(String, u64)> {
     if let Ok(meta) = file.metadata() {
         progress.set_total(meta.len());
     }

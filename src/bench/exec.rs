@@ -1,7 +1,8 @@
 //! Running one TSBS tool: its own process group (dies with tsbsctl; see [`crate::proc`]), stdout and stderr merged
-//! into one log that starts with the redacted command line, a dataset streamed to stdin when
-//! asked (hashed on its way, so a run records the bytes the tool read), and a watch loop that
-//! stops the tool on Ctrl-C or when the server it talks to dies. An [`Observer`] sees the log's
+//! into one log that starts with the redacted command line, its input (a file it reads itself,
+//! watched so a run can prove the bytes it read, or a compressed dataset streamed to stdin and
+//! hashed on its way; see [`Input`]), and a watch loop that stops the tool on Ctrl-C, when the
+//! server it talks to dies, or when its input file changes. An [`Observer`] sees the log's
 //! new lines as the tool writes them (progress, stalls) without sitting in the tool's output
 //! path: the tool writes straight to the log file, tsbsctl only tails it.
 
@@ -14,6 +15,8 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::proc::Waited;
 use crate::tsbs::TsbsCommand;
+
+use super::inputfile::WatchedFile;
 
 /// SIGTERM to a stopped tool's group, then this long before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -29,12 +32,29 @@ pub enum ToolEnd {
     ServerGone(String),
     /// The observer asked to stop the tool (e.g. a stall with `--on-stall stop`).
     Stopped(String),
+    /// The file the tool was reading changed (in words); the tool was stopped.
+    InputChanged(String),
 }
 
-/// What was streamed to the tool's stdin.
+/// What a tool reads besides its flags.
+pub enum Input {
+    /// Nothing: stdin is /dev/null.
+    None,
+    /// A stream copied into its stdin and hashed on the way (a compressed dataset, which
+    /// must be decompressed between the file and the tool).
+    Stream(Box<dyn Read + Send>),
+    /// A file the tool opens itself (`--file`), watched while it runs; handed back in
+    /// [`ToolRun::file`] for the proof of what it read.
+    File(WatchedFile),
+}
+
+/// What a tool read: a stream tsbsctl fed to its stdin, or a file it read itself.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Fed {
-    /// Bytes written to the tool.
+    /// How the bytes reached the tool: "stdin" (streamed and hashed by tsbsctl) or "file"
+    /// (the tool read the file itself; watched, hashed after).
+    pub read_by: &'static str,
+    /// Bytes written to the tool (a file: its size).
     pub bytes: u64,
     /// SHA-256 of every byte the source yielded, when it was read to its end.
     pub sha256: Option<String>,
@@ -42,6 +62,31 @@ pub struct Fed {
     pub complete: bool,
     /// Why the stream ended early (a read error, or the tool closed its stdin).
     pub error: Option<String>,
+    /// The file changed while the tool read it (in words): what it read is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed: Option<String>,
+    /// A file: how it was watched and what identified it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watch: Option<serde_json::Value>,
+}
+
+impl Fed {
+    /// The record of a file the tool read itself.
+    pub fn from_proof(p: super::inputfile::Proof) -> Fed {
+        Fed {
+            read_by: "file",
+            bytes: p.bytes,
+            complete: p.changed.is_none() && p.sha256.is_some(),
+            sha256: p.sha256,
+            error: None,
+            watch: Some(serde_json::json!({
+                "how": p.watch,
+                "identity": p.identity,
+                "hash_seconds": p.hash_seconds,
+            })),
+            changed: p.changed,
+        }
+    }
 }
 
 /// Sees a tool's log as it grows.
@@ -78,6 +123,8 @@ pub struct ToolRun {
     pub usage: Usage,
     /// What reached the tool's stdin, when a stream was given.
     pub fed: Option<Fed>,
+    /// The watched file it read, when one was given.
+    pub file: Option<WatchedFile>,
 }
 
 /// CPU time tsbsctl itself and the tool used while the tool ran (so overhead can be checked
@@ -98,16 +145,16 @@ fn rusage(who: libc::c_int) -> (f64, i64) {
     (t(u.ru_utime) + t(u.ru_stime), u.ru_maxrss)
 }
 
-/// Runs `cmd` from a private directory under `cwd` with its output in `log`. `stdin` is streamed to the tool when given.
+/// Runs `cmd` from a private directory under `cwd` with its output in `log`, reading `input`.
 /// `watch` is called about every 200 ms; `Some(reason)` stops the tool.
 pub fn run_tool(
     cmd: &TsbsCommand,
     cwd: &Path,
     log: &Path,
-    stdin: Option<Box<dyn Read + Send>>,
+    input: Input,
     watch: &mut dyn FnMut() -> Option<String>,
 ) -> Result<(ToolEnd, Usage)> {
-    let r = run_tool_observed(cmd, cwd, log, stdin, watch, &mut NoObserver)?;
+    let r = run_tool_observed(cmd, cwd, log, input, watch, &mut NoObserver)?;
     Ok((r.end, r.usage))
 }
 
@@ -127,7 +174,10 @@ fn feed(mut src: Box<dyn Read + Send>, mut dst: std::process::ChildStdin) -> Fed
         )
     };
     let mut pipe = crate::hash::HashPipe::new(crate::hash::Sha256::new());
-    let mut fed = Fed::default();
+    let mut fed = Fed {
+        read_by: "stdin",
+        ..Fed::default()
+    };
     loop {
         let mut buf = pipe.buffer(FEED_CHUNK);
         let n = match src.read(&mut buf) {
@@ -200,10 +250,15 @@ pub fn run_tool_observed(
     cmd: &TsbsCommand,
     cwd: &Path,
     log: &Path,
-    stdin: Option<Box<dyn Read + Send>>,
+    input: Input,
     watch: &mut dyn FnMut() -> Option<String>,
     observer: &mut dyn Observer,
 ) -> Result<ToolRun> {
+    let (stdin, mut watched) = match input {
+        Input::None => (None, None),
+        Input::Stream(s) => (Some(s), None),
+        Input::File(f) => (None, Some(f)),
+    };
     let (self0, _) = rusage(libc::RUSAGE_SELF);
     let (child0, _) = rusage(libc::RUSAGE_CHILDREN);
     let started = Instant::now();
@@ -241,6 +296,7 @@ pub fn run_tool_observed(
     enum Why {
         ServerGone(String),
         Observer(String),
+        InputChanged(String),
     }
     let waited = crate::proc::wait(
         &mut child,
@@ -252,6 +308,9 @@ pub fn run_tool_observed(
         &mut || {
             if let Some(reason) = watch() {
                 return Some(Why::ServerGone(reason));
+            }
+            if let Some(change) = watched.as_mut().and_then(WatchedFile::poll) {
+                return Some(Why::InputChanged(change));
             }
             tail.poll(observer);
             observer.tick().map(Why::Observer)
@@ -265,6 +324,7 @@ pub fn run_tool_observed(
         Waited::TimedOut => ToolEnd::Stopped("timed out".into()),
         Waited::Stopped(Why::ServerGone(r)) => ToolEnd::ServerGone(r),
         Waited::Stopped(Why::Observer(r)) => ToolEnd::Stopped(r),
+        Waited::Stopped(Why::InputChanged(r)) => ToolEnd::InputChanged(r),
     };
     tail.poll(observer);
     observer.done();
@@ -282,5 +342,10 @@ pub fn run_tool_observed(
         tsbsctl_max_rss_kib: rss,
         wall_seconds: started.elapsed().as_secs_f64(),
     };
-    Ok(ToolRun { end, usage, fed })
+    Ok(ToolRun {
+        end,
+        usage,
+        fed,
+        file: watched,
+    })
 }

@@ -20,6 +20,7 @@ mod conclude;
 pub mod exec;
 pub mod flags;
 pub mod footprint;
+pub mod inputfile;
 pub mod integrity;
 mod phases;
 pub mod preflight;

@@ -80,6 +80,107 @@ fn defect_7_a_dataset_rotted_in_place_is_caught_on_its_way_to_the_loader() {
     assert_eq!(summary(&dir2)["status"], "failed");
 }
 
+/// Issue 27: the loader reads an uncompressed dataset itself (`--file`: nothing of tsbsctl in
+/// the path whose throughput is measured), the run still records the hash of what it read,
+/// and a write to the file while it reads stops the load: exit 4, nothing bound.
+#[test]
+fn issue_27_the_loader_reads_the_file_itself_and_a_write_during_the_load_stops_it() {
+    let w = world();
+    let dir = w.bench_ok("load", &[]);
+    let data = PathBuf::from(summary(&dir)["dataset"]["data_path"].as_str().unwrap());
+    let evs = events(&dir);
+    let begun = evs
+        .iter()
+        .find(|e| e["step"] == "load" && e["status"] == "running")
+        .unwrap();
+    assert_eq!(begun["data"]["input"], "file", "{begun}");
+    let file_flag = format!("--file={}", data.display());
+    assert!(
+        begun["data"]["command"]
+            .as_str()
+            .unwrap()
+            .contains(&file_flag),
+        "the loader is given the file: {begun}"
+    );
+    let done = evs
+        .iter()
+        .find(|e| e["step"] == "load" && e["status"] == "completed")
+        .unwrap();
+    let input = &done["data"]["input"];
+    assert_eq!(input["read_by"], "file", "{input}");
+    assert_eq!(input["matches_manifest"], true, "{input}");
+    assert_eq!(
+        input["identity"].is_null(),
+        true,
+        "the identity sits under watch: {input}"
+    );
+    assert_eq!(
+        input["watch"]["identity"]["size"],
+        std::fs::metadata(&data).unwrap().len()
+    );
+
+    // A slow load, and a write to the dataset while the loader reads it.
+    w.tool_knobs("tsbs_load_greptime", json!({"batch_delay_ms": 30000}));
+    let runs = w.gt.env.root.join("greptimedb/runs");
+    let known: Vec<PathBuf> = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let mut args = vec![
+        "bench",
+        "greptimedb",
+        "load",
+        "--database-id",
+        "g1",
+        "--stop-timeout",
+        "5",
+        "--database-mode",
+        "reset",
+        "--confirm-reset",
+        "benchmark",
+        "--batch-size",
+        "10",
+    ];
+    args.extend(tiny());
+    let mut c = w.gt.env.cmd(&args);
+    c.stdout(Stdio::null()).stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    let mut run = None;
+    assert!(wait_until(Duration::from_secs(60), || {
+        run = std::fs::read_dir(&runs)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|d| !known.contains(d));
+        run.as_ref()
+            .is_some_and(|d| d.join("logs/load-001.log").exists())
+    }));
+    let run = run.unwrap();
+    let started = Instant::now();
+    rot_one_digit(&data, 100);
+    let out = crate::util::wait_bounded(child, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("changed while the loader read it"), "{err}");
+    assert!(err.contains("it was written to"), "{err}");
+    // Stopped at once, not after its 30 s batches.
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
+    let failed = events(&run)
+        .into_iter()
+        .find(|e| e["step"] == "load" && e["status"] == "failed")
+        .unwrap();
+    assert!(
+        failed["reason"].as_str().unwrap().contains("changed while"),
+        "{failed}"
+    );
+    assert!(w.ws()["binding"].is_null(), "{}", w.ws());
+}
+
 #[test]
 fn defect_7_a_query_file_rotted_in_place_is_caught_before_its_run() {
     let w = world();

@@ -62,7 +62,9 @@ impl Bench<'_> {
                 })),
             )?;
             let cwd = self.cwd.clone();
-            let (end, _) = exec::run_tool(&cmd, &cwd, &log, None, &mut || self.server_gone())?;
+            let (end, _) = exec::run_tool(&cmd, &cwd, &log, exec::Input::None, &mut || {
+                self.server_gone()
+            })?;
             let status = self.tool_exit(&step, attempt, end, &format!("analysis of {qt}"), &log)?;
             let text = crate::fsutil::read_log(&log);
             match tsbs::explain_outcome(&cmd.tool(), status, &text, &spec) {

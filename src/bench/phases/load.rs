@@ -1,17 +1,20 @@
-//! The load phase: the loader fed the dataset on stdin (hashed on its way), the row count the
-//! database must then hold, the product's hooks around the load, and the storage footprint at
+//! The load phase: the loader reading the dataset (the file itself, watched and hashed after
+//! it; a compressed dataset streamed and hashed on its way), the row count the database must
+//! then hold, the product's hooks around the load, and the storage footprint at
 //! rest. A managed workspace's binding is set only once all of that held.
 
 use serde_json::{json, Value};
 
-use crate::dataset::{Dataset, StoredFormat};
+use crate::dataset::{Compression, Dataset, StoredFormat};
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
 use crate::product::ToolOptions;
 use crate::run::Status;
 use crate::tsbs::{self, DatabaseMode};
 
-use super::super::{exec, footprint, integrity, settle, watch, Bench, TABLE};
+use super::super::exec::{self, Input, ToolEnd};
+use super::super::inputfile::WatchedFile;
+use super::super::{footprint, integrity, settle, watch, Bench, TABLE};
 
 impl Bench<'_> {
     pub(in crate::bench) fn load(
@@ -71,8 +74,14 @@ impl Bench<'_> {
         let attempt = self.run.next_attempt("load")?;
         let (log, log_rel) = self.run.log(&format!("load-{attempt:03}.log"));
         let (results, results_rel) = self.run.result(&format!("load-{attempt:03}.json"));
-        // Always streamed through tsbsctl, so the bytes the loader reads are hashed (#7).
-        let input = tsbs::LoadInput::Stdin;
+        // The loader reads an uncompressed dataset itself, so nothing of tsbsctl is in the
+        // path whose throughput is measured (issue 27); its bytes are proven by a watch and a
+        // hash after ([`WatchedFile`]). A compressed one must be decompressed on its way, so
+        // tsbsctl streams it, hashing what it feeds (#7).
+        let input = match sf.compression {
+            Compression::None => tsbs::LoadInput::File(sf.path.clone()),
+            _ => tsbs::LoadInput::Stdin,
+        };
         let (auth, admin) = self.target.tokens();
         let urls = self.target.urls_with(&self.endpoint());
         let mut target = self.target.product.load_target(&ToolOptions {
@@ -123,15 +132,16 @@ impl Bench<'_> {
             crate::output::count_of(workers, "worker"),
             log.display()
         ));
-        let stdin = if cmd.stdin_data {
-            Some(sf.open_uncompressed()?)
+        // Watched from before the loader starts, so no change can slip in between.
+        let tool_input = if cmd.stdin_data {
+            Input::Stream(sf.open_uncompressed()?)
         } else {
-            None
+            Input::File(WatchedFile::open(&sf.path)?)
         };
         let ran = self.run_watched(
             &cmd,
             &log,
-            stdin,
+            tool_input,
             "load",
             attempt,
             watch::Counting::Rows,
@@ -139,17 +149,46 @@ impl Bench<'_> {
             Some(sf.rows),
         )?;
         let (end, usage) = (ran.end, ran.usage);
+        // What the loader read: hashed only after a load that completed (a failed or
+        // interrupted one is not worth the read), but a changed file is always said.
+        let fed = match ran.file {
+            Some(mut f) => {
+                if matches!(&end, ToolEnd::Exited(s) if s.success()) {
+                    let progress = self.reporter().progress(
+                        "checking the dataset the loader read",
+                        Some(sf.uncompressed_bytes),
+                        crate::output::Unit::Bytes,
+                    );
+                    Some(exec::Fed::from_proof(f.finish(progress.as_ref())?))
+                } else {
+                    f.check()?.map(|c| exec::Fed {
+                        changed: Some(c),
+                        ..exec::Fed::default()
+                    })
+                }
+            }
+            None => ran.fed,
+        };
+        if let Some(change) = fed.as_ref().and_then(|f| f.changed.as_deref()) {
+            let e = changed_error(sf, change);
+            self.run.end(
+                "load",
+                attempt,
+                Status::Failed,
+                Some(e.message.clone()),
+                Some(json!({"usage": usage, "input": fed})),
+            )?;
+            return Err(e);
+        }
         let log_text = crate::fsutil::read_log(&log);
         let status = self.tool_exit("load", attempt, end, "the load", &log)?;
         match tsbs::load_outcome(&cmd.tool(), status, &log_text, &spec.results_file) {
             Ok(r) => {
-                let fed = ran.fed.unwrap_or_default();
-                let input = json!({
-                    "bytes": fed.bytes,
-                    "sha256": fed.sha256,
-                    "expected_sha256": sf.uncompressed_sha256,
-                    "matches_manifest": fed.sha256.as_deref() == Some(sf.uncompressed_sha256.as_str()),
-                });
+                let fed = fed.unwrap_or_default();
+                let mut input = serde_json::to_value(&fed).unwrap_or_default();
+                input["expected_sha256"] = json!(sf.uncompressed_sha256);
+                input["matches_manifest"] =
+                    json!(fed.sha256.as_deref() == Some(sf.uncompressed_sha256.as_str()));
                 if let Err(e) = check_fed(&fed, sf) {
                     self.run.end(
                         "load",
@@ -430,7 +469,19 @@ impl Bench<'_> {
     }
 }
 
-/// The stream the loader read must be the dataset the manifest describes, all of it.
+/// The dataset file changed while the loader read it: what it loaded is unknown.
+fn changed_error(sf: &StoredFormat, change: &str) -> Error {
+    Error::integrity(format!(
+        "the dataset {} changed while the loader read it ({change}), so what it loaded is not known",
+        sf.path.display()
+    ))
+    .with_hint(format!(
+        "nothing may write to a dataset while a run reads it; check it with `tsbsctl data verify --dataset-id {}`, then load again with --database-mode reset",
+        sf.dataset_id
+    ))
+}
+
+/// What the loader read must be the dataset the manifest describes, all of it.
 fn check_fed(fed: &exec::Fed, sf: &StoredFormat) -> Result<()> {
     let hint = format!(
         "regenerate the dataset with `tsbsctl data generate --dataset-id {} --format {} --regenerate`, then load again with --database-mode reset",
@@ -439,7 +490,7 @@ fn check_fed(fed: &exec::Fed, sf: &StoredFormat) -> Result<()> {
     match &fed.sha256 {
         Some(got) if *got == sf.uncompressed_sha256 => Ok(()),
         Some(got) => Err(Error::integrity(format!(
-            "the dataset streamed to the loader ({}, {} bytes) has SHA-256 {got}, its manifest says {}: the file changed on disk",
+            "the dataset the loader read ({}, {} bytes) has SHA-256 {got}, its manifest says {}: the file changed on disk",
             sf.path.display(),
             fed.bytes,
             sf.uncompressed_sha256

@@ -46,6 +46,14 @@ impl Bench<'_> {
                     .end(step, attempt, Status::Failed, Some(r.clone()), None)?;
                 Err(Error::failed(r).with_hint(format!("see {}", log.display())))
             }
+            ToolEnd::InputChanged(change) => {
+                let r = format!("the file {during} was reading changed under it: {change}");
+                self.run
+                    .end(step, attempt, Status::Failed, Some(r.clone()), None)?;
+                Err(Error::integrity(r).with_hint(
+                    "nothing may write to a dataset or query set while a run reads it; run `tsbsctl data verify` and, if it fails, generate the data again",
+                ))
+            }
             ToolEnd::Stopped(reason) => {
                 self.run
                     .end(step, attempt, Status::Failed, Some(reason.clone()), None)?;
@@ -69,7 +77,7 @@ impl Bench<'_> {
         &mut self,
         cmd: &tsbs::TsbsCommand,
         log: &Path,
-        stdin: Option<Box<dyn std::io::Read + Send>>,
+        input: exec::Input,
         step: &str,
         attempt: u32,
         counting: watch::Counting,
@@ -96,7 +104,7 @@ impl Bench<'_> {
             expected,
             policy,
         );
-        let res = exec::run_tool_observed(cmd, &cwd, log, stdin, &mut gone, &mut obs);
+        let res = exec::run_tool_observed(cmd, &cwd, log, input, &mut gone, &mut obs);
         let event_error = obs.event_error.take();
         drop(obs);
         self.server = server;

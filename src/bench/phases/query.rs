@@ -13,6 +13,8 @@ use crate::run::Status;
 use crate::tsbs;
 
 use super::super::conclude::same_cause;
+use super::super::exec::Input;
+use super::super::inputfile::WatchedFile;
 use super::super::{integrity, watch, Bench};
 
 impl Bench<'_> {
@@ -36,7 +38,9 @@ impl Bench<'_> {
         let mut last_failure: Option<(String, String)> = None;
         for (i, (qt, file)) in set.files.iter().enumerate() {
             crate::interrupt::check()?;
-            // The bytes the runner is about to read are the ones the set's manifest records (#7).
+            // The bytes the runner is about to read are the ones the set's manifest records (#7),
+            // and stay so while it reads them: watched from before the hash until it is done.
+            let watched = WatchedFile::open(&file.path)?;
             let sha = verify_query_file(qt, file)?;
             let file_check = self.target.product.check_query_file(&file.path)?;
             if let Some(reason) = self.server_gone() {
@@ -94,7 +98,7 @@ impl Bench<'_> {
             let ran = self.run_watched(
                 &cmd,
                 &log,
-                None,
+                Input::File(watched),
                 &step,
                 attempt,
                 watch::Counting::Queries,
@@ -102,6 +106,17 @@ impl Bench<'_> {
                 queries,
             )?;
             let (end, usage) = (ran.end, ran.usage);
+            if let Some(change) = ran.file.map(|mut f| f.check()).transpose()?.flatten() {
+                let r = format!(
+                    "query file {} (type {qt}) changed while the runner read it: {change}",
+                    file.path.display()
+                );
+                self.run
+                    .end(&step, attempt, Status::Failed, Some(r.clone()), None)?;
+                return Err(Error::integrity(r).with_hint(
+                    "nothing may write to a query set while a run reads it; remove the query set and run again to generate it anew",
+                ));
+            }
             let status = self.tool_exit(&step, attempt, end, &format!("query type {qt}"), &log)?;
             let text = crate::fsutil::read_log(&log);
             match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
