@@ -48,6 +48,10 @@ pub struct RunSummary {
     pub command: String,
     pub tool: ToolInfo,
     pub host: Host,
+    /// The shape the managed server was held to (`--cpus`, `--memory`), in words; "the whole
+    /// host" for a managed server without one; `None` for an external server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_shape: Option<String>,
     pub target: RunTarget,
     pub server: Option<ServerSummary>,
     pub durability: Option<Durability>,
@@ -909,6 +913,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         command: m.command.clone(),
         tool: m.tool.clone(),
         host: m.host.clone(),
+        server_shape: server_shape(m),
         target: m.target.clone(),
         server: m.server.as_ref().map(|s| ServerSummary {
             version: s.runtime.version.clone(),
@@ -1014,6 +1019,22 @@ fn read(dir: &Path, rel: Option<&str>) -> String {
         Some(r) => crate::fsutil::read_log(&dir.join(r)),
         None => String::new(),
     }
+}
+
+/// What the managed server ran in: its recorded cgroup, or the whole host.
+fn server_shape(m: &crate::run::RunManifest) -> Option<String> {
+    m.target.database_id.as_ref()?;
+    Some(
+        match m
+            .target
+            .extra
+            .get("server_shape")
+            .and_then(|v| serde_json::from_value::<crate::server::cgroup::Record>(v.clone()).ok())
+        {
+            Some(r) => r.words(),
+            None => "the whole host (no --cpus or --memory)".into(),
+        },
+    )
 }
 
 #[cfg(test)]

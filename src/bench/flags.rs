@@ -89,6 +89,9 @@ pub struct CommonFlags {
     #[command(flatten)]
     #[serde(flatten)]
     pub timing: ServerTimingArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub shape: ServerShapeArgs,
     /// Seconds a loader or query runner may go without progress in its periodic reports
     /// before it counts as stalled (default 300; the loader reports every 10 s).
     // Recorded with its default applied (what the run used): see `Flags::record`.
@@ -249,6 +252,68 @@ impl ServerTimingArgs {
         }
         timing
     }
+}
+
+/// The machine shape a managed server runs in (its own cgroup): shared by `bench` and `serve`.
+#[derive(Debug, Clone, Copy, Default, clap::Args, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerShapeArgs {
+    /// Hold a managed server to N CPUs: its own cgroup with a CPU-time quota of N CPUs on the
+    /// first ceil(N) CPUs tsbsctl may use (root or a delegated cgroup; exit 2 otherwise).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<f64>,
+    /// Hold a managed server to SIZE of memory, swap included (16GiB, 512MiB; K/M/G/T are
+    /// binary, KB/MB/GB/TB decimal): above it the kernel's OOM killer ends the server, and the
+    /// run says so.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<u64>,
+}
+
+impl ServerShapeArgs {
+    /// The shape asked for; `None` when neither flag was given.
+    pub fn shape(&self) -> Option<crate::server::cgroup::Shape> {
+        let s = crate::server::cgroup::Shape {
+            cpus: self.cpus,
+            memory_bytes: self.memory,
+        };
+        (!s.is_empty()).then_some(s)
+    }
+}
+
+/// A size with an optional unit: `16GiB`, `16G` and `16g` are 16 x 2^30 bytes, `16GB` is
+/// 16 x 10^9 (as `df -H` and cloud sizes say), a bare number is bytes.
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("\"{s}\" is not a size: give a number with a unit, such as 16GiB"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024f64.powi(2),
+        "g" | "gib" => 1024f64.powi(3),
+        "t" | "tib" => 1024f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        u => {
+            return Err(format!(
+                "unknown size unit \"{u}\": use KiB, MiB, GiB, TiB (or KB, MB, GB, TB)"
+            ))
+        }
+    };
+    let bytes = n * mult;
+    if !(bytes.is_finite() && bytes >= 1.0 && bytes < u64::MAX as f64) {
+        return Err(format!("\"{s}\" is not a usable size"));
+    }
+    Ok(bytes.round() as u64)
 }
 
 /// The product-specific flags, recorded after the common ones (only the product's keys).
@@ -425,6 +490,7 @@ impl Flags {
             confirm_version_override: g.confirm_version_override,
             startup_timeout: c.timing.startup_timeout,
             stop_timeout: c.timing.stop_timeout,
+            shape: c.shape.shape(),
             // Checked by the CLI; a recorded value out of range is refused, not a panic.
             count_timeout: i
                 .count_timeout

@@ -122,7 +122,7 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
     preflight::check_run_id(&root, entry, req)?;
     // Managed: workspace loaded and locked for the whole command; external: probed.
     let mut target = Target::open(ctx, &root, entry, phase, req)?;
-    preflight::check_can_serve(&target)?;
+    preflight::check_can_serve(&target, req)?;
     if phase == Phase::Compact {
         return compact::run(ctx, root, target, req);
     }

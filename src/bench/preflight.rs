@@ -77,7 +77,17 @@ pub fn check_query_flags(req: &Request) -> Result<()> {
 
 /// A managed server that cannot serve (an Enterprise workspace without an active licence) is
 /// refused before the run exists (#16).
-pub fn check_can_serve(target: &Target) -> Result<()> {
+pub fn check_can_serve(target: &Target, req: &Request) -> Result<()> {
+    if let Some(shape) = &req.shape {
+        if !target.is_managed() {
+            return Err(Error::invalid(
+                "--cpus and --memory hold a server tsbsctl manages to a shape; an external server runs in the shape of its own host",
+            )
+            .with_hint("leave them out with --url (the summary records what the server's /metrics say, where it has them), or benchmark a managed workspace"));
+        }
+        // Whether a cgroup can be had here: exit 2 with the reason before anything exists.
+        crate::server::cgroup::check(shape)?;
+    }
     match target.managed() {
         Some(m) => target.product.check_can_serve(&m.ws.manifest),
         None => Ok(()),

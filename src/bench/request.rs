@@ -57,6 +57,8 @@ pub struct Request {
     pub confirm_version_override: Option<String>,
     pub startup_timeout: Option<f64>,
     pub stop_timeout: Option<f64>,
+    /// `--cpus` / `--memory`: the managed server's own cgroup.
+    pub shape: Option<crate::server::cgroup::Shape>,
     /// InfluxDB 3: the limit of one row-count request (default 30 min).
     pub count_timeout: Option<std::time::Duration>,
     /// Seconds a tool may go without progress before it counts as stalled.

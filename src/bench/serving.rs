@@ -22,8 +22,17 @@ impl Bench<'_> {
         self.run.begin("server", n, Some(&rel), None, None)?;
         let timing = self.timing();
         let res = (|| -> Result<Server> {
-            let spec = self.target.server_spec(&self.root, log, timing)?;
+            let mut spec = self.target.server_spec(&self.root, log, timing)?;
+            spec.shape = self.req.shape;
             let mut s = Server::start(spec, self.reporter())?;
+            // The shape the server really got (what the kernel holds), once per run.
+            if let Some(r) = s.shape_record() {
+                self.run.manifest.target.extra.insert(
+                    "server_shape".into(),
+                    serde_json::to_value(r).unwrap_or_default(),
+                );
+                self.run.save()?;
+            }
             s.wait_ready_reporting(self.reporter())?;
             // What the server says it runs with is what the run records; a difference from
             // the workspace stops the run here (the server is stopped on the way out).
@@ -59,7 +68,11 @@ impl Bench<'_> {
                     log: None,
                     results: None,
                     reason: None,
-                    data: Some(json!({"pid": s.pid(), "endpoint": s.endpoint()})),
+                    data: Some(json!({
+                        "pid": s.pid(),
+                        "endpoint": s.endpoint(),
+                        "cgroup": s.shape_record(),
+                    })),
                 })?;
                 self.server = Some(s);
                 Ok(())
@@ -105,10 +118,17 @@ impl Bench<'_> {
         } else {
             Status::Completed
         };
+        let oom = s.events().iter().find_map(|e| match &e.kind {
+            crate::server::EventKind::OutOfMemory { evidence } => Some(evidence.clone()),
+            _ => None,
+        });
         let reason = if unexpected {
             Some(format!(
                 "the server exited unexpectedly ({}); see its log",
-                describe(out.code, out.signal)
+                match &oom {
+                    Some(e) => format!("out of memory: {e}"),
+                    None => describe(out.code, out.signal),
+                }
             ))
         } else {
             None

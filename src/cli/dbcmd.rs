@@ -39,6 +39,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub timing: crate::cli::common::ServerTimingArgs,
     #[command(flatten)]
+    pub shape: crate::bench::flags::ServerShapeArgs,
+    #[command(flatten)]
     pub lock: LockArgs,
 }
 
@@ -289,11 +291,16 @@ pub fn remove_cmd(ctx: &Ctx, p: &dyn Product, a: RemoveArgs) -> Result<Outcome> 
 /// `serve`: the workspace's server in the foreground until Ctrl-C (exit 130).
 pub fn serve_cmd(ctx: &Ctx, p: &dyn Product, a: ServeArgs) -> Result<Outcome> {
     let timing = a.timing.apply(p.default_timing());
+    let shape = a.shape.shape();
+    if let Some(s) = &shape {
+        crate::server::cgroup::check(s)?;
+    }
     let ws = workspace::load(&ctx.root, p, &a.database_id)?;
     let _guard = workspace::lock_workspace(ctx, p, &ws.dir, &a.database_id, &(&a.lock).into())?;
     let ws = workspace::load(&ctx.root, p, &a.database_id)?;
     let log = ws.logs_dir().join("server.log");
-    let spec = workspace::server_spec(&ctx.root, p, &ws, log, timing, a.kill_orphan)?;
+    let mut spec = workspace::server_spec(&ctx.root, p, &ws, log, timing, a.kill_orphan)?;
+    spec.shape = shape;
     ctx.reporter.info(&format!(
         "starting {} {} for workspace {} (log: {})",
         p.display_name(),
@@ -303,8 +310,12 @@ pub fn serve_cmd(ctx: &Ctx, p: &dyn Product, a: ServeArgs) -> Result<Outcome> {
     ));
     let mut server = Server::start(spec, ctx.reporter.as_ref())?;
     server.wait_ready()?;
+    let shaped = server
+        .shape_record()
+        .map(|r| format!(", held to {}", r.words()))
+        .unwrap_or_default();
     ctx.reporter.info(&format!(
-        "{} is serving workspace {} at {} (SQL database {}, pid {}); press Ctrl-C to stop it",
+        "{} is serving workspace {} at {} (SQL database {}, pid {}{shaped}); press Ctrl-C to stop it",
         server.label(),
         ws.id(),
         server.endpoint(),

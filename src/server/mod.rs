@@ -22,8 +22,10 @@
 //! call [`Server::start`] from a thread that lives as long as the server (the main thread).
 //!
 //! `supervisor.rs` is the life of one server; `orphan.rs` the `server.pid` record and what a
-//! start does with one left behind.
+//! start does with one left behind; `cgroup.rs` the machine shape (`--cpus`, `--memory`) a
+//! server can be held to.
 
+pub mod cgroup;
 mod orphan;
 mod supervisor;
 
@@ -170,6 +172,8 @@ pub struct ServerSpec {
     /// Picks the lines of the server log that explain a failed start (PostgreSQL's `FATAL`
     /// lines); they go into the error message. `None`: the message points at the log only.
     pub failure_lines: Option<fn(&str) -> Vec<String>>,
+    /// The machine shape to hold the server to (its own cgroup); `None`: the whole host.
+    pub shape: Option<cgroup::Shape>,
 }
 
 /// A line filter for server output: gets one line (without its newline, lossily decoded),
@@ -213,6 +217,10 @@ pub enum EventKind {
     Stopping { grace_ms: u64 },
     /// The grace period passed; SIGKILL was sent to the group.
     ForcedKill,
+    /// The process was started in its own cgroup of this shape.
+    Shaped { cgroup: String },
+    /// Why an unexpected exit was the kernel's OOM killer (the evidence, in words).
+    OutOfMemory { evidence: String },
     /// The process exited without being asked to.
     UnexpectedExit {
         code: Option<i32>,
@@ -318,6 +326,7 @@ mod testkit {
             },
             output_filter: None,
             failure_lines: None,
+            shape: None,
         }
     }
 

@@ -48,6 +48,11 @@ pub struct Server {
     http: Option<reqwest::blocking::Client>,
     /// Threads copying filtered output into the log (with [`ServerSpec::output_filter`]).
     pumps: Vec<JoinHandle<()>>,
+    /// Its own cgroup, with [`ServerSpec::shape`]; removed once the server is gone.
+    cgroup: Option<super::cgroup::Cgroup>,
+    /// The kernel's OOM-kill count (`/proc/vmstat`) at the start: a rise while the server ran
+    /// is evidence when it dies by SIGKILL without a cgroup of its own.
+    oom_kills_at_start: Option<u64>,
 }
 
 impl std::fmt::Debug for Server {
@@ -66,6 +71,8 @@ impl Server {
     pub fn start(spec: ServerSpec, reporter: &dyn Reporter) -> Result<Server> {
         let mut events = Vec::new();
         handle_orphan(&spec, reporter, &mut events)?;
+        // Groups a killed tsbsctl left behind go first, whatever this start asks for.
+        super::cgroup::sweep();
         probe_ports(&spec.label, &spec.listeners, spec.timing.port_wait)?;
         interrupt::check()?;
 
@@ -107,6 +114,22 @@ impl Server {
             cmd.env(k, v);
         }
         crate::proc::configure(&mut cmd);
+        let cgroup = match spec.shape.filter(|s| !s.is_empty()) {
+            Some(shape) => {
+                static STARTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+                let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                let cg = super::cgroup::Cgroup::create(&shape, n)?;
+                let join = cg.joiner();
+                // SAFETY: the joiner makes only async-signal-safe calls (open, write, close).
+                unsafe {
+                    use std::os::unix::process::CommandExt;
+                    cmd.pre_exec(join);
+                }
+                Some(cg)
+            }
+            None => None,
+        };
+        let oom_kills_at_start = vmstat_oom_kills();
         let mut child = cmd.spawn().map_err(|e| {
             Error::failed(format!(
                 "could not start {} ({}): {e}",
@@ -139,6 +162,11 @@ impl Server {
             command: shown,
             log: spec.log_path.clone(),
         }));
+        if let Some(cg) = &cgroup {
+            events.push(event(EventKind::Shaped {
+                cgroup: serde_json::to_string(&cg.record).unwrap_or_default(),
+            }));
+        }
         let server = Server {
             spec,
             child: Some(child),
@@ -151,6 +179,8 @@ impl Server {
             discard: None,
             http: None,
             pumps,
+            cgroup,
+            oom_kills_at_start,
         };
         // The server is already running: a failure to record it must still stop it (Drop).
         let bytes = serde_json::to_vec_pretty(&record)?;
@@ -273,11 +303,20 @@ impl Server {
             None => Ok(()),
             Some(status) => {
                 let (code, signal) = split_status(status);
+                let oom = self.oom_evidence(signal);
+                if let Some(evidence) = &oom {
+                    self.push(EventKind::OutOfMemory {
+                        evidence: evidence.clone(),
+                    });
+                }
                 self.finish(code, signal, false, true, 0);
+                let how = match &oom {
+                    Some(e) => format!("out of memory: {e}"),
+                    None => describe_exit(code, signal),
+                };
                 Err(Error::failed(format!(
-                    "{} exited unexpectedly ({}); see {}",
+                    "{} exited unexpectedly ({how}); see {}",
                     self.spec.label,
-                    describe_exit(code, signal),
                     self.spec.log_path.display()
                 ))
                 .with_hint("read the log for the cause; the workspace data is kept"))
@@ -511,6 +550,9 @@ impl Server {
             }
         }
         remove_pid_record(&self.spec.pid_file, self.pid);
+        if let Some(cg) = self.cgroup.as_mut() {
+            cg.remove();
+        }
         let stop_signal = self.spec.timing.stop_signal as i32;
         let o = StopOutcome {
             code,
@@ -619,6 +661,46 @@ mod probe_command_tests {
         ));
         assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     }
+}
+
+impl Server {
+    /// The cgroup the server runs in, as recorded.
+    pub fn shape_record(&self) -> Option<&super::cgroup::Record> {
+        self.cgroup.as_ref().map(|c| &c.record)
+    }
+
+    /// Why a death by `signal` was the OOM killer, when the evidence says so: SIGKILL and the
+    /// group's OOM-kill counter above 0 (with its limit and peak), or, without a group of its
+    /// own, the host's OOM-kill count risen while it ran. `None`: no such evidence.
+    fn oom_evidence(&self, signal: Option<i32>) -> Option<String> {
+        if signal != Some(libc::SIGKILL) {
+            return None;
+        }
+        if let Some(cg) = &self.cgroup {
+            let kills = cg.oom_kills().filter(|&k| k > 0)?;
+            let limit = cg.record.memory_limit_bytes;
+            return Some(format!(
+                "killed by SIGKILL with {kills} OOM kill(s) in its cgroup (memory limit {}, peak {})",
+                limit.map_or("unknown".into(), crate::diskspace::human),
+                cg.peak_memory().map_or("unknown".into(), crate::diskspace::human)
+            ));
+        }
+        let (before, now) = (self.oom_kills_at_start?, vmstat_oom_kills()?);
+        (now > before).then(|| {
+            format!(
+                "killed by SIGKILL while the kernel's OOM killer killed {} process(es) on this host (/proc/vmstat oom_kill)",
+                now - before
+            )
+        })
+    }
+}
+
+/// The kernel's count of OOM kills since boot (Linux 4.13+).
+fn vmstat_oom_kills() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/vmstat").ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("oom_kill "))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 impl Drop for Server {

@@ -255,5 +255,6 @@ pub fn server_spec(
         timing,
         output_filter: product.output_filter(),
         failure_lines: product.failure_lines(),
+        shape: None,
     })
 }

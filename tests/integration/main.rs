@@ -19,6 +19,7 @@ mod pipeline;
 mod runs;
 mod safety;
 mod server;
+mod shape;
 mod skills;
 mod timescaledb;
 mod timescaledb_external;

@@ -32,6 +32,11 @@ pub struct Knobs {
     pub inject_logs: Option<Vec<InjectedLog>>,
     /// Milliseconds added to every SELECT / EXPLAIN statement.
     pub query_delay_ms: Option<u64>,
+    /// MiB a SELECT really allocates and touches while it runs (the real server's memory
+    /// for a heavy aggregation), so a memory limit can OOM-kill the process as it does the
+    /// real one; only statements containing `query_memory_contains` when that is set.
+    pub query_memory_mib: Option<u64>,
+    pub query_memory_contains: Option<String>,
     /// SQL statements that fail: first rule whose `contains` is a case-insensitive substring
     /// of the statement wins.
     pub fail_sql: Option<Vec<FailSql>>,

@@ -152,6 +152,17 @@ fn execute_one(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
             std::thread::sleep(Duration::from_millis(ms));
         }
     }
+    // Held until the statement's answer is built.
+    let _working_memory = (w(0) == "select")
+        .then_some(ctx.knobs.query_memory_mib)
+        .flatten()
+        .filter(|_| {
+            ctx.knobs
+                .query_memory_contains
+                .as_ref()
+                .is_none_or(|c| lower.contains(&c.to_lowercase()))
+        })
+        .map(touched_mib);
     match (w(0), w(1)) {
         ("show", "databases") | ("show", "schemas") => show_databases(ctx, stmt),
         ("show", "tables") => show_tables(ctx, stmt),
@@ -1109,4 +1120,15 @@ fn select_information_schema(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
         columns: out_cols,
         rows: out_rows,
     })
+}
+
+/// `mib` MiB allocated and written page by page, so it is resident (counted by a cgroup's
+/// memory limit), not merely reserved.
+fn touched_mib(mib: u64) -> Vec<u8> {
+    let mut v = vec![0u8; (mib as usize) << 20];
+    for i in (0..v.len()).step_by(4096) {
+        v[i] = 1;
+    }
+    std::hint::black_box(&mut v);
+    v
 }

@@ -1,0 +1,199 @@
+//! Issue 24 §3: `--cpus` and `--memory` hold a managed server to a machine shape in a cgroup of
+//! its own (real cgroups: cgroup v1 with the cpu, cpuset and memory controllers on this machine
+//! and in CI, root), the group goes with the server, also after kill -9 of tsbsctl, and an
+//! out-of-memory kill is said as such.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::util::{read_json, wait_until};
+use crate::world::{endpoint_of, run_dir, world, World};
+
+/// Our own group in the v1 hierarchy of `controller` (tsbsctl runs in the same ones), or why
+/// the test cannot run here.
+fn own_group(controller: &str) -> Result<PathBuf, String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root: no cgroup can be created".into());
+    }
+    let cg = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| e.to_string())?;
+    let path = cg
+        .lines()
+        .find_map(|l| {
+            let mut p = l.splitn(3, ':');
+            let (_, c, path) = (p.next()?, p.next()?, p.next()?);
+            c.split(',')
+                .any(|x| x == controller)
+                .then(|| path.to_string())
+        })
+        .ok_or_else(|| format!("no cgroup v1 {controller} controller for this process"))?;
+    let dir = Path::new("/sys/fs/cgroup")
+        .join(controller)
+        .join(path.trim_start_matches('/'));
+    let probe = dir.join(format!("tsbsctl-probe-{}", std::process::id()));
+    std::fs::create_dir(&probe)
+        .map_err(|e| format!("cannot create a group in {}: {e}", dir.display()))?;
+    let _ = std::fs::remove_dir(&probe);
+    Ok(dir)
+}
+
+fn shaped_host() -> Option<()> {
+    for c in ["cpu", "cpuset", "memory"] {
+        if let Err(why) = own_group(c) {
+            eprintln!("SKIP: {why}");
+            return None;
+        }
+    }
+    Some(())
+}
+
+fn events(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn shape_a_managed_server_runs_in_its_own_cgroup_and_the_group_goes_with_it() {
+    if shaped_host().is_none() {
+        return;
+    }
+    let w = world();
+    let dir = w.bench_ok("load", &["--cpus", "1", "--memory", "512MiB"]);
+    let m = read_json(&dir.join("manifest.json"));
+    let shape = &m["target"]["server_shape"];
+    assert_eq!(shape["hierarchy"], "cgroup v1", "{shape}");
+    assert_eq!(shape["cpus"], 1.0, "{shape}");
+    assert_eq!(shape["cpuset"], "0", "{shape}");
+    assert_eq!(shape["cpu_quota_us"], 100_000, "{shape}");
+    assert_eq!(shape["cpu_period_us"], 100_000, "{shape}");
+    assert_eq!(shape["memory_limit_bytes"], 512u64 << 20, "{shape}");
+    let groups: Vec<PathBuf> = shape["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| PathBuf::from(g.as_str().unwrap()))
+        .collect();
+    assert_eq!(groups.len(), 3, "cpu, cpuset and memory: {shape}");
+    for g in &groups {
+        let name = g.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("tsbsctl-"), "{name}");
+        // Beneath tsbsctl's own group, never at a hierarchy's root.
+        let controller = g
+            .strip_prefix("/sys/fs/cgroup")
+            .unwrap()
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .into_owned();
+        assert_eq!(g.parent().unwrap(), own_group(&controller).unwrap());
+        assert!(
+            !g.exists(),
+            "the group went with the server: {}",
+            g.display()
+        );
+    }
+    // The server step says where it ran; the flags are recorded.
+    let running = events(&dir)
+        .into_iter()
+        .find(|e| e["step"] == "server" && e["status"] == "running" && !e["data"].is_null())
+        .unwrap();
+    assert_eq!(running["data"]["cgroup"], *shape, "{running}");
+    assert_eq!(m["flags"]["cpus"], 1.0);
+    assert_eq!(m["flags"]["memory"], 512u64 << 20);
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("Server shape: 1 CPU(s) on 0 and 512.0 MiB of memory"),
+        "{md}"
+    );
+}
+
+#[test]
+fn shape_a_server_killed_at_its_memory_limit_is_said_to_be_out_of_memory() {
+    if shaped_host().is_none() {
+        return;
+    }
+    let w = world();
+    w.bench_ok("load", &[]);
+    // A heavy query: the real server's memory for an aggregation, over the limit.
+    w.gt.set_knobs(json!({"query_memory_mib": 400, "query_memory_contains": "GROUP BY"}));
+    let r = w.bench("query", &["--memory", "160MiB", "--queries", "1"]);
+    r.code(1).says(
+        "out of memory: killed by SIGKILL with 1 OOM kill(s) in its cgroup (memory limit 160.0 MiB",
+    );
+    let dir = run_dir(&r);
+    let server = events(&dir)
+        .into_iter()
+        .find(|e| e["step"] == "server" && e["status"] == "failed")
+        .unwrap();
+    assert!(
+        server["data"]["events"]
+            .to_string()
+            .contains("out_of_memory"),
+        "{server}"
+    );
+    assert!(
+        server["reason"].as_str().unwrap().contains("out of memory"),
+        "{server}"
+    );
+}
+
+#[test]
+fn shape_a_group_left_by_a_killed_tsbsctl_is_swept_by_the_next_start() {
+    if shaped_host().is_none() {
+        return;
+    }
+    let w: World = world();
+    let endpoint = endpoint_of(&w.ws());
+    let mut bg = w.gt.serve_bg("g1", &["--cpus", "1"]);
+    bg.wait_ready(&endpoint);
+    let pid = bg.pid();
+    let cpu = own_group("cpu").unwrap();
+    let group = cpu.join(format!("tsbsctl-{pid}-1"));
+    assert!(group.exists(), "{}", group.display());
+    let tasks = std::fs::read_to_string(group.join("cgroup.procs")).unwrap();
+    assert!(!tasks.trim().is_empty(), "the server runs in it");
+    // kill -9: the server dies with tsbsctl (parent-death signal); its empty group stays.
+    // SAFETY: SIGKILL to the tsbsctl we spawned.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    bg.child.take().unwrap().wait().unwrap();
+    assert!(wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(group.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty())
+    }));
+    assert!(group.exists());
+    // The next start of any server sweeps it.
+    w.bench_ok("load", &[]);
+    assert!(!group.exists(), "swept: {}", group.display());
+}
+
+#[test]
+fn shape_refused_where_it_cannot_hold_and_for_an_external_server() {
+    let w = world();
+    let runs = w.gt.env.root.join("greptimedb/runs");
+    let r = w.bench("load", &["--cpus", "4096"]);
+    r.code(2).says("--cpus 4096");
+    let r = w.bench("load", &["--memory", "1MiB"]);
+    r.code(2).says("below 64 MiB");
+    let r = w.bench("load", &["--memory", "lots"]);
+    r.code(2).says("not a size");
+    assert!(!runs.exists() || std::fs::read_dir(&runs).unwrap().next().is_none());
+    let endpoint = endpoint_of(&w.ws());
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "load",
+        "--url",
+        &endpoint,
+        "--cpus",
+        "1",
+        "--dataset-id",
+        "tiny",
+    ]);
+    r.code(2).says("external server");
+}
