@@ -54,7 +54,8 @@ pub fn failure_kind(reason: &str) -> &'static str {
         || r.contains("failed to allocate")
         || r.contains("memory limit")
     {
-        "out of memory"
+        // As the published tables say it.
+        "OOM"
     } else if r.contains("timed out") || r.contains("timeout") || r.contains("deadline") {
         "timed out"
     } else if r.contains("interrupted") {
@@ -1808,7 +1809,7 @@ mod tests {
     fn failure_kinds() {
         assert_eq!(
             failure_kind("query error: Resources exhausted: Failed to allocate"),
-            "out of memory"
+            "OOM"
         );
         assert_eq!(failure_kind("request timed out"), "timed out");
         assert_eq!(failure_kind("exit code 2"), "failed");

@@ -595,7 +595,7 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
         .unwrap();
     let core_lp = &lastpoint["cells"][2];
     assert_eq!(core_lp["status"], "failed");
-    assert_eq!(core_lp["failure"], "out of memory", "{core_lp}");
+    assert_eq!(core_lp["failure"], "OOM", "{core_lp}");
     assert!(core_lp["mean_ms"].is_null());
     // Storage: measured after each load; not for the query-only run nor the external server.
     let st = s["storage"].as_array().unwrap();
@@ -609,7 +609,7 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
     let f = s["failures"].as_array().unwrap();
     assert_eq!(f.len(), 1, "{f:?}");
     assert_eq!(f[0]["run"], "InfluxDB 3 Core 3.11.1");
-    assert_eq!(f[0]["kind"], "out of memory");
+    assert_eq!(f[0]["kind"], "OOM");
 
     // Markdown.
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
@@ -620,7 +620,7 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
     }
     assert!(md.contains("## Ingestion") && md.contains("## Query latency"));
     assert!(md.contains("## Storage footprint") && md.contains("## Failures"));
-    assert!(md.contains("OUT OF MEMORY"), "{md}");
+    assert!(md.contains("| OOM |"), "{md}");
     assert!(md.contains("★"), "{md}");
     let lp_line = md.lines().find(|l| l.starts_with("| lastpoint |")).unwrap();
     assert_eq!(lp_line.matches('|').count(), 6, "{lp_line}");
@@ -638,7 +638,7 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
     let bars = dom.matches("<rect class=\"bar\"").count();
     // 4 runs × 3 types, minus Core's failed lastpoint, plus 3 ingestion bars.
     assert_eq!(bars, 11 + 3, "{dom}");
-    assert!(dom.contains("failed: out of memory"), "{dom}");
+    assert!(dom.contains("failed: OOM"), "{dom}");
     assert!(dom.contains("Not strictly comparable"));
     let shot = w.gt.env.path().join("report.png");
     chromium(&dir.join("report.html"), Some(&shot));

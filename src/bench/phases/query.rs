@@ -13,7 +13,7 @@ use crate::run::Status;
 use crate::tsbs;
 
 use super::super::conclude::same_cause;
-use super::super::exec::Input;
+use super::super::exec::{Input, ToolEnd};
 use super::super::inputfile::WatchedFile;
 use super::super::{integrity, watch, Bench};
 
@@ -117,6 +117,19 @@ impl Bench<'_> {
                     "nothing may write to a query set while a run reads it; remove the query set and run again to generate it anew",
                 ));
             }
+            // A managed server that died under one query type is that type's result (OOM when
+            // the evidence says so, else a crash), as in the published tables; it is started
+            // again for the types still to run.
+            let died = match &end {
+                ToolEnd::ServerGone(reason) => Some(reason.clone()),
+                // The runner may notice first (the real one panics on a refused connection).
+                ToolEnd::Exited(s) if !s.success() => self.server_gone_soon(),
+                _ => None,
+            };
+            if let (Some(reason), true) = (died, self.target.is_managed()) {
+                self.server_died_under(qt, &step, attempt, &reason)?;
+                continue;
+            }
             let status = self.tool_exit(&step, attempt, end, &format!("query type {qt}"), &log)?;
             let text = crate::fsutil::read_log(&log);
             match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
@@ -150,6 +163,60 @@ impl Bench<'_> {
                 }
             }
         }
+        Ok(())
+    }
+}
+
+impl Bench<'_> {
+    /// `Some(reason)` when the managed server is gone or goes within a second (a process the
+    /// kernel is killing may not be reapable yet when the runner already failed).
+    fn server_gone_soon(&mut self) -> Option<String> {
+        for _ in 0..10 {
+            if let Some(r) = self.server_gone() {
+                return Some(r);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        None
+    }
+
+    /// Records query type `qt` as ended by the server's death (`reason`: its exit, with the
+    /// OOM evidence when there is some), then starts the server again, timing the restart.
+    fn server_died_under(
+        &mut self,
+        qt: &str,
+        step: &str,
+        attempt: u32,
+        reason: &str,
+    ) -> Result<()> {
+        let oom = reason.contains("out of memory");
+        let what = if oom { "OOM" } else { "server crashed" };
+        let r = format!("the server died during query type {qt} ({what}): {reason}");
+        self.run.end(
+            step,
+            attempt,
+            Status::Failed,
+            Some(r.clone()),
+            Some(json!({"server_died": {"result": what, "evidence": reason}})),
+        )?;
+        self.reporter().warn(&format!(
+            "query type {qt}: {what}; starting the server again for the other types"
+        ));
+        // Records the dead server's end (its events, the OOM evidence) as its own step.
+        self.stop_server()?;
+        let started = std::time::Instant::now();
+        self.start_server()?;
+        let attempt = self.run.next_attempt("server-restart")?;
+        self.run.instant(
+            "server-restart",
+            attempt,
+            Status::Completed,
+            None,
+            Some(json!({
+                "after_query_type": qt,
+                "seconds": started.elapsed().as_secs_f64(),
+            })),
+        )?;
         Ok(())
     }
 }
