@@ -79,6 +79,9 @@ pub struct RunSummary {
     pub server_diagnostics: ServerDiagnostics,
     pub failures: Vec<Failure>,
     pub warnings: Vec<Warning>,
+    /// Measurements taken while other processes were busy on the host (issue 24 §4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busy_machine: Vec<Warning>,
     pub not_started: Vec<String>,
     /// What the product's runner leaves out of each query type's statistics, and why (absent
     /// in summaries written before it was said, and in runs without queries).
@@ -775,6 +778,39 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             diag.scan_text_with(l, &read(dir, Some(l)), &redactor, &rules);
         }
     }
+    // A busy machine before or during a measurement (issue 24 §4): said with when it was.
+    let mut busy_machine: Vec<Warning> = Vec::new();
+    for s in &steps {
+        let (q, when) = if s.step == "machine-check" {
+            (
+                &s.data,
+                format!("before {}", s.data["before"].as_str().unwrap_or("a phase")),
+            )
+        } else if s.step == "load" || s.step.starts_with("query:") {
+            (
+                &s.data["machine"],
+                format!(
+                    "during {} ({} → {})",
+                    s.step,
+                    s.started_at,
+                    s.finished_at.as_deref().unwrap_or("?")
+                ),
+            )
+        } else {
+            continue;
+        };
+        if q["quiet"] == json!(false) {
+            busy_machine.push(Warning {
+                stage: s.step.clone(),
+                attempt: s.attempt,
+                log: s.log.clone(),
+                message: format!(
+                    "not quiet {when}: {}; the measurement shares the host with them",
+                    q["words"].as_str().unwrap_or("other processes were busy")
+                ),
+            });
+        }
+    }
     // A server that failed by its own log (a panic, a FATAL of a tracing log, a PostgreSQL
     // process that died) makes the run's numbers suspect: a failure, naming the log. What the
     // product counts but does not call a failure (PostgreSQL's FATAL: one client session) is
@@ -965,6 +1001,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         },
         failures,
         warnings,
+        busy_machine,
         not_started: not_started(m, &steps),
         excluded_from_statistics,
         error: m.error.clone(),

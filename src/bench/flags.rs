@@ -92,6 +92,11 @@ pub struct CommonFlags {
     #[command(flatten)]
     #[serde(flatten)]
     pub shape: ServerShapeArgs,
+    /// Refuse to measure on a busy machine: before the load and before the queries, other
+    /// processes must use at most 10% of the host's CPU over 2 s, with nothing swapping.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub require_quiet: bool,
     /// Seconds a loader or query runner may go without progress in its periodic reports
     /// before it counts as stalled (default 300; the loader reports every 10 s).
     // Recorded with its default applied (what the run used): see `Flags::record`.
@@ -491,6 +496,7 @@ impl Flags {
             startup_timeout: c.timing.startup_timeout,
             stop_timeout: c.timing.stop_timeout,
             shape: c.shape.shape(),
+            require_quiet: c.require_quiet,
             // Checked by the CLI; a recorded value out of range is refused, not a panic.
             count_timeout: i
                 .count_timeout

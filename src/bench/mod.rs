@@ -25,6 +25,7 @@ pub mod integrity;
 mod phases;
 pub mod preflight;
 pub mod quickstart;
+pub mod quiet;
 pub mod request;
 mod serving;
 pub mod settle;
@@ -115,6 +116,7 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
     let phase = validate(entry, req)?;
     // A bad TSBSCTL_ADMIN_TIMEOUT_SECS is bad input: said before anything exists.
     crate::product::admin_timeout()?;
+    quiet::before()?;
     let root = ctx
         .root
         .clone()

@@ -59,6 +59,8 @@ pub struct Request {
     pub stop_timeout: Option<f64>,
     /// `--cpus` / `--memory`: the managed server's own cgroup.
     pub shape: Option<crate::server::cgroup::Shape>,
+    /// `--require-quiet`: a busy machine before a measured phase fails the run.
+    pub require_quiet: bool,
     /// InfluxDB 3: the limit of one row-count request (default 30 min).
     pub count_timeout: Option<std::time::Duration>,
     /// Seconds a tool may go without progress before it counts as stalled.

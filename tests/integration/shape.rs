@@ -235,3 +235,75 @@ fn shape_refused_where_it_cannot_hold_and_for_an_external_server() {
     ]);
     r.code(2).says("external server");
 }
+
+/// Issue 24 §4: a busy host before a measured phase is recorded and warned about in
+/// summary.md, and `--require-quiet` refuses to measure on it.
+#[test]
+fn a_busy_machine_is_warned_about_and_refused_with_require_quiet() {
+    let w = world();
+    // Two busy loops: both CPUs of a 2-core machine (more than 10% on any host).
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut burners: Vec<std::process::Child> = (0..cpus)
+        .map(|_| {
+            std::process::Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let bench = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "greptimedb",
+            "load",
+            "--database-id",
+            "g1",
+            "--stop-timeout",
+            "5",
+        ];
+        args.extend_from_slice(extra);
+        args.extend(crate::world::tiny());
+        args.push("--json");
+        let mut c = w.gt.env.cmd(&args);
+        c.env("TSBSCTL_MACHINE_CHECK_MS", "1000");
+        crate::util::run_command(c, &args, Duration::from_secs(300))
+    };
+    let refused = bench(&["--require-quiet"]);
+    let warned = bench(&[]);
+    for b in &mut burners {
+        let _ = b.kill();
+        let _ = b.wait();
+    }
+    refused
+        .code(1)
+        .says("the machine is not quiet before the load: other processes used");
+    // Refused before anything was measured.
+    assert!(
+        !events(&run_dir(&refused))
+            .iter()
+            .any(|e| e["step"] == "load"),
+        "no load step"
+    );
+    warned.ok();
+    let dir = run_dir(&warned);
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("## Was the machine quiet?")
+            && md.contains("- machine-check: not quiet before the load: other processes used"),
+        "{md}"
+    );
+    let check = events(&dir)
+        .into_iter()
+        .find(|e| e["step"] == "machine-check" && e["status"] == "completed")
+        .unwrap();
+    assert_eq!(check["data"]["quiet"], false, "{check}");
+    assert_eq!(check["data"]["threshold"], 0.1, "{check}");
+    let load = events(&dir)
+        .into_iter()
+        .find(|e| e["step"] == "load" && e["status"] == "completed")
+        .unwrap();
+    assert!(
+        load["data"]["machine"]["others_cpu_share"].is_number(),
+        "{load}"
+    );
+}

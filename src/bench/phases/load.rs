@@ -68,6 +68,7 @@ impl Bench<'_> {
         } else {
             None
         };
+        self.machine_check("the load")?;
         let w = self.run.manifest.workload.benchmark();
         let workers = w.map_or(1, |w| w.load_workers) as u32;
         let batch = w.map_or(3000, |w| w.batch_size) as u32;
@@ -138,6 +139,7 @@ impl Bench<'_> {
         } else {
             Input::File(WatchedFile::open(&sf.path)?)
         };
+        let machine = super::super::quiet::Reading::now(self.server.as_ref().map(|s| s.pid()));
         let ran = self.run_watched(
             &cmd,
             &log,
@@ -149,6 +151,7 @@ impl Bench<'_> {
             Some(sf.rows),
         )?;
         let (end, usage) = (ran.end, ran.usage);
+        let machine = self.machine_since(&machine);
         // What the loader read: hashed only after a load that completed (a failed or
         // interrupted one is not worth the read), but a changed file is always said.
         let fed = match ran.file {
@@ -208,7 +211,7 @@ impl Bench<'_> {
                     attempt,
                     Status::Completed,
                     None,
-                    Some(json!({"rows": r.rows, "metrics": r.metrics, "usage": usage, "input": input})),
+                    Some(json!({"rows": r.rows, "metrics": r.metrics, "usage": usage, "input": input, "machine": machine})),
                 )?;
             }
             Err(f) => {

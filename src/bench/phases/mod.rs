@@ -65,6 +65,53 @@ impl Bench<'_> {
         }
     }
 
+    /// The host watched for a moment before a measured phase (`before`: "the load", "the
+    /// queries"), recorded as a `machine-check` step; with `--require-quiet` a busy machine
+    /// fails the run here, before anything is measured.
+    pub(super) fn machine_check(&mut self, before: &str) -> Result<()> {
+        let pid = self.server.as_ref().map(|s| s.pid());
+        let q = super::quiet::check_before(pid);
+        let attempt = self.run.next_attempt("machine-check")?;
+        let mut data = serde_json::to_value(&q)?;
+        data["before"] = before.into();
+        data["words"] = q.words().into();
+        let busy = q.quiet == Some(false);
+        if busy && self.req.require_quiet {
+            let r = format!("the machine is not quiet before {before}: {}", q.words());
+            self.run.instant(
+                "machine-check",
+                attempt,
+                crate::run::Status::Failed,
+                Some(r.clone()),
+                Some(data),
+            )?;
+            return Err(Error::failed(r).with_hint(
+                "stop what else runs on this host (see `top`) and run again, or leave out --require-quiet to measure anyway (summary.md then warns)",
+            ));
+        }
+        if busy {
+            self.reporter().warn(&format!(
+                "the machine is not quiet before {before}: {} (summary.md warns; --require-quiet refuses)",
+                q.words()
+            ));
+        }
+        self.run.instant(
+            "machine-check",
+            attempt,
+            crate::run::Status::Completed,
+            None,
+            Some(data),
+        )
+    }
+
+    /// What other processes did while a tool ran, from a reading taken just before it.
+    pub(super) fn machine_since(&self, r: &super::quiet::Reading) -> serde_json::Value {
+        let q = r.since(self.server.as_ref().map(|s| s.pid()));
+        let mut v = serde_json::to_value(&q).unwrap_or_default();
+        v["words"] = q.words().into();
+        v
+    }
+
     pub(super) fn stall_policy(&self) -> watch::StallPolicy {
         watch::StallPolicy::new(self.req.stall_timeout, self.req.on_stall)
             .expect("validated before the run started")

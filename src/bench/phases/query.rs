@@ -34,6 +34,7 @@ impl Bench<'_> {
         let workers = w.map_or(1, |w| w.query_workers) as u32;
         let (auth, _) = self.target.tokens();
         let total_types = set.files.len();
+        self.machine_check("the queries")?;
         // The first type that failed with the cause the latest failure had (said once).
         let mut last_failure: Option<(String, String)> = None;
         for (i, (qt, file)) in set.files.iter().enumerate() {
@@ -95,6 +96,7 @@ impl Bench<'_> {
             )?;
             let label = format!("query type {}/{total_types} {qt}", i + 1);
             self.reporter().info(&label);
+            let machine = super::super::quiet::Reading::now(self.server.as_ref().map(|s| s.pid()));
             let ran = self.run_watched(
                 &cmd,
                 &log,
@@ -106,6 +108,7 @@ impl Bench<'_> {
                 queries,
             )?;
             let (end, usage) = (ran.end, ran.usage);
+            let machine = self.machine_since(&machine);
             if let Some(change) = ran.file.map(|mut f| f.check()).transpose()?.flatten() {
                 let r = format!(
                     "query file {} (type {qt}) changed while the runner read it: {change}",
@@ -138,7 +141,7 @@ impl Bench<'_> {
                     attempt,
                     Status::Completed,
                     None,
-                    Some(json!({"count": r.all.count, "mean_ms": r.all.mean_ms, "usage": usage})),
+                    Some(json!({"count": r.all.count, "mean_ms": r.all.mean_ms, "usage": usage, "machine": machine})),
                 )?,
                 // One type failing (e.g. a non-200) does not stop the others.
                 Err(f) => {
