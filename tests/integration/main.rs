@@ -20,6 +20,7 @@ mod runs;
 mod safety;
 mod server;
 mod skills;
+mod timeline;
 mod timescaledb;
 mod timescaledb_external;
 mod tsbs;
