@@ -47,6 +47,7 @@ pub mod report;
 pub mod rerun;
 pub mod run;
 pub mod runlist;
+pub mod sampler;
 pub mod server;
 pub mod skills;
 pub mod sources;

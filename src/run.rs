@@ -113,12 +113,29 @@ pub struct Host {
     /// Filesystem type of the directory holding the server's data (or the state root).
     pub data_dir: Option<PathBuf>,
     pub data_filesystem: Option<String>,
+    /// The mount holding the data directory (`/proc/self/mountinfo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_mount: Option<PathBuf>,
+    /// What is mounted there (`/dev/vda1`, `tmpfs`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_device: Option<String>,
+    /// The block device's name under `/sys/block` (a partition's disk), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_block_device: Option<String>,
+    /// `/sys/block/<dev>/queue/rotational`: a spinning disk (`true`) or not; `None` where no
+    /// block device is behind the mount (tmpfs, overlay, network) or it cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_rotational: Option<bool>,
 }
 
 impl Host {
     /// Facts about this machine; `data_dir` is the directory whose filesystem is recorded.
     pub fn current(data_dir: Option<&Path>) -> Host {
         let uname = nix::sys::utsname::uname().ok();
+        let mount = data_dir.and_then(mount_of);
+        let block = mount
+            .as_ref()
+            .and_then(|m| block_device(Path::new("/sys"), &m.dev));
         Host {
             hostname: lock::hostname(),
             cpu_model: cpu_model(),
@@ -133,7 +150,11 @@ impl Host {
                 .map(|u| u.release().to_string_lossy().into_owned()),
             arch: std::env::consts::ARCH.to_string(),
             data_dir: data_dir.map(Path::to_path_buf),
-            data_filesystem: data_dir.and_then(filesystem_type),
+            data_filesystem: mount.as_ref().map(|m| m.fstype.clone()),
+            data_mount: mount.as_ref().map(|m| m.mount_point.clone()),
+            data_device: mount.as_ref().map(|m| m.source.clone()),
+            data_block_device: block.as_ref().map(|(name, _)| name.clone()),
+            data_rotational: block.and_then(|(_, r)| r),
         }
     }
 }
@@ -166,30 +187,94 @@ fn os_release() -> Option<String> {
         .map(|v| v.trim_matches('"').to_string())
 }
 
-/// The filesystem type of the mount holding `path` (Linux: the longest mount point of
-/// `/proc/self/mountinfo` that is a prefix of the canonical path).
+/// A line of `/proc/self/mountinfo`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mount {
+    pub mount_point: PathBuf,
+    /// `major:minor` of the filesystem's device.
+    pub dev: String,
+    pub fstype: String,
+    pub source: String,
+}
+
+/// The filesystem type of the mount holding `path`.
 pub fn filesystem_type(path: &Path) -> Option<String> {
+    mount_of(path).map(|m| m.fstype)
+}
+
+/// The mount holding `path` (Linux: the longest mount point of `/proc/self/mountinfo` that
+/// is a prefix of the canonical path of `path` or its nearest existing parent).
+pub fn mount_of(path: &Path) -> Option<Mount> {
     let mut p = path.to_path_buf();
     while !p.exists() {
         p = p.parent()?.to_path_buf();
     }
     let canon = p.canonicalize().ok()?;
     let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mut best: Option<(usize, String)> = None;
-    for line in text.lines() {
+    mount_in(&text, &canon)
+}
+
+/// [`mount_of`] on a mountinfo text; the last of equal mount points wins (it is mounted over
+/// the others).
+pub fn mount_in(mountinfo: &str, canon: &Path) -> Option<Mount> {
+    let unescape = |s: &str| {
+        s.replace("\\040", " ")
+            .replace("\\011", "\t")
+            .replace("\\012", "\n")
+            .replace("\\134", "\\")
+    };
+    let mut best: Option<Mount> = None;
+    for line in mountinfo.lines() {
         let fields: Vec<&str> = line.split(' ').collect();
         let Some(sep) = fields.iter().position(|f| *f == "-") else {
             continue;
         };
-        let (Some(mount), Some(fstype)) = (fields.get(4), fields.get(sep + 1)) else {
+        let (Some(dev), Some(mount), Some(fstype), Some(source)) = (
+            fields.get(2),
+            fields.get(4),
+            fields.get(sep + 1),
+            fields.get(sep + 2),
+        ) else {
             continue;
         };
-        let mount = mount.replace("\\040", " ");
-        if canon.starts_with(&mount) && best.as_ref().is_none_or(|(n, _)| mount.len() >= *n) {
-            best = Some((mount.len(), fstype.to_string()));
+        let mount = PathBuf::from(unescape(mount));
+        let longer = best
+            .as_ref()
+            .is_none_or(|b| mount.as_os_str().len() >= b.mount_point.as_os_str().len());
+        if canon.starts_with(&mount) && longer {
+            best = Some(Mount {
+                mount_point: mount,
+                dev: dev.to_string(),
+                fstype: fstype.to_string(),
+                source: unescape(source),
+            });
         }
     }
-    best.map(|(_, t)| t)
+    best
+}
+
+/// The block device behind `major:minor` (`sys`: where sysfs is mounted) and whether it is
+/// rotational: a partition answers for its disk. `None` without a block device (major 0:
+/// tmpfs, overlay, NFS).
+pub fn block_device(sys: &Path, dev: &str) -> Option<(String, Option<bool>)> {
+    if dev.starts_with("0:") {
+        return None;
+    }
+    let node = sys.join("dev/block").join(dev).canonicalize().ok()?;
+    let disk = if node.join("queue").is_dir() {
+        node
+    } else {
+        node.parent()?.to_path_buf()
+    };
+    let name = disk.file_name()?.to_string_lossy().into_owned();
+    let rotational = fs::read_to_string(disk.join("queue/rotational"))
+        .ok()
+        .and_then(|t| match t.trim() {
+            "1" => Some(true),
+            "0" => Some(false),
+            _ => None,
+        });
+    Some((name, rotational))
 }
 
 /// The process that owns a running run.
@@ -644,6 +729,12 @@ pub fn fold_steps(events: &[StepEvent]) -> Vec<Step> {
     order.into_iter().filter_map(|k| map.remove(&k)).collect()
 }
 
+/// Told of every step event once it is recorded (the resource sampler labels its samples
+/// with the step that runs).
+pub trait StepObserver: Send + Sync {
+    fn step_event(&self, step: &str, status: Status);
+}
+
 /// A run directory held by this process (or opened read-only for summaries).
 pub struct RunDir {
     pub dir: PathBuf,
@@ -651,6 +742,7 @@ pub struct RunDir {
     seq: u64,
     /// Held while this process works in the run.
     _lock: Option<LockGuard>,
+    observer: Option<std::sync::Arc<dyn StepObserver>>,
 }
 
 impl std::fmt::Debug for RunDir {
@@ -764,6 +856,7 @@ impl RunDir {
             manifest: m,
             seq: 0,
             _lock: Some(lock),
+            observer: None,
         };
         run.save()?;
         reserve_space(&run.dir);
@@ -781,6 +874,7 @@ impl RunDir {
             manifest: m,
             seq,
             _lock: None,
+            observer: None,
         };
         if run.manifest.status == Status::Running && crate::media::is_read_only(dir) {
             // Read-only media (an archive, a remounted disk): nothing can be locked or
@@ -870,7 +964,16 @@ impl RunDir {
             .map_err(|e| Error::io("open", &path, e))?;
         f.write_all(line.as_bytes())
             .and_then(|_| f.sync_data())
-            .map_err(|e| Error::io("append to", &path, e))
+            .map_err(|e| Error::io("append to", &path, e))?;
+        if let Some(o) = &self.observer {
+            o.step_event(&e.step, e.status);
+        }
+        Ok(())
+    }
+
+    /// Tells `o` of every step event from now on.
+    pub fn set_observer(&mut self, o: std::sync::Arc<dyn StepObserver>) {
+        self.observer = Some(o);
     }
 
     /// Records the start of a step attempt.
@@ -1285,6 +1388,7 @@ mod tests {
             manifest: serde_json::from_str(RUN_FIXTURES[0].1).unwrap(),
             seq: 0,
             _lock: None,
+            observer: None,
         };
         let got = run
             .step("dataset", 1, |r| {
@@ -1352,5 +1456,54 @@ mod tests {
         assert_eq!(after.data_state.unwrap().label, "after manual compaction");
         let env = after.environment.unwrap();
         assert!(env.binaries.values().any(|b| b.ran_sha256.is_some()));
+    }
+
+    #[test]
+    fn the_data_dirs_mount_device_and_disk_kind() {
+        let info = "22 27 0:21 / /proc rw,relatime - proc proc rw\n\
+            27 1 254:1 / / rw,relatime - ext4 /dev/vda1 rw\n\
+            30 27 0:30 / /work/my\\040dir rw - tmpfs tmpfs rw\n\
+            31 27 259:2 / /work/my\\040dir rw - xfs /dev/nvme0n1p2 rw\n";
+        let m = mount_in(info, Path::new("/home/x/data")).unwrap();
+        assert_eq!(
+            (
+                m.mount_point.to_str(),
+                m.dev.as_str(),
+                m.fstype.as_str(),
+                m.source.as_str()
+            ),
+            (Some("/"), "254:1", "ext4", "/dev/vda1")
+        );
+        // The later of two mounts on one point is the one in force.
+        let m = mount_in(info, Path::new("/work/my dir/ws/data")).unwrap();
+        assert_eq!((m.fstype.as_str(), m.dev.as_str()), ("xfs", "259:2"));
+        // A fake sysfs: a partition of a rotational disk, and a non-rotational whole disk.
+        let d = tempfile::tempdir().unwrap();
+        let sys = d.path();
+        let disk = sys.join("devices/virtual/block/sda");
+        fs::create_dir_all(disk.join("queue")).unwrap();
+        fs::create_dir_all(disk.join("sda1")).unwrap();
+        fs::write(disk.join("queue/rotational"), "1\n").unwrap();
+        let nvme = sys.join("devices/pci/nvme0n1");
+        fs::create_dir_all(nvme.join("queue")).unwrap();
+        fs::write(nvme.join("queue/rotational"), "0\n").unwrap();
+        fs::create_dir_all(sys.join("dev/block")).unwrap();
+        std::os::unix::fs::symlink(disk.join("sda1"), sys.join("dev/block/8:1")).unwrap();
+        std::os::unix::fs::symlink(&nvme, sys.join("dev/block/259:0")).unwrap();
+        assert_eq!(
+            block_device(sys, "8:1"),
+            Some(("sda".to_string(), Some(true)))
+        );
+        assert_eq!(
+            block_device(sys, "259:0"),
+            Some(("nvme0n1".to_string(), Some(false)))
+        );
+        assert_eq!(block_device(sys, "0:30"), None);
+        assert_eq!(block_device(sys, "7:7"), None);
+        // This machine: whatever it is, the host record names the mount of the directory.
+        let h = Host::current(Some(Path::new("/proc/self")));
+        assert_eq!(h.data_filesystem.as_deref(), Some("proc"));
+        assert_eq!(h.data_mount.as_deref(), Some(Path::new("/proc")));
+        assert_eq!(h.data_rotational, None);
     }
 }

@@ -76,6 +76,10 @@ pub struct RunSummary {
     /// One per `analyze:<type>` step: its data plus attempt, status, log and result dir.
     pub analyses: Vec<Value>,
     pub compaction: Option<CompactionSummary>,
+    /// The server's resources per phase, from `timeline.jsonl` (absent in summaries written
+    /// before it was sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
     pub server_diagnostics: ServerDiagnostics,
     pub failures: Vec<Failure>,
     pub warnings: Vec<Warning>,
@@ -154,6 +158,26 @@ pub struct DataStateSummary {
 
 /// A present key that may be `null`, told apart from an absent key (`None`).
 pub type Present<T> = Option<Option<T>>;
+
+/// The server's resources during the run, from its timeline ([`crate::sampler`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resources {
+    /// What was read: the managed server's process tree in `/proc`, the named series of the
+    /// server's `/metrics`, or `unknown`.
+    pub source: String,
+    /// The timeline, relative to the run directory (`null` when nothing was sampled).
+    pub file: Option<String>,
+    pub interval_seconds: f64,
+    pub samples: u64,
+    /// How often the data directory was measured.
+    pub data_dir_measured: Option<String>,
+    /// One per step that ran while the server was sampled, in the order they first ran.
+    pub phases: Vec<crate::sampler::phases::PhaseResources>,
+    /// Bytes the server wrote to storage during the load per row loaded.
+    pub load_bytes_written_per_row: Option<f64>,
+    /// How much the data directory grew during the load.
+    pub load_data_dir_growth_bytes: Option<i64>,
+}
 
 /// The last load attempt. The measured fields are present only when its results were read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -975,6 +999,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             loads: d.state.loads.len(),
             maintenance: d.state.maintenance.clone(),
         }),
+        resources: resources(run, product.as_deref(), ingestion.as_ref()),
         ingestion,
         row_count,
         storage,
@@ -1074,6 +1099,75 @@ fn server_shape(m: &crate::run::RunManifest) -> Option<String> {
     )
 }
 
+/// The `resources` of a summary, from the run's timeline. An external server whose product
+/// serves no process metrics is said to be unknown; a run without a timeline (written before
+/// it existed, or whose server never started) has none.
+fn resources(
+    run: &RunDir,
+    product: Option<&dyn crate::product::Product>,
+    ingestion: Option<&Ingestion>,
+) -> Option<Resources> {
+    use crate::sampler::{self, phases};
+    let samples = sampler::read(&run.dir.join(sampler::TIMELINE_FILE));
+    let external = !run.manifest.target.is_managed();
+    if samples.is_empty() {
+        let no_metrics = product.is_some_and(|p| p.metrics_path().is_none());
+        return (external && no_metrics).then(|| Resources {
+            source: "unknown".into(),
+            file: None,
+            interval_seconds: sampler::INTERVAL.as_secs_f64(),
+            samples: 0,
+            data_dir_measured: None,
+            phases: Vec::new(),
+            load_bytes_written_per_row: None,
+            load_data_dir_growth_bytes: None,
+        });
+    }
+    let from_proc = samples.iter().any(|s| s.source == "proc");
+    let source = if from_proc {
+        "/proc: the server's process tree (the server and its descendants: stat, status, io)"
+            .to_string()
+    } else {
+        let mut names: Vec<&str> = samples
+            .iter()
+            .filter_map(|s| s.series.as_deref())
+            .flat_map(|x| x.split(", "))
+            .filter(|x| !x.is_empty())
+            .collect();
+        names.sort();
+        names.dedup();
+        if names.is_empty() {
+            "unknown (/metrics has no process series)".to_string()
+        } else {
+            format!("/metrics: {}", names.join(", "))
+        }
+    };
+    let phases = phases::summarise(&samples);
+    let load = phases.iter().find(|p| p.phase == "load");
+    let rows = ingestion
+        .filter(|i| i.status == Status::Completed)
+        .and_then(|i| i.rows.flatten())
+        .filter(|r| *r > 0);
+    Some(Resources {
+        source,
+        file: Some(sampler::TIMELINE_FILE.to_string()),
+        interval_seconds: sampler::INTERVAL.as_secs_f64(),
+        samples: samples.len() as u64,
+        data_dir_measured: from_proc.then(|| {
+            format!(
+                "at every step boundary and at most every {} s between them (a walk of a large data directory every second would cost too much)",
+                sampler::DIR_INTERVAL.as_secs()
+            )
+        }),
+        load_bytes_written_per_row: load
+            .and_then(|l| l.write_bytes)
+            .zip(rows)
+            .map(|(w, r)| (w as f64 / r as f64 * 100.0).round() / 100.0),
+        load_data_dir_growth_bytes: load.and_then(|l| l.data_dir_growth_bytes),
+        phases,
+    })
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -1169,6 +1263,79 @@ pub(crate) mod tests {
                 "kernel": "k", "data_filesystem": "f"},
             "tool": {"version": "v", "git_revision": "g"}, "server_diagnostics": {},
             "queries": []})
+    }
+
+    /// Peak RSS and mean CPU per phase, bytes written per row and the data directory's
+    /// growth are shown; what was not measured reads "unknown", never 0.
+    #[test]
+    fn server_resources_and_the_host_are_shown() {
+        let mut s = minimal_summary("all");
+        s["host"]["data_dir"] = json!("/ws/data");
+        s["host"]["data_device"] = json!("/dev/vda1");
+        s["host"]["data_mount"] = json!("/");
+        s["host"]["data_block_device"] = json!("vda");
+        s["host"]["data_rotational"] = json!(false);
+        let phase = |name: &str, cores: Value, rss: Value, growth: Value| {
+            json!({"phase": name, "samples": 3, "wall_seconds": 10.0, "cpu_seconds": 5.0,
+                "cpu_user_seconds": 4.0, "cpu_system_seconds": 1.0, "mean_cpu_cores": cores,
+                "peak_rss_bytes": rss, "read_bytes": null, "write_bytes": 3145728,
+                "data_dir_start_bytes": 0, "data_dir_end_bytes": 1, "data_dir_growth_bytes": growth})
+        };
+        s["resources"] = json!({"source": "/proc: the server's process tree", "file": "timeline.jsonl",
+            "interval_seconds": 1.0, "samples": 12, "data_dir_measured": "at every step boundary",
+            "phases": [phase("load", json!(0.5), json!(209715200), json!(2097152)),
+                phase("query:cpu-max-all-1", json!(1.25), json!(104857600), json!(-1024)),
+                phase("compact", json!(null), json!(null), json!(null))],
+            "load_bytes_written_per_row": 36.4, "load_data_dir_growth_bytes": 2097152});
+        let md = render_md(&s).unwrap();
+        assert!(
+            md.contains("| load | 10.0 | 0.50 | 4.00 / 1.00 | 200.00 MiB | unknown | 3.00 MiB | +2.00 MiB |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| query:cpu-max-all-1 | 10.0 | 1.25 | 4.00 / 1.00 | 100.00 MiB | unknown | 3.00 MiB | -1.0 KiB |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| compact | 10.0 | unknown | 4.00 / 1.00 | unknown | unknown | 3.00 MiB | unknown |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("Load: 36.4 bytes written to storage per row loaded; data directory growth +2.00 MiB."),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "Source: /proc: the server's process tree; timeline `timeline.jsonl`, 12 samples"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("- Data disk: `/ws/data` on f (`/dev/vda1` mounted at `/`), block device `vda`, not rotational"),
+            "{md}"
+        );
+        // The round trip keeps every field; a summary without them still reads and renders.
+        let typed: RunSummary = summary_from(json!({"resources": s["resources"].clone()}));
+        let back = serde_json::to_value(&typed).unwrap();
+        assert_eq!(back["resources"], s["resources"]);
+        let old = summary_from(json!({}));
+        assert!(old.resources.is_none());
+        assert!(serde_json::to_value(&old)
+            .unwrap()
+            .get("resources")
+            .is_none());
+        let md = render_md(&minimal_summary("all")).unwrap();
+        assert!(!md.contains("## Server resources"), "{md}");
+        assert!(md.contains("rotational: unknown"), "{md}");
+        // An external server without process metrics: unknown.
+        s["resources"] = json!({"source": "unknown", "file": null, "interval_seconds": 1.0,
+            "samples": 0, "data_dir_measured": null, "phases": [],
+            "load_bytes_written_per_row": null, "load_data_dir_growth_bytes": null});
+        let md = render_md(&s).unwrap();
+        assert!(
+            md.contains("Source: unknown.\nNo sample: peak RSS and CPU per phase unknown."),
+            "{md}"
+        );
     }
 
     /// The data-directory table is headed with what the product's files are: PostgreSQL's

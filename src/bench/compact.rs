@@ -69,6 +69,9 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
         run.dir.display()
     ));
     let cwd = run.dir.clone();
+    let mut run = run;
+    let timeline = super::timeline::Timeline::new(&run.dir);
+    run.set_observer(timeline.clone());
     let mut b = Bench {
         ctx,
         root,
@@ -83,6 +86,7 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
         load_footprint: None,
         late_answer: None,
         cwd,
+        timeline,
     };
     let result = b.compact(op, &creq);
     b.conclude(result)

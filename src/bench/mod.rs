@@ -30,6 +30,7 @@ pub mod request;
 mod serving;
 pub mod settle;
 pub mod target;
+pub mod timeline;
 mod tokens;
 pub mod watch;
 
@@ -109,6 +110,8 @@ pub struct Bench<'a> {
     /// while it stops (a real v1.0.2 sent HTTP 500 "Region … is stopped"), and that answer is
     /// recorded with the statement's step.
     late_answer: Option<compact::LateAnswer>,
+    /// The server's resource timeline, told of every step by the run.
+    timeline: std::sync::Arc<timeline::Timeline>,
 }
 
 /// Runs a bench command end to end.
@@ -215,6 +218,8 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
     ctx.reporter
         .info(&format!("run {} in {}", run.id(), run.dir.display()));
     let cwd = tsbs::command::tool_dir_parent();
+    let timeline = timeline::Timeline::new(&run.dir);
+    run.set_observer(timeline.clone());
     let mut b = Bench {
         ctx,
         root,
@@ -229,6 +234,7 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
         load_footprint: None,
         late_answer: None,
         cwd,
+        timeline,
     };
     let result = b.work(&dataset, &counts);
     b.conclude(result)

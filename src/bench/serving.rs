@@ -13,7 +13,11 @@ use super::Bench;
 
 impl Bench<'_> {
     pub(super) fn start_server(&mut self) -> Result<()> {
-        if self.server.is_some() || !self.target.is_managed() {
+        if !self.target.is_managed() {
+            self.start_external_timeline();
+            return Ok(());
+        }
+        if self.server.is_some() {
             return Ok(());
         }
         self.server_attempt += 1;
@@ -74,6 +78,7 @@ impl Bench<'_> {
                         "cgroup": s.shape_record(),
                     })),
                 })?;
+                self.start_timeline(s.pid());
                 self.server = Some(s);
                 Ok(())
             }
@@ -105,6 +110,8 @@ impl Bench<'_> {
 
     /// Stops the managed server (normally), recording how it ended.
     pub(super) fn stop_server(&mut self) -> Result<()> {
+        // The last sample is of the running server, before it is told to stop.
+        self.timeline.stop();
         let Some(mut s) = self.server.take() else {
             return Ok(());
         };

@@ -367,6 +367,9 @@ impl Product for GreptimeDb {
     fn compaction(&self) -> Option<&'static super::op::Compaction> {
         Some(&compact::COMPACTION)
     }
+    fn metrics_path(&self) -> Option<&'static str> {
+        Some("/metrics")
+    }
     fn before_queries(&self) -> Option<&'static super::op::BeforeQueries> {
         Some(&before_queries::BEFORE_QUERIES)
     }

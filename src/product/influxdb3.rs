@@ -593,6 +593,9 @@ impl Product for InfluxDb3 {
     fn detect_engine(&self, dir: &Path) -> Option<&'static str> {
         detect_engine(dir)
     }
+    fn metrics_path(&self) -> Option<&'static str> {
+        Some("/metrics")
+    }
     fn records_durability(&self) -> bool {
         true
     }

@@ -440,6 +440,12 @@ pub trait Product: Send + Sync {
     fn before_queries(&self) -> Option<&'static op::BeforeQueries> {
         None
     }
+    /// Where the server serves Prometheus metrics with its process series
+    /// (`process_resident_memory_bytes`, `process_cpu_seconds_total`): how an external
+    /// server's resources are sampled. `None`: unknown for external servers.
+    fn metrics_path(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A product's SQL maintenance capability (GreptimeDB: `/v1/sql`).

@@ -21,6 +21,7 @@ mod safety;
 mod server;
 mod shape;
 mod skills;
+mod timeline;
 mod timescaledb;
 mod timescaledb_external;
 mod tsbs;

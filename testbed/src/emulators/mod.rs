@@ -38,3 +38,35 @@ pub(crate) fn not_emulated(tool: &str) -> i32 {
     eprintln!("testbed: the {tool} emulator is not built yet");
     2
 }
+
+/// The Prometheus process collector's series, as the real servers serve them on `/metrics`,
+/// with this emulator process's own values from `/proc/self` (so a sampler reading them sees
+/// a live process, not constants).
+pub(crate) fn process_metrics() -> String {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // After the command name (which may hold spaces): utime and stime are fields 14 and 15.
+    let ticks: u64 = stat
+        .rfind(')')
+        .map(|i| {
+            stat[i + 1..]
+                .split_whitespace()
+                .skip(11)
+                .take(2)
+                .filter_map(|v| v.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0);
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let rss_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    format!(
+        "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total {}\n# HELP process_resident_memory_bytes Resident memory size in bytes.\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes {}\n",
+        ticks as f64 / hz,
+        rss_kib * 1024
+    )
+}

@@ -70,7 +70,9 @@
 //!
 //! * `/health`, `/ready`, `/v1/health` (GET/POST) → 200 `{}` with `access-control-allow-origin: *`;
 //!   `/status` → JSON with `version`; `/metrics` → `greptime_app_version{..,version="V"} 1`,
-//!   and `greptime_mito_inflight_compaction_count` once a compaction has run (1 while one runs).
+//!   `process_cpu_seconds_total` and `process_resident_memory_bytes` (the emulator's own, from
+//!   `/proc/self`, as the real server's process collector serves its own), and
+//!   `greptime_mito_inflight_compaction_count` once a compaction has run (1 while one runs).
 //! * `/v1/sql` (GET, or POST with `Content-Type: application/x-www-form-urlencoded`, else 415):
 //!   `sql` and `db` from query or form (query wins; `db` default `public`, `greptime-<db>` form
 //!   accepted; unknown → 400 `{"code":4004,"error":"Database not found: x",..}`); `format`

@@ -237,6 +237,7 @@ impl Shared {
                     self.version.text(),
                     self.version.text()
                 );
+                body.push_str(&crate::emulators::process_metrics());
                 if let Some(n) = self.scheduler.inflight() {
                     body.push_str(&format!(
                         "# HELP greptime_mito_inflight_compaction_count inflight compaction count\n# TYPE greptime_mito_inflight_compaction_count gauge\ngreptime_mito_inflight_compaction_count {n}\n"

@@ -1,0 +1,98 @@
+//! The process series of a server's Prometheus `/metrics` text: what tsbsctl can know of an
+//! external server's CPU and memory. The standard names come from the Prometheus client
+//! libraries' process collector; GreptimeDB releases before the switch to it (2023) prefixed
+//! them with `greptime_`.
+
+/// Names of the resident memory gauge, in the order they are looked for.
+pub const RSS_SERIES: &[&str] = &[
+    "process_resident_memory_bytes",
+    "greptime_process_resident_memory_bytes",
+];
+/// Names of the CPU counter (user plus system seconds).
+pub const CPU_SERIES: &[&str] = &[
+    "process_cpu_seconds_total",
+    "greptime_process_cpu_seconds_total",
+];
+
+/// What one `/metrics` text says of the process.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ProcessSeries {
+    pub rss_bytes: Option<u64>,
+    /// Which of [`RSS_SERIES`] it was.
+    pub rss_series: Option<&'static str>,
+    pub cpu_seconds: Option<f64>,
+    pub cpu_series: Option<&'static str>,
+}
+
+/// Reads the process series of a Prometheus (or OpenMetrics) text; a series that is absent
+/// stays `None`. The first sample of a name counts (the process collector has no labels).
+pub fn parse(text: &str) -> ProcessSeries {
+    let mut out = ProcessSeries::default();
+    for line in text.lines() {
+        if line.starts_with('#') || out.rss_bytes.is_some() && out.cpu_seconds.is_some() {
+            continue;
+        }
+        let name_end = line.find(['{', ' ']).unwrap_or(line.len());
+        let name = &line[..name_end];
+        // The value follows the labels; an optional timestamp may follow it.
+        let after = match line[name_end..].rfind('}') {
+            Some(i) if line[name_end..].starts_with('{') => &line[name_end + i + 1..],
+            _ => &line[name_end..],
+        };
+        let Some(value) = after
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+        else {
+            continue;
+        };
+        if out.rss_bytes.is_none() {
+            if let Some(n) = RSS_SERIES.iter().find(|n| **n == name) {
+                if value.is_finite() && value >= 0.0 {
+                    out.rss_bytes = Some(value as u64);
+                    out.rss_series = Some(n);
+                }
+            }
+        }
+        if out.cpu_seconds.is_none() {
+            if let Some(n) = CPU_SERIES.iter().find(|n| **n == name) {
+                if value.is_finite() && value >= 0.0 {
+                    out.cpu_seconds = Some(value);
+                    out.cpu_series = Some(n);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_series_are_read_with_or_without_labels_and_timestamps() {
+        let text = "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 12.5\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes{instance=\"a b\"} 1.234e+08 1700000000000\nprocess_resident_memory_bytes 5\n";
+        let s = parse(text);
+        assert_eq!(s.cpu_seconds, Some(12.5));
+        assert_eq!(s.cpu_series, Some("process_cpu_seconds_total"));
+        assert_eq!(s.rss_bytes, Some(123_400_000));
+        assert_eq!(s.rss_series, Some("process_resident_memory_bytes"));
+        // The older GreptimeDB names.
+        let old = "greptime_process_cpu_seconds_total 0.86\ngreptime_process_resident_memory_bytes 4096\n";
+        let s = parse(old);
+        assert_eq!(
+            (s.cpu_seconds, s.rss_bytes, s.cpu_series),
+            (
+                Some(0.86),
+                Some(4096),
+                Some("greptime_process_cpu_seconds_total")
+            )
+        );
+        // A text without them: unknown, never 0.
+        let none = parse(
+            "greptime_app_version{version=\"1\"} 1\nprocess_resident_memory_bytes_x 3\n# EOF\n",
+        );
+        assert_eq!(none, ProcessSeries::default());
+    }
+}
