@@ -712,7 +712,9 @@ fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
     // Engine-full flushes during the load (small files: the real TWCS picks a window from 4
     // files on) schedule automatic compactions that are still running when the load ends: the stop drains them, logging progress per window, for
     // longer than the --stop-timeout (the time allowed without progress).
-    w.gt.set_knobs(json!({"auto_flush_bytes": 5000, "compaction_ms_per_mib": 4000.0}));
+    // Slow enough that what runs between the load and the stop (row count, the last resource
+    // sample) cannot finish it on a busy machine.
+    w.gt.set_knobs(json!({"auto_flush_bytes": 5000, "compaction_ms_per_mib": 12000.0}));
     let mut a = vec![
         "bench",
         "greptimedb",
