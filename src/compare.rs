@@ -516,6 +516,8 @@ fn data_caveats(base: &RunSummary, cand: &RunSummary) -> (Vec<String>, bool) {
 pub enum Evidence {
     /// The bootstrap of the ratio of means (queries paired by index, or pass means).
     Bootstrap(crate::noise::Bootstrap),
+    /// Two passes or more on both sides: Student's t on the logs of the pass ratios.
+    Passes(crate::noise::PassRatios),
     /// Welch's test on the summary statistics: one pass without per-query latencies.
     Welch(crate::noise::Sample, crate::noise::Sample),
 }
@@ -583,7 +585,17 @@ impl Evidence {
             ),
             m => m.clone(),
         };
+        // Passes paired by number: each pair's ratio of means (over the same queries when
+        // both give per-query latencies of equal count; else of the passes' means).
         if let (Some(x), Some(y)) = (&ob, &oc) {
+            if let (Observations::PassMeans(bm), Observations::PassMeans(cm)) =
+                (to_means(x), to_means(y))
+            {
+                let ratios: Vec<f64> = bm.iter().zip(&cm).map(|(b, c)| c / b).collect();
+                if let Some(p) = crate::noise::PassRatios::new(ratios) {
+                    return Some(Evidence::Passes(p));
+                }
+            }
             if let Some(bs) = Bootstrap::new(x, y, RESAMPLES, &mut rng)
                 .or_else(|| Bootstrap::new(&to_means(x), &to_means(y), RESAMPLES, &mut rng))
             {
@@ -599,6 +611,7 @@ impl Evidence {
     pub fn p_value(&self) -> f64 {
         match self {
             Evidence::Bootstrap(b) => b.p_value(),
+            Evidence::Passes(p) => p.p_value(),
             Evidence::Welch(b, c) => crate::noise::welch_ratio(*b, *c, 0.05).map_or(1.0, |x| x.1),
         }
     }
@@ -607,6 +620,7 @@ impl Evidence {
     pub fn interval(&self, alpha: f64) -> (f64, (f64, f64)) {
         match self {
             Evidence::Bootstrap(b) => (b.estimate, b.interval(alpha)),
+            Evidence::Passes(p) => (p.estimate(), p.interval(alpha)),
             Evidence::Welch(b, c) => {
                 let iv =
                     crate::noise::welch_ratio(*b, *c, alpha).map_or((f64::NAN, f64::NAN), |x| x.0);
@@ -640,6 +654,11 @@ impl Evidence {
                            "passes": b.passes, "paired_passes": b.paired_passes, "note": note}),
                 )
             }
+            Evidence::Passes(p) => (
+                "t_pass_ratios".into(),
+                json!({"pass_pairs": p.ratios.len(), "pass_ratios": p.ratios,
+                       "note": format!("{} passes paired by number, each the ratio of the two passes' means over the same queries; Student's t on their logs ({} degrees of freedom)", p.ratios.len(), p.ratios.len() - 1)}),
+            ),
             Evidence::Welch(..) => (
                 "welch_t".into(),
                 json!({"note": "one pass and no per-query latencies: Welch's test on the runs' count, mean and stddev, within-run spread only"}),

@@ -319,6 +319,55 @@ pub fn welch_ratio(b: Sample, c: Sample, alpha: f64) -> Option<((f64, f64), f64)
     ))
 }
 
+/// Passes paired by number: pass k of the candidate against pass k of the baseline, each the
+/// ratio of the two passes' means over the same queries. With a few passes, the bootstrap
+/// over passes is too narrow (three passes have ten distinct resamples, and their spread
+/// underestimates the variance); Student's t on the logs of the pass ratios, with P - 1
+/// degrees of freedom, pays for the few passes with a wide quantile, and takes in whatever
+/// moves the whole machine between passes (its load, the caches), which is most of what
+/// moves it between runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassRatios {
+    pub ratios: Vec<f64>,
+}
+
+impl PassRatios {
+    /// `None` with fewer than two pairs or a ratio that is not positive and finite.
+    pub fn new(ratios: Vec<f64>) -> Option<PassRatios> {
+        (ratios.len() >= 2 && ratios.iter().all(|r| r.is_finite() && *r > 0.0))
+            .then_some(PassRatios { ratios })
+    }
+
+    fn log_stats(&self) -> (f64, f64, f64) {
+        let n = self.ratios.len() as f64;
+        let logs: Vec<f64> = self.ratios.iter().map(|r| r.ln()).collect();
+        let m = logs.iter().sum::<f64>() / n;
+        let var = logs.iter().map(|l| (l - m).powi(2)).sum::<f64>() / (n - 1.0);
+        (m, (var / n).sqrt(), n - 1.0)
+    }
+
+    /// The geometric mean of the ratios.
+    pub fn estimate(&self) -> f64 {
+        self.log_stats().0.exp()
+    }
+
+    /// The interval of the ratio at level `1 - alpha`.
+    pub fn interval(&self, alpha: f64) -> (f64, f64) {
+        let (m, se, df) = self.log_stats();
+        let t = t_quantile(1.0 - alpha / 2.0, df);
+        ((m - t * se).exp(), (m + t * se).exp())
+    }
+
+    /// The two-sided p-value of "no change" (the interval at `1 - p` just touches 1).
+    pub fn p_value(&self) -> f64 {
+        let (m, se, df) = self.log_stats();
+        if se == 0.0 {
+            return if m == 0.0 { 1.0 } else { 0.0 };
+        }
+        (2.0 * (1.0 - t_cdf(m.abs() / se, df))).clamp(0.0, 1.0)
+    }
+}
+
 /// Holm's step-down correction of `p` at family level `alpha`: per hypothesis, whether it is
 /// rejected, the level its interval is to be taken at, and its adjusted p-value. The k-th
 /// smallest p (from 0) is tested at `alpha / (m - k)` while the earlier ones were rejected;
@@ -616,6 +665,23 @@ mod tests {
         // Two samples of the same distribution: no change is inside the interval.
         let (lo, hi) = a.interval(0.05);
         assert!(lo < 1.0 && hi > 1.0, "{lo} {hi}");
+    }
+
+    #[test]
+    fn pass_ratios_by_hand() {
+        // ln 1.1, ln 1.2, ln 1.3: mean 0.17999, sd 0.08355, se 0.04824; t(0.975, 2) = 4.303.
+        let p = PassRatios::new(vec![1.1, 1.2, 1.3]).unwrap();
+        assert!((p.estimate() - 0.17999f64.exp()).abs() < 1e-4);
+        let (lo, hi) = p.interval(0.05);
+        let want = (0.17999f64 - 4.303 * 0.04824, 0.17999f64 + 4.303 * 0.04824);
+        assert!(
+            (lo.ln() - want.0).abs() < 1e-3 && (hi.ln() - want.1).abs() < 1e-3,
+            "{lo} {hi}"
+        );
+        // t = 3.731 with 2 df: p = 1 - t / sqrt(t^2 + 2) = 0.0649; the interval at 1 - p touches 1.
+        assert!((p.p_value() - 0.0649).abs() < 1e-3, "{}", p.p_value());
+        assert!(p.interval(p.p_value() * 0.999).0 < 1.0 && p.interval(p.p_value() * 1.001).0 > 1.0);
+        assert!(PassRatios::new(vec![1.0]).is_none());
     }
 
     #[test]
