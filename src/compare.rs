@@ -312,11 +312,20 @@ fn compare_one(base: &RecordedRun, cand: &RecordedRun, threshold: f64) -> Candid
     let mut queries = Vec::new();
     let mut largest: Option<&QueryComparison> = None;
     let mut within_noise = 0u64;
-    for q in &cand.summary.queries {
+    let pairs: Vec<(&QuerySummary, &QuerySummary)> = cand
+        .summary
+        .queries
+        .iter()
+        .filter_map(|q| bq.get(q.query_type.as_str()).map(|b| (*b, q)))
+        .collect();
+    let evidence: Vec<Option<Evidence>> = pairs
+        .iter()
+        .map(|(b, q)| Evidence::of(base, b, cand, q))
+        .collect();
+    let judged = judge_all(&pairs, &evidence, threshold);
+    for ((b, q), (class, noise)) in pairs.iter().zip(judged) {
         let qt = q.query_type.as_str();
-        let Some(b) = bq.get(qt) else { continue };
         let mean = delta(b.mean_ms, q.mean_ms);
-        let (class, noise) = judge(b, q, &mean, threshold);
         // Data of unknown state may be anything: no latency verdict holds against it.
         let class = if state_unknown {
             "not comparable"
@@ -502,32 +511,223 @@ fn data_caveats(base: &RunSummary, cand: &RunSummary) -> (Vec<String>, bool) {
     (out, unknown)
 }
 
-/// A latency verdict: beyond the band and outside the noise to count. Returns the class and
-/// the noise record (the test, its interval), or why the noise could not be judged.
-fn judge(
-    b: &QuerySummary,
-    q: &QuerySummary,
-    mean: &Delta,
+/// What the noise model has of one query type in two runs.
+#[derive(Debug, Clone)]
+pub enum Evidence {
+    /// The bootstrap of the ratio of means (queries paired by index, or pass means).
+    Bootstrap(crate::noise::Bootstrap),
+    /// Two passes or more on both sides: Student's t on the logs of the pass ratios.
+    Passes(crate::noise::PassRatios),
+    /// Welch's test on the summary statistics: one pass without per-query latencies.
+    Welch(crate::noise::Sample, crate::noise::Sample),
+}
+
+/// One run's observations of one type: per-query latencies of every pass when each pass's log
+/// holds them, else the passes' means.
+pub fn observations(dir: &std::path::Path, q: &QuerySummary) -> Option<crate::noise::Observations> {
+    use crate::noise::Observations;
+    let logs: Vec<Option<String>> = match &q.passes {
+        Some(p) => p.logs.clone(),
+        None => vec![q.log.clone().flatten()],
+    };
+    let counts: Vec<u64> = match &q.attempts {
+        Some(a) if a.len() == logs.len() => a.iter().map(|a| a.stats.count).collect(),
+        _ if logs.len() == 1 => vec![q.query_count?],
+        _ => Vec::new(),
+    };
+    let per_query: Option<Vec<Vec<f64>>> = (counts.len() == logs.len())
+        .then(|| {
+            logs.iter()
+                .zip(&counts)
+                .map(|(l, &n)| {
+                    let text = std::fs::read_to_string(dir.join(l.as_deref()?)).ok()?;
+                    crate::tsbs::query::per_query_latencies(&text, n)
+                })
+                .collect()
+        })
+        .flatten();
+    if let Some(p) = per_query {
+        return Some(Observations::Queries(p));
+    }
+    let means: Vec<f64> = q
+        .attempts
+        .as_ref()?
+        .iter()
+        .map(|a| a.stats.mean_ms)
+        .collect();
+    Some(Observations::PassMeans(means))
+}
+
+impl Evidence {
+    /// The best model both runs allow: paired queries, pass means, Welch, or none.
+    pub fn of(
+        base: &RecordedRun,
+        b: &QuerySummary,
+        cand: &RecordedRun,
+        q: &QuerySummary,
+    ) -> Option<Evidence> {
+        Evidence::between(observations(&base.dir, b), observations(&cand.dir, q), b, q)
+    }
+
+    pub fn between(
+        ob: Option<crate::noise::Observations>,
+        oc: Option<crate::noise::Observations>,
+        b: &QuerySummary,
+        q: &QuerySummary,
+    ) -> Option<Evidence> {
+        use crate::noise::{Bootstrap, Observations, Rng, RESAMPLES};
+        let mut rng = Rng::for_name(&q.query_type);
+        let to_means = |o: &Observations| match o {
+            Observations::Queries(p) => Observations::PassMeans(
+                p.iter()
+                    .map(|x| x.iter().sum::<f64>() / x.len() as f64)
+                    .collect(),
+            ),
+            m => m.clone(),
+        };
+        // Passes paired by number: each pair's ratio of means (over the same queries when
+        // both give per-query latencies of equal count; else of the passes' means).
+        if let (Some(x), Some(y)) = (&ob, &oc) {
+            if let (Observations::PassMeans(bm), Observations::PassMeans(cm)) =
+                (to_means(x), to_means(y))
+            {
+                let ratios: Vec<f64> = bm.iter().zip(&cm).map(|(b, c)| c / b).collect();
+                if let Some(p) = crate::noise::PassRatios::new(ratios) {
+                    return Some(Evidence::Passes(p));
+                }
+            }
+            if let Some(bs) = Bootstrap::new(x, y, RESAMPLES, &mut rng)
+                .or_else(|| Bootstrap::new(&to_means(x), &to_means(y), RESAMPLES, &mut rng))
+            {
+                return Some(Evidence::Bootstrap(bs));
+            }
+        }
+        let (sb, sc) = (b.noise_sample()?, q.noise_sample()?);
+        crate::noise::welch_ratio(sb, sc, 0.05)?;
+        Some(Evidence::Welch(sb, sc))
+    }
+
+    /// The two-sided p-value of "no change".
+    pub fn p_value(&self) -> f64 {
+        match self {
+            Evidence::Bootstrap(b) => b.p_value(),
+            Evidence::Passes(p) => p.p_value(),
+            Evidence::Welch(b, c) => crate::noise::welch_ratio(*b, *c, 0.05).map_or(1.0, |x| x.1),
+        }
+    }
+
+    /// The ratio (candidate / baseline) and its interval at level `1 - alpha`.
+    pub fn interval(&self, alpha: f64) -> (f64, (f64, f64)) {
+        match self {
+            Evidence::Bootstrap(b) => (b.estimate, b.interval(alpha)),
+            Evidence::Passes(p) => (p.estimate(), p.interval(alpha)),
+            Evidence::Welch(b, c) => {
+                let iv =
+                    crate::noise::welch_ratio(*b, *c, alpha).map_or((f64::NAN, f64::NAN), |x| x.0);
+                (c.mean / b.mean, iv)
+            }
+        }
+    }
+
+    fn describe(&self) -> (String, Value) {
+        use crate::noise::{RESAMPLES, SEED};
+        match self {
+            Evidence::Bootstrap(b) => {
+                let mut note = if b.paired_queries > 0 {
+                    format!("{} queries paired by their index in the query file, resampled with the passes of each run", b.paired_queries)
+                } else {
+                    format!(
+                        "no per-query latencies in both runs: the passes' means resampled{}",
+                        if b.paired_passes {
+                            ", paired by pass number"
+                        } else {
+                            ""
+                        }
+                    )
+                };
+                if b.passes[0] < 2 || b.passes[1] < 2 {
+                    note.push_str("; a run with one pass: its pass-to-pass variance is not measured (--passes 3 or more)");
+                }
+                (
+                    b.method.to_string(),
+                    json!({"resamples": RESAMPLES, "seed": SEED, "paired_queries": b.paired_queries,
+                           "passes": b.passes, "paired_passes": b.paired_passes, "note": note}),
+                )
+            }
+            Evidence::Passes(p) => (
+                "t_pass_ratios".into(),
+                json!({"pass_pairs": p.ratios.len(), "pass_ratios": p.ratios,
+                       "note": format!("{} passes paired by number, each the ratio of the two passes' means over the same queries; Student's t on their logs ({} degrees of freedom)", p.ratios.len(), p.ratios.len() - 1)}),
+            ),
+            Evidence::Welch(..) => (
+                "welch_t".into(),
+                json!({"note": "one pass and no per-query latencies: Welch's test on the runs' count, mean and stddev, within-run spread only"}),
+            ),
+        }
+    }
+}
+
+/// The latency verdicts of every type of one candidate: beyond the band and outside the
+/// noise to count, the noise judged for all the types at once (Holm's correction at family
+/// level 1 - [`crate::noise::LEVEL`]). Returns per pair the class and the noise record.
+fn judge_all(
+    pairs: &[(&QuerySummary, &QuerySummary)],
+    evidence: &[Option<Evidence>],
     threshold: f64,
-) -> (&'static str, Value) {
-    let practical = classify(mean, threshold, Better::Lower);
-    let (sb, sc) = (b.noise_sample(), q.noise_sample());
-    let Some((w, base_mean)) = sb
-        .zip(sc)
-        .and_then(|(x, y)| crate::noise::welch(x, y).map(|w| (w, x.mean)))
-    else {
-        let why = json!({
-            "test": null,
-            "reason": "a run lacks the count or stddev of this type (or has fewer than 2 queries): only the band decides",
+) -> Vec<(&'static str, Value)> {
+    let alpha = 1.0 - crate::noise::LEVEL;
+    let tested: Vec<usize> = (0..pairs.len())
+        .filter(|&i| evidence[i].is_some())
+        .collect();
+    let p: Vec<f64> = tested
+        .iter()
+        .map(|&i| evidence[i].as_ref().map_or(1.0, Evidence::p_value))
+        .collect();
+    let holm = crate::noise::holm(&p, alpha);
+    let mut out = Vec::new();
+    for (i, (b, q)) in pairs.iter().enumerate() {
+        let Some(e) = &evidence[i] else {
+            let mean = delta(b.mean_ms, q.mean_ms);
+            let why = json!({
+                "test": null,
+                "reason": "a run lacks the count or stddev of this type (or has fewer than 2 queries): only the band decides",
+            });
+            out.push((classify(&mean, threshold, Better::Lower), why));
+            continue;
+        };
+        let k = tested.iter().position(|&t| t == i).unwrap_or(0);
+        let (reject, level, adjusted) = holm[k];
+        let (ratio, (lo, hi)) = e.interval(level);
+        let bm = b.mean_ms.unwrap_or(f64::NAN);
+        let est = delta(Some(1.0), Some(ratio));
+        let practical = classify(&est, threshold, Better::Lower);
+        let class = match practical {
+            "regressed" | "improved" if !reject => "within noise",
+            c => c,
+        };
+        let (test, mut record) = e.describe();
+        let pct = |r: f64| (r - 1.0) * 100.0;
+        let extra = json!({
+            "test": test,
+            "level": crate::noise::LEVEL,
+            "correction": "holm",
+            "family_size": tested.len(),
+            "interval_level": 1.0 - level,
+            "ratio": ratio,
+            "change_percent": pct(ratio),
+            "interval_ratio": [lo, hi],
+            "interval_percent": [pct(lo), pct(hi)],
+            "interval_ms": [(lo - 1.0) * bm, (hi - 1.0) * bm],
+            "p_value": p[k],
+            "adjusted_p_value": adjusted,
+            "outside_noise": reject,
         });
-        return (practical, why);
-    };
-    let record = w.to_json(base_mean);
-    let class = match practical {
-        "regressed" | "improved" if !w.significant() => "within noise",
-        c => c,
-    };
-    (class, record)
+        if let (Value::Object(r), Value::Object(x)) = (&mut record, extra) {
+            r.extend(x);
+        }
+        out.push((class, record));
+    }
+    out
 }
 
 /// What decides a load's throughput besides the server: workers, batch size, durability.
@@ -561,6 +761,12 @@ pub struct NoiseTest {
     pub test: String,
     pub level: f64,
     pub rule: String,
+    #[serde(default)]
+    pub correction: String,
+    #[serde(default)]
+    pub resamples: u64,
+    #[serde(default)]
+    pub seed: u64,
 }
 
 /// What the compared runs share (their identity checks passed).
@@ -654,9 +860,12 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         created_at: created_at.clone(),
         threshold_percent: threshold,
         noise_test: NoiseTest {
-            test: "welch_t".into(),
+            test: "bootstrap".into(),
             level: crate::noise::LEVEL,
-            rule: "a latency change is improved or regressed only when it is beyond the threshold and the confidence interval of the difference of means excludes 0".into(),
+            rule: "a latency change is improved or regressed only when the ratio of means is beyond the threshold and its interval, at the level Holm's correction over the compared types gives it, excludes 1 (no change)".into(),
+            correction: "holm".into(),
+            resamples: crate::noise::RESAMPLES as u64,
+            seed: crate::noise::SEED,
         },
         product: s.product.clone(),
         product_label: s.product_label.clone(),
@@ -737,6 +946,9 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         if c.verdict == "not comparable" {
             human.push_str("  latency verdicts: not comparable\n");
         }
+        for q in &c.queries {
+            human.push_str(&format!("  {}\n", query_line(q)));
+        }
         for cv in &c.caveats {
             human.push_str(&format!("  caveat: {cv}\n"));
         }
@@ -762,6 +974,31 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         }),
         human,
     ))
+}
+
+/// One type's verdict on one line: the change, its corrected interval, the class.
+fn query_line(q: &QueryComparison) -> String {
+    let n = &q.noise;
+    let f = |v: &Value| v.as_f64().map_or("?".to_string(), |x| format!("{x:+.1}%"));
+    match n["interval_percent"].as_array() {
+        Some(iv) if iv.len() == 2 => format!(
+            "{:<28} {:>8}  [{}, {}] at {:.2}%  {}",
+            q.query_type,
+            f(&n["change_percent"]),
+            f(&iv[0]),
+            f(&iv[1]),
+            n["interval_level"].as_f64().unwrap_or(0.0) * 100.0,
+            q.classification
+        ),
+        _ => format!(
+            "{:<28} {:>8}  (no interval: the band alone)  {}",
+            q.query_type,
+            q.mean_ms
+                .delta_percent
+                .map_or("?".to_string(), |x| format!("{x:+.1}%")),
+            q.classification
+        ),
+    }
 }
 
 /// Renders a comparison's `summary.md` (a [`Comparison`], or a value of its shape).
@@ -812,30 +1049,55 @@ pub(crate) mod tests {
         serde_json::from_value(v).unwrap()
     }
 
+    /// One type judged alone (a family of one), from its summary statistics.
+    fn judge1(b: &QuerySummary, c: &QuerySummary, threshold: f64) -> (&'static str, Value) {
+        let e = Evidence::between(None, None, b, c);
+        judge_all(&[(b, c)], &[e], threshold).remove(0)
+    }
+
+    #[test]
+    fn holm_decides_over_the_types_and_the_interval_says_it() {
+        // Three types of +6% each with p ~ 0.024 alone: none survives Holm over the three,
+        // and each interval, at the level Holm's step gives it, includes 1.
+        let (b, c) = (q(30, 10.0, 1.0), q(30, 10.6, 1.0));
+        let e = || Evidence::between(None, None, &b, &c);
+        assert!(e().unwrap().p_value() < 0.05);
+        let one = judge_all(&[(&b, &c)], &[e()], 5.0);
+        assert_eq!(one[0].0, "regressed", "{}", one[0].1);
+        let three = judge_all(&[(&b, &c), (&b, &c), (&b, &c)], &[e(), e(), e()], 5.0);
+        for (class, n) in &three {
+            assert_eq!(*class, "within noise", "{n}");
+            assert_eq!(n["family_size"], 3);
+            assert_eq!(n["correction"], "holm");
+            let iv = n["interval_ratio"].as_array().unwrap();
+            assert!(
+                iv[0].as_f64().unwrap() < 1.0 && iv[1].as_f64().unwrap() > 1.0,
+                "{n}"
+            );
+        }
+    }
+
     #[test]
     fn defect_9_a_large_change_inside_the_noise_is_within_noise() {
         // +20% with a spread of ±50%: the trial's "improved 2, regressed 2" on twin runs.
         let (b, c) = (q(10, 10.0, 5.0), q(10, 12.0, 5.0));
-        let m = delta(Some(10.0), Some(12.0));
-        let (class, noise) = judge(&b, &c, &m, 5.0);
+        let (class, noise) = judge1(&b, &c, 5.0);
         assert_eq!(class, "within noise", "{noise}");
         assert_eq!(noise["test"], "welch_t");
         assert_eq!(noise["outside_noise"], false);
         let iv = noise["interval_ms"].as_array().unwrap();
         assert!(iv[0].as_f64().unwrap() < 0.0 && iv[1].as_f64().unwrap() > 0.0);
         // The same +20% with a tight spread is a regression; and -20% an improvement.
-        let (class, _) = judge(&q(10, 10.0, 0.5), &q(10, 12.0, 0.5), &m, 5.0);
+        let (class, _) = judge1(&q(10, 10.0, 0.5), &q(10, 12.0, 0.5), 5.0);
         assert_eq!(class, "regressed");
-        let m2 = delta(Some(12.0), Some(10.0));
-        let (class, _) = judge(&q(10, 12.0, 0.5), &q(10, 10.0, 0.5), &m2, 5.0);
+        let (class, _) = judge1(&q(10, 12.0, 0.5), &q(10, 10.0, 0.5), 5.0);
         assert_eq!(class, "improved");
         // Significant but below the practical band: unchanged.
-        let m3 = delta(Some(10.0), Some(10.2));
-        let (class, noise) = judge(&q(1000, 10.0, 0.1), &q(1000, 10.2, 0.1), &m3, 5.0);
+        let (class, noise) = judge1(&q(1000, 10.0, 0.1), &q(1000, 10.2, 0.1), 5.0);
         assert_eq!(class, "unchanged");
         assert_eq!(noise["outside_noise"], true);
         // No spread known: the band alone decides, and the record says so.
-        let (class, noise) = judge(&query(json!({"mean_ms": 10.0})), &c, &m, 5.0);
+        let (class, noise) = judge1(&query(json!({"mean_ms": 10.0})), &c, 5.0);
         assert_eq!(class, "regressed");
         assert!(noise["test"].is_null() && noise["reason"].is_string());
     }

@@ -1,7 +1,20 @@
-//! Is a latency difference between two runs outside their noise? Welch's two-sample t-test on
-//! the runs' own summary statistics (count, mean, standard deviation of each run's queries),
-//! giving the 95% confidence interval of the difference of means. Welch's variant does not
-//! assume equal variances, which two builds or two servers rarely have.
+//! Is a latency difference between two runs outside their noise? Two models, one rule.
+//!
+//! * The bootstrap of [`Bootstrap`]: the ratio of mean latencies (candidate / baseline) of one
+//!   query type, resampled [`RESAMPLES`] times with a fixed seed (deterministic). Where both
+//!   runs have per-query latencies (the runner's `--debug=1` lines, one worker, so line k is
+//!   query k of the file), queries are paired by their index in the shared file: one draw of
+//!   query indices serves both runs, and each run's passes are drawn with replacement too, so
+//!   the interval holds query-to-query and pass-to-pass variance while the differences between
+//!   queries (other hosts, other windows) cancel. Without them, the passes' means are
+//!   resampled (paired by pass number when both runs have as many passes).
+//! * Welch's two-sample t-test on the runs' summary statistics (count, mean, standard
+//!   deviation): the fallback for a run of one pass without per-query latencies (older runs,
+//!   TimescaleDB's runner, several workers), within-run spread only.
+//!
+//! Either gives, for a level, an interval of the ratio and a p-value whose test agrees with it
+//! exactly (the interval at level 1 - a excludes 1 iff p <= a), so that [`holm`] can pick each
+//! type's level and the verdict can be read off the interval.
 //!
 //! The runners' means are HDR-histogram means (bucket medians, reference tsbs.md §3), close to
 //! the arithmetic mean at the µs resolution TSBS records; the log's `stddev` is the runner's
@@ -102,6 +115,285 @@ pub fn welch(b: Sample, c: Sample) -> Option<Welch> {
         high: d + t * se,
         degrees_of_freedom: Some(df),
     })
+}
+
+/// Bootstrap resamples per query type: enough for the tail Holm needs with 15 types
+/// (0.05 / 15 / 2 of 10,000 is 16 resamples beyond each bound).
+pub const RESAMPLES: usize = 10_000;
+/// The seed of every bootstrap (mixed with the query type's name): the same runs give the
+/// same intervals on every machine and every time.
+pub const SEED: u64 = 0x7473_6273_6374_6c31;
+
+/// SplitMix64: small, fast, and the same sequence everywhere (no crate's version to pin).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    /// A seed of [`SEED`] and `name` (FNV-1a), so types draw independent sequences.
+    pub fn for_name(name: &str) -> Rng {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in name.bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        Rng(SEED ^ h)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (`n > 0`; Lemire's multiply-shift, bias below 2^-40 for our n).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
+    }
+}
+
+/// What one side of a comparison brings to the bootstrap.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observations {
+    /// Per pass, every query's latency in file order (all passes of equal length).
+    Queries(Vec<Vec<f64>>),
+    /// Per pass, the mean latency only.
+    PassMeans(Vec<f64>),
+}
+
+/// The bootstrap distribution of the ratio of means (candidate / baseline), sorted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bootstrap {
+    /// `bootstrap_paired_queries` or `bootstrap_pass_means`.
+    pub method: &'static str,
+    /// The ratio of the observed means.
+    pub estimate: f64,
+    pub sorted: Vec<f64>,
+    /// Queries paired by index (0 for pass means).
+    pub paired_queries: usize,
+    /// Passes of the baseline and of the candidate.
+    pub passes: [usize; 2],
+    /// Pass means paired by pass number.
+    pub paired_passes: bool,
+}
+
+fn mean(x: &[f64]) -> f64 {
+    x.iter().sum::<f64>() / x.len() as f64
+}
+
+impl Bootstrap {
+    /// The bootstrap of `c` against `b`, `resamples` draws from `rng`; `None` when the two
+    /// cannot be paired or hold no spread to resample (one pass of means on a side), or a
+    /// baseline mean is not positive.
+    pub fn new(
+        b: &Observations,
+        c: &Observations,
+        resamples: usize,
+        rng: &mut Rng,
+    ) -> Option<Bootstrap> {
+        use Observations::*;
+        let (method, estimate, mut draws, paired_queries, passes, paired_passes) = match (b, c) {
+            (Queries(bq), Queries(cq)) => {
+                let n = bq.first()?.len();
+                if n == 0 || bq.iter().chain(cq).any(|p| p.len() != n) || cq.is_empty() {
+                    return None;
+                }
+                let all = |x: &[Vec<f64>]| x.iter().map(|p| mean(p)).sum::<f64>() / x.len() as f64;
+                let est = all(cq) / all(bq);
+                let mut draws = Vec::with_capacity(resamples);
+                let (mut pb, mut pc) = (vec![0usize; bq.len()], vec![0usize; cq.len()]);
+                for _ in 0..resamples {
+                    for p in pb.iter_mut() {
+                        *p = rng.below(bq.len());
+                    }
+                    for p in pc.iter_mut() {
+                        *p = rng.below(cq.len());
+                    }
+                    let (mut sb, mut sc) = (0.0, 0.0);
+                    // One draw of query indices for both runs: the pairing.
+                    for _ in 0..n {
+                        let i = rng.below(n);
+                        sb += pb.iter().map(|&p| bq[p][i]).sum::<f64>();
+                        sc += pc.iter().map(|&p| cq[p][i]).sum::<f64>();
+                    }
+                    draws.push((sc / pc.len() as f64) / (sb / pb.len() as f64));
+                }
+                (
+                    "bootstrap_paired_queries",
+                    est,
+                    draws,
+                    n,
+                    [bq.len(), cq.len()],
+                    false,
+                )
+            }
+            (PassMeans(bm), PassMeans(cm)) => {
+                if bm.len() < 2 || cm.len() < 2 {
+                    return None;
+                }
+                let est = mean(cm) / mean(bm);
+                let paired = bm.len() == cm.len();
+                let mut draws = Vec::with_capacity(resamples);
+                for _ in 0..resamples {
+                    let (mut sb, mut sc) = (0.0, 0.0);
+                    if paired {
+                        for _ in 0..bm.len() {
+                            let k = rng.below(bm.len());
+                            sb += bm[k];
+                            sc += cm[k];
+                        }
+                    } else {
+                        for _ in 0..bm.len() {
+                            sb += bm[rng.below(bm.len())];
+                        }
+                        for _ in 0..cm.len() {
+                            sc += cm[rng.below(cm.len())];
+                        }
+                    }
+                    draws.push((sc / cm.len() as f64) / (sb / bm.len() as f64));
+                }
+                (
+                    "bootstrap_pass_means",
+                    est,
+                    draws,
+                    0,
+                    [bm.len(), cm.len()],
+                    paired,
+                )
+            }
+            _ => return None,
+        };
+        if !estimate.is_finite() || draws.iter().any(|d| !d.is_finite()) {
+            return None;
+        }
+        draws.sort_by(f64::total_cmp);
+        Some(Bootstrap {
+            method,
+            estimate,
+            sorted: draws,
+            paired_queries,
+            passes,
+            paired_passes,
+        })
+    }
+
+    /// The percentile interval at level `1 - alpha`: the `k+1`-th smallest and largest
+    /// draws, `k = floor(B alpha / 2)`.
+    pub fn interval(&self, alpha: f64) -> (f64, f64) {
+        let b = self.sorted.len();
+        let k = ((b as f64 * alpha / 2.0).floor() as usize).min(b - 1);
+        (self.sorted[k], self.sorted[b - 1 - k])
+    }
+
+    /// The two-sided p-value of "no change" that agrees with [`Self::interval`]: the
+    /// interval at `1 - a` excludes 1 exactly when this is at most `a`.
+    pub fn p_value(&self) -> f64 {
+        let le = self.sorted.iter().filter(|&&r| r <= 1.0).count();
+        let ge = self.sorted.iter().filter(|&&r| r >= 1.0).count();
+        (2.0 * le.min(ge) as f64 / self.sorted.len() as f64).min(1.0)
+    }
+}
+
+/// Welch's interval of the ratio `c.mean / b.mean` at level `1 - alpha` (the difference's
+/// interval divided by the baseline mean) and its p-value; `None` as for [`welch`] or when the
+/// baseline mean is not positive.
+pub fn welch_ratio(b: Sample, c: Sample, alpha: f64) -> Option<((f64, f64), f64)> {
+    let w = welch(b, c)?;
+    if b.mean <= 0.0 {
+        return None;
+    }
+    let se =
+        ((b.stddev * b.stddev) / b.count as f64 + (c.stddev * c.stddev) / c.count as f64).sqrt();
+    let Some(df) = w.degrees_of_freedom else {
+        let p = if w.difference == 0.0 { 1.0 } else { 0.0 };
+        let r = 1.0 + w.difference / b.mean;
+        return Some(((r, r), p));
+    };
+    let t = t_quantile(1.0 - alpha / 2.0, df);
+    let d = w.difference;
+    let p = (2.0 * (1.0 - t_cdf(d.abs() / se, df))).clamp(0.0, 1.0);
+    Some((
+        (1.0 + (d - t * se) / b.mean, 1.0 + (d + t * se) / b.mean),
+        p,
+    ))
+}
+
+/// Passes paired by number: pass k of the candidate against pass k of the baseline, each the
+/// ratio of the two passes' means over the same queries. With a few passes, the bootstrap
+/// over passes is too narrow (three passes have ten distinct resamples, and their spread
+/// underestimates the variance); Student's t on the logs of the pass ratios, with P - 1
+/// degrees of freedom, pays for the few passes with a wide quantile, and takes in whatever
+/// moves the whole machine between passes (its load, the caches), which is most of what
+/// moves it between runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassRatios {
+    pub ratios: Vec<f64>,
+}
+
+impl PassRatios {
+    /// `None` with fewer than two pairs or a ratio that is not positive and finite.
+    pub fn new(ratios: Vec<f64>) -> Option<PassRatios> {
+        (ratios.len() >= 2 && ratios.iter().all(|r| r.is_finite() && *r > 0.0))
+            .then_some(PassRatios { ratios })
+    }
+
+    fn log_stats(&self) -> (f64, f64, f64) {
+        let n = self.ratios.len() as f64;
+        let logs: Vec<f64> = self.ratios.iter().map(|r| r.ln()).collect();
+        let m = logs.iter().sum::<f64>() / n;
+        let var = logs.iter().map(|l| (l - m).powi(2)).sum::<f64>() / (n - 1.0);
+        (m, (var / n).sqrt(), n - 1.0)
+    }
+
+    /// The geometric mean of the ratios.
+    pub fn estimate(&self) -> f64 {
+        self.log_stats().0.exp()
+    }
+
+    /// The interval of the ratio at level `1 - alpha`.
+    pub fn interval(&self, alpha: f64) -> (f64, f64) {
+        let (m, se, df) = self.log_stats();
+        let t = t_quantile(1.0 - alpha / 2.0, df);
+        ((m - t * se).exp(), (m + t * se).exp())
+    }
+
+    /// The two-sided p-value of "no change" (the interval at `1 - p` just touches 1).
+    pub fn p_value(&self) -> f64 {
+        let (m, se, df) = self.log_stats();
+        if se == 0.0 {
+            return if m == 0.0 { 1.0 } else { 0.0 };
+        }
+        (2.0 * (1.0 - t_cdf(m.abs() / se, df))).clamp(0.0, 1.0)
+    }
+}
+
+/// Holm's step-down correction of `p` at family level `alpha`: per hypothesis, whether it is
+/// rejected, the level its interval is to be taken at, and its adjusted p-value. The k-th
+/// smallest p (from 0) is tested at `alpha / (m - k)` while the earlier ones were rejected;
+/// from the first that is not, every later one keeps that step's level, so an interval at its
+/// level excludes "no change" exactly when Holm rejects.
+pub fn holm(p: &[f64], alpha: f64) -> Vec<(bool, f64, f64)> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]).then(a.cmp(&b)));
+    let mut out = vec![(false, alpha, 1.0); m];
+    let mut stopped: Option<f64> = None;
+    let mut adjusted_max: f64 = 0.0;
+    for (k, &i) in order.iter().enumerate() {
+        let step = alpha / (m - k) as f64;
+        adjusted_max = adjusted_max.max(((m - k) as f64 * p[i]).min(1.0));
+        let level = match stopped {
+            Some(l) => l,
+            None if p[i] <= step => step,
+            None => {
+                stopped = Some(step);
+                step
+            }
+        };
+        out[i] = (stopped.is_none(), level, adjusted_max);
+    }
+    out
 }
 
 /// The `p` quantile (p > 0.5) of Student's t with `df` degrees of freedom, by bisection.
@@ -283,5 +575,150 @@ mod tests {
         )
         .unwrap();
         assert!(exact.significant());
+    }
+
+    fn boot(sorted: Vec<f64>) -> Bootstrap {
+        Bootstrap {
+            method: "test",
+            estimate: 1.0,
+            sorted,
+            paired_queries: 0,
+            passes: [1, 1],
+            paired_passes: false,
+        }
+    }
+
+    #[test]
+    fn percentile_intervals_and_p_values_agree_by_hand() {
+        // 0.91, 0.92, ..., 1.10: k = floor(20 * 0.1 / 2) = 1 -> the 2nd smallest and largest.
+        let b = boot((91..=110).map(|i| f64::from(i) / 100.0).collect());
+        let (lo, hi) = b.interval(0.1);
+        assert!((lo - 0.92).abs() < 1e-12 && (hi - 1.09).abs() < 1e-12);
+        // 10 draws <= 1, 11 >= 1: p = 2 * 10 / 20 = 1.
+        assert_eq!(b.p_value(), 1.0);
+        // 0.99, 1.00, 1.01 ... 1.18: 2 draws <= 1, so p = 2 * 2 / 20 = 0.2; the interval at
+        // 1 - 0.2 excludes 1 (k = 2: 1.01), at 1 - 0.19 it does not (k = 1: 1.00).
+        let mut v = vec![0.99, 1.0];
+        v.extend((101..=118).map(|i| f64::from(i) / 100.0));
+        let b = boot(v);
+        assert!((b.p_value() - 0.2).abs() < 1e-12);
+        assert!(b.interval(0.2).0 > 1.0);
+        assert!(b.interval(0.19).0 <= 1.0);
+        let b = boot((101..=120).map(|i| f64::from(i) / 100.0).collect());
+        assert_eq!(b.p_value(), 0.0);
+        assert_eq!(b.interval(0.05), (1.01, 1.2));
+    }
+
+    #[test]
+    fn pairing_by_query_index_cancels_the_spread_between_queries() {
+        use Observations::*;
+        // Every query twice as slow: whatever indices are drawn, the ratio is exactly 2,
+        // although the queries differ threefold among themselves.
+        let b = Queries(vec![vec![1.0, 2.0, 3.0], vec![1.0, 2.0, 3.0]]);
+        let c = Queries(vec![vec![2.0, 4.0, 6.0]]);
+        let x = Bootstrap::new(&b, &c, 500, &mut Rng::new(1)).unwrap();
+        assert_eq!(x.method, "bootstrap_paired_queries");
+        assert_eq!((x.estimate, x.interval(0.05)), (2.0, (2.0, 2.0)));
+        assert_eq!((x.paired_queries, x.passes), (3, [2, 1]));
+        assert_eq!(x.p_value(), 0.0);
+        // Pass means paired by pass number: 10, 20 against 12, 24 is +20% in every draw.
+        let x = Bootstrap::new(
+            &PassMeans(vec![10.0, 20.0]),
+            &PassMeans(vec![12.0, 24.0]),
+            500,
+            &mut Rng::new(1),
+        )
+        .unwrap();
+        assert!(x.paired_passes);
+        let (lo, hi) = x.interval(0.05);
+        assert!(
+            (lo - 1.2).abs() < 1e-12 && (hi - 1.2).abs() < 1e-12,
+            "{lo} {hi}"
+        );
+        // One pass of means holds no spread; unequal query counts cannot be paired.
+        assert!(Bootstrap::new(
+            &PassMeans(vec![1.0]),
+            &PassMeans(vec![1.0, 2.0]),
+            10,
+            &mut Rng::new(1)
+        )
+        .is_none());
+        assert!(Bootstrap::new(
+            &Queries(vec![vec![1.0]]),
+            &Queries(vec![vec![1.0, 2.0]]),
+            10,
+            &mut Rng::new(1)
+        )
+        .is_none());
+        // Seeded: the same inputs give the same draws.
+        let noisy = |s: u64| {
+            let mut r = Rng::new(s);
+            Queries(vec![(0..50)
+                .map(|_| 1.0 + r.below(1000) as f64 / 1000.0)
+                .collect()])
+        };
+        let a =
+            Bootstrap::new(&noisy(3), &noisy(4), 2000, &mut Rng::for_name("lastpoint")).unwrap();
+        let b =
+            Bootstrap::new(&noisy(3), &noisy(4), 2000, &mut Rng::for_name("lastpoint")).unwrap();
+        assert_eq!(a, b);
+        // Two samples of the same distribution: no change is inside the interval.
+        let (lo, hi) = a.interval(0.05);
+        assert!(lo < 1.0 && hi > 1.0, "{lo} {hi}");
+    }
+
+    #[test]
+    fn pass_ratios_by_hand() {
+        // ln 1.1, ln 1.2, ln 1.3: mean 0.17999, sd 0.08355, se 0.04824; t(0.975, 2) = 4.303.
+        let p = PassRatios::new(vec![1.1, 1.2, 1.3]).unwrap();
+        assert!((p.estimate() - 0.17999f64.exp()).abs() < 1e-4);
+        let (lo, hi) = p.interval(0.05);
+        let want = (0.17999f64 - 4.303 * 0.04824, 0.17999f64 + 4.303 * 0.04824);
+        assert!(
+            (lo.ln() - want.0).abs() < 1e-3 && (hi.ln() - want.1).abs() < 1e-3,
+            "{lo} {hi}"
+        );
+        // t = 3.731 with 2 df: p = 1 - t / sqrt(t^2 + 2) = 0.0649; the interval at 1 - p touches 1.
+        assert!((p.p_value() - 0.0649).abs() < 1e-3, "{}", p.p_value());
+        assert!(p.interval(p.p_value() * 0.999).0 < 1.0 && p.interval(p.p_value() * 1.001).0 > 1.0);
+        assert!(PassRatios::new(vec![1.0]).is_none());
+    }
+
+    #[test]
+    fn holm_by_hand() {
+        // Sorted: 0.005 <= 0.05/4 rejected; 0.01 <= 0.05/3 rejected; 0.03 > 0.05/2 stops, and
+        // 0.04 keeps that level. Adjusted: 4*0.005, 3*0.01, 2*0.03, max(0.06, 1*0.04).
+        let h = holm(&[0.01, 0.04, 0.03, 0.005], 0.05);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        let want = [
+            (true, 0.05 / 3.0, 0.03),
+            (false, 0.025, 0.06),
+            (false, 0.025, 0.06),
+            (true, 0.0125, 0.02),
+        ];
+        for (got, want) in h.iter().zip(want) {
+            assert_eq!(got.0, want.0, "{h:?}");
+            assert!(close(got.1, want.1) && close(got.2, want.2), "{h:?}");
+        }
+        // One test: Holm is the test itself.
+        assert_eq!(holm(&[0.04], 0.05), vec![(true, 0.05, 0.04)]);
+        assert!(holm(&[], 0.05).is_empty());
+    }
+
+    #[test]
+    fn welch_ratio_by_hand() {
+        // n=10 mean 20 sd 2 vs mean 22: the difference 2 +- 2.101 * 0.8944 over 20;
+        // t = 2.236 with 18 df: p = 0.038.
+        let s = |mean| Sample {
+            count: 10,
+            mean,
+            stddev: 2.0,
+        };
+        let ((lo, hi), p) = welch_ratio(s(20.0), s(22.0), 0.05).unwrap();
+        assert!(
+            (lo - 1.00605).abs() < 2e-4 && (hi - 1.19395).abs() < 2e-4,
+            "{lo} {hi}"
+        );
+        assert!((p - 0.038).abs() < 1e-3, "{p}");
     }
 }

@@ -315,6 +315,9 @@ pub struct QuerySummary {
     pub results_file: Present<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<AttemptStats>>,
+    /// With two completed passes (attempts) or more: the spread of their means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passes: Option<PassSpread>,
     /// Why the last attempt failed (present only when none completed).
     #[serde(
         default,
@@ -322,6 +325,46 @@ pub struct QuerySummary {
         deserialize_with = "present"
     )]
     pub reason: Present<String>,
+}
+
+/// The pass-to-pass spread of one query type: how far run-to-run variance reaches within a
+/// run (`--passes`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassSpread {
+    pub count: u32,
+    /// The mean of the passes' means.
+    pub mean_ms: f64,
+    /// The sample standard deviation of the passes' means.
+    pub stddev_ms: f64,
+    /// The lowest and highest pass mean.
+    pub min_ms: f64,
+    pub max_ms: f64,
+    /// `stddev_ms / mean_ms`, in percent.
+    pub cv_percent: Option<f64>,
+    /// Each completed pass's log (run-relative), in pass order: what `runs compare` reads
+    /// per-query latencies from.
+    pub logs: Vec<Option<String>>,
+}
+
+impl PassSpread {
+    /// The spread of `means` (two or more), with their logs.
+    pub fn of(means: &[f64], logs: Vec<Option<String>>) -> Option<PassSpread> {
+        if means.len() < 2 {
+            return None;
+        }
+        let n = means.len() as f64;
+        let mean = means.iter().sum::<f64>() / n;
+        let var = means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        Some(PassSpread {
+            count: means.len() as u32,
+            mean_ms: mean,
+            stddev_ms: var.sqrt(),
+            min_ms: means.iter().copied().fold(f64::INFINITY, f64::min),
+            max_ms: means.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            cv_percent: (mean > 0.0).then(|| var.sqrt() / mean * 100.0),
+            logs,
+        })
+    }
 }
 
 impl QuerySummary {
@@ -590,12 +633,14 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     for (qt, list) in &per_type {
         let mut last_ok: Option<(&Step, tsbs::QueryRunResult)> = None;
         let mut last_failed: Option<&Step> = None;
+        let mut pass_logs = Vec::new();
         for s in list {
             if s.status == Status::Completed {
                 let log_text = read(dir, s.log.as_deref());
                 let results = dir.join(s.results.as_deref().unwrap_or("-"));
                 match tsbs::query_result(&results, &log_text) {
                     Ok(r) => {
+                        pass_logs.push(s.log.clone());
                         attempts.push(QueryAttempt {
                             database: m.target.database.clone(),
                             query_type: qt.clone(),
@@ -650,6 +695,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             log: None,
             results_file: None,
             attempts: None,
+            passes: None,
             reason: None,
         };
         if let (Some((s, r)), Some(a)) = (&last_ok, agg.first()) {
@@ -669,6 +715,8 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             v.log = Some(s.log.clone());
             v.results_file = Some(s.results.clone());
             v.attempts = Some(a.attempts.clone());
+            let means: Vec<f64> = a.attempts.iter().map(|x| x.stats.mean_ms).collect();
+            v.passes = PassSpread::of(&means, pass_logs);
         } else if let Some(s) = last_failed {
             v.log = Some(s.log.clone());
             v.reason = Some(s.reason.clone());

@@ -83,6 +83,12 @@ pub struct CommonFlags {
     /// Query-runner workers (default 1).
     #[arg(long, value_name = "N")]
     pub query_workers: Option<u32>,
+    /// Run the whole query phase N times in this run (every type once per pass, in the same
+    /// order, on the same server), so the spread between passes is measured (default 1).
+    // Recorded only when given: older records keep their keys.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passes: Option<i64>,
     /// Name of the run directory (default: UTC time, YYYYMMDDTHHMMSSZ).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
@@ -476,6 +482,7 @@ impl Flags {
             load_workers: c.load_workers,
             batch_size: c.batch_size,
             query_workers: c.query_workers,
+            passes: c.passes,
             run_id: c.run_id.clone(),
             no_sync: i.no_sync,
             accept_partial: i.accept_partial,

@@ -33,6 +33,8 @@ pub struct Request {
     pub load_workers: Option<u32>,
     pub batch_size: Option<u32>,
     pub query_workers: Option<u32>,
+    /// `--passes`: how many times the query phase runs (default 1).
+    pub passes: Option<i64>,
     pub run_id: Option<String>,
     pub no_sync: bool,
     pub accept_partial: bool,
@@ -161,6 +163,33 @@ fn positive(flag: &str, v: Option<u32>) -> Result<()> {
     Ok(())
 }
 
+/// The most passes of the query phase one run may make (a typo such as 1000 would hold a
+/// machine for days).
+pub const MAX_PASSES: i64 = 100;
+
+/// `--passes`: 1 to [`MAX_PASSES`], and only where there is a query phase.
+fn check_passes(phase: Phase, passes: Option<i64>) -> Result<()> {
+    let Some(n) = passes else { return Ok(()) };
+    if !matches!(phase, Phase::All | Phase::Query) {
+        return Err(
+            Error::invalid("--passes applies to the query and all phases only")
+                .with_hint("drop --passes"),
+        );
+    }
+    if !(1..=MAX_PASSES).contains(&n) {
+        return Err(Error::invalid(format!(
+            "--passes {n} is not between 1 and {MAX_PASSES}"
+        ))
+        .with_hint("e.g. --passes 3 (the query phase three times: the spread between passes is measured)"));
+    }
+    Ok(())
+}
+
+/// The number of passes a request asks for (checked by [`validate`]).
+pub fn passes(req: &Request) -> u32 {
+    req.passes.map_or(1, |n| n.clamp(1, MAX_PASSES) as u32)
+}
+
 /// Checks flag combinations before anything is touched (exit 2).
 pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     // Rules that hold for every variant: asked of the default one.
@@ -171,6 +200,7 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     positive("--load-workers", req.load_workers)?;
     positive("--batch-size", req.batch_size)?;
     positive("--query-workers", req.query_workers)?;
+    check_passes(phase, req.passes)?;
     positive("--hot-runs", req.hot_runs)?;
     preflight::check_bounds(req)?;
     preflight::check_query_flags(req)?;
@@ -375,8 +405,38 @@ mod tests {
         let pg = "postgres://bench@10.0.0.5:5432/tsbs";
         let url = "http://10.0.0.5:4000";
         type Case = (&'static str, &'static Entry, Request, Option<&'static str>);
+        let passes = |phase, n| Request {
+            passes: Some(n),
+            ..managed(phase)
+        };
         let cases: Vec<Case> = vec![
             ("managed all", g, managed(Phase::All), None),
+            ("three passes", g, passes(Phase::Query, 3), None),
+            ("a hundred passes", i, passes(Phase::All, 100), None),
+            (
+                "no pass",
+                g,
+                passes(Phase::Query, 0),
+                Some("--passes 0 is not between 1 and 100"),
+            ),
+            (
+                "negative passes",
+                g,
+                passes(Phase::All, -2),
+                Some("--passes -2 is not between 1"),
+            ),
+            (
+                "too many passes",
+                t,
+                passes(Phase::All, 101),
+                Some("--passes 101 is not between"),
+            ),
+            (
+                "passes of a load",
+                g,
+                passes(Phase::Load, 2),
+                Some("--passes applies to the query and all phases only"),
+            ),
             (
                 "no target",
                 g,

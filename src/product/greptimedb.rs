@@ -331,7 +331,10 @@ impl Product for GreptimeDb {
     }
     /// `tsbs_run_queries_influx` against `/v1/sql`: nothing of its own.
     fn query_target(&self, _o: &ToolOptions) -> crate::tsbs::QueryTarget {
-        crate::tsbs::QueryTarget::default()
+        crate::tsbs::QueryTarget {
+            per_query_latencies: true,
+            ..Default::default()
+        }
     }
     fn probe_version(
         &self,

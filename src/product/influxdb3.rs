@@ -508,6 +508,7 @@ impl Product for InfluxDb3 {
                 .map(|t| crate::tsbs::ToolArg::Secret("auth-token", t.clone()))
                 .collect(),
             connection: None,
+            per_query_latencies: true,
         }
     }
     /// Both durable and `--no-sync` loads: a real Core hides acknowledged durable rows while a

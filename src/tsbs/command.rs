@@ -542,6 +542,9 @@ pub struct QueryTarget {
     /// The runner's own connection flags instead of `--urls=` (see [`LoadTarget::connection`]),
     /// from [`crate::product::Product::query_connection`].
     pub connection: Option<Vec<ToolArg>>,
+    /// The runner prints each query's latency with `--debug=1` (`debug: <label> in <ms>ms`,
+    /// the influx and influx3 runners; not the PostgreSQL one).
+    pub per_query_latencies: bool,
 }
 
 /// Everything one query-runner invocation (one query type, one attempt) needs.

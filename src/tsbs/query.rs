@@ -307,6 +307,27 @@ pub fn query_result(results_file: &Path, log_text: &str) -> Result<QueryRunResul
     }
 }
 
+static DEBUG_LAG_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^debug: .* in\s*([0-9]+(?:\.[0-9]+)?)ms$").unwrap());
+
+/// Each query's latency (ms) from a runner log written with `--debug=1` (`debug: <label> in
+/// %7.2fms`, the influx and influx3 runners): the last `count` such lines before the final
+/// report (a burn-in's queries come first). In file order with one worker only. `None` when
+/// the log holds fewer than `count`.
+pub fn per_query_latencies(log: &str, count: u64) -> Option<Vec<f64>> {
+    let end = MARKER_RE
+        .find_iter(log)
+        .last()
+        .map_or(log.len(), |m| m.start());
+    let lags: Vec<f64> = log[..end]
+        .lines()
+        .filter_map(|l| DEBUG_LAG_RE.captures(l.trim_end_matches('\r')))
+        .filter_map(|c| c[1].parse().ok())
+        .collect();
+    let n = usize::try_from(count).ok()?;
+    (n > 0 && lags.len() >= n).then(|| lags[lags.len() - n..].to_vec())
+}
+
 fn missing(name: &str, f: &Path) -> crate::error::Error {
     parse_failure(format!("result field {name} is missing in {}", f.display()))
 }
@@ -620,6 +641,21 @@ Saving results json file to /abs/run/results/query-lastpoint-run-001.json
                 duration_millis: None,
             },
         }
+    }
+
+    #[test]
+    fn per_query_latencies_come_from_the_debug_lines() {
+        // influx3 at --debug=1 also says each query before sending it (no latency there).
+        let log = format!(
+            "debug: Influx last row per host in    0.70ms\n\
+             debug: Influx last row per host -- InfluxDB last row per host: abc\n\
+             debug: Influx last row per host in   12.34ms\n\
+             debug: Influx last row per host in 1234.50ms\n{LOG}"
+        );
+        assert_eq!(per_query_latencies(&log, 2), Some(vec![12.34, 1234.5]));
+        assert_eq!(per_query_latencies(&log, 3).unwrap().len(), 3);
+        assert_eq!(per_query_latencies(&log, 4), None);
+        assert_eq!(per_query_latencies(LOG, 10), None);
     }
 
     #[test]

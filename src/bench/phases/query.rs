@@ -1,5 +1,8 @@
-//! The query phase: every query type of the query set once, its file re-hashed against the
-//! set's manifest first. One type failing does not stop the others.
+//! The query phase: every query type of the query set once per pass (`--passes`, default 1:
+//! the types in the same order each pass, on the same server), its file re-hashed against the
+//! set's manifest first. One type failing does not stop the others. Each pass of a type is an
+//! attempt of its step `query:<type>`, so a summary aggregates the passes as it always
+//! aggregated attempts, and older summaries read the same.
 
 use std::path::Path;
 
@@ -37,132 +40,157 @@ impl Bench<'_> {
         self.machine_check("the queries")?;
         // The first type that failed with the cause the latest failure had (said once).
         let mut last_failure: Option<(String, String)> = None;
-        for (i, (qt, file)) in set.files.iter().enumerate() {
-            crate::interrupt::check()?;
-            // The bytes the runner is about to read are the ones the set's manifest records (#7),
-            // and stay so while it reads them: watched from before the hash until it is done.
-            let watched = WatchedFile::open(&file.path)?;
-            let sha = verify_query_file(qt, file)?;
-            let file_check = self.target.product.check_query_file(&file.path)?;
-            if let Some(reason) = self.server_gone() {
-                return Err(Error::failed(format!("the server died: {reason}")));
-            }
-            let step = format!("query:{qt}");
-            let attempt = self.run.next_attempt(&step)?;
-            let (log, log_rel) = self.run.log(&format!("query-{qt}-{attempt:03}.log"));
-            let (results, results_rel) = self.run.result(&format!("query-{qt}-{attempt:03}.json"));
-            let queries = set.counts().get(qt).copied();
-            let urls = self.target.urls_with(&self.endpoint());
-            let mut target = self.target.product.query_target(&ToolOptions {
-                auth_token: auth.clone(),
-                ..ToolOptions::default()
-            });
-            target.connection = self
-                .target
-                .product
-                .query_connection(&urls, queries, workers)?;
-            let spec = tsbs::QuerySpec {
-                binary: binary.clone(),
-                target,
-                file: file.path.clone(),
-                database: self.target.database().to_string(),
-                urls,
-                workers,
-                results_file: results,
-            };
-            let mut cmd = tsbs::query_command(&spec)?;
-            // About 100 progress blocks per type (on stderr, before the final report).
-            cmd.set_print_interval(queries.map_or(1, |n| n.div_ceil(100).max(1)));
-            let mut data = json!({
-                "query_type": qt,
-                "file": file.path,
-                "file_bytes": file.bytes,
-                "file_sha256": sha,
-                "file_sha256_verified": true,
-                "queries": queries,
-                "workers": workers,
-                "command": cmd.redacted(),
-                "stall": self.stall_policy().to_json(),
-            });
-            if let Some(c) = file_check {
-                data["file_check"] = c;
-            }
-            self.run.begin(
-                &step,
-                attempt,
-                Some(&log_rel),
-                Some(&results_rel),
-                Some(data),
-            )?;
-            let label = format!("query type {}/{total_types} {qt}", i + 1);
-            self.reporter().info(&label);
-            let machine = super::super::quiet::Reading::now(self.server.as_ref().map(|s| s.pid()));
-            let ran = self.run_watched(
-                &cmd,
-                &log,
-                Input::File(watched),
-                &step,
-                attempt,
-                watch::Counting::Queries,
-                &label,
-                queries,
-            )?;
-            let (end, usage) = (ran.end, ran.usage);
-            let machine = self.machine_since(&machine);
-            if let Some(change) = ran.file.map(|mut f| f.check()).transpose()?.flatten() {
-                let r = format!(
-                    "query file {} (type {qt}) changed while the runner read it: {change}",
-                    file.path.display()
-                );
-                self.run
-                    .end(&step, attempt, Status::Failed, Some(r.clone()), None)?;
-                return Err(Error::integrity(r).with_hint(
-                    "nothing may write to a query set while a run reads it; remove the query set and run again to generate it anew",
-                ));
-            }
-            // A managed server that died under one query type is that type's result (OOM when
-            // the evidence says so, else a crash), as in the published tables; it is started
-            // again for the types still to run.
-            let died = match &end {
-                ToolEnd::ServerGone(reason) => Some(reason.clone()),
-                // The runner may notice first (the real one panics on a refused connection).
-                ToolEnd::Exited(s) if !s.success() => self.server_gone_soon(),
-                _ => None,
-            };
-            if let (Some(reason), true) = (died, self.target.is_managed()) {
-                self.server_died_under(qt, &step, attempt, &reason)?;
-                continue;
-            }
-            let status = self.tool_exit(&step, attempt, end, &format!("query type {qt}"), &log)?;
-            let text = crate::fsutil::read_log(&log);
-            match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
-                Ok(r) => self.run.end(
+        let passes = super::super::request::passes(self.req);
+        for pass in 1..=passes {
+            for (i, (qt, file)) in set.files.iter().enumerate() {
+                crate::interrupt::check()?;
+                // The bytes the runner is about to read are the ones the set's manifest records (#7),
+                // and stay so while it reads them: watched from before the hash until it is done.
+                let watched = WatchedFile::open(&file.path)?;
+                let sha = verify_query_file(qt, file)?;
+                let file_check = self.target.product.check_query_file(&file.path)?;
+                if let Some(reason) = self.server_gone() {
+                    return Err(Error::failed(format!("the server died: {reason}")));
+                }
+                let step = format!("query:{qt}");
+                let attempt = self.run.next_attempt(&step)?;
+                let (log, log_rel) = self.run.log(&format!("query-{qt}-{attempt:03}.log"));
+                let (results, results_rel) =
+                    self.run.result(&format!("query-{qt}-{attempt:03}.json"));
+                let queries = set.counts().get(qt).copied();
+                let urls = self.target.urls_with(&self.endpoint());
+                let mut target = self.target.product.query_target(&ToolOptions {
+                    auth_token: auth.clone(),
+                    ..ToolOptions::default()
+                });
+                target.connection = self
+                    .target
+                    .product
+                    .query_connection(&urls, queries, workers)?;
+                // Each query's latency, for `runs compare` to pair queries by index: with one
+                // worker the runner's debug lines come in file order.
+                if target.per_query_latencies && workers == 1 {
+                    target
+                        .args
+                        .push(crate::tsbs::ToolArg::Flag("debug", "1".into()));
+                }
+                let spec = tsbs::QuerySpec {
+                    binary: binary.clone(),
+                    target,
+                    file: file.path.clone(),
+                    database: self.target.database().to_string(),
+                    urls,
+                    workers,
+                    results_file: results,
+                };
+                let mut cmd = tsbs::query_command(&spec)?;
+                // About 100 progress blocks per type (on stderr, before the final report).
+                cmd.set_print_interval(queries.map_or(1, |n| n.div_ceil(100).max(1)));
+                let mut data = json!({
+                    "query_type": qt,
+                    "file": file.path,
+                    "file_bytes": file.bytes,
+                    "file_sha256": sha,
+                    "file_sha256_verified": true,
+                    "queries": queries,
+                    "workers": workers,
+                    "command": cmd.redacted(),
+                    "stall": self.stall_policy().to_json(),
+                });
+                if let Some(c) = file_check {
+                    data["file_check"] = c;
+                }
+                if passes > 1 {
+                    data["pass"] = json!(pass);
+                    data["passes"] = json!(passes);
+                }
+                self.run.begin(
                     &step,
                     attempt,
-                    Status::Completed,
-                    None,
-                    Some(json!({"count": r.all.count, "mean_ms": r.all.mean_ms, "usage": usage, "machine": machine})),
-                )?,
-                // One type failing (e.g. a non-200) does not stop the others.
-                Err(f) => {
-                    let cause = same_cause(&f.reason);
-                    match &last_failure {
-                        Some((first, c)) if *c == cause => self.reporter().warn(&format!(
-                            "query type {qt} failed: the same cause as {first}"
-                        )),
-                        _ => {
-                            self.reporter()
-                                .warn(&format!("query type {qt} failed: {}", f.reason));
-                            last_failure = Some((qt.clone(), cause));
-                        }
-                    }
-                    self.run.end(
+                    Some(&log_rel),
+                    Some(&results_rel),
+                    Some(data),
+                )?;
+                let mut label = format!("query type {}/{total_types} {qt}", i + 1);
+                if passes > 1 {
+                    label = format!("pass {pass}/{passes}, {label}");
+                }
+                self.reporter().info(&label);
+                let machine =
+                    super::super::quiet::Reading::now(self.server.as_ref().map(|s| s.pid()));
+                let ran = self.run_watched(
+                    &cmd,
+                    &log,
+                    Input::File(watched),
+                    &step,
+                    attempt,
+                    watch::Counting::Queries,
+                    &label,
+                    queries,
+                )?;
+                let (end, usage) = (ran.end, ran.usage);
+                let machine = self.machine_since(&machine);
+                if let Some(change) = ran.file.map(|mut f| f.check()).transpose()?.flatten() {
+                    let r = format!(
+                        "query file {} (type {qt}) changed while the runner read it: {change}",
+                        file.path.display()
+                    );
+                    self.run
+                        .end(&step, attempt, Status::Failed, Some(r.clone()), None)?;
+                    return Err(Error::integrity(r).with_hint(
+                    "nothing may write to a query set while a run reads it; remove the query set and run again to generate it anew",
+                ));
+                }
+                // A managed server that died under one query type is that type's result (OOM when
+                // the evidence says so, else a crash), as in the published tables; it is started
+                // again for the types still to run.
+                let died = match &end {
+                    ToolEnd::ServerGone(reason) => Some(reason.clone()),
+                    // The runner may notice first (the real one panics on a refused connection).
+                    ToolEnd::Exited(s) if !s.success() => self.server_gone_soon(),
+                    _ => None,
+                };
+                if let (Some(reason), true) = (died, self.target.is_managed()) {
+                    self.server_died_under(qt, &step, attempt, &reason)?;
+                    continue;
+                }
+                let status =
+                    self.tool_exit(&step, attempt, end, &format!("query type {qt}"), &log)?;
+                let text = crate::fsutil::read_log(&log);
+                match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
+                    Ok(r) => self.run.end(
                         &step,
                         attempt,
-                        Status::Failed,
-                        Some(f.reason.clone()),
-                        Some(json!({"failure": f})),
-                    )?
+                        Status::Completed,
+                        None,
+                        Some(json!({
+                            "count": r.all.count,
+                            "mean_ms": r.all.mean_ms,
+                            "usage": usage,
+                            "machine": machine,
+                        })),
+                    )?,
+                    // One type failing (e.g. a non-200) does not stop the others.
+                    Err(f) => {
+                        let cause = same_cause(&f.reason);
+                        match &last_failure {
+                            Some((first, c)) if *c == cause => self.reporter().warn(&format!(
+                                "query type {qt} failed: the same cause as {first}"
+                            )),
+                            _ => {
+                                self.reporter()
+                                    .warn(&format!("query type {qt} failed: {}", f.reason));
+                                last_failure = Some((qt.clone(), cause));
+                            }
+                        }
+                        self.run.end(
+                            &step,
+                            attempt,
+                            Status::Failed,
+                            Some(f.reason.clone()),
+                            Some(json!({"failure": f})),
+                        )?
+                    }
                 }
             }
         }

@@ -693,6 +693,7 @@ impl Product for TimescaleDb {
         QueryTarget {
             args: password_arg(o).into_iter().collect(),
             connection: None,
+            per_query_latencies: false,
         }
     }
     /// `postgres://USER@HOST[:PORT][/DB]`: no password, no parameters; `DB` is the benchmark

@@ -30,8 +30,11 @@ pub struct Knobs {
     pub ignore_sigterm: Option<bool>,
     /// Extra log lines printed once the HTTP server is bound.
     pub inject_logs: Option<Vec<InjectedLog>>,
-    /// Milliseconds added to every SELECT / EXPLAIN statement.
+    /// Milliseconds added to every SELECT / EXPLAIN statement (only to statements containing
+    /// `query_delay_contains` when that is set: one query shape slower, as a planner
+    /// regression makes one type slower on the real server).
     pub query_delay_ms: Option<u64>,
+    pub query_delay_contains: Option<String>,
     /// MiB a SELECT really allocates and touches while it runs (the real server's memory
     /// for a heavy aggregation), so a memory limit can OOM-kill the process as it does the
     /// real one; only statements containing `query_memory_contains` when that is set.
