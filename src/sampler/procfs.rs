@@ -312,7 +312,12 @@ mod tests {
         let mut seen = Vec::new();
         while Instant::now() < deadline {
             seen = r.tree(root).to_vec();
-            if seen.len() >= 3 {
+            // A forked child is "sh" until it has exec'd sleep.
+            let execd = seen.iter().skip(1).all(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .is_ok_and(|s| s.contains("(sleep)"))
+            });
+            if seen.len() >= 3 && execd {
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -36,7 +36,8 @@ fn rot_one_digit(path: &Path, offset: u64) {
     assert_eq!(std::fs::metadata(path).unwrap().modified().unwrap(), mtime);
 }
 
-fn events(dir: &Path) -> Vec<Value> {
+/// A run's `events.jsonl`, parsed.
+pub(crate) fn events(dir: &Path) -> Vec<Value> {
     std::fs::read_to_string(dir.join("events.jsonl"))
         .unwrap()
         .lines()

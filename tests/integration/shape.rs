@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
+use crate::pipeline::events;
 use crate::util::{read_json, wait_until};
 use crate::world::{endpoint_of, run_dir, world, World};
 
@@ -47,14 +48,6 @@ fn shaped_host() -> Option<()> {
         }
     }
     Some(())
-}
-
-fn events(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("events.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]
