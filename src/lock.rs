@@ -7,9 +7,13 @@
 //! that directory is refused (exit 3, naming who, since when, why) unless the caller presents
 //! the hold token. Callers re-check the state they are about to change after taking a lock.
 //!
-//! The lock file is never deleted (deleting a flock'ed file lets two processes lock two
-//! different inodes); it is emptied on release, so a lock file that still names a holder while
-//! nobody holds the lock was left by a killed process ("stale"; harmless with flock).
+//! The holder deletes the lock file when it releases the lock, and the directories it created
+//! for it when they are left empty, so a command leaves no lock file behind, whatever its exit
+//! (trial 2 N14: an exit-2 command changes nothing on disk). Deleting a flock'ed file would let
+//! two processes lock two different inodes, so whoever takes a lock then checks that the path
+//! still names the file it locked, and starts again when it does not. A lock file that still
+//! names a holder while nobody holds the lock was left by a killed process ("stale"; harmless
+//! with flock).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -147,6 +151,8 @@ impl LockInfo {
 pub struct LockGuard {
     file: File,
     path: PathBuf,
+    /// The directories taken for this lock that did not exist before, deepest last.
+    created: Vec<PathBuf>,
 }
 
 impl LockGuard {
@@ -158,9 +164,18 @@ impl LockGuard {
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        // Forget the holder while still holding the lock, then release it.
+        // Forget the holder and delete the file while still holding the lock (a waiter that
+        // then gets the old inode sees the path changed and starts again), then release it.
+        // On read-only media the delete fails and the emptied file stays: still free.
         let _ = self.file.set_len(0);
+        let _ = std::fs::remove_file(&self.path);
         let _ = crate::filelock::unlock(&self.file);
+        // Only empty directories go: another lock or any file in them keeps them.
+        for dir in self.created.iter().rev() {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
     }
 }
 
@@ -180,7 +195,7 @@ pub fn lock_dir(
         .as_ref()
         .map(HoldToken::resolve)
         .transpose()?;
-    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
+    let created = create_dirs(dir)?;
     // Fail fast on a hold, and check again once the lock is ours: `workspace lock` writes the
     // hold while holding the lock, so the second check cannot miss one.
     let had_hold = check_hold(dir, label, token.as_deref())?;
@@ -189,7 +204,7 @@ pub fn lock_dir(
             "{label} has no manual hold (it was released); --hold-token is ignored"
         ));
     }
-    let guard = acquire(
+    let mut guard = acquire(
         &lock_path_of(dir),
         label,
         command,
@@ -198,6 +213,7 @@ pub fn lock_dir(
         token.as_deref(),
         reporter,
     )?;
+    guard.created = created;
     check_hold(dir, label, token.as_deref())?;
     Ok(guard)
 }
@@ -211,10 +227,24 @@ pub fn lock_file(
     opts: &LockOptions,
     reporter: &dyn Reporter,
 ) -> Result<LockGuard> {
-    if let Some(parent) = lock_path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io("create directory", parent, e))?;
-    }
-    acquire(lock_path, label, command, None, opts, None, reporter)
+    let created = match lock_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => create_dirs(parent)?,
+        None => Vec::new(),
+    };
+    let mut guard = acquire(lock_path, label, command, None, opts, None, reporter)?;
+    guard.created = created;
+    Ok(guard)
+}
+
+/// Creates `dir` and its missing ancestors; returns the ones it created, outermost first.
+fn create_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let missing: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
+    Ok(missing.into_iter().rev().collect())
 }
 
 /// The lock file of a directory.
@@ -236,18 +266,26 @@ fn acquire(
     token: Option<&str>,
     reporter: &dyn Reporter,
 ) -> Result<LockGuard> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| Error::io("open lock file", path, e))?;
     let deadline = opts.wait.map(|w| Instant::now() + w);
     let mut announced = false;
+    let mut file = open_lock_file(path)?;
+    let mut reopened = 0;
     loop {
         match crate::filelock::try_lock_exclusive(&file) {
-            Ok(true) => break,
+            // The holder before us may have deleted the file as it released it: ours must be
+            // the file the path names now, or two processes would hold "the" lock.
+            Ok(true) if names_same_file(path, &file) => break,
+            Ok(true) if reopened < 100 => {
+                reopened += 1;
+                file = open_lock_file(path)?;
+                continue;
+            }
+            Ok(true) => {
+                return Err(Error::failed(format!(
+                    "could not lock {label} ({}): the lock file kept being replaced",
+                    path.display()
+                )))
+            }
             Ok(false) => {}
             Err(e) => {
                 return Err(Error::failed(format!(
@@ -308,9 +346,44 @@ fn acquire(
     let guard = LockGuard {
         file,
         path: path.to_path_buf(),
+        created: Vec::new(),
     };
     record.map_err(|e| Error::io("record the holder in", path, e))?;
     Ok(guard)
+}
+
+/// Opens (creating) a lock file. A releasing holder may remove the directory it created for
+/// its lock between our `create_dirs` and this open: create it again, a bounded number of times.
+fn open_lock_file(path: &Path) -> Result<File> {
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+    };
+    let mut attempt = 0;
+    loop {
+        match open() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempt < 5 => {
+                attempt += 1;
+                if let Some(parent) = path.parent() {
+                    let _ = std::fs::create_dir_all(parent);
+                }
+            }
+            r => return r.map_err(|e| Error::io("open lock file", path, e)),
+        }
+    }
+}
+
+/// True when `path` names the open file `file` (same device and inode).
+fn names_same_file(path: &Path, file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(path), file.metadata()) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// Who holds the lock, as recorded in the lock file. The holder writes its record right after
@@ -612,6 +685,57 @@ fn user_name() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trial 2 N14: a released lock leaves neither its file nor the directories it created.
+    #[test]
+    fn release_deletes_the_file_and_the_empty_directories_it_made() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a/b/.locks/x.lock");
+        let g = lock_file(&p, "x", "cmd", &LockOptions::default(), &SilentReporter).unwrap();
+        assert!(p.is_file());
+        drop(g);
+        assert!(!d.path().join("a").exists());
+        // A directory that holds something else stays.
+        std::fs::create_dir_all(d.path().join("a/b")).unwrap();
+        std::fs::write(d.path().join("a/b/keep"), "").unwrap();
+        let g = lock_file(&p, "x", "cmd", &LockOptions::default(), &SilentReporter).unwrap();
+        drop(g);
+        assert!(!d.path().join("a/b/.locks").exists());
+        assert!(d.path().join("a/b/keep").is_file());
+        let ws = d.path().join("ws");
+        let g = lock_dir(
+            &ws,
+            "w",
+            "cmd",
+            None,
+            &LockOptions::default(),
+            &SilentReporter,
+        )
+        .unwrap();
+        assert!(ws.join(".lock").is_file());
+        drop(g);
+        assert!(!ws.exists());
+    }
+
+    /// A waiter that locks the inode its holder deleted on release must not believe it holds
+    /// the lock: it opens the path again.
+    #[test]
+    fn a_lock_on_a_deleted_file_is_taken_again_on_the_new_one() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x.lock");
+        let first = lock_file(&p, "x", "one", &LockOptions::default(), &SilentReporter).unwrap();
+        // The waiter's open file: the inode the holder is about to delete.
+        let stale = File::open(&p).unwrap();
+        drop(first);
+        assert!(crate::filelock::try_lock_exclusive(&stale).unwrap());
+        assert!(!names_same_file(&p, &stale));
+        // The path now names nothing; a real taker creates a new file and holds that one.
+        let second = lock_file(&p, "x", "two", &LockOptions::default(), &SilentReporter).unwrap();
+        assert!(names_same_file(&p, &second.file));
+        let third = File::open(&p).unwrap();
+        assert!(!crate::filelock::try_lock_exclusive(&third).unwrap());
+        drop(second);
+    }
 
     /// Trial 2 N17: a hold file written by hand never puts raw escapes on a terminal.
     #[test]

@@ -12,7 +12,7 @@ use testbed::tsbs_repo;
 use tsbsctl::environment::TsbsEnv;
 use tsbsctl::paths::Root;
 
-use crate::util::{testbed_bin, wait_bounded, Run, TestEnv};
+use crate::util::{all_files, testbed_bin, wait_bounded, Run, TestEnv};
 
 const TOOLS: [&str; 8] = [
     "tsbs_generate_data",
@@ -261,6 +261,12 @@ fn compiled_pin_and_index_disagreeing_is_an_integrity_error() {
     let run = w.env.run_json(&["env", "prepare", "--managed-go"]);
     run.code(4);
     assert!(!w.go_dir("1.21.13").exists());
+    // Trial 2 N14: a refused prepare leaves no lock file behind (it left the Go install's).
+    let locks: Vec<_> = all_files(&w.env.root)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "lock"))
+        .collect();
+    assert!(locks.is_empty(), "lock files left behind: {locks:?}");
 }
 
 #[test]
