@@ -476,7 +476,7 @@ fn data_caveats(base: &RunSummary, cand: &RunSummary) -> (Vec<String>, bool) {
     use crate::datalocation as dl;
     let label = |s: &RunSummary| json!(s.data_state.as_ref().map(|d| &d.label));
     let (sb, sc) = (&label(base), &label(cand));
-    let unknown = dl::state_unknown(sb) || dl::state_unknown(sc);
+    let mut unknown = dl::state_unknown(sb) || dl::state_unknown(sc);
     let mut out = Vec::new();
     if sb != sc {
         out.push(format!(
@@ -494,6 +494,22 @@ fn data_caveats(base: &RunSummary, cand: &RunSummary) -> (Vec<String>, bool) {
             "the data state is {} in both runs: the data may be anything, so the latency verdicts are not comparable",
             short(sb)
         ));
+    }
+    // A cold latency includes reading from disk what a warm one finds in memory.
+    let cold = |s: &RunSummary| {
+        if s.cold.is_some() {
+            "cold (--cold)"
+        } else {
+            "warm"
+        }
+    };
+    if cold(base) != cold(cand) {
+        out.push(format!(
+            "the baseline's queries were {}, the candidate's {}: a cold query reads from disk what a warm one finds in memory, so the latency verdicts are not comparable",
+            cold(base),
+            cold(cand)
+        ));
+        unknown = true;
     }
     let loc = |s: &RunSummary| s.data_location.clone().unwrap_or(Value::Null);
     let (base, cand) = (&loc(base), &loc(cand));

@@ -98,6 +98,10 @@ pub struct ReportColumn {
     pub host: Host,
     pub tool: ToolInfo,
     pub manifest_sha256: String,
+    /// The run's queries were cold (`--cold`: a restart and a dropped page cache before each
+    /// type).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cold: bool,
 }
 
 fn column(l: &RecordedRun, label: String, color: &str) -> ReportColumn {
@@ -131,6 +135,7 @@ fn column(l: &RecordedRun, label: String, color: &str) -> ReportColumn {
         host: s.host.clone(),
         tool: s.tool.clone(),
         manifest_sha256: id.manifest_sha256,
+        cold: s.cold.is_some(),
     }
 }
 
@@ -467,6 +472,15 @@ fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
         }
     }
     let queried = |c: &ReportColumn| c.query_set.is_some();
+    if let Some(d) = differ(cols, queried, |c| {
+        Some(if c.cold { "cold" } else { "warm" }.to_string())
+    }) {
+        n.add(
+            "cold queries",
+            &["queries"],
+            format!("some runs restarted the server and dropped the page cache before each query type (--cold) and some did not: {d}; a cold latency includes reading from disk"),
+        );
+    }
     if let Some(d) = differ(cols, queried, |c| {
         Some(json!(c.query_set.as_ref().map(|q| &q.query_counts)).to_string())
     }) {

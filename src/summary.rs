@@ -86,12 +86,26 @@ pub struct RunSummary {
     /// Measurements taken while other processes were busy on the host (issue 24 §4).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub busy_machine: Vec<Warning>,
+    /// `--cold`: the restarts with the page cache dropped before the query types.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold: Option<ColdRuns>,
     pub not_started: Vec<String>,
     /// What the product's runner leaves out of each query type's statistics, and why (absent
     /// in summaries written before it was said, and in runs without queries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excluded_from_statistics: Option<String>,
     pub error: Option<RunError>,
+}
+
+/// The cold starts of a `--cold` run (`cold-start` steps).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColdRuns {
+    /// How many query types (passes included) started cold.
+    pub starts: usize,
+    /// The longest `sync` plus page-cache drop, in seconds.
+    pub max_drop_seconds: f64,
+    /// The mean of stop, drop and start together, in seconds.
+    pub mean_seconds: f64,
 }
 
 /// The server pins a summary shows.
@@ -822,6 +836,22 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             }
             _ => None,
         };
+        // A start a cold run made says before which type (and pass) it came.
+        let after_load = after_load.or_else(|| {
+            steps
+                .iter()
+                .find(|c| c.step == "cold-start" && c.data["server_attempt"] == s.attempt)
+                .map(|c| match c.data["pass"].as_u64() {
+                    Some(p) if p > 1 => format!(
+                        "cold start before {}, pass {p}",
+                        c.data["before_query_type"].as_str().unwrap_or("?")
+                    ),
+                    _ => format!(
+                        "cold start before {}",
+                        c.data["before_query_type"].as_str().unwrap_or("?")
+                    ),
+                })
+        });
         server_attempts.push(ServerAttempt {
             ready_seconds,
             after_load,
@@ -1075,9 +1105,27 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         failures,
         warnings,
         busy_machine,
+        cold: cold_runs(&steps),
         not_started: not_started(m, &steps),
         excluded_from_statistics,
         error: m.error.clone(),
+    })
+}
+
+/// The cold starts, when the run made any.
+fn cold_runs(steps: &[crate::run::Step]) -> Option<ColdRuns> {
+    let cold: Vec<&crate::run::Step> = steps.iter().filter(|s| s.step == "cold-start").collect();
+    if cold.is_empty() {
+        return None;
+    }
+    let secs = |s: &crate::run::Step, k: &str| s.data[k].as_f64().unwrap_or(0.0);
+    Some(ColdRuns {
+        starts: cold.len(),
+        max_drop_seconds: cold
+            .iter()
+            .map(|s| secs(s, "drop_seconds"))
+            .fold(0.0, f64::max),
+        mean_seconds: cold.iter().map(|s| secs(s, "seconds")).sum::<f64>() / cold.len() as f64,
     })
 }
 

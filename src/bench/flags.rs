@@ -89,6 +89,13 @@ pub struct CommonFlags {
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub passes: Option<i64>,
+    /// Cold queries: before each query type (each pass), stop the managed server, drop the
+    /// OS page cache (`sync`, then 3 into /proc/sys/vm/drop_caches: root only) and start the
+    /// server again, so no type reads what the one before it cached.
+    // Recorded only when given: older records keep their keys.
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cold: bool,
     /// Name of the run directory (default: UTC time, YYYYMMDDTHHMMSSZ).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
@@ -483,6 +490,7 @@ impl Flags {
             batch_size: c.batch_size,
             query_workers: c.query_workers,
             passes: c.passes,
+            cold: c.cold,
             run_id: c.run_id.clone(),
             no_sync: i.no_sync,
             accept_partial: i.accept_partial,

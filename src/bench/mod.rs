@@ -15,6 +15,7 @@
 //! in `phases/` (inputs, load, query, analyze), the managed server's steps in `serving.rs`,
 //! the end of a run in `conclude.rs`.
 
+mod coldstart;
 pub mod compact;
 mod conclude;
 pub mod exec;

@@ -35,6 +35,8 @@ pub struct Request {
     pub query_workers: Option<u32>,
     /// `--passes`: how many times the query phase runs (default 1).
     pub passes: Option<i64>,
+    /// `--cold`: restart the server and drop the OS page cache before each query type.
+    pub cold: bool,
     pub run_id: Option<String>,
     pub no_sync: bool,
     pub accept_partial: bool,
@@ -185,6 +187,28 @@ fn check_passes(phase: Phase, passes: Option<i64>) -> Result<()> {
     Ok(())
 }
 
+/// `--cold`: only where there is a query phase, only on a managed server (tsbsctl can neither
+/// restart an external server nor empty the page cache of the machine it runs on), and only
+/// where this process may drop the page cache.
+fn check_cold(phase: Phase, req: &Request) -> Result<()> {
+    if !req.cold {
+        return Ok(());
+    }
+    if !matches!(phase, Phase::All | Phase::Query) {
+        return Err(
+            Error::invalid("--cold applies to the query and all phases only")
+                .with_hint("drop --cold"),
+        );
+    }
+    if !req.urls.is_empty() {
+        return Err(Error::invalid(
+            "--cold restarts the server and drops the page cache of the machine it runs on; tsbsctl can do neither for an external server (--url)",
+        )
+        .with_hint("run cold queries on a managed workspace (--database-id), or drop --cold"));
+    }
+    super::coldstart::check_allowed(std::path::Path::new(super::coldstart::DROP_CACHES))
+}
+
 /// The number of passes a request asks for (checked by [`validate`]).
 pub fn passes(req: &Request) -> u32 {
     req.passes.map_or(1, |n| n.clamp(1, MAX_PASSES) as u32)
@@ -201,6 +225,7 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     positive("--batch-size", req.batch_size)?;
     positive("--query-workers", req.query_workers)?;
     check_passes(phase, req.passes)?;
+    check_cold(phase, req)?;
     positive("--hot-runs", req.hot_runs)?;
     preflight::check_bounds(req)?;
     preflight::check_query_flags(req)?;

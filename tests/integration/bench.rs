@@ -1534,3 +1534,81 @@ fn ctrl_c_during_query_generation_stops_the_generator_and_exits_130() {
     let left = processes_of(w.gt.env.path(), "tsbs_generate_queries");
     assert!(left.is_empty(), "generators left running: {left:?}");
 }
+
+/// Anchors-2 §1 "cold runs": `--cold` restarts the managed server and drops the OS page cache
+/// before each query type, records each start and says so in the summary; a cold run is not
+/// compared with a warm one. Refused before anything is written where it cannot work.
+#[test]
+fn cold_queries_restart_the_server_and_drop_the_page_cache_before_each_type() {
+    let w = world();
+    let runs = || std::fs::read_dir(w.gt.env.root.join("greptimedb/runs")).map_or(0, |d| d.count());
+    w.bench("load", &["--cold"])
+        .code(2)
+        .says("--cold applies to the query and all phases only");
+    w.bench("query", &["--cold", "--url", "http://127.0.0.1:9"])
+        .code(2)
+        .says("external server");
+    assert_eq!(runs(), 0, "a refused --cold wrote a run");
+    if let Err(e) = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/sys/vm/drop_caches")
+    {
+        // Not root here: the refusal is the behaviour to check.
+        eprintln!("SKIP the cold run itself: /proc/sys/vm/drop_caches is not writable ({e})");
+        w.bench("all", &["--cold"])
+            .code(2)
+            .says("--cold drops the OS page cache");
+        assert_eq!(runs(), 0);
+        return;
+    }
+    let warm = w.bench_ok("all", &[]);
+    let cold = w.bench_ok("query", &["--cold"]);
+    let ev = crate::pipeline::events(&cold);
+    let colds: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["step"] == "cold-start" && e["status"] == "completed")
+        .collect();
+    let types: Vec<&str> = colds
+        .iter()
+        .map(|e| e["data"]["before_query_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["high-cpu-1", "lastpoint", "single-groupby-1-1-1"],
+        "{colds:?}"
+    );
+    // Each cold start is its own server start, ready before its type ran.
+    let mut starts: Vec<u64> = colds
+        .iter()
+        .map(|e| e["data"]["server_attempt"].as_u64().unwrap())
+        .collect();
+    starts.dedup();
+    assert_eq!(starts.len(), 3, "{colds:?}");
+    assert!(colds
+        .iter()
+        .all(|e| e["data"]["page_cache_dropped"] == true));
+    let s = summary(&cold);
+    assert_eq!(s["status"], "completed");
+    assert_eq!(s["cold"]["starts"], 3, "{}", s["cold"]);
+    assert_eq!(
+        read_json(&cold.join("manifest.json"))["flags"]["cold"],
+        true
+    );
+    assert!(summary(&warm).get("cold").is_none());
+    let md = std::fs::read_to_string(cold.join("summary.md")).unwrap();
+    assert!(md.contains("Cold queries (--cold)"), "{md}");
+    assert!(md.contains("cold start before lastpoint"), "{md}");
+    // A cold run against a warm one: the latencies measure the cache, not the server.
+    let r = w.run(&[
+        "runs",
+        "compare",
+        "--baseline",
+        warm.to_str().unwrap(),
+        "--candidate",
+        cold.to_str().unwrap(),
+        "--json",
+    ]);
+    r.ok();
+    let c = &r.json()["data"]["summary"]["candidates"][0];
+    assert_eq!(c["verdict"], "not comparable", "{c}");
+}

@@ -2,7 +2,8 @@
 //! the types in the same order each pass, on the same server), its file re-hashed against the
 //! set's manifest first. One type failing does not stop the others. Each pass of a type is an
 //! attempt of its step `query:<type>`, so a summary aggregates the passes as it always
-//! aggregated attempts, and older summaries read the same.
+//! aggregated attempts, and older summaries read the same. With `--cold`, each type starts on
+//! a restarted server with the OS page cache dropped (`coldstart`).
 
 use std::path::Path;
 
@@ -44,6 +45,9 @@ impl Bench<'_> {
         for pass in 1..=passes {
             for (i, (qt, file)) in set.files.iter().enumerate() {
                 crate::interrupt::check()?;
+                if self.req.cold {
+                    self.cold_start(qt, pass)?;
+                }
                 // The bytes the runner is about to read are the ones the set's manifest records (#7),
                 // and stay so while it reads them: watched from before the hash until it is done.
                 let watched = WatchedFile::open(&file.path)?;
