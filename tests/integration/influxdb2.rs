@@ -247,8 +247,14 @@ fn a_real_influxd_installs_prepares_and_answers_bench_all() {
         args.push("--json");
         let mut c = w.gt.env.cmd(&args);
         c.env_remove("INFLUXDB2_TOKEN");
+        // The token in the variable `--token-env` names (I2_TOK), else in INFLUXDB2_TOKEN.
         if let Some(t) = token {
-            c.env("INFLUXDB2_TOKEN", t);
+            let var = if extra.contains(&"--token-env") {
+                "I2_TOK"
+            } else {
+                "INFLUXDB2_TOKEN"
+            };
+            c.env(var, t);
         }
         run_command(c, &args, std::time::Duration::from_secs(600))
     };
@@ -262,8 +268,13 @@ fn a_real_influxd_installs_prepares_and_answers_bench_all() {
         runs_before,
         "a refused external run wrote nothing"
     );
-    let r = ext(&["--database-mode", "create"], Some(&token));
+    let r = ext(
+        &["--database-mode", "create", "--token-env", "I2_TOK"],
+        Some(&token),
+    );
     r.ok();
+    let m = read_json(&run_dir(&r).join("manifest.json"));
+    assert_eq!(m["flags"]["auth_token_env"], "I2_TOK", "{}", m["flags"]);
     let s = summary(&run_dir(&r));
     assert_eq!(s["row_count"]["actual"], ROWS, "{}", s["row_count"]);
     assert_eq!(s["target"]["mode"], "external", "{}", s["target"]);

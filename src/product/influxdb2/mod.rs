@@ -16,6 +16,7 @@
 //! ([`Product::check_serving`]).
 
 pub mod api;
+pub mod cli;
 pub mod setup;
 
 use std::collections::BTreeMap;
