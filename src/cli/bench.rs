@@ -17,8 +17,6 @@ pub enum BenchCmd {
     Influxdb3(Box<super::influxdb3::BenchArgs>),
     /// Benchmark TimescaleDB or plain PostgreSQL: all | load | query.
     Timescaledb(Box<super::timescaledb::BenchArgs>),
-    /// Benchmark InfluxDB 2: all | load | query.
-    Influxdb2(Box<crate::product::influxdb2::cli::BenchArgs>),
     // Every registry product without a CLI module (generic.rs); last, like `Command::Product`.
     #[command(flatten)]
     Product(Box<super::generic::BenchProducts>),
@@ -45,7 +43,6 @@ pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
         BenchCmd::Greptimedb(a) => super::greptimedb::bench(ctx, *a),
         BenchCmd::Influxdb3(a) => super::influxdb3::bench(ctx, *a),
         BenchCmd::Timescaledb(a) => super::timescaledb::bench(ctx, *a),
-        BenchCmd::Influxdb2(a) => crate::product::influxdb2::cli::bench(ctx, *a),
         BenchCmd::Product(b) => super::generic::bench(ctx, *b),
     }
 }
@@ -69,7 +66,6 @@ mod tests {
             BenchCmd::Greptimedb(a) => super::super::greptimedb::bench_request(*a),
             BenchCmd::Influxdb3(a) => super::super::influxdb3::bench_request(*a),
             BenchCmd::Timescaledb(a) => super::super::timescaledb::bench_request(*a),
-            BenchCmd::Influxdb2(a) => crate::product::influxdb2::cli::bench_request(*a),
             BenchCmd::Product(b) => {
                 let phase = b.args.phase.into();
                 request(b.args.common, ProductFlags::default(), phase)

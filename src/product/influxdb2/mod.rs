@@ -16,7 +16,6 @@
 //! ([`Product::check_serving`]).
 
 pub mod api;
-pub mod cli;
 pub mod setup;
 
 use std::collections::BTreeMap;
