@@ -441,3 +441,41 @@ fn outside_its_module_src_names_influxdb2_only_in_the_registry() {
         ]
     );
 }
+
+/// The stand-in loader hurts as the real one does: its database creator says every bucket
+/// exists, so create mode's `--do-abort-on-exist=true` panics (exit 2) before any write, and a
+/// token on its command line is refused.
+#[test]
+fn the_stand_in_influx2_loader_panics_in_create_mode_and_refuses_an_argv_token() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut c = std::process::Command::new(testbed_bin());
+        c.current_dir(d.path());
+        c.args(["emulate", "tsbs_load_influx2"]).args(args);
+        run_command(c, args, std::time::Duration::from_secs(60))
+    };
+    let r = run(&[
+        "--urls=http://127.0.0.1:1",
+        "--file=/dev/null",
+        "--db-name=b1",
+        "--do-create-db=true",
+        "--do-abort-on-exist=true",
+    ]);
+    r.code(2).says("database \"b1\" exists: aborting");
+    run(&[
+        "--urls=http://127.0.0.1:1",
+        "--auth-token=x",
+        "--file=/dev/null",
+    ])
+    .code(2)
+    .says("command line");
+    // Reuse: nothing to create, an empty file loads nothing and succeeds.
+    run(&[
+        "--urls=http://127.0.0.1:1",
+        "--file=/dev/null",
+        "--do-create-db=false",
+        "--workers=1",
+    ])
+    .ok()
+    .says("loaded 0 metrics");
+}
