@@ -189,6 +189,12 @@ fn a_real_influxd_installs_prepares_and_answers_bench_all() {
         st["wal_bytes"].as_u64().unwrap() + st["data_bytes"].as_u64().unwrap() > 0,
         "{st}"
     );
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| WAL (engine/wal) | TSM files | Index (TSI, series) | Metadata (bolt, SQLite) | Other | Total | Files |"),
+        "{md}"
+    );
+    assert!(!md.contains("Parquet"), "{md}");
     // The loader got gzip, the org and the reuse flags; the token only in its config.json.
     let text = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
     assert!(text.contains("--gzip=true"), "{text}");
