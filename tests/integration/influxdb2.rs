@@ -234,11 +234,19 @@ fn a_real_influxd_installs_prepares_and_answers_bench_all() {
         ],
     );
     let url = format!("http://127.0.0.1:{port}");
-    bg.wait_serving(|| {
+    // influxd opens its shards before it answers: on a busy 2-core host that takes a while.
+    let serving = wait_until(std::time::Duration::from_secs(300), || {
         reqwest::blocking::get(format!("{url}/health"))
             .map(|r| r.status().is_success())
             .unwrap_or(false)
     });
+    if !serving {
+        bg.interrupt();
+        panic!(
+            "influxdb2 serve did not answer within 300 s:\n{}",
+            bg.stderr()
+        );
+    }
     let ext = |extra: &[&str], token: Option<&str>| {
         let mut args = vec![
             "bench",
@@ -339,6 +347,18 @@ fn bad_input_exits_2_and_changes_nothing() {
         (
             vec!["influxdb2", "prepare", "--database-id", "../x"],
             "database-id",
+        ),
+        (
+            vec![
+                "bench",
+                "exampledb",
+                "query",
+                "--database-id",
+                "e1",
+                "--token-env",
+                "X",
+            ],
+            "reads no token",
         ),
         (
             vec![

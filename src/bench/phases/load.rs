@@ -84,7 +84,8 @@ impl Bench<'_> {
             _ => tsbs::LoadInput::Stdin,
         };
         let (auth, admin) = self.target.tokens();
-        let own_db = (self.target.product).prepare_database(
+        // Work its loader leaves to the product (InfluxDB 2's buckets); then the loader only writes.
+        let own_db = self.target.product.prepare_database(
             &self.endpoint(),
             self.target.database(),
             mode,
