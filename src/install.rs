@@ -365,7 +365,8 @@ fn build_and_publish(
         ))
         .with_hint("nothing was installed; check the platform, or pass another --version")
     };
-    let version_output = run_version(&binary, &tree).map_err(bad_release)?;
+    let version_output =
+        run_version(&binary, &tree, product.version_args()).map_err(bad_release)?;
     product
         .check_version_output(version, &version_output)
         .map_err(bad_release)?;
@@ -463,7 +464,7 @@ pub fn pin_local(
     }
     check_binary_file(product, &pin.binary, version)?;
     let (binary_sha256, binary_size) = hash::sha256_file(&pin.binary, &NoProgress)?;
-    let version_output = run_version(&pin.binary, Path::new("/"))?;
+    let version_output = run_version(&pin.binary, Path::new("/"), product.version_args())?;
     product.check_version_output(version, &version_output)?;
     let version_dir = target.parent().expect("version dir").to_path_buf();
     std::fs::create_dir_all(&version_dir)
@@ -606,9 +607,9 @@ fn check_binary_file(product: &dyn Product, binary: &Path, version: &str) -> Res
 
 /// Runs `<binary> --version` in `cwd` with a 15 s limit; returns stdout and stderr joined. A
 /// failure to start, a timeout or a non-zero exit is an integrity error (callers add the hint).
-pub fn run_version(binary: &Path, cwd: &Path) -> Result<String> {
+pub fn run_version(binary: &Path, cwd: &Path, args: &[&str]) -> Result<String> {
     let mut cmd = Command::new(binary);
-    cmd.arg("--version")
+    cmd.args(args)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -697,8 +698,8 @@ pub fn verify(product: &dyn Product, inst: &Installation) -> Result<VerifyReport
         ))
         .with_hint(reinstall));
     }
-    let version_output =
-        run_version(&binary, &inst.dir).map_err(|e| e.with_hint(reinstall.clone()))?;
+    let version_output = run_version(&binary, &inst.dir, product.version_args())
+        .map_err(|e| e.with_hint(reinstall.clone()))?;
     product
         .check_version_output(&m.version, &version_output)
         .map_err(|e| {

@@ -146,7 +146,7 @@ mod tests {
     fn every_skill_has_frontmatter_naming_its_directory() {
         let rendered = render(Flavor::Repo).unwrap();
         let names = skill_names();
-        assert_eq!(names.len(), 10, "{names:?}");
+        assert_eq!(names.len(), 12, "{names:?}");
         for name in &names {
             let skill = &rendered[&format!("{name}/SKILL.md")];
             assert!(skill.starts_with(&format!("---\nname: {name}\n")), "{name}");

@@ -124,6 +124,9 @@ pub struct BenchArgs {
     pub phase: GenericPhase,
     #[command(flatten)]
     pub common: bench_cli::CommonArgs,
+    /// External servers: the environment variable holding the token (default: the product's).
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
 }
 
 /// The product names one flattened enum added (the ones it answers for).
@@ -290,7 +293,21 @@ pub fn run(ctx: &Ctx, p: Products) -> Result<Outcome> {
 /// `tsbsctl bench <product> PHASE`: the shared flags, nothing of the product's own.
 pub fn bench(ctx: &Ctx, b: BenchProducts) -> Result<Outcome> {
     let phase = b.args.phase.into();
-    let req = bench_cli::request(b.args.common, Default::default(), phase)?;
+    // The token variable's name is recorded where InfluxDB 3 records its own (`auth_token_env`).
+    if b.args.token_env.is_some() && (b.entry.make)(None)?.token_env_defaults().is_none() {
+        return Err(
+            crate::error::Error::invalid(format!("{} reads no token", b.entry.display))
+                .with_hint("drop --token-env"),
+        );
+    }
+    let product = crate::bench::flags::ProductFlags {
+        influxdb3: b.args.token_env.map(|v| crate::bench::flags::Influx3Flags {
+            auth_token_env: Some(v),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let req = bench_cli::request(b.args.common, product, phase)?;
     crate::bench::run(ctx, b.entry, &req)
 }
 

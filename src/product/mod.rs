@@ -38,6 +38,7 @@ use crate::workspace_manifest::WorkspaceManifest;
 #[cfg(any(test, feature = "exampledb"))]
 pub mod exampledb;
 pub mod greptimedb;
+pub mod influxdb2;
 pub mod influxdb3;
 pub mod op;
 pub mod timescaledb;
@@ -124,6 +125,10 @@ pub trait Product: Send + Sync {
     }
     /// Checks the output of `<binary> --version` names `version` (and the edition).
     fn check_version_output(&self, version: &str, output: &str) -> Result<()>;
+    /// The arguments that make the binary print its version (`influxd` has no `--version`).
+    fn version_args(&self) -> &'static [&'static str] {
+        &["--version"]
+    }
     /// The distribution root inside an extracted archive (`extracted` is the archive's root,
     /// or the contents of [`ReleaseAsset::top_dir`] when the product names one). Products
     /// whose archives have a top directory of unknown name find it here.
@@ -318,6 +323,17 @@ pub trait Product: Send + Sync {
     /// `Some`: what was done, recorded as step `before-load` and passed to [`Product::after_load`].
     fn before_load(&self, _endpoint: &str, _database: &str) -> Result<Option<Value>> {
         Ok(None)
+    }
+    /// Before the loader, managed or external: the database work of `mode` its loader cannot
+    /// do (InfluxDB 2's buckets). `true`: done; the loader only writes (`--do-create-db=false`).
+    fn prepare_database(
+        &self,
+        _endpoint: &str,
+        _db: &str,
+        _mode: crate::tsbs::DatabaseMode,
+        _token: Option<&str>,
+    ) -> Result<bool> {
+        Ok(false)
     }
     /// After a load's row count, on the running server (PostgreSQL: the tags count, ANALYZE,
     /// the SQL footprint). `Some`: recorded as step `after-load`; its `footprint` object goes
@@ -623,6 +639,7 @@ pub fn all() -> &'static [Entry] {
         greptimedb::ENTRY,
         influxdb3::ENTRY,
         timescaledb::ENTRY,
+        influxdb2::ENTRY,
         #[cfg(any(test, feature = "exampledb"))]
         exampledb::ENTRY,
     ];

@@ -49,6 +49,20 @@ impl Query {
         }
     }
 
+    /// A query as `--format=influx` produces it: POST `/query?q=<encoded InfluxQL>`.
+    pub fn influxql(label: &str, description: &str, q: &str, start: i64, end: i64) -> Query {
+        Query {
+            human_label: label.into(),
+            human_description: description.into(),
+            method: "POST".into(),
+            path: format!("/query?q={}", form_encode(q)),
+            body: String::new(),
+            raw_query: q.into(),
+            start_timestamp: start,
+            end_timestamp: end,
+        }
+    }
+
     /// A query as `--format=influx3` produces it: POST `/api/v3/query_sql`, SQL kept raw.
     pub fn influx3(label: &str, description: &str, sql: &str, start: i64, end: i64) -> Query {
         Query {

@@ -7,7 +7,7 @@ use std::process::Command;
 
 /// The TSBS tools the benchmarks use (benchmark.md §3.5), and the TimescaleDB pair
 /// (reference postgresql.md §5, §7) that tsbsctl builds once that product is wired in.
-pub const TOOLS: [&str; 8] = [
+pub const TOOLS: [&str; 9] = [
     "tsbs_generate_data",
     "tsbs_generate_queries",
     "tsbs_load_greptime",
@@ -16,6 +16,7 @@ pub const TOOLS: [&str; 8] = [
     "tsbs_run_queries_influx3",
     "tsbs_load_timescaledb",
     "tsbs_run_queries_timescaledb",
+    "tsbs_load_influx2",
 ];
 
 /// Runs git in `repo` with an environment that ignores the developer's configuration.

@@ -14,7 +14,7 @@ use tsbsctl::paths::Root;
 
 use crate::util::{all_files, testbed_bin, wait_bounded, Run, TestEnv};
 
-const TOOLS: [&str; 8] = [
+const TOOLS: [&str; 9] = [
     "tsbs_generate_data",
     "tsbs_generate_queries",
     "tsbs_load_greptime",
@@ -23,6 +23,7 @@ const TOOLS: [&str; 8] = [
     "tsbs_run_queries_influx3",
     "tsbs_load_timescaledb",
     "tsbs_run_queries_timescaledb",
+    "tsbs_load_influx2",
 ];
 
 /// A managed Go version the stand-in mirror vouches for through its index.

@@ -12,6 +12,7 @@ mod env;
 mod exampledb;
 mod flow;
 mod greptimedb;
+mod influxdb2;
 mod influxdb3;
 mod integrity;
 mod locks;

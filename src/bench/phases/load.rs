@@ -84,6 +84,13 @@ impl Bench<'_> {
             _ => tsbs::LoadInput::Stdin,
         };
         let (auth, admin) = self.target.tokens();
+        // Work its loader leaves to the product (InfluxDB 2's buckets); then the loader only writes.
+        let own_db = self.target.product.prepare_database(
+            &self.endpoint(),
+            self.target.database(),
+            mode,
+            self.target.external_token(),
+        )?;
         let urls = self.target.urls_with(&self.endpoint());
         let mut target = self.target.product.load_target(&ToolOptions {
             no_sync: self.req.no_sync,
@@ -103,7 +110,7 @@ impl Bench<'_> {
             batch_size: batch,
             workers,
             results_file: results,
-            mode,
+            mode: if own_db { DatabaseMode::Reuse } else { mode },
             confirm_reset: self.req.confirm_reset.clone().or_else(|| {
                 (mode == DatabaseMode::Reset).then(|| self.target.database().to_string())
             }),

@@ -21,6 +21,7 @@ pub fn run(tool: &str, args: Vec<String>) -> i32 {
         "tsbs_generate_queries" => tsbs_generate::queries_main(args),
         "tsbs_load_greptime" => tsbs_load::greptime_main(args),
         "tsbs_load_influx3" => tsbs_load::influx3_main(args),
+        "tsbs_load_influx2" => tsbs_load::influx2_main(args),
         "tsbs_run_queries_influx" => tsbs_run::influx_main(args),
         "tsbs_run_queries_influx3" => tsbs_run::influx3_main(args),
         "tsbs_load_timescaledb" => tsbs_timescaledb::load::main(args),

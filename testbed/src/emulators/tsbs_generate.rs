@@ -780,6 +780,54 @@ impl QueryCtx<'_> {
         format!("{c} >= '{}' and {c} < '{}'", rfc3339(from), rfc3339(to))
     }
 
+    /// InfluxQL as the real `influx` generator writes it
+    /// (`cmd/tsbs_generate_queries/databases/influx/devops.go`).
+    fn influxql(&self, shape: &TypeShape, rng: &mut Rng, from: i128, to: i128) -> String {
+        let metrics = &CPU_FIELDS[..shape.metrics.min(10)];
+        let hosts_where = |hosts: &[String]| {
+            let parts: Vec<String> = hosts.iter().map(|h| format!("hostname = '{h}'")).collect();
+            format!("({})", parts.join(" or "))
+        };
+        let (f, t) = (rfc3339(from), rfc3339(to));
+        match shape.kind {
+            Kind::SingleGroupby | Kind::CpuMaxAll => {
+                let hosts = self.hosts(rng, shape.hosts);
+                let by = if matches!(shape.kind, Kind::CpuMaxAll) {
+                    "1h"
+                } else {
+                    "1m"
+                };
+                let sel: Vec<String> = metrics.iter().map(|m| format!("max({m})")).collect();
+                format!(
+                    "SELECT {} from cpu where {} and time >= '{f}' and time < '{t}' group by time({by})",
+                    sel.join(", "),
+                    hosts_where(&hosts)
+                )
+            }
+            Kind::DoubleGroupby => {
+                let sel: Vec<String> = metrics.iter().map(|m| format!("mean({m})")).collect();
+                format!(
+                    "SELECT {} from cpu where time >= '{f}' and time < '{t}' group by time(1h),hostname",
+                    sel.join(", ")
+                )
+            }
+            Kind::GroupbyOrderbyLimit => format!(
+                "SELECT max(usage_user) from cpu where time < '{t}' group by time(1m) limit 5"
+            ),
+            Kind::HighCpu => {
+                let hosts = if shape.hosts > 0 {
+                    format!(" and {}", hosts_where(&self.hosts(rng, shape.hosts)))
+                } else {
+                    String::new()
+                };
+                format!("SELECT * from cpu where usage_user > 90.0 and time >= '{f}' and time < '{t}'{hosts}")
+            }
+            Kind::Lastpoint => {
+                "SELECT * from cpu group by \"hostname\" order by time desc limit 1".to_string()
+            }
+        }
+    }
+
     fn sql(&self, t: &str, shape: &TypeShape, rng: &mut Rng, from: i128, to: i128) -> String {
         let metrics = &CPU_FIELDS[..shape.metrics.min(10)];
         let range = self.time_range(from, to);
@@ -907,7 +955,7 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         ));
     };
     let prefix = match format {
-        "greptime" => "Influx",
+        "greptime" | "influx" => "Influx",
         "influx3" => "InfluxDB 3",
         "timescaledb" => "TimescaleDB",
         other => return not_emulated(&format!("--format={other}")),
@@ -1003,7 +1051,11 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         } else {
             (0, 0)
         };
-        let sql = ctx.sql(qtype, &shape, &mut rng, from, to);
+        let sql = if format == "influx" {
+            ctx.influxql(&shape, &mut rng, from, to)
+        } else {
+            ctx.sql(qtype, &shape, &mut rng, from, to)
+        };
         if i % groups != group_id {
             continue;
         }
@@ -1015,6 +1067,8 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         };
         let rec = if format == "greptime" {
             Query::greptime(&label, &description, &sql, 0, 0)
+        } else if format == "influx" {
+            Query::influxql(&label, &description, &sql, 0, 0)
         } else {
             Query::influx3(&label, &description, &sql, 0, 0)
         };

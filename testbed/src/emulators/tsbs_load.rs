@@ -1,4 +1,7 @@
-//! Emulators of `tsbs_load_greptime` and `tsbs_load_influx3` (protocols.md §1.3-1.5,
+//! Emulators of `tsbs_load_greptime`, `tsbs_load_influx3` and `tsbs_load_influx2` (the fork's
+//! InfluxDB v2 loader, reference influxdb2.md §5: `/api/v2/write?org=&bucket=` with
+//! `Authorization: Token`, a database creator that does nothing and says every database
+//! exists, so `--do-abort-on-exist=true` panics) (protocols.md §1.3-1.5,
 //! benchmark.md §3.3): the real flags (pflag, strict), the database lifecycle per mode against
 //! the first URL, line-protocol batches written by `--workers` threads over real HTTP
 //! (round-robin URLs, gzip when asked, back-off and retry on the documented answers), the
@@ -125,6 +128,46 @@ const INFLUX3: &[FlagDef] = &[
     ),
 ];
 
+const INFLUX2: &[FlagDef] = &[
+    flag(
+        "urls",
+        Kind::Str,
+        "http://localhost:8086",
+        "InfluxDB URLs, comma-separated. Will be used in a round-robin fashion.",
+    ),
+    flag(
+        "replication-factor",
+        Kind::Int,
+        "1",
+        "Cluster replication factor (only applies to clustered databases).",
+    ),
+    flag(
+        "consistency",
+        Kind::Str,
+        "all",
+        "Write consistency. Must be one of: any, one, quorum, all.",
+    ),
+    flag(
+        "backoff",
+        Kind::Duration,
+        "1s",
+        "Time to sleep between requests when server indicates backpressure is needed.",
+    ),
+    flag(
+        "gzip",
+        Kind::Bool,
+        "true",
+        "Whether to gzip encode requests (default true).",
+    ),
+    flag("org-id", Kind::Str, "tsbs", "InfluxDB 2 organization"),
+    flag(
+        "auth-token",
+        Kind::Str,
+        "tsbs-token",
+        "InfluxDB 2 auth token",
+    ),
+];
+
 /// The phrases of a GreptimeDB/InfluxDB 500 answer that mean "back off and retry".
 fn backpressure(body: &str) -> bool {
     body.contains("engine: cache maximum memory size exceeded")
@@ -148,6 +191,10 @@ enum Target {
         accept_partial: bool,
         no_sync: bool,
     },
+    Influx2 {
+        auth: String,
+        org: String,
+    },
 }
 
 pub fn greptime_main(args: Vec<String>) -> i32 {
@@ -156,6 +203,10 @@ pub fn greptime_main(args: Vec<String>) -> i32 {
 
 pub fn influx3_main(args: Vec<String>) -> i32 {
     run("tsbs_load_influx3", args, true)
+}
+
+pub fn influx2_main(args: Vec<String>) -> i32 {
+    run("tsbs_load_influx2", args, false)
 }
 
 /// An HTTP answer: status, status line text, body, `Retry-After`.
@@ -247,7 +298,14 @@ pub(crate) fn go_open_error(path: &str, e: &std::io::Error) -> String {
 }
 
 fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
-    let extra = if influx3 { INFLUX3 } else { GREPTIME };
+    let influx2 = tool == "tsbs_load_influx2";
+    let extra = if influx3 {
+        INFLUX3
+    } else if influx2 {
+        INFLUX2
+    } else {
+        GREPTIME
+    };
     let flags = match gotool::parse_tool(tool, &[COMMON, extra], &args) {
         Ok(f) => f,
         Err(code) => return code,
@@ -263,7 +321,17 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
     } else {
         flags.str("urls").split(',').map(str::to_string).collect()
     };
-    let target = if influx3 {
+    let target = if influx2 {
+        // main.go validates the unused consistency flag too.
+        let consistency = flags.str("consistency");
+        if !["any", "one", "quorum", "all"].contains(&consistency.as_str()) {
+            fatal("invalid consistency settings");
+        }
+        Target::Influx2 {
+            auth: flags.str("auth-token"),
+            org: flags.str("org-id"),
+        }
+    } else if influx3 {
         if urls.is_empty() {
             fatal("missing 'urls' flag");
         }
@@ -337,6 +405,8 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
         let exists = match &target {
             Target::Greptime { basic, .. } => greptime_db_exists(&agent, &urls[0], basic, &db),
             Target::Influx3 { admin, .. } => influx3_db_exists(&agent, &urls[0], admin, &db),
+            // cmd/tsbs_load_influx2/creator.go: DBExists returns true, the rest is a no-op.
+            Target::Influx2 { .. } => true,
         };
         if exists && abort_on_exist {
             go_panic(tool, &format!("database \"{db}\" exists: aborting."));
@@ -361,6 +431,7 @@ fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
                     };
                     r.and_then(|_| influx3_create(&agent, &urls[0], admin, &db))
                 }
+                Target::Influx2 { .. } => Ok(()),
             };
             if let Err(e) = result {
                 go_panic(tool, &e);
@@ -724,6 +795,16 @@ impl WorkerCtx {
                     "tsbs_load_influx3",
                 )
             }
+            Target::Influx2 { auth, org } => (
+                // The org is not escaped by the real writer (http_writer.go), the bucket is.
+                format!(
+                    "{}/api/v2/write?org={org}&bucket={}",
+                    self.url,
+                    form_encode(&self.db)
+                ),
+                vec![("Authorization", format!("Token {auth}"))],
+                "tsbs_load_influx",
+            ),
         };
         headers.push(("Content-Type", "text/plain".into()));
         headers.push(("User-Agent", user_agent.into()));
@@ -756,7 +837,7 @@ impl WorkerCtx {
                         Err(e) => fatal(&format!("Error writing: {e}\n")),
                     };
                     let retry = match &self.target {
-                        Target::Greptime { .. } => {
+                        Target::Greptime { .. } | Target::Influx2 { .. } => {
                             (ans.status == 500 && backpressure(&ans.body)).then_some(self.backoff)
                         }
                         Target::Influx3 { .. } => {
@@ -782,7 +863,9 @@ impl WorkerCtx {
                     }
                     if ans.status != 204 {
                         let what = match &self.target {
-                            Target::Greptime { .. } => "Invalid write response",
+                            Target::Greptime { .. } | Target::Influx2 { .. } => {
+                                "Invalid write response"
+                            }
                             Target::Influx3 { .. } => "invalid InfluxDB 3 write response",
                         };
                         fatal(&format!(

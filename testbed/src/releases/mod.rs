@@ -3,4 +3,5 @@
 
 pub mod go;
 pub mod greptime;
+pub mod influxdb2;
 pub mod influxdb3;

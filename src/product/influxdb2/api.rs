@@ -1,0 +1,253 @@
+//! InfluxDB 2's HTTP API as tsbsctl uses it (reference influxdb2.md §4-§5): onboarding
+//! (`/api/v2/setup`), organisations and buckets (`/api/v2/orgs`, `/api/v2/buckets`), the v1
+//! compatibility `/query` for row counts, and `/health`. Every request but setup and health
+//! carries `Authorization: Token <token>`; the token is never put in a URL or a message.
+
+use std::time::Duration;
+
+use reqwest::blocking::{Client, RequestBuilder, Response};
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+
+/// A client for one server and token.
+pub struct Api<'a> {
+    pub client: Client,
+    pub endpoint: &'a str,
+    pub token: Option<&'a str>,
+}
+
+fn base(endpoint: &str) -> &str {
+    endpoint.trim_end_matches('/')
+}
+
+impl<'a> Api<'a> {
+    pub fn new(endpoint: &'a str, token: Option<&'a str>) -> Result<Api<'a>> {
+        Ok(Api {
+            client: super::super::admin_client()?,
+            endpoint,
+            token,
+        })
+    }
+
+    fn auth(&self, r: RequestBuilder) -> RequestBuilder {
+        match self.token {
+            Some(t) => r.header("Authorization", format!("Token {t}")),
+            None => r,
+        }
+    }
+
+    fn send(&self, what: &str, r: RequestBuilder) -> Result<Response> {
+        self.auth(r).send().map_err(|e| {
+            Error::failed(format!(
+                "InfluxDB 2 at {} did not answer {what}: {}",
+                self.endpoint,
+                crate::redact::Redactor::new().redact(&e.to_string())
+            ))
+        })
+    }
+
+    /// A JSON answer with one of the `ok` statuses; anything else is an error that names the
+    /// status and the server's message (never the token).
+    fn json(&self, what: &str, r: RequestBuilder, ok: &[u16]) -> Result<Value> {
+        let resp = self.send(what, r)?;
+        let status = resp.status().as_u16();
+        let text = resp.text().unwrap_or_default();
+        if !ok.contains(&status) {
+            let msg = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v["message"].as_str().map(str::to_string))
+                .unwrap_or_else(|| text.chars().take(300).collect());
+            let err = format!(
+                "InfluxDB 2 at {} refused {what} (HTTP {status}): {msg}",
+                self.endpoint
+            );
+            return Err(if status == 401 || status == 403 {
+                Error::invalid(err).with_hint(format!(
+                    "the token was not accepted; give one with all-access to the organisation in ${}",
+                    super::TOKEN_ENV
+                ))
+            } else {
+                Error::failed(err)
+            });
+        }
+        if text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text).map_err(|e| {
+            Error::failed(format!(
+                "InfluxDB 2 at {} answered {what} with no JSON: {e}",
+                self.endpoint
+            ))
+        })
+    }
+
+    /// `GET /health`: the body (`{"name":"influxdb","status":"pass","version":"v2.7.12",...}`).
+    pub fn health(&self) -> Result<Value> {
+        let r = self.client.get(format!("{}/health", base(self.endpoint)));
+        self.json("GET /health", r, &[200])
+    }
+
+    /// `GET /api/v2/setup`: whether onboarding is still allowed (nobody set it up yet).
+    pub fn setup_allowed(&self) -> Result<bool> {
+        let r = self
+            .client
+            .get(format!("{}/api/v2/setup", base(self.endpoint)));
+        let v = self.json("GET /api/v2/setup", r, &[200])?;
+        Ok(v["allowed"].as_bool().unwrap_or(false))
+    }
+
+    /// `POST /api/v2/setup`: the first user, organisation and bucket, with our own operator
+    /// token and no retention (TSBS timestamps are years old: a finite retention drops them).
+    pub fn setup(&self, user: &str, org: &str, bucket: &str, token: &str) -> Result<()> {
+        let body = json!({"username": user, "org": org, "bucket": bucket, "token": token});
+        let r = self
+            .client
+            .post(format!("{}/api/v2/setup", base(self.endpoint)))
+            .json(&body);
+        // No auth header: setup is the one call made before a token exists.
+        let resp = r.send().map_err(|e| {
+            Error::failed(format!(
+                "InfluxDB 2 at {} did not answer POST /api/v2/setup: {e}",
+                self.endpoint
+            ))
+        })?;
+        let status = resp.status().as_u16();
+        if status != 201 {
+            let text = resp.text().unwrap_or_default();
+            return Err(Error::failed(format!(
+                "InfluxDB 2 at {} refused its setup (HTTP {status}): {}",
+                self.endpoint,
+                text.chars().take(300).collect::<String>()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The id of organisation `name`.
+    pub fn org_id(&self, name: &str) -> Result<String> {
+        let r = self
+            .client
+            .get(format!("{}/api/v2/orgs", base(self.endpoint)))
+            .query(&[("org", name)]);
+        let v = self.json("GET /api/v2/orgs", r, &[200])?;
+        v["orgs"]
+            .as_array()
+            .and_then(|a| a.first())
+            .and_then(|o| o["id"].as_str())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                Error::failed(format!(
+                    "InfluxDB 2 at {} has no organisation {name:?}",
+                    self.endpoint
+                ))
+            })
+    }
+
+    /// The organisations the token can read: `(id, name)`.
+    pub fn orgs(&self) -> Result<Vec<(String, String)>> {
+        let r = self
+            .client
+            .get(format!("{}/api/v2/orgs", base(self.endpoint)));
+        let v = self.json("GET /api/v2/orgs", r, &[200])?;
+        Ok(v["orgs"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| {
+                        Some((
+                            o["id"].as_str()?.to_string(),
+                            o["name"].as_str()?.to_string(),
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// The bucket named `name`, if the token sees one: `(id, orgID)`.
+    pub fn bucket(&self, name: &str) -> Result<Option<(String, String)>> {
+        let r = self
+            .client
+            .get(format!("{}/api/v2/buckets", base(self.endpoint)))
+            .query(&[("name", name)]);
+        let v = self.json("GET /api/v2/buckets", r, &[200, 404])?;
+        Ok(v["buckets"].as_array().and_then(|a| {
+            a.iter().find(|b| b["name"] == name).and_then(|b| {
+                Some((
+                    b["id"].as_str()?.to_string(),
+                    b["orgID"].as_str()?.to_string(),
+                ))
+            })
+        }))
+    }
+
+    /// `POST /api/v2/buckets` with no retention rule (infinite).
+    pub fn create_bucket(&self, org_id: &str, name: &str) -> Result<()> {
+        let r = self
+            .client
+            .post(format!("{}/api/v2/buckets", base(self.endpoint)))
+            .json(&json!({"orgID": org_id, "name": name, "retentionRules": []}));
+        self.json("POST /api/v2/buckets", r, &[201]).map(|_| ())
+    }
+
+    /// `DELETE /api/v2/buckets/<id>` (its data with it).
+    pub fn delete_bucket(&self, id: &str) -> Result<()> {
+        let r = self
+            .client
+            .delete(format!("{}/api/v2/buckets/{id}", base(self.endpoint)));
+        self.json("DELETE /api/v2/buckets", r, &[204]).map(|_| ())
+    }
+
+    /// InfluxQL over the v1 compatibility `/query` (database = bucket, through the virtual
+    /// DBRP mapping every bucket has since 2.4): the first statement's result.
+    pub fn influxql(&self, db: &str, q: &str, timeout: Duration) -> Result<Value> {
+        let r = self
+            .client
+            .post(format!("{}/query", base(self.endpoint)))
+            .query(&[("db", db), ("q", q)])
+            .timeout(timeout);
+        let v = self.json("an InfluxQL query", r, &[200])?;
+        let first = v["results"][0].clone();
+        if let Some(e) = first["error"].as_str() {
+            return Err(Error::failed(format!(
+                "InfluxDB 2 at {} failed `{q}`: {e}",
+                self.endpoint
+            )));
+        }
+        Ok(first)
+    }
+}
+
+/// The rows of `table` by InfluxQL `count(*)`: the largest per-field count (every TSBS row
+/// carries all its fields, so that is the row count). No series: 0.
+pub fn count_rows(
+    api: &Api,
+    db: &str,
+    table: &str,
+    window: Option<(i64, i64)>,
+    timeout: Duration,
+) -> Result<(u64, Value)> {
+    let mut q = format!("SELECT count(*) FROM \"{}\"", table.replace('"', "\\\""));
+    if let Some((s, e)) = window {
+        q.push_str(&format!(" WHERE time >= {s} AND time < {e}"));
+    }
+    let first = api.influxql(db, &q, timeout)?;
+    let Some(series) = first["series"].as_array().and_then(|s| s.first()) else {
+        return Ok((0, json!({"query": q, "fields_counted": 0})));
+    };
+    let cols: Vec<&str> = series["columns"]
+        .as_array()
+        .map(|c| c.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let row = series["values"][0].as_array().cloned().unwrap_or_default();
+    let mut best = 0u64;
+    let mut fields = 0u64;
+    for (c, v) in cols.iter().zip(row.iter()) {
+        if c.starts_with("count") {
+            fields += 1;
+            best = best.max(v.as_u64().unwrap_or(0));
+        }
+    }
+    Ok((best, json!({"query": q, "fields_counted": fields})))
+}
