@@ -189,6 +189,15 @@ fn a_real_influxd_installs_prepares_and_answers_bench_all() {
         st["wal_bytes"].as_u64().unwrap() + st["data_bytes"].as_u64().unwrap() > 0,
         "{st}"
     );
+    // influxd 2.7 closes its engine only on SIGINT (SIGTERM ends it at once): every stop of
+    // the run was clean and logged influxd's own shutdown.
+    for a in s["server_diagnostics"]["attempts"].as_array().unwrap() {
+        assert_eq!(a["status"], "completed", "{a}");
+        assert_eq!(a["outcome"]["forced"], false, "{a}");
+        assert_eq!(a["outcome"]["killed"], false, "{a}");
+        let log = std::fs::read_to_string(run.join(a["log"].as_str().unwrap())).unwrap();
+        assert!(log.contains("Stopping subsystem"), "{log}");
+    }
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(
         md.contains("| WAL (engine/wal) | TSM files | Index (TSI, series) | Metadata (bolt, SQLite) | Other | Total | Files |"),

@@ -471,6 +471,10 @@ impl Product for InfluxDb2 {
             startup_timeout: std::time::Duration::from_secs(600),
             grace: std::time::Duration::from_secs(60),
             startup_wait: Some("it opens its TSM shards and TSI index"),
+            // influxd 2.7 handles only os.Interrupt (kit/signals.WithStandardSignals): SIGTERM
+            // ends it at once, without closing its engine (seen on a real 2.7.12: exit 143 in
+            // 0.01 s, no shutdown lines); SIGINT stops its subsystems and exits 0.
+            stop_signal: nix::sys::signal::Signal::SIGINT,
             ..Timing::default()
         }
     }
