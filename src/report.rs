@@ -1864,6 +1864,38 @@ mod tests {
         assert_eq!(build(&runs, 0)["queries"][0]["cells"][0]["fastest"], true);
     }
 
+    /// Issue 24 §7: a type the server died under is drawn as "server crashed" (or OOM) in the
+    /// chart and the table, never as a number or a blank; a run without a timeline says why.
+    #[test]
+    fn a_crashed_type_is_drawn_as_such_and_a_run_without_samples_says_why() {
+        let crashed = json!([{"query_type": "single-groupby-5-1-1", "status": "failed",
+            "reason": "the server died during query type single-groupby-5-1-1 (server crashed): exited with code 101"}]);
+        let runs = vec![
+            run("a", "greptimedb", "as loaded", Value::Null, q(3.0, 0.1)),
+            run("b", "greptimedb", "as loaded", Value::Null, crashed),
+        ];
+        let r = build_report(&runs, 0);
+        assert_eq!(
+            r.queries[0].cells[1].failure.as_deref(),
+            Some("server crashed")
+        );
+        assert!(r.timelines[1]
+            .note
+            .as_deref()
+            .unwrap()
+            .starts_with("no samples"));
+        let (_, html) = render(&r).unwrap();
+        let at = html
+            .find("<g class=\"failed-cell\">")
+            .expect("a failed cell");
+        assert!(
+            html[at..at + 600].contains(">server crashed</text>"),
+            "{html}"
+        );
+        assert!(html.contains(">SERVER CRASHED</td>"), "{html}");
+        assert!(html.contains("class=\"timeline-none\""), "{html}");
+    }
+
     #[test]
     fn failure_kinds() {
         assert_eq!(
