@@ -10,6 +10,9 @@
 //! `summary.json` is the source of truth; `summary.md` and the self-contained `report.html`
 //! (inline SVG, no script, no external asset) are rendered from it by templates.
 
+mod stars;
+pub mod timeline;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -207,20 +210,22 @@ pub struct QueryCell {
     pub lead_within_noise: bool,
     /// mean / the baseline's mean.
     pub ratio: Option<f64>,
+    /// The 95% interval of the mean, ms (the latency chart's whiskers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_ms: Option<[f64; 2]>,
+    /// What the interval was computed from: `passes`, `queries` or `summary`
+    /// ([`stars::mean_interval`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_source: Option<String>,
+    /// The leader's tests against every other run ([`stars::decide`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead: Option<Value>,
 }
 
 impl QueryCell {
     /// The mean, when it is a number JSON can hold.
     fn mean(&self) -> Option<f64> {
         self.mean_ms.filter(|v| v.is_finite())
-    }
-
-    fn noise_sample(&self) -> Option<crate::noise::Sample> {
-        crate::noise::Sample::new(
-            self.query_count.flatten()?,
-            self.mean()?,
-            self.stddev_ms.flatten().filter(|v| v.is_finite())?,
-        )
     }
 }
 
@@ -292,6 +297,9 @@ pub struct Report {
     #[serde(default)]
     pub storage_parts: StorageParts,
     pub failures: Vec<FailureRow>,
+    /// Per run, in the order of `runs`: the server's resource timeline for the charts.
+    #[serde(default)]
+    pub timelines: Vec<timeline::RunTimeline>,
 }
 
 /// The sizes a product measured over SQL after a load (PostgreSQL: `pg_database_size`, the
@@ -856,16 +864,25 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
                     fastest: false,
                     lead_within_noise: false,
                     ratio: None,
+                    interval_ms: None,
+                    interval_source: None,
+                    lead: None,
                 };
                 match q {
                     None => cell("absent", None),
-                    Some(q) if q.status == "completed" && q.measured() => QueryCell {
-                        median_ms: Some(q.median_ms.flatten()),
-                        p95_ms: Some(q.p95_ms.flatten()),
-                        query_count: Some(q.query_count),
-                        stddev_ms: Some(q.stddev_ms.flatten()),
-                        ..cell("completed", q.mean_ms)
-                    },
+                    Some(q) if q.status == "completed" && q.measured() => {
+                        let (interval_ms, interval_source) =
+                            stars::interval_json(stars::mean_interval(l, q));
+                        QueryCell {
+                            interval_ms,
+                            interval_source,
+                            median_ms: Some(q.median_ms.flatten()),
+                            p95_ms: Some(q.p95_ms.flatten()),
+                            query_count: Some(q.query_count),
+                            stddev_ms: Some(q.stddev_ms.flatten()),
+                            ..cell("completed", q.mean_ms)
+                        }
+                    }
                     Some(q) => {
                         let reason = q
                             .reason
@@ -882,20 +899,9 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
                 }
             })
             .collect();
-        let values: Vec<f64> = cells.iter().filter_map(QueryCell::mean).collect();
-        let min = values.iter().cloned().fold(f64::INFINITY, f64::min);
         let base = cells[baseline].mean();
-        let noise_ok: Vec<bool> = (0..cells.len())
-            .map(|i| lead_outside_noise(&cells, i))
-            .collect();
-        for (c, noise_ok) in cells.iter_mut().zip(noise_ok) {
+        for c in cells.iter_mut() {
             let v = c.mean();
-            let by_margin = values.len() > 1
-                && v == Some(min)
-                && clear_lead(&values, min, |x, best| x >= best * (1.0 + FASTEST_MARGIN));
-            c.fastest = by_margin && noise_ok;
-            // Beyond the margin but not beyond the noise: said, not starred.
-            c.lead_within_noise = by_margin && !noise_ok;
             c.ratio = match (v, base) {
                 (Some(v), Some(b)) if b > 0.0 => Some(v / b),
                 (Some(v), Some(b)) if b == 0.0 && v == 0.0 => Some(1.0),
@@ -907,6 +913,9 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
             cells,
         });
     }
+
+    // ★: the model of `runs compare`, Holm over the table's leads.
+    stars::decide(loaded, &mut query_rows);
 
     // Storage footprint. The data-directory parts as each product names them; a product
     // that measures its database over SQL (PostgreSQL) has that size beside them.
@@ -1061,6 +1070,7 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
             )
         })
         .collect();
+    let timelines = timelines(loaded, &query_rows);
     Report {
         schema_version: SCHEMA_VERSION,
         kind: "report".into(),
@@ -1097,7 +1107,26 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
         storage,
         storage_parts,
         failures,
+        timelines,
     }
+}
+
+/// Each run's resource timeline, its failed query types marked.
+fn timelines(loaded: &[RecordedRun], rows: &[QueryRow]) -> Vec<timeline::RunTimeline> {
+    loaded
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let failed: Vec<(String, String)> = rows
+                .iter()
+                .filter_map(|r| {
+                    let c = r.cells.get(i)?;
+                    Some((r.query_type.clone(), c.failure.clone()?))
+                })
+                .collect();
+            timeline::of(l, &failed)
+        })
+        .collect()
 }
 
 /// Chart geometry derived from a report summary (the HTML draws it; nothing else).
@@ -1122,6 +1151,10 @@ pub fn charts(summary: &Report) -> Value {
         for c in &r.cells {
             if let Some(v) = c.mean().filter(|v| *v > 0.0) {
                 vals.push(v);
+                // The whiskers are on the scale too (a low end at or below 0 is cut).
+                if let Some([a, b]) = c.interval_ms {
+                    vals.extend([a, b].into_iter().filter(|x| *x > 0.0 && x.is_finite()));
+                }
             }
         }
     }
@@ -1155,16 +1188,43 @@ pub fn charts(summary: &Report) -> Value {
             let by = y + i as f64 * bar_h;
             let color = runs.get(i).map_or("#888", |r| r.color.as_str());
             match c.mean() {
-                Some(v) if v > 0.0 => bars.push(json!({
-                    "x": left, "y": by, "w": x(v), "h": bar_h - 2.0, "color": color,
-                    "text": format!("{v:.2} ms{}", if c.fastest { " (fastest)" } else { "" }),
-                    "tx": left + x(v) + 4.0, "ty": by + bar_h - 4.0, "failed": false,
-                })),
-                _ if c.status == "failed" => bars.push(json!({
-                    "x": left, "y": by, "w": 0, "h": bar_h - 2.0, "color": color,
-                    "text": format!("failed: {}", c.failure.as_deref().unwrap_or("-")),
-                    "tx": left + 4.0, "ty": by + bar_h - 4.0, "failed": true,
-                })),
+                Some(v) if v > 0.0 => {
+                    // The whisker: the 95% interval of the mean, cut at the scale's ends.
+                    let whisker = c.interval_ms.map(|[a, b]| {
+                        let lo = if a > 0.0 {
+                            x(a.max(10f64.powf(lo)))
+                        } else {
+                            0.0
+                        };
+                        json!({"x1": left + lo, "x2": left + x(b), "y": by + (bar_h - 2.0) / 2.0,
+                               "y1": by + 2.0, "y2": by + bar_h - 4.0})
+                    });
+                    let end = c.interval_ms.map_or(x(v), |[_, b]| x(b).max(x(v)));
+                    let iv = c.interval_ms.map_or(String::new(), |[a, b]| {
+                        format!(
+                            ", 95% interval {a:.2}–{b:.2} ms ({})",
+                            c.interval_source.as_deref().unwrap_or("-")
+                        )
+                    });
+                    bars.push(json!({
+                        "x": left, "y": by, "w": x(v), "h": bar_h - 2.0, "color": color,
+                        "text": format!("{v:.2} ms{}", if c.fastest { " ★" } else { "" }),
+                        "title": format!("{v:.2} ms{iv}"),
+                        "tx": left + end + 4.0, "ty": by + bar_h - 4.0, "failed": false,
+                        "whisker": whisker,
+                    }))
+                }
+                // A failed type is drawn as such: a hatched box that says why.
+                _ if c.status == "failed" => {
+                    let kind = c.failure.as_deref().unwrap_or("failed");
+                    let w = (kind.chars().count() as f64 * 7.0 + 14.0).max(40.0);
+                    bars.push(json!({
+                        "x": left, "y": by, "w": w, "h": bar_h - 2.0, "color": color,
+                        "text": if kind == "OOM" { "OOM".to_string() } else { kind.to_string() },
+                        "title": c.reason.clone().unwrap_or_default(),
+                        "tx": left + 5.0, "ty": by + bar_h - 4.0, "failed": true,
+                    }))
+                }
                 _ => {}
             }
         }
@@ -1186,8 +1246,22 @@ pub fn charts(summary: &Report) -> Value {
             json!({"x": left + (e as f64 - lo) / (hi - lo) * width, "label": format!("{label} ms")})
         })
         .collect();
+    // What each run's whiskers were computed from.
+    let intervals: Vec<Value> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let src: Vec<Option<String>> = summary
+                .queries
+                .iter()
+                .map(|q| q.cells.get(i).and_then(|c| c.interval_source.clone()))
+                .collect();
+            json!({"label": r.label, "color": r.color, "from": stars::sources_legend(&src)})
+        })
+        .collect();
     let latency = json!({
-        "width": left + width + 130.0,
+        "intervals": intervals,
+        "width": left + width + 170.0,
         "height": y + 10.0,
         "left": left,
         "top": top,
@@ -1245,6 +1319,9 @@ pub fn render(summary: &Report) -> Result<(String, String)> {
     let ctx = minijinja::context! {
         r => minijinja::Value::from_serialize(summary),
         charts => minijinja::Value::from_serialize(charts(summary)),
+        timelines => minijinja::Value::from_serialize(
+            summary.timelines.iter().map(timeline::geometry).collect::<Vec<_>>()
+        ),
     };
     let html = html_env
         .get_template("report.html")
@@ -1393,24 +1470,6 @@ pub const FASTEST_MARGIN: f64 = 0.05;
 /// that `other` trails `best` by more than the margin.
 fn clear_lead(values: &[f64], best: f64, beats: impl Fn(f64, f64) -> bool) -> bool {
     values.iter().filter(|v| !beats(**v, best)).count() == 1
-}
-
-/// True when the lead of cell `best` over every other measured cell is outside the noise, by
-/// the test `runs compare` uses (Welch's t on count, mean and stddev: [`crate::noise`]). A pair
-/// where either run lacks spread statistics is left to the margin alone.
-fn lead_outside_noise(cells: &[QueryCell], best: usize) -> bool {
-    let Some(b) = cells[best].noise_sample() else {
-        return true;
-    };
-    cells
-        .iter()
-        .enumerate()
-        .filter(|(i, c)| *i != best && c.mean().is_some())
-        .all(|(_, c)| {
-            c.noise_sample()
-                .and_then(|o| crate::noise::welch(b, o))
-                .is_none_or(|w| w.significant())
-        })
 }
 
 #[cfg(test)]
@@ -1817,6 +1876,38 @@ mod tests {
             ),
         ];
         assert_eq!(build(&runs, 0)["queries"][0]["cells"][0]["fastest"], true);
+    }
+
+    /// Issue 24 §7: a type the server died under is drawn as "server crashed" (or OOM) in the
+    /// chart and the table, never as a number or a blank; a run without a timeline says why.
+    #[test]
+    fn a_crashed_type_is_drawn_as_such_and_a_run_without_samples_says_why() {
+        let crashed = json!([{"query_type": "single-groupby-5-1-1", "status": "failed",
+            "reason": "the server died during query type single-groupby-5-1-1 (server crashed): exited with code 101"}]);
+        let runs = vec![
+            run("a", "greptimedb", "as loaded", Value::Null, q(3.0, 0.1)),
+            run("b", "greptimedb", "as loaded", Value::Null, crashed),
+        ];
+        let r = build_report(&runs, 0);
+        assert_eq!(
+            r.queries[0].cells[1].failure.as_deref(),
+            Some("server crashed")
+        );
+        assert!(r.timelines[1]
+            .note
+            .as_deref()
+            .unwrap()
+            .starts_with("no samples"));
+        let (_, html) = render(&r).unwrap();
+        let at = html
+            .find("<g class=\"failed-cell\">")
+            .expect("a failed cell");
+        assert!(
+            html[at..at + 600].contains(">server crashed</text>"),
+            "{html}"
+        );
+        assert!(html.contains(">SERVER CRASHED</td>"), "{html}");
+        assert!(html.contains("class=\"timeline-none\""), "{html}");
     }
 
     #[test]

@@ -638,7 +638,10 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
     let bars = dom.matches("<rect class=\"bar\"").count();
     // 4 runs × 3 types, minus Core's failed lastpoint, plus 3 ingestion bars.
     assert_eq!(bars, 11 + 3, "{dom}");
-    assert!(dom.contains("failed: OOM"), "{dom}");
+    assert!(
+        dom.contains("fill=\"#a00\" font-weight=\"bold\">OOM</text>"),
+        "{dom}"
+    );
     assert!(dom.contains("Not strictly comparable"));
     let shot = w.gt.env.path().join("report.png");
     chromium(&dir.join("report.html"), Some(&shot));
@@ -730,6 +733,11 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
 /// Loads `html` in headless Chromium (Debian's `chromium`): the DOM after load, or a
 /// screenshot into `shot`. A missing or failing Chromium fails the test.
 fn chromium(html: &Path, shot: Option<&Path>) -> String {
+    chromium_sized(html, shot, "1200,2000")
+}
+
+/// [`chromium`] with a screenshot of `size` pixels ("width,height").
+fn chromium_sized(html: &Path, shot: Option<&Path>, size: &str) -> String {
     let bin = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|b| {
@@ -757,7 +765,7 @@ fn chromium(html: &Path, shot: Option<&Path>) -> String {
     match shot {
         Some(s) => {
             c.arg(format!("--screenshot={}", s.display()))
-                .arg("--window-size=1200,2000");
+                .arg(format!("--window-size={size}"));
         }
         None => {
             c.arg("--dump-dom");
@@ -1007,4 +1015,173 @@ fn twin_runs_are_within_noise_and_one_slowed_type_is_found() {
         .find(|l| l.trim_start().starts_with("lastpoint"))
         .unwrap_or_default();
     assert!(line.contains("regressed") && line.contains('['), "{out}");
+}
+
+/// The Chromium binary, when the machine has one.
+fn chromium_present() -> bool {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .any(|b| {
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {b}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+/// The `points` of the polylines of `class` in `html`, one count per polyline.
+fn polyline_points(html: &str, class: &str) -> Vec<usize> {
+    let tag = format!("<polyline class=\"series {class}\"");
+    html.match_indices(&tag)
+        .map(|(i, _)| {
+            let rest = &html[i..];
+            let p = rest.find(" points=\"").unwrap() + 9;
+            let end = rest[p..].find('"').unwrap();
+            let pts = &rest[p..p + end];
+            let n = pts.split_whitespace().count();
+            // Each point is x,y in pixels.
+            assert!(
+                pts.split_whitespace().all(|xy| xy.split(',').count() == 2),
+                "{pts}"
+            );
+            let declared: usize = rest[rest.find("data-points=\"").unwrap() + 13..]
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(declared, n);
+            n
+        })
+        .collect()
+}
+
+/// Issue 24 §7: report.html draws each run's resource timeline (a point per sample), the
+/// latency bars with their 95% intervals, and an out-of-memory type as OOM, not a number;
+/// checked in headless Chromium with a screenshot.
+#[test]
+fn report_html_draws_timelines_intervals_and_oom_cells() {
+    if !chromium_present() {
+        eprintln!("SKIP: no Chromium on this machine (apt-get install -y chromium)");
+        return;
+    }
+    let w = world();
+    let d1 = w.bench_ok("all", &[]);
+    // The second run: two passes; lastpoint fails as a server out of memory answers.
+    w.gt.set_knobs(json!({"fail_sql": [{"contains": "last_value", "code": 1003,
+        "error": "Resources exhausted: Failed to allocate additional 1073741824 bytes"}]}));
+    let r = w.bench("query", &["--passes", "2"]);
+    r.code(1).says("query:lastpoint");
+    let d2 = run_dir(&r);
+    let out = w.gt.env.path().join("pictures");
+    let rep = w.run(&["runs", "report", p(&d1), p(&d2), "--out", p(&out), "--json"]);
+    rep.ok();
+    let s = read_json(&out.join("summary.json"));
+    let tl = s["timelines"].as_array().unwrap();
+    assert_eq!(tl.len(), 2);
+    let samples = |d: &Path| -> Vec<Value> {
+        std::fs::read_to_string(d.join("timeline.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let (s1, s2) = (samples(&d1), samples(&d2));
+    assert!(s1.len() >= 4 && s2.len() >= 4, "{s1:?}");
+    assert_eq!(tl[0]["samples"], s1.len() as u64);
+    // Latency cells: every completed one has an interval; the two-pass run's from its passes.
+    let rows = s["queries"].as_array().unwrap();
+    for row in rows {
+        for (i, c) in row["cells"].as_array().unwrap().iter().enumerate() {
+            if c["status"] == "completed" {
+                let iv = c["interval_ms"].as_array().unwrap_or_else(|| panic!("{c}"));
+                let m = c["mean_ms"].as_f64().unwrap();
+                assert!(
+                    iv[0].as_f64().unwrap() <= m && m <= iv[1].as_f64().unwrap(),
+                    "{c}"
+                );
+                if i == 1 {
+                    assert_eq!(c["interval_source"], "passes", "{c}");
+                }
+            }
+        }
+    }
+    let lp = rows
+        .iter()
+        .find(|r| r["query_type"] == "lastpoint")
+        .unwrap();
+    assert_eq!(lp["cells"][1]["failure"], "OOM", "{lp}");
+
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(!html.contains("<script"), "no JavaScript");
+    assert!(
+        !html.contains(" src=") && !html.contains(" href="),
+        "no external assets"
+    );
+    let dom = chromium(&out.join("report.html"), None);
+    assert!(dom.contains("id=\"timeline-0\"") && dom.contains("id=\"timeline-1\""));
+    // The RSS line of each run: one point per sample (a line per server start).
+    let rss = polyline_points(&dom, "rss");
+    let with_rss = |s: &[Value]| s.iter().filter(|x| x["rss_bytes"].is_u64()).count();
+    let sessions = |s: &[Value]| {
+        let mut v: Vec<u64> = s.iter().filter_map(|x| x["session"].as_u64()).collect();
+        v.dedup();
+        v.len()
+    };
+    assert_eq!(rss.len(), sessions(&s1) + sessions(&s2), "{rss:?}");
+    assert_eq!(
+        rss.iter().sum::<usize>(),
+        with_rss(&s1) + with_rss(&s2),
+        "{rss:?}"
+    );
+    for class in ["cpu_user", "cpu_system", "write", "data_dir"] {
+        assert!(
+            polyline_points(&dom, class).iter().sum::<usize>() >= 2,
+            "{class}"
+        );
+    }
+    assert!(dom.contains("class=\"peak\""), "the RSS peak is marked");
+    // Steps: a band per query type, lastpoint's red in the second run.
+    for t in TYPES {
+        assert!(
+            dom.contains(&format!("query:{t}: ")) || dom.contains(&format!(". query:{t}")),
+            "{t}"
+        );
+    }
+    assert!(
+        dom.contains("lastpoint (OOM)"),
+        "the failed type's band says OOM"
+    );
+    assert_eq!(
+        dom.matches("class=\"phase phase-failed\"").count(),
+        2,
+        "lastpoint in both passes"
+    );
+    // Latency: whiskers on the bars, and the OOM cell drawn as such in chart and table.
+    assert!(dom.matches("<g class=\"whisker\"").count() >= 5, "{dom}");
+    let cell = dom
+        .find("<g class=\"failed-cell\">")
+        .expect("a failed cell in the chart");
+    assert!(dom[cell..].starts_with("<g class=\"failed-cell\"><rect class=\"failed-bar\""));
+    assert!(
+        dom[cell..cell + 600].contains(">OOM</text>"),
+        "{}",
+        &dom[cell..cell + 600]
+    );
+    assert!(dom.contains("<td class=\"failed\""));
+    assert!(dom.contains("id=\"interval-legend\""));
+    assert!(dom.contains("from the passes' means"));
+    let shot = w.gt.env.path().join("pictures.png");
+    // Tall enough for the timelines below the tables.
+    chromium_sized(&out.join("report.html"), Some(&shot), "1200,4200");
+    let png = std::fs::read(&shot).expect("screenshot");
+    assert!(
+        png.len() > 40_000 && png.starts_with(b"\x89PNG"),
+        "{}",
+        png.len()
+    );
+    if let Ok(keep) = std::env::var("TSBSCTL_KEEP_REPORT") {
+        let _ = std::fs::copy(&shot, format!("{keep}-pictures.png"));
+        let _ = std::fs::copy(out.join("report.html"), format!("{keep}-pictures.html"));
+    }
 }
