@@ -45,6 +45,15 @@ pub struct Request {
     pub out: Option<PathBuf>,
 }
 
+/// `word` in `text` with no letter or digit on either side ("OOM" but not "room").
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric()) && !after.is_some_and(|c| c.is_alphanumeric())
+    })
+}
+
 /// A short name for why a query type failed (what a reader of a published table expects).
 pub fn failure_kind(reason: &str) -> &'static str {
     let r = reason.to_ascii_lowercase();
@@ -53,7 +62,7 @@ pub fn failure_kind(reason: &str) -> &'static str {
         "query file limit"
     } else if r.contains("out of memory")
         || r.contains("resources exhausted")
-        || r.contains("oom")
+        || has_word(&r, "oom")
         || r.contains("failed to allocate")
         || r.contains("memory limit")
     {
@@ -1917,6 +1926,8 @@ mod tests {
             "OOM"
         );
         assert_eq!(failure_kind("request timed out"), "timed out");
+        assert_eq!(failure_kind("killed (OOM) at 15.9 GiB"), "OOM");
+        assert_eq!(failure_kind("no room left in the zoom table"), "failed");
         assert_eq!(failure_kind("exit code 2"), "failed");
         assert_eq!(
             failure_kind(
