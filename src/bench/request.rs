@@ -35,6 +35,9 @@ pub struct Request {
     pub query_workers: Option<u32>,
     /// `--passes`: how many times the query phase runs (default 1).
     pub passes: Option<i64>,
+    /// `--target-precision` (`2%`) and `--precision-budget` (a Go duration), as given.
+    pub target_precision: Option<String>,
+    pub precision_budget: Option<String>,
     pub run_id: Option<String>,
     pub no_sync: bool,
     pub accept_partial: bool,
@@ -185,6 +188,69 @@ fn check_passes(phase: Phase, passes: Option<i64>) -> Result<()> {
     Ok(())
 }
 
+/// The wall time one query type may take per pass with `--target-precision`.
+pub const DEFAULT_PRECISION_BUDGET: &str = "5m";
+
+/// What `--target-precision` asks for: the interval's half-width as a fraction of the mean,
+/// and the budget per type and pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Precision {
+    pub target: f64,
+    pub budget: std::time::Duration,
+}
+
+/// `--target-precision PCT` (above 0% and below 100%) and `--precision-budget DURATION`
+/// (a positive Go duration), for the query and all phases only.
+pub fn precision(phase: Phase, req: &Request) -> Result<Option<Precision>> {
+    let Some(raw) = &req.target_precision else {
+        if req.precision_budget.is_some() {
+            return Err(
+                Error::invalid("--precision-budget needs --target-precision")
+                    .with_hint("add --target-precision 2% or drop --precision-budget"),
+            );
+        }
+        return Ok(None);
+    };
+    if !matches!(phase, Phase::All | Phase::Query) {
+        return Err(
+            Error::invalid("--target-precision applies to the query and all phases only")
+                .with_hint("drop --target-precision and --precision-budget"),
+        );
+    }
+    let hint = "give the half-width of the 95% interval of a type's mean, e.g. --target-precision 2% (above 0% and below 100%)";
+    let pct: f64 = raw
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| {
+            Error::invalid(format!("--target-precision {raw:?} is not a percentage"))
+                .with_hint(hint)
+        })?;
+    if !(pct > 0.0 && pct < 100.0) {
+        return Err(Error::invalid(format!(
+            "--target-precision {raw:?} is not above 0% and below 100%"
+        ))
+        .with_hint(hint));
+    }
+    let b = req
+        .precision_budget
+        .as_deref()
+        .unwrap_or(DEFAULT_PRECISION_BUDGET);
+    let ns = crate::dataset::parse_go_duration(b)
+        .filter(|ns| *ns > 0)
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "--precision-budget {b:?} is not a positive Go duration"
+            ))
+            .with_hint("e.g. --precision-budget 5m (the default), 90s or 1h")
+        })?;
+    Ok(Some(Precision {
+        target: pct / 100.0,
+        budget: std::time::Duration::from_nanos(ns as u64),
+    }))
+}
+
 /// The number of passes a request asks for (checked by [`validate`]).
 pub fn passes(req: &Request) -> u32 {
     req.passes.map_or(1, |n| n.clamp(1, MAX_PASSES) as u32)
@@ -201,6 +267,7 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     positive("--batch-size", req.batch_size)?;
     positive("--query-workers", req.query_workers)?;
     check_passes(phase, req.passes)?;
+    precision(phase, req)?;
     positive("--hot-runs", req.hot_runs)?;
     preflight::check_bounds(req)?;
     preflight::check_query_flags(req)?;
