@@ -463,6 +463,72 @@ mod tests {
         }
     }
 
+    #[test]
+    fn target_precision_is_a_share_above_0_and_below_100_with_a_positive_budget() {
+        let req = |p: Option<&str>, b: Option<&str>| Request {
+            target_precision: p.map(String::from),
+            precision_budget: b.map(String::from),
+            ..managed(Phase::Query)
+        };
+        let p = precision(Phase::Query, &req(Some("2%"), None))
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.target, 0.02);
+        assert_eq!(p.budget, std::time::Duration::from_secs(300));
+        let p = precision(Phase::All, &req(Some(" 0.5 % "), Some("90s")))
+            .unwrap()
+            .unwrap();
+        assert_eq!((p.target, p.budget.as_secs()), (0.005, 90));
+        assert_eq!(precision(Phase::Query, &req(None, None)).unwrap(), None);
+        for (r, phase, says) in [
+            (
+                req(Some("0%"), None),
+                Phase::Query,
+                "not above 0% and below 100%",
+            ),
+            (
+                req(Some("150%"), None),
+                Phase::Query,
+                "not above 0% and below 100%",
+            ),
+            (
+                req(Some("100"), None),
+                Phase::Query,
+                "not above 0% and below 100%",
+            ),
+            (
+                req(Some("NaN%"), None),
+                Phase::Query,
+                "not above 0% and below 100%",
+            ),
+            (req(Some("abc"), None), Phase::Query, "is not a percentage"),
+            (
+                req(Some("2%"), Some("0s")),
+                Phase::Query,
+                "not a positive Go duration",
+            ),
+            (
+                req(Some("2%"), Some("5")),
+                Phase::Query,
+                "not a positive Go duration",
+            ),
+            (
+                req(None, Some("5m")),
+                Phase::Query,
+                "needs --target-precision",
+            ),
+            (
+                req(Some("2%"), None),
+                Phase::Load,
+                "query and all phases only",
+            ),
+        ] {
+            let e = precision(phase, &r).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.message.contains(says), "{}", e.message);
+        }
+    }
+
     /// Every rule: the request, and `None` (accepted) or a part of the refusal's message.
     #[test]
     fn flag_rules() {
