@@ -36,6 +36,7 @@ pub mod noise;
 pub mod output;
 pub mod paths;
 pub mod platform;
+pub mod precision;
 pub mod proc;
 pub mod product;
 pub mod publish;

@@ -327,6 +327,24 @@ pub fn query_set_spec(
     Ok(spec)
 }
 
+/// The spec of an extra batch `batch` (2, 3, ...) of `--target-precision`: the set's spec
+/// with the seed `seed + batch - 1` and the batch named, so its identity differs from every
+/// set of the dataset's own seed; the first batch is the run's query set itself.
+pub fn batch_spec(mut spec: Value, batch: u32) -> Value {
+    let seed = spec["seed"].as_i64().unwrap_or(0);
+    spec["seed"] = json!(seed + i64::from(batch) - 1);
+    spec["precision_batch"] = json!(batch);
+    spec
+}
+
+fn request_spec(req: &QuerySetRequest) -> Result<Value> {
+    let spec = query_set_spec(req.dataset, req.format, req.counts)?;
+    Ok(match req.batch {
+        Some(b) => batch_spec(spec, b),
+        None => spec,
+    })
+}
+
 /// `<format>-<16 hex of the spec digest>`.
 pub fn query_set_id(format: QueryFormat, spec: &Value) -> String {
     let digest = crate::canonical::spec_digest(spec);
@@ -437,6 +455,10 @@ pub struct QuerySetRequest<'a> {
     pub pinned_manifest_sha256: Option<&'a str>,
     /// Hash every file even when sizes and fingerprints match.
     pub full_verify: bool,
+    /// `--target-precision`'s extra batch `b` (2, 3, ...): the same generator and dataset,
+    /// seed `seed + b - 1`, so fresh queries, never the first batch's again (see
+    /// [`batch_spec`]). `None`: the run's query set.
+    pub batch: Option<u32>,
 }
 
 /// Reuses or generates the query set for `req` (see the module doc). `generator` gives the
@@ -447,7 +469,7 @@ pub fn ensure_query_set(
     generator: &mut dyn FnMut() -> Result<Generator>,
     reporter: &dyn Reporter,
 ) -> Result<QuerySet> {
-    let spec = query_set_spec(req.dataset, req.format, req.counts)?;
+    let spec = request_spec(req)?;
     let id = query_set_id(req.format, &spec);
     let dir = query_set_dir(root, &req.dataset.id, req.format, &id);
     // Staging sets of killed generations, of any query set of this format (trial-run #15).
@@ -517,7 +539,7 @@ pub fn ensure_query_set(
 /// What generating the query set of `req` writes (nothing when it is published), for the
 /// free-space check.
 pub fn generation_need(root: &Root, req: &QuerySetRequest) -> Result<crate::diskspace::Need> {
-    let spec = query_set_spec(req.dataset, req.format, req.counts)?;
+    let spec = request_spec(req)?;
     let id = query_set_id(req.format, &spec);
     let dir = query_set_dir(root, &req.dataset.id, req.format, &id);
     let total = req.counts.values().fold(0u64, |a, c| a.saturating_add(*c));
@@ -534,7 +556,7 @@ pub fn generation_need(root: &Root, req: &QuerySetRequest) -> Result<crate::disk
 
 /// Hashes every file of a published set (and checks everything else).
 pub fn verify_query_set(root: &Root, req: &QuerySetRequest) -> Result<QuerySet> {
-    let spec = query_set_spec(req.dataset, req.format, req.counts)?;
+    let spec = request_spec(req)?;
     let id = query_set_id(req.format, &spec);
     let dir = query_set_dir(root, &req.dataset.id, req.format, &id);
     if !dir.exists() {
@@ -780,7 +802,10 @@ fn generate_type(
 ) -> Result<QueryFileRecord> {
     let args = generator_args(spec, query_type, count);
     let out_path = qdir.join(format!("{query_type}.dat"));
-    let log_path = log_dir.join(format!("generate-query-{query_type}.log"));
+    let log_path = match spec["precision_batch"].as_u64() {
+        Some(b) => log_dir.join(format!("generate-query-{query_type}-batch{b:03}.log")),
+        None => log_dir.join(format!("generate-query-{query_type}.log")),
+    };
     let mut log = File::create(&log_path).map_err(|e| Error::io("create", &log_path, e))?;
     let line = crate::proc::command_line(&gen.path.to_string_lossy(), &args);
     writeln!(log, "$ {line}").map_err(|e| Error::io("write", &log_path, e))?;

@@ -1074,7 +1074,7 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
                 if c.status == Status::Running {
                     "still running"
                 } else {
-                    c.status.as_str()
+                    c.status.words()
                 }
             )
         })

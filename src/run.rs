@@ -49,6 +49,10 @@ pub enum RunKind {
 pub enum Status {
     Running,
     Completed,
+    /// A run (never a step) that ran every step it meant to, but the managed server died
+    /// under one query type or more (OOM or a crash): those cells are its results, as in
+    /// the published tables (issue 24 §2), the other types' numbers stand.
+    CompletedWithFailures,
     /// The step was not needed: loaded data reused.
     Reused,
     Failed,
@@ -71,6 +75,7 @@ impl Status {
         match self {
             Status::Running => "running",
             Status::Completed => "completed",
+            Status::CompletedWithFailures => "completed_with_failures",
             Status::Reused => "reused",
             Status::Failed => "failed",
             Status::Interrupted => "interrupted",
@@ -79,6 +84,13 @@ impl Status {
     }
     pub fn finished(self) -> bool {
         self != Status::Running
+    }
+    /// The status in words, for people (`completed with failures`).
+    pub fn words(self) -> &'static str {
+        match self {
+            Status::CompletedWithFailures => "completed with failures",
+            s => s.as_str(),
+        }
     }
 }
 

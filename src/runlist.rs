@@ -195,7 +195,8 @@ pub fn table(entries: &[ListEntry]) -> String {
                     s(&e.target),
                     s(&e.dataset_id),
                     s(&e.data_state),
-                    e.status.clone(),
+                    // `completed_with_failures` in words (the JSON keeps the name).
+                    e.status.replace('_', " "),
                     e.created_at.clone(),
                 ]
             }

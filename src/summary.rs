@@ -332,6 +332,11 @@ pub struct QuerySummary {
     /// With two completed passes (attempts) or more: the spread of their means.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passes: Option<PassSpread>,
+    /// `--target-precision`: per pass, how many queries in how many batches the type took and
+    /// the interval reached (the `precision:<type>` steps); the headline count, mean, spread,
+    /// min and max then cover every batch, the percentiles (first batch only) are unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Vec<Value>>,
     /// Why the last attempt failed (present only when none completed).
     #[serde(
         default,
@@ -710,6 +715,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             results_file: None,
             attempts: None,
             passes: None,
+            precision: None,
             reason: None,
         };
         if let (Some((s, r)), Some(a)) = (&last_ok, agg.first()) {
@@ -731,6 +737,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             v.attempts = Some(a.attempts.clone());
             let means: Vec<f64> = a.attempts.iter().map(|x| x.stats.mean_ms).collect();
             v.passes = PassSpread::of(&means, pass_logs);
+            pool_batches(&mut v, &steps, qt, &mut failures, &fail);
         } else if let Some(s) = last_failed {
             v.log = Some(s.log.clone());
             v.reason = Some(s.reason.clone());
@@ -938,6 +945,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             || s.step == "row-count"
             || s.step == "server"
             || s.step.starts_with("query:")
+            || s.step.starts_with("query-batch:")
             || s.step.starts_with("analyze:");
         if !known
             && matches!(
@@ -1262,6 +1270,68 @@ fn resources(
         load_data_dir_growth_bytes: load.and_then(|l| l.data_dir_growth_bytes),
         phases,
     })
+}
+
+/// How the summary records a failed step (`build`'s `fail`).
+type FailFn = dyn Fn(&mut Vec<Failure>, &str, &Step, Option<String>);
+
+/// `--target-precision`: the type's extra batches (`query-batch:<type>` steps) pooled into its
+/// headline figures, and its `precision:<type>` records; a failed batch is a failure.
+fn pool_batches(
+    v: &mut QuerySummary,
+    steps: &[Step],
+    qt: &str,
+    failures: &mut Vec<Failure>,
+    fail: &FailFn,
+) {
+    let batch_step = format!("query-batch:{qt}");
+    let batches: Vec<&Step> = steps.iter().filter(|s| s.step == batch_step).collect();
+    let records: Vec<Value> = steps
+        .iter()
+        .filter(|s| s.step == format!("precision:{qt}"))
+        .map(|s| s.data.clone())
+        .collect();
+    if records.is_empty() && batches.is_empty() {
+        return;
+    }
+    for s in batches.iter().filter(|s| s.status != Status::Completed) {
+        fail(failures, "query", s, None);
+    }
+    let done: Vec<&&Step> = batches
+        .iter()
+        .filter(|s| s.status == Status::Completed)
+        .collect();
+    if !done.is_empty() {
+        let mut pooled = crate::precision::Pooled::default();
+        for a in v.attempts.iter().flatten() {
+            pooled.add(
+                a.stats.count,
+                a.stats.mean_ms,
+                a.stats.stddev_ms.unwrap_or(0.0),
+            );
+        }
+        let (mut lo, mut hi) = (v.min_ms.flatten(), v.max_ms.flatten());
+        for s in &done {
+            let f = |k: &str| s.data[k].as_f64();
+            pooled.add(
+                s.data["count"].as_u64().unwrap_or(0),
+                f("mean_ms").unwrap_or(0.0),
+                f("stddev_ms").unwrap_or(0.0),
+            );
+            lo = lo.zip(f("min_ms")).map(|(a, b)| a.min(b));
+            hi = hi.zip(f("max_ms")).map(|(a, b)| a.max(b));
+        }
+        v.query_count = Some(pooled.count);
+        v.mean_ms = Some(pooled.mean_ms);
+        v.stddev_ms = Some(pooled.stddev_ms());
+        v.min_ms = Some(lo);
+        v.max_ms = Some(hi);
+        v.median_ms = Some(None);
+        v.p95_ms = Some(None);
+        v.p99_ms = Some(None);
+        v.p999_ms = Some(None);
+    }
+    v.precision = Some(records);
 }
 
 #[cfg(test)]

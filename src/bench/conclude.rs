@@ -13,13 +13,22 @@ use super::Bench;
 /// What a finished command reports.
 fn outcome(run: &RunDir, summary: &crate::summary::RunSummary) -> Outcome {
     let md = run.dir.join("summary.md");
-    let human = format!(
+    let mut human = format!(
         "Run {}: {}\nRun directory: {}\nSummary: {}\n",
         run.id(),
-        run.manifest.status.as_str(),
+        run.manifest.status.words(),
         run.dir.display(),
         md.display()
     );
+    // The cells that are results of the server's death, named as the report names them.
+    for q in summary.queries.iter().filter(|q| q.status != "completed") {
+        let reason = q.reason.clone().flatten().unwrap_or_default();
+        human.push_str(&format!(
+            "  {}: {}\n",
+            q.query_type,
+            crate::report::failure_kind(&reason)
+        ));
+    }
     Outcome::new(
         json!({
             "run_id": run.id(),
@@ -39,19 +48,34 @@ impl Bench<'_> {
     pub(super) fn conclude(mut self, result: Result<()>) -> Result<Outcome> {
         let _ = self.stop_server();
         // Everything the summary counts as a failure (failed steps, unreadable results, panics
-        // in the server log) fails the run.
-        let failed_steps: Vec<(String, String)> = crate::summary::build(&self.run)
-            .map(|sum| {
-                sum.failures
-                    .into_iter()
-                    .map(|f| (f.step.unwrap_or_else(|| "run".into()), f.reason))
-                    .collect()
-            })
+        // in the server log) fails the run, except a managed server's death under a query
+        // type (OOM or a crash): that is the type's result, and the run, which went on with
+        // the other types, ends "completed with failures" (issue 24 §2).
+        let failures: Vec<crate::summary::Failure> = crate::summary::build(&self.run)
+            .map(|sum| sum.failures)
             .unwrap_or_default();
+        let died = died_under_queries(&self.run);
+        let failed_steps: Vec<(String, String)> = failures
+            .iter()
+            .map(|f| {
+                (
+                    f.step.clone().unwrap_or_else(|| "run".into()),
+                    f.reason.clone(),
+                )
+            })
+            .collect();
         let (status, err) = match result {
             Err(e) if e.kind == ErrorKind::Interrupted => (Status::Interrupted, Some(e)),
             Err(e) => (Status::Failed, Some(e)),
-            Ok(()) if !failed_steps.is_empty() => (
+            Ok(()) if !failures.is_empty() && results_only(&failures, &died) => {
+                self.reporter().warn(&format!(
+                    "{} failure(s), results of the server dying under a query type: {}",
+                    failures.len(),
+                    group_failures(&failed_steps)
+                ));
+                (Status::CompletedWithFailures, None)
+            }
+            Ok(()) if !failures.is_empty() => (
                 Status::Failed,
                 Some(Error::failed(format!(
                     "{} failure(s): {}",
@@ -73,12 +97,36 @@ impl Bench<'_> {
                 };
                 Err(Error::new(
                     e.kind,
-                    format!("run {} {}: {}", self.run.id(), status.as_str(), e.message),
+                    format!("run {} {}: {}", self.run.id(), status.words(), e.message),
                 )
                 .with_hint(hint))
             }
         }
     }
+}
+
+/// The `(step, attempt)` of every query step the managed server died under (its end records
+/// `server_died`).
+fn died_under_queries(run: &RunDir) -> Vec<(String, u32)> {
+    run.steps()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.step.starts_with("query") && s.data.get("server_died").is_some())
+        .map(|s| (s.step, s.attempt))
+        .collect()
+}
+
+/// Whether every failure is a result of the server dying under a query type: those query
+/// steps, and the server's own record of the death (its failed attempt, the crash in its
+/// log). Anything else (a failed load, a type that failed on a live server) fails the run.
+fn results_only(failures: &[crate::summary::Failure], died: &[(String, u32)]) -> bool {
+    !died.is_empty()
+        && failures.iter().all(|f| match (&f.step, f.attempt) {
+            (Some(step), Some(a)) if step.starts_with("query") => {
+                died.iter().any(|(s, n)| s == step && *n == a)
+            }
+            _ => f.stage == "server",
+        })
 }
 
 /// A failure reason without what differs between two failures of one cause (the server's

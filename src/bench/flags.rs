@@ -96,6 +96,18 @@ pub struct CommonFlags {
     #[arg(long)]
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cold: bool,
+    /// Run more queries of a type, in batches of fresh queries from the TSBS generator, until
+    /// the 95% interval of its mean latency is within ± this share (e.g. 2%), or its
+    /// --precision-budget is spent.
+    #[arg(long, value_name = "PERCENT")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_precision: Option<String>,
+    /// With --target-precision: the wall time one query type (per pass) may take at most, a
+    /// Go duration (default 5m).
+    // Recorded with its default applied when --target-precision is given.
+    #[arg(long, value_name = "DURATION")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision_budget: Option<String>,
     /// Name of the run directory (default: UTC time, YYYYMMDDTHHMMSSZ).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
@@ -440,6 +452,9 @@ impl Flags {
     pub fn record(phase: Phase, mut common: CommonFlags, product: ProductFlags) -> Flags {
         common.stall_timeout = Some(common.stall_timeout.unwrap_or(watch::DEFAULT_STALL_SECS));
         common.on_stall = Some(common.on_stall.unwrap_or_default());
+        if common.target_precision.is_some() && common.precision_budget.is_none() {
+            common.precision_budget = Some(super::request::DEFAULT_PRECISION_BUDGET.into());
+        }
         Flags {
             phase: Some(phase.as_str().to_string()),
             common,
@@ -491,6 +506,8 @@ impl Flags {
             query_workers: c.query_workers,
             passes: c.passes,
             cold: c.cold,
+            target_precision: c.target_precision.clone(),
+            precision_budget: c.precision_budget.clone(),
             run_id: c.run_id.clone(),
             no_sync: i.no_sync,
             accept_partial: i.accept_partial,

@@ -305,7 +305,7 @@ impl Bench<'_> {
         if let Some(set) = &set {
             match self.phase {
                 Phase::Analyze => self.analyze(&env, set)?,
-                _ => self.query(&env, set)?,
+                _ => self.query(&env, &ds, set)?,
             }
         }
         self.stop_server()?;

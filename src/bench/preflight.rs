@@ -185,6 +185,7 @@ pub fn check_disk(
                 log_dir: &log_dir,
                 pinned_manifest_sha256: None,
                 full_verify: false,
+                batch: None,
             },
         )?);
     }

@@ -37,6 +37,9 @@ pub struct Request {
     pub passes: Option<i64>,
     /// `--cold`: restart the server and drop the OS page cache before each query type.
     pub cold: bool,
+    /// `--target-precision` (`2%`) and `--precision-budget` (a Go duration), as given.
+    pub target_precision: Option<String>,
+    pub precision_budget: Option<String>,
     pub run_id: Option<String>,
     pub no_sync: bool,
     pub accept_partial: bool,
@@ -209,6 +212,69 @@ fn check_cold(phase: Phase, req: &Request) -> Result<()> {
     super::coldstart::check_allowed(std::path::Path::new(super::coldstart::DROP_CACHES))
 }
 
+/// The wall time one query type may take per pass with `--target-precision`.
+pub const DEFAULT_PRECISION_BUDGET: &str = "5m";
+
+/// What `--target-precision` asks for: the interval's half-width as a fraction of the mean,
+/// and the budget per type and pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Precision {
+    pub target: f64,
+    pub budget: std::time::Duration,
+}
+
+/// `--target-precision PCT` (above 0% and below 100%) and `--precision-budget DURATION`
+/// (a positive Go duration), for the query and all phases only.
+pub fn precision(phase: Phase, req: &Request) -> Result<Option<Precision>> {
+    let Some(raw) = &req.target_precision else {
+        if req.precision_budget.is_some() {
+            return Err(
+                Error::invalid("--precision-budget needs --target-precision")
+                    .with_hint("add --target-precision 2% or drop --precision-budget"),
+            );
+        }
+        return Ok(None);
+    };
+    if !matches!(phase, Phase::All | Phase::Query) {
+        return Err(
+            Error::invalid("--target-precision applies to the query and all phases only")
+                .with_hint("drop --target-precision and --precision-budget"),
+        );
+    }
+    let hint = "give the half-width of the 95% interval of a type's mean, e.g. --target-precision 2% (above 0% and below 100%)";
+    let pct: f64 = raw
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| {
+            Error::invalid(format!("--target-precision {raw:?} is not a percentage"))
+                .with_hint(hint)
+        })?;
+    if !(pct > 0.0 && pct < 100.0) {
+        return Err(Error::invalid(format!(
+            "--target-precision {raw:?} is not above 0% and below 100%"
+        ))
+        .with_hint(hint));
+    }
+    let b = req
+        .precision_budget
+        .as_deref()
+        .unwrap_or(DEFAULT_PRECISION_BUDGET);
+    let ns = crate::dataset::parse_go_duration(b)
+        .filter(|ns| *ns > 0)
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "--precision-budget {b:?} is not a positive Go duration"
+            ))
+            .with_hint("e.g. --precision-budget 5m (the default), 90s or 1h")
+        })?;
+    Ok(Some(Precision {
+        target: pct / 100.0,
+        budget: std::time::Duration::from_nanos(ns as u64),
+    }))
+}
+
 /// The number of passes a request asks for (checked by [`validate`]).
 pub fn passes(req: &Request) -> u32 {
     req.passes.map_or(1, |n| n.clamp(1, MAX_PASSES) as u32)
@@ -226,6 +292,7 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     positive("--query-workers", req.query_workers)?;
     check_passes(phase, req.passes)?;
     check_cold(phase, req)?;
+    precision(phase, req)?;
     positive("--hot-runs", req.hot_runs)?;
     preflight::check_bounds(req)?;
     preflight::check_query_flags(req)?;
@@ -418,6 +485,72 @@ mod tests {
             urls: urls.iter().map(|u| u.to_string()).collect(),
             mode: phase.loads().then_some(DatabaseMode::Create),
             ..Request::default()
+        }
+    }
+
+    #[test]
+    fn target_precision_is_a_share_above_0_and_below_100_with_a_positive_budget() {
+        let req = |p: Option<&str>, b: Option<&str>| Request {
+            target_precision: p.map(String::from),
+            precision_budget: b.map(String::from),
+            ..managed(Phase::Query)
+        };
+        let p = precision(Phase::Query, &req(Some("2%"), None))
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.target, 0.02);
+        assert_eq!(p.budget, std::time::Duration::from_secs(300));
+        let p = precision(Phase::All, &req(Some(" 0.5 % "), Some("90s")))
+            .unwrap()
+            .unwrap();
+        assert_eq!((p.target, p.budget.as_secs()), (0.005, 90));
+        assert_eq!(precision(Phase::Query, &req(None, None)).unwrap(), None);
+        for (r, phase, says) in [
+            (
+                req(Some("0%"), None),
+                Phase::Query,
+                "not above 0% and below 100%",
+            ),
+            (
+                req(Some("150%"), None),
+                Phase::Query,
+                "not above 0% and below 100%",
+            ),
+            (
+                req(Some("100"), None),
+                Phase::Query,
+                "not above 0% and below 100%",
+            ),
+            (
+                req(Some("NaN%"), None),
+                Phase::Query,
+                "not above 0% and below 100%",
+            ),
+            (req(Some("abc"), None), Phase::Query, "is not a percentage"),
+            (
+                req(Some("2%"), Some("0s")),
+                Phase::Query,
+                "not a positive Go duration",
+            ),
+            (
+                req(Some("2%"), Some("5")),
+                Phase::Query,
+                "not a positive Go duration",
+            ),
+            (
+                req(None, Some("5m")),
+                Phase::Query,
+                "needs --target-precision",
+            ),
+            (
+                req(Some("2%"), None),
+                Phase::Load,
+                "query and all phases only",
+            ),
+        ] {
+            let e = precision(phase, &r).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.message.contains(says), "{}", e.message);
         }
     }
 

@@ -151,7 +151,7 @@ fn summarize(ctx: &Ctx, run: &str) -> Result<Outcome> {
         format!(
             "Run {}: {}\nSummary: {}\n",
             r.id(),
-            r.manifest.status.as_str(),
+            r.manifest.status.words(),
             md.display()
         ),
     ))

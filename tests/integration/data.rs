@@ -757,6 +757,7 @@ fn query_request<'a>(
         log_dir,
         pinned_manifest_sha256: None,
         full_verify: false,
+        batch: None,
     }
 }
 

@@ -17,6 +17,7 @@ mod influxdb3;
 mod integrity;
 mod locks;
 mod pipeline;
+mod precision;
 mod runs;
 mod safety;
 mod server;

@@ -120,9 +120,33 @@ fn shape_a_server_killed_at_its_memory_limit_is_an_oom_result_and_the_run_goes_o
     // high-cpu-1 (the first type) is heavy: the real server's memory for it, over the limit.
     w.gt.set_knobs(json!({"query_memory_mib": 400, "query_memory_contains": "usage_user > 90"}));
     let r = w.bench("query", &["--memory", "160MiB", "--queries", "1"]);
-    r.code(1).says("OOM");
+    // The OOM is the type's result: the run completed, with failures, and exits 0.
+    r.ok().says("OOM");
+    assert_eq!(r.json()["data"]["status"], "completed_with_failures");
     let dir = run_dir(&r);
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["status"], "completed_with_failures", "{m}");
+    assert!(m["error"].is_null(), "{m}");
     let s = crate::world::summary(&dir);
+    assert_eq!(s["status"], "completed_with_failures");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("Status: **completed with failures**"), "{md}");
+    let list = w.run(&["runs", "list"]);
+    list.ok();
+    let row = list
+        .stdout
+        .lines()
+        .find(|l| l.contains(m["run_id"].as_str().unwrap()))
+        .unwrap();
+    assert!(row.contains("completed with failures"), "{row}");
+    let listed = w.run(&["runs", "list", "--json"]).json();
+    assert!(
+        listed.to_string().contains("\"completed_with_failures\""),
+        "{listed}"
+    );
+    w.run(&["runs", "summarize", dir.to_str().unwrap()])
+        .ok()
+        .says("completed with failures");
     let q = |t: &str| {
         s["queries"]
             .as_array()
@@ -173,6 +197,7 @@ fn shape_a_server_killed_at_its_memory_limit_is_an_oom_result_and_the_run_goes_o
     .ok();
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("| high-cpu-1 | OOM |"), "{md}");
+    assert!(md.contains("| completed with failures |"), "{md}");
 }
 
 #[test]

@@ -142,6 +142,7 @@ impl Bench<'_> {
                         .as_ref()
                         .and_then(|p| p.query_set_manifest_sha256.as_deref()),
                     full_verify: false,
+                    batch: None,
                 },
                 &mut q_gen,
                 reporter,

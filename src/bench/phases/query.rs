@@ -9,8 +9,10 @@ use std::path::Path;
 
 use serde_json::json;
 
+use crate::dataset::Dataset;
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
+use crate::precision::{Pooled, MAX_BATCHES};
 use crate::product::ToolOptions;
 use crate::queryset::{self, QuerySet};
 use crate::run::Status;
@@ -22,7 +24,12 @@ use super::super::inputfile::WatchedFile;
 use super::super::{integrity, watch, Bench};
 
 impl Bench<'_> {
-    pub(in crate::bench) fn query(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
+    pub(in crate::bench) fn query(
+        &mut self,
+        env: &TsbsEnv,
+        ds: &Dataset,
+        set: &QuerySet,
+    ) -> Result<()> {
         // Before the server starts: a changed runner stops the run with nothing started.
         let binary =
             integrity::verified_binary(env, self.target.product.tsbs_runner(), &mut self.run)?;
@@ -42,6 +49,7 @@ impl Bench<'_> {
         // The first type that failed with the cause the latest failure had (said once).
         let mut last_failure: Option<(String, String)> = None;
         let passes = super::super::request::passes(self.req);
+        let precision = super::super::request::precision(self.phase, self.req)?;
         for pass in 1..=passes {
             for (i, (qt, file)) in set.files.iter().enumerate() {
                 crate::interrupt::check()?;
@@ -120,6 +128,7 @@ impl Bench<'_> {
                     label = format!("pass {pass}/{passes}, {label}");
                 }
                 self.reporter().info(&label);
+                let type_started = std::time::Instant::now();
                 let machine =
                     super::super::quiet::Reading::now(self.server.as_ref().map(|s| s.pid()));
                 let ran = self.run_watched(
@@ -162,18 +171,30 @@ impl Bench<'_> {
                     self.tool_exit(&step, attempt, end, &format!("query type {qt}"), &log)?;
                 let text = crate::fsutil::read_log(&log);
                 match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
-                    Ok(r) => self.run.end(
-                        &step,
-                        attempt,
-                        Status::Completed,
-                        None,
-                        Some(json!({
-                            "count": r.all.count,
-                            "mean_ms": r.all.mean_ms,
-                            "usage": usage,
-                            "machine": machine,
-                        })),
-                    )?,
+                    Ok(r) => {
+                        self.run.end(
+                            &step,
+                            attempt,
+                            Status::Completed,
+                            None,
+                            Some(json!({
+                                "count": r.all.count,
+                                "mean_ms": r.all.mean_ms,
+                                "usage": usage,
+                                "machine": machine,
+                            })),
+                        )?;
+                        if let Some(p) = precision {
+                            let first = Batch {
+                                qt,
+                                pass,
+                                binary: &binary,
+                                workers,
+                                started: type_started,
+                            };
+                            self.more_batches(env, ds, set, &first, &r.all, p)?;
+                        }
+                    }
                     // One type failing (e.g. a non-200) does not stop the others.
                     Err(f) => {
                         let cause = same_cause(&f.reason);
@@ -202,7 +223,273 @@ impl Bench<'_> {
     }
 }
 
+/// The query type whose batches `--target-precision` adds, in one pass.
+struct Batch<'a> {
+    qt: &'a str,
+    pass: u32,
+    binary: &'a Path,
+    workers: u32,
+    /// When the type's first batch started: the budget counts from there.
+    started: std::time::Instant,
+}
+
 impl Bench<'_> {
+    /// `--target-precision`: batches of fresh queries of type `b.qt` after its first (the
+    /// query set's file, whose statistics are `first`), until the 95% interval of the mean
+    /// over all of them is narrow enough, the budget would be overrun by the next batch, or
+    /// [`MAX_BATCHES`] ran. Each batch is a step `query-batch:<type>`; how it ended is a step
+    /// `precision:<type>` (one per pass) that summary.md reports.
+    fn more_batches(
+        &mut self,
+        env: &TsbsEnv,
+        ds: &Dataset,
+        set: &QuerySet,
+        b: &Batch,
+        first: &tsbs::LatencyStats,
+        p: super::super::request::Precision,
+    ) -> Result<()> {
+        let qt = b.qt;
+        let mut pooled = Pooled::default();
+        pooled.add(
+            first.count,
+            first.mean_ms,
+            first.stddev_ms.unwrap_or(f64::NAN),
+        );
+        let min = first.count;
+        let mut batches = 1u32;
+        let mut batch_sets = Vec::new();
+        let stop = loop {
+            if pooled.stddev_ms().is_none_or(f64::is_nan) {
+                break "the runner reported no spread to judge the interval by";
+            }
+            if pooled.reached(p.target) {
+                break "reached";
+            }
+            if batches >= MAX_BATCHES {
+                break "batch limit";
+            }
+            // What one query has cost so far (runner starts included) says whether the next
+            // batch fits in what is left of the budget.
+            let spent = b.started.elapsed().as_secs_f64();
+            let per_query = spent / pooled.count.max(1) as f64;
+            let left = p.budget.as_secs_f64() - spent;
+            let fits = if per_query > 0.0 {
+                (left / per_query).floor().max(0.0) as u64
+            } else {
+                u64::MAX
+            };
+            let n = pooled.next_batch(p.target, min).min(fits);
+            if n < 2 || n < min.min(10) {
+                break "budget";
+            }
+            batches += 1;
+            let extra = self.batch_set(env, ds, set, qt, n, batches)?;
+            let file = extra.files[qt].clone();
+            batch_sets.push(json!({"batch": batches, "query_set_id": extra.id, "queries": n}));
+            match self.run_batch(b, &file, n, batches)? {
+                Some(stats) => pooled.add(
+                    stats.count,
+                    stats.mean_ms,
+                    stats.stddev_ms.unwrap_or(f64::NAN),
+                ),
+                None => break "a batch failed",
+            }
+        };
+        let half = pooled.half_width();
+        let reached = stop == "reached";
+        let words = match (reached, half) {
+            (true, Some(h)) => format!(
+                "±{:.2}% after {} queries in {batches} batch(es)",
+                h * 100.0,
+                pooled.count
+            ),
+            (false, Some(h)) => format!(
+                "not reached ({stop}): ±{:.2}% after {} queries in {batches} batch(es)",
+                h * 100.0,
+                pooled.count
+            ),
+            (_, None) => format!("not reached: {stop}"),
+        };
+        self.reporter().info(&format!(
+            "query type {qt}: target ±{}%: {words}",
+            p.target * 100.0
+        ));
+        let attempt = self.run.next_attempt(&format!("precision:{qt}"))?;
+        self.run.instant(
+            &format!("precision:{qt}"),
+            attempt,
+            Status::Completed,
+            None,
+            Some(json!({
+                "pass": b.pass,
+                "target_percent": p.target * 100.0,
+                "budget_seconds": p.budget.as_secs_f64(),
+                "batches": batches,
+                "queries": pooled.count,
+                "mean_ms": pooled.mean_ms,
+                "stddev_ms": pooled.stddev_ms(),
+                "half_width_percent": half.map(|h| h * 100.0),
+                "reached": reached,
+                "stop": stop,
+                "seconds": b.started.elapsed().as_secs_f64(),
+                "batch_sets": batch_sets,
+            })),
+        )
+    }
+
+    /// The query set of extra batch `batch` of type `qt` with `n` queries (generated the
+    /// first time, reused after; see [`queryset::batch_spec`]).
+    fn batch_set(
+        &mut self,
+        env: &TsbsEnv,
+        ds: &Dataset,
+        set: &QuerySet,
+        qt: &str,
+        n: u64,
+        batch: u32,
+    ) -> Result<QuerySet> {
+        let qenv = env.clone();
+        let mut q_gen = move || integrity::verified_generator(&qenv, "tsbs_generate_queries");
+        let counts = std::collections::BTreeMap::from([(qt.to_string(), n)]);
+        let log_dir = self.run.dir.join("logs");
+        let root = self
+            .ctx
+            .root
+            .clone()
+            .with_dataset_root(self.req.dataset_root.as_deref())?;
+        queryset::ensure_query_set(
+            &root,
+            &queryset::QuerySetRequest {
+                dataset: ds,
+                format: set.format,
+                counts: &counts,
+                log_dir: &log_dir,
+                pinned_manifest_sha256: None,
+                full_verify: false,
+                batch: Some(batch),
+            },
+            &mut q_gen,
+            self.ctx.reporter.as_ref(),
+        )
+    }
+
+    /// Runs one extra batch as step `query-batch:<type>`; its statistics, or `None` when it
+    /// failed (recorded; a server that died under it is the type's result, as for a first
+    /// batch, and is started again).
+    fn run_batch(
+        &mut self,
+        b: &Batch,
+        file: &queryset::QueryFile,
+        n: u64,
+        batch: u32,
+    ) -> Result<Option<tsbs::LatencyStats>> {
+        let qt = b.qt;
+        let watched = WatchedFile::open(&file.path)?;
+        let sha = verify_query_file(qt, file)?;
+        if let Some(reason) = self.server_gone() {
+            return Err(Error::failed(format!("the server died: {reason}")));
+        }
+        let step = format!("query-batch:{qt}");
+        let attempt = self.run.next_attempt(&step)?;
+        let (log, log_rel) = self.run.log(&format!("query-{qt}-batch-{attempt:03}.log"));
+        let (results, results_rel) = self
+            .run
+            .result(&format!("query-{qt}-batch-{attempt:03}.json"));
+        let (auth, _) = self.target.tokens();
+        let urls = self.target.urls_with(&self.endpoint());
+        let mut target = self.target.product.query_target(&ToolOptions {
+            auth_token: auth,
+            ..ToolOptions::default()
+        });
+        target.connection = self
+            .target
+            .product
+            .query_connection(&urls, Some(n), b.workers)?;
+        let spec = tsbs::QuerySpec {
+            binary: b.binary.to_path_buf(),
+            target,
+            file: file.path.clone(),
+            database: self.target.database().to_string(),
+            urls,
+            workers: b.workers,
+            results_file: results,
+        };
+        let mut cmd = tsbs::query_command(&spec)?;
+        cmd.set_print_interval(n.div_ceil(100).max(1));
+        self.run.begin(
+            &step,
+            attempt,
+            Some(&log_rel),
+            Some(&results_rel),
+            Some(json!({
+                "query_type": qt,
+                "pass": b.pass,
+                "batch": batch,
+                "file": file.path,
+                "file_sha256": sha,
+                "queries": n,
+                "workers": b.workers,
+                "command": cmd.redacted(),
+            })),
+        )?;
+        let label = format!("query type {qt}, batch {batch} ({n} queries)");
+        self.reporter().info(&label);
+        let ran = self.run_watched(
+            &cmd,
+            &log,
+            Input::File(watched),
+            &step,
+            attempt,
+            watch::Counting::Queries,
+            &label,
+            Some(n),
+        )?;
+        let died = match &ran.end {
+            ToolEnd::ServerGone(reason) => Some(reason.clone()),
+            ToolEnd::Exited(s) if !s.success() => self.server_gone_soon(),
+            _ => None,
+        };
+        if let (Some(reason), true) = (died, self.target.is_managed()) {
+            self.server_died_under(qt, &step, attempt, &reason)?;
+            return Ok(None);
+        }
+        let status = self.tool_exit(&step, attempt, ran.end, &format!("query type {qt}"), &log)?;
+        let text = crate::fsutil::read_log(&log);
+        match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
+            Ok(r) => {
+                self.run.end(
+                    &step,
+                    attempt,
+                    Status::Completed,
+                    None,
+                    Some(json!({
+                        "count": r.all.count,
+                        "mean_ms": r.all.mean_ms,
+                        "stddev_ms": r.all.stddev_ms,
+                        "min_ms": r.all.min_ms,
+                        "max_ms": r.all.max_ms,
+                        "usage": ran.usage,
+                    })),
+                )?;
+                Ok(Some(r.all))
+            }
+            Err(f) => {
+                self.reporter().warn(&format!(
+                    "query type {qt}, batch {batch} failed: {}",
+                    f.reason
+                ));
+                self.run.end(
+                    &step,
+                    attempt,
+                    Status::Failed,
+                    Some(f.reason.clone()),
+                    Some(json!({"failure": f})),
+                )?;
+                Ok(None)
+            }
+        }
+    }
+
     /// `Some(reason)` when the managed server is gone or goes within a second (a process the
     /// kernel is killing may not be reapable yet when the runner already failed).
     fn server_gone_soon(&mut self) -> Option<String> {

@@ -35,6 +35,10 @@ pub struct Knobs {
     /// regression makes one type slower on the real server).
     pub query_delay_ms: Option<u64>,
     pub query_delay_contains: Option<String>,
+    /// Up to this many milliseconds more, drawn anew for each statement (uniform): a type
+    /// whose queries' latencies spread widely, as the real server's do when the random hosts
+    /// and windows of one type hit very different amounts of data.
+    pub query_jitter_ms: Option<u64>,
     /// MiB a SELECT really allocates and touches while it runs (the real server's memory
     /// for a heavy aggregation), so a memory limit can OOM-kill the process as it does the
     /// real one; only statements containing `query_memory_contains` when that is set.

@@ -54,6 +54,7 @@
 //! | `ignore_sigterm` | SIGTERM/SIGINT are logged, then ignored (only SIGKILL ends it) |
 //! | `inject_logs` | `[{"level":"WARN"\|"ERROR"\|"INFO"\|"PANIC","message":".."}]` printed after binding (PANIC = a Rust panic message on stderr; the process keeps running) |
 //! | `query_delay_ms`, `query_delay_contains` | added to every SELECT/EXPLAIN statement (containing the string, case-insensitive, when set) |
+//! | `query_jitter_ms` | up to that many ms more per such statement, drawn anew each time (noisy latencies) |
 //! | `query_memory_mib`, `query_memory_contains` | a SELECT (containing the string, when set) allocates and touches that many MiB while it runs: under a cgroup memory limit the kernel OOM-kills the emulator as it does the real server on a heavy query |
 //! | `fail_sql` | `[{"contains":"compact_table","code":1003,"error":"..."}]`: a statement containing the text (case-insensitive) fails with that code (default 1003 → HTTP 500) and message |
 //! | `fail_writes_after_rows` | influx writes answer 500 `{"error":..}` once N rows were accepted by this process |

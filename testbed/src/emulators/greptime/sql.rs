@@ -156,6 +156,9 @@ fn execute_one(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
         if let (Some(ms), true) = (ctx.knobs.query_delay_ms, applies) {
             std::thread::sleep(Duration::from_millis(ms));
         }
+        if let (Some(max), true) = (ctx.knobs.query_jitter_ms, applies) {
+            std::thread::sleep(Duration::from_micros(jitter_us(max * 1000)));
+        }
     }
     // Held until the statement's answer is built.
     let _working_memory = (w(0) == "select")
@@ -1136,4 +1139,19 @@ fn touched_mib(mib: u64) -> Vec<u8> {
     }
     std::hint::black_box(&mut v);
     v
+}
+
+/// A uniform draw in `0..=max` (a xorshift over the clock and a counter: no seed to share).
+fn jitter_us(max: u64) -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    let mut x = STATE.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed) ^ nanos | 1;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x % (max + 1)
 }
