@@ -89,6 +89,13 @@ pub struct CommonFlags {
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub passes: Option<i64>,
+    /// After the timed passes, run every query once more with the runner's
+    /// `--print-responses` and one worker, and keep a digest of each normalised answer in
+    /// `answers.jsonl` (`runs report` compares them across databases). Not timed.
+    // Recorded only when given: older records keep their keys.
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub check_answers: bool,
     /// Name of the run directory (default: UTC time, YYYYMMDDTHHMMSSZ).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
@@ -483,6 +490,7 @@ impl Flags {
             batch_size: c.batch_size,
             query_workers: c.query_workers,
             passes: c.passes,
+            check_answers: c.check_answers,
             run_id: c.run_id.clone(),
             no_sync: i.no_sync,
             accept_partial: i.accept_partial,

@@ -35,6 +35,8 @@ pub struct Request {
     pub query_workers: Option<u32>,
     /// `--passes`: how many times the query phase runs (default 1).
     pub passes: Option<i64>,
+    /// `--check-answers`: a verification pass after the timed ones (issue 24 §5).
+    pub check_answers: bool,
     pub run_id: Option<String>,
     pub no_sync: bool,
     pub accept_partial: bool,
@@ -364,6 +366,12 @@ fn phase_only_flags(entry: &Entry, phase: Phase, req: &Request) -> Result<()> {
             "--flush-before-queries applies to the query and all phases only",
         )
         .with_hint("drop --flush-before-queries"));
+    }
+    if !matches!(phase, Phase::All | Phase::Query) && req.check_answers {
+        return Err(
+            Error::invalid("--check-answers applies to the query and all phases only")
+                .with_hint("drop --check-answers"),
+        );
     }
     if phase != Phase::Analyze && req.hot_runs.is_some() {
         return Err(

@@ -194,6 +194,9 @@ impl Bench<'_> {
                 }
             }
         }
+        if self.req.check_answers {
+            self.check_answers(&binary, set)?;
+        }
         Ok(())
     }
 }
