@@ -7,7 +7,7 @@
 //! so the next query waits. The pass's latencies are recorded but never counted in the query
 //! statistics (only `query:<type>` steps are).
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use serde_json::json;
 
@@ -23,11 +23,7 @@ use super::super::inputfile::WatchedFile;
 use super::super::{watch, Bench};
 
 impl Bench<'_> {
-    pub(in crate::bench) fn check_answers(
-        &mut self,
-        binary: &PathBuf,
-        set: &QuerySet,
-    ) -> Result<()> {
+    pub(in crate::bench) fn check_answers(&mut self, binary: &Path, set: &QuerySet) -> Result<()> {
         let runner = self.target.product.tsbs_runner();
         let Some(format) = PrintFormat::of_runner(runner) else {
             self.reporter().warn(&format!(
@@ -57,7 +53,7 @@ impl Bench<'_> {
                 .args
                 .push(tsbs::ToolArg::Flag("print-responses", "true".into()));
             let spec = tsbs::QuerySpec {
-                binary: binary.clone(),
+                binary: binary.to_path_buf(),
                 target,
                 file: file.path.clone(),
                 database: self.target.database().to_string(),
