@@ -5,6 +5,7 @@
 //! exit code.
 
 pub mod activation;
+pub mod answers;
 pub mod archive;
 pub mod bench;
 pub mod bounds;

@@ -309,6 +309,24 @@ pub struct Report {
     /// Per run, in the order of `runs`: the server's resource timeline for the charts.
     #[serde(default)]
     pub timelines: Vec<timeline::RunTimeline>,
+    /// Per query type, whether the runs that checked their answers agree (issue 24 §5).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<crate::answers::AnswerRow>,
+    #[serde(default)]
+    pub answer_digits: usize,
+}
+
+/// The answer check across the report's runs, labelled as the columns are.
+fn answer_rows(loaded: &[RecordedRun], cols: &[ReportColumn]) -> Vec<crate::answers::AnswerRow> {
+    let runs: Vec<(String, Option<crate::answers::RunAnswers>)> = loaded
+        .iter()
+        .zip(cols)
+        .map(|(l, c)| (c.label.clone(), crate::answers::read(&l.dir)))
+        .collect();
+    if runs.iter().all(|(_, a)| a.is_none()) {
+        return Vec::new();
+    }
+    crate::answers::compare(&runs)
 }
 
 /// The sizes a product measured over SQL after a load (PostgreSQL: `pg_database_size`, the
@@ -1080,7 +1098,10 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
         })
         .collect();
     let timelines = timelines(loaded, &query_rows);
+    let answers = answer_rows(loaded, &cols);
     Report {
+        answers,
+        answer_digits: crate::answers::SIGNIFICANT_DIGITS,
         schema_version: SCHEMA_VERSION,
         kind: "report".into(),
         report_id: None,

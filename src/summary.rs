@@ -80,6 +80,9 @@ pub struct RunSummary {
     /// before it was sampled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<Resources>,
+    /// `--check-answers`: the answers of the verification pass, per type (issue 24 §5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<crate::answers::AnswersSummary>,
     pub server_diagnostics: ServerDiagnostics,
     pub failures: Vec<Failure>,
     pub warnings: Vec<Warning>,
@@ -1086,6 +1089,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             maintenance: d.state.maintenance.clone(),
         }),
         resources: resources(run, product.as_deref(), ingestion.as_ref()),
+        answers: answers_summary(&steps),
         ingestion,
         row_count,
         storage,
@@ -1160,6 +1164,36 @@ fn not_started(m: &crate::run::RunManifest, steps: &[crate::run::Step]) -> Vec<S
 }
 
 /// Builds the summary and writes `summary.json` and `summary.md` atomically.
+/// The answer check's types, from the `answers:<type>` steps (the last attempt of each).
+fn answers_summary(steps: &[Step]) -> Option<crate::answers::AnswersSummary> {
+    let mut types: BTreeMap<String, crate::answers::TypeAnswers> = BTreeMap::new();
+    for s in steps.iter().filter(|s| s.step.starts_with("answers:")) {
+        let qt = s.step["answers:".len()..].to_string();
+        let mut t: crate::answers::TypeAnswers =
+            match serde_json::from_value(s.data["answers"].clone()) {
+                Ok(t) => t,
+                Err(_) => crate::answers::TypeAnswers {
+                    query_type: qt.clone(),
+                    ..Default::default()
+                },
+            };
+        if s.status != Status::Completed {
+            t.note = Some(
+                s.reason
+                    .clone()
+                    .unwrap_or_else(|| format!("the check {}", s.status.as_str())),
+            );
+        }
+        types.insert(qt, t);
+    }
+    (!types.is_empty()).then(|| crate::answers::AnswersSummary {
+        file: crate::answers::FILE.into(),
+        method: "a verification pass after the timed passes: every query once more, one worker, --print-responses; not timed".into(),
+        significant_digits: crate::answers::SIGNIFICANT_DIGITS,
+        types: types.into_values().collect(),
+    })
+}
+
 pub fn write(run: &RunDir) -> Result<RunSummary> {
     let s = build(run)?;
     let mut text = serde_json::to_string_pretty(&s)?;

@@ -108,6 +108,13 @@ pub struct CommonFlags {
     #[arg(long, value_name = "DURATION")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub precision_budget: Option<String>,
+    /// After the timed passes, run every query once more with the runner's
+    /// `--print-responses` and one worker, and keep a digest of each normalised answer in
+    /// `answers.jsonl` (`runs report` compares them across databases). Not timed.
+    // Recorded only when given: older records keep their keys.
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub check_answers: bool,
     /// Name of the run directory (default: UTC time, YYYYMMDDTHHMMSSZ).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
@@ -508,6 +515,7 @@ impl Flags {
             cold: c.cold,
             target_precision: c.target_precision.clone(),
             precision_budget: c.precision_budget.clone(),
+            check_answers: c.check_answers,
             run_id: c.run_id.clone(),
             no_sync: i.no_sync,
             accept_partial: i.accept_partial,

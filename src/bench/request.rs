@@ -40,6 +40,8 @@ pub struct Request {
     /// `--target-precision` (`2%`) and `--precision-budget` (a Go duration), as given.
     pub target_precision: Option<String>,
     pub precision_budget: Option<String>,
+    /// `--check-answers`: a verification pass after the timed ones (issue 24 §5).
+    pub check_answers: bool,
     pub run_id: Option<String>,
     pub no_sync: bool,
     pub accept_partial: bool,
@@ -456,6 +458,12 @@ fn phase_only_flags(entry: &Entry, phase: Phase, req: &Request) -> Result<()> {
             "--flush-before-queries applies to the query and all phases only",
         )
         .with_hint("drop --flush-before-queries"));
+    }
+    if !matches!(phase, Phase::All | Phase::Query) && req.check_answers {
+        return Err(
+            Error::invalid("--check-answers applies to the query and all phases only")
+                .with_hint("drop --check-answers"),
+        );
     }
     if phase != Phase::Analyze && req.hot_runs.is_some() {
         return Err(

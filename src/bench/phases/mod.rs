@@ -3,6 +3,7 @@
 //! that was not an exit (Ctrl-C, the server dying, a stall) recorded on the step.
 
 mod analyze;
+mod answers;
 mod inputs;
 mod load;
 mod query;

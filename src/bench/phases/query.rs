@@ -219,6 +219,9 @@ impl Bench<'_> {
                 }
             }
         }
+        if self.req.check_answers {
+            self.check_answers(&binary, set)?;
+        }
         Ok(())
     }
 }

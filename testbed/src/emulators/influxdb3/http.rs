@@ -682,7 +682,18 @@ impl App {
             Some(Err(e)) => Reply::text(400, &e),
             Some(Ok(rs)) => {
                 let (ct, body) = match format.as_str() {
-                    "json" => ("application/json", rs.to_json()),
+                    "json" => {
+                        let mut body = rs.to_json();
+                        if self
+                            .knobs
+                            .wrong_answers
+                            .iter()
+                            .any(|w| lower.contains(&w.to_ascii_lowercase()))
+                        {
+                            body = wrong_answer(&body);
+                        }
+                        ("application/json", body)
+                    }
                     "jsonl" => ("application/jsonl", rs.to_jsonl()),
                     "csv" => ("text/csv", rs.to_csv()),
                     _ => ("text/plain", rs.to_pretty()),
@@ -691,4 +702,17 @@ impl App {
             }
         }
     }
+}
+
+/// The `wrong_answers` knob: the first number of the first row, plus one.
+fn wrong_answer(body: &str) -> String {
+    let Ok(mut v) = serde_json::from_str::<serde_json::Value>(body) else {
+        return body.to_string();
+    };
+    if let Some(row) = v.get_mut(0).and_then(|r| r.as_object_mut()) {
+        if let Some(n) = row.values_mut().find(|x| x.is_number()) {
+            *n = serde_json::json!(n.as_f64().unwrap_or(0.0) + 1.0);
+        }
+    }
+    v.to_string()
 }

@@ -55,6 +55,10 @@ pub struct Knobs {
     /// Core's `--query-file-limit` (default 432; Enterprise has none).
     pub query_file_limit: Option<usize>,
     pub query_failures: Vec<QueryFailure>,
+    /// A query whose SQL contains one of these texts (case-insensitive) answers `format=json`
+    /// with the first number of its first row one more than the data says: a wrong answer
+    /// for the answer check to catch.
+    pub wrong_answers: Vec<String>,
 }
 
 /// A log line injected at a point of the life cycle.

@@ -143,7 +143,8 @@
 //! `wal_flush_interval_ms`, `snapshot_after_wal_files`, `write_reject_first` (N first writes
 //! refused), `write_reject_status` (429 default, or 503), `write_retry_after` (header value);
 //! `snapshot_persist_ms_per_file`, `wal_replay_ms_per_mib`;
-//! `query_delay_ms`, `count_ms_per_1000_rows` (a `count(..)` query sleeps in proportion to the
+//! `wrong_answers` (`[".."]`: a query containing the text answers its first row's first number
+//! plus one), `query_delay_ms`, `count_ms_per_1000_rows` (a `count(..)` query sleeps in proportion to the
 //! visible rows), `query_failures` (`[{"contains":"..","status":500,"error":".."}]`),
 //! `query_file_limit` (Core).
 //!

@@ -6,8 +6,13 @@
 //! failing statement panics with pgx's text (exit 2, stdout empty); the final report and the
 //! results JSON are the other runners' (shared stat processor).
 //!
+//! `--print-responses` prints each answer as the real runner does (`prettyPrintResponse`:
+//! `json.MarshalIndent` of `{"query", "results": [{column: value}]}`, keys sorted, then an
+//! empty line), inside the query's timer as the real one, with the values pgx's `database/sql`
+//! driver gives (`timestamptz` as RFC 3339 in UTC, numbers, text; other types as their text).
+//!
 //! Not emulated (exit 2 with a `testbed:` message): `--hdr-latencies`, `--memprofile`,
-//! `--show-explain`, `--print-responses`, `--debug`, `--max-rps`.
+//! `--show-explain`, `--debug`, `--max-rps`.
 
 use std::io::Read;
 use std::sync::{mpsc, Arc, Mutex};
@@ -64,7 +69,6 @@ pub fn main(args: Vec<String>) -> i32 {
         ("hdr-latencies", ""),
         ("memprofile", ""),
         ("show-explain", "false"),
-        ("print-responses", "false"),
         ("debug", "0"),
         ("max-rps", "0"),
     ] {
@@ -78,6 +82,7 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     let workers = flags.u64("workers");
     let prewarm = flags.bool("prewarm-queries");
+    let print_responses = flags.bool("print-responses");
     let print_interval = flags.u64("print-interval");
     let db = flags.str("db-name");
     let port = flags.str("port");
@@ -145,7 +150,13 @@ pub fn main(args: Vec<String>) -> i32 {
                             Err(e) => go_panic(TOOL, &e),
                         }
                     }
-                    if let Err(e) = client.as_mut().unwrap().simple_query(&q.sql_query) {
+                    let c = client.as_mut().unwrap();
+                    if print_responses {
+                        match c.query(q.sql_query.as_str(), &[]) {
+                            Ok(rows) => print_response(&q.sql_query, &rows),
+                            Err(e) => go_panic(TOOL, &pg_error(&e)),
+                        }
+                    } else if let Err(e) = c.simple_query(&q.sql_query) {
                         go_panic(TOOL, &pg_error(&e));
                     }
                     let ms = start.elapsed().as_nanos() as f64 / 1e6;
@@ -194,7 +205,7 @@ pub fn main(args: Vec<String>) -> i32 {
             ("MemProfile", GoJson::Str(String::new())),
             ("HDRLatenciesFile", GoJson::Str(String::new())),
             ("Workers", GoJson::Uint(workers)),
-            ("PrintResponses", GoJson::Bool(false)),
+            ("PrintResponses", GoJson::Bool(print_responses)),
             ("Debug", GoJson::Int(0)),
             ("FileName", GoJson::Str(file.clone())),
             ("BurnIn", GoJson::Uint(burn_in)),
@@ -220,4 +231,107 @@ pub fn main(args: Vec<String>) -> i32 {
         }
     }
     0
+}
+
+/// Any value's bytes as the server sent them (binary format).
+struct RawValue(Vec<u8>);
+
+impl<'a> postgres::types::FromSql<'a> for RawValue {
+    fn from_sql(
+        _: &postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawValue(raw.to_vec()))
+    }
+    fn accepts(_: &postgres::types::Type) -> bool {
+        true
+    }
+}
+
+/// One value as pgx's `database/sql` driver hands it to `json.Marshal`.
+fn go_value(row: &postgres::Row, i: usize) -> GoJson {
+    use postgres::types::Type;
+    let ty = row.columns()[i].type_().clone();
+    let opt = |r: Option<GoJson>| r.unwrap_or(GoJson::Null);
+    match ty {
+        Type::FLOAT8 => opt(row.get::<_, Option<f64>>(i).map(GoJson::Float)),
+        Type::FLOAT4 => opt(row
+            .get::<_, Option<f32>>(i)
+            .map(|x| GoJson::Float(x as f64))),
+        Type::INT8 => opt(row.get::<_, Option<i64>>(i).map(GoJson::Int)),
+        Type::INT4 => opt(row.get::<_, Option<i32>>(i).map(|x| GoJson::Int(x as i64))),
+        Type::INT2 => opt(row.get::<_, Option<i16>>(i).map(|x| GoJson::Int(x as i64))),
+        Type::BOOL => opt(row.get::<_, Option<bool>>(i).map(GoJson::Bool)),
+        Type::TIMESTAMPTZ | Type::TIMESTAMP => opt(row
+            .get::<_, Option<SystemTime>>(i)
+            .map(|t| GoJson::Str(rfc3339_nano(t)))),
+        Type::TEXT | Type::VARCHAR | Type::NAME | Type::BPCHAR => {
+            opt(row.get::<_, Option<String>>(i).map(GoJson::Str))
+        }
+        // jsonb: a version byte, then the text.
+        Type::JSONB => opt(row.get::<_, Option<RawValue>>(i).map(|r| {
+            GoJson::Str(String::from_utf8_lossy(r.0.get(1..).unwrap_or_default()).into_owned())
+        })),
+        _ => opt(row
+            .get::<_, Option<RawValue>>(i)
+            .map(|r| GoJson::Str(String::from_utf8_lossy(&r.0).into_owned()))),
+    }
+}
+
+/// Go's `time.Time` JSON: RFC 3339 with the fraction's trailing zeros dropped, UTC as `Z`.
+fn rfc3339_nano(t: SystemTime) -> String {
+    let (secs, nanos) = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => (d.as_secs() as i64, d.subsec_nanos()),
+        Err(e) => {
+            let d = e.duration();
+            let n = d.subsec_nanos();
+            if n == 0 {
+                (-(d.as_secs() as i64), 0)
+            } else {
+                (-(d.as_secs() as i64) - 1, 1_000_000_000 - n)
+            }
+        }
+    };
+    let dt =
+        time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let f = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]");
+    let mut s = dt.format(&f).unwrap_or_default();
+    if nanos > 0 {
+        let frac = format!("{nanos:09}");
+        s.push('.');
+        s.push_str(frac.trim_end_matches('0'));
+    }
+    s.push('Z');
+    s
+}
+
+/// `prettyPrintResponse`: the query and its rows, keys sorted as Go marshals a map.
+fn print_response(sql: &str, rows: &[postgres::Row]) {
+    let mut items = Vec::new();
+    for row in rows {
+        let mut fields: Vec<(String, GoJson)> = (0..row.len())
+            .map(|i| (row.columns()[i].name().to_string(), go_value(row, i)))
+            .collect();
+        fields.sort_by(|a, b| a.0.cmp(&b.0));
+        // A map keeps one value per name: the last column of that name wins.
+        fields.reverse();
+        fields.dedup_by(|a, b| a.0 == b.0);
+        fields.reverse();
+        match GoJson::Obj(fields).compact() {
+            Ok(c) => items.push(c),
+            Err(e) => go_panic(TOOL, &e),
+        }
+    }
+    let doc = GoJson::obj(vec![
+        ("query", GoJson::Str(sql.to_string())),
+        ("results", GoJson::Raw(format!("[{}]", items.join(",")))),
+    ]);
+    match doc.indented("  ") {
+        Ok(text) => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "{text}\n\n");
+        }
+        Err(e) => go_panic(TOOL, &e),
+    }
 }
