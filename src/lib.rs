@@ -19,6 +19,7 @@ pub mod diskspace;
 pub mod download;
 pub mod environment;
 pub mod error;
+pub mod failurekind;
 pub mod filelock;
 pub mod fsutil;
 pub mod gotime;

@@ -26,7 +26,7 @@ fn outcome(run: &RunDir, summary: &crate::summary::RunSummary) -> Outcome {
         human.push_str(&format!(
             "  {}: {}\n",
             q.query_type,
-            crate::report::failure_kind(&reason)
+            crate::failurekind::failure_kind(&reason)
         ));
     }
     Outcome::new(
