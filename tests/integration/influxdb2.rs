@@ -194,9 +194,8 @@ fn a_real_influxd_installs_prepares_and_answers_bench_all() {
     for a in s["server_diagnostics"]["attempts"].as_array().unwrap() {
         assert_eq!(a["status"], "completed", "{a}");
         assert_eq!(a["outcome"]["forced"], false, "{a}");
-        assert_eq!(a["outcome"]["killed"], false, "{a}");
-        let log = std::fs::read_to_string(run.join(a["log"].as_str().unwrap())).unwrap();
-        assert!(log.contains("Stopping subsystem"), "{log}");
+        // SIGINT: influxd closes its engine and exits 0 (SIGTERM would leave signal 15).
+        assert_eq!(a["outcome"]["code"], 0, "{a}");
     }
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(
@@ -356,18 +355,6 @@ fn bad_input_exits_2_and_changes_nothing() {
         (
             vec!["influxdb2", "prepare", "--database-id", "../x"],
             "database-id",
-        ),
-        (
-            vec![
-                "bench",
-                "exampledb",
-                "query",
-                "--database-id",
-                "e1",
-                "--token-env",
-                "X",
-            ],
-            "reads no token",
         ),
         (
             vec![
