@@ -133,6 +133,21 @@ pub struct FormatManifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub tool_version: String,
+    /// Taken in from the reference tool's `.benchmarks/` by `data adopt`, not generated here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopted_from: Option<AdoptedFrom>,
+}
+
+/// Where an adopted variant came from (`data adopt`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdoptedFrom {
+    /// The reference's format directory.
+    pub path: PathBuf,
+    /// `link` (a hard link to the reference's file) or `copy`.
+    pub method: String,
+    pub adopted_at: String,
+    /// Linking or copying plus the full read that checked it.
+    pub seconds: f64,
 }
 
 impl Manifest for FormatManifest {
@@ -384,9 +399,9 @@ pub fn read_format_manifest(dir: &Path) -> Result<Option<FormatManifest>> {
 /// Removes what a killed generation left in a format directory (the staged data file, its
 /// log, the generator's working directory), whenever a command touches it (trial-run #15).
 pub fn sweep_leftovers(dir: &Path, reporter: &dyn Reporter) {
-    for p in crate::fsutil::sweep_staging(dir, &["gen", "cwd"]) {
+    for p in crate::fsutil::sweep_staging(dir, &["gen", "cwd", super::adopt::STAGING_TAG]) {
         reporter.info(&format!(
-            "removed {}, left by an interrupted generation",
+            "removed {}, left by an interrupted generation or adoption",
             p.display()
         ));
     }
@@ -522,7 +537,7 @@ fn verify_variant(
 
 /// SHA-256, size and line count of an uncompressed dataset file in one read: lines are
 /// counted on this thread while the hash runs on a helper ([`crate::hash::HashPipe`]).
-fn sha256_and_rows(
+pub(super) fn sha256_and_rows(
     path: &Path,
     layout: RowLayout,
     progress: &dyn Progress,

@@ -388,6 +388,7 @@ fn generate(
         log: "generate.log".into(),
         error: None,
         tool_version: crate::VERSION.to_string(),
+        adopted_from: None,
     };
     let streamed = match outcome {
         Ok(s) => s,

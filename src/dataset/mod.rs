@@ -25,6 +25,7 @@
 
 use std::time::Duration;
 
+mod adopt;
 mod format;
 mod generate;
 mod pipeline;
@@ -32,10 +33,12 @@ mod rows;
 mod spec;
 mod store;
 
+pub use adopt::{adopt, AdoptMethod, AdoptReport, Adopted, Skipped};
 pub use format::{
     check_generator, check_stored_spec, completed_formats, read_format_manifest,
-    sweep_dataset_leftovers, sweep_leftovers, validate_format, variant_json, verify, Compression,
-    Digest, Fingerprint, FormatManifest, Generator, GeneratorRecord, StoredFormat, VariantStatus,
+    sweep_dataset_leftovers, sweep_leftovers, validate_format, variant_json, verify, AdoptedFrom,
+    Compression, Digest, Fingerprint, FormatManifest, Generator, GeneratorRecord, StoredFormat,
+    VariantStatus,
 };
 pub use generate::{ensure_generated, estimated_bytes, generation_need, GenerateRequest};
 pub use rows::{DataFormat, RowLayout, RowLine};

@@ -1657,3 +1657,233 @@ impl tsbsctl::output::Reporter for Notes {
         Box::new(tsbsctl::output::NoProgress)
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Adopting what the reference tool left in `.benchmarks/` (issue 22)
+
+/// Writes a dataset as the reference tool leaves it (benchmark.md §1.4): `dataset.json` with
+/// `schema_version`, `dataset_id`, `created_at` and the spec; `formats/<format>/` with `data`,
+/// its manifest (bytes, sha256, the generator's git revision, no row count) and `generate.log`.
+fn write_reference_dataset(
+    root: &Path,
+    id: &str,
+    spec: &Value,
+    format: &str,
+    data: &[u8],
+    commit: &str,
+    status: &str,
+) -> PathBuf {
+    let dir = root.join(id);
+    let fdir = dir.join("formats").join(format);
+    fs::create_dir_all(&fdir).unwrap();
+    fs::write(
+        dir.join("dataset.json"),
+        serde_json::to_vec_pretty(&json!({
+            "schema_version": 1, "dataset_id": id, "created_at": "2026-01-02T03:04:05Z", "spec": spec,
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    fs::write(fdir.join("data"), data).unwrap();
+    fs::write(
+        fdir.join("manifest.json"),
+        serde_json::to_vec_pretty(&json!({
+            "schema_version": 1, "format": format, "status": status, "artifact": "data",
+            "bytes": data.len(), "sha256": sha256_of(data),
+            "started_at": "2026-01-02T03:04:06Z", "finished_at": "2026-01-02T03:04:09Z",
+            "log": "generate.log",
+            "generator": {"binary": "bin/tsbs_generate_data", "binary_sha256": "ab".repeat(32),
+                          "git_revision": commit, "go_toolchain": {"version": "go1.21.13"}},
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    fs::write(
+        fdir.join("generate.log"),
+        format!("$ bin/tsbs_generate_data --use-case cpu-only --format {format}\n"),
+    )
+    .unwrap();
+    dir
+}
+
+/// Content and metadata of every file under `dir`: adoption must leave the source alone.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (String, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    all_files(dir)
+        .into_iter()
+        .map(|p| {
+            let m = fs::metadata(&p).unwrap();
+            let h = sha256_of(&fs::read(&p).unwrap());
+            (p, (h, m.mtime(), m.mtime_nsec()))
+        })
+        .collect()
+}
+
+#[test]
+fn adopt_takes_in_reference_datasets_read_only_and_they_are_reused_not_regenerated() {
+    use std::os::unix::fs::MetadataExt;
+    let mut env = TestEnv::new();
+    let (knobs, _mirror) = prepare_env(&mut env);
+    let calls = env.path().join("data-calls.log");
+    set_knob_section(
+        &knobs,
+        "tsbs_generate_data",
+        json!({"invocations_log": calls}),
+    );
+    let tsbs = tsbsctl::environment::TsbsEnv::load(&root(&env), None).unwrap();
+
+    // Real data for the spec, made by the stand-in generator in a scratch root.
+    let scratch = env.path().join("scratch");
+    let mut args = generate_small("x").to_vec();
+    args.truncate(10); // without --dataset-id: the automatic id
+    args.extend(["--dataset-root", scratch.to_str().unwrap()]);
+    let r = env.run_json(&args);
+    r.ok();
+    let made = r.json()["data"].clone();
+    let auto_id = made["dataset_id"].as_str().unwrap().to_string();
+    let data = fs::read(made["data_path"].as_str().unwrap()).unwrap();
+    let spec = made["spec"].clone();
+    assert_eq!(fs::read_to_string(&calls).unwrap().lines().count(), 1);
+
+    // The reference's .benchmarks: one good dataset (automatic id), one whose data was damaged
+    // after its manifest was written, one failed variant, one format no product loads, and
+    // one whose id does not derive from its spec.
+    let bench = env.path().join("ref").join(".benchmarks");
+    let refs = bench.join("datasets");
+    let good = write_reference_dataset(
+        &refs,
+        &auto_id,
+        &spec,
+        "influx",
+        &data,
+        &tsbs.commit,
+        "completed",
+    );
+    let damaged = write_reference_dataset(
+        &refs,
+        "damaged",
+        &spec,
+        "influx",
+        &data,
+        &tsbs.commit,
+        "completed",
+    );
+    let mut bad = data.clone();
+    bad[10] ^= 1;
+    fs::write(damaged.join("formats/influx/data"), &bad).unwrap();
+    write_reference_dataset(
+        &refs,
+        "failed",
+        &spec,
+        "influx",
+        b"",
+        &tsbs.commit,
+        "failed",
+    );
+    write_reference_dataset(
+        &refs,
+        "other-format",
+        &spec,
+        "questdb",
+        &data,
+        &tsbs.commit,
+        "completed",
+    );
+    write_reference_dataset(
+        &refs,
+        "cpu-only-s2-000000000000",
+        &spec,
+        "influx",
+        &data,
+        &tsbs.commit,
+        "completed",
+    );
+    let before = snapshot(&bench);
+    let datasets = env.root.join("datasets");
+
+    // Bad input: exit 2 and nothing written.
+    env.run(&[
+        "data",
+        "adopt",
+        "--from",
+        env.path().join("nowhere").to_str().unwrap(),
+    ])
+    .code(2)
+    .says(".benchmarks");
+    assert!(all_files(&datasets).is_empty());
+
+    // The damaged dataset makes it exit 4; the good one is adopted all the same.
+    let r = env.run(&["data", "adopt", "--from", bench.to_str().unwrap()]);
+    r.code(4)
+        .says("damaged")
+        .says(&format!("Adopted {auto_id} (influx): 120 rows"))
+        .says("status failed")
+        .says("format questdb is not one a tsbsctl product loads")
+        .says("does not derive from its spec");
+    assert_eq!(
+        snapshot(&bench),
+        before,
+        "adoption changed the reference's files"
+    );
+    assert!(!datasets
+        .join("damaged")
+        .join("formats/influx/data")
+        .exists());
+    let ours = datasets.join(&auto_id).join("formats/influx");
+    assert_eq!(
+        fs::metadata(ours.join("data")).unwrap().ino(),
+        fs::metadata(good.join("formats/influx/data"))
+            .unwrap()
+            .ino(),
+        "on one filesystem the data is hard-linked, not copied"
+    );
+    let m: Value = serde_json::from_slice(&fs::read(ours.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["rows"], 120);
+    assert_eq!(m["generator"]["tsbs_commit"], tsbs.commit.as_str());
+    assert_eq!(m["adopted_from"]["method"], "link");
+    assert_eq!(
+        m["adopted_from"]["path"],
+        good.join("formats/influx").to_str().unwrap()
+    );
+
+    // tsbsctl verifies it and reuses it: the generator does not run again.
+    env.run(&["data", "verify", "--dataset-id", &auto_id]).ok();
+    let mut again = generate_small("x").to_vec();
+    again.truncate(10);
+    env.run(&again)
+        .ok()
+        .says(&format!("Dataset reused: {auto_id}"));
+    assert_eq!(fs::read_to_string(&calls).unwrap().lines().count(), 1);
+
+    // A second adoption finds it present; only the good one, into another root, by copy.
+    env.run(&["data", "adopt", "--from", good.to_str().unwrap()])
+        .ok()
+        .says(&format!("Already present {auto_id} (influx)"));
+    let other = env.path().join("copied");
+    env.run(&[
+        "data",
+        "adopt",
+        "--from",
+        good.to_str().unwrap(),
+        "--copy",
+        "--dataset-root",
+        other.to_str().unwrap(),
+    ])
+    .ok()
+    .says("copied");
+    let copied = other.join(&auto_id).join("formats/influx/data");
+    assert_eq!(fs::read(&copied).unwrap(), data);
+    assert_ne!(
+        fs::metadata(&copied).unwrap().ino(),
+        fs::metadata(good.join("formats/influx/data"))
+            .unwrap()
+            .ino()
+    );
+    assert_eq!(snapshot(&bench), before);
+
+    // What a killed adoption leaves is swept by the next command that looks.
+    let leftover = ours.join(".data.adopt-999999-1");
+    fs::write(&leftover, b"partial").unwrap();
+    env.run(&["data", "list"]).ok();
+    assert!(!leftover.exists());
+}
