@@ -46,6 +46,8 @@ pub mod source {
     pub const NEWEST_INSTALLED: &str = "newest-installed";
     /// Installed because an existing workspace is bound to it.
     pub const WORKSPACE: &str = "workspace-bound";
+    /// The version the reference tool had installed (`tsbsctl adopt`).
+    pub const ADOPTED: &str = "adopted-from-reference";
 }
 
 /// `manifest.json` of an installation.

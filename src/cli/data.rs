@@ -58,20 +58,6 @@ pub enum DataCmd {
         #[command(flatten)]
         root: DatasetRootArgs,
     },
-    /// Take in the datasets the reference tool left in `.benchmarks/datasets`, read-only: each
-    /// is checked (its id derives from its spec, its data is what its manifest says and holds
-    /// the rows its spec makes) and hard-linked into the dataset root (copied across
-    /// filesystems, or with --copy). Nothing is written under FROM.
-    Adopt {
-        /// The reference's `.benchmarks` directory, its `datasets` directory, or one dataset.
-        #[arg(long, value_name = "DIR")]
-        from: std::path::PathBuf,
-        /// Copy the data even where a hard link would do.
-        #[arg(long)]
-        copy: bool,
-        #[command(flatten)]
-        root: DatasetRootArgs,
-    },
     /// Recompute every checksum of a dataset's formats.
     Verify {
         #[arg(long, value_name = "ID")]
@@ -220,18 +206,6 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
             }
             Ok(Outcome::new(data, human))
         }
-        DataCmd::Adopt { from, copy, root } => {
-            let root = root_of(ctx, &root)?;
-            let report = dataset::adopt(
-                &root,
-                &from,
-                copy,
-                &crate::product::data_formats(),
-                &command,
-                reporter,
-            )?;
-            adopt_outcome(&root, &from, report)
-        }
         DataCmd::Verify {
             dataset_id,
             format,
@@ -263,70 +237,4 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
             ))
         }
     }
-}
-
-/// Words the adoption report; exit 4 when some data did not match its manifest (what did was
-/// adopted all the same).
-fn adopt_outcome(
-    root: &crate::paths::Root,
-    from: &std::path::Path,
-    report: dataset::AdoptReport,
-) -> Result<Outcome> {
-    let mut human = String::new();
-    for a in &report.adopted {
-        human.push_str(&format!(
-            "Adopted {} ({}): {} rows, SHA-256 {}, {}\n",
-            a.dataset_id,
-            a.format,
-            a.rows,
-            a.sha256,
-            match a.method {
-                dataset::AdoptMethod::Link => "hard-linked",
-                dataset::AdoptMethod::Copy => "copied",
-            }
-        ));
-    }
-    for a in &report.present {
-        human.push_str(&format!(
-            "Already present {} ({}): the same data\n",
-            a.dataset_id, a.format
-        ));
-    }
-    for s in &report.skipped {
-        human.push_str(&format!("Skipped {}: {}\n", s.source.display(), s.reason));
-    }
-    human.push_str(&format!(
-        "{} adopted, {} already present, {} skipped, into {}\n",
-        report.adopted.len(),
-        report.present.len(),
-        report.skipped.len(),
-        root.datasets().display()
-    ));
-    let bad: Vec<String> = report
-        .skipped
-        .iter()
-        .filter(|s| s.integrity)
-        .map(|s| format!("{} ({})", s.source.display(), s.reason))
-        .collect();
-    if !bad.is_empty() {
-        eprint!("{human}");
-        return Err(crate::error::Error::integrity(format!(
-            "{} of {} did not match {}: {}",
-            crate::output::count_of(bad.len(), "dataset format"),
-            from.display(),
-            if bad.len() == 1 {
-                "its manifest"
-            } else {
-                "their manifests"
-            },
-            bad.join("; ")
-        ))
-        .with_hint(
-            "the others were adopted; regenerate the damaged ones with `tsbsctl data generate`",
-        ));
-    }
-    Ok(Outcome::new(
-        serde_json::to_value(&report).expect("a report serializes"),
-        human,
-    ))
 }

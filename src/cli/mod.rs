@@ -14,6 +14,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::output::{envelope, Outcome, StderrReporter};
 use crate::paths::Root;
 
+mod adopt;
 mod bench;
 pub mod common;
 pub mod data;
@@ -84,6 +85,10 @@ pub enum Command {
     Bench(bench::BenchCmd),
     /// Smoke benchmark of the latest GreptimeDB in one command (reuses everything next time).
     Quickstart(quickstart::QuickstartArgs),
+    /// Take in what the reference tool left in `.benchmarks/`: its datasets (checked, then
+    /// hard-linked or copied; nothing under DIR is written) and its installed versions
+    /// (installed from the release archive it installed, checked equal).
+    Adopt(adopt::AdoptArgs),
     /// Benchmark runs: list, show, summarize, compare, report, rerun.
     #[command(subcommand)]
     Runs(runs::RunsCmd),
@@ -110,6 +115,7 @@ impl Command {
             Command::Bench(cmd) => bench::run(ctx, cmd),
             Command::Runs(cmd) => runs::run(ctx, cmd),
             Command::Quickstart(a) => quickstart::run(ctx, a),
+            Command::Adopt(a) => adopt::run(ctx, a),
             Command::Workspace(cmd) => workspace::run(ctx, cmd),
             Command::Skills(cmd) => skills::run(ctx, cmd),
             Command::Product(p) => generic::run(ctx, p),

@@ -33,7 +33,7 @@ mod rows;
 mod spec;
 mod store;
 
-pub use adopt::{adopt, AdoptMethod, AdoptReport, Adopted, Skipped};
+pub use adopt::{adopt, find_datasets, AdoptMethod, AdoptReport, Adopted, Skipped};
 pub use format::{
     check_generator, check_stored_spec, completed_formats, read_format_manifest,
     sweep_dataset_leftovers, sweep_leftovers, validate_format, variant_json, verify, AdoptedFrom,

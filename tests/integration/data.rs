@@ -1723,7 +1723,11 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (String, i64, i64)> {
 fn adopt_takes_in_reference_datasets_read_only_and_they_are_reused_not_regenerated() {
     use std::os::unix::fs::MetadataExt;
     let mut env = TestEnv::new();
-    let (knobs, _mirror) = prepare_env(&mut env);
+    let (knobs, mirror) = prepare_env(&mut env);
+    for v in ["1.2.0", "1.2.0-beta.1"] {
+        use testbed::releases::greptime::{publish, GreptimeRelease};
+        publish(&mirror, &GreptimeRelease::new(v));
+    }
     let calls = env.path().join("data-calls.log");
     set_knob_section(
         &knobs,
@@ -1798,12 +1802,57 @@ fn adopt_takes_in_reference_datasets_read_only_and_they_are_reused_not_regenerat
         &tsbs.commit,
         "completed",
     );
+    // Its installations: GreptimeDB 1.2.0 from the very archive tsbsctl would download, the
+    // beta from another archive, and one for another platform.
+    let scratch_root = env.path().join("scratch-root");
+    env.run(&[
+        "--root",
+        scratch_root.to_str().unwrap(),
+        "greptimedb",
+        "install",
+        "--version",
+        "1.2.0",
+    ])
+    .ok();
+    let served: Value = serde_json::from_slice(
+        &fs::read(scratch_root.join("greptimedb/installations/1.2.0/linux-amd64/manifest.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let ref_install = |version: &str, tag: &str, archive: &str| {
+        let d = bench
+            .join("greptimedb/installations")
+            .join(version)
+            .join(tag);
+        fs::create_dir_all(&d).unwrap();
+        fs::write(d.join("greptime"), b"not run by tsbsctl").unwrap();
+        fs::write(
+            d.join("manifest.json"),
+            serde_json::to_vec(&json!({
+                "schema_version": 1, "kind": "greptimedb-installation", "version": version,
+                "version_source": "explicit", "platform": tag, "archive_sha256": archive,
+                "binary": "greptime", "binary_sha256": "cd".repeat(32), "distribution_sha256": "ef".repeat(32),
+            }))
+            .unwrap(),
+        )
+        .unwrap();
+    };
+    ref_install(
+        "1.2.0",
+        "linux_amd64",
+        served["archive_sha256"].as_str().unwrap(),
+    );
+    ref_install("1.2.0-beta.1", "linux_amd64", &"0".repeat(64));
+    ref_install(
+        "1.2.0",
+        "darwin_arm64",
+        served["archive_sha256"].as_str().unwrap(),
+    );
     let before = snapshot(&bench);
     let datasets = env.root.join("datasets");
 
     // Bad input: exit 2 and nothing written.
     env.run(&[
-        "data",
         "adopt",
         "--from",
         env.path().join("nowhere").to_str().unwrap(),
@@ -1813,7 +1862,7 @@ fn adopt_takes_in_reference_datasets_read_only_and_they_are_reused_not_regenerat
     assert!(all_files(&datasets).is_empty());
 
     // The damaged dataset makes it exit 4; the good one is adopted all the same.
-    let r = env.run(&["data", "adopt", "--from", bench.to_str().unwrap()]);
+    let r = env.run(&["adopt", "--from", bench.to_str().unwrap()]);
     r.code(4)
         .says("damaged")
         .says(&format!("Adopted {auto_id} (influx): 120 rows"))
@@ -1856,12 +1905,11 @@ fn adopt_takes_in_reference_datasets_read_only_and_they_are_reused_not_regenerat
     assert_eq!(fs::read_to_string(&calls).unwrap().lines().count(), 1);
 
     // A second adoption finds it present; only the good one, into another root, by copy.
-    env.run(&["data", "adopt", "--from", good.to_str().unwrap()])
+    env.run(&["adopt", "--from", good.to_str().unwrap()])
         .ok()
         .says(&format!("Already present {auto_id} (influx)"));
     let other = env.path().join("copied");
     env.run(&[
-        "data",
         "adopt",
         "--from",
         good.to_str().unwrap(),
