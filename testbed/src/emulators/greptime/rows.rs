@@ -11,10 +11,19 @@ use super::lineproto::{split_unescaped, unescape};
 use super::store::{GtError, Store, TableMeta};
 use crate::sqleval::{ColType, Source, Val};
 
-/// One stored row: its time and its values by column position.
+/// One stored row: its time, its series' tag values (shared by the series' rows) and its
+/// field values, each by position.
 pub struct GRow {
     time: i64,
-    vals: Vec<Val>,
+    tags: Arc<Vec<Val>>,
+    fields: Vec<Val>,
+}
+
+/// Where a column's value is.
+#[derive(Clone, Copy)]
+enum At {
+    Tag(usize),
+    Field(usize),
 }
 
 /// A table's rows and columns.
@@ -23,7 +32,7 @@ pub struct GRows {
     time_index: String,
     /// `SELECT *` order: tags, the time index, fields (as the real auto-created table).
     columns: Vec<(String, ColType)>,
-    index: HashMap<String, usize>,
+    index: HashMap<String, At>,
     rows: Vec<GRow>,
 }
 
@@ -54,10 +63,11 @@ impl Source for GRows {
         if column == self.time_index {
             return Val::Time(row.time);
         }
-        self.index
-            .get(column)
-            .and_then(|&i| row.vals.get(i).cloned())
-            .unwrap_or(Val::Null)
+        match self.index.get(column) {
+            Some(At::Tag(i)) => row.tags.get(*i).cloned().unwrap_or(Val::Null),
+            Some(At::Field(i)) => row.fields.get(*i).cloned().unwrap_or(Val::Null),
+            None => Val::Null,
+        }
     }
 }
 
@@ -100,11 +110,14 @@ fn load(store: &Store, meta: &TableMeta) -> Result<GRows, GtError> {
         .collect();
     columns.push((meta.time_index.clone(), ColType::Time));
     columns.extend(meta.fields.iter().map(|(n, t)| (n.clone(), col_type(t))));
-    let index: HashMap<String, usize> = columns
-        .iter()
-        .enumerate()
-        .map(|(i, (n, _))| (n.clone(), i))
-        .collect();
+    let mut index: HashMap<String, At> = HashMap::new();
+    for (i, t) in meta.tags.iter().enumerate() {
+        index.insert(t.clone(), At::Tag(i));
+    }
+    for (i, (f, _)) in meta.fields.iter().enumerate() {
+        index.insert(f.clone(), At::Field(i));
+    }
+    let mut series_tags: HashMap<String, Arc<Vec<Val>>> = HashMap::new();
     // (series, ts) → row; later lines win.
     let mut latest: HashMap<(String, i64), GRow> = HashMap::new();
     for line in store.scan_lines(meta.table_id)? {
@@ -117,24 +130,38 @@ fn load(store: &Store, meta: &TableMeta) -> Result<GRows, GtError> {
         let Ok(ts) = ts.parse::<i64>() else {
             continue;
         };
-        let mut vals = vec![Val::Null; columns.len()];
-        for tag in split_unescaped(series, b',', false).into_iter().skip(1) {
-            let kv = split_unescaped(tag, b'=', false);
-            if let [k, v] = kv.as_slice() {
-                if let Some(&i) = index.get(&unescape(k)) {
-                    vals[i] = Val::Str(unescape(v));
+        let tags = series_tags
+            .entry(series.to_string())
+            .or_insert_with(|| {
+                let mut tags = vec![Val::Null; meta.tags.len()];
+                for tag in split_unescaped(series, b',', false).into_iter().skip(1) {
+                    let kv = split_unescaped(tag, b'=', false);
+                    if let [k, v] = kv.as_slice() {
+                        if let Some(At::Tag(i)) = index.get(&unescape(k)) {
+                            tags[*i] = Val::Str(unescape(v));
+                        }
+                    }
                 }
-            }
-        }
+                Arc::new(tags)
+            })
+            .clone();
+        let mut vals = vec![Val::Null; meta.fields.len()];
         for f in split_unescaped(fields, b',', true) {
             let kv = split_unescaped(f, b'=', true);
             if let [k, v] = kv.as_slice() {
-                if let Some(&i) = index.get(&unescape(k)) {
-                    vals[i] = field_value(v);
+                if let Some(At::Field(i)) = index.get(&unescape(k)) {
+                    vals[*i] = field_value(v);
                 }
             }
         }
-        latest.insert((series.to_string(), ts), GRow { time: ts, vals });
+        latest.insert(
+            (series.to_string(), ts),
+            GRow {
+                time: ts,
+                tags,
+                fields: vals,
+            },
+        );
     }
     let mut keyed: Vec<((String, i64), GRow)> = latest.into_iter().collect();
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
