@@ -47,7 +47,7 @@ impl Val {
     }
 
     /// SQL ordering; NULL sorts last.
-    pub fn cmp(&self, other: &Val) -> Ordering {
+    pub fn sql_cmp(&self, other: &Val) -> Ordering {
         match (self, other) {
             (Val::Null, Val::Null) => Ordering::Equal,
             (Val::Null, _) => Ordering::Greater,
@@ -338,7 +338,7 @@ fn matches<S: Source>(src: &S, row: &S::Row, conds: &[Cond]) -> bool {
     conds.iter().all(|c| match c {
         Cond::Time(op, t) => cmp_op(op, src.time(row).cmp(t)),
         Cond::In(col, vals) => match src.value(row, col) {
-            Val::Str(v) => vals.iter().any(|x| *x == v),
+            Val::Str(v) => vals.contains(&v),
             _ => false,
         },
         Cond::Num(col, op, n) => match src.value(row, col).num() {
@@ -586,11 +586,11 @@ fn aggregate<S: Source>(
         "count" => Val::I(vals().filter(|v| *v != Val::Null).count() as i64),
         "max" => vals()
             .filter(|v| *v != Val::Null)
-            .max_by(|a, b| a.cmp(b))
+            .max_by(|a, b| a.sql_cmp(b))
             .unwrap_or(Val::Null),
         "min" => vals()
             .filter(|v| *v != Val::Null)
-            .min_by(|a, b| a.cmp(b))
+            .min_by(|a, b| a.sql_cmp(b))
             .unwrap_or(Val::Null),
         "sum" => {
             let v: Vec<Val> = vals().filter(|v| *v != Val::Null).collect();
@@ -620,7 +620,7 @@ fn aggregate<S: Source>(
                 .map(|(c, d)| (c.clone(), *d))
                 .unwrap_or_else(|| (src.time_column().to_string(), false));
             let by = |a: &&&S::Row, b: &&&S::Row| {
-                let o = col_value(src, a, &ocol).cmp(&col_value(src, b, &ocol));
+                let o = col_value(src, a, &ocol).sql_cmp(&col_value(src, b, &ocol));
                 if desc {
                     o.reverse()
                 } else {
@@ -869,7 +869,7 @@ pub fn run<S: Source>(src: &S, q: &Select) -> Result<Output, EvalError> {
         }
         rows.sort_by(|a, b| {
             for (i, desc) in &keys {
-                let o = a[*i].cmp(&b[*i]);
+                let o = a[*i].sql_cmp(&b[*i]);
                 if o != Ordering::Equal {
                     return if *desc { o.reverse() } else { o };
                 }

@@ -514,7 +514,7 @@ mod tests {
         let rs = run("SELECT date_bin(INTERVAL '1 minute', time) AS minute, max(usage_user) FROM cpu WHERE time < '2023-06-11T00:30:00Z' GROUP BY minute ORDER BY minute DESC LIMIT 5");
         assert_eq!(rs.rows.len(), 5);
         assert_eq!(rs.columns[1], "max(cpu.usage_user)");
-        assert!(rs.rows[0][0].cmp(&rs.rows[1][0]) == Ordering::Greater);
+        assert!(rs.rows[0][0].sql_cmp(&rs.rows[1][0]) == Ordering::Greater);
     }
 
     #[test]
