@@ -427,7 +427,21 @@ pub fn map_column(query_type: &str, raw: &str) -> String {
     // A call: the function name and its first argument.
     if let Some(open) = s.find('(') {
         let func = s[..open].trim().to_string();
-        let inner = s[open + 1..].trim_end_matches(')');
+        // Up to the call's own closing parenthesis: DataFusion writes an aggregate's ORDER BY
+        // after it (`last_value(cpu.region) ORDER BY [cpu.greptime_timestamp ASC NULLS LAST]`).
+        let mut depth = 0usize;
+        let close = s[open..]
+            .char_indices()
+            .find(|&(_, c)| {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    _ => {}
+                }
+                depth == 0
+            })
+            .map_or(s.len(), |(i, _)| open + i);
+        let inner = &s[open + 1..close];
         let arg = inner
             .split([',', ' '])
             .map(str::trim)

@@ -114,6 +114,17 @@ fn column_names_of_the_dialects_map_to_one_name() {
             "last_value(cpu.region ORDER BY cpu.greptime_timestamp ASC NULLS LAST)",
             "region",
         ),
+        // GreptimeDB (DataFusion) names an aggregate with ORDER BY so.
+        (
+            "lastpoint",
+            "last_value(cpu.region) ORDER BY [cpu.greptime_timestamp ASC NULLS LAST]",
+            "region",
+        ),
+        (
+            "lastpoint",
+            "last_value(cpu.usage_guest_nice) ORDER BY [cpu.greptime_timestamp ASC NULLS LAST]",
+            "usage_guest_nice",
+        ),
         ("lastpoint", "t.hostname", "hostname"),
         ("high-cpu-1", "greptime_timestamp", "time"),
         ("groupby-orderby-limit", "max", "max_usage_user"),

@@ -6,7 +6,9 @@
 //! * `releases`: the stand-in releases each product publishes on the mirror;
 //! * `emulators`: `greptime`, `influxdb3`, `go` and the TSBS tools. They all live in the one
 //!   `testbed` binary (`testbed emulate <tool> ...`); the archives the mirror serves hold small
-//!   wrapper scripts that exec it, so a test's installed "binary" is a real executable.
+//!   wrapper scripts that exec it, so a test's installed "binary" is a real executable;
+//! * [`sqleval`]: the SQL evaluator GreptimeDB's and InfluxDB 3's stand-ins answer TSBS
+//!   queries with, from the rows they stored.
 
 pub mod catalog;
 pub mod emulators;
@@ -14,6 +16,7 @@ pub mod gotool;
 pub mod mirror;
 pub mod queryfile;
 pub mod releases;
+pub mod sqleval;
 pub mod stubserver;
 pub mod tarball;
 pub mod tsbs_repo;

@@ -3,6 +3,7 @@
 
 mod util;
 
+mod answers;
 mod archive;
 mod bench;
 mod cli;

@@ -577,7 +577,7 @@ fn a_postgresql_workspace_reloads_a_dataset_stored_in_two_formats() {
 
 /// The bench world (Go, the TSBS stand-ins built by `env prepare`, GreptimeDB workspace `g1`)
 /// on this machine's PostgreSQL, pinned; `None` after printing the skip.
-fn pg_world(test: &str) -> Option<crate::world::World> {
+pub(crate) fn pg_world(test: &str) -> Option<crate::world::World> {
     if pg_bin().is_none() {
         skip(
             test,
@@ -1399,120 +1399,4 @@ fn hypertables_on_a_real_timescaledb() {
         .unwrap();
     assert!(chunks > 1, "{chunks} chunks");
     bg.interrupt().code(130);
-}
-
-/// Issue 24 §5: PostgreSQL (real server, the stand-in runner printing as the real one) and
-/// InfluxDB 3 Core (the emulator answering from the rows it holds), loaded from one dataset
-/// with `--check-answers`: the report says each type returned the same answers. A second
-/// InfluxDB 3 run whose server answers one query type wrongly (a knob) is named with its first
-/// difference, and the other types stay the same.
-#[test]
-fn check_answers_agree_across_postgresql_and_influxdb3_and_a_wrong_answer_is_named() {
-    let Some(w) = pg_world("check_answers_agree") else {
-        return;
-    };
-    let env = &w.gt.env;
-    prepare_pg(env, "pg1");
-    let r = env.run(&pg_all_args("pg1", &["--check-answers"]));
-    r.ok();
-    let pg = crate::world::run_dir(&r);
-    let s = crate::world::summary(&pg);
-    assert_eq!(s["status"], "completed", "{s:#}");
-    let types = s["answers"]["types"].as_array().unwrap();
-    assert_eq!(types.len(), crate::world::TYPES.len(), "{:#}", s["answers"]);
-    for t in types {
-        assert_eq!(t["queries"], 3, "{t:#}");
-        assert_eq!(t["errors"], 0, "{t:#}");
-    }
-    let lines = std::fs::read_to_string(pg.join("answers.jsonl")).unwrap();
-    assert_eq!(lines.lines().count(), 3 * crate::world::TYPES.len());
-    let md = std::fs::read_to_string(pg.join("summary.md")).unwrap();
-    assert!(md.contains("## Answers checked"), "{md}");
-    // The verification pass is not in the latencies: each type's count is the timed pass's.
-    for q in s["queries"].as_array().unwrap() {
-        assert!(q["query_count"].as_u64().unwrap() <= 3, "{q:#}");
-    }
-
-    let knobs = crate::world::publish_influx3(&w, "core");
-    w.prepare_influx3("core1", "core");
-    let influx = |extra: &[&str]| {
-        let mut a = vec![
-            "bench",
-            "influxdb3",
-            "all",
-            "--database-id",
-            "core1",
-            "--stop-timeout",
-            "10",
-            "--check-answers",
-        ];
-        a.extend(crate::world::tiny());
-        for t in crate::world::TYPES {
-            a.extend(["--query-type", t]);
-        }
-        a.extend(["--queries", "3", "--json"]);
-        a.extend_from_slice(extra);
-        let r = env.run(&a);
-        r.ok();
-        crate::world::run_dir(&r)
-    };
-    let good = influx(&[]);
-    let report = |runs: &[&Path]| {
-        let mut a = vec!["runs", "report"];
-        a.extend(runs.iter().map(|p| p.to_str().unwrap()));
-        a.push("--json");
-        let rep = env.run(&a);
-        rep.ok();
-        rep.json()["data"].clone()
-    };
-    let data = report(&[&pg, &good]);
-    let rows = data["summary"]["answers"].as_array().unwrap().clone();
-    assert_eq!(rows.len(), crate::world::TYPES.len(), "{rows:#?}");
-    for row in &rows {
-        assert_eq!(row["queries"], 3, "{row:#}");
-        if row["query_type"] == "lastpoint" {
-            // A gap of the InfluxDB 3 stand-in, caught by the check itself: its
-            // `last_value(<tag> ORDER BY time)` gives no value, so its answer lacks the tags.
-            assert_eq!(row["verdict"], "different", "{row:#}");
-            assert!(
-                row["first_difference"]
-                    .as_str()
-                    .unwrap()
-                    .contains("returned no region"),
-                "{row:#}"
-            );
-        } else {
-            assert_eq!(row["verdict"], "same", "{row:#}");
-        }
-    }
-    let md = std::fs::read_to_string(data["summary_md"].as_str().unwrap()).unwrap();
-    assert!(md.contains("### Same answers?"), "{md}");
-
-    // The server now answers single-groupby queries (`date_bin(INTERVAL '1 minute'`) wrongly.
-    let mut k: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&knobs).unwrap()).unwrap();
-    k["wrong_answers"] = serde_json::json!(["INTERVAL '1 minute'"]);
-    std::fs::write(&knobs, k.to_string()).unwrap();
-    let bad = influx(&["--run-id", "wrong"]);
-    let data = report(&[&pg, &bad]);
-    let rows = data["summary"]["answers"].as_array().unwrap().clone();
-    let sg = rows
-        .iter()
-        .find(|r| r["query_type"] == "single-groupby-1-1-1")
-        .unwrap();
-    assert_eq!(sg["verdict"], "different", "{sg:#}");
-    let d = sg["first_difference"].as_str().unwrap();
-    assert!(
-        d.starts_with("query 0: sorted row 1, column max_usage_user: "),
-        "{d}"
-    );
-    assert!(d.contains("InfluxDB 3 Core"), "{d}");
-    for r in rows.iter().filter(|r| r["query_type"] == "high-cpu-1") {
-        assert_eq!(r["verdict"], "same", "{r:#}");
-    }
-    let md = std::fs::read_to_string(data["summary_md"].as_str().unwrap()).unwrap();
-    assert!(
-        md.contains("| single-groupby-1-1-1 | **no** | 3 | query 0: sorted row 1"),
-        "{md}"
-    );
 }

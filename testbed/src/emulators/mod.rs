@@ -8,6 +8,7 @@ pub mod influxdb3;
 pub mod tsbs_generate;
 pub mod tsbs_load;
 pub mod tsbs_run;
+pub mod tsbs_sql;
 pub mod tsbs_timescaledb;
 
 /// Runs emulator `tool` with `args`; returns the exit code.

@@ -43,9 +43,9 @@
 //! `HumanLabel`, `HumanDescription`, `Method` (`POST`), `Path` (greptime: `/v1/sql?sql=<form-
 //! urlencoded SQL>`; influx3: `/api/v3/query_sql`), `Body` (empty, as the real Body is nil),
 //! `RawQuery` (the SQL), `StartTimestamp`, `EndTimestamp` (0, as the real generator leaves
-//! them). The SQL
-//! shapes are the stand-in's own (not the real generator's text). The bytes are deterministic
-//! for the flags (with a non-zero seed).
+//! them). The greptime and influx3 SQL is the real generator's text ([`super::tsbs_sql`]), with
+//! the stand-in's own random draws of hosts and windows (the same for every format of one
+//! seed). The bytes are deterministic for the flags (with a non-zero seed).
 //!
 //! # Knobs (`$TESTBED_KNOBS`, a JSON file; all optional; an unknown key or a bad value: exit 2)
 //!
@@ -737,14 +737,6 @@ struct QueryCtx<'a> {
 }
 
 impl QueryCtx<'_> {
-    fn ts_col(&self) -> &'static str {
-        if self.format == "greptime" {
-            "greptime_timestamp"
-        } else {
-            "time"
-        }
-    }
-
     fn hosts(&self, rng: &mut Rng, n: u64) -> Vec<String> {
         // A partial Fisher-Yates draw of n distinct hosts.
         let mut picked: Vec<u64> = Vec::with_capacity(n as usize);
@@ -755,29 +747,6 @@ impl QueryCtx<'_> {
             }
         }
         picked.iter().map(|h| format!("host_{h}")).collect()
-    }
-
-    fn host_clause(&self, hosts: &[String]) -> String {
-        if self.format == "greptime" {
-            let parts: Vec<String> = hosts.iter().map(|h| format!("hostname = '{h}'")).collect();
-            format!("({})", parts.join(" or "))
-        } else {
-            let parts: Vec<String> = hosts.iter().map(|h| format!("'{h}'")).collect();
-            format!("hostname IN ({})", parts.join(", "))
-        }
-    }
-
-    fn bucket(&self, unit: &str) -> String {
-        if self.format == "greptime" {
-            format!("date_trunc('{unit}', greptime_timestamp)")
-        } else {
-            format!("date_bin(INTERVAL '1 {unit}', time)")
-        }
-    }
-
-    fn time_range(&self, from: i128, to: i128) -> String {
-        let c = self.ts_col();
-        format!("{c} >= '{}' and {c} < '{}'", rfc3339(from), rfc3339(to))
     }
 
     /// InfluxQL as the real `influx` generator writes it
@@ -828,67 +797,37 @@ impl QueryCtx<'_> {
         }
     }
 
+    /// The real generator's SQL for `greptime` and `influx3` ([`super::tsbs_sql`]); hosts are
+    /// drawn here, after the window, in the real generator's order.
     fn sql(&self, t: &str, shape: &TypeShape, rng: &mut Rng, from: i128, to: i128) -> String {
+        use super::tsbs_sql::{greptime, influx3, Shape};
+        let _ = t;
         let metrics = &CPU_FIELDS[..shape.metrics.min(10)];
-        let range = self.time_range(from, to);
-        let ts = self.ts_col();
-        match shape.kind {
-            Kind::SingleGroupby | Kind::CpuMaxAll => {
-                let hosts = self.hosts(rng, shape.hosts);
-                let unit = if matches!(shape.kind, Kind::CpuMaxAll) {
-                    "hour"
-                } else {
-                    "minute"
-                };
-                let sel: Vec<String> = metrics
-                    .iter()
-                    .map(|m| {
-                        if self.format == "greptime" {
-                            format!("max({m})")
-                        } else {
-                            format!("max({m}) AS max_{m}")
-                        }
-                    })
-                    .collect();
-                format!(
-                    "SELECT {}, {} AS bucket FROM cpu WHERE {} AND {range} GROUP BY bucket ORDER BY bucket",
-                    sel.join(", "),
-                    self.bucket(unit),
-                    self.host_clause(&hosts)
-                )
+        let hosts = match shape.kind {
+            Kind::SingleGroupby | Kind::CpuMaxAll | Kind::HighCpu if shape.hosts > 0 => {
+                self.hosts(rng, shape.hosts)
             }
-            Kind::DoubleGroupby => {
-                let sel: Vec<String> = metrics
-                    .iter()
-                    .map(|m| format!("avg({m}) AS mean_{m}"))
-                    .collect();
-                format!(
-                    "SELECT {} AS bucket, hostname, {} FROM cpu WHERE {range} GROUP BY bucket, hostname ORDER BY bucket, hostname",
-                    self.bucket("hour"),
-                    sel.join(", ")
-                )
-            }
-            Kind::GroupbyOrderbyLimit => format!(
-                "SELECT {} AS bucket, max(usage_user) FROM cpu WHERE {ts} < '{}' GROUP BY bucket ORDER BY bucket DESC LIMIT 5",
-                self.bucket("minute"),
-                rfc3339(to)
-            ),
-            Kind::HighCpu => {
-                let hosts = if shape.hosts > 0 {
-                    format!(" AND {}", self.host_clause(&self.hosts(rng, shape.hosts)))
-                } else {
-                    String::new()
-                };
-                format!("SELECT * FROM cpu WHERE usage_user > 90.0 AND {range}{hosts}")
-            }
-            Kind::Lastpoint => {
-                let _ = t;
-                let sel: Vec<String> = CPU_FIELDS
-                    .iter()
-                    .map(|m| format!("last_value({m} ORDER BY {ts}) AS {m}"))
-                    .collect();
-                format!("SELECT hostname, {} FROM cpu GROUP BY hostname", sel.join(", "))
-            }
+            _ => Vec::new(),
+        };
+        let s = match shape.kind {
+            Kind::SingleGroupby => Shape::SingleGroupby {
+                metrics,
+                hosts: &hosts,
+            },
+            Kind::CpuMaxAll => Shape::CpuMaxAll {
+                metrics,
+                hosts: &hosts,
+            },
+            Kind::DoubleGroupby => Shape::DoubleGroupby { metrics },
+            Kind::GroupbyOrderbyLimit => Shape::GroupbyOrderbyLimit,
+            Kind::HighCpu => Shape::HighCpu { hosts: &hosts },
+            Kind::Lastpoint => Shape::Lastpoint,
+        };
+        let (f, e) = (rfc3339(from), rfc3339(to));
+        if self.format == "greptime" {
+            greptime(&s, &f, &e)
+        } else {
+            influx3(&s, &f, &e)
         }
     }
 }

@@ -35,6 +35,10 @@ pub struct Knobs {
     /// regression makes one type slower on the real server).
     pub query_delay_ms: Option<u64>,
     pub query_delay_contains: Option<String>,
+    /// Queries containing one of these texts (case-insensitive) answer wrongly: the first
+    /// number of the first row plus one (a database that is fast because it is wrong).
+    #[serde(default)]
+    pub wrong_answers: Vec<String>,
     /// Up to this many milliseconds more, drawn anew for each statement (uniform): a type
     /// whose queries' latencies spread widely, as the real server's do when the random hosts
     /// and windows of one type hit very different amounts of data.

@@ -55,7 +55,7 @@ pub fn unescape(s: &str) -> String {
 }
 
 /// Splits `s` at unescaped `sep` (outside double quotes when `quotes`).
-fn split_unescaped(s: &str, sep: u8, quotes: bool) -> Vec<&str> {
+pub fn split_unescaped(s: &str, sep: u8, quotes: bool) -> Vec<&str> {
     let b = s.as_bytes();
     let mut parts = Vec::new();
     let (mut i, mut start, mut in_q) = (0, 0, false);

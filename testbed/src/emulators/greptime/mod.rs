@@ -53,6 +53,7 @@
 //! | `crash_exit_code` | exit code of a crash (default 101); `crash_signal: true` aborts (SIGABRT) instead |
 //! | `ignore_sigterm` | SIGTERM/SIGINT are logged, then ignored (only SIGKILL ends it) |
 //! | `inject_logs` | `[{"level":"WARN"\|"ERROR"\|"INFO"\|"PANIC","message":".."}]` printed after binding (PANIC = a Rust panic message on stderr; the process keeps running) |
+//! | `wrong_answers` | `[".."]`: a SELECT containing one of the texts (case-insensitive) answers its first row's first number plus one |
 //! | `query_delay_ms`, `query_delay_contains` | added to every SELECT/EXPLAIN statement (containing the string, case-insensitive, when set) |
 //! | `query_jitter_ms` | up to that many ms more per such statement, drawn anew each time (noisy latencies) |
 //! | `query_memory_mib`, `query_memory_contains` | a SELECT (containing the string, when set) allocates and touches that many MiB while it runs: under a cgroup memory limit the kernel OOM-kills the emulator as it does the real server on a heavy query |
@@ -138,11 +139,15 @@
 //! * `EXPLAIN [ANALYZE] [VERBOSE] SELECT ...` → `stage` (UInt32), `node` (UInt32), `plan`
 //!   (String) rows with metrics (ANALYZE), or `plan_type`/`plan` (plain EXPLAIN).
 //! * Any other `SELECT ... FROM t ...` (the TSBS shapes): tables must exist (4001), compared
-//!   identifiers (`x = ..`, `x > ..`) must be columns (3000 `No field named x`); answer 200 with
-//!   the select list's schema (DataFusion-style names such as `max(cpu.usage_user)`,
-//!   `date_trunc(Utf8("minute"),cpu.greptime_timestamp)`; types from the catalog) and no rows
-//!   (the runner ignores bodies; aggregates are not computed). A `count(` in such a query is refused (400 code 1001) rather than answered
-//!   with a wrong number.
+//!   identifiers (`x = ..`, `x > ..`) must be columns (3000 `No field named x`); answered from
+//!   the stored rows (SSTs and unflushed WAL, deduplicated) by the testbed's shared evaluator
+//!   ([`crate::sqleval`]) as the real server answers the real TSBS SQL
+//!   (`databases/greptime/devops.go`): DataFusion names (`max(cpu.usage_user)`,
+//!   `date_trunc(Utf8("minute"),cpu.greptime_timestamp)`,
+//!   `last_value(cpu.hostname) ORDER BY [cpu.greptime_timestamp ASC NULLS LAST]`), types from
+//!   the catalog (`max` of an Int64 is Int64, `avg` Float64, buckets TimestampNanosecond, sent
+//!   as integer nanoseconds), and no row order without `ORDER BY` (a hash aggregate's). A shape
+//!   the evaluator does not know is refused (400 code 1001), never answered with made-up rows.
 //! * Anything else: other known statements → 400 code 1001 (not emulated); unknown → 400 code
 //!   2000 (syntax error).
 //!
@@ -180,6 +185,7 @@ mod config;
 mod knobs;
 mod lineproto;
 mod logging;
+mod rows;
 mod server;
 mod sql;
 mod store;

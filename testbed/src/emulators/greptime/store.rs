@@ -1028,6 +1028,46 @@ impl Store {
     pub fn sst_count(&self, table_id: u32) -> usize {
         self.regions.get(&table_id).map_or(0, |r| r.m.files.len())
     }
+
+    /// What a query of `table_id` reads: the normalised lines (`<series> <fields> <ts>`) of
+    /// its SSTs, oldest sequence first, then of the unflushed WAL (later lines win on a
+    /// duplicate series + timestamp, as the real merge reader dedups).
+    pub fn scan_lines(&self, table_id: u32) -> Result<Vec<String>, GtError> {
+        let Some(region) = self.regions.get(&table_id) else {
+            return Ok(Vec::new());
+        };
+        let mut files = region.m.files.clone();
+        files.sort_by_key(|f| f.sequence);
+        let mut out = Vec::new();
+        for f in &files {
+            let text = read_sst(&region.dir.join(format!("{}.parquet", f.file_id)))
+                .map_err(|e| io_err(&format!("read SST {}", f.file_id), e))?;
+            out.extend(text.lines().map(str::to_string));
+        }
+        let mut wal = Vec::new();
+        if let Ok(mut f) = File::open(&region.wal_path) {
+            f.seek(SeekFrom::Start(region.m.flushed_wal_offset))
+                .and_then(|_| f.read_to_end(&mut wal))
+                .map_err(|e| io_err("read the WAL", e))?;
+        }
+        out.extend(String::from_utf8_lossy(&wal).lines().map(str::to_string));
+        Ok(out)
+    }
+
+    /// Changes whenever what [`Store::scan_lines`] reads may have changed.
+    pub fn scan_version(&self, table_id: u32) -> String {
+        self.regions.get(&table_id).map_or(String::new(), |r| {
+            let ids: Vec<&str> = r.m.files.iter().map(|f| f.file_id.as_str()).collect();
+            format!(
+                "{}:{}:{}:{}:{}",
+                r.dir.display(),
+                r.wal_len,
+                r.m.flushed_wal_offset,
+                r.sequence,
+                ids.join(",")
+            )
+        })
+    }
 }
 
 impl Region {
