@@ -84,6 +84,19 @@ fn install_prepare_bench_all_and_report_through_the_registry_alone() {
     // The phases that need a product's own flags are not offered (exit 2, nothing run).
     w.run(&["bench", "exampledb", "compact", "--database-id", "e1"])
         .code(2);
+    // A product that reads no token refuses --token-env before anything runs.
+    w.run(&[
+        "bench",
+        "exampledb",
+        "query",
+        "--database-id",
+        "e1",
+        "--token-env",
+        "SOME_TOKEN",
+    ])
+    .code(2)
+    .says("reads no token");
+    assert!(!w.gt.env.root.join("exampledb/runs").exists());
 
     // bench all: dataset, query set, load, row count, queries, summary.
     let mut a = vec![
