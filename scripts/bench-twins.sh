@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The run-to-run drift of this machine (issue 24 §6): how far two runs of the same binary on
+# the same data fall apart, the number `runs compare` assumes (TSBSCTL_RUN_DRIFT_PERCENT,
+# README "Comparing runs"). A dimensioning experiment in the sense of Kalibera and Jones
+# ("Rigorous benchmarking in reasonable time", 2013): the top level of the hierarchy, runs,
+# measured once per machine, because one run per side cannot measure it.
+#
+#   scripts/bench-twins.sh   (BENCH_DIR, default /tmp/tsbsctl-bench-twins; PAIRS, default 5;
+#                             PASSES, default 3; QUERIES per type, default 40; DELAY_MS, the
+#                             emulator's latency per query, default 0; BIN, default the
+#                             release build)
+#
+# Loads the smoke dataset into the GreptimeDB emulator once, then runs PAIRS pairs of
+# `bench greptimedb query --passes PASSES` and compares each pair with no drift assumed
+# (TSBSCTL_RUN_DRIFT_PERCENT=0). Prints each pair's ratio per type, the largest, and the
+# drift per run: the root mean square of the log ratios over √2 (two runs per ratio; it
+# includes the pass-to-pass noise too, so it errs high). Run it as the machine is used for
+# benchmarks (with or without neighbours), then export the printed value.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${BENCH_DIR:-/tmp/tsbsctl-bench-twins}
+PAIRS=${PAIRS:-5}
+PASSES=${PASSES:-3}
+QUERIES=${QUERIES:-40}
+DELAY_MS=${DELAY_MS:-0}
+rm -rf "$DIR" && mkdir -p "$DIR"
+
+if [ -z "${BIN:-}" ]; then
+  cargo build -q --release -p tsbsctl --bin tsbsctl
+  cargo build -q --release -p testbed --bin testbed
+  BIN=${CARGO_TARGET_DIR:-$PWD/target}/release
+fi
+# shellcheck source=scripts/bench-common.sh
+. scripts/bench-common.sh
+
+$T env prepare --managed-go >/dev/null
+$T greptimedb prepare --database-id twins --http-port "$PORT" >/dev/null
+$T data generate --format influx --profile smoke --dataset-id twins >/dev/null
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "{\"query_delay_ms\": $DELAY_MS}" >"$DIR/knobs.json"
+export TESTBED_KNOBS=$DIR/knobs.json
+$T bench greptimedb load --database-id twins --dataset-id twins >/dev/null
+
+run() {
+  $T bench greptimedb query --database-id twins --dataset-id twins --passes "$PASSES" \
+    --queries "$QUERIES" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["run_dir"])'
+}
+: >"$DIR/ratios"
+for p in $(seq "$PAIRS"); do
+  a=$(run)
+  b=$(run)
+  TSBSCTL_RUN_DRIFT_PERCENT=0 $T runs compare --baseline "$a" --candidate "$b" --json \
+    | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["data"]["summary"]["candidates"][0]
+for q in c["queries"]:
+    print(q["query_type"], q["noise"]["ratio"])' | tee -a "$DIR/ratios" | sed "s/^/pair $p: /"
+done
+python3 - "$DIR/ratios" <<'PY'
+import math, sys
+r = [float(l.split()[1]) for l in open(sys.argv[1]) if l.strip()]
+logs = [math.log(x) for x in r]
+rms = math.sqrt(sum(l * l for l in logs) / len(logs))
+worst = max(r, key=lambda x: abs(math.log(x)))
+print(f"{len(r)} twin ratios; the largest {100 * (worst - 1):+.1f}%")
+print(f"drift per run: {100 * rms / math.sqrt(2):.1f}% "
+      f"(export TSBSCTL_RUN_DRIFT_PERCENT={100 * rms / math.sqrt(2):.1f})")
+PY
