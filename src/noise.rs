@@ -341,12 +341,12 @@ pub fn welch_ratio(b: Sample, c: Sample, alpha: f64) -> Option<((f64, f64), f64)
 }
 
 /// The run-to-run drift assumed when it cannot be measured: the standard deviation of the log
-/// of a run's mean latency of a type around what the binary would give on that data (so 0.08
-/// is about ±8% per run). `runs compare` always has one run per side, and a run's passes share
+/// of a run's mean latency of a type around what the binary would give on that data (so 0.2
+/// is about ±20% per run). `runs compare` always has one run per side, and a run's passes share
 /// its server start, its page cache and the load the host had while it ran, so they cannot
-/// show it. Measured with `scripts/bench-twins.sh` on the 2-core development host under the
-/// load of other builds (README, "Comparing runs").
-pub const RUN_DRIFT: f64 = 0.08;
+/// show it. `scripts/bench-twins.sh` measured 18% beyond the passes on the 2-core development
+/// host under the load of other builds (README, "Comparing runs"); a quiet machine sets its own.
+pub const RUN_DRIFT: f64 = 0.2;
 /// Overrides [`RUN_DRIFT`], in percent (0 to 100): on a quiet, pinned machine the drift a
 /// dimensioning experiment measures there.
 pub const RUN_DRIFT_ENV: &str = "TSBSCTL_RUN_DRIFT_PERCENT";
@@ -818,7 +818,7 @@ mod tests {
                 .unwrap()
                 .interval(0.001)
                 .0
-                > 5.0
+                > 2.0
         );
         assert!(PassLevel::new(vec![1.0], vec![1.0, 2.0], 0.0).is_none());
         assert!(PassLevel::new(vec![1.0, 0.0], vec![1.0, 2.0], 0.0).is_none());
@@ -835,9 +835,9 @@ mod tests {
         let x = x.with_drift(RUN_DRIFT, &mut Rng::new(2));
         let (lo, hi) = x.interval(0.05);
         assert!(lo < 1.0 && hi > 1.0, "{lo} {hi}");
-        // exp(±1.96 · √2 · 0.08) around 0.83: about 0.66 to 1.04.
+        // exp(±1.96 · √2 · drift) around 0.83.
         assert!(
-            (lo - 0.83 * (-1.96f64 * 2f64.sqrt() * 0.08).exp()).abs() < 0.02,
+            (lo - 0.83 * (-1.96f64 * 2f64.sqrt() * RUN_DRIFT).exp()).abs() < 0.02,
             "{lo}"
         );
         assert_eq!(x.drift, RUN_DRIFT);

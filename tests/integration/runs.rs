@@ -909,8 +909,9 @@ fn rerun_records_identical_pins_and_refuses_a_changed_archive() {
 /// run-to-run drift they cannot show is assumed (`noise::RUN_DRIFT`); a server that slows one
 /// type (the emulator's `query_delay_ms` for lastpoint's `last_value(`, ten times its latency
 /// and more) is found slower, its interval above 1, while the other types stay within noise.
-/// 20 queries x 3 passes per type: enough that a 10x slowdown is certain, few enough for the
-/// test to stay well under a minute.
+/// 10 queries x 5 passes per type: at millisecond latencies on a loaded host one run's passes
+/// can differ fivefold, and three passes left a 10x slowdown inside their noise; five keep
+/// it outside, and the test well under a minute.
 #[test]
 fn twin_runs_are_within_noise_and_one_slowed_type_is_found() {
     let w = world();
@@ -927,17 +928,17 @@ fn twin_runs_are_within_noise_and_one_slowed_type_is_found() {
         .code(2)
         .says("--passes applies to the query and all phases only");
     assert_eq!(runs(), before);
-    let passes = ["--passes", "3", "--queries", "20"];
+    let passes = ["--passes", "5", "--queries", "10"];
     let a = w.bench_ok("query", &passes);
     let b = w.bench_ok("query", &passes);
-    assert_eq!(read_json(&a.join("manifest.json"))["flags"]["passes"], 3);
+    assert_eq!(read_json(&a.join("manifest.json"))["flags"]["passes"], 5);
     let s = summary(&a);
     for q in s["queries"].as_array().unwrap() {
-        assert_eq!(q["repetitions"], 3, "{q}");
-        assert_eq!(q["query_count"], 60, "{q}");
+        assert_eq!(q["repetitions"], 5, "{q}");
+        assert_eq!(q["query_count"], 50, "{q}");
         let p = &q["passes"];
-        assert_eq!(p["count"], 3, "{q}");
-        assert_eq!(p["logs"].as_array().unwrap().len(), 3, "{q}");
+        assert_eq!(p["count"], 5, "{q}");
+        assert_eq!(p["logs"].as_array().unwrap().len(), 5, "{q}");
         let (lo, mean, hi) = (
             p["min_ms"].as_f64().unwrap(),
             p["mean_ms"].as_f64().unwrap(),
@@ -971,9 +972,9 @@ fn twin_runs_are_within_noise_and_one_slowed_type_is_found() {
     for q in twin["queries"].as_array().unwrap() {
         let n = &q["noise"];
         assert_eq!(n["test"], "t_pass_means", "{q}");
-        assert_eq!(n["passes"], json!([3, 3]), "{q}");
+        assert_eq!(n["passes"], json!([5, 5]), "{q}");
         assert_eq!(n["family_size"], 3, "{q}");
-        assert_eq!(n["run_drift"], 0.08, "{q}");
+        assert_eq!(n["run_drift"], 0.2, "{q}");
         assert_eq!(n["outside_noise"], false, "twin runs: {q}");
         assert!(
             ["unchanged", "within noise"].contains(&q["classification"].as_str().unwrap()),
