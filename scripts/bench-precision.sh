@@ -35,25 +35,8 @@ if [ -z "${BIN:-}" ]; then
   cargo build -q --release -p testbed --bin testbed
   BIN=${CARGO_TARGET_DIR:-$PWD/target}/release
 fi
-export TESTBED_BIN=$BIN/testbed
-
-"$BIN/testbed" serve --dir "$DIR/serve" >"$DIR/mirror.env" 2>"$DIR/mirror.err" &
-MIRROR=$!
-SERVER=
-cleanup() {
-  [ -n "$SERVER" ] && { kill -INT "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; }
-  kill "$MIRROR" 2>/dev/null || true
-  wait "$MIRROR" 2>/dev/null || true
-  rm -rf "$DIR"
-}
-trap cleanup EXIT
-for _ in $(seq 100); do grep -q TSBSCTL_GO_VERSION "$DIR/mirror.env" 2>/dev/null && break; sleep 0.1; done
-# shellcheck disable=SC1091
-. "$DIR/mirror.env"
-export TSBSCTL_ROOT=$DIR/root
-T="$BIN/tsbsctl --quiet"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-URL=http://127.0.0.1:$PORT
+# shellcheck source=scripts/bench-common.sh
+. scripts/bench-common.sh
 
 $T env prepare --managed-go >/dev/null
 $T greptimedb prepare --database-id perf --http-port "$PORT" >/dev/null

@@ -2,9 +2,9 @@
 //! external) that measured the same thing.
 //!
 //! Unlike the reference (benchmark.md §8.2), a latency difference counts only when it is both
-//! beyond the practical band (`--threshold`, default 5%) and outside the runs' own noise
-//! (Welch's t-test on each run's count, mean and stddev: [`crate::noise`]); a large change
-//! inside the noise is "within noise". Ingestion is compared too (higher rows/s is better), but
+//! beyond the practical band (`--threshold`, default 5%) and outside the runs' noise (the
+//! passes' or queries' spread plus an assumed run-to-run drift, Holm-corrected over the types:
+//! [`crate::noise`]); a large change inside the noise is "within noise". Ingestion is compared too (higher rows/s is better), but
 //! only between loads with the same write parameters ("not comparable" otherwise); mean,
 //! median and p95 are all shown. Runs that differ in SQL database, dataset, query set, counts
 //! or repetitions, or that hold failures, are refused naming the difference, never mixed.
@@ -532,10 +532,12 @@ fn data_caveats(base: &RunSummary, cand: &RunSummary) -> (Vec<String>, bool) {
 pub enum Evidence {
     /// The bootstrap of the ratio of means (queries paired by index, or pass means).
     Bootstrap(crate::noise::Bootstrap),
-    /// Two passes or more on both sides: Student's t on the logs of the pass ratios.
-    Passes(crate::noise::PassRatios),
-    /// Welch's test on the summary statistics: one pass without per-query latencies.
-    Welch(crate::noise::Sample, crate::noise::Sample),
+    /// Two passes or more on both sides: the passes as replicates (Welch's t on the logs of
+    /// the pass means) plus the assumed run-to-run drift.
+    Passes(crate::noise::PassLevel),
+    /// Welch's test on the logs of the summary statistics plus the run-to-run drift: one
+    /// pass without per-query latencies.
+    Welch(crate::noise::Sample, crate::noise::Sample, f64),
 }
 
 /// One run's observations of one type: per-query latencies of every pass when each pass's log
@@ -585,11 +587,24 @@ impl Evidence {
         Evidence::between(observations(&base.dir, b), observations(&cand.dir, q), b, q)
     }
 
+    /// [`Evidence::with_drift`] with the run-to-run drift in force (checked by `run` before).
     pub fn between(
         ob: Option<crate::noise::Observations>,
         oc: Option<crate::noise::Observations>,
         b: &QuerySummary,
         q: &QuerySummary,
+    ) -> Option<Evidence> {
+        let drift = crate::noise::run_drift().unwrap_or(crate::noise::RUN_DRIFT);
+        Evidence::with_drift(ob, oc, b, q, drift)
+    }
+
+    /// The best model both runs allow, with run-to-run drift `drift`.
+    pub fn with_drift(
+        ob: Option<crate::noise::Observations>,
+        oc: Option<crate::noise::Observations>,
+        b: &QuerySummary,
+        q: &QuerySummary,
+        drift: f64,
     ) -> Option<Evidence> {
         use crate::noise::{Bootstrap, Observations, Rng, RESAMPLES};
         let mut rng = Rng::for_name(&q.query_type);
@@ -601,26 +616,24 @@ impl Evidence {
             ),
             m => m.clone(),
         };
-        // Passes paired by number: each pair's ratio of means (over the same queries when
-        // both give per-query latencies of equal count; else of the passes' means).
         if let (Some(x), Some(y)) = (&ob, &oc) {
+            // Passes are the replicates: two or more on both sides.
             if let (Observations::PassMeans(bm), Observations::PassMeans(cm)) =
                 (to_means(x), to_means(y))
             {
-                let ratios: Vec<f64> = bm.iter().zip(&cm).map(|(b, c)| c / b).collect();
-                if let Some(p) = crate::noise::PassRatios::new(ratios) {
+                if let Some(p) = crate::noise::PassLevel::new(bm, cm, drift) {
                     return Some(Evidence::Passes(p));
                 }
             }
             if let Some(bs) = Bootstrap::new(x, y, RESAMPLES, &mut rng)
                 .or_else(|| Bootstrap::new(&to_means(x), &to_means(y), RESAMPLES, &mut rng))
             {
-                return Some(Evidence::Bootstrap(bs));
+                return Some(Evidence::Bootstrap(bs.with_drift(drift, &mut rng)));
             }
         }
         let (sb, sc) = (b.noise_sample()?, q.noise_sample()?);
-        crate::noise::welch_ratio(sb, sc, 0.05)?;
-        Some(Evidence::Welch(sb, sc))
+        crate::noise::welch_log_ratio(sb, sc, drift, 0.05)?;
+        Some(Evidence::Welch(sb, sc, drift))
     }
 
     /// The two-sided p-value of "no change".
@@ -628,7 +641,9 @@ impl Evidence {
         match self {
             Evidence::Bootstrap(b) => b.p_value(),
             Evidence::Passes(p) => p.p_value(),
-            Evidence::Welch(b, c) => crate::noise::welch_ratio(*b, *c, 0.05).map_or(1.0, |x| x.1),
+            Evidence::Welch(b, c, d) => {
+                crate::noise::welch_log_ratio(*b, *c, *d, 0.05).map_or(1.0, |x| x.1)
+            }
         }
     }
 
@@ -637,17 +652,40 @@ impl Evidence {
         match self {
             Evidence::Bootstrap(b) => (b.estimate, b.interval(alpha)),
             Evidence::Passes(p) => (p.estimate(), p.interval(alpha)),
-            Evidence::Welch(b, c) => {
-                let iv =
-                    crate::noise::welch_ratio(*b, *c, alpha).map_or((f64::NAN, f64::NAN), |x| x.0);
+            Evidence::Welch(b, c, d) => {
+                let iv = crate::noise::welch_log_ratio(*b, *c, *d, alpha)
+                    .map_or((f64::NAN, f64::NAN), |x| x.0);
                 (c.mean / b.mean, iv)
             }
         }
     }
 
+    /// The run-to-run drift the model assumed.
+    pub fn drift(&self) -> f64 {
+        match self {
+            Evidence::Bootstrap(b) => b.drift,
+            Evidence::Passes(p) => p.drift,
+            Evidence::Welch(_, _, d) => *d,
+        }
+    }
+
+    /// Whether a side ran one pass only (its pass-to-pass variance unmeasured).
+    pub fn one_pass(&self) -> bool {
+        match self {
+            Evidence::Bootstrap(b) => b.passes[0] < 2 || b.passes[1] < 2,
+            Evidence::Passes(_) => false,
+            Evidence::Welch(..) => true,
+        }
+    }
+
     fn describe(&self) -> (String, Value) {
         use crate::noise::{RESAMPLES, SEED};
-        match self {
+        let drift = format!(
+            "one run per side: a run-to-run drift of {:.1}% per run is assumed, not measured ({} sets it)",
+            self.drift() * 100.0,
+            crate::noise::RUN_DRIFT_ENV
+        );
+        let (test, mut record) = match self {
             Evidence::Bootstrap(b) => {
                 let mut note = if b.paired_queries > 0 {
                     format!("{} queries paired by their index in the query file, resampled with the passes of each run", b.paired_queries)
@@ -661,7 +699,7 @@ impl Evidence {
                         }
                     )
                 };
-                if b.passes[0] < 2 || b.passes[1] < 2 {
+                if self.one_pass() {
                     note.push_str("; a run with one pass: its pass-to-pass variance is not measured (--passes 3 or more)");
                 }
                 (
@@ -671,15 +709,22 @@ impl Evidence {
                 )
             }
             Evidence::Passes(p) => (
-                "t_pass_ratios".into(),
-                json!({"pass_pairs": p.ratios.len(), "pass_ratios": p.ratios,
-                       "note": format!("{} passes paired by number, each the ratio of the two passes' means over the same queries; Student's t on their logs ({} degrees of freedom)", p.ratios.len(), p.ratios.len() - 1)}),
+                "t_pass_means".into(),
+                json!({"passes": [p.baseline.len(), p.candidate.len()],
+                       "pass_means_ms": [p.baseline, p.candidate],
+                       "degrees_of_freedom": p.degrees_of_freedom(),
+                       "note": format!("passes as replicates: Welch's t on the logs of the {} and {} pass means ({:.1} degrees of freedom)", p.baseline.len(), p.candidate.len(), p.degrees_of_freedom())}),
             ),
             Evidence::Welch(..) => (
                 "welch_t".into(),
-                json!({"note": "one pass and no per-query latencies: Welch's test on the runs' count, mean and stddev, within-run spread only"}),
+                json!({"note": "one pass and no per-query latencies: Welch's test on the logs of the runs' count, mean and stddev, within-run spread only"}),
             ),
+        };
+        if let Value::Object(r) = &mut record {
+            r.insert("run_drift".into(), json!(self.drift()));
+            r.insert("run_drift_note".into(), json!(drift));
         }
+        (test, record)
     }
 }
 
@@ -722,6 +767,16 @@ fn judge_all(
             c => c,
         };
         let (test, mut record) = e.describe();
+        if class == "within noise" {
+            let why = if e.one_pass() {
+                "not enough passes to tell: beyond the band, but inside the noise of one pass and the assumed run-to-run drift (run --passes 3 or more, several runs per side)"
+            } else {
+                "beyond the band, but inside the noise of the passes and the assumed run-to-run drift"
+            };
+            if let Value::Object(r) = &mut record {
+                r.insert("reason".into(), json!(why));
+            }
+        }
         let pct = |r: f64| (r - 1.0) * 100.0;
         let extra = json!({
             "test": test,
@@ -783,6 +838,9 @@ pub struct NoiseTest {
     pub resamples: u64,
     #[serde(default)]
     pub seed: u64,
+    /// The run-to-run drift assumed per run (the log scale's standard deviation).
+    #[serde(default)]
+    pub run_drift: f64,
 }
 
 /// What the compared runs share (their identity checks passed).
@@ -843,6 +901,16 @@ pub struct Request {
 /// Runs the comparison and publishes `comparisons/<id>/`.
 pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     let threshold = check_threshold(req.threshold.unwrap_or(DEFAULT_THRESHOLD))?;
+    let run_drift = crate::noise::run_drift().map_err(|v| {
+        Error::invalid(format!(
+            "{}={v} is not a percentage from 0 to 100",
+            crate::noise::RUN_DRIFT_ENV
+        ))
+        .with_hint(format!(
+            "unset it for the default ({}%), or set the drift two runs of one binary show on this machine (scripts/bench-twins.sh measures it)",
+            crate::noise::RUN_DRIFT * 100.0
+        ))
+    })?;
     if req.candidates.is_empty() {
         return Err(Error::invalid("no --candidate run").with_hint("add --candidate RUN"));
     }
@@ -878,10 +946,11 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         noise_test: NoiseTest {
             test: "bootstrap".into(),
             level: crate::noise::LEVEL,
-            rule: "a latency change is improved or regressed only when the ratio of means is beyond the threshold and its interval, at the level Holm's correction over the compared types gives it, excludes 1 (no change)".into(),
+            rule: "a latency change is improved or regressed only when the ratio of means is beyond the threshold and its interval, at the level Holm's correction over the compared types gives it, excludes 1 (no change); the interval holds the passes' (or queries') noise and an assumed run-to-run drift".into(),
             correction: "holm".into(),
             resamples: crate::noise::RESAMPLES as u64,
             seed: crate::noise::SEED,
+            run_drift,
         },
         product: s.product.clone(),
         product_label: s.product_label.clone(),
@@ -1067,7 +1136,7 @@ pub(crate) mod tests {
 
     /// One type judged alone (a family of one), from its summary statistics.
     fn judge1(b: &QuerySummary, c: &QuerySummary, threshold: f64) -> (&'static str, Value) {
-        let e = Evidence::between(None, None, b, c);
+        let e = Evidence::with_drift(None, None, b, c, 0.0);
         judge_all(&[(b, c)], &[e], threshold).remove(0)
     }
 
@@ -1076,7 +1145,7 @@ pub(crate) mod tests {
         // Three types of +6% each with p ~ 0.024 alone: none survives Holm over the three,
         // and each interval, at the level Holm's step gives it, includes 1.
         let (b, c) = (q(30, 10.0, 1.0), q(30, 10.6, 1.0));
-        let e = || Evidence::between(None, None, &b, &c);
+        let e = || Evidence::with_drift(None, None, &b, &c, 0.0);
         assert!(e().unwrap().p_value() < 0.05);
         let one = judge_all(&[(&b, &c)], &[e()], 5.0);
         assert_eq!(one[0].0, "regressed", "{}", one[0].1);
@@ -1228,7 +1297,8 @@ pub(crate) mod tests {
     #[test]
     fn issue_16_a_known_state_that_differs_is_a_caveat_on_the_verdicts() {
         let base = loaded("b", "as loaded", 0, 28 << 20, 10.0);
-        let cand = loaded("c", "as loaded, flushed", 12, 0, 11.0);
+        // 2.5 times slower: beyond the assumed run-to-run drift too.
+        let cand = loaded("c", "as loaded, flushed", 12, 0, 25.0);
         let v = json!(compare_one(&base, &cand, 5.0));
         assert_eq!(v["verdict"], "changed", "{v}");
         assert_eq!(v["queries"][0]["classification"], "regressed");

@@ -26,7 +26,6 @@ fn runs_in(root: &Path) -> usize {
 }
 
 #[test]
-#[ignore = "too slow for the suite on a busy 2-core host: a query run with --target-precision passed the 5-minute command bound (exit 137); needs a faster stand-in or pre-generated batches"]
 fn precision_steady_latencies_reach_the_target_and_noisy_ones_say_the_budget_ran_out() {
     let w = world();
     let root = w.gt.env.root.clone();
@@ -54,14 +53,16 @@ fn precision_steady_latencies_reach_the_target_and_noisy_ones_say_the_budget_ran
         .says("--target-precision applies to the query and all phases only");
     assert_eq!(runs_in(&root), before, "nothing was written");
 
-    // Steady: 40 ms and up to 8 ms more per query (a spread of about 5%): five queries give
-    // an interval of about ±6%, some 30 give ±2%.
-    w.gt.set_knobs(json!({"query_delay_ms": 40, "query_jitter_ms": 8}));
-    let a = q(&["--target-precision", "2%"]);
+    // Steady: 40 ms and up to 40 ms more per query (a spread near 19% on a fast host, less
+    // where the stand-in's own work adds to every query): five queries give an interval of
+    // ±10-24%, some 60 at most give ±5%. A target of ±5%, not ±2%: each query costs the
+    // stand-in up to half a second on a loaded 2-core host, and ±2% would need hundreds.
+    w.gt.set_knobs(json!({"query_delay_ms": 40, "query_jitter_ms": 40}));
+    let a = q(&["--target-precision", "5%"]);
     let a: Vec<&str> = a.iter().map(String::as_str).collect();
     let steady = w.bench_ok("query", &a);
     let m = read_json(&steady.join("manifest.json"));
-    assert_eq!(m["flags"]["target_precision"], "2%");
+    assert_eq!(m["flags"]["target_precision"], "5%");
     assert_eq!(
         m["flags"]["precision_budget"], "5m",
         "the default, recorded"
@@ -69,9 +70,9 @@ fn precision_steady_latencies_reach_the_target_and_noisy_ones_say_the_budget_ran
     let lp = lastpoint(&summary(&steady));
     let p = &lp["precision"][0];
     assert_eq!(p["reached"], true, "{lp}");
-    assert!(p["half_width_percent"].as_f64().unwrap() <= 2.0, "{p}");
+    assert!(p["half_width_percent"].as_f64().unwrap() <= 5.0, "{p}");
     let batches = p["batches"].as_u64().unwrap();
-    assert!(batches >= 2, "five queries cannot give ±2%: {p}");
+    assert!(batches >= 2, "five queries cannot give ±5%: {p}");
     assert_eq!(lp["query_count"], p["queries"], "{lp}");
     assert!(lp["query_count"].as_u64().unwrap() > 5, "{lp}");
     assert!(
@@ -98,7 +99,7 @@ fn precision_steady_latencies_reach_the_target_and_noisy_ones_say_the_budget_ran
     assert!(md.contains("Target precision"), "{md}");
     assert!(
         md.lines()
-            .any(|l| l.starts_with("| lastpoint | 1 | ±2.00% |") && l.ends_with("| reached |")),
+            .any(|l| l.starts_with("| lastpoint | 1 | ±5.00% |") && l.ends_with("| reached |")),
         "{md}"
     );
 
@@ -118,13 +119,13 @@ fn precision_steady_latencies_reach_the_target_and_noisy_ones_say_the_budget_ran
     assert!(md.contains("not reached within budget (4 s)"), "{md}");
 
     // A rerun repeats the target and the budget.
-    w.gt.set_knobs(json!({"query_delay_ms": 40, "query_jitter_ms": 8}));
+    w.gt.set_knobs(json!({"query_delay_ms": 40, "query_jitter_ms": 40}));
     let id = steady.file_name().unwrap().to_str().unwrap();
     let r = w.run(&["runs", "rerun", id, "--json"]);
     r.ok();
     let again = run_dir(&r);
     let m = read_json(&again.join("manifest.json"));
-    assert_eq!(m["flags"]["target_precision"], "2%");
+    assert_eq!(m["flags"]["target_precision"], "5%");
     assert_eq!(m["flags"]["precision_budget"], "5m");
     assert!(lastpoint(&summary(&again))["precision"][0]["reached"] == true);
 }

@@ -13,14 +13,14 @@ use serde_json::json;
 
 use crate::answers::{self, PrintFormat};
 use crate::error::Result;
-use crate::product::ToolOptions;
 use crate::queryset::QuerySet;
 use crate::run::Status;
 use crate::tsbs;
 
-use super::super::exec::{Input, ToolEnd};
+use super::super::exec::ToolEnd;
 use super::super::inputfile::WatchedFile;
-use super::super::{watch, Bench};
+use super::super::Bench;
+use super::query::QueryFileRun;
 
 impl Bench<'_> {
     pub(in crate::bench) fn check_answers(&mut self, binary: &Path, set: &QuerySet) -> Result<()> {
@@ -31,64 +31,38 @@ impl Bench<'_> {
             ));
             return Ok(());
         };
-        let (auth, _) = self.target.tokens();
         for (qt, file) in set.files.iter() {
             crate::interrupt::check()?;
             if self.server_gone().is_some() {
                 break;
             }
-            let step = format!("answers:{qt}");
-            let attempt = self.run.next_attempt(&step)?;
-            let (log, log_rel) = self.run.log(&format!("answers-{qt}-{attempt:03}.log"));
-            let (results, results_rel) =
-                self.run.result(&format!("answers-{qt}-{attempt:03}.json"));
             let queries = set.counts().get(qt).copied();
-            let urls = self.target.urls_with(&self.endpoint());
-            let mut target = self.target.product.query_target(&ToolOptions {
-                auth_token: auth.clone(),
-                ..ToolOptions::default()
-            });
-            target.connection = self.target.product.query_connection(&urls, queries, 1)?;
-            target
-                .args
-                .push(tsbs::ToolArg::Flag("print-responses", "true".into()));
-            let spec = tsbs::QuerySpec {
-                binary: binary.to_path_buf(),
-                target,
-                file: file.path.clone(),
-                database: self.target.database().to_string(),
-                urls,
-                workers: 1,
-                results_file: results,
-            };
-            let mut cmd = tsbs::query_command(&spec)?;
-            cmd.set_print_interval(queries.map_or(1, |n| n.div_ceil(100).max(1)));
-            self.run.begin(
-                &step,
-                attempt,
-                Some(&log_rel),
-                Some(&results_rel),
-                Some(json!({
-                    "query_type": qt,
-                    "queries": queries,
-                    "workers": 1,
-                    "command": cmd.redacted(),
-                    "purpose": "verification pass (not timed): the answers printed with --print-responses",
-                })),
-            )?;
-            let label = format!("checking the answers of {qt}");
-            self.reporter().info(&label);
             let watched = WatchedFile::open(&file.path)?;
-            let ran = self.run_watched(
-                &cmd,
-                &log,
-                Input::File(watched),
-                &step,
-                attempt,
-                watch::Counting::Queries,
-                &label,
-                queries,
+            let q = self.run_query_file(
+                QueryFileRun {
+                    kind: "answers",
+                    stem: format!("answers-{qt}"),
+                    qt,
+                    binary,
+                    file: &file.path,
+                    watched,
+                    queries,
+                    workers: 1,
+                    per_query_latencies: false,
+                    extra: vec![tsbs::ToolArg::Flag("print-responses", "true".into())],
+                    label: format!("checking the answers of {qt}"),
+                },
+                |cmd| {
+                    json!({
+                        "query_type": qt,
+                        "queries": queries,
+                        "workers": 1,
+                        "command": cmd.redacted(),
+                        "purpose": "verification pass (not timed): the answers printed with --print-responses",
+                    })
+                },
             )?;
+            let (step, attempt, log, ran) = (q.step, q.attempt, q.log, q.ran);
             let ok = matches!(&ran.end, ToolEnd::Exited(s) if s.success());
             let text = crate::fsutil::read_log(&log);
             let raw = answers::parse(format, &text);

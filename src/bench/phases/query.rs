@@ -5,9 +5,9 @@
 //! aggregated attempts, and older summaries read the same. With `--cold`, each type starts on
 //! a restarted server with the OS page cache dropped (`coldstart`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::dataset::Dataset;
 use crate::environment::TsbsEnv;
@@ -19,7 +19,7 @@ use crate::run::Status;
 use crate::tsbs;
 
 use super::super::conclude::same_cause;
-use super::super::exec::{Input, ToolEnd};
+use super::super::exec::{Input, ToolEnd, ToolRun};
 use super::super::inputfile::WatchedFile;
 use super::super::{integrity, watch, Bench};
 
@@ -43,7 +43,6 @@ impl Bench<'_> {
         }
         let w = self.run.manifest.workload.benchmark();
         let workers = w.map_or(1, |w| w.query_workers) as u32;
-        let (auth, _) = self.target.tokens();
         let total_types = set.files.len();
         self.machine_check("the queries")?;
         // The first type that failed with the cause the latest failure had (said once).
@@ -61,117 +60,57 @@ impl Bench<'_> {
                 let watched = WatchedFile::open(&file.path)?;
                 let sha = verify_query_file(qt, file)?;
                 let file_check = self.target.product.check_query_file(&file.path)?;
+                let stall = self.stall_policy().to_json();
                 if let Some(reason) = self.server_gone() {
                     return Err(Error::failed(format!("the server died: {reason}")));
                 }
-                let step = format!("query:{qt}");
-                let attempt = self.run.next_attempt(&step)?;
-                let (log, log_rel) = self.run.log(&format!("query-{qt}-{attempt:03}.log"));
-                let (results, results_rel) =
-                    self.run.result(&format!("query-{qt}-{attempt:03}.json"));
-                let queries = set.counts().get(qt).copied();
-                let urls = self.target.urls_with(&self.endpoint());
-                let mut target = self.target.product.query_target(&ToolOptions {
-                    auth_token: auth.clone(),
-                    ..ToolOptions::default()
-                });
-                target.connection = self
-                    .target
-                    .product
-                    .query_connection(&urls, queries, workers)?;
-                // Each query's latency, for `runs compare` to pair queries by index: with one
-                // worker the runner's debug lines come in file order.
-                if target.per_query_latencies && workers == 1 {
-                    target
-                        .args
-                        .push(crate::tsbs::ToolArg::Flag("debug", "1".into()));
-                }
-                let spec = tsbs::QuerySpec {
-                    binary: binary.clone(),
-                    target,
-                    file: file.path.clone(),
-                    database: self.target.database().to_string(),
-                    urls,
-                    workers,
-                    results_file: results,
-                };
-                let mut cmd = tsbs::query_command(&spec)?;
-                // About 100 progress blocks per type (on stderr, before the final report).
-                cmd.set_print_interval(queries.map_or(1, |n| n.div_ceil(100).max(1)));
-                let mut data = json!({
-                    "query_type": qt,
-                    "file": file.path,
-                    "file_bytes": file.bytes,
-                    "file_sha256": sha,
-                    "file_sha256_verified": true,
-                    "queries": queries,
-                    "workers": workers,
-                    "command": cmd.redacted(),
-                    "stall": self.stall_policy().to_json(),
-                });
-                if let Some(c) = file_check {
-                    data["file_check"] = c;
-                }
-                if passes > 1 {
-                    data["pass"] = json!(pass);
-                    data["passes"] = json!(passes);
-                }
-                self.run.begin(
-                    &step,
-                    attempt,
-                    Some(&log_rel),
-                    Some(&results_rel),
-                    Some(data),
-                )?;
+                let file_path = file.path.clone();
                 let mut label = format!("query type {}/{total_types} {qt}", i + 1);
                 if passes > 1 {
                     label = format!("pass {pass}/{passes}, {label}");
                 }
-                self.reporter().info(&label);
+                let queries = set.counts().get(qt).copied();
                 let type_started = std::time::Instant::now();
-                let machine =
-                    super::super::quiet::Reading::now(self.server.as_ref().map(|s| s.pid()));
-                let ran = self.run_watched(
-                    &cmd,
-                    &log,
-                    Input::File(watched),
-                    &step,
-                    attempt,
-                    watch::Counting::Queries,
-                    &label,
-                    queries,
+                let mut q = self.run_query_file(
+                    QueryFileRun {
+                        kind: "query",
+                        stem: format!("query-{qt}"),
+                        qt,
+                        binary: &binary,
+                        file: &file.path,
+                        watched,
+                        queries,
+                        workers,
+                        per_query_latencies: true,
+                        extra: Vec::new(),
+                        label,
+                    },
+                    |cmd| {
+                        let mut data = json!({
+                            "query_type": qt,
+                            "file": file.path,
+                            "file_bytes": file.bytes,
+                            "file_sha256": sha,
+                            "file_sha256_verified": true,
+                            "queries": queries,
+                            "workers": workers,
+                            "command": cmd.redacted(),
+                            "stall": stall,
+                        });
+                        if let Some(c) = file_check {
+                            data["file_check"] = c;
+                        }
+                        if passes > 1 {
+                            data["pass"] = json!(pass);
+                            data["passes"] = json!(passes);
+                        }
+                        data
+                    },
                 )?;
-                let (end, usage) = (ran.end, ran.usage);
-                let machine = self.machine_since(&machine);
-                if let Some(change) = ran.file.map(|mut f| f.check()).transpose()?.flatten() {
-                    let r = format!(
-                        "query file {} (type {qt}) changed while the runner read it: {change}",
-                        file.path.display()
-                    );
-                    self.run
-                        .end(&step, attempt, Status::Failed, Some(r.clone()), None)?;
-                    return Err(Error::integrity(r).with_hint(
-                    "nothing may write to a query set while a run reads it; remove the query set and run again to generate it anew",
-                ));
-                }
-                // A managed server that died under one query type is that type's result (OOM when
-                // the evidence says so, else a crash), as in the published tables; it is started
-                // again for the types still to run.
-                let died = match &end {
-                    ToolEnd::ServerGone(reason) => Some(reason.clone()),
-                    // The runner may notice first (the real one panics on a refused connection).
-                    ToolEnd::Exited(s) if !s.success() => self.server_gone_soon(),
-                    _ => None,
-                };
-                if let (Some(reason), true) = (died, self.target.is_managed()) {
-                    self.server_died_under(qt, &step, attempt, &reason)?;
-                    continue;
-                }
-                let status =
-                    self.tool_exit(&step, attempt, end, &format!("query type {qt}"), &log)?;
-                let text = crate::fsutil::read_log(&log);
-                match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
-                    Ok(r) => {
+                let (step, attempt) = (q.step.clone(), q.attempt);
+                match self.judge_query_file(qt, &file_path, &mut q)? {
+                    QueryFileEnd::ServerDied => continue,
+                    QueryFileEnd::Done(r) => {
                         self.run.end(
                             &step,
                             attempt,
@@ -180,8 +119,8 @@ impl Bench<'_> {
                             Some(json!({
                                 "count": r.all.count,
                                 "mean_ms": r.all.mean_ms,
-                                "usage": usage,
-                                "machine": machine,
+                                "usage": q.ran.usage,
+                                "machine": q.machine,
                             })),
                         )?;
                         if let Some(p) = precision {
@@ -196,7 +135,7 @@ impl Bench<'_> {
                         }
                     }
                     // One type failing (e.g. a non-200) does not stop the others.
-                    Err(f) => {
+                    QueryFileEnd::Failed(f) => {
                         let cause = same_cause(&f.reason);
                         match &last_failure {
                             Some((first, c)) if *c == cause => self.reporter().warn(&format!(
@@ -223,6 +162,176 @@ impl Bench<'_> {
             self.check_answers(&binary, set)?;
         }
         Ok(())
+    }
+}
+
+/// What differs between the runner's three uses (the timed passes, the `--target-precision`
+/// batches, the `--check-answers` pass): everything else about starting it is
+/// [`Bench::run_query_file`].
+pub(super) struct QueryFileRun<'a> {
+    /// The step is `<kind>:<type>`: `query`, `query-batch`, `answers`.
+    pub kind: &'a str,
+    /// The log and results files are `<stem>-<attempt>.log|json` (`query-<type>`, ...).
+    pub stem: String,
+    pub qt: &'a str,
+    pub binary: &'a Path,
+    pub file: &'a Path,
+    /// Opened by the caller before it hashed the file, so the bytes it checked are the ones read.
+    pub watched: WatchedFile,
+    pub queries: Option<u64>,
+    pub workers: u32,
+    /// Ask the runner for each query's latency when it can give them in file order.
+    pub per_query_latencies: bool,
+    /// More runner flags (`--print-responses`).
+    pub extra: Vec<tsbs::ToolArg>,
+    pub label: String,
+}
+
+/// A runner that ran as step `step`, attempt `attempt`.
+pub(super) struct QueryFileRan {
+    pub step: String,
+    pub attempt: u32,
+    pub log: PathBuf,
+    pub results: PathBuf,
+    pub tool: String,
+    pub ran: ToolRun,
+    /// What other processes did while it ran.
+    pub machine: Value,
+}
+
+/// How a timed runner ended, once judged.
+pub(super) enum QueryFileEnd {
+    Done(Box<tsbs::QueryRunResult>),
+    Failed(tsbs::ToolFailure),
+    /// The managed server died under it: recorded as the type's result (OOM or crash) and
+    /// started again.
+    ServerDied,
+}
+
+impl Bench<'_> {
+    /// Starts the query runner over one query file as a step: names the step, its attempt,
+    /// log and results, builds the target with the token, the connection, the command, records
+    /// the step's start with `data` (given the redacted command, so each caller keeps its
+    /// record's fields in their order) and runs it watched.
+    pub(super) fn run_query_file(
+        &mut self,
+        r: QueryFileRun,
+        data: impl FnOnce(&tsbs::TsbsCommand) -> Value,
+    ) -> Result<QueryFileRan> {
+        let step = format!("{}:{}", r.kind, r.qt);
+        let attempt = self.run.next_attempt(&step)?;
+        let (log, log_rel) = self.run.log(&format!("{}-{attempt:03}.log", r.stem));
+        let (results, results_rel) = self.run.result(&format!("{}-{attempt:03}.json", r.stem));
+        let (auth, _) = self.target.tokens();
+        let urls = self.target.urls_with(&self.endpoint());
+        let mut target = self.target.product.query_target(&ToolOptions {
+            auth_token: auth,
+            ..ToolOptions::default()
+        });
+        target.connection = self
+            .target
+            .product
+            .query_connection(&urls, r.queries, r.workers)?;
+        // Each query's latency, for `runs compare` to pair queries by index: with one
+        // worker the runner's debug lines come in file order.
+        if r.per_query_latencies && target.per_query_latencies && r.workers == 1 {
+            target.args.push(tsbs::ToolArg::Flag("debug", "1".into()));
+        }
+        target.args.extend(r.extra);
+        let spec = tsbs::QuerySpec {
+            binary: r.binary.to_path_buf(),
+            target,
+            file: r.file.to_path_buf(),
+            database: self.target.database().to_string(),
+            urls,
+            workers: r.workers,
+            results_file: results.clone(),
+        };
+        let mut cmd = tsbs::query_command(&spec)?;
+        // About 100 progress blocks per run (on stderr, before the final report).
+        cmd.set_print_interval(r.queries.map_or(1, |n| n.div_ceil(100).max(1)));
+        self.run.begin(
+            &step,
+            attempt,
+            Some(&log_rel),
+            Some(&results_rel),
+            Some(data(&cmd)),
+        )?;
+        self.reporter().info(&r.label);
+        let machine = super::super::quiet::Reading::now(self.server.as_ref().map(|s| s.pid()));
+        let ran = self.run_watched(
+            &cmd,
+            &log,
+            Input::File(r.watched),
+            &step,
+            attempt,
+            watch::Counting::Queries,
+            &r.label,
+            r.queries,
+        )?;
+        let machine = self.machine_since(&machine);
+        Ok(QueryFileRan {
+            step,
+            attempt,
+            log,
+            results,
+            tool: cmd.tool(),
+            ran,
+            machine,
+        })
+    }
+
+    /// Judges a timed runner's end: a query file changed under it is an integrity error, a
+    /// managed server that died under it is the type's result, any other end that was not an
+    /// exit is propagated, and an exit is read with [`tsbs::query_outcome`]. The step is left
+    /// open for `Done` and `Failed`, for the caller's record.
+    fn judge_query_file(
+        &mut self,
+        qt: &str,
+        file: &Path,
+        q: &mut QueryFileRan,
+    ) -> Result<QueryFileEnd> {
+        let (step, attempt) = (q.step.clone(), q.attempt);
+        if let Some(change) = q
+            .ran
+            .file
+            .take()
+            .map(|mut f| f.check())
+            .transpose()?
+            .flatten()
+        {
+            let r = format!(
+                "query file {} (type {qt}) changed while the runner read it: {change}",
+                file.display()
+            );
+            self.run
+                .end(&step, attempt, Status::Failed, Some(r.clone()), None)?;
+            return Err(Error::integrity(r).with_hint(
+                "nothing may write to a query set while a run reads it; remove the query set and run again to generate it anew",
+            ));
+        }
+        // A managed server that died under one query type is that type's result (OOM when
+        // the evidence says so, else a crash), as in the published tables; it is started
+        // again for the types still to run.
+        let died = match &q.ran.end {
+            ToolEnd::ServerGone(reason) => Some(reason.clone()),
+            // The runner may notice first (the real one panics on a refused connection).
+            ToolEnd::Exited(s) if !s.success() => self.server_gone_soon(),
+            _ => None,
+        };
+        if let (Some(reason), true) = (died, self.target.is_managed()) {
+            self.server_died_under(qt, &step, attempt, &reason)?;
+            return Ok(QueryFileEnd::ServerDied);
+        }
+        let end = std::mem::replace(&mut q.ran.end, ToolEnd::Interrupted);
+        let status = self.tool_exit(&step, attempt, end, &format!("query type {qt}"), &q.log)?;
+        let text = crate::fsutil::read_log(&q.log);
+        Ok(
+            match tsbs::query_outcome(&q.tool, status, &text, &q.results) {
+                Ok(r) => QueryFileEnd::Done(Box::new(r)),
+                Err(f) => QueryFileEnd::Failed(f),
+            },
+        )
     }
 }
 
@@ -392,74 +501,37 @@ impl Bench<'_> {
         if let Some(reason) = self.server_gone() {
             return Err(Error::failed(format!("the server died: {reason}")));
         }
-        let step = format!("query-batch:{qt}");
-        let attempt = self.run.next_attempt(&step)?;
-        let (log, log_rel) = self.run.log(&format!("query-{qt}-batch-{attempt:03}.log"));
-        let (results, results_rel) = self
-            .run
-            .result(&format!("query-{qt}-batch-{attempt:03}.json"));
-        let (auth, _) = self.target.tokens();
-        let urls = self.target.urls_with(&self.endpoint());
-        let mut target = self.target.product.query_target(&ToolOptions {
-            auth_token: auth,
-            ..ToolOptions::default()
-        });
-        target.connection = self
-            .target
-            .product
-            .query_connection(&urls, Some(n), b.workers)?;
-        let spec = tsbs::QuerySpec {
-            binary: b.binary.to_path_buf(),
-            target,
-            file: file.path.clone(),
-            database: self.target.database().to_string(),
-            urls,
-            workers: b.workers,
-            results_file: results,
-        };
-        let mut cmd = tsbs::query_command(&spec)?;
-        cmd.set_print_interval(n.div_ceil(100).max(1));
-        self.run.begin(
-            &step,
-            attempt,
-            Some(&log_rel),
-            Some(&results_rel),
-            Some(json!({
-                "query_type": qt,
-                "pass": b.pass,
-                "batch": batch,
-                "file": file.path,
-                "file_sha256": sha,
-                "queries": n,
-                "workers": b.workers,
-                "command": cmd.redacted(),
-            })),
+        let mut q = self.run_query_file(
+            QueryFileRun {
+                kind: "query-batch",
+                stem: format!("query-{qt}-batch"),
+                qt,
+                binary: b.binary,
+                file: &file.path,
+                watched,
+                queries: Some(n),
+                workers: b.workers,
+                per_query_latencies: false,
+                extra: Vec::new(),
+                label: format!("query type {qt}, batch {batch} ({n} queries)"),
+            },
+            |cmd| {
+                json!({
+                    "query_type": qt,
+                    "pass": b.pass,
+                    "batch": batch,
+                    "file": file.path,
+                    "file_sha256": sha,
+                    "queries": n,
+                    "workers": b.workers,
+                    "command": cmd.redacted(),
+                })
+            },
         )?;
-        let label = format!("query type {qt}, batch {batch} ({n} queries)");
-        self.reporter().info(&label);
-        let ran = self.run_watched(
-            &cmd,
-            &log,
-            Input::File(watched),
-            &step,
-            attempt,
-            watch::Counting::Queries,
-            &label,
-            Some(n),
-        )?;
-        let died = match &ran.end {
-            ToolEnd::ServerGone(reason) => Some(reason.clone()),
-            ToolEnd::Exited(s) if !s.success() => self.server_gone_soon(),
-            _ => None,
-        };
-        if let (Some(reason), true) = (died, self.target.is_managed()) {
-            self.server_died_under(qt, &step, attempt, &reason)?;
-            return Ok(None);
-        }
-        let status = self.tool_exit(&step, attempt, ran.end, &format!("query type {qt}"), &log)?;
-        let text = crate::fsutil::read_log(&log);
-        match tsbs::query_outcome(&cmd.tool(), status, &text, &spec.results_file) {
-            Ok(r) => {
+        let (step, attempt) = (q.step.clone(), q.attempt);
+        match self.judge_query_file(qt, &file.path, &mut q)? {
+            QueryFileEnd::ServerDied => Ok(None),
+            QueryFileEnd::Done(r) => {
                 self.run.end(
                     &step,
                     attempt,
@@ -471,12 +543,12 @@ impl Bench<'_> {
                         "stddev_ms": r.all.stddev_ms,
                         "min_ms": r.all.min_ms,
                         "max_ms": r.all.max_ms,
-                        "usage": ran.usage,
+                        "usage": q.ran.usage,
                     })),
                 )?;
                 Ok(Some(r.all))
             }
-            Err(f) => {
+            QueryFileEnd::Failed(f) => {
                 self.reporter().warn(&format!(
                     "query type {qt}, batch {batch} failed: {}",
                     f.reason

@@ -39,8 +39,20 @@ fn lock(store: &Arc<Mutex<Store>>) -> std::sync::MutexGuard<'_, Store> {
     store.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The compiled pattern `p`, compiled once: the patterns are fixed, and compiling a dozen of
+/// them per statement cost 0.1-0.4 s a query on a loaded host (a lastpoint took 350 ms), a
+/// cost the real server's planner does not have and that made the suite's query tests slow.
 fn re(p: &str) -> Regex {
-    Regex::new(p).expect("static regex")
+    static CACHE: std::sync::OnceLock<Mutex<std::collections::HashMap<String, Regex>>> =
+        std::sync::OnceLock::new();
+    let mut cache = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    cache
+        .entry(p.to_string())
+        .or_insert_with(|| Regex::new(p).expect("static regex"))
+        .clone()
 }
 
 const IDENT: &str = r#"(?:[A-Za-z_][A-Za-z0-9_\-]*|`[^`]+`|"[^"]+")"#;
