@@ -60,6 +60,8 @@ pub enum Place {
 
 /// An external server.
 pub struct External {
+    /// `--user` of HTTP basic auth (recorded; its password is the auth token).
+    pub user: Option<String>,
     pub urls: Vec<String>,
     pub database: String,
     pub edition: Option<String>,
@@ -159,11 +161,24 @@ impl Target {
         for u in &urls {
             named = named.or(check_url(product.as_ref(), u)?);
         }
+        // `--user`: the password is the auth secret; both reach every request to these URLs
+        // (tsbsctl's and the tools') as HTTP basic auth, never a bearer token.
+        let user = req.user.clone().filter(|_| product.takes_basic_auth());
+        if let (Some(user), Some(password)) = (&user, &auth_token) {
+            crate::tsbs::credentials::register(
+                &urls,
+                &crate::tsbs::credentials::BasicAuth {
+                    user: user.clone(),
+                    password: password.clone(),
+                },
+            );
+        }
+        let bearer = auth_token.as_ref().filter(|_| !product.takes_basic_auth());
         let probe = probe_external(
             entry,
             product.as_ref(),
             &urls,
-            auth_token.as_ref(),
+            bearer,
             req.edition.as_deref(),
         )?;
         ctx.reporter.info(&format!(
@@ -176,6 +191,7 @@ impl Target {
             entry,
             product,
             place: Place::External(External {
+                user,
                 urls,
                 database: req
                     .database
@@ -342,6 +358,11 @@ impl Target {
                 })
             }
             Place::External(e) => Ok(RunTarget {
+                extra: e
+                    .user
+                    .iter()
+                    .map(|u| ("user".to_string(), Value::from(u.clone())))
+                    .collect(),
                 urls: Some(e.urls.clone()),
                 version: e.probe["version"].as_str().map(str::to_string),
                 probe: Some(e.probe.clone()),
