@@ -1779,3 +1779,57 @@ fn external_greptimedb_with_a_user_and_two_urls_leaks_no_password() {
     );
     assert_no_secret(w.gt.env.path().join("root").as_path(), password, &[&r]);
 }
+
+/// Trial 2 N8 for the GreptimeDB password: tsbsctl killed with -9 the moment the loader has
+/// started leaves it in no file with a name (the loader's `config.json` is a link to a memfd).
+#[test]
+fn a_kill_9_while_the_greptime_loader_runs_leaves_no_password_in_any_file() {
+    let mut w = world();
+    let password = "gt-KILLED-pw-71c3";
+    let (_server, port) = greptime_server_with_user(&w, password);
+    let url = format!("http://127.0.0.1:{port}");
+    w.gt.env.env("GT_PW", password);
+    let tmp = w.gt.env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    w.gt.env.env("TMPDIR", tmp.display().to_string());
+    w.tool_knobs("tsbs_load_greptime", json!({"batch_delay_ms": 300}));
+    let mut args = vec!["bench", "greptimedb", "load", "--url", &url];
+    args.extend(["--database-mode", "create", "--user", "bench"]);
+    args.extend(["--password-env", "GT_PW"]);
+    args.extend(tiny());
+    let mut c = w.gt.env.cmd(&args);
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let config = || -> Option<PathBuf> {
+        std::fs::read_dir(&tmp)
+            .ok()?
+            .flatten()
+            .map(|e| e.path().join("config.json"))
+            .find(|p| std::fs::symlink_metadata(p).is_ok())
+    };
+    let started = wait_until(Duration::from_secs(120), || config().is_some());
+    // SAFETY: signalling the tsbsctl child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(started, "the loader never started");
+    let link = config().expect("the tool's config.json is left (swept by a later run)");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // Files with a name only (links are not followed), in $TMPDIR and the state root.
+    for dir in [&tmp, &w.gt.env.root] {
+        for e in walkdir::WalkDir::new(dir).follow_links(false) {
+            let e = e.unwrap();
+            if e.file_type().is_file() {
+                let bytes = std::fs::read(e.path()).unwrap_or_default();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(password),
+                    "password in {}",
+                    e.path().display()
+                );
+            }
+        }
+    }
+}
