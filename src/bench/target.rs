@@ -273,10 +273,13 @@ impl Target {
     }
 
     /// The auth token for tsbsctl's own requests to the server (row counts, the product's
-    /// after-load work): external servers only, managed ones run without auth.
+    /// after-load work, the `/metrics` sampler, as a bearer token): external servers only,
+    /// managed ones run without auth. A basic-auth password (GreptimeDB `--user`) is no
+    /// token: it goes only where [`crate::tsbs::credentials`] sends it.
     pub fn external_token(&self) -> Option<&str> {
         match &self.place {
             Place::Managed(_) => None,
+            Place::External(_) if self.product.takes_basic_auth() => None,
             Place::External(_) => self.auth_token.as_ref().map(|t| t.expose()),
         }
     }
@@ -821,4 +824,45 @@ fn not_the_product(entry: &Entry, product: &dyn Product, url: &str) -> Error {
         "check --url: it must be {}'s HTTP endpoint (by default port {port}); nothing was run",
         entry.display
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn external(name: &str, edition: Option<&str>, user: Option<&str>) -> Target {
+        let entry = crate::product::entry(name).unwrap();
+        Target {
+            entry,
+            product: (entry.make)(edition).unwrap(),
+            place: Place::External(External {
+                user: user.map(str::to_string),
+                urls: vec!["http://10.0.0.5:4000".into()],
+                database: "benchmark".into(),
+                edition: edition.map(str::to_string),
+                probe: Value::Null,
+            }),
+            auth_token: Some(Secret::new("s3cr3t")),
+            admin_token: None,
+            count_window: None,
+            count_timeout: crate::product::DEFAULT_COUNT_TIMEOUT,
+        }
+    }
+
+    /// Issue 22: a GreptimeDB password is no bearer token: the sampler, row counts and
+    /// after-load work never get it (only the basic-auth store does); the user is recorded.
+    #[test]
+    fn a_basic_auth_password_is_no_bearer_token() {
+        let g = external("greptimedb", None, Some("bench"));
+        assert_eq!(g.external_token(), None);
+        let t = g.to_run_target().unwrap();
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["user"], "bench");
+        assert_eq!(v["urls"], json!(["http://10.0.0.5:4000"]));
+        assert!(!v.to_string().contains("s3cr3t"));
+        let i = external("influxdb3", Some("core"), None);
+        assert_eq!(i.external_token(), Some("s3cr3t"));
+        let v = serde_json::to_value(i.to_run_target().unwrap()).unwrap();
+        assert!(v.get("user").is_none(), "{v}");
+    }
 }
