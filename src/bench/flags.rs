@@ -41,7 +41,8 @@ pub struct CommonFlags {
     /// Managed workspace to benchmark (its server is started and stopped by tsbsctl).
     #[arg(long, value_name = "ID")]
     pub database_id: Option<String>,
-    /// External server instead of a managed workspace.
+    /// External server instead of a managed workspace. Repeatable where the product's TSBS
+    /// tools take several (frontends of one cluster; their workers take them in turn).
     #[arg(long = "url", value_name = "URL")]
     pub urls: Vec<String>,
     /// SQL database (managed: the workspace's; external: default benchmark).

@@ -5,6 +5,8 @@
 //! measured from send to body fully read, and the exact final report on stdout plus the results
 //! JSON (format 0.2) computed from them. The GreptimeDB runner's explain mode writes `cold.json`
 //! and `hot-NNN.json` (refusing to overwrite, failing on GreptimeDB error payloads).
+//! `--urls` is a comma list, worker i using URL i mod n; URL userinfo (`http://U:P@host`) is
+//! sent as `Authorization: Basic` and shown as `U:***` in errors, as Go's net/http does.
 //!
 //! Statistics follow TSBS's HDR histogram of microseconds (values truncated to µs); quantiles
 //! are computed exactly over those values (the real histogram keeps 4 significant digits, so
