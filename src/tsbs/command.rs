@@ -566,7 +566,8 @@ pub struct LoadSpec {
     /// Absolute path of the loader binary (`<tsbs>/bin/tsbs_load_*`).
     pub binary: PathBuf,
     pub target: LoadTarget,
-    /// GreptimeDB: exactly one endpoint. InfluxDB 3: one or more, used round-robin by worker.
+    /// Endpoints, used round-robin by worker where the loader takes several (GreptimeDB,
+    /// InfluxDB 3, InfluxDB 2); exactly one where [`LoadTarget::single_url`] says so.
     pub urls: Vec<String>,
     pub input: LoadInput,
     pub database: String,
