@@ -41,7 +41,8 @@ pub struct CommonFlags {
     /// Managed workspace to benchmark (its server is started and stopped by tsbsctl).
     #[arg(long, value_name = "ID")]
     pub database_id: Option<String>,
-    /// External server instead of a managed workspace.
+    /// External server instead of a managed workspace. Repeatable where the product's TSBS
+    /// tools take several (frontends of one cluster; their workers take them in turn).
     #[arg(long = "url", value_name = "URL")]
     pub urls: Vec<String>,
     /// SQL database (managed: the workspace's; external: default benchmark).
@@ -401,6 +402,17 @@ pub struct GreptimeFlags {
     /// Confirms --greptime-version: the workspace id, exactly.
     #[arg(long, value_name = "ID")]
     pub confirm_version_override: Option<String>,
+    /// External servers with authentication (a static user provider): the user name (recorded)
+    /// for HTTP basic auth of tsbsctl's requests, the loader and the query runner.
+    // Recorded only when given: older records keep their keys.
+    #[arg(long, value_name = "NAME", requires = "password_env")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// With --user: the environment variable holding its password (the variable's name is
+    /// recorded, never the password; the tools get it through a file without a name).
+    #[arg(long, value_name = "VAR", requires = "user")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password_env: Option<String>,
 }
 
 /// `bench influxdb3` flags (token flags hold variable names, never tokens).
@@ -519,8 +531,10 @@ impl Flags {
             run_id: c.run_id.clone(),
             no_sync: i.no_sync,
             accept_partial: i.accept_partial,
-            // PostgreSQL's password goes through the auth-token seam.
-            auth_token_env: i.auth_token_env.or(t.password_env),
+            // PostgreSQL's and GreptimeDB's passwords go through the auth-token seam (one
+            // record has one `password_env`, read into both groups).
+            auth_token_env: i.auth_token_env.or(t.password_env).or(g.password_env),
+            user: g.user,
             admin_token_env: i.admin_token_env,
             chunk_time: t.chunk_time,
             partitions: t.partitions,

@@ -45,8 +45,11 @@ pub struct Request {
     pub run_id: Option<String>,
     pub no_sync: bool,
     pub accept_partial: bool,
-    /// The variable holding the auth token (PostgreSQL: the password, `--password-env`).
+    /// The variable holding the auth token (PostgreSQL and GreptimeDB: the password,
+    /// `--password-env`).
     pub auth_token_env: Option<String>,
+    /// GreptimeDB `--user`: the user of HTTP basic auth (external servers).
+    pub user: Option<String>,
     pub admin_token_env: Option<String>,
     /// TimescaleDB hypertables: the chunk interval (a Go duration) and space partitions.
     pub chunk_time: Option<String>,
@@ -282,6 +285,40 @@ pub fn passes(req: &Request) -> u32 {
     req.passes.map_or(1, |n| n.clamp(1, MAX_PASSES) as u32)
 }
 
+/// `--user` and `--password-env` (GreptimeDB): together, for an external server only, a user
+/// name HTTP basic auth can carry.
+fn check_basic_auth(entry: &Entry, product: &dyn Product, req: &Request) -> Result<()> {
+    if !product.takes_basic_auth() {
+        return Ok(());
+    }
+    let Some(user) = &req.user else {
+        if req.auth_token_env.is_some() {
+            return Err(Error::invalid("--password-env needs --user")
+                .with_hint("pass --user NAME with --password-env VAR"));
+        }
+        return Ok(());
+    };
+    if req.database_id.is_some() {
+        return Err(Error::invalid(format!(
+            "--user applies to an external {} (--url): a managed workspace's server runs without authentication",
+            entry.display
+        ))
+        .with_hint("drop --user and --password-env, or benchmark the server with --url"));
+    }
+    if req.auth_token_env.is_none() {
+        return Err(Error::invalid("--user needs --password-env VAR")
+            .with_hint("put the password in an environment variable and name it with --password-env (never on the command line)"));
+    }
+    // Basic auth splits `user:password` at the first colon (the server does too).
+    if user.is_empty() || user.contains(':') || user.chars().any(char::is_control) {
+        return Err(Error::invalid(format!(
+            "--user {user:?} is not a user name HTTP basic auth can carry"
+        ))
+        .with_hint("give a non-empty name without ':' or control characters"));
+    }
+    Ok(())
+}
+
 /// Checks flag combinations before anything is touched (exit 2).
 pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     // Rules that hold for every variant: asked of the default one.
@@ -328,13 +365,17 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
         crate::ids::validate_id("--dataset-id", id)?;
     }
     let external = req.database_id.is_none();
+    check_basic_auth(entry, product.as_ref(), req)?;
     if product.max_urls() == Some(1) && req.urls.len() > 1 {
-        return Err(
-            Error::invalid(format!("{} takes one --url", entry.display)).with_hint(format!(
-                "pass a single endpoint, e.g. --url http://10.0.0.5:{}",
-                product.probe_identity().1
-            )),
-        );
+        return Err(Error::invalid(format!(
+            "{} takes one --url: its TSBS loader ({}) connects to one server",
+            entry.display,
+            product.tsbs_loader()
+        ))
+        .with_hint(format!(
+            "pass a single endpoint, e.g. --url http://10.0.0.5:{}",
+            product.probe_identity().1
+        )));
     }
     for u in &req.urls {
         let named = target::check_url(product.as_ref(), u)?;
@@ -663,11 +704,69 @@ mod tests {
                 },
                 Some("--stop-timeout must be a positive number of seconds"),
             ),
+            // Issue 22: its loader and runner take a comma list, worker i using URL i mod n.
             (
-                "greptimedb takes one url",
+                "greptimedb takes several urls",
                 g,
                 external(Phase::Query, &[url, "http://10.0.0.6:4000"]),
-                Some("GreptimeDB takes one --url"),
+                None,
+            ),
+            (
+                "timescaledb takes one url, and says why",
+                t,
+                Request {
+                    edition: Some("postgresql".into()),
+                    ..external(Phase::Query, &[pg, "postgres://bench@10.0.0.6:5432/tsbs"])
+                },
+                Some("TimescaleDB takes one --url: its TSBS loader (tsbs_load_timescaledb) connects to one server"),
+            ),
+            (
+                "greptimedb --user with its password variable",
+                g,
+                Request {
+                    user: Some("bench".into()),
+                    auth_token_env: Some("GT_PW".into()),
+                    ..external(Phase::Query, &[url])
+                },
+                None,
+            ),
+            (
+                "greptimedb --user without --password-env",
+                g,
+                Request {
+                    user: Some("bench".into()),
+                    ..external(Phase::Query, &[url])
+                },
+                Some("--user needs --password-env VAR"),
+            ),
+            (
+                "greptimedb --password-env without --user",
+                g,
+                Request {
+                    auth_token_env: Some("GT_PW".into()),
+                    ..external(Phase::Query, &[url])
+                },
+                Some("--password-env needs --user"),
+            ),
+            (
+                "greptimedb --user on a managed workspace",
+                g,
+                Request {
+                    user: Some("bench".into()),
+                    auth_token_env: Some("GT_PW".into()),
+                    ..managed(Phase::Query)
+                },
+                Some("a managed workspace's server runs without authentication"),
+            ),
+            (
+                "greptimedb --user with a colon",
+                g,
+                Request {
+                    user: Some("a:b".into()),
+                    auth_token_env: Some("GT_PW".into()),
+                    ..external(Phase::Query, &[url])
+                },
+                Some("is not a user name HTTP basic auth can carry"),
             ),
             (
                 "not a url",

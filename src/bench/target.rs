@@ -60,6 +60,8 @@ pub enum Place {
 
 /// An external server.
 pub struct External {
+    /// `--user` of HTTP basic auth (recorded; its password is the auth token).
+    pub user: Option<String>,
     pub urls: Vec<String>,
     pub database: String,
     pub edition: Option<String>,
@@ -159,11 +161,24 @@ impl Target {
         for u in &urls {
             named = named.or(check_url(product.as_ref(), u)?);
         }
+        // `--user`: the password is the auth secret; both reach every request to these URLs
+        // (tsbsctl's and the tools') as HTTP basic auth, never a bearer token.
+        let user = req.user.clone().filter(|_| product.takes_basic_auth());
+        if let (Some(user), Some(password)) = (&user, &auth_token) {
+            crate::tsbs::credentials::register(
+                &urls,
+                &crate::tsbs::credentials::BasicAuth {
+                    user: user.clone(),
+                    password: password.clone(),
+                },
+            );
+        }
+        let bearer = auth_token.as_ref().filter(|_| !product.takes_basic_auth());
         let probe = probe_external(
             entry,
             product.as_ref(),
             &urls,
-            auth_token.as_ref(),
+            bearer,
             req.edition.as_deref(),
         )?;
         ctx.reporter.info(&format!(
@@ -176,6 +191,7 @@ impl Target {
             entry,
             product,
             place: Place::External(External {
+                user,
                 urls,
                 database: req
                     .database
@@ -257,10 +273,13 @@ impl Target {
     }
 
     /// The auth token for tsbsctl's own requests to the server (row counts, the product's
-    /// after-load work): external servers only, managed ones run without auth.
+    /// after-load work, the `/metrics` sampler, as a bearer token): external servers only,
+    /// managed ones run without auth. A basic-auth password (GreptimeDB `--user`) is no
+    /// token: it goes only where [`crate::tsbs::credentials`] sends it.
     pub fn external_token(&self) -> Option<&str> {
         match &self.place {
             Place::Managed(_) => None,
+            Place::External(_) if self.product.takes_basic_auth() => None,
             Place::External(_) => self.auth_token.as_ref().map(|t| t.expose()),
         }
     }
@@ -342,6 +361,11 @@ impl Target {
                 })
             }
             Place::External(e) => Ok(RunTarget {
+                extra: e
+                    .user
+                    .iter()
+                    .map(|u| ("user".to_string(), Value::from(u.clone())))
+                    .collect(),
                 urls: Some(e.urls.clone()),
                 version: e.probe["version"].as_str().map(str::to_string),
                 probe: Some(e.probe.clone()),
@@ -800,4 +824,45 @@ fn not_the_product(entry: &Entry, product: &dyn Product, url: &str) -> Error {
         "check --url: it must be {}'s HTTP endpoint (by default port {port}); nothing was run",
         entry.display
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn external(name: &str, edition: Option<&str>, user: Option<&str>) -> Target {
+        let entry = crate::product::entry(name).unwrap();
+        Target {
+            entry,
+            product: (entry.make)(edition).unwrap(),
+            place: Place::External(External {
+                user: user.map(str::to_string),
+                urls: vec!["http://10.0.0.5:4000".into()],
+                database: "benchmark".into(),
+                edition: edition.map(str::to_string),
+                probe: Value::Null,
+            }),
+            auth_token: Some(Secret::new("s3cr3t")),
+            admin_token: None,
+            count_window: None,
+            count_timeout: crate::product::DEFAULT_COUNT_TIMEOUT,
+        }
+    }
+
+    /// Issue 22: a GreptimeDB password is no bearer token: the sampler, row counts and
+    /// after-load work never get it (only the basic-auth store does); the user is recorded.
+    #[test]
+    fn a_basic_auth_password_is_no_bearer_token() {
+        let g = external("greptimedb", None, Some("bench"));
+        assert_eq!(g.external_token(), None);
+        let t = g.to_run_target().unwrap();
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["user"], "bench");
+        assert_eq!(v["urls"], json!(["http://10.0.0.5:4000"]));
+        assert!(!v.to_string().contains("s3cr3t"));
+        let i = external("influxdb3", Some("core"), None);
+        assert_eq!(i.external_token(), Some("s3cr3t"));
+        let v = serde_json::to_value(i.to_run_target().unwrap()).unwrap();
+        assert!(v.get("user").is_none(), "{v}");
+    }
 }

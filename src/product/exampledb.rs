@@ -195,6 +195,7 @@ impl Product for ExampleDb {
     /// `tsbs_load_greptime --urls=<endpoints>` (round-robin), plain requests.
     fn load_target(&self, _o: &ToolOptions) -> LoadTarget {
         LoadTarget {
+            basic_auth: None,
             single_url: None,
             args: vec![crate::tsbs::ToolArg::Flag("gzip", "false".into())],
             connection: None,

@@ -60,21 +60,26 @@ impl GreptimeDb {
         if let Some(db) = db {
             form.push(("db", db));
         }
-        let resp = client
-            .post(Self::sql_url(endpoint))
-            .form(&form)
-            .send()
-            .map_err(|e| {
-                Error::failed(format!(
-                    "GreptimeDB at {endpoint} did not answer {sql:?}: {e}"
-                ))
-            })?;
+        let mut req = client.post(Self::sql_url(endpoint)).form(&form);
+        // An external server's credentials (`--user`/`--password-env`), as HTTP basic auth.
+        let auth = crate::tsbs::credentials::for_url(endpoint);
+        if let Some(a) = &auth {
+            req = req.basic_auth(&a.user, Some(a.password.expose()));
+        }
+        let resp = req.send().map_err(|e| {
+            Error::failed(format!(
+                "GreptimeDB at {endpoint} did not answer {sql:?}: {e}"
+            ))
+        })?;
         let status = resp.status();
         let body: Value = resp.json().map_err(|e| {
             Error::failed(format!(
                 "GreptimeDB answered {sql:?} with invalid JSON ({status}): {e}"
             ))
         })?;
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            return Err(unauthorized(endpoint, auth.as_ref(), &body));
+        }
         if !status.is_success() {
             return Err(Error::failed(format!(
                 "GreptimeDB refused {sql:?} ({status}): {}",
@@ -89,6 +94,31 @@ impl GreptimeDb {
             .cloned()
             .ok_or_else(|| Error::failed(format!("GreptimeDB answered {sql:?} without output")))
     }
+}
+
+/// GreptimeDB's 401 (its static user provider refused the request): exit 2, the server's own
+/// words (`Username and password does not match, username: U`) and what to pass.
+fn unauthorized(
+    endpoint: &str,
+    auth: Option<&crate::tsbs::credentials::BasicAuth>,
+    body: &Value,
+) -> Error {
+    let said = body
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or("no error message");
+    match auth {
+        Some(a) => Error::invalid(format!(
+            "GreptimeDB at {endpoint} refused user {:?}: {said} (HTTP 401)",
+            a.user
+        ))
+        .with_hint("check --user and the password in the variable --password-env names"),
+        None => Error::invalid(format!(
+            "GreptimeDB at {endpoint} needs authentication: {said} (HTTP 401)"
+        ))
+        .with_hint("pass --user NAME --password-env VAR (the variable holding the password)"),
+    }
+    .with_http_status(401)
 }
 
 impl Product for GreptimeDb {
@@ -312,8 +342,15 @@ impl Product for GreptimeDb {
             Profile::Smoke => (2, 3000),
         }
     }
-    fn max_urls(&self) -> Option<usize> {
-        Some(1)
+    /// The password of `--user`, read only from the variable `--password-env` names.
+    fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
+        Some((None, None))
+    }
+    fn secret_word(&self) -> &'static str {
+        "password"
+    }
+    fn takes_basic_auth(&self) -> bool {
+        true
     }
     fn bench_caps(&self) -> BenchCaps {
         BenchCaps {
@@ -321,18 +358,26 @@ impl Product for GreptimeDb {
             ..BenchCaps::default()
         }
     }
-    /// `tsbs_load_greptime --urls=<endpoint>`: one endpoint, nothing of its own.
+    /// `tsbs_load_greptime --urls=<u1,u2,..>`: worker i writes to URL i mod n, the database
+    /// is listed, created and dropped at the first (`process.go`, `creator.go`). Credentials
+    /// are its `user` and `password` keys (Basic auth on DDL and writes when both are set).
     fn load_target(&self, _o: &ToolOptions) -> crate::tsbs::LoadTarget {
         crate::tsbs::LoadTarget {
-            single_url: Some("GreptimeDB"),
+            single_url: None,
             args: Vec::new(),
             connection: None,
+            basic_auth: Some(crate::tsbs::credentials::BasicAuthStyle::ConfigKeys {
+                user: "user",
+                password: "password",
+            }),
         }
     }
-    /// `tsbs_run_queries_influx` against `/v1/sql`: nothing of its own.
+    /// `tsbs_run_queries_influx` against `/v1/sql`: worker i queries URL i mod n. It has no
+    /// auth flag for GreptimeDB (only `--is-v2`'s `Token`): credentials go in its URLs.
     fn query_target(&self, _o: &ToolOptions) -> crate::tsbs::QueryTarget {
         crate::tsbs::QueryTarget {
             per_query_latencies: true,
+            basic_auth: Some(crate::tsbs::credentials::BasicAuthStyle::UrlUserinfo),
             ..Default::default()
         }
     }
@@ -353,6 +398,11 @@ impl Product for GreptimeDb {
             .as_ref()
             .and_then(|v| v["version"].as_str())
             .map(|s| s.trim_start_matches('v').to_string());
+        if version.is_some() {
+            // `/status` needs no credentials; `/v1/sql` does when the server has users: a
+            // missing or wrong password fails here, before anything is written.
+            Self::sql_with(c, u, None, "SHOW DATABASES")?;
+        }
         Ok((version, v.unwrap_or(Value::Null)))
     }
     fn probe_identity(&self) -> (&'static str, u16) {

@@ -493,6 +493,7 @@ impl Product for InfluxDb3 {
             args.push(ToolArg::Secret("admin-token", t.clone()));
         }
         crate::tsbs::LoadTarget {
+            basic_auth: None,
             single_url: None,
             args,
             connection: None,
@@ -501,6 +502,7 @@ impl Product for InfluxDb3 {
     /// `tsbs_run_queries_influx3`, with the auth token when one is set.
     fn query_target(&self, o: &ToolOptions) -> crate::tsbs::QueryTarget {
         crate::tsbs::QueryTarget {
+            basic_auth: None,
             args: o
                 .auth_token
                 .iter()

@@ -301,6 +301,13 @@ pub trait Product: Send + Sync {
     fn secret_word(&self) -> &'static str {
         "token"
     }
+    /// Whether an external server of this product takes `--user NAME --password-env VAR`
+    /// (HTTP basic auth; the password is then the auth secret of the token seam, and the
+    /// credentials reach tsbsctl's requests and the TSBS tools through
+    /// [`crate::tsbs::credentials`]).
+    fn takes_basic_auth(&self) -> bool {
+        false
+    }
     /// Refuses `bench <product>` while the product's benchmark phases are not built (exit 2,
     /// before anything is written), rather than a run that is bound to fail.
     fn check_benchmarkable(&self) -> Result<()> {

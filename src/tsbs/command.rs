@@ -127,8 +127,21 @@ impl DatabaseMode {
 #[derive(Clone)]
 enum Arg {
     Plain(String),
-    Secret { key: &'static str, value: Secret },
-    Env { key: &'static str, value: Secret },
+    /// `shown`: what logs show for the value (`None`: `<redacted>`).
+    Secret {
+        key: &'static str,
+        value: Secret,
+        shown: Option<String>,
+    },
+    /// A `config.json` key that is no secret (a user name), shown as is.
+    Config {
+        key: &'static str,
+        value: String,
+    },
+    Env {
+        key: &'static str,
+        value: Secret,
+    },
 }
 
 /// The file name viper finds first in the tool's working directory (`json` leads viper's
@@ -168,7 +181,51 @@ impl TsbsCommand {
         self.args.push(Arg::Secret {
             key,
             value: value.clone(),
+            shown: None,
         });
+    }
+
+    /// The endpoints in `config.json` (`urls`), with `auth` as their userinfo: the runner has
+    /// no auth flag, and Go sends URL userinfo as Basic auth. Logs show the user, not the
+    /// password.
+    fn urls_with_auth(&mut self, urls: &[String], auth: &super::credentials::BasicAuth) {
+        let real: Vec<String> = urls
+            .iter()
+            .map(|u| super::credentials::with_userinfo(u, auth).unwrap_or_else(|| u.clone()))
+            .collect();
+        let shown: Vec<String> = urls
+            .iter()
+            .map(|u| super::credentials::shown_userinfo(u, &auth.user))
+            .collect();
+        self.args.push(Arg::Secret {
+            key: "urls",
+            value: Secret::new(real.join(",")),
+            shown: Some(shown.join(",")),
+        });
+    }
+
+    /// Basic credentials registered for `urls` (external servers only), in the way the
+    /// product's tool takes them.
+    fn basic_auth(
+        &mut self,
+        style: Option<super::credentials::BasicAuthStyle>,
+        urls: &[String],
+    ) -> bool {
+        use super::credentials::{for_url, BasicAuthStyle};
+        let (Some(style), Some(auth)) = (style, urls.first().and_then(|u| for_url(u))) else {
+            return false;
+        };
+        match style {
+            BasicAuthStyle::ConfigKeys { user, password } => {
+                self.args.push(Arg::Config {
+                    key: user,
+                    value: auth.user.clone(),
+                });
+                self.secret(password, &auth.password);
+            }
+            BasicAuthStyle::UrlUserinfo => self.urls_with_auth(urls, &auth),
+        }
+        true
     }
 
     /// A product's own arguments, in order.
@@ -177,6 +234,10 @@ impl TsbsCommand {
             match a {
                 ToolArg::Flag(name, value) => self.flag(name, value),
                 ToolArg::Secret(key, value) => self.secret(key, value),
+                ToolArg::Config(key, value) => self.args.push(Arg::Config {
+                    key,
+                    value: value.clone(),
+                }),
                 ToolArg::Env(key, value) => self.args.push(Arg::Env {
                     key,
                     value: value.clone(),
@@ -191,7 +252,8 @@ impl TsbsCommand {
             .args
             .iter()
             .filter_map(|a| match a {
-                Arg::Secret { key, value } => Some((key.to_string(), value.0.clone().into())),
+                Arg::Secret { key, value, .. } => Some((key.to_string(), value.0.clone().into())),
+                Arg::Config { key, value } => Some((key.to_string(), value.clone().into())),
                 Arg::Plain(_) | Arg::Env { .. } => None,
             })
             .collect();
@@ -233,7 +295,7 @@ impl TsbsCommand {
             .iter()
             .filter_map(|a| match a {
                 Arg::Plain(s) => Some(s.clone()),
-                Arg::Secret { .. } | Arg::Env { .. } => None,
+                Arg::Secret { .. } | Arg::Config { .. } | Arg::Env { .. } => None,
             })
             .collect()
     }
@@ -244,6 +306,22 @@ impl TsbsCommand {
             .iter()
             .filter_map(|a| match a {
                 Arg::Secret { key, .. } => Some(*key),
+                Arg::Plain(_) | Arg::Config { .. } | Arg::Env { .. } => None,
+            })
+            .collect()
+    }
+
+    /// The tool's `config.json` keys as logs show them: `key=<redacted>` (or the shown form
+    /// of a secret, e.g. URLs with the password redacted), `key=value` for other keys.
+    fn config_shown(&self) -> Vec<String> {
+        self.args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Secret { key, shown, .. } => Some(format!(
+                    "{key}={}",
+                    shown.as_deref().unwrap_or("<redacted>")
+                )),
+                Arg::Config { key, value } => Some(format!("{key}={}", crate::proc::quote(value))),
                 Arg::Plain(_) | Arg::Env { .. } => None,
             })
             .collect()
@@ -255,7 +333,7 @@ impl TsbsCommand {
             .iter()
             .filter_map(|a| match a {
                 Arg::Env { key, .. } => Some(*key),
-                Arg::Plain(_) | Arg::Secret { .. } => None,
+                Arg::Plain(_) | Arg::Secret { .. } | Arg::Config { .. } => None,
             })
             .collect()
     }
@@ -267,11 +345,11 @@ impl TsbsCommand {
     pub fn redacted(&self) -> String {
         let mut out =
             crate::proc::command_line(&self.program.to_string_lossy(), &self.redacted_args());
-        let keys = self.secret_keys();
+        let keys = self.config_shown();
         if !keys.is_empty() {
             out.push_str(&format!(" # {TOOL_CONFIG}:"));
             for k in keys {
-                out.push_str(&format!(" {k}=<redacted>"));
+                out.push_str(&format!(" {k}"));
             }
         }
         let env = self.secret_env_keys();
@@ -460,6 +538,8 @@ pub enum ToolArg {
     Secret(&'static str, Secret),
     /// A secret environment variable of the tool (`PGPASSWORD`), never argv nor a file.
     Env(&'static str, Secret),
+    /// A `config.json` key that is no secret (shown as is in logs).
+    Config(&'static str, String),
 }
 
 /// The target-specific part of a load, as the product builds it
@@ -475,6 +555,9 @@ pub struct LoadTarget {
     /// [`crate::product::Product::load_connection`]. `None`: the HTTP loaders' `--urls=` and
     /// `--gzip=false` (tools that take neither reject them).
     pub connection: Option<Vec<ToolArg>>,
+    /// How the loader takes basic credentials, when it does: those registered for its URLs
+    /// ([`super::credentials`]) are passed that way.
+    pub basic_auth: Option<super::credentials::BasicAuthStyle>,
 }
 
 /// Everything a loader invocation needs.
@@ -483,7 +566,8 @@ pub struct LoadSpec {
     /// Absolute path of the loader binary (`<tsbs>/bin/tsbs_load_*`).
     pub binary: PathBuf,
     pub target: LoadTarget,
-    /// GreptimeDB: exactly one endpoint. InfluxDB 3: one or more, used round-robin by worker.
+    /// Endpoints, used round-robin by worker where the loader takes several (GreptimeDB,
+    /// InfluxDB 3, InfluxDB 2); exactly one where [`LoadTarget::single_url`] says so.
     pub urls: Vec<String>,
     pub input: LoadInput,
     pub database: String,
@@ -528,6 +612,7 @@ pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
     c.flag("reporting-period", REPORTING_PERIOD);
     c.flag("results-file", spec.results_file.display());
     c.tool_args(&spec.target.args);
+    c.basic_auth(spec.target.basic_auth, &spec.urls);
     for f in spec.mode.flags() {
         c.raw(f);
     }
@@ -545,6 +630,8 @@ pub struct QueryTarget {
     /// The runner prints each query's latency with `--debug=1` (`debug: <label> in <ms>ms`,
     /// the influx and influx3 runners; not the PostgreSQL one).
     pub per_query_latencies: bool,
+    /// How the runner takes basic credentials (see [`LoadTarget::basic_auth`]).
+    pub basic_auth: Option<super::credentials::BasicAuthStyle>,
 }
 
 /// Everything one query-runner invocation (one query type, one attempt) needs.
@@ -568,7 +655,11 @@ pub fn query_command(spec: &QuerySpec) -> Result<TsbsCommand> {
     c.flag("db-name", &spec.database);
     match &spec.target.connection {
         Some(conn) => c.tool_args(conn),
-        None => c.flag("urls", spec.urls.join(",")),
+        None => {
+            if !c.basic_auth(spec.target.basic_auth, &spec.urls) {
+                c.flag("urls", spec.urls.join(","))
+            }
+        }
     }
     c.flag("workers", spec.workers);
     c.flag("print-interval", PRINT_INTERVAL);
@@ -616,7 +707,11 @@ pub fn explain_command(spec: &ExplainSpec) -> Result<TsbsCommand> {
     let mut c = TsbsCommand::new(&spec.binary);
     c.flag("file", spec.file.display());
     c.flag("db-name", &spec.database);
-    c.flag("urls", &spec.url);
+    // The same runner as the query phase: registered credentials go in its URL.
+    let url = std::slice::from_ref(&spec.url);
+    if !c.basic_auth(Some(super::credentials::BasicAuthStyle::UrlUserinfo), url) {
+        c.flag("urls", &spec.url);
+    }
     c.raw("--workers=1");
     c.flag("max-queries", 1 + u64::from(spec.hot_runs));
     c.flag("print-interval", PRINT_INTERVAL);
@@ -962,7 +1057,10 @@ mod tests {
     fn bad_parameters_are_invalid_input() {
         let mut spec = LoadSpec {
             binary: "/b".into(),
-            target: greptime_target(),
+            target: LoadTarget {
+                single_url: Some("PostgreSQL"),
+                ..LoadTarget::default()
+            },
             urls: vec!["http://a".into(), "http://b".into()],
             input: LoadInput::Stdin,
             database: "benchmark".into(),
@@ -980,6 +1078,102 @@ mod tests {
         spec.database = "a b".into();
         assert_eq!(load_command(&spec).unwrap_err().exit_code(), 2);
         assert_eq!(DatabaseMode::parse("drop").unwrap_err().exit_code(), 2);
+    }
+
+    /// Issue 22: several GreptimeDB URLs go to the loader as its comma list (worker i writes
+    /// to URL i mod n); registered credentials go to `config.json`: the loader's `user` and
+    /// `password` keys, the runner's `urls` with userinfo (it has no auth flag). The password
+    /// is in no argv and no log line.
+    #[test]
+    fn greptime_urls_and_basic_auth() {
+        use crate::tsbs::credentials::{register, BasicAuth};
+        let urls: Vec<String> = vec!["http://10.1.2.3:4000".into(), "http://10.1.2.4:4000".into()];
+        let load = |urls: &[String]| {
+            load_command(&LoadSpec {
+                binary: "/t/bin/tsbs_load_greptime".into(),
+                target: greptime_target(),
+                urls: urls.to_vec(),
+                input: LoadInput::Stdin,
+                database: "benchmark".into(),
+                batch_size: 10,
+                workers: 4,
+                results_file: "/r/l.json".into(),
+                mode: DatabaseMode::Reuse,
+                confirm_reset: None,
+            })
+            .unwrap()
+        };
+        let c = load(&urls);
+        assert_eq!(
+            c.redacted_args()[0],
+            "--urls=http://10.1.2.3:4000,http://10.1.2.4:4000"
+        );
+        assert!(c.config_json().is_none(), "nothing registered: no config");
+        register(
+            &urls,
+            &BasicAuth {
+                user: "bench".into(),
+                password: Secret::new("s3cr3t:pw@x"),
+            },
+        );
+        let c = load(&urls);
+        let cfg: serde_json::Value = serde_json::from_str(&c.config_json().unwrap()).unwrap();
+        assert_eq!(
+            cfg,
+            serde_json::json!({"user": "bench", "password": "s3cr3t:pw@x"})
+        );
+        assert!(c
+            .redacted()
+            .ends_with(" # config.json: user=bench password=<redacted>"));
+        let q = query_command(&QuerySpec {
+            binary: "/t/bin/tsbs_run_queries_influx".into(),
+            target: crate::product::greptimedb::GreptimeDb.query_target(&Default::default()),
+            file: "/q/x.dat".into(),
+            database: "benchmark".into(),
+            urls: urls.clone(),
+            workers: 2,
+            results_file: "/r/x.json".into(),
+        })
+        .unwrap();
+        assert!(
+            !q.redacted_args().iter().any(|a| a.starts_with("--urls")),
+            "{:?}",
+            q.redacted_args()
+        );
+        let cfg: serde_json::Value = serde_json::from_str(&q.config_json().unwrap()).unwrap();
+        assert_eq!(
+            cfg["urls"],
+            "http://bench:s3cr3t%3Apw%40x@10.1.2.3:4000,http://bench:s3cr3t%3Apw%40x@10.1.2.4:4000"
+        );
+        assert!(q.redacted().ends_with(
+            " # config.json: urls=http://bench:<redacted>@10.1.2.3:4000,http://bench:<redacted>@10.1.2.4:4000"
+        ));
+        let e = explain_command(&ExplainSpec {
+            binary: "/t/bin/tsbs_run_queries_influx".into(),
+            file: "/q/x.dat".into(),
+            database: "benchmark".into(),
+            url: urls[1].clone(),
+            hot_runs: 1,
+            results_dir: "/r/a".into(),
+        })
+        .unwrap();
+        assert!(!e.redacted_args().iter().any(|a| a.starts_with("--urls")));
+        assert!(e
+            .config_json()
+            .unwrap()
+            .contains("bench:s3cr3t%3Apw%40x@10.1.2.4:4000"));
+        for c in [&c, &q, &e] {
+            for shown in [c.redacted(), format!("{c:?}")] {
+                assert!(!shown.contains("s3cr3t"), "{shown}");
+            }
+            assert!(!c
+                .args()
+                .iter()
+                .any(|a| a.to_string_lossy().contains("s3cr3t")));
+        }
+        // Another server (a managed one on loopback) gets none of it.
+        let c = load(&["http://127.0.0.1:4000".into()]);
+        assert!(c.config_json().is_none());
     }
 
     #[test]

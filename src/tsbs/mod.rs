@@ -8,6 +8,7 @@
 //! Facts: reference benchmark.md §3.3-§4.4, protocols.md §1.3-§1.8.
 
 pub mod command;
+pub mod credentials;
 pub mod explain;
 pub mod failure;
 pub mod load;

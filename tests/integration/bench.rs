@@ -1612,3 +1612,224 @@ fn cold_queries_restart_the_server_and_drop_the_page_cache_before_each_type() {
     let c = &r.json()["data"]["summary"]["candidates"][0];
     assert_eq!(c["verdict"], "not comparable", "{c}");
 }
+
+/// A GreptimeDB stand-in with a static user provider (`bench` and `password`, from a file so
+/// the password is in no argv), started directly: an external server.
+fn greptime_server_with_user(w: &World, password: &str) -> (KillOnDrop, u16) {
+    let port = free_port_block(4);
+    let users = w.gt.env.path().join("greptime-users.txt");
+    std::fs::write(&users, format!("bench={password}\n")).unwrap();
+    let mut c = std::process::Command::new(testbed_bin());
+    c.args(["emulate", "greptime", "standalone", "start"])
+        .arg(format!("--http-addr=127.0.0.1:{port}"))
+        .arg(format!("--grpc-bind-addr=127.0.0.1:{}", port + 1))
+        .arg(format!("--mysql-addr=127.0.0.1:{}", port + 2))
+        .arg(format!("--postgres-addr=127.0.0.1:{}", port + 3))
+        .arg(format!(
+            "--data-home={}",
+            w.gt.env.path().join("gt-auth-data").display()
+        ))
+        .arg(format!(
+            "--user-provider=static_user_provider:file:{}",
+            users.display()
+        ))
+        .env("TESTBED_EMULATED_VERSION", STABLE)
+        .env_remove("TESTBED_KNOBS")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = KillOnDrop(c.spawn().unwrap());
+    let ok = wait_until(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(ok, "greptime emulator did not listen");
+    (child, port)
+}
+
+/// Issue 22: an external GreptimeDB with a user and password, reached by two URLs (two
+/// spellings of one server, as two frontends of one cluster). The password reaches
+/// tsbsctl's requests, the loader (its `user`/`password` keys) and the runner (URL userinfo)
+/// through the nameless config.json only: in no argv, log, manifest, summary or named file.
+/// No or a wrong password fails at once with the server's words, exit 2, no run directory.
+#[test]
+fn external_greptimedb_with_a_user_and_two_urls_leaks_no_password() {
+    let mut w = world();
+    let password = "gt-SECRET-pw:4f1@x";
+    let (_server, port) = greptime_server_with_user(&w, password);
+    let (u1, u2) = (
+        format!("http://127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+    );
+    let runs = w.gt.env.root.join("greptimedb/runs");
+    let count = || std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
+    let mut base = vec!["bench", "greptimedb", "all", "--url", &u1, "--url", &u2];
+    base.extend(["--database-mode", "create", "--queries", "3"]);
+    base.extend(tiny());
+    for t in TYPES {
+        base.extend(["--query-type", t]);
+    }
+    // No credentials: the server's 401 in its own words, before anything is written.
+    let before = count();
+    w.run(&base)
+        .code(2)
+        .says("needs authentication: Not found http or grpc authorization header (HTTP 401)")
+        .says("--password-env");
+    w.gt.env.env("GT_PW", "wrong-one");
+    let mut args = base.clone();
+    args.extend(["--user", "bench", "--password-env", "GT_PW"]);
+    let t0 = Instant::now();
+    w.run(&args).code(2).says(
+        "refused user \"bench\": Username and password does not match, username: bench (HTTP 401)",
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "a wrong password fails fast"
+    );
+    assert_eq!(count(), before, "no run directory");
+    // A managed workspace runs without auth: --user is refused there.
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "g1",
+        "--user",
+        "bench",
+        "--password-env",
+        "GT_PW",
+    ]);
+    r.code(2)
+        .says("a managed workspace's server runs without authentication");
+    // The right password, the tools slow enough for the argv scan to see them.
+    w.gt.env.env("GT_PW", password);
+    w.tool_knobs("tsbs_load_greptime", json!({"batch_delay_ms": 300}));
+    w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 100}));
+    let tmp = w.gt.env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    w.gt.env.env("TMPDIR", tmp.display().to_string());
+    args.push("--json");
+    let marker = w.gt.env.path().display().to_string();
+    let scan = crate::integrity::ProcScan::start(
+        password,
+        &marker,
+        &["tsbs_load_greptime", "tsbs_run_queries_influx"],
+    );
+    let r = w.run(&args);
+    let (seen, leaks, _) = scan.finish();
+    r.ok();
+    assert_eq!(
+        seen.iter().map(String::as_str).collect::<Vec<_>>(),
+        ["tsbs_load_greptime", "tsbs_run_queries_influx"],
+        "the scan saw both tools run"
+    );
+    assert!(leaks.is_empty(), "password in an argv: {leaks:?}");
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    assert_eq!(s["target"]["urls"], json!([u1, u2]));
+    assert_eq!(s["target"]["user"], "bench");
+    assert_eq!(s["ingestion"]["rows"], ROWS);
+    assert_eq!(s["row_count"]["actual"], ROWS);
+    for q in s["queries"].as_array().unwrap() {
+        assert_eq!(q["status"], "completed", "{q}");
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains(&format!("`{u1}, {u2}` as user `bench` (HTTP basic auth)")),
+        "{md}"
+    );
+    assert!(
+        md.contains("- 2 URLs: the loader's and the query runner's workers take them in turn"),
+        "{md}"
+    );
+    // The loader got both URLs and its keys; the runner both URLs with the user shown.
+    let load_log =
+        std::fs::read_to_string(dir.join(s["ingestion"]["log"].as_str().unwrap())).unwrap();
+    let first = load_log.lines().next().unwrap();
+    assert!(first.contains(&format!("--urls={u1},{u2}")), "{first}");
+    assert!(
+        first.ends_with(" # config.json: user=bench password=<redacted>"),
+        "{first}"
+    );
+    let logs: Vec<PathBuf> = std::fs::read_dir(dir.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("query-")
+        })
+        .collect();
+    assert!(!logs.is_empty());
+    for l in logs {
+        let text = std::fs::read_to_string(&l).unwrap();
+        let first = text.lines().next().unwrap();
+        assert!(!first.contains("--urls"), "{first}");
+        assert!(
+            first.ends_with(&format!(
+                " # config.json: urls=http://bench:<redacted>@127.0.0.1:{port},http://bench:<redacted>@localhost:{port}"
+            )),
+            "{first}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "tool dirs removed"
+    );
+    assert_no_secret(w.gt.env.path().join("root").as_path(), password, &[&r]);
+}
+
+/// Trial 2 N8 for the GreptimeDB password: tsbsctl killed with -9 the moment the loader has
+/// started leaves it in no file with a name (the loader's `config.json` is a link to a memfd).
+#[test]
+fn a_kill_9_while_the_greptime_loader_runs_leaves_no_password_in_any_file() {
+    let mut w = world();
+    let password = "gt-KILLED-pw-71c3";
+    let (_server, port) = greptime_server_with_user(&w, password);
+    let url = format!("http://127.0.0.1:{port}");
+    w.gt.env.env("GT_PW", password);
+    let tmp = w.gt.env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    w.gt.env.env("TMPDIR", tmp.display().to_string());
+    w.tool_knobs("tsbs_load_greptime", json!({"batch_delay_ms": 300}));
+    let mut args = vec!["bench", "greptimedb", "load", "--url", &url];
+    args.extend(["--database-mode", "create", "--user", "bench"]);
+    args.extend(["--password-env", "GT_PW"]);
+    args.extend(tiny());
+    let mut c = w.gt.env.cmd(&args);
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let config = || -> Option<PathBuf> {
+        std::fs::read_dir(&tmp)
+            .ok()?
+            .flatten()
+            .map(|e| e.path().join("config.json"))
+            .find(|p| std::fs::symlink_metadata(p).is_ok())
+    };
+    let started = wait_until(Duration::from_secs(120), || config().is_some());
+    // SAFETY: signalling the tsbsctl child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(started, "the loader never started");
+    let link = config().expect("the tool's config.json is left (swept by a later run)");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // Files with a name only (links are not followed), in $TMPDIR and the state root.
+    for dir in [&tmp, &w.gt.env.root] {
+        for e in walkdir::WalkDir::new(dir).follow_links(false) {
+            let e = e.unwrap();
+            if e.file_type().is_file() {
+                let bytes = std::fs::read(e.path()).unwrap_or_default();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(password),
+                    "password in {}",
+                    e.path().display()
+                );
+            }
+        }
+    }
+}

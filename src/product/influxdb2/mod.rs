@@ -540,6 +540,7 @@ impl Product for InfluxDb2 {
     fn query_target(&self, o: &ToolOptions) -> QueryTarget {
         self.remember_token(o.auth_token.as_ref());
         QueryTarget {
+            basic_auth: None,
             args: vec![ToolArg::Flag("is-v2", "true".into())],
             connection: None,
             per_query_latencies: true,

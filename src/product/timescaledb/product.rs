@@ -568,6 +568,7 @@ impl Product for TimescaleDb {
         }
         args.extend(password_arg(o));
         LoadTarget {
+            basic_auth: None,
             single_url: Some("PostgreSQL"),
             args,
             connection: None,
@@ -691,6 +692,7 @@ impl Product for TimescaleDb {
     /// The password in the environment only (the user comes with the connection flags).
     fn query_target(&self, o: &ToolOptions) -> QueryTarget {
         QueryTarget {
+            basic_auth: None,
             args: password_arg(o).into_iter().collect(),
             connection: None,
             per_query_latencies: false,

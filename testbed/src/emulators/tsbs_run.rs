@@ -5,6 +5,8 @@
 //! measured from send to body fully read, and the exact final report on stdout plus the results
 //! JSON (format 0.2) computed from them. The GreptimeDB runner's explain mode writes `cold.json`
 //! and `hot-NNN.json` (refusing to overwrite, failing on GreptimeDB error payloads).
+//! `--urls` is a comma list, worker i using URL i mod n; URL userinfo (`http://U:P@host`) is
+//! sent as `Authorization: Basic` and shown as `U:***` in errors, as Go's net/http does.
 //!
 //! Statistics follow TSBS's HDR histogram of microseconds (values truncated to µs); quantiles
 //! are computed exactly over those values (the real histogram keeps 4 significant digits, so
@@ -629,6 +631,7 @@ fn do_query(agent: &ureq::Agent, host: &str, q: &Query, id: u64, o: &Opts) -> Re
     if o.chunk > 0 {
         url.push_str(&format!("&chunked=true&chunk_size={}", o.chunk));
     }
+    let (url, basic, shown) = go_userinfo(&url);
     match o.debug {
         1 => eprintln!("debug: {}", q.human_label),
         2 | 3 => eprintln!("debug: {} -- {}", q.human_label, q.human_description),
@@ -640,12 +643,14 @@ fn do_query(agent: &ureq::Agent, host: &str, q: &Query, id: u64, o: &Opts) -> Re
         .set("User-Agent", "Go-http-client/1.1");
     if o.is_v2 {
         req = req.set("Authorization", &format!("Token {}", o.token));
+    } else if let Some(b) = &basic {
+        req = req.set("Authorization", b);
     }
     let start = Instant::now();
     let resp = match req.send_bytes(&[]) {
         Ok(r) => r,
         Err(ureq::Error::Status(_, r)) => r,
-        Err(ureq::Error::Transport(t)) => return Err(go_transport_error(&q.method, &url, &t)),
+        Err(ureq::Error::Transport(t)) => return Err(go_transport_error(&q.method, &shown, &t)),
     };
     let status = resp.status();
     let mut body = Vec::new();
@@ -677,6 +682,71 @@ fn do_query(agent: &ureq::Agent, host: &str, q: &Query, id: u64, o: &Opts) -> Re
         }
     }
     Ok(lag)
+}
+
+/// What Go's net/http does with `http://USER:PASS@host/...` (the GreptimeDB runner has no auth
+/// flag of its own, so this is how a password reaches it): the userinfo is not sent on the
+/// request line but as `Authorization: Basic` (percent-decoded, unless one is set), and errors
+/// show the password as `***` (`client.go` `stripPassword`). Returns (wire URL, header, shown).
+fn go_userinfo(url: &str) -> (String, Option<String>, String) {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return (url.to_string(), None, url.to_string());
+    };
+    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let Some(at) = rest[..auth_end].rfind('@') else {
+        return (url.to_string(), None, url.to_string());
+    };
+    let (info, host) = (&rest[..at], &rest[at + 1..]);
+    let wire = format!("{scheme}://{host}");
+    let (user, pass) = match info.split_once(':') {
+        Some((u, p)) => (pct_decode(u), Some(pct_decode(p))),
+        None => (pct_decode(info), None),
+    };
+    let shown = match &pass {
+        Some(_) => format!(
+            "{scheme}://{}:***@{host}",
+            info.split(':').next().unwrap_or("")
+        ),
+        None => url.to_string(),
+    };
+    let mut raw = user.into_bytes();
+    raw.push(b':');
+    raw.extend(pass.unwrap_or_default().into_bytes());
+    (wire, Some(format!("Basic {}", b64(&raw))), shown)
+}
+
+fn pct_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn b64(raw: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::new();
+    for chunk in raw.chunks(3) {
+        let n = chunk.iter().fold(0u32, |a, &b| (a << 8) | b as u32) << (8 * (3 - chunk.len()));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                s.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
 }
 
 fn panic_msg_non200(o: &Opts, status: u16, body: &[u8]) -> ! {
@@ -820,6 +890,19 @@ fn write_explain(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn go_userinfo_becomes_basic_auth() {
+        let (wire, basic, shown) =
+            super::go_userinfo("http://bench:p%40ss@127.0.0.1:4000/v1/sql?sql=x&db=b");
+        assert_eq!(wire, "http://127.0.0.1:4000/v1/sql?sql=x&db=b");
+        // base64("bench:p@ss")
+        assert_eq!(basic.as_deref(), Some("Basic YmVuY2g6cEBzcw=="));
+        assert_eq!(shown, "http://bench:***@127.0.0.1:4000/v1/sql?sql=x&db=b");
+        let (wire, basic, _) = super::go_userinfo("http://127.0.0.1:4000/v1/sql?sql=a@b");
+        assert_eq!(wire, "http://127.0.0.1:4000/v1/sql?sql=a@b");
+        assert!(basic.is_none());
+    }
 
     #[test]
     fn stat_line_and_padding() {

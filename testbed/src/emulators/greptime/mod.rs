@@ -13,8 +13,10 @@
 //!   `--rpc-addr`), `--mysql-addr HOST:PORT`, `--postgres-addr HOST:PORT`,
 //!   `-i/--influxdb-enable`, `-c/--config-file FILE`, `--data-home DIR`,
 //!   `--env-prefix PREFIX` (default `GREPTIMEDB_STANDALONE`).
-//!   `--tls-mode/--tls-cert-path/--tls-key-path/--tls-watch/--user-provider` exist in the real
-//!   binary but are not emulated: refused with exit 2. Unknown flags: clap's error, exit 2.
+//!   `--user-provider static_user_provider:cmd:U=P[,U=P]` or `static_user_provider:file:PATH`
+//!   turns on HTTP authentication as the real server does (`auth.rs`: 401 with the real error
+//!   body). `--tls-mode/--tls-cert-path/--tls-key-path/--tls-watch` exist in the real binary
+//!   but are not emulated: refused with exit 2. Unknown flags: clap's error, exit 2.
 //! * Precedence: command line > config file > `<PREFIX>__SECTION__KEY` variables > defaults.
 //!   Defaults: HTTP 127.0.0.1:4000, gRPC :4001, MySQL :4002, PostgreSQL :4003 (all bound, so
 //!   collisions surface), data home `./greptimedb_data` (`/tmp/greptimedb/` before 0.10),
@@ -180,6 +182,7 @@
 //! waiting statement gets 500 and the outputs stay as orphans), exit 0. Nothing is flushed on
 //! shutdown: unflushed rows stay in the WAL and the next start replays them.
 
+mod auth;
 mod compaction;
 mod config;
 mod knobs;
@@ -336,7 +339,7 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     let (_, standalone) = matches.subcommand().expect("subcommand required");
     let (_, start) = standalone.subcommand().expect("subcommand required");
-    for flag in ["tls_mode", "tls_cert_path", "tls_key_path", "user_provider"] {
+    for flag in ["tls_mode", "tls_cert_path", "tls_key_path"] {
         if start.get_one::<String>(flag).is_some() {
             eprintln!(
                 "error: --{} is not emulated by the testbed greptime",
@@ -369,5 +372,15 @@ pub fn main(args: Vec<String>) -> i32 {
             return 2;
         }
     };
-    server::run(opts, version, knobs, argv.join(" "))
+    let users = match start.get_one::<String>("user_provider") {
+        None => None,
+        Some(spec) => match auth::parse_provider(spec) {
+            Ok(u) => Some(u),
+            Err(e) => {
+                eprintln!("Error: {e}");
+                return 1;
+            }
+        },
+    };
+    server::run(opts, version, knobs, argv.join(" "), users)
 }

@@ -83,6 +83,8 @@ struct Shared {
     /// Timeout answers sent (knob `write_timeouts_after_rows`).
     write_timeouts_sent: AtomicU64,
     rows_dropped: AtomicU64,
+    /// `--user-provider`: requests under `/v1/` need credentials (see `auth.rs`).
+    users: Option<super::auth::Users>,
 }
 
 fn header(name: &str, value: &str) -> Header {
@@ -194,6 +196,8 @@ impl Shared {
         let n = self.requests.fetch_add(1, Ordering::SeqCst) + 1;
         let resp = if self.knobs.never_ready.as_deref() == Some("503") {
             text(503, "Service Unavailable")
+        } else if let Err(e) = self.authorize(&req) {
+            sql_error(&e, 0)
         } else {
             self.route(&mut req)
         };
@@ -201,6 +205,26 @@ impl Shared {
         if self.knobs.crash_after_requests == Some(n) {
             self.crash(&format!("crash after {n} requests"));
         }
+    }
+
+    /// The real server's auth middleware runs before any route (401 on a refusal).
+    fn authorize(&self, req: &Request) -> Result<(), GtError> {
+        let Some(users) = &self.users else {
+            return Ok(());
+        };
+        let url = req.url().to_string();
+        let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
+        users
+            .check(path, query, |name| {
+                get_header(req, name).map(str::to_string)
+            })
+            .inspect_err(|e| {
+                logging::log(
+                    "WARN",
+                    "servers::http::authorize",
+                    &format!("authenticate failed: {}", e.msg),
+                )
+            })
     }
 
     fn crash(&self, why: &str) -> ! {
@@ -539,7 +563,13 @@ fn bind(what: &str, addr: std::net::SocketAddr) -> Result<TcpListener, i32> {
 }
 
 /// Runs the server until SIGTERM/SIGINT; returns the exit code.
-pub fn run(opts: Options, version: Version, knobs: Knobs, command_line: String) -> i32 {
+pub fn run(
+    opts: Options,
+    version: Version,
+    knobs: Knobs,
+    command_line: String,
+    users: Option<super::auth::Users>,
+) -> i32 {
     if let Err(e) = logging::init(opts.log_dir.clone()) {
         eprintln!(
             "Error: failed to create log dir {:?}: {e}",
@@ -708,6 +738,7 @@ pub fn run(opts: Options, version: Version, knobs: Knobs, command_line: String) 
         rows_accepted: AtomicU64::new(0),
         write_timeouts_sent: AtomicU64::new(0),
         rows_dropped: AtomicU64::new(0),
+        users,
     });
     if let Some(ms) = knobs.crash_after_ms {
         let s = Arc::clone(&shared);
