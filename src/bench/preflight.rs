@@ -160,18 +160,17 @@ pub fn check_disk(
             && dataset::read_format_manifest(&ds.format_dir(format))?
                 .is_some_and(|m| m.status == dataset::VariantStatus::Completed);
         if !done {
-            if let Some((rows, _)) = ds.spec.expected_rows()? {
-                needs.push(dataset::generation_need(
-                    ds,
-                    &GenerateRequest {
-                        format: format.into(),
-                        compression: req.compression,
-                        regenerate: false,
-                        generatable: crate::product::data_formats(),
-                    },
-                    rows,
-                )?);
-            }
+            let rows = ds.spec.expected_rows()?.rows;
+            needs.push(dataset::generation_need(
+                ds,
+                &GenerateRequest {
+                    format: format.into(),
+                    compression: req.compression,
+                    regenerate: false,
+                    generatable: crate::product::data_formats(),
+                },
+                rows,
+            )?);
         }
     }
     if phase != Phase::Load {
