@@ -197,6 +197,19 @@ impl Target {
     /// Row counts of this run stay inside `ds`'s time range (InfluxDB 3 slices in it).
     pub fn set_count_window(&mut self, ds: &Dataset) {
         self.count_window = crate::product::window_ns(&ds.spec.start, &ds.spec.end);
+        // IoT's last batch may write a few points at or after the end (see
+        // `dataset::generate`): the window reaches past them, by as many intervals as
+        // points can overrun.
+        if let (Some((a, b)), Ok(uc), Some(step)) = (
+            self.count_window,
+            ds.spec.use_case(),
+            crate::dataset::parse_go_duration(&ds.spec.log_interval),
+        ) {
+            if !uc.fixed_rows {
+                let extra = i64::try_from(step.saturating_mul(11)).unwrap_or(i64::MAX);
+                self.count_window = Some((a, b.saturating_add(extra)));
+            }
+        }
     }
 
     /// The managed workspace, when the target is one.

@@ -27,4 +27,5 @@ mod timeline;
 mod timescaledb;
 mod timescaledb_external;
 mod tsbs;
+mod usecases;
 mod world;

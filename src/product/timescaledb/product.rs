@@ -89,6 +89,7 @@ const FORMAT: QueryFormat = QueryFormat {
         "--timescale-use-json=false",
         "--timescale-use-tags=true",
     ],
+    use_cases: &["devops", "iot"],
 };
 const FORMAT_POSTGRESQL: QueryFormat = QueryFormat {
     generator_flags: &[
