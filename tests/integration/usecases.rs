@@ -185,6 +185,29 @@ fn iot_counts_what_the_file_holds_and_runs_its_own_query_types() {
         .path();
     let qm = read_json(&set.join("manifest.json"));
     assert_eq!(qm["spec"]["use_case"], "iot", "{qm}");
+    // The timescaledb layout of the same dataset: the same rows per table (a header of the
+    // tags schema, one line per table and a blank line; empty columns for cleared values).
+    let r = w.run(&[
+        "data",
+        "generate",
+        "--dataset-id",
+        "tiny-iot",
+        "--format",
+        "timescaledb",
+        "--json",
+    ]);
+    r.ok();
+    let ts = read_json(
+        &w.gt
+            .env
+            .root
+            .join("datasets/tiny-iot/formats/timescaledb/manifest.json"),
+    );
+    assert_eq!(ts["rows"], rows, "{ts}");
+    assert_eq!(ts["layout"]["header_lines"], 4, "{ts}");
+    assert_eq!(ts["tables"]["readings"]["rows"], r1);
+    // The timescaledb loader counts every value column, cleared or not: 7 per reading.
+    assert_eq!(ts["tables"]["readings"]["metrics"], r1 * 7);
     // Only iot's types are offered for an iot dataset: a devops type is bad input.
     let r = w.run(&args("iot", "tiny-iot", &["lastpoint"]));
     r.code(2).says("unsupported query type: lastpoint");

@@ -268,11 +268,13 @@ impl Bench<'_> {
         // Row count: the database must hold the dataset.
         self.row_count(ds, sf)?;
         let scale = ds.spec.scale;
+        let exact_tags = ds.spec.use_case()?.fixed_rows;
         let after = self.product_step("after-load", |b| {
             b.target.product.after_load(&crate::product::AfterLoad {
                 endpoint: &b.endpoint(),
                 database: b.target.database(),
                 scale,
+                exact_tags,
                 before: before_load.as_ref(),
                 token: b.target.external_token(),
             })
