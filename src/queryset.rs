@@ -30,24 +30,8 @@ use crate::manifest::{self, Manifest};
 use crate::output::Reporter;
 use crate::paths::Root;
 
-/// The fifteen devops query types, sorted.
-pub const QUERY_TYPES: [&str; 15] = [
-    "cpu-max-all-1",
-    "cpu-max-all-8",
-    "double-groupby-1",
-    "double-groupby-5",
-    "double-groupby-all",
-    "groupby-orderby-limit",
-    "high-cpu-1",
-    "high-cpu-all",
-    "lastpoint",
-    "single-groupby-1-1-1",
-    "single-groupby-1-1-12",
-    "single-groupby-1-8-1",
-    "single-groupby-5-1-1",
-    "single-groupby-5-1-12",
-    "single-groupby-5-8-1",
-];
+/// The fifteen devops query types, sorted (the use case's list).
+pub const QUERY_TYPES: [&str; 15] = crate::dataset::DEVOPS_QUERY_TYPES;
 
 /// The query format a benchmark uses. Each product names its own (`QueryFormat::Greptime`
 /// is defined in `product/greptimedb.rs`): this module knows none of them.
@@ -64,6 +48,9 @@ pub struct QueryFormat {
     pub read: fn(&Path) -> Result<QuerySetManifest>,
     /// `tsbs_generate_queries` flags after `--format` (part of the set's identity when any).
     pub generator_flags: &'static [&'static str],
+    /// The query use cases (`--use-case`) the fork's generator implements for this format
+    /// (`cmd/tsbs_generate_queries/databases/<format>`: `NewDevops`, `NewIoT`).
+    pub use_cases: &'static [&'static str],
 }
 
 impl PartialEq for QueryFormat {
@@ -136,10 +123,31 @@ pub fn resolve_counts(
     queries: Option<i64>,
     query_counts: &[String],
 ) -> Result<BTreeMap<String, u64>> {
+    resolve_counts_in(
+        &QUERY_TYPES,
+        profile,
+        base,
+        query_types,
+        queries,
+        query_counts,
+    )
+}
+
+/// [`resolve_counts`] for a use case's query types (`use_case`'s `query_types`; the
+/// profile's full workload is all of them).
+pub fn resolve_counts_in(
+    types: &[&str],
+    profile: Profile,
+    base: Option<&BTreeMap<String, u64>>,
+    query_types: &[String],
+    queries: Option<i64>,
+    query_counts: &[String],
+) -> Result<BTreeMap<String, u64>> {
     let bad = |msg: String| {
         Error::invalid(msg).with_hint(format!(
-            "query types: {}; counts are positive integers (--query-count lastpoint=10)",
-            QUERY_TYPES.join(", ")
+            "query types: {}; counts are positive integers (--query-count {}=10)",
+            types.join(", "),
+            types.first().copied().unwrap_or("lastpoint")
         ))
     };
     if let Some(q) = queries {
@@ -154,7 +162,7 @@ pub fn resolve_counts(
             Some((t, c)) if !t.trim().is_empty() && !c.trim().is_empty() => (t.trim(), c.trim()),
             _ => return Err(bad("query count must use QUERY_TYPE=COUNT syntax".into())),
         };
-        if !QUERY_TYPES.contains(&t) {
+        if !types.contains(&t) {
             return Err(bad(format!("unsupported query type: {t}")));
         }
         let n: i64 = c
@@ -169,7 +177,7 @@ pub fn resolve_counts(
     }
     let mut selected: BTreeSet<String> = BTreeSet::new();
     for t in query_types {
-        if !QUERY_TYPES.contains(&t.as_str()) {
+        if !types.contains(&t.as_str()) {
             return Err(bad(format!("unsupported query type: {t}")));
         }
         selected.insert(t.clone());
@@ -192,7 +200,7 @@ pub fn resolve_counts(
     } else {
         match base {
             Some(b) => b.keys().cloned().collect(),
-            None => QUERY_TYPES.iter().map(|t| t.to_string()).collect(),
+            None => types.iter().map(|t| t.to_string()).collect(),
         }
     };
     Ok(membership
@@ -216,6 +224,11 @@ pub fn resolve_counts(
 pub fn query_type_needs(query_type: &str) -> (u64, i128) {
     const HOUR: i128 = 3_600_000_000_000;
     match query_type {
+        // iot (`uses/iot/common.go`): three types draw a window, one picks a truck.
+        "stationary-trucks" => (1, HOUR / 6),
+        "long-driving-sessions" => (1, 4 * HOUR),
+        "long-daily-sessions" => (1, 24 * HOUR),
+        t if crate::dataset::IOT_QUERY_TYPES.contains(&t) => (1, 0),
         "cpu-max-all-1" => (1, 8 * HOUR),
         "cpu-max-all-8" => (8, 8 * HOUR),
         "double-groupby-1" | "double-groupby-5" | "double-groupby-all" => (1, 12 * HOUR),
@@ -313,7 +326,9 @@ pub fn query_set_spec(
     let mut spec = json!({
         "dataset": {"dataset_id": dataset.id, "spec": dataset.spec.to_value()},
         "format": format.as_str(),
-        "use_case": "devops",
+        // The generator's use case: cpu-only and devops datasets share the devops queries
+        // (the reference's sets say "devops"); iot has its own.
+        "use_case": dataset.spec.use_case()?.query_use_case,
         "seed": dataset.spec.seed,
         "scale": dataset.spec.scale,
         "timestamp_start": dataset.spec.start,
@@ -680,7 +695,7 @@ pub fn generator_args(spec: &Value, query_type: &str, count: u64) -> Vec<String>
         other => other.to_string(),
     };
     let mut a = vec![
-        "--use-case=devops".to_string(),
+        format!("--use-case={}", s("use_case")),
         format!("--seed={}", s("seed")),
         format!("--scale={}", s("scale")),
         format!("--timestamp-start={}", s("timestamp_start")),

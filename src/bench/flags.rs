@@ -179,7 +179,8 @@ pub struct SpecArgs {
     /// --dataset-id, else manual).
     #[arg(long, value_enum)]
     pub profile: Option<Profile>,
-    /// TSBS use case (profiles: cpu-only).
+    /// TSBS use case: cpu-only (the profiles'), devops (nine tables) or iot (readings and
+    /// diagnostics; not InfluxDB 3's queries).
     #[arg(long, value_name = "NAME")]
     pub use_case: Option<String>,
     /// First timestamp, RFC 3339 as Go reads it: upper-case T and Z, or an offset such as

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
@@ -65,6 +65,15 @@ impl super::Bench<'_> {
             return Ok(());
         };
         let expected = binding.rows;
+        // The tables the binding records (several for devops and iot), else the one table.
+        let tables: Vec<(String, u64)> =
+            match binding.extra.get("tables").and_then(|t| t.as_object()) {
+                Some(t) => t
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+                    .collect(),
+                None => vec![(super::TABLE.to_string(), expected)],
+            };
         let ws = self.target.database_id().unwrap_or_default();
         let db = self.target.database().to_string();
         let dataset = binding.dataset_id.clone();
@@ -75,40 +84,56 @@ impl super::Bench<'_> {
         let attempt = self.run.next_attempt("row-check")?;
         self.run.begin("row-check", attempt, None, None, None)?;
         let endpoint = self.endpoint();
+        let names: Vec<&str> = tables.iter().map(|(t, _)| t.as_str()).collect();
         // A full count: minutes on a large table (229 s at 2.6 M rows on a real InfluxDB 3).
         self.ctx.reporter.info(&format!(
             "counting the rows of {} before the queries (the workspace is bound to {expected})",
-            super::TABLE
+            names.join(", ")
         ));
-        let started = std::time::Instant::now();
-        let counted = self.target.count_rows(&endpoint, super::TABLE);
-        let took_s = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-        let (reason, err, data) = match counted {
-            Ok(actual) if actual == expected => {
-                let data = json!({"table": super::TABLE, "expected": expected, "actual": actual, "ok": true, "took_s": took_s});
-                self.run
-                    .end("row-check", attempt, Status::Completed, None, Some(data))?;
-                return Ok(());
+        let mut checked = Vec::new();
+        let mut failed = None;
+        for (table, expected) in &tables {
+            let started = std::time::Instant::now();
+            let counted = self.target.count_rows(&endpoint, table);
+            let took_s = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+            match counted {
+                Ok(actual) if actual == *expected => {
+                    checked.push(json!({"table": table, "expected": expected, "actual": actual, "ok": true, "took_s": took_s}));
+                }
+                Ok(actual) => {
+                    let r = format!(
+                        "workspace {ws} holds {actual} rows in table {table}, but its binding to dataset {dataset} says {expected}: the loaded data is {}",
+                        if actual < *expected { "incomplete" } else { "not what was loaded" }
+                    );
+                    let data = json!({"table": table, "expected": expected, "actual": actual, "ok": false, "took_s": took_s});
+                    failed = Some((r.clone(), Error::integrity(r), Some(data)));
+                    break;
+                }
+                // The database or table is gone (e.g. `data/` wiped): the binding claims data
+                // that is not there.
+                Err(e) if e.message.to_ascii_lowercase().contains("not found") => {
+                    let r = format!(
+                        "workspace {ws} is bound to dataset {dataset} ({expected} rows in table {table}), but its server does not have them: {}",
+                        e.message
+                    );
+                    failed = Some((r.clone(), Error::integrity(r), None));
+                    break;
+                }
+                Err(e) => {
+                    failed = Some((e.message.clone(), e, None));
+                    break;
+                }
             }
-            Ok(actual) => {
-                let r = format!(
-                    "workspace {ws} holds {actual} rows in table {}, but its binding to dataset {dataset} says {expected}: the loaded data is {}",
-                    super::TABLE,
-                    if actual < expected { "incomplete" } else { "not what was loaded" }
-                );
-                let data = json!({"table": super::TABLE, "expected": expected, "actual": actual, "ok": false, "took_s": took_s});
-                (r.clone(), Error::integrity(r), Some(data))
-            }
-            // The database or table is gone (e.g. `data/` wiped): the binding claims data that
-            // is not there.
-            Err(e) if e.message.to_ascii_lowercase().contains("not found") => {
-                let r = format!(
-                    "workspace {ws} is bound to dataset {dataset} ({expected} rows), but its server does not have them: {}",
-                    e.message
-                );
-                (r.clone(), Error::integrity(r), None)
-            }
-            Err(e) => (e.message.clone(), e, None),
+        }
+        let Some((reason, err, data)) = failed else {
+            let data = if checked.len() == 1 {
+                checked.pop().unwrap_or(Value::Null)
+            } else {
+                json!({"table": names.join(", "), "expected": tables.iter().map(|(_, n)| n).sum::<u64>(), "ok": true, "tables": checked})
+            };
+            self.run
+                .end("row-check", attempt, Status::Completed, None, Some(data))?;
+            return Ok(());
         };
         self.run
             .end("row-check", attempt, Status::Failed, Some(reason), data)?;

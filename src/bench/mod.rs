@@ -145,7 +145,8 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
         target.require_binding(&root, &dataset, named)?;
     }
     let (workers, batch) = default_write(target.product.as_ref(), profile);
-    let counts = queryset::resolve_counts(
+    let counts = queryset::resolve_counts_in(
+        dataset.spec.use_case()?.query_types,
         profile,
         None,
         &req.query_types,
@@ -256,13 +257,7 @@ fn resolve_dataset(
         }
     }
     let ds = Dataset::resolve(root, id.as_deref(), &req.spec)?;
-    if ds.spec.use_case != "cpu-only" {
-        return Err(Error::invalid(format!(
-            "the benchmarks load cpu-only data; dataset {} is {:?}",
-            ds.id, ds.spec.use_case
-        ))
-        .with_hint("use a cpu-only dataset (the profiles' default)"));
-    }
+    check_use_case(target, phase, &ds)?;
     let profile = req
         .spec
         .profile
@@ -272,6 +267,47 @@ fn resolve_dataset(
             Profile::Manual
         });
     Ok((ds, profile))
+}
+
+/// Refuses (exit 2) a dataset whose use case the product's TSBS tools cannot run in `phase`:
+/// every loader loads every use case, but not every query generator has its queries
+/// (`cmd/tsbs_generate_queries/databases/influx3` has no iot).
+fn check_use_case(target: &Target, phase: Phase, ds: &Dataset) -> Result<()> {
+    let uc = ds.spec.use_case()?;
+    if phase.loads() && phase != Phase::All {
+        return Ok(());
+    }
+    let format = target.product.query_format();
+    if matches!(phase, Phase::All | Phase::Query | Phase::Analyze)
+        && !format.use_cases.contains(&uc.query_use_case)
+    {
+        let others: Vec<&str> = crate::product::all()
+            .iter()
+            .filter(|e| {
+                (e.make)(None)
+                    .map(|p| p.query_format().use_cases.contains(&uc.query_use_case))
+                    .unwrap_or(false)
+            })
+            .map(|e| e.name)
+            .collect();
+        return Err(Error::invalid(format!(
+            "{} cannot run {} queries: the fork's query generator has no {} queries for its format {} (it has: {}); dataset {} is {}",
+            target.product.family_display(),
+            uc.name,
+            uc.query_use_case,
+            format.name,
+            format.use_cases.join(", "),
+            ds.id,
+            uc.name
+        ))
+        .with_hint(format!(
+            "load it without queries (`tsbsctl bench {} load`), or benchmark {} on {}",
+            target.entry.name,
+            uc.name,
+            others.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 impl Bench<'_> {

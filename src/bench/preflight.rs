@@ -65,7 +65,13 @@ pub fn check_run_id(root: &Root, entry: &Entry, req: &Request) -> Result<()> {
 /// workspace must not mask a bad flag). The profile only decides default counts, so any
 /// profile checks the same things.
 pub fn check_query_flags(req: &Request) -> Result<()> {
-    queryset::resolve_counts(
+    // Any use case's types: which one the dataset has is known later.
+    let all: Vec<&str> = dataset::USE_CASES
+        .iter()
+        .flat_map(|u| u.query_types.iter().copied())
+        .collect();
+    queryset::resolve_counts_in(
+        &all,
         dataset::Profile::Smoke,
         None,
         &req.query_types,
@@ -160,18 +166,17 @@ pub fn check_disk(
             && dataset::read_format_manifest(&ds.format_dir(format))?
                 .is_some_and(|m| m.status == dataset::VariantStatus::Completed);
         if !done {
-            if let Some((rows, _)) = ds.spec.expected_rows()? {
-                needs.push(dataset::generation_need(
-                    ds,
-                    &GenerateRequest {
-                        format: format.into(),
-                        compression: req.compression,
-                        regenerate: false,
-                        generatable: crate::product::data_formats(),
-                    },
-                    rows,
-                )?);
-            }
+            let rows = ds.spec.expected_rows()?.rows;
+            needs.push(dataset::generation_need(
+                ds,
+                &GenerateRequest {
+                    format: format.into(),
+                    compression: req.compression,
+                    regenerate: false,
+                    generatable: crate::product::data_formats(),
+                },
+                rows,
+            )?);
         }
     }
     if phase != Phase::Load {
@@ -193,7 +198,7 @@ pub fn check_disk(
 }
 
 /// compact: the table must be one the workspace's loaded dataset wrote (#16: deciding it by
-/// asking the server would start the server first). tsbsctl loads cpu-only data, one table.
+/// asking the server would start the server first): one of its use case's tables.
 pub fn check_compact_table(target: &Target, table: &str) -> Result<()> {
     let Some(m) = target.managed() else {
         return Ok(());
@@ -207,12 +212,25 @@ pub fn check_compact_table(target: &Target, table: &str) -> Result<()> {
             "load the dataset first: tsbsctl bench {} load --database-id {id}",
             target.entry.name
         ))),
-        Some(b) if table != super::TABLE => Err(Error::invalid(format!(
-            "table {table} does not exist in workspace {id}: its dataset {} (cpu-only) has the table {} only",
-            b.dataset_id,
-            super::TABLE
-        ))
-        .with_hint(format!("drop --table, or pass --table {}", super::TABLE))),
-        Some(_) => Ok(()),
+        Some(b) => {
+            let uc = b
+                .spec
+                .get("use_case")
+                .and_then(|v| v.as_str())
+                .and_then(dataset::use_case)
+                .or_else(|| dataset::use_case("cpu-only"))
+                .expect("cpu-only is a use case");
+            let tables = uc.table_names();
+            if tables.contains(&table) {
+                return Ok(());
+            }
+            Err(Error::invalid(format!(
+                "table {table} does not exist in workspace {id}: its dataset {} ({}) has the tables {}",
+                b.dataset_id,
+                uc.name,
+                tables.join(", ")
+            ))
+            .with_hint(format!("pass --table {}", uc.first_table())))
+        }
     }
 }

@@ -212,7 +212,7 @@ impl Target {
 
     /// Row counts of this run stay inside `ds`'s time range (InfluxDB 3 slices in it).
     pub fn set_count_window(&mut self, ds: &Dataset) {
-        self.count_window = crate::product::window_ns(&ds.spec.start, &ds.spec.end);
+        self.count_window = count_window(&ds.spec);
     }
 
     /// The managed workspace, when the target is one.
@@ -824,6 +824,37 @@ fn not_the_product(entry: &Entry, product: &dyn Product, url: &str) -> Error {
         "check --url: it must be {}'s HTTP endpoint (by default port {port}); nothing was run",
         entry.display
     ))
+}
+
+/// The `[start, end)` a product counting in time slices counts in, in ns. IoT's last batch
+/// may write a few points at or after the end (see `dataset::generate`): its window reaches
+/// past them, by more intervals than points can overrun.
+fn count_window(spec: &crate::dataset::DatasetSpec) -> Option<(i64, i64)> {
+    let (a, b) = crate::product::window_ns(&spec.start, &spec.end)?;
+    let step = crate::dataset::parse_go_duration(&spec.log_interval).unwrap_or(0);
+    match spec.use_case() {
+        Ok(uc) if !uc.fixed_rows => {
+            let extra = i64::try_from(step.saturating_mul(11)).unwrap_or(i64::MAX);
+            Some((a, b.saturating_add(extra)))
+        }
+        _ => Some((a, b)),
+    }
+}
+
+#[cfg(test)]
+mod count_window_tests {
+    use super::count_window;
+
+    #[test]
+    fn iot_counts_past_the_end_the_others_stop_at_it() {
+        let mut spec = crate::dataset::Profile::Smoke.spec();
+        let (a, b) = count_window(&spec).unwrap();
+        assert_eq!(b - a, 86_400_000_000_000);
+        spec.use_case = "devops".into();
+        assert_eq!(count_window(&spec), Some((a, b)));
+        spec.use_case = "iot".into();
+        assert_eq!(count_window(&spec), Some((a, b + 110_000_000_000)));
+    }
 }
 
 #[cfg(test)]

@@ -24,10 +24,11 @@ use crate::manifest;
 use crate::output::{Progress, Reporter, Unit};
 use crate::paths::Root;
 
-use super::format::{read_format_manifest, sha256_and_rows};
+use super::format::read_format_manifest;
 use super::rows::{DataFormat, RowCounter};
-use super::spec::{DatasetSpec, SpecOverrides};
+use super::spec::{DatasetSpec, ExpectedRows, SpecOverrides};
 use super::store::Dataset;
+use super::usecase::UseCase;
 use super::{
     Compression, Digest, Fingerprint, FormatManifest, GeneratorRecord, VariantStatus,
     GENERATION_WAIT,
@@ -205,7 +206,7 @@ fn adopt_dataset(
         );
         return Ok(());
     }
-    let Ok(Some((expected_rows, metrics_per_row))) = spec.expected_rows() else {
+    let (Ok(expected), Ok(use_case)) = (spec.expected_rows(), spec.use_case()) else {
         skip(
             report,
             dir,
@@ -290,14 +291,7 @@ fn adopt_dataset(
             .expect("kept")
             .ensure_stored(command, reporter)?;
         let result = adopt_variant(
-            &ds,
-            &refm,
-            fmt,
-            expected_rows,
-            metrics_per_row,
-            copy,
-            command,
-            reporter,
+            &ds, &refm, fmt, &expected, use_case, copy, command, reporter,
         );
         ours = Some(ds);
         match result? {
@@ -452,8 +446,8 @@ fn adopt_variant(
     ds: &Dataset,
     refm: &ReferenceVariant,
     fmt: &DataFormat,
-    expected_rows: u64,
-    metrics_per_row: u64,
+    expected: &ExpectedRows,
+    use_case: &'static UseCase,
     copy: bool,
     command: &str,
     reporter: &dyn Reporter,
@@ -540,12 +534,18 @@ fn adopt_variant(
     } else {
         AdoptMethod::Copy
     };
+    // Several tables, or rows only the file knows: count each table as generation does.
+    let counter = if use_case.tables.len() > 1 || !use_case.fixed_rows {
+        RowCounter::with_tables(fmt.layout, use_case.device_tag)
+    } else {
+        RowCounter::new(fmt.layout)
+    };
     let checked = match method {
-        AdoptMethod::Link => sha256_and_rows(&staging, fmt.layout, progress.as_ref()),
-        AdoptMethod::Copy => copy_counting(&refm.data, &staging, fmt, progress.as_ref()),
+        AdoptMethod::Link => read_counting(&staging, None, counter, progress.as_ref()),
+        AdoptMethod::Copy => read_counting(&refm.data, Some(&staging), counter, progress.as_ref()),
     };
     progress.finish();
-    let (sha, bytes, rows) = match checked {
+    let (sha, bytes, counter) = match checked {
         Ok(x) => x,
         Err(e) => {
             let _ = fs::remove_file(&staging);
@@ -557,9 +557,17 @@ fn adopt_variant(
             "its data does not match its manifest (SHA-256 {sha}, the manifest records {})",
             refm.sha256
         ))
-    } else if rows != expected_rows {
+    } else if expected.exact && counter.rows() != expected.rows {
         Some(format!(
-            "its data holds {rows} rows; its spec makes {expected_rows}"
+            "its data holds {} rows; its spec makes {}",
+            counter.rows(),
+            expected.rows
+        ))
+    } else if counter.rows() > expected.rows {
+        Some(format!(
+            "its data holds {} rows; its spec makes at most {}",
+            counter.rows(),
+            expected.rows
         ))
     } else {
         None
@@ -568,6 +576,8 @@ fn adopt_variant(
         let _ = fs::remove_file(&staging);
         return integrity(reason);
     }
+    let rows = counter.rows();
+    let tables = counter.table_rows();
     crate::fsutil::rename_durable(&staging, &target)?;
     let fp = Fingerprint::of(&target).map_err(|e| Error::io("stat", &target, e))?;
     let digest = Digest { bytes, sha256: sha };
@@ -596,7 +606,11 @@ fn adopt_variant(
         compression: Some(Compression::None),
         file: Some(Compression::None.file_name().to_string()),
         rows: Some(rows),
-        metrics: Some(rows * metrics_per_row),
+        metrics: Some(match &tables {
+            Some(t) => t.values().map(|r| r.metrics).sum(),
+            None => rows * use_case.tables[0].metrics,
+        }),
+        tables,
         layout: Some(fmt.layout),
         uncompressed: Some(digest.clone()),
         stored: Some(digest),
@@ -624,21 +638,27 @@ fn adopt_variant(
     Ok(VariantOutcome::Adopted(adopted(method, rows)))
 }
 
-/// Copies `src` to `dst` (created new) in one read that hashes and counts rows.
-fn copy_counting(
+/// Reads `src` once, hashing and counting rows, and copies it to `dst` (created new) when
+/// one is given.
+fn read_counting(
     src: &Path,
-    dst: &Path,
-    fmt: &DataFormat,
+    dst: Option<&Path>,
+    mut counter: RowCounter,
     progress: &dyn Progress,
-) -> Result<(String, u64, u64)> {
+) -> Result<(String, u64, RowCounter)> {
     let mut input = File::open(src).map_err(|e| Error::io("open", src, e))?;
-    let mut out = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(dst)
-        .map_err(|e| Error::io("create", dst, e))?;
+    let mut out = match dst {
+        Some(dst) => Some((
+            fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(dst)
+                .map_err(|e| Error::io("create", dst, e))?,
+            dst,
+        )),
+        None => None,
+    };
     let mut hash = Sha256::new();
-    let mut counter = RowCounter::new(fmt.layout);
     let mut buf = vec![0u8; crate::hash::READ_BUF];
     let mut size = 0u64;
     loop {
@@ -651,13 +671,17 @@ fn copy_counting(
         };
         hash.update(&buf[..n]);
         counter.feed(&buf[..n]);
-        out.write_all(&buf[..n])
-            .map_err(|e| Error::io("write", dst, e))?;
+        if let Some((out, dst)) = out.as_mut() {
+            out.write_all(&buf[..n])
+                .map_err(|e| Error::io("write", dst, e))?;
+        }
         size += n as u64;
         progress.inc(n as u64);
     }
-    out.sync_all().map_err(|e| Error::io("sync", dst, e))?;
-    Ok((hash.finish_hex(), size, counter.rows()))
+    if let Some((out, dst)) = out {
+        out.sync_all().map_err(|e| Error::io("sync", dst, e))?;
+    }
+    Ok((hash.finish_hex(), size, counter))
 }
 
 #[cfg(test)]

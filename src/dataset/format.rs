@@ -116,6 +116,10 @@ pub struct FormatManifest {
     /// How `rows` was counted from the lines (absent in older manifests: the format's own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<RowLayout>,
+    /// Rows, metrics and repeated series per table (absent for cpu-only and in older
+    /// manifests: the one table `cpu` holds every row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<std::collections::BTreeMap<String, super::rows::TableRows>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncompressed: Option<Digest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -163,6 +167,8 @@ pub struct StoredFormat {
     pub compression: Compression,
     pub rows: u64,
     pub metrics: u64,
+    /// Per table, when the manifest records them (see [`StoredFormat::table_rows`]).
+    pub tables: Option<std::collections::BTreeMap<String, super::rows::TableRows>>,
     /// Size and SHA-256 of the stored file.
     pub bytes: u64,
     pub sha256: String,
@@ -178,6 +184,34 @@ pub struct StoredFormat {
 }
 
 impl StoredFormat {
+    /// The rows each table of `uc` holds after a complete load of this file, in the use
+    /// case's table order: the recorded per-table rows less the repeated series a
+    /// line-protocol server keeps once; without a per-table record, the use case's one table
+    /// holds every row.
+    pub fn table_rows(&self, uc: &super::UseCase) -> Vec<(String, u64)> {
+        match &self.tables {
+            Some(t) => {
+                let mut out: Vec<(String, u64)> = uc
+                    .tables
+                    .iter()
+                    .map(|x| {
+                        (
+                            x.name.to_string(),
+                            t.get(x.name).map(|r| r.stored()).unwrap_or(0),
+                        )
+                    })
+                    .collect();
+                for (name, r) in t {
+                    if !out.iter().any(|(n, _)| n == name) {
+                        out.push((name.clone(), r.stored()));
+                    }
+                }
+                out
+            }
+            None => vec![(uc.first_table().to_string(), self.rows)],
+        }
+    }
+
     pub(super) fn from_manifest(
         dir: &Path,
         m: &FormatManifest,
@@ -204,6 +238,7 @@ impl StoredFormat {
             compression: m.compression.ok_or_else(bad)?,
             rows: m.rows.ok_or_else(bad)?,
             metrics: m.metrics.ok_or_else(bad)?,
+            tables: m.tables.clone(),
             bytes: stored.bytes,
             sha256: stored.sha256,
             uncompressed_bytes: unc.bytes,

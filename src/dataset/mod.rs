@@ -32,6 +32,7 @@ mod pipeline;
 mod rows;
 mod spec;
 mod store;
+mod usecase;
 
 pub use adopt::{adopt, find_datasets, AdoptMethod, AdoptReport, Adopted, Skipped};
 pub use format::{
@@ -41,11 +42,15 @@ pub use format::{
     VariantStatus,
 };
 pub use generate::{ensure_generated, estimated_bytes, generation_need, GenerateRequest};
-pub use rows::{DataFormat, RowLayout, RowLine};
+pub use rows::{DataFormat, RowLayout, RowLine, TableRows};
 pub use spec::{
-    generator_args, parse_go_duration, parse_rfc3339, DatasetSpec, Profile, SpecOverrides,
+    generator_args, parse_go_duration, parse_rfc3339, DatasetSpec, ExpectedRows, Profile,
+    SpecOverrides,
 };
 pub use store::{list, Dataset, DatasetManifest};
+pub use usecase::{
+    use_case, use_case_names, Table, UseCase, DEVOPS_QUERY_TYPES, IOT_QUERY_TYPES, USE_CASES,
+};
 
 /// How long a second process waits for another one generating the same variant.
 const GENERATION_WAIT: Duration = Duration::from_secs(24 * 3600);

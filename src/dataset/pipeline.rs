@@ -13,7 +13,7 @@ use crate::hash::Sha256;
 use crate::output::Progress;
 
 use super::format::Compression;
-use super::rows::{RowCounter, RowLayout};
+use super::rows::RowCounter;
 use super::CHUNK;
 
 /// Buffers in flight between the reader and the writer.
@@ -101,6 +101,8 @@ pub(super) struct StreamResult {
     pub(super) bytes: u64,
     pub(super) stored: Option<(String, u64)>,
     pub(super) tail: Vec<u8>,
+    /// Per table, when the counter counted them.
+    pub(super) tables: Option<std::collections::BTreeMap<String, super::rows::TableRows>>,
 }
 
 /// Alignment of pipeline buffers (what `O_DIRECT` writes need).
@@ -154,7 +156,7 @@ pub(super) fn stream(
     file: File,
     direct: Option<File>,
     compression: Compression,
-    layout: RowLayout,
+    counter: RowCounter,
     progress: &dyn Progress,
 ) -> Result<StreamResult> {
     use std::os::unix::fs::FileExt;
@@ -177,7 +179,7 @@ pub(super) fn stream(
         let free_h = free_tx.clone();
         let hasher = scope.spawn(move || {
             let mut hash = Sha256::new();
-            let mut counter = RowCounter::new(layout);
+            let mut counter = counter;
             let mut bytes = 0u64;
             let mut tail = Vec::new();
             for buf in hash_rx {
@@ -291,6 +293,7 @@ pub(super) fn stream(
             bytes,
             stored,
             tail,
+            tables: counter.table_rows(),
         })
     })
 }
@@ -335,6 +338,7 @@ fn enlarge_pipe(stdout: &std::process::ChildStdout) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dataset::RowLayout;
     use std::process::{Command, Stdio};
 
     /// Both write paths (page cache and `O_DIRECT` with an unaligned tail) store exactly the
@@ -368,11 +372,11 @@ mod tests {
                 direct,
                 Compression::None,
                 // One row a line (line protocol).
-                RowLayout {
+                RowCounter::new(RowLayout {
                     header_lines: 0,
                     lines_per_row: 1,
                     row_line: super::super::rows::RowLine::Every,
-                },
+                }),
                 &crate::output::NoProgress,
             )
             .unwrap();

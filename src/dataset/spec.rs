@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::usecase::{use_case, use_case_names, UseCase};
 use crate::error::{Error, Result};
 
 /// The workload profiles (benchmark.md §1.1, §2.2).
@@ -78,7 +79,17 @@ impl DatasetSpec {
     pub fn validate(&self) -> Result<()> {
         if self.use_case.trim().is_empty() {
             return Err(Error::invalid("--use-case must not be empty")
-                .with_hint("use cpu-only (the use case the benchmarks load)"));
+                .with_hint(format!("use one of: {}", use_case_names())));
+        }
+        if use_case(&self.use_case).is_none() {
+            return Err(Error::invalid(format!(
+                "--use-case {:?} is not one tsbsctl generates, loads and checks",
+                self.use_case
+            ))
+            .with_hint(format!(
+                "use one of: {} (TSBS's cpu-single and devops-generic are not supported)",
+                use_case_names()
+            )));
         }
         if self.scale == 0 {
             return Err(
@@ -143,17 +154,39 @@ impl DatasetSpec {
         Ok(((end - start).max(0) / step) as u64)
     }
 
-    /// Rows TSBS writes for this spec, when the use case has a fixed shape (one row per host
-    /// and timestamp, ten metrics per row for cpu-only).
-    pub fn expected_rows(&self) -> Result<Option<(u64, u64)>> {
-        if self.use_case != "cpu-only" {
-            return Ok(None);
-        }
-        let rows = self.scale.checked_mul(self.intervals()?).ok_or_else(|| {
+    /// The spec's use case (exit 2 for one tsbsctl does not take).
+    pub fn use_case(&self) -> Result<&'static UseCase> {
+        use_case(&self.use_case).ok_or_else(|| {
+            Error::invalid(format!(
+                "use case {:?} is not one tsbsctl generates, loads and checks",
+                self.use_case
+            ))
+            .with_hint(format!("use one of: {}", use_case_names()))
+        })
+    }
+
+    /// The rows TSBS writes for this spec (benchmark.md §1): one per table, device and
+    /// interval (`scale × floor((end - start) / interval)` per table). Exact for cpu-only and
+    /// devops; for iot an upper bound, as it drops batches and entries at random.
+    pub fn expected_rows(&self) -> Result<ExpectedRows> {
+        let uc = self.use_case()?;
+        let overflow = || {
             Error::invalid("scale × intervals overflows")
                 .with_hint("use a smaller --scale or time range")
-        })?;
-        Ok(Some((rows, 10)))
+        };
+        let per_table = self
+            .scale
+            .checked_mul(self.intervals()?)
+            .ok_or_else(overflow)?;
+        let rows = per_table
+            .checked_mul(uc.tables.len() as u64)
+            .ok_or_else(overflow)?;
+        Ok(ExpectedRows {
+            rows,
+            per_table,
+            exact: uc.fixed_rows,
+            metrics: per_table.saturating_mul(uc.metrics_per_interval()),
+        })
     }
 
     /// `field=value` differences against `other`, for conflict messages.
@@ -168,6 +201,18 @@ impl DatasetSpec {
         }
         out
     }
+}
+
+/// The rows a spec gives ([`DatasetSpec::expected_rows`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpectedRows {
+    /// All tables; exact, or the most when not `exact`.
+    pub rows: u64,
+    /// Each table (exact, or the most).
+    pub per_table: u64,
+    pub exact: bool,
+    /// Metrics of `rows` rows with every value present (influx format).
+    pub metrics: u64,
 }
 
 /// RFC 3339 as Go's `time.RFC3339` reads it, to unix nanoseconds. The real generator prints an
@@ -315,8 +360,29 @@ mod tests {
     #[test]
     fn profile_specs_and_rows() {
         let s = Profile::Smoke.spec();
-        assert_eq!(s.expected_rows().unwrap(), Some((86_400, 10)));
+        let e = s.expected_rows().unwrap();
+        assert_eq!((e.rows, e.exact, e.metrics), (86_400, true, 864_000));
         let m = Profile::Manual.spec();
-        assert_eq!(m.expected_rows().unwrap(), Some((103_680_000, 10)));
+        assert_eq!(m.expected_rows().unwrap().rows, 103_680_000);
+    }
+
+    /// devops: nine tables, each scale x intervals rows (`devops/generate_data.go`
+    /// `maxPoints = epochs * hosts * len(measurements)`); iot: two tables, at most as many
+    /// (`common/simulator.go`), fewer after the dropped batches and entries.
+    #[test]
+    fn rows_per_use_case() {
+        let mut s = Profile::Smoke.spec();
+        s.use_case = "devops".into();
+        let e = s.expected_rows().unwrap();
+        assert_eq!((e.rows, e.per_table, e.exact), (9 * 86_400, 86_400, true));
+        assert_eq!(e.metrics, 86_400 * 101);
+        s.use_case = "iot".into();
+        let e = s.expected_rows().unwrap();
+        assert_eq!((e.rows, e.per_table, e.exact), (2 * 86_400, 86_400, false));
+        s.use_case = "cpu-single".into();
+        let err = s.validate().unwrap_err();
+        assert_eq!(err.kind, crate::error::ErrorKind::Invalid);
+        assert!(err.message.contains("cpu-single"), "{}", err.message);
+        assert!(s.expected_rows().is_err());
     }
 }

@@ -481,6 +481,7 @@ impl QueryFormat {
         read: crate::queryset::read_as::<GreptimeQuerySetManifest>,
         bytes_per_query: 4096,
         generator_flags: &[],
+        use_cases: &["devops", "iot"],
     };
 }
 

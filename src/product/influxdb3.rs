@@ -645,6 +645,8 @@ impl QueryFormat {
         read: crate::queryset::read_as::<Influx3QuerySetManifest>,
         bytes_per_query: 2560,
         generator_flags: &[],
+        // `databases/influx3` implements `NewDevops` only: no iot queries.
+        use_cases: &["devops"],
     };
 }
 

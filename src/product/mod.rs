@@ -591,6 +591,9 @@ pub struct AfterLoad<'a> {
     pub database: &'a str,
     /// The dataset's scale (hosts).
     pub scale: u64,
+    /// Whether every device keeps its tags: false for iot, which clears tags at random, so a
+    /// loader can store more tag sets than devices.
+    pub exact_tags: bool,
     /// What [`Product::before_load`] returned.
     pub before: Option<&'a Value>,
     /// The auth token (PostgreSQL: the password; external servers only).

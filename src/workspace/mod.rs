@@ -65,8 +65,26 @@ pub fn binding_for(ds: &crate::dataset::Dataset, sf: &crate::dataset::StoredForm
         uncompressed_sha256: sf.uncompressed_sha256.clone(),
         loaded_at: None,
         run_id: None,
-        extra: Map::new(),
+        extra: binding_tables(ds, sf),
     }
+}
+
+/// `tables`: the rows each table holds after the load, for use cases of several tables (the
+/// check before queries counts each); cpu-only bindings keep their old shape.
+fn binding_tables(
+    ds: &crate::dataset::Dataset,
+    sf: &crate::dataset::StoredFormat,
+) -> Map<String, serde_json::Value> {
+    let mut extra = Map::new();
+    if let (Some(_), Ok(uc)) = (&sf.tables, ds.spec.use_case()) {
+        let t: Map<String, serde_json::Value> = sf
+            .table_rows(uc)
+            .into_iter()
+            .map(|(n, r)| (n, serde_json::json!(r)))
+            .collect();
+        extra.insert("tables".into(), serde_json::Value::Object(t));
+    }
+    extra
 }
 
 /// A workspace on disk with its manifest.

@@ -28,4 +28,5 @@ mod timeline;
 mod timescaledb;
 mod timescaledb_external;
 mod tsbs;
+mod usecases;
 mod world;

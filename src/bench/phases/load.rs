@@ -14,7 +14,7 @@ use crate::tsbs::{self, DatabaseMode};
 
 use super::super::exec::{self, Input, ToolEnd};
 use super::super::inputfile::WatchedFile;
-use super::super::{footprint, integrity, settle, watch, Bench, TABLE};
+use super::super::{footprint, integrity, settle, watch, Bench};
 
 impl Bench<'_> {
     pub(in crate::bench) fn load(
@@ -266,13 +266,15 @@ impl Bench<'_> {
         }
 
         // Row count: the database must hold the dataset.
-        self.row_count(sf)?;
+        self.row_count(ds, sf)?;
         let scale = ds.spec.scale;
+        let exact_tags = ds.spec.use_case()?.fixed_rows;
         let after = self.product_step("after-load", |b| {
             b.target.product.after_load(&crate::product::AfterLoad {
                 endpoint: &b.endpoint(),
                 database: b.target.database(),
                 scale,
+                exact_tags,
                 before: before_load.as_ref(),
                 token: b.target.external_token(),
             })
@@ -317,22 +319,73 @@ impl Bench<'_> {
         }
     }
 
-    /// Counts the table after the load and judges it against the dataset's rows. Where the
-    /// product's count moves (InfluxDB 3), a shortfall is counted again until it is stable
-    /// ([`settle`]); only a stable difference says rows are missing.
-    fn row_count(&mut self, sf: &StoredFormat) -> Result<()> {
+    /// Counts each table of the dataset's use case after the load and judges it against the
+    /// rows the file holds for it (cpu-only: the one table `cpu`). Where the product's count
+    /// moves (InfluxDB 3), a shortfall is counted again until it is stable ([`settle`]); only
+    /// a stable difference says rows are missing. One `row-count` step: with several tables
+    /// its data lists each (`tables`) and sums them.
+    fn row_count(&mut self, ds: &Dataset, sf: &StoredFormat) -> Result<()> {
         let attempt = self.run.next_attempt("row-count")?;
         self.run.begin("row-count", attempt, None, None, None)?;
+        let tables = sf.table_rows(ds.spec.use_case()?);
+        let mut datas = Vec::new();
+        let mut failure: Option<(Error, String)> = None;
+        for (table, expected) in &tables {
+            let (data, problem) = self.count_table(table, *expected);
+            datas.push(data);
+            if let Some(p) = problem {
+                failure = Some(p);
+                break;
+            }
+        }
+        let data = if tables.len() == 1 {
+            datas.pop().unwrap_or(Value::Null)
+        } else {
+            let sum = |k: &str| datas.iter().filter_map(|d| d[k].as_u64()).sum::<u64>();
+            let mut d = json!({
+                "table": tables.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>().join(", "),
+                "expected": tables.iter().map(|(_, n)| n).sum::<u64>(),
+                "actual": sum("actual"),
+                "ok": failure.is_none() && datas.len() == tables.len(),
+            });
+            if let Some((e, _)) = &failure {
+                if datas.last().is_some_and(|l| l.get("error").is_some()) {
+                    d["error"] = json!(e.message);
+                }
+            }
+            d["tables"] = Value::Array(datas);
+            d
+        };
+        match failure {
+            None => self
+                .run
+                .end("row-count", attempt, Status::Completed, None, Some(data)),
+            Some((err, reason)) => {
+                self.run.end(
+                    "row-count",
+                    attempt,
+                    Status::Failed,
+                    Some(reason),
+                    Some(data),
+                )?;
+                Err(err)
+            }
+        }
+    }
+
+    /// Counts one table against `expected`: its record, and the error with the step's failure
+    /// reason when it does not hold them.
+    fn count_table(&mut self, table: &str, expected: u64) -> (Value, Option<(Error, String)>) {
         let endpoint = self.endpoint();
-        let mut data = json!({"table": TABLE, "expected": sf.rows});
+        let mut data = json!({"table": table, "expected": expected});
         let counted = match self.target.product.count_settling(self.req.no_sync) {
             Some(settling) => {
                 let target = &self.target;
                 settle::count_settled(
-                    sf.rows,
+                    expected,
                     settling,
-                    &mut || target.count_rows_detailed(&endpoint, TABLE),
-                    &mut || target.persisted_files(&endpoint, TABLE),
+                    &mut || target.count_rows_detailed(&endpoint, table),
+                    &mut || target.persisted_files(&endpoint, table),
                     &mut std::thread::sleep,
                 )
                 .map(|s| {
@@ -352,7 +405,7 @@ impl Bench<'_> {
             }
             None => self
                 .target
-                .count_rows_detailed(&endpoint, TABLE)
+                .count_rows_detailed(&endpoint, table)
                 .map(|(n, how)| (n, how, None, settle::Verdict::Stable)),
         };
         let (actual, how, wait, verdict) = match counted {
@@ -360,17 +413,11 @@ impl Bench<'_> {
             Err(e) => {
                 // Said as a failed count, never as a mismatch of rows nobody counted.
                 data["error"] = json!(e.message);
-                self.run.end(
-                    "row-count",
-                    attempt,
-                    Status::Failed,
-                    Some(format!("count failed: {}", e.message)),
-                    Some(data),
-                )?;
-                return Err(e);
+                let reason = format!("count failed: {}", e.message);
+                return (data, Some((e, reason)));
             }
         };
-        let ok = actual == sf.rows;
+        let ok = actual == expected;
         data["actual"] = json!(actual);
         data["ok"] = json!(ok);
         if let Some(h) = how {
@@ -381,41 +428,29 @@ impl Bench<'_> {
             data["wait"] = w;
         }
         if ok {
-            return self
-                .run
-                .end("row-count", attempt, Status::Completed, None, Some(data));
+            return (data, None);
         }
         let (r, hint) = match verdict {
             settle::Verdict::Unsettled => (
                 format!(
-                    "row count not settled: table {TABLE} held {actual} rows at the last of {} counts and was still changing; the dataset has {}",
+                    "row count not settled: table {table} held {actual} rows at the last of {} counts and was still changing; the dataset has {expected}",
                     readings.unwrap_or(1),
-                    sf.rows
                 ),
                 "the rows may all be there but not yet visible (a WAL snapshot still persisting): summary.md lists every count with its time; count again once the server is idle, or load again with --database-mode reset --confirm-reset NAME",
             ),
             _ => (
                 match readings {
                     Some(n) if n > 1 => format!(
-                        "row count mismatch: table {TABLE} holds {actual} rows in the last two of {n} counts, with no snapshot file landing between them; the dataset has {}",
-                        sf.rows
+                        "row count mismatch: table {table} holds {actual} rows in the last two of {n} counts, with no snapshot file landing between them; the dataset has {expected}",
                     ),
                     _ => format!(
-                        "row count mismatch: table {TABLE} holds {actual} rows, the dataset has {}",
-                        sf.rows
+                        "row count mismatch: table {table} holds {actual} rows, the dataset has {expected}",
                     ),
                 },
                 "the load did not store every row; look at the load and server logs, then load again with --database-mode reset --confirm-reset NAME",
             ),
         };
-        self.run.end(
-            "row-count",
-            attempt,
-            Status::Failed,
-            Some(r.clone()),
-            Some(data),
-        )?;
-        Err(Error::failed(r).with_hint(hint))
+        (data, Some((Error::failed(r.clone()).with_hint(hint), r)))
     }
 
     fn footprint(&mut self, when: &str) -> Result<()> {

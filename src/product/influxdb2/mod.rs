@@ -708,6 +708,7 @@ impl QueryFormat {
         read: crate::queryset::read_as::<Influx2QuerySetManifest>,
         bytes_per_query: 1024,
         generator_flags: &[],
+        use_cases: &["devops", "iot"],
     };
 }
 

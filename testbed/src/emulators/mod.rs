@@ -10,6 +10,7 @@ pub mod tsbs_load;
 pub mod tsbs_run;
 pub mod tsbs_sql;
 pub mod tsbs_timescaledb;
+pub mod tsbs_usecases;
 
 /// Runs emulator `tool` with `args`; returns the exit code.
 pub fn run(tool: &str, args: Vec<String>) -> i32 {

@@ -9,8 +9,8 @@
 //! DB-specific query-generator booleans), parsed by [`crate::gotool::parse_tool`] like every
 //! TSBS stand-in (strict pflag: an unknown flag, a single-dash flag such as `-seed=1`, a missing
 //! or bad value: pflag's message plus usage on stderr, the message on stdout, exit 2). Only
-//! `--format=influx` (and `timescaledb`, the same rows in that layout) and `--use-case=cpu-only`
-//! are emulated; any other *known* format or use case is refused (exit 2, `testbed: ... not
+//! `--format=influx` (and `timescaledb`, the same rows in that layout) and `--use-case=cpu-only`,
+//! `devops` and `iot` (the latter two in `tsbs_usecases.rs`) are emulated; any other *known* format or use case is refused (exit 2, `testbed: ... not
 //! emulated`), an unknown format panics like the real tool (exit 2, `Unrecognized format ...`),
 //! a zero scale, an invalid use case or a timestamp Go's `time.RFC3339` refuses is the real
 //! tool's quirk: `error: <msg>` on **stdout**, exit 0, in the real wording (`scale cannot be 0`,
@@ -428,7 +428,7 @@ pub fn data_main(args: Vec<String>) -> i32 {
     if format != "influx" && format != "timescaledb" {
         return not_emulated(&format!("--format={format}"));
     }
-    if use_case != "cpu-only" {
+    if !matches!(use_case, "cpu-only" | "devops" | "iot") {
         return not_emulated(&format!("--use-case={use_case}"));
     }
     if initial_scale != 0 && initial_scale != scale {
@@ -452,6 +452,46 @@ pub fn data_main(args: Vec<String>) -> i32 {
         },
         None => Box::new(raw_stdout()),
     };
+    if use_case != "cpu-only" {
+        let gen = crate::emulators::tsbs_usecases::UseCaseGen {
+            use_case: use_case.to_string(),
+            timescaledb: format == "timescaledb",
+            scale,
+            seed,
+            start_ns,
+            interval,
+            epochs,
+            max_points,
+        };
+        if groups != 1 {
+            return not_emulated("--interleaved-generation-groups with devops or iot");
+        }
+        let mut out = out;
+        let fail_at = (knobs.exit_code != 0).then_some(knobs.fail_after_rows);
+        let error_at = knobs.stdout_error.as_ref().map(|_| knobs.error_after_rows);
+        return match gen.write(&mut out, fail_at.or(error_at)) {
+            Ok(_) if fail_at.is_some() => {
+                let msg = knobs
+                    .stderr
+                    .clone()
+                    .unwrap_or_else(|| "generator failed (testbed knob)".into());
+                eprintln!("{}", go_log(&msg));
+                knobs.exit_code
+            }
+            Ok(_) => {
+                if let Some(msg) = &knobs.stdout_error {
+                    let _ = out.write_all(format!("error: {msg}\n").as_bytes());
+                    let _ = out.flush();
+                }
+                0
+            }
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 2,
+            Err(e) => {
+                eprintln!("{}", go_log(&format!("write error: {e}")));
+                1
+            }
+        };
+    }
     let out = if format == "timescaledb" {
         Box::new(TimescaleLines::new(out)) as Box<dyn Write>
     } else {
@@ -886,7 +926,7 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         return fail(format!("invalid use case specified: '{use_case}'"));
     }
     if use_case == "iot" {
-        return not_emulated("--use-case=iot");
+        return iot_queries_main(&flags, qtype, format, scale, seed, count, &knobs);
     }
     let Some(shape) = shape_of(qtype) else {
         return fail(format!(
@@ -1023,6 +1063,168 @@ pub fn queries_main(args: Vec<String>) -> i32 {
         return fail(format!("write: {e}"));
     }
     eprintln!("{label}: {emitted} points");
+    0
+}
+
+// ---------------------------------------------------------------------------------------------
+// --use-case=iot (cmd/tsbs_generate_queries/uses/iot, databases/{greptime,influx}/iot.go)
+
+/// An iot query type: the real human label (after the format's prefix) and description, and
+/// the random window it draws (0: none).
+fn iot_shape(t: &str) -> Option<(&'static str, &'static str, i128)> {
+    const MIN: i128 = 60_000_000_000;
+    Some(match t {
+        "last-loc" => ("last location per truck", "", 0),
+        "single-last-loc" => ("last location by specific truck", ": random    1 trucks", 0),
+        "low-fuel" => ("trucks with low fuel", ": under 10 percent", 0),
+        "high-load" => ("trucks with high load", ": over 90 percent", 0),
+        "stationary-trucks" => (
+            "stationary trucks",
+            ": with low avg velocity in last 10 minutes",
+            10 * MIN,
+        ),
+        "long-driving-sessions" => (
+            "trucks with longer driving sessions",
+            ": stopped less than 20 mins in 4 hour period",
+            4 * HOUR,
+        ),
+        "long-daily-sessions" => (
+            "trucks with longer daily sessions",
+            ": drove more than 10 hours in the last 24 hours",
+            24 * HOUR,
+        ),
+        "avg-vs-projected-fuel-consumption" => {
+            ("average vs projected fuel consumption per fleet", "", 0)
+        }
+        "avg-daily-driving-duration" => ("average driver driving duration per day", "", 0),
+        "avg-daily-driving-session" => (
+            "average driver driving session without stopping per day",
+            "",
+            0,
+        ),
+        "avg-load" => ("average load per truck model per fleet", "", 0),
+        "daily-activity" => ("daily truck activity per fleet per model", "", 0),
+        "breakdown-frequency" => ("truck breakdown frequency per model", "", 0),
+        _ => return None,
+    })
+}
+
+/// The stand-in's iot query text: SQL on GreptimeDB's tables (the real fork sends its
+/// InfluxQL text to `/v1/sql`), InfluxQL shaped as the real `influx` generator's.
+fn iot_query(t: &str, format: &str, rng: &mut Rng, scale: u64, from: i128, to: i128) -> String {
+    let fleets = ["East", "West", "North", "South"];
+    let fleet = fleets[rng.below(4) as usize];
+    let truck = format!("truck_{}", rng.below(scale));
+    let (f, e) = (rfc3339(from), rfc3339(to));
+    if format == "influx" {
+        return match t {
+            "last-loc" => format!("SELECT \"latitude\", \"longitude\" FROM \"readings\" WHERE \"fleet\"='{fleet}' GROUP BY \"name\",\"driver\" ORDER BY \"time\" LIMIT 1"),
+            "single-last-loc" => format!("SELECT \"name\", \"driver\", \"latitude\", \"longitude\" FROM \"readings\" WHERE \"name\" = '{truck}' ORDER BY \"time\" LIMIT 1"),
+            "low-fuel" => format!("SELECT \"name\", \"driver\", \"fuel_state\" FROM \"diagnostics\" WHERE \"fuel_state\" <= 0.1 AND \"fleet\" = '{fleet}' GROUP BY \"name\" ORDER BY \"time\" DESC LIMIT 1"),
+            "high-load" => format!("SELECT \"current_load\", \"load_capacity\" FROM \"diagnostics\" WHERE fleet = '{fleet}' GROUP BY \"name\",\"driver\" ORDER BY \"time\" DESC LIMIT 1"),
+            "stationary-trucks" | "long-driving-sessions" | "long-daily-sessions" => format!("SELECT mean(\"velocity\") as mean_velocity FROM \"readings\" WHERE time > '{f}' AND time <= '{e}' GROUP BY time(10m),\"name\",\"driver\",\"fleet\" LIMIT 1"),
+            "avg-load" | "avg-vs-projected-fuel-consumption" | "breakdown-frequency" => "SELECT mean(\"current_load\") FROM \"diagnostics\" GROUP BY \"fleet\", \"model\"".into(),
+            _ => "SELECT count(\"velocity\") FROM \"readings\" GROUP BY \"fleet\", \"model\"".into(),
+        };
+    }
+    let ts = "greptime_timestamp";
+    match t {
+        "last-loc" => format!("SELECT name, driver, last_value(latitude ORDER BY {ts}) AS latitude, last_value(longitude ORDER BY {ts}) AS longitude FROM readings WHERE fleet = '{fleet}' GROUP BY name, driver"),
+        "single-last-loc" => format!("SELECT name, driver, latitude, longitude FROM readings WHERE name = '{truck}' ORDER BY {ts} DESC LIMIT 1"),
+        "low-fuel" => format!("SELECT name, driver, fuel_state FROM diagnostics WHERE fuel_state <= 0.1 AND fleet = '{fleet}' ORDER BY {ts} DESC LIMIT 1"),
+        "high-load" => format!("SELECT name, driver, current_load, load_capacity FROM diagnostics WHERE fleet = '{fleet}' AND current_load >= 0.9 * load_capacity ORDER BY {ts} DESC"),
+        "stationary-trucks" | "long-driving-sessions" | "long-daily-sessions" => format!("SELECT name, driver, avg(velocity) AS mean_velocity FROM readings WHERE fleet = '{fleet}' AND {ts} > '{f}' AND {ts} <= '{e}' GROUP BY name, driver"),
+        "avg-load" | "avg-vs-projected-fuel-consumption" | "breakdown-frequency" => "SELECT fleet, model, avg(current_load) AS mean_load FROM diagnostics GROUP BY fleet, model".into(),
+        _ => format!("SELECT fleet, model, date_trunc('day', {ts}) AS day, avg(velocity) AS mean_velocity FROM readings GROUP BY fleet, model, day"),
+    }
+}
+
+/// `--use-case=iot`: the formats with an iot generator (greptime, influx); influx3 has none
+/// (`databases/influx3` implements devops only), as the real tool says.
+fn iot_queries_main(
+    flags: &crate::gotool::Flags,
+    qtype: &str,
+    format: &str,
+    scale: u64,
+    seed: i64,
+    count: u64,
+    knobs: &Knobs,
+) -> i32 {
+    let fail = |msg: String| {
+        eprintln!("error: {msg}");
+        1
+    };
+    let Some((what, desc, window)) = iot_shape(qtype) else {
+        return fail(format!("invalid query type for use case 'iot': '{qtype}'"));
+    };
+    let prefix = match format {
+        "greptime" | "influx" => "Influx",
+        "influx3" => {
+            return fail(format!(
+                "use case 'iot' not implemented for format '{format}'"
+            ))
+        }
+        other => return not_emulated(&format!("--use-case=iot --format={other}")),
+    };
+    let (start, end) = (flags.str("timestamp-start"), flags.str("timestamp-end"));
+    let (start_ns, end_ns) = match (parse_rfc3339_ns(&start), parse_rfc3339_ns(&end)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) => return fail(format!("cannot parse time from string '{start}': {e}")),
+        (_, Err(e)) => return fail(format!("cannot parse time from string '{end}': {e}")),
+    };
+    if knobs.exit_code != 0
+        && knobs
+            .fail_types
+            .as_ref()
+            .is_none_or(|t| t.iter().any(|x| x == qtype))
+    {
+        eprintln!("{}", go_log("query generation failed (testbed knob)"));
+        return knobs.exit_code;
+    }
+    if window > 0 && window >= end_ns - start_ns {
+        crate::gotool::go_panic(
+            "tsbs_generate_queries",
+            &format!(
+                "random window equal to or larger than TimeInterval: window {}, interval {}",
+                go_duration_string(window),
+                go_duration_string(end_ns - start_ns)
+            ),
+        );
+    }
+    let label = format!("{prefix} {what}");
+    let mut rng = Rng::new(if seed == 0 { time_seed() } else { seed as u64 });
+    let file = flags.str("file");
+    let out: Box<dyn Write> = match Some(file).filter(|f| !f.is_empty()) {
+        Some(path) => match std::fs::File::create(&path) {
+            Ok(f) => Box::new(io::BufWriter::new(f)),
+            Err(e) => return fail(format!("cannot open file for write {path}: {e}")),
+        },
+        None => Box::new(io::BufWriter::new(raw_stdout())),
+    };
+    let mut out = crate::queryfile::Writer::new(out);
+    for _ in 0..count {
+        let (from, to) = if window > 0 {
+            let span = (end_ns - start_ns - window) as u64;
+            let offset = (rng.below(span / 1_000_000_000 + 1) as i128) * 1_000_000_000;
+            (start_ns + offset, start_ns + offset + window)
+        } else {
+            (start_ns, end_ns)
+        };
+        let sql = iot_query(qtype, format, &mut rng, scale, from, to);
+        let description = format!("{label}{desc}");
+        let rec = if format == "greptime" {
+            Query::greptime(&label, &description, &sql, 0, 0)
+        } else {
+            Query::influxql(&label, &description, &sql, 0, 0)
+        };
+        if let Err(e) = out.write(&rec) {
+            return fail(format!("write: {e}"));
+        }
+    }
+    if let Err(e) = out.flush() {
+        return fail(format!("write: {e}"));
+    }
+    eprintln!("{label}: {count} points");
     0
 }
 

@@ -1,0 +1,309 @@
+//! Issue 22: every TSBS use case the products' TSBS targets support. A tiny devops and a tiny
+//! iot dataset go through `bench greptimedb all` (generation in the real layout, the load,
+//! the row count of every table the use case writes, the use case's own query types); a
+//! product whose query generator lacks a use case's queries is refused before anything is
+//! written, and so is a use case tsbsctl does not take.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+use crate::world::*;
+
+/// 2 devices × one day at 60 s.
+const PER_TABLE: u64 = 2 * 1440;
+
+fn args<'a>(use_case: &'a str, id: &'a str, types: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "g1",
+        "--stop-timeout",
+        "5",
+        "--profile",
+        "smoke",
+        "--scale",
+        "2",
+        "--log-interval",
+        "60s",
+        "--use-case",
+        use_case,
+        "--dataset-id",
+        id,
+        "--queries",
+        "3",
+        "--json",
+    ];
+    for t in types {
+        a.extend(["--query-type", t]);
+    }
+    a
+}
+
+fn format_manifest(w: &World, id: &str) -> Value {
+    read_json(
+        &w.gt
+            .env
+            .root
+            .join(format!("datasets/{id}/formats/influx/manifest.json")),
+    )
+}
+
+fn query_types(s: &Value) -> Vec<String> {
+    s["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .inspect(|q| assert_eq!(q["status"], "completed", "{q}"))
+        .map(|q| q["query_type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn devops_loads_nine_tables_and_runs_its_queries() {
+    let w = world();
+    let r = w.run(&args(
+        "devops",
+        "tiny-devops",
+        &["high-cpu-1", "lastpoint", "single-groupby-1-1-1"],
+    ));
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["status"], "completed", "{s}");
+    // The generator wrote nine tables of scale x intervals rows each, as the real one.
+    let m = format_manifest(&w, "tiny-devops");
+    assert_eq!(m["rows"], 9 * PER_TABLE, "{m}");
+    let tables = m["tables"].as_object().unwrap();
+    let names: Vec<&str> = tables.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "cpu",
+            "disk",
+            "diskio",
+            "kernel",
+            "mem",
+            "net",
+            "nginx",
+            "postgresl",
+            "redis"
+        ]
+    );
+    for (t, v) in tables {
+        assert_eq!(v["rows"], PER_TABLE, "{t}: {v}");
+    }
+    // 101 metrics per host and interval, as the loader counts them.
+    assert_eq!(m["metrics"], PER_TABLE * 101);
+    assert_eq!(tables["redis"]["metrics"], PER_TABLE * 31);
+    assert_eq!(s["ingestion"]["rows"], 9 * PER_TABLE);
+    assert_eq!(s["ingestion"]["metrics"], PER_TABLE * 101);
+    // Every table was counted on the server.
+    let rc = &s["row_count"];
+    assert_eq!(rc["ok"], true, "{rc}");
+    assert_eq!(rc["expected"], 9 * PER_TABLE);
+    assert_eq!(rc["actual"], 9 * PER_TABLE);
+    let counted = rc["tables"].as_array().unwrap();
+    assert_eq!(counted.len(), 9, "{rc}");
+    assert_eq!(
+        counted[0],
+        json!({"table": "cpu", "expected": PER_TABLE, "actual": PER_TABLE, "ok": true})
+    );
+    assert_eq!(
+        query_types(&s),
+        ["high-cpu-1", "lastpoint", "single-groupby-1-1-1"]
+    );
+    let md = std::fs::read_to_string(run_dir(&r).join("summary.md")).unwrap();
+    assert!(md.contains("| postgresl | 2,880 | 2,880 | ok |"), "{md}");
+    // The workspace's binding records the tables; the check before a later query run counts
+    // each of them.
+    let b = &w.ws()["binding"];
+    assert_eq!(b["tables"]["redis"], PER_TABLE, "{b}");
+    let r = w.run(&[
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "g1",
+        "--stop-timeout",
+        "5",
+        "--query-type",
+        "lastpoint",
+        "--queries",
+        "2",
+        "--json",
+    ]);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    let check = step_data(&run_dir(&r), "row-check");
+    assert_eq!(check["tables"].as_array().unwrap().len(), 9, "{check}");
+    assert_eq!(s["status"], "completed");
+}
+
+#[test]
+fn iot_counts_what_the_file_holds_and_runs_its_own_query_types() {
+    let w = world();
+    let types = ["last-loc", "single-last-loc", "stationary-trucks"];
+    let r = w.run(&args("iot", "tiny-iot", &types));
+    r.ok();
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    assert_eq!(s["status"], "completed", "{s}");
+    // Dropped batches and entries: fewer rows than 2 tables x scale x intervals, counted
+    // from the file per table.
+    let m = format_manifest(&w, "tiny-iot");
+    let rows = m["rows"].as_u64().unwrap();
+    assert!(rows < 2 * PER_TABLE && rows > PER_TABLE, "{m}");
+    let t = &m["tables"];
+    let (r1, r2) = (
+        t["readings"]["rows"].as_u64().unwrap(),
+        t["diagnostics"]["rows"].as_u64().unwrap(),
+    );
+    assert_eq!(r1 + r2, rows, "{m}");
+    let dups = |n: &str| t[n]["duplicates"].as_u64().unwrap_or(0);
+    let rc = &s["row_count"];
+    assert_eq!(rc["ok"], true, "{rc}");
+    assert_eq!(
+        rc["tables"],
+        json!([
+            {"table": "readings", "expected": r1 - dups("readings"), "actual": r1 - dups("readings"), "ok": true},
+            {"table": "diagnostics", "expected": r2 - dups("diagnostics"), "actual": r2 - dups("diagnostics"), "ok": true},
+        ])
+    );
+    assert_eq!(s["ingestion"]["rows"], rows);
+    assert_eq!(s["ingestion"]["metrics"], m["metrics"]);
+    // The iot query types, generated with --use-case=iot.
+    assert_eq!(query_types(&s), types);
+    let sets = w.gt.env.root.join("queries/tiny-iot/greptime");
+    let set = std::fs::read_dir(&sets)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let qm = read_json(&set.join("manifest.json"));
+    assert_eq!(qm["spec"]["use_case"], "iot", "{qm}");
+    // The timescaledb layout of the same dataset: the same rows per table (a header of the
+    // tags schema, one line per table and a blank line; empty columns for cleared values).
+    let r = w.run(&[
+        "data",
+        "generate",
+        "--dataset-id",
+        "tiny-iot",
+        "--format",
+        "timescaledb",
+        "--json",
+    ]);
+    r.ok();
+    let ts = read_json(
+        &w.gt
+            .env
+            .root
+            .join("datasets/tiny-iot/formats/timescaledb/manifest.json"),
+    );
+    assert_eq!(ts["rows"], rows, "{ts}");
+    assert_eq!(ts["layout"]["header_lines"], 4, "{ts}");
+    assert_eq!(ts["tables"]["readings"]["rows"], r1);
+    // The timescaledb loader counts every value column, cleared or not: 7 per reading.
+    assert_eq!(ts["tables"]["readings"]["metrics"], r1 * 7);
+    // Only iot's types are offered for an iot dataset: a devops type is bad input.
+    let r = w.run(&args("iot", "tiny-iot", &["lastpoint"]));
+    r.code(2).says("unsupported query type: lastpoint");
+    // The dataset id follows the use case, derived as the reference derives it.
+    let r = w.run(&[
+        "data",
+        "prepare",
+        "--profile",
+        "smoke",
+        "--use-case",
+        "iot",
+        "--json",
+    ]);
+    r.ok();
+    assert!(
+        r.json()["data"]["dataset_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("iot-s10-"),
+        "{}",
+        r.describe()
+    );
+}
+
+#[test]
+fn use_cases_a_product_or_tsbsctl_cannot_run_are_refused_before_anything_is_written() {
+    let w = world();
+    // A use case tsbsctl does not take.
+    let before = tree(&w.gt.env.root);
+    let r = w.run(&args("cpu-single", "x1", &["lastpoint"]));
+    r.code(2).says("cpu-single");
+    assert_eq!(tree(&w.gt.env.root), before);
+    // InfluxDB 3's query generator has no iot queries: all and query are refused, exit 2,
+    // naming the products that have them; nothing is written.
+    publish_influx3(&w, "core");
+    w.prepare_influx3("core1", "core");
+    let before = tree(&w.gt.env.root);
+    let r = w.run(&[
+        "bench",
+        "influxdb3",
+        "all",
+        "--database-id",
+        "core1",
+        "--profile",
+        "smoke",
+        "--scale",
+        "2",
+        "--log-interval",
+        "60s",
+        "--use-case",
+        "iot",
+        "--dataset-id",
+        "tiny-iot",
+        "--json",
+    ]);
+    r.code(2);
+    let e = &r.json()["error"];
+    let msg = e["message"].as_str().unwrap();
+    assert!(
+        msg.contains("InfluxDB 3 cannot run iot queries") && msg.contains("influx3"),
+        "{msg}"
+    );
+    let hint = e["hint"].as_str().unwrap();
+    assert!(
+        hint.contains("bench influxdb3 load") && hint.contains("greptimedb"),
+        "{hint}"
+    );
+    assert_eq!(tree(&w.gt.env.root), before);
+}
+
+/// The data of the last record of `step` in a run's events.
+fn step_data(run: &Path, step: &str) -> Value {
+    let events = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
+    events
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["step"] == step && !e["data"].is_null())
+        .map(|e| e["data"].clone())
+        .unwrap_or_else(|| panic!("no {step} in {events}"))
+}
+
+/// Every path under `root` with its size (what "nothing written" compares).
+fn tree(root: &Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p.clone());
+            }
+            let len = e.metadata().map(|m| m.len()).unwrap_or(0);
+            out.push((p.display().to_string(), if p.is_dir() { 0 } else { len }));
+        }
+    }
+    out.sort();
+    out
+}
