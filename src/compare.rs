@@ -1148,6 +1148,7 @@ pub(crate) mod tests {
             data_state: None,
             rerun_of: None,
             error: None,
+            resumes: Vec::new(),
         };
         RecordedRun {
             dir: PathBuf::from("/nonexistent").join(id),
