@@ -22,6 +22,7 @@ mod env;
 mod generic;
 mod greptimedb;
 mod influxdb3;
+mod queries;
 mod quickstart;
 mod runs;
 mod skills;
