@@ -668,6 +668,54 @@ pub fn extend_query_set(
     publish(req, &spec, &id, &dir, &gen, &reuse, reporter)
 }
 
+/// The published query sets of a dataset, every format, with what was generated when (the
+/// set's creation, each file's generation, the set it was extended from), for `data inspect`.
+/// Staging directories and unreadable manifests are left out.
+pub fn list_sets(root: &Root, dataset_id: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let base = root.queries().join(dataset_id);
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = fs::read_dir(d)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    for fdir in dirs(&base) {
+        for sdir in dirs(&fdir) {
+            let Ok(bytes) = fs::read(sdir.join("manifest.json")) else {
+                continue;
+            };
+            let Ok(m) = serde_json::from_slice::<Value>(&bytes) else {
+                continue;
+            };
+            let generated: serde_json::Map<String, Value> = m["files"]
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .map(|(t, f)| (t.clone(), f["generated_at"].clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push(json!({
+                "query_set_id": m["query_set_id"],
+                "format": fdir.file_name().map(|n| n.to_string_lossy().into_owned()),
+                "path": sdir,
+                "created_at": m["created_at"],
+                "query_counts": m["spec"]["query_counts"],
+                "generated_at": generated,
+                "extended_from": m.get("extended_from").cloned().unwrap_or(Value::Null),
+            }));
+        }
+    }
+    out
+}
+
 /// What generating the query set of `req` writes (nothing when it is published), for the
 /// free-space check.
 pub fn generation_need(root: &Root, req: &QuerySetRequest) -> Result<crate::diskspace::Need> {

@@ -200,6 +200,25 @@ fn check_workspace_data(ctx: &Ctx, m: &RunManifest, product: &str, id: &str) -> 
     Ok(())
 }
 
+/// The dataset's stored spec is still the one the run recorded (exit 4 otherwise), and
+/// agrees with its data (`data verify`'s check of `dataset.json`).
+fn check_dataset(ctx: &Ctx, m: &RunManifest, dataset_root: Option<&std::path::Path>) -> Result<()> {
+    let Some(d) = &m.dataset else { return Ok(()) };
+    let root = ctx.root.clone().with_dataset_root(dataset_root)?;
+    let ds = crate::dataset::Dataset::open(&root, &d.dataset_id)?;
+    if ds.spec.to_value() != d.spec {
+        return Err(Error::integrity(format!(
+            "dataset {} has the spec {} in {}, the run used {}",
+            ds.id,
+            ds.spec.to_value(),
+            ds.dir.join("dataset.json").display(),
+            d.spec
+        ))
+        .with_hint("restore the dataset.json the run used; a resume never substitutes data"));
+    }
+    crate::dataset::check_stored_spec(&ds)
+}
+
 /// Runs `runs resume`.
 pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     let dir = run::resolve(&ctx.root, &req.run)?;
@@ -309,6 +328,11 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     breq.chunk_time = None;
     breq.partitions = None;
     breq.flags = m.flags.clone();
+    check_dataset(ctx, &m, breq.dataset_root.as_deref())?;
+    // The dataset is the run's, by id (its spec is held to the run's record), so an edited
+    // dataset.json is the integrity error it is, not a request for other settings. (The
+    // profile only chose defaults the run recorded: its workload stays as it is.)
+    breq.spec = crate::dataset::SpecOverrides::default();
     let mut all_counts = counts.clone();
     all_counts.extend(added.clone());
     let mut types = left.todo.clone();

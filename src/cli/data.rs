@@ -296,6 +296,28 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
                     v["stored"]["sha256"].as_str().unwrap_or("-"),
                 ));
             }
+            // Its query sets (`data generate --only queries`, bench runs), and when each was
+            // generated or extended.
+            let sets = crate::queryset::list_sets(&root, &ds.id);
+            for q in &sets {
+                human.push_str(&format!(
+                    "Query set {} ({}): created {}{}\n",
+                    q["query_set_id"].as_str().unwrap_or("?"),
+                    q["format"].as_str().unwrap_or("?"),
+                    q["created_at"].as_str().unwrap_or("?"),
+                    q["extended_from"]["query_set_id"]
+                        .as_str()
+                        .map(|b| format!(", extended from {b}"))
+                        .unwrap_or_default()
+                ));
+                for (t, n) in q["query_counts"].as_object().into_iter().flatten() {
+                    human.push_str(&format!(
+                        "  {t}: {n} queries, generated {}\n",
+                        q["generated_at"][t].as_str().unwrap_or("(not recorded)")
+                    ));
+                }
+            }
+            data["query_sets"] = json!(sets);
             Ok(Outcome::new(data, human))
         }
         DataCmd::Verify {

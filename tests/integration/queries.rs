@@ -142,7 +142,7 @@ fn a_query_set_without_data_then_extended_twice() {
         "3",
     ]);
     r.ok();
-    assert_eq!(r.json()["data"]["query_set_id"], json!(id2));
+    assert_eq!(r.json()["data"]["query_set_id"], json!(&id2));
     assert_eq!(r.json()["data"]["reused"], true);
 
     // More queries of one type: that type generated again, the others copied.
@@ -170,9 +170,29 @@ fn a_query_set_without_data_then_extended_twice() {
     sets.sort();
     let mut want = vec![
         id1,
-        id2,
+        id2.clone(),
         third["query_set_id"].as_str().unwrap().to_string(),
     ];
     want.sort();
     assert_eq!(sets, want);
+    // The dataset's records say what was generated when.
+    let r = w.run(&["data", "inspect", "--dataset-id", "tq", "--json"]);
+    r.ok();
+    let listed = r.json()["data"]["query_sets"].as_array().unwrap().clone();
+    assert_eq!(listed.len(), 3);
+    let third_listed = listed
+        .iter()
+        .find(|q| q["query_set_id"] == third["query_set_id"])
+        .unwrap();
+    assert_eq!(third_listed["extended_from"]["query_set_id"], json!(&id2));
+    assert_eq!(
+        third_listed["generated_at"]["high-cpu-1"],
+        first["generated_at"]["high-cpu-1"]
+    );
+    assert_ne!(
+        third_listed["generated_at"]["lastpoint"],
+        first["generated_at"]["lastpoint"]
+    );
+    let r = w.run(&["data", "inspect", "--dataset-id", "tq"]);
+    r.ok().says(&format!("extended from {id2}"));
 }

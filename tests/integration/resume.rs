@@ -255,6 +255,16 @@ fn resume_refuses_a_held_a_changed_and_an_unloaded_run() {
     }
     assert_eq!(manifest(), before, "the refusals changed nothing");
 
+    // The dataset's stored spec was edited under the run: exit 4.
+    let ds_json = w.gt.env.root.join("datasets/tiny/dataset.json");
+    let original = std::fs::read(&ds_json).unwrap();
+    let mut edited: Value = serde_json::from_slice(&original).unwrap();
+    edited["spec"]["seed"] = json!(124);
+    std::fs::write(&ds_json, edited.to_string()).unwrap();
+    resume(&add).code(4).says("dataset.json");
+    std::fs::write(&ds_json, &original).unwrap();
+    assert_eq!(manifest(), before);
+
     // The workspace was loaded again since: the data the run measured is gone (exit 4).
     w.bench(
         "load",
