@@ -45,7 +45,7 @@ fn query_types(s: &Value) -> Vec<(String, String)> {
 }
 
 /// The whole `all` run in the background, killed with SIGKILL once its second query type has
-/// started; returns its directory.
+/// started; returns its directory (the queries stay slow).
 fn killed_in_the_query_phase(w: &World) -> PathBuf {
     // Slow queries (3 per type, one worker): a type takes a few seconds.
     w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 800}));
@@ -79,7 +79,6 @@ fn killed_in_the_query_phase(w: &World) -> PathBuf {
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
     assert!(second, "the second query type never started");
-    w.tool_knobs("tsbs_run_queries_influx", json!({}));
     dir.unwrap()
 }
 
@@ -91,6 +90,22 @@ fn a_run_killed_mid_queries_is_resumed_in_place_then_extended() {
     let r = w.run(&["runs", "summarize", p(&dir), "--json"]);
     r.ok();
     assert_eq!(r.json()["data"]["status"], "interrupted");
+
+    // A resume killed in its turn: while it works, the run is busy (exit 3, naming it).
+    let mut c = w.gt.env.cmd(&["runs", "resume", p(&dir)]);
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let started = wait_until(Duration::from_secs(120), || {
+        dir.join("logs/query-lastpoint-002.log").exists()
+    });
+    let busy = w.run(&["runs", "resume", p(&dir)]);
+    // SAFETY: signalling the tsbsctl child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(started, "the first resume never reached lastpoint");
+    busy.code(3).says(&format!("held by pid {}", child.id()));
+    w.tool_knobs("tsbs_run_queries_influx", json!({}));
 
     let r = w.run(&["runs", "resume", p(&dir), "--json"]);
     r.ok();
@@ -112,28 +127,32 @@ fn a_run_killed_mid_queries_is_resumed_in_place_then_extended() {
             .map(|t| (t.to_string(), "completed".to_string()))
             .collect::<Vec<_>>()
     );
-    // The done type was not run again; the interrupted one ran as attempt 2, its first log kept.
+    // The done type was not run again; the interrupted one ran as attempt 3 (after the killed
+    // resume's 2), the earlier logs kept.
     assert!(!dir.join("logs/query-high-cpu-1-002.log").exists());
-    assert!(dir.join("logs/query-lastpoint-001.log").exists());
-    assert!(dir.join("logs/query-lastpoint-002.log").exists());
+    for n in 1..=3 {
+        assert!(dir.join(format!("logs/query-lastpoint-00{n}.log")).exists());
+    }
     // Recorded: manifest, events and summary say what was resumed, when, by which tsbsctl.
     let m = read_json(&dir.join("manifest.json"));
     assert_eq!(m["status"], "completed");
-    let res = &m["resumes"][0];
-    assert_eq!(res["previous_status"], "interrupted");
-    assert_eq!(
-        res["query_types"],
-        json!(["lastpoint", "single-groupby-1-1-1"])
-    );
-    assert!(res["tool"]["version"].is_string() && res["at"].is_string());
-    let sup = res["superseded"].as_array().unwrap();
-    assert!(
-        sup.contains(&json!({"step": "query:lastpoint", "attempt": 1})),
-        "{sup:?}"
-    );
-    assert!(sup
-        .iter()
-        .all(|s| s["step"] != "query:high-cpu-1" && s["step"] != "load"));
+    assert_eq!(m["resumes"].as_array().unwrap().len(), 2);
+    for (i, res) in m["resumes"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(res["previous_status"], "interrupted");
+        assert_eq!(
+            res["query_types"],
+            json!(["lastpoint", "single-groupby-1-1-1"])
+        );
+        assert!(res["tool"]["version"].is_string() && res["at"].is_string());
+        let sup = res["superseded"].as_array().unwrap();
+        assert!(
+            sup.contains(&json!({"step": "query:lastpoint", "attempt": i + 1})),
+            "{sup:?}"
+        );
+        assert!(sup
+            .iter()
+            .all(|s| s["step"] != "query:high-cpu-1" && s["step"] != "load"));
+    }
     assert_eq!(s["resumes"], m["resumes"]);
     assert!(events(&dir)
         .iter()
@@ -177,7 +196,7 @@ fn a_run_killed_mid_queries_is_resumed_in_place_then_extended() {
     assert_eq!(s["status"], "completed", "{}", s["failures"]);
     assert_eq!(query_types(&s).len(), 4);
     assert!(query_types(&s).iter().all(|(_, st)| st == "completed"));
-    let ext = &m["resumes"][1];
+    let ext = &m["resumes"][2];
     assert_eq!(ext["added_query_types"], json!(["double-groupby-1"]));
     assert_eq!(ext["query_types"], json!(["double-groupby-1"]));
     assert_eq!(ext["previous_status"], "completed");
@@ -188,7 +207,7 @@ fn a_run_killed_mid_queries_is_resumed_in_place_then_extended() {
     assert_ne!(m["query_set"]["query_set_id"], old_set["query_set_id"]);
     assert_eq!(m["workload"]["query_counts"]["double-groupby-1"], 10);
     assert_eq!(m["query_set"]["query_counts"]["double-groupby-1"], 10);
-    assert!(!dir.join("logs/query-lastpoint-003.log").exists());
+    assert!(!dir.join("logs/query-lastpoint-004.log").exists());
     let set_dir = PathBuf::from(m["query_set"]["query_set_path"].as_str().unwrap());
     let qm = read_json(&set_dir.join("manifest.json"));
     assert_eq!(qm["extended_from"]["query_set_id"], old_set["query_set_id"]);
