@@ -89,8 +89,8 @@ pub enum Only {
 /// The query-set flags of `data generate --only queries`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct QueryArgs {
-    /// --only queries: the product whose query format the set is in (greptimedb, influxdb3,
-    /// timescaledb, influxdb2).
+    /// --only queries: the product whose query format the set is in (a product command's
+    /// name, e.g. greptimedb; an unknown one is refused with the list).
     #[arg(long, value_name = "PRODUCT")]
     pub product: Option<String>,
     /// --only queries: the product's variant when its query format depends on it (TimescaleDB:
