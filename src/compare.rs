@@ -1217,6 +1217,7 @@ pub(crate) mod tests {
             data_state: None,
             rerun_of: None,
             error: None,
+            resumes: Vec::new(),
         };
         RecordedRun {
             dir: PathBuf::from("/nonexistent").join(id),

@@ -48,6 +48,7 @@ pub mod render;
 
 pub mod report;
 pub mod rerun;
+pub mod resume;
 pub mod run;
 pub mod runlist;
 pub mod sampler;

@@ -375,6 +375,23 @@ pub struct QueryFileRecord {
     pub sha256: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<Fingerprint>,
+    /// When this file was generated (a set extended from another keeps the time its reused
+    /// files were generated); absent in sets written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated_at: Option<String>,
+}
+
+/// The set a query set was extended from (`data generate --only queries --extend`, or a run
+/// extended with more query types): its files of the types whose count did not change were
+/// copied (and re-hashed), the others generated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtendedFrom {
+    pub query_set_id: String,
+    pub manifest_sha256: String,
+    /// The types whose files were copied from it.
+    pub reused_types: Vec<String>,
+    /// The types generated for the extension.
+    pub generated_types: Vec<String>,
 }
 
 /// The body of a query-set manifest (§2.5).
@@ -386,6 +403,8 @@ pub struct QuerySetManifest {
     pub generator: GeneratorRecord,
     pub files: BTreeMap<String, QueryFileRecord>,
     pub tool_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_from: Option<ExtendedFrom>,
 }
 
 fn write_manifest(path: &Path, format: QueryFormat, m: &QuerySetManifest) -> Result<()> {
@@ -517,14 +536,37 @@ pub fn ensure_query_set(
     // Find the generator before writing anything (a missing environment changes nothing).
     let gen = generator()?;
     crate::diskspace::ensure_room(&[generation_need(root, req)?])?;
+    publish(req, &spec, &id, &dir, &gen, &Reuse::default(), reporter)
+}
+
+/// Files of an earlier set a new set copies instead of generating them again.
+#[derive(Default)]
+struct Reuse {
+    /// Type -> (the earlier file, its record).
+    files: BTreeMap<String, (PathBuf, QueryFileRecord)>,
+    from: Option<ExtendedFrom>,
+}
+
+/// Generates the set `id` (spec `spec`) in a staging directory beside `dir` and publishes it
+/// with one rename (the loser of a race reuses the winner's set).
+fn publish(
+    req: &QuerySetRequest,
+    spec: &Value,
+    id: &str,
+    dir: &Path,
+    gen: &Generator,
+    reuse: &Reuse,
+    reporter: &dyn Reporter,
+) -> Result<QuerySet> {
+    let (spec, id) = (spec.clone(), id.to_string());
     let parent = dir.parent().expect("a set dir has a parent").to_path_buf();
     fs::create_dir_all(&parent).map_err(|e| Error::io("create", &parent, e))?;
-    let _ = crate::fsutil::clean_staging(&dir, "stage");
-    let staging = crate::fsutil::staging_path(&dir, "stage")?;
+    let _ = crate::fsutil::clean_staging(dir, "stage");
+    let staging = crate::fsutil::staging_path(dir, "stage")?;
     let result = (|| -> Result<bool> {
-        generate_into(&staging, req, &spec, &id, &gen, reporter)?;
+        generate_into(&staging, req, &spec, &id, gen, reuse, reporter)?;
         // One rename publishes the whole set; if another process won, use theirs.
-        match fs::rename(&staging, &dir) {
+        match fs::rename(&staging, dir) {
             Ok(()) => {
                 crate::fsutil::sync_dir(&parent)?;
                 Ok(true)
@@ -543,12 +585,150 @@ pub fn ensure_query_set(
         let _ = fs::remove_dir_all(&staging);
     }
     let published = result?;
-    let mut set = validate(&dir, req, &spec, &id, !published)?;
+    let mut set = validate(dir, req, &spec, &id, !published)?;
     set.reused = !published;
     if published {
         reporter.info(&format!("query set {id} published at {}", dir.display()));
     }
     Ok(set)
+}
+
+/// The query set of `req` made from the published set in `base_dir` (same dataset, format and
+/// generator spec; other types or counts): its files of the types whose count is unchanged are
+/// copied and re-hashed, the rest generated, and the new set is staged beside its place and
+/// published with one rename, under the id the reference derives from the new spec. The base
+/// set is left as it is (runs pin it). A set already published for the new spec is reused.
+pub fn extend_query_set(
+    root: &Root,
+    req: &QuerySetRequest,
+    base_dir: &Path,
+    generator: &mut dyn FnMut() -> Result<Generator>,
+    reporter: &dyn Reporter,
+) -> Result<QuerySet> {
+    let spec = request_spec(req)?;
+    let id = query_set_id(req.format, &spec);
+    let dir = query_set_dir(root, &req.dataset.id, req.format, &id);
+    if dir.exists() {
+        return ensure_query_set(root, req, generator, reporter);
+    }
+    let base_manifest = base_dir.join("manifest.json");
+    let bytes = fs::read(&base_manifest).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => {
+            Error::invalid(format!("no query set at {} to extend", base_dir.display()))
+                .with_hint("`tsbsctl data inspect --dataset-id ID` lists the dataset's query sets")
+        }
+        _ => Error::io("read", &base_manifest, e),
+    })?;
+    let base = read_manifest(&base_manifest, req.format)?;
+    // Everything but the workload must be the same: the files of one generator spec only.
+    let without_counts = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("query_counts");
+        }
+        v
+    };
+    if without_counts(&base.spec) != without_counts(&spec) {
+        return Err(Error::invalid(format!(
+            "query set {} was generated for another dataset, format or generator spec",
+            base.query_set_id
+        ))
+        .with_hint("extend a query set of the same dataset and query format"));
+    }
+    let base_counts: BTreeMap<String, u64> = base.spec["query_counts"]
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+                .collect()
+        })
+        .unwrap_or_default();
+    check_query_needs(req.dataset, req.counts)?;
+    let gen = generator()?;
+    // Files of another TSBS source are not mixed with this generator's.
+    crate::dataset::check_generator(
+        &format!("query set {}", base.query_set_id),
+        &base.generator,
+        &gen,
+        format!(
+            "generate the whole set anew: remove {} first",
+            base_dir.display()
+        ),
+        reporter,
+    )?;
+    let mut reuse = Reuse::default();
+    for (t, n) in req.counts {
+        if let (Some(b), Some(rec)) = (base_counts.get(t), base.files.get(t)) {
+            if b == n {
+                let mut rec = rec.clone();
+                rec.generated_at = rec.generated_at.or_else(|| Some(base.created_at.clone()));
+                reuse
+                    .files
+                    .insert(t.clone(), (base_dir.join(&rec.path), rec));
+            }
+        }
+    }
+    reuse.from = Some(ExtendedFrom {
+        query_set_id: base.query_set_id.clone(),
+        manifest_sha256: crate::hash::sha256_hex(&bytes),
+        reused_types: reuse.files.keys().cloned().collect(),
+        generated_types: req
+            .counts
+            .keys()
+            .filter(|t| !reuse.files.contains_key(*t))
+            .cloned()
+            .collect(),
+    });
+    crate::diskspace::ensure_room(&[generation_need(root, req)?])?;
+    publish(req, &spec, &id, &dir, &gen, &reuse, reporter)
+}
+
+/// The published query sets of a dataset, every format, with what was generated when (the
+/// set's creation, each file's generation, the set it was extended from), for `data inspect`.
+/// Staging directories and unreadable manifests are left out.
+pub fn list_sets(root: &Root, dataset_id: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let base = root.queries().join(dataset_id);
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = fs::read_dir(d)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    for fdir in dirs(&base) {
+        for sdir in dirs(&fdir) {
+            let Ok(bytes) = fs::read(sdir.join("manifest.json")) else {
+                continue;
+            };
+            let Ok(m) = serde_json::from_slice::<Value>(&bytes) else {
+                continue;
+            };
+            let generated: serde_json::Map<String, Value> = m["files"]
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .map(|(t, f)| (t.clone(), f["generated_at"].clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push(json!({
+                "query_set_id": m["query_set_id"],
+                "format": fdir.file_name().map(|n| n.to_string_lossy().into_owned()),
+                "path": sdir,
+                "created_at": m["created_at"],
+                "query_counts": m["spec"]["query_counts"],
+                "generated_at": generated,
+                "extended_from": m.get("extended_from").cloned().unwrap_or(Value::Null),
+            }));
+        }
+    }
+    out
 }
 
 /// What generating the query set of `req` writes (nothing when it is published), for the
@@ -716,6 +896,7 @@ fn generate_into(
     spec: &Value,
     id: &str,
     gen: &Generator,
+    reuse: &Reuse,
     reporter: &dyn Reporter,
 ) -> Result<()> {
     let qdir = staging.join("queries");
@@ -724,22 +905,54 @@ fn generate_into(
     // TSBS reads a config.* from its working directory: give it an empty one.
     fs::create_dir_all(&work).map_err(|e| Error::io("create", &work, e))?;
     fs::create_dir_all(req.log_dir).map_err(|e| Error::io("create", req.log_dir, e))?;
+    // Reused files first: copied and hashed on the way, so a changed earlier file is never
+    // carried into the new set.
+    let mut files = BTreeMap::new();
+    for (t, (src, rec)) in &reuse.files {
+        let out = qdir.join(format!("{t}.dat"));
+        fs::copy(src, &out).map_err(|e| Error::io("copy", src, e))?;
+        let (sha, n) = crate::hash::sha256_file(&out, &crate::output::NoProgress)?;
+        if sha != rec.sha256 || n != rec.bytes {
+            return Err(Error::integrity(format!(
+                "query file {} no longer has the SHA-256 its set records",
+                src.display()
+            ))
+            .with_hint("remove that query set; the extension then generates every type"));
+        }
+        let fingerprint = Fingerprint::of(&out).map_err(|e| Error::io("stat", &out, e))?;
+        files.insert(
+            t.clone(),
+            QueryFileRecord {
+                fingerprint: Some(fingerprint),
+                ..rec.clone()
+            },
+        );
+    }
+    let todo: Vec<(String, u64)> = req
+        .counts
+        .iter()
+        .filter(|(t, _)| !reuse.files.contains_key(*t))
+        .rev()
+        .map(|(t, n)| (t.clone(), *n))
+        .collect();
     let parallel = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .min(req.counts.len())
+        .min(todo.len())
         .max(1);
-    reporter.info(&format!(
-        "generating query set {id}: {} types, {parallel} at a time",
-        req.counts.len()
-    ));
-    let queue: Mutex<Vec<(String, u64)>> = Mutex::new(
-        req.counts
-            .iter()
-            .rev()
-            .map(|(t, n)| (t.clone(), *n))
-            .collect(),
-    );
+    match &reuse.from {
+        Some(f) => reporter.info(&format!(
+            "extending query set {} to {id}: {} types copied, {} generated, {parallel} at a time",
+            f.query_set_id,
+            reuse.files.len(),
+            todo.len()
+        )),
+        None => reporter.info(&format!(
+            "generating query set {id}: {} types, {parallel} at a time",
+            req.counts.len()
+        )),
+    }
+    let queue: Mutex<Vec<(String, u64)>> = Mutex::new(todo);
     let results: Mutex<BTreeMap<String, Result<QueryFileRecord>>> = Mutex::new(BTreeMap::new());
     std::thread::scope(|scope| {
         for _ in 0..parallel {
@@ -762,7 +975,6 @@ fn generate_into(
     });
     crate::interrupt::check()?;
     let results = results.into_inner().expect("results");
-    let mut files = BTreeMap::new();
     let mut first_err = None;
     for (t, r) in results {
         match r {
@@ -802,6 +1014,7 @@ fn generate_into(
         },
         files,
         tool_version: crate::VERSION.to_string(),
+        extended_from: reuse.from.clone(),
     };
     write_manifest(&staging.join("manifest.json"), req.format, &m)
 }
@@ -883,6 +1096,7 @@ fn generate_type(
         bytes,
         sha256,
         fingerprint: Some(fingerprint),
+        generated_at: Some(manifest::now_rfc3339()),
     })
 }
 

@@ -23,7 +23,7 @@ fn integrity(msg: String, hint: &str) -> Error {
 }
 
 /// The product (edition) a run used.
-fn product_of(m: &RunManifest) -> Result<(&'static Entry, Box<dyn Product>)> {
+pub(crate) fn product_of(m: &RunManifest) -> Result<(&'static Entry, Box<dyn Product>)> {
     let entry = crate::product::entry(&m.product).map_err(|_| {
         Error::invalid(format!("run of unknown product {:?}", m.product))
             .with_hint("rerun runs made by tsbsctl bench")
@@ -32,7 +32,7 @@ fn product_of(m: &RunManifest) -> Result<(&'static Entry, Box<dyn Product>)> {
 }
 
 /// The TSBS build the run used, present here with the same binaries and Go.
-fn check_environment(ctx: &Ctx, env: &RunEnvironment) -> Result<String> {
+pub(crate) fn check_environment(ctx: &Ctx, env: &RunEnvironment) -> Result<String> {
     let commit = env.tsbs_commit.clone();
     if commit.is_empty() {
         return Err(Error::invalid(
@@ -198,7 +198,7 @@ fn ensure_installation(
 
 /// The workspace the rerun benchmarks: the recorded one (same pins), or `--database-id NEW`
 /// (prepared now with the same version and SQL database when it does not exist).
-fn check_target(
+pub(crate) fn check_target(
     ctx: &Ctx,
     m: &RunManifest,
     product: &dyn Product,
@@ -310,7 +310,7 @@ fn check_target(
 }
 
 /// The bench request of the original flags, retargeted and pinned.
-fn request(m: &RunManifest, database_id: String, pins: RerunPins) -> Result<Request> {
+pub(crate) fn request(m: &RunManifest, database_id: String, pins: RerunPins) -> Result<Request> {
     let f = &m.flags;
     let phase = match m.phase.as_str() {
         "all" => Phase::All,

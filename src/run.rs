@@ -334,6 +334,42 @@ pub struct RunManifest {
     pub rerun_of: Option<String>,
     /// Why the run ended badly, when it did.
     pub error: Option<RunError>,
+    /// Each `runs resume` that continued (or extended) this run, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumes: Vec<ResumeRecord>,
+}
+
+/// A step attempt, named.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepRef {
+    pub step: String,
+    pub attempt: u32,
+}
+
+/// One `runs resume` of a run (`resumes` of its manifest, and the data of its `resume` step).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResumeRecord {
+    pub at: String,
+    /// The tsbsctl that resumed (it may differ from the one that started the run).
+    pub tool: ToolInfo,
+    /// The resuming command line.
+    pub command: String,
+    pub pid: u32,
+    /// The run's status before the resume (`interrupted`, `failed`, `completed` when extended).
+    pub previous_status: Status,
+    /// The query types this resume ran: those not done before, and the added ones.
+    pub query_types: Vec<String>,
+    /// The query types this resume added to the run (an extension).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub added_query_types: Vec<String>,
+    /// Step attempts that had not finished well before the resume (interrupted, failed, left
+    /// running by a killed process): kept in `events.jsonl`, left out of the summary, which
+    /// counts the resume's attempts instead.
+    #[serde(default)]
+    pub superseded: Vec<StepRef>,
+    /// The query set the run had before an extension replaced it with a larger one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_query_set: Option<RunQuerySet>,
 }
 
 /// Whether tsbsctl manages the server or only talks to it.
@@ -862,6 +898,7 @@ impl RunDir {
             data_state: None,
             rerun_of: None,
             error: None,
+            resumes: Vec::new(),
         };
         let mut run = RunDir {
             dir,
@@ -945,15 +982,27 @@ impl RunDir {
         (self.dir.join(&rel), rel)
     }
 
-    /// The steps recorded so far.
+    /// The steps recorded so far, without the attempts a resume superseded (see
+    /// [`ResumeRecord::superseded`]).
     pub fn steps(&self) -> Result<Vec<Step>> {
+        let superseded = superseded(&self.manifest);
+        Ok(self
+            .all_steps()?
+            .into_iter()
+            .filter(|s| !superseded.contains(&(s.step.as_str(), s.attempt)))
+            .collect())
+    }
+
+    /// Every step attempt recorded, superseded ones included.
+    pub fn all_steps(&self) -> Result<Vec<Step>> {
         Ok(fold_steps(&read_events(&self.dir)?))
     }
 
-    /// The next attempt number of `step` (1 for the first).
+    /// The next attempt number of `step` (1 for the first; never one a superseded attempt
+    /// used, so its logs stay).
     pub fn next_attempt(&self, step: &str) -> Result<u32> {
         Ok(self
-            .steps()?
+            .all_steps()?
             .iter()
             .filter(|s| s.step == step)
             .map(|s| s.attempt)
@@ -1142,6 +1191,67 @@ impl RunDir {
 
 /// A file of real (not sparse) bytes kept while a run works, and deleted when it ends, so a
 /// disk that filled up during the run (#18) still has room for its last records.
+/// The `(step, attempt)` pairs every resume of the run superseded.
+pub fn superseded(m: &RunManifest) -> std::collections::BTreeSet<(&str, u32)> {
+    m.resumes
+        .iter()
+        .flat_map(|r| r.superseded.iter())
+        .map(|s| (s.step.as_str(), s.attempt))
+        .collect()
+}
+
+impl RunDir {
+    /// Opens a run to continue it (`runs resume`): its lock taken (busy, exit 3, while any
+    /// process works in it), and a run its dead owner left `running` marked interrupted
+    /// first. Nothing else is written until [`RunDir::record_resume`].
+    pub fn reopen(dir: &Path, command: &str, reporter: &dyn Reporter) -> Result<RunDir> {
+        let m: RunManifest = manifest::read(&dir.join("manifest.json"))?;
+        let lock = lock::lock_dir(
+            dir,
+            &format!("run {}", m.run_id),
+            command,
+            None,
+            &LockOptions::default(),
+            reporter,
+        )?;
+        let events = read_events(dir)?;
+        let mut run = RunDir {
+            dir: dir.to_path_buf(),
+            manifest: m,
+            seq: events.iter().map(|e| e.seq).max().unwrap_or(0),
+            _lock: Some(lock),
+            observer: None,
+        };
+        if run.manifest.status == Status::Running {
+            run.mark_interrupted("the process running this step ended without finishing it")?;
+        }
+        Ok(run)
+    }
+
+    /// Records a resume: the manifest says so (and the run is `running` again, owned by this
+    /// process), and a `resume` step in `events.jsonl` carries the same record.
+    pub fn record_resume(&mut self, r: ResumeRecord) -> Result<()> {
+        let attempt = self.next_attempt("resume")?;
+        self.manifest.status = Status::Running;
+        self.manifest.finished_at = None;
+        self.manifest.error = None;
+        self.manifest.owner = Owner {
+            pid: std::process::id(),
+            host: lock::hostname(),
+        };
+        self.manifest.resumes.push(r.clone());
+        self.save()?;
+        reserve_space(&self.dir);
+        self.instant(
+            "resume",
+            attempt,
+            Status::Completed,
+            None,
+            Some(serde_json::to_value(&r)?),
+        )
+    }
+}
+
 pub const SPACE_RESERVE: &str = ".space-reserve";
 const RESERVE_BYTES: usize = 1 << 20;
 

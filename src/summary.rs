@@ -98,6 +98,10 @@ pub struct RunSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excluded_from_statistics: Option<String>,
     pub error: Option<RunError>,
+    /// Each `runs resume` of the run (when, by which tsbsctl, which types, which earlier
+    /// attempts it superseded: those are left out of every other part of the summary).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumes: Vec<crate::run::ResumeRecord>,
 }
 
 /// The cold starts of a `--cold` run (`cold-start` steps).
@@ -1121,6 +1125,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         not_started: not_started(m, &steps),
         excluded_from_statistics,
         error: m.error.clone(),
+        resumes: m.resumes.clone(),
     })
 }
 

@@ -48,7 +48,7 @@ use crate::output::Outcome;
 use crate::paths::Root;
 use crate::product::Entry;
 use crate::queryset;
-use crate::run::{NewRun, RunDir, RunKind};
+use crate::run::{NewRun, RunDir, RunKind, Workload};
 use crate::server::Server;
 use crate::tsbs;
 
@@ -84,7 +84,7 @@ impl Phase {
     }
 }
 
-pub use request::{default_write, validate, Request, RerunPins};
+pub use request::{default_write, validate, Request, RerunPins, ResumePlan};
 pub use tokens::token_from_env;
 
 /// The default table TSBS cpu-only writes.
@@ -117,6 +117,41 @@ pub struct Bench<'a> {
 
 /// Runs a bench command end to end.
 pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
+    run_in(ctx, entry, req, None)
+}
+
+/// Continues `run` (`runs resume`, locked by the caller) with `req`, whose `resume` says what
+/// is left: the same checks as a bench command, then the query types not done, in the same
+/// run directory.
+pub fn resume(ctx: &Ctx, entry: &'static Entry, req: &Request, run: RunDir) -> Result<Outcome> {
+    run_in(ctx, entry, req, Some(run))
+}
+
+/// A resume's query set must hold, for every type already done, the file that type ran with
+/// (its steps recorded the SHA-256): otherwise the run would mix two workloads (exit 4).
+pub fn resume_files_unchanged(plan: &ResumePlan, set: &queryset::QuerySet) -> Result<()> {
+    for (qt, sha) in &plan.done_files {
+        match set.files.get(qt) {
+            Some(f) if &f.sha256 == sha => {}
+            other => return Err(Error::integrity(format!(
+                "query type {qt} of the run ran a file with SHA-256 {sha}; query set {} has {}",
+                set.id,
+                other.map_or("no such type".to_string(), |f| f.sha256.clone())
+            ))
+            .with_hint(
+                "restore the query set the run used, or start a new run (`tsbsctl runs rerun RUN`)",
+            )),
+        }
+    }
+    Ok(())
+}
+
+fn run_in(
+    ctx: &Ctx,
+    entry: &'static Entry,
+    req: &Request,
+    resumed: Option<RunDir>,
+) -> Result<Outcome> {
     let phase = validate(entry, req)?;
     // A bad TSBSCTL_ADMIN_TIMEOUT_SECS is bad input: said before anything exists.
     crate::product::admin_timeout()?;
@@ -145,14 +180,18 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
         target.require_binding(&root, &dataset, named)?;
     }
     let (workers, batch) = default_write(target.product.as_ref(), profile);
-    let counts = queryset::resolve_counts_in(
-        dataset.spec.use_case()?.query_types,
-        profile,
-        None,
-        &req.query_types,
-        req.queries,
-        &req.query_counts,
-    )?;
+    // A resume keeps the run's workload (plus the types it adds).
+    let counts = match &req.resume {
+        Some(plan) => plan.counts.clone(),
+        None => queryset::resolve_counts_in(
+            dataset.spec.use_case()?.query_types,
+            profile,
+            None,
+            &req.query_types,
+            req.queries,
+            &req.query_counts,
+        )?,
+    };
     if phase == Phase::Analyze {
         let need = 1 + req.hot_runs.unwrap_or(2) as u64;
         let short: Vec<String> = counts
@@ -196,24 +235,38 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
     // before the disk estimate (a workload that would not fit is the second thing to fix).
     TsbsEnv::load(&ctx.root, req.rerun.as_ref().map(|p| p.tsbs_key.as_str()))?;
     preflight::check_disk(&root, &target, phase, &dataset, req, &counts)?;
-    let run = RunDir::create(
-        &root,
-        NewRun {
-            product: entry.name,
-            edition: target.edition(),
-            kind: RunKind::Benchmark,
-            phase: phase.as_str(),
-            run_id: req.run_id.as_deref(),
-            command: ctx.command_line(),
-            flags: req.flags.clone(),
-            target: target.to_run_target()?,
-            workload: serde_json::from_value(workload)?,
-            host_data_dir: target.data_dir(),
-        },
-        ctx.reporter.as_ref(),
-    )?;
+    let run = match resumed {
+        Some(mut run) => {
+            if let Some(mut record) = req.resume.as_ref().and_then(|p| p.record.clone()) {
+                if !record.added_query_types.is_empty() {
+                    record.previous_query_set = run.manifest.query_set.clone();
+                    if let Workload::Benchmark(w) = &mut run.manifest.workload {
+                        w.query_counts = counts.clone();
+                    }
+                }
+                run.record_resume(record)?;
+            }
+            run
+        }
+        None => RunDir::create(
+            &root,
+            NewRun {
+                product: entry.name,
+                edition: target.edition(),
+                kind: RunKind::Benchmark,
+                phase: phase.as_str(),
+                run_id: req.run_id.as_deref(),
+                command: ctx.command_line(),
+                flags: req.flags.clone(),
+                target: target.to_run_target()?,
+                workload: serde_json::from_value(workload)?,
+                host_data_dir: target.data_dir(),
+            },
+            ctx.reporter.as_ref(),
+        )?,
+    };
     let mut run = run;
-    if let Some(p) = &req.rerun {
+    if let Some(p) = req.rerun.as_ref().filter(|_| req.resume.is_none()) {
         run.manifest.rerun_of = Some(p.rerun_of.clone());
         run.save()?;
     }
@@ -222,6 +275,14 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
     let cwd = tsbs::command::tool_dir_parent();
     let timeline = timeline::Timeline::new(&run.dir);
     run.set_observer(timeline.clone());
+    // A resumed run's server attempts go on from its last (their logs stay).
+    let server_attempt = run
+        .all_steps()?
+        .iter()
+        .filter(|s| s.step == "server")
+        .map(|s| s.attempt)
+        .max()
+        .unwrap_or(0);
     let mut b = Bench {
         ctx,
         root,
@@ -231,7 +292,7 @@ pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
         target,
         run,
         server: None,
-        server_attempt: 0,
+        server_attempt,
         forced_stop: false,
         load_footprint: None,
         late_answer: None,
@@ -337,6 +398,14 @@ impl Bench<'_> {
         if let (true, Some(sf)) = (self.phase.loads(), &stored) {
             self.load(&env, &ds, sf)?;
         }
+        // A resume runs only the types not done (and the added ones).
+        let set = match (set, &self.req.resume) {
+            (Some(mut set), Some(plan)) => {
+                set.files.retain(|t, _| plan.query_types.contains(t));
+                Some(set)
+            }
+            (set, _) => set,
+        };
         // 5. Queries / analysis.
         if let Some(set) = &set {
             match self.phase {

@@ -83,6 +83,26 @@ pub struct Request {
     pub flags: Value,
     /// `runs rerun`: the run this one reproduces, and the pins it must meet.
     pub rerun: Option<RerunPins>,
+    /// `runs resume`: what the resumed run still has to do.
+    pub resume: Option<ResumePlan>,
+}
+
+/// What `runs resume` continues in an existing run directory (the phase is `query`: a resume
+/// never loads).
+#[derive(Debug, Clone, Default)]
+pub struct ResumePlan {
+    /// The query types to run now: those not done, and the added ones.
+    pub query_types: std::collections::BTreeSet<String>,
+    /// The run's query workload after the resume (its own, plus added types).
+    pub counts: std::collections::BTreeMap<String, u64>,
+    /// Extending: the directory of the query set the run had; the larger set reuses its files
+    /// of the types whose count did not change.
+    pub base_query_set: Option<PathBuf>,
+    /// The query file SHA-256 each done type ran with (its steps recorded it): the query set
+    /// of a resume must hold the same files for them (exit 4 otherwise).
+    pub done_files: std::collections::BTreeMap<String, String>,
+    /// What the run's manifest and events get.
+    pub record: Option<crate::run::ResumeRecord>,
 }
 
 /// What `runs rerun` pins beyond the flags: a different artifact is an integrity error.

@@ -25,13 +25,20 @@ pub enum DataCmd {
         #[command(flatten)]
         root: DatasetRootArgs,
     },
-    /// Generate a serialization of a dataset with tsbs_generate_data (reused when present).
+    /// Generate a serialization of a dataset with tsbs_generate_data (reused when present),
+    /// or with --only queries a query set for it (tsbs_generate_queries needs only the
+    /// dataset's spec, never its data files).
     Generate {
+        /// What to generate: the data (default) or a query set (`queries`).
+        #[arg(long, value_enum, default_value = "data")]
+        only: Only,
         /// Serialization to generate: a format a product's loader reads (influx: GreptimeDB and
         /// InfluxDB 3; timescaledb: TimescaleDB). Every format of a dataset has the same id and
-        /// the same rows.
+        /// the same rows. Required for data.
         #[arg(long, value_name = "FORMAT")]
-        format: String,
+        format: Option<String>,
+        #[command(flatten)]
+        queries: QueryArgs,
         /// How to store it (default: as already stored, else none).
         #[arg(long, value_enum)]
         compression: Option<Compression>,
@@ -70,6 +77,53 @@ pub enum DataCmd {
     },
 }
 
+/// What `data generate` makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Only {
+    /// A stored serialization of the dataset (`--format`).
+    Data,
+    /// A query set of the dataset for one product's query format (`--product`).
+    Queries,
+}
+
+/// The query-set flags of `data generate --only queries`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct QueryArgs {
+    /// --only queries: the product whose query format the set is in (a product command's
+    /// name, e.g. greptimedb; an unknown one is refused with the list).
+    #[arg(long, value_name = "PRODUCT")]
+    pub product: Option<String>,
+    /// --only queries: the product's variant when its query format depends on it (TimescaleDB:
+    /// --edition postgresql for plain PostgreSQL queries).
+    #[arg(long, value_name = "VARIANT")]
+    pub edition: Option<String>,
+    /// --only queries: a query type of the set (repeatable; default: every type).
+    #[arg(long = "query-type", value_name = "TYPE")]
+    pub query_types: Vec<String>,
+    /// --only queries: queries per type (default: the profile's count).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub queries: Option<i64>,
+    /// --only queries: queries of one type, TYPE=N (repeatable).
+    #[arg(long = "query-count", value_name = "TYPE=N")]
+    pub query_counts: Vec<String>,
+    /// --only queries: extend this published query set of the dataset (its id) with the
+    /// given types or counts: a new set, staged beside it and published with one rename,
+    /// reusing its files of the unchanged types; the set itself is left as it is.
+    #[arg(long, value_name = "QUERY_SET_ID")]
+    pub extend: Option<String>,
+}
+
+impl QueryArgs {
+    fn any(&self) -> bool {
+        self.product.is_some()
+            || self.edition.is_some()
+            || !self.query_types.is_empty()
+            || self.queries.is_some()
+            || !self.query_counts.is_empty()
+            || self.extend.is_some()
+    }
+}
+
 fn root_of(ctx: &Ctx, args: &DatasetRootArgs) -> Result<crate::paths::Root> {
     ctx.root
         .clone()
@@ -105,13 +159,51 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
             Ok(Outcome::new(data, human))
         }
         DataCmd::Generate {
+            only: Only::Queries,
             format,
+            queries,
             compression,
             spec,
             dataset_id,
             regenerate,
             root,
         } => {
+            if format.is_some() || compression.is_some() || regenerate {
+                return Err(crate::error::Error::invalid(
+                    "--format, --compression and --regenerate apply to data, not --only queries",
+                )
+                .with_hint("name the query format by its product: --product greptimedb"));
+            }
+            crate::bounds::scale(spec.scale)?;
+            let root = root_of(ctx, &root)?;
+            crate::cli::queries::generate(ctx, &root, dataset_id.as_deref(), &spec, &queries)
+        }
+        DataCmd::Generate {
+            only: Only::Data,
+            format,
+            queries,
+            compression,
+            spec,
+            dataset_id,
+            regenerate,
+            root,
+        } => {
+            if queries.any() {
+                return Err(crate::error::Error::invalid(
+                    "--product, --edition, --query-type, --queries, --query-count and --extend apply to --only queries",
+                )
+                .with_hint("add --only queries to generate a query set"));
+            }
+            let format = format.ok_or_else(|| {
+                crate::error::Error::invalid("data generate needs --format").with_hint(format!(
+                    "e.g. --format influx; formats: {}",
+                    crate::product::data_formats()
+                        .iter()
+                        .map(|f| f.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
             crate::bounds::scale(spec.scale)?;
             let root = root_of(ctx, &root)?;
             let generatable = crate::product::data_formats();
@@ -204,6 +296,28 @@ pub fn run(ctx: &Ctx, cmd: DataCmd) -> Result<Outcome> {
                     v["stored"]["sha256"].as_str().unwrap_or("-"),
                 ));
             }
+            // Its query sets (`data generate --only queries`, bench runs), and when each was
+            // generated or extended.
+            let sets = crate::queryset::list_sets(&root, &ds.id);
+            for q in &sets {
+                human.push_str(&format!(
+                    "Query set {} ({}): created {}{}\n",
+                    q["query_set_id"].as_str().unwrap_or("?"),
+                    q["format"].as_str().unwrap_or("?"),
+                    q["created_at"].as_str().unwrap_or("?"),
+                    q["extended_from"]["query_set_id"]
+                        .as_str()
+                        .map(|b| format!(", extended from {b}"))
+                        .unwrap_or_default()
+                ));
+                for (t, n) in q["query_counts"].as_object().into_iter().flatten() {
+                    human.push_str(&format!(
+                        "  {t}: {n} queries, generated {}\n",
+                        q["generated_at"][t].as_str().unwrap_or("(not recorded)")
+                    ));
+                }
+            }
+            data["query_sets"] = json!(sets);
             Ok(Outcome::new(data, human))
         }
         DataCmd::Verify {

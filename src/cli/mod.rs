@@ -23,6 +23,7 @@ mod env;
 mod generic;
 mod greptimedb;
 mod influxdb3;
+mod queries;
 mod quickstart;
 mod runs;
 mod skills;

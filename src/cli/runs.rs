@@ -1,5 +1,5 @@
 //! `tsbsctl runs ...`: what was run. Each subcommand is one variant and one function; the
-//! logic lives in `runlist`, `summary`, `compare`, `report` and `rerun`.
+//! logic lives in `runlist`, `summary`, `compare`, `report`, `rerun` and `resume`.
 
 use std::path::PathBuf;
 
@@ -69,6 +69,27 @@ pub enum RunsCmd {
         #[arg(long, value_name = "STATE")]
         accept_data_state: Option<String>,
     },
+    /// Continue a run in its own directory: the query types a kill, crash or failure left
+    /// undone, with the run's recorded flags and pins (those of `runs rerun`). With
+    /// --query-type, extend a run (finished or not) with more types: its query set is
+    /// extended to them. Never loads: a run whose load did not finish is refused (exit 2), as
+    /// is a complete run without new types; a run another process holds is busy (exit 3);
+    /// a workspace whose data changed since the run is an integrity error (exit 4). The
+    /// manifest, events and summary record each resume.
+    Resume {
+        /// The run to continue (a directory or a run id).
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// Add this query type to the run (repeatable, or comma-separated).
+        #[arg(long = "query-type", value_name = "TYPE")]
+        query_types: Vec<String>,
+        /// Queries per added type (default: the run's profile's count).
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        queries: Option<i64>,
+        /// Queries of one added type, TYPE=N (repeatable).
+        #[arg(long = "query-count", value_name = "TYPE=N")]
+        query_counts: Vec<String>,
+    },
 }
 
 pub fn run(ctx: &Ctx, cmd: RunsCmd) -> Result<Outcome> {
@@ -109,6 +130,20 @@ pub fn run(ctx: &Ctx, cmd: RunsCmd) -> Result<Outcome> {
             &run,
             database_id.as_deref(),
             accept_data_state.as_deref(),
+        ),
+        RunsCmd::Resume {
+            run,
+            query_types,
+            queries,
+            query_counts,
+        } => crate::resume::run(
+            ctx,
+            &crate::resume::Request {
+                run,
+                query_types,
+                queries,
+                query_counts,
+            },
         ),
     }
 }

@@ -19,6 +19,8 @@ mod integrity;
 mod locks;
 mod pipeline;
 mod precision;
+mod queries;
+mod resume;
 mod runs;
 mod safety;
 mod server;

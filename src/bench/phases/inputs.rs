@@ -17,7 +17,8 @@ impl Bench<'_> {
     pub(in crate::bench) fn env(&mut self) -> Result<TsbsEnv> {
         let key = self.req.rerun.as_ref().map(|p| p.tsbs_key.as_str());
         let root = &self.ctx.root;
-        self.run.step("tsbs-env", 1, |run| {
+        let attempt = self.run.next_attempt("tsbs-env")?;
+        self.run.step("tsbs-env", attempt, |run| {
             let env = TsbsEnv::load(root, key)?;
             let binaries: BTreeMap<String, Value> = env
                 .binaries
@@ -50,7 +51,8 @@ impl Bench<'_> {
         let command = self.ctx.command_line();
         let reporter = self.ctx.reporter.as_ref();
         let (phase, req, target) = (self.phase, self.req, &self.target);
-        self.run.step("dataset", 1, |run| {
+        let attempt = self.run.next_attempt("dataset")?;
+        self.run.step("dataset", attempt, |run| {
             let (ds, stored) = if phase.loads() {
                 let sf = dataset::ensure_generated(
                     ds,
@@ -126,27 +128,37 @@ impl Bench<'_> {
         let mut q_gen = move || integrity::verified_generator(&qenv, "tsbs_generate_queries");
         let reporter = self.ctx.reporter.as_ref();
         let (ctx, req, target) = (self.ctx, self.req, &self.target);
-        self.run.step("query-set", 1, |run| {
+        let attempt = self.run.next_attempt("query-set")?;
+        self.run.step("query-set", attempt, |run| {
             let log_dir = run.dir.join("logs");
-            let set = queryset::ensure_query_set(
-                &ctx.root
-                    .clone()
-                    .with_dataset_root(req.dataset_root.as_deref())?,
-                &QuerySetRequest {
-                    dataset: ds,
-                    format: target.product.query_format(),
-                    counts,
-                    log_dir: &log_dir,
-                    pinned_manifest_sha256: req
-                        .rerun
-                        .as_ref()
-                        .and_then(|p| p.query_set_manifest_sha256.as_deref()),
-                    full_verify: false,
-                    batch: None,
-                },
-                &mut q_gen,
-                reporter,
-            )?;
+            let root = ctx
+                .root
+                .clone()
+                .with_dataset_root(req.dataset_root.as_deref())?;
+            let qreq = QuerySetRequest {
+                dataset: ds,
+                format: target.product.query_format(),
+                counts,
+                log_dir: &log_dir,
+                pinned_manifest_sha256: req
+                    .rerun
+                    .as_ref()
+                    .and_then(|p| p.query_set_manifest_sha256.as_deref()),
+                full_verify: false,
+                batch: None,
+            };
+            // A resume that extends the run makes the larger set from the run's own.
+            let set = match req
+                .resume
+                .as_ref()
+                .and_then(|r| r.base_query_set.as_deref())
+            {
+                Some(base) => queryset::extend_query_set(&root, &qreq, base, &mut q_gen, reporter)?,
+                None => queryset::ensure_query_set(&root, &qreq, &mut q_gen, reporter)?,
+            };
+            if let Some(plan) = &req.resume {
+                crate::bench::resume_files_unchanged(plan, &set)?;
+            }
             let qv = json!({
                 "query_set_id": set.id,
                 "query_set_path": set.path,
