@@ -727,8 +727,10 @@ fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
         "3",
         "--batch-size",
         "20",
+        // 2 s without progress: a disk stalled by another process for a second (seen on a
+        // busy host) is not the end of the drain; the compaction still outlasts it.
         "--stop-timeout",
-        "1",
+        "2",
         "--json",
     ];
     a.extend(tiny());
@@ -741,7 +743,7 @@ fn a_draining_stop_after_a_load_and_a_long_compaction_both_succeed() {
     let log1 = std::fs::read_to_string(dir.join("logs/server-001.log")).unwrap_or_default();
     assert_eq!(srv["outcome"]["forced"], false, "{srv} {log1}");
     let took = srv["stop_seconds"].as_f64().unwrap();
-    assert!(took > 1.0, "the stop drained for {took} s only: {log1}");
+    assert!(took > 2.0, "the stop drained for {took} s only: {log1}");
     assert!(s["warnings"].as_array().unwrap().is_empty());
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(
