@@ -1109,33 +1109,23 @@ fn iot_shape(t: &str) -> Option<(&'static str, &'static str, i128)> {
     })
 }
 
-/// The stand-in's iot query text: SQL on GreptimeDB's tables (the real fork sends its
-/// InfluxQL text to `/v1/sql`), InfluxQL shaped as the real `influx` generator's.
-fn iot_query(t: &str, format: &str, rng: &mut Rng, scale: u64, from: i128, to: i128) -> String {
+/// The iot query text of the `influx` and `greptime` formats: the fork's
+/// `databases/greptime/iot.go` is a copy of `databases/influx/iot.go`, so GreptimeDB gets the
+/// same InfluxQL text on `/v1/sql` (`"time"`, `GROUP BY time(10m)`, `mean()`), which a SQL
+/// engine cannot plan as written: the stand-in must not be kinder than that.
+fn iot_query(t: &str, rng: &mut Rng, scale: u64, from: i128, to: i128) -> String {
     let fleets = ["East", "West", "North", "South"];
     let fleet = fleets[rng.below(4) as usize];
     let truck = format!("truck_{}", rng.below(scale));
     let (f, e) = (rfc3339(from), rfc3339(to));
-    if format == "influx" {
-        return match t {
-            "last-loc" => format!("SELECT \"latitude\", \"longitude\" FROM \"readings\" WHERE \"fleet\"='{fleet}' GROUP BY \"name\",\"driver\" ORDER BY \"time\" LIMIT 1"),
+    match t {
+        "last-loc" => format!("SELECT \"latitude\", \"longitude\" FROM \"readings\" WHERE \"fleet\"='{fleet}' GROUP BY \"name\",\"driver\" ORDER BY \"time\" LIMIT 1"),
             "single-last-loc" => format!("SELECT \"name\", \"driver\", \"latitude\", \"longitude\" FROM \"readings\" WHERE \"name\" = '{truck}' ORDER BY \"time\" LIMIT 1"),
             "low-fuel" => format!("SELECT \"name\", \"driver\", \"fuel_state\" FROM \"diagnostics\" WHERE \"fuel_state\" <= 0.1 AND \"fleet\" = '{fleet}' GROUP BY \"name\" ORDER BY \"time\" DESC LIMIT 1"),
             "high-load" => format!("SELECT \"current_load\", \"load_capacity\" FROM \"diagnostics\" WHERE fleet = '{fleet}' GROUP BY \"name\",\"driver\" ORDER BY \"time\" DESC LIMIT 1"),
             "stationary-trucks" | "long-driving-sessions" | "long-daily-sessions" => format!("SELECT mean(\"velocity\") as mean_velocity FROM \"readings\" WHERE time > '{f}' AND time <= '{e}' GROUP BY time(10m),\"name\",\"driver\",\"fleet\" LIMIT 1"),
             "avg-load" | "avg-vs-projected-fuel-consumption" | "breakdown-frequency" => "SELECT mean(\"current_load\") FROM \"diagnostics\" GROUP BY \"fleet\", \"model\"".into(),
             _ => "SELECT count(\"velocity\") FROM \"readings\" GROUP BY \"fleet\", \"model\"".into(),
-        };
-    }
-    let ts = "greptime_timestamp";
-    match t {
-        "last-loc" => format!("SELECT name, driver, last_value(latitude ORDER BY {ts}) AS latitude, last_value(longitude ORDER BY {ts}) AS longitude FROM readings WHERE fleet = '{fleet}' GROUP BY name, driver"),
-        "single-last-loc" => format!("SELECT name, driver, latitude, longitude FROM readings WHERE name = '{truck}' ORDER BY {ts} DESC LIMIT 1"),
-        "low-fuel" => format!("SELECT name, driver, fuel_state FROM diagnostics WHERE fuel_state <= 0.1 AND fleet = '{fleet}' ORDER BY {ts} DESC LIMIT 1"),
-        "high-load" => format!("SELECT name, driver, current_load, load_capacity FROM diagnostics WHERE fleet = '{fleet}' AND current_load >= 0.9 * load_capacity ORDER BY {ts} DESC"),
-        "stationary-trucks" | "long-driving-sessions" | "long-daily-sessions" => format!("SELECT name, driver, avg(velocity) AS mean_velocity FROM readings WHERE fleet = '{fleet}' AND {ts} > '{f}' AND {ts} <= '{e}' GROUP BY name, driver"),
-        "avg-load" | "avg-vs-projected-fuel-consumption" | "breakdown-frequency" => "SELECT fleet, model, avg(current_load) AS mean_load FROM diagnostics GROUP BY fleet, model".into(),
-        _ => format!("SELECT fleet, model, date_trunc('day', {ts}) AS day, avg(velocity) AS mean_velocity FROM readings GROUP BY fleet, model, day"),
     }
 }
 
@@ -1159,6 +1149,7 @@ fn iot_queries_main(
     };
     let prefix = match format {
         "greptime" | "influx" => "Influx",
+        "timescaledb" => "TimescaleDB",
         "influx3" => {
             return fail(format!(
                 "use case 'iot' not implemented for format '{format}'"
@@ -1201,7 +1192,14 @@ fn iot_queries_main(
         },
         None => Box::new(io::BufWriter::new(raw_stdout())),
     };
-    let mut out = crate::queryfile::Writer::new(out);
+    // The timescaledb format is a gob stream of `query.TimescaleDB`, written at the end.
+    let json = format == "timescaledb" && flags.bool("timescale-use-json");
+    let mut ts_queries = Vec::new();
+    let (mut raw, mut out) = if format == "timescaledb" {
+        (Some(out), None)
+    } else {
+        (None, Some(crate::queryfile::Writer::new(out)))
+    };
     for _ in 0..count {
         let (from, to) = if window > 0 {
             let span = (end_ns - start_ns - window) as u64;
@@ -1210,22 +1208,90 @@ fn iot_queries_main(
         } else {
             (start_ns, end_ns)
         };
-        let sql = iot_query(qtype, format, &mut rng, scale, from, to);
         let description = format!("{label}{desc}");
+        if format == "timescaledb" {
+            let (table, sql) = iot_timescaledb_sql(qtype, json, &mut rng, scale, from, to);
+            ts_queries.push(crate::emulators::tsbs_timescaledb::TsQuery {
+                human_label: label.clone(),
+                human_description: description,
+                hypertable: table.into(),
+                sql_query: sql,
+            });
+            continue;
+        }
+        let sql = iot_query(qtype, &mut rng, scale, from, to);
         let rec = if format == "greptime" {
             Query::greptime(&label, &description, &sql, 0, 0)
         } else {
             Query::influxql(&label, &description, &sql, 0, 0)
         };
-        if let Err(e) = out.write(&rec) {
+        if let Some(Err(e)) = out.as_mut().map(|o| o.write(&rec)) {
             return fail(format!("write: {e}"));
         }
     }
-    if let Err(e) = out.flush() {
+    if let Some(raw) = raw.as_mut() {
+        let bytes = crate::emulators::tsbs_timescaledb::write_queries(&ts_queries);
+        if let Err(e) = raw.write_all(&bytes).and_then(|_| raw.flush()) {
+            return fail(format!("write: {e}"));
+        }
+    }
+    if let Some(Err(e)) = out.as_mut().map(|o| o.flush()) {
         return fail(format!("write: {e}"));
     }
     eprintln!("{label}: {count} points");
     0
+}
+
+/// The fork's `databases/timescaledb/iot.go` text of one iot query (tags in the `tags` table,
+/// `tagset->>'...'` with `--timescale-use-json`), and the table `fillInQuery` names. Six of
+/// them call `time_bucket` whatever `--timescale-use-time-bucket` says: plain PostgreSQL has no
+/// such function.
+fn iot_timescaledb_sql(
+    t: &str,
+    json: bool,
+    rng: &mut Rng,
+    scale: u64,
+    from: i128,
+    to: i128,
+) -> (&'static str, String) {
+    let col = |c: &str| {
+        if json {
+            format!("tagset->>'{c}'")
+        } else {
+            c.to_string()
+        }
+    };
+    let alias = |c: &str| format!("{} AS {c}", col(c));
+    let fleets = ["East", "West", "North", "South"];
+    let mut fleet = || fleets[rng.below(4) as usize];
+    let (s, e) = (go_sql_time(from), go_sql_time(to));
+    let (name, driver) = (alias("name"), alias("driver"));
+    match t {
+        "single-last-loc" => {
+            let truck = format!("truck_{}", rng.below(scale));
+            let which = if json {
+                format!("tags_id IN (SELECT id FROM tags WHERE tagset @> '{{\"name\": \"{truck}\"}}')")
+            } else {
+                format!("name IN ('{truck}')")
+            };
+            ("readings", format!("SELECT t.{name}, t.{driver}, r.*\n\t\tFROM tags t INNER JOIN LATERAL\n\t\t\t(SELECT longitude, latitude\n\t\t\tFROM readings r\n\t\t\tWHERE r.tags_id=t.id\n\t\t\tORDER BY time DESC LIMIT 1)  r ON true\n\t\tWHERE t.{which}"))
+        }
+        "last-loc" => ("readings", format!("SELECT t.{name}, t.{driver}, r.*\n\t\tFROM tags t INNER JOIN LATERAL\n\t\t\t(SELECT longitude, latitude\n\t\t\tFROM readings r\n\t\t\tWHERE r.tags_id=t.id\n\t\t\tORDER BY time DESC LIMIT 1)  r ON true\n\t\tWHERE t.{} IS NOT NULL\n\t\tAND t.{} = '{}'", col("name"), col("fleet"), fleet())),
+        "low-fuel" => ("diagnostics", format!("SELECT t.{name}, t.{driver}, d.* \n\t\tFROM tags t INNER JOIN LATERAL \n\t\t\t(SELECT fuel_state \n\t\t\tFROM diagnostics d \n\t\t\tWHERE d.tags_id=t.id \n\t\t\tORDER BY time DESC LIMIT 1) d ON true \n\t\tWHERE t.{} IS NOT NULL\n\t\tAND d.fuel_state < 0.1 \n\t\tAND t.{} = '{}'", col("name"), col("fleet"), fleet())),
+        "high-load" => ("diagnostics", format!("SELECT t.{name}, t.{driver}, d.* \n\t\tFROM tags t INNER JOIN LATERAL \n\t\t\t(SELECT current_load \n\t\t\tFROM diagnostics d \n\t\t\tWHERE d.tags_id=t.id \n\t\t\tORDER BY time DESC LIMIT 1) d ON true \n\t\tWHERE t.{} IS NOT NULL\n\t\tAND d.current_load/t.{} > 0.9 \n\t\tAND t.{} = '{}'", col("name"), col("load_capacity"), col("fleet"), fleet())),
+        "stationary-trucks" => ("readings", format!("SELECT t.{name}, t.{driver}\n\t\tFROM tags t \n\t\tINNER JOIN readings r ON r.tags_id = t.id \n\t\tWHERE time >= '{s}' AND time < '{e}'\n\t\tAND t.{} IS NOT NULL\n\t\tAND t.{} = '{}' \n\t\tGROUP BY 1, 2 \n\t\tHAVING avg(r.velocity) < 1", col("name"), col("fleet"), fleet())),
+        // tenMinutePeriods(5, 4h) = 22, tenMinutePeriods(35, 24h) = 60.
+        "long-driving-sessions" | "long-daily-sessions" => {
+            let periods = if t == "long-driving-sessions" { 22 } else { 60 };
+            ("readings", format!("SELECT t.{name}, t.{driver}\n\t\tFROM tags t \n\t\tINNER JOIN LATERAL \n\t\t\t(SELECT  time_bucket('10 minutes', time) AS ten_minutes, tags_id  \n\t\t\tFROM readings \n\t\t\tWHERE time >= '{s}' AND time < '{e}'\n\t\t\tGROUP BY ten_minutes, tags_id  \n\t\t\tHAVING avg(velocity) > 1 \n\t\t\tORDER BY ten_minutes, tags_id) AS r ON t.id = r.tags_id \n\t\tWHERE t.{} IS NOT NULL\n\t\tAND t.{} = '{}'\n\t\tGROUP BY name, driver \n\t\tHAVING count(r.ten_minutes) > {periods}", col("name"), col("fleet"), fleet()))
+        }
+        "avg-vs-projected-fuel-consumption" => ("readings", format!("SELECT t.{}, avg(r.fuel_consumption) AS avg_fuel_consumption, \n\t\tavg(t.{}) AS projected_fuel_consumption\n\t\tFROM tags t\n\t\tINNER JOIN LATERAL(SELECT tags_id, fuel_consumption FROM readings r WHERE r.tags_id = t.id AND velocity > 1) r ON true\n\t\tWHERE t.{} IS NOT NULL\n\t\tAND t.{} IS NOT NULL \n\t\tAND t.{} IS NOT NULL\n\t\tGROUP BY fleet", alias("fleet"), col("nominal_fuel_consumption"), col("fleet"), col("nominal_fuel_consumption"), col("name"))),
+        "avg-daily-driving-duration" => ("readings", format!("WITH ten_minute_driving_sessions\n\t\tAS (\n\t\t\tSELECT time_bucket('10 minutes', TIME) AS ten_minutes, tags_id\n\t\t\tFROM readings r\n\t\t\tGROUP BY tags_id, ten_minutes\n\t\t\tHAVING avg(velocity) > 1\n\t\t\t), daily_total_session\n\t\tAS (\n\t\t\tSELECT time_bucket('24 hours', ten_minutes) AS day, tags_id, count(*) / 6 AS hours\n\t\t\tFROM ten_minute_driving_sessions\n\t\t\tGROUP BY day, tags_id\n\t\t\t)\n\t\tSELECT t.{}, t.{name}, t.{driver}, avg(d.hours) AS avg_daily_hours\n\t\tFROM daily_total_session d\n\t\tINNER JOIN tags t ON t.id = d.tags_id\n\t\tGROUP BY fleet, name, driver", alias("fleet"))),
+        "avg-daily-driving-session" => ("readings", format!("WITH driver_status\n\t\tAS (\n\t\t\tSELECT tags_id, time_bucket('10 mins', TIME) AS ten_minutes, avg(velocity) > 5 AS driving\n\t\t\tFROM readings\n\t\t\tGROUP BY tags_id, ten_minutes\n\t\t\tORDER BY tags_id, ten_minutes\n\t\t\t), driver_status_change\n\t\tAS (\n\t\t\tSELECT tags_id, ten_minutes AS start, lead(ten_minutes) OVER (PARTITION BY tags_id ORDER BY ten_minutes) AS stop, driving\n\t\t\tFROM (\n\t\t\t\tSELECT tags_id, ten_minutes, driving, lag(driving) OVER (PARTITION BY tags_id ORDER BY ten_minutes) AS prev_driving\n\t\t\t\tFROM driver_status\n\t\t\t\t) x\n\t\t\tWHERE x.driving <> x.prev_driving\n\t\t\t)\n\t\tSELECT t.{name}, time_bucket('24 hours', start) AS day, avg(age(stop, start)) AS duration\n\t\tFROM tags t\n\t\tINNER JOIN driver_status_change d ON t.id = d.tags_id\n\t\tWHERE t.{} IS NOT NULL\n\t\tAND d.driving = true\n\t\tGROUP BY name, day\n\t\tORDER BY name, day", col("name"))),
+        "avg-load" => ("readings", format!("SELECT t.{}, t.{}, t.{}, avg(d.avg_load / t.{}) AS avg_load_percentage\n\t\tFROM tags t\n\t\tINNER JOIN (\n\t\t\tSELECT tags_id, avg(current_load) AS avg_load\n\t\t\tFROM diagnostics d\n\t\t\tGROUP BY tags_id\n\t\t\t) d ON t.id = d.tags_id\n\t\tWHERE t.{} IS NOT NULL\n\t\tGROUP BY fleet, model, load_capacity", alias("fleet"), alias("model"), alias("load_capacity"), col("load_capacity"), col("name"))),
+        "daily-activity" => ("readings", format!("SELECT t.{}, t.{}, y.day, sum(y.ten_mins_per_day) / 144 AS daily_activity\n\t\tFROM tags t\n\t\tINNER JOIN (\n\t\t\tSELECT time_bucket('24 hours', TIME) AS day, time_bucket('10 minutes', TIME) AS ten_minutes, tags_id, count(*) AS ten_mins_per_day\n\t\t\tFROM diagnostics\n\t\t\tGROUP BY day, ten_minutes, tags_id\n\t\t\tHAVING avg(STATUS) < 1\n\t\t\t) y ON y.tags_id = t.id\n\t\tWHERE t.{} IS NOT NULL\n\t\tGROUP BY fleet, model, y.day\n\t\tORDER BY y.day", alias("fleet"), alias("model"), col("name"))),
+        _ => ("diagnostics", format!("WITH breakdown_per_truck_per_ten_minutes\n\t\tAS (\n\t\t\tSELECT time_bucket('10 minutes', TIME) AS ten_minutes, tags_id, count(STATUS = 0) / count(*) >= 0.5 AS broken_down\n\t\t\tFROM diagnostics\n\t\t\tGROUP BY ten_minutes, tags_id\n\t\t\t), breakdowns_per_truck\n\t\tAS (\n\t\t\tSELECT ten_minutes, tags_id, broken_down, lead(broken_down) OVER (\n\t\t\t\t\tPARTITION BY tags_id ORDER BY ten_minutes\n\t\t\t\t\t) AS next_broken_down\n\t\t\tFROM breakdown_per_truck_per_ten_minutes\n\t\t\t)\n\t\tSELECT t.{}, count(*)\n\t\tFROM tags t\n\t\tINNER JOIN breakdowns_per_truck b ON t.id = b.tags_id\n\t\tWHERE t.{} IS NOT NULL\n\t\tAND broken_down = false AND next_broken_down = true\n\t\tGROUP BY model", alias("model"), col("name"))),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
