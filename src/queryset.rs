@@ -51,6 +51,9 @@ pub struct QueryFormat {
     /// The query use cases (`--use-case`) the fork's generator implements for this format
     /// (`cmd/tsbs_generate_queries/databases/<format>`: `NewDevops`, `NewIoT`).
     pub use_cases: &'static [&'static str],
+    /// Query types the format's generator writes but the target cannot run, with the reason
+    /// (refused before anything is generated or run).
+    pub refused_types: &'static [(&'static str, &'static str)],
 }
 
 impl PartialEq for QueryFormat {
@@ -248,6 +251,41 @@ pub fn query_type_needs(query_type: &str) -> (u64, i128) {
 /// Refuses (exit 2) the query types the dataset cannot serve, naming each with its need,
 /// so nothing is created for a generation that would panic. The window may equal the span:
 /// the generator gets `end + 1 s`.
+/// Refuses (exit 2) the query types `format` declares it cannot run.
+pub fn check_runnable_types(
+    format: &QueryFormat,
+    product: &str,
+    counts: &BTreeMap<String, u64>,
+) -> Result<()> {
+    let refused: Vec<(&str, &str)> = format
+        .refused_types
+        .iter()
+        .filter(|(t, _)| counts.contains_key(*t))
+        .copied()
+        .collect();
+    let Some((_, why)) = refused.first() else {
+        return Ok(());
+    };
+    let names: Vec<&str> = refused.iter().map(|(t, _)| *t).collect();
+    let runnable: Vec<&str> = counts
+        .keys()
+        .map(String::as_str)
+        .filter(|t| !names.contains(t))
+        .collect();
+    Err(Error::invalid(format!(
+        "{product} cannot run query type(s) {}: {why}",
+        names.join(", ")
+    ))
+    .with_hint(if runnable.is_empty() {
+        "choose other --query-type values".to_string()
+    } else {
+        format!(
+            "run the others: --query-type {}",
+            runnable.join(" --query-type ")
+        )
+    }))
+}
+
 pub fn check_query_needs(dataset: &Dataset, counts: &BTreeMap<String, u64>) -> Result<()> {
     let spec = &dataset.spec;
     let span = crate::dataset::parse_rfc3339(&spec.end, "--end")?

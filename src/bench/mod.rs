@@ -210,6 +210,11 @@ fn run_in(
     // A query type the dataset is too small for would panic in the generator: refuse first.
     if matches!(phase, Phase::All | Phase::Query | Phase::Analyze) {
         queryset::check_query_needs(&dataset, &counts)?;
+        queryset::check_runnable_types(
+            &target.product.query_format(),
+            target.product.family_display(),
+            &counts,
+        )?;
     }
     let caps = target.product.bench_caps();
     let mut workload = json!({

@@ -133,6 +133,7 @@ pub fn generate(
         )?,
     };
     queryset::check_query_needs(&ds, &counts)?;
+    queryset::check_runnable_types(&format, entry.display, &counts)?;
     // Generator logs go to the state root, never the (maybe shared) query root.
     let log_dir = ctx
         .root

@@ -482,6 +482,7 @@ impl QueryFormat {
         bytes_per_query: 4096,
         generator_flags: &[],
         use_cases: &["devops", "iot"],
+        refused_types: &[],
     };
 }
 

@@ -647,6 +647,7 @@ impl QueryFormat {
         generator_flags: &[],
         // `databases/influx3` implements `NewDevops` only: no iot queries.
         use_cases: &["devops"],
+        refused_types: &[],
     };
 }
 

@@ -709,6 +709,7 @@ impl QueryFormat {
         bytes_per_query: 1024,
         generator_flags: &[],
         use_cases: &["devops", "iot"],
+        refused_types: &[],
     };
 }
 

@@ -90,6 +90,7 @@ const FORMAT: QueryFormat = QueryFormat {
         "--timescale-use-tags=true",
     ],
     use_cases: &["devops", "iot"],
+    refused_types: &[],
 };
 const FORMAT_POSTGRESQL: QueryFormat = QueryFormat {
     generator_flags: &[
@@ -97,8 +98,19 @@ const FORMAT_POSTGRESQL: QueryFormat = QueryFormat {
         "--timescale-use-json=false",
         "--timescale-use-tags=true",
     ],
+    refused_types: &[
+        ("avg-daily-driving-duration", NO_TIME_BUCKET),
+        ("avg-daily-driving-session", NO_TIME_BUCKET),
+        ("breakdown-frequency", NO_TIME_BUCKET),
+        ("daily-activity", NO_TIME_BUCKET),
+        ("long-daily-sessions", NO_TIME_BUCKET),
+        ("long-driving-sessions", NO_TIME_BUCKET),
+    ],
     ..FORMAT
 };
+
+/// Why six iot types cannot run on plain PostgreSQL.
+const NO_TIME_BUCKET: &str = "the fork's TimescaleDB iot queries of these types call time_bucket() whatever --timescale-use-time-bucket says (databases/timescaledb/iot.go), and plain PostgreSQL has no such function; a workspace in timescaledb mode runs them";
 
 /// Reads the pinned record of the installation in `install_dir`.
 pub fn read_record(install_dir: &Path) -> Result<PgInstallation> {

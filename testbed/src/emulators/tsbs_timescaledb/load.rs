@@ -1,12 +1,17 @@
 //! `tsbs_load_timescaledb` against a real PostgreSQL (reference §5): the header of the
 //! timescaledb data format first (`ended too soon, no tags or cols read`, exit 1, for anything
 //! else), then through `--admin-db-name` the database lifecycle (exists? abort, or `DROP
-//! DATABASE IF EXISTS` and `CREATE DATABASE`), the `tags` and `cpu` tables and the five
-//! indexes of `load/schema-after-plain-load.txt`, the hypertable with `--use-hypertable`
+//! DATABASE IF EXISTS` and `CREATE DATABASE`), the `tags` table and one table per measurement of
+//! the header (`cpu` alone for cpu-only; nine for devops; `readings`, `diagnostics` for iot) with
+//! the indexes of `load/schema-after-plain-load.txt` (the five of cpu-only), the hypertable
+//! with `--use-hypertable`
 //! (`CREATE EXTENSION IF NOT EXISTS timescaledb CASCADE`, which fails without the extension
 //! as the real one does), then `--workers` threads inserting `--batch-size` rows per batch
 //! (new tag sets with `INSERT ... ON CONFLICT DO NOTHING`, rows with `COPY`, or batched
-//! `INSERT` with `--use-insert`). Statement failures print `could not execute sql: <sql>`
+//! `INSERT` with `--use-insert`). One tag cache for all workers keyed by the first tag's value,
+//! as the real `globalSyncCSI`: a row whose first tag is empty (iot's nameless trucks) is NULL
+//! in `tags` and gets tags_id 0. The metric count is every value column, empty or not.
+//! Statement failures print `could not execute sql: <sql>`
 //! without a newline and panic with pgx's text (exit 2), as `MustExec` does.
 //!
 //! Not emulated (exit 2 with a `testbed:` message): `--insert-intervals`, `--hash-workers`,
@@ -78,13 +83,25 @@ struct Knobs {
     batch_delay_ms: u64,
 }
 
-/// The data file's header: tag columns (all `string` in TSBS's cpu data) and the cpu fields.
+/// The data file's header (`file_data_source.go` `Headers`): the tag columns with their
+/// types, then one line per table with its value columns, up to a blank line.
 struct Header {
     tag_cols: Vec<String>,
-    fields: Vec<String>,
+    tag_types: Vec<String>,
+    /// Table and value columns, in the header's order.
+    tables: Vec<(String, Vec<String>)>,
 }
 
-/// Reads the three header lines; anything else is the real loader's `log.Fatal`.
+impl Header {
+    fn columns(&self, table: &str) -> Option<&[String]> {
+        self.tables
+            .iter()
+            .find(|(t, _)| t == table)
+            .map(|(_, c)| c.as_slice())
+    }
+}
+
+/// Reads the header lines; anything else is the real loader's `log.Fatal`.
 fn read_header(input: &mut impl BufRead) -> Header {
     let mut lines = Vec::new();
     loop {
@@ -93,23 +110,55 @@ fn read_header(input: &mut impl BufRead) -> Header {
             Ok(0) | Err(_) => fatal("ended too soon, no tags or cols read"),
             Ok(_) => {}
         }
-        let l = l.trim_end_matches(['\n', '\r']).to_string();
+        let l = l.trim().to_string();
         if l.is_empty() {
             break;
         }
         lines.push(l);
     }
-    let tags = lines.iter().find_map(|l| l.strip_prefix("tags,"));
-    let cpu = lines.iter().find_map(|l| l.strip_prefix("cpu,"));
-    let (Some(tags), Some(cpu)) = (tags, cpu) else {
+    let Some(first) = lines.first() else {
         fatal("ended too soon, no tags or cols read");
     };
+    let mut tags = first.split(',');
+    if tags.next() != Some("tags") {
+        fatal(&format!(
+            "input header in wrong format. got '{}', expected 'tags'",
+            first.chars().next().unwrap_or(' ')
+        ));
+    }
+    let (mut tag_cols, mut tag_types) = (Vec::new(), Vec::new());
+    for t in tags {
+        let parts: Vec<&str> = t.split(' ').collect();
+        if parts.len() != 2 {
+            go_panic(TOOL, "tag header has invalid format");
+        }
+        tag_cols.push(parts[0].to_string());
+        tag_types.push(parts[1].to_string());
+    }
+    let tables = lines[1..]
+        .iter()
+        .map(|l| {
+            let mut cols = l.split(',').map(str::to_string);
+            let table = cols.next().unwrap_or_default();
+            (table, cols.collect())
+        })
+        .collect();
     Header {
-        tag_cols: tags
-            .split(',')
-            .map(|t| t.split(' ').next().unwrap_or(t).to_string())
-            .collect(),
-        fields: cpu.split(',').map(str::to_string).collect(),
+        tag_cols,
+        tag_types,
+        tables,
+    }
+}
+
+/// `serializedTypeToPgType`: an unknown type panics, as the real one does.
+fn pg_type(t: &str) -> &'static str {
+    match t {
+        "string" => "TEXT",
+        "float32" => "FLOAT",
+        "float64" => "DOUBLE PRECISION",
+        "int64" => "BIGINT",
+        "int32" => "INTEGER",
+        other => go_panic(TOOL, &format!("unrecognized type {other}")),
     }
 }
 
@@ -242,7 +291,8 @@ pub fn main(args: Vec<String>) -> i32 {
             header
                 .tag_cols
                 .iter()
-                .map(|c| format!("{c} TEXT"))
+                .zip(&header.tag_types)
+                .map(|(c, t)| format!("{c} {}", pg_type(t)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
@@ -251,36 +301,38 @@ pub fn main(args: Vec<String>) -> i32 {
             header.tag_cols.join(",")
         ));
         exec(&format!("CREATE INDEX ON tags({})", header.tag_cols[0]));
-        exec("DROP TABLE IF EXISTS cpu");
-        exec(&format!(
-            "CREATE TABLE cpu (time timestamptz, tags_id integer, {}, additional_tags JSONB DEFAULT NULL)",
-            header
-                .fields
-                .iter()
-                .map(|f| format!("{f} DOUBLE PRECISION"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        if flags.bool("partition-index") {
-            exec("CREATE INDEX ON cpu(tags_id, \"time\" DESC)");
-        }
-        if flags.bool("time-index") {
-            exec("CREATE INDEX ON cpu(\"time\" DESC)");
-        }
-        if hypertable {
-            exec("CREATE EXTENSION IF NOT EXISTS timescaledb CASCADE");
-            let chunk_us = flags.duration_ns("chunk-time") / 1000;
-            let partitions = flags.i64("partitions");
-            let parts = if partitions > 0 {
-                format!(
-                    ", partitioning_column => 'tags_id'::name, number_partitions => {partitions}"
-                )
-            } else {
-                String::new()
-            };
+        // One table per header line (`PostCreateDB` ranges over a Go map: any order).
+        for (table, fields) in &header.tables {
+            exec(&format!("DROP TABLE IF EXISTS {table}"));
             exec(&format!(
-                "SELECT create_hypertable('cpu'::regclass, 'time'::name{parts}, chunk_time_interval => {chunk_us}, create_default_indexes => FALSE)"
+                "CREATE TABLE {table} (time timestamptz, tags_id integer, {}, additional_tags JSONB DEFAULT NULL)",
+                fields
+                    .iter()
+                    .filter(|f| !f.is_empty())
+                    .map(|f| format!("{f} DOUBLE PRECISION"))
+                    .collect::<Vec<_>>()
+                    .join(",")
             ));
+            if flags.bool("partition-index") {
+                exec(&format!("CREATE INDEX ON {table}(tags_id, \"time\" DESC)"));
+            }
+            if flags.bool("time-index") {
+                exec(&format!("CREATE INDEX ON {table}(\"time\" DESC)"));
+            }
+            // No field indexes: --field-index-count is 0 (other values are refused above).
+            if hypertable {
+                exec("CREATE EXTENSION IF NOT EXISTS timescaledb CASCADE");
+                let chunk_us = flags.duration_ns("chunk-time") / 1000;
+                let partitions = flags.i64("partitions");
+                let options = if partitions > 0 {
+                    format!("partitioning_column => 'tags_id'::name, number_partitions => {partitions}::smallint, chunk_time_interval => {chunk_us}, create_default_indexes => FALSE")
+                } else {
+                    format!("chunk_time_interval => {chunk_us}, create_default_indexes => FALSE")
+                };
+                exec(&format!(
+                    "SELECT create_hypertable('{table}'::regclass, 'time'::name, {options})"
+                ));
+            }
         }
     }
     drop(conn);
@@ -306,9 +358,11 @@ pub fn main(args: Vec<String>) -> i32 {
     let (tx, rx) = mpsc::sync_channel::<Vec<(String, String)>>(workers as usize);
     let rx = Arc::new(Mutex::new(rx));
     let header = Arc::new(header);
+    // `globalSyncCSI`: one tag cache for every worker, keyed by the first tag's value.
+    let tag_ids: Arc<Mutex<HashMap<String, i32>>> = Arc::default();
     let mut handles = Vec::new();
     for _ in 0..workers {
-        let rx = rx.clone();
+        let (rx, tag_ids) = (rx.clone(), tag_ids.clone());
         let (header, metric_cnt, row_cnt) = (header.clone(), metric_cnt.clone(), row_cnt.clone());
         let (host, port, user, db, pass) = (
             host.clone(),
@@ -319,7 +373,6 @@ pub fn main(args: Vec<String>) -> i32 {
         );
         handles.push(std::thread::spawn(move || {
             let mut client: Option<postgres::Client> = None;
-            let mut tag_ids: HashMap<String, i32> = HashMap::new();
             loop {
                 let next = rx.lock().unwrap().recv();
                 let Ok(batch) = next else { break };
@@ -334,7 +387,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     }
                 }
                 let c = client.as_mut().unwrap();
-                let metrics = insert_batch(c, &header, &batch, &mut tag_ids, use_insert);
+                let metrics = insert_batch(c, &header, &batch, &tag_ids, use_insert);
                 metric_cnt.fetch_add(metrics, Ordering::SeqCst);
                 row_cnt.fetch_add(batch.len() as u64, Ordering::SeqCst);
                 if !batch_delay.is_zero() {
@@ -344,32 +397,27 @@ pub fn main(args: Vec<String>) -> i32 {
         }));
     }
 
-    // Rows are line pairs: a `tags,...` line, then its `cpu,<ns>,...` line.
+    // Rows are line pairs (`NextItem`): a `tags,...` line, then its `<table>,<ns>,...` line.
     let mut batch = Vec::with_capacity(batch_size as usize);
-    let mut pending_tags: Option<String> = None;
+    let mut lines = input.lines();
     let mut rows = 0u64;
-    for line in input.lines() {
-        let Ok(line) = line else { break };
+    while let Some(Ok(tags)) = lines.next() {
         if limit > 0 && rows >= limit {
             break;
         }
-        if line.starts_with("tags,") {
-            pending_tags = Some(line);
-        } else if line.starts_with("cpu,") {
-            let Some(tags) = pending_tags.take() else {
-                fatal(&format!(
-                    "testbed: {TOOL}: a cpu line without its tags line: {line}"
-                ));
-            };
-            batch.push((tags, line));
-            rows += 1;
-            if batch.len() as u64 >= batch_size && tx.send(std::mem::take(&mut batch)).is_err() {
-                break;
-            }
-        } else if !line.is_empty() {
+        if !tags.starts_with("tags,") {
+            let prefix = tags.split(',').next().unwrap_or("");
             fatal(&format!(
-                "testbed: {TOOL}: unexpected line in the data: {line}"
+                "data file in invalid format; got {prefix} expected tags"
             ));
+        }
+        let Some(Ok(values)) = lines.next() else {
+            fatal("scan error: <nil>");
+        };
+        batch.push((tags, values));
+        rows += 1;
+        if batch.len() as u64 >= batch_size && tx.send(std::mem::take(&mut batch)).is_err() {
+            break;
         }
     }
     if !batch.is_empty() {
@@ -467,83 +515,142 @@ pub fn main(args: Vec<String>) -> i32 {
     0
 }
 
-/// Inserts one batch; returns its metric count (non-empty field values).
+/// `convertValsToSQLBasedOnType`: empty is NULL, strings are quoted (the real loader does not
+/// escape them either), other types as written.
+fn sql_value(v: &str, t: &str) -> String {
+    match (v, t) {
+        ("", _) => "NULL".into(),
+        (v, "string") => format!("'{v}'"),
+        (v, _) => v.to_string(),
+    }
+}
+
+/// Inserts one batch (`ProcessBatch`: per table, new tag sets first); returns its metric count,
+/// every value column of every row as the real `splitTagsAndMetrics` counts, empty or not.
 fn insert_batch(
     c: &mut postgres::Client,
     header: &Header,
     batch: &[(String, String)],
-    tag_ids: &mut HashMap<String, i32>,
+    tag_ids: &Mutex<HashMap<String, i32>>,
     use_insert: bool,
 ) -> u64 {
-    // New tag sets first (ON CONFLICT: another worker may have inserted the same host).
-    let mut new_tags: Vec<(String, Vec<String>)> = Vec::new();
-    for (tags, _) in batch {
-        let values: Vec<String> = tags["tags,".len()..]
-            .split(',')
-            .map(|kv| kv.split_once('=').map(|(_, v)| v).unwrap_or("").to_string())
+    let common = header.tag_cols.len();
+    let mut by_table: Vec<(&str, Vec<Row>)> = Vec::new();
+    for (tags, values) in batch {
+        // The first `common` tags lose their keys; any further ones become additional_tags.
+        let mut parts = tags["tags,".len()..].splitn(common + 1, ',');
+        let vals: Vec<String> = (0..common)
+            .map(|_| {
+                let kv = parts.next().unwrap_or("");
+                match kv.split_once('=') {
+                    Some((_, v)) => v.to_string(),
+                    None => go_panic(TOOL, "runtime error: index out of range [1] with length 1"),
+                }
+            })
             .collect();
-        let host = values.first().cloned().unwrap_or_default();
-        if !tag_ids.contains_key(&host) && !new_tags.iter().any(|(h, _)| *h == host) {
-            new_tags.push((host, values));
+        let extra = parts.next().map(|rest| {
+            let o: serde_json::Map<String, serde_json::Value> = rest
+                .split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
+                .collect();
+            serde_json::Value::Object(o).to_string()
+        });
+        let table = values.split(',').next().unwrap_or("");
+        let row = (vals, extra, &values[table.len().min(values.len())..]);
+        match by_table.iter_mut().find(|(t, _)| *t == table) {
+            Some((_, rows)) => rows.push(row),
+            None => by_table.push((table, vec![row])),
         }
     }
+    let mut metrics = 0u64;
+    for (table, rows) in by_table {
+        metrics += insert_table(c, header, table, &rows, tag_ids, use_insert);
+    }
+    metrics
+}
+
+type Row<'a> = (Vec<String>, Option<String>, &'a str);
+
+/// `processCSI` for one table.
+fn insert_table(
+    c: &mut postgres::Client,
+    header: &Header,
+    table: &str,
+    rows: &[Row],
+    tag_ids: &Mutex<HashMap<String, i32>>,
+    use_insert: bool,
+) -> u64 {
+    let mut cache = tag_ids.lock().unwrap();
+    let new_tags: Vec<&Vec<String>> = rows
+        .iter()
+        .map(|r| &r.0)
+        .filter(|v| !cache.contains_key(&v[0]))
+        .collect();
     if !new_tags.is_empty() {
         let sql = format!(
             "INSERT INTO tags({}) VALUES {} ON CONFLICT DO NOTHING RETURNING *",
             header.tag_cols.join(","),
             new_tags
                 .iter()
-                .map(|(_, v)| format!(
+                .map(|v| format!(
                     "({})",
-                    v.iter().map(|x| quote_lit(x)).collect::<Vec<_>>().join(",")
+                    v.iter()
+                        .zip(&header.tag_types)
+                        .map(|(x, t)| sql_value(x, t))
+                        .collect::<Vec<_>>()
+                        .join(",")
                 ))
                 .collect::<Vec<_>>()
                 .join(",")
         );
-        if let Err(e) = c.batch_execute(&sql) {
-            go_panic(TOOL, &pg_error(&e));
-        }
-        let hosts: Vec<String> = new_tags.into_iter().map(|(h, _)| h).collect();
-        let rows = c
-            .query(
-                &format!(
-                    "SELECT id, {} FROM tags WHERE {} = ANY($1)",
-                    header.tag_cols[0], header.tag_cols[0]
-                ),
-                &[&hosts],
-            )
+        let returned = c
+            .simple_query(&sql)
             .unwrap_or_else(|e| go_panic(TOOL, &pg_error(&e)));
-        for r in rows {
-            tag_ids.insert(r.get(1), r.get(0));
+        // `sqlTagsToCacheLine` keys by `fmt.Sprintf("%v", first tag)`: a NULL one is `<nil>`,
+        // which no row's (empty) key finds, so such rows get tags_id 0 (Go's zero value).
+        for m in returned {
+            if let postgres::SimpleQueryMessage::Row(r) = m {
+                let id: i32 = r.get(0).and_then(|x| x.parse().ok()).unwrap_or(0);
+                cache.insert(r.get(1).unwrap_or("<nil>").to_string(), id);
+            }
         }
     }
+    let ids: Vec<i32> = rows
+        .iter()
+        .map(|r| cache.get(&r.0[0]).copied().unwrap_or(0))
+        .collect();
+    drop(cache);
+    let fields = header.columns(table).unwrap_or(&[]);
     let mut metrics = 0u64;
-    let mut lines = Vec::with_capacity(batch.len());
-    for (tags, cpu) in batch {
-        let host = tags["tags,".len()..]
-            .split(',')
-            .next()
-            .and_then(|kv| kv.split_once('='))
-            .map(|(_, v)| v)
-            .unwrap_or("");
-        let id = tag_ids[host];
-        let mut parts = cpu["cpu,".len()..].split(',');
+    let mut lines = Vec::with_capacity(rows.len());
+    for ((_, extra, values), id) in rows.iter().zip(ids) {
+        let mut parts = values.trim_start_matches(',').split(',');
         let ns: i128 = parts
             .next()
             .and_then(|t| t.parse().ok())
-            .unwrap_or_else(|| fatal(&format!("testbed: {TOOL}: bad timestamp in {cpu}")));
+            .unwrap_or_else(|| {
+                go_panic(
+                    TOOL,
+                    &format!("strconv.ParseInt: parsing {values:?}: invalid syntax"),
+                )
+            });
         let vals: Vec<&str> = parts.collect();
-        metrics += vals.iter().filter(|v| !v.is_empty()).count() as u64;
-        lines.push((ts_literal(ns), id, vals));
+        metrics += vals.len() as u64;
+        lines.push((ts_literal(ns), id, extra.clone(), vals));
     }
-    let cols = format!("time,tags_id,{}", header.fields.join(","));
+    let cols = format!("time,tags_id,additional_tags,{}", fields.join(","));
     if use_insert {
         let sql = format!(
-            "INSERT INTO cpu({cols}) VALUES {}",
+            "INSERT INTO {table}({cols}) VALUES {}",
             lines
                 .iter()
-                .map(|(t, id, vals)| format!(
-                    "('{t}',{id},{})",
+                .map(|(t, id, extra, vals)| format!(
+                    "('{t}',{id},{},{})",
+                    extra
+                        .as_deref()
+                        .map(quote_lit)
+                        .unwrap_or_else(|| "NULL".into()),
                     vals.iter()
                         .map(|v| if v.is_empty() { "NULL" } else { v })
                         .collect::<Vec<_>>()
@@ -557,10 +664,12 @@ fn insert_batch(
         }
     } else {
         let mut text = String::with_capacity(lines.len() * 96);
-        for (t, id, vals) in &lines {
+        for (t, id, extra, vals) in &lines {
             text.push_str(t);
             text.push('\t');
             text.push_str(&id.to_string());
+            text.push('\t');
+            text.push_str(extra.as_deref().unwrap_or("\\N"));
             for v in vals {
                 text.push('\t');
                 text.push_str(if v.is_empty() { "\\N" } else { v });
@@ -568,7 +677,7 @@ fn insert_batch(
             text.push('\n');
         }
         let mut w = c
-            .copy_in(&format!("COPY cpu({cols}) FROM STDIN"))
+            .copy_in(&format!("COPY {table}({cols}) FROM STDIN"))
             .unwrap_or_else(|e| go_panic(TOOL, &pg_error(&e)));
         if let Err(e) = w.write_all(text.as_bytes()) {
             go_panic(TOOL, &format!("COPY failed: {e}"));
