@@ -311,8 +311,21 @@ fn loader_and_runner_against_a_real_postgresql() {
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let port = pg.port.to_string();
+    // `head -30` of a real file ends on a tags line whose values line was cut: the real loader
+    // reads the values line after every tags line (`NextItem`) and stops with `scan error:
+    // <nil>` (exit 1) there, so the rows end before it.
+    let head30 = fixture("data/cpu-timescaledb.head30.txt");
+    let cut = w.join("cpu-timescaledb.head30.dat");
+    std::fs::write(&cut, &head30).unwrap();
     let data = w.join("cpu-timescaledb.dat");
-    std::fs::write(&data, fixture("data/cpu-timescaledb.head30.txt")).unwrap();
+    let whole = &head30[..head30.trim_end().rfind('\n').unwrap() + 1];
+    assert!(!whole
+        .trim_end()
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("tags,"));
+    std::fs::write(&data, whole).unwrap();
     let conn = |extra: &[&str]| -> Vec<String> {
         let mut a = vec![
             "--host=127.0.0.1".to_string(),
@@ -325,6 +338,17 @@ fn loader_and_runner_against_a_real_postgresql() {
     };
     let load = |extra: &[&str]| tool("tsbs_load_timescaledb", &conn(extra), w);
     let file = format!("--file={}", data.display());
+
+    let out = load(&[
+        "--use-hypertable=false",
+        &format!("--file={}", cut.display()),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).ends_with(" scan error: <nil>\n"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // (a) Hypertable on plain PostgreSQL: the real failure, tables and indexes left behind.
     let out = load(&[
