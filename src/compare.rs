@@ -296,7 +296,12 @@ pub struct CandidateComparison {
 }
 
 /// One candidate against the baseline.
-fn compare_one(base: &RecordedRun, cand: &RecordedRun, threshold: f64) -> CandidateComparison {
+fn compare_one(
+    base: &RecordedRun,
+    cand: &RecordedRun,
+    threshold: f64,
+    drift: &Drift,
+) -> CandidateComparison {
     let bq: BTreeMap<&str, &QuerySummary> = base
         .summary
         .queries
@@ -320,9 +325,17 @@ fn compare_one(base: &RecordedRun, cand: &RecordedRun, threshold: f64) -> Candid
         .collect();
     let evidence: Vec<Option<Evidence>> = pairs
         .iter()
-        .map(|(b, q)| Evidence::of(base, b, cand, q))
+        .map(|(b, q)| {
+            Evidence::with_drift(
+                observations(&base.dir, b),
+                observations(&cand.dir, q),
+                b,
+                q,
+                drift.value,
+            )
+        })
         .collect();
-    let judged = judge_all(&pairs, &evidence, threshold);
+    let judged = judge_all(&pairs, &evidence, threshold, drift);
     for ((b, q), (class, noise)) in pairs.iter().zip(judged) {
         let qt = q.query_type.as_str();
         let mean = delta(b.mean_ms, q.mean_ms);
@@ -527,6 +540,86 @@ fn data_caveats(base: &RunSummary, cand: &RunSummary) -> (Vec<String>, bool) {
     (out, unknown)
 }
 
+/// The run-to-run drift a comparison uses: measured from replicate runs of the baseline's
+/// setup when given, else assumed ([`crate::noise::run_drift`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drift {
+    pub value: f64,
+    /// Runs and degrees of freedom it was measured from.
+    pub measured: Option<(usize, usize)>,
+}
+
+impl Drift {
+    fn note(&self) -> String {
+        match self.measured {
+            Some((runs, df)) => format!(
+                "a run-to-run drift of {:.1}% per run, measured from {runs} runs of the baseline's setup ({df} degrees of freedom)",
+                self.value * 100.0
+            ),
+            None => format!(
+                "one run per side: a run-to-run drift of {:.1}% per run is assumed, not measured ({} sets it; --replicate runs measure it)",
+                self.value * 100.0,
+                crate::noise::RUN_DRIFT_ENV
+            ),
+        }
+    }
+}
+
+/// One run's log mean latency of a type and the variance of that log mean within the run:
+/// from its passes' means when it ran two or more (they include what varies between passes),
+/// else from its queries' spread over their count.
+pub fn run_mean(dir: &std::path::Path, q: &QuerySummary) -> Option<crate::noise::RunMean> {
+    use crate::noise::{Observations, RunMean};
+    let pass_means = match observations(dir, q)? {
+        Observations::Queries(p) => p
+            .iter()
+            .map(|x| x.iter().sum::<f64>() / x.len().max(1) as f64)
+            .collect(),
+        Observations::PassMeans(m) => m,
+    };
+    let logs: Vec<f64> = pass_means
+        .iter()
+        .filter(|m| **m > 0.0)
+        .map(|m| m.ln())
+        .collect();
+    if logs.len() >= 2 {
+        let n = logs.len() as f64;
+        let mean = logs.iter().sum::<f64>() / n;
+        let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        return Some(RunMean {
+            log_mean: mean,
+            within_var: var / n,
+        });
+    }
+    let s = q.noise_sample()?;
+    (s.mean > 0.0).then(|| RunMean {
+        log_mean: s.mean.ln(),
+        within_var: (s.stddev / s.mean).powi(2) / s.count as f64,
+    })
+}
+
+/// The drift measured from the baseline and its replicates (every type they all ran).
+fn measured_drift(runs: &[&RecordedRun]) -> Option<(f64, usize)> {
+    let types: Vec<Vec<crate::noise::RunMean>> = runs[0]
+        .summary
+        .queries
+        .iter()
+        .map(|b| {
+            runs.iter()
+                .filter_map(|r| {
+                    let q = r
+                        .summary
+                        .queries
+                        .iter()
+                        .find(|q| q.query_type == b.query_type)?;
+                    run_mean(&r.dir, q)
+                })
+                .collect()
+        })
+        .collect();
+    crate::noise::drift_from_replicates(&types)
+}
+
 /// What the noise model has of one query type in two runs.
 #[derive(Debug, Clone)]
 pub enum Evidence {
@@ -680,11 +773,6 @@ impl Evidence {
 
     fn describe(&self) -> (String, Value) {
         use crate::noise::{RESAMPLES, SEED};
-        let drift = format!(
-            "one run per side: a run-to-run drift of {:.1}% per run is assumed, not measured ({} sets it)",
-            self.drift() * 100.0,
-            crate::noise::RUN_DRIFT_ENV
-        );
         let (test, mut record) = match self {
             Evidence::Bootstrap(b) => {
                 let mut note = if b.paired_queries > 0 {
@@ -722,7 +810,6 @@ impl Evidence {
         };
         if let Value::Object(r) = &mut record {
             r.insert("run_drift".into(), json!(self.drift()));
-            r.insert("run_drift_note".into(), json!(drift));
         }
         (test, record)
     }
@@ -735,6 +822,7 @@ fn judge_all(
     pairs: &[(&QuerySummary, &QuerySummary)],
     evidence: &[Option<Evidence>],
     threshold: f64,
+    drift: &Drift,
 ) -> Vec<(&'static str, Value)> {
     let alpha = 1.0 - crate::noise::LEVEL;
     let tested: Vec<usize> = (0..pairs.len())
@@ -767,11 +855,19 @@ fn judge_all(
             c => c,
         };
         let (test, mut record) = e.describe();
+        if let Value::Object(r) = &mut record {
+            r.insert("run_drift_note".into(), json!(drift.note()));
+        }
         if class == "within noise" {
-            let why = if e.one_pass() {
-                "not enough passes to tell: beyond the band, but inside the noise of one pass and the assumed run-to-run drift (run --passes 3 or more, several runs per side)"
+            let how = if drift.measured.is_some() {
+                "measured"
             } else {
-                "beyond the band, but inside the noise of the passes and the assumed run-to-run drift"
+                "assumed"
+            };
+            let why = if e.one_pass() {
+                format!("not enough passes to tell: beyond the band, but inside the noise of one pass and the {how} run-to-run drift (run --passes 3 or more; --replicate runs measure the drift)")
+            } else {
+                format!("beyond the band, but inside the noise of the passes and the {how} run-to-run drift")
             };
             if let Value::Object(r) = &mut record {
                 r.insert("reason".into(), json!(why));
@@ -838,9 +934,15 @@ pub struct NoiseTest {
     pub resamples: u64,
     #[serde(default)]
     pub seed: u64,
-    /// The run-to-run drift assumed per run (the log scale's standard deviation).
+    /// The run-to-run drift per run (the log scale's standard deviation).
     #[serde(default)]
     pub run_drift: f64,
+    /// Whether it was measured (from which runs) or assumed.
+    #[serde(default)]
+    pub run_drift_source: String,
+    /// The runs of the baseline's setup the drift was measured from, besides the baseline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicates: Vec<RunIdentity>,
 }
 
 /// What the compared runs share (their identity checks passed).
@@ -895,6 +997,8 @@ pub struct ComparisonManifest {
 pub struct Request {
     pub baseline: String,
     pub candidates: Vec<String>,
+    /// More runs of the baseline's setup, to measure the run-to-run drift.
+    pub replicates: Vec<String>,
     pub threshold: Option<f64>,
 }
 
@@ -931,10 +1035,40 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         check_same(&base, &l)?;
         cands.push(l);
     }
+    let mut replicates = Vec::new();
+    for r in &req.replicates {
+        let l = runlist::load(&ctx.root, r, rep)?;
+        if l.dir == base.dir || cands.iter().any(|c| c.dir == l.dir) {
+            return Err(Error::invalid(format!(
+                "run {} is a replicate and the baseline or a candidate",
+                l.manifest.run_id
+            ))
+            .with_hint("a replicate is another run of the baseline's setup"));
+        }
+        check_eligible("replicate", &l)?;
+        check_same(&base, &l)?;
+        replicates.push(l);
+    }
+    let drift = if replicates.is_empty() {
+        Drift {
+            value: run_drift,
+            measured: None,
+        }
+    } else {
+        let runs: Vec<&RecordedRun> = std::iter::once(&base).chain(replicates.iter()).collect();
+        let (value, df) = measured_drift(&runs).ok_or_else(|| {
+            Error::invalid("the replicates share no query type with the baseline")
+                .with_hint("replicates are runs of the baseline's binary, data and query types")
+        })?;
+        Drift {
+            value,
+            measured: Some((runs.len(), df)),
+        }
+    };
     let s = &base.summary;
     let candidates: Vec<CandidateComparison> = cands
         .iter()
-        .map(|c| compare_one(&base, c, threshold))
+        .map(|c| compare_one(&base, c, threshold, &drift))
         .collect();
     let created_at = crate::manifest::now_rfc3339();
     let mut summary = Comparison {
@@ -946,11 +1080,13 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         noise_test: NoiseTest {
             test: "bootstrap".into(),
             level: crate::noise::LEVEL,
-            rule: "a latency change is improved or regressed only when the ratio of means is beyond the threshold and its interval, at the level Holm's correction over the compared types gives it, excludes 1 (no change); the interval holds the passes' (or queries') noise and an assumed run-to-run drift".into(),
+            rule: "a latency change is improved or regressed only when the ratio of means is beyond the threshold and its interval, at the level Holm's correction over the compared types gives it, excludes 1 (no change); the interval holds the passes' (or queries') noise and the run-to-run drift (measured from --replicate runs, else assumed)".into(),
             correction: "holm".into(),
             resamples: crate::noise::RESAMPLES as u64,
             seed: crate::noise::SEED,
-            run_drift,
+            run_drift: drift.value,
+            run_drift_source: drift.note(),
+            replicates: replicates.iter().map(RecordedRun::identity).collect(),
         },
         product: s.product.clone(),
         product_label: s.product_label.clone(),
@@ -1101,6 +1237,11 @@ pub(crate) mod tests {
     use super::*;
     use std::path::PathBuf;
 
+    const NO_DRIFT: Drift = Drift {
+        value: 0.0,
+        measured: None,
+    };
+
     #[test]
     fn deltas_and_zero_baselines() {
         let d = delta(Some(10.0), Some(12.0));
@@ -1137,7 +1278,7 @@ pub(crate) mod tests {
     /// One type judged alone (a family of one), from its summary statistics.
     fn judge1(b: &QuerySummary, c: &QuerySummary, threshold: f64) -> (&'static str, Value) {
         let e = Evidence::with_drift(None, None, b, c, 0.0);
-        judge_all(&[(b, c)], &[e], threshold).remove(0)
+        judge_all(&[(b, c)], &[e], threshold, &NO_DRIFT).remove(0)
     }
 
     #[test]
@@ -1147,9 +1288,14 @@ pub(crate) mod tests {
         let (b, c) = (q(30, 10.0, 1.0), q(30, 10.6, 1.0));
         let e = || Evidence::with_drift(None, None, &b, &c, 0.0);
         assert!(e().unwrap().p_value() < 0.05);
-        let one = judge_all(&[(&b, &c)], &[e()], 5.0);
+        let one = judge_all(&[(&b, &c)], &[e()], 5.0, &NO_DRIFT);
         assert_eq!(one[0].0, "regressed", "{}", one[0].1);
-        let three = judge_all(&[(&b, &c), (&b, &c), (&b, &c)], &[e(), e(), e()], 5.0);
+        let three = judge_all(
+            &[(&b, &c), (&b, &c), (&b, &c)],
+            &[e(), e(), e()],
+            5.0,
+            &NO_DRIFT,
+        );
         for (class, n) in &three {
             assert_eq!(*class, "within noise", "{n}");
             assert_eq!(n["family_size"], 3);
@@ -1257,16 +1403,22 @@ pub(crate) mod tests {
         };
         let core = with("core", "core", None);
         let ent = with("ent", "enterprise", Some("trial"));
-        let cav = json!(compare_one(&core, &ent, 5.0))["caveats"].to_string();
+        let cav = json!(compare_one(&core, &ent, 5.0, &NO_DRIFT))["caveats"].to_string();
         assert!(
             cav.contains("the editions differ: baseline core, candidate enterprise"),
             "{cav}"
         );
         let home = with("home", "enterprise", Some("home"));
-        let cav = json!(compare_one(&ent, &home, 5.0))["caveats"].to_string();
+        let cav = json!(compare_one(&ent, &home, 5.0, &NO_DRIFT))["caveats"].to_string();
         assert!(!cav.contains("editions differ"), "{cav}");
         assert!(cav.contains("baseline trial, candidate home"), "{cav}");
-        let cav = json!(compare_one(&core, &with("c2", "core", None), 5.0))["caveats"].to_string();
+        let cav = json!(compare_one(
+            &core,
+            &with("c2", "core", None),
+            5.0,
+            &NO_DRIFT
+        ))["caveats"]
+            .to_string();
         assert_eq!(cav, "[]");
     }
 
@@ -1275,7 +1427,7 @@ pub(crate) mod tests {
         // The trial: "as loaded" vs "maintenance interrupted: state unknown", +10%, tight.
         let base = loaded("b", "as loaded", 0, 28 << 20, 10.0);
         let cand = loaded("c", "maintenance interrupted: state unknown", 12, 0, 11.0);
-        let v = json!(compare_one(&base, &cand, 5.0));
+        let v = json!(compare_one(&base, &cand, 5.0, &NO_DRIFT));
         assert_eq!(v["verdict"], "not comparable", "{v}");
         assert_eq!(v["queries"][0]["classification"], "not comparable");
         assert_eq!(v["counts"]["regressed"], 0);
@@ -1300,7 +1452,7 @@ pub(crate) mod tests {
         let base = loaded("b", "as loaded", 0, 28 << 20, 10.0);
         // 2.5 times slower: beyond the assumed run-to-run drift too.
         let cand = loaded("c", "as loaded, flushed", 12, 0, 25.0);
-        let v = json!(compare_one(&base, &cand, 5.0));
+        let v = json!(compare_one(&base, &cand, 5.0, &NO_DRIFT));
         assert_eq!(v["verdict"], "changed", "{v}");
         assert_eq!(v["queries"][0]["classification"], "regressed");
         let cav = v["caveats"].as_array().unwrap();
@@ -1309,7 +1461,7 @@ pub(crate) mod tests {
         assert!(cav[1].as_str().unwrap().contains("different places"));
         // Like with like: no caveat.
         let twin = loaded("t", "as loaded", 0, 27 << 20, 10.0);
-        let v = json!(compare_one(&base, &twin, 5.0));
+        let v = json!(compare_one(&base, &twin, 5.0, &NO_DRIFT));
         assert_eq!(v["caveats"], json!([]), "{v}");
         assert_eq!(v["verdict"], "unchanged");
     }

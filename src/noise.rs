@@ -351,6 +351,39 @@ pub const RUN_DRIFT: f64 = 0.2;
 /// dimensioning experiment measures there.
 pub const RUN_DRIFT_ENV: &str = "TSBSCTL_RUN_DRIFT_PERCENT";
 
+/// One run's mean latency of one type, on the log scale, and the variance of that log mean
+/// the run itself shows (its passes' spread, or its queries' over their count).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunMean {
+    pub log_mean: f64,
+    pub within_var: f64,
+}
+
+/// The run-to-run drift measured from several runs of one setup (`runs compare --replicate`):
+/// per type, the variance of the runs' log means less the mean variance each run's own log mean
+/// has (what the passes or queries already explain), floored at 0; pooled over the types, each
+/// weighted by its runs less one. Returns the drift and the degrees of freedom (types × (runs −
+/// 1)); `None` when no type was seen by two runs.
+pub fn drift_from_replicates(types: &[Vec<RunMean>]) -> Option<(f64, usize)> {
+    let (mut sum, mut df) = (0.0, 0usize);
+    for runs in types.iter().filter(|r| r.len() >= 2) {
+        let n = runs.len() as f64;
+        let mean = runs.iter().map(|r| r.log_mean).sum::<f64>() / n;
+        let between = runs
+            .iter()
+            .map(|r| (r.log_mean - mean).powi(2))
+            .sum::<f64>()
+            / (n - 1.0);
+        let within = runs.iter().map(|r| r.within_var).sum::<f64>() / n;
+        if !(between.is_finite() && within.is_finite()) {
+            continue;
+        }
+        sum += (between - within).max(0.0) * (n - 1.0);
+        df += runs.len() - 1;
+    }
+    (df > 0).then(|| ((sum / df as f64).sqrt(), df))
+}
+
 /// The run-to-run drift in force: [`RUN_DRIFT_ENV`] when set, else [`RUN_DRIFT`]; `Err` with
 /// the value when it is not a percentage from 0 to 100.
 pub fn run_drift() -> std::result::Result<f64, String> {
@@ -609,6 +642,40 @@ fn ln_gamma(x: f64) -> f64 {
         a += g / (x + i as f64);
     }
     0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+#[cfg(test)]
+mod drift_tests {
+    use super::*;
+
+    fn run(mean: f64, within_var: f64) -> RunMean {
+        RunMean {
+            log_mean: mean.ln(),
+            within_var,
+        }
+    }
+
+    #[test]
+    fn replicates_measure_the_drift_beyond_what_each_run_explains() {
+        // Two runs 20% apart on every type, each run's own noise negligible: the runs' log
+        // means differ by ln 1.2, whose sample variance over two runs is (ln 1.2)^2 / 2.
+        let types: Vec<Vec<RunMean>> = (0..15)
+            .map(|_| vec![run(10.0, 0.0), run(12.0, 0.0)])
+            .collect();
+        let (d, df) = drift_from_replicates(&types).unwrap();
+        assert_eq!(df, 15);
+        assert!((d - 1.2f64.ln() / 2f64.sqrt()).abs() < 1e-12, "{d}");
+        // The same spread, all of it explained by each run's own noise: no drift.
+        let noisy: Vec<Vec<RunMean>> = (0..15)
+            .map(|_| vec![run(10.0, 0.05), run(12.0, 0.05)])
+            .collect();
+        assert_eq!(drift_from_replicates(&noisy).unwrap().0, 0.0);
+        // Identical runs: none.
+        let same = vec![vec![run(10.0, 0.0), run(10.0, 0.0)]];
+        assert_eq!(drift_from_replicates(&same).unwrap().0, 0.0);
+        // One run of each type: nothing to measure.
+        assert!(drift_from_replicates(&[vec![run(10.0, 0.0)]]).is_none());
+    }
 }
 
 #[cfg(test)]

@@ -38,6 +38,10 @@ pub enum RunsCmd {
         /// A run compared with the baseline (repeatable).
         #[arg(long = "candidate", value_name = "RUN", required = true)]
         candidates: Vec<String>,
+        /// Another run of the baseline's setup (same binary, data and queries; repeatable):
+        /// with it the run-to-run drift is measured instead of assumed.
+        #[arg(long = "replicate", value_name = "RUN")]
+        replicates: Vec<String>,
         /// Noise band in percent: smaller changes count as unchanged.
         #[arg(long, value_name = "PCT", default_value_t = crate::compare::DEFAULT_THRESHOLD, allow_negative_numbers = true)]
         threshold: f64,
@@ -100,12 +104,14 @@ pub fn run(ctx: &Ctx, cmd: RunsCmd) -> Result<Outcome> {
         RunsCmd::Compare {
             baseline,
             candidates,
+            replicates,
             threshold,
         } => crate::compare::run(
             ctx,
             &crate::compare::Request {
                 baseline,
                 candidates,
+                replicates,
                 threshold: Some(threshold),
             },
         ),

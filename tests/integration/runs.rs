@@ -1042,6 +1042,42 @@ fn twin_runs_are_within_noise_and_one_slowed_type_is_found() {
         .find(|l| l.trim_start().starts_with("lastpoint"))
         .unwrap_or_default();
     assert!(line.contains("regressed") && line.contains('['), "{out}");
+
+    // With a replicate of the baseline the drift is measured, not assumed: from the twins'
+    // log means beyond what their passes explain, recorded with its source and runs.
+    let r = w.run(&[
+        "runs",
+        "compare",
+        "--baseline",
+        p(&a),
+        "--replicate",
+        p(&b),
+        "--candidate",
+        p(&slow),
+        "--json",
+    ]);
+    r.ok();
+    let nt = &r.json()["data"]["summary"]["noise_test"];
+    let d = nt["run_drift"].as_f64().unwrap();
+    assert!((0.0..1.0).contains(&d), "{nt}");
+    let src = nt["run_drift_source"].as_str().unwrap();
+    assert!(src.contains("measured from 2 runs"), "{nt}");
+    assert_eq!(nt["replicates"][0]["run_id"], summary(&b)["run_id"], "{nt}");
+    let q = &r.json()["data"]["summary"]["candidates"][0]["queries"][0];
+    assert_eq!(q["noise"]["run_drift"], nt["run_drift"], "{q}");
+    // A replicate that is the baseline is bad input.
+    w.run(&[
+        "runs",
+        "compare",
+        "--baseline",
+        p(&a),
+        "--replicate",
+        p(&a),
+        "--candidate",
+        p(&slow),
+    ])
+    .code(2)
+    .says("replicate");
 }
 
 /// The Chromium binary, when the machine has one.
