@@ -187,6 +187,18 @@ impl Target {
             urls.join(", "),
             probe["version"].as_str().unwrap_or("unknown")
         ));
+        if let Some(t) = probe.get("topology").filter(|t| t["known"] == true) {
+            let unused = t["frontends_unused"].as_u64().unwrap_or(0);
+            ctx.reporter.info(&format!(
+                "its information_schema.cluster_info lists {}{}",
+                t["summary"].as_str().unwrap_or("unknown"),
+                if unused > 0 {
+                    format!("; {unused} frontend(s) no --url reaches take no part in this run")
+                } else {
+                    String::new()
+                }
+            ));
+        }
         Ok(Target {
             entry,
             product,
@@ -265,6 +277,22 @@ impl Target {
         match &self.place {
             Place::External(e) => e.urls.clone(),
             Place::Managed(_) => vec![endpoint.to_string()],
+        }
+    }
+
+    /// With several external URLs, the ones a TSBS tool of `workers` workers really uses: its
+    /// worker i connects to URL i mod n (`tsbs_load_greptime`'s `process.go`, the runners'
+    /// `main.go`), so fewer workers than URLs leave the last URLs idle. `None`: one URL.
+    pub fn urls_in_use(&self, workers: u32) -> Option<Vec<String>> {
+        match &self.place {
+            Place::External(e) if e.urls.len() > 1 => Some(
+                e.urls
+                    .iter()
+                    .take(workers.max(1) as usize)
+                    .cloned()
+                    .collect(),
+            ),
+            _ => None,
         }
     }
 
@@ -779,7 +807,8 @@ fn probe_external(
         ))
         .with_hint("benchmark servers of one version together"));
     }
-    Ok(json!({"version": versions.first(), "servers": each}))
+    let topology = product.probe_topology(&c, urls)?;
+    Ok(json!({"version": versions.first(), "servers": each, "topology": topology}))
 }
 
 /// `GET <url><path>` must answer 2xx.

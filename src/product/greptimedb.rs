@@ -4,6 +4,7 @@
 mod before_queries;
 mod compact;
 pub mod ssts;
+mod topology;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -404,6 +405,13 @@ impl Product for GreptimeDb {
             Self::sql_with(c, u, None, "SHOW DATABASES")?;
         }
         Ok((version, v.unwrap_or(Value::Null)))
+    }
+    fn probe_topology(
+        &self,
+        c: &reqwest::blocking::Client,
+        urls: &[String],
+    ) -> Result<Option<Value>> {
+        topology::probe(c, urls).map(Some)
     }
     fn probe_identity(&self) -> (&'static str, u16) {
         ("its /status does not report a GreptimeDB version", 4000)

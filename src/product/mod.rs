@@ -410,6 +410,16 @@ pub trait Product: Send + Sync {
         token: Option<&crate::tsbs::Secret>,
         variant: Option<&str>,
     ) -> Result<(Option<String>, Value)>;
+    /// What the external servers at `urls` (already probed) say about the deployment they
+    /// belong to, recorded with the run (`None`: the product has nothing to say). A product
+    /// refuses URLs that reach different deployments (exit 2).
+    fn probe_topology(
+        &self,
+        _client: &reqwest::blocking::Client,
+        _urls: &[String],
+    ) -> Result<Option<Value>> {
+        Ok(None)
+    }
     /// How the probe tells this product (for the refusal of a server that is not it) and
     /// its default HTTP port.
     fn probe_identity(&self) -> (&'static str, u16);

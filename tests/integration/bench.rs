@@ -666,6 +666,47 @@ fn external_greptimedb_is_probed_and_loaded_with_an_explicit_mode() {
     bg.interrupt().code(130);
 }
 
+/// Issue 25 §3: `--url`s that reach two different GreptimeDB deployments (here two
+/// standalone servers; their `information_schema.cluster_info` peers differ) are refused
+/// before anything is written: they cannot be the frontends of one cluster.
+#[test]
+fn external_greptimedb_urls_of_two_deployments_are_refused() {
+    let w = world();
+    w.gt.prepare("e1", STABLE);
+    w.gt.prepare("e2", STABLE);
+    let (a, b) = (
+        endpoint_of(&w.gt.manifest("e1")),
+        endpoint_of(&w.gt.manifest("e2")),
+    );
+    let mut bg1 = w.gt.serve_bg("e1", &[]);
+    bg1.wait_ready(&a);
+    let mut bg2 = w.gt.serve_bg("e2", &[]);
+    bg2.wait_ready(&b);
+    let runs = w.gt.env.root.join("greptimedb/runs");
+    let count = || std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
+    let before = count();
+    let mut args = vec!["bench", "greptimedb", "load", "--url", &a, "--url", &b];
+    args.extend(["--database-mode", "create"]);
+    args.extend(tiny());
+    w.run(&args)
+        .code(2)
+        .says("are not one GreptimeDB")
+        .says("lists 1 STANDALONE in information_schema.cluster_info")
+        .says("pass the frontends of one cluster");
+    assert_eq!(count(), before, "no run directory");
+    // One of them alone is fine, and recorded as a standalone server.
+    let mut one = vec!["bench", "greptimedb", "load", "--url", &a];
+    one.extend(["--database-mode", "create", "--json"]);
+    one.extend(tiny());
+    let r = w.run(&one);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["target"]["probe"]["topology"]["summary"], "1 STANDALONE");
+    assert_eq!(s["target"]["probe"]["topology"]["peers"][0]["peer_id"], 0);
+    bg1.interrupt().code(130);
+    bg2.interrupt().code(130);
+}
+
 /// An InfluxDB 3 emulator with authentication, started directly (an external server).
 /// An external server the test started: killed when the test ends, also when it fails.
 struct KillOnDrop(std::process::Child);
@@ -1738,6 +1779,19 @@ fn external_greptimedb_with_a_user_and_two_urls_leaks_no_password() {
     );
     assert!(
         md.contains("- 2 URLs: the loader's and the query runner's workers take them in turn"),
+        "{md}"
+    );
+    // Issue 25 §3: what the URLs reach (both spell one standalone server), and which of them
+    // each tool's workers used (2 loader workers, 1 query worker).
+    let topo = &s["target"]["probe"]["topology"];
+    assert_eq!(topo["mode"], "standalone", "{topo}");
+    assert_eq!(topo["summary"], "1 STANDALONE", "{topo}");
+    assert!(
+        md.contains("the load wrote through 2 of them (2 worker(s)), the queries went through 1 (1 worker(s))"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- Deployment (`information_schema.cluster_info`, the same through every URL): standalone, 1 STANDALONE"),
         "{md}"
     );
     // The loader got both URLs and its keys; the runner both URLs with the user shown.

@@ -116,12 +116,17 @@ impl Bench<'_> {
             }),
         };
         let cmd = tsbs::load_command(&spec)?;
-        self.run.begin(
-            "load",
-            attempt,
-            Some(&log_rel),
-            Some(&results_rel),
-            Some(json!({
+        let urls_in_use = self.target.urls_in_use(workers);
+        if let Some(used) = urls_in_use.as_ref().filter(|u| u.len() < spec.urls.len()) {
+            self.reporter().warn(&format!(
+                "the loader's {workers} worker(s) write through {} of the {} --url endpoints (worker i writes to URL i mod {}); pass --workers {} to spread the load over all",
+                used.len(),
+                spec.urls.len(),
+                spec.urls.len(),
+                spec.urls.len()
+            ));
+        }
+        let mut data = json!({
                 "dataset_id": ds.id,
                 "database": self.target.database(),
                 "database_mode": mode.as_str(),
@@ -130,7 +135,16 @@ impl Bench<'_> {
                 "input": if cmd.stdin_data { "stdin" } else { "file" },
                 "command": cmd.redacted(),
                 "stall": self.stall_policy().to_json(),
-            })),
+        });
+        if let Some(u) = &urls_in_use {
+            data["urls_in_use"] = json!(u);
+        }
+        self.run.begin(
+            "load",
+            attempt,
+            Some(&log_rel),
+            Some(&results_rel),
+            Some(data),
         )?;
         self.reporter().info(&format!(
             "loading {} rows of {} with {} ({} x {batch} rows); its reports every 10 s go to {}",

@@ -44,6 +44,16 @@ impl Bench<'_> {
         let w = self.run.manifest.workload.benchmark();
         let workers = w.map_or(1, |w| w.query_workers) as u32;
         let total_types = set.files.len();
+        let urls_in_use = self.target.urls_in_use(workers);
+        if let Some(used) = &urls_in_use {
+            let n = self.target.urls_with(&self.endpoint()).len();
+            if used.len() < n {
+                self.reporter().warn(&format!(
+                    "the query runner's {workers} worker(s) use {} of the {n} --url endpoints (worker i queries URL i mod {n}); pass --query-workers {n} to query through all",
+                    used.len()
+                ));
+            }
+        }
         self.machine_check("the queries")?;
         // The first type that failed with the cause the latest failure had (said once).
         let mut last_failure: Option<(String, String)> = None;
@@ -99,6 +109,9 @@ impl Bench<'_> {
                         });
                         if let Some(c) = file_check {
                             data["file_check"] = c;
+                        }
+                        if let Some(u) = &urls_in_use {
+                            data["urls_in_use"] = json!(u);
                         }
                         if passes > 1 {
                             data["pass"] = json!(pass);

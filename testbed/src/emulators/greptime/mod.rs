@@ -126,7 +126,7 @@
 //! * `SELECT <cols|*|sum(c)|max(c)|min(c)|count(*)> FROM information_schema.<t> [WHERE c = v
 //!   [AND c IN (..)]] [ORDER BY c [ASC|DESC]]` for `t` ∈ `tables` (table_catalog,
 //!   table_schema, table_name, table_type, table_id, engine — a subset of the real columns),
-//!   `schemata`, `build_info`, and `region_statistics` (0.10+, the version's documented
+//!   `schemata`, `build_info`, `cluster_info` (one `STANDALONE` peer, id 0, empty address, this process's start time), and `region_statistics` (0.10+, the version's documented
 //!   columns: region_id, table_id, region_number, region_rows, [written_bytes_since_open 1.0+,
 //!   query_cpu_time_millis/query_scanned_bytes 1.2+], disk_size, memtable_size (unflushed WAL
 //!   bytes), manifest_size, sst_size, [sst_num 1.0+], index_size, engine, region_role). So SST

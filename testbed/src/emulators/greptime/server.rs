@@ -570,6 +570,7 @@ pub fn run(
     command_line: String,
     users: Option<super::auth::Users>,
 ) -> i32 {
+    super::sql::mark_started();
     if let Err(e) = logging::init(opts.log_dir.clone()) {
         eprintln!(
             "Error: failed to create log dir {:?}: {e}",

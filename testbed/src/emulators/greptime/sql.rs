@@ -2,7 +2,7 @@
 //! recognised by shape, not by a full parser: anything else is refused with the real error
 //! shape (syntax → 2000, not emulated → 1001), never answered with made-up data.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use regex::Regex;
@@ -793,6 +793,18 @@ fn explain(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
     })
 }
 
+/// When this server started (ms since the epoch): `cluster_info.start_time` of its peer.
+static STARTED_MS: OnceLock<i64> = OnceLock::new();
+
+/// Called once as the server starts.
+pub fn mark_started() {
+    STARTED_MS.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    });
+}
+
 /// `information_schema` tables: (columns, rows).
 #[allow(clippy::type_complexity)]
 fn information_table(
@@ -866,6 +878,37 @@ fn information_table(
                 json!(v.text()),
             ]],
         ),
+        // A standalone server is one peer: `STANDALONE`, id 0, no address (GreptimeDB's
+        // sqlness case `standalone/information_schema/cluster_info.result`); the `uptime` and
+        // `active_time` texts are humantime durations.
+        "cluster_info" => {
+            let started = STARTED_MS.get().copied().unwrap_or(0);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            (
+                vec![
+                    ("peer_id", "Int64"),
+                    ("peer_type", "String"),
+                    ("peer_addr", "String"),
+                    ("version", "String"),
+                    ("git_commit", "String"),
+                    ("start_time", "TimestampMillisecond"),
+                    ("uptime", "String"),
+                    ("active_time", "String"),
+                ],
+                vec![vec![
+                    json!(0),
+                    json!("STANDALONE"),
+                    json!(""),
+                    json!(v.text()),
+                    json!(v.commit()),
+                    json!(started),
+                    json!(format!("{}s", (now - started).max(0) / 1000)),
+                    Value::Null,
+                ]],
+            )
+        }
         "region_statistics" if v.has_region_statistics() => {
             let cols = v.region_statistics_columns();
             let rows = store
