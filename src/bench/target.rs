@@ -276,7 +276,7 @@ impl Target {
     pub fn urls_with(&self, endpoint: &str) -> Vec<String> {
         match &self.place {
             Place::External(e) => e.urls.clone(),
-            Place::Managed(_) => vec![endpoint.to_string()],
+            Place::Managed(m) => self.product.managed_urls(&m.ws.manifest, endpoint),
         }
     }
 
@@ -284,16 +284,11 @@ impl Target {
     /// worker i connects to URL i mod n (`tsbs_load_greptime`'s `process.go`, the runners'
     /// `main.go`), so fewer workers than URLs leave the last URLs idle. `None`: one URL.
     pub fn urls_in_use(&self, workers: u32) -> Option<Vec<String>> {
-        match &self.place {
-            Place::External(e) if e.urls.len() > 1 => Some(
-                e.urls
-                    .iter()
-                    .take(workers.max(1) as usize)
-                    .cloned()
-                    .collect(),
-            ),
-            _ => None,
-        }
+        let urls = match &self.place {
+            Place::External(e) => e.urls.clone(),
+            Place::Managed(m) => self.product.managed_urls(&m.ws.manifest, &m.ws.endpoint()),
+        };
+        (urls.len() > 1).then(|| urls.into_iter().take(workers.max(1) as usize).collect())
     }
 
     pub fn tokens(&self) -> (Option<Secret>, Option<Secret>) {

@@ -38,6 +38,26 @@ pub enum GreptimedbCmd {
     /// List the SST files on disk that no manifest lists (outputs of compactions a stop threw
     /// away), as the workspace's server reports them; --remove deletes them once it stopped.
     Orphans(OrphansArgs),
+    /// (internal) Run a cluster workspace's roles; the server process tsbsctl supervises.
+    #[command(hide = true)]
+    ClusterRun(ClusterRunArgs),
+    /// (internal) Exit 0 when a cluster workspace's cluster_info lists every node.
+    #[command(hide = true)]
+    ClusterReady(ClusterReadyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ClusterRunArgs {
+    #[arg(long, value_name = "DIR")]
+    pub workspace_dir: std::path::PathBuf,
+    #[arg(long, value_name = "PATH")]
+    pub greptime: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ClusterReadyArgs {
+    #[arg(long, value_name = "DIR")]
+    pub workspace_dir: std::path::PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
@@ -88,6 +108,24 @@ pub struct PrepareArgs {
     /// PostgreSQL port (default: HTTP port + 3).
     #[arg(long, value_name = "P")]
     pub postgres_port: Option<u16>,
+    /// `standalone` (default) or `cluster`: one metasrv, --datanodes datanodes and --frontends
+    /// frontends of the same binary, their metadata in etcd. The HTTP/gRPC/MySQL/PostgreSQL
+    /// ports are frontend 0's; the other roles take the ports after them. Fixed at creation.
+    #[arg(long, value_name = "MODE")]
+    pub topology: Option<String>,
+    /// Datanodes of a cluster (default 3).
+    #[arg(long, value_name = "N")]
+    pub datanodes: Option<u32>,
+    /// Frontends of a cluster (default 1); the loader spreads its workers over them.
+    #[arg(long, value_name = "N")]
+    pub frontends: Option<u32>,
+    /// Where a cluster keeps its metadata: `etcd` (the only one so far).
+    #[arg(long, value_name = "STORE")]
+    pub metadata_store: Option<String>,
+    /// The etcd server binary (default: `etcd` on PATH, else /usr/bin/etcd); pinned by its
+    /// SHA-256.
+    #[arg(long, value_name = "PATH")]
+    pub etcd: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub lock: LockArgs,
 }
@@ -157,16 +195,23 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
                     ports.insert(k.to_string(), v);
                 }
             }
+            let extra = cluster_request(ctx, &a, &mut ports)?;
             let req = PrepareRequest {
                 id: a.database_id,
                 version: a.version,
                 database: a.database,
                 http_port: a.http_port,
                 ports,
-                extra: Default::default(),
+                extra,
             };
             dbcmd::prepare_cmd(ctx, &p, req, &a.lock)
         }
+        GreptimedbCmd::ClusterRun(a) => std::process::exit(
+            crate::product::greptimedb::cluster::launch(&a.workspace_dir, &a.greptime),
+        ),
+        GreptimedbCmd::ClusterReady(a) => std::process::exit(
+            crate::product::greptimedb::cluster::ready_command(&a.workspace_dir),
+        ),
         GreptimedbCmd::Copy(a) => {
             let req = CopyRequest {
                 source_id: a.source_database_id,
@@ -201,6 +246,116 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
         GreptimedbCmd::Serve(a) => dbcmd::serve_cmd(ctx, &p, a),
         GreptimedbCmd::Orphans(a) => orphans_cmd(ctx, a),
     }
+}
+
+/// `--topology cluster ...` of `prepare`: checked against an existing workspace (a topology
+/// never changes), the etcd pinned and the cluster's ports added for a new one. Returns the
+/// new workspace's `topology` field.
+fn cluster_request(
+    ctx: &Ctx,
+    a: &PrepareArgs,
+    ports: &mut BTreeMap<String, u16>,
+) -> Result<serde_json::Map<String, serde_json::Value>> {
+    use crate::error::Error;
+    use crate::product::greptimedb::cluster::{self, Topology};
+    let existing = crate::workspace::load(&ctx.root, &GreptimeDb, &a.database_id).ok();
+    let had = existing.as_ref().map(|w| Topology::of(&w.manifest));
+    let want_cluster = match a.topology.as_deref() {
+        None => matches!(had, Some(Some(_))),
+        Some("standalone") => false,
+        Some("cluster") => true,
+        Some(other) => {
+            return Err(Error::invalid(format!("--topology {other:?} is not known"))
+                .with_hint("use --topology standalone or --topology cluster"))
+        }
+    };
+    if !want_cluster {
+        for (flag, given) in [
+            ("--datanodes", a.datanodes.is_some()),
+            ("--frontends", a.frontends.is_some()),
+            ("--metadata-store", a.metadata_store.is_some()),
+            ("--etcd", a.etcd.is_some()),
+        ] {
+            if given {
+                return Err(Error::invalid(format!("{flag} applies to a cluster only"))
+                    .with_hint("add --topology cluster (a new workspace), or leave the flag out"));
+            }
+        }
+    }
+    if let Some(had) = &had {
+        if had.is_some() != want_cluster {
+            let (is, asked) = if had.is_some() {
+                ("a cluster", "standalone")
+            } else {
+                ("standalone", "a cluster")
+            };
+            return Err(Error::invalid(format!(
+                "workspace {} is {is}; it cannot become {asked}",
+                a.database_id
+            ))
+            .with_hint("a workspace never changes its topology: prepare a new one (`tsbsctl greptimedb prepare --database-id NEW ...`)"));
+        }
+    }
+    if !want_cluster {
+        return Ok(Default::default());
+    }
+    match a.metadata_store.as_deref() {
+        None | Some("etcd") => {}
+        Some("postgres") => {
+            return Err(
+                Error::invalid("--metadata-store postgres is not supported yet")
+                    .with_hint("use --metadata-store etcd (Debian: `apt-get install etcd-server`)"),
+            )
+        }
+        Some(other) => {
+            return Err(
+                Error::invalid(format!("--metadata-store {other:?} is not known"))
+                    .with_hint("use --metadata-store etcd"),
+            )
+        }
+    }
+    if let Some(Some(t)) = &had {
+        // Reuse: what was asked must be what the workspace is.
+        for (flag, asked, has) in [
+            ("--datanodes", a.datanodes, t.datanodes),
+            ("--frontends", a.frontends, t.frontends),
+        ] {
+            if asked.is_some_and(|n| n != has) {
+                return Err(Error::invalid(format!(
+                    "workspace {} has {has} {}; it cannot change to {flag} {}",
+                    a.database_id,
+                    &flag[2..],
+                    asked.unwrap_or_default()
+                ))
+                .with_hint("a workspace never changes its topology: prepare a new one (`tsbsctl greptimedb prepare --database-id NEW ...`)"));
+            }
+        }
+        if a.http_port.is_some() {
+            ports.extend(cluster::extra_ports(
+                a.http_port.unwrap_or(4000),
+                t.datanodes,
+                t.frontends,
+            )?);
+        }
+        return Ok(Default::default());
+    }
+    let (datanodes, frontends) = (a.datanodes.unwrap_or(3), a.frontends.unwrap_or(1));
+    cluster::check_counts(datanodes, frontends)?;
+    ports.extend(cluster::extra_ports(
+        a.http_port.unwrap_or(4000),
+        datanodes,
+        frontends,
+    )?);
+    let store = cluster::find_etcd(a.etcd.as_deref())?;
+    let t = Topology {
+        mode: "cluster".into(),
+        datanodes,
+        frontends,
+        metadata_store: store,
+    };
+    let mut extra = serde_json::Map::new();
+    extra.insert("topology".into(), serde_json::to_value(&t)?);
+    Ok(extra)
 }
 
 /// The orphan SST files the newest query run of workspace `id` recorded: (run id, files,

@@ -2,6 +2,7 @@
 //! readiness by `POST /v1/sql` `SHOW DATABASES`, admin SQL over `/v1/sql`.
 
 mod before_queries;
+pub mod cluster;
 mod compact;
 pub mod ssts;
 mod topology;
@@ -227,6 +228,9 @@ impl Product for GreptimeDb {
     }
 
     fn render_config(&self, ws: &WorkspaceManifest, dir: &Path) -> Result<Option<String>> {
+        if cluster::Topology::of(ws).is_some() {
+            return Ok(Some(cluster::datanode_config(ws)));
+        }
         let port = |name: &str| -> Result<String> {
             ws.ports
                 .get(name)
@@ -270,10 +274,35 @@ impl Product for GreptimeDb {
 
     fn server_command(
         &self,
-        _ws: &WorkspaceManifest,
+        ws: &WorkspaceManifest,
         dir: &Path,
         install_dir: &Path,
     ) -> Result<ServerCommand> {
+        if cluster::Topology::of(ws).is_some() {
+            // tsbsctl's own launcher runs the roles (cluster.rs).
+            let me = std::env::current_exe()
+                .map_err(|e| Error::failed(format!("cannot find tsbsctl's own binary: {e}")))?;
+            return Ok(ServerCommand {
+                program: me,
+                args: vec![
+                    "greptimedb".into(),
+                    "cluster-run".into(),
+                    "--workspace-dir".into(),
+                    dir.to_string_lossy().into_owned(),
+                    "--greptime".into(),
+                    install_dir
+                        .join(self.binary_name())
+                        .to_string_lossy()
+                        .into_owned(),
+                ],
+                env: vec![],
+                // GREPTIMEDB_<ROLE>__* would override the roles' flags and config.
+                env_remove: std::env::vars()
+                    .map(|(k, _)| k)
+                    .filter(|k| k.starts_with("GREPTIMEDB_"))
+                    .collect(),
+            });
+        }
         Ok(ServerCommand {
             program: install_dir.join(self.binary_name()),
             args: vec![
@@ -289,6 +318,46 @@ impl Product for GreptimeDb {
                 .filter(|k| k.starts_with("GREPTIMEDB_STANDALONE"))
                 .collect(),
         })
+    }
+
+    fn managed_urls(&self, ws: &WorkspaceManifest, endpoint: &str) -> Vec<String> {
+        match cluster::Topology::of(ws) {
+            Some(t) => cluster::frontend_urls(ws, &t),
+            None => vec![endpoint.to_string()],
+        }
+    }
+
+    /// A cluster is ready when its launcher says so (every role answered and
+    /// `cluster_info` lists every node through every frontend) and `cluster_info` still does.
+    fn readiness_probe_for(&self, endpoint: &str, _install_dir: &Path, ws_dir: &Path) -> Probe {
+        let cluster = crate::manifest::read::<WorkspaceManifest>(&ws_dir.join("manifest.json"))
+            .ok()
+            .filter(|m| cluster::Topology::of(m).is_some());
+        match (cluster, std::env::current_exe()) {
+            (Some(_), Ok(me)) => Probe::Command {
+                program: me,
+                args: vec![
+                    "greptimedb".into(),
+                    "cluster-ready".into(),
+                    "--workspace-dir".into(),
+                    ws_dir.to_string_lossy().into_owned(),
+                ],
+                gate: Some(crate::server::StatusGate {
+                    path: ws_dir.join(cluster::STATUS_FILE),
+                    pid_line: Some(1),
+                    status_line: 2,
+                    ready: "ready".into(),
+                }),
+            },
+            _ => self.readiness_probe(endpoint),
+        }
+    }
+
+    fn check_can_serve(&self, ws: &WorkspaceManifest) -> Result<()> {
+        match cluster::Topology::of(ws) {
+            Some(t) => cluster::check_store(&t),
+            None => Ok(()),
+        }
     }
 
     fn readiness_probe(&self, endpoint: &str) -> Probe {
@@ -500,6 +569,24 @@ impl QueryFormat {
 /// `index_intermediate/`, `tmp/` and the rest are other. Only the top-level directory decides
 /// WAL and metadata, so a database named `wal` (`data/greptime/wal/...`) keeps its SSTs.
 pub fn classify(rel: &Path) -> FilePart {
+    // A cluster's data dir: `etcd/` and `metasrv/` hold metadata; `datanode-<i>/` is a
+    // datanode's data home, laid out as a standalone's.
+    let first = rel
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if rel.components().count() > 1 {
+        if first == "etcd" || first == "metasrv" {
+            return FilePart::Metadata;
+        }
+        if first
+            .strip_prefix("datanode-")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return classify(rel.strip_prefix(&first).unwrap_or(rel));
+        }
+    }
     let mut comps = rel.components().map(|c| c.as_os_str().to_string_lossy());
     let top = comps.next().unwrap_or_default();
     let is_file_at_top = rel.components().count() == 1;

@@ -233,6 +233,11 @@ pub trait Product: Send + Sync {
     fn failure_lines(&self) -> Option<fn(&str) -> Vec<String>> {
         None
     }
+    /// The URLs the TSBS tools get for a managed workspace served at `endpoint` (a GreptimeDB
+    /// cluster: every frontend). Default: the endpoint alone.
+    fn managed_urls(&self, _ws: &WorkspaceManifest, endpoint: &str) -> Vec<String> {
+        vec![endpoint.to_string()]
+    }
     /// The readiness probe against `endpoint` (`http://127.0.0.1:PORT`).
     fn readiness_probe(&self, endpoint: &str) -> Probe;
     /// The readiness probe of a managed server whose installation is `install_dir` and whose

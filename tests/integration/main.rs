@@ -7,6 +7,7 @@ mod answers;
 mod archive;
 mod bench;
 mod cli;
+mod cluster;
 mod data;
 mod download;
 mod env;

@@ -183,6 +183,7 @@
 //! shutdown: unflushed rows stay in the WAL and the next start replays them.
 
 mod auth;
+mod cluster;
 mod compaction;
 mod config;
 mod knobs;
@@ -228,6 +229,94 @@ fn command(v: &Version) -> Command {
                 .long("log-level")
                 .value_name("LOG_LEVEL")
                 .global(true),
+        )
+        .subcommand(
+            Command::new("metasrv")
+                .about("Start the metasrv (cluster metadata)")
+                .subcommand_required(true)
+                .arg_required_else_help(true)
+                .subcommand(
+                    Command::new("start")
+                        .arg(
+                            addr_arg("GRPC_BIND_ADDR", "grpc-bind-addr")
+                                .aliases(["rpc-bind-addr", "bind-addr"]),
+                        )
+                        .arg(addr_arg("GRPC_SERVER_ADDR", "grpc-server-addr"))
+                        .arg(addr_arg("STORE_ADDRS", "store-addrs").alias("store-addr"))
+                        .arg(addr_arg("HTTP_ADDR", "http-addr"))
+                        .arg(addr_arg("DATA_HOME", "data-home"))
+                        .arg(addr_arg("BACKEND", "backend"))
+                        .arg(addr_arg("SELECTOR", "selector"))
+                        .arg(addr_arg("ENV_PREFIX", "env-prefix"))
+                        .arg(
+                            Arg::new("config_file")
+                                .short('c')
+                                .long("config-file")
+                                .value_name("CONFIG_FILE"),
+                        ),
+                ),
+        )
+        .subcommand(
+            Command::new("datanode")
+                .about("Start a datanode")
+                .subcommand_required(true)
+                .arg_required_else_help(true)
+                .subcommand(
+                    Command::new("start")
+                        .arg(addr_arg("NODE_ID", "node-id"))
+                        .arg(
+                            addr_arg("GRPC_BIND_ADDR", "grpc-bind-addr")
+                                .aliases(["rpc-bind-addr", "rpc-addr"]),
+                        )
+                        .arg(addr_arg("GRPC_SERVER_ADDR", "grpc-server-addr"))
+                        .arg(addr_arg("METASRV_ADDRS", "metasrv-addrs"))
+                        .arg(addr_arg("HTTP_ADDR", "http-addr"))
+                        .arg(addr_arg("DATA_HOME", "data-home"))
+                        .arg(addr_arg("WAL_DIR", "wal-dir"))
+                        .arg(
+                            Arg::new("env_prefix")
+                                .long("env-prefix")
+                                .value_name("ENV_PREFIX")
+                                .default_value("GREPTIMEDB_DATANODE"),
+                        )
+                        .arg(
+                            Arg::new("config_file")
+                                .short('c')
+                                .long("config-file")
+                                .value_name("CONFIG_FILE"),
+                        ),
+                ),
+        )
+        .subcommand(
+            Command::new("frontend")
+                .about("Start a frontend")
+                .subcommand_required(true)
+                .arg_required_else_help(true)
+                .subcommand(
+                    Command::new("start")
+                        .arg(addr_arg("HTTP_ADDR", "http-addr"))
+                        .arg(
+                            addr_arg("GRPC_BIND_ADDR", "grpc-bind-addr")
+                                .aliases(["rpc-bind-addr", "rpc-addr"]),
+                        )
+                        .arg(addr_arg("GRPC_SERVER_ADDR", "grpc-server-addr"))
+                        .arg(addr_arg("MYSQL_ADDR", "mysql-addr"))
+                        .arg(addr_arg("POSTGRES_ADDR", "postgres-addr"))
+                        .arg(addr_arg("METASRV_ADDRS", "metasrv-addrs"))
+                        .arg(
+                            Arg::new("influxdb_enable")
+                                .short('i')
+                                .long("influxdb-enable")
+                                .action(ArgAction::SetTrue),
+                        )
+                        .arg(addr_arg("ENV_PREFIX", "env-prefix"))
+                        .arg(
+                            Arg::new("config_file")
+                                .short('c')
+                                .long("config-file")
+                                .value_name("CONFIG_FILE"),
+                        ),
+                ),
         )
         .subcommand(
             Command::new("standalone")
@@ -337,8 +426,11 @@ pub fn main(args: Vec<String>) -> i32 {
             };
         }
     };
-    let (_, standalone) = matches.subcommand().expect("subcommand required");
-    let (_, start) = standalone.subcommand().expect("subcommand required");
+    let (role, role_m) = matches.subcommand().expect("subcommand required");
+    let (_, start) = role_m.subcommand().expect("subcommand required");
+    if role != "standalone" {
+        return cluster_role(role, start, version, knobs, argv.join(" "));
+    }
     for flag in ["tls_mode", "tls_cert_path", "tls_key_path"] {
         if start.get_one::<String>(flag).is_some() {
             eprintln!(
@@ -383,4 +475,148 @@ pub fn main(args: Vec<String>) -> i32 {
         },
     };
     server::run(opts, version, knobs, argv.join(" "), users)
+}
+
+/// `greptime metasrv|datanode|frontend start ...` (see [`cluster`]).
+fn cluster_role(
+    role: &str,
+    m: &clap::ArgMatches,
+    version: Version,
+    knobs: Knobs,
+    command_line: String,
+) -> i32 {
+    let s = |id: &str| m.get_one::<String>(id).cloned();
+    let addr = |id: &str, default: &str| -> Result<std::net::SocketAddr, i32> {
+        let v = s(id).unwrap_or_else(|| default.to_string());
+        v.parse().map_err(|_| {
+            eprintln!(
+                "error: invalid socket address {v:?} for --{}",
+                id.to_ascii_lowercase().replace('_', "-")
+            );
+            2
+        })
+    };
+    let log_dir = s("log_dir").map(std::path::PathBuf::from);
+    macro_rules! tri {
+        ($e:expr) => {
+            match $e {
+                Ok(v) => v,
+                Err(c) => return c,
+            }
+        };
+    }
+    match role {
+        "metasrv" => {
+            // The metasrv's config file: only `enable_telemetry` is emulated.
+            let mut telemetry = true;
+            if let Some(path) = s("config_file") {
+                let text = match std::fs::read_to_string(&path) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        eprintln!("error: cannot read config file {path}: {e}");
+                        return 2;
+                    }
+                };
+                let table: toml::Table = match text.parse() {
+                    Ok(t) => t,
+                    Err(e) => {
+                        eprintln!("error: invalid config file {path}: {e}");
+                        return 2;
+                    }
+                };
+                for (k, v) in &table {
+                    match (k.as_str(), v.as_bool()) {
+                        ("enable_telemetry", Some(b)) => telemetry = b,
+                        _ => {
+                            eprintln!("error: invalid config file {path}: key {k} is not emulated by the testbed metasrv");
+                            return 2;
+                        }
+                    }
+                }
+            }
+            let grpc = tri!(addr("GRPC_BIND_ADDR", "127.0.0.1:3002"));
+            cluster::metasrv::run(
+                cluster::metasrv::Args {
+                    grpc_bind_addr: grpc,
+                    grpc_server_addr: s("GRPC_SERVER_ADDR").unwrap_or_else(|| grpc.to_string()),
+                    http_addr: tri!(addr("HTTP_ADDR", "127.0.0.1:4000")),
+                    store_addrs: s("STORE_ADDRS")
+                        .unwrap_or_else(|| "127.0.0.1:2379".into())
+                        .split(',')
+                        .map(|a| a.trim().to_string())
+                        .collect(),
+                    backend: s("BACKEND").unwrap_or_else(|| "etcd-store".into()),
+                    data_home: s("DATA_HOME")
+                        .map(std::path::PathBuf::from)
+                        .unwrap_or_else(|| "./greptimedb_data".into()),
+                    log_dir,
+                    command_line,
+                    telemetry,
+                },
+                &version,
+            )
+        }
+        "datanode" => {
+            let Some(node_id) = s("NODE_ID").and_then(|v| v.parse::<u64>().ok()) else {
+                eprintln!("error: a datanode needs --node-id N");
+                return 2;
+            };
+            let cli = config::CliArgs {
+                http_addr: s("HTTP_ADDR"),
+                grpc_bind_addr: s("GRPC_BIND_ADDR"),
+                mysql_addr: None,
+                postgres_addr: None,
+                influxdb_enable: true,
+                config_file: s("config_file"),
+                env_prefix: s("env_prefix").unwrap_or_else(|| "GREPTIMEDB_DATANODE".into()),
+                data_home: s("DATA_HOME"),
+                log_dir: s("log_dir"),
+                log_level: s("log_level"),
+            };
+            let mut opts = match config::resolve(&cli, &version) {
+                Ok(o) => o,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return 2;
+                }
+            };
+            if let Some(w) = s("WAL_DIR") {
+                opts.wal_dir = w.into();
+            }
+            let grpc_server = s("GRPC_SERVER_ADDR").unwrap_or_else(|| opts.grpc_addr.to_string());
+            // In a cluster the metasrv reports telemetry, not the datanodes.
+            opts.enable_telemetry = false;
+            cluster::datanode::run(
+                opts,
+                cluster::datanode::Args {
+                    node_id,
+                    metasrv_addrs: s("METASRV_ADDRS").unwrap_or_default(),
+                    grpc_server_addr: grpc_server,
+                },
+                version,
+                knobs,
+                command_line,
+            )
+        }
+        _ => {
+            if s("config_file").is_some() {
+                eprintln!("error: -c/--config-file of the frontend is not emulated by the testbed greptime");
+                return 2;
+            }
+            let grpc = tri!(addr("GRPC_BIND_ADDR", "127.0.0.1:4001"));
+            cluster::frontend::run(
+                cluster::frontend::Args {
+                    http_addr: tri!(addr("HTTP_ADDR", "127.0.0.1:4000")),
+                    grpc_bind_addr: grpc,
+                    grpc_server_addr: s("GRPC_SERVER_ADDR").unwrap_or_else(|| grpc.to_string()),
+                    mysql_addr: tri!(addr("MYSQL_ADDR", "127.0.0.1:4002")),
+                    postgres_addr: tri!(addr("POSTGRES_ADDR", "127.0.0.1:4003")),
+                    metasrv_addrs: s("METASRV_ADDRS").unwrap_or_default(),
+                    log_dir,
+                    command_line,
+                },
+                version,
+            )
+        }
+    }
 }

@@ -563,6 +563,20 @@ fn bind(what: &str, addr: std::net::SocketAddr) -> Result<TcpListener, i32> {
 }
 
 /// Runs the server until SIGTERM/SIGINT; returns the exit code.
+/// `Datanode` when this server is a cluster's datanode (its log lines say so); else standalone.
+pub static ROLE: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+fn role_name() -> &'static str {
+    ROLE.get().copied().unwrap_or("Standalone")
+}
+
+fn role_target() -> &'static str {
+    match role_name() {
+        "Datanode" => "cmd::datanode",
+        _ => "cmd::standalone",
+    }
+}
+
 pub fn run(
     opts: Options,
     version: Version,
@@ -595,13 +609,14 @@ pub fn run(
         ),
     );
     logging::info(
-        "cmd::standalone",
-        &format!("Standalone start command: {command_line}"),
+        role_target(),
+        &format!("{} start command: {command_line}", role_name()),
     );
     logging::info(
-        "cmd::standalone",
+        role_target(),
         &format!(
-            "Standalone options: http.addr={}, http.timeout={}, data_home={}, wal.dir={}, logging.dir={}",
+            "{} options: http.addr={}, http.timeout={}, data_home={}, wal.dir={}, logging.dir={}",
+            role_name(),
             opts.http_addr,
             opts.http_timeout.as_deref().unwrap_or("0s"),
             opts.data_home.display(),
@@ -794,7 +809,7 @@ pub fn run(
     drop(extra);
     logging::info("servers::http", "HTTP server is shutdown");
     drop(shared);
-    logging::info("cmd::standalone", "Standalone instance stopped");
+    logging::info(role_target(), &format!("{} instance stopped", role_name()));
     logging::info("cmd", "Goodbye!");
     0
 }

@@ -1039,11 +1039,31 @@ fn values_equal(a: &Value, b: &Value) -> bool {
 /// `SELECT <cols | * | sum(col) | count(*)> FROM information_schema.<t> [WHERE c = v [AND ...]]
 /// [ORDER BY c [ASC|DESC]]`.
 fn select_information_schema(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
+    select_information_from(stmt, |t| {
+        information_table(ctx, t).map(|(cols, rows)| {
+            let cols = cols
+                .into_iter()
+                .map(|(n, ty)| (n.to_string(), ty.to_string()))
+                .collect();
+            (cols, rows)
+        })
+    })
+}
+
+/// An `information_schema` table's rows as an owned (columns, rows) pair.
+pub type InfoTable = (Vec<(String, String)>, Vec<Vec<Value>>);
+
+/// [`select_information_schema`] over rows from `source` (a cluster frontend gathers them
+/// from its datanodes and its metasrv).
+pub fn select_information_from(
+    stmt: &str,
+    source: impl FnOnce(&str) -> Result<InfoTable, GtError>,
+) -> Result<Output, GtError> {
     let caps = re(r"(?is)^select\s+(.+?)\s+from\s+(?:information_schema\.)?([a-z_]+)(?:\s+where\s+(.+?))?(?:\s+order\s+by\s+([a-z_]+)(?:\s+(asc|desc))?)?$")
         .captures(stmt)
         .ok_or_else(|| not_emulated(stmt))?;
     let table = caps[2].to_ascii_lowercase();
-    let (cols, mut rows) = information_table(ctx, &table)?;
+    let (cols, mut rows) = source(&table)?;
     let col_index = |c: &str| -> Result<usize, GtError> {
         let c = c.trim().to_ascii_lowercase();
         cols.iter().position(|(n, _)| *n == c).ok_or_else(|| {

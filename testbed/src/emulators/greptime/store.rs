@@ -252,6 +252,10 @@ fn stored_line_key(line: &str) -> Option<(&str, i64)> {
     Some((series, ts))
 }
 
+/// Where a datanode takes the id of a new table from (its metasrv); unset in standalone.
+pub static TABLE_IDS: std::sync::OnceLock<Box<dyn Fn() -> Result<u32, String> + Send + Sync>> =
+    std::sync::OnceLock::new();
+
 pub fn region_id(table_id: u32) -> u64 {
     (table_id as u64) << 32
 }
@@ -676,7 +680,13 @@ impl Store {
         let mut catalog_changed = false;
         let mut new_rows = 0;
         for (table, batch) in batches {
-            let next_id = self.catalog.next_table_id;
+            let exists = self.catalog.databases[db].tables.contains_key(&table);
+            let next_id = match TABLE_IDS.get() {
+                // A datanode: table ids are global, the metasrv hands them out.
+                Some(source) if !exists => source()
+                    .map_err(|e| GtError::new(1003, format!("Failed to allocate table id: {e}")))?,
+                _ => self.catalog.next_table_id,
+            };
             let dbm = self.catalog.databases.get_mut(db).expect("checked above");
             let meta = dbm.tables.entry(table.clone()).or_insert_with(|| {
                 catalog_changed = true;
@@ -689,7 +699,7 @@ impl Store {
                 }
             });
             if meta.table_id == next_id {
-                self.catalog.next_table_id += 1;
+                self.catalog.next_table_id = self.catalog.next_table_id.max(next_id + 1);
             }
             for t in &batch.tags {
                 if !meta.tags.contains(t) {

@@ -1,0 +1,722 @@
+//! A managed local GreptimeDB cluster (issue 25 §1): one metasrv, N datanodes and M frontends
+//! of the workspace's `greptime` binary, with their metadata in a real etcd found on the
+//! machine (pinned by path, version and SHA-256 at `prepare`). Facts:
+//! reference/real/greptimedb-cluster.md §1-§4.
+//!
+//! The supervisor manages one process; for a cluster that process is tsbsctl's own launcher
+//! (`tsbsctl greptimedb cluster-run`, hidden), which starts the roles in order (etcd, metasrv,
+//! datanodes, frontends), each in its own process group and killed with it (parent-death
+//! signal), waits for each to answer, then for `information_schema.cluster_info` to list every
+//! node through every frontend, and only then says `ready` in `cluster.status` (the readiness
+//! gate). On SIGTERM or SIGINT it stops them in reverse order, each with its draining stop; a
+//! role that exits on its own is a failure naming the role and its log. Every address is
+//! loopback and explicit: the real binary advertises the first network interface otherwise.
+//!
+//! Layout under the workspace: `data/etcd`, `data/metasrv`, `data/datanode-<i>` (each a
+//! datanode's data home: `wal/`, `data/`, `metadata/` as standalone), `logs/<role>/`, and
+//! `config.toml` (the datanodes' config).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::workspace_manifest::WorkspaceManifest;
+
+/// Most datanodes and frontends a local cluster may have (each is a process on this machine).
+pub const MAX_DATANODES: u32 = 16;
+pub const MAX_FRONTENDS: u32 = 8;
+
+/// The metasrv's config (written by the launcher at every start, from nothing but constants):
+/// the metasrv is the role that reports telemetry in a cluster, and a benchmark does not.
+pub const METASRV_CONFIG: &str = "metasrv.toml";
+const METASRV_TOML: &str =
+    "# Written by tsbsctl at every cluster start.\nenable_telemetry = false\n";
+
+/// The readiness gate the launcher writes: its pid, then `starting`, `ready` or `stopping`.
+pub const STATUS_FILE: &str = "cluster.status";
+
+/// The metadata store of a workspace, as pinned at `prepare`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetadataStore {
+    /// `etcd`.
+    pub kind: String,
+    pub path: PathBuf,
+    /// What `etcd --version` printed as its version (`3.4.23`).
+    pub version: String,
+    pub sha256: String,
+}
+
+/// `extra.topology` of a cluster workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Topology {
+    /// `cluster` (a standalone workspace has no topology field).
+    pub mode: String,
+    pub datanodes: u32,
+    pub frontends: u32,
+    pub metadata_store: MetadataStore,
+}
+
+impl Topology {
+    pub fn of(ws: &WorkspaceManifest) -> Option<Topology> {
+        ws.extra
+            .get("topology")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .filter(|t: &Topology| t.mode == "cluster")
+    }
+
+    /// `1 METASRV, 3 DATANODE, 2 FRONTEND` (as the external probe words a deployment).
+    pub fn summary(&self) -> String {
+        format!(
+            "1 METASRV, {} DATANODE, {} FRONTEND",
+            self.datanodes, self.frontends
+        )
+    }
+}
+
+/// Checks `--datanodes`/`--frontends` (exit 2 with the bounds).
+pub fn check_counts(datanodes: u32, frontends: u32) -> Result<()> {
+    if !(1..=MAX_DATANODES).contains(&datanodes) {
+        return Err(
+            Error::invalid(format!("--datanodes {datanodes} is out of range")).with_hint(format!(
+                "a local cluster has 1 to {MAX_DATANODES} datanodes"
+            )),
+        );
+    }
+    if !(1..=MAX_FRONTENDS).contains(&frontends) {
+        return Err(
+            Error::invalid(format!("--frontends {frontends} is out of range")).with_hint(format!(
+                "a local cluster has 1 to {MAX_FRONTENDS} frontends"
+            )),
+        );
+    }
+    Ok(())
+}
+
+/// The listener ports of a cluster beyond frontend 0's (which keep the standalone names:
+/// `http`, `grpc`, `mysql`, `postgres` = P..P+3): the other frontends, the metasrv, the
+/// datanodes and etcd, on consecutive ports from P+4.
+pub fn extra_ports(http: u16, datanodes: u32, frontends: u32) -> Result<BTreeMap<String, u16>> {
+    let mut names = Vec::new();
+    for f in 1..frontends {
+        for k in ["http", "grpc", "mysql", "postgres"] {
+            names.push(format!("frontend-{f}-{k}"));
+        }
+    }
+    names.push("metasrv-grpc".into());
+    names.push("metasrv-http".into());
+    for d in 1..=datanodes {
+        names.push(format!("datanode-{d}-grpc"));
+        names.push(format!("datanode-{d}-http"));
+    }
+    names.push("etcd-client".into());
+    names.push("etcd-peer".into());
+    let last = u32::from(http) + 3 + names.len() as u32;
+    if last > u32::from(u16::MAX) {
+        return Err(Error::invalid(format!(
+            "--http-port {http} leaves no room for the cluster's {} ports above it",
+            names.len() + 4
+        ))
+        .with_hint(format!(
+            "pick an HTTP port of at most {}",
+            u32::from(u16::MAX) - 3 - names.len() as u32
+        )));
+    }
+    Ok(names
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| (n, http + 4 + i as u16))
+        .collect())
+}
+
+/// Finds etcd (`--etcd PATH`, else `etcd` on `PATH`, else Debian's `/usr/bin/etcd`) and pins it.
+pub fn find_etcd(given: Option<&Path>) -> Result<MetadataStore> {
+    let path = match given {
+        Some(p) => p.to_path_buf(),
+        None => std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .map(|d| d.join("etcd"))
+            .chain(std::iter::once(PathBuf::from("/usr/bin/etcd")))
+            .find(|p| p.is_file())
+            .ok_or_else(|| {
+                Error::invalid("no etcd found on PATH or at /usr/bin/etcd").with_hint(
+                    "a cluster keeps its metadata in etcd: install it (Debian: `apt-get install etcd-server`) or pass --etcd PATH",
+                )
+            })?,
+    };
+    let path = std::fs::canonicalize(&path).map_err(|e| {
+        Error::invalid(format!("--etcd {}: {e}", path.display()))
+            .with_hint("pass the path of an etcd server binary")
+    })?;
+    let out = Command::new(&path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            Error::invalid(format!("could not run {} --version: {e}", path.display()))
+                .with_hint("pass the path of an etcd server binary with --etcd")
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text
+        .lines()
+        .find_map(|l| l.strip_prefix("etcd Version:"))
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{} --version does not print an etcd version: {:?}",
+                path.display(),
+                text.trim()
+            ))
+            .with_hint("pass the path of an etcd server binary with --etcd")
+        })?;
+    let sha256 = crate::hash::sha256_file(&path, &crate::output::NoProgress)?.0;
+    Ok(MetadataStore {
+        kind: "etcd".into(),
+        path,
+        version,
+        sha256,
+    })
+}
+
+/// Before every start: the pinned etcd is still the same bytes (exit 4 otherwise).
+pub fn check_store(t: &Topology) -> Result<()> {
+    let s = &t.metadata_store;
+    let now = crate::hash::sha256_file(&s.path, &crate::output::NoProgress)
+        .map(|(h, _)| h)
+        .map_err(|e| {
+            Error::integrity(format!(
+                "the workspace's etcd {} is gone: {}",
+                s.path.display(),
+                e.message
+            ))
+        })?;
+    if now != s.sha256 {
+        return Err(Error::integrity(format!(
+            "the workspace's etcd {} has changed (sha256 {now}, pinned {} of etcd {})",
+            s.path.display(),
+            s.sha256,
+            s.version
+        ))
+        .with_hint("the cluster's metadata store is part of what was measured: prepare a new workspace (`tsbsctl greptimedb prepare --database-id NEW --topology cluster ...`)"));
+    }
+    Ok(())
+}
+
+/// The datanodes' `config.toml` (addresses, data homes and log dirs go on their command
+/// lines; CLI wins over the file).
+pub fn datanode_config(ws: &WorkspaceManifest) -> String {
+    format!(
+        "# GreptimeDB datanode config of tsbsctl workspace {id} (GreptimeDB {v}, tsbsctl {t}).\n\
+         # Every datanode of the cluster reads it; their addresses, data homes and log\n\
+         # directories are on their command lines.\n\
+         \n\
+         [http]\n\
+         # No server-side cut of long statements (ADMIN COMPACT_TABLE waits for the merge).\n\
+         timeout = \"0s\"\n\
+         \n\
+         [wal]\n\
+         provider = \"raft_engine\"\n\
+         \n\
+         [storage]\n\
+         type = \"File\"\n",
+        id = ws.database_id,
+        v = ws.version,
+        t = crate::VERSION
+    )
+}
+
+/// One process of the cluster.
+#[derive(Debug, Clone)]
+pub struct Role {
+    pub name: String,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub log_dir: PathBuf,
+    /// Answers 200 once the role is up.
+    pub health_url: String,
+}
+
+fn port(ws: &WorkspaceManifest, name: &str) -> Result<u16> {
+    ws.ports.get(name).copied().ok_or_else(|| {
+        Error::integrity(format!(
+            "cluster workspace {} has no {name} port",
+            ws.database_id
+        ))
+    })
+}
+
+fn addr(p: u16) -> String {
+    format!("127.0.0.1:{p}")
+}
+
+/// The frontends' HTTP URLs, frontend 0 first.
+pub fn frontend_urls(ws: &WorkspaceManifest, t: &Topology) -> Vec<String> {
+    (0..t.frontends)
+        .filter_map(|f| {
+            let name = if f == 0 {
+                "http".to_string()
+            } else {
+                format!("frontend-{f}-http")
+            };
+            ws.ports.get(&name).map(|p| format!("http://{}", addr(*p)))
+        })
+        .collect()
+}
+
+/// The processes in start order.
+pub fn roles(ws: &WorkspaceManifest, dir: &Path, greptime: &Path) -> Result<Vec<Role>> {
+    let t = Topology::of(ws)
+        .ok_or_else(|| Error::integrity(format!("workspace {} is no cluster", ws.database_id)))?;
+    let data = dir.join("data");
+    let logs = dir.join("logs");
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    let (client, peer) = (port(ws, "etcd-client")?, port(ws, "etcd-peer")?);
+    out.push(Role {
+        name: "etcd".into(),
+        program: t.metadata_store.path.clone(),
+        args: vec![
+            "--name".into(),
+            "tsbsctl".into(),
+            "--data-dir".into(),
+            s(&data.join("etcd")),
+            "--listen-client-urls".into(),
+            format!("http://{}", addr(client)),
+            "--advertise-client-urls".into(),
+            format!("http://{}", addr(client)),
+            "--listen-peer-urls".into(),
+            format!("http://{}", addr(peer)),
+            "--initial-advertise-peer-urls".into(),
+            format!("http://{}", addr(peer)),
+            "--initial-cluster".into(),
+            format!("tsbsctl=http://{}", addr(peer)),
+            "--initial-cluster-state".into(),
+            "new".into(),
+        ],
+        log_dir: logs.join("etcd"),
+        health_url: format!("http://{}/health", addr(client)),
+    });
+    let (mgrpc, mhttp) = (port(ws, "metasrv-grpc")?, port(ws, "metasrv-http")?);
+    let log_flag = |role: &str| format!("--log-dir={}", s(&logs.join(role)));
+    out.push(Role {
+        name: "metasrv".into(),
+        program: greptime.to_path_buf(),
+        args: vec![
+            log_flag("metasrv"),
+            "metasrv".into(),
+            "start".into(),
+            "--grpc-bind-addr".into(),
+            addr(mgrpc),
+            "--grpc-server-addr".into(),
+            addr(mgrpc),
+            "--http-addr".into(),
+            addr(mhttp),
+            "--store-addrs".into(),
+            addr(client),
+            "--backend".into(),
+            "etcd-store".into(),
+            "--data-home".into(),
+            s(&data.join("metasrv")),
+            "-c".into(),
+            s(&dir.join(METASRV_CONFIG)),
+        ],
+        log_dir: logs.join("metasrv"),
+        health_url: format!("http://{}/health", addr(mhttp)),
+    });
+    for d in 1..=t.datanodes {
+        let name = format!("datanode-{d}");
+        let (g, h) = (
+            port(ws, &format!("{name}-grpc"))?,
+            port(ws, &format!("{name}-http"))?,
+        );
+        let home = data.join(&name);
+        out.push(Role {
+            name: name.clone(),
+            program: greptime.to_path_buf(),
+            args: vec![
+                log_flag(&name),
+                "datanode".into(),
+                "start".into(),
+                "--node-id".into(),
+                d.to_string(),
+                "--grpc-bind-addr".into(),
+                addr(g),
+                "--grpc-server-addr".into(),
+                addr(g),
+                "--http-addr".into(),
+                addr(h),
+                "--metasrv-addrs".into(),
+                addr(mgrpc),
+                "--data-home".into(),
+                s(&home),
+                "--wal-dir".into(),
+                s(&home.join("wal")),
+                "-c".into(),
+                s(&dir.join(super::super::CONFIG_FILE)),
+            ],
+            log_dir: logs.join(&name),
+            health_url: format!("http://{}/health", addr(h)),
+        });
+    }
+    for f in 0..t.frontends {
+        let name = format!("frontend-{f}");
+        let p = |k: &str| {
+            if f == 0 {
+                port(ws, k)
+            } else {
+                port(ws, &format!("frontend-{f}-{k}"))
+            }
+        };
+        let (h, g, my, pg) = (p("http")?, p("grpc")?, p("mysql")?, p("postgres")?);
+        out.push(Role {
+            name: name.clone(),
+            program: greptime.to_path_buf(),
+            args: vec![
+                log_flag(&name),
+                "frontend".into(),
+                "start".into(),
+                "--metasrv-addrs".into(),
+                addr(mgrpc),
+                "--http-addr".into(),
+                addr(h),
+                "--grpc-bind-addr".into(),
+                addr(g),
+                "--grpc-server-addr".into(),
+                addr(g),
+                "--mysql-addr".into(),
+                addr(my),
+                "--postgres-addr".into(),
+                addr(pg),
+            ],
+            log_dir: logs.join(&name),
+            health_url: format!("http://{}/health", addr(h)),
+        });
+    }
+    Ok(out)
+}
+
+/// The cluster as `cluster_info` shows it through `url`: (metasrv, datanodes, frontends).
+fn counts_through(client: &reqwest::blocking::Client, url: &str) -> Option<(u32, u32, u32)> {
+    let v: Value = client
+        .post(format!("{url}/v1/sql"))
+        .form(&[(
+            "sql",
+            "SELECT peer_type FROM information_schema.cluster_info",
+        )])
+        .send()
+        .ok()
+        .filter(|r| r.status().is_success())?
+        .json()
+        .ok()?;
+    let mut c = (0, 0, 0);
+    for r in v.pointer("/output/0/records/rows")?.as_array()? {
+        match r.get(0).and_then(Value::as_str) {
+            Some("METASRV") => c.0 += 1,
+            Some("DATANODE") => c.1 += 1,
+            Some("FRONTEND") => c.2 += 1,
+            _ => {}
+        }
+    }
+    Some(c)
+}
+
+/// True when every frontend's `cluster_info` lists the whole cluster.
+pub fn complete(ws: &WorkspaceManifest, t: &Topology) -> bool {
+    let Ok(client) = crate::http::local(Some(Duration::from_secs(2))) else {
+        return false;
+    };
+    frontend_urls(ws, t)
+        .iter()
+        .all(|u| counts_through(&client, u) == Some((1, t.datanodes, t.frontends)))
+}
+
+fn read_manifest(dir: &Path) -> Result<WorkspaceManifest> {
+    let p = dir.join("manifest.json");
+    let text = std::fs::read(&p).map_err(|e| Error::io("read", &p, e))?;
+    Ok(serde_json::from_slice(&text)?)
+}
+
+/// `tsbsctl greptimedb cluster-ready`: exit 0 when the launcher is ready and `cluster_info`
+/// lists every node through every frontend.
+pub fn ready_command(dir: &Path) -> i32 {
+    match read_manifest(dir) {
+        Ok(ws) => match Topology::of(&ws) {
+            Some(t) if complete(&ws, &t) => 0,
+            _ => 1,
+        },
+        Err(_) => 1,
+    }
+}
+
+fn write_status(dir: &Path, state: &str) {
+    let text = format!("{}\n{state}\n", std::process::id());
+    let _ = crate::fsutil::write_atomic(&dir.join(STATUS_FILE), text.as_bytes());
+}
+
+/// Where the launcher writes: its stdout (the server log), one whole line at a time.
+fn say(out: &Mutex<std::io::Stdout>, line: &str) {
+    let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = writeln!(o, "tsbsctl cluster: {line}");
+    let _ = o.flush();
+}
+
+struct Running {
+    role: Role,
+    child: Child,
+    started: Instant,
+}
+
+/// `tsbsctl greptimedb cluster-run`: the launcher (see the module comment). Exit 0 after a
+/// clean stop, 1 when a role failed.
+pub fn launch(dir: &Path, greptime: &Path) -> i32 {
+    let out = Arc::new(Mutex::new(std::io::stdout()));
+    let ws = match read_manifest(dir) {
+        Ok(ws) => ws,
+        Err(e) => {
+            say(&out, &format!("cannot read the workspace: {}", e.message));
+            return 1;
+        }
+    };
+    let roles = match roles(&ws, dir, greptime) {
+        Ok(r) => r,
+        Err(e) => {
+            say(&out, &e.message);
+            return 1;
+        }
+    };
+    let t = Topology::of(&ws).expect("roles() checked the topology");
+    let term = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&term));
+    }
+    write_status(dir, "starting");
+    if let Err(e) = crate::fsutil::write_atomic(&dir.join(METASRV_CONFIG), METASRV_TOML.as_bytes())
+    {
+        say(
+            &out,
+            &format!("cannot write {METASRV_CONFIG}: {}", e.message),
+        );
+        return 1;
+    }
+    let client = crate::http::local(Some(Duration::from_secs(2))).ok();
+    let mut running: Vec<Running> = Vec::new();
+    let mut failed: Option<String> = None;
+    'start: for role in roles {
+        if let Err(e) = std::fs::create_dir_all(&role.log_dir) {
+            failed = Some(format!("cannot create {}: {e}", role.log_dir.display()));
+            break;
+        }
+        let mut cmd = Command::new(&role.program);
+        cmd.args(&role.args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        crate::proc::configure(&mut cmd);
+        say(
+            &out,
+            &format!(
+                "starting {}: {}",
+                role.name,
+                crate::proc::command_line(&role.program.to_string_lossy(), &role.args)
+            ),
+        );
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                failed = Some(format!(
+                    "could not start {} ({}): {e}",
+                    role.name,
+                    role.program.display()
+                ));
+                break;
+            }
+        };
+        for stream in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let (out, log) = (Arc::clone(&out), role.log_dir.join("output.log"));
+            std::thread::spawn(move || pump(stream, &out, &log));
+        }
+        running.push(Running {
+            role: role.clone(),
+            child,
+            started: Instant::now(),
+        });
+        // Up when its health URL answers; a role that exits first has failed.
+        loop {
+            if term.load(Ordering::SeqCst) {
+                break 'start;
+            }
+            if let Some(f) = exited(&mut running) {
+                failed = Some(f);
+                break 'start;
+            }
+            let up = client.as_ref().is_some_and(|c| {
+                c.get(&role.health_url)
+                    .send()
+                    .is_ok_and(|r| r.status().is_success())
+            });
+            if up {
+                let r = running.last().expect("just pushed");
+                say(
+                    &out,
+                    &format!(
+                        "{} is up (pid {}, {:.1} s)",
+                        role.name,
+                        r.child.id(),
+                        r.started.elapsed().as_secs_f64()
+                    ),
+                );
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    if failed.is_none() && !term.load(Ordering::SeqCst) {
+        // Ready only when every frontend sees every node (datanodes register by heartbeat).
+        let since = Instant::now();
+        loop {
+            if term.load(Ordering::SeqCst) {
+                break;
+            }
+            if let Some(f) = exited(&mut running) {
+                failed = Some(f);
+                break;
+            }
+            if complete(&ws, &t) {
+                say(
+                    &out,
+                    &format!(
+                        "ready: information_schema.cluster_info lists {} through every frontend ({:.1} s)",
+                        t.summary(),
+                        since.elapsed().as_secs_f64()
+                    ),
+                );
+                write_status(dir, "ready");
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    // Serving: until a signal, or until a role exits on its own.
+    while failed.is_none() && !term.load(Ordering::SeqCst) {
+        if let Some(f) = exited(&mut running) {
+            failed = Some(f);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    write_status(dir, "stopping");
+    if let Some(f) = &failed {
+        say(&out, &format!("FAILED: {f}"));
+    }
+    let clean = stop_all(&mut running, &out);
+    let _ = std::fs::remove_file(dir.join(STATUS_FILE));
+    if failed.is_some() || !clean {
+        1
+    } else {
+        0
+    }
+}
+
+/// The first role that has exited, described with its log; it is removed from `running`.
+fn exited(running: &mut Vec<Running>) -> Option<String> {
+    for i in 0..running.len() {
+        if let Ok(Some(status)) = running[i].child.try_wait() {
+            let r = running.remove(i);
+            return Some(format!(
+                "{} (pid {}) exited on its own with {status} after {:.1} s; its log: {}",
+                r.role.name,
+                r.child.id(),
+                r.started.elapsed().as_secs_f64(),
+                r.role.log_dir.display()
+            ));
+        }
+    }
+    None
+}
+
+/// Stops the roles in reverse start order, each given the time it needs (the supervisor
+/// bounds the whole stop); true when every one exited with 0.
+fn stop_all(running: &mut Vec<Running>, out: &Mutex<std::io::Stdout>) -> bool {
+    let mut clean = true;
+    while let Some(mut r) = running.pop() {
+        let t0 = Instant::now();
+        crate::proc::signal_group(r.child.id(), nix::sys::signal::Signal::SIGTERM);
+        let status = r.child.wait();
+        let ok = matches!(&status, Ok(s) if s.success());
+        clean &= ok;
+        say(
+            out,
+            &format!(
+                "{} stopped ({}) in {:.1} s",
+                r.role.name,
+                match &status {
+                    Ok(s) => s.to_string(),
+                    Err(e) => e.to_string(),
+                },
+                t0.elapsed().as_secs_f64()
+            ),
+        );
+    }
+    clean
+}
+
+/// Copies a role's output, line by line, to the launcher's stdout (the workspace's server
+/// log, where tsbsctl's log scan and compaction checks read it) and to the role's own file.
+fn pump(stream: Box<dyn std::io::Read + Send>, out: &Mutex<std::io::Stdout>, log: &Path) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .ok();
+    for line in BufReader::new(stream).lines() {
+        let Ok(line) = line else { break };
+        if let Some(f) = file.as_mut() {
+            let _ = writeln!(f, "{line}");
+        }
+        let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = writeln!(o, "{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_follow_frontend_zero_and_fit_below_65536() {
+        let p = extra_ports(4000, 3, 2).unwrap();
+        assert_eq!(p["frontend-1-http"], 4004);
+        assert_eq!(p["frontend-1-postgres"], 4007);
+        assert_eq!(p["metasrv-grpc"], 4008);
+        assert_eq!(p["datanode-1-grpc"], 4010);
+        assert_eq!(p["datanode-3-http"], 4015);
+        assert_eq!(p["etcd-peer"], 4017);
+        assert_eq!(p.len(), 14);
+        assert_eq!(extra_ports(65530, 1, 1).unwrap_err().exit_code(), 2);
+        assert!(check_counts(0, 1).is_err());
+        assert!(check_counts(3, 9).is_err());
+        assert!(check_counts(3, 2).is_ok());
+    }
+}

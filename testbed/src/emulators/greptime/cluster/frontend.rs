@@ -1,0 +1,718 @@
+//! `greptime frontend start`: stores nothing; routes writes and SQL to the datanodes through
+//! the metasrv's table routes, and answers `information_schema` from the whole cluster.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use regex::Regex;
+use serde_json::{json, Value};
+use tiny_http::{Header, Request, Response};
+
+use super::{agent, call_metasrv, heartbeat, metasrv_url, now_ms, HEARTBEAT};
+use crate::emulators::greptime::logging;
+use crate::emulators::greptime::server::http_status;
+use crate::emulators::greptime::sql::{self, InfoTable, Output};
+use crate::emulators::greptime::store::GtError;
+use crate::emulators::greptime::version::Version;
+
+pub struct Args {
+    pub http_addr: SocketAddr,
+    pub grpc_bind_addr: SocketAddr,
+    pub grpc_server_addr: String,
+    pub mysql_addr: SocketAddr,
+    pub postgres_addr: SocketAddr,
+    pub metasrv_addrs: String,
+    pub log_dir: Option<std::path::PathBuf>,
+    pub command_line: String,
+}
+
+type Resp = Response<std::io::Cursor<Vec<u8>>>;
+
+struct Front {
+    agent: ureq::Agent,
+    metasrv: String,
+    version: Version,
+}
+
+fn header(name: &str, value: &str) -> Header {
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("valid header")
+}
+
+fn json_resp(status: u16, body: Vec<u8>) -> Resp {
+    Response::from_data(body)
+        .with_status_code(status)
+        .with_header(header("content-type", "application/json"))
+}
+
+fn sql_error(e: &GtError, elapsed: u64) -> Resp {
+    let body = json!({"code": e.code, "error": e.msg, "execution_time_ms": elapsed});
+    json_resp(
+        http_status(e.code),
+        serde_json::to_vec(&body).unwrap_or_default(),
+    )
+    .with_header(header("x-greptime-err-code", &e.code.to_string()))
+    .with_header(header(
+        "x-greptime-err-msg",
+        &e.msg
+            .replace(|c: char| !c.is_ascii() || c.is_control(), " "),
+    ))
+}
+
+fn re(p: &str) -> Regex {
+    Regex::new(p).expect("static regex")
+}
+
+pub fn run(a: Args, version: Version) -> i32 {
+    sql::mark_started();
+    if let Err(e) = logging::init(a.log_dir.clone()) {
+        eprintln!("Error: failed to create log dir: {e}");
+        return 1;
+    }
+    let Some(base) = metasrv_url(&a.metasrv_addrs) else {
+        eprintln!("error: a frontend needs --metasrv-addrs");
+        return 2;
+    };
+    let term = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&term));
+    }
+    logging::info(
+        "cmd",
+        &format!(
+            "short_version: {}, full_version: greptimedb-{}",
+            version.text(),
+            version.commit()
+        ),
+    );
+    logging::info(
+        "cmd::frontend",
+        &format!("Frontend start command: {}", a.command_line),
+    );
+    let mut extra = Vec::new();
+    for (what, addr) in [
+        ("gRPC", a.grpc_bind_addr),
+        ("MySQL", a.mysql_addr),
+        ("PostgreSQL", a.postgres_addr),
+    ] {
+        match TcpListener::bind(addr) {
+            Ok(l) => extra.push(l),
+            Err(e) => {
+                logging::error(
+                    "greptime",
+                    &format!(
+                        "Fatal error occurs! err.msg=Failed to bind {what} server at {addr}: {e}"
+                    ),
+                );
+                return 1;
+            }
+        }
+    }
+    let server = match tiny_http::Server::http(a.http_addr) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            logging::error(
+                "greptime",
+                &format!(
+                    "Fatal error occurs! err.msg=Failed to bind HTTP server at {}: {e}",
+                    a.http_addr
+                ),
+            );
+            return 1;
+        }
+    };
+    logging::info(
+        "servers::grpc",
+        &format!("gRPC server is bound to {}", a.grpc_bind_addr),
+    );
+    logging::info(
+        "servers::http",
+        &format!("HTTP server is bound to {}", a.http_addr),
+    );
+    let node = json!({
+        "peer_id": -1,
+        "peer_type": "FRONTEND",
+        "peer_addr": a.grpc_server_addr,
+        "http_addr": a.http_addr.to_string(),
+        "version": version.text(),
+        "git_commit": version.commit(),
+        "start_time": now_ms(),
+    });
+    {
+        let base = base.clone();
+        std::thread::spawn(move || {
+            let agent = agent();
+            let mut failing = false;
+            loop {
+                match heartbeat(&agent, &base, &node) {
+                    Ok(()) => failing = false,
+                    Err(e) if !failing => {
+                        failing = true;
+                        logging::log(
+                            "WARN",
+                            "frontend::heartbeat",
+                            &format!("Failed to send heartbeat to metasrv: {e}"),
+                        );
+                    }
+                    Err(_) => {}
+                }
+                std::thread::sleep(HEARTBEAT);
+            }
+        });
+    }
+    let front = Arc::new(Front {
+        agent: agent(),
+        metasrv: base,
+        version,
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for _ in 0..16 {
+        let (server, front, stop) = (Arc::clone(&server), Arc::clone(&front), Arc::clone(&stop));
+        workers.push(std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                match server.recv_timeout(Duration::from_millis(50)) {
+                    Ok(Some(req)) => front.handle(req),
+                    Ok(None) => {}
+                    Err(_) => break,
+                }
+            }
+        }));
+    }
+    while !term.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    logging::info("cmd", "Received SIGTERM, shutting down");
+    stop.store(true, Ordering::SeqCst);
+    logging::info("servers::http", "Shutdown HTTP server");
+    for w in workers {
+        let _ = w.join();
+    }
+    drop(extra);
+    logging::info("cmd::frontend", "Frontend instance stopped");
+    logging::info("cmd", "Goodbye!");
+    0
+}
+
+/// Where one statement goes.
+enum Dest {
+    /// Any datanode (the first alive).
+    Any,
+    /// Every datanode (database DDL); the first answer is returned.
+    All,
+    /// The datanode of a table; `create` places a new one.
+    Table {
+        db: String,
+        table: String,
+        create: bool,
+    },
+    /// `information_schema.<t>`, gathered.
+    Info,
+    /// `SHOW TABLES`: the union over the datanodes.
+    ShowTables,
+}
+
+fn destination(stmt: &str, db: &str) -> Dest {
+    let lower = stmt.to_ascii_lowercase();
+    let split = |name: &str| -> (String, String) {
+        let name = name.trim_matches(|c| c == '"' || c == '`');
+        match name.split_once('.') {
+            Some((d, t)) => (d.to_string(), t.to_string()),
+            None => (db.to_string(), name.to_string()),
+        }
+    };
+    let table = |name: &str, create: bool| {
+        let (db, table) = split(name);
+        Dest::Table { db, table, create }
+    };
+    if re(r"(?is)\bfrom\s+information_schema\.").is_match(stmt) {
+        return Dest::Info;
+    }
+    if re(r"(?is)^(create|drop)\s+(database|schema)\b").is_match(stmt) {
+        return Dest::All;
+    }
+    if re(r"(?is)^show\s+tables\b").is_match(stmt) {
+        return Dest::ShowTables;
+    }
+    if let Some(c) =
+        re(r#"(?is)^create\s+table\s+(?:if\s+not\s+exists\s+)?([\w."`]+)"#).captures(stmt)
+    {
+        return table(&c[1], true);
+    }
+    if let Some(c) = re(r"(?is)^admin\s+\w+\s*\(\s*'([^']+)'").captures(stmt) {
+        return table(&c[1], false);
+    }
+    if let Some(c) = re(r#"(?is)^(?:desc|describe)\s+(?:table\s+)?([\w."`]+)"#).captures(stmt) {
+        return table(&c[1], false);
+    }
+    if let Some(c) = re(r#"(?is)^show\s+create\s+table\s+([\w."`]+)"#).captures(stmt) {
+        return table(&c[1], false);
+    }
+    if lower.starts_with("select")
+        || lower.starts_with("explain")
+        || lower.starts_with("drop table")
+    {
+        let r = if lower.starts_with("drop table") {
+            re(r#"(?is)^drop\s+table\s+(?:if\s+exists\s+)?([\w."`]+)"#)
+        } else {
+            re(r#"(?is)\bfrom\s+([\w."`]+)"#)
+        };
+        if let Some(c) = r.captures(stmt) {
+            return table(&c[1], false);
+        }
+    }
+    Dest::Any
+}
+
+/// One datanode's answer: HTTP status and JSON body.
+struct Answer {
+    status: u16,
+    body: Value,
+}
+
+impl Front {
+    fn handle(&self, mut req: Request) {
+        let url = req.url().to_string();
+        let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
+        let method = req.method().as_str().to_ascii_uppercase();
+        let resp = match path {
+            "/health" | "/ready" | "/v1/health" => json_resp(200, b"{}".to_vec())
+                .with_header(header("access-control-allow-origin", "*")),
+            "/status" => json_resp(
+                200,
+                serde_json::to_vec(&json!({
+                    "source_time": "", "commit": self.version.commit(), "branch": "",
+                    "rustc_version": "rustc 1.87.0-nightly", "hostname": "localhost",
+                    "version": self.version.text(),
+                }))
+                .unwrap_or_default(),
+            ),
+            "/metrics" => {
+                let mut body = format!(
+                    "# HELP greptime_app_version app version\n# TYPE greptime_app_version gauge\ngreptime_app_version{{app=\"greptime-frontend\",short_version=\"{}\",version=\"{}\"}} 1\n",
+                    self.version.text(),
+                    self.version.text()
+                );
+                body.push_str(&crate::emulators::process_metrics());
+                Response::from_data(body.into_bytes())
+            }
+            "/v1/sql" => self.sql(&mut req, query, method == "POST"),
+            "/v1/influxdb/write" | "/v1/influxdb/api/v2/write" if method == "POST" => {
+                self.write(&mut req, path, query)
+            }
+            "/v1/influxdb/ping" => Response::from_data(Vec::new()).with_status_code(204),
+            _ => Response::from_data(Vec::new()).with_status_code(404),
+        };
+        let _ = req.respond(resp);
+    }
+
+    fn nodes(&self) -> Result<Vec<Value>, GtError> {
+        call_metasrv(&self.agent, &self.metasrv, "/testbed/nodes", None)
+            .map_err(|e| GtError::new(1003, format!("Failed to get cluster nodes: {e}")))
+            .map(|v| v.as_array().cloned().unwrap_or_default())
+    }
+
+    fn datanodes(&self) -> Result<Vec<String>, GtError> {
+        let d: Vec<String> = super::metasrv::datanodes_of(&self.nodes()?)
+            .iter()
+            .filter_map(|n| n["http_addr"].as_str().map(str::to_string))
+            .collect();
+        if d.is_empty() {
+            return Err(GtError::new(
+                1003,
+                "Failed to find available datanode: no datanode is registered with the metasrv",
+            ));
+        }
+        Ok(d)
+    }
+
+    fn route(&self, db: &str, table: &str, create: bool) -> Result<Option<String>, GtError> {
+        let v = call_metasrv(
+            &self.agent,
+            &self.metasrv,
+            "/testbed/route",
+            Some(json!({"db": db, "table": table, "create": create})),
+        )
+        .map_err(|e| GtError::new(1003, format!("Failed to find table route: {e}")))?;
+        Ok(v["http_addr"].as_str().map(str::to_string))
+    }
+
+    fn forward_sql(&self, dn: &str, stmt: &str, db: &str) -> Answer {
+        let r = self
+            .agent
+            .post(&format!("http://{dn}/v1/sql"))
+            .send_form(&[("sql", stmt), ("db", db)]);
+        match r {
+            Ok(r) => Answer {
+                status: r.status(),
+                body: r.into_json().unwrap_or(Value::Null),
+            },
+            Err(ureq::Error::Status(code, r)) => Answer {
+                status: code,
+                body: r.into_json().unwrap_or(Value::Null),
+            },
+            Err(e) => {
+                let err = GtError::new(1003, format!("Failed to request datanode {dn}: {e}"));
+                Answer {
+                    status: http_status(err.code),
+                    body: json!({"code": err.code, "error": err.msg}),
+                }
+            }
+        }
+    }
+
+    fn sql(&self, req: &mut Request, query: &str, post: bool) -> Resp {
+        let start = Instant::now();
+        let mut q: BTreeMap<String, String> = url::form_urlencoded::parse(query.as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        if post {
+            let mut body = Vec::new();
+            let _ = req.as_reader().read_to_end(&mut body);
+            for (k, v) in url::form_urlencoded::parse(&body) {
+                q.entry(k.into_owned()).or_insert(v.into_owned());
+            }
+        }
+        let db = q.get("db").cloned().unwrap_or_else(|| "public".into());
+        let Some(text) = q.get("sql") else {
+            return sql_error(&GtError::new(1004, "sql parameter is required."), 0);
+        };
+        let mut outputs = Vec::new();
+        for stmt in sql::statements(text) {
+            match self.statement(&stmt, &db) {
+                Ok(o) => outputs.push(o),
+                Err(a) if a.status >= 400 => {
+                    return json_resp(a.status, serde_json::to_vec(&a.body).unwrap_or_default())
+                }
+                Err(a) => outputs.push(a.body),
+            }
+        }
+        let elapsed = start.elapsed().as_millis() as u64;
+        let body = json!({"output": outputs, "execution_time_ms": elapsed});
+        json_resp(200, serde_json::to_vec(&body).unwrap_or_default())
+            .with_header(header("x-greptime-format", "greptimedb_v1"))
+            .with_header(header("x-greptime-execution-time", &elapsed.to_string()))
+    }
+
+    /// The output object of one statement, or the failing answer.
+    fn statement(&self, stmt: &str, db: &str) -> Result<Value, Answer> {
+        let fail = |e: GtError| Answer {
+            status: http_status(e.code),
+            body: json!({"code": e.code, "error": e.msg}),
+        };
+        let first_output = |a: Answer| -> Result<Value, Answer> {
+            if a.status >= 400 {
+                return Err(a);
+            }
+            Ok(a.body["output"][0].clone())
+        };
+        match destination(stmt, db) {
+            Dest::Any => {
+                let dn = self.datanodes().map_err(fail)?;
+                first_output(self.forward_sql(&dn[0], stmt, db))
+            }
+            Dest::All => {
+                let dns = self.datanodes().map_err(fail)?;
+                let mut first = None;
+                for dn in &dns {
+                    let a = self.forward_sql(dn, stmt, db);
+                    if a.status >= 400 {
+                        return Err(a);
+                    }
+                    first.get_or_insert(a);
+                }
+                if re(r"(?is)^drop\s+(database|schema)\s+(?:if\s+exists\s+)?([\w]+)")
+                    .captures(stmt)
+                    .is_some()
+                {
+                    let name = re(r"(?is)^drop\s+(?:database|schema)\s+(?:if\s+exists\s+)?([\w]+)")
+                        .captures(stmt)
+                        .map(|c| c[1].to_string())
+                        .unwrap_or_default();
+                    let _ = call_metasrv(
+                        &self.agent,
+                        &self.metasrv,
+                        "/testbed/drop-database",
+                        Some(json!({ "db": name })),
+                    );
+                }
+                first_output(first.expect("at least one datanode"))
+            }
+            Dest::Table {
+                db: tdb,
+                table,
+                create,
+            } => {
+                let dn = match self.route(&tdb, &table, create).map_err(fail)? {
+                    Some(dn) => dn,
+                    // Unknown table: any datanode answers "Table not found" as the real one.
+                    None => self.datanodes().map_err(fail)?.remove(0),
+                };
+                first_output(self.forward_sql(&dn, stmt, db))
+            }
+            Dest::ShowTables => {
+                let mut names = std::collections::BTreeSet::new();
+                let mut columns = Value::Null;
+                for dn in self.datanodes().map_err(fail)? {
+                    let o = first_output(self.forward_sql(&dn, stmt, db))?;
+                    columns = o["records"]["schema"].clone();
+                    for r in o["records"]["rows"].as_array().into_iter().flatten() {
+                        if let Some(n) = r[0].as_str() {
+                            names.insert(n.to_string());
+                        }
+                    }
+                }
+                let rows: Vec<Value> = names.into_iter().map(|n| json!([n])).collect();
+                Ok(json!({"records": {"schema": columns, "total_rows": rows.len(), "rows": rows}}))
+            }
+            Dest::Info => {
+                let out =
+                    sql::select_information_from(stmt, |t| self.gather(t, db)).map_err(fail)?;
+                Ok(output_json(out))
+            }
+        }
+    }
+
+    /// `information_schema.<t>` of the whole cluster.
+    fn gather(&self, table: &str, db: &str) -> Result<InfoTable, GtError> {
+        if table == "cluster_info" {
+            return self.cluster_info();
+        }
+        let mut cols: Vec<(String, String)> = Vec::new();
+        let mut rows: Vec<Vec<Value>> = Vec::new();
+        for dn in self.datanodes()? {
+            let a = self.forward_sql(
+                &dn,
+                &format!("SELECT * FROM information_schema.{table}"),
+                db,
+            );
+            if a.status >= 400 {
+                return Err(GtError::new(
+                    a.body["code"].as_u64().unwrap_or(1003) as u32,
+                    a.body["error"]
+                        .as_str()
+                        .unwrap_or("datanode error")
+                        .to_string(),
+                ));
+            }
+            let rec = &a.body["output"][0]["records"];
+            cols = rec["schema"]["column_schemas"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    (
+                        c["name"].as_str().unwrap_or_default().to_string(),
+                        c["data_type"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect();
+            for r in rec["rows"].as_array().into_iter().flatten() {
+                let row: Vec<Value> = r.as_array().cloned().unwrap_or_default();
+                // Databases and build info exist on every datanode: listed once.
+                if matches!(table, "schemata" | "build_info") && rows.contains(&row) {
+                    continue;
+                }
+                rows.push(row);
+            }
+        }
+        Ok((cols, rows))
+    }
+
+    /// The metasrv's view: METASRV (peer 0), every DATANODE (its node id) and FRONTEND (-1)
+    /// heard from within the lease.
+    fn cluster_info(&self) -> Result<InfoTable, GtError> {
+        let cols = [
+            ("peer_id", "Int64"),
+            ("peer_type", "String"),
+            ("peer_addr", "String"),
+            ("version", "String"),
+            ("git_commit", "String"),
+            ("start_time", "TimestampMillisecond"),
+            ("uptime", "String"),
+            ("active_time", "String"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        let now = now_ms();
+        let rows = self
+            .nodes()?
+            .into_iter()
+            .map(|n| {
+                let start = n["start_time"].as_i64().unwrap_or(now);
+                vec![
+                    n["peer_id"].clone(),
+                    n["peer_type"].clone(),
+                    n["peer_addr"].clone(),
+                    n["version"].clone(),
+                    n["git_commit"].clone(),
+                    json!(start),
+                    json!(format!("{}s", (now - start).max(0) / 1000)),
+                    match n["active_ms_ago"].as_i64() {
+                        Some(ms) => json!(format!("{ms}ms")),
+                        None => Value::Null,
+                    },
+                ]
+            })
+            .collect();
+        Ok((cols, rows))
+    }
+
+    fn write(&self, req: &mut Request, path: &str, query: &str) -> Resp {
+        let mut body = Vec::new();
+        if req.as_reader().read_to_end(&mut body).is_err() {
+            return Response::from_data(Vec::new()).with_status_code(400);
+        }
+        let gzip = req.headers().iter().any(|h| {
+            h.field.equiv("content-encoding") && h.value.as_str().eq_ignore_ascii_case("gzip")
+        });
+        if gzip {
+            let mut plain = Vec::new();
+            if flate2::read::GzDecoder::new(&body[..])
+                .read_to_end(&mut plain)
+                .is_err()
+            {
+                return json_resp(400, br#"{"error":"Failed to decode gzip body"}"#.to_vec());
+            }
+            body = plain;
+        }
+        let params: BTreeMap<String, String> = url::form_urlencoded::parse(query.as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        let db = params
+            .get(if path.contains("/api/v2/") {
+                "bucket"
+            } else {
+                "db"
+            })
+            .cloned()
+            .unwrap_or_else(|| "public".into());
+        let text = String::from_utf8_lossy(&body);
+        // Lines by the datanode of their table, in order.
+        let mut per_node: BTreeMap<String, String> = BTreeMap::new();
+        let mut routes: BTreeMap<String, String> = BTreeMap::new();
+        for line in text.lines() {
+            let t = line.trim_start();
+            if t.is_empty() || t.starts_with('#') {
+                continue;
+            }
+            let m = measurement(t);
+            let dn = match routes.get(&m) {
+                Some(d) => d.clone(),
+                None => match self.route(&db, &m, true) {
+                    Ok(Some(d)) => {
+                        routes.insert(m.clone(), d.clone());
+                        d
+                    }
+                    Ok(None) => {
+                        return json_resp(503, br#"{"error":"no route for the table"}"#.to_vec())
+                    }
+                    Err(e) => return sql_error(&e, 0),
+                },
+            };
+            let buf = per_node.entry(dn).or_default();
+            buf.push_str(line);
+            buf.push('\n');
+        }
+        for (dn, lines) in per_node {
+            let r = self
+                .agent
+                .post(&format!("http://{dn}{path}?{query}"))
+                .send_bytes(lines.as_bytes());
+            match r {
+                Ok(_) => {}
+                Err(ureq::Error::Status(code, r)) => {
+                    let b = r.into_string().unwrap_or_default();
+                    return json_resp(code, b.into_bytes());
+                }
+                Err(e) => {
+                    let msg = json!({"error": format!("Failed to request datanode {dn}: {e}")});
+                    return json_resp(503, serde_json::to_vec(&msg).unwrap_or_default());
+                }
+            }
+        }
+        Response::from_data(Vec::new()).with_status_code(204)
+    }
+}
+
+/// The measurement of a line-protocol line: up to the first unescaped `,` or space.
+fn measurement(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    out.push(n);
+                }
+            }
+            ',' | ' ' => break,
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn output_json(o: Output) -> Value {
+    match o {
+        Output::Affected(n) => json!({ "affectedrows": n }),
+        Output::Records { columns, rows } => json!({
+            "records": {
+                "schema": {"column_schemas": columns.iter().map(|(n, t)| json!({"name": n, "data_type": t})).collect::<Vec<_>>()},
+                "rows": rows,
+                "total_rows": rows.len(),
+            }
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_go_where_their_table_lives() {
+        let t = |s: &str| match destination(s, "benchmark") {
+            Dest::Table { db, table, create } => format!("{db}.{table}:{create}"),
+            Dest::Any => "any".into(),
+            Dest::All => "all".into(),
+            Dest::Info => "info".into(),
+            Dest::ShowTables => "tables".into(),
+        };
+        assert_eq!(t("SELECT count(*) FROM cpu"), "benchmark.cpu:false");
+        assert_eq!(
+            t("CREATE TABLE IF NOT EXISTS cpu (a STRING)"),
+            "benchmark.cpu:true"
+        );
+        assert_eq!(
+            t("ADMIN flush_table('benchmark.cpu')"),
+            "benchmark.cpu:false"
+        );
+        assert_eq!(
+            t("ADMIN compact_table('cpu', 'swcs')"),
+            "benchmark.cpu:false"
+        );
+        assert_eq!(t("CREATE DATABASE IF NOT EXISTS x"), "all");
+        assert_eq!(t("drop database x"), "all");
+        assert_eq!(t("SHOW DATABASES"), "any");
+        assert_eq!(t("SHOW TABLES"), "tables");
+        assert_eq!(t("SELECT 1"), "any");
+        assert_eq!(
+            t("SELECT peer_id FROM information_schema.cluster_info"),
+            "info"
+        );
+        assert_eq!(t("DESC TABLE cpu"), "benchmark.cpu:false");
+        assert_eq!(t("SHOW CREATE TABLE other.cpu"), "other.cpu:false");
+    }
+
+    #[test]
+    fn measurement_honours_escapes() {
+        assert_eq!(measurement("cpu,hostname=a x=1i 1"), "cpu");
+        assert_eq!(measurement("my\\ table x=1 1"), "my table");
+        assert_eq!(measurement("a\\,b,t=1 x=1"), "a,b");
+    }
+}

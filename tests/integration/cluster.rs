@@ -1,0 +1,311 @@
+//! Issue 25 §1: a managed local GreptimeDB cluster (the emulator's metasrv, datanodes and
+//! frontends) with its metadata in a real etcd (Debian's `etcd-server`, installed by
+//! `.ci/run`). SKIP when no etcd is on this machine.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::*;
+use crate::world::*;
+
+fn etcd() -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join("etcd"))
+        .chain(std::iter::once(PathBuf::from("/usr/bin/etcd")))
+        .find(|p| p.is_file())
+}
+
+/// A bench world with cluster workspace `c1` (3 datanodes, 2 frontends) prepared.
+fn cluster_world() -> Option<(World, PathBuf)> {
+    let Some(etcd) = etcd() else {
+        eprintln!(
+            "SKIP: no etcd on PATH or at /usr/bin/etcd (Debian: apt-get install etcd-server)"
+        );
+        return None;
+    };
+    let (gt, knobs_dir) = unprepared();
+    gt.run(&["env", "prepare"]).ok();
+    // Frontend 0 (4) + frontend 1 (4) + metasrv (2) + 3 datanodes (6) + etcd (2).
+    let port = free_port_block(18).to_string();
+    let e = etcd.to_string_lossy().into_owned();
+    let r = gt.run_json(&[
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "c1",
+        "--version",
+        STABLE,
+        "--http-port",
+        &port,
+        "--topology",
+        "cluster",
+        "--datanodes",
+        "3",
+        "--frontends",
+        "2",
+        "--etcd",
+        &e,
+    ]);
+    r.ok();
+    Some((World { gt, knobs_dir }, etcd))
+}
+
+/// Processes whose command line mentions `needle` (the workspace directory).
+fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmd.contains(needle) && pid != std::process::id() {
+            out.push((pid, cmd));
+        }
+    }
+    out
+}
+
+/// Waits (bounded) until no process mentions `dir`; the leftovers otherwise.
+fn gone_within(dir: &Path, limit: Duration) -> Vec<(u32, String)> {
+    let needle = dir.to_string_lossy().into_owned();
+    let until = Instant::now() + limit;
+    loop {
+        let left = processes_mentioning(&needle);
+        if left.is_empty() || Instant::now() > until {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn cluster_info(endpoint: &str) -> Vec<Value> {
+    let r = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+        .post(format!("{endpoint}/v1/sql"))
+        .form(&[(
+            "sql",
+            "SELECT peer_id, peer_type, peer_addr FROM information_schema.cluster_info ORDER BY peer_id",
+        )])
+        .send()
+        .unwrap();
+    let v: Value = r.json().unwrap();
+    v["output"][0]["records"]["rows"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
+    let Some((w, etcd)) = cluster_world() else {
+        return;
+    };
+    let ws = w.gt.ws_dir("c1");
+    let m = w.gt.manifest("c1");
+    let t = &m["topology"];
+    assert_eq!(t["mode"], "cluster");
+    assert_eq!(t["datanodes"], 3);
+    assert_eq!(t["frontends"], 2);
+    assert_eq!(t["metadata_store"]["kind"], "etcd");
+    assert_eq!(
+        t["metadata_store"]["path"],
+        std::fs::canonicalize(&etcd)
+            .unwrap()
+            .to_string_lossy()
+            .as_ref()
+    );
+    assert!(t["metadata_store"]["version"]
+        .as_str()
+        .unwrap()
+        .starts_with('3'));
+    assert_eq!(t["metadata_store"]["sha256"].as_str().unwrap().len(), 64);
+    let ports = m["ports"].as_object().unwrap();
+    assert_eq!(ports.len(), 18, "{ports:?}");
+    // A second prepare reuses it; another topology is refused with nothing changed.
+    w.run(&["greptimedb", "prepare", "--database-id", "c1"])
+        .ok();
+    w.run(&[
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "c1",
+        "--datanodes",
+        "2",
+    ])
+    .code(2)
+    .says("it cannot change to --datanodes 2");
+    w.run(&[
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "c1",
+        "--topology",
+        "standalone",
+    ])
+    .code(2)
+    .says("cannot become standalone");
+    w.run(&[
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "s9",
+        "--datanodes",
+        "2",
+    ])
+    .code(2)
+    .says("--datanodes applies to a cluster only");
+    assert!(!w.gt.ws_dir("s9").exists());
+    assert_eq!(w.gt.manifest("c1"), m);
+
+    // The whole benchmark through the cluster: the loader's two workers write through both
+    // frontends.
+    let mut a = vec![
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "c1",
+        "--stop-timeout",
+        "20",
+        "--startup-timeout",
+        "60",
+        "--load-workers",
+        "2",
+        "--queries",
+        "2",
+        "--json",
+    ];
+    a.extend(tiny());
+    for q in TYPES {
+        a.extend(["--query-type", q]);
+    }
+    let r = w.run(&a);
+    r.ok();
+    let dir = run_dir(&r);
+    let s: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["status"], "completed", "{s:#}");
+    assert_eq!(s["row_count"]["actual"], ROWS);
+    assert_eq!(s["row_count"]["ok"], true);
+    // The load step recorded the frontends its two workers wrote through: both.
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let used = events
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["step"] == "load" && e["data"]["urls_in_use"].is_array())
+        .unwrap_or_else(|| panic!("no load step with urls_in_use:\n{events}"));
+    let fronts: Vec<String> = (0..2)
+        .map(|f| {
+            let key = if f == 0 {
+                "http".to_string()
+            } else {
+                format!("frontend-{f}-http")
+            };
+            format!("http://127.0.0.1:{}", m["ports"][&key])
+        })
+        .collect();
+    assert_eq!(used["data"]["urls_in_use"], serde_json::json!(fronts));
+    // The roles' data homes and logs, and etcd's data counted as metadata.
+    for d in ["etcd", "datanode-1", "datanode-2", "datanode-3"] {
+        assert!(ws.join("data").join(d).is_dir(), "{d}");
+    }
+    for l in ["etcd", "metasrv", "datanode-1", "frontend-0", "frontend-1"] {
+        assert!(ws.join("logs").join(l).is_dir(), "{l}");
+    }
+    let st = &s["storage"];
+    assert!(st["metadata_bytes"].as_u64().unwrap_or(0) > 0, "{st:#}");
+    assert!(st["wal_bytes"].as_u64().unwrap() > 0, "{st:#}");
+    // The run's server logs (one per start: load, footprint restart, queries).
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("server-")
+        })
+        .collect();
+    logs.sort();
+    assert!(!logs.is_empty());
+    let log = std::fs::read_to_string(logs.last().unwrap()).unwrap();
+    assert!(log.contains("tsbsctl cluster: ready"), "{log}");
+    assert!(log.contains("tsbsctl cluster: etcd stopped"), "{log}");
+    // Stopped in reverse order: frontends first, etcd last.
+    let pos = |s: &str| log.rfind(s).unwrap_or_else(|| panic!("{s} in\n{log}"));
+    assert!(pos("frontend-1 stopped") < pos("datanode-3 stopped"));
+    assert!(pos("datanode-1 stopped") < pos("metasrv stopped"));
+    assert!(pos("metasrv stopped") < pos("etcd stopped"));
+    assert!(gone_within(&ws, Duration::from_secs(5)).is_empty());
+
+    // Serving: cluster_info lists every node through every frontend.
+    let f0 = endpoint_of(&w.gt.manifest("c1"));
+    let mut bg =
+        w.gt.serve_bg("c1", &["--startup-timeout", "60", "--stop-timeout", "20"]);
+    bg.wait_serving(|| cluster_info(&f0).len() == 6);
+    let rows = cluster_info(&f0);
+    let types: Vec<&str> = rows.iter().map(|r| r[1].as_str().unwrap()).collect();
+    assert_eq!(types.iter().filter(|t| **t == "DATANODE").count(), 3);
+    assert_eq!(types.iter().filter(|t| **t == "FRONTEND").count(), 2);
+    assert_eq!(types.iter().filter(|t| **t == "METASRV").count(), 1);
+    assert!(
+        rows.iter()
+            .all(|r| r[2].as_str().unwrap().starts_with("127.0.0.1:")),
+        "{rows:?}"
+    );
+
+    // kill -9 of tsbsctl: every role goes with it (parent-death signals down the chain).
+    bg.signal(libc::SIGKILL);
+    let _ = bg.wait();
+    let left = gone_within(&ws, Duration::from_secs(10));
+    assert!(left.is_empty(), "left behind: {left:?}");
+
+    // And the next start finds the same data (etcd's metadata, the datanodes' regions).
+    let mut bg =
+        w.gt.serve_bg("c1", &["--startup-timeout", "60", "--stop-timeout", "20"]);
+    bg.wait_serving(|| cluster_info(&f0).len() == 6);
+    assert_eq!(count_rows(&f0), ROWS);
+    // A role that dies is a failure naming it and its log.
+    let victim = processes_mentioning(&ws.join("data/datanode-2").to_string_lossy())
+        .into_iter()
+        .find(|(_, c)| c.contains("datanode") && c.contains("start"))
+        .expect("datanode-2 runs");
+    // SAFETY: a process of this test's cluster.
+    unsafe { libc::kill(victim.0 as i32, libc::SIGKILL) };
+    let r = bg.wait();
+    assert_ne!(r.code, 0);
+    let log = std::fs::read_to_string(ws.join("logs/server.log")).unwrap();
+    assert!(
+        log.contains("FAILED: datanode-2") && log.contains("logs/datanode-2"),
+        "{log}"
+    );
+    assert!(gone_within(&ws, Duration::from_secs(10)).is_empty());
+}
+
+fn count_rows(endpoint: &str) -> u64 {
+    let v: Value = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+        .post(format!("{endpoint}/v1/sql"))
+        .form(&[("sql", "SELECT count(*) FROM cpu"), ("db", "benchmark")])
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    v["output"][0]["records"]["rows"][0][0]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{v}"))
+}
