@@ -249,6 +249,19 @@ pub(crate) fn check_target(
                 ),
             );
         }
+        if let Some(t) = m.target.extra.get("topology") {
+            // A cluster's ports and etcd are chosen when it is prepared, by the person.
+            return Err(Error::invalid(format!(
+                "the run benchmarked a managed cluster ({} datanodes, {} frontends); workspace {id} does not exist",
+                t["datanodes"], t["frontends"]
+            ))
+            .with_hint(format!(
+                "prepare it first: `tsbsctl {} prepare --database-id {id} --version {ws_version} --database {database} --topology cluster --datanodes {} --frontends {}`, then rerun",
+                product.name(),
+                t["datanodes"],
+                t["frontends"]
+            )));
+        }
         // Not always the default port: the run's own workspace (or another) may use it.
         let http_port = crate::workspace::free_http_port(ctx, product)?;
         ctx.reporter.info(&format!(
@@ -297,6 +310,22 @@ pub(crate) fn check_target(
     }
     if ws.database != database {
         return Err(mismatch("SQL database", Some(&ws.database), &database));
+    }
+    // A cluster run reruns on a cluster of the same shape (and a standalone run on standalone).
+    let shape = |t: Option<&serde_json::Value>| {
+        t.map_or("standalone".to_string(), |t| {
+            format!(
+                "cluster of {} datanodes and {} frontends",
+                t["datanodes"], t["frontends"]
+            )
+        })
+    };
+    let (want, have) = (
+        shape(m.target.extra.get("topology")),
+        shape(ws.extra.get("topology")),
+    );
+    if want != have {
+        return Err(mismatch("topology", Some(&have), &want));
     }
     let has_variants = crate::product::entry(&m.product).is_ok_and(|e| e.variant_flag.is_some());
     if ws.edition != m.edition && has_variants {

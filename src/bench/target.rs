@@ -367,7 +367,17 @@ impl Target {
                     Some(r) => (r.version.clone(), r.binary_sha256.clone()),
                     None => (w.version.clone(), w.binary_sha256.clone()),
                 };
+                // A cluster workspace: every frontend the tools take, and its topology.
+                let urls = self.product.managed_urls(w, &m.ws.endpoint());
+                let extra = w
+                    .extra
+                    .get("topology")
+                    .map(|t| ("topology".to_string(), t.clone()))
+                    .into_iter()
+                    .collect();
                 Ok(RunTarget {
+                    urls: (urls.len() > 1).then_some(urls),
+                    extra,
                     database_id: Some(w.database_id.clone()),
                     workspace_path: Some(m.ws.dir.clone()),
                     version: Some(version),

@@ -213,6 +213,15 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
             crate::product::greptimedb::cluster::ready_command(&a.workspace_dir),
         ),
         GreptimedbCmd::Copy(a) => {
+            if let Ok(src) = crate::workspace::load(&ctx.root, &p, &a.source_database_id) {
+                if crate::product::greptimedb::cluster::Topology::of(&src.manifest).is_some() {
+                    return Err(crate::error::Error::invalid(format!(
+                        "workspace {} is a cluster; copying a cluster is not supported yet",
+                        a.source_database_id
+                    ))
+                    .with_hint("prepare a new cluster workspace and load it (`tsbsctl greptimedb prepare --database-id NEW --topology cluster ...`)"));
+                }
+            }
             let req = CopyRequest {
                 source_id: a.source_database_id,
                 id: a.database_id,

@@ -320,6 +320,16 @@ impl Product for GreptimeDb {
         })
     }
 
+    /// A cluster launcher's `FAILED:` line names the role that failed and its log.
+    fn failure_lines(&self) -> Option<fn(&str) -> Vec<String>> {
+        Some(|log| {
+            log.lines()
+                .filter_map(|l| l.strip_prefix("tsbsctl cluster: FAILED: "))
+                .map(str::to_string)
+                .collect()
+        })
+    }
+
     fn managed_urls(&self, ws: &WorkspaceManifest, endpoint: &str) -> Vec<String> {
         match cluster::Topology::of(ws) {
             Some(t) => cluster::frontend_urls(ws, &t),

@@ -241,17 +241,7 @@ impl Server {
                     reason: reason.clone(),
                 });
                 self.stop();
-                let why = self
-                    .spec
-                    .failure_lines
-                    .and_then(|f| {
-                        let log = std::fs::read_to_string(&self.spec.log_path).ok()?;
-                        // Only this start's part of the log (it is appended to).
-                        let this = log.rsplit_once(" tsbsctl starts ").map_or(&*log, |x| x.1);
-                        let lines = f(this);
-                        (!lines.is_empty()).then(|| format!(": {}", lines.join(" | ")))
-                    })
-                    .unwrap_or_default();
+                let why = self.failure_why();
                 return Err(Error::failed(format!(
                     "{} {reason}{why}; see {}",
                     self.spec.label,
@@ -315,13 +305,29 @@ impl Server {
                     None => describe_exit(code, signal),
                 };
                 Err(Error::failed(format!(
-                    "{} exited unexpectedly ({how}); see {}",
+                    "{} exited unexpectedly ({how}){}; see {}",
                     self.spec.label,
+                    self.failure_why(),
                     self.spec.log_path.display()
                 ))
                 .with_hint("read the log for the cause; the workspace data is kept"))
             }
         }
+    }
+
+    /// `: <the lines of this start's log that explain the failure>`, when the product picks
+    /// any (PostgreSQL's FATAL lines, the GreptimeDB cluster launcher's FAILED line).
+    fn failure_why(&self) -> String {
+        self.spec
+            .failure_lines
+            .and_then(|f| {
+                let log = std::fs::read_to_string(&self.spec.log_path).ok()?;
+                // Only this start's part of the log (it is appended to).
+                let this = log.rsplit_once(" tsbsctl starts ").map_or(&*log, |x| x.1);
+                let lines = f(this);
+                (!lines.is_empty()).then(|| format!(": {}", lines.join(" | ")))
+            })
+            .unwrap_or_default()
     }
 
     /// Runs until Ctrl-C (then stops the server and returns `Interrupted`, exit 130) or until

@@ -215,6 +215,14 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
         })
         .collect();
     assert_eq!(used["data"]["urls_in_use"], serde_json::json!(fronts));
+    assert_eq!(s["target"]["urls"], serde_json::json!(fronts));
+    assert_eq!(s["target"]["topology"], m["topology"]);
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("Deployment (managed local cluster): 1 METASRV, 3 DATANODE, 2 FRONTEND")
+            && md.contains("the load wrote through 2 of them"),
+        "{md}"
+    );
     // The roles' data homes and logs, and etcd's data counted as metadata.
     for d in ["etcd", "datanode-1", "datanode-2", "datanode-3"] {
         assert!(ws.join("data").join(d).is_dir(), "{d}");
@@ -248,6 +256,24 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
     assert!(pos("datanode-1 stopped") < pos("metasrv stopped"));
     assert!(pos("metasrv stopped") < pos("etcd stopped"));
     assert!(gone_within(&ws, Duration::from_secs(5)).is_empty());
+    // A cluster is neither copied nor rerun into a standalone workspace.
+    w.run(&[
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        "c1",
+        "--database-id",
+        "c2",
+        "--version",
+        STABLE,
+    ])
+    .code(2)
+    .says("copying a cluster is not supported yet");
+    let run_id = s["run_id"].as_str().unwrap().to_string();
+    w.run(&["runs", "rerun", &run_id, "--database-id", "c3"])
+        .code(2)
+        .says("--topology cluster --datanodes 3 --frontends 2");
+    assert!(!w.gt.ws_dir("c2").exists() && !w.gt.ws_dir("c3").exists());
 
     // Serving: cluster_info lists every node through every frontend.
     let f0 = endpoint_of(&w.gt.manifest("c1"));
@@ -285,6 +311,11 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
     unsafe { libc::kill(victim.0 as i32, libc::SIGKILL) };
     let r = bg.wait();
     assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("datanode-2 (pid") && r.stderr.contains("its log:"),
+        "the error names the role and its log: {}",
+        r.stderr
+    );
     let log = std::fs::read_to_string(ws.join("logs/server.log")).unwrap();
     assert!(
         log.contains("FAILED: datanode-2") && log.contains("logs/datanode-2"),
