@@ -446,6 +446,19 @@ impl Product for GreptimeDb {
     fn probe_identity(&self) -> (&'static str, u16) {
         ("its /status does not report a GreptimeDB version", 4000)
     }
+    /// A workspace on object storage records where (the variables' names, not the keys).
+    fn server_settings(
+        &self,
+        ws: Option<&WorkspaceManifest>,
+        _data_dir: Option<&Path>,
+        _runtime_version: Option<&str>,
+    ) -> Option<Value> {
+        let s = storage::ObjectStorage::of(&ws?.extra).ok()??;
+        Some(serde_json::json!({
+            "source": "the workspace manifest, fixed at prepare",
+            "object_storage": storage::ObjectStorage::field(Some(&s)),
+        }))
+    }
     fn classify_file(&self, rel: &Path) -> FilePart {
         classify(rel)
     }

@@ -22,6 +22,7 @@ mod precision;
 mod queries;
 mod resume;
 mod runs;
+mod s3;
 mod safety;
 mod server;
 mod shape;
