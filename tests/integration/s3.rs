@@ -246,5 +246,53 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
     // No credential in any file under the state root or the test's directory (logs, manifests,
     // config), nor in any output.
     assert_no_secret(w.gt.env.path(), &secret, &[&prep, &r]);
+
+    // The server itself refuses to start on keys the bucket refuses (exit 1, before it binds).
+    let greptime = w.gt.install_dir(STABLE).join("greptime");
+    let child = Command::new(&greptime)
+        .args(["standalone", "start", "-c"])
+        .arg(ws.join("config.toml"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GREPTIMEDB_STANDALONE__STORAGE__ACCESS_KEY_ID", &access)
+        .env("GREPTIMEDB_STANDALONE__STORAGE__SECRET_ACCESS_KEY", "wrong")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_bounded(child, Duration::from_secs(60));
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("Fatal error occurs!") && text.contains("SignatureDoesNotMatch"),
+        "{text}"
+    );
+
+    // tsbsctl probes before every start: keys changed since prepare, then a store that is
+    // gone, are bad input (exit 2) and no server starts.
+    let mut w = w;
+    w.gt.env.envs.retain(|(k, _)| k != "TSBS_TEST_S3_SECRET");
+    w.gt.env.env("TSBS_TEST_S3_SECRET", "changed");
+    let q = [
+        "bench",
+        "greptimedb",
+        "query",
+        "--database-id",
+        "s1",
+        "--dataset-id",
+        "tiny",
+        "--query-type",
+        "lastpoint",
+        "--queries",
+        "3",
+        "--json",
+    ];
+    w.run(&q).code(2).says("refused");
+    w.gt.env.envs.retain(|(k, _)| k != "TSBS_TEST_S3_SECRET");
+    w.gt.env.env("TSBS_TEST_S3_SECRET", &secret);
     drop(gw);
+    w.run(&q).code(2).says("did not answer");
+    assert!(!ws.join("server.pid").exists());
 }
