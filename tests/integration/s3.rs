@@ -243,9 +243,32 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
     );
     assert!(md.contains(&format!("**{} objects", objects.len())), "{md}");
 
+    // A compaction rewrites SSTs in the bucket: its table states count the objects.
+    let c = w.run(&[
+        "bench",
+        "greptimedb",
+        "compact",
+        "--database-id",
+        "s1",
+        "--stop-timeout",
+        "5",
+        "--json",
+    ]);
+    c.ok();
+    let events = std::fs::read_to_string(run_dir(&c).join("events.jsonl")).unwrap();
+    let counted: Vec<u64> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|e| e["data"]["footprint"]["object_store"]["data_objects"].as_u64())
+        .collect();
+    assert!(
+        !counted.is_empty() && counted.iter().all(|n| *n > 0),
+        "{events}"
+    );
+
     // No credential in any file under the state root or the test's directory (logs, manifests,
     // config), nor in any output.
-    assert_no_secret(w.gt.env.path(), &secret, &[&prep, &r]);
+    assert_no_secret(w.gt.env.path(), &secret, &[&prep, &r, &c]);
 
     // The server itself refuses to start on keys the bucket refuses (exit 1, before it binds).
     let greptime = w.gt.install_dir(STABLE).join("greptime");
@@ -295,4 +318,8 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
     drop(gw);
     w.run(&q).code(2).says("did not answer");
     assert!(!ws.join("server.pid").exists());
+    // Its SSTs are objects: removing local copies would remove nothing, so it is refused.
+    w.run(&["greptimedb", "orphans", "--database-id", "s1", "--remove"])
+        .code(2)
+        .says("keeps its SSTs in S3");
 }

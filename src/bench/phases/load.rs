@@ -503,28 +503,9 @@ impl Bench<'_> {
             let f = footprint::measure_for(product, &dir)?;
             let mut v = f.record();
             if let Some((s, cache_dir)) = &object_store {
-                let b = s.footprint()?;
-                let part = |k: &str| b.by_category.get(k).copied().unwrap_or((0, 0));
-                let mut o = json!({
-                    "type": s.kind, "endpoint": s.endpoint, "bucket": s.bucket,
-                    "prefix": s.prefix, "region": s.region,
-                    "objects": b.objects, "bytes": b.bytes,
-                });
-                for k in ["data", "index", "manifest", "other"] {
-                    let (n, bytes) = part(k);
-                    o[format!("{k}_objects")] = json!(n);
-                    o[format!("{k}_bytes")] = json!(bytes);
-                }
+                let (o, cache) = s.record(cache_dir)?;
                 v["object_store"] = o;
-                let c = if cache_dir.is_dir() {
-                    footprint::measure(cache_dir)?
-                } else {
-                    footprint::Footprint::default()
-                };
-                v["cache"] = json!({
-                    "dir": cache_dir, "bytes": c.total_bytes, "apparent_bytes": c.apparent_bytes,
-                    "files": c.files, "capacity_bytes": s.cache_size_bytes,
-                });
+                v["cache"] = cache;
             }
             // InfluxDB 3: the files on disk say which storage engine the server used.
             if run

@@ -172,6 +172,32 @@ impl ObjectStorage {
         Ok(s3::footprint(&objects, &t, category))
     }
 
+    /// What a footprint records: the bucket's objects under the prefix by part
+    /// (`object_store`), and the local cache measured on disk (`cache`).
+    pub fn record(&self, cache_dir: &std::path::Path) -> Result<(Value, Value)> {
+        let b = self.footprint()?;
+        let mut o = serde_json::json!({
+            "type": self.kind, "endpoint": self.endpoint, "bucket": self.bucket,
+            "prefix": self.prefix, "region": self.region,
+            "objects": b.objects, "bytes": b.bytes,
+        });
+        for k in ["data", "index", "manifest", "other"] {
+            let (n, bytes) = b.by_category.get(k).copied().unwrap_or((0, 0));
+            o[format!("{k}_objects")] = n.into();
+            o[format!("{k}_bytes")] = bytes.into();
+        }
+        let c = if cache_dir.is_dir() {
+            crate::bench::footprint::measure(cache_dir)?
+        } else {
+            crate::bench::footprint::Footprint::default()
+        };
+        let cache = serde_json::json!({
+            "dir": cache_dir, "bytes": c.total_bytes, "apparent_bytes": c.apparent_bytes,
+            "files": c.files, "capacity_bytes": self.cache_size_bytes,
+        });
+        Ok((o, cache))
+    }
+
     /// The server's environment: the credentials under GreptimeDB's own variable names.
     pub fn server_env(&self) -> Result<Vec<(String, String)>> {
         let creds = self.credentials()?;
