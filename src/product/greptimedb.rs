@@ -446,6 +446,31 @@ impl Product for GreptimeDb {
     fn probe_identity(&self) -> (&'static str, u16) {
         ("its /status does not report a GreptimeDB version", 4000)
     }
+    /// A rerun of a run on S3 measures the same setup (endpoint, bucket, region, cache, key
+    /// variables) under a prefix of its own, beside the recorded one: the new workspace must
+    /// not write into, nor be counted with, the first one's objects.
+    fn rerun_workspace_fields(
+        &self,
+        server_settings: Option<&Value>,
+    ) -> serde_json::Map<String, Value> {
+        let Some(mut s) = server_settings
+            .and_then(|v| v.get("object_storage"))
+            .and_then(|v| serde_json::from_value::<storage::ObjectStorage>(v.clone()).ok())
+        else {
+            return Default::default();
+        };
+        s.prefix = format!(
+            "{}-rerun-{}",
+            s.prefix,
+            time::OffsetDateTime::now_utc().unix_timestamp()
+        );
+        [(
+            storage::FIELD.to_string(),
+            storage::ObjectStorage::field(Some(&s)),
+        )]
+        .into_iter()
+        .collect()
+    }
     /// A workspace on object storage records where (the variables' names, not the keys).
     fn server_settings(
         &self,
@@ -764,6 +789,16 @@ mod tests {
             file.contains("[storage]\ntype = \"File\"\ndata_home = \"/w/s1/data\"\n\n[logging]"),
             "{file}"
         );
+        // A rerun gets the same store under a prefix of its own; a file run gets no field.
+        let settings = g.server_settings(Some(&ws), None, None).unwrap();
+        let f = g.rerun_workspace_fields(Some(&settings));
+        let r = storage::ObjectStorage::of(&f).unwrap().unwrap();
+        assert!(r.prefix.starts_with("runs/s1-rerun-"), "{}", r.prefix);
+        assert_eq!(
+            (r.bucket, r.cache_size_bytes),
+            (s.bucket.clone(), s.cache_size_bytes)
+        );
+        assert!(g.rerun_workspace_fields(None).is_empty());
         // Before 0.12 the write cache keys had other names: refused.
         ws.version = "0.11.0".into();
         assert_eq!(g.render_config(&ws, dir).unwrap_err().exit_code(), 2);

@@ -243,6 +243,21 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
     );
     assert!(md.contains(&format!("**{} objects", objects.len())), "{md}");
 
+    // A rerun into a new workspace measures the same store under a prefix of its own: the
+    // first workspace's objects are neither written nor counted by it.
+    let run_id = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let rr = w.run(&["runs", "rerun", &run_id, "--database-id", "s2", "--json"]);
+    rr.ok();
+    let st2 = &w.gt.manifest("s2")["storage"];
+    let p2 = st2["prefix"].as_str().unwrap().to_string();
+    assert!(p2.starts_with("tsbs/s1-rerun-"), "{st2}");
+    assert_eq!(st2["bucket"], "tsbs-bench");
+    assert_eq!(s3.list("tsbs-bench", "tsbs/s1/").unwrap(), objects);
+    let os2 = &summary(&run_dir(&rr))["storage"]["object_store"];
+    let own = s3.list("tsbs-bench", &format!("{p2}/")).unwrap();
+    assert!(!own.is_empty(), "{os2}");
+    assert_eq!(os2["objects"].as_u64(), Some(own.len() as u64), "{os2}");
+
     // A compaction rewrites SSTs in the bucket: its table states count the objects.
     let c = w.run(&[
         "bench",
@@ -268,7 +283,7 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
 
     // No credential in any file under the state root or the test's directory (logs, manifests,
     // config), nor in any output.
-    assert_no_secret(w.gt.env.path(), &secret, &[&prep, &r, &c]);
+    assert_no_secret(w.gt.env.path(), &secret, &[&prep, &r, &rr, &c]);
 
     // The server itself refuses to start on keys the bucket refuses (exit 1, before it binds).
     let greptime = w.gt.install_dir(STABLE).join("greptime");
