@@ -51,6 +51,7 @@ pub mod rerun;
 pub mod resume;
 pub mod run;
 pub mod runlist;
+pub mod s3;
 pub mod sampler;
 pub mod server;
 pub mod skills;

@@ -321,13 +321,27 @@ impl OpCtx for Bench<'_> {
         Bench::maintenance_step(self, step, sql)
     }
     fn footprint(&self) -> Result<Option<Value>> {
-        match self.target.data_dir() {
-            Some(d) => Ok(Some(serde_json::to_value(super::footprint::measure_for(
-                self.target.product.as_ref(),
-                &d,
-            )?)?)),
-            None => Ok(None),
+        let Some(d) = self.target.data_dir() else {
+            return Ok(None);
+        };
+        let mut v = serde_json::to_value(super::footprint::measure_for(
+            self.target.product.as_ref(),
+            &d,
+        )?)?;
+        // GreptimeDB on S3: the SSTs a compaction rewrites are objects in the bucket.
+        if let Some(m) = self.target.managed() {
+            if let Some(s) =
+                crate::product::greptimedb::storage::ObjectStorage::of(&m.ws.manifest.extra)?
+            {
+                let cache =
+                    m.ws.dir
+                        .join(crate::product::greptimedb::storage::CACHE_DIR);
+                let (o, c) = s.record(&cache)?;
+                v["object_store"] = o;
+                v["cache"] = c;
+            }
         }
+        Ok(Some(v))
     }
     fn data_dir(&self) -> Option<PathBuf> {
         self.target.data_dir()

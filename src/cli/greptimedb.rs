@@ -11,6 +11,7 @@ use crate::cli::dbcmd::{self, IdArgs, RemoveArgs, ServeArgs};
 use crate::context::Ctx;
 use crate::error::Result;
 use crate::output::Outcome;
+use crate::product::greptimedb::storage::{self, ObjectStorage};
 use crate::product::greptimedb::GreptimeDb;
 use crate::workspace::{CopyRequest, PrepareRequest};
 
@@ -127,7 +128,56 @@ pub struct PrepareArgs {
     #[arg(long, value_name = "PATH")]
     pub etcd: Option<std::path::PathBuf>,
     #[command(flatten)]
+    pub storage: StorageArgs,
+    #[command(flatten)]
     pub lock: LockArgs,
+}
+
+/// Where the workspace's server keeps its data: fixed when the workspace is made.
+#[derive(Debug, clap::Args)]
+pub struct StorageArgs {
+    /// file (the default: everything under the workspace) or s3 (SSTs, indexes and manifests
+    /// in an S3 bucket, with a local cache; WAL and metadata stay local).
+    #[arg(long, value_name = "KIND")]
+    pub storage: Option<String>,
+    /// With --storage s3: the S3 endpoint, http(s)://host[:port] (path-style requests).
+    #[arg(long, value_name = "URL")]
+    pub s3_endpoint: Option<String>,
+    /// With --storage s3: the bucket (it must exist).
+    #[arg(long, value_name = "B")]
+    pub s3_bucket: Option<String>,
+    /// With --storage s3: the key prefix (GreptimeDB's `root`) of this workspace's objects.
+    #[arg(long, value_name = "P")]
+    pub s3_prefix: Option<String>,
+    /// With --storage s3: the region (default us-east-1).
+    #[arg(long, value_name = "R")]
+    pub s3_region: Option<String>,
+    /// With --storage s3: the local cache's size (`write_cache_size`), e.g. 1GiB.
+    #[arg(long, value_name = "SIZE")]
+    pub cache_size: Option<String>,
+    /// With --storage s3: the environment variable holding the access key id (default
+    /// AWS_ACCESS_KEY_ID; the name is recorded, never the value).
+    #[arg(long, value_name = "VAR")]
+    pub s3_access_key_env: Option<String>,
+    /// With --storage s3: the environment variable holding the secret key (default
+    /// AWS_SECRET_ACCESS_KEY).
+    #[arg(long, value_name = "VAR")]
+    pub s3_secret_key_env: Option<String>,
+}
+
+impl StorageArgs {
+    fn flags(&self) -> storage::Flags {
+        storage::Flags {
+            storage: self.storage.clone(),
+            endpoint: self.s3_endpoint.clone(),
+            bucket: self.s3_bucket.clone(),
+            prefix: self.s3_prefix.clone(),
+            region: self.s3_region.clone(),
+            cache_size: self.cache_size.clone(),
+            access_key_env: self.s3_access_key_env.clone(),
+            secret_key_env: self.s3_secret_key_env.clone(),
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -195,7 +245,24 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
                     ports.insert(k.to_string(), v);
                 }
             }
-            let extra = cluster_request(ctx, &a, &mut ports)?;
+            let wanted = a.storage.flags().parse()?;
+            let existing = crate::workspace::load(&ctx.root, &p, &a.database_id).ok();
+            let cluster = cluster_request(ctx, &a, &mut ports)?;
+            let is_cluster = !cluster.is_empty()
+                || existing.as_ref().is_some_and(|w| {
+                    crate::product::greptimedb::cluster::Topology::of(&w.manifest).is_some()
+                });
+            if is_cluster && wanted.is_some() {
+                // Every datanode would need the store and its keys: not built yet.
+                return Err(crate::error::Error::invalid(
+                    "--storage s3 with --topology cluster is not supported yet",
+                )
+                .with_hint(
+                    "use object storage with a standalone workspace, or local files with a cluster",
+                ));
+            }
+            let mut extra = prepare_storage(&a, wanted.as_ref(), existing.as_ref())?;
+            extra.extend(cluster);
             let req = PrepareRequest {
                 id: a.database_id,
                 version: a.version,
@@ -204,7 +271,17 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
                 ports,
                 extra,
             };
-            dbcmd::prepare_cmd(ctx, &p, req, &a.lock)
+            let mut o = dbcmd::prepare_cmd(ctx, &p, req, &a.lock)?;
+            let kept = o.data["manifest"]
+                .as_object()
+                .map(ObjectStorage::of)
+                .transpose()?
+                .flatten();
+            if let Some(s) = &kept {
+                o.human.push_str(&format!("  storage: {}\n", s.describe()));
+            }
+            o.data["storage"] = ObjectStorage::field(kept.as_ref());
+            Ok(o)
         }
         GreptimedbCmd::ClusterRun(a) => std::process::exit(
             crate::product::greptimedb::cluster::launch(&a.workspace_dir, &a.greptime),
@@ -220,6 +297,13 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
                         a.source_database_id
                     ))
                     .with_hint("prepare a new cluster workspace and load it (`tsbsctl greptimedb prepare --database-id NEW --topology cluster ...`)"));
+                }
+                // The data of an object-storage workspace is in its bucket, not in its directory.
+                if let Some(s) = ObjectStorage::of(&src.manifest.extra)? {
+                    return Err(crate::error::Error::invalid(format!(
+                        "workspace {} keeps its data in S3 (bucket {}, prefix {}): copy works on local storage only",
+                        a.source_database_id, s.bucket, s.prefix
+                    )));
                 }
             }
             let req = CopyRequest {
@@ -395,6 +479,13 @@ fn orphans_cmd(ctx: &Ctx, a: OrphansArgs) -> Result<Outcome> {
     let p = GreptimeDb;
     let timing = a.timing.apply(p.default_timing());
     let ws = crate::workspace::load(&ctx.root, &p, &a.database_id)?;
+    if a.remove && ObjectStorage::of(&ws.manifest.extra)?.is_some() {
+        // Its files are objects in the bucket; the workspace holds cached copies only.
+        return Err(crate::error::Error::invalid(format!(
+            "workspace {} keeps its SSTs in S3: --remove deletes local files only, so it is refused (list them without it)",
+            a.database_id
+        )));
+    }
     let _guard =
         crate::workspace::lock_workspace(ctx, &p, &ws.dir, &a.database_id, &(&a.lock).into())?;
     let ws = crate::workspace::load(&ctx.root, &p, &a.database_id)?;
@@ -485,4 +576,49 @@ fn orphans_cmd(ctx: &Ctx, a: OrphansArgs) -> Result<Outcome> {
         }),
         human,
     ))
+}
+
+/// The storage part of `prepare`: an existing workspace keeps its storage (asking for another is
+/// bad input); a new one on S3 is checked against the bucket before anything is created.
+fn prepare_storage(
+    a: &PrepareArgs,
+    wanted: Option<&ObjectStorage>,
+    existing: Option<&crate::workspace::Workspace>,
+) -> Result<serde_json::Map<String, serde_json::Value>> {
+    use crate::error::Error;
+    let asked = a.storage.storage.is_some();
+    if let Some(w) = existing {
+        let have = ObjectStorage::of(&w.manifest.extra)?;
+        if asked && have.as_ref() != wanted {
+            let say =
+                |s: Option<&ObjectStorage>| s.map_or("local files".to_string(), |s| s.describe());
+            return Err(Error::invalid(format!(
+                "workspace {} was prepared with storage {}; it cannot become {}",
+                a.database_id,
+                say(have.as_ref()),
+                say(wanted)
+            ))
+            .with_hint("a workspace never changes its storage: prepare a new one (`tsbsctl greptimedb prepare --database-id NEW --storage ...`)"));
+        }
+        return Ok(Default::default());
+    }
+    let Some(s) = wanted else {
+        return Ok(Default::default());
+    };
+    if let Some(v) = &a.version {
+        let v = crate::product::Product::normalize_version(&GreptimeDb, v)?;
+        if crate::product::compare_versions(&v, storage::MIN_VERSION).is_lt() {
+            return Err(Error::invalid(format!(
+                "--storage s3 needs GreptimeDB {} or later (its write cache keys); {v} is older",
+                storage::MIN_VERSION
+            )));
+        }
+    }
+    // Before anything is written: the variables are set, the bucket answers to them.
+    s.probe()?;
+    Ok(
+        [(storage::FIELD.to_string(), ObjectStorage::field(Some(s)))]
+            .into_iter()
+            .collect(),
+    )
 }

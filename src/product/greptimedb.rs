@@ -5,6 +5,7 @@ mod before_queries;
 pub mod cluster;
 mod compact;
 pub mod ssts;
+pub mod storage;
 mod topology;
 
 use std::collections::BTreeMap;
@@ -246,7 +247,27 @@ impl Product for GreptimeDb {
         env.add_template("standalone.toml", TEMPLATE)
             .map_err(|e| Error::failed(format!("GreptimeDB config template: {e}")))?;
         let path = |p: &Path| p.to_string_lossy().into_owned();
+        let s3 = storage::ObjectStorage::of(&ws.extra)?;
+        if s3.is_some() && compare_versions(&ws.version, storage::MIN_VERSION).is_lt() {
+            return Err(Error::invalid(format!(
+                "--storage s3 needs GreptimeDB {} or later (its write cache keys); the workspace has {}",
+                storage::MIN_VERSION,
+                ws.version
+            )));
+        }
+        let s3 = s3.map(|s| {
+            minijinja::context! {
+                bucket => s.bucket,
+                prefix => s.prefix,
+                endpoint => s.endpoint,
+                region => s.region,
+                cache_path => path(&dir.join(storage::CACHE_DIR)),
+                // Bytes, unambiguous: GreptimeDB reads "MB" as MiB.
+                cache_size => format!("{}B", s.cache_size_bytes),
+            }
+        });
         let ctx = minijinja::context! {
+            s3 => s3,
             database_id => ws.database_id,
             version => ws.version,
             tool_version => crate::VERSION,
@@ -303,6 +324,15 @@ impl Product for GreptimeDb {
                     .collect(),
             });
         }
+        // Object storage: the bucket must answer before the server starts (the real one
+        // would start and fail its first flush), and the keys go in its environment only.
+        let env = match storage::ObjectStorage::of(&ws.extra)? {
+            Some(s) => {
+                s.probe()?;
+                s.server_env()?
+            }
+            None => vec![],
+        };
         Ok(ServerCommand {
             program: install_dir.join(self.binary_name()),
             args: vec![
@@ -311,7 +341,7 @@ impl Product for GreptimeDb {
                 "-c".into(),
                 dir.join(CONFIG_FILE).to_string_lossy().into_owned(),
             ],
-            env: vec![],
+            env,
             // GREPTIMEDB_STANDALONE__* would override the config; the workspace decides.
             env_remove: std::env::vars()
                 .map(|(k, _)| k)
@@ -494,6 +524,44 @@ impl Product for GreptimeDb {
     }
     fn probe_identity(&self) -> (&'static str, u16) {
         ("its /status does not report a GreptimeDB version", 4000)
+    }
+    /// A rerun of a run on S3 measures the same setup (endpoint, bucket, region, cache, key
+    /// variables) under a prefix of its own, beside the recorded one: the new workspace must
+    /// not write into, nor be counted with, the first one's objects.
+    fn rerun_workspace_fields(
+        &self,
+        server_settings: Option<&Value>,
+    ) -> serde_json::Map<String, Value> {
+        let Some(mut s) = server_settings
+            .and_then(|v| v.get("object_storage"))
+            .and_then(|v| serde_json::from_value::<storage::ObjectStorage>(v.clone()).ok())
+        else {
+            return Default::default();
+        };
+        s.prefix = format!(
+            "{}-rerun-{}",
+            s.prefix,
+            time::OffsetDateTime::now_utc().unix_timestamp()
+        );
+        [(
+            storage::FIELD.to_string(),
+            storage::ObjectStorage::field(Some(&s)),
+        )]
+        .into_iter()
+        .collect()
+    }
+    /// A workspace on object storage records where (the variables' names, not the keys).
+    fn server_settings(
+        &self,
+        ws: Option<&WorkspaceManifest>,
+        _data_dir: Option<&Path>,
+        _runtime_version: Option<&str>,
+    ) -> Option<Value> {
+        let s = storage::ObjectStorage::of(&ws?.extra).ok()??;
+        Some(serde_json::json!({
+            "source": "the workspace manifest, fixed at prepare",
+            "object_storage": storage::ObjectStorage::field(Some(&s)),
+        }))
     }
     fn classify_file(&self, rel: &Path) -> FilePart {
         classify(rel)
@@ -768,5 +836,68 @@ mod tests {
             assert_eq!(v["enable_telemetry"].as_bool(), Some(false), "{ver}");
             assert_eq!(v["http"]["timeout"].as_str(), Some(timeout), "{ver}");
         }
+    }
+
+    #[test]
+    fn s3_config_has_the_store_and_the_cache_but_no_key() {
+        let g = GreptimeDb;
+        let mut ws: WorkspaceManifest = serde_json::from_value(json!({
+            "database_id": "s1", "product": "greptimedb", "version": "1.1.4",
+            "version_source": "explicit", "platform": "linux-amd64",
+            "installation_path": "/i", "binary_sha256": "x", "database": "benchmark",
+            "ports": {"http": 4100, "grpc": 4101, "mysql": 4102, "postgres": 4103},
+            "config_sha256": null, "binding": null, "created_at": "t", "updated_at": "t",
+            "tool_version": "0"
+        }))
+        .unwrap();
+        let dir = Path::new("/w/s1");
+        let file = g.render_config(&ws, dir).unwrap().unwrap();
+        let flags = storage::Flags {
+            storage: Some("s3".into()),
+            endpoint: Some("http://127.0.0.1:7070/".into()),
+            bucket: Some("tsbs".into()),
+            prefix: Some("runs/s1".into()),
+            cache_size: Some("1GB".into()),
+            ..Default::default()
+        };
+        let s = flags.parse().unwrap().unwrap();
+        ws.extra.insert(
+            storage::FIELD.into(),
+            storage::ObjectStorage::field(Some(&s)),
+        );
+        let text = g.render_config(&ws, dir).unwrap().unwrap();
+        let v: toml::Value = toml::from_str(&text).unwrap();
+        let st = &v["storage"];
+        assert_eq!(st["type"].as_str(), Some("S3"));
+        assert_eq!(st["bucket"].as_str(), Some("tsbs"));
+        assert_eq!(st["root"].as_str(), Some("runs/s1"));
+        assert_eq!(st["endpoint"].as_str(), Some("http://127.0.0.1:7070"));
+        assert_eq!(st["region"].as_str(), Some("us-east-1"));
+        assert_eq!(st["data_home"].as_str(), Some("/w/s1/data"));
+        assert!(st.get("access_key_id").is_none() && st.get("secret_access_key").is_none());
+        let mito = &v["region_engine"][0]["mito"];
+        assert_eq!(mito["enable_write_cache"].as_bool(), Some(true));
+        assert_eq!(mito["write_cache_path"].as_str(), Some("/w/s1/cache"));
+        // 1GB is 10^9 bytes to tsbsctl; GreptimeDB would read "1GB" as GiB: bytes it is.
+        assert_eq!(mito["write_cache_size"].as_str(), Some("1000000000B"));
+        assert!(v["region_engine"][1].get("file").is_some());
+        // The file-storage config is unchanged by the S3 branch of the template.
+        assert!(
+            file.contains("[storage]\ntype = \"File\"\ndata_home = \"/w/s1/data\"\n\n[logging]"),
+            "{file}"
+        );
+        // A rerun gets the same store under a prefix of its own; a file run gets no field.
+        let settings = g.server_settings(Some(&ws), None, None).unwrap();
+        let f = g.rerun_workspace_fields(Some(&settings));
+        let r = storage::ObjectStorage::of(&f).unwrap().unwrap();
+        assert!(r.prefix.starts_with("runs/s1-rerun-"), "{}", r.prefix);
+        assert_eq!(
+            (r.bucket, r.cache_size_bytes),
+            (s.bucket.clone(), s.cache_size_bytes)
+        );
+        assert!(g.rerun_workspace_fields(None).is_empty());
+        // Before 0.12 the write cache keys had other names: refused.
+        ws.version = "0.11.0".into();
+        assert_eq!(g.render_config(&ws, dir).unwrap_err().exit_code(), 2);
     }
 }

@@ -16,6 +16,7 @@ pub mod gotool;
 pub mod mirror;
 pub mod queryfile;
 pub mod releases;
+pub mod s3;
 pub mod sqleval;
 pub mod stubserver;
 pub mod tarball;

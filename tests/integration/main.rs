@@ -23,6 +23,7 @@ mod precision;
 mod queries;
 mod resume;
 mod runs;
+mod s3;
 mod safety;
 mod server;
 mod shape;

@@ -484,9 +484,29 @@ impl Bench<'_> {
         let attempt = self.run.next_attempt("footprint")?;
         let (product, stopped) = (self.target.product.as_ref(), self.server.is_none());
         let (forced_stop, load_footprint) = (self.forced_stop, self.load_footprint.clone());
+        // GreptimeDB on S3: the SSTs, indexes and manifests are in the bucket, the cache beside
+        // the data home; only the WAL and the metadata are in `data/`.
+        let object_store = match self.target.managed() {
+            Some(m) => crate::product::greptimedb::storage::ObjectStorage::of(
+                &m.ws.manifest.extra,
+            )?
+            .map(|s| {
+                (
+                    s,
+                    m.ws.dir
+                        .join(crate::product::greptimedb::storage::CACHE_DIR),
+                )
+            }),
+            None => None,
+        };
         self.run.step("footprint", attempt, |run| {
             let f = footprint::measure_for(product, &dir)?;
             let mut v = f.record();
+            if let Some((s, cache_dir)) = &object_store {
+                let (o, cache) = s.record(cache_dir)?;
+                v["object_store"] = o;
+                v["cache"] = cache;
+            }
             // InfluxDB 3: the files on disk say which storage engine the server used.
             if run
                 .manifest
@@ -514,7 +534,11 @@ impl Bench<'_> {
             v["server_stopped"] = json!(stopped);
             v["after_forced_stop"] = json!(forced_stop);
             // Neither product flushes the WAL to data files on shutdown: say when it never did.
-            v["never_flushed"] = footprint::never_flushed(&f);
+            v["never_flushed"] = match v["object_store"]["data_objects"].as_u64() {
+                // On S3 the SSTs are objects, never local files.
+                Some(n) => json!(n == 0 && f.wal_bytes > 0),
+                None => footprint::never_flushed(&f),
+            };
             // The product's own measure (PostgreSQL: database size, table/index split, load WAL).
             if let Some(Value::Object(m)) = load_footprint {
                 for (k, x) in m {

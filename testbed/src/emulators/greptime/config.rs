@@ -39,6 +39,41 @@ pub struct Options {
     pub log_level: String,
     /// Default true, as the real server (which then writes `.greptimedb-telemetry-uuid`).
     pub enable_telemetry: bool,
+    /// `[storage] type = "S3"`: where SSTs, indexes and manifests go.
+    pub object_store: Option<S3Options>,
+    /// The local write cache: on with object storage (the real datanode forces
+    /// `enable_write_cache = true` then), at `write_cache_path` (default: the data home).
+    pub write_cache: Option<WriteCache>,
+}
+
+/// `[storage]` of type S3. The keys come from the file or the environment
+/// (`<PREFIX>__STORAGE__ACCESS_KEY_ID`, `..._SECRET_ACCESS_KEY`); Debug never shows them.
+#[derive(Clone)]
+pub struct S3Options {
+    pub bucket: String,
+    /// Object keys start with `<root>/` (leading and trailing slashes dropped, as OpenDAL's
+    /// `normalize_dir`).
+    pub root: String,
+    pub endpoint: String,
+    pub region: String,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+}
+
+impl std::fmt::Debug for S3Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "S3Options {{ bucket: {:?}, root: {:?}, endpoint: {:?}, region: {:?} }}",
+            self.bucket, self.root, self.endpoint, self.region
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct WriteCache {
+    pub path: PathBuf,
+    pub size: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -59,6 +94,15 @@ fn known_keys(v: &Version) -> Vec<(&'static str, &'static str, bool)> {
         ("influxdb", "enable", true),
         ("storage", "type", false),
         ("storage", "data_home", false),
+        ("storage", "bucket", false),
+        ("storage", "root", false),
+        ("storage", "endpoint", false),
+        ("storage", "region", false),
+        ("storage", "access_key_id", false),
+        ("storage", "secret_access_key", false),
+        ("region_engine.mito", "enable_write_cache", true),
+        ("region_engine.mito", "write_cache_path", false),
+        ("region_engine.mito", "write_cache_size", false),
         ("logging", "dir", false),
         ("logging", "level", false),
         ("wal", "dir", false),
@@ -113,6 +157,40 @@ fn read_config(path: &Path, v: &Version) -> Result<BTreeMap<String, Val>, String
     };
     for (name, value) in &table {
         match value {
+            // `[[region_engine]]` + `[region_engine.mito]` / `[region_engine.file]`: one engine
+            // per element.
+            toml::Value::Array(engines) if name == "region_engine" => {
+                for e in engines {
+                    let Some(t) = e.as_table().filter(|t| t.len() == 1) else {
+                        return Err(format!(
+                            "invalid config file {}: each [[region_engine]] holds one engine",
+                            path.display()
+                        ));
+                    };
+                    for (engine, opts) in t {
+                        let Some(opts) = opts.as_table() else {
+                            return Err(format!(
+                                "invalid config file {}: region_engine.{engine} must be a table",
+                                path.display()
+                            ));
+                        };
+                        match engine.as_str() {
+                            "mito" => {
+                                for (k, v) in opts {
+                                    check("region_engine.mito", k, v)?;
+                                }
+                            }
+                            "file" if opts.is_empty() => {}
+                            _ => {
+                                return Err(format!(
+                                    "invalid config file {}: unknown region engine options `region_engine.{engine}` (this emulator accepts only the keys tsbsctl uses)",
+                                    path.display()
+                                ))
+                            }
+                        }
+                    }
+                }
+            }
             toml::Value::Table(t) => {
                 if !keys.iter().any(|(s, _, _)| s == name) {
                     return Err(format!(
@@ -206,13 +284,36 @@ pub fn resolve(cli: &CliArgs, v: &Version) -> Result<Options, String> {
         _ => default,
     };
 
-    if let Some(t) = get_str("storage.type") {
-        if t != "File" {
-            return Err(format!(
-                "storage.type `{t}` is not emulated (only local \"File\" storage)"
-            ));
+    let object_store = match get_str("storage.type").as_deref() {
+        None | Some("File") => None,
+        Some("S3") => {
+            let need = |k: &str| {
+                get_str(&format!("storage.{k}"))
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| {
+                        format!(
+                            "storage.type \"S3\" without storage.{k} is not emulated (the real one would fall back to AWS defaults)"
+                        )
+                    })
+            };
+            Some(S3Options {
+                bucket: need("bucket")?,
+                root: get_str("storage.root")
+                    .unwrap_or_default()
+                    .trim_matches('/')
+                    .to_string(),
+                endpoint: need("endpoint")?.trim_end_matches('/').to_string(),
+                region: get_str("storage.region").unwrap_or_else(|| "us-east-1".into()),
+                access_key_id: need("access_key_id")?,
+                secret_access_key: need("secret_access_key")?,
+            })
         }
-    }
+        Some(t) => {
+            return Err(format!(
+                "storage.type `{t}` is not emulated (only \"File\" and \"S3\")"
+            ))
+        }
+    };
     if let Some(p) = get_str("wal.provider") {
         if p != "raft_engine" {
             return Err(format!(
@@ -288,7 +389,27 @@ pub fn resolve(cli: &CliArgs, v: &Version) -> Result<Options, String> {
         .clone()
         .or_else(|| get_str("logging.level"))
         .unwrap_or_else(|| "info".into());
+    // The real datanode turns the write cache on whenever the storage is an object store.
+    let write_cache =
+        if object_store.is_some() || get_bool("region_engine.mito.enable_write_cache", false) {
+            let size = match get_str("region_engine.mito.write_cache_size") {
+                Some(s) => parse_size(&s)
+                    .ok_or_else(|| format!("invalid region_engine.mito.write_cache_size `{s}`"))?,
+                None => 5 << 30,
+            };
+            Some(WriteCache {
+                path: get_str("region_engine.mito.write_cache_path")
+                    .filter(|p| !p.trim().is_empty())
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| data_home.clone()),
+                size,
+            })
+        } else {
+            None
+        };
     Ok(Options {
+        object_store,
+        write_cache,
         http_addr: parse_addr("HTTP", &http_addr)?,
         http_timeout: get_str("http.timeout"),
         body_limit,
@@ -359,5 +480,45 @@ mod tests {
         assert_eq!(o.data_home, PathBuf::from("/from-file"));
         std::fs::write(&p, "[s3]\nbucket = \"b\"\n").unwrap();
         assert!(resolve(&cli, &v).unwrap_err().contains("unknown section"));
+    }
+
+    #[test]
+    fn s3_storage_takes_its_keys_from_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let v = Version::parse("1.1.4").unwrap();
+        let p = dir.path().join("c.toml");
+        let cfg = "[storage]\ntype = \"S3\"\ndata_home = \"/d\"\nbucket = \"b\"\nroot = \"/r/s1/\"\nendpoint = \"http://127.0.0.1:9/\"\nregion = \"us-east-1\"\n\n[[region_engine]]\n[region_engine.mito]\nenable_write_cache = true\nwrite_cache_path = \"/c\"\nwrite_cache_size = \"1048576B\"\n[[region_engine]]\n[region_engine.file]\n";
+        std::fs::write(&p, cfg).unwrap();
+        let cli = CliArgs {
+            config_file: Some(p.to_string_lossy().into()),
+            env_prefix: "TESTBED_GT_S3_TEST".into(),
+            ..Default::default()
+        };
+        // No keys anywhere: refused (the real one would go looking for AWS defaults).
+        assert!(resolve(&cli, &v).unwrap_err().contains("access_key_id"));
+        std::env::set_var("TESTBED_GT_S3_TEST__STORAGE__ACCESS_KEY_ID", "ak");
+        std::env::set_var("TESTBED_GT_S3_TEST__STORAGE__SECRET_ACCESS_KEY", "sk-value");
+        let o = resolve(&cli, &v).unwrap();
+        let s3 = o.object_store.clone().unwrap();
+        assert_eq!((s3.bucket.as_str(), s3.root.as_str()), ("b", "r/s1"));
+        assert_eq!(s3.endpoint, "http://127.0.0.1:9");
+        assert_eq!(s3.secret_access_key, "sk-value");
+        assert!(!format!("{s3:?}").contains("sk-value"));
+        let c = o.write_cache.unwrap();
+        assert_eq!((c.path, c.size), (PathBuf::from("/c"), 1 << 20));
+        std::fs::write(
+            &p,
+            cfg.replace("[region_engine.file]", "[region_engine.metric]\nx = 1"),
+        )
+        .unwrap();
+        assert!(resolve(&cli, &v)
+            .unwrap_err()
+            .contains("region_engine.metric"));
+        std::fs::write(&p, cfg.replace("\"S3\"", "\"Gcs\"")).unwrap();
+        assert!(resolve(&cli, &v).unwrap_err().contains("not emulated"));
+        // File storage has no write cache unless asked for.
+        std::fs::write(&p, "[storage]\ntype = \"File\"\n").unwrap();
+        let o = resolve(&cli, &v).unwrap();
+        assert!(o.object_store.is_none() && o.write_cache.is_none());
     }
 }

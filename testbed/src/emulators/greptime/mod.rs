@@ -30,7 +30,12 @@
 //! [http]      addr = "127.0.0.1:4000"   timeout = "30s"   body_limit = "64MB"
 //!             enable_api_server = false (only false; 0.10+)   api_server_addr = "..." (0.10+)
 //! [influxdb]  enable = true
-//! [storage]   type = "File" (only File)   data_home = "/path/data"
+//! [storage]   type = "File" | "S3"   data_home = "/path/data"
+//!             (S3:) bucket, root, endpoint, region (default us-east-1), access_key_id,
+//!             secret_access_key: the keys also from `<PREFIX>__STORAGE__ACCESS_KEY_ID` and
+//!             `<PREFIX>__STORAGE__SECRET_ACCESS_KEY`; no bucket, endpoint or key → exit 2
+//! [[region_engine]] [region_engine.mito]  enable_write_cache = true  write_cache_path = "/p"
+//!             write_cache_size = "5GiB"   ([region_engine.file] may follow, empty)
 //! [logging]   dir = "/path/logs" ("" = no log files)   level = "info"
 //! [wal]       dir = "/path/wal"   provider = "raft_engine" (only)
 //! [grpc]      bind_addr = "127.0.0.1:4001"   (from 0.12; `addr` before 0.12)
@@ -169,6 +174,11 @@
 //!     index/<file_id>.puffin                        index (distinct series)
 //! <log_dir = data_home/logs>/greptimedb.<YYYY-MM-DD-HH>, greptimedb-err.<YYYY-MM-DD-HH>
 //! ```
+//! With `[storage] type = "S3"` the region directories (`data/greptime/...`: SSTs, index files,
+//! manifests) are objects `<root>/data/greptime/...` in the bucket, written with signed PUTs
+//! (see `objstore.rs`); the emulator's copy is in `<write_cache_path>/cache/object/write/`.
+//! A start lists the bucket first: an unreachable endpoint, a missing bucket or refused keys
+//! log `Fatal error occurs!` and exit 1.
 //! Footprint split as the real layout: WAL = `wal/`; metadata = `metadata/`; data files =
 //! `data/**.parquet`; index = `*.puffin`; other = manifests and the rest. The WAL stays after a flush (as the real raft-engine does until its purge
 //! threshold); flushed bytes are skipped on replay. Restart replays the WAL and reloads SSTs.
@@ -189,6 +199,7 @@ mod config;
 mod knobs;
 mod lineproto;
 mod logging;
+mod objstore;
 mod rows;
 mod server;
 mod sql;

@@ -644,8 +644,20 @@ pub fn run(
         );
         return code;
     }
+    // Object storage: the bucket must answer (and the keys be accepted) before anything opens.
+    let objects_home = match (&opts.object_store, &opts.write_cache) {
+        (Some(o), Some(cache)) => {
+            if let Err(e) = super::objstore::open(o, cache) {
+                logging::error("greptime", &format!("Fatal error occurs! err.msg={e}"));
+                return 1;
+            }
+            super::objstore::local_home(cache)
+        }
+        _ => opts.data_home.clone(),
+    };
     let store = match Store::open(
         &opts.data_home,
+        &objects_home,
         &opts.wal_dir,
         knobs.auto_flush_bytes.unwrap_or(64 << 20),
         knobs.wal_purge_threshold_bytes.unwrap_or(1 << 30),

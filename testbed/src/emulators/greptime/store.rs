@@ -180,6 +180,9 @@ impl Plan {
 
 pub struct Store {
     data_home: PathBuf,
+    /// Where `data/greptime/...` (the region files) is: the data home, or with object storage
+    /// the emulator's copy in the write cache ([`super::objstore`]).
+    objects_home: PathBuf,
     wal_dir: PathBuf,
     auto_flush_bytes: u64,
     wal_purge_threshold: u64,
@@ -373,6 +376,7 @@ impl Store {
     /// manifest and SSTs, and replays the WAL.
     pub fn open(
         data_home: &Path,
+        objects_home: &Path,
         wal_dir: &Path,
         auto_flush_bytes: u64,
         wal_purge_threshold: u64,
@@ -380,7 +384,7 @@ impl Store {
         for d in [
             data_home.to_path_buf(),
             data_home.join("metadata"),
-            data_home.join("data/greptime"),
+            objects_home.join("data/greptime"),
             // Empty in the real layout too (index staging, atomic-write temp).
             data_home.join("index_intermediate"),
             data_home.join("tmp"),
@@ -428,6 +432,7 @@ impl Store {
         };
         let mut store = Store {
             data_home: data_home.to_path_buf(),
+            objects_home: objects_home.to_path_buf(),
             wal_dir: wal_dir.to_path_buf(),
             auto_flush_bytes,
             twcs_trigger_file_num: TWCS_TRIGGER_FILE_NUM,
@@ -467,7 +472,7 @@ impl Store {
     }
 
     fn region_dir(&self, db: &str, table_id: u32) -> PathBuf {
-        self.data_home
+        self.objects_home
             .join("data/greptime")
             .join(db)
             .join(table_id.to_string())
@@ -623,7 +628,9 @@ impl Store {
                 let _ = fs::remove_file(&r.wal_path);
             }
         }
-        let _ = fs::remove_dir_all(self.data_home.join("data/greptime").join(db));
+        let db_dir = self.objects_home.join("data/greptime").join(db);
+        super::objstore::delete_tree(&db_dir);
+        let _ = fs::remove_dir_all(db_dir);
         Ok(0)
     }
 
@@ -931,8 +938,13 @@ impl Store {
         }
         region.save_manifest()?;
         for f in &plan.inputs {
-            let _ = fs::remove_file(region.dir.join(format!("{}.parquet", f.file_id)));
-            let _ = fs::remove_file(region.dir.join(format!("index/{}.puffin", f.file_id)));
+            for p in [
+                region.dir.join(format!("{}.parquet", f.file_id)),
+                region.dir.join(format!("index/{}.puffin", f.file_id)),
+            ] {
+                let _ = fs::remove_file(&p);
+                super::objstore::delete_file(&p);
+            }
         }
         Ok(())
     }
@@ -1028,7 +1040,7 @@ impl Store {
     }
 
     fn relative(&self, dir: &Path) -> String {
-        dir.strip_prefix(&self.data_home)
+        dir.strip_prefix(&self.objects_home)
             .unwrap_or(dir)
             .to_string_lossy()
             .into_owned()
@@ -1085,14 +1097,14 @@ impl Region {
         self.manifest_version += 1;
         let mdir = self.dir.join("manifest");
         let bytes = serde_json::to_vec(&self.m).unwrap_or_default();
-        write_atomic(
-            &mdir.join(format!("{:020}.json", self.manifest_version)),
-            &bytes,
-        )
-        .map_err(|e| io_err("write the manifest", e))?;
+        let path = mdir.join(format!("{:020}.json", self.manifest_version));
+        write_atomic(&path, &bytes).map_err(|e| io_err("write the manifest", e))?;
+        super::objstore::put_file(&path).map_err(|e| GtError::new(1003, e))?;
         // Keep the last few deltas, as a checkpointed manifest would.
         if self.manifest_version > 10 {
-            let _ = fs::remove_file(mdir.join(format!("{:020}.json", self.manifest_version - 10)));
+            let old = mdir.join(format!("{:020}.json", self.manifest_version - 10));
+            let _ = fs::remove_file(&old);
+            super::objstore::delete_file(&old);
         }
         Ok(())
     }
@@ -1163,10 +1175,16 @@ fn write_sst(
     sorted.sort_unstable();
     let index = sorted.join("\n").into_bytes();
     fs::create_dir_all(dir.join("index")).map_err(|e| io_err("create the index dir", e))?;
-    write_atomic(&dir.join(format!("{file_id}.parquet")), &data)
-        .map_err(|e| io_err("write an SST", e))?;
-    write_atomic(&dir.join(format!("index/{file_id}.puffin")), &index)
-        .map_err(|e| io_err("write an index file", e))?;
+    let (sst, puffin) = (
+        dir.join(format!("{file_id}.parquet")),
+        dir.join(format!("index/{file_id}.puffin")),
+    );
+    write_atomic(&sst, &data).map_err(|e| io_err("write an SST", e))?;
+    write_atomic(&puffin, &index).map_err(|e| io_err("write an index file", e))?;
+    // Object storage: the files count once they are in the bucket.
+    for p in [&sst, &puffin] {
+        super::objstore::put_file(p).map_err(|e| GtError::new(1003, e))?;
+    }
     Ok(SstMeta {
         file_id,
         level,
