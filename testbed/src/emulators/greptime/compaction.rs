@@ -31,7 +31,7 @@ use super::logging;
 use super::store::{region_display, GtError, Store};
 
 struct Job {
-    table_id: u32,
+    region_id: u64,
     strict: bool,
     window: Option<u64>,
     parallelism: u32,
@@ -41,7 +41,7 @@ struct Job {
 #[derive(Default)]
 struct State {
     queue: VecDeque<Job>,
-    running: Option<u32>,
+    running: Option<u64>,
     stopping: bool,
     /// A job has run: the real gauge is registered on first use, so `/metrics` has no
     /// `greptime_mito_inflight_compaction_count` line before the first compaction.
@@ -78,18 +78,18 @@ impl Scheduler {
 
     fn submit(&self, job: Job) {
         let mut st = lock(&self.state);
-        let busy =
-            st.running == Some(job.table_id) || st.queue.iter().any(|j| j.table_id == job.table_id);
+        let busy = st.running == Some(job.region_id)
+            || st.queue.iter().any(|j| j.region_id == job.region_id);
         if job.waiter.is_some() && busy {
             logging::info(
                 "mito2::compaction",
                 &format!(
                     "Region {} is compacting, manually compaction will be re-scheduled.",
-                    region_display(job.table_id)
+                    region_display(job.region_id)
                 ),
             );
         }
-        if job.waiter.is_none() && st.queue.iter().any(|j| j.table_id == job.table_id) {
+        if job.waiter.is_none() && st.queue.iter().any(|j| j.region_id == job.region_id) {
             // An automatic job already waits for this region.
             return;
         }
@@ -105,12 +105,12 @@ impl Scheduler {
         st.ever_ran.then(|| u32::from(st.merging))
     }
 
-    /// Schedules the automatic compaction of every table flushed since the last call.
+    /// Schedules the automatic compaction of every region flushed since the last call.
     pub fn after_flush(&self) {
         let ids = lock(&self.store).take_flushed();
-        for table_id in ids {
+        for region_id in ids {
             self.submit(Job {
-                table_id,
+                region_id,
                 strict: false,
                 window: None,
                 parallelism: 1,
@@ -119,7 +119,8 @@ impl Scheduler {
         }
     }
 
-    /// A manual compaction: waits until it has run (or failed).
+    /// A manual compaction of every region of a table (one request per region, as the
+    /// real frontend sends them): waits until each has run; the first failure is the answer.
     pub fn manual(
         &self,
         table_id: u32,
@@ -127,23 +128,36 @@ impl Scheduler {
         window: Option<u64>,
         parallelism: u32,
     ) -> Result<(), GtError> {
-        let (tx, rx) = mpsc::channel();
-        self.submit(Job {
-            table_id,
-            strict,
-            window,
-            parallelism,
-            waiter: Some(tx),
-        });
-        logging::info(
-            "mito2::worker::handle_compaction",
-            &format!(
-                "Successfully scheduled compaction task for region: {}",
-                region_display(table_id)
-            ),
-        );
-        rx.recv()
-            .unwrap_or_else(|_| Err(GtError::new(1003, "compaction worker is gone")))
+        let regions = lock(&self.store).region_ids(table_id);
+        let mut waits = Vec::new();
+        for region_id in regions {
+            let (tx, rx) = mpsc::channel();
+            self.submit(Job {
+                region_id,
+                strict,
+                window,
+                parallelism,
+                waiter: Some(tx),
+            });
+            logging::info(
+                "mito2::worker::handle_compaction",
+                &format!(
+                    "Successfully scheduled compaction task for region: {}",
+                    region_display(region_id)
+                ),
+            );
+            waits.push(rx);
+        }
+        let mut result = Ok(());
+        for rx in waits {
+            let r = rx
+                .recv()
+                .unwrap_or_else(|_| Err(GtError::new(1003, "compaction worker is gone")));
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
     }
 
     /// SIGTERM: lets the running and the queued jobs finish (each then fails its manifest
@@ -163,7 +177,7 @@ impl Scheduler {
                 let mut st = lock(&self.state);
                 loop {
                     if let Some(j) = st.queue.pop_front() {
-                        st.running = Some(j.table_id);
+                        st.running = Some(j.region_id);
                         break j;
                     }
                     st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
@@ -181,10 +195,10 @@ impl Scheduler {
     }
 
     fn run(&self, job: &Job) -> Result<(), GtError> {
-        let rid = region_display(job.table_id);
+        let rid = region_display(job.region_id);
         let plan = {
             let store = lock(&self.store);
-            let plan = store.plan(job.table_id, job.window, job.strict);
+            let plan = store.plan(job.region_id, job.window, job.strict);
             if let Some(p) = &plan {
                 if job.strict {
                     logging::info(

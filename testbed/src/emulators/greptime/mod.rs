@@ -109,6 +109,16 @@
 //! * `CREATE DATABASE [IF NOT EXISTS] x` → affectedrows 1 (0 if it existed with IF NOT EXISTS);
 //!   existing → 400 code 1004 `Schema x already exists`. `DROP DATABASE [IF EXISTS] x` →
 //!   affectedrows 0; missing → 400 code 4004; `public` and system databases → 400 code 1004.
+//! * `CREATE TABLE [IF NOT EXISTS] t (…) [PARTITION ON COLUMNS (c) (rules)] [ENGINE=mito]
+//!   [WITH(…)]` (`ddl.rs`: STRING tags as the primary key, BIGINT/BIGINT UNSIGNED/DOUBLE/
+//!   STRING/BOOLEAN fields, a TIMESTAMP(9) time index; other types → 1001; existing → 400
+//!   code 4000). Rules (`partition.rs`): `= != < <= > >= AND OR` on string literals, checked
+//!   as the real checker (`Checkpoint `c=v` is not covered` / `is overlapped`, code 1004); one
+//!   region per rule (region id = table id << 32 | rule index, directory
+//!   `<table_id>_<n:010>`, WAL per region); a row goes to the first rule it holds, else to
+//!   region 0 (the real default region). Flush, compaction (one job and one log line per
+//!   region), counts and scans cover every region. `SHOW CREATE TABLE t` prints the real
+//!   layout (an auto-created table: `WITH('comment' = 'Created on insertion')`).
 //! * `SELECT count(*) FROM t` (exact, deduplicated row count; column `count(*)`, Int64),
 //!   `SELECT 1` (column `Int64(1)`), `DESC [TABLE] t`.
 //! * `ADMIN flush_table('t')` / `ADMIN compact_table('t'[, 'regular'|'twcs'|'swcs'|'strict_window'[, 'opts']])`
@@ -131,7 +141,9 @@
 //! * `SELECT <cols|*|sum(c)|max(c)|min(c)|count(*)> FROM information_schema.<t> [WHERE c = v
 //!   [AND c IN (..)]] [ORDER BY c [ASC|DESC]]` for `t` ∈ `tables` (table_catalog,
 //!   table_schema, table_name, table_type, table_id, engine — a subset of the real columns),
-//!   `schemata`, `build_info`, `cluster_info` (one `STANDALONE` peer, id 0, empty address, this process's start time), and `region_statistics` (0.10+, the version's documented
+//!   `schemata`, `build_info`, `cluster_info` (one `STANDALONE` peer, id 0, empty address, this process's start time), `region_peers` (every region on peer 0, no address, leader,
+//!   `ALIVE`), `partitions` (table_catalog, table_schema, table_name, partition_name `p<n>`,
+//!   partition_expression, greptime_partition_id = region id), and `region_statistics` (0.10+, the version's documented
 //!   columns: region_id, table_id, region_number, region_rows, [written_bytes_since_open 1.0+,
 //!   query_cpu_time_millis/query_scanned_bytes 1.2+], disk_size, memtable_size (unflushed WAL
 //!   bytes), manifest_size, sst_size, [sst_num 1.0+], index_size, engine, region_role). So SST
@@ -167,7 +179,7 @@
 //! <data_home>/metadata/LOCK                         flock: a second instance on the data home fails
 //! <wal_dir = data_home/wal>/<region_id:020>.raftlog WAL: normalised lines appended per write
 //! <wal_dir>/LOCK
-//! <data_home>/data/greptime/<db>/<table_id>/<table_id>_0000000000/
+//! <data_home>/data/greptime/<db>/<table_id>/<table_id>_<region_number:010>/
 //!     manifest/<version:020>.json                   region manifest (files, flushed WAL offset, window)
 //!     <file_id>.parquet                             SST: rows sorted by time, series dictionary-encoded
 //!                                                   (text, not real Parquet; ~half the WAL size)
@@ -196,10 +208,12 @@ mod auth;
 mod cluster;
 mod compaction;
 mod config;
+mod ddl;
 mod knobs;
 mod lineproto;
 mod logging;
 mod objstore;
+pub mod partition;
 mod rows;
 mod server;
 mod sql;

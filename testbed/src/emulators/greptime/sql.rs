@@ -69,7 +69,7 @@ fn unquote(s: &str) -> String {
 }
 
 /// Splits at `sep` outside quotes and parentheses.
-fn split_top(s: &str, sep: char) -> Vec<String> {
+pub(super) fn split_top(s: &str, sep: char) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let (mut depth, mut quote) = (0i32, None::<char>);
@@ -189,6 +189,8 @@ fn execute_one(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
         ("show", "databases") | ("show", "schemas") => show_databases(ctx, stmt),
         ("show", "tables") => show_tables(ctx, stmt),
         ("create", "database") | ("create", "schema") => create_database(ctx, stmt),
+        ("create", "table") => create_table(ctx, stmt),
+        ("show", "create") => show_create_table(ctx, stmt),
         ("drop", "database") | ("drop", "schema") => drop_database(ctx, stmt),
         ("admin", _) => admin(ctx, stmt),
         ("select", _) => select(ctx, stmt),
@@ -264,6 +266,38 @@ fn create_database(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
     }
     let n = lock(ctx.store).create_database(&name, caps.get(1).is_some())?;
     Ok(Output::Affected(n))
+}
+
+fn create_table(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
+    let c = super::ddl::parse_create(stmt)?;
+    let db = c.db.clone().unwrap_or_else(|| ctx.db.clone());
+    let regions = c.meta.region_numbers().len();
+    let name = c.meta.name.clone();
+    if lock(ctx.store).create_table(&db, c.meta, c.if_not_exists)? {
+        logging::info(
+            "common_meta::ddl::create_table",
+            &format!("Created table greptime.{db}.{name} with {regions} region(s)"),
+        );
+    }
+    Ok(Output::Affected(0))
+}
+
+fn show_create_table(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
+    let caps = re(&format!(
+        r"(?is)^show\s+create\s+table\s+({IDENT}(?:\.{IDENT})?)$"
+    ))
+    .captures(stmt)
+    .ok_or_else(|| not_emulated(stmt))?;
+    let (db, table) = split_table_ref(ctx, &caps[1]);
+    let store = lock(ctx.store);
+    let t = lookup(&store, &db, &table)?;
+    Ok(Output::Records {
+        columns: vec![
+            ("Table".into(), "String".into()),
+            ("Create Table".into(), "String".into()),
+        ],
+        rows: vec![vec![json!(table), json!(super::ddl::show_create(t))]],
+    })
 }
 
 fn drop_database(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
@@ -392,7 +426,7 @@ fn admin(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
                 .inspect_err(|e| {
                     logging::error(
                         "mito2::worker::handle_compaction",
-                        &format!("Failed to compact region: {} err=0: {}", region_display(id), e.msg),
+                        &format!("Failed to compact region: {} err=0: {}", region_display(region_id(id, 0)), e.msg),
                     );
                 })?;
             result(())
@@ -737,7 +771,12 @@ fn explain(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
     let t = &tables[0];
     let rows_total = store.row_count(t.table_id);
     let files = store.sst_count(t.table_id);
-    let rid = region_display(t.table_id);
+    let rid = store
+        .region_ids(t.table_id)
+        .into_iter()
+        .map(region_display)
+        .collect::<Vec<_>>()
+        .join(", ");
     if !analyze {
         return Ok(Output::Records {
             columns: vec![
@@ -749,7 +788,7 @@ fn explain(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
                     json!("logical_plan"),
                     json!(format!(
                         "MergeScan [is_placeholder=false, remote_input=[\nTableScan: {}\n]]",
-                        region_id(t.table_id)
+                        region_id(t.table_id, 0)
                     )),
                 ],
                 vec![
@@ -919,7 +958,7 @@ fn information_table(
                         .map(|(c, _)| match *c {
                             "region_id" => json!(s.region_id),
                             "table_id" => json!(s.table_id),
-                            "region_number" => json!(0),
+                            "region_number" => json!(s.region_id & 0xffff_ffff),
                             "region_rows" => json!(s.region_rows),
                             "written_bytes_since_open" => json!(s.written_bytes),
                             "query_cpu_time_millis" | "query_scanned_bytes" => json!(0),
@@ -965,15 +1004,15 @@ fn information_table(
             let rows = store
                 .ssts_manifest()
                 .into_iter()
-                .map(|(dir, table_id, region_id, f, path)| {
+                .map(|(dir, table_id, rid, f, path)| {
                     let index = path.rsplit_once('/').map_or(String::new(), |(d, _)| {
                         format!("{d}/index/{}.puffin", f.file_id)
                     });
                     vec![
                         json!(dir),
-                        json!(region_id),
+                        json!(rid),
                         json!(table_id),
-                        json!(0),
+                        json!(rid & 0xffff_ffff),
                         json!(0),
                         json!(0),
                         json!(f.file_id),
@@ -989,7 +1028,7 @@ fn information_table(
                         json!(f.time_range.0),
                         json!(f.time_range.1),
                         json!(f.sequence),
-                        json!(region_id),
+                        json!(rid),
                         json!(0),
                         json!(true),
                     ]
@@ -997,6 +1036,74 @@ fn information_table(
                 .collect();
             (cols, rows)
         }
+        // Where each region is: standalone has one peer (id 0, no address), the leader of all.
+        "region_peers" => (
+            vec![
+                ("table_catalog", "String"),
+                ("table_schema", "String"),
+                ("table_name", "String"),
+                ("region_id", "UInt64"),
+                ("peer_id", "UInt64"),
+                ("peer_addr", "String"),
+                ("is_leader", "String"),
+                ("status", "String"),
+                ("down_seconds", "Int64"),
+            ],
+            store
+                .all_tables()
+                .into_iter()
+                .flat_map(|(db, t, m)| {
+                    store.region_ids(m.table_id).into_iter().map(move |rid| {
+                        vec![
+                            json!("greptime"),
+                            json!(db),
+                            json!(t),
+                            json!(rid),
+                            json!(0),
+                            json!(""),
+                            json!("Yes"),
+                            json!("ALIVE"),
+                            Value::Null,
+                        ]
+                    })
+                })
+                .collect(),
+        ),
+        // One row per region: `p<n>` and its rule as printed (a subset of the real columns,
+        // GreptimeDB's sqlness case `standalone/common/partition.result`).
+        "partitions" => (
+            vec![
+                ("table_catalog", "String"),
+                ("table_schema", "String"),
+                ("table_name", "String"),
+                ("partition_name", "String"),
+                ("partition_expression", "String"),
+                ("greptime_partition_id", "UInt64"),
+            ],
+            store
+                .all_tables()
+                .into_iter()
+                .flat_map(|(db, t, m)| {
+                    let rules = m
+                        .partition
+                        .as_ref()
+                        .map(|p| p.rules.clone())
+                        .unwrap_or_default();
+                    m.region_numbers()
+                        .map(|n| {
+                            vec![
+                                json!("greptime"),
+                                json!(db),
+                                json!(t),
+                                json!(format!("p{n}")),
+                                json!(rules.get(n as usize).cloned().unwrap_or_default()),
+                                json!(region_id(m.table_id, n)),
+                            ]
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+        ),
         // Local files have no size or time here (observed on v1.0.2: both null).
         "ssts_storage" if v.has_ssts_tables() => (
             vec![

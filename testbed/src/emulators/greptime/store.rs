@@ -1,4 +1,5 @@
-//! The storage engine stand-in: a catalog, one region per table, a WAL file per region until
+//! The storage engine stand-in: a catalog, one region per table (or one per partition rule of a
+//! table created with `PARTITION ON COLUMNS`, see [`super::partition`]), a WAL file per region until
 //! flush, SST files after flush/compaction, a manifest per region. Everything lives under the
 //! data home (and the WAL dir), with relative paths only, so copies of the data dir work.
 //!
@@ -18,6 +19,7 @@ use sha2::{Digest, Sha256};
 
 use super::lineproto::FieldType;
 use super::logging;
+use super::partition::{parse_rules, region_of, RuleSet};
 
 /// A GreptimeDB error: status code and message (HTTP status is mapped by the server).
 #[derive(Debug, Clone)]
@@ -65,9 +67,45 @@ pub struct TableMeta {
     /// (name, type name)
     pub fields: Vec<(String, String)>,
     pub time_index: String,
+    /// `PARTITION ON COLUMNS (columns) (rules)` of a created table: the rules as printed,
+    /// re-parsed at open (absent: one region).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<PartitionDef>,
+    /// A table made by `CREATE TABLE`: its columns in declared order and its `WITH` options
+    /// (absent: auto-created by a write, columns tags-fields-time index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<CreatedDef>,
+}
+
+/// The partition of a table as stored in the catalog.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PartitionDef {
+    pub columns: Vec<String>,
+    pub rules: Vec<String>,
+}
+
+/// What `CREATE TABLE` declared beyond the columns' kinds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreatedDef {
+    pub order: Vec<String>,
+    pub options: Vec<(String, String)>,
 }
 
 impl TableMeta {
+    /// The partition rules (`None`: one region).
+    pub fn rule_set(&self) -> Option<RuleSet> {
+        let p = self.partition.as_ref()?;
+        parse_rules(&p.columns, &p.rules.join(",\n")).ok()
+    }
+
+    /// Region numbers of the table.
+    pub fn region_numbers(&self) -> std::ops::Range<u32> {
+        0..self
+            .partition
+            .as_ref()
+            .map_or(1, |p| p.rules.len().max(1) as u32)
+    }
+
     /// Column name → GreptimeDB type name.
     pub fn column_type(&self, name: &str) -> Option<&str> {
         if name == self.time_index {
@@ -149,7 +187,7 @@ pub struct RegionStat {
 /// One compaction's input, chosen by [`Store::plan`].
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub table_id: u32,
+    pub region_id: u64,
     pub window: u64,
     pub strict: bool,
     pub inputs: Vec<SstMeta>,
@@ -164,13 +202,13 @@ impl Plan {
     pub fn compacted_line(&self, outputs: &[SstMeta], waiter_num: u32, secs: f64) -> String {
         let show = |fs: &[SstMeta]| {
             fs.iter()
-                .map(|f| file_meta_debug(self.table_id, f))
+                .map(|f| file_meta_debug(self.region_id, f))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
         format!(
             "Compacted SST files, region_id: {}, input: [{}], output: [{}], window: Some({}), waiter_num: {waiter_num}, merge_time: {secs:.3}s",
-            region_display(self.table_id),
+            region_display(self.region_id),
             show(&self.inputs),
             show(outputs),
             self.window
@@ -189,9 +227,10 @@ pub struct Store {
     /// TWCS `trigger_file_num` (the table option `compaction.twcs.trigger_file_num`).
     twcs_trigger_file_num: usize,
     catalog: Catalog,
-    regions: BTreeMap<u32, Region>,
-    /// Tables flushed since [`Store::take_flushed`] last ran.
-    flushed: Vec<u32>,
+    /// By region id (`table_id << 32 | region_number`).
+    regions: BTreeMap<u64, Region>,
+    /// Regions flushed since [`Store::take_flushed`] last ran.
+    flushed: Vec<u64>,
     _locks: Vec<File>,
 }
 
@@ -259,13 +298,17 @@ fn stored_line_key(line: &str) -> Option<(&str, i64)> {
 pub static TABLE_IDS: std::sync::OnceLock<Box<dyn Fn() -> Result<u32, String> + Send + Sync>> =
     std::sync::OnceLock::new();
 
-pub fn region_id(table_id: u32) -> u64 {
-    (table_id as u64) << 32
+pub fn region_id(table_id: u32, number: u32) -> u64 {
+    ((table_id as u64) << 32) | number as u64
 }
 
 /// `4398046511104(1024, 0)`, as GreptimeDB displays a RegionId.
-pub fn region_display(table_id: u32) -> String {
-    format!("{}({table_id}, 0)", region_id(table_id))
+pub fn region_display(region_id: u64) -> String {
+    format!(
+        "{region_id}({}, {})",
+        region_id >> 32,
+        region_id & 0xffff_ffff
+    )
 }
 
 fn new_file_id() -> String {
@@ -443,17 +486,18 @@ impl Store {
             _locks: locks,
         };
         store.save_catalog().map_err(|e| e.msg)?;
-        let tables: Vec<(String, String, u32)> = store
+        let regions: Vec<(String, String, u64)> = store
             .catalog
             .databases
             .iter()
             .flat_map(|(db, m)| {
-                m.tables
-                    .iter()
-                    .map(move |(t, tm)| (db.clone(), t.clone(), tm.table_id))
+                m.tables.iter().flat_map(move |(t, tm)| {
+                    tm.region_numbers()
+                        .map(move |n| (db.clone(), t.clone(), region_id(tm.table_id, n)))
+                })
             })
             .collect();
-        for (db, table, id) in tables {
+        for (db, table, id) in regions {
             let region = store
                 .load_region(&db, &table, id)
                 .map_err(|e| format!("cannot open region {}: {}", region_display(id), e.msg))?;
@@ -471,21 +515,23 @@ impl Store {
             .map_err(|e| io_err("write the catalog", e))
     }
 
-    fn region_dir(&self, db: &str, table_id: u32) -> PathBuf {
+    /// `data/greptime/<db>/<table_id>/<table_id>_<region_number:010>` (the real layout).
+    fn region_dir(&self, db: &str, rid: u64) -> PathBuf {
+        let table_id = rid >> 32;
         self.objects_home
             .join("data/greptime")
             .join(db)
             .join(table_id.to_string())
-            .join(format!("{table_id}_0000000000"))
+            .join(format!("{table_id}_{:010}", rid & 0xffff_ffff))
     }
 
-    fn wal_path(&self, table_id: u32) -> PathBuf {
-        self.wal_dir
-            .join(format!("{:020}.raftlog", region_id(table_id)))
+    fn wal_path(&self, rid: u64) -> PathBuf {
+        self.wal_dir.join(format!("{rid:020}.raftlog"))
     }
 
-    fn load_region(&self, db: &str, table: &str, table_id: u32) -> Result<Region, GtError> {
-        let dir = self.region_dir(db, table_id);
+    fn load_region(&self, db: &str, table: &str, rid: u64) -> Result<Region, GtError> {
+        let table_id = (rid >> 32) as u32;
+        let dir = self.region_dir(db, rid);
         let mdir = dir.join("manifest");
         let mut latest: Option<u64> = None;
         if let Ok(rd) = fs::read_dir(&mdir) {
@@ -509,7 +555,7 @@ impl Store {
             }
             None => (
                 RegionManifest {
-                    region_id: region_id(table_id),
+                    region_id: rid,
                     table_id,
                     schema: db.into(),
                     table: table.into(),
@@ -521,7 +567,7 @@ impl Store {
                 0,
             ),
         };
-        let wal_path = self.wal_path(table_id);
+        let wal_path = self.wal_path(rid);
         let mut region = Region {
             m,
             manifest_version: version,
@@ -575,7 +621,7 @@ impl Store {
             "mito2::region::opener",
             &format!(
                 "Replay WAL for region: {}, rows recovered: {replayed}, last entry id: {}",
-                region_display(table_id),
+                region_display(rid),
                 region.sequence
             ),
         );
@@ -624,8 +670,10 @@ impl Store {
         };
         self.save_catalog()?;
         for t in meta.tables.values() {
-            if let Some(r) = self.regions.remove(&t.table_id) {
-                let _ = fs::remove_file(&r.wal_path);
+            for n in t.region_numbers() {
+                if let Some(r) = self.regions.remove(&region_id(t.table_id, n)) {
+                    let _ = fs::remove_file(&r.wal_path);
+                }
             }
         }
         let db_dir = self.objects_home.join("data/greptime").join(db);
@@ -666,9 +714,23 @@ impl Store {
     }
 
     pub fn row_count(&self, table_id: u32) -> u64 {
+        self.table_regions(table_id)
+            .map(|r| r.keys.len() as u64)
+            .sum()
+    }
+
+    /// The regions of a table, by region number.
+    fn table_regions(&self, table_id: u32) -> impl Iterator<Item = &Region> {
         self.regions
-            .get(&table_id)
-            .map_or(0, |r| r.keys.len() as u64)
+            .range(region_id(table_id, 0)..=region_id(table_id, u32::MAX))
+            .map(|(_, r)| r)
+    }
+
+    /// The region ids of a table that are open.
+    pub fn region_ids(&self, table_id: u32) -> Vec<u64> {
+        self.table_regions(table_id)
+            .map(|r| r.m.region_id)
+            .collect()
     }
 
     /// Appends `batches` (table name → rows) to database `db`, creating tables and columns as
@@ -703,6 +765,8 @@ impl Store {
                     tags: Vec::new(),
                     fields: Vec::new(),
                     time_index: TIME_INDEX.into(),
+                    partition: None,
+                    created: None,
                 }
             });
             if meta.table_id == next_id {
@@ -733,46 +797,103 @@ impl Store {
                 }
             }
             let table_id = meta.table_id;
+            let rules = meta.rule_set();
             if catalog_changed {
                 self.save_catalog()?;
                 catalog_changed = false;
             }
-            if !self.regions.contains_key(&table_id) {
-                let r = self.load_region(db, &table, table_id)?;
-                self.regions.insert(table_id, r);
-            }
-            let auto_flush = self.auto_flush_bytes;
-            let region = self.regions.get_mut(&table_id).expect("inserted above");
-            let mut f = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&region.wal_path)
-                .map_err(|e| io_err("open the WAL", e))?;
-            f.write_all(&batch.lines)
-                .map_err(|e| io_err("append to the WAL", e))?;
-            region.wal_len += batch.lines.len() as u64;
-            region.written_bytes += batch.lines.len() as u64;
-            region.sequence += batch.keys.len() as u64;
-            for k in batch.keys {
-                if region.keys.insert(k) {
-                    new_rows += 1;
+            // Each row to its region (a table without rules has one, number 0).
+            let parts: Vec<(u32, Vec<u8>, Vec<u64>)> = match &rules {
+                None => vec![(0, batch.lines, batch.keys)],
+                Some(rules) => split_by_region(rules, &batch.lines, batch.keys),
+            };
+            for (number, lines, keys) in parts {
+                let rid = region_id(table_id, number);
+                if !self.regions.contains_key(&rid) {
+                    let r = self.load_region(db, &table, rid)?;
+                    self.regions.insert(rid, r);
                 }
-            }
-            if region.wal_len - region.m.flushed_wal_offset >= auto_flush {
-                self.flush_region(table_id, "EngineFull")?;
+                let auto_flush = self.auto_flush_bytes;
+                let region = self.regions.get_mut(&rid).expect("inserted above");
+                let mut f = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&region.wal_path)
+                    .map_err(|e| io_err("open the WAL", e))?;
+                f.write_all(&lines)
+                    .map_err(|e| io_err("append to the WAL", e))?;
+                region.wal_len += lines.len() as u64;
+                region.written_bytes += lines.len() as u64;
+                region.sequence += keys.len() as u64;
+                for k in keys {
+                    if region.keys.insert(k) {
+                        new_rows += 1;
+                    }
+                }
+                if region.wal_len - region.m.flushed_wal_offset >= auto_flush {
+                    self.flush_region(rid, "EngineFull")?;
+                }
             }
         }
         Ok(new_rows)
     }
 
-    /// Flushes the memtable (the unflushed WAL) of a table into a new level-0 SST.
-    pub fn flush(&mut self, table_id: u32) -> Result<(), GtError> {
-        self.flush_region(table_id, "Manual")
+    /// Creates table `table` in `db` as `CREATE TABLE` declared it, with one region per
+    /// partition rule (all opened at once, as the real create does). `Ok(false)`: it existed
+    /// and `if_not_exists` was given.
+    pub fn create_table(
+        &mut self,
+        db: &str,
+        mut meta: TableMeta,
+        if_not_exists: bool,
+    ) -> Result<bool, GtError> {
+        let Some(dbm) = self.catalog.databases.get(db) else {
+            return Err(GtError::new(4004, format!("Database not found: {db}")));
+        };
+        if dbm.tables.contains_key(&meta.name) {
+            if if_not_exists {
+                return Ok(false);
+            }
+            return Err(GtError::new(
+                4000,
+                format!("Table already exists: `greptime.{db}.{}`", meta.name),
+            ));
+        }
+        meta.table_id = match TABLE_IDS.get() {
+            // A datanode: table ids are global, the metasrv hands them out.
+            Some(source) => source()
+                .map_err(|e| GtError::new(1003, format!("Failed to allocate table id: {e}")))?,
+            None => self.catalog.next_table_id,
+        };
+        self.catalog.next_table_id = self.catalog.next_table_id.max(meta.table_id + 1);
+        let (name, table_id, numbers) = (meta.name.clone(), meta.table_id, meta.region_numbers());
+        self.catalog
+            .databases
+            .get_mut(db)
+            .expect("checked above")
+            .tables
+            .insert(name.clone(), meta);
+        self.save_catalog()?;
+        for n in numbers {
+            let rid = region_id(table_id, n);
+            let r = self.load_region(db, &name, rid)?;
+            self.regions.insert(rid, r);
+        }
+        Ok(true)
     }
 
-    fn flush_region(&mut self, table_id: u32, reason: &str) -> Result<(), GtError> {
+    /// Flushes the memtable (the unflushed WAL) of every region of a table into a new level-0
+    /// SST each (the real `ADMIN FLUSH_TABLE` sends one flush per region).
+    pub fn flush(&mut self, table_id: u32) -> Result<(), GtError> {
+        for rid in self.region_ids(table_id) {
+            self.flush_region(rid, "Manual")?;
+        }
+        Ok(())
+    }
+
+    fn flush_region(&mut self, rid: u64, reason: &str) -> Result<(), GtError> {
         let purge = self.wal_purge_threshold;
-        let Some(region) = self.regions.get_mut(&table_id) else {
+        let Some(region) = self.regions.get_mut(&rid) else {
             return Ok(());
         };
         let start = std::time::Instant::now();
@@ -797,7 +918,7 @@ impl Store {
         region.m.files.push(meta);
         region.m.flushed_wal_offset = end;
         region.m.flushed_sequence = region.sequence;
-        let rid = region_display(table_id);
+        let shown = region_display(rid);
         region.save_manifest()?;
         if end >= purge && end == region.wal_len {
             if let Ok(f) = OpenOptions::new().write(true).open(&region.wal_path) {
@@ -808,17 +929,17 @@ impl Store {
             region.save_manifest()?;
             logging::info(
                 "log_store::raft_engine::log_store",
-                &format!("Successfully purged WAL of region {rid}"),
+                &format!("Successfully purged WAL of region {shown}"),
             );
         }
         logging::info(
             "mito2::flush",
             &format!(
-                "Successfully flushed memtables, region: {rid}, reason: {reason}, files: [{file_id}], cost: {:.3}s",
+                "Successfully flushed memtables, region: {shown}, reason: {reason}, files: [{file_id}], cost: {:.3}s",
                 start.elapsed().as_secs_f64()
             ),
         );
-        self.flushed.push(table_id);
+        self.flushed.push(rid);
         Ok(())
     }
 
@@ -828,8 +949,8 @@ impl Store {
     /// `strict` (SWCS) rewrites every window that holds data, so it has a plan whenever the
     /// region has SSTs. TWCS merges the files of windows holding two or more files (the real
     /// picker's thresholds differ; guessed from the observed automatic compactions).
-    pub fn plan(&self, table_id: u32, window: Option<u64>, strict: bool) -> Option<Plan> {
-        let region = self.regions.get(&table_id)?;
+    pub fn plan(&self, rid: u64, window: Option<u64>, strict: bool) -> Option<Plan> {
+        let region = self.regions.get(&rid)?;
         let files = region.m.files.clone();
         if files.is_empty() {
             return None;
@@ -874,7 +995,7 @@ impl Store {
             .flat_map(|f| bucket(f.time_range.0)..=bucket(f.time_range.1))
             .collect();
         Some(Plan {
-            table_id,
+            region_id: rid,
             window,
             strict,
             input_bytes: inputs.iter().map(|f| f.file_size).sum(),
@@ -886,7 +1007,7 @@ impl Store {
     /// Merges the plan's inputs into one new SST per window (written to disk, not yet in the
     /// manifest: see [`Store::commit`]).
     pub fn merge(&self, plan: &Plan) -> Result<Vec<SstMeta>, GtError> {
-        let Some(region) = self.regions.get(&plan.table_id) else {
+        let Some(region) = self.regions.get(&plan.region_id) else {
             return Ok(Vec::new());
         };
         let w_ns = (plan.window as i64).saturating_mul(1_000_000_000).max(1);
@@ -924,7 +1045,7 @@ impl Store {
 
     /// Replaces the plan's inputs by `outputs` in the manifest and deletes the inputs.
     pub fn commit(&mut self, plan: &Plan, outputs: Vec<SstMeta>) -> Result<(), GtError> {
-        let Some(region) = self.regions.get_mut(&plan.table_id) else {
+        let Some(region) = self.regions.get_mut(&plan.region_id) else {
             return Ok(());
         };
         let gone: HashSet<&str> = plan.inputs.iter().map(|f| f.file_id.as_str()).collect();
@@ -949,8 +1070,8 @@ impl Store {
         Ok(())
     }
 
-    /// The tables flushed since the last call (each flush schedules an automatic compaction).
-    pub fn take_flushed(&mut self) -> Vec<u32> {
+    /// The regions flushed since the last call (each flush schedules an automatic compaction).
+    pub fn take_flushed(&mut self) -> Vec<u64> {
         std::mem::take(&mut self.flushed)
     }
 
@@ -1048,16 +1169,23 @@ impl Store {
 
     /// The SST files of a table (for EXPLAIN output).
     pub fn sst_count(&self, table_id: u32) -> usize {
-        self.regions.get(&table_id).map_or(0, |r| r.m.files.len())
+        self.table_regions(table_id).map(|r| r.m.files.len()).sum()
     }
 
     /// What a query of `table_id` reads: the normalised lines (`<series> <fields> <ts>`) of
     /// its SSTs, oldest sequence first, then of the unflushed WAL (later lines win on a
     /// duplicate series + timestamp, as the real merge reader dedups).
     pub fn scan_lines(&self, table_id: u32) -> Result<Vec<String>, GtError> {
-        let Some(region) = self.regions.get(&table_id) else {
-            return Ok(Vec::new());
-        };
+        let mut out = Vec::new();
+        // A series lives in one region, so reading the regions one after the other keeps
+        // the dedup of each.
+        for region in self.table_regions(table_id) {
+            out.extend(Self::scan_region(region)?);
+        }
+        Ok(out)
+    }
+
+    fn scan_region(region: &Region) -> Result<Vec<String>, GtError> {
         let mut files = region.m.files.clone();
         files.sort_by_key(|f| f.sequence);
         let mut out = Vec::new();
@@ -1078,18 +1206,48 @@ impl Store {
 
     /// Changes whenever what [`Store::scan_lines`] reads may have changed.
     pub fn scan_version(&self, table_id: u32) -> String {
-        self.regions.get(&table_id).map_or(String::new(), |r| {
-            let ids: Vec<&str> = r.m.files.iter().map(|f| f.file_id.as_str()).collect();
-            format!(
-                "{}:{}:{}:{}:{}",
-                r.dir.display(),
-                r.wal_len,
-                r.m.flushed_wal_offset,
-                r.sequence,
-                ids.join(",")
-            )
-        })
+        let each: Vec<String> = self
+            .table_regions(table_id)
+            .map(|r| {
+                let ids: Vec<&str> = r.m.files.iter().map(|f| f.file_id.as_str()).collect();
+                format!(
+                    "{}:{}:{}:{}:{}",
+                    r.dir.display(),
+                    r.wal_len,
+                    r.m.flushed_wal_offset,
+                    r.sequence,
+                    ids.join(",")
+                )
+            })
+            .collect();
+        each.join(";")
     }
+}
+
+/// Splits a write's normalised lines (and their row keys) by the region each row goes to.
+fn split_by_region(rules: &RuleSet, lines: &[u8], keys: Vec<u64>) -> Vec<(u32, Vec<u8>, Vec<u64>)> {
+    let mut by: BTreeMap<u32, (Vec<u8>, Vec<u64>)> = BTreeMap::new();
+    let text = String::from_utf8_lossy(lines);
+    for (line, key) in text.split_inclusive('\n').zip(keys) {
+        let series = stored_line_key(line.trim_end_matches('\n')).map_or("", |(s, _)| s);
+        let number = region_of(rules, &|c| series_tag(series, c));
+        let e = by.entry(number).or_default();
+        e.0.extend_from_slice(line.as_bytes());
+        e.1.push(key);
+    }
+    by.into_iter().map(|(n, (l, k))| (n, l, k)).collect()
+}
+
+/// The value of tag `name` in a series (`measurement,k=v,k=v`, line-protocol escapes).
+pub fn series_tag(series: &str, name: &str) -> Option<String> {
+    use super::lineproto::{split_unescaped, unescape};
+    split_unescaped(series, b',', false)
+        .into_iter()
+        .skip(1)
+        .find_map(|kv| match split_unescaped(kv, b'=', false)[..] {
+            [k, v] if unescape(k) == name => Some(unescape(v)),
+            _ => None,
+        })
 }
 
 impl Region {
@@ -1126,10 +1284,10 @@ fn infer_window(files: &[SstMeta]) -> u64 {
         .unwrap_or(31536000)
 }
 
-fn file_meta_debug(table_id: u32, f: &SstMeta) -> String {
+fn file_meta_debug(region_id: u64, f: &SstMeta) -> String {
     format!(
         "FileMeta {{ region_id: {}, file_id: FileId({}), time_range: ({}::Nanosecond, {}::Nanosecond), level: {}, file_size: {}, available_indexes: [Inverted], index_file_size: {}, num_rows: {}, num_row_groups: 1, sequence: Some({}) }}",
-        region_display(table_id),
+        region_display(region_id),
         f.file_id,
         f.time_range.0,
         f.time_range.1,
