@@ -69,6 +69,10 @@ pub struct RunSummary {
     pub storage: Option<Value>,
     /// GreptimeDB: where the data was when the queries started (SSTs or memtables).
     pub data_location: Option<Value>,
+    /// GreptimeDB `--partitions`: the table made before the load (`create-table` step data)
+    /// and its regions after it (`regions` step data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<Value>,
     /// The count before the queries that the bound rows are there (`row-check` step data).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row_check: Option<Value>,
@@ -1098,6 +1102,14 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         row_count,
         storage,
         data_location,
+        partitions: last("create-table").map(|c| {
+            json!({
+                "status": c.status,
+                "reason": c.reason,
+                "table": c.data,
+                "regions": last("regions").map(|r| r.data.clone()),
+            })
+        }),
         row_check: last("row-check")
             .map(|s| s.data.clone())
             .filter(|d| !d.is_null()),

@@ -403,6 +403,18 @@ pub struct GreptimeFlags {
     /// Confirms --greptime-version: the workspace id, exactly.
     #[arg(long, value_name = "ID")]
     pub confirm_version_override: Option<String>,
+    /// load/all, cpu-only: create the `cpu` table before the load split into N regions
+    /// (2-1024) by ranges of --partition-column, each holding an equal share of the
+    /// dataset's hosts; the loader then only writes into it.
+    // The key `partitions` is TimescaleDB's too (one record has one); recorded only when given.
+    #[arg(long, value_name = "N", requires = "partition_column")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<u32>,
+    /// With --partitions: the tag the regions split on (hostname: ranges computed from the
+    /// dataset's host names).
+    #[arg(long, value_name = "TAG", requires = "partitions")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition_column: Option<String>,
     /// External servers with authentication (a static user provider): the user name (recorded)
     /// for HTTP basic auth of tsbsctl's requests, the loader and the query runner.
     // Recorded only when given: older records keep their keys.
@@ -538,7 +550,10 @@ impl Flags {
             user: g.user,
             admin_token_env: i.admin_token_env,
             chunk_time: t.chunk_time,
-            partitions: t.partitions,
+            // TimescaleDB's hypertable partitions or GreptimeDB's regions (one record has
+            // one `partitions`, which serde may read into either group).
+            partitions: t.partitions.or(g.partitions),
+            partition_column: g.partition_column,
             strategy: g.strategy,
             window: g.window,
             table: g.table,

@@ -175,6 +175,9 @@ fn run_in(
     // A workspace holding another dataset is refused before anything is written.
     if phase.loads() {
         target.check_binding_id(&dataset, req.mode)?;
+        if let Some(p) = req.partitioning() {
+            check_partitioning(&target, req, &dataset, &p)?;
+        }
     } else {
         let named = req.dataset_id.is_some() || req.spec.any();
         target.require_binding(&root, &dataset, named)?;
@@ -333,6 +336,33 @@ fn resolve_dataset(
             Profile::Manual
         });
     Ok((ds, profile))
+}
+
+/// `--partitions`/`--partition-column` for this dataset (exit 2): the product's rules, and no
+/// workspace already holding it (its load would be skipped, its table left as it is).
+fn check_partitioning(
+    target: &Target,
+    req: &Request,
+    ds: &Dataset,
+    p: &crate::product::Partitioning,
+) -> Result<()> {
+    target
+        .product
+        .check_partitioning(p, ds.spec.use_case()?.name, ds.spec.scale)?;
+    let mode = target.mode(req);
+    if mode != tsbs::DatabaseMode::Reset && target.binding().is_some_and(|b| b.dataset_id == ds.id)
+    {
+        return Err(Error::invalid(format!(
+            "workspace {} already holds dataset {} in the table its load made; --partitions needs a new load",
+            target.database_id().unwrap_or_default(),
+            ds.id
+        ))
+        .with_hint(format!(
+            "load again with --database-mode reset --confirm-reset {}",
+            target.database()
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses (exit 2) a dataset whose use case the product's TSBS tools cannot run in `phase`:

@@ -53,7 +53,11 @@ pub struct Request {
     pub admin_token_env: Option<String>,
     /// TimescaleDB hypertables: the chunk interval (a Go duration) and space partitions.
     pub chunk_time: Option<String>,
+    /// Hypertable space partitions (TimescaleDB) or, with `partition_column`, the regions of
+    /// a partitioned table (GreptimeDB).
     pub partitions: Option<u32>,
+    /// GreptimeDB `--partition-column`: the tag the regions of the `cpu` table split on.
+    pub partition_column: Option<String>,
     pub strategy: Option<String>,
     pub window: Option<u64>,
     pub table: Option<String>,
@@ -135,7 +139,18 @@ impl Request {
         if let Some(n) = self.partitions {
             m.insert("partitions".into(), n.into());
         }
+        if let Some(c) = &self.partition_column {
+            m.insert("partition_column".into(), c.clone().into());
+        }
         m
+    }
+
+    /// `--partitions N --partition-column C` (a table split into regions), when both are given.
+    pub fn partitioning(&self) -> Option<crate::product::Partitioning> {
+        Some(crate::product::Partitioning {
+            partitions: self.partitions?,
+            column: self.partition_column.clone()?,
+        })
     }
 }
 
@@ -175,7 +190,24 @@ fn check_hypertable_flags(phase: Phase, req: &Request) -> Result<()> {
 /// Product write flags that do not apply to `product` (the variant that runs: a managed
 /// workspace's mode is known only from its manifest), refused before a run exists.
 pub fn check_write_caps(product: &dyn Product, req: &Request) -> Result<()> {
-    if (req.chunk_time.is_some() || req.partitions.is_some()) && !product.bench_caps().hypertables {
+    let caps = product.bench_caps();
+    if caps.partitioned_tables && req.chunk_time.is_none() {
+        return match (req.partitions, &req.partition_column) {
+            (Some(_), Some(_)) | (None, None) => Ok(()),
+            _ => Err(Error::invalid(
+                "--partitions and --partition-column go together: the number of regions and the tag they split on",
+            )
+            .with_hint("e.g. --partitions 8 --partition-column hostname")),
+        };
+    }
+    if req.partition_column.is_some() {
+        return Err(Error::invalid(format!(
+            "--partition-column splits a GreptimeDB table into regions; {} has none",
+            product.display_name()
+        ))
+        .with_hint("drop --partition-column"));
+    }
+    if (req.chunk_time.is_some() || req.partitions.is_some()) && !caps.hypertables {
         return Err(Error::invalid(format!(
             "--chunk-time and --partitions shape TimescaleDB hypertables; {} has none",
             product.display_name()

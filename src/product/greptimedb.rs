@@ -4,6 +4,8 @@
 mod before_queries;
 pub mod cluster;
 mod compact;
+pub mod partition;
+mod partitioned;
 pub mod ssts;
 pub mod storage;
 mod topology;
@@ -465,8 +467,23 @@ impl Product for GreptimeDb {
     fn bench_caps(&self) -> BenchCaps {
         BenchCaps {
             flush_before_queries: true,
+            partitioned_tables: true,
             ..BenchCaps::default()
         }
+    }
+    fn check_partitioning(
+        &self,
+        p: &super::Partitioning,
+        use_case: &str,
+        scale: u64,
+    ) -> Result<()> {
+        partition::validate(p.partitions, &p.column, use_case, scale)
+    }
+    fn create_partitioned(&self, req: &super::PartitionedLoad) -> Result<Value> {
+        partitioned::create(self, req)
+    }
+    fn region_report(&self, endpoint: &str, database: &str, table: &str) -> Result<Option<Value>> {
+        partitioned::report(self, endpoint, database, table)
     }
     /// `tsbs_load_greptime --urls=<u1,u2,..>`: worker i writes to URL i mod n, the database
     /// is listed, created and dropped at the first (`process.go`, `creator.go`). Credentials

@@ -347,6 +347,33 @@ pub trait Product: Send + Sync {
     ) -> Result<bool> {
         Ok(false)
     }
+    /// `--partitions`/`--partition-column` against the dataset's use case and scale, before
+    /// anything is made (exit 2). Only products with [`BenchCaps::partitioned_tables`] are asked.
+    fn check_partitioning(&self, _p: &Partitioning, _use_case: &str, _scale: u64) -> Result<()> {
+        Err(Error::invalid(format!(
+            "{} has no partitioned tables",
+            self.display_name()
+        )))
+    }
+    /// Before the loader, managed or external: the database by `mode`, then the table split
+    /// into regions, with exactly the schema the loader would have made. Returns what was
+    /// done (recorded as step `create-table`); the loader then only writes (`--do-create-db=false`).
+    fn create_partitioned(&self, _req: &PartitionedLoad) -> Result<Value> {
+        Err(Error::invalid(format!(
+            "{} has no partitioned tables",
+            self.display_name()
+        )))
+    }
+    /// After a load's row count: where each region of `table` is and how many rows it holds
+    /// (`None`: nothing to say). Recorded as step `regions`.
+    fn region_report(
+        &self,
+        _endpoint: &str,
+        _database: &str,
+        _table: &str,
+    ) -> Result<Option<Value>> {
+        Ok(None)
+    }
     /// After a load's row count, on the running server (PostgreSQL: the tags count, ANALYZE,
     /// the SQL footprint). `Some`: recorded as step `after-load`; its `footprint` object goes
     /// into the footprint step (the run's storage) where the data-directory walk has nothing.
@@ -584,6 +611,29 @@ pub struct BenchCaps {
     pub flush_before_queries: bool,
     /// `--chunk-time` / `--partitions` (TimescaleDB hypertables).
     pub hypertables: bool,
+    /// `--partitions` / `--partition-column` (GreptimeDB: a table split into regions).
+    pub partitioned_tables: bool,
+}
+
+/// `--partitions N --partition-column C`: a table created before the load, split into N
+/// regions on column C (products with [`BenchCaps::partitioned_tables`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partitioning {
+    pub partitions: u32,
+    pub column: String,
+}
+
+/// What [`Product::create_partitioned`] gets: where, how, and the dataset the table is for.
+#[derive(Debug, Clone)]
+pub struct PartitionedLoad<'a> {
+    pub endpoint: &'a str,
+    pub database: &'a str,
+    pub mode: crate::tsbs::DatabaseMode,
+    pub partitioning: &'a Partitioning,
+    /// The dataset's scale (hosts) and its first line, exactly as the loader sends it (the
+    /// line that makes the server auto-create the table the loader would have had).
+    pub scale: u64,
+    pub sample_line: &'a str,
 }
 
 /// What the TSBS tools get beyond the generic flags (the product picks what it uses).

@@ -1887,3 +1887,183 @@ fn a_kill_9_while_the_greptime_loader_runs_leaves_no_password_in_any_file() {
         }
     }
 }
+
+/// Issue 25 §2: `bench greptimedb all --partitions 8 --partition-column hostname` on a managed
+/// standalone server. The `cpu` table is made before the load from the schema the server
+/// auto-creates for the dataset's first line, split into 8 regions of equal host shares
+/// (lexicographic ranges over the dataset's 16 host names); the loader only writes; after the
+/// load every region holds rows and their sum is the loaded rows; a compaction is confirmed
+/// per region. Bad combinations are refused before a run directory exists.
+#[test]
+fn greptimedb_partitioned_table_is_made_before_the_load_and_counted_per_region() {
+    let w = world();
+    let spec = |id: &'static str| {
+        [
+            "--profile",
+            "smoke",
+            "--scale",
+            "16",
+            "--log-interval",
+            "60s",
+            "--dataset-id",
+            id,
+        ]
+    };
+    let runs = w.gt.env.root.join("greptimedb/runs");
+    let count = || std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
+    let before = count();
+    let with = |extra: &[&'static str], id: &'static str| {
+        let mut a: Vec<&str> = extra.to_vec();
+        a.extend(spec(id));
+        a
+    };
+    w.bench(
+        "load",
+        &with(
+            &["--partitions", "32", "--partition-column", "hostname"],
+            "h16",
+        ),
+    )
+    .code(2)
+    .says("exceeds the dataset's 16 hosts");
+    w.bench(
+        "load",
+        &with(
+            &["--partitions", "8", "--partition-column", "region"],
+            "h16",
+        ),
+    )
+    .code(2)
+    .says("only hostname ranges");
+    w.bench("load", &with(&["--partitions", "8"], "h16"))
+        .code(2)
+        .says("--partition-column");
+    w.bench(
+        "load",
+        &with(
+            &[
+                "--partitions",
+                "8",
+                "--partition-column",
+                "hostname",
+                "--use-case",
+                "devops",
+            ],
+            "d16",
+        ),
+    )
+    .code(2)
+    .says("cpu-only");
+    assert_eq!(count(), before, "no run directory for bad input");
+
+    let dir = w.bench_ok(
+        "all",
+        &with(
+            &["--partitions", "8", "--partition-column", "hostname"],
+            "h16",
+        ),
+    );
+    let s = summary(&dir);
+    assert_eq!(s["status"], "completed");
+    let loaded = s["ingestion"]["rows"].as_u64().unwrap();
+    assert_eq!(loaded, 16 * 1440);
+    assert_eq!(s["row_count"]["ok"], true);
+    // The flags and the workload record the layout.
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["flags"]["partitions"], 8, "{}", m["flags"]);
+    assert_eq!(m["flags"]["partition_column"], "hostname");
+    assert_eq!(s["workload"]["partitions"], 8);
+    assert_eq!(s["workload"]["partition_column"], "hostname");
+    // The table: made from the auto-created schema, both texts kept.
+    let t = &s["partitions"]["table"];
+    assert_eq!(t["schema_matches"], true, "{t}");
+    let auto = std::fs::read_to_string(dir.join(t["auto_created_file"].as_str().unwrap())).unwrap();
+    let made = std::fs::read_to_string(dir.join(t["created_file"].as_str().unwrap())).unwrap();
+    assert!(
+        auto.starts_with("CREATE TABLE IF NOT EXISTS \"cpu\" (\n  \"hostname\" STRING NULL,"),
+        "{auto}"
+    );
+    assert!(!auto.contains("PARTITION"), "{auto}");
+    assert!(made.contains("PARTITION ON COLUMNS (\"hostname\") (\n  hostname < 'host_10',\n  hostname >= 'host_10' AND hostname < 'host_12',"), "{made}");
+    assert!(
+        made.contains("  hostname >= 'host_8'\n)\nENGINE=mito"),
+        "{made}"
+    );
+    assert_eq!(t["regions"].as_array().unwrap().len(), 8);
+    // The loader only wrote: it did not create (or drop) the database.
+    let load = crate::pipeline::events(&dir)
+        .into_iter()
+        .find(|e| e["step"] == "load" && e["data"]["command"].is_string())
+        .unwrap();
+    let cmd = load["data"]["command"].to_string();
+    assert!(cmd.contains("--do-create-db=false"), "{cmd}");
+    // Per region after the load: 8 regions, 2 hosts each, on the one standalone peer.
+    let rg = &s["partitions"]["regions"];
+    let regions = rg["regions"].as_array().unwrap();
+    assert_eq!(regions.len(), 8, "{rg}");
+    let rows: Vec<u64> = regions
+        .iter()
+        .map(|r| r["rows"].as_u64().unwrap())
+        .collect();
+    assert_eq!(rows.iter().sum::<u64>(), loaded, "{rg}");
+    assert!(rows.iter().all(|n| *n > 0), "{rg}");
+    assert_eq!(
+        rows,
+        vec![2 * 1440; 8],
+        "equal host shares are equal row shares"
+    );
+    for (i, r) in regions.iter().enumerate() {
+        assert_eq!(r["region_number"], i as u64);
+        assert_eq!(r["peer_id"], 0);
+        assert_eq!(r["rule"], t["regions"][i]["rule"]);
+    }
+    assert_eq!(rg["rows_match"], true);
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("### Partitioned table"), "{md}");
+    assert!(
+        md.contains(&format!(
+            "{} in all, the load wrote {} — **ok**",
+            fmt_num(loaded),
+            fmt_num(loaded)
+        )),
+        "{md}"
+    );
+    assert!(md.contains("| 7 | "), "{md}");
+
+    // A compaction of the partitioned table: every region confirmed by its own log line.
+    let dir = w.bench_ok("compact", &["--strategy", "swcs", "--window", "3600"]);
+    let c = &summary(&dir)["compaction"];
+    assert_eq!(
+        c["confirmation"]["regions_confirmed"],
+        json!([0, 1, 2, 3, 4, 5, 6, 7]),
+        "{c}"
+    );
+    assert_eq!(c["confirmation"]["regions_unconfirmed"], json!([]));
+
+    // The workspace now holds the dataset: a second partitioned load is refused (it would be
+    // skipped), unless it resets.
+    let before = count();
+    w.bench(
+        "load",
+        &with(
+            &["--partitions", "4", "--partition-column", "hostname"],
+            "h16",
+        ),
+    )
+    .code(2)
+    .says("already holds dataset h16");
+    assert_eq!(count(), before);
+}
+
+/// `23040` → `23,040`, as summary.md writes counts.
+fn fmt_num(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -84,13 +84,20 @@ impl Bench<'_> {
             _ => tsbs::LoadInput::Stdin,
         };
         let (auth, admin) = self.target.tokens();
-        // Work its loader leaves to the product (InfluxDB 2's buckets); then the loader only writes.
-        let own_db = self.target.product.prepare_database(
-            &self.endpoint(),
-            self.target.database(),
-            mode,
-            self.target.external_token(),
-        )?;
+        // A partitioned table is made by tsbsctl before the loader, which then only writes
+        // (with its own create it would drop the database holding the table).
+        let own_db = if let Some(p) = self.req.partitioning() {
+            self.create_partitioned(&p, ds, sf, mode)?;
+            true
+        } else {
+            // Work its loader leaves to the product (InfluxDB 2's buckets); then the loader only writes.
+            self.target.product.prepare_database(
+                &self.endpoint(),
+                self.target.database(),
+                mode,
+                self.target.external_token(),
+            )?
+        };
         let urls = self.target.urls_with(&self.endpoint());
         let mut target = self.target.product.load_target(&ToolOptions {
             no_sync: self.req.no_sync,
@@ -281,6 +288,9 @@ impl Bench<'_> {
 
         // Row count: the database must hold the dataset.
         self.row_count(ds, sf)?;
+        if self.req.partitioning().is_some() {
+            self.region_report(sf.rows)?;
+        }
         let scale = ds.spec.scale;
         let exact_tags = ds.spec.use_case()?.fixed_rows;
         let after = self.product_step("after-load", |b| {
@@ -305,6 +315,121 @@ impl Bench<'_> {
         } else {
             // External: the product's SQL measure is the footprint (no data directory here).
             self.footprint("after-load")?;
+        }
+        Ok(())
+    }
+
+    /// Step `create-table`: the database by `mode` and the partitioned table, made from the
+    /// schema the server gives the dataset's first line; both `SHOW CREATE TABLE` texts are
+    /// recorded (step data, and as files in the run's results). A schema that differs from
+    /// the auto-created one fails the run after it is recorded.
+    fn create_partitioned(
+        &mut self,
+        p: &crate::product::Partitioning,
+        ds: &Dataset,
+        sf: &StoredFormat,
+        mode: DatabaseMode,
+    ) -> Result<()> {
+        let attempt = self.run.next_attempt("create-table")?;
+        let sample = first_line(sf)?;
+        let endpoint = self.endpoint();
+        let made = self
+            .target
+            .product
+            .create_partitioned(&crate::product::PartitionedLoad {
+                endpoint: &endpoint,
+                database: self.target.database(),
+                mode,
+                partitioning: p,
+                scale: ds.spec.scale,
+                sample_line: &sample,
+            });
+        let mut v = match made {
+            Ok(v) => v,
+            Err(e) => {
+                self.run.instant(
+                    "create-table",
+                    attempt,
+                    Status::Failed,
+                    Some(e.message.clone()),
+                    None,
+                )?;
+                return Err(e);
+            }
+        };
+        for (key, name) in [
+            ("auto_created", "show-create-auto-created.sql"),
+            ("created", "show-create-partitioned.sql"),
+        ] {
+            let (path, rel) = self.run.result(name);
+            let text = v[key].as_str().unwrap_or_default().to_string();
+            crate::fsutil::write_atomic(&path, format!("{text}\n").as_bytes())?;
+            v[format!("{key}_file")] = json!(rel);
+        }
+        if v["schema_matches"] == true {
+            let said = format!(
+                "created table {} split into {} regions on {} (the schema the server auto-creates from the dataset's first line)",
+                v["table"].as_str().unwrap_or("cpu"),
+                p.partitions,
+                p.column
+            );
+            self.run
+                .instant("create-table", attempt, Status::Completed, None, Some(v))?;
+            self.reporter().info(&said);
+            return Ok(());
+        }
+        let why = format!(
+            "the partitioned table's SHOW CREATE TABLE, less its PARTITION block, differs from the table the server auto-creates for the dataset's first line (see {} and {})",
+            v["auto_created_file"].as_str().unwrap_or_default(),
+            v["created_file"].as_str().unwrap_or_default()
+        );
+        self.run.instant(
+            "create-table",
+            attempt,
+            Status::Failed,
+            Some(why.clone()),
+            Some(v),
+        )?;
+        Err(Error::failed(why).with_hint(
+            "the loader would write into a table of another schema than its own; load without --partitions, and report the two texts",
+        ))
+    }
+
+    /// Step `regions`: where each region of the loaded table is and how many rows it holds;
+    /// their sum must be the loaded rows (a difference is said, not fatal: the count is the
+    /// verdict). A region without rows is said too.
+    fn region_report(&mut self, loaded: u64) -> Result<()> {
+        let endpoint = self.endpoint();
+        let db = self.target.database().to_string();
+        let got = self.product_step("regions", |b| {
+            let mut r = b
+                .target
+                .product
+                .region_report(&endpoint, &db, crate::bench::TABLE)?;
+            if let Some(v) = r.as_mut() {
+                v["loaded_rows"] = json!(loaded);
+                v["rows_match"] = json!(v["rows"].as_u64() == Some(loaded));
+            }
+            Ok(r)
+        })?;
+        if let Some(v) = got {
+            if v["rows_match"] != true {
+                self.reporter().warn(&format!(
+                    "the regions of {} report {} rows in all (information_schema.region_statistics), the load {loaded}",
+                    crate::bench::TABLE,
+                    v["rows"]
+                ));
+            }
+            if let Some(e) = v["empty_regions"].as_array().filter(|e| !e.is_empty()) {
+                self.reporter().warn(&format!(
+                    "region(s) {} of {} hold no rows",
+                    e.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    crate::bench::TABLE
+                ));
+            }
         }
         Ok(())
     }
@@ -550,6 +675,22 @@ impl Bench<'_> {
             Ok(((), v))
         })
     }
+}
+
+/// The dataset's first line (the loader's first row), for the schema probe.
+fn first_line(sf: &StoredFormat) -> Result<String> {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(sf.open_uncompressed()?)
+        .read_line(&mut line)
+        .map_err(|e| Error::io("read", &sf.path, e))?;
+    if line.trim().is_empty() {
+        return Err(Error::integrity(format!(
+            "the dataset {} starts with an empty line",
+            sf.path.display()
+        )));
+    }
+    Ok(line.trim_end().to_string())
 }
 
 /// The dataset file changed while the loader read it: what it loaded is unknown.

@@ -308,6 +308,10 @@ fn flush_and_compact(
     };
     let lines = corroborate(log_path, offset, table_id, &regions, req.window, look);
     let (queued, merge_s) = queue_and_merge(&read_from(log_path, offset), table_id, &lines);
+    // Per region (a partitioned table has several): which ones wrote their completion line.
+    let (confirmed, unconfirmed): (Vec<u64>, Vec<u64>) = regions
+        .iter()
+        .partition(|r| lines.iter().any(|l| region_of(l, table_id) == Some(**r)));
     // The answer's time less the server's own merge time: mostly the wait behind the
     // automatic compaction (157.7 s = 27.3 s queued + 130.4 s merging on a real v1.0.2).
     let queued_s = merge_s
@@ -328,6 +332,8 @@ fn flush_and_compact(
         Some(json!({
             "log_lines": lines,
             "corroborated": !lines.is_empty(),
+            "regions_confirmed": confirmed,
+            "regions_unconfirmed": unconfirmed,
             "outcome": outcome,
             "queued_behind_automatic": queued,
             "merge_s": merge_s,
