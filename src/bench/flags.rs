@@ -682,6 +682,53 @@ mod tests {
         assert!(req.write_settings().is_empty());
     }
 
+    /// GreptimeDB's `--partitions`/`--partition-column`: recorded only when given, under
+    /// the key TimescaleDB's hypertable flag has too, and read back into the request's
+    /// partitioning (`runs rerun` makes the same table).
+    #[test]
+    fn a_greptimedb_partitioned_record_round_trips() {
+        let product = ProductFlags {
+            greptimedb: Some(GreptimeFlags {
+                partitions: Some(8),
+                partition_column: Some("hostname".into()),
+                ..GreptimeFlags::default()
+            }),
+            ..ProductFlags::default()
+        };
+        let v = Flags::record(Phase::All, CommonFlags::default(), product).to_value();
+        let text = serde_json::to_string(&v).unwrap();
+        assert!(
+            text.ends_with(
+                r#""confirm_version_override":null,"partitions":8,"partition_column":"hostname"}"#
+            ),
+            "{text}"
+        );
+        let req = Flags::from_value(&v).unwrap().request(Phase::All).unwrap();
+        assert_eq!(
+            req.partitioning(),
+            Some(crate::product::Partitioning {
+                partitions: 8,
+                column: "hostname".into()
+            })
+        );
+        assert_eq!(
+            serde_json::Value::Object(req.write_settings()),
+            serde_json::json!({"partitions": 8, "partition_column": "hostname"})
+        );
+        // Without them nothing is recorded or asked for.
+        let v =
+            Flags::record(Phase::All, CommonFlags::default(), ProductFlags::default()).to_value();
+        assert!(v.get("partitions").is_none() && v.get("partition_column").is_none());
+        assert_eq!(
+            Flags::from_value(&v)
+                .unwrap()
+                .request(Phase::All)
+                .unwrap()
+                .partitioning(),
+            None
+        );
+    }
+
     /// Manifests written before a flag existed (every key absent) still read, as the
     /// flag's absence.
     #[test]

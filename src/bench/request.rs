@@ -1169,7 +1169,24 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("go together"), "{}", e.message);
         check_write_caps(&greptimedb::GreptimeDb, &managed(Phase::Load)).unwrap();
+        // GreptimeDB's regions: both flags; its column means nothing to TimescaleDB.
+        let regions = Request {
+            partitions: Some(8),
+            partition_column: Some("hostname".into()),
+            ..managed(Phase::Load)
+        };
+        check_write_caps(&greptimedb::GreptimeDb, &regions).unwrap();
+        let e = check_write_caps(
+            &TimescaleDb {
+                mode: Mode::Timescaledb,
+            },
+            &regions,
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("--partition-column"), "{}", e.message);
     }
 
     #[test]

@@ -2060,10 +2060,78 @@ fn fmt_num(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
     }
     out
+}
+
+/// Issue 25 §2 on an external standalone server (`--url`): the partitioned table is made
+/// through the URL, the scratch database of the schema probe is gone afterwards, and a second
+/// partitioned load into the existing table (reuse) fails without touching it; reset makes
+/// it anew.
+#[test]
+fn external_greptimedb_partitioned_load_and_its_database_modes() {
+    let w = world();
+    w.gt.prepare("ext", STABLE);
+    let endpoint = endpoint_of(&w.gt.manifest("ext"));
+    let mut bg = w.gt.serve_bg("ext", &[]);
+    bg.wait_ready(&endpoint);
+    let load = |mode: &[&'static str]| {
+        let mut a = vec!["bench", "greptimedb", "load", "--url", &endpoint];
+        a.extend([
+            "--partitions",
+            "2",
+            "--partition-column",
+            "hostname",
+            "--json",
+        ]);
+        a.extend_from_slice(mode);
+        a.extend(tiny());
+        w.run(&a)
+    };
+    let r = load(&["--database-mode", "create"]);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["target"]["mode"], "external");
+    let rg = &s["partitions"]["regions"];
+    let rows: Vec<u64> = rg["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rows"].as_u64().unwrap())
+        .collect();
+    assert_eq!(rows, vec![ROWS / 2, ROWS / 2], "{rg}");
+    assert_eq!(
+        s["partitions"]["table"]["regions"][0]["rule"],
+        "hostname < 'host_1'"
+    );
+    // The probe's scratch database is dropped again.
+    let sql = |db: &str, q: &str| {
+        reqwest::blocking::Client::new()
+            .post(format!("{endpoint}/v1/sql?db={db}"))
+            .form(&[("sql", q)])
+            .send()
+            .unwrap()
+            .text()
+            .unwrap()
+    };
+    let dbs = sql("public", "SHOW DATABASES");
+    assert!(dbs.contains("\"benchmark\""), "{dbs}");
+    assert!(!dbs.contains("schema_probe"), "{dbs}");
+    // Reuse would load into a table it did not make: refused, the table kept.
+    load(&["--database-mode", "reuse"])
+        .code(1)
+        .says("table cpu exists in database benchmark")
+        .says("--database-mode reset");
+    let count = sql("benchmark", "SELECT count(*) FROM cpu");
+    assert!(count.contains(&format!("[[{ROWS}]]")), "{count}");
+    let r = load(&["--database-mode", "reset", "--confirm-reset", "benchmark"]);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["partitions"]["table"]["database_existed"], true);
+    assert_eq!(s["partitions"]["regions"]["rows"], ROWS);
+    bg.interrupt().code(130);
 }

@@ -123,13 +123,14 @@ pub fn create(g: &GreptimeDb, r: &PartitionedLoad) -> Result<Value> {
             )))
         }
         (DatabaseMode::Reuse, true) if tables(g, endpoint, db)?.iter().any(|t| t == TABLE) => {
-            return Err(Error::invalid(format!(
+            // Found only on the running server, like an existing database in create mode.
+            return Err(Error::failed(format!(
                 "table {TABLE} exists in database {db}: --partitions creates it before the load, split into {} regions",
                 p.partitions
             ))
             .with_hint(format!(
                 "load with --database-mode reset --confirm-reset {db} (drops the database), or drop --partitions to load into the table as it is"
-            )))
+            )));
         }
         _ => {}
     }
