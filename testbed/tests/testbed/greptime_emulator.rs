@@ -1207,7 +1207,7 @@ fn partitioned_table_regions_rows_and_show_create() {
         .to_string();
     assert_eq!(
         auto,
-        "CREATE TABLE IF NOT EXISTS \"cpu\" (\n  \"hostname\" STRING NULL,\n  \"region\" STRING NULL,\n  \"usage_user\" BIGINT NULL,\n  \"usage_system\" DOUBLE NULL,\n  \"greptime_timestamp\" TIMESTAMP(9) NOT NULL,\n  TIME INDEX (\"greptime_timestamp\"),\n  PRIMARY KEY (\"hostname\", \"region\")\n)\n\nENGINE=mito\nWITH(\n  'comment' = 'Created on insertion'\n)"
+        "CREATE TABLE IF NOT EXISTS \"cpu\" (\n  \"hostname\" STRING NULL,\n  \"region\" STRING NULL,\n  \"usage_user\" BIGINT NULL,\n  \"usage_system\" DOUBLE NULL,\n  \"greptime_timestamp\" TIMESTAMP(9) NOT NULL,\n  TIME INDEX (\"greptime_timestamp\"),\n  PRIMARY KEY (\"hostname\", \"region\")\n)\n\nENGINE=mito\nWITH(\n  'comment' = 'Created on insertion',\n  merge_mode = 'last_non_null'\n)"
     );
     s.ok_sql(None, "CREATE DATABASE benchmark");
     let gap = auto.replacen(

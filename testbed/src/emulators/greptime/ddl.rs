@@ -9,8 +9,11 @@
 //! with `NULL`/`NOT NULL`, `TIME INDEX ("ts")`, `PRIMARY KEY (…)`, `)`, then the partition
 //! block or an empty line, `ENGINE=mito`, and `WITH(` the options `)`. A table auto-created by
 //! a write carries `'comment' = 'Created on insertion'` (the real default description,
-//! `operator/src/expr_helper.rs`; seen in the real auto-created tables of
-//! `tests-integration/tests/http.rs`; the InfluxDB path's full option list is not observed).
+//! `operator/src/expr_helper.rs`; printed first as in the real auto-created tables of
+//! `tests-integration/tests/http.rs`) and `merge_mode = 'last_non_null'` (the InfluxDB write
+//! path creates `AutoCreateTableType::LastNonNull` tables: `frontend/src/instance/grpc.rs`
+//! `handle_influx_row_inserts`, `operator/src/insert.rs` `fill_table_options_for_create`;
+//! read in the source, not observed on a server).
 
 use super::partition::parse_rules;
 use super::store::{CreatedDef, GtError, PartitionDef, TableMeta};
@@ -294,7 +297,10 @@ pub fn show_create(t: &TableMeta) -> String {
     };
     let options: Vec<(String, String)> = match &t.created {
         Some(c) => c.options.clone(),
-        None => vec![("'comment'".into(), "'Created on insertion'".into())],
+        None => vec![
+            ("'comment'".into(), "'Created on insertion'".into()),
+            ("merge_mode".into(), "'last_non_null'".into()),
+        ],
     };
     let with = if options.is_empty() {
         String::new()
@@ -330,7 +336,7 @@ mod tests {
         let text = show_create(&auto);
         assert_eq!(
             text,
-            "CREATE TABLE IF NOT EXISTS \"cpu\" (\n  \"hostname\" STRING NULL,\n  \"region\" STRING NULL,\n  \"usage_user\" BIGINT NULL,\n  \"greptime_timestamp\" TIMESTAMP(9) NOT NULL,\n  TIME INDEX (\"greptime_timestamp\"),\n  PRIMARY KEY (\"hostname\", \"region\")\n)\n\nENGINE=mito\nWITH(\n  'comment' = 'Created on insertion'\n)"
+            "CREATE TABLE IF NOT EXISTS \"cpu\" (\n  \"hostname\" STRING NULL,\n  \"region\" STRING NULL,\n  \"usage_user\" BIGINT NULL,\n  \"greptime_timestamp\" TIMESTAMP(9) NOT NULL,\n  TIME INDEX (\"greptime_timestamp\"),\n  PRIMARY KEY (\"hostname\", \"region\")\n)\n\nENGINE=mito\nWITH(\n  'comment' = 'Created on insertion',\n  merge_mode = 'last_non_null'\n)"
         );
         // The same text with a partition block creates a partitioned table that shows the same.
         let ddl = text.replacen(

@@ -118,7 +118,7 @@
 //!   `<table_id>_<n:010>`, WAL per region); a row goes to the first rule it holds, else to
 //!   region 0 (the real default region). Flush, compaction (one job and one log line per
 //!   region), counts and scans cover every region. `SHOW CREATE TABLE t` prints the real
-//!   layout (an auto-created table: `WITH('comment' = 'Created on insertion')`).
+//!   layout (an auto-created table: `WITH('comment' = 'Created on insertion', merge_mode = 'last_non_null')`, as the real InfluxDB write path creates it).
 //! * `SELECT count(*) FROM t` (exact, deduplicated row count; column `count(*)`, Int64),
 //!   `SELECT 1` (column `Int64(1)`), `DESC [TABLE] t`.
 //! * `ADMIN flush_table('t')` / `ADMIN compact_table('t'[, 'regular'|'twcs'|'swcs'|'strict_window'[, 'opts']])`
