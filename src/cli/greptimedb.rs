@@ -15,6 +15,8 @@ use crate::product::greptimedb::storage::{self, ObjectStorage};
 use crate::product::greptimedb::GreptimeDb;
 use crate::workspace::{CopyRequest, PrepareRequest};
 
+// Parsed once per process; boxing the prepare flags would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, clap::Subcommand)]
 pub enum GreptimedbCmd {
     /// Install a checksum-verified GreptimeDB release (latest stable without --version).
