@@ -10,6 +10,9 @@ use serde_json::Value;
 use crate::util::*;
 use crate::world::*;
 
+/// Rows of the cluster test's dataset: 8 hosts × one day at 60 s.
+const CROWS: u64 = 8 * 1440;
+
 fn etcd() -> Option<PathBuf> {
     std::env::var_os("PATH")
         .into_iter()
@@ -185,7 +188,21 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
         "2",
         "--json",
     ];
-    a.extend(tiny());
+    // 8 hosts, and the cpu table split into 8 regions by hostname before the load.
+    a.extend([
+        "--profile",
+        "smoke",
+        "--scale",
+        "8",
+        "--log-interval",
+        "60s",
+        "--dataset-id",
+        "h8",
+        "--partitions",
+        "8",
+        "--partition-column",
+        "hostname",
+    ]);
     for q in TYPES {
         a.extend(["--query-type", q]);
     }
@@ -195,7 +212,21 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
     let s: Value =
         serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["status"], "completed", "{s:#}");
-    assert_eq!(s["row_count"]["actual"], ROWS);
+    assert_eq!(s["row_count"]["actual"], CROWS);
+    // Eight regions, counted after the load, on the datanode the metasrv placed the table on.
+    let rg = &s["partitions"]["regions"];
+    let regions = rg["regions"].as_array().unwrap();
+    assert_eq!(regions.len(), 8, "{rg}");
+    let rows: Vec<u64> = regions
+        .iter()
+        .map(|r| r["rows"].as_u64().unwrap())
+        .collect();
+    assert_eq!(rows, vec![1440; 8], "{rg}");
+    assert_eq!(rg["rows_match"], true);
+    assert!(
+        (1..=3).contains(&regions[0]["peer_id"].as_u64().unwrap()),
+        "{rg}"
+    );
     assert_eq!(s["row_count"]["ok"], true);
     // The load step recorded the frontends its two workers wrote through: both.
     let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
@@ -301,7 +332,7 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
     let mut bg =
         w.gt.serve_bg("c1", &["--startup-timeout", "60", "--stop-timeout", "20"]);
     bg.wait_serving(|| cluster_info(&f0).len() == 6);
-    assert_eq!(count_rows(&f0), ROWS);
+    assert_eq!(count_rows(&f0), CROWS);
     // A role that dies is a failure naming it and its log.
     let victim = processes_mentioning(&ws.join("data/datanode-2").to_string_lossy())
         .into_iter()

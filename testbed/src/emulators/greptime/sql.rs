@@ -832,6 +832,10 @@ fn explain(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
     })
 }
 
+/// A cluster datanode's node id and advertised address (`region_peers`); standalone: peer 0,
+/// no address.
+pub static PEER: OnceLock<(u64, String)> = OnceLock::new();
+
 /// When this server started (ms since the epoch): `cluster_info.start_time` of its peer.
 static STARTED_MS: OnceLock<i64> = OnceLock::new();
 
@@ -1059,8 +1063,8 @@ fn information_table(
                             json!(db),
                             json!(t),
                             json!(rid),
-                            json!(0),
-                            json!(""),
+                            json!(PEER.get().map_or(0, |p| p.0)),
+                            json!(PEER.get().map_or("", |p| p.1.as_str())),
                             json!("Yes"),
                             json!("ALIVE"),
                             Value::Null,

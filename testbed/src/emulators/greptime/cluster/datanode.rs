@@ -34,6 +34,7 @@ pub fn run(
     opts.mysql_addr = None;
     opts.postgres_addr = None;
     let _ = server::ROLE.set("Datanode");
+    let _ = crate::emulators::greptime::sql::PEER.set((a.node_id, a.grpc_server_addr.clone()));
     let http: SocketAddr = opts.http_addr;
     let ids_agent = agent();
     let ids_base = base.clone();
