@@ -321,39 +321,7 @@ impl ServerShapeArgs {
     }
 }
 
-/// A size with an optional unit: `16GiB`, `16G` and `16g` are 16 x 2^30 bytes, `16GB` is
-/// 16 x 10^9 (as `df -H` and cloud sizes say), a bare number is bytes.
-pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("\"{s}\" is not a size: give a number with a unit, such as 16GiB"))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kib" => 1024.0,
-        "m" | "mib" => 1024f64.powi(2),
-        "g" | "gib" => 1024f64.powi(3),
-        "t" | "tib" => 1024f64.powi(4),
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
-        "tb" => 1e12,
-        u => {
-            return Err(format!(
-                "unknown size unit \"{u}\": use KiB, MiB, GiB, TiB (or KB, MB, GB, TB)"
-            ))
-        }
-    };
-    let bytes = n * mult;
-    if !(bytes.is_finite() && bytes >= 1.0 && bytes < u64::MAX as f64) {
-        return Err(format!("\"{s}\" is not a usable size"));
-    }
-    Ok(bytes.round() as u64)
-}
+pub use crate::fsutil::parse_size;
 
 /// The product-specific flags, recorded after the common ones (only the product's keys).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

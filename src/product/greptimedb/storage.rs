@@ -96,7 +96,7 @@ impl Flags {
                         "--s3-prefix must name a key prefix of its own (e.g. tsbs/g1)",
                     ));
                 }
-                let bytes = crate::bench::flags::parse_size(&cache_size)
+                let bytes = crate::fsutil::parse_size(&cache_size)
                     .map_err(|e| Error::invalid(format!("--cache-size: {e}")))?;
                 Ok(Some(ObjectStorage {
                     kind: "s3".into(),
@@ -186,14 +186,10 @@ impl ObjectStorage {
             o[format!("{k}_objects")] = n.into();
             o[format!("{k}_bytes")] = bytes.into();
         }
-        let c = if cache_dir.is_dir() {
-            crate::bench::footprint::measure(cache_dir)?
-        } else {
-            crate::bench::footprint::Footprint::default()
-        };
+        let (files, bytes, apparent) = crate::fsutil::tree_usage(cache_dir)?;
         let cache = serde_json::json!({
-            "dir": cache_dir, "bytes": c.total_bytes, "apparent_bytes": c.apparent_bytes,
-            "files": c.files, "capacity_bytes": self.cache_size_bytes,
+            "dir": cache_dir, "bytes": bytes, "apparent_bytes": apparent,
+            "files": files, "capacity_bytes": self.cache_size_bytes,
         });
         Ok((o, cache))
     }
