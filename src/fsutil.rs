@@ -231,6 +231,68 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// A size with an optional unit: `16GiB`, `16G` and `16g` are 16 x 2^30 bytes, `16GB` is
+/// 16 x 10^9 (as `df -H` and cloud sizes say), a bare number is bytes.
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("\"{s}\" is not a size: give a number with a unit, such as 16GiB"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024f64.powi(2),
+        "g" | "gib" => 1024f64.powi(3),
+        "t" | "tib" => 1024f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        u => {
+            return Err(format!(
+                "unknown size unit \"{u}\": use KiB, MiB, GiB, TiB (or KB, MB, GB, TB)"
+            ))
+        }
+    };
+    let bytes = n * mult;
+    if !(bytes.is_finite() && bytes >= 1.0 && bytes < u64::MAX as f64) {
+        return Err(format!("\"{s}\" is not a usable size"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Files, allocated bytes and apparent bytes under `dir` (symlinks not followed; entries that
+/// vanish during the walk are skipped).
+pub fn tree_usage(dir: &Path) -> Result<(u64, u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let (mut files, mut bytes, mut apparent) = (0u64, 0u64, 0u64);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let rd = match std::fs::read_dir(&d) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(crate::error::Error::io("read directory", &d, e)),
+        };
+        for e in rd.flatten() {
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else if m.is_file() {
+                files += 1;
+                bytes += m.blocks() * 512;
+                apparent += m.len();
+            }
+        }
+    }
+    Ok((files, bytes, apparent))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,66 +405,4 @@ mod tests {
         assert_eq!(removed, vec![dead.clone()]);
         assert!(mine.exists());
     }
-}
-
-/// A size with an optional unit: `16GiB`, `16G` and `16g` are 16 x 2^30 bytes, `16GB` is
-/// 16 x 10^9 (as `df -H` and cloud sizes say), a bare number is bytes.
-pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("\"{s}\" is not a size: give a number with a unit, such as 16GiB"))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kib" => 1024.0,
-        "m" | "mib" => 1024f64.powi(2),
-        "g" | "gib" => 1024f64.powi(3),
-        "t" | "tib" => 1024f64.powi(4),
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
-        "tb" => 1e12,
-        u => {
-            return Err(format!(
-                "unknown size unit \"{u}\": use KiB, MiB, GiB, TiB (or KB, MB, GB, TB)"
-            ))
-        }
-    };
-    let bytes = n * mult;
-    if !(bytes.is_finite() && bytes >= 1.0 && bytes < u64::MAX as f64) {
-        return Err(format!("\"{s}\" is not a usable size"));
-    }
-    Ok(bytes.round() as u64)
-}
-
-/// Files, allocated bytes and apparent bytes under `dir` (symlinks not followed; entries that
-/// vanish during the walk are skipped).
-pub fn tree_usage(dir: &Path) -> Result<(u64, u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let (mut files, mut bytes, mut apparent) = (0u64, 0u64, 0u64);
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let rd = match std::fs::read_dir(&d) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(crate::error::Error::io("read directory", &d, e)),
-        };
-        for e in rd.flatten() {
-            let Ok(m) = e.path().symlink_metadata() else {
-                continue;
-            };
-            if m.is_dir() {
-                stack.push(e.path());
-            } else if m.is_file() {
-                files += 1;
-                bytes += m.blocks() * 512;
-                apparent += m.len();
-            }
-        }
-    }
-    Ok((files, bytes, apparent))
 }
