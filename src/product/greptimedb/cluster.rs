@@ -664,7 +664,9 @@ fn stop_all(running: &mut Vec<Running>, out: &Mutex<std::io::Stdout>) -> bool {
         let t0 = Instant::now();
         crate::proc::signal_group(r.child.id(), nix::sys::signal::Signal::SIGTERM);
         let status = r.child.wait();
-        let ok = matches!(&status, Ok(s) if s.success());
+        // etcd ends its graceful stop by re-raising the SIGTERM it was sent: a clean stop too.
+        let ok = matches!(&status, Ok(s) if s.success()
+            || std::os::unix::process::ExitStatusExt::signal(s) == Some(libc::SIGTERM));
         clean &= ok;
         say(
             out,
