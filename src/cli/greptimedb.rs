@@ -112,7 +112,7 @@ pub struct PrepareArgs {
     #[arg(long, value_name = "P")]
     pub postgres_port: Option<u16>,
     /// `standalone` (default) or `cluster`: one metasrv, --datanodes datanodes and --frontends
-    /// frontends of the same binary, their metadata in etcd. The HTTP/gRPC/MySQL/PostgreSQL
+    /// frontends of the same binary, their metadata in etcd or PostgreSQL. The HTTP/gRPC/MySQL/PostgreSQL
     /// ports are frontend 0's; the other roles take the ports after them. Fixed at creation.
     #[arg(long, value_name = "MODE")]
     pub topology: Option<String>,
@@ -122,13 +122,18 @@ pub struct PrepareArgs {
     /// Frontends of a cluster (default 1); the loader spreads its workers over them.
     #[arg(long, value_name = "N")]
     pub frontends: Option<u32>,
-    /// Where a cluster keeps its metadata: `etcd` (the only one so far).
+    /// Where a cluster keeps its metadata: `etcd` (default) or `postgres` (a PostgreSQL
+    /// server of the workspace's own, made with this machine's PostgreSQL).
     #[arg(long, value_name = "STORE")]
     pub metadata_store: Option<String>,
-    /// The etcd server binary (default: `etcd` on PATH, else /usr/bin/etcd); pinned by its
-    /// SHA-256.
+    /// With --metadata-store etcd: the etcd server binary (default: `etcd` on PATH, else
+    /// /usr/bin/etcd); pinned by its SHA-256.
     #[arg(long, value_name = "PATH")]
     pub etcd: Option<std::path::PathBuf>,
+    /// With --metadata-store postgres: PostgreSQL's bin directory (default: found as
+    /// `timescaledb install` finds it); its `postgres` is pinned by its SHA-256.
+    #[arg(long, value_name = "DIR")]
+    pub pg_bin: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]
@@ -370,6 +375,7 @@ fn cluster_request(
             ("--frontends", a.frontends.is_some()),
             ("--metadata-store", a.metadata_store.is_some()),
             ("--etcd", a.etcd.is_some()),
+            ("--pg-bin", a.pg_bin.is_some()),
         ] {
             if given {
                 return Err(Error::invalid(format!("{flag} applies to a cluster only"))
@@ -394,23 +400,45 @@ fn cluster_request(
     if !want_cluster {
         return Ok(Default::default());
     }
-    match a.metadata_store.as_deref() {
-        None | Some("etcd") => {}
-        Some("postgres") => {
-            return Err(
-                Error::invalid("--metadata-store postgres is not supported yet")
-                    .with_hint("use --metadata-store etcd (Debian: `apt-get install etcd-server`)"),
-            )
-        }
+    let kind = match a.metadata_store.as_deref() {
+        None => None,
+        Some(k) if cluster::STORE_KINDS.contains(&k) => Some(k),
         Some(other) => {
             return Err(
-                Error::invalid(format!("--metadata-store {other:?} is not known"))
-                    .with_hint("use --metadata-store etcd"),
+                Error::invalid(format!("--metadata-store {other:?} is not known")).with_hint(
+                    format!("use --metadata-store {}", cluster::STORE_KINDS.join(" or ")),
+                ),
             )
+        }
+    };
+    // The store's own flag goes with its store only.
+    let effective = kind
+        .map(str::to_string)
+        .or_else(|| {
+            had.as_ref()
+                .and_then(|t| t.as_ref().map(|t| t.metadata_store.kind.clone()))
+        })
+        .unwrap_or_else(|| "etcd".into());
+    for (flag, given, store) in [
+        ("--etcd", a.etcd.is_some(), "etcd"),
+        ("--pg-bin", a.pg_bin.is_some(), "postgres"),
+    ] {
+        if given && effective != store {
+            return Err(Error::invalid(format!(
+                "{flag} applies to --metadata-store {store} only; this cluster's store is {effective}"
+            ))
+            .with_hint(format!("leave {flag} out, or use --metadata-store {store}")));
         }
     }
     if let Some(Some(t)) = &had {
         // Reuse: what was asked must be what the workspace is.
+        if let Some(k) = kind.filter(|k| *k != t.metadata_store.kind) {
+            return Err(Error::invalid(format!(
+                "workspace {} keeps its metadata in {}; it cannot change to --metadata-store {k}",
+                a.database_id, t.metadata_store.kind
+            ))
+            .with_hint("a workspace never changes its topology: prepare a new one (`tsbsctl greptimedb prepare --database-id NEW ...`)"));
+        }
         for (flag, asked, has) in [
             ("--datanodes", a.datanodes, t.datanodes),
             ("--frontends", a.frontends, t.frontends),
@@ -430,6 +458,7 @@ fn cluster_request(
                 a.http_port.unwrap_or(4000),
                 t.datanodes,
                 t.frontends,
+                &t.metadata_store.kind,
             )?);
         }
         return Ok(Default::default());
@@ -440,8 +469,12 @@ fn cluster_request(
         a.http_port.unwrap_or(4000),
         datanodes,
         frontends,
+        &effective,
     )?);
-    let store = cluster::find_etcd(a.etcd.as_deref())?;
+    let store = match effective.as_str() {
+        "postgres" => cluster::find_postgres(a.pg_bin.as_deref())?,
+        _ => cluster::find_etcd(a.etcd.as_deref())?,
+    };
     let t = Topology {
         mode: "cluster".into(),
         datanodes,

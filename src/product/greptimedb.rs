@@ -664,7 +664,8 @@ impl QueryFormat {
 /// `index_intermediate/`, `tmp/` and the rest are other. Only the top-level directory decides
 /// WAL and metadata, so a database named `wal` (`data/greptime/wal/...`) keeps its SSTs.
 pub fn classify(rel: &Path) -> FilePart {
-    // A cluster's data dir: `etcd/` and `metasrv/` hold metadata; `datanode-<i>/` is a
+    // A cluster's data dir: `etcd/`, `postgres/` (the metadata store) and `metasrv/` hold
+    // metadata; `datanode-<i>/` is a
     // datanode's data home, laid out as a standalone's.
     let first = rel
         .components()
@@ -672,7 +673,7 @@ pub fn classify(rel: &Path) -> FilePart {
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .unwrap_or_default();
     if rel.components().count() > 1 {
-        if first == "etcd" || first == "metasrv" {
+        if matches!(first.as_str(), "etcd" | "postgres" | "metasrv") {
             return FilePart::Metadata;
         }
         if first

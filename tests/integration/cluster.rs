@@ -371,3 +371,199 @@ fn count_rows(endpoint: &str) -> u64 {
         .as_u64()
         .unwrap_or_else(|| panic!("{v}"))
 }
+
+/// The metasrv's `postgres-store`: a cluster whose metadata lives in a PostgreSQL server of the
+/// workspace's own, made by this machine's `initdb` (Debian's PostgreSQL, as `.ci/run` installs
+/// it) and run as PostgreSQL's unprivileged user when the tests run as root.
+#[test]
+fn a_cluster_keeps_its_metadata_in_a_postgresql_of_its_own() {
+    let Some(pg_bin) = crate::timescaledb::pg_bin() else {
+        skip(
+            "a_cluster_keeps_its_metadata_in_a_postgresql_of_its_own",
+            "no PostgreSQL under /usr/lib/postgresql (.ci/run installs it)",
+        );
+        return;
+    };
+    let (gt, knobs_dir) = unprepared();
+    // PostgreSQL may run as another user: it must reach its directories under the test root.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(gt.env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    gt.run(&["env", "prepare"]).ok();
+    let w = World { gt, knobs_dir };
+    // Frontend 0 (4) + metasrv (2) + 2 datanodes (4) + PostgreSQL (1).
+    let port = free_port_block(11).to_string();
+    let pg = pg_bin.to_string_lossy().into_owned();
+    let prepare = |id: &str, extra: &[&str]| {
+        let mut a = vec![
+            "greptimedb",
+            "prepare",
+            "--database-id",
+            id,
+            "--version",
+            STABLE,
+            "--http-port",
+            &port,
+            "--topology",
+            "cluster",
+            "--datanodes",
+            "2",
+        ];
+        a.extend_from_slice(extra);
+        w.run(&a)
+    };
+    // Each store's flag goes with its store only.
+    prepare(
+        "p9",
+        &["--metadata-store", "postgres", "--etcd", "/usr/bin/etcd"],
+    )
+    .code(2)
+    .says("--etcd applies to --metadata-store etcd only");
+    prepare("p9", &["--metadata-store", "mysql"])
+        .code(2)
+        .says("use --metadata-store etcd or postgres");
+    assert!(!w.gt.ws_dir("p9").exists());
+    prepare("p1", &["--metadata-store", "postgres", "--pg-bin", &pg]).ok();
+    let ws = w.gt.ws_dir("p1");
+    let m = w.gt.manifest("p1");
+    let store = &m["topology"]["metadata_store"];
+    assert_eq!(store["kind"], "postgres");
+    assert_eq!(
+        store["path"],
+        std::fs::canonicalize(pg_bin.join("postgres"))
+            .unwrap()
+            .to_string_lossy()
+            .as_ref()
+    );
+    assert!(store["version"]
+        .as_str()
+        .unwrap()
+        .starts_with(|c: char| c.is_ascii_digit()));
+    let ports = m["ports"].as_object().unwrap();
+    assert_eq!(ports.len(), 11, "{ports:?}");
+    let pg_port = ports["metadata-postgres"].as_u64().unwrap() as u16;
+    w.run(&[
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "p1",
+        "--metadata-store",
+        "etcd",
+    ])
+    .code(2)
+    .says("it cannot change to --metadata-store etcd");
+    assert_eq!(w.gt.manifest("p1"), m);
+
+    let mut a = vec![
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "p1",
+        "--stop-timeout",
+        "20",
+        "--startup-timeout",
+        "60",
+        "--queries",
+        "2",
+        "--json",
+    ];
+    a.extend(tiny());
+    for q in TYPES {
+        a.extend(["--query-type", q]);
+    }
+    let r = w.run(&a);
+    r.ok();
+    let dir = run_dir(&r);
+    let s: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["status"], "completed", "{s:#}");
+    assert_eq!(s["row_count"]["ok"], true, "{s:#}");
+    let rows = s["row_count"]["actual"].as_u64().unwrap();
+    assert!(rows > 0);
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("metadata in postgres "), "{md}");
+    // initdb made the store's cluster once; its data is metadata in the footprint.
+    assert!(ws.join("data/postgres/data/PG_VERSION").is_file());
+    assert!(s["storage"]["metadata_bytes"].as_u64().unwrap_or(0) > 1_000_000);
+    let all_logs: String = std::fs::read_dir(dir.join("logs"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("server-"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert_eq!(
+        all_logs
+            .matches("initdb made the metadata store's PostgreSQL cluster")
+            .count(),
+        1,
+        "{all_logs}"
+    );
+    assert!(
+        all_logs.contains(&format!(
+            "Metadata store postgresql://postgres@127.0.0.1:{pg_port}/postgres is ready (PostgreSQL"
+        )),
+        "{all_logs}"
+    );
+    let pos = |s: &str| {
+        all_logs
+            .rfind(s)
+            .unwrap_or_else(|| panic!("{s} in\n{all_logs}"))
+    };
+    assert!(pos("metasrv stopped") < pos("postgres stopped"));
+    // The fast shutdown: postgres exits 0 on SIGINT.
+    assert!(
+        all_logs.contains("postgres stopped (exit status: 0)"),
+        "{all_logs}"
+    );
+    assert!(gone_within(&ws, Duration::from_secs(5)).is_empty());
+
+    // Serving: the routes and nodes are rows of the metasrv's table in that PostgreSQL.
+    let f0 = endpoint_of(&w.gt.manifest("p1"));
+    let mut bg =
+        w.gt.serve_bg("p1", &["--startup-timeout", "60", "--stop-timeout", "20"]);
+    bg.wait_serving(|| cluster_info(&f0).len() == 4);
+    let mut c = postgres::Config::new()
+        .host("127.0.0.1")
+        .port(pg_port)
+        .user("postgres")
+        .dbname("postgres")
+        .connect(postgres::NoTls)
+        .expect("the store's PostgreSQL answers on its port");
+    let keys: Vec<String> = c
+        .query("SELECT k FROM greptime_metakv ORDER BY k", &[])
+        .unwrap()
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.get::<_, Vec<u8>>(0)).into_owned())
+        .collect();
+    assert!(
+        keys.iter()
+            .any(|k| k.starts_with("__table_route/benchmark/cpu")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter()
+            .filter(|k| k.starts_with("__meta_cluster_node_info"))
+            .count()
+            >= 3,
+        "{keys:?}"
+    );
+    drop(c);
+    // kill -9 of tsbsctl: the postmaster goes too, and the next start clears what it left.
+    bg.signal(libc::SIGKILL);
+    let _ = bg.wait();
+    let left = gone_within(&ws, Duration::from_secs(10));
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let mut bg =
+        w.gt.serve_bg("p1", &["--startup-timeout", "60", "--stop-timeout", "20"]);
+    bg.wait_serving(|| cluster_info(&f0).len() == 4);
+    assert_eq!(count_rows(&f0), rows);
+    bg.interrupt().code(130);
+    let log = std::fs::read_to_string(ws.join("logs/server.log")).unwrap();
+    assert!(
+        log.contains("postgres stopped (exit status: 0)"),
+        "the store stops cleanly after a restart from a kill -9:\n{log}"
+    );
+    assert!(gone_within(&ws, Duration::from_secs(10)).is_empty());
+}

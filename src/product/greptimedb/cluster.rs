@@ -1,10 +1,11 @@
 //! A managed local GreptimeDB cluster (issue 25 §1): one metasrv, N datanodes and M frontends
-//! of the workspace's `greptime` binary, with their metadata in a real etcd found on the
-//! machine (pinned by path, version and SHA-256 at `prepare`). Facts:
+//! of the workspace's `greptime` binary, with their metadata in a real store found on the
+//! machine (pinned by path, version and SHA-256 at `prepare`): etcd, or a PostgreSQL cluster of
+//! the workspace's own (the metasrv's `postgres-store`, its `greptime_metakv` table). Facts:
 //! reference/real/greptimedb-cluster.md §1-§4.
 //!
 //! The supervisor manages one process; for a cluster that process is tsbsctl's own launcher
-//! (`tsbsctl greptimedb cluster-run`, hidden), which starts the roles in order (etcd, metasrv,
+//! (`tsbsctl greptimedb cluster-run`, hidden), which starts the roles in order (store, metasrv,
 //! datanodes, frontends), each in its own process group and killed with it (parent-death
 //! signal), waits for each to answer, then for `information_schema.cluster_info` to list every
 //! node through every frontend, and only then says `ready` in `cluster.status` (the readiness
@@ -12,7 +13,8 @@
 //! role that exits on its own is a failure naming the role and its log. Every address is
 //! loopback and explicit: the real binary advertises the first network interface otherwise.
 //!
-//! Layout under the workspace: `data/etcd`, `data/metasrv`, `data/datanode-<i>` (each a
+//! Layout under the workspace: `data/etcd` or `data/postgres` (the store), `data/metasrv`,
+//! `data/datanode-<i>` (each a
 //! datanode's data home: `wal/`, `data/`, `metadata/` as standalone), `logs/<role>/`, and
 //! `config.toml` (the datanodes' config).
 
@@ -46,12 +48,29 @@ pub const STATUS_FILE: &str = "cluster.status";
 /// The metadata store of a workspace, as pinned at `prepare`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetadataStore {
-    /// `etcd`.
+    /// `etcd` or `postgres`.
     pub kind: String,
+    /// The server binary: `etcd`, or PostgreSQL's `postgres` (its `initdb` is beside it).
     pub path: PathBuf,
-    /// What `etcd --version` printed as its version (`3.4.23`).
+    /// The version it printed (`3.4.23`; `15.18`).
     pub version: String,
     pub sha256: String,
+}
+
+/// The metadata stores a managed cluster can use.
+pub const STORE_KINDS: &[&str] = &["etcd", "postgres"];
+
+/// The metasrv's table in a PostgreSQL store (GreptimeDB's default `meta_table_name`).
+pub const PG_META_TABLE: &str = "greptime_metakv";
+
+impl MetadataStore {
+    /// The store's listener ports, named in the workspace.
+    fn port_names(kind: &str) -> &'static [&'static str] {
+        match kind {
+            "postgres" => &["metadata-postgres"],
+            _ => &["etcd-client", "etcd-peer"],
+        }
+    }
 }
 
 /// `extra.topology` of a cluster workspace.
@@ -102,8 +121,13 @@ pub fn check_counts(datanodes: u32, frontends: u32) -> Result<()> {
 
 /// The listener ports of a cluster beyond frontend 0's (which keep the standalone names:
 /// `http`, `grpc`, `mysql`, `postgres` = P..P+3): the other frontends, the metasrv, the
-/// datanodes and etcd, on consecutive ports from P+4.
-pub fn extra_ports(http: u16, datanodes: u32, frontends: u32) -> Result<BTreeMap<String, u16>> {
+/// datanodes and the metadata store, on consecutive ports from P+4.
+pub fn extra_ports(
+    http: u16,
+    datanodes: u32,
+    frontends: u32,
+    store: &str,
+) -> Result<BTreeMap<String, u16>> {
     let mut names = Vec::new();
     for f in 1..frontends {
         for k in ["http", "grpc", "mysql", "postgres"] {
@@ -116,8 +140,11 @@ pub fn extra_ports(http: u16, datanodes: u32, frontends: u32) -> Result<BTreeMap
         names.push(format!("datanode-{d}-grpc"));
         names.push(format!("datanode-{d}-http"));
     }
-    names.push("etcd-client".into());
-    names.push("etcd-peer".into());
+    names.extend(
+        MetadataStore::port_names(store)
+            .iter()
+            .map(|n| n.to_string()),
+    );
     let last = u32::from(http) + 3 + names.len() as u32;
     if last > u32::from(u16::MAX) {
         return Err(Error::invalid(format!(
@@ -187,24 +214,47 @@ pub fn find_etcd(given: Option<&Path>) -> Result<MetadataStore> {
     })
 }
 
-/// Before every start: the pinned etcd is still the same bytes (exit 4 otherwise).
+/// Finds a PostgreSQL installation as the TimescaleDB product does (`--pg-bin DIR`, else
+/// `pg_config`, Debian's and Homebrew's directories) and pins its `postgres`: the cluster's
+/// own PostgreSQL server, made by its `initdb` at the first start.
+pub fn find_postgres(pg_bin: Option<&Path>) -> Result<MetadataStore> {
+    use crate::product::timescaledb::install;
+    let inst = install::find(pg_bin, &install::SearchPaths::default()).map_err(|e| {
+        let hint = "a cluster with --metadata-store postgres runs its own PostgreSQL server: install PostgreSQL (Debian: `apt-get install postgresql`) or pass --pg-bin DIR";
+        Error::invalid(e.message).with_hint(hint)
+    })?;
+    let bin = inst.binaries.get("postgres").ok_or_else(|| {
+        Error::invalid(format!("no postgres binary in {}", inst.bin_dir.display()))
+            .with_hint("pass --pg-bin DIR of a PostgreSQL installation")
+    })?;
+    Ok(MetadataStore {
+        kind: "postgres".into(),
+        path: bin.path.clone(),
+        version: inst.version.version.clone(),
+        sha256: bin.sha256.clone(),
+    })
+}
+
+/// Before every start: the pinned store binary is still the same bytes (exit 4 otherwise).
 pub fn check_store(t: &Topology) -> Result<()> {
     let s = &t.metadata_store;
     let now = crate::hash::sha256_file(&s.path, &crate::output::NoProgress)
         .map(|(h, _)| h)
         .map_err(|e| {
             Error::integrity(format!(
-                "the workspace's etcd {} is gone: {}",
+                "the workspace's {} {} is gone: {}",
+                s.kind,
                 s.path.display(),
                 e.message
             ))
         })?;
     if now != s.sha256 {
         return Err(Error::integrity(format!(
-            "the workspace's etcd {} has changed (sha256 {now}, pinned {} of etcd {})",
+            "the workspace's {kind} {} has changed (sha256 {now}, pinned {} of {kind} {})",
             s.path.display(),
             s.sha256,
-            s.version
+            s.version,
+            kind = s.kind
         ))
         .with_hint("the cluster's metadata store is part of what was measured: prepare a new workspace (`tsbsctl greptimedb prepare --database-id NEW --topology cluster ...`)"));
     }
@@ -240,9 +290,160 @@ pub struct Role {
     pub name: String,
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// Set in the role's environment (nothing secret: the command line is logged).
+    pub env: Vec<(String, String)>,
     pub log_dir: PathBuf,
-    /// Answers 200 once the role is up.
-    pub health_url: String,
+    pub health: Health,
+    /// What stops it with its draining stop.
+    pub stop_signal: nix::sys::signal::Signal,
+}
+
+/// How the launcher knows a role is up.
+#[derive(Debug, Clone)]
+pub enum Health {
+    /// Answers 200.
+    Http(String),
+    /// A PostgreSQL server on 127.0.0.1 that answers `SELECT 1` as its superuser.
+    Postgres(u16),
+}
+
+impl Health {
+    fn up(&self, client: Option<&reqwest::blocking::Client>) -> bool {
+        match self {
+            Health::Http(url) => {
+                client.is_some_and(|c| c.get(url).send().is_ok_and(|r| r.status().is_success()))
+            }
+            Health::Postgres(port) => pg_client(*port)
+                .and_then(|mut c| c.simple_query("SELECT 1"))
+                .is_ok(),
+        }
+    }
+}
+
+/// The superuser's connection to the store's PostgreSQL (trust on loopback, as initdb made it).
+fn pg_client(port: u16) -> std::result::Result<postgres::Client, postgres::Error> {
+    postgres::Config::new()
+        .host("127.0.0.1")
+        .port(port)
+        .user(crate::product::timescaledb::server::SUPERUSER)
+        .dbname("postgres")
+        .connect_timeout(Duration::from_secs(2))
+        .connect(postgres::NoTls)
+}
+
+/// The PostgreSQL store's cluster directories: `data/postgres/{data,sock}`.
+fn pg_layout(dir: &Path) -> crate::product::timescaledb::server::Layout {
+    crate::product::timescaledb::server::Layout::in_dir(&dir.join("data").join("postgres"))
+}
+
+/// The `--store-addrs` of the metasrv for the workspace's store.
+fn store_addrs(ws: &WorkspaceManifest, t: &Topology) -> Result<(String, String)> {
+    Ok(match t.metadata_store.kind.as_str() {
+        "postgres" => (
+            "postgres-store".into(),
+            format!(
+                "postgresql://{}@{}/postgres",
+                crate::product::timescaledb::server::SUPERUSER,
+                addr(port(ws, "metadata-postgres")?)
+            ),
+        ),
+        _ => ("etcd-store".into(), addr(port(ws, "etcd-client")?)),
+    })
+}
+
+/// The store's process: etcd, or the workspace's PostgreSQL server (as an unprivileged user
+/// when tsbsctl is root, as the TimescaleDB product runs it).
+fn store_role(ws: &WorkspaceManifest, t: &Topology, dir: &Path) -> Result<Role> {
+    let data = dir.join("data");
+    let logs = dir.join("logs");
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    if t.metadata_store.kind == "postgres" {
+        use crate::product::timescaledb::server;
+        let p = port(ws, "metadata-postgres")?;
+        let layout = pg_layout(dir);
+        let args: Vec<String> = [
+            "-D".to_string(),
+            s(&layout.data_dir),
+            "-c".into(),
+            "listen_addresses=127.0.0.1".into(),
+            "-c".into(),
+            format!("port={p}"),
+            "-c".into(),
+            format!("unix_socket_directories={}", s(&layout.socket_dir)),
+        ]
+        .into();
+        let cmd = server::RunAs::detect().wrap_exec(&t.metadata_store.path, &args);
+        return Ok(Role {
+            name: "postgres".into(),
+            program: server::resolve_system_tool(&cmd.program),
+            args: cmd.args,
+            // Its messages in English, whatever the caller's locale.
+            env: vec![("LC_MESSAGES".into(), "C".into())],
+            log_dir: logs.join("postgres"),
+            health: Health::Postgres(p),
+            // A fast shutdown: SIGTERM would wait for every client to disconnect.
+            stop_signal: nix::sys::signal::Signal::SIGINT,
+        });
+    }
+    let (client, peer) = (port(ws, "etcd-client")?, port(ws, "etcd-peer")?);
+    Ok(Role {
+        name: "etcd".into(),
+        program: t.metadata_store.path.clone(),
+        args: vec![
+            "--name".into(),
+            "tsbsctl".into(),
+            "--data-dir".into(),
+            s(&data.join("etcd")),
+            "--listen-client-urls".into(),
+            format!("http://{}", addr(client)),
+            "--advertise-client-urls".into(),
+            format!("http://{}", addr(client)),
+            "--listen-peer-urls".into(),
+            format!("http://{}", addr(peer)),
+            "--initial-advertise-peer-urls".into(),
+            format!("http://{}", addr(peer)),
+            "--initial-cluster".into(),
+            format!("tsbsctl=http://{}", addr(peer)),
+            "--initial-cluster-state".into(),
+            "new".into(),
+        ],
+        env: Vec::new(),
+        log_dir: logs.join("etcd"),
+        health: Health::Http(format!("http://{}/health", addr(client))),
+        stop_signal: nix::sys::signal::Signal::SIGTERM,
+    })
+}
+
+/// Before the store starts: a PostgreSQL store's cluster is made by `initdb` the first time
+/// (as the server's user), and a `postmaster.pid` left by a killed server is cleared.
+/// Returns what was done, for the server log.
+fn prepare_store(t: &Topology, dir: &Path) -> Result<Vec<String>> {
+    if t.metadata_store.kind != "postgres" {
+        return Ok(Vec::new());
+    }
+    use crate::product::timescaledb::{install, server};
+    let layout = pg_layout(dir);
+    let run_as = server::RunAs::detect();
+    let mut said = Vec::new();
+    if !layout.data_dir.join("PG_VERSION").is_file() {
+        let bin_dir = t.metadata_store.path.parent().unwrap_or(Path::new("/"));
+        let inst = install::find(Some(bin_dir), &install::SearchPaths::default())?;
+        let _ = std::fs::remove_dir_all(&layout.data_dir);
+        server::initdb(&inst, &layout, &run_as)?;
+        said.push(format!(
+            "initdb made the metadata store's PostgreSQL cluster in {} (as {})",
+            layout.data_dir.display(),
+            run_as.describe()
+        ));
+    }
+    server::prepare_dirs(&layout, &run_as)?;
+    if let Some(m) = server::clear_stale_pid(&layout.data_dir)? {
+        said.push(m);
+    }
+    for p in server::clear_stale_socket_locks(&layout.socket_dir)? {
+        said.push(format!("removed the stale socket lock {}", p.display()));
+    }
+    Ok(said)
 }
 
 fn port(ws: &WorkspaceManifest, name: &str) -> Result<u16> {
@@ -280,32 +481,9 @@ pub fn roles(ws: &WorkspaceManifest, dir: &Path, greptime: &Path) -> Result<Vec<
     let logs = dir.join("logs");
     let s = |p: &Path| p.to_string_lossy().into_owned();
     let mut out = Vec::new();
-    let (client, peer) = (port(ws, "etcd-client")?, port(ws, "etcd-peer")?);
-    out.push(Role {
-        name: "etcd".into(),
-        program: t.metadata_store.path.clone(),
-        args: vec![
-            "--name".into(),
-            "tsbsctl".into(),
-            "--data-dir".into(),
-            s(&data.join("etcd")),
-            "--listen-client-urls".into(),
-            format!("http://{}", addr(client)),
-            "--advertise-client-urls".into(),
-            format!("http://{}", addr(client)),
-            "--listen-peer-urls".into(),
-            format!("http://{}", addr(peer)),
-            "--initial-advertise-peer-urls".into(),
-            format!("http://{}", addr(peer)),
-            "--initial-cluster".into(),
-            format!("tsbsctl=http://{}", addr(peer)),
-            "--initial-cluster-state".into(),
-            "new".into(),
-        ],
-        log_dir: logs.join("etcd"),
-        health_url: format!("http://{}/health", addr(client)),
-    });
+    out.push(store_role(ws, &t, dir)?);
     let (mgrpc, mhttp) = (port(ws, "metasrv-grpc")?, port(ws, "metasrv-http")?);
+    let (backend, store_addr) = store_addrs(ws, &t)?;
     let log_flag = |role: &str| format!("--log-dir={}", s(&logs.join(role)));
     out.push(Role {
         name: "metasrv".into(),
@@ -321,16 +499,18 @@ pub fn roles(ws: &WorkspaceManifest, dir: &Path, greptime: &Path) -> Result<Vec<
             "--http-addr".into(),
             addr(mhttp),
             "--store-addrs".into(),
-            addr(client),
+            store_addr,
             "--backend".into(),
-            "etcd-store".into(),
+            backend,
             "--data-home".into(),
             s(&data.join("metasrv")),
             "-c".into(),
             s(&dir.join(METASRV_CONFIG)),
         ],
+        env: Vec::new(),
         log_dir: logs.join("metasrv"),
-        health_url: format!("http://{}/health", addr(mhttp)),
+        health: Health::Http(format!("http://{}/health", addr(mhttp))),
+        stop_signal: nix::sys::signal::Signal::SIGTERM,
     });
     for d in 1..=t.datanodes {
         let name = format!("datanode-{d}");
@@ -363,8 +543,10 @@ pub fn roles(ws: &WorkspaceManifest, dir: &Path, greptime: &Path) -> Result<Vec<
                 "-c".into(),
                 s(&dir.join(super::super::CONFIG_FILE)),
             ],
+            env: Vec::new(),
             log_dir: logs.join(&name),
-            health_url: format!("http://{}/health", addr(h)),
+            health: Health::Http(format!("http://{}/health", addr(h))),
+            stop_signal: nix::sys::signal::Signal::SIGTERM,
         });
     }
     for f in 0..t.frontends {
@@ -397,8 +579,10 @@ pub fn roles(ws: &WorkspaceManifest, dir: &Path, greptime: &Path) -> Result<Vec<
                 "--postgres-addr".into(),
                 addr(pg),
             ],
+            env: Vec::new(),
             log_dir: logs.join(&name),
-            health_url: format!("http://{}/health", addr(h)),
+            health: Health::Http(format!("http://{}/health", addr(h))),
+            stop_signal: nix::sys::signal::Signal::SIGTERM,
         });
     }
     Ok(out)
@@ -507,6 +691,20 @@ pub fn launch(dir: &Path, greptime: &Path) -> i32 {
         );
         return 1;
     }
+    match prepare_store(&t, dir) {
+        Ok(said) => said.iter().for_each(|l| say(&out, l)),
+        Err(e) => {
+            say(
+                &out,
+                &format!(
+                    "FAILED: the metadata store's {} could not be prepared: {}",
+                    t.metadata_store.kind, e.message
+                ),
+            );
+            let _ = std::fs::remove_file(dir.join(STATUS_FILE));
+            return 1;
+        }
+    }
     let client = crate::http::local(Some(Duration::from_secs(2))).ok();
     let mut running: Vec<Running> = Vec::new();
     let mut failed: Option<String> = None;
@@ -517,6 +715,7 @@ pub fn launch(dir: &Path, greptime: &Path) -> i32 {
         }
         let mut cmd = Command::new(&role.program);
         cmd.args(&role.args)
+            .envs(role.env.iter().map(|(k, v)| (k, v)))
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -571,12 +770,7 @@ pub fn launch(dir: &Path, greptime: &Path) -> i32 {
                 failed = Some(f);
                 break 'start;
             }
-            let up = client.as_ref().is_some_and(|c| {
-                c.get(&role.health_url)
-                    .send()
-                    .is_ok_and(|r| r.status().is_success())
-            });
-            if up {
+            if role.health.up(client.as_ref()) {
                 let r = running.last().expect("just pushed");
                 say(
                     &out,
@@ -662,7 +856,7 @@ fn stop_all(running: &mut Vec<Running>, out: &Mutex<std::io::Stdout>) -> bool {
     let mut clean = true;
     while let Some(mut r) = running.pop() {
         let t0 = Instant::now();
-        crate::proc::signal_group(r.child.id(), nix::sys::signal::Signal::SIGTERM);
+        crate::proc::signal_group(r.child.id(), r.role.stop_signal);
         let status = r.child.wait();
         // etcd ends its graceful stop by re-raising the SIGTERM it was sent: a clean stop too.
         let ok = matches!(&status, Ok(s) if s.success()
@@ -708,7 +902,7 @@ mod tests {
 
     #[test]
     fn ports_follow_frontend_zero_and_fit_below_65536() {
-        let p = extra_ports(4000, 3, 2).unwrap();
+        let p = extra_ports(4000, 3, 2, "etcd").unwrap();
         assert_eq!(p["frontend-1-http"], 4004);
         assert_eq!(p["frontend-1-postgres"], 4007);
         assert_eq!(p["metasrv-grpc"], 4008);
@@ -716,7 +910,10 @@ mod tests {
         assert_eq!(p["datanode-3-http"], 4015);
         assert_eq!(p["etcd-peer"], 4017);
         assert_eq!(p.len(), 14);
-        assert_eq!(extra_ports(65530, 1, 1).unwrap_err().exit_code(), 2);
+        assert_eq!(extra_ports(65530, 1, 1, "etcd").unwrap_err().exit_code(), 2);
+        let p = extra_ports(4000, 3, 2, "postgres").unwrap();
+        assert_eq!(p["metadata-postgres"], 4016);
+        assert_eq!(p.len(), 13);
         assert!(check_counts(0, 1).is_err());
         assert!(check_counts(3, 9).is_err());
         assert!(check_counts(3, 2).is_ok());

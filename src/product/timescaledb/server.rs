@@ -149,6 +149,24 @@ impl RunAs {
     }
 }
 
+/// A bare program name (`runuser`, `setpriv`) as found on `PATH`, else in the system
+/// directories: `runuser` lives in `/usr/sbin`, which a user's `PATH` often lacks (Debian's
+/// default for users other than root).
+pub fn resolve_system_tool(program: &Path) -> PathBuf {
+    if program.components().count() != 1 {
+        return program.to_path_buf();
+    }
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    on_path
+        .into_iter()
+        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| program.to_path_buf())
+}
+
 /// A command line, as data (tests and the supervisor decide how to run it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cmd {
@@ -165,7 +183,7 @@ impl Cmd {
     }
 
     pub fn command(&self) -> Command {
-        let mut c = Command::new(&self.program);
+        let mut c = Command::new(resolve_system_tool(&self.program));
         c.args(&self.args);
         c
     }

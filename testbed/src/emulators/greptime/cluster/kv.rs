@@ -1,6 +1,8 @@
 //! The metasrv's metadata store: a real etcd through its v3 JSON gateway (`POST /v3/kv/put`,
-//! `/v3/kv/range`, keys and values base64), or `memory-store` (gone when the metasrv stops, as
-//! the real `MemoryKvBackend` is).
+//! `/v3/kv/range`, keys and values base64), a real PostgreSQL (`postgres-store`: the real
+//! backend's table `greptime_metakv(k bytea PRIMARY KEY, v bytea)` and its statements, from
+//! `common/meta/src/kv_backend/rds/postgres.rs` of v1.0.2), or `memory-store` (gone when the
+//! metasrv stops, as the real `MemoryKvBackend` is).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -14,7 +16,25 @@ pub enum Kv {
         /// `http://host:port` of each `--store-addrs` entry; the first that answers is used.
         endpoints: Vec<String>,
     },
+    Postgres {
+        /// The `--store-addrs` URL (`postgresql://user@host:port/db`).
+        url: String,
+        /// Connected on first use, again after an error.
+        client: Mutex<Option<postgres::Client>>,
+    },
     Memory(Mutex<BTreeMap<String, String>>),
+}
+
+/// The real backend's default `meta_table_name`.
+const PG_TABLE: &str = "greptime_metakv";
+
+/// The key after every key starting with `prefix` (etcd's `range_end`).
+fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
 }
 
 impl Kv {
@@ -34,6 +54,39 @@ impl Kv {
             })
             .collect();
         Kv::Etcd { agent, endpoints }
+    }
+
+    pub fn postgres(addrs: &[String]) -> Kv {
+        Kv::Postgres {
+            url: addrs.first().cloned().unwrap_or_default(),
+            client: Mutex::new(None),
+        }
+    }
+
+    /// Runs `f` on the PostgreSQL connection (made, and the table created as the real backend
+    /// does, on first use); a failed call drops the connection for the next one to remake.
+    fn pg<T>(
+        &self,
+        f: impl FnOnce(&mut postgres::Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, String> {
+        let Kv::Postgres { url, client } = self else {
+            return Err("not postgres".into());
+        };
+        let mut guard = client.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            let mut c = postgres::Client::connect(url, postgres::NoTls)
+                .map_err(|e| format!("{url}: {e}"))?;
+            c.batch_execute(&format!(
+                "CREATE TABLE IF NOT EXISTS \"{PG_TABLE}\"(k bytea PRIMARY KEY, v bytea)"
+            ))
+            .map_err(|e| e.to_string())?;
+            *guard = Some(c);
+        }
+        let r = f(guard.as_mut().expect("connected above"));
+        if r.is_err() {
+            *guard = None;
+        }
+        r.map_err(|e| e.to_string())
     }
 
     pub fn memory() -> Kv {
@@ -60,8 +113,15 @@ impl Kv {
             Kv::Memory(_) => Ok("memory".into()),
             Kv::Etcd { .. } => {
                 let v = self.call("/v3/maintenance/status", json!({}))?;
-                Ok(v["version"].as_str().unwrap_or("unknown").to_string())
+                Ok(format!(
+                    "etcd {}",
+                    v["version"].as_str().unwrap_or("unknown")
+                ))
             }
+            Kv::Postgres { .. } => self.pg(|c| {
+                let row = c.query_one("SHOW server_version", &[])?;
+                Ok(format!("PostgreSQL {}", row.get::<_, String>(0)))
+            }),
         }
     }
 
@@ -79,6 +139,13 @@ impl Kv {
                     json!({"key": b64(key.as_bytes()), "value": b64(value.as_bytes())}),
                 )
                 .map(|_| ()),
+            Kv::Postgres { .. } => self.pg(|c| {
+                c.execute(
+                    &format!("INSERT INTO \"{PG_TABLE}\" (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v"),
+                    &[&key.as_bytes(), &value.as_bytes()],
+                )
+                .map(|_| ())
+            }),
         }
     }
 
@@ -92,11 +159,24 @@ impl Kv {
                 .take_while(|(k, _)| k.starts_with(prefix))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()),
+            Kv::Postgres { .. } => self.pg(|c| {
+                let rows = c.query(
+                    &format!("SELECT k, v FROM \"{PG_TABLE}\" WHERE k >= $1 AND k < $2 ORDER BY k"),
+                    &[&prefix.as_bytes(), &prefix_end(prefix).as_slice()],
+                )?;
+                Ok(rows
+                    .iter()
+                    .map(|r| {
+                        let (k, v): (Vec<u8>, Vec<u8>) = (r.get(0), r.get(1));
+                        (
+                            String::from_utf8_lossy(&k).into_owned(),
+                            String::from_utf8_lossy(&v).into_owned(),
+                        )
+                    })
+                    .collect())
+            }),
             Kv::Etcd { .. } => {
-                let mut end = prefix.as_bytes().to_vec();
-                if let Some(last) = end.last_mut() {
-                    *last += 1;
-                }
+                let end = prefix_end(prefix);
                 let v = self.call(
                     "/v3/kv/range",
                     json!({"key": b64(prefix.as_bytes()), "range_end": b64(&end)}),
@@ -124,11 +204,15 @@ impl Kv {
                     .retain(|k, _| !k.starts_with(prefix));
                 Ok(())
             }
+            Kv::Postgres { .. } => self.pg(|c| {
+                c.execute(
+                    &format!("DELETE FROM \"{PG_TABLE}\" WHERE k >= $1 AND k < $2"),
+                    &[&prefix.as_bytes(), &prefix_end(prefix).as_slice()],
+                )
+                .map(|_| ())
+            }),
             Kv::Etcd { .. } => {
-                let mut end = prefix.as_bytes().to_vec();
-                if let Some(last) = end.last_mut() {
-                    *last += 1;
-                }
+                let end = prefix_end(prefix);
                 self.call(
                     "/v3/kv/deleterange",
                     json!({"key": b64(prefix.as_bytes()), "range_end": b64(&end)}),

@@ -1,4 +1,4 @@
-//! `greptime metasrv start`: the cluster's metadata (nodes, table ids, table routes) in etcd.
+//! `greptime metasrv start`: the cluster's metadata (nodes, table ids, table routes) in etcd or PostgreSQL.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,6 +71,7 @@ pub fn run(a: Args, version: &Version) -> i32 {
     );
     let kv = match a.backend.as_str() {
         "etcd-store" | "etcd_store" => Kv::etcd(&a.store_addrs),
+        "postgres-store" | "postgres_store" => Kv::postgres(&a.store_addrs),
         "memory-store" | "memory_store" => {
             logging::log(
                 "WARN",
@@ -80,7 +81,7 @@ pub fn run(a: Args, version: &Version) -> i32 {
             Kv::memory()
         }
         other => {
-            eprintln!("error: --backend {other} is not emulated by the testbed greptime (etcd-store, memory-store)");
+            eprintln!("error: --backend {other} is not emulated by the testbed greptime (etcd-store, postgres-store, memory-store)");
             return 2;
         }
     };
@@ -91,18 +92,19 @@ pub fn run(a: Args, version: &Version) -> i32 {
             Ok(v) => {
                 logging::info(
                     "meta_srv::bootstrap",
-                    &format!(
-                        "Metadata store {} is ready (etcd {v})",
-                        a.store_addrs.join(",")
-                    ),
+                    &format!("Metadata store {} is ready ({v})", a.store_addrs.join(",")),
                 );
                 break;
             }
             Err(e) if Instant::now() >= deadline => {
-                logging::error(
-                    "greptime",
-                    &format!("Fatal error occurs! err.msg=Failed to connect to Etcd server: {e}"),
-                );
+                // The real texts: "Failed to connect to Etcd", "Failed to get Postgres
+                // connection from pool: <reason>" (common/meta/src/error.rs).
+                let what = if matches!(kv, Kv::Postgres { .. }) {
+                    format!("Failed to get Postgres connection from pool: {e}")
+                } else {
+                    format!("Failed to connect to Etcd: {e}")
+                };
+                logging::error("greptime", &format!("Fatal error occurs! err.msg={what}"));
                 return 1;
             }
             Err(_) => {
