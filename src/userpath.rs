@@ -188,13 +188,25 @@ fn foreign_state(target: &Path) -> Option<String> {
 
 /// `--result-file PATH`: refused (exit 2, before the command runs) inside the state root or
 /// any directory that looks like a part of a tsbsctl state root, over an existing tsbsctl
-/// manifest, when it is a directory, or when its directory cannot exist.
-pub fn check_result_file(root: &Root, path: &Path) -> Result<()> {
+/// manifest, when it is a directory, or when its directory does not exist. `root` is `None`
+/// when the state root could not be resolved (`--root` a file, `TSBSCTL_ROOT=` empty): every
+/// check that needs no root still holds then (trial 2 N12).
+pub fn check_result_file(root: Option<&Root>, path: &Path) -> Result<()> {
     if path.as_os_str().is_empty() || path.components().next_back() == Some(Component::ParentDir) {
         return Err(Error::invalid("--result-file needs a file path")
             .with_hint("e.g. --result-file ./result.json"));
     }
-    for d in state_dirs(root) {
+    let dirs = match root {
+        Some(r) => state_dirs(r),
+        // No root: a dataset root set in the environment is still tsbsctl's state.
+        None => Root::at("")
+            .with_dataset_root(None)
+            .map(|r| r.datasets())
+            .into_iter()
+            .filter(|d| d.is_absolute())
+            .collect(),
+    };
+    for d in dirs {
         if is_within(path, &d) {
             return Err(Error::invalid(format!(
                 "--result-file {} is inside tsbsctl's state directory {}; writing it could replace a manifest",
@@ -406,18 +418,18 @@ mod tests {
         let m = root
             .path()
             .join("greptimedb/databases/victim/manifest.json");
-        let e = check_result_file(&root, &m).unwrap_err();
+        let e = check_result_file(Some(&root), &m).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         // Through `..` and a symlink too.
         let link = t.path().join("link");
         std::os::unix::fs::symlink(root.path(), &link).unwrap();
-        assert!(check_result_file(&root, &link.join("x.json")).is_err());
-        assert!(check_result_file(&root, &t.path().join("a/../root/x.json")).is_err());
+        assert!(check_result_file(Some(&root), &link.join("x.json")).is_err());
+        assert!(check_result_file(Some(&root), &t.path().join("a/../root/x.json")).is_err());
         // A directory is not a file.
-        assert!(check_result_file(&root, t.path()).is_err());
-        assert!(check_result_file(&root, &t.path().join("result.json")).is_ok());
+        assert!(check_result_file(Some(&root), t.path()).is_err());
+        assert!(check_result_file(Some(&root), &t.path().join("result.json")).is_ok());
         // Trial 2 N12: a missing directory is refused, not created.
-        let e = check_result_file(&root, &t.path().join("out/result.json")).unwrap_err();
+        let e = check_result_file(Some(&root), &t.path().join("out/result.json")).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.message.contains("does not exist"), "{}", e.message);
     }
@@ -437,17 +449,17 @@ mod tests {
             r#"{"schema_version": 1, "kind": "database-workspace"}"#,
         )
         .unwrap();
-        let e = check_result_file(&current, &ws.join("manifest.json")).unwrap_err();
+        let e = check_result_file(Some(&current), &ws.join("manifest.json")).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.message.contains("database-workspace"), "{}", e.message);
         // A new file beside it, and anywhere in that root's layout.
-        let e = check_result_file(&current, &ws.join("new.json")).unwrap_err();
+        let e = check_result_file(Some(&current), &ws.join("new.json")).unwrap_err();
         assert!(
             e.message.contains("database-workspace manifest"),
             "{}",
             e.message
         );
-        let e = check_result_file(&current, &other.join("greptimedb/x.json")).unwrap_err();
+        let e = check_result_file(Some(&current), &other.join("greptimedb/x.json")).unwrap_err();
         assert!(
             e.message.contains("greptimedb/, influxdb3/"),
             "{}",
@@ -464,13 +476,13 @@ mod tests {
         let copy = t.path().join("elsewhere/manifest.json");
         std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
         std::fs::copy(ws.join("manifest.json"), &copy).unwrap();
-        assert!(check_result_file(&current, &copy).is_err());
+        assert!(check_result_file(Some(&current), &copy).is_err());
         // Ordinary places stay fine, and an earlier result file may be replaced.
         let res = t.path().join("out/result.json");
         std::fs::create_dir_all(res.parent().unwrap()).unwrap();
-        assert!(check_result_file(&current, &res).is_ok());
+        assert!(check_result_file(Some(&current), &res).is_ok());
         std::fs::write(&res, r#"{"ok": true, "command": "x"}"#).unwrap();
-        assert!(check_result_file(&current, &res).is_ok());
+        assert!(check_result_file(Some(&current), &res).is_ok());
         assert!(check_report_out(&current, &t.path().join("rep")).is_ok());
         assert!(check_report_out(&current, &current.reports().join("mine")).is_ok());
     }
