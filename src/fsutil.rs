@@ -12,6 +12,20 @@ use crate::error::{Error, Result};
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let parent = parent_of(path)?;
     fs::create_dir_all(parent).map_err(|e| Error::io("create directory", parent, e))?;
+    write_atomic_in_place(path, bytes)
+}
+
+/// [`write_atomic`] into a directory that must already exist: never creates one, so a path a
+/// person typed wrong (or a directory removed meanwhile) is an error, not a new directory.
+/// A missing directory is an invalid-input error naming it.
+pub fn write_atomic_in_place(path: &Path, bytes: &[u8]) -> Result<()> {
+    let parent = parent_of(path)?;
+    if !parent.is_dir() {
+        return Err(
+            Error::invalid(format!("directory {} does not exist", parent.display()))
+                .with_hint("check the path, or create the directory first"),
+        );
+    }
     let mut tmp = tempfile::Builder::new()
         .prefix(&format!(".{}.", file_name(path)))
         .suffix(".tmp")
@@ -334,6 +348,23 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    /// Trial 2 N12: the in-place writer makes no directory, not even a vanished one.
+    #[test]
+    fn write_in_place_never_creates_a_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("gone/x.json");
+        let e = write_atomic_in_place(&p, b"one").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("does not exist"), "{}", e.message);
+        assert!(!d.path().join("gone").exists());
+        let ok = d.path().join("x.json");
+        write_atomic_in_place(&ok, b"one").unwrap();
+        write_atomic_in_place(&ok, b"two").unwrap();
+        assert_eq!(fs::read(&ok).unwrap(), b"two");
+        let names: Vec<_> = fs::read_dir(d.path()).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1, "no staging file left");
     }
 
     #[test]

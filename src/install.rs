@@ -230,6 +230,30 @@ pub fn install(
     reinstall: bool,
     lock_opts: &LockOptions,
 ) -> Result<InstallOutcome> {
+    install_expecting(
+        ctx,
+        product,
+        version,
+        version_source,
+        reinstall,
+        lock_opts,
+        None,
+    )
+}
+
+/// [`install`], when the archive must be one whose SHA-256 is known beforehand (`adopt`: the
+/// one the reference tool installed). A release source serving another archive is an
+/// integrity error (exit 4) before anything is downloaded or installed; an installation
+/// tsbsctl already had is reused as it is (the caller compares its record).
+pub fn install_expecting(
+    ctx: &Ctx,
+    product: &dyn Product,
+    version: &str,
+    version_source: &str,
+    reinstall: bool,
+    lock_opts: &LockOptions,
+    expect_archive: Option<&str>,
+) -> Result<InstallOutcome> {
     let platform = Platform::host()?;
     product.check_platform(&platform)?;
     let target = installation_dir(&ctx.root, product, version, &platform);
@@ -300,6 +324,13 @@ pub fn install(
         .fetch_text(&asset.checksum_url, ACCEPT_ARTIFACT)
         .map_err(|e| e.context(format!("fetching the checksum of {display}")))?;
     let expected = product.parse_checksum(&checksum_text, &asset)?;
+    if let Some(want) = expect_archive.filter(|w| !w.eq_ignore_ascii_case(&expected)) {
+        return Err(Error::integrity(format!(
+            "the release source serves {display} as {} with SHA-256 {expected}, not the archive with SHA-256 {want} expected",
+            asset.url
+        ))
+        .with_hint("nothing was installed; point the release source at the original archive (e.g. a mirror via TSBSCTL_GITHUB_URL / TSBSCTL_INFLUXDATA_DL_URL)"));
+    }
     let archive_file = dl.fetch_verified(&asset.url, &expected, &asset.file_name)?;
     interrupt_check()?;
 

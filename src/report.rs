@@ -1413,8 +1413,12 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
                     ))
                     .with_hint("pass a directory (created when missing)"));
                 }
+                // The record first accepts both the old and the new bytes, so a crash between
+                // two renames leaves files the next --out still knows as its own (N11).
+                let interim = crate::userpath::interim_report_digests(out, &fs)?;
+                crate::fsutil::write_atomic_in_place(&out.join(&interim.0), &interim.1)?;
                 for (name, bytes) in &fs {
-                    crate::fsutil::write_atomic(&out.join(name), bytes)?;
+                    crate::fsutil::write_atomic_in_place(&out.join(name), bytes)?;
                 }
             } else {
                 if let Some(p) = out.parent().filter(|p| !p.as_os_str().is_empty()) {

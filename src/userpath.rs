@@ -26,25 +26,73 @@ pub fn report_digests(files: &[(String, Vec<u8>)]) -> Result<(String, Vec<u8>)> 
     ))
 }
 
-/// The report files in `dir` that differ from what tsbsctl wrote there (none when the
-/// directory records no digests: a report from before they were recorded).
-fn edited_report_files(dir: &Path) -> Vec<String> {
-    let Some(written) = std::fs::read(dir.join(REPORT_DIGESTS))
+/// While a report is rewritten over an earlier one: each file's digest as it is now and as
+/// it will be, either accepted, so a crash between two files' renames leaves a directory the
+/// next `--out` still recognises as tsbsctl's own.
+pub fn interim_report_digests(
+    dir: &Path,
+    files: &[(String, Vec<u8>)],
+) -> Result<(String, Vec<u8>)> {
+    let map: serde_json::Map<String, serde_json::Value> = files
+        .iter()
+        .filter(|(n, _)| n != REPORT_DIGESTS)
+        .map(|(n, b)| {
+            let mut v = vec![serde_json::Value::from(crate::hash::sha256_hex(b))];
+            if let Ok(now) = std::fs::read(dir.join(n)) {
+                v.push(crate::hash::sha256_hex(&now).into());
+            }
+            (n.clone(), serde_json::Value::Array(v))
+        })
+        .collect();
+    Ok((
+        REPORT_DIGESTS.to_string(),
+        crate::publish::pretty(&serde_json::Value::Object(map))?,
+    ))
+}
+
+/// The report files in `dir` that tsbsctl has no record of writing exactly as they are:
+/// `Some(files)` when `.written-sha256.json` is there (the files that differ from it), `None`
+/// when it is missing or unreadable, so that every report file there is unaccounted for.
+fn edited_report_files(dir: &Path) -> Option<Vec<String>> {
+    let written = std::fs::read(dir.join(REPORT_DIGESTS))
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-    else {
-        return Vec::new();
-    };
+        .filter(|v| v.is_object())?;
+    Some(
+        REPORT_FILES
+            .iter()
+            .filter(|n| {
+                let Ok(bytes) = std::fs::read(dir.join(n)) else {
+                    return false;
+                };
+                let now = crate::hash::sha256_hex(&bytes);
+                match &written[**n] {
+                    serde_json::Value::String(d) => *d != now,
+                    serde_json::Value::Array(a) => !a.iter().any(|d| d.as_str() == Some(&now)),
+                    _ => true,
+                }
+            })
+            .map(|n| n.to_string())
+            .collect(),
+    )
+}
+
+/// The report files present in `dir`.
+fn present_report_files(dir: &Path) -> Vec<String> {
     REPORT_FILES
         .iter()
-        .filter(|n| {
-            let Ok(bytes) = std::fs::read(dir.join(n)) else {
-                return false;
-            };
-            written[**n].as_str() != Some(crate::hash::sha256_hex(&bytes).as_str())
-        })
+        .filter(|n| dir.join(n).exists())
         .map(|n| n.to_string())
         .collect()
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
 }
 
 /// `path` made absolute with symlinks resolved as far as it exists (the rest appended
@@ -188,13 +236,25 @@ fn foreign_state(target: &Path) -> Option<String> {
 
 /// `--result-file PATH`: refused (exit 2, before the command runs) inside the state root or
 /// any directory that looks like a part of a tsbsctl state root, over an existing tsbsctl
-/// manifest, when it is a directory, or when its directory cannot exist.
-pub fn check_result_file(root: &Root, path: &Path) -> Result<()> {
+/// manifest, when it is a directory, or when its directory does not exist. `root` is `None`
+/// when the state root could not be resolved (`--root` a file, `TSBSCTL_ROOT=` empty): every
+/// check that needs no root still holds then (trial 2 N12).
+pub fn check_result_file(root: Option<&Root>, path: &Path) -> Result<()> {
     if path.as_os_str().is_empty() || path.components().next_back() == Some(Component::ParentDir) {
         return Err(Error::invalid("--result-file needs a file path")
             .with_hint("e.g. --result-file ./result.json"));
     }
-    for d in state_dirs(root) {
+    let dirs = match root {
+        Some(r) => state_dirs(r),
+        // No root: a dataset root set in the environment is still tsbsctl's state.
+        None => Root::at("")
+            .with_dataset_root(None)
+            .map(|r| r.datasets())
+            .into_iter()
+            .filter(|d| d.is_absolute())
+            .collect(),
+    };
+    for d in dirs {
         if is_within(path, &d) {
             return Err(Error::invalid(format!(
                 "--result-file {} is inside tsbsctl's state directory {}; writing it could replace a manifest",
@@ -316,15 +376,28 @@ pub fn check_report_out(root: &Root, out: &Path) -> Result<()> {
             )));
         }
     }
+    // An earlier report is replaced only where tsbsctl knows it wrote exactly those bytes
+    // (trial 2 N11): a changed file, or any file when the record is missing, is refused.
     if report {
-        let edited = edited_report_files(out);
-        if !edited.is_empty() {
-            return Err(Error::invalid(format!(
-                "--out {} holds an earlier report whose {} changed since tsbsctl wrote it; writing the report there would replace the edit",
-                out.display(),
-                edited.join(" and ")
-            ))
-            .with_hint("move the edited file elsewhere first, or pass a new directory"));
+        let hint = "remove them or choose another --out (keep a copy of any edit first)";
+        match edited_report_files(out) {
+            Some(edited) if !edited.is_empty() => {
+                return Err(Error::invalid(format!(
+                    "--out {} holds an earlier report whose {} changed since tsbsctl wrote it; writing the report there would replace the edit",
+                    out.display(),
+                    and_list(&edited)
+                ))
+                .with_hint(hint));
+            }
+            Some(_) => {}
+            None => {
+                return Err(Error::invalid(format!(
+                    "--out {} holds an earlier report ({}) with no record that tsbsctl wrote those files as they are now ({REPORT_DIGESTS} is missing or unreadable); a person may have edited them, and writing the report there would replace the edit",
+                    out.display(),
+                    and_list(&present_report_files(out))
+                ))
+                .with_hint(hint));
+            }
         }
     }
     if exists && !report {
@@ -370,6 +443,60 @@ mod tests {
         let e = check_report_out(&root, &out).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.message.contains("summary.md changed"), "{}", e.message);
+        // Without the record (a report from before it existed): refused, naming the files.
+        std::fs::remove_file(out.join(REPORT_DIGESTS)).unwrap();
+        let e = check_report_out(&root, &out).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.message
+                .contains("summary.json, summary.md and report.html"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.hint
+                .as_deref()
+                .unwrap_or("")
+                .contains("remove them or choose another --out"),
+            "{:?}",
+            e.hint
+        );
+        // A record that is not ours (unreadable, or missing a file): the same.
+        std::fs::write(out.join(REPORT_DIGESTS), "{").unwrap();
+        assert!(check_report_out(&root, &out).is_err());
+    }
+
+    /// A rewrite cut between two files' renames leaves a directory still known as ours.
+    #[test]
+    fn a_report_cut_while_rewritten_is_still_recognised() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::at(t.path().join("root"));
+        let out = t.path().join("rep");
+        std::fs::create_dir(&out).unwrap();
+        let old: Vec<(String, Vec<u8>)> = vec![
+            (
+                "summary.json".into(),
+                br#"{"kind":"report","v":1}"#.to_vec(),
+            ),
+            ("summary.md".into(), b"one".to_vec()),
+        ];
+        let new: Vec<(String, Vec<u8>)> = vec![
+            (
+                "summary.json".into(),
+                br#"{"kind":"report","v":2}"#.to_vec(),
+            ),
+            ("summary.md".into(), b"two".to_vec()),
+        ];
+        for (n, b) in &old {
+            std::fs::write(out.join(n), b).unwrap();
+        }
+        let (n, b) = interim_report_digests(&out, &new).unwrap();
+        std::fs::write(out.join(n), b).unwrap();
+        // Only summary.json was replaced when the process died.
+        std::fs::write(out.join("summary.json"), &new[0].1).unwrap();
+        assert!(check_report_out(&root, &out).is_ok());
+        std::fs::write(out.join("summary.md"), "three").unwrap();
+        assert!(check_report_out(&root, &out).is_err());
     }
 
     #[test]
@@ -394,6 +521,20 @@ mod tests {
         assert!(check_report_out(&root, &empty).is_ok());
         std::fs::write(empty.join("summary.json"), r#"{"kind":"report"}"#).unwrap();
         std::fs::write(empty.join("report.html"), "x").unwrap();
+        // A report with no record of what tsbsctl wrote: not replaced (trial 2 N11).
+        let e = check_report_out(&root, &empty).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.message.contains("summary.json and report.html"),
+            "{}",
+            e.message
+        );
+        let files: Vec<(String, Vec<u8>)> = vec![
+            ("summary.json".into(), br#"{"kind":"report"}"#.to_vec()),
+            ("report.html".into(), b"x".to_vec()),
+        ];
+        let (n, b) = report_digests(&files).unwrap();
+        std::fs::write(empty.join(n), b).unwrap();
         assert!(check_report_out(&root, &empty).is_ok());
         assert!(check_report_out(&root, &root.reports().join("mine")).is_ok());
     }
@@ -406,18 +547,18 @@ mod tests {
         let m = root
             .path()
             .join("greptimedb/databases/victim/manifest.json");
-        let e = check_result_file(&root, &m).unwrap_err();
+        let e = check_result_file(Some(&root), &m).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         // Through `..` and a symlink too.
         let link = t.path().join("link");
         std::os::unix::fs::symlink(root.path(), &link).unwrap();
-        assert!(check_result_file(&root, &link.join("x.json")).is_err());
-        assert!(check_result_file(&root, &t.path().join("a/../root/x.json")).is_err());
+        assert!(check_result_file(Some(&root), &link.join("x.json")).is_err());
+        assert!(check_result_file(Some(&root), &t.path().join("a/../root/x.json")).is_err());
         // A directory is not a file.
-        assert!(check_result_file(&root, t.path()).is_err());
-        assert!(check_result_file(&root, &t.path().join("result.json")).is_ok());
+        assert!(check_result_file(Some(&root), t.path()).is_err());
+        assert!(check_result_file(Some(&root), &t.path().join("result.json")).is_ok());
         // Trial 2 N12: a missing directory is refused, not created.
-        let e = check_result_file(&root, &t.path().join("out/result.json")).unwrap_err();
+        let e = check_result_file(Some(&root), &t.path().join("out/result.json")).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.message.contains("does not exist"), "{}", e.message);
     }
@@ -437,17 +578,17 @@ mod tests {
             r#"{"schema_version": 1, "kind": "database-workspace"}"#,
         )
         .unwrap();
-        let e = check_result_file(&current, &ws.join("manifest.json")).unwrap_err();
+        let e = check_result_file(Some(&current), &ws.join("manifest.json")).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.message.contains("database-workspace"), "{}", e.message);
         // A new file beside it, and anywhere in that root's layout.
-        let e = check_result_file(&current, &ws.join("new.json")).unwrap_err();
+        let e = check_result_file(Some(&current), &ws.join("new.json")).unwrap_err();
         assert!(
             e.message.contains("database-workspace manifest"),
             "{}",
             e.message
         );
-        let e = check_result_file(&current, &other.join("greptimedb/x.json")).unwrap_err();
+        let e = check_result_file(Some(&current), &other.join("greptimedb/x.json")).unwrap_err();
         assert!(
             e.message.contains("greptimedb/, influxdb3/"),
             "{}",
@@ -464,13 +605,13 @@ mod tests {
         let copy = t.path().join("elsewhere/manifest.json");
         std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
         std::fs::copy(ws.join("manifest.json"), &copy).unwrap();
-        assert!(check_result_file(&current, &copy).is_err());
+        assert!(check_result_file(Some(&current), &copy).is_err());
         // Ordinary places stay fine, and an earlier result file may be replaced.
         let res = t.path().join("out/result.json");
         std::fs::create_dir_all(res.parent().unwrap()).unwrap();
-        assert!(check_result_file(&current, &res).is_ok());
+        assert!(check_result_file(Some(&current), &res).is_ok());
         std::fs::write(&res, r#"{"ok": true, "command": "x"}"#).unwrap();
-        assert!(check_result_file(&current, &res).is_ok());
+        assert!(check_result_file(Some(&current), &res).is_ok());
         assert!(check_report_out(&current, &t.path().join("rep")).is_ok());
         assert!(check_report_out(&current, &current.reports().join("mine")).is_ok());
     }

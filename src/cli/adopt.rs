@@ -177,28 +177,46 @@ fn adopt_installation(
         wait: Some(Duration::from_secs(3600)),
         hold_token: None,
     };
-    let o = match install::install(
+    // The archive is compared before anything is installed: one that differs from the
+    // reference's is never left in tsbsctl's root.
+    let o = match install::install_expecting(
         ctx,
         product.as_ref(),
         &version,
         install::source::ADOPTED,
         false,
         &opts,
+        Some(&archive),
     ) {
         Ok(o) => o,
         Err(e) => {
             let integrity = e.kind == crate::error::ErrorKind::Integrity;
-            let mut r = skip(r, format!("installing {version} failed: {}", e.message));
+            let reason = if integrity && e.message.starts_with("the release source serves") {
+                format!(
+                    "the reference installed an archive with SHA-256 {archive}, and {}; nothing was installed",
+                    e.message
+                )
+            } else {
+                format!("installing {version} failed: {}", e.message)
+            };
+            let mut r = skip(r, reason);
             r.integrity = integrity;
             return r;
         }
     };
-    if o.installation.manifest.archive_sha256 != archive {
+    if !o
+        .installation
+        .manifest
+        .archive_sha256
+        .eq_ignore_ascii_case(&archive)
+    {
+        // tsbsctl had this version already, from another archive: its own installation
+        // stays (it was checked against its own source), and the difference is said.
         r.integrity = true;
         return skip(
             r,
             format!(
-                "the reference installed an archive with SHA-256 {archive}; the release source serves {} (tsbsctl's installation is of the served one, checked against its checksum)",
+                "the reference installed an archive with SHA-256 {archive}; tsbsctl already has {version} installed from another one (SHA-256 {}), which it keeps",
                 o.installation.manifest.archive_sha256
             ),
         );

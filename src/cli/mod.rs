@@ -150,15 +150,28 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     } = cli.global;
     let reporter = Arc::new(StderrReporter::new(json, quiet));
 
-    // A --result-file that could replace tsbsctl's own state is refused before the command
-    // runs, and then never written (trial-run #3).
-    let mut result_file_refused = false;
-    let result = Root::resolve(root.as_deref()).and_then(|root| {
-        if let Some(p) = &result_file {
-            crate::userpath::check_result_file(&root, p).inspect_err(|_| {
-                result_file_refused = true;
-            })?;
+    // A --result-file that could replace tsbsctl's own state, or whose directory does not
+    // exist, is refused before the command runs, and then never written (trial-run #3). The
+    // checks hold also when the root itself is refused (trial 2 N12).
+    let root = Root::resolve(root.as_deref());
+    let result_file_check = result_file
+        .as_deref()
+        .map(|p| crate::userpath::check_result_file(root.as_ref().ok(), p))
+        .unwrap_or(Ok(()));
+    let result_file_refused = result_file_check.is_err();
+    let result = match (root, result_file_check) {
+        (Err(root_err), Err(file_err)) => {
+            // The root's error is the command's; the result file's is said too.
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: --result-file not written: {}",
+                file_err.message
+            );
+            Err(root_err)
         }
+        (root, file_check) => root.and_then(|r| file_check.map(|_| r)),
+    };
+    let result = result.and_then(|root| {
         let ctx = Ctx {
             root,
             json,
@@ -179,10 +192,19 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     if let (Some(path), false) = (&result_file, result_file_refused) {
         let mut bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
         bytes.push(b'\n');
-        if let Err(e) = crate::fsutil::write_atomic(path, &bytes) {
+        // Staged beside the target and renamed; its directory is never created, not even
+        // when it vanished while the command ran (trial 2 N12).
+        if let Err(e) = crate::fsutil::write_atomic_in_place(path, &bytes) {
             // The result asked for is missing: that is a failure, not a warning (#23).
-            let err = Error::failed(format!("could not write --result-file: {e}"))
-                .with_hint("name a file in a writable directory, e.g. --result-file ./result.json");
+            let err = match e.kind {
+                ErrorKind::Invalid => Error::invalid(format!(
+                    "could not write --result-file {}: {}",
+                    path.display(),
+                    e.message
+                )),
+                _ => Error::failed(format!("could not write --result-file: {e}")),
+            }
+            .with_hint("name a file in a writable directory, e.g. --result-file ./result.json");
             if result.is_ok() {
                 result = Err(err);
                 doc = envelope(&name, &result);

@@ -1874,6 +1874,57 @@ fn adopt_takes_in_reference_datasets_read_only_and_they_are_reused_not_regenerat
         before,
         "adoption changed the reference's files"
     );
+    // The reference's installations: 1.2.0 installed from the release source (the archive the
+    // reference recorded), the beta refused as an integrity error and NOT left installed, the
+    // other platform's skipped.
+    let served_sha = served["archive_sha256"].as_str().unwrap();
+    let installs = env.root.join("greptimedb/installations");
+    r.says(&format!(
+        "Installed greptimedb 1.2.0: the archive the reference installed (SHA-256 {served_sha})"
+    ))
+    .says("darwin_arm64 (greptimedb 1.2.0): it is for another platform")
+    .says(&format!(
+        "1.2.0-beta.1/linux_amd64 (the reference installed an archive with SHA-256 {}",
+        "0".repeat(64)
+    ))
+    .says("3 items under");
+    let ours_120: Value = serde_json::from_slice(
+        &fs::read(installs.join("1.2.0/linux-amd64/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(ours_120["archive_sha256"], served_sha);
+    assert_eq!(ours_120["version_source"], "adopted-from-reference");
+    assert!(
+        !installs.join("1.2.0-beta.1").exists(),
+        "an archive other than the reference's was left installed: {:?}",
+        all_files(&installs)
+    );
+    // Adopting again: 1.2.0 is already there, the beta is refused again and still not
+    // installed, and --datasets-only leaves the installations alone (exit 4 is the damaged
+    // dataset's then).
+    let r = env.run(&["adopt", "--from", bench.to_str().unwrap()]);
+    r.code(4)
+        .says("Already installed greptimedb 1.2.0: the archive the reference installed")
+        .says("1.2.0-beta.1/linux_amd64 (the reference installed an archive");
+    assert!(!installs.join("1.2.0-beta.1").exists());
+    let r = env.run(&[
+        "adopt",
+        "--from",
+        bench.to_str().unwrap(),
+        "--datasets-only",
+    ]);
+    r.code(4).says("2 items under").says("damaged");
+    assert!(!r.stderr.contains("beta"), "{}", r.describe());
+    assert!(!r.stdout.contains("beta"), "{}", r.describe());
+    // tsbsctl's own beta, installed from its source: kept, and the difference said.
+    env.run(&["greptimedb", "install", "--version", "1.2.0-beta.1"])
+        .ok();
+    env.run(&["adopt", "--from", bench.to_str().unwrap()])
+        .code(4)
+        .says("tsbsctl already has 1.2.0-beta.1 installed from another one");
+    assert!(installs
+        .join("1.2.0-beta.1/linux-amd64/manifest.json")
+        .is_file());
     assert!(!datasets
         .join("damaged")
         .join("formats/influx/data")

@@ -730,6 +730,51 @@ fn report_over_greptimedb_compacted_core_and_enterprise() {
     assert!(runs.iter().any(|r| r["kind"] == "compaction"));
 }
 
+/// Trial 2 N11: an earlier report directory without the record of what tsbsctl wrote there
+/// (from before the record existed, or whose `.written-sha256.json` was removed) had its
+/// edited files replaced silently. Now any report file without that record is left alone.
+#[test]
+fn report_out_never_replaces_files_it_has_no_record_of_writing() {
+    let w = world();
+    let d = w.bench_ok("all", &[]);
+    let out = w.gt.env.path().join("out dir ü");
+    w.run(&["runs", "report", p(&d), "--out", p(&out)]).ok();
+    // As written, with its record: reusable.
+    w.run(&["runs", "report", p(&d), "--out", p(&out)]).ok();
+    let record = out.join(".written-sha256.json");
+    assert!(record.is_file());
+    // The record gone: the files are refused even unedited, each named.
+    std::fs::remove_file(&record).unwrap();
+    let snapshot = |dir: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        all_files(dir)
+            .into_iter()
+            .map(|f| {
+                let b = std::fs::read(&f).unwrap();
+                (f, b)
+            })
+            .collect()
+    };
+    let before = snapshot(&out);
+    let r = w.run(&["runs", "report", p(&d), "--out", p(&out)]);
+    r.code(2)
+        .says("summary.json, summary.md and report.html")
+        .says("remove them or choose another --out");
+    assert_eq!(snapshot(&out), before);
+    // The trial's case: an old report with a hand-edited summary.md.
+    std::fs::write(out.join("summary.md"), "my notes\n").unwrap();
+    let before = snapshot(&out);
+    w.run(&["runs", "report", p(&d), "--out", p(&out)])
+        .code(2)
+        .says("summary.md");
+    assert_eq!(snapshot(&out), before);
+    // Removing them, as the hint says, makes the directory usable again.
+    for f in ["summary.json", "summary.md", "report.html"] {
+        std::fs::remove_file(out.join(f)).unwrap();
+    }
+    w.run(&["runs", "report", p(&d), "--out", p(&out)]).ok();
+    assert!(record.is_file());
+}
+
 /// Loads `html` in headless Chromium (Debian's `chromium`): the DOM after load, or a
 /// screenshot into `shot`. A missing or failing Chromium fails the test.
 fn chromium(html: &Path, shot: Option<&Path>) -> String {

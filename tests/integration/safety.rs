@@ -275,6 +275,62 @@ fn defect_3_result_file_never_replaces_state_and_an_unwritable_one_fails() {
     assert_eq!(v["ok"], true);
 }
 
+/// Trial 2 N12: `--result-file` never creates a directory and never replaces tsbsctl's state,
+/// also when the state root cannot be used (`--root` a file, `TSBSCTL_ROOT=` empty, a root
+/// inside a file): the guards ran only once the root resolved, and the writer made the
+/// missing directories.
+#[test]
+fn result_file_guards_hold_when_the_root_is_bad() {
+    let w = Gt::new();
+    w.prepare("victim", STABLE);
+    let m = w.ws_dir("victim").join("manifest.json");
+    let before = std::fs::read(&m).unwrap();
+    let a_file = w.env.path().join("a-file");
+    std::fs::write(&a_file, "not a directory").unwrap();
+    let inside_file = a_file.join("root");
+    let missing = w.env.path().join("no/such/x.json");
+    let bad_roots: [(&str, Option<&Path>); 3] = [
+        ("--root", Some(a_file.as_path())),
+        ("--root", Some(inside_file.as_path())),
+        ("TSBSCTL_ROOT=", None),
+    ];
+    let run_bad = |bad: &(&str, Option<&Path>), result: &Path| -> Run {
+        let mut args = vec![
+            "greptimedb",
+            "list",
+            "--result-file",
+            result.to_str().unwrap(),
+        ];
+        if let Some(r) = bad.1 {
+            args.extend(["--root", r.to_str().unwrap()]);
+        }
+        let mut c = w.env.cmd(&args);
+        if bad.1.is_none() {
+            c.env("TSBSCTL_ROOT", "");
+        }
+        run_command(c, &args, std::time::Duration::from_secs(120))
+    };
+    for bad in &bad_roots {
+        // A missing directory: exit 2 naming it, nothing created.
+        let r = run_bad(bad, &missing);
+        r.code(2).says("does not exist");
+        assert!(!w.env.path().join("no").exists(), "{}", r.describe());
+        // A workspace manifest, and a new file beside it: never written.
+        run_bad(bad, &m).code(2).says("database-workspace manifest");
+        assert_eq!(std::fs::read(&m).unwrap(), before);
+        let beside = w.ws_dir("victim").join("result.json");
+        run_bad(bad, &beside).code(2);
+        assert!(!beside.exists());
+        // An ordinary place gets the error, for the agent that reads it.
+        let good = w.env.path().join("result.json");
+        let _ = std::fs::remove_file(&good);
+        run_bad(bad, &good).code(2);
+        let v = read_json(&good);
+        assert_eq!(v["ok"], false, "{v}");
+        assert_eq!(v["error"]["kind"], "invalid_input", "{v}");
+    }
+}
+
 /// Leaves what `kill -9` of a generation leaves: staged data, its log, the generator's
 /// working directory, with the pid of a process that is gone.
 fn plant_leftovers(dir: &Path) -> Vec<PathBuf> {
