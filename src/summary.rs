@@ -906,7 +906,10 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
                 &s.data,
                 format!("before {}", s.data["before"].as_str().unwrap_or("a phase")),
             )
-        } else if s.step == "load" || s.step.starts_with("query:") {
+        } else if s.step == "load"
+            || s.step.starts_with("query:")
+            || s.step.starts_with("query-batch:")
+        {
             (
                 &s.data["machine"],
                 format!(

@@ -2,10 +2,10 @@
 //! §4): a number measured beside another build or benchmark is not the database's number.
 //!
 //! The host's CPU time comes from `/proc/stat` (all CPUs, in clock ticks); what the run itself
-//! used (tsbsctl, the TSBS tool it waited for, the managed server) is subtracted, and the rest
-//! is "other processes". Swap activity is `/proc/vmstat` `pswpin` + `pswpout`, the frequency
-//! policy each CPU's `cpufreq/scaling_governor` (absent in most VMs: unknown). Two readings of
-//! a few small files: nothing that costs the measurement anything.
+//! used (tsbsctl, the TSBS tool it waited for, the managed server's whole process tree) is
+//! subtracted, and the rest is "other processes". Swap activity is `/proc/vmstat` `pswpin` +
+//! `pswpout`, the frequency policy each CPU's `cpufreq/scaling_governor` (absent in most VMs:
+//! unknown). Two readings of a few small files: nothing that costs the measurement anything.
 
 use std::time::{Duration, Instant};
 
@@ -46,8 +46,9 @@ pub struct Reading {
     total: u64,
     /// tsbsctl and its reaped children (the TSBS tools), in seconds.
     ours_s: f64,
-    /// The managed server, in ticks (all its threads).
-    server: Option<u64>,
+    /// The managed server's whole process tree (the root, its threads, every descendant and
+    /// what they reaped), in seconds.
+    server_s: Option<f64>,
     swapped: Option<u64>,
 }
 
@@ -60,6 +61,8 @@ pub struct Quiet {
     /// The part of that spent by processes other than the run's (tsbsctl, its tool, the
     /// managed server), as a share of all CPU time.
     pub others_cpu_share: Option<f64>,
+    /// The managed server's whole process tree, as a share of all CPU time (not "other").
+    pub server_cpu_share: Option<f64>,
     /// Pages swapped in or out per second.
     pub swap_pages_per_second: Option<f64>,
     /// The 1-minute load average at the end.
@@ -110,6 +113,14 @@ fn ours_seconds() -> f64 {
     t(libc::RUSAGE_SELF) + t(libc::RUSAGE_CHILDREN)
 }
 
+/// The CPU time of the managed server's whole tree (PostgreSQL's backends under the
+/// postmaster, the GreptimeDB cluster's roles under tsbsctl's launcher), read by the
+/// sampler's tree walk.
+fn server_tree_seconds(pid: u32) -> Option<f64> {
+    let u = crate::sampler::procfs::TreeReader::default().usage(pid)?;
+    Some(u.user_seconds + u.system_seconds)
+}
+
 fn ticks_per_second() -> f64 {
     // SAFETY: sysconf has no preconditions.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -144,7 +155,7 @@ impl Reading {
             busy,
             total,
             ours_s: ours_seconds(),
-            server: server.and_then(crate::proc::process_cpu_ticks),
+            server_s: server.and_then(server_tree_seconds),
             swapped: swapped(),
         }
     }
@@ -152,23 +163,28 @@ impl Reading {
     /// What happened since `self`. The tool must have been reaped by now (its CPU then
     /// counts in tsbsctl's children).
     pub fn since(&self, server: Option<u32>) -> Quiet {
-        let end = Reading::now(server);
+        self.until(&Reading::now(server))
+    }
+
+    /// What happened between `self` and a later reading `end`.
+    fn until(&self, end: &Reading) -> Quiet {
         let seconds = end.at.duration_since(self.at).as_secs_f64();
         let total = end.total.saturating_sub(self.total);
         let hz = ticks_per_second();
-        let (host_busy_share, others_cpu_share) = if total > 0 && self.total > 0 {
+        let server_ticks = match (self.server_s, end.server_s) {
+            (Some(a), Some(b)) => Some((b - a).max(0.0) * hz),
+            _ => None,
+        };
+        let (host_busy_share, others_cpu_share, server_cpu_share) = if total > 0 && self.total > 0 {
             let busy = end.busy.saturating_sub(self.busy) as f64;
-            let ours = (end.ours_s - self.ours_s).max(0.0) * hz
-                + match (self.server, end.server) {
-                    (Some(a), Some(b)) => b.saturating_sub(a) as f64,
-                    _ => 0.0,
-                };
+            let ours = (end.ours_s - self.ours_s).max(0.0) * hz + server_ticks.unwrap_or(0.0);
             (
                 Some(busy / total as f64),
                 Some(((busy - ours) / total as f64).clamp(0.0, 1.0)),
+                server_ticks.map(|t| (t / total as f64).clamp(0.0, 1.0)),
             )
         } else {
-            (None, None)
+            (None, None, None)
         };
         let swap = match (self.swapped, end.swapped) {
             (Some(a), Some(b)) if seconds > 0.0 => Some(b.saturating_sub(a) as f64 / seconds),
@@ -179,6 +195,7 @@ impl Reading {
             seconds,
             host_busy_share,
             others_cpu_share,
+            server_cpu_share,
             swap_pages_per_second: swap,
             load_average_1m: load_average(),
             cpu_governor: governor(),
@@ -254,5 +271,68 @@ mod tests {
             "{q:?} on {cpus} CPUs"
         );
         assert!(q.words().contains("other processes used"), "{}", q.words());
+    }
+
+    /// Kills the fake server's process group and reaps it, also when an assertion fails.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+            let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = self.0.wait();
+        }
+    }
+
+    #[test]
+    fn a_servers_busy_child_is_the_servers_not_another_process() {
+        use std::os::unix::process::CommandExt;
+        // A server whose work is done by a child (a PostgreSQL backend under the
+        // postmaster): the root only waits.
+        let server = Reap(
+            std::process::Command::new("sh")
+                .args(["-c", "(while :; do :; done) & wait"])
+                .process_group(0)
+                .spawn()
+                .unwrap(),
+        );
+        let pid = server.0.id();
+        let root_ticks = || crate::proc::process_cpu_ticks(pid).unwrap_or(0);
+        let (root_before, first) = (root_ticks(), Reading::now(Some(pid)));
+        // Until the child has burnt a tenth of a second (bounded: a crowded host gives it
+        // less of a CPU, never none for 30 s).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut last = Reading::now(Some(pid));
+        while Instant::now() < deadline
+            && last.server_s.unwrap_or(0.0) - first.server_s.unwrap_or(0.0) < 0.1
+        {
+            std::thread::sleep(Duration::from_millis(100));
+            last = Reading::now(Some(pid));
+        }
+        let tree = last.server_s.unwrap() - first.server_s.unwrap();
+        assert!(tree >= 0.1, "the tree's CPU: {tree} s");
+        // The root itself did next to nothing: the old single-pid count missed the work.
+        let root = (root_ticks() - root_before) as f64 / ticks_per_second();
+        assert!(root < tree / 2.0, "root {root} s, tree {tree} s");
+        let with = first.until(&last);
+        let without = Reading {
+            server_s: None,
+            ..first
+        }
+        .until(&Reading {
+            server_s: None,
+            ..last
+        });
+        let (w, wo) = (
+            with.others_cpu_share.unwrap(),
+            without.others_cpu_share.unwrap(),
+        );
+        let share = with.server_cpu_share.unwrap();
+        assert!(share > 0.0, "{with:?}");
+        assert!(without.server_cpu_share.is_none(), "{without:?}");
+        // What the tree did is taken off "other processes" (up to the clamp at 0).
+        assert!(
+            (w - (wo - share).max(0.0)).abs() < 1e-9,
+            "with {with:?} without {without:?}"
+        );
     }
 }

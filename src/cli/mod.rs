@@ -179,6 +179,10 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             reporter,
             argv,
         };
+        // Groups of a machine shape (--cpus/--memory) a killed tsbsctl left behind: every
+        // command sweeps them, not only the next server start (a readdir of tsbsctl's own
+        // group per hierarchy; a group that still has processes is left).
+        crate::server::cgroup::sweep();
         let r = cli.command.run(&ctx);
         // A command that finished while a signal arrived still reports as interrupted.
         match r {

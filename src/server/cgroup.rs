@@ -6,13 +6,15 @@
 //! root, so every limit a parent sets still holds and a delegated subtree works. The server
 //! joins it between fork and exec (its threads and children follow), and the group is removed
 //! once the server is gone; a group left by a killed tsbsctl (named after its pid) is swept by
-//! the next start. Where no group can be made (not root, no controller, cgroup v2 without a
-//! delegated subtree), the command exits 2 with the reason before anything starts: a shape is
-//! never pretended.
+//! the next tsbsctl command. Where no group can be made (not root, no controller, cgroup v2
+//! without a delegated subtree of tsbsctl's own), the command exits 2 with the reason before
+//! anything starts: a shape is never pretended.
 //!
 //! cgroup v1 (`cpu.cfs_quota_us`, `cpuset.cpus`, `memory.limit_in_bytes`) and v2 (`cpu.max`,
-//! `cpuset.cpus`, `memory.max`) are both written; v2 is read from source only here (this
-//! machine and CI have v1).
+//! `cpuset.cpus`, `memory.max`) are both written. On v2 tsbsctl first moves itself into a leaf
+//! of its own (see [`V2Layout`]); that ordering is tested on a real v2 hierarchy with a
+//! stand-in controller, the v2 limit files only from source (this machine and CI bind cpu,
+//! cpuset and memory to v1).
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -103,7 +105,7 @@ fn hierarchies(mountinfo: &str, cgroup: &str) -> Vec<Hierarchy> {
         out.push(Hierarchy {
             controllers,
             v2,
-            own: Path::new(&mount).join(rel.trim_start_matches('/')),
+            own: outside_our_leaf(Path::new(&mount).join(rel.trim_start_matches('/'))),
         });
     }
     out
@@ -173,6 +175,8 @@ pub struct Cgroup {
     procs: Vec<CString>,
     memory_dir: Option<PathBuf>,
     v2: bool,
+    /// This group holds a use of the process's [`V2Layout`].
+    v2_held: bool,
     pub record: Record,
 }
 
@@ -221,9 +225,225 @@ impl Record {
     }
 }
 
-/// What can go: checks that a group of `shape` can be made here, without making one.
+/// What can go: checks that a group of `shape` can be made here, without making one. On
+/// cgroup v2 the steps that only the kernel can judge (moving tsbsctl into its leaf, enabling
+/// the controllers for the children) are tried and undone, so that a refusal is bad input
+/// (exit 2) before anything of a run is written, not a failure at server start.
 pub fn check(shape: &Shape) -> Result<()> {
-    plan(shape).map(|_| ())
+    let (chosen, _) = plan(shape)?;
+    for h in chosen.iter().filter(|h| h.v2) {
+        let held = LAYOUT.lock().unwrap_or_else(|e| e.into_inner());
+        if held.is_none() {
+            let pid = std::process::id();
+            let layout = v2_enter(&h.own, &v2_controllers(shape), pid)?;
+            v2_leave(&layout, pid);
+        }
+    }
+    Ok(())
+}
+
+/// The controllers a v2 group of `shape` needs.
+fn v2_controllers(shape: &Shape) -> Vec<&'static str> {
+    let mut c = Vec::new();
+    if shape.cpus.is_some() {
+        c.extend(["cpu", "cpuset"]);
+    }
+    if shape.memory_bytes.is_some() {
+        c.push("memory");
+    }
+    c
+}
+
+/// cgroup v2's "no internal processes" rule: a non-root group hands controllers to its
+/// children (`cgroup.subtree_control`) only while it holds no process itself, and tsbsctl runs
+/// in the group it creates the server's beneath. So, as the kernel's cgroup-v2 documentation
+/// and systemd's delegation guide ("move your main process into a sub-cgroup first") say,
+/// tsbsctl first moves itself into a leaf of its own, `<own>/tsbsctl-<pid>`, then enables the
+/// controllers in `<own>`, and creates the server's group `<own>/tsbsctl-<pid>-<n>` beside
+/// its leaf. Undone when the last server group of the process goes ([`v2_leave`]); after a
+/// kill -9 the sweep removes both directories (both are named after the dead pid).
+#[derive(Debug, Clone, PartialEq)]
+struct V2Layout {
+    own: PathBuf,
+    leaf: PathBuf,
+    /// What this process turned on in `<own>/cgroup.subtree_control` (and turns off again).
+    enabled: Vec<String>,
+}
+
+/// The v2 layout this process has entered, and how many server groups use it.
+static LAYOUT: std::sync::Mutex<Option<(V2Layout, usize)>> = std::sync::Mutex::new(None);
+
+/// The leaf tsbsctl (`pid`) moves into under `own`.
+fn v2_leaf(own: &Path, pid: u32) -> PathBuf {
+    own.join(format!("{PREFIX}{pid}"))
+}
+
+/// What [`v2_enter`] will need, read without writing anything: the controllers offered, the
+/// files writable, and no process but `pid` in `own` (another one would stay in `own` and the
+/// kernel would refuse the controllers).
+fn v2_precheck(own: &Path, controllers: &[&str], pid: u32) -> Result<()> {
+    let offered = read(&own.join("cgroup.controllers")).unwrap_or_default();
+    let lacking: Vec<&str> = controllers
+        .iter()
+        .copied()
+        .filter(|w| !offered.split_whitespace().any(|c| c == *w))
+        .collect();
+    if !lacking.is_empty() {
+        return Err(Error::invalid(format!(
+            "--cpus/--memory need the cgroup v2 controller(s) {} in {}, which offers only \"{offered}\"",
+            lacking.join(", "),
+            own.display()
+        ))
+        .with_hint("run tsbsctl in a delegated cgroup (for example `systemd-run --scope -p Delegate=yes tsbsctl ...`), or leave out --cpus and --memory"));
+    }
+    for f in [
+        own.to_path_buf(),
+        own.join("cgroup.procs"),
+        own.join("cgroup.subtree_control"),
+    ] {
+        if !writable(&f) {
+            return Err(Error::invalid(format!(
+                "--cpus/--memory need a cgroup of the server's own under {}, and this user may not write {}",
+                own.display(),
+                f.display()
+            ))
+            .with_hint("run as root, or in a cgroup subtree delegated to this user (`systemd-run --user --scope -p Delegate=yes tsbsctl ...`); or leave out --cpus and --memory"));
+        }
+    }
+    let others: Vec<u32> = read(&own.join("cgroup.procs"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .filter(|p| *p != pid)
+        .collect();
+    // The root group (no `cgroup.type`) is exempt from the rule.
+    let is_root = !own.join("cgroup.type").exists();
+    if !others.is_empty() && !is_root {
+        let shown: Vec<String> = others.iter().take(5).map(u32::to_string).collect();
+        return Err(Error::invalid(format!(
+            "--cpus/--memory: tsbsctl's cgroup {} also holds {} other process(es) ({}{}), and cgroup v2 gives controllers to a group's children only once no process is left in it",
+            own.display(),
+            others.len(),
+            shown.join(", "),
+            if others.len() > 5 { ", ..." } else { "" }
+        ))
+        .with_hint("run tsbsctl in a cgroup of its own, for example `systemd-run --scope -p Delegate=yes tsbsctl ...` (`--user` as a normal user); or leave out --cpus and --memory"));
+    }
+    Ok(())
+}
+
+/// Moves `pid` into its leaf under `own` and enables `controllers` for `own`'s children, in
+/// that order (see [`V2Layout`]). A refusal undoes what was done and is bad input (exit 2).
+fn v2_enter(own: &Path, controllers: &[&str], pid: u32) -> Result<V2Layout> {
+    v2_precheck(own, controllers, pid)?;
+    let leaf = v2_leaf(own, pid);
+    let refused = |what: String, e: std::io::Error| {
+        Error::invalid(format!("--cpus/--memory: cannot {what}: {e}")).with_hint(
+            "run tsbsctl in a cgroup of its own with the controllers delegated (`systemd-run --scope -p Delegate=yes tsbsctl ...`); or leave out --cpus and --memory",
+        )
+    };
+    match std::fs::create_dir(&leaf) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(refused(
+                format!("create tsbsctl's own leaf group {}", leaf.display()),
+                e,
+            ))
+        }
+    }
+    let mut layout = V2Layout {
+        own: own.to_path_buf(),
+        leaf: leaf.clone(),
+        enabled: Vec::new(),
+    };
+    if let Err(e) = std::fs::write(leaf.join("cgroup.procs"), pid.to_string()) {
+        let _ = std::fs::remove_dir(&leaf);
+        return Err(refused(format!("move tsbsctl into {}", leaf.display()), e));
+    }
+    let on = read(&own.join("cgroup.subtree_control")).unwrap_or_default();
+    let missing: Vec<&str> = controllers
+        .iter()
+        .copied()
+        .filter(|c| !on.split_whitespace().any(|x| x == *c))
+        .collect();
+    if !missing.is_empty() {
+        let words: Vec<String> = missing.iter().map(|c| format!("+{c}")).collect();
+        if let Err(e) = std::fs::write(own.join("cgroup.subtree_control"), words.join(" ")) {
+            v2_leave(&layout, pid);
+            return Err(refused(
+                format!(
+                    "enable {} for the groups under {}",
+                    words.join(" "),
+                    own.display()
+                ),
+                e,
+            ));
+        }
+        layout.enabled = missing.iter().map(|c| c.to_string()).collect();
+    }
+    Ok(layout)
+}
+
+/// Undoes [`v2_enter`] once no server group of ours is left: the controllers this process
+/// enabled off, `pid` back into `own`, the leaf removed. Best effort: what fails is left for
+/// the sweep.
+fn v2_leave(layout: &V2Layout, pid: u32) {
+    if !layout.enabled.is_empty() {
+        let words: Vec<String> = layout.enabled.iter().map(|c| format!("-{c}")).collect();
+        let _ = std::fs::write(layout.own.join("cgroup.subtree_control"), words.join(" "));
+    }
+    if std::fs::write(layout.own.join("cgroup.procs"), pid.to_string()).is_ok() {
+        let _ = std::fs::remove_dir(&layout.leaf);
+    }
+}
+
+/// Enters the v2 layout under `own` for one more server group (the first enters it).
+fn acquire_layout(own: &Path, controllers: &[&str]) -> Result<()> {
+    let mut held = LAYOUT.lock().unwrap_or_else(|e| e.into_inner());
+    match held.as_mut() {
+        Some((l, n)) if l.own == own => {
+            // Controllers a later shape needs that the first did not.
+            let more = v2_enter(own, controllers, std::process::id())?;
+            for c in more.enabled {
+                if !l.enabled.contains(&c) {
+                    l.enabled.push(c);
+                }
+            }
+            *n += 1;
+        }
+        Some((l, _)) => {
+            return Err(Error::failed(format!(
+                "a server group is already laid out under {}, not {}",
+                l.own.display(),
+                own.display()
+            )))
+        }
+        None => *held = Some((v2_enter(own, controllers, std::process::id())?, 1)),
+    }
+    Ok(())
+}
+
+/// One server group fewer; the last one's going undoes the layout.
+fn release_layout() {
+    let mut held = LAYOUT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((l, n)) = held.as_mut() {
+        *n -= 1;
+        if *n == 0 {
+            v2_leave(l, std::process::id());
+            *held = None;
+        }
+    }
+}
+
+/// tsbsctl's own group with its v2 leaf taken off: once moved into `<own>/tsbsctl-<pid>`,
+/// `/proc/self/cgroup` names the leaf, and the groups still belong beside it.
+fn outside_our_leaf(own: PathBuf) -> PathBuf {
+    let ours = format!("{PREFIX}{}", std::process::id());
+    match (own.file_name(), own.parent()) {
+        (Some(n), Some(parent)) if n.to_str() == Some(ours.as_str()) => parent.to_path_buf(),
+        _ => own,
+    }
 }
 
 /// The hierarchies and values a group of `shape` needs, or why it cannot be had.
@@ -275,21 +495,10 @@ fn plan(shape: &Shape) -> Result<(Vec<Hierarchy>, Option<CpuPlan>)> {
             ))
             .with_hint("run on a host with cgroups (Linux with cgroup v1 or v2 mounted), or leave out --cpus and --memory"));
         };
-        let offered = read(&h.own.join("cgroup.controllers")).unwrap_or_default();
-        let lacking: Vec<&str> = wanted
-            .iter()
-            .copied()
-            .filter(|w| !offered.split_whitespace().any(|c| c == *w))
-            .collect();
-        if !lacking.is_empty() {
-            return Err(Error::invalid(format!(
-                "--cpus/--memory need the cgroup v2 controller(s) {} in {}, which offers only \"{offered}\"",
-                lacking.join(", "),
-                h.own.display()
-            ))
-            .with_hint("run tsbsctl in a delegated cgroup (for example `systemd-run --scope -p Delegate=yes tsbsctl ...`), or leave out --cpus and --memory"));
-        }
         chosen = vec![h.clone()];
+    }
+    for h in chosen.iter().filter(|h| h.v2) {
+        v2_precheck(&h.own, &v2_controllers(shape), std::process::id())?;
     }
     for h in &chosen {
         if !writable(&h.own) {
@@ -379,6 +588,7 @@ impl Cgroup {
             procs: Vec::new(),
             memory_dir: None,
             v2,
+            v2_held: false,
             record: Record {
                 hierarchy: if v2 { "cgroup v2" } else { "cgroup v1" }.into(),
                 groups: Vec::new(),
@@ -392,6 +602,10 @@ impl Cgroup {
         };
         for h in &chosen {
             sweep_in(&h.own);
+            if h.v2 {
+                acquire_layout(&h.own, &v2_controllers(shape))?;
+                cg.v2_held = true;
+            }
             let dir = h.own.join(&name);
             match std::fs::create_dir(&dir) {
                 Ok(()) => {}
@@ -426,24 +640,6 @@ impl Cgroup {
         cpus: Option<&CpuPlan>,
     ) -> Result<()> {
         let has = |c: &str| h.v2 || h.controllers.iter().any(|x| x == c);
-        if h.v2 {
-            // Controllers reach a child only through its parent's subtree_control.
-            let mut enable = Vec::new();
-            if cpus.is_some() {
-                enable.extend(["+cpu", "+cpuset"]);
-            }
-            if shape.memory_bytes.is_some() {
-                enable.push("+memory");
-            }
-            if let Err(e) = std::fs::write(h.own.join("cgroup.subtree_control"), enable.join(" ")) {
-                return Err(Error::invalid(format!(
-                    "cannot enable {} for the groups under {}: {e}",
-                    enable.join(" "),
-                    h.own.display()
-                ))
-                .with_hint("cgroup v2 lets a group with processes of its own give no controllers to children: run tsbsctl in a delegated scope (`systemd-run --scope -p Delegate=yes tsbsctl ...`), or leave out --cpus and --memory"));
-            }
-        }
         if let Some((list, quota)) = cpus {
             if has("cpuset") {
                 let parent = h.own.as_path();
@@ -553,6 +749,9 @@ impl Cgroup {
                     Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
                 }
             }
+        }
+        if std::mem::take(&mut self.v2_held) {
+            release_layout();
         }
     }
 }
@@ -666,5 +865,204 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.message.contains("64 MiB"), "{e:?}");
+    }
+
+    /// A cgroup v2 hierarchy mounted for the test, with a controller that v1 does not hold
+    /// standing in for cpu/cpuset/memory (which this host binds to v1): a group of the test's
+    /// own under the root, the controller offered to it. Undone on drop.
+    struct RealV2 {
+        mount: tempfile::TempDir,
+        group: PathBuf,
+        controller: String,
+        /// The root's subtree_control had to be given the controller (and loses it again).
+        enabled_at_root: bool,
+        children: Vec<std::process::Child>,
+    }
+
+    impl RealV2 {
+        fn new() -> Result<RealV2, String> {
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } != 0 {
+                return Err("not root".into());
+            }
+            let mount = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let target = CString::new(mount.path().as_os_str().as_bytes()).unwrap();
+            let (src, fstype) = (
+                CString::new("none").unwrap(),
+                CString::new("cgroup2").unwrap(),
+            );
+            // SAFETY: mount(2) with valid C strings and no data.
+            let rc = unsafe {
+                libc::mount(
+                    src.as_ptr(),
+                    target.as_ptr(),
+                    fstype.as_ptr(),
+                    0,
+                    std::ptr::null(),
+                )
+            };
+            if rc != 0 {
+                return Err(format!(
+                    "cannot mount cgroup2: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            let root = mount.path().to_path_buf();
+            let mut v2 = RealV2 {
+                group: root.join(format!("tsbsctl-test-{}", std::process::id())),
+                mount,
+                controller: String::new(),
+                enabled_at_root: false,
+                children: Vec::new(),
+            };
+            let offered = read(&root.join("cgroup.controllers")).unwrap_or_default();
+            // Controllers a v1 hierarchy does not hold show up here; any domain one will do.
+            let Some(c) = ["hugetlb", "pids", "rdma", "misc", "memory", "io"]
+                .into_iter()
+                .find(|c| offered.split_whitespace().any(|x| x == *c))
+            else {
+                return Err(format!(
+                    "no stand-in controller offered by cgroup v2 (\"{offered}\")"
+                ));
+            };
+            v2.controller = c.to_string();
+            let on = read(&root.join("cgroup.subtree_control")).unwrap_or_default();
+            if !on.split_whitespace().any(|x| x == c) {
+                std::fs::write(root.join("cgroup.subtree_control"), format!("+{c}"))
+                    .map_err(|e| format!("cannot enable {c} at the root: {e}"))?;
+                v2.enabled_at_root = true;
+            }
+            std::fs::create_dir(&v2.group).map_err(|e| e.to_string())?;
+            Ok(v2)
+        }
+
+        /// A process standing in for tsbsctl (or a stranger), moved into `group`.
+        fn process_in(&mut self, group: &Path) -> u32 {
+            let c = std::process::Command::new("sleep")
+                .arg("300")
+                .spawn()
+                .unwrap();
+            let pid = c.id();
+            self.children.push(c);
+            std::fs::write(group.join("cgroup.procs"), pid.to_string()).unwrap();
+            pid
+        }
+
+        fn kill(&mut self, pid: u32) {
+            if let Some(i) = self.children.iter().position(|c| c.id() == pid) {
+                let mut c = self.children.remove(i);
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+
+    impl Drop for RealV2 {
+        fn drop(&mut self) {
+            for mut c in std::mem::take(&mut self.children) {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            // Children first, then the group (rmdir of an emptied group may take a moment).
+            for _ in 0..100 {
+                if let Ok(rd) = std::fs::read_dir(&self.group) {
+                    for e in rd.flatten().filter(|e| e.path().is_dir()) {
+                        let _ = std::fs::remove_dir(e.path());
+                    }
+                }
+                let _ = std::fs::write(
+                    self.group.join("cgroup.subtree_control"),
+                    format!("-{}", self.controller),
+                );
+                if std::fs::remove_dir(&self.group).is_ok() || !self.group.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            if self.enabled_at_root {
+                let _ = std::fs::write(
+                    self.mount.path().join("cgroup.subtree_control"),
+                    format!("-{}", self.controller),
+                );
+            }
+            let target = CString::new(self.mount.path().as_os_str().as_bytes()).unwrap();
+            // SAFETY: umount2(2) on the path mounted in `new`.
+            unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+        }
+    }
+
+    fn procs(dir: &Path) -> Vec<u32> {
+        read(&dir.join("cgroup.procs"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+
+    fn on(dir: &Path) -> String {
+        read(&dir.join("cgroup.subtree_control")).unwrap_or_default()
+    }
+
+    /// Issue 24 §3.2 on a real cgroup v2 hierarchy: the kernel refuses controllers to the
+    /// children of a group that holds a process (EBUSY), so tsbsctl moves itself into a leaf
+    /// first; a stranger in its group is refused before anything is written; the layout is
+    /// undone; a kill -9 leaves the leaf and the server's group, and the sweep takes both.
+    #[test]
+    fn cgroup_v2_leaf_first_then_controllers_then_the_servers_group_beside_it() {
+        let mut v2 = match RealV2::new() {
+            Ok(v) => v,
+            Err(why) => {
+                eprintln!("SKIP: no cgroup v2 to try: {why}");
+                return;
+            }
+        };
+        let (own, c) = (v2.group.clone(), v2.controller.clone());
+        let ctrls = [c.as_str()];
+        let me = v2.process_in(&own);
+        // The rule is live here: enabling with a process inside is refused.
+        let e = std::fs::write(own.join("cgroup.subtree_control"), format!("+{c}")).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBUSY), "{e}");
+
+        // A stranger in the group: refused by the read-only check (bad input), nothing written.
+        let stranger = v2.process_in(&own);
+        let e = v2_enter(&own, &ctrls, me).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e:?}");
+        assert!(e.message.contains(&stranger.to_string()), "{}", e.message);
+        assert!(!v2_leaf(&own, me).exists());
+        assert_eq!(on(&own), "");
+        v2.kill(stranger);
+
+        // Alone: leaf, then controllers, then the server's group beside the leaf.
+        let layout = v2_enter(&own, &ctrls, me).unwrap();
+        assert_eq!(layout.enabled, vec![c.clone()]);
+        assert_eq!(procs(&layout.leaf), vec![me]);
+        assert!(procs(&own).is_empty());
+        assert!(on(&own).split_whitespace().any(|x| x == c), "{}", on(&own));
+        let server = own.join(format!("{PREFIX}{me}-1"));
+        std::fs::create_dir(&server).unwrap();
+        assert!(read(&server.join("cgroup.controllers"))
+            .unwrap()
+            .contains(&c));
+        // A server process can join it.
+        let srv = v2.process_in(&server);
+        assert_eq!(procs(&server), vec![srv]);
+        v2.kill(srv);
+        std::fs::remove_dir(&server).unwrap();
+
+        // Undone: the controller off, tsbsctl back, the leaf gone.
+        v2_leave(&layout, me);
+        assert_eq!(on(&own), "");
+        assert_eq!(procs(&own), vec![me]);
+        assert!(!layout.leaf.exists());
+
+        // kill -9 with the layout in place: both groups stay; the sweep removes both.
+        let layout = v2_enter(&own, &ctrls, me).unwrap();
+        std::fs::create_dir(&server).unwrap();
+        v2.kill(me);
+        let mut swept = sweep_in(&own);
+        swept.sort();
+        let mut both = vec![layout.leaf.clone(), server.clone()];
+        both.sort();
+        assert_eq!(swept, both);
     }
 }

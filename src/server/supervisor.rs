@@ -675,29 +675,98 @@ impl Server {
         self.cgroup.as_ref().map(|c| &c.record)
     }
 
-    /// Why a death by `signal` was the OOM killer, when the evidence says so: SIGKILL and the
-    /// group's OOM-kill counter above 0 (with its limit and peak), or, without a group of its
-    /// own, the host's OOM-kill count risen while it ran. `None`: no such evidence.
+    /// Why a death by `signal` was the OOM killer, when the evidence says so (see
+    /// [`oom_verdict`]). `None`: no such evidence.
     fn oom_evidence(&self, signal: Option<i32>) -> Option<String> {
         if signal != Some(libc::SIGKILL) {
             return None;
         }
-        if let Some(cg) = &self.cgroup {
-            let kills = cg.oom_kills().filter(|&k| k > 0)?;
-            let limit = cg.record.memory_limit_bytes;
-            return Some(format!(
-                "killed by SIGKILL with {kills} OOM kill(s) in its cgroup (memory limit {}, peak {})",
-                limit.map_or("unknown".into(), crate::diskspace::human),
-                cg.peak_memory().map_or("unknown".into(), crate::diskspace::human)
-            ));
-        }
-        let (before, now) = (self.oom_kills_at_start?, vmstat_oom_kills()?);
-        (now > before).then(|| {
+        let group = self.cgroup.as_ref().map(|cg| OomGroup {
+            kills: cg.oom_kills(),
+            limit: cg.record.memory_limit_bytes,
+            peak: cg.peak_memory(),
+        });
+        oom_verdict(signal, group, self.oom_kills_at_start, vmstat_oom_kills())
+    }
+}
+
+/// What the server's own cgroup says of its memory when it died.
+#[derive(Debug, Clone, Copy, Default)]
+struct OomGroup {
+    /// The group's OOM-kill counter; `None` when the group has no memory controller
+    /// (`--cpus` without `--memory`) or the kernel does not count.
+    kills: Option<u64>,
+    limit: Option<u64>,
+    peak: Option<u64>,
+}
+
+/// The OOM decision from the counters: a death by SIGKILL is an OOM kill when the group's
+/// counter (which counts kills by any OOM killer, the host's included) is above 0; when the
+/// group has no counter (no group, or a group without a memory controller), when the host's
+/// count (`/proc/vmstat oom_kill`) rose while the server ran. A group counter that reads 0
+/// says no OOM killer touched the group.
+fn oom_verdict(
+    signal: Option<i32>,
+    group: Option<OomGroup>,
+    host_before: Option<u64>,
+    host_now: Option<u64>,
+) -> Option<String> {
+    if signal != Some(libc::SIGKILL) {
+        return None;
+    }
+    if let Some(kills) = group.and_then(|g| g.kills) {
+        let g = group.unwrap_or_default();
+        return (kills > 0).then(|| {
             format!(
-                "killed by SIGKILL while the kernel's OOM killer killed {} process(es) on this host (/proc/vmstat oom_kill)",
-                now - before
+                "killed by SIGKILL with {kills} OOM kill(s) in its cgroup (memory limit {}, peak {})",
+                g.limit.map_or("unknown".into(), crate::diskspace::human),
+                g.peak.map_or("unknown".into(), crate::diskspace::human)
             )
-        })
+        });
+    }
+    let (before, now) = (host_before?, host_now?);
+    (now > before).then(|| {
+        format!(
+            "killed by SIGKILL while the kernel's OOM killer killed {} process(es) on this host (/proc/vmstat oom_kill)",
+            now - before
+        )
+    })
+}
+
+#[cfg(test)]
+mod oom_tests {
+    use super::*;
+
+    #[test]
+    fn a_group_without_memory_falls_back_to_the_hosts_counter() {
+        let kill = Some(libc::SIGKILL);
+        // --cpus without --memory: a group, but no memory directory and so no counter.
+        let cpu_only = Some(OomGroup::default());
+        let v = oom_verdict(kill, cpu_only, Some(3), Some(4)).expect("host OOM kill");
+        assert!(v.contains("/proc/vmstat oom_kill"), "{v}");
+        assert!(oom_verdict(kill, cpu_only, Some(3), Some(3)).is_none());
+        // No group at all: the same fallback.
+        assert!(oom_verdict(kill, None, Some(0), Some(2))
+            .unwrap()
+            .contains("killed 2 process(es)"));
+        // The group's counter decides when there is one.
+        let mem = |k| {
+            Some(OomGroup {
+                kills: Some(k),
+                limit: Some(160 << 20),
+                peak: None,
+            })
+        };
+        let v = oom_verdict(kill, mem(1), Some(3), Some(3)).unwrap();
+        assert!(
+            v.contains("1 OOM kill(s) in its cgroup (memory limit 160.0 MiB, peak unknown)"),
+            "{v}"
+        );
+        assert!(oom_verdict(kill, mem(0), Some(3), Some(9)).is_none());
+        // Not SIGKILL, or no counters: no evidence.
+        assert!(oom_verdict(Some(libc::SIGSEGV), mem(1), Some(0), Some(1)).is_none());
+        assert!(oom_verdict(kill, None, None, Some(1)).is_none());
+        assert!(oom_verdict(None, None, Some(0), Some(1)).is_none());
     }
 }
 

@@ -201,7 +201,7 @@ fn shape_a_server_killed_at_its_memory_limit_is_an_oom_result_and_the_run_goes_o
 }
 
 #[test]
-fn shape_a_group_left_by_a_killed_tsbsctl_is_swept_by_the_next_start() {
+fn shape_a_group_left_by_a_killed_tsbsctl_is_swept_by_the_next_command() {
     if shaped_host().is_none() {
         return;
     }
@@ -223,8 +223,8 @@ fn shape_a_group_left_by_a_killed_tsbsctl_is_swept_by_the_next_start() {
         std::fs::read_to_string(group.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty())
     }));
     assert!(group.exists());
-    // The next start of any server sweeps it.
-    w.bench_ok("load", &[]);
+    // The next command of any kind sweeps it, also one that starts no server.
+    w.run(&["runs", "list", "--json"]).ok();
     assert!(!group.exists(), "swept: {}", group.display());
 }
 
@@ -255,7 +255,8 @@ fn shape_refused_where_it_cannot_hold_and_for_an_external_server() {
 }
 
 /// Issue 24 §4: a busy host before a measured phase is recorded and warned about in
-/// summary.md, and `--require-quiet` refuses to measure on it.
+/// summary.md, and `--require-quiet` refuses to measure on it; a measurement it was busy
+/// during (the load, a query type, a `--target-precision` batch) is warned about with when.
 #[test]
 fn a_busy_machine_is_warned_about_and_refused_with_require_quiet() {
     let w = world();
@@ -269,11 +270,11 @@ fn a_busy_machine_is_warned_about_and_refused_with_require_quiet() {
                 .unwrap()
         })
         .collect();
-    let bench = |extra: &[&str]| {
+    let bench = |phase: &str, extra: &[&str]| {
         let mut args = vec![
             "bench",
             "greptimedb",
-            "load",
+            phase,
             "--database-id",
             "g1",
             "--stop-timeout",
@@ -286,8 +287,21 @@ fn a_busy_machine_is_warned_about_and_refused_with_require_quiet() {
         c.env("TSBSCTL_MACHINE_CHECK_MS", "1000");
         crate::util::run_command(c, &args, Duration::from_secs(300))
     };
-    let refused = bench(&["--require-quiet"]);
-    let warned = bench(&[]);
+    let refused = bench("load", &["--require-quiet"]);
+    // The whole bench, with a type whose batches (--target-precision) are measurements too:
+    // 40 to 80 ms a query, so five queries cannot give ±5% and more batches run.
+    w.gt.set_knobs(json!({"query_delay_ms": 40, "query_jitter_ms": 40}));
+    let warned = bench(
+        "all",
+        &[
+            "--query-type",
+            "lastpoint",
+            "--queries",
+            "5",
+            "--target-precision",
+            "5%",
+        ],
+    );
     for b in &mut burners {
         let _ = b.kill();
         let _ = b.wait();
@@ -310,6 +324,22 @@ fn a_busy_machine_is_warned_about_and_refused_with_require_quiet() {
             && md.contains("- machine-check: not quiet before the load: other processes used"),
         "{md}"
     );
+    // During each measurement too, with when: the load, the type's first file and its
+    // extra batches.
+    for step in ["load", "query:lastpoint", "query-batch:lastpoint"] {
+        let line = format!("- {step}: not quiet during {step} (");
+        assert!(
+            md.lines().any(|l| l.starts_with(&line)
+                && l.contains(" → ")
+                && l.contains("other processes used")),
+            "{line}\n{md}"
+        );
+    }
+    let batch = events(&dir)
+        .into_iter()
+        .find(|e| e["step"] == "query-batch:lastpoint" && e["status"] == "completed")
+        .expect("a batch ran");
+    assert_eq!(batch["data"]["machine"]["quiet"], false, "{batch}");
     let check = events(&dir)
         .into_iter()
         .find(|e| e["step"] == "machine-check" && e["status"] == "completed")
@@ -322,6 +352,54 @@ fn a_busy_machine_is_warned_about_and_refused_with_require_quiet() {
         .unwrap();
     assert!(
         load["data"]["machine"]["others_cpu_share"].is_number(),
+        "{load}"
+    );
+}
+
+/// Issue 24 §4: the work of the managed server's child processes (PostgreSQL's backends under
+/// the postmaster, a cluster's roles under tsbsctl's launcher) is the server's, not "other
+/// processes'": the emulator's child burns a CPU and the check counts it as the server's.
+#[test]
+fn a_servers_busy_child_is_the_servers_cpu_not_another_processes() {
+    let w = world();
+    w.gt.set_knobs(json!({"busy_child": true}));
+    let mut args = vec![
+        "bench",
+        "greptimedb",
+        "load",
+        "--database-id",
+        "g1",
+        "--stop-timeout",
+        "5",
+    ];
+    args.extend(crate::world::tiny());
+    args.push("--json");
+    let mut c = w.gt.env.cmd(&args);
+    c.env("TSBSCTL_MACHINE_CHECK_MS", "1500");
+    let r = crate::util::run_command(c, &args, Duration::from_secs(300));
+    w.gt.set_knobs(json!({}));
+    r.ok();
+    let dir = run_dir(&r);
+    let check = events(&dir)
+        .into_iter()
+        .find(|e| e["step"] == "machine-check" && e["status"] == "completed")
+        .unwrap();
+    let d = &check["data"];
+    let (server, others, busy) = (
+        d["server_cpu_share"].as_f64().expect("the server's share"),
+        d["others_cpu_share"].as_f64().unwrap(),
+        d["host_busy_share"].as_f64().unwrap(),
+    );
+    // The child's CPU over 1.5 s: at least 2% of the host's CPU time even on a crowded host
+    // (its main process only waits for requests, and there are none before the load).
+    assert!(server >= 0.02, "{check}");
+    assert!(others <= (busy - server).max(0.0) + 1e-9, "{check}");
+    let load = events(&dir)
+        .into_iter()
+        .find(|e| e["step"] == "load" && e["status"] == "completed")
+        .unwrap();
+    assert!(
+        load["data"]["machine"]["server_cpu_share"].is_number(),
         "{load}"
     );
 }

@@ -557,6 +557,7 @@ impl Bench<'_> {
                         "min_ms": r.all.min_ms,
                         "max_ms": r.all.max_ms,
                         "usage": q.ran.usage,
+                        "machine": q.machine,
                     })),
                 )?;
                 Ok(Some(r.all))

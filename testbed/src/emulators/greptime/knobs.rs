@@ -77,6 +77,9 @@ pub struct Knobs {
     /// A fully flushed region WAL file at least this large is purged (default 1 GiB, the real
     /// `wal.purge_threshold`).
     pub wal_purge_threshold_bytes: Option<u64>,
+    /// Once bound, a child process burns a CPU until the server exits (a server whose work is
+    /// done by child processes, as PostgreSQL's backends under the postmaster).
+    pub busy_child: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -74,6 +74,7 @@
 //! | `auto_flush_bytes` | unflushed WAL bytes per region that trigger a flush (default 64 MiB) |
 //! | `twcs_trigger_file_num` | TWCS picks a window of non-overlapping files from N files on (the real table option `compaction.twcs.trigger_file_num`, default 4) |
 //! | `wal_purge_threshold_bytes` | a fully flushed region WAL this large is truncated (default 1 GiB) |
+//! | `busy_child` | `true`: once bound, a child process (`sh`, in the server's process group, killed when the server dies) burns a CPU until the server exits |
 //!
 //! # HTTP
 //!

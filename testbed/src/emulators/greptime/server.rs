@@ -775,6 +775,8 @@ pub fn run(
             s.crash(&format!("crash after {ms} ms"));
         });
     }
+    // Kept until the server returns; the child also dies with this (main) thread.
+    let _busy = knobs.busy_child.unwrap_or(false).then(busy_child);
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
     for _ in 0..4 {
@@ -824,4 +826,30 @@ pub fn run(
     logging::info(role_target(), &format!("{} instance stopped", role_name()));
     logging::info("cmd", "Goodbye!");
     0
+}
+
+/// A child that burns a CPU while the server runs; killed when the server's thread dies
+/// (PR_SET_PDEATHSIG) or when it is dropped.
+struct BusyChild(std::process::Child);
+
+impl Drop for BusyChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn busy_child() -> BusyChild {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", "while :; do :; done"])
+        .stdin(std::process::Stdio::null());
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    BusyChild(cmd.spawn().expect("testbed: spawn the busy child"))
 }
