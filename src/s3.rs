@@ -478,6 +478,184 @@ pub fn footprint(
     fp
 }
 
+/// Where a workspace's objects live, as its manifest records it: the endpoint, bucket, key
+/// prefix and region, and the NAMES of the variables holding the keys (never their values).
+/// Shared by every product with object storage (GreptimeDB's `storage`, InfluxDB 3's
+/// `object_store`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Location {
+    /// `s3`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub endpoint: String,
+    pub bucket: String,
+    /// Every object's key starts with `<prefix>/`.
+    pub prefix: String,
+    pub region: String,
+    /// The variables tsbsctl reads the credentials from (names only).
+    pub access_key_env: String,
+    pub secret_key_env: String,
+}
+
+/// The S3 flags every product takes, as given (`--s3-endpoint`, `--s3-bucket`, `--s3-region`,
+/// `--s3-access-key-env`, `--s3-secret-key-env`); the prefix is the product's.
+#[derive(Debug, Clone, Default)]
+pub struct LocationFlags {
+    pub endpoint: Option<String>,
+    pub bucket: Option<String>,
+    pub region: Option<String>,
+    pub access_key_env: Option<String>,
+    pub secret_key_env: Option<String>,
+}
+
+/// Key variables when none are named.
+pub const DEFAULT_ACCESS_KEY_ENV: &str = "AWS_ACCESS_KEY_ID";
+pub const DEFAULT_SECRET_KEY_ENV: &str = "AWS_SECRET_ACCESS_KEY";
+/// The region when none is given (as GreptimeDB's and InfluxDB 3's own fallback).
+pub const DEFAULT_REGION: &str = "us-east-1";
+
+impl LocationFlags {
+    /// True when any flag was given (they need object storage asked for).
+    pub fn any(&self) -> bool {
+        self.endpoint.is_some()
+            || self.bucket.is_some()
+            || self.region.is_some()
+            || self.access_key_env.is_some()
+            || self.secret_key_env.is_some()
+    }
+
+    /// Checks the values (reads nothing from the network). `asked`: the flag that chose S3
+    /// (`--storage s3`), `usage`: the whole flag set, for the hint of a missing flag.
+    pub fn parse(&self, prefix: &str, asked: &str, usage: &str) -> Result<Location> {
+        let need = |v: &Option<String>, flag: &str| {
+            v.clone().ok_or_else(|| {
+                Error::invalid(format!("{asked} needs {flag}")).with_hint(usage.to_string())
+            })
+        };
+        let endpoint = need(&self.endpoint, "--s3-endpoint")?;
+        let bucket = need(&self.bucket, "--s3-bucket")?;
+        let region = self.region.clone().unwrap_or_else(|| DEFAULT_REGION.into());
+        let t = Target::new(&endpoint, &bucket, prefix, &region)?;
+        let var = |v: &Option<String>, default: &str| v.clone().unwrap_or_else(|| default.into());
+        Ok(Location {
+            kind: "s3".into(),
+            endpoint: t.endpoint.as_str().trim_end_matches('/').to_string(),
+            bucket: t.bucket,
+            prefix: t.prefix,
+            region: t.region,
+            access_key_env: var(&self.access_key_env, DEFAULT_ACCESS_KEY_ENV),
+            secret_key_env: var(&self.secret_key_env, DEFAULT_SECRET_KEY_ENV),
+        })
+    }
+}
+
+impl Location {
+    pub fn target(&self) -> Result<Target> {
+        Target::new(&self.endpoint, &self.bucket, &self.prefix, &self.region)
+    }
+
+    /// The credentials, from the named variables of tsbsctl's environment (exit 2 if unset).
+    pub fn credentials(&self) -> Result<Credentials> {
+        Credentials::from_env(&self.access_key_env, &self.secret_key_env)
+    }
+
+    /// One signed listing of the prefix: the endpoint answers, the bucket exists, the keys
+    /// may read it. Exit 2 otherwise, naming the variables (never their values).
+    pub fn probe(&self) -> Result<()> {
+        let creds = self.credentials()?;
+        probe(&client()?, &self.target()?, &creds).map_err(|e| {
+            e.with_hint(format!(
+                "check that {} serves bucket {:?}, and the keys in ${} and ${}",
+                self.endpoint, self.bucket, self.access_key_env, self.secret_key_env
+            ))
+        })
+    }
+
+    /// Every object under the prefix.
+    pub fn list(&self) -> Result<Vec<Object>> {
+        list(&client()?, &self.target()?, &self.credentials()?, 1000)
+    }
+
+    /// Whether the prefix holds no object yet (one signed one-key listing).
+    pub fn is_empty(&self) -> Result<bool> {
+        let t = self.target()?;
+        let prefix = list_prefix(&t);
+        let q = [
+            ("list-type", "2"),
+            ("max-keys", "1"),
+            ("prefix", prefix.as_str()),
+        ];
+        let (status, body) = get(&client()?, &t, &self.credentials()?, &q)?;
+        if status != 200 {
+            let code = error_code(&body).unwrap_or_else(|| format!("HTTP {status}"));
+            return Err(Error::failed(format!(
+                "S3 listing of {}/{prefix} failed: {code}",
+                t.bucket
+            )));
+        }
+        Ok(parse_list_page(&body)?.0.is_empty())
+    }
+
+    /// What a footprint records of the bucket: the location, the object count and bytes, and
+    /// per part (`category` names each key relative to the prefix) `<part>_objects` and
+    /// `<part>_bytes`, plus `parts`: `[{part, label, objects, bytes}]` in the order given.
+    pub fn record(
+        &self,
+        category: impl Fn(&str) -> String,
+        parts: &[(&str, &str)],
+    ) -> Result<serde_json::Value> {
+        let t = self.target()?;
+        let objects = list(&client()?, &t, &self.credentials()?, 1000)?;
+        let b = footprint(&objects, &t, category);
+        let mut o = serde_json::json!({
+            "type": self.kind, "endpoint": self.endpoint, "bucket": self.bucket,
+            "prefix": self.prefix, "region": self.region,
+            "objects": b.objects, "bytes": b.bytes,
+        });
+        let mut listed = Vec::new();
+        for (k, label) in parts {
+            let (n, bytes) = b.by_category.get(*k).copied().unwrap_or((0, 0));
+            o[format!("{k}_objects")] = n.into();
+            o[format!("{k}_bytes")] = bytes.into();
+            listed
+                .push(serde_json::json!({"part": k, "label": label, "objects": n, "bytes": bytes}));
+        }
+        o["parts"] = listed.into();
+        Ok(o)
+    }
+
+    /// `S3 bucket B at E under P/ (region R)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "S3 bucket {} at {} under {}/ (region {})",
+            self.bucket, self.endpoint, self.prefix, self.region
+        )
+    }
+
+    /// The variables the keys are read from: a server gets the keys under its own names, so
+    /// these are removed from its environment (they are the user's, inherited by tsbsctl).
+    pub fn source_vars(&self) -> Vec<String> {
+        vec![self.access_key_env.clone(), self.secret_key_env.clone()]
+    }
+
+    /// `credentials from $A and $B`.
+    pub fn keys_from(&self) -> String {
+        format!(
+            "credentials from ${} and ${}",
+            self.access_key_env, self.secret_key_env
+        )
+    }
+}
+
+/// The client of tsbsctl's S3 requests (bounded; a remote endpoint may need the proxy).
+pub fn client() -> Result<Client> {
+    Client::builder()
+        .timeout(std::time::Duration::from_secs(60))
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(|e| Error::failed(format!("HTTP client: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -330,15 +330,15 @@ impl OpCtx for Bench<'_> {
         )?)?;
         // GreptimeDB on S3: the SSTs a compaction rewrites are objects in the bucket.
         if let Some(m) = self.target.managed() {
-            if let Some(s) =
-                crate::product::greptimedb::storage::ObjectStorage::of(&m.ws.manifest.extra)?
+            if let Some((o, c)) = self
+                .target
+                .product
+                .object_store_footprint(&m.ws.manifest, &m.ws.dir)?
             {
-                let cache =
-                    m.ws.dir
-                        .join(crate::product::greptimedb::storage::CACHE_DIR);
-                let (o, c) = s.record(&cache)?;
                 v["object_store"] = o;
-                v["cache"] = c;
+                if let Some(c) = c {
+                    v["cache"] = c;
+                }
             }
         }
         Ok(Some(v))

@@ -144,45 +144,28 @@ pub struct PrepareArgs {
 #[derive(Debug, clap::Args)]
 pub struct StorageArgs {
     /// file (the default: everything under the workspace) or s3 (SSTs, indexes and manifests
-    /// in an S3 bucket, with a local cache; WAL and metadata stay local).
+    /// in an S3 bucket, with a local cache; WAL and metadata stay local). A cluster's
+    /// datanodes share the bucket and prefix, each with a cache of its own.
     #[arg(long, value_name = "KIND")]
     pub storage: Option<String>,
-    /// With --storage s3: the S3 endpoint, http(s)://host[:port] (path-style requests).
-    #[arg(long, value_name = "URL")]
-    pub s3_endpoint: Option<String>,
-    /// With --storage s3: the bucket (it must exist).
-    #[arg(long, value_name = "B")]
-    pub s3_bucket: Option<String>,
+    #[command(flatten)]
+    pub s3: crate::cli::common::S3Args,
     /// With --storage s3: the key prefix (GreptimeDB's `root`) of this workspace's objects.
     #[arg(long, value_name = "P")]
     pub s3_prefix: Option<String>,
-    /// With --storage s3: the region (default us-east-1).
-    #[arg(long, value_name = "R")]
-    pub s3_region: Option<String>,
-    /// With --storage s3: the local cache's size (`write_cache_size`), e.g. 1GiB.
+    /// With --storage s3: the local cache's size (`write_cache_size`; each datanode's in a
+    /// cluster), e.g. 1GiB.
     #[arg(long, value_name = "SIZE")]
     pub cache_size: Option<String>,
-    /// With --storage s3: the environment variable holding the access key id (default
-    /// AWS_ACCESS_KEY_ID; the name is recorded, never the value).
-    #[arg(long, value_name = "VAR")]
-    pub s3_access_key_env: Option<String>,
-    /// With --storage s3: the environment variable holding the secret key (default
-    /// AWS_SECRET_ACCESS_KEY).
-    #[arg(long, value_name = "VAR")]
-    pub s3_secret_key_env: Option<String>,
 }
 
 impl StorageArgs {
     fn flags(&self) -> storage::Flags {
         storage::Flags {
             storage: self.storage.clone(),
-            endpoint: self.s3_endpoint.clone(),
-            bucket: self.s3_bucket.clone(),
+            s3: (&self.s3).into(),
             prefix: self.s3_prefix.clone(),
-            region: self.s3_region.clone(),
             cache_size: self.cache_size.clone(),
-            access_key_env: self.s3_access_key_env.clone(),
-            secret_key_env: self.s3_secret_key_env.clone(),
         }
     }
 }
@@ -255,19 +238,6 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
             let wanted = a.storage.flags().parse()?;
             let existing = crate::workspace::load(&ctx.root, &p, &a.database_id).ok();
             let cluster = cluster_request(ctx, &a, &mut ports)?;
-            let is_cluster = !cluster.is_empty()
-                || existing.as_ref().is_some_and(|w| {
-                    crate::product::greptimedb::cluster::Topology::of(&w.manifest).is_some()
-                });
-            if is_cluster && wanted.is_some() {
-                // Every datanode would need the store and its keys: not built yet.
-                return Err(crate::error::Error::invalid(
-                    "--storage s3 with --topology cluster is not supported yet",
-                )
-                .with_hint(
-                    "use object storage with a standalone workspace, or local files with a cluster",
-                ));
-            }
             let mut extra = prepare_storage(&a, wanted.as_ref(), existing.as_ref())?;
             extra.extend(cluster);
             let req = PrepareRequest {
@@ -309,7 +279,7 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
                 if let Some(s) = ObjectStorage::of(&src.manifest.extra)? {
                     return Err(crate::error::Error::invalid(format!(
                         "workspace {} keeps its data in S3 (bucket {}, prefix {}): copy works on local storage only",
-                        a.source_database_id, s.bucket, s.prefix
+                        a.source_database_id, s.location.bucket, s.location.prefix
                     )));
                 }
             }

@@ -17,7 +17,7 @@ use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::ids::validate_id;
 use crate::output::Outcome;
-use crate::product::influxdb3::{Edition, InfluxDb3};
+use crate::product::influxdb3::{object_store, Edition, InfluxDb3};
 use crate::product::Product as _;
 use crate::workspace::{self, PrepareRequest};
 
@@ -73,6 +73,16 @@ pub struct PrepareArgs {
     /// HTTP port on 127.0.0.1 (default 8181).
     #[arg(long, value_name = "P")]
     pub http_port: Option<u16>,
+    /// file (the default: everything under the workspace's data/) or s3 (the WAL, Parquet
+    /// files and catalog in an S3 bucket, under the workspace's node id: the server has no
+    /// key prefix option). Core only; fixed when the workspace is made.
+    #[arg(long, value_name = "KIND")]
+    pub object_store: Option<String>,
+    #[command(flatten)]
+    pub s3: crate::cli::common::S3Args,
+    /// Not offered: InfluxDB 3 has no key prefix option (its objects go under the node id).
+    #[arg(long, value_name = "P", hide = true)]
+    pub s3_prefix: Option<String>,
     #[command(flatten)]
     pub lock: LockArgs,
 }
@@ -190,16 +200,36 @@ pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
         }
         Influxdb3Cmd::Prepare(a) => {
             let p = InfluxDb3::new(a.edition);
+            let extra = prepare_object_store(ctx, &p, &a)?;
             let req = PrepareRequest {
                 id: a.database_id,
                 version: a.version,
                 database: a.database,
                 http_port: a.http_port,
                 ports: BTreeMap::new(),
-                extra: Default::default(),
+                extra,
             };
             let mut o = dbcmd::prepare_cmd(ctx, &p, req, &a.lock)?;
             o.human.push_str(&licence_line(&o.data["manifest"]));
+            let kept = match o.data["manifest"].as_object() {
+                Some(m) => {
+                    let node = m
+                        .get("node_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    object_store::of_extra(m, &node)?
+                }
+                None => None,
+            };
+            if let Some(l) = &kept {
+                o.human.push_str(&format!(
+                    "  object store: {} ({})\n",
+                    l.describe(),
+                    l.keys_from()
+                ));
+            }
+            o.data["object_store"] = object_store::field(kept.as_ref());
             Ok(o)
         }
         Influxdb3Cmd::Activate(a) => activate_cmd(ctx, a),
@@ -239,6 +269,67 @@ pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
             dbcmd::serve_cmd(ctx, &p, a)
         }
     }
+}
+
+/// The object-store part of `prepare`: an existing workspace keeps its store (asking for
+/// another is bad input); a new one on S3 is checked against the bucket before anything is
+/// created: the bucket answers to the keys, and nothing is under the node id yet (the server
+/// would take such objects for its own catalog and data).
+fn prepare_object_store(
+    ctx: &Ctx,
+    p: &InfluxDb3,
+    a: &PrepareArgs,
+) -> Result<serde_json::Map<String, Value>> {
+    let node = InfluxDb3::node_id(&a.database_id);
+    let flags = object_store::Flags {
+        object_store: a.object_store.clone(),
+        s3: (&a.s3).into(),
+        prefix: a.s3_prefix.clone(),
+    };
+    let wanted = flags.parse(&node)?;
+    if let Ok(w) = crate::workspace::load(&ctx.root, p, &a.database_id) {
+        let have = object_store::of(&w.manifest)?;
+        if a.object_store.is_some() && have != wanted {
+            let say = |l: Option<&crate::s3::Location>| {
+                l.map_or("local files".to_string(), |l| l.describe())
+            };
+            return Err(Error::invalid(format!(
+                "workspace {} was prepared with object store {}; it cannot become {}",
+                a.database_id,
+                say(have.as_ref()),
+                say(wanted.as_ref())
+            ))
+            .with_hint("a workspace never changes its object store: prepare a new one (`tsbsctl influxdb3 prepare --database-id NEW --object-store ...`)"));
+        }
+        return Ok(Default::default());
+    }
+    let Some(l) = wanted else {
+        return Ok(Default::default());
+    };
+    if a.edition == Edition::Enterprise {
+        return Err(Error::invalid(
+            "--object-store s3 is supported for InfluxDB 3 Core only",
+        )
+        .with_hint("Enterprise keeps its licence and cluster catalog in the object store, which tsbsctl's activation does not read from a bucket yet: use --object-store file (the default)"));
+    }
+    // Before anything is written: the variables are set, the bucket answers to them.
+    l.probe()?;
+    if !l.is_empty()? {
+        return Err(Error::invalid(format!(
+            "bucket {} at {} already holds objects under {}/, the node id of a new workspace {}",
+            l.bucket, l.endpoint, l.prefix, a.database_id
+        ))
+        .with_hint(format!(
+            "the server would load them as its own catalog and data: delete them (e.g. `aws s3 rm --recursive s3://{}/{}/`), or choose another --database-id",
+            l.bucket, l.prefix
+        )));
+    }
+    Ok([(
+        object_store::FIELD.to_string(),
+        object_store::field(Some(&l)),
+    )]
+    .into_iter()
+    .collect())
 }
 
 /// The product of workspace `id`: the edition its manifest names (Core when it has none or an

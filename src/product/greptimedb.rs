@@ -231,8 +231,16 @@ impl Product for GreptimeDb {
     }
 
     fn render_config(&self, ws: &WorkspaceManifest, dir: &Path) -> Result<Option<String>> {
+        let s3 = storage::ObjectStorage::of(&ws.extra)?;
+        if s3.is_some() && compare_versions(&ws.version, storage::MIN_VERSION).is_lt() {
+            return Err(Error::invalid(format!(
+                "--storage s3 needs GreptimeDB {} or later (its write cache keys); the workspace has {}",
+                storage::MIN_VERSION,
+                ws.version
+            )));
+        }
         if cluster::Topology::of(ws).is_some() {
-            return Ok(Some(cluster::datanode_config(ws)));
+            return Ok(Some(cluster::datanode_config(ws, s3.as_ref())));
         }
         let port = |name: &str| -> Result<String> {
             ws.ports
@@ -249,20 +257,12 @@ impl Product for GreptimeDb {
         env.add_template("standalone.toml", TEMPLATE)
             .map_err(|e| Error::failed(format!("GreptimeDB config template: {e}")))?;
         let path = |p: &Path| p.to_string_lossy().into_owned();
-        let s3 = storage::ObjectStorage::of(&ws.extra)?;
-        if s3.is_some() && compare_versions(&ws.version, storage::MIN_VERSION).is_lt() {
-            return Err(Error::invalid(format!(
-                "--storage s3 needs GreptimeDB {} or later (its write cache keys); the workspace has {}",
-                storage::MIN_VERSION,
-                ws.version
-            )));
-        }
         let s3 = s3.map(|s| {
             minijinja::context! {
-                bucket => s.bucket,
-                prefix => s.prefix,
-                endpoint => s.endpoint,
-                region => s.region,
+                bucket => s.location.bucket,
+                prefix => s.location.prefix,
+                endpoint => s.location.endpoint,
+                region => s.location.region,
                 cache_path => path(&dir.join(storage::CACHE_DIR)),
                 // Bytes, unambiguous: GreptimeDB reads "MB" as MiB.
                 cache_size => format!("{}B", s.cache_size_bytes),
@@ -301,6 +301,14 @@ impl Product for GreptimeDb {
         dir: &Path,
         install_dir: &Path,
     ) -> Result<ServerCommand> {
+        // Object storage: the bucket must answer before the server starts (the real one
+        // would start and fail its first flush), and the keys go in its environment only:
+        // a standalone's, or (through the launcher, which hands them to no other role) the
+        // datanodes'.
+        let s3 = storage::ObjectStorage::of(&ws.extra)?;
+        if let Some(s) = &s3 {
+            s.probe()?;
+        }
         if cluster::Topology::of(ws).is_some() {
             // tsbsctl's own launcher runs the roles (cluster.rs).
             let me = std::env::current_exe()
@@ -318,21 +326,21 @@ impl Product for GreptimeDb {
                         .to_string_lossy()
                         .into_owned(),
                 ],
-                env: vec![],
-                // GREPTIMEDB_<ROLE>__* would override the roles' flags and config.
+                env: match &s3 {
+                    Some(s) => s.server_env(storage::DATANODE_ENV)?,
+                    None => vec![],
+                },
+                // GREPTIMEDB_<ROLE>__* would override the roles' flags and config; the
+                // variables the keys come from stay with tsbsctl.
                 env_remove: std::env::vars()
                     .map(|(k, _)| k)
                     .filter(|k| k.starts_with("GREPTIMEDB_"))
+                    .chain(s3.iter().flat_map(|s| s.location.source_vars()))
                     .collect(),
             });
         }
-        // Object storage: the bucket must answer before the server starts (the real one
-        // would start and fail its first flush), and the keys go in its environment only.
-        let env = match storage::ObjectStorage::of(&ws.extra)? {
-            Some(s) => {
-                s.probe()?;
-                s.server_env()?
-            }
+        let env = match &s3 {
+            Some(s) => s.server_env(storage::STANDALONE_ENV)?,
             None => vec![],
         };
         Ok(ServerCommand {
@@ -344,10 +352,12 @@ impl Product for GreptimeDb {
                 dir.join(CONFIG_FILE).to_string_lossy().into_owned(),
             ],
             env,
-            // GREPTIMEDB_STANDALONE__* would override the config; the workspace decides.
+            // GREPTIMEDB_STANDALONE__* would override the config; the workspace decides. The
+            // variables the keys come from stay with tsbsctl.
             env_remove: std::env::vars()
                 .map(|(k, _)| k)
                 .filter(|k| k.starts_with("GREPTIMEDB_STANDALONE"))
+                .chain(s3.iter().flat_map(|s| s.location.source_vars()))
                 .collect(),
         })
     }
@@ -555,9 +565,9 @@ impl Product for GreptimeDb {
         else {
             return Default::default();
         };
-        s.prefix = format!(
+        s.location.prefix = format!(
             "{}-rerun-{}",
-            s.prefix,
+            s.location.prefix,
             time::OffsetDateTime::now_utc().unix_timestamp()
         );
         [(
@@ -579,6 +589,20 @@ impl Product for GreptimeDb {
             "source": "the workspace manifest, fixed at prepare",
             "object_storage": storage::ObjectStorage::field(Some(&s)),
         }))
+    }
+    /// On S3: the bucket under the prefix (SSTs, indexes, manifests), and the local write
+    /// cache (a cluster: each datanode's, `cache/datanode-<i>`).
+    fn object_store_footprint(
+        &self,
+        ws: &WorkspaceManifest,
+        ws_dir: &Path,
+    ) -> Result<Option<(Value, Option<Value>)>> {
+        let Some(s) = storage::ObjectStorage::of(&ws.extra)? else {
+            return Ok(None);
+        };
+        let datanodes = cluster::Topology::of(ws).map(|t| t.datanodes);
+        let (o, cache) = s.record(&ws_dir.join(storage::CACHE_DIR), datanodes)?;
+        Ok(Some((o, Some(cache))))
     }
     fn classify_file(&self, rel: &Path) -> FilePart {
         classify(rel)
@@ -872,11 +896,13 @@ mod tests {
         let file = g.render_config(&ws, dir).unwrap().unwrap();
         let flags = storage::Flags {
             storage: Some("s3".into()),
-            endpoint: Some("http://127.0.0.1:7070/".into()),
-            bucket: Some("tsbs".into()),
+            s3: crate::s3::LocationFlags {
+                endpoint: Some("http://127.0.0.1:7070/".into()),
+                bucket: Some("tsbs".into()),
+                ..Default::default()
+            },
             prefix: Some("runs/s1".into()),
             cache_size: Some("1GB".into()),
-            ..Default::default()
         };
         let s = flags.parse().unwrap().unwrap();
         ws.extra.insert(
@@ -908,10 +934,14 @@ mod tests {
         let settings = g.server_settings(Some(&ws), None, None).unwrap();
         let f = g.rerun_workspace_fields(Some(&settings));
         let r = storage::ObjectStorage::of(&f).unwrap().unwrap();
-        assert!(r.prefix.starts_with("runs/s1-rerun-"), "{}", r.prefix);
+        assert!(
+            r.location.prefix.starts_with("runs/s1-rerun-"),
+            "{}",
+            r.location.prefix
+        );
         assert_eq!(
-            (r.bucket, r.cache_size_bytes),
-            (s.bucket.clone(), s.cache_size_bytes)
+            (r.location.bucket, r.cache_size_bytes),
+            (s.location.bucket.clone(), s.cache_size_bytes)
         );
         assert!(g.rerun_workspace_fields(None).is_empty());
         // Before 0.12 the write cache keys had other names: refused.

@@ -6,6 +6,8 @@
 //! Written for the benchmark phases (issue 7); the `tsbsctl influxdb3` command set (licence
 //! activation in particular) extends this file.
 
+pub mod object_store;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -348,16 +350,27 @@ impl Product for InfluxDb3 {
             .as_str()
             .map(str::to_string)
             .unwrap_or_else(|| Self::node_id(&ws.database_id));
-        let mut args = vec![
-            "serve".to_string(),
-            "--object-store=file".into(),
-            format!("--data-dir={}", dir.join("data").display()),
+        // On S3 the bucket must answer before the server starts (the real one fails its
+        // catalog load otherwise), and the keys go in its environment only.
+        let s3 = object_store::of(ws)?;
+        let mut args = vec!["serve".to_string()];
+        match &s3 {
+            Some(l) => {
+                l.probe()?;
+                args.extend(object_store::server_args(l));
+            }
+            None => {
+                args.push("--object-store=file".into());
+                args.push(format!("--data-dir={}", dir.join("data").display()));
+            }
+        }
+        args.extend([
             format!("--node-id={node}"),
             format!("--http-bind=127.0.0.1:{port}"),
             "--without-auth".into(),
             // A benchmark run stays offline-clean: no upload to telemetry.v3.influxdata.com.
             "--disable-telemetry-upload".into(),
-        ];
+        ]);
         if self.edition == Edition::Enterprise {
             if let Some(c) = ws.extra["cluster_id"].as_str() {
                 args.push(format!("--cluster-id={c}"));
@@ -369,12 +382,18 @@ impl Product for InfluxDb3 {
         Ok(ServerCommand {
             program: install_dir.join(self.binary_name()),
             args,
-            env: vec![],
+            env: match &s3 {
+                Some(l) => object_store::server_env(l)?,
+                None => vec![],
+            },
             // The workspace decides: no INFLUXDB3_* override (object store, auth, licence
-            // e-mail) from the caller's shell, and no token reaches the server.
+            // e-mail) from the caller's shell, and no token reaches the server; nor any AWS_*
+            // (the S3 client reads AWS_ENDPOINT, AWS_SESSION_TOKEN, ... from it).
+            // The variables the keys come from stay with tsbsctl too.
             env_remove: std::env::vars()
                 .map(|(k, _)| k)
-                .filter(|k| k.starts_with("INFLUXDB3_"))
+                .filter(|k| k.starts_with("INFLUXDB3_") || k.starts_with("AWS_"))
+                .chain(s3.iter().flat_map(|l| l.source_vars()))
                 .collect(),
         })
     }
@@ -591,7 +610,38 @@ impl Product for InfluxDb3 {
         if let Some(r) = runtime_version {
             v["source"] = json!(settings_source(r));
         }
+        // Where the data was (the names of the key variables, not the keys).
+        if let Some(l) = ws.and_then(|w| object_store::of(w).ok().flatten()) {
+            v["object_storage"] = object_store::field(Some(&l));
+            v["object_storage_source"] = json!("the workspace manifest, fixed at prepare");
+        }
         Some(v)
+    }
+    /// On S3: the bucket's objects under the node id (WAL, Parquet, catalog); no local cache.
+    fn object_store_footprint(
+        &self,
+        ws: &WorkspaceManifest,
+        _ws_dir: &Path,
+    ) -> Result<Option<(Value, Option<Value>)>> {
+        match object_store::of(ws)? {
+            Some(l) => Ok(Some((object_store::record(&l)?, None))),
+            None => Ok(None),
+        }
+    }
+    /// A rerun of a run on S3 measures the same store (endpoint, bucket, region, key
+    /// variables); the new workspace's node id is its own, so are its objects.
+    fn rerun_workspace_fields(&self, server_settings: Option<&Value>) -> Map<String, Value> {
+        match server_settings.and_then(|v| v.get("object_storage")) {
+            Some(v) if v.get("type").and_then(Value::as_str) == Some("s3") => {
+                let mut v = v.clone();
+                if let Some(o) = v.as_object_mut() {
+                    // The node id decides it (see `object_store::of`).
+                    o.remove("prefix");
+                }
+                [(object_store::FIELD.to_string(), v)].into_iter().collect()
+            }
+            _ => Map::new(),
+        }
     }
     fn detect_engine(&self, dir: &Path) -> Option<&'static str> {
         detect_engine(dir)

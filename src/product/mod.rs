@@ -483,6 +483,17 @@ pub trait Product: Send + Sync {
     fn footprint_parts(&self) -> FootprintParts {
         FootprintParts::GENERIC
     }
+    /// A managed workspace whose data lives in an object store: what a footprint adds to the
+    /// data directory's, measured now: `object_store` (a listing of the bucket under the
+    /// workspace's prefix, by part) and, when the server keeps a local cache of it, `cache`
+    /// (measured on disk). `None`: the data is in the data directory.
+    fn object_store_footprint(
+        &self,
+        _ws: &WorkspaceManifest,
+        _ws_dir: &Path,
+    ) -> Result<Option<(Value, Option<Value>)>> {
+        Ok(None)
+    }
     /// The storage engine the files on disk show, when the product has several.
     fn detect_engine(&self, _dir: &Path) -> Option<&'static str> {
         None

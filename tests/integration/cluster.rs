@@ -13,7 +13,7 @@ use crate::world::*;
 /// Rows of the cluster test's dataset: 8 hosts × one day at 60 s.
 const CROWS: u64 = 8 * 1440;
 
-fn etcd() -> Option<PathBuf> {
+pub(crate) fn etcd() -> Option<PathBuf> {
     std::env::var_os("PATH")
         .into_iter()
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
@@ -58,7 +58,7 @@ fn cluster_world() -> Option<(World, PathBuf)> {
 }
 
 /// Processes whose command line mentions `needle` (the workspace directory).
-fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
+pub(crate) fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
@@ -76,7 +76,7 @@ fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
 }
 
 /// Waits (bounded) until no process mentions `dir`; the leftovers otherwise.
-fn gone_within(dir: &Path, limit: Duration) -> Vec<(u32, String)> {
+pub(crate) fn gone_within(dir: &Path, limit: Duration) -> Vec<(u32, String)> {
     let needle = dir.to_string_lossy().into_owned();
     let until = Instant::now() + limit;
     loop {

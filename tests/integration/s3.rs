@@ -79,6 +79,105 @@ impl Drop for Gateway {
     }
 }
 
+/// A test's S3 side: the real versitygw with its root keys, one bucket, the testbed's client.
+struct S3Side {
+    gw: Gateway,
+    s3: Client,
+    access: String,
+    secret: String,
+}
+
+/// An unprepared world (env prepared) with versitygw serving `bucket` under fresh keys.
+fn s3_world(bin: &PathBuf, tag: &str, bucket: &str) -> (Gt, PathBuf, S3Side) {
+    let (gt, knobs_dir) = unprepared();
+    let access = format!("tsbs{tag}{}", std::process::id());
+    let secret = format!("S3cret-{tag}-{}-{}", std::process::id(), unique());
+    let gw = Gateway::start(bin, gt.env.path(), &access, &secret);
+    let s3 = Client::new(&gw.endpoint, "us-east-1", &access, &secret);
+    s3.create_bucket(bucket)
+        .unwrap_or_else(|e| panic!("create bucket: {e}\n{}", gw.log_text()));
+    gt.run(&["env", "prepare"]).ok();
+    let side = S3Side {
+        gw,
+        s3,
+        access,
+        secret,
+    };
+    (gt, knobs_dir, side)
+}
+
+/// Runs `args` with every argv on the machine watched for `secret`; the run must complete.
+/// Returns the run, its directory and its summary.
+fn run_watched(w: &World, secret: &str, args: &[&str]) -> (Run, PathBuf, serde_json::Value) {
+    let scan = ProcScan::start(secret, "\u{0}", &[]);
+    let r = w.run(args);
+    let (_, leaks, _) = scan.finish();
+    r.ok();
+    assert!(leaks.is_empty(), "the secret was in an argv: {leaks:?}");
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    assert_eq!(s["status"], "completed", "{}", s["failures"]);
+    (r, dir, s)
+}
+
+/// Checks a GreptimeDB footprint against a listing of our own of `bucket` under `prefix/`:
+/// SSTs under `sst_dir`, objects, bytes and SST bytes as recorded, no SST in the data home.
+/// Returns the listing.
+fn check_greptime_bucket(
+    s3: &Client,
+    bucket: &str,
+    prefix: &str,
+    sst_dir: &str,
+    s: &serde_json::Value,
+) -> Vec<(String, u64)> {
+    let objects = s3.list(bucket, &format!("{prefix}/")).unwrap();
+    let bytes: u64 = objects.iter().map(|(_, n)| n).sum();
+    assert!(!objects.is_empty() && bytes > 0, "{objects:?}");
+    assert!(
+        objects
+            .iter()
+            .any(|(k, _)| k.starts_with(&format!("{prefix}/{sst_dir}")) && k.ends_with(".parquet")),
+        "no SST in the object layout: {objects:?}"
+    );
+    let os = &s["storage"]["object_store"];
+    assert_eq!(os["objects"].as_u64(), Some(objects.len() as u64), "{os}");
+    assert_eq!(os["bytes"].as_u64(), Some(bytes), "{os}");
+    let sst: u64 = objects
+        .iter()
+        .filter(|(k, _)| k.ends_with(".parquet"))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(os["data_bytes"].as_u64(), Some(sst), "{os}");
+    assert_eq!(s["storage"]["never_flushed"], false);
+    // The SSTs are not in the data home (only WAL and metadata are local).
+    assert_eq!(s["storage"]["data_files"], 0, "{}", s["storage"]);
+    objects
+}
+
+/// The key variables of every test here (their names only reach tsbsctl), and `--json`.
+const KEY_FLAGS: [&str; 5] = [
+    "--s3-access-key-env",
+    "TSBS_TEST_S3_KEY_ID",
+    "--s3-secret-key-env",
+    "TSBS_TEST_S3_SECRET",
+    "--json",
+];
+
+/// Runs a server that must refuse to start (exit 1, bounded); its stdout and stderr.
+fn refused_start(cmd: &mut Command) -> String {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_bounded(child, Duration::from_secs(60));
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    text
+}
+
 fn prepare_args<'a>(
     id: &'a str,
     port: &'a str,
@@ -104,12 +203,10 @@ fn prepare_args<'a>(
         "tsbs/s1",
         "--cache-size",
         "64MiB",
-        "--s3-access-key-env",
-        "TSBS_TEST_S3_KEY_ID",
-        "--s3-secret-key-env",
-        "TSBS_TEST_S3_SECRET",
-        "--json",
     ]
+    .into_iter()
+    .chain(KEY_FLAGS)
+    .collect()
 }
 
 #[test]
@@ -123,14 +220,13 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
             )
         }
     };
-    let (mut gt, knobs_dir) = unprepared();
-    let access = format!("tsbsak{}", std::process::id());
-    let secret = format!("S3cret-{}-{}", std::process::id(), unique());
-    let gw = Gateway::start(&bin, gt.env.path(), &access, &secret);
-    let s3 = Client::new(&gw.endpoint, "us-east-1", &access, &secret);
-    s3.create_bucket("tsbs-bench")
-        .unwrap_or_else(|e| panic!("create bucket: {e}\n{}", gw.log_text()));
-    gt.run(&["env", "prepare"]).ok();
+    let (mut gt, knobs_dir, side) = s3_world(&bin, "ak", "tsbs-bench");
+    let S3Side {
+        gw,
+        s3,
+        access,
+        secret,
+    } = side;
     let port = free_port_block(4).to_string();
     let ws = gt.ws_dir("s1");
 
@@ -179,7 +275,6 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
     // load flushes SSTs into the bucket before the footprint is taken (after the load).
     let w = World { gt, knobs_dir };
     w.gt.set_knobs(json!({"auto_flush_bytes": 50000}));
-    let scan = ProcScan::start(&secret, "\u{0}", &[]);
     let mut a = vec![
         "bench",
         "greptimedb",
@@ -195,36 +290,17 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
         "--json",
     ];
     a.extend(tiny());
-    let r = w.run(&a);
-    let (_, leaks, _) = scan.finish();
-    r.ok();
-    assert!(leaks.is_empty(), "the secret was in an argv: {leaks:?}");
-    let dir = run_dir(&r);
-    let s = summary(&dir);
-    assert_eq!(s["status"], "completed", "{}", s["failures"]);
+    let (r, dir, s) = run_watched(&w, &secret, &a);
 
     // What tsbsctl recorded is what the bucket holds, by a listing of our own.
-    let objects = s3.list("tsbs-bench", "tsbs/s1/").unwrap();
-    let bytes: u64 = objects.iter().map(|(_, n)| n).sum();
-    assert!(!objects.is_empty() && bytes > 0, "{objects:?}");
-    assert!(
-        objects.iter().any(|(k, _)| k
-            .starts_with("tsbs/s1/data/greptime/benchmark/1024/1024_0000000000/")
-            && k.ends_with(".parquet")),
-        "no SST in the object layout: {objects:?}"
+    let objects = check_greptime_bucket(
+        &s3,
+        "tsbs-bench",
+        "tsbs/s1",
+        "data/greptime/benchmark/1024/1024_0000000000/",
+        &s,
     );
-    let os = &s["storage"]["object_store"];
-    assert_eq!(os["objects"].as_u64(), Some(objects.len() as u64), "{os}");
-    assert_eq!(os["bytes"].as_u64(), Some(bytes), "{os}");
-    let sst: u64 = objects
-        .iter()
-        .filter(|(k, _)| k.ends_with(".parquet"))
-        .map(|(_, n)| n)
-        .sum();
-    assert_eq!(os["data_bytes"].as_u64(), Some(sst), "{os}");
-    assert_eq!(s["storage"]["never_flushed"], false);
-    // The SSTs are not in the data home (only WAL and metadata are local); the cache is.
-    assert_eq!(s["storage"]["data_files"], 0, "{}", s["storage"]);
+    // The cache is measured on disk.
     let cache = &s["storage"]["cache"];
     assert!(cache["bytes"].as_u64().unwrap() > 0, "{cache}");
     assert_eq!(cache["capacity_bytes"], 64 << 20);
@@ -287,22 +363,15 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
 
     // The server itself refuses to start on keys the bucket refuses (exit 1, before it binds).
     let greptime = w.gt.install_dir(STABLE).join("greptime");
-    let child = Command::new(&greptime)
-        .args(["standalone", "start", "-c"])
-        .arg(ws.join("config.toml"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("GREPTIMEDB_STANDALONE__STORAGE__ACCESS_KEY_ID", &access)
-        .env("GREPTIMEDB_STANDALONE__STORAGE__SECRET_ACCESS_KEY", "wrong")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = wait_bounded(child, Duration::from_secs(60));
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{text}");
+    let text = refused_start(
+        Command::new(&greptime)
+            .args(["standalone", "start", "-c"])
+            .arg(ws.join("config.toml"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("GREPTIMEDB_STANDALONE__STORAGE__ACCESS_KEY_ID", &access)
+            .env("GREPTIMEDB_STANDALONE__STORAGE__SECRET_ACCESS_KEY", "wrong"),
+    );
     assert!(
         text.contains("Fatal error occurs!") && text.contains("SignatureDoesNotMatch"),
         "{text}"
@@ -337,4 +406,387 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
     w.run(&["greptimedb", "orphans", "--database-id", "s1", "--remove"])
         .code(2)
         .says("keeps its SSTs in S3");
+}
+
+/// The reason to skip a test that needs etcd too, if there is one.
+fn etcd_or_why() -> Result<PathBuf, String> {
+    crate::cluster::etcd().ok_or_else(|| {
+        "no etcd on PATH or at /usr/bin/etcd (Debian: apt-get install etcd-server)".to_string()
+    })
+}
+
+/// The environment of process `pid` (NUL-separated `K=V`), or nothing once it is gone.
+fn environ_of(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// Issue 25 §4 for a cluster: two datanodes on one bucket and root, each with its own cache,
+/// against the real versitygw and a real etcd. The datanodes write their regions' objects
+/// under the shared prefix; the footprint is the bucket's listing plus each datanode's cache;
+/// only the datanodes get the keys, and only in their environment.
+#[test]
+fn a_cluster_on_s3_shares_one_bucket_with_a_cache_per_datanode() {
+    const NAME: &str = "a_cluster_on_s3_shares_one_bucket_with_a_cache_per_datanode";
+    let (bin, etcd) = match (versitygw(), etcd_or_why()) {
+        (Ok(b), Ok(e)) => (b, e),
+        (Err(why), _) | (_, Err(why)) => return skip(NAME, &why),
+    };
+    let (mut gt, knobs_dir, side) = s3_world(&bin, "ck", "tsbs-cluster");
+    let S3Side {
+        gw,
+        s3,
+        access,
+        secret,
+    } = side;
+    gt.env.env("TSBS_TEST_S3_KEY_ID", &access);
+    gt.env.env("TSBS_TEST_S3_SECRET", &secret);
+    // Frontend 0 (4) + metasrv (2) + 2 datanodes (4) + etcd (2).
+    let port = free_port_block(12).to_string();
+    let e = etcd.to_string_lossy().into_owned();
+    let prepare = [
+        "greptimedb",
+        "prepare",
+        "--database-id",
+        "c1",
+        "--version",
+        STABLE,
+        "--http-port",
+        &port,
+        "--topology",
+        "cluster",
+        "--datanodes",
+        "2",
+        "--etcd",
+        &e,
+        "--storage",
+        "s3",
+        "--s3-endpoint",
+        &gw.endpoint,
+        "--s3-bucket",
+        "tsbs-cluster",
+        "--s3-prefix",
+        "tsbs/c1",
+        "--cache-size",
+        "32MiB",
+    ];
+    let prep = gt.run(&[&prepare[..], &KEY_FLAGS[..]].concat());
+    prep.ok();
+    let m = &prep.json()["data"]["manifest"];
+    assert_eq!(m["topology"]["datanodes"], 2, "{m}");
+    assert_eq!(m["storage"]["type"], "s3", "{m}");
+    assert_eq!(m["storage"]["prefix"], "tsbs/c1");
+    assert_eq!(m["storage"]["secret_key_env"], "TSBS_TEST_S3_SECRET");
+    let ws = gt.ws_dir("c1");
+    // One [storage] for every datanode, no key in it.
+    let config = std::fs::read_to_string(ws.join("config.toml")).unwrap();
+    let c: toml::Value = toml::from_str(&config).unwrap();
+    assert_eq!(c["storage"]["type"].as_str(), Some("S3"), "{config}");
+    assert_eq!(c["storage"]["root"].as_str(), Some("tsbs/c1"));
+    assert_eq!(c["storage"]["bucket"].as_str(), Some("tsbs-cluster"));
+    assert!(c["storage"].get("access_key_id").is_none(), "{config}");
+    assert_eq!(
+        c["region_engine"][0]["mito"]["write_cache_size"].as_str(),
+        Some(format!("{}B", 32u64 << 20).as_str())
+    );
+
+    let w = World { gt, knobs_dir };
+    // Small memtables: the load flushes SSTs into the bucket.
+    w.gt.set_knobs(json!({"auto_flush_bytes": 50000}));
+    let mut a = vec![
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "c1",
+        "--stop-timeout",
+        "20",
+        "--startup-timeout",
+        "60",
+        "--query-type",
+        "lastpoint",
+        "--queries",
+        "2",
+        "--json",
+    ];
+    a.extend(tiny());
+    let (r, dir, s) = run_watched(&w, &secret, &a);
+    assert_eq!(s["row_count"]["actual"], ROWS);
+
+    // The datanodes wrote their regions under the shared prefix; tsbsctl counted what the
+    // bucket holds. Each datanode has a cache directory of its own, measured from disk.
+    let objects = check_greptime_bucket(
+        &s3,
+        "tsbs-cluster",
+        "tsbs/c1",
+        "data/greptime/benchmark/",
+        &s,
+    );
+    let cache = &s["storage"]["cache"];
+    let per = cache["per_datanode"].as_array().unwrap();
+    assert_eq!(per.len(), 2, "{cache}");
+    let sum: u64 = per.iter().map(|c| c["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(cache["bytes"].as_u64(), Some(sum), "{cache}");
+    assert!(sum > 0, "{cache}");
+    assert_eq!(cache["capacity_bytes"], 2 * (32u64 << 20));
+    let mut paths = Vec::new();
+    for d in 1..=2 {
+        let f = std::fs::read_to_string(ws.join(format!("datanode-{d}.toml"))).unwrap();
+        let t: toml::Value = toml::from_str(&f).unwrap();
+        let p = t["region_engine"][0]["mito"]["write_cache_path"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            PathBuf::from(&p),
+            ws.join(format!("cache/datanode-{d}")),
+            "{f}"
+        );
+        assert!(t["storage"].get("secret_access_key").is_none(), "{f}");
+        paths.push(p);
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("Object storage (S3): bucket `tsbs-cluster`")
+            && md.contains(&format!("**{} objects", objects.len()))
+            && md.contains("for each of 2 datanodes"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- Storage: **S3**, bucket `tsbs-cluster`"),
+        "{md}"
+    );
+
+    // Serving: only the datanodes have the keys, in their environment.
+    let mut bg =
+        w.gt.serve_bg("c1", &["--startup-timeout", "60", "--stop-timeout", "20"]);
+    let f0 = endpoint_of(&w.gt.manifest("c1"));
+    bg.wait_serving(|| sql_status(&f0, "SELECT 1") == Some(200));
+    let roles = crate::cluster::processes_mentioning(&ws.to_string_lossy());
+    let mut seen = (0, 0);
+    for (pid, cmd) in &roles {
+        let env = environ_of(*pid);
+        let is_datanode = cmd.contains(" datanode start");
+        if is_datanode {
+            seen.0 += 1;
+            assert!(env.contains(&secret), "datanode {pid} has no key: {cmd}");
+        } else if cmd.contains(" start") || cmd.contains("--data-dir") {
+            seen.1 += 1;
+            assert!(!env.contains(&secret), "{pid} holds the key: {cmd}");
+        }
+    }
+    assert_eq!(seen.0, 2, "{roles:?}");
+    assert!(seen.1 >= 3, "etcd, metasrv and the frontend: {roles:?}");
+    bg.interrupt();
+    assert!(crate::cluster::gone_within(&ws, Duration::from_secs(10)).is_empty());
+
+    assert_no_secret(w.gt.env.path(), &secret, &[&prep, &r]);
+    drop(gw);
+}
+
+/// `influxdb3 prepare ... --object-store s3` (issue 25 §4): a Core workspace whose WAL,
+/// Parquet files and catalog are objects on the real versitygw, under the node id.
+fn influx_prepare_args<'a>(id: &'a str, port: &'a str, endpoint: &'a str) -> Vec<&'a str> {
+    vec![
+        "influxdb3",
+        "prepare",
+        "--database-id",
+        id,
+        "--edition",
+        "core",
+        "--http-port",
+        port,
+        "--object-store",
+        "s3",
+        "--s3-endpoint",
+        endpoint,
+        "--s3-bucket",
+        "tsbs-influx",
+    ]
+    .into_iter()
+    .chain(KEY_FLAGS)
+    .collect()
+}
+
+#[test]
+fn influxdb3_core_on_s3_keeps_wal_parquet_and_catalog_in_the_bucket() {
+    const NAME: &str = "influxdb3_core_on_s3_keeps_wal_parquet_and_catalog_in_the_bucket";
+    let bin = match versitygw() {
+        Ok(b) => b,
+        Err(why) => return skip(NAME, &why),
+    };
+    let (mut gt, knobs_dir, side) = s3_world(&bin, "ik", "tsbs-influx");
+    let S3Side {
+        gw,
+        s3,
+        access,
+        secret,
+    } = side;
+    let port = free_port_block(1).to_string();
+    let ws_dir = gt.env.root.join("influxdb3/databases/core-s3");
+
+    // Bad input, nothing created: the variables unset; a wrong secret; a prefix (the real
+    // server has none); Enterprise; objects already under the new node id.
+    let r = gt.run(&influx_prepare_args("core-s3", &port, &gw.endpoint));
+    r.code(2).says("$TSBS_TEST_S3_KEY_ID");
+    gt.env.env("TSBS_TEST_S3_KEY_ID", &access);
+    gt.env.env("TSBS_TEST_S3_SECRET", "not-the-secret");
+    gt.run(&influx_prepare_args("core-s3", &port, &gw.endpoint))
+        .code(2)
+        .says("refused");
+    gt.env.envs.retain(|(k, _)| k != "TSBS_TEST_S3_SECRET");
+    gt.env.env("TSBS_TEST_S3_SECRET", &secret);
+    let mut a = influx_prepare_args("core-s3", &port, &gw.endpoint);
+    a.extend(["--s3-prefix", "p"]);
+    gt.run(&a).code(2).says("no key prefix option");
+    let mut a = influx_prepare_args("ent-s3", &port, &gw.endpoint);
+    a[5] = "enterprise";
+    gt.run(&a).code(2).says("Core only");
+    s3.put("tsbs-influx", "used-s3-node/catalog/checkpoint", b"{}")
+        .unwrap();
+    gt.run(&influx_prepare_args("used-s3", &port, &gw.endpoint))
+        .code(2)
+        .says("already holds objects under used-s3-node/");
+    assert!(!ws_dir.exists() && !gt.env.root.join("influxdb3/databases/used-s3").exists());
+
+    let w = World { gt, knobs_dir };
+    let knobs = publish_influx3(&w, "core");
+    // Snapshots after three WAL files: Parquet objects land under dbs/ during the load.
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "snapshot_after_wal_files": 3}).to_string(),
+    )
+    .unwrap();
+    let prep = w.run(&influx_prepare_args("core-s3", &port, &gw.endpoint));
+    prep.ok();
+    let os = &prep.json()["data"]["manifest"]["object_store"];
+    assert_eq!(os["type"], "s3", "{os}");
+    assert_eq!(os["bucket"], "tsbs-influx");
+    assert_eq!(os["prefix"], "core-s3-node", "{os}");
+    assert_eq!(os["access_key_env"], "TSBS_TEST_S3_KEY_ID");
+    // A workspace never changes its object store.
+    w.run(&[
+        "influxdb3",
+        "prepare",
+        "--database-id",
+        "core-s3",
+        "--edition",
+        "core",
+        "--object-store",
+        "file",
+    ])
+    .code(2)
+    .says("cannot become");
+
+    let mut a = vec![
+        "bench",
+        "influxdb3",
+        "all",
+        "--database-id",
+        "core-s3",
+        "--queries",
+        "3",
+        "--stop-timeout",
+        "10",
+        // Many small batches: many WAL files, so snapshots land Parquet in the bucket.
+        "--batch-size",
+        "200",
+        "--json",
+    ];
+    a.extend(tiny());
+    for t in TYPES {
+        a.extend(["--query-type", t]);
+    }
+    let (r, dir, s) = run_watched(&w, &secret, &a);
+    assert_eq!(s["row_count"]["actual"], ROWS);
+
+    // The real key layout under the node id, counted by tsbsctl as the bucket holds it.
+    let objects = s3.list("tsbs-influx", "core-s3-node/").unwrap();
+    let count = |f: &dyn Fn(&str) -> bool| objects.iter().filter(|(k, _)| f(k)).count() as u64;
+    let wal = count(&|k| k.starts_with("core-s3-node/wal/") && k.ends_with(".wal"));
+    let parquet = count(&|k| k.starts_with("core-s3-node/dbs/") && k.ends_with(".parquet"));
+    assert!(wal > 0 && parquet > 0, "{objects:?}");
+    assert!(
+        objects
+            .iter()
+            .any(|(k, _)| k.starts_with("core-s3-node/catalog/")),
+        "{objects:?}"
+    );
+    let st = &s["storage"];
+    let os = &st["object_store"];
+    let bytes: u64 = objects.iter().map(|(_, n)| n).sum();
+    assert_eq!(os["objects"].as_u64(), Some(objects.len() as u64), "{os}");
+    assert_eq!(os["bytes"].as_u64(), Some(bytes), "{os}");
+    assert_eq!(os["wal_objects"].as_u64(), Some(wal), "{os}");
+    assert_eq!(os["data_objects"].as_u64(), Some(parquet), "{os}");
+    assert_eq!(st["never_flushed"], false, "{st}");
+    // Nothing of the server's data on the local disk.
+    assert_eq!(st["wal_bytes"], 0, "{st}");
+    assert_eq!(st["data_bytes"], 0, "{st}");
+    // The run records where the data was (names of the key variables, not the keys).
+    let ost = &read_json(&dir.join("manifest.json"))["target"]["server_settings"]["object_storage"];
+    assert_eq!(ost["bucket"], "tsbs-influx", "{ost}");
+    assert_eq!(ost["secret_key_env"], "TSBS_TEST_S3_SECRET", "{ost}");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("- Storage: **S3**, bucket `tsbs-influx`"),
+        "{md}"
+    );
+    assert!(md.contains("| WAL (wal/) | Parquet files (dbs/) |"), "{md}");
+
+    // A restart reads everything back from the bucket: the query phase counts every row.
+    let query = [
+        "bench",
+        "influxdb3",
+        "query",
+        "--database-id",
+        "core-s3",
+        "--dataset-id",
+        "tiny",
+        "--query-type",
+        "lastpoint",
+        "--queries",
+        "3",
+        "--stop-timeout",
+        "10",
+        "--json",
+    ];
+    let q = w.run(&query);
+    q.ok();
+    assert_eq!(summary(&run_dir(&q))["row_check"]["actual"], ROWS);
+
+    assert_no_secret(w.gt.env.path(), &secret, &[&prep, &r, &q]);
+
+    // The server itself refuses keys the bucket refuses (exit 1, before it listens), in the
+    // real words.
+    let m = read_json(&ws_dir.join("manifest.json"));
+    let influxdb3 = PathBuf::from(m["installation_path"].as_str().unwrap()).join("influxdb3");
+    let text = refused_start(
+        Command::new(&influxdb3)
+            .args([
+                "serve",
+                "--object-store=s3",
+                "--bucket=tsbs-influx",
+                &format!("--aws-endpoint={}", gw.endpoint),
+                "--aws-allow-http",
+                "--node-id=core-s3-node",
+                "--http-bind=127.0.0.1:0",
+                "--without-auth",
+            ])
+            .env("AWS_ACCESS_KEY_ID", &access)
+            .env("AWS_SECRET_ACCESS_KEY", "wrong"),
+    );
+    assert!(
+        text.contains("Serve command failed: failed to initialize catalog: object store error:")
+            && text.contains("SignatureDoesNotMatch"),
+        "{text}"
+    );
+
+    // tsbsctl probes before every start: changed keys are bad input, no server starts.
+    let mut w = w;
+    w.gt.env.envs.retain(|(k, _)| k != "TSBS_TEST_S3_SECRET");
+    w.gt.env.env("TSBS_TEST_S3_SECRET", "changed");
+    w.run(&query).code(2).says("refused");
+    assert!(!ws_dir.join("server.pid").exists());
 }

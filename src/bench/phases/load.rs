@@ -609,28 +609,22 @@ impl Bench<'_> {
         let attempt = self.run.next_attempt("footprint")?;
         let (product, stopped) = (self.target.product.as_ref(), self.server.is_none());
         let (forced_stop, load_footprint) = (self.forced_stop, self.load_footprint.clone());
-        // GreptimeDB on S3: the SSTs, indexes and manifests are in the bucket, the cache beside
-        // the data home; only the WAL and the metadata are in `data/`.
-        let object_store = match self.target.managed() {
-            Some(m) => crate::product::greptimedb::storage::ObjectStorage::of(
-                &m.ws.manifest.extra,
-            )?
-            .map(|s| {
-                (
-                    s,
-                    m.ws.dir
-                        .join(crate::product::greptimedb::storage::CACHE_DIR),
-                )
-            }),
-            None => None,
-        };
+        // Object storage (GreptimeDB on S3: SSTs, indexes and manifests; InfluxDB 3 on S3:
+        // everything): the bucket's listing and the local cache, not only `data/`.
+        let managed = self
+            .target
+            .managed()
+            .map(|m| (m.ws.manifest.clone(), m.ws.dir.clone()));
         self.run.step("footprint", attempt, |run| {
             let f = footprint::measure_for(product, &dir)?;
             let mut v = f.record();
-            if let Some((s, cache_dir)) = &object_store {
-                let (o, cache) = s.record(cache_dir)?;
-                v["object_store"] = o;
-                v["cache"] = cache;
+            if let Some((ws, ws_dir)) = &managed {
+                if let Some((o, cache)) = product.object_store_footprint(ws, ws_dir)? {
+                    v["object_store"] = o;
+                    if let Some(c) = cache {
+                        v["cache"] = c;
+                    }
+                }
             }
             // InfluxDB 3: the files on disk say which storage engine the server used.
             if run
@@ -660,8 +654,12 @@ impl Bench<'_> {
             v["after_forced_stop"] = json!(forced_stop);
             // Neither product flushes the WAL to data files on shutdown: say when it never did.
             v["never_flushed"] = match v["object_store"]["data_objects"].as_u64() {
-                // On S3 the SSTs are objects, never local files.
-                Some(n) => json!(n == 0 && f.wal_bytes > 0),
+                // On S3 the data files are objects, never local files; so is the WAL of a
+                // server that keeps it there (InfluxDB 3).
+                Some(n) => {
+                    let wal = v["object_store"]["wal_bytes"].as_u64().unwrap_or(0);
+                    json!(n == 0 && (f.wal_bytes > 0 || wal > 0))
+                }
                 None => footprint::never_flushed(&f),
             };
             // The product's own measure (PostgreSQL: database size, table/index split, load WAL).

@@ -16,7 +16,10 @@
 //! Layout under the workspace: `data/etcd` or `data/postgres` (the store), `data/metasrv`,
 //! `data/datanode-<i>` (each a
 //! datanode's data home: `wal/`, `data/`, `metadata/` as standalone), `logs/<role>/`, and
-//! `config.toml` (the datanodes' config).
+//! `config.toml` (the datanodes' config). On S3 (`--storage s3`) the datanodes share one
+//! bucket and root, each has its own write cache (`cache/datanode-<i>`, in the
+//! `datanode-<i>.toml` the launcher derives from `config.toml` at every start), and only the
+//! datanodes get the keys, in their environment.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -29,6 +32,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::storage::{self, ObjectStorage};
 use crate::error::{Error, Result};
 use crate::workspace_manifest::WorkspaceManifest;
 
@@ -262,8 +266,45 @@ pub fn check_store(t: &Topology) -> Result<()> {
 }
 
 /// The datanodes' `config.toml` (addresses, data homes and log dirs go on their command
-/// lines; CLI wins over the file).
-pub fn datanode_config(ws: &WorkspaceManifest) -> String {
+/// lines; CLI wins over the file). On S3 every datanode has the same `[storage]` (one bucket
+/// and root: region directories are distinct by region id) and a write cache of the same
+/// size; its cache directory is its own, set in the `datanode-<i>.toml` the launcher derives
+/// from this file at every start ([`datanode_file`]). The keys are in no file: each datanode
+/// reads them from its environment (`GREPTIMEDB_DATANODE__STORAGE__ACCESS_KEY_ID`, ...).
+pub fn datanode_config(ws: &WorkspaceManifest, s3: Option<&ObjectStorage>) -> String {
+    let q = |v: &str| toml::Value::String(v.to_string()).to_string();
+    let storage = match s3 {
+        None => "[storage]\ntype = \"File\"\n".to_string(),
+        Some(s) => format!(
+            "[storage]\n\
+             # Object storage, fixed at prepare, shared by every datanode. The credentials are not\n\
+             # here: tsbsctl passes them to the datanodes only, in their environment\n\
+             # (GREPTIMEDB_DATANODE__STORAGE__ACCESS_KEY_ID and ..._SECRET_ACCESS_KEY, from the\n\
+             # variables the workspace manifest names).\n\
+             type = \"S3\"\n\
+             bucket = {bucket}\n\
+             root = {root}\n\
+             endpoint = {endpoint}\n\
+             region = {region}\n\
+             \n\
+             # Each datanode's local cache of the object store; its directory (write_cache_path,\n\
+             # <workspace>/cache/datanode-<i>) is set in the datanode-<i>.toml tsbsctl writes from\n\
+             # this file at every start.\n\
+             [[region_engine]]\n\
+             [region_engine.mito]\n\
+             enable_write_cache = true\n\
+             write_cache_size = {size}\n\
+             # Listing one engine replaces the default list: keep the file engine too.\n\
+             [[region_engine]]\n\
+             [region_engine.file]\n",
+            bucket = q(&s.location.bucket),
+            root = q(&s.location.prefix),
+            endpoint = q(&s.location.endpoint),
+            region = q(&s.location.region),
+            // Bytes, unambiguous: GreptimeDB reads "MB" as MiB.
+            size = q(&format!("{}B", s.cache_size_bytes)),
+        ),
+    };
     format!(
         "# GreptimeDB datanode config of tsbsctl workspace {id} (GreptimeDB {v}, tsbsctl {t}).\n\
          # Every datanode of the cluster reads it; their addresses, data homes and log\n\
@@ -276,12 +317,68 @@ pub fn datanode_config(ws: &WorkspaceManifest) -> String {
          [wal]\n\
          provider = \"raft_engine\"\n\
          \n\
-         [storage]\n\
-         type = \"File\"\n",
+         {storage}",
         id = ws.database_id,
         v = ws.version,
         t = crate::VERSION
     )
+}
+
+/// The config file of datanode `d`: the workspace's `config.toml` itself, or on object storage
+/// `datanode-<d>.toml` (written by [`write_datanode_files`]).
+pub fn datanode_file(dir: &Path, d: u32, on_s3: bool) -> PathBuf {
+    if on_s3 {
+        dir.join(format!("datanode-{d}.toml"))
+    } else {
+        dir.join(super::super::CONFIG_FILE)
+    }
+}
+
+/// The local cache directory of datanode `d`.
+pub fn datanode_cache(dir: &Path, d: u32) -> PathBuf {
+    dir.join(super::storage::CACHE_DIR)
+        .join(format!("datanode-{d}"))
+}
+
+/// On object storage: `datanode-<i>.toml` for every datanode, the workspace's `config.toml`
+/// (checked by `verify`) with the datanode's own `write_cache_path`. Written at every start,
+/// from nothing but that file and the workspace directory.
+pub fn write_datanode_files(dir: &Path, datanodes: u32) -> Result<()> {
+    let path = dir.join(super::super::CONFIG_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
+    let base: toml::Table = toml::from_str(&text).map_err(|e| {
+        Error::integrity(format!("{} is not TOML: {e}", path.display()))
+            .with_hint("`tsbsctl greptimedb verify` names what changed")
+    })?;
+    for d in 1..=datanodes {
+        let mut t = base.clone();
+        let cache = datanode_cache(dir, d);
+        let mito = t
+            .get_mut("region_engine")
+            .and_then(toml::Value::as_array_mut)
+            .and_then(|a| {
+                a.iter_mut()
+                    .find_map(|e| e.get_mut("mito").and_then(toml::Value::as_table_mut))
+            })
+            .ok_or_else(|| {
+                Error::integrity(format!(
+                    "{} has no [region_engine.mito] for the write cache",
+                    path.display()
+                ))
+            })?;
+        mito.insert(
+            "write_cache_path".into(),
+            toml::Value::String(cache.to_string_lossy().into_owned()),
+        );
+        let body =
+            toml::to_string(&t).map_err(|e| Error::failed(format!("datanode-{d}.toml: {e}")))?;
+        let out = format!(
+            "# Written by tsbsctl at every cluster start: config.toml with datanode {d}'s own cache\n\
+             # directory. Edit config.toml, not this file.\n{body}"
+        );
+        crate::fsutil::write_atomic(&datanode_file(dir, d, true), out.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// One process of the cluster.
@@ -296,6 +393,9 @@ pub struct Role {
     pub health: Health,
     /// What stops it with its draining stop.
     pub stop_signal: nix::sys::signal::Signal,
+    /// Variables of the launcher's environment this role must not get (the object store's
+    /// keys reach the datanodes only).
+    pub env_remove: Vec<String>,
 }
 
 /// How the launcher knows a role is up.
@@ -353,7 +453,7 @@ fn store_addrs(ws: &WorkspaceManifest, t: &Topology) -> Result<(String, String)>
 
 /// The store's process: etcd, or the workspace's PostgreSQL server (as an unprivileged user
 /// when tsbsctl is root, as the TimescaleDB product runs it).
-fn store_role(ws: &WorkspaceManifest, t: &Topology, dir: &Path) -> Result<Role> {
+fn store_role(ws: &WorkspaceManifest, t: &Topology, dir: &Path, keys: &[String]) -> Result<Role> {
     let data = dir.join("data");
     let logs = dir.join("logs");
     let s = |p: &Path| p.to_string_lossy().into_owned();
@@ -383,6 +483,7 @@ fn store_role(ws: &WorkspaceManifest, t: &Topology, dir: &Path) -> Result<Role> 
             health: Health::Postgres(p),
             // A fast shutdown: SIGTERM would wait for every client to disconnect.
             stop_signal: nix::sys::signal::Signal::SIGINT,
+            env_remove: keys.to_vec(),
         });
     }
     let (client, peer) = (port(ws, "etcd-client")?, port(ws, "etcd-peer")?);
@@ -411,6 +512,7 @@ fn store_role(ws: &WorkspaceManifest, t: &Topology, dir: &Path) -> Result<Role> 
         log_dir: logs.join("etcd"),
         health: Health::Http(format!("http://{}/health", addr(client))),
         stop_signal: nix::sys::signal::Signal::SIGTERM,
+        env_remove: keys.to_vec(),
     })
 }
 
@@ -480,8 +582,16 @@ pub fn roles(ws: &WorkspaceManifest, dir: &Path, greptime: &Path) -> Result<Vec<
     let data = dir.join("data");
     let logs = dir.join("logs");
     let s = |p: &Path| p.to_string_lossy().into_owned();
+    let on_s3 = ObjectStorage::of(&ws.extra)?.is_some();
+    let keys: Vec<String> = [
+        storage::ENV_ACCESS_KEY_SUFFIX,
+        storage::ENV_SECRET_KEY_SUFFIX,
+    ]
+    .iter()
+    .map(|k| format!("{}{k}", storage::DATANODE_ENV))
+    .collect();
     let mut out = Vec::new();
-    out.push(store_role(ws, &t, dir)?);
+    out.push(store_role(ws, &t, dir, &keys)?);
     let (mgrpc, mhttp) = (port(ws, "metasrv-grpc")?, port(ws, "metasrv-http")?);
     let (backend, store_addr) = store_addrs(ws, &t)?;
     let log_flag = |role: &str| format!("--log-dir={}", s(&logs.join(role)));
@@ -511,6 +621,7 @@ pub fn roles(ws: &WorkspaceManifest, dir: &Path, greptime: &Path) -> Result<Vec<
         log_dir: logs.join("metasrv"),
         health: Health::Http(format!("http://{}/health", addr(mhttp))),
         stop_signal: nix::sys::signal::Signal::SIGTERM,
+        env_remove: keys.clone(),
     });
     for d in 1..=t.datanodes {
         let name = format!("datanode-{d}");
@@ -541,12 +652,13 @@ pub fn roles(ws: &WorkspaceManifest, dir: &Path, greptime: &Path) -> Result<Vec<
                 "--wal-dir".into(),
                 s(&home.join("wal")),
                 "-c".into(),
-                s(&dir.join(super::super::CONFIG_FILE)),
+                s(&datanode_file(dir, d, on_s3)),
             ],
             env: Vec::new(),
             log_dir: logs.join(&name),
             health: Health::Http(format!("http://{}/health", addr(h))),
             stop_signal: nix::sys::signal::Signal::SIGTERM,
+            env_remove: vec![],
         });
     }
     for f in 0..t.frontends {
@@ -583,6 +695,7 @@ pub fn roles(ws: &WorkspaceManifest, dir: &Path, greptime: &Path) -> Result<Vec<
             log_dir: logs.join(&name),
             health: Health::Http(format!("http://{}/health", addr(h))),
             stop_signal: nix::sys::signal::Signal::SIGTERM,
+            env_remove: keys.clone(),
         });
     }
     Ok(out)
@@ -705,6 +818,15 @@ pub fn launch(dir: &Path, greptime: &Path) -> i32 {
             return 1;
         }
     }
+    if matches!(ObjectStorage::of(&ws.extra), Ok(Some(_))) {
+        if let Err(e) = write_datanode_files(dir, t.datanodes) {
+            say(
+                &out,
+                &format!("cannot write the datanodes' configs: {}", e.message),
+            );
+            return 1;
+        }
+    }
     let client = crate::http::local(Some(Duration::from_secs(2))).ok();
     let mut running: Vec<Running> = Vec::new();
     let mut failed: Option<String> = None;
@@ -714,6 +836,9 @@ pub fn launch(dir: &Path, greptime: &Path) -> i32 {
             break;
         }
         let mut cmd = Command::new(&role.program);
+        for k in &role.env_remove {
+            cmd.env_remove(k);
+        }
         cmd.args(&role.args)
             .envs(role.env.iter().map(|(k, v)| (k, v)))
             .current_dir(dir)
@@ -917,5 +1042,57 @@ mod tests {
         assert!(check_counts(0, 1).is_err());
         assert!(check_counts(3, 9).is_err());
         assert!(check_counts(3, 2).is_ok());
+    }
+
+    #[test]
+    fn datanodes_on_s3_share_the_store_and_each_get_a_cache_of_their_own() {
+        let ws: WorkspaceManifest = serde_json::from_value(serde_json::json!({
+            "database_id": "c1", "product": "greptimedb", "version": "1.1.4",
+            "version_source": "explicit", "platform": "linux-amd64",
+            "installation_path": "/i", "binary_sha256": "x", "database": "benchmark",
+            "ports": {}, "config_sha256": null, "binding": null, "created_at": "t",
+            "updated_at": "t", "tool_version": "0"
+        }))
+        .unwrap();
+        let s = storage::Flags {
+            storage: Some("s3".into()),
+            s3: crate::s3::LocationFlags {
+                endpoint: Some("http://127.0.0.1:7070".into()),
+                bucket: Some("tsbs".into()),
+                ..Default::default()
+            },
+            prefix: Some("tsbs/c1".into()),
+            cache_size: Some("32MiB".into()),
+        }
+        .parse()
+        .unwrap()
+        .unwrap();
+        let text = datanode_config(&ws, Some(&s));
+        let v: toml::Value = toml::from_str(&text).unwrap();
+        assert_eq!(v["storage"]["type"].as_str(), Some("S3"));
+        assert_eq!(v["storage"]["root"].as_str(), Some("tsbs/c1"));
+        assert!(v["storage"].get("access_key_id").is_none());
+        let dir = std::env::temp_dir().join(format!("tsbsctl-dn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(super::super::super::CONFIG_FILE), &text).unwrap();
+        write_datanode_files(&dir, 2).unwrap();
+        for d in 1..=2 {
+            let f = std::fs::read_to_string(datanode_file(&dir, d, true)).unwrap();
+            let t: toml::Value = toml::from_str(&f).unwrap();
+            let mito = &t["region_engine"][0]["mito"];
+            assert_eq!(
+                mito["write_cache_path"].as_str(),
+                Some(datanode_cache(&dir, d).to_string_lossy().as_ref())
+            );
+            assert_eq!(mito["write_cache_size"].as_str(), Some("33554432B"));
+            assert_eq!(t["storage"], v["storage"]);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        // File storage: the datanodes read config.toml itself.
+        assert!(datanode_config(&ws, None).contains("type = \"File\""));
+        assert_eq!(
+            datanode_file(&dir, 1, false),
+            dir.join(super::super::super::CONFIG_FILE)
+        );
     }
 }

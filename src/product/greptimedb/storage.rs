@@ -5,6 +5,8 @@
 //! only through its environment (`GREPTIMEDB_STANDALONE__STORAGE__ACCESS_KEY_ID`, ...: the
 //! real config layers CLI > file > env > defaults, and the file names no key, so env wins).
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -13,56 +15,47 @@ use crate::s3;
 
 /// The manifest field.
 pub const FIELD: &str = "storage";
-/// What the server reads its S3 credentials from (its env prefix is `GREPTIMEDB_STANDALONE`).
-pub const ENV_ACCESS_KEY: &str = "GREPTIMEDB_STANDALONE__STORAGE__ACCESS_KEY_ID";
-pub const ENV_SECRET_KEY: &str = "GREPTIMEDB_STANDALONE__STORAGE__SECRET_ACCESS_KEY";
+/// What a role reads its S3 credentials from: `<env prefix>` plus these
+/// (`GREPTIMEDB_STANDALONE__STORAGE__ACCESS_KEY_ID`, `GREPTIMEDB_DATANODE__...`).
+pub const ENV_ACCESS_KEY_SUFFIX: &str = "__STORAGE__ACCESS_KEY_ID";
+pub const ENV_SECRET_KEY_SUFFIX: &str = "__STORAGE__SECRET_ACCESS_KEY";
+/// The env prefixes of the roles that hold data (the real binary's `--env-prefix` defaults).
+pub const STANDALONE_ENV: &str = "GREPTIMEDB_STANDALONE";
+pub const DATANODE_ENV: &str = "GREPTIMEDB_DATANODE";
 /// `write_cache_*` keys exist from v0.12.0 (before: `experimental_write_cache_*`).
 pub const MIN_VERSION: &str = "0.12.0";
-/// The local cache directory, in the workspace (beside `data/`).
+/// The local cache directory, in the workspace (beside `data/`); a cluster's datanodes each
+/// have `cache/datanode-<i>`.
 pub const CACHE_DIR: &str = "cache";
 
-/// `storage` of a workspace on S3.
+/// `storage` of a workspace on S3: where (shared with every product's object storage) and
+/// the local cache.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectStorage {
-    /// `s3`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub endpoint: String,
-    pub bucket: String,
-    /// GreptimeDB's `root`: every object's key starts with `<prefix>/`.
-    pub prefix: String,
-    pub region: String,
-    /// The local write cache (`[region_engine.mito] write_cache_size`), in bytes.
+    /// The bucket and GreptimeDB's `root` (`prefix`: every object's key starts with `<prefix>/`).
+    #[serde(flatten)]
+    pub location: s3::Location,
+    /// The local write cache (`[region_engine.mito] write_cache_size`), in bytes; a cluster's
+    /// every datanode has one of this size.
     pub cache_size_bytes: u64,
     /// What the user typed for `--cache-size`.
     pub cache_size: String,
-    /// The variables tsbsctl reads the credentials from (names only).
-    pub access_key_env: String,
-    pub secret_key_env: String,
 }
 
 /// The `--storage` flags of `greptimedb prepare`, as given.
 #[derive(Debug, Clone, Default)]
 pub struct Flags {
     pub storage: Option<String>,
-    pub endpoint: Option<String>,
-    pub bucket: Option<String>,
+    pub s3: s3::LocationFlags,
     pub prefix: Option<String>,
-    pub region: Option<String>,
     pub cache_size: Option<String>,
-    pub access_key_env: Option<String>,
-    pub secret_key_env: Option<String>,
 }
+
+const USAGE: &str = "--storage s3 --s3-endpoint URL --s3-bucket B --s3-prefix P --cache-size SIZE";
 
 impl Flags {
     fn any_s3(&self) -> bool {
-        self.endpoint.is_some()
-            || self.bucket.is_some()
-            || self.prefix.is_some()
-            || self.region.is_some()
-            || self.cache_size.is_some()
-            || self.access_key_env.is_some()
-            || self.secret_key_env.is_some()
+        self.s3.any() || self.prefix.is_some() || self.cache_size.is_some()
     }
 
     /// `None`: local files. Checks every value; reads nothing from the network.
@@ -79,18 +72,13 @@ impl Flags {
             Some("s3") => {
                 let need = |v: &Option<String>, flag: &str| {
                     v.clone().ok_or_else(|| {
-                        Error::invalid(format!("--storage s3 needs {flag}")).with_hint(
-                            "--storage s3 --s3-endpoint URL --s3-bucket B --s3-prefix P --cache-size SIZE",
-                        )
+                        Error::invalid(format!("--storage s3 needs {flag}")).with_hint(USAGE)
                     })
                 };
-                let endpoint = need(&self.endpoint, "--s3-endpoint")?;
-                let bucket = need(&self.bucket, "--s3-bucket")?;
                 let prefix = need(&self.prefix, "--s3-prefix")?;
+                let location = self.s3.parse(&prefix, "--storage s3", USAGE)?;
                 let cache_size = need(&self.cache_size, "--cache-size")?;
-                let region = self.region.clone().unwrap_or_else(|| "us-east-1".into());
-                let t = s3::Target::new(&endpoint, &bucket, &prefix, &region)?;
-                if t.prefix.is_empty() {
+                if location.prefix.is_empty() {
                     // The bucket's other contents would be counted as this workspace's.
                     return Err(Error::invalid(
                         "--s3-prefix must name a key prefix of its own (e.g. tsbs/g1)",
@@ -99,21 +87,9 @@ impl Flags {
                 let bytes = crate::fsutil::parse_size(&cache_size)
                     .map_err(|e| Error::invalid(format!("--cache-size: {e}")))?;
                 Ok(Some(ObjectStorage {
-                    kind: "s3".into(),
-                    endpoint: t.endpoint.as_str().trim_end_matches('/').to_string(),
-                    bucket: t.bucket,
-                    prefix: t.prefix,
-                    region: t.region,
+                    location,
                     cache_size_bytes: bytes,
                     cache_size,
-                    access_key_env: self
-                        .access_key_env
-                        .clone()
-                        .unwrap_or_else(|| "AWS_ACCESS_KEY_ID".into()),
-                    secret_key_env: self
-                        .secret_key_env
-                        .clone()
-                        .unwrap_or_else(|| "AWS_SECRET_ACCESS_KEY".into()),
                 }))
             }
             Some(other) => Err(Error::invalid(format!(
@@ -122,6 +98,14 @@ impl Flags {
         }
     }
 }
+
+/// The parts of GreptimeDB's object layout, as a footprint names them.
+const PARTS: [(&str, &str); 4] = [
+    ("data", "SST data files"),
+    ("index", "Index"),
+    ("manifest", "Manifests"),
+    ("other", "Other"),
+];
 
 impl ObjectStorage {
     /// The workspace's storage: `None` for local files (no field, or `type` = `file`).
@@ -143,88 +127,59 @@ impl ObjectStorage {
         }
     }
 
-    pub fn target(&self) -> Result<s3::Target> {
-        s3::Target::new(&self.endpoint, &self.bucket, &self.prefix, &self.region)
-    }
-
-    /// The credentials, from the named variables of tsbsctl's environment (exit 2 if unset).
-    pub fn credentials(&self) -> Result<s3::Credentials> {
-        s3::Credentials::from_env(&self.access_key_env, &self.secret_key_env)
-    }
-
-    /// One signed listing of the prefix: the endpoint answers, the bucket exists, the keys
-    /// may read it. Exit 2 otherwise, naming the variables (never their values).
+    /// One signed listing of the prefix (see [`s3::Location::probe`]).
     pub fn probe(&self) -> Result<()> {
-        let creds = self.credentials()?;
-        s3::probe(&client()?, &self.target()?, &creds).map_err(|e| {
-            e.with_hint(format!(
-                "check that {} serves bucket {:?}, and the keys in ${} and ${}",
-                self.endpoint, self.bucket, self.access_key_env, self.secret_key_env
-            ))
-        })
-    }
-
-    /// The bucket's objects under the prefix, in the parts of GreptimeDB's object layout.
-    pub fn footprint(&self) -> Result<s3::BucketFootprint> {
-        let creds = self.credentials()?;
-        let t = self.target()?;
-        let objects = s3::list(&client()?, &t, &creds, 1000)?;
-        Ok(s3::footprint(&objects, &t, category))
+        self.location.probe()
     }
 
     /// What a footprint records: the bucket's objects under the prefix by part
-    /// (`object_store`), and the local cache measured on disk (`cache`).
-    pub fn record(&self, cache_dir: &std::path::Path) -> Result<(Value, Value)> {
-        let b = self.footprint()?;
-        let mut o = serde_json::json!({
-            "type": self.kind, "endpoint": self.endpoint, "bucket": self.bucket,
-            "prefix": self.prefix, "region": self.region,
-            "objects": b.objects, "bytes": b.bytes,
-        });
-        for k in ["data", "index", "manifest", "other"] {
-            let (n, bytes) = b.by_category.get(k).copied().unwrap_or((0, 0));
-            o[format!("{k}_objects")] = n.into();
-            o[format!("{k}_bytes")] = bytes.into();
-        }
+    /// (`object_store`), and the local caches measured on disk (`cache`): the one under
+    /// `cache_dir`, or with `datanodes` = N one per datanode (`cache_dir/datanode-<i>`, summed,
+    /// and each in `per_datanode`).
+    pub fn record(&self, cache_dir: &Path, datanodes: Option<u32>) -> Result<(Value, Value)> {
+        let mut o = self.location.record(category, &PARTS)?;
+        o["local_note"] = "what stays on the local disk (WAL, metadata)".into();
         let (files, bytes, apparent) = crate::fsutil::tree_usage(cache_dir)?;
-        let cache = serde_json::json!({
+        let mut cache = serde_json::json!({
             "dir": cache_dir, "bytes": bytes, "apparent_bytes": apparent,
             "files": files, "capacity_bytes": self.cache_size_bytes,
         });
+        if let Some(n) = datanodes {
+            let mut per = Vec::new();
+            for d in 1..=n {
+                let dir = cache_dir.join(format!("datanode-{d}"));
+                let (files, bytes, _) = crate::fsutil::tree_usage(&dir)?;
+                per.push(serde_json::json!({
+                    "datanode": d, "dir": dir, "bytes": bytes, "files": files,
+                }));
+            }
+            cache["per_datanode"] = per.into();
+            cache["capacity_bytes"] = (self.cache_size_bytes * u64::from(n)).into();
+            cache["capacity_each_bytes"] = self.cache_size_bytes.into();
+        }
         Ok((o, cache))
     }
 
-    /// The server's environment: the credentials under GreptimeDB's own variable names.
-    pub fn server_env(&self) -> Result<Vec<(String, String)>> {
-        let creds = self.credentials()?;
+    /// The server's environment: the credentials under GreptimeDB's own variable names for a
+    /// role's env prefix (`GREPTIMEDB_STANDALONE`, `GREPTIMEDB_DATANODE`).
+    pub fn server_env(&self, env_prefix: &str) -> Result<Vec<(String, String)>> {
+        let creds = self.location.credentials()?;
         let (ak, sk) = creds.values();
         Ok(vec![
-            (ENV_ACCESS_KEY.into(), ak.into()),
-            (ENV_SECRET_KEY.into(), sk.into()),
+            (format!("{env_prefix}{ENV_ACCESS_KEY_SUFFIX}"), ak.into()),
+            (format!("{env_prefix}{ENV_SECRET_KEY_SUFFIX}"), sk.into()),
         ])
     }
 
     /// One line for humans.
     pub fn describe(&self) -> String {
         format!(
-            "S3 bucket {} at {} under {}/ (region {}), local cache {} (credentials from ${} and ${})",
-            self.bucket,
-            self.endpoint,
-            self.prefix,
-            self.region,
+            "{}, local cache {} ({})",
+            self.location.describe(),
             self.cache_size,
-            self.access_key_env,
-            self.secret_key_env
+            self.location.keys_from()
         )
     }
-}
-
-fn client() -> Result<reqwest::blocking::Client> {
-    reqwest::blocking::Client::builder()
-        .timeout(std::time::Duration::from_secs(60))
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .build()
-        .map_err(|e| Error::failed(format!("HTTP client: {e}")))
 }
 
 /// The part of GreptimeDB's object layout a key (relative to the prefix) belongs to:
@@ -251,29 +206,40 @@ mod tests {
     fn s3_flags() -> Flags {
         Flags {
             storage: Some("s3".into()),
-            endpoint: Some("http://127.0.0.1:7070".into()),
-            bucket: Some("tsbs".into()),
+            s3: s3::LocationFlags {
+                endpoint: Some("http://127.0.0.1:7070".into()),
+                bucket: Some("tsbs".into()),
+                ..Default::default()
+            },
             prefix: Some("/runs/g1/".into()),
             cache_size: Some("64MiB".into()),
-            ..Default::default()
         }
     }
 
     #[test]
     fn flags_parse_and_refuse() {
         let s = s3_flags().parse().unwrap().unwrap();
-        assert_eq!(s.prefix, "runs/g1");
-        assert_eq!(s.endpoint, "http://127.0.0.1:7070");
-        assert_eq!(s.region, "us-east-1");
+        let l = &s.location;
+        assert_eq!(l.prefix, "runs/g1");
+        assert_eq!(l.endpoint, "http://127.0.0.1:7070");
+        assert_eq!(l.region, "us-east-1");
         assert_eq!(s.cache_size_bytes, 64 << 20);
         assert_eq!(
-            (s.access_key_env.as_str(), s.secret_key_env.as_str()),
+            (l.access_key_env.as_str(), l.secret_key_env.as_str()),
             ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
         );
+        // The manifest field keeps its flat shape.
+        let f = ObjectStorage::field(Some(&s));
+        assert_eq!(f["type"], "s3");
+        assert_eq!(f["bucket"], "tsbs");
+        assert_eq!(f["cache_size_bytes"], 64 << 20);
         assert_eq!(Flags::default().parse().unwrap(), None);
         let bad = [
             Flags {
-                bucket: None,
+                s3: s3::LocationFlags {
+                    bucket: None,
+                    ..s3_flags().s3
+                },
                 ..s3_flags()
             },
             Flags {

@@ -8,6 +8,10 @@
 //! start the copy is rebuilt from the bucket, so the bucket is what holds the data: objects
 //! lost from it are lost to the server, as on the real one.
 //!
+//! In a cluster every datanode has this store on the same bucket and root (region directories
+//! are distinct by table id) and its own write cache; at start a datanode copies only the
+//! regions of the tables its catalog holds.
+//!
 //! The write cache's capacity is not enforced (nothing is evicted).
 
 use std::path::{Path, PathBuf};
@@ -46,7 +50,14 @@ fn key_of(r: &Remote, path: &Path) -> Option<String> {
 
 /// Checks the bucket (one listing: the endpoint answers, the bucket exists, the keys may read
 /// it), rebuilds the local copy from it and turns the uploads on. The error is the start's.
-pub fn open(o: &S3Options, cache: &WriteCache) -> Result<(), String> {
+/// `held`: a cluster datanode's tables (`<db>/<table id>`): the datanodes share one bucket and
+/// root, and each copies only the region directories of the tables it holds (the real one
+/// opens the regions the metasrv gives it); `None`: every object under the root (standalone).
+pub fn open(
+    o: &S3Options,
+    cache: &WriteCache,
+    held: Option<&std::collections::BTreeSet<String>>,
+) -> Result<(), String> {
     let r = Remote {
         client: Client::new(
             &o.endpoint,
@@ -80,6 +91,16 @@ pub fn open(o: &S3Options, cache: &WriteCache) -> Result<(), String> {
                     .any(|s| s.is_empty() || s == "." || s == "..")
             })
             .ok_or_else(|| format!("unexpected object key {key:?} in the bucket"))?;
+        if let Some(held) = held {
+            // `greptime/<db>/<table id>/...`
+            let mut parts = rel.splitn(4, '/');
+            let (_, db, table) = (parts.next(), parts.next(), parts.next());
+            let mine =
+                matches!((db, table), (Some(d), Some(t)) if held.contains(&format!("{d}/{t}")));
+            if !mine {
+                continue;
+            }
+        }
         let path = data.join(rel);
         let bytes = r
             .client
@@ -102,11 +123,12 @@ pub fn open(o: &S3Options, cache: &WriteCache) -> Result<(), String> {
     super::logging::info(
         "object_store",
         &format!(
-            "Object store S3 bucket {} at {}, root {:?}: {} objects; write cache {}, capacity {} bytes",
+            "Object store S3 bucket {} at {}, root {:?}: {} objects, {} of them this node's; write cache {}, capacity {} bytes",
             r.bucket,
             r.client.endpoint,
             r.root,
             objects.len(),
+            keep.len(),
             cache.path.display(),
             cache.size
         ),

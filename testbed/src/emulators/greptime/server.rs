@@ -647,7 +647,9 @@ pub fn run(
     // Object storage: the bucket must answer (and the keys be accepted) before anything opens.
     let objects_home = match (&opts.object_store, &opts.write_cache) {
         (Some(o), Some(cache)) => {
-            if let Err(e) = super::objstore::open(o, cache) {
+            let held =
+                (role_name() == "Datanode").then(|| super::store::held_tables(&opts.data_home));
+            if let Err(e) = super::objstore::open(o, cache, held.as_ref()) {
                 logging::error("greptime", &format!("Fatal error occurs! err.msg={e}"));
                 return 1;
             }

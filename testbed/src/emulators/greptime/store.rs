@@ -414,6 +414,27 @@ fn dir_size(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// The tables a data home's catalog holds, as `<db>/<table id>` (their region directories
+/// are `data/greptime/<db>/<table id>/...`); empty when it has no catalog yet. A cluster's
+/// datanode opens only these regions, so only their objects are its own.
+pub fn held_tables(data_home: &Path) -> BTreeSet<String> {
+    let Ok(raw) = fs::read(data_home.join(CATALOG_FILE)) else {
+        return BTreeSet::new();
+    };
+    let used = raw.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+    let Ok(c) = serde_json::from_slice::<Catalog>(&raw[..used]) else {
+        return BTreeSet::new();
+    };
+    c.databases
+        .iter()
+        .flat_map(|(db, m)| {
+            m.tables
+                .values()
+                .map(move |t| format!("{db}/{}", t.table_id))
+        })
+        .collect()
+}
+
 impl Store {
     /// Opens (or initialises) the data home: locks it, loads the catalog, every region's
     /// manifest and SSTs, and replays the WAL.

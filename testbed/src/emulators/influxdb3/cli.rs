@@ -27,6 +27,8 @@ pub struct ServeConfig {
     pub license_email: Option<String>,
     pub license_type: Option<String>,
     pub license_file: Option<PathBuf>,
+    /// The `--object-store s3` options (read whatever the store is, as clap does).
+    pub s3: super::objects::S3Config,
 }
 
 fn command(build: &Build) -> Command {
@@ -60,6 +62,51 @@ fn command(build: &Build) -> Command {
                 .env("INFLUXDB3_DB_DIR")
                 .value_parser(value_parser!(PathBuf))
                 .required_if_eq("object-store", "file"),
+        )
+        // The S3 options of the real `ObjectStoreConfig` (influxdb3_clap_blocks
+        // object_store.rs, v3.10.1): the keys come from the flags or, preferably, from
+        // `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` (values hidden from the help).
+        .arg(
+            Arg::new("bucket")
+                .long("bucket")
+                .value_name("BUCKET")
+                .env("INFLUXDB3_BUCKET"),
+        )
+        .arg(
+            Arg::new("aws-access-key-id")
+                .long("aws-access-key-id")
+                .value_name("AWS_ACCESS_KEY_ID")
+                .env("AWS_ACCESS_KEY_ID")
+                .hide_env_values(true)
+                .default_value(""),
+        )
+        .arg(
+            Arg::new("aws-secret-access-key")
+                .long("aws-secret-access-key")
+                .value_name("AWS_SECRET_ACCESS_KEY")
+                .env("AWS_SECRET_ACCESS_KEY")
+                .hide_env_values(true)
+                .default_value(""),
+        )
+        .arg(
+            Arg::new("aws-default-region")
+                .long("aws-default-region")
+                .value_name("AWS_DEFAULT_REGION")
+                .env("AWS_DEFAULT_REGION")
+                .default_value("us-east-1"),
+        )
+        .arg(
+            Arg::new("aws-endpoint")
+                .long("aws-endpoint")
+                .value_name("AWS_ENDPOINT")
+                .env("AWS_ENDPOINT")
+                .value_parser(parse_endpoint),
+        )
+        .arg(
+            Arg::new("aws-allow-http")
+                .long("aws-allow-http")
+                .env("AWS_ALLOW_HTTP")
+                .action(ArgAction::SetTrue),
         )
         .arg(
             Arg::new("node-id")
@@ -208,6 +255,12 @@ fn parse_addr(s: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("Cannot parse socket address '{s}': no address found"))
 }
 
+/// The real `Endpoint`: a URL, its trailing slash dropped.
+fn parse_endpoint(s: &str) -> Result<String, String> {
+    url::Url::parse(s).map_err(|e| e.to_string())?;
+    Ok(s.strip_suffix('/').unwrap_or(s).to_string())
+}
+
 fn parse_disable_authz(s: &str) -> Result<String, String> {
     for part in s.split(',') {
         if !["health", "ping", "metrics"].contains(&part.trim()) {
@@ -346,6 +399,17 @@ pub fn run(args: Vec<String>, build: Build, knobs: Knobs) -> i32 {
             .ok()
             .flatten()
             .cloned(),
+        s3: super::objects::S3Config {
+            bucket: m.get_one::<String>("bucket").cloned(),
+            endpoint: m.get_one::<String>("aws-endpoint").cloned(),
+            region: m
+                .get_one::<String>("aws-default-region")
+                .cloned()
+                .unwrap_or_else(|| "us-east-1".into()),
+            allow_http: m.get_flag("aws-allow-http"),
+            access_key_id: m.get_one::<String>("aws-access-key-id").cloned(),
+            secret_access_key: m.get_one::<String>("aws-secret-access-key").cloned(),
+        },
     };
     super::serve::run(build, knobs, cfg)
 }

@@ -23,8 +23,16 @@
 //! * `influxdb3 --version` / `-V`: stdout `influxdb3 InfluxDB 3 Core, <V>, revision <40 hex>`
 //!   (`Enterprise` for Enterprise), exit 0.
 //! * `influxdb3 [--num-io-threads N] serve` with (`--flag=value` or `--flag value`):
-//!   `--object-store` (`file` or `memory` emulated; required), `--data-dir` (required with
-//!   `file`), `--node-id` (alias `--host-id`; required), `--http-bind` (default `0.0.0.0:8181`),
+//!   `--object-store` (`file`, `s3` or `memory` emulated; required), `--data-dir` (required with
+//!   `file`), the S3 options of the real `ObjectStoreConfig` (`--bucket`, `--aws-endpoint`,
+//!   `--aws-allow-http`, `--aws-default-region`, `--aws-access-key-id` /
+//!   `--aws-secret-access-key` or `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`): with `s3`
+//!   every file below is an object of that bucket under the same key (no key prefix option, as
+//!   the real server), written and read back through signed requests to a real S3 server; a
+//!   missing bucket name fails as `Cannot parse object store config: ...`, and refused keys, a
+//!   missing bucket or plain HTTP without `--aws-allow-http` fail the catalog load
+//!   (`Serve command failed: failed to initialize catalog: object store error: ...`, exit 1),
+//!   before anything listens. Enterprise on `s3` is not emulated. `--node-id` (alias `--host-id`; required), `--http-bind` (default `0.0.0.0:8181`),
 //!   `--without-auth`, `--disable-authz health,ping,metrics`, `--max-http-request-size`
 //!   (bytes, default 10485760; 3.11+ also `10mb`-style), `--wal-flush-interval` (default `1s`),
 //!   `--gen1-duration` (`1m|5m|10m`, the snapshot file window),
@@ -101,7 +109,7 @@
 //!   [WHERE table_name = '..']` lists the landed snapshot files (`table_name`, `path`,
 //!   `size_bytes`, `row_count`, `min_time`, `max_time`).
 //!
-//! # On disk (`--data-dir`, nothing written elsewhere; catalog prefix = node id for Core,
+//! # On disk (`--data-dir`, or the bucket with `s3`; nothing written elsewhere; catalog prefix = node id for Core,
 //! cluster id for Enterprise)
 //! * `<prefix>/catalog/checkpoint` — JSON catalog (uuid, databases, tables, columns).
 //! * `<node-id>/wal/<seq:011>.wal` — one file per WAL flush: magic `idb3.001`, a JSON header
@@ -161,6 +169,7 @@ mod http;
 mod knobs;
 mod license;
 mod lp;
+pub mod objects;
 mod query;
 mod serve;
 mod store;

@@ -3,6 +3,7 @@
 
 use super::cli::ServeConfig;
 use super::http::App;
+use super::objects::Objects;
 use super::store::{Layout, Store};
 use super::{license, log, Build, Edition, Knobs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,27 +64,51 @@ pub fn run(build: Build, knobs: Knobs, cfg: ServeConfig) -> i32 {
     }
     log("INFO", SERVE, "server starting", &fields);
     inject(&knobs, "start");
-    if !matches!(cfg.object_store.as_str(), "file" | "memory") {
-        return fail(&format!(
-            "testbed: object store '{}' is not emulated (use file or memory)",
-            cfg.object_store
-        ));
+    // The object store, built as the real `make_object_store` does: a config error fails at
+    // once (`Cannot parse object store config: ...`).
+    let objects = match (cfg.object_store.as_str(), &cfg.data_dir) {
+        ("file", Some(dir)) => Some(Objects::Dir(dir.clone())),
+        ("memory", _) => None,
+        ("s3", _) => {
+            if let Some(dir) = &cfg.data_dir {
+                log(
+                    "WARN",
+                    "influxdb3_clap_blocks::object_store",
+                    "--data-dir / `INFLUXDB3_DB_DIR` ignored. It only affects 'file' object stores",
+                    &[
+                        ("data_dir", format!("{:?}", dir.display().to_string())),
+                        ("object_store_type", "S3".into()),
+                    ],
+                );
+            }
+            if build.edition == Edition::Enterprise {
+                return fail("testbed: an Enterprise licence kept in an S3 object store is not emulated (use --object-store file)");
+            }
+            match Objects::s3(&cfg.s3) {
+                Ok(o) => Some(o),
+                Err((true, m)) => return fail(&format!("Cannot parse object store config: {m}")),
+                Err((false, m)) => {
+                    // The real builder accepts it; the first request (catalog load) fails.
+                    return fail(&format!(
+                        "failed to initialize catalog: object store error: {m}"
+                    ));
+                }
+            }
+        }
+        ("file", None) => {
+            return fail("Cannot parse object store config: Specified 'File' for the object store; required configuration missing for data-dir")
+        }
+        (other, _) => {
+            return fail(&format!(
+                "testbed: object store '{other}' is not emulated (use file, s3 or memory)"
+            ))
+        }
+    };
+    let mut store_fields = vec![("object_store", cfg.object_store.clone())];
+    if let Some(o) = &objects {
+        store_fields.extend(o.describe());
     }
-    log(
-        "INFO",
-        SERVE,
-        "object store",
-        &[
-            ("object_store", cfg.object_store.clone()),
-            (
-                "data_dir",
-                cfg.data_dir
-                    .as_ref()
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_default(),
-            ),
-        ],
-    );
+    log("INFO", SERVE, "object store", &store_fields);
     if knobs.start_delay_ms > 0 {
         std::thread::sleep(Duration::from_millis(knobs.start_delay_ms));
     }
@@ -112,17 +137,23 @@ pub fn run(build: Build, knobs: Knobs, cfg: ServeConfig) -> i32 {
         return 0;
     }
 
-    let layout = match (&cfg.object_store[..], &cfg.data_dir) {
-        ("file", Some(dir)) => Some(Layout {
-            data_dir: dir.clone(),
-            node_id: cfg.node_id.clone(),
-            catalog_prefix: cfg
-                .cluster_id
-                .clone()
-                .unwrap_or_else(|| cfg.node_id.clone()),
-        }),
-        _ => None,
-    };
+    let catalog_prefix = cfg
+        .cluster_id
+        .clone()
+        .unwrap_or_else(|| cfg.node_id.clone());
+    if let Some(o) = &objects {
+        // The catalog's first read: the bucket and the keys must be accepted.
+        if let Err(e) = o.check(&format!("{catalog_prefix}/catalog/checkpoint")) {
+            return fail(&format!(
+                "failed to initialize catalog: object store error: {e}"
+            ));
+        }
+    }
+    let layout = objects.map(|objects| Layout {
+        objects,
+        node_id: cfg.node_id.clone(),
+        catalog_prefix,
+    });
     let store = match Store::open(
         layout,
         cfg.gen1_minutes,

@@ -1,12 +1,12 @@
-//! The emulated write buffer and object store: catalog, WAL files per flush, Parquet-like
-//! snapshot files, and the rows kept in memory for queries. Everything lives under the data
-//! dir (or nowhere, with `--object-store=memory`).
+//! The emulated write buffer: catalog, WAL files per flush, Parquet-like snapshot files, and
+//! the rows kept in memory for queries. Everything lives in the object store (the data dir, or
+//! an S3 bucket: [`super::objects`]), or nowhere with `--object-store=memory`.
 
 use super::lp::{self, Field, Line};
+use super::objects::Objects;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -277,23 +277,28 @@ struct PersistJob {
     max_time: i64,
 }
 
-/// Where files go: `<data-dir>/<catalog prefix>/catalog/...` and `<data-dir>/<node-id>/...`.
+/// Where files go: `<catalog prefix>/catalog/...` and `<node-id>/...`, as keys of the object
+/// store (a directory, or a bucket).
 #[derive(Debug, Clone)]
 pub struct Layout {
-    pub data_dir: PathBuf,
+    pub objects: Objects,
     pub node_id: String,
     pub catalog_prefix: String,
 }
 
 impl Layout {
-    fn node(&self) -> PathBuf {
-        self.data_dir.join(&self.node_id)
+    /// The key of `rel` under the node's directory.
+    fn node(&self, rel: &str) -> String {
+        format!("{}/{rel}", self.node_id)
     }
-    fn catalog_file(&self) -> PathBuf {
-        self.data_dir
-            .join(&self.catalog_prefix)
-            .join("catalog")
-            .join("checkpoint")
+    fn catalog_key(&self) -> String {
+        format!("{}/catalog/checkpoint", self.catalog_prefix)
+    }
+    /// Reads an object that must be there.
+    fn read(&self, key: &str) -> Result<Vec<u8>, String> {
+        self.objects
+            .get(key)?
+            .ok_or_else(|| format!("object {key} is missing"))
     }
 }
 
@@ -343,24 +348,6 @@ pub fn valid_db_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '/'))
 }
 
-fn io_ctx(what: &str, path: &Path, e: std::io::Error) -> String {
-    format!("{what} {}: {e}", path.display())
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let dir = path.parent().expect("parent");
-    std::fs::create_dir_all(dir).map_err(|e| io_ctx("cannot create", dir, e))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp",
-        path.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    let mut f = std::fs::File::create(&tmp).map_err(|e| io_ctx("cannot create", &tmp, e))?;
-    f.write_all(bytes)
-        .and_then(|_| f.sync_all())
-        .map_err(|e| io_ctx("cannot write", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io_ctx("cannot rename", path, e))
-}
-
 fn gzip(data: &[u8]) -> Vec<u8> {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     enc.write_all(data).expect("in-memory gzip");
@@ -375,21 +362,10 @@ fn gunzip(data: &[u8]) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-fn list_sorted(dir: &Path, suffix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().ends_with(suffix))
-        .collect();
-    v.sort();
-    v
-}
-
-fn seq_of(path: &Path) -> u64 {
-    path.file_name()
-        .and_then(|n| n.to_str())
+/// The sequence number a file name starts with (`00000000012.wal` → 12).
+fn seq_of(key: &str) -> u64 {
+    key.rsplit('/')
+        .next()
         .and_then(|n| n.split('.').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
@@ -404,13 +380,13 @@ impl Store {
         snapshot_after: u64,
         new_engine: bool,
     ) -> Result<Store, String> {
-        let catalog = match &layout {
-            Some(l) if l.catalog_file().exists() => {
-                let p = l.catalog_file();
-                let text = std::fs::read(&p).map_err(|e| io_ctx("cannot read", &p, e))?;
-                serde_json::from_slice(&text)
-                    .map_err(|e| format!("catalog {} is corrupt: {e}", p.display()))?
-            }
+        let stored = match &layout {
+            Some(l) => l.objects.get(&l.catalog_key())?,
+            None => None,
+        };
+        let catalog = match (&layout, stored) {
+            (Some(l), Some(text)) => serde_json::from_slice(&text)
+                .map_err(|e| format!("catalog {} is corrupt: {e}", l.catalog_key()))?,
             _ => Catalog {
                 catalog_uuid: super::uuid(4),
                 storage_engine: new_engine.then(|| "pachatree".to_string()),
@@ -440,8 +416,8 @@ impl Store {
             in_flight: None,
         };
         if let Some(l) = &layout {
-            write_atomic(
-                &l.catalog_file(),
+            l.objects.put(
+                &l.catalog_key(),
                 &serde_json::to_vec_pretty(&inner.catalog).unwrap(),
             )?;
             let ext = file_ext(&inner.catalog);
@@ -474,8 +450,8 @@ impl Store {
 
     fn save_catalog(&self, inner: &Inner) -> Result<(), String> {
         match &self.layout {
-            Some(l) => write_atomic(
-                &l.catalog_file(),
+            Some(l) => l.objects.put(
+                &l.catalog_key(),
                 &serde_json::to_vec_pretty(&inner.catalog).unwrap(),
             ),
             None => Ok(()),
@@ -538,7 +514,7 @@ impl Store {
         self.save_catalog(&inner).map_err(AdminError::Invalid)?;
         if hard {
             if let Some(l) = &self.layout {
-                let _ = std::fs::remove_dir_all(l.node().join("dbs").join(id.to_string()));
+                l.objects.delete_all(&l.node(&format!("dbs/{id}/")));
             }
         }
         Ok(())
@@ -742,12 +718,12 @@ impl Store {
                     bytes.push(b'\n');
                 }
             }
-            let path = l.node().join("wal").join(format!(
-                "{:011}.{}",
+            let key = l.node(&format!(
+                "wal/{:011}.{}",
                 inner.wal_seq,
                 file_ext(&inner.catalog).0
             ));
-            write_atomic(&path, &bytes)?;
+            l.objects.put(&key, &bytes)?;
             inner.wal_since_snapshot += 1;
         }
         for op in &mut ops {
@@ -914,7 +890,7 @@ impl Store {
         bytes.extend(&body);
         bytes.extend((body.len() as u32).to_le_bytes());
         bytes.extend(b"PAR1");
-        write_atomic(&l.node().join(&job.rel), &bytes)?;
+        l.objects.put(&l.node(&job.rel), &bytes)?;
         Ok(bytes.len() as u64)
     }
 
@@ -967,10 +943,11 @@ impl Store {
             return Ok(());
         }
         let info = inner.in_flight.take().expect("in flight");
-        write_atomic(
-            &l.node()
-                .join("snapshots")
-                .join(format!("{:020}.info.json", info.snapshot_sequence)),
+        l.objects.put(
+            &l.node(&format!(
+                "snapshots/{:020}.info.json",
+                info.snapshot_sequence
+            )),
             &serde_json::to_vec_pretty(&info).unwrap(),
         )?;
         // Real Core keeps the newest 300 snapshotted WAL files
@@ -979,9 +956,9 @@ impl Store {
         let keep_from = info
             .wal_file_sequence_number
             .saturating_sub(SNAPSHOTTED_WAL_KEPT);
-        for p in list_sorted(&l.node().join("wal"), &wal_suffix) {
-            if seq_of(&p) <= keep_from {
-                let _ = std::fs::remove_file(p);
+        for k in l.objects.list(&l.node("wal/"), &wal_suffix)? {
+            if seq_of(&k) <= keep_from {
+                l.objects.delete(&k);
             }
         }
         Ok(())
@@ -1094,28 +1071,25 @@ fn file_ext(cat: &Catalog) -> (&'static str, &'static str) {
 /// the bytes of WAL replayed.
 fn load_files(l: &Layout, inner: &mut Inner, ext: (&str, &str)) -> Result<u64, String> {
     let mut replayed = 0u64;
-    let node = l.node();
     let mut last_wal = 0;
-    for p in list_sorted(&node.join("snapshots"), ".info.json") {
-        let text = std::fs::read(&p).map_err(|e| io_ctx("cannot read", &p, e))?;
-        let info: SnapshotInfo = serde_json::from_slice(&text)
-            .map_err(|e| format!("snapshot {} is corrupt: {e}", p.display()))?;
+    for p in l.objects.list(&l.node("snapshots/"), ".info.json")? {
+        let text = l.read(&p)?;
+        let info: SnapshotInfo =
+            serde_json::from_slice(&text).map_err(|e| format!("snapshot {p} is corrupt: {e}"))?;
         inner.snapshot_seq = inner.snapshot_seq.max(info.snapshot_sequence);
         last_wal = last_wal.max(info.wal_file_sequence_number);
         for f in info.files {
-            inner.file_seq = inner
-                .file_seq
-                .max(seq_of(Path::new(f.path.rsplit('/').next().unwrap_or(""))));
+            inner.file_seq = inner.file_seq.max(seq_of(&f.path));
             if !alive(&inner.catalog, f.db_id) {
                 continue;
             }
-            let path = node.join(&f.path);
-            let bytes = std::fs::read(&path).map_err(|e| io_ctx("cannot read", &path, e))?;
+            let path = l.node(&f.path);
+            let bytes = l.read(&path)?;
             if bytes.len() < 12 || &bytes[..4] != b"PAR1" || &bytes[bytes.len() - 4..] != b"PAR1" {
-                return Err(format!("parquet file {} is corrupt", path.display()));
+                return Err(format!("parquet file {path} is corrupt"));
             }
             let body = gunzip(&bytes[4..bytes.len() - 8])
-                .map_err(|e| format!("parquet file {} is corrupt: {e}", path.display()))?;
+                .map_err(|e| format!("parquet file {path} is corrupt: {e}"))?;
             let td = inner
                 .data
                 .entry(f.db_id)
@@ -1131,23 +1105,23 @@ fn load_files(l: &Layout, inner: &mut Inner, ext: (&str, &str)) -> Result<u64, S
             });
             for text in String::from_utf8_lossy(&body).lines() {
                 let line = lp::parse_line(text)
-                    .map_err(|e| format!("parquet file {} is corrupt: {e}", path.display()))?;
+                    .map_err(|e| format!("parquet file {path} is corrupt: {e}"))?;
                 td.push_persisted(line);
             }
         }
     }
     inner.wal_seq = last_wal;
-    for p in list_sorted(&node.join("wal"), &format!(".{}", ext.0)) {
+    for p in l.objects.list(&l.node("wal/"), &format!(".{}", ext.0))? {
         let seq = seq_of(&p);
         if seq <= last_wal {
             continue;
         }
-        let bytes = std::fs::read(&p).map_err(|e| io_ctx("cannot read", &p, e))?;
+        let bytes = l.read(&p)?;
         replayed += bytes.len() as u64;
         let body = bytes
             .strip_prefix(WAL_MAGIC)
-            .ok_or_else(|| format!("WAL file {} is corrupt", p.display()))?;
-        let corrupt = |why: &str| format!("WAL file {} is corrupt: {why}", p.display());
+            .ok_or_else(|| format!("WAL file {p} is corrupt"))?;
+        let corrupt = |why: &str| format!("WAL file {p} is corrupt: {why}");
         let text = std::str::from_utf8(body).map_err(|e| corrupt(&e.to_string()))?;
         let mut it = text.lines();
         it.next().ok_or_else(|| corrupt("no header"))?;

@@ -9,6 +9,9 @@
 //! * datanode: the standalone engine of this emulator (store, WAL, flush, compaction, logs) on
 //!   its own data home, without MySQL/PostgreSQL listeners; it heartbeats to the metasrv every
 //!   3 s (the real base interval) and takes its table ids from the metasrv (ids are global).
+//!   With `[storage] type = "S3"` it writes its regions' objects to the bucket as a standalone
+//!   does (`objstore.rs`), under the root every datanode shares, and copies back at start only
+//!   the regions of the tables it holds.
 //!   Its HTTP port serves what a standalone serves (the frontends reach it there; the real
 //!   datanode is reached over gRPC, which nothing of tsbsctl's speaks).
 //! * frontend: stores nothing. Writes are split by table and sent to the datanode that holds
