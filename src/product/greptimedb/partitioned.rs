@@ -145,7 +145,7 @@ pub fn create(g: &GreptimeDb, r: &PartitionedLoad) -> Result<Value> {
     }
     g.sql(endpoint, Some(db), &ddl)?;
     let created = show_create(g, endpoint, db)?;
-    let matches = partition::without_partition(&created) == auto.trim();
+    let matches = partition::same_schema(&partition::without_partition(&created), &auto);
     Ok(json!({
         "table": TABLE,
         "database": db,

@@ -235,6 +235,26 @@ fn addr_arg(id: &'static str, long: &'static str) -> Arg {
     Arg::new(id).long(long).value_name(id)
 }
 
+/// The gRPC bind flag as the version names it: `--grpc-bind-addr` (aliases `--rpc-bind-addr`
+/// and `old`) from 1.1, `--rpc-bind-addr` (alias `old`) before; the real v1.0.2 refuses
+/// `--grpc-bind-addr` ("unexpected argument", exit 2), seen running it.
+fn grpc_bind_arg(v: &Version, old: &'static str) -> Arg {
+    if v.at_least(1, 1, 0) {
+        addr_arg("GRPC_BIND_ADDR", "grpc-bind-addr").aliases(["rpc-bind-addr", old])
+    } else {
+        addr_arg("GRPC_BIND_ADDR", "rpc-bind-addr").alias(old)
+    }
+}
+
+/// The advertised gRPC address flag, named as [`grpc_bind_arg`] names the bind flag.
+fn grpc_server_arg(v: &Version, old: &'static str) -> Arg {
+    if v.at_least(1, 1, 0) {
+        addr_arg("GRPC_SERVER_ADDR", "grpc-server-addr").aliases(["rpc-server-addr", old])
+    } else {
+        addr_arg("GRPC_SERVER_ADDR", "rpc-server-addr").alias(old)
+    }
+}
+
 fn command(v: &Version) -> Command {
     Command::new(v.product_name())
         .bin_name("greptime")
@@ -263,11 +283,8 @@ fn command(v: &Version) -> Command {
                 .arg_required_else_help(true)
                 .subcommand(
                     Command::new("start")
-                        .arg(
-                            addr_arg("GRPC_BIND_ADDR", "grpc-bind-addr")
-                                .aliases(["rpc-bind-addr", "bind-addr"]),
-                        )
-                        .arg(addr_arg("GRPC_SERVER_ADDR", "grpc-server-addr"))
+                        .arg(grpc_bind_arg(v, "bind-addr"))
+                        .arg(grpc_server_arg(v, "server-addr"))
                         .arg(addr_arg("STORE_ADDRS", "store-addrs").alias("store-addr"))
                         .arg(addr_arg("HTTP_ADDR", "http-addr"))
                         .arg(addr_arg("DATA_HOME", "data-home"))
@@ -290,11 +307,8 @@ fn command(v: &Version) -> Command {
                 .subcommand(
                     Command::new("start")
                         .arg(addr_arg("NODE_ID", "node-id"))
-                        .arg(
-                            addr_arg("GRPC_BIND_ADDR", "grpc-bind-addr")
-                                .aliases(["rpc-bind-addr", "rpc-addr"]),
-                        )
-                        .arg(addr_arg("GRPC_SERVER_ADDR", "grpc-server-addr"))
+                        .arg(grpc_bind_arg(v, "rpc-addr"))
+                        .arg(grpc_server_arg(v, "rpc-hostname"))
                         .arg(addr_arg("METASRV_ADDRS", "metasrv-addrs"))
                         .arg(addr_arg("HTTP_ADDR", "http-addr"))
                         .arg(addr_arg("DATA_HOME", "data-home"))
@@ -321,11 +335,8 @@ fn command(v: &Version) -> Command {
                 .subcommand(
                     Command::new("start")
                         .arg(addr_arg("HTTP_ADDR", "http-addr"))
-                        .arg(
-                            addr_arg("GRPC_BIND_ADDR", "grpc-bind-addr")
-                                .aliases(["rpc-bind-addr", "rpc-addr"]),
-                        )
-                        .arg(addr_arg("GRPC_SERVER_ADDR", "grpc-server-addr"))
+                        .arg(grpc_bind_arg(v, "rpc-addr"))
+                        .arg(grpc_server_arg(v, "rpc-hostname"))
                         .arg(addr_arg("MYSQL_ADDR", "mysql-addr"))
                         .arg(addr_arg("POSTGRES_ADDR", "postgres-addr"))
                         .arg(addr_arg("METASRV_ADDRS", "metasrv-addrs"))

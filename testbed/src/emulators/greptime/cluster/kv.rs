@@ -20,7 +20,7 @@ pub enum Kv {
         /// The `--store-addrs` URL (`postgresql://user@host:port/db`).
         url: String,
         /// Connected on first use, again after an error.
-        client: Mutex<Option<postgres::Client>>,
+        client: Box<Mutex<Option<postgres::Client>>>,
     },
     Memory(Mutex<BTreeMap<String, String>>),
 }
@@ -59,7 +59,7 @@ impl Kv {
     pub fn postgres(addrs: &[String]) -> Kv {
         Kv::Postgres {
             url: addrs.first().cloned().unwrap_or_default(),
-            client: Mutex::new(None),
+            client: Box::new(Mutex::new(None)),
         }
     }
 
