@@ -492,8 +492,14 @@ impl Product for GreptimeDb {
     fn create_partitioned(&self, req: &super::PartitionedLoad) -> Result<Value> {
         partitioned::create(self, req)
     }
-    fn region_report(&self, endpoint: &str, database: &str, table: &str) -> Result<Option<Value>> {
-        partitioned::report(self, endpoint, database, table)
+    fn region_report(
+        &self,
+        endpoint: &str,
+        database: &str,
+        table: &str,
+        loaded: u64,
+    ) -> Result<Option<Value>> {
+        partitioned::report(self, endpoint, database, table, loaded)
     }
     /// `tsbs_load_greptime --urls=<u1,u2,..>`: worker i writes to URL i mod n, the database
     /// is listed, created and dropped at the first (`process.go`, `creator.go`). Credentials

@@ -365,12 +365,14 @@ pub trait Product: Send + Sync {
         )))
     }
     /// After a load's row count: where each region of `table` is and how many rows it holds
-    /// (`None`: nothing to say). Recorded as step `regions`.
+    /// (`None`: nothing to say), read until the regions hold the `loaded` rows where the
+    /// server's statistics lag. Recorded as step `regions`.
     fn region_report(
         &self,
         _endpoint: &str,
         _database: &str,
         _table: &str,
+        _loaded: u64,
     ) -> Result<Option<Value>> {
         Ok(None)
     }

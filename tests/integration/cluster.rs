@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::util::*;
 use crate::world::*;
@@ -223,6 +223,11 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
         .collect();
     assert_eq!(rows, vec![1440; 8], "{rg}");
     assert_eq!(rg["rows_match"], true);
+    // The statistics come from the datanodes' heartbeats (late, as on a real cluster): read
+    // until they added up, every reading recorded.
+    let readings = rg["readings"].as_array().unwrap();
+    assert_eq!(readings.last().unwrap(), &json!(8 * 1440), "{rg}");
+    assert!(rg["waited_s"].as_f64().unwrap() < 30.0, "{rg}");
     assert!(
         (1..=3).contains(&regions[0]["peer_id"].as_u64().unwrap()),
         "{rg}"

@@ -402,10 +402,10 @@ impl Bench<'_> {
         let endpoint = self.endpoint();
         let db = self.target.database().to_string();
         let got = self.product_step("regions", |b| {
-            let mut r = b
-                .target
-                .product
-                .region_report(&endpoint, &db, crate::bench::TABLE)?;
+            let mut r =
+                b.target
+                    .product
+                    .region_report(&endpoint, &db, crate::bench::TABLE, loaded)?;
             if let Some(v) = r.as_mut() {
                 v["loaded_rows"] = json!(loaded);
                 v["rows_match"] = json!(v["rows"].as_u64() == Some(loaded));

@@ -189,8 +189,21 @@ fn objects(out: &Value) -> Vec<serde_json::Map<String, Value>> {
         .unwrap_or_default()
 }
 
+/// How long the regions' statistics may take to add up to the loaded rows. A cluster's
+/// `region_statistics` is what the datanodes last sent the metasrv in a heartbeat (every 3 s):
+/// read at once after a load, a real v1.0.2 cluster showed 51,600 of 86,400 rows.
+const STATS_SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Per region of `table`: number, id, rule, rows, peer. `None` when the table is not there.
-pub fn report(g: &GreptimeDb, endpoint: &str, db: &str, table: &str) -> Result<Option<Value>> {
+/// The statistics are read until their rows add up to `loaded` (at most [`STATS_SETTLE`]);
+/// the readings and the wait are recorded.
+pub fn report(
+    g: &GreptimeDb,
+    endpoint: &str,
+    db: &str,
+    table: &str,
+    loaded: u64,
+) -> Result<Option<Value>> {
     crate::ids::validate_sql_identifier("--table", table)?;
     let id_sql = format!(
         "SELECT table_id FROM information_schema.tables WHERE table_schema = '{db}' AND table_name = '{table}'"
@@ -202,13 +215,26 @@ pub fn report(g: &GreptimeDb, endpoint: &str, db: &str, table: &str) -> Result<O
     else {
         return Ok(None);
     };
-    let stats = objects(&g.sql(
-        endpoint,
-        None,
-        &format!(
-            "SELECT region_id, region_number, region_rows, sst_num, memtable_size FROM information_schema.region_statistics WHERE table_id = {table_id}"
-        ),
-    )?);
+    let stats_sql = format!(
+        "SELECT region_id, region_number, region_rows, sst_num, memtable_size FROM information_schema.region_statistics WHERE table_id = {table_id}"
+    );
+    let sum = |stats: &[serde_json::Map<String, Value>]| -> u64 {
+        stats
+            .iter()
+            .filter_map(|s| s.get("region_rows").and_then(Value::as_u64))
+            .sum()
+    };
+    let started = std::time::Instant::now();
+    let mut readings: Vec<u64> = Vec::new();
+    let stats = loop {
+        let stats = objects(&g.sql(endpoint, None, &stats_sql)?);
+        readings.push(sum(&stats));
+        if sum(&stats) == loaded || started.elapsed() >= STATS_SETTLE {
+            break stats;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    };
+    let waited = started.elapsed().as_secs_f64();
     let peers = objects(&g.sql(
         endpoint,
         None,
@@ -216,13 +242,15 @@ pub fn report(g: &GreptimeDb, endpoint: &str, db: &str, table: &str) -> Result<O
             "SELECT region_id, peer_id, peer_addr, is_leader, status FROM information_schema.region_peers WHERE table_schema = '{db}' AND table_name = '{table}'"
         ),
     )?);
-    // The rules (`partitions` is newer than the others on some versions: optional).
+    // The rules (`partitions` is newer than the others on some versions: optional). A real
+    // v1.0.2 puts the partition columns in `partition_expression` and each region's rule in
+    // `partition_description`, as MySQL does; the expression is the fallback.
     let rules = g
         .sql(
             endpoint,
             None,
             &format!(
-                "SELECT partition_expression, greptime_partition_id FROM information_schema.partitions WHERE table_schema = '{db}' AND table_name = '{table}'"
+                "SELECT * FROM information_schema.partitions WHERE table_schema = '{db}' AND table_name = '{table}'"
             ),
         )
         .map(|o| objects(&o))
@@ -235,7 +263,12 @@ pub fn report(g: &GreptimeDb, endpoint: &str, db: &str, table: &str) -> Result<O
             let rule = rules
                 .iter()
                 .find(|r| r.get("greptime_partition_id") == Some(&rid))
-                .and_then(|r| r.get("partition_expression").cloned());
+                .and_then(|r| {
+                    r.get("partition_description")
+                        .filter(|d| d.is_string())
+                        .or_else(|| r.get("partition_expression"))
+                        .cloned()
+                });
             json!({
                 "region_number": s.get("region_number"),
                 "region_id": rid,
@@ -264,6 +297,8 @@ pub fn report(g: &GreptimeDb, endpoint: &str, db: &str, table: &str) -> Result<O
         "region_count": regions.len(),
         "rows": total,
         "empty_regions": empty,
+        "readings": readings,
+        "waited_s": (waited * 10.0).round() / 10.0,
         "source": "information_schema.region_statistics (region_rows), region_peers, partitions",
     })))
 }

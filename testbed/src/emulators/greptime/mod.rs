@@ -143,8 +143,9 @@
 //!   [AND c IN (..)]] [ORDER BY c [ASC|DESC]]` for `t` ∈ `tables` (table_catalog,
 //!   table_schema, table_name, table_type, table_id, engine — a subset of the real columns),
 //!   `schemata`, `build_info`, `cluster_info` (one `STANDALONE` peer, id 0, empty address, this process's start time), `region_peers` (every region on peer 0, no address, leader,
-//!   `ALIVE`), `partitions` (table_catalog, table_schema, table_name, partition_name `p<n>`,
-//!   partition_expression, greptime_partition_id = region id), and `region_statistics` (0.10+, the version's documented
+//!   `ALIVE`), `partitions` (the real v1.0.2's 26 columns: partition_name `p<n>`, the partition columns
+//!   in partition_expression, the region's rule in partition_description as the real
+//!   `PartitionExpr` prints it, greptime_partition_id = region id, the other MySQL columns null), and `region_statistics` (0.10+, the version's documented
 //!   columns: region_id, table_id, region_number, region_rows, [written_bytes_since_open 1.0+,
 //!   query_cpu_time_millis/query_scanned_bytes 1.2+], disk_size, memtable_size (unflushed WAL
 //!   bytes), manifest_size, sst_size, [sst_num 1.0+], index_size, engine, region_role). So SST

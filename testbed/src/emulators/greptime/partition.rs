@@ -88,6 +88,17 @@ impl std::fmt::Display for Expr {
 }
 
 impl Expr {
+    /// The rule as `information_schema.partitions.partition_description` shows it: the real
+    /// `PartitionExpr` display, string values without quotes (`hostname >= host_1 AND hostname
+    /// < host_2`, seen on a real v1.0.2).
+    pub fn description(&self) -> String {
+        match self {
+            Expr::Cmp { column, op, value } => format!("{column} {} {value}", op.text()),
+            Expr::And(a, b) => format!("{} AND {}", a.description(), b.description()),
+            Expr::Or(a, b) => format!("{} OR {}", a.description(), b.description()),
+        }
+    }
+
     /// Whether a row holds the rule; `value(column)` is the row's value (`None`: NULL, which
     /// no comparison holds).
     fn eval(&self, value: &dyn Fn(&str) -> Option<String>) -> bool {

@@ -1075,39 +1075,68 @@ fn information_table(
         ),
         // One row per region: `p<n>` and its rule as printed (a subset of the real columns,
         // GreptimeDB's sqlness case `standalone/common/partition.result`).
-        "partitions" => (
-            vec![
+        // The real v1.0.2 layout (MySQL's, plus the region id): the partition columns in
+        // `partition_expression`, each region's rule in `partition_description` (null for a
+        // table of one region), the other MySQL columns null.
+        "partitions" => {
+            const COLS: [(&str, &str); 26] = [
                 ("table_catalog", "String"),
                 ("table_schema", "String"),
                 ("table_name", "String"),
                 ("partition_name", "String"),
+                ("subpartition_name", "String"),
+                ("partition_ordinal_position", "Int64"),
+                ("subpartition_ordinal_position", "Int64"),
+                ("partition_method", "String"),
+                ("subpartition_method", "String"),
                 ("partition_expression", "String"),
+                ("subpartition_expression", "String"),
+                ("partition_description", "String"),
+                ("table_rows", "Int64"),
+                ("avg_row_length", "Int64"),
+                ("data_length", "Int64"),
+                ("max_data_length", "Int64"),
+                ("index_length", "Int64"),
+                ("data_free", "Int64"),
+                ("create_time", "TimestampSecond"),
+                ("update_time", "TimestampSecond"),
+                ("check_time", "TimestampSecond"),
+                ("checksum", "Int64"),
+                ("partition_comment", "String"),
+                ("nodegroup", "String"),
+                ("tablespace_name", "String"),
                 ("greptime_partition_id", "UInt64"),
-            ],
-            store
-                .all_tables()
-                .into_iter()
-                .flat_map(|(db, t, m)| {
-                    let rules = m
-                        .partition
-                        .as_ref()
-                        .map(|p| p.rules.clone())
-                        .unwrap_or_default();
-                    m.region_numbers()
-                        .map(|n| {
-                            vec![
-                                json!("greptime"),
-                                json!(db),
-                                json!(t),
-                                json!(format!("p{n}")),
-                                json!(rules.get(n as usize).cloned().unwrap_or_default()),
-                                json!(region_id(m.table_id, n)),
-                            ]
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .collect(),
-        ),
+            ];
+            (
+                COLS.to_vec(),
+                store
+                    .all_tables()
+                    .into_iter()
+                    .flat_map(|(db, t, m)| {
+                        let set = m.rule_set();
+                        let columns = m.partition.as_ref().map(|p| p.columns.join(", "));
+                        m.region_numbers()
+                            .map(|n| {
+                                let desc = set
+                                    .as_ref()
+                                    .and_then(|s| s.rules.get(n as usize))
+                                    .map(|e| e.description());
+                                let mut row = vec![Value::Null; COLS.len()];
+                                row[0] = json!("greptime");
+                                row[1] = json!(db);
+                                row[2] = json!(t);
+                                row[3] = json!(format!("p{n}"));
+                                row[5] = json!(n + 1);
+                                row[9] = json!(columns);
+                                row[11] = json!(desc);
+                                row[25] = json!(region_id(m.table_id, n));
+                                row
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .collect(),
+            )
+        }
         // Local files have no size or time here (observed on v1.0.2: both null).
         "ssts_storage" if v.has_ssts_tables() => (
             vec![

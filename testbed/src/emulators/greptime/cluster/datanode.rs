@@ -64,7 +64,12 @@ pub fn run(
         }
         let agent = agent();
         let mut failing = false;
+        let mut node = node;
         loop {
+            // The region statistics ride on the heartbeat, as the real datanode's do
+            // (`heartbeat.rs` load_region_stats): the metasrv and so information_schema know
+            // them as of the last heartbeat, up to 3 s late.
+            node["region_statistics"] = own_region_statistics(&agent, &http);
             match heartbeat(&agent, &base, &node) {
                 Ok(()) if failing => {
                     failing = false;
@@ -85,4 +90,17 @@ pub fn run(
         }
     });
     server::run(opts, version, knobs, command_line, None)
+}
+
+/// This datanode's `information_schema.region_statistics` (schema and rows), read from its
+/// own HTTP port; null when it does not answer.
+fn own_region_statistics(agent: &ureq::Agent, http: &SocketAddr) -> serde_json::Value {
+    agent
+        .get(&format!("http://{http}/v1/sql"))
+        .query("sql", "SELECT * FROM information_schema.region_statistics")
+        .call()
+        .ok()
+        .and_then(|r| r.into_json::<serde_json::Value>().ok())
+        .map(|v| v["output"][0]["records"].clone())
+        .unwrap_or(serde_json::Value::Null)
 }

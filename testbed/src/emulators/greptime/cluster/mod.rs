@@ -17,8 +17,10 @@
 //! * frontend: stores nothing. Writes are split by table and sent to the datanode that holds
 //!   the table (the metasrv places a new table's region on the next datanode, round-robin, as
 //!   the default `round_robin` selector does); SQL on a table goes to its datanode; database
-//!   DDL goes to every datanode; `information_schema` is gathered from every datanode, and
-//!   `cluster_info` is the metasrv's node list (METASRV peer 0, DATANODE their node id,
+//!   DDL goes to every datanode; `information_schema` is gathered from every datanode, except
+//!   `region_statistics`, which is what each datanode sent the metasrv in its last heartbeat
+//!   (up to 3 s late, as on a real cluster), and
+//!   `cluster_info`, which is the metasrv's node list (METASRV peer 0, DATANODE their node id,
 //!   FRONTEND -1, as the real table).
 //!
 //! Not emulated: partitioned tables whose regions span datanodes (a table lives on one
