@@ -259,6 +259,9 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
             && md.contains("the load wrote through 2 of them"),
         "{md}"
     );
+    // Each its own bullet, and the region table its own block (both ran together once).
+    assert!(md.contains("worker(s))\n- Deployment"), "{md}");
+    assert!(md.contains("\n\n| Region | Region id |"), "{md}");
     // The roles' data homes and logs, and etcd's data counted as metadata.
     for d in ["etcd", "datanode-1", "datanode-2", "datanode-3"] {
         assert!(ws.join("data").join(d).is_dir(), "{d}");
