@@ -314,6 +314,42 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
         .says("--topology cluster --datanodes 3 --frontends 2");
     assert!(!w.gt.ws_dir("c2").exists() && !w.gt.ws_dir("c3").exists());
 
+    // Flush and compaction in a cluster: the table states come from region statistics the
+    // datanodes send with their heartbeats, so they are read until a heartbeat changes nothing
+    // (read at once after the flush, a real v1.0.2 cluster still showed its memtables).
+    let c = w.run(&[
+        "bench",
+        "greptimedb",
+        "compact",
+        "--database-id",
+        "c1",
+        "--stop-timeout",
+        "20",
+        "--json",
+    ]);
+    c.ok();
+    let cdir = run_dir(&c);
+    let events = std::fs::read_to_string(cdir.join("events.jsonl")).unwrap();
+    let state = |step: &str| -> Value {
+        events
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["step"] == step && e["data"]["regions"].is_array())
+            .last()
+            .unwrap_or_else(|| panic!("no {step} in\n{events}"))["data"]
+            .clone()
+    };
+    let flushed = state("state-after-flush");
+    assert_eq!(flushed["region_count"], 8, "{flushed:#}");
+    assert_eq!(flushed["memtable_size"], 0, "{flushed:#}");
+    assert!(flushed["sst_num"].as_u64().unwrap() >= 8, "{flushed:#}");
+    assert!(
+        flushed["statistics_waited_s"].as_f64().unwrap() > 0.0,
+        "{flushed:#}"
+    );
+    let cmd = std::fs::read_to_string(cdir.join("summary.md")).unwrap();
+    assert!(!cmd.contains("wrote through  of them"), "{cmd}");
+
     // Serving: cluster_info lists every node through every frontend.
     let f0 = endpoint_of(&w.gt.manifest("c1"));
     let mut bg =

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::compact::{read_from, region_of, region_statistics};
+use super::compact::{read_from, region_of, settled_region_statistics};
 use super::ssts;
 use crate::error::{Error, Result};
 use crate::product::op::{BeforeQueries, OpCtx, StepEnd};
@@ -229,10 +229,10 @@ fn sst_files(ctx: &dyn OpCtx, table_id: u64) -> Value {
 fn data_location(ctx: &mut dyn OpCtx, flushed: bool, table_id: Option<u64>) -> Result<()> {
     ctx.begin("data-location", 1, None, None)?;
     let db = ctx.database().to_string();
-    let regions = table_id.and_then(|id| {
-        let c: &dyn OpCtx = ctx;
-        region_statistics(&|sql| c.sql(Some(&db), sql).ok(), id)
-    });
+    let (regions, waited) = match table_id {
+        Some(id) => settled_region_statistics(ctx, &db, id),
+        None => (None, 0.0),
+    };
     let sum = |k: &str| -> Option<u64> {
         let rs = regions.as_ref()?;
         let vals: Vec<u64> = rs.iter().filter_map(|r| r[k].as_u64()).collect();
@@ -245,6 +245,7 @@ fn data_location(ctx: &mut dyn OpCtx, flushed: bool, table_id: Option<u64>) -> R
         "table": TABLE,
         "table_id": table_id,
         "information_schema": regions.is_some(),
+        "statistics_waited_s": waited,
         "sst_num": sum("sst_num"),
         "sst_size": sum("sst_size"),
         "memtable_size": sum("memtable_size"),

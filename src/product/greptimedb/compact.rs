@@ -231,15 +231,73 @@ pub(super) fn region_statistics(
     )
 }
 
+/// A cluster's datanodes send their region statistics to the metasrv with each heartbeat
+/// (every 3 s), and `information_schema.region_statistics` shows the last ones: read at once
+/// after a flush, a real v1.0.2 cluster still showed 178 MiB of memtables. So in a cluster
+/// the statistics are read until two readings a heartbeat apart agree.
+const STATS_HEARTBEAT: Duration = Duration::from_millis(3_500);
+
+/// [`region_statistics`], settled where the server is a cluster (see [`STATS_HEARTBEAT`]);
+/// with the seconds waited for them (0 on a standalone server).
+pub(super) fn settled_region_statistics(
+    c: &dyn OpCtx,
+    db: &str,
+    table_id: u64,
+) -> (Option<Vec<Value>>, f64) {
+    let read = || region_statistics(&|sql| c.sql(Some(db), sql).ok(), table_id);
+    let distributed = c
+        .sql(
+            Some(db),
+            "SELECT peer_type FROM information_schema.cluster_info WHERE peer_type = 'DATANODE'",
+        )
+        .ok()
+        .and_then(|v| {
+            v.pointer("/records/rows")
+                .and_then(Value::as_array)
+                .map(|r| !r.is_empty())
+        })
+        .unwrap_or(false);
+    let started = Instant::now();
+    let mut last = read();
+    if !distributed {
+        return (last, 0.0);
+    }
+    // What changes when the data moves; other columns (bytes written since open) may creep.
+    let key = |s: &Option<Vec<Value>>| -> Vec<Value> {
+        s.iter()
+            .flatten()
+            .map(|r| {
+                json!([
+                    r["region_id"],
+                    r["region_rows"],
+                    r["sst_num"],
+                    r["sst_size"],
+                    r["memtable_size"]
+                ])
+            })
+            .collect()
+    };
+    for _ in 0..6 {
+        std::thread::sleep(STATS_HEARTBEAT);
+        let next = read();
+        let same = key(&next) == key(&last);
+        last = next;
+        if same {
+            break;
+        }
+    }
+    (
+        last,
+        (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+    )
+}
+
 /// SST count and size per region (information schema, where the version has it) and the
 /// data directory split.
 fn table_state(ctx: &mut dyn OpCtx, step: &str, table_id: u64) -> Result<Value> {
     ctx.begin(step, 1, None, None)?;
     let db = ctx.database().to_string();
-    let stats = {
-        let c: &dyn OpCtx = ctx;
-        region_statistics(&|sql| c.sql(Some(&db), sql).ok(), table_id)
-    };
+    let (stats, waited) = settled_region_statistics(ctx, &db, table_id);
     let regions: Vec<Value> = stats.clone().unwrap_or_default();
     let sum = |k: &str| -> Option<u64> {
         let vals: Vec<u64> = regions.iter().filter_map(|r| r[k].as_u64()).collect();
@@ -255,6 +313,7 @@ fn table_state(ctx: &mut dyn OpCtx, step: &str, table_id: u64) -> Result<Value> 
         "region_rows": sum("region_rows"),
         "memtable_size": sum("memtable_size"),
         "information_schema": stats.is_some(),
+        "statistics_waited_s": waited,
         "footprint": fp,
         "footprint_note": "measured while the server runs",
     });
