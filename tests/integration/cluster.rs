@@ -334,8 +334,7 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
         events
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .filter(|e| e["step"] == step && e["data"]["regions"].is_array())
-            .last()
+            .rfind(|e| e["step"] == step && e["data"]["regions"].is_array())
             .unwrap_or_else(|| panic!("no {step} in\n{events}"))["data"]
             .clone()
     };
