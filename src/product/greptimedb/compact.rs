@@ -232,12 +232,15 @@ pub(super) fn region_statistics(
 }
 
 /// A cluster's datanodes send their region statistics to the metasrv with each heartbeat
-/// (every 3 s), and `information_schema.region_statistics` shows the last ones: read at once
-/// after a flush, a real v1.0.2 cluster still showed 178 MiB of memtables. So in a cluster
-/// the statistics are read until two readings a heartbeat apart agree.
-const STATS_HEARTBEAT: Duration = Duration::from_millis(3_500);
+/// (every 3 s), and the metasrv publishes them to `information_schema.region_statistics`
+/// every third heartbeat (`DEFAULT_FLUSH_STATS_FACTOR`): up to 9 s late. Read at once after a
+/// flush, a real v1.0.2 cluster still showed its memtables, and its three datanodes' new
+/// numbers appeared 3.5 to 5.1 s apart. So in a cluster the statistics are read every second
+/// until they stayed the same for longer than a publication period.
+const STATS_STABLE_FOR: Duration = Duration::from_secs(10);
+const STATS_WAIT_AT_MOST: Duration = Duration::from_secs(45);
 
-/// [`region_statistics`], settled where the server is a cluster (see [`STATS_HEARTBEAT`]);
+/// [`region_statistics`], settled where the server is a cluster (see [`STATS_STABLE_FOR`]);
 /// with the seconds waited for them (0 on a standalone server).
 pub(super) fn settled_region_statistics(
     c: &dyn OpCtx,
@@ -277,14 +280,14 @@ pub(super) fn settled_region_statistics(
             })
             .collect()
     };
-    for _ in 0..6 {
-        std::thread::sleep(STATS_HEARTBEAT);
+    let mut since = Instant::now();
+    while since.elapsed() < STATS_STABLE_FOR && started.elapsed() < STATS_WAIT_AT_MOST {
+        std::thread::sleep(Duration::from_secs(1));
         let next = read();
-        let same = key(&next) == key(&last);
-        last = next;
-        if same {
-            break;
+        if key(&next) != key(&last) {
+            since = Instant::now();
         }
+        last = next;
     }
     (
         last,

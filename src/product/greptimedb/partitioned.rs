@@ -190,8 +190,9 @@ fn objects(out: &Value) -> Vec<serde_json::Map<String, Value>> {
 }
 
 /// How long the regions' statistics may take to add up to the loaded rows. A cluster's
-/// `region_statistics` is what the datanodes last sent the metasrv in a heartbeat (every 3 s):
-/// read at once after a load, a real v1.0.2 cluster showed 51,600 of 86,400 rows.
+/// `region_statistics` is what the metasrv last published of the datanodes' heartbeats (every
+/// third one of each, so up to 9 s late): read at once after a load, a real v1.0.2 cluster
+/// showed 51,600 of 86,400 rows, and 3 s later still 60,000 of another 86,400.
 const STATS_SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Per region of `table`: number, id, rule, rows, peer. `None` when the table is not there.
