@@ -2,9 +2,9 @@
 //! directory (the types not done), recorded as resumed, and then read by `runs summarize` and
 //! `runs report` like a finished run; a finished run is extended with another query type (its
 //! query set extended); a run killed during its load (or before it, while its dataset was
-//! generated) is loaded again from the start and finished (issue 22); and every refusal
-//! (complete, held, data changed, an unconfirmed reset, another dataset loaded since) changes
-//! nothing.
+//! generated), and a `load` run cut in its load, are loaded again from the start and finished
+//! (issue 22); and every refusal (complete, held, data changed, an unconfirmed reset, another
+//! dataset loaded since) changes nothing.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -54,24 +54,25 @@ fn every_type_completed() -> Vec<(String, String)> {
         .collect()
 }
 
-/// The whole `all` run in the background, killed with SIGKILL once `ready` holds of its
-/// directory (bounded wait); returns that directory.
-fn killed_when(w: &World, extra: &[&str], ready: impl Fn(&Path) -> bool) -> PathBuf {
+/// A whole `phase` run (`all`: of [`TYPES`], 3 queries each) in the background, killed with
+/// SIGKILL once `ready` holds of its directory (bounded wait); returns that directory.
+fn killed_when(w: &World, phase: &str, extra: &[&str], ready: impl Fn(&Path) -> bool) -> PathBuf {
     let mut args = vec![
         "bench",
         "greptimedb",
-        "all",
+        phase,
         "--database-id",
         "g1",
         "--stop-timeout",
         "5",
-        "--queries",
-        "3",
     ];
     args.extend(tiny());
     args.extend_from_slice(extra);
-    for t in TYPES {
-        args.extend(["--query-type", t]);
+    if phase == "all" {
+        args.extend(["--queries", "3"]);
+        for t in TYPES {
+            args.extend(["--query-type", t]);
+        }
     }
     let known = runs_of(w);
     let mut c = w.gt.env.cmd(&args);
@@ -94,7 +95,9 @@ fn killed_when(w: &World, extra: &[&str], ready: impl Fn(&Path) -> bool) -> Path
 fn killed_in_the_query_phase(w: &World) -> PathBuf {
     // Slow queries (3 per type, one worker): a type takes a few seconds.
     w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 800}));
-    killed_when(w, &[], |d| d.join("logs/query-lastpoint-001.log").exists())
+    killed_when(w, "all", &[], |d| {
+        d.join("logs/query-lastpoint-001.log").exists()
+    })
 }
 
 /// Rows the loader has reported written in `log` (its CSV progress lines' row total).
@@ -345,9 +348,8 @@ fn a_run_killed_during_its_load_is_loaded_again_and_finished_issue_22() {
         json!({"reporting_period_ms": 100, "batch_delay_ms": 400}),
     );
     let slow = ["--load-workers", "1", "--batch-size", "100"];
-    let dir = killed_when(&w, &slow, |d| {
-        rows_written(&d.join("logs/load-001.log")) > 0.0
-    });
+    let loading = |d: &Path| rows_written(&d.join("logs/load-001.log")) > 0.0;
+    let dir = killed_when(&w, "all", &slow, loading);
     w.tool_knobs("tsbs_load_greptime", json!({}));
     let partial = rows_written(&dir.join("logs/load-001.log"));
     assert!(partial > 0.0 && partial < ROWS as f64, "{partial}");
@@ -454,6 +456,31 @@ fn a_run_killed_during_its_load_is_loaded_again_and_finished_issue_22() {
     assert_eq!(listed["status"], "completed");
     assert_eq!(listed["data_state"], "as loaded");
 
+    // A `load` run (a reset) cut in its load the same way: loaded again, whole.
+    w.tool_knobs(
+        "tsbs_load_greptime",
+        json!({"reporting_period_ms": 100, "batch_delay_ms": 400}),
+    );
+    let mut args = slow.to_vec();
+    args.extend(["--database-mode", "reset", "--confirm-reset", "benchmark"]);
+    let load = killed_when(&w, "load", &args, loading);
+    w.tool_knobs("tsbs_load_greptime", json!({}));
+    assert!(rows_written(&load.join("logs/load-001.log")) < ROWS as f64);
+    assert!(w.ws()["binding"].is_null(), "{}", w.ws()["binding"]);
+    w.run(&["runs", "resume", p(&load)])
+        .code(2)
+        .says("--confirm-reset benchmark");
+    w.run(&["runs", "resume", p(&load), "--confirm-reset", "benchmark"])
+        .ok();
+    let s = summary(&load);
+    assert_eq!(s["status"], "completed", "{}", s["failures"]);
+    assert_eq!(s["row_count"]["actual"], ROWS);
+    assert_eq!(w.ws()["binding"]["rows"], ROWS);
+    // Done: nothing left to continue.
+    w.run(&["runs", "resume", p(&load), "--confirm-reset", "benchmark"])
+        .code(2)
+        .says("load and row count are done");
+
     // The cut run (its copy) once the workspace holds another dataset: not the resume's to
     // replace (exit 2, nothing written).
     w.bench(
@@ -486,7 +513,7 @@ fn a_run_killed_while_its_dataset_is_generated_is_resumed_from_its_inputs_issue_
     let w = world();
     // The generator waits before it writes: the run is cut in its dataset step.
     w.tool_knobs("tsbs_generate_data", json!({"delay_ms": 60_000}));
-    let dir = killed_when(&w, &[], |d| {
+    let dir = killed_when(&w, "all", &[], |d| {
         std::fs::read_to_string(d.join("events.jsonl"))
             .is_ok_and(|t| t.contains("\"step\":\"dataset\""))
     });
