@@ -7,10 +7,14 @@
 //! they are added to its workload and its query set is extended (a new set, staged and
 //! published beside the old one, reusing the files of the types it already had).
 //!
-//! A resume never loads. What it will not do is refused before anything is written: a run
-//! that is complete (exit 2, unless types are added), a run whose load did not finish (its
-//! data is in an unknown state: exit 2, rerun it), a run another process holds (exit 3, naming
-//! the holder), a workspace whose data is no longer what the run measured (exit 4).
+//! An `all` or `load` run whose load did not finish (cut or failed during its inputs, its
+//! load or its row count) is run again from its inputs, in the same directory: a partial load
+//! cannot be continued, so once the load had begun the workspace's SQL database is reset
+//! (`--confirm-reset DB`, as any command that drops data asks), then loaded from the start,
+//! counted and queried. What a resume will not do is refused before anything is written: a
+//! run that is complete (exit 2, unless types are added), a cut load whose workspace now holds
+//! another dataset (exit 2), a run another process holds (exit 3, naming the holder), a
+//! workspace whose data is no longer what the run measured (exit 4).
 //!
 //! The resume is recorded: `resumes` in the run's manifest and a `resume` step in its events
 //! say when, by which tsbsctl, which types it ran and added, and which earlier step attempts
@@ -27,6 +31,7 @@ use crate::dataset::Profile;
 use crate::error::{Error, Result};
 use crate::output::Outcome;
 use crate::run::{self, ResumeRecord, RunDir, RunKind, RunManifest, Status, Step, StepRef};
+use crate::tsbs::DatabaseMode;
 use crate::workspace::WorkspaceManifest;
 
 /// What `runs resume` asks for.
@@ -39,6 +44,8 @@ pub struct Request {
     pub queries: Option<i64>,
     /// `TYPE=N` for added types.
     pub query_counts: Vec<String>,
+    /// The SQL database's name: lets a resume that loads again drop what a cut load left.
+    pub confirm_reset: Option<String>,
 }
 
 /// What is left of a run, from its steps.
@@ -238,6 +245,89 @@ fn check_dataset(ctx: &Ctx, m: &RunManifest, dataset_root: Option<&std::path::Pa
     crate::dataset::check_stored_spec(&ds)
 }
 
+/// An `all` or `load` run whose load and row count did not both finish (cut during its
+/// inputs, its load or its count, or failed there): its resume loads again from the start.
+fn load_unfinished(phase: &str, steps: &[Step]) -> bool {
+    let done = |name: &str| {
+        steps
+            .iter()
+            .rev()
+            .find(|s| s.step == name)
+            .is_some_and(|s| matches!(s.status, Status::Completed | Status::Reused))
+    };
+    matches!(phase, "all" | "load") && !(done("load") && done("row-count"))
+}
+
+/// The database mode of a resume that loads again (exit 2 when it cannot, nothing written).
+/// Once the run's load began (or the run asked for a reset), the workspace's SQL database may
+/// hold part of the data: the load starts over with a reset, which drops it, and only with
+/// `--confirm-reset DB`, as every command that drops data asks. A run cut before its load
+/// loads as it asked. A workspace bound to another dataset since is not the run's to reload.
+fn reload_mode(
+    ctx: &Ctx,
+    m: &RunManifest,
+    steps: &[Step],
+    product: &str,
+    id: &str,
+    req: &Request,
+) -> Result<DatabaseMode> {
+    let ws: WorkspaceManifest =
+        crate::manifest::read(&ctx.root.database(product, id).join("manifest.json"))?;
+    let wanted = m
+        .dataset
+        .as_ref()
+        .map(|d| d.dataset_id.clone())
+        .or_else(|| m.flags["dataset_id"].as_str().map(str::to_string));
+    if let (Some(b), Some(want)) = (&ws.binding, &wanted) {
+        if &b.dataset_id != want {
+            return Err(Error::invalid(format!(
+                "workspace {id} now holds dataset {}, not {want}, which run {} was loading: resuming would replace data loaded since",
+                b.dataset_id, m.run_id
+            ))
+            .with_hint("load the run's dataset in a new run and workspace: `tsbsctl runs rerun RUN --database-id NEW`"));
+        }
+    }
+    let began = steps
+        .iter()
+        .any(|s| matches!(s.step.as_str(), "before-load" | "load" | "row-count"));
+    let asked = m.flags["database_mode"]
+        .as_str()
+        .map(DatabaseMode::parse)
+        .transpose()?
+        .unwrap_or(DatabaseMode::Create);
+    let mode = if began { DatabaseMode::Reset } else { asked };
+    if mode == DatabaseMode::Reset && req.confirm_reset.as_deref() != Some(ws.database.as_str()) {
+        let why = if began {
+            format!(
+                "the load of run {} began and did not finish: workspace {id}'s SQL database {} may hold part of the data, and a resume loads again from the start, dropping it",
+                m.run_id, ws.database
+            )
+        } else {
+            format!(
+                "run {} asked for --database-mode reset: its resume drops workspace {id}'s SQL database {}",
+                m.run_id, ws.database
+            )
+        };
+        let why = match req.confirm_reset.as_deref() {
+            Some(c) => format!("--confirm-reset {c:?} does not name the SQL database: {why}"),
+            None => why,
+        };
+        return Err(Error::invalid(why).with_hint(format!(
+            "confirm the reset: `tsbsctl runs resume {} --confirm-reset {}`",
+            m.run_id, ws.database
+        )));
+    }
+    if mode != DatabaseMode::Reset && req.confirm_reset.is_some() {
+        return Err(Error::invalid(format!(
+            "run {} was cut before its load, which it asked to make with --database-mode {}: there is no reset to confirm",
+            m.run_id,
+            mode.as_str()
+        ))
+        .with_hint("drop --confirm-reset"));
+    }
+    Ok(mode)
+}
+
 /// Runs `runs resume`.
 pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     let dir = run::resolve(&ctx.root, &req.run)?;
@@ -245,9 +335,9 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     // works in the run).
     let run = RunDir::reopen(&dir, &ctx.command_line(), ctx.reporter.as_ref())?;
     let m = run.manifest.clone();
-    if m.run_kind != RunKind::Benchmark || !matches!(m.phase.as_str(), "all" | "query") {
+    if m.run_kind != RunKind::Benchmark || !matches!(m.phase.as_str(), "all" | "query" | "load") {
         return Err(Error::invalid(format!(
-            "run {} is a {} run; a resume continues the query types of `all` and `query` runs",
+            "run {} is a {} run; a resume continues `all`, `load` and `query` runs",
             m.run_id,
             if m.run_kind == RunKind::Benchmark {
                 m.phase.as_str()
@@ -275,21 +365,14 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         .with_hint("start it again: `tsbsctl runs rerun RUN`")
     })?;
     let steps = run.steps()?;
-    if m.phase == "all" {
-        let done = |name: &str| {
-            steps
-                .iter()
-                .rev()
-                .find(|s| s.step == name)
-                .is_some_and(|s| matches!(s.status, Status::Completed | Status::Reused))
-        };
-        if !done("load") || !done("row-count") {
-            return Err(Error::invalid(format!(
-                "the load of run {} did not finish: the workspace's data is in an unknown state, and a resume never loads",
-                m.run_id
-            ))
-            .with_hint("load again in a new run: `tsbsctl runs rerun RUN --database-id NEW`, or `tsbsctl bench <product> all --database-mode reset --confirm-reset NAME`"));
-        }
+    let reload = load_unfinished(&m.phase, &steps);
+    if m.phase == "load" && !reload {
+        return Err(Error::invalid(format!(
+            "run {} is {}, but its load and row count are done: there is nothing to continue",
+            m.run_id,
+            m.status.words()
+        ))
+        .with_hint("load again in a new run: `tsbsctl runs rerun RUN`"));
     }
     let counts = m
         .workload
@@ -298,8 +381,22 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         .unwrap_or_default();
     let passes = m.flags["passes"].as_u64().unwrap_or(1).max(1) as u32;
     let added = added(&m, &counts, req)?;
+    if reload && !added.is_empty() {
+        return Err(Error::invalid(format!(
+            "the load of run {} did not finish: a resume loads again and runs the run's own query types first",
+            m.run_id
+        ))
+        .with_hint("resume it without --query-type, then extend it: `tsbsctl runs resume RUN --query-type T`"));
+    }
+    if !reload && req.confirm_reset.is_some() {
+        return Err(Error::invalid(format!(
+            "run {} loaded its data: its resume does not load, so there is no reset to confirm",
+            m.run_id
+        ))
+        .with_hint("drop --confirm-reset"));
+    }
     let left = left(&steps, &counts, passes);
-    if left.todo.is_empty() && added.is_empty() {
+    if !reload && left.todo.is_empty() && added.is_empty() {
         let why = match m.status {
             Status::Completed | Status::CompletedWithFailures => format!(
                 "run {} is {}: every query type is done",
@@ -325,7 +422,19 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     // the data the run measured.
     let tsbs_key = crate::rerun::check_environment(ctx, &env)?;
     let database_id = crate::rerun::check_target(ctx, &m, product.as_ref(), None)?;
-    check_workspace_data(ctx, &m, product.name(), &database_id)?;
+    let load_mode = if reload {
+        Some(reload_mode(
+            ctx,
+            &m,
+            &steps,
+            product.name(),
+            &database_id,
+            req,
+        )?)
+    } else {
+        check_workspace_data(ctx, &m, product.name(), &database_id)?;
+        None
+    };
     let extending = !added.is_empty();
     let pins = RerunPins {
         rerun_of: m.run_id.clone(),
@@ -339,20 +448,44 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         },
     };
     let mut breq = crate::rerun::request(&m, database_id, pins)?;
-    // A resume is the query part of the run: the load's flags do not apply.
-    breq.phase = Some(Phase::Query);
-    breq.mode = None;
-    breq.confirm_reset = None;
-    breq.compression = None;
-    breq.chunk_time = None;
-    breq.partitions = None;
-    breq.partition_column = None;
+    if let Some(mode) = load_mode {
+        // The run again from its inputs (made or reused as the run made them), its load
+        // from the start, then its queries.
+        breq.mode = Some(mode);
+        breq.confirm_reset = req.confirm_reset.clone();
+    } else {
+        // A resume is the query part of the run: the load's flags do not apply.
+        breq.phase = Some(Phase::Query);
+        breq.mode = None;
+        breq.confirm_reset = None;
+        breq.compression = None;
+        breq.chunk_time = None;
+        breq.partitions = None;
+        breq.partition_column = None;
+    }
     breq.flags = m.flags.clone();
     check_dataset(ctx, &m, breq.dataset_root.as_deref())?;
     // The dataset is the run's, by id (its spec is held to the run's record), so an edited
     // dataset.json is the integrity error it is, not a request for other settings. (The
-    // profile only chose defaults the run recorded: its workload stays as it is.)
-    breq.spec = crate::dataset::SpecOverrides::default();
+    // profile only chose defaults the run recorded: its workload stays as it is.) A run cut
+    // before it recorded its dataset names it by its flags, spec ones included.
+    if m.dataset.is_some() {
+        breq.spec = crate::dataset::SpecOverrides::default();
+    }
+    // A resume that loads again does the run over from its inputs: every earlier step attempt
+    // (the earlier resumes' records aside) is replaced by its own.
+    let superseded: Vec<StepRef> = if reload {
+        steps
+            .iter()
+            .filter(|s| s.step != "resume")
+            .map(|s| StepRef {
+                step: s.step.clone(),
+                attempt: s.attempt,
+            })
+            .collect()
+    } else {
+        left.superseded.clone()
+    };
     let mut all_counts = counts.clone();
     all_counts.extend(added.clone());
     let mut types = left.todo.clone();
@@ -365,8 +498,9 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         previous_status: m.status,
         query_types: types.iter().cloned().collect(),
         added_query_types: added.keys().cloned().collect(),
-        superseded: left.superseded.clone(),
+        superseded: superseded.clone(),
         previous_query_set: None,
+        load_mode: load_mode.map(|m| m.as_str().to_string()),
     };
     breq.resume = Some(ResumePlan {
         query_types: types.clone(),
@@ -380,9 +514,16 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         record: Some(record),
     });
     ctx.reporter.info(&format!(
-        "resuming run {} ({}): {} query type(s) to run{}",
+        "resuming run {} ({}): {}{} query type(s) to run{}",
         m.run_id,
         m.status.words(),
+        match load_mode {
+            Some(mode) => format!(
+                "its load again from the start (database mode {}), ",
+                mode.as_str()
+            ),
+            None => String::new(),
+        },
         types.len(),
         if extending {
             format!(
@@ -395,9 +536,10 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
     ));
     let mut out = bench::resume(ctx, entry, &breq, run)?;
     out.data["resumed"] = json!({
+        "load_mode": load_mode.map(|m| m.as_str()),
         "query_types": types,
         "added_query_types": added.keys().collect::<Vec<_>>(),
-        "superseded": left.superseded,
+        "superseded": superseded,
     });
     out.human = format!(
         "Resumed {}: {}\n{}",
@@ -481,5 +623,36 @@ mod tests {
         let l = left(&steps, &counts(&["lastpoint"]), 1);
         assert!(l.done.is_empty());
         assert_eq!(l.superseded.len(), 1);
+    }
+
+    #[test]
+    fn a_load_is_redone_unless_it_and_its_count_finished_last_issue_22() {
+        let cut = [
+            step("dataset", 1, Status::Completed, None),
+            step("load", 1, Status::Interrupted, None),
+        ];
+        assert!(load_unfinished("all", &cut));
+        assert!(load_unfinished("load", &cut));
+        assert!(!load_unfinished("query", &cut), "a query run never loads");
+        // Cut before the load: nothing of it recorded.
+        assert!(load_unfinished("all", &cut[..1]));
+        // A load whose count failed is not done.
+        let counted = [
+            step("load", 1, Status::Completed, None),
+            step("row-count", 1, Status::Failed, None),
+        ];
+        assert!(load_unfinished("all", &counted));
+        // The last attempt counts: a resume's finished load after the cut one.
+        let redone = [
+            step("load", 1, Status::Interrupted, None),
+            step("load", 2, Status::Completed, None),
+            step("row-count", 1, Status::Completed, None),
+        ];
+        assert!(!load_unfinished("all", &redone));
+        let reused = [
+            step("load", 1, Status::Reused, None),
+            step("row-count", 1, Status::Completed, None),
+        ];
+        assert!(!load_unfinished("load", &reused));
     }
 }

@@ -363,13 +363,18 @@ pub struct ResumeRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub added_query_types: Vec<String>,
     /// Step attempts that had not finished well before the resume (interrupted, failed, left
-    /// running by a killed process): kept in `events.jsonl`, left out of the summary, which
-    /// counts the resume's attempts instead.
+    /// running by a killed process), or, when the resume loaded again, every earlier attempt:
+    /// kept in `events.jsonl`, left out of the summary, which counts the resume's attempts
+    /// instead.
     #[serde(default)]
     pub superseded: Vec<StepRef>,
     /// The query set the run had before an extension replaced it with a larger one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_query_set: Option<RunQuerySet>,
+    /// The run's load had not finished: this resume loaded again from the start, with this
+    /// database mode (`reset` once a load had begun: its partial data was dropped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_mode: Option<String>,
 }
 
 /// Whether tsbsctl manages the server or only talks to it.

@@ -91,8 +91,8 @@ pub struct Request {
     pub resume: Option<ResumePlan>,
 }
 
-/// What `runs resume` continues in an existing run directory (the phase is `query`: a resume
-/// never loads).
+/// What `runs resume` continues in an existing run directory (the phase is `query`, or the
+/// run's own `all`/`load` when its load did not finish and is done again from the start).
 #[derive(Debug, Clone, Default)]
 pub struct ResumePlan {
     /// The query types to run now: those not done, and the added ones.

@@ -74,12 +74,15 @@ pub enum RunsCmd {
         accept_data_state: Option<String>,
     },
     /// Continue a run in its own directory: the query types a kill, crash or failure left
-    /// undone, with the run's recorded flags and pins (those of `runs rerun`). With
+    /// undone, with the run's recorded flags and pins (those of `runs rerun`). An `all` or
+    /// `load` run whose load did not finish is loaded again from the start (its inputs made
+    /// again first if it was cut before they were), then queried; once its load had begun,
+    /// that drops the workspace's SQL database and needs --confirm-reset DB. With
     /// --query-type, extend a run (finished or not) with more types: its query set is
-    /// extended to them. Never loads: a run whose load did not finish is refused (exit 2), as
-    /// is a complete run without new types; a run another process holds is busy (exit 3);
-    /// a workspace whose data changed since the run is an integrity error (exit 4). The
-    /// manifest, events and summary record each resume.
+    /// extended to them. A complete run without new types, or a workspace bound to another
+    /// dataset since a cut load, is refused (exit 2); a run another process holds is busy
+    /// (exit 3); a workspace whose data changed since the run is an integrity error (exit 4).
+    /// The manifest, events and summary record each resume.
     Resume {
         /// The run to continue (a directory or a run id).
         #[arg(value_name = "RUN")]
@@ -93,6 +96,10 @@ pub enum RunsCmd {
         /// Queries of one added type, TYPE=N (repeatable).
         #[arg(long = "query-count", value_name = "TYPE=N")]
         query_counts: Vec<String>,
+        /// The workspace's SQL database: confirms that a resume which loads again drops
+        /// what the cut load left there.
+        #[arg(long, value_name = "DB")]
+        confirm_reset: Option<String>,
     },
 }
 
@@ -142,6 +149,7 @@ pub fn run(ctx: &Ctx, cmd: RunsCmd) -> Result<Outcome> {
             query_types,
             queries,
             query_counts,
+            confirm_reset,
         } => crate::resume::run(
             ctx,
             &crate::resume::Request {
@@ -149,6 +157,7 @@ pub fn run(ctx: &Ctx, cmd: RunsCmd) -> Result<Outcome> {
                 query_types,
                 queries,
                 query_counts,
+                confirm_reset,
             },
         ),
     }

@@ -1,8 +1,10 @@
 //! `runs resume`: a run killed with kill -9 in its query phase is continued in its own
 //! directory (the types not done), recorded as resumed, and then read by `runs summarize` and
 //! `runs report` like a finished run; a finished run is extended with another query type (its
-//! query set extended); and every refusal (complete, held, data changed, unfinished load)
-//! changes nothing.
+//! query set extended); a run killed during its load (or before it, while its dataset was
+//! generated), and a `load` run cut in its load, are loaded again from the start and finished
+//! (issue 22); and every refusal (complete, held, data changed, an unconfirmed reset, another
+//! dataset loaded since) changes nothing.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -44,25 +46,33 @@ fn query_types(s: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The whole `all` run in the background, killed with SIGKILL once its second query type has
-/// started; returns its directory (the queries stay slow).
-fn killed_in_the_query_phase(w: &World) -> PathBuf {
-    // Slow queries (3 per type, one worker): a type takes a few seconds.
-    w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 800}));
+/// Every type of [`TYPES`], completed (a summary's [`query_types`] of a finished run).
+fn every_type_completed() -> Vec<(String, String)> {
+    TYPES
+        .iter()
+        .map(|t| (t.to_string(), "completed".to_string()))
+        .collect()
+}
+
+/// A whole `phase` run (`all`: of [`TYPES`], 3 queries each) in the background, killed with
+/// SIGKILL once `ready` holds of its directory (bounded wait); returns that directory.
+fn killed_when(w: &World, phase: &str, extra: &[&str], ready: impl Fn(&Path) -> bool) -> PathBuf {
     let mut args = vec![
         "bench",
         "greptimedb",
-        "all",
+        phase,
         "--database-id",
         "g1",
         "--stop-timeout",
         "5",
-        "--queries",
-        "3",
     ];
     args.extend(tiny());
-    for t in TYPES {
-        args.extend(["--query-type", t]);
+    args.extend_from_slice(extra);
+    if phase == "all" {
+        args.extend(["--queries", "3"]);
+        for t in TYPES {
+            args.extend(["--query-type", t]);
+        }
     }
     let known = runs_of(w);
     let mut c = w.gt.env.cmd(&args);
@@ -70,16 +80,36 @@ fn killed_in_the_query_phase(w: &World) -> PathBuf {
         .stderr(std::process::Stdio::null());
     let mut child = c.spawn().unwrap();
     let mut dir = None;
-    let second = wait_until(Duration::from_secs(120), || {
+    let reached = wait_until(Duration::from_secs(120), || {
         dir = runs_of(w).into_iter().find(|d| !known.contains(d));
-        dir.as_ref()
-            .is_some_and(|d| d.join("logs/query-lastpoint-001.log").exists())
+        dir.as_deref().is_some_and(&ready)
     });
     // SAFETY: signalling the tsbsctl child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
-    assert!(second, "the second query type never started");
+    assert!(reached, "the run never reached the point to kill it at");
     dir.unwrap()
+}
+
+/// The run killed once its second query type has started (the queries stay slow).
+fn killed_in_the_query_phase(w: &World) -> PathBuf {
+    // Slow queries (3 per type, one worker): a type takes a few seconds.
+    w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 800}));
+    killed_when(w, "all", &[], |d| {
+        d.join("logs/query-lastpoint-001.log").exists()
+    })
+}
+
+/// Rows the loader has reported written in `log` (its CSV progress lines' row total).
+fn rows_written(log: &Path) -> f64 {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f.len() == 7).then(|| f[5].parse::<f64>().ok()).flatten()
+        })
+        .fold(0.0, f64::max)
 }
 
 #[test]
@@ -120,13 +150,7 @@ fn a_run_killed_mid_queries_is_resumed_in_place_then_extended() {
     let s = summary(&dir);
     assert_eq!(s["status"], "completed", "{}", s["failures"]);
     assert_eq!(s["failures"], json!([]));
-    assert_eq!(
-        query_types(&s),
-        TYPES
-            .iter()
-            .map(|t| (t.to_string(), "completed".to_string()))
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(query_types(&s), every_type_completed());
     // The done type was not run again; the interrupted one ran as attempt 3 (after the killed
     // resume's 2), the earlier logs kept.
     assert!(!dir.join("logs/query-high-cpu-1-002.log").exists());
@@ -293,7 +317,8 @@ fn resume_refuses_a_held_a_changed_and_an_unloaded_run() {
     resume(&add).code(4).says("changed after run");
     assert_eq!(manifest(), before);
 
-    // A run whose load did not finish: a resume never loads (exit 2).
+    // A run whose load did not finish, in a workspace that holds the run's dataset loaded since
+    // (the `load` above): a resume reloads it only with a confirmed reset (exit 2).
     let copy = dir.with_file_name("copy-unloaded");
     std::fs::create_dir(&copy).unwrap();
     for name in ["manifest.json", "events.jsonl"] {
@@ -312,4 +337,206 @@ fn resume_refuses_a_held_a_changed_and_an_unloaded_run() {
     w.run(&["runs", "resume", p(&copy)])
         .code(2)
         .says("did not finish");
+}
+
+#[test]
+fn a_run_killed_during_its_load_is_loaded_again_and_finished_issue_22() {
+    let w = world();
+    // A slow load (29 batches of 100 rows, one worker) reporting its rows every 100 ms.
+    w.tool_knobs(
+        "tsbs_load_greptime",
+        json!({"reporting_period_ms": 100, "batch_delay_ms": 400}),
+    );
+    let slow = ["--load-workers", "1", "--batch-size", "100"];
+    let loading = |d: &Path| rows_written(&d.join("logs/load-001.log")) > 0.0;
+    let dir = killed_when(&w, "all", &slow, loading);
+    w.tool_knobs("tsbs_load_greptime", json!({}));
+    let partial = rows_written(&dir.join("logs/load-001.log"));
+    assert!(partial > 0.0 && partial < ROWS as f64, "{partial}");
+    let r = w.run(&["runs", "summarize", p(&dir), "--json"]);
+    r.ok();
+    assert_eq!(r.json()["data"]["status"], "interrupted");
+    // A copy of the cut run, for the refusal once the workspace holds other data.
+    let copy = dir.with_file_name("copy-cut-load");
+    std::fs::create_dir(&copy).unwrap();
+    for name in ["manifest.json", "events.jsonl"] {
+        std::fs::copy(dir.join(name), copy.join(name)).unwrap();
+    }
+
+    // Refused before anything is written: no confirmation of the reset, a wrong one, types
+    // added to a run whose load is redone.
+    let before = std::fs::read(dir.join("manifest.json")).unwrap();
+    let ev_before = std::fs::read(dir.join("events.jsonl")).unwrap();
+    w.run(&["runs", "resume", p(&dir)])
+        .code(2)
+        .says("did not finish")
+        .says("--confirm-reset benchmark");
+    w.run(&["runs", "resume", p(&dir), "--confirm-reset", "other"])
+        .code(2)
+        .says("does not name the SQL database");
+    w.run(&[
+        "runs",
+        "resume",
+        p(&dir),
+        "--confirm-reset",
+        "benchmark",
+        "--query-type",
+        "high-cpu-all",
+    ])
+    .code(2)
+    .says("without --query-type");
+    assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), before);
+    assert_eq!(std::fs::read(dir.join("events.jsonl")).unwrap(), ev_before);
+
+    // Resumed: the load again from the start (reset), then every query type.
+    let r = w.run(&[
+        "runs",
+        "resume",
+        p(&dir),
+        "--confirm-reset",
+        "benchmark",
+        "--json",
+    ]);
+    r.ok();
+    assert_eq!(
+        PathBuf::from(r.json()["data"]["run_dir"].as_str().unwrap()),
+        dir
+    );
+    assert_eq!(r.json()["data"]["resumed"]["load_mode"], "reset");
+    let s = summary(&dir);
+    assert_eq!(s["status"], "completed", "{}", s["failures"]);
+    assert_eq!(
+        s["row_count"]["actual"], ROWS,
+        "the partial load was replaced: {}",
+        s["row_count"]
+    );
+    assert_eq!(s["row_count"]["expected"], ROWS);
+    assert_eq!(s["ingestion"]["rows"], ROWS);
+    assert_eq!(query_types(&s), every_type_completed());
+    assert!(dir.join("logs/load-002.log").is_file());
+    assert!(
+        dir.join("logs/load-001.log").is_file(),
+        "the cut load's log stays"
+    );
+    assert_eq!(w.ws()["binding"]["dataset_id"], "tiny");
+    assert_eq!(w.ws()["binding"]["rows"], ROWS);
+    // Recorded: manifest, events, summary.
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["status"], "completed");
+    let res = m["resumes"].as_array().unwrap();
+    assert_eq!(res.len(), 1);
+    assert_eq!(res[0]["previous_status"], "interrupted");
+    assert_eq!(res[0]["load_mode"], "reset");
+    assert_eq!(res[0]["query_types"], json!(TYPES));
+    assert!(res[0]["superseded"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"step": "load", "attempt": 1})));
+    assert_eq!(s["resumes"], m["resumes"]);
+    assert!(events(&dir)
+        .iter()
+        .any(|e| e["step"] == "resume" && e["status"] == "completed"));
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("loaded again from the start (database mode reset), then ran"),
+        "{md}"
+    );
+    // `runs show` and `runs list` agree.
+    let show = w.run(&["runs", "show", p(&dir), "--json"]);
+    show.ok();
+    assert_eq!(show.json()["data"]["summary"]["status"], "completed");
+    assert_eq!(show.json()["data"]["summary"]["resumes"], m["resumes"]);
+    let l = w.run(&["runs", "list", "--json"]);
+    l.ok();
+    let runs = l.json()["data"]["runs"].as_array().unwrap().clone();
+    let listed = runs
+        .iter()
+        .find(|r| r["run_dir"] == p(&dir))
+        .expect("the run is listed");
+    assert_eq!(listed["status"], "completed");
+    assert_eq!(listed["data_state"], "as loaded");
+
+    // A `load` run (a reset) cut in its load the same way: loaded again, whole.
+    w.tool_knobs(
+        "tsbs_load_greptime",
+        json!({"reporting_period_ms": 100, "batch_delay_ms": 400}),
+    );
+    let mut args = slow.to_vec();
+    args.extend(["--database-mode", "reset", "--confirm-reset", "benchmark"]);
+    let load = killed_when(&w, "load", &args, loading);
+    w.tool_knobs("tsbs_load_greptime", json!({}));
+    assert!(rows_written(&load.join("logs/load-001.log")) < ROWS as f64);
+    assert!(w.ws()["binding"].is_null(), "{}", w.ws()["binding"]);
+    w.run(&["runs", "resume", p(&load)])
+        .code(2)
+        .says("--confirm-reset benchmark");
+    w.run(&["runs", "resume", p(&load), "--confirm-reset", "benchmark"])
+        .ok();
+    let s = summary(&load);
+    assert_eq!(s["status"], "completed", "{}", s["failures"]);
+    assert_eq!(s["row_count"]["actual"], ROWS);
+    assert_eq!(w.ws()["binding"]["rows"], ROWS);
+    // Done: nothing left to continue.
+    w.run(&["runs", "resume", p(&load), "--confirm-reset", "benchmark"])
+        .code(2)
+        .says("load and row count are done");
+
+    // The cut run (its copy) once the workspace holds another dataset: not the resume's to
+    // replace (exit 2, nothing written).
+    w.bench(
+        "load",
+        &[
+            "--profile",
+            "smoke",
+            "--scale",
+            "1",
+            "--log-interval",
+            "60s",
+            "--dataset-id",
+            "other",
+            "--database-mode",
+            "reset",
+            "--confirm-reset",
+            "benchmark",
+        ],
+    )
+    .ok();
+    let before = std::fs::read(copy.join("manifest.json")).unwrap();
+    w.run(&["runs", "resume", p(&copy), "--confirm-reset", "benchmark"])
+        .code(2)
+        .says("now holds dataset other");
+    assert_eq!(std::fs::read(copy.join("manifest.json")).unwrap(), before);
+}
+
+#[test]
+fn a_run_killed_while_its_dataset_is_generated_is_resumed_from_its_inputs_issue_22() {
+    let w = world();
+    // The generator waits before it writes: the run is cut in its dataset step.
+    w.tool_knobs("tsbs_generate_data", json!({"delay_ms": 60_000}));
+    let dir = killed_when(&w, "all", &[], |d| {
+        std::fs::read_to_string(d.join("events.jsonl"))
+            .is_ok_and(|t| t.contains("\"step\":\"dataset\""))
+    });
+    w.tool_knobs("tsbs_generate_data", json!({}));
+    assert!(!dir.join("logs/load-001.log").exists());
+    // The load never began and the run asked for no reset: nothing to confirm.
+    w.run(&["runs", "resume", p(&dir), "--confirm-reset", "benchmark"])
+        .code(2)
+        .says("no reset to confirm");
+    let r = w.run(&["runs", "resume", p(&dir), "--json"]);
+    r.ok();
+    assert_eq!(r.json()["data"]["resumed"]["load_mode"], "create");
+    let s = summary(&dir);
+    assert_eq!(s["status"], "completed", "{}", s["failures"]);
+    assert_eq!(s["row_count"]["actual"], ROWS);
+    assert_eq!(s["dataset"]["rows"], ROWS);
+    assert_eq!(query_types(&s), every_type_completed());
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["status"], "completed");
+    assert_eq!(m["resumes"][0]["load_mode"], "create");
+    assert_eq!(m["dataset"]["dataset_id"], "tiny");
+    assert_eq!(w.ws()["binding"]["rows"], ROWS);
+    let show = w.run(&["runs", "show", p(&dir), "--json"]);
+    show.ok();
+    assert_eq!(show.json()["data"]["summary"]["status"], "completed");
 }
