@@ -8,7 +8,8 @@
 #                                default 900 x one day at 10 s = 7.8 M rows, about 30 s a load
 #                                here; ROUNDS, default 6; VARIANTS, default "tsbsctl file",
 #                                add "pipe" for `cat data | loader`; QUERIES, default 200 per
-#                                type for the query-phase check; 0 skips it)
+#                                type for the query-phase check; 0 skips it; BIN, default
+#                                the release build)
 #
 # Variants, each the same loader command line (2 workers x 5000 rows, --do-create-db=true so
 # each starts from an empty database):
@@ -35,9 +36,6 @@ VARIANTS=${VARIANTS:-tsbsctl file}
 QUERIES=${QUERIES:-200}
 rm -rf "$DIR" && mkdir -p "$DIR"
 
-cargo build -q --release -p tsbsctl --bin tsbsctl
-cargo build -q --release -p testbed --bin testbed
-BIN=$PWD/target/release
 # shellcheck source=scripts/bench-common.sh
 . scripts/bench-common.sh
 
@@ -47,11 +45,9 @@ if [ -n "${TSBS_DIR:-}" ]; then
 else
   $T env prepare --managed-go >/dev/null
 fi
-$T greptimedb prepare --database-id perf --http-port "$PORT" >/dev/null
-$T data generate --format influx --profile smoke --scale "$SCALE" --dataset-id perf >/dev/null
+greptime_workspace perf --scale "$SCALE"
 DATA=$(find "$TSBSCTL_ROOT/datasets" -path '*/perf/formats/influx/data' | head -1)
 echo "dataset: $DATA ($(du -h "$DATA" | cut -f1), scale $SCALE)"
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 $BIN/tsbsctl greptimedb serve --database-id perf --stop-timeout 30 >"$DIR/serve.out" 2>"$DIR/serve.err" &
 SERVER=$!

@@ -30,18 +30,11 @@ ROUNDS=${ROUNDS:-3}
 TYPE=single-groupby-1-1-1
 rm -rf "$DIR" && mkdir -p "$DIR"
 
-if [ -z "${BIN:-}" ]; then
-  cargo build -q --release -p tsbsctl --bin tsbsctl
-  cargo build -q --release -p testbed --bin testbed
-  BIN=${CARGO_TARGET_DIR:-$PWD/target}/release
-fi
 # shellcheck source=scripts/bench-common.sh
 . scripts/bench-common.sh
 
 $T env prepare --managed-go >/dev/null
-$T greptimedb prepare --database-id perf --http-port "$PORT" >/dev/null
-$T data generate --format influx --profile smoke --dataset-id perf >/dev/null
-echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+greptime_workspace perf
 echo "emulator latency per query: ${DELAY_MS} ms + 0..${JITTER_MS} ms; target ±${TARGET}"
 
 echo "{\"query_delay_ms\": $DELAY_MS, \"query_jitter_ms\": $JITTER_MS}" >"$DIR/knobs.json"

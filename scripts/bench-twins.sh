@@ -26,18 +26,11 @@ QUERIES=${QUERIES:-40}
 DELAY_MS=${DELAY_MS:-0}
 rm -rf "$DIR" && mkdir -p "$DIR"
 
-if [ -z "${BIN:-}" ]; then
-  cargo build -q --release -p tsbsctl --bin tsbsctl
-  cargo build -q --release -p testbed --bin testbed
-  BIN=${CARGO_TARGET_DIR:-$PWD/target}/release
-fi
 # shellcheck source=scripts/bench-common.sh
 . scripts/bench-common.sh
 
 $T env prepare --managed-go >/dev/null
-$T greptimedb prepare --database-id twins --http-port "$PORT" >/dev/null
-$T data generate --format influx --profile smoke --dataset-id twins >/dev/null
-echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+greptime_workspace twins
 echo "{\"query_delay_ms\": $DELAY_MS}" >"$DIR/knobs.json"
 export TESTBED_KNOBS=$DIR/knobs.json
 $T bench greptimedb load --database-id twins --dataset-id twins >/dev/null

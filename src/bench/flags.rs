@@ -142,6 +142,14 @@ pub struct CommonFlags {
     #[command(flatten)]
     #[serde(flatten)]
     pub lock: LockArgs,
+    /// The environment variable holding an external server's token, for a product whose own
+    /// flags do not name one (the generic `bench <product> --token-env VAR`, which sets it):
+    /// the name is recorded, never the token, as `auth_token_env` after the common keys
+    /// (where the generic command has always recorded it), and only when given. A product
+    /// whose group has its own `auth_token_env` (InfluxDB 3) reads the same key.
+    #[arg(skip)]
+    #[serde(rename = "auth_token_env", skip_serializing_if = "Option::is_none")]
+    pub token_env: Option<String>,
 }
 
 /// Flags of every command that takes a workspace lock.
@@ -514,7 +522,11 @@ impl Flags {
             accept_partial: i.accept_partial,
             // PostgreSQL's and GreptimeDB's passwords go through the auth-token seam (one
             // record has one `password_env`, read into both groups).
-            auth_token_env: i.auth_token_env.or(t.password_env).or(g.password_env),
+            auth_token_env: i
+                .auth_token_env
+                .or(t.password_env)
+                .or(g.password_env)
+                .or(c.token_env.clone()),
             user: g.user,
             admin_token_env: i.admin_token_env,
             chunk_time: t.chunk_time,

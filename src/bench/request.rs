@@ -46,7 +46,7 @@ pub struct Request {
     pub no_sync: bool,
     pub accept_partial: bool,
     /// The variable holding the auth token (PostgreSQL and GreptimeDB: the password,
-    /// `--password-env`).
+    /// `--password-env`; a product without flags of its own: the generic `--token-env`).
     pub auth_token_env: Option<String>,
     /// GreptimeDB `--user`: the user of HTTP basic auth (external servers).
     pub user: Option<String>,

@@ -66,10 +66,7 @@ mod tests {
             BenchCmd::Greptimedb(a) => super::super::greptimedb::bench_request(*a),
             BenchCmd::Influxdb3(a) => super::super::influxdb3::bench_request(*a),
             BenchCmd::Timescaledb(a) => super::super::timescaledb::bench_request(*a),
-            BenchCmd::Product(b) => {
-                let phase = b.args.phase.into();
-                request(b.args.common, ProductFlags::default(), phase)
-            }
+            BenchCmd::Product(b) => super::super::generic::bench_request(*b),
         }
         .unwrap()
     }
@@ -88,7 +85,7 @@ mod tests {
             .map(|e| e.name)
             .find(|n| !["greptimedb", "influxdb3", "timescaledb"].contains(n))
             .expect("the test registry has a product without a CLI module");
-        let cases: [(&str, &str, Phase, &str); 4] = [
+        let cases: [(&str, &str, Phase, &str); 5] = [
             (
                 "greptimedb",
                 "compact --database-id ws1 --profile smoke --scale 20 --seed 7 --dataset-root /data/ds --compression gzip --query-type lastpoint --query-type high-cpu-1 --query-count lastpoint=5 --load-workers 3 --startup-timeout 30 --hold-token s3cret --wait 10 --table cpu --strategy swcs --window 3600 --parallelism 2 --flush-before-queries --hot-runs 4 --greptime-version v1.0.0 --confirm-version-override ws1",
@@ -156,6 +153,24 @@ mod tests {
                 r#""hold_token_env":null,"hold_token_stdin":false}"#,
             ),
             ),
+            // The generic `--token-env VAR`: the variable's name under `auth_token_env`, after
+            // the common keys, and no other product's keys.
+            (
+                generic,
+                "load --url http://127.0.0.1:8086 --token-env I2_TOK",
+                Phase::Load,
+                concat!(
+                r#"{"phase":"load","database_id":null,"urls":["http://127.0.0.1:8086"],"#,
+                r#""database":null,"database_mode":null,"confirm_reset":null,"profile":null,"#,
+                r#""use_case":null,"start":null,"end":null,"scale":null,"seed":null,"#,
+                r#""log_interval":null,"dataset_id":null,"dataset_root":null,"compression":null,"#,
+                r#""query_types":[],"queries":null,"query_counts":[],"load_workers":null,"#,
+                r#""batch_size":null,"query_workers":null,"run_id":null,"startup_timeout":null,"#,
+                r#""stop_timeout":null,"stall_timeout":300.0,"on_stall":"warn","wait":null,"#,
+                r#""hold_token":null,"hold_token_env":null,"hold_token_stdin":false,"#,
+                r#""auth_token_env":"I2_TOK"}"#,
+            ),
+            ),
         ];
         for (product, args, phase, recorded) in cases {
             let req = request_of(product, args);
@@ -171,5 +186,29 @@ mod tests {
             back.flags = req.flags.clone();
             assert_eq!(format!("{back:?}"), format!("{req:?}"), "{product} {args}");
         }
+        let generic_req = request_of(
+            generic,
+            "load --url http://127.0.0.1:8086 --token-env I2_TOK",
+        );
+        assert_eq!(generic_req.auth_token_env.as_deref(), Some("I2_TOK"));
+    }
+
+    /// A record the generic `--token-env` wrote before the variable had a field of its own
+    /// (it was carried in InfluxDB 3's group, whose other keys came with it) still reads back
+    /// into the same request (`runs rerun`).
+    #[test]
+    fn an_old_generic_token_record_still_reads() {
+        let old = serde_json::json!({
+            "phase": "load", "urls": ["http://127.0.0.1:8086"], "hold_token_stdin": false,
+            "edition": null, "no_sync": false, "accept_partial": false,
+            "auth_token_env": "I2_TOK", "admin_token_env": null, "count_timeout": null,
+        });
+        let req = Flags::from_value(&old)
+            .unwrap()
+            .request(Phase::Load)
+            .unwrap();
+        assert_eq!(req.auth_token_env.as_deref(), Some("I2_TOK"));
+        assert!(!req.no_sync && !req.accept_partial && req.edition.is_none());
+        assert!(req.admin_token_env.is_none() && req.count_timeout.is_none());
     }
 }

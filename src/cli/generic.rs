@@ -14,6 +14,7 @@ use std::sync::Mutex;
 
 use clap::{ArgMatches, Args, FromArgMatches, Subcommand};
 
+use crate::bench::flags::ProductFlags;
 use crate::cli::bench as bench_cli;
 use crate::cli::common::LockArgs;
 use crate::cli::dbcmd::{self, IdArgs, RemoveArgs, ServeArgs};
@@ -292,23 +293,24 @@ pub fn run(ctx: &Ctx, p: Products) -> Result<Outcome> {
 
 /// `tsbsctl bench <product> PHASE`: the shared flags, nothing of the product's own.
 pub fn bench(ctx: &Ctx, b: BenchProducts) -> Result<Outcome> {
+    let entry = b.entry;
+    let req = bench_request(b)?;
+    crate::bench::run(ctx, entry, &req)
+}
+
+/// The request of a generic bench command (its record in `flags`).
+pub(super) fn bench_request(b: BenchProducts) -> Result<crate::bench::Request> {
     let phase = b.args.phase.into();
-    // The token variable's name is recorded where InfluxDB 3 records its own (`auth_token_env`).
     if b.args.token_env.is_some() && (b.entry.make)(None)?.token_env_defaults().is_none() {
         return Err(
             crate::error::Error::invalid(format!("{} reads no token", b.entry.display))
                 .with_hint("drop --token-env"),
         );
     }
-    let product = crate::bench::flags::ProductFlags {
-        influxdb3: b.args.token_env.map(|v| crate::bench::flags::Influx3Flags {
-            auth_token_env: Some(v),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let req = bench_cli::request(b.args.common, product, phase)?;
-    crate::bench::run(ctx, b.entry, &req)
+    // A field of the shared flags (recorded as `auth_token_env`), no product's group.
+    let mut common = b.args.common;
+    common.token_env = b.args.token_env;
+    bench_cli::request(common, ProductFlags::default(), phase)
 }
 
 #[cfg(test)]

@@ -71,28 +71,14 @@ impl GreptimeDb {
         if let Some(a) = &auth {
             req = req.basic_auth(&a.user, Some(a.password.expose()));
         }
-        let resp = req.send().map_err(|e| {
-            Error::failed(format!(
-                "GreptimeDB at {endpoint} did not answer {sql:?}: {e}"
-            ))
-        })?;
-        let status = resp.status();
-        let body: Value = resp.json().map_err(|e| {
-            Error::failed(format!(
-                "GreptimeDB answered {sql:?} with invalid JSON ({status}): {e}"
-            ))
-        })?;
-        if status == reqwest::StatusCode::UNAUTHORIZED {
-            return Err(unauthorized(endpoint, auth.as_ref(), &body));
+        let what = format!("{sql:?}");
+        let a = crate::http::send(&format!("GreptimeDB at {endpoint}"), &what, req, None)?;
+        let body = a.json("GreptimeDB", &what)?;
+        if a.status == reqwest::StatusCode::UNAUTHORIZED {
+            return Err(unauthorized(endpoint, auth.as_ref(), &a.said("error")));
         }
-        if !status.is_success() {
-            return Err(Error::failed(format!(
-                "GreptimeDB refused {sql:?} ({status}): {}",
-                body.get("error")
-                    .and_then(Value::as_str)
-                    .unwrap_or("no error message")
-            ))
-            .with_http_status(status.as_u16()));
+        if !a.is_success() {
+            return Err(a.refused("GreptimeDB", &what, &a.said("error")));
         }
         body.get("output")
             .and_then(|o| o.get(0))
@@ -106,12 +92,8 @@ impl GreptimeDb {
 fn unauthorized(
     endpoint: &str,
     auth: Option<&crate::tsbs::credentials::BasicAuth>,
-    body: &Value,
+    said: &str,
 ) -> Error {
-    let said = body
-        .get("error")
-        .and_then(Value::as_str)
-        .unwrap_or("no error message");
     match auth {
         Some(a) => Error::invalid(format!(
             "GreptimeDB at {endpoint} refused user {:?}: {said} (HTTP 401)",

@@ -1024,17 +1024,16 @@ pub fn persisted_files(req: &CountRequest) -> crate::product::Persisted {
         "SELECT row_count FROM system.parquet_files WHERE table_name = '{}'",
         req.table
     );
-    let mut r = client
-        .post(format!("{}/api/v3/query_sql", req.endpoint))
-        .json(&json!({"db": req.database, "q": q, "format": "json"}));
-    if let Some(t) = req.token {
-        r = r.bearer_auth(t);
-    }
-    let resp = r.send().ok()?;
-    if !resp.status().is_success() {
-        return None;
-    }
-    let body: Value = resp.json().ok()?;
+    let server = format!("InfluxDB 3 at {}", req.endpoint);
+    let a = crate::http::send(
+        &server,
+        "system.parquet_files",
+        sql_request(&client, req, &q),
+        None,
+    )
+    .ok()
+    .filter(crate::http::Answer::is_success)?;
+    let body = a.json(&server, "system.parquet_files").ok()?;
     let files = body.as_array()?;
     let rows = files
         .iter()
@@ -1046,6 +1045,21 @@ pub fn persisted_files(req: &CountRequest) -> crate::product::Persisted {
 /// The client of a count's requests: no proxy, `timeout` per request.
 fn count_client(timeout: std::time::Duration) -> Result<reqwest::blocking::Client> {
     crate::http::local(Some(timeout))
+}
+
+/// `POST /api/v3/query_sql` of `q` in the request's database, JSON rows, with its token.
+fn sql_request(
+    c: &reqwest::blocking::Client,
+    req: &CountRequest,
+    q: &str,
+) -> reqwest::blocking::RequestBuilder {
+    let r = c
+        .post(format!("{}/api/v3/query_sql", req.endpoint))
+        .json(&json!({"db": req.database, "q": q, "format": "json"}));
+    match req.token {
+        Some(t) => r.bearer_auth(t),
+        None => r,
+    }
 }
 
 fn count_once(
@@ -1062,47 +1076,36 @@ fn count_once(
             rfc3339_ns(b)
         ),
     };
-    let endpoint = req.endpoint;
-    let mut r = c
-        .post(format!("{endpoint}/api/v3/query_sql"))
-        .json(&json!({"db": req.database, "q": q, "format": "json"}));
-    if let Some(t) = req.token {
-        r = r.bearer_auth(t);
-    }
-    let resp = r.send().map_err(|e| {
-        let why = if e.is_timeout() {
-            format!("no answer within {} s", req.timeout.as_secs_f64())
-        } else {
-            e.to_string()
-        };
+    let what = format!("count(*) of {table}");
+    let r = sql_request(c, req, &q);
+    let a = crate::http::send(
+        &format!("InfluxDB 3 at {}", req.endpoint),
+        &what,
+        r,
+        Some(req.timeout),
+    )
+    .map_err(|e| {
         CountFailure::Other(
-            Error::failed(format!(
-                "InfluxDB 3 at {endpoint} did not answer count(*) of {table}: {why}"
-            ))
-            .with_hint("a count over a large table can take long: raise --count-timeout SECONDS"),
+            e.with_hint("a count over a large table can take long: raise --count-timeout SECONDS"),
         )
     })?;
-    let status = resp.status();
-    let text = resp.text().unwrap_or_default();
-    if !status.is_success() {
-        if text.contains(FILE_LIMIT_TEXT) {
-            let files = text
+    if !a.is_success() {
+        if a.text.contains(FILE_LIMIT_TEXT) {
+            let files = a
+                .text
                 .split("would scan ")
                 .nth(1)
                 .and_then(|r| r.split_whitespace().next())
                 .and_then(|n| n.parse().ok());
             return Err(CountFailure::FileLimit(files));
         }
-        return Err(CountFailure::Other(Error::failed(format!(
-            "InfluxDB 3 refused count(*) of {table} ({status}): {}",
-            text.trim()
-        ))));
+        return Err(CountFailure::Other(a.refused(
+            "InfluxDB 3",
+            &what,
+            a.text.trim(),
+        )));
     }
-    let body: Value = serde_json::from_str(&text).map_err(|e| {
-        CountFailure::Other(Error::failed(format!(
-            "InfluxDB 3 answered count(*) of {table} with invalid JSON ({status}): {e}"
-        )))
-    })?;
+    let body = a.json("InfluxDB 3", &what).map_err(CountFailure::Other)?;
     body.get(0)
         .and_then(|row| row.as_object())
         .and_then(|o| o.get("n").or_else(|| o.values().next()))

@@ -298,6 +298,10 @@ fn a_real_influxd_installs_prepares_and_answers_bench_all() {
     r.ok();
     let m = read_json(&run_dir(&r).join("manifest.json"));
     assert_eq!(m["flags"]["auth_token_env"], "I2_TOK", "{}", m["flags"]);
+    // Recorded as a field of the shared flags: no other product's keys come with it.
+    for k in ["edition", "no_sync", "accept_partial", "admin_token_env"] {
+        assert!(m["flags"].get(k).is_none(), "{k}: {}", m["flags"]);
+    }
     let s = summary(&run_dir(&r));
     assert_eq!(s["row_count"]["actual"], ROWS, "{}", s["row_count"]);
     assert_eq!(s["target"]["mode"], "external", "{}", s["target"]);

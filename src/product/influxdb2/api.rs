@@ -5,10 +5,11 @@
 
 use std::time::Duration;
 
-use reqwest::blocking::{Client, RequestBuilder, Response};
+use reqwest::blocking::{Client, RequestBuilder};
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
+use crate::http::Answer;
 
 /// A client for one server and token.
 pub struct Api<'a> {
@@ -37,49 +38,35 @@ impl<'a> Api<'a> {
         }
     }
 
-    fn send(&self, what: &str, r: RequestBuilder) -> Result<Response> {
-        self.auth(r).send().map_err(|e| {
-            Error::failed(format!(
-                "InfluxDB 2 at {} did not answer {what}: {}",
-                self.endpoint,
-                crate::redact::Redactor::new().redact(&e.to_string())
-            ))
-        })
+    /// The words that name the server in a message.
+    fn server(&self) -> String {
+        format!("InfluxDB 2 at {}", self.endpoint)
+    }
+
+    fn send(&self, what: &str, r: RequestBuilder, limit: Option<Duration>) -> Result<Answer> {
+        crate::http::send(&self.server(), what, self.auth(r), limit)
     }
 
     /// A JSON answer with one of the `ok` statuses; anything else is an error that names the
     /// status and the server's message (never the token).
     fn json(&self, what: &str, r: RequestBuilder, ok: &[u16]) -> Result<Value> {
-        let resp = self.send(what, r)?;
-        let status = resp.status().as_u16();
-        let text = resp.text().unwrap_or_default();
+        let a = self.send(what, r, None)?;
+        let status = a.status.as_u16();
         if !ok.contains(&status) {
-            let msg = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| v["message"].as_str().map(str::to_string))
-                .unwrap_or_else(|| text.chars().take(300).collect());
-            let err = format!(
-                "InfluxDB 2 at {} refused {what} (HTTP {status}): {msg}",
-                self.endpoint
-            );
+            let err = a.refused(&self.server(), what, &a.said("message"));
             return Err(if status == 401 || status == 403 {
-                Error::invalid(err).with_hint(format!(
+                Error::invalid(err.message).with_hint(format!(
                     "the token was not accepted; give one with all-access to the organisation in ${}",
                     super::TOKEN_ENV
                 ))
             } else {
-                Error::failed(err)
+                err
             });
         }
-        if text.trim().is_empty() {
+        if a.text.trim().is_empty() {
             return Ok(Value::Null);
         }
-        serde_json::from_str(&text).map_err(|e| {
-            Error::failed(format!(
-                "InfluxDB 2 at {} answered {what} with no JSON: {e}",
-                self.endpoint
-            ))
-        })
+        a.json(&self.server(), what)
     }
 
     /// `GET /health`: the body (`{"name":"influxdb","status":"pass","version":"v2.7.12",...}`).
@@ -106,20 +93,9 @@ impl<'a> Api<'a> {
             .post(format!("{}/api/v2/setup", base(self.endpoint)))
             .json(&body);
         // No auth header: setup is the one call made before a token exists.
-        let resp = r.send().map_err(|e| {
-            Error::failed(format!(
-                "InfluxDB 2 at {} did not answer POST /api/v2/setup: {e}",
-                self.endpoint
-            ))
-        })?;
-        let status = resp.status().as_u16();
-        if status != 201 {
-            let text = resp.text().unwrap_or_default();
-            return Err(Error::failed(format!(
-                "InfluxDB 2 at {} refused its setup (HTTP {status}): {}",
-                self.endpoint,
-                text.chars().take(300).collect::<String>()
-            )));
+        let a = crate::http::send(&self.server(), "POST /api/v2/setup", r, None)?;
+        if a.status.as_u16() != 201 {
+            return Err(a.refused(&self.server(), "its setup", &a.said("message")));
         }
         Ok(())
     }
@@ -231,19 +207,12 @@ impl<'a> Api<'a> {
             .post(format!("{}/api/v2/query", base(self.endpoint)))
             .query(&[("orgID", org_id.as_str())])
             .header("Accept", "application/csv")
-            .json(&json!({"query": flux, "type": "flux", "dialect": {"header": true, "annotations": []}}))
-            .timeout(timeout);
-        let resp = self.send("a Flux count", r)?;
-        let status = resp.status();
-        let text = resp.text().unwrap_or_default();
-        if !status.is_success() {
-            return Err(Error::failed(format!(
-                "InfluxDB 2 at {} answered the Flux count with {status}: {}",
-                self.endpoint,
-                text.trim()
-            )));
+            .json(&json!({"query": flux, "type": "flux", "dialect": {"header": true, "annotations": []}}));
+        let a = self.send("a Flux count", r, Some(timeout))?;
+        if !a.is_success() {
+            return Err(a.refused(&self.server(), "a Flux count", a.text.trim()));
         }
-        Ok((parse_flux_count(&text), flux))
+        Ok((parse_flux_count(&a.text), flux))
     }
 
     pub fn influxql(&self, db: &str, q: &str, timeout: Duration) -> Result<Value> {

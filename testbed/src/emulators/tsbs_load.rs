@@ -48,7 +48,9 @@ const COMMON: &[FlagDef] = &[
     flag("results-file", Kind::Str, "", "Write the test results summary json to this file"),
 ];
 
-const GREPTIME: &[FlagDef] = &[
+/// The flags of `cmd/tsbs_load_influx` that the fork's line-protocol loaders for GreptimeDB and
+/// InfluxDB 2 both keep (each adds its own below).
+const INFLUX: &[FlagDef] = &[
     flag(
         "urls",
         Kind::Str,
@@ -79,6 +81,9 @@ const GREPTIME: &[FlagDef] = &[
         "true",
         "Whether to gzip encode requests (default true).",
     ),
+];
+
+const GREPTIME: &[FlagDef] = &[
     flag("user", Kind::Str, "", "Username for basic auth"),
     flag("password", Kind::Str, "", "Password for basic auth"),
 ];
@@ -129,36 +134,6 @@ const INFLUX3: &[FlagDef] = &[
 ];
 
 const INFLUX2: &[FlagDef] = &[
-    flag(
-        "urls",
-        Kind::Str,
-        "http://localhost:8086",
-        "InfluxDB URLs, comma-separated. Will be used in a round-robin fashion.",
-    ),
-    flag(
-        "replication-factor",
-        Kind::Int,
-        "1",
-        "Cluster replication factor (only applies to clustered databases).",
-    ),
-    flag(
-        "consistency",
-        Kind::Str,
-        "all",
-        "Write consistency. Must be one of: any, one, quorum, all.",
-    ),
-    flag(
-        "backoff",
-        Kind::Duration,
-        "1s",
-        "Time to sleep between requests when server indicates backpressure is needed.",
-    ),
-    flag(
-        "gzip",
-        Kind::Bool,
-        "true",
-        "Whether to gzip encode requests (default true).",
-    ),
     flag("org-id", Kind::Str, "tsbs", "InfluxDB 2 organization"),
     flag(
         "auth-token",
@@ -299,14 +274,14 @@ pub(crate) fn go_open_error(path: &str, e: &std::io::Error) -> String {
 
 fn run(tool: &str, args: Vec<String>, influx3: bool) -> i32 {
     let influx2 = tool == "tsbs_load_influx2";
-    let extra = if influx3 {
-        INFLUX3
+    let tables: &[&[FlagDef]] = if influx3 {
+        &[COMMON, INFLUX3]
     } else if influx2 {
-        INFLUX2
+        &[COMMON, INFLUX, INFLUX2]
     } else {
-        GREPTIME
+        &[COMMON, INFLUX, GREPTIME]
     };
-    let flags = match gotool::parse_tool(tool, &[COMMON, extra], &args) {
+    let flags = match gotool::parse_tool(tool, tables, &args) {
         Ok(f) => f,
         Err(code) => return code,
     };
