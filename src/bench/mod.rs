@@ -23,6 +23,7 @@ pub mod flags;
 pub mod footprint;
 pub mod inputfile;
 pub mod integrity;
+pub mod operation;
 mod phases;
 pub mod preflight;
 pub mod quickstart;
@@ -67,6 +68,9 @@ pub enum Phase {
     Compact,
     /// GreptimeDB: EXPLAIN ANALYZE VERBOSE per query type, cold then hot.
     Analyze,
+    /// A product's own operation (`Request::operation` names it; the run's phase is its name).
+    #[value(skip)]
+    Operation,
 }
 
 impl Phase {
@@ -77,6 +81,7 @@ impl Phase {
             Phase::Query => "query",
             Phase::Compact => "compact",
             Phase::Analyze => "analyze",
+            Phase::Operation => "operation",
         }
     }
     fn loads(self) -> bool {
@@ -166,6 +171,9 @@ fn run_in(
     preflight::check_can_serve(&target, req)?;
     if phase == Phase::Compact {
         return compact::run(ctx, root, target, req);
+    }
+    if phase == Phase::Operation {
+        return operation::run(ctx, root, target, req);
     }
     let (dataset, profile) = resolve_dataset(&root, &target, phase, req)?;
     // An edited dataset.json is refused as `data verify` refuses it, before anything is made

@@ -31,8 +31,12 @@ pub use crate::bench::flags::CommonFlags as CommonArgs;
 /// line's (the record holds no token).
 pub(super) fn request(common: CommonArgs, product: ProductFlags, phase: Phase) -> Result<Request> {
     let lock = (&common.lock).into();
-    let f = Flags::record(phase, common, product);
+    let mut f = Flags::record(phase, common, product);
     let mut req = f.request(phase)?;
+    // The record keeps a product's own flags as resolved (what the run used).
+    if let Some(own) = f.product.own.as_mut() {
+        own.values = req.product_values.clone();
+    }
     req.lock = lock;
     req.flags = f.to_value();
     Ok(req)
@@ -67,7 +71,7 @@ mod tests {
             BenchCmd::Influxdb3(a) => super::super::influxdb3::bench_request(*a),
             BenchCmd::Timescaledb(a) => super::super::timescaledb::bench_request(*a),
             BenchCmd::Product(b) => {
-                let phase = b.args.phase.into();
+                let (phase, _) = b.phase();
                 request(b.args.common, ProductFlags::default(), phase)
             }
         }
