@@ -386,6 +386,13 @@ impl BenchProducts {
 /// `tsbsctl bench <product> PHASE`: the shared flags, the product's own flags and operations
 /// ([`crate::product::ext`]).
 pub fn bench(ctx: &Ctx, b: BenchProducts) -> Result<Outcome> {
+    let entry = b.entry;
+    let req = bench_request(b)?;
+    crate::bench::run(ctx, entry, &req)
+}
+
+/// The request (and its record) of a parsed `bench <product>` command.
+pub fn bench_request(b: BenchProducts) -> Result<crate::bench::Request> {
     let (phase, operation) = b.phase();
     // The token variable's name is recorded where InfluxDB 3 records its own (`auth_token_env`).
     if b.args.token_env.is_some() && (b.entry.make)(None)?.token_env_defaults().is_none() {
@@ -410,7 +417,7 @@ pub fn bench(ctx: &Ctx, b: BenchProducts) -> Result<Outcome> {
     };
     let mut req = bench_cli::request(b.args.common, product, phase)?;
     req.operation = operation;
-    crate::bench::run(ctx, b.entry, &req)
+    Ok(req)
 }
 
 #[cfg(test)]
