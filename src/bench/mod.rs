@@ -120,6 +120,39 @@ pub struct Bench<'a> {
     timeline: std::sync::Arc<timeline::Timeline>,
 }
 
+impl<'a> Bench<'a> {
+    /// The bench of a maintenance run (a compaction, a product's operation): the timeline
+    /// observes the run, the tools' working directories are under the run's, no server yet.
+    fn maintenance(
+        ctx: &'a Ctx,
+        root: Root,
+        phase: Phase,
+        req: &'a Request,
+        target: Target,
+        mut run: RunDir,
+    ) -> Bench<'a> {
+        let cwd = run.dir.clone();
+        let timeline = timeline::Timeline::new(&run.dir);
+        run.set_observer(timeline.clone());
+        Bench {
+            ctx,
+            root,
+            entry: target.entry,
+            phase,
+            req,
+            target,
+            run,
+            server: None,
+            server_attempt: 0,
+            forced_stop: false,
+            load_footprint: None,
+            late_answer: None,
+            cwd,
+            timeline,
+        }
+    }
+}
+
 /// Runs a bench command end to end.
 pub fn run(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<Outcome> {
     run_in(ctx, entry, req, None)
