@@ -1370,6 +1370,23 @@ mod tests {
             label(RunKind::Compaction, Status::Failed, &flushed_then_killed),
             Some("maintenance failed: state unknown")
         );
+        // A product's operation: any of its steps unfinished (the server's aside).
+        let vacuum_failed = [
+            step("server", Status::Completed),
+            step("vacuum", Status::Failed),
+        ];
+        assert_eq!(
+            label(RunKind::Operation, Status::Failed, &vacuum_failed),
+            Some("maintenance failed: state unknown")
+        );
+        assert_eq!(
+            label(
+                RunKind::Operation,
+                Status::Interrupted,
+                &[step("server", Status::Interrupted)]
+            ),
+            None
+        );
         // Before the flush began, or after the load completed: the recorded label stands.
         assert_eq!(
             label(
