@@ -41,6 +41,8 @@ pub enum RunKind {
     Benchmark,
     /// A manual flush + compaction of a managed workspace.
     Compaction,
+    /// A product's own operation (`bench <product> <operation>`) on a managed workspace.
+    Operation,
 }
 
 /// The state of a run or a step.
@@ -66,6 +68,7 @@ impl RunKind {
         match self {
             RunKind::Benchmark => "benchmark",
             RunKind::Compaction => "compaction",
+            RunKind::Operation => "operation",
         }
     }
 }
@@ -564,19 +567,20 @@ pub struct RunQuerySet {
 pub enum Workload {
     Benchmark(BenchWorkload),
     Compaction(CompactionWorkload),
+    Operation(OperationWorkload),
 }
 
 impl Workload {
     pub fn benchmark(&self) -> Option<&BenchWorkload> {
         match self {
             Workload::Benchmark(w) => Some(w),
-            Workload::Compaction(_) => None,
+            Workload::Compaction(_) | Workload::Operation(_) => None,
         }
     }
     pub fn compaction(&self) -> Option<&CompactionWorkload> {
         match self {
             Workload::Compaction(w) => Some(w),
-            Workload::Benchmark(_) => None,
+            Workload::Benchmark(_) | Workload::Operation(_) => None,
         }
     }
     /// A product-specific field (`no_sync`, `flush_before_queries` ...), `null` when absent.
@@ -584,6 +588,7 @@ impl Workload {
         let extra = match self {
             Workload::Benchmark(w) => &w.extra,
             Workload::Compaction(w) => &w.extra,
+            Workload::Operation(w) => &w.extra,
         };
         extra.get(key).unwrap_or(&Value::Null)
     }
@@ -607,6 +612,14 @@ pub struct BenchWorkload {
     #[serde(default)]
     pub hot_runs: Option<u64>,
     /// Product-specific settings (`no_sync`, `accept_partial`, `flush_before_queries`).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The workload of a product operation's run: its name and the product's resolved flags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperationWorkload {
+    pub operation: String,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -659,6 +672,15 @@ pub fn unfinished_change_label(
         RunKind::Compaction => steps
             .iter()
             .any(|s| (s.step == "flush" || s.step == "compact") && !done(s))
+            .then_some(if failed {
+                "maintenance failed: state unknown"
+            } else {
+                "maintenance interrupted: state unknown"
+            }),
+        // Any step of a product's operation left unfinished leaves the data unknown.
+        RunKind::Operation => steps
+            .iter()
+            .any(|s| s.step != "server" && !done(s))
             .then_some(if failed {
                 "maintenance failed: state unknown"
             } else {
@@ -1352,6 +1374,23 @@ mod tests {
         assert_eq!(
             label(RunKind::Compaction, Status::Failed, &flushed_then_killed),
             Some("maintenance failed: state unknown")
+        );
+        // A product's operation: any of its steps unfinished (the server's aside).
+        let vacuum_failed = [
+            step("server", Status::Completed),
+            step("vacuum", Status::Failed),
+        ];
+        assert_eq!(
+            label(RunKind::Operation, Status::Failed, &vacuum_failed),
+            Some("maintenance failed: state unknown")
+        );
+        assert_eq!(
+            label(
+                RunKind::Operation,
+                Status::Interrupted,
+                &[step("server", Status::Interrupted)]
+            ),
+            None
         );
         // Before the flush began, or after the load completed: the recorded label stands.
         assert_eq!(

@@ -61,6 +61,10 @@ pub struct RunSummary {
     pub dataset: Option<DatasetSummary>,
     pub query_set: Option<QuerySetSummary>,
     pub workload: Workload,
+    /// The product's own bench flags in its words ([`crate::product::ext`]); only for a
+    /// product that has them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub product_settings: Vec<String>,
     pub data_state: Option<DataStateSummary>,
     pub ingestion: Option<Ingestion>,
     /// The data of the last `row-count` step, with its status.
@@ -80,6 +84,10 @@ pub struct RunSummary {
     /// One per `analyze:<type>` step: its data plus attempt, status, log and result dir.
     pub analyses: Vec<Value>,
     pub compaction: Option<CompactionSummary>,
+    /// A product operation's run (`bench <product> <operation>`): its name and its steps
+    /// (the server's excepted), each with its status, reason and data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Value>,
     /// The server's resources per phase, from `timeline.jsonl` (absent in summaries written
     /// before it was sampled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -808,6 +816,24 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         }
     });
 
+    // A product operation (its own run kind): the steps it took, in order.
+    let operation = (m.run_kind == RunKind::Operation).then(|| {
+        let steps: Vec<Value> = steps
+            .iter()
+            .filter(|s| s.step != "server")
+            .map(|s| {
+                json!({
+                    "step": s.step,
+                    "attempt": s.attempt,
+                    "status": s.status,
+                    "reason": s.reason,
+                    "data": s.data,
+                })
+            })
+            .collect();
+        json!({"name": m.phase, "steps": steps})
+    });
+
     // Server attempts and diagnostics from their logs.
     let mut warnings: Vec<Warning> = Vec::new();
     let mut server_attempts = Vec::new();
@@ -1048,6 +1074,13 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         query_counts: q.query_counts.clone(),
         path: q.query_set_path.clone(),
     });
+    let product_settings = match (
+        product.as_ref().and_then(|p| p.bench_ext()),
+        m.flags.get(&m.product).and_then(Value::as_object),
+    ) {
+        (Some(x), Some(values)) => (x.summary_lines)(values),
+        _ => Vec::new(),
+    };
     let excluded_from_statistics = product
         .as_ref()
         .filter(|_| !queries.is_empty())
@@ -1094,6 +1127,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         dataset,
         query_set,
         workload: m.workload.clone(),
+        product_settings,
         data_state: m.data_state.as_ref().map(|d| DataStateSummary {
             label: d.label.clone(),
             loads: d.state.loads.len(),
@@ -1119,6 +1153,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         queries,
         analyses,
         compaction,
+        operation,
         server_diagnostics: ServerDiagnostics {
             attempts: server_attempts,
             warning_count: diag.warnings,

@@ -68,26 +68,7 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
         run.id(),
         run.dir.display()
     ));
-    let cwd = run.dir.clone();
-    let mut run = run;
-    let timeline = super::timeline::Timeline::new(&run.dir);
-    run.set_observer(timeline.clone());
-    let mut b = Bench {
-        ctx,
-        root,
-        entry: target.entry,
-        phase: Phase::Compact,
-        req,
-        target,
-        run,
-        server: None,
-        server_attempt: 0,
-        forced_stop: false,
-        load_footprint: None,
-        late_answer: None,
-        cwd,
-        timeline,
-    };
+    let mut b = Bench::maintenance(ctx, root, Phase::Compact, req, target, run);
     let result = b.compact(op, &creq);
     b.conclude(result)
 }

@@ -340,6 +340,33 @@ pub struct ProductFlags {
     pub influxdb3: Option<Influx3Flags>,
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub timescaledb: Option<TimescaleFlags>,
+    /// The flags a product declares itself ([`crate::product::ext`]), recorded as one object
+    /// under the product's name, after every other key (see [`Flags::to_value`]).
+    #[serde(skip)]
+    pub own: Option<OwnFlags>,
+}
+
+/// A product's own flag values: as given, or as resolved (the record keeps the resolved ones).
+#[derive(Debug, Clone, Default)]
+pub struct OwnFlags {
+    pub product: &'static str,
+    pub values: crate::product::ext::Values,
+}
+
+impl OwnFlags {
+    /// The values resolved by the product ([`crate::product::ext::BenchExt::resolve`]) for
+    /// `phase`: the one step a command line and a recorded run go through.
+    pub fn resolve(&self, phase: &str) -> Result<crate::product::ext::Values> {
+        let p = crate::product::resolve(self.product, None)?;
+        match p.bench_ext() {
+            Some(x) => (x.resolve)(phase, &self.values),
+            None if self.values.is_empty() => Ok(Default::default()),
+            None => Err(Error::invalid(format!(
+                "{} takes no flags of its own",
+                p.display_name()
+            ))),
+        }
+    }
 }
 
 /// `bench greptimedb` flags.
@@ -470,20 +497,35 @@ impl Flags {
         }
     }
 
-    /// The recorded JSON (the manifest's `flags`).
+    /// The recorded JSON (the manifest's `flags`): a product's own flags last, as one object
+    /// under its name (only for a product that has them, so other records keep their keys).
     pub fn to_value(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("bench flags serialize")
+        let mut v = serde_json::to_value(self).expect("bench flags serialize");
+        if let (Some(own), Some(m)) = (&self.product.own, v.as_object_mut()) {
+            m.insert(own.product.into(), own.values.clone().into());
+        }
+        v
     }
 
     /// Reads recorded flags back (`runs rerun`); a value of the wrong kind is an integrity
     /// error: the manifest was changed outside tsbsctl.
     pub fn from_value(v: &serde_json::Value) -> Result<Flags> {
-        serde_json::from_value(v.clone()).map_err(|e| {
+        let mut f: Flags = serde_json::from_value(v.clone()).map_err(|e| {
             Error::integrity(format!(
                 "the run manifest records flags tsbsctl cannot read: {e}"
             ))
             .with_hint("the manifest was changed by hand or by another tool version")
-        })
+        })?;
+        // A product's own flags: the object under a registry product's name.
+        f.product.own = crate::product::names().into_iter().find_map(|name| {
+            v.get(name)
+                .and_then(|o| o.as_object())
+                .map(|values| OwnFlags {
+                    product: name,
+                    values: values.clone(),
+                })
+        });
+        Ok(f)
     }
 
     /// The request these flags ask for in `phase` (the lock options, the rerun pins and the
@@ -553,6 +595,10 @@ impl Flags {
                 .and_then(|t| std::time::Duration::try_from_secs_f64(t).ok()),
             stall_timeout: c.stall_timeout,
             on_stall: c.on_stall,
+            product_values: match &self.product.own {
+                Some(own) => own.resolve(phase.as_str())?,
+                None => Default::default(),
+            },
             ..Request::default()
         })
     }

@@ -23,6 +23,7 @@ pub mod flags;
 pub mod footprint;
 pub mod inputfile;
 pub mod integrity;
+pub mod operation;
 mod phases;
 pub mod preflight;
 pub mod quickstart;
@@ -67,6 +68,9 @@ pub enum Phase {
     Compact,
     /// GreptimeDB: EXPLAIN ANALYZE VERBOSE per query type, cold then hot.
     Analyze,
+    /// A product's own operation (`Request::operation` names it; the run's phase is its name).
+    #[value(skip)]
+    Operation,
 }
 
 impl Phase {
@@ -77,6 +81,7 @@ impl Phase {
             Phase::Query => "query",
             Phase::Compact => "compact",
             Phase::Analyze => "analyze",
+            Phase::Operation => "operation",
         }
     }
     fn loads(self) -> bool {
@@ -113,6 +118,39 @@ pub struct Bench<'a> {
     late_answer: Option<compact::LateAnswer>,
     /// The server's resource timeline, told of every step by the run.
     timeline: std::sync::Arc<timeline::Timeline>,
+}
+
+impl<'a> Bench<'a> {
+    /// The bench of a maintenance run (a compaction, a product's operation): the timeline
+    /// observes the run, the tools' working directories are under the run's, no server yet.
+    fn maintenance(
+        ctx: &'a Ctx,
+        root: Root,
+        phase: Phase,
+        req: &'a Request,
+        target: Target,
+        mut run: RunDir,
+    ) -> Bench<'a> {
+        let cwd = run.dir.clone();
+        let timeline = timeline::Timeline::new(&run.dir);
+        run.set_observer(timeline.clone());
+        Bench {
+            ctx,
+            root,
+            entry: target.entry,
+            phase,
+            req,
+            target,
+            run,
+            server: None,
+            server_attempt: 0,
+            forced_stop: false,
+            load_footprint: None,
+            late_answer: None,
+            cwd,
+            timeline,
+        }
+    }
 }
 
 /// Runs a bench command end to end.
@@ -166,6 +204,9 @@ fn run_in(
     preflight::check_can_serve(&target, req)?;
     if phase == Phase::Compact {
         return compact::run(ctx, root, target, req);
+    }
+    if phase == Phase::Operation {
+        return operation::run(ctx, root, target, req);
     }
     let (dataset, profile) = resolve_dataset(&root, &target, phase, req)?;
     // An edited dataset.json is refused as `data verify` refuses it, before anything is made

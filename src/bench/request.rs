@@ -85,6 +85,10 @@ pub struct Request {
     pub lock: LockOptions,
     /// Every flag, as recorded in the run manifest (no secrets: only variable names).
     pub flags: Value,
+    /// `Phase::Operation`: the product operation to run ([`crate::product::ext::Operation`]).
+    pub operation: Option<&'static str>,
+    /// The product's own flags ([`crate::product::ext`]), resolved: checks and defaults applied.
+    pub product_values: serde_json::Map<String, Value>,
     /// `runs rerun`: the run this one reproduces, and the pins it must meet.
     pub rerun: Option<RerunPins>,
     /// `runs resume`: what the resumed run still has to do.
@@ -142,6 +146,7 @@ impl Request {
         if let Some(c) = &self.partition_column {
             m.insert("partition_column".into(), c.clone().into());
         }
+        m.extend(self.product_values.clone());
         m
     }
 

@@ -31,8 +31,12 @@ pub use crate::bench::flags::CommonFlags as CommonArgs;
 /// line's (the record holds no token).
 pub(super) fn request(common: CommonArgs, product: ProductFlags, phase: Phase) -> Result<Request> {
     let lock = (&common.lock).into();
-    let f = Flags::record(phase, common, product);
+    let mut f = Flags::record(phase, common, product);
     let mut req = f.request(phase)?;
+    // The record keeps a product's own flags as resolved (what the run used).
+    if let Some(own) = f.product.own.as_mut() {
+        own.values = req.product_values.clone();
+    }
     req.lock = lock;
     req.flags = f.to_value();
     Ok(req)
@@ -210,5 +214,54 @@ mod tests {
         assert_eq!(req.auth_token_env.as_deref(), Some("I2_TOK"));
         assert!(!req.no_sync && !req.accept_partial && req.edition.is_none());
         assert!(req.admin_token_env.is_none() && req.count_timeout.is_none());
+    }
+
+    /// A product's own flags (declared by the product, `product::ext`): parsed by the generic
+    /// bench command, resolved by the product, recorded under its name after every other key,
+    /// and read back to the same values (`runs rerun`); a bad value is exit 2.
+    #[test]
+    fn a_products_own_flags_are_recorded_under_its_name_and_round_trip() {
+        // Found in the registry: no product is named outside src/product/ for it.
+        let (name, ext) = crate::product::all()
+            .iter()
+            .filter_map(|e| Some((e.name, (e.make)(None).ok()?.bench_ext()?)))
+            .find(|(_, x)| !x.flags.is_empty())
+            .expect("the test registry has a product with flags of its own");
+        let flag = ext.flags[0];
+        let value = flag.default.unwrap_or("1");
+        let req = request_of(
+            name,
+            &format!("load --database-id x1 --{} {value}", flag.long),
+        );
+        let recorded = &req.flags[name];
+        assert!(recorded.is_object(), "{}", req.flags);
+        assert_eq!(recorded.as_object().unwrap(), &req.product_values);
+        assert!(req.product_values.contains_key(&flag.key()), "{req:?}");
+        // Last in the record.
+        let keys: Vec<&String> = req.flags.as_object().unwrap().keys().collect();
+        assert_eq!(keys.last().map(|k| k.as_str()), Some(name));
+        let back = Flags::from_value(&req.flags)
+            .unwrap()
+            .request(Phase::Load)
+            .unwrap();
+        assert_eq!(back.product_values, req.product_values);
+        // Given nothing, the product's defaults are what is recorded.
+        let plain = request_of(name, "load --database-id x1");
+        assert_eq!(
+            plain.flags[name],
+            serde_json::Value::Object(plain.product_values.clone())
+        );
+        if flag.kind == crate::product::ext::FlagKind::Number {
+            let argv = format!(
+                "tsbsctl bench {name} load --database-id x1 --{} nope",
+                flag.long
+            );
+            let cli = crate::cli::Cli::try_parse_from(argv.split_whitespace()).unwrap();
+            let crate::cli::Command::Bench(BenchCmd::Product(b)) = cli.command else {
+                panic!("not the generic bench");
+            };
+            let e = super::super::generic::bench_request(*b).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{}", e.message);
+        }
     }
 }

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use clap::{ArgMatches, Args, FromArgMatches, Subcommand};
+use clap::{ArgMatches, Args, FromArgMatches, Subcommand, ValueEnum};
 
 use crate::bench::flags::ProductFlags;
 use crate::cli::bench as bench_cli;
@@ -21,6 +21,7 @@ use crate::cli::dbcmd::{self, IdArgs, RemoveArgs, ServeArgs};
 use crate::context::Ctx;
 use crate::error::Result;
 use crate::output::Outcome;
+use crate::product::ext::{BenchFlag, FlagKind, Values};
 use crate::product::{Entry, Product};
 use crate::workspace::PrepareRequest;
 
@@ -34,6 +35,8 @@ pub struct Products {
 pub struct BenchProducts {
     pub entry: &'static Entry,
     pub args: BenchArgs,
+    /// The product's own flags that were given ([`crate::product::ext`]), as typed.
+    pub own: crate::product::ext::Values,
 }
 
 impl std::fmt::Debug for Products {
@@ -121,8 +124,10 @@ impl From<GenericPhase> for crate::bench::Phase {
 #[derive(Debug, clap::Args)]
 // `tsbsctl bench <product> PHASE ...` (no doc comment: clap would make it the help text).
 pub struct BenchArgs {
-    #[arg(value_enum)]
-    pub phase: GenericPhase,
+    /// all | load | query, or one of the product's own operations (its value parser is set
+    /// per product: [`bench_command`]).
+    #[arg(value_name = "PHASE")]
+    pub phase: String,
     #[command(flatten)]
     pub common: bench_cli::CommonArgs,
     /// External servers: the environment variable holding the token (default: the product's).
@@ -185,7 +190,77 @@ fn area_command(e: &'static Entry) -> clap::Command {
 
 fn bench_command(e: &'static Entry) -> clap::Command {
     let about = format!("Benchmark {}: all | load | query.", e.display);
-    BenchArgs::augment_args(clap::Command::new(e.name)).about(about)
+    let ops = (e.make)(None)
+        .ok()
+        .and_then(|p| p.bench_ext())
+        .map_or(&[][..], |x| x.operations);
+    let about = if ops.is_empty() {
+        about
+    } else {
+        let names: Vec<&str> = ops.iter().map(|o| o.name).collect();
+        format!(
+            "Benchmark {}: all | load | query | {}.",
+            e.display,
+            names.join(" | ")
+        )
+    };
+    // The phases every product has, then the product's own operations.
+    let mut values: Vec<clap::builder::PossibleValue> = GenericPhase::value_variants()
+        .iter()
+        .filter_map(|p| p.to_possible_value())
+        .collect();
+    values.extend(
+        ops.iter()
+            .map(|o| clap::builder::PossibleValue::new(o.name).help(o.about)),
+    );
+    let mut cmd = BenchArgs::augment_args(clap::Command::new(e.name))
+        .about(about)
+        .mut_arg("phase", |a| {
+            a.value_parser(clap::builder::PossibleValuesParser::new(values))
+        });
+    // The product's own flags, after the shared ones (text: the product checks them).
+    for f in own_flags(e) {
+        let arg = clap::Arg::new(f.long).long(f.long).help(match f.default {
+            Some(d) => format!("{} (default {d})", f.help),
+            None => f.help.to_string(),
+        });
+        cmd = cmd.arg(match f.kind {
+            FlagKind::Switch => arg.action(clap::ArgAction::SetTrue),
+            FlagKind::Number | FlagKind::Text => arg
+                .value_name(f.value_name)
+                .allow_negative_numbers(true)
+                .action(clap::ArgAction::Set),
+        });
+    }
+    cmd
+}
+
+/// The flags product `e` declares itself.
+fn own_flags(e: &Entry) -> &'static [BenchFlag] {
+    (e.make)(None)
+        .ok()
+        .and_then(|p| p.bench_ext())
+        .map_or(&[], |x| x.flags)
+}
+
+/// The product's own flags given in `m`, by key: text as typed, a switch as `true`.
+fn own_values(e: &Entry, m: &ArgMatches) -> Values {
+    let mut out = Values::new();
+    for f in own_flags(e) {
+        match f.kind {
+            FlagKind::Switch => {
+                if m.get_flag(f.long) {
+                    out.insert(f.key(), true.into());
+                }
+            }
+            FlagKind::Number | FlagKind::Text => {
+                if let Some(v) = m.get_one::<String>(f.long) {
+                    out.insert(f.key(), v.clone().into());
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The registry entry a matched subcommand names.
@@ -234,6 +309,7 @@ impl FromArgMatches for BenchProducts {
         Ok(BenchProducts {
             entry,
             args: BenchArgs::from_arg_matches(&sub)?,
+            own: own_values(entry, &sub),
         })
     }
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> std::result::Result<(), clap::Error> {
@@ -291,16 +367,34 @@ pub fn run(ctx: &Ctx, p: Products) -> Result<Outcome> {
     }
 }
 
-/// `tsbsctl bench <product> PHASE`: the shared flags, nothing of the product's own.
+impl BenchProducts {
+    /// The phase, and the product operation when the phase names one.
+    pub fn phase(&self) -> (crate::bench::Phase, Option<&'static str>) {
+        match GenericPhase::from_str(&self.args.phase, false) {
+            Ok(p) => (p.into(), None),
+            Err(_) => (
+                crate::bench::Phase::Operation,
+                (self.entry.make)(None)
+                    .ok()
+                    .and_then(|p| p.bench_ext())
+                    .and_then(|x| x.operation(&self.args.phase))
+                    .map(|o| o.name),
+            ),
+        }
+    }
+}
+
+/// `tsbsctl bench <product> PHASE`: the shared flags, the product's own flags and operations
+/// ([`crate::product::ext`]).
 pub fn bench(ctx: &Ctx, b: BenchProducts) -> Result<Outcome> {
     let entry = b.entry;
     let req = bench_request(b)?;
     crate::bench::run(ctx, entry, &req)
 }
 
-/// The request of a generic bench command (its record in `flags`).
-pub(super) fn bench_request(b: BenchProducts) -> Result<crate::bench::Request> {
-    let phase = b.args.phase.into();
+/// The request (and its record) of a parsed `bench <product>` command.
+pub fn bench_request(b: BenchProducts) -> Result<crate::bench::Request> {
+    let (phase, operation) = b.phase();
     if b.args.token_env.is_some() && (b.entry.make)(None)?.token_env_defaults().is_none() {
         return Err(
             crate::error::Error::invalid(format!("{} reads no token", b.entry.display))
@@ -310,7 +404,19 @@ pub(super) fn bench_request(b: BenchProducts) -> Result<crate::bench::Request> {
     // A field of the shared flags (recorded as `auth_token_env`), no product's group.
     let mut common = b.args.common;
     common.token_env = b.args.token_env;
-    bench_cli::request(common, ProductFlags::default(), phase)
+    let product = crate::bench::flags::ProductFlags {
+        // A product with flags of its own records them (resolved) even when none was given.
+        own: own_flags(b.entry)
+            .first()
+            .map(|_| crate::bench::flags::OwnFlags {
+                product: b.entry.name,
+                values: b.own,
+            }),
+        ..Default::default()
+    };
+    let mut req = bench_cli::request(common, product, phase)?;
+    req.operation = operation;
+    Ok(req)
 }
 
 #[cfg(test)]
@@ -353,7 +459,7 @@ mod tests {
             panic!("not the generic bench: {:?}", cli.command);
         };
         assert_eq!(b.entry.name, e.name);
-        assert_eq!(b.args.phase, super::GenericPhase::Load);
+        assert_eq!(b.phase(), (crate::bench::Phase::Load, None));
         assert_eq!(b.args.common.database_id.as_deref(), Some("x1"));
         let cli_cmd = crate::cli::Cli::command();
         let about = |c: &clap::Command| c.get_about().map(|a| a.to_string()).unwrap_or_default();

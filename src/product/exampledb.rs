@@ -18,6 +18,8 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use super::ext::{self, BenchExt, BenchFlag, FlagKind, Operation, Values};
+use super::op::{OpCtx, StepEnd};
 use super::{
     check_semver, BenchCaps, FilePart, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions,
     CONFIG_FILE,
@@ -30,7 +32,7 @@ use crate::queryset::QueryFormat;
 use crate::server::Probe;
 use crate::sources::{SourceKey, Sources};
 use crate::tsbs::{LoadTarget, QueryTarget};
-use crate::workspace_manifest::WorkspaceManifest;
+use crate::workspace_manifest::{MaintenanceRecord, MaintenanceStatus, WorkspaceManifest};
 
 /// The GitHub repository its releases are published under.
 const REPO: &str = "exampledb/exampledb";
@@ -224,6 +226,10 @@ impl Product for ExampleDb {
     fn probe_identity(&self) -> (&'static str, u16) {
         ("its /version does not report an ExampleDB version", 7700)
     }
+    /// Its own bench flag (`--example-replicas`) and operation (`vacuum`).
+    fn bench_ext(&self) -> Option<&'static BenchExt> {
+        Some(&BENCH_EXT)
+    }
     /// Its own layout: `journal/` is the WAL, `*.seg` the data.
     fn classify_file(&self, rel: &Path) -> FilePart {
         if rel.starts_with("journal") {
@@ -234,6 +240,95 @@ impl Product for ExampleDb {
             FilePart::Other
         }
     }
+}
+
+/// `--example-replicas N`: how many copies of each write the server keeps (the loader's
+/// `--replication-factor`), for the load and all phases.
+const REPLICAS: BenchFlag = BenchFlag {
+    long: "example-replicas",
+    help:
+        "load/all: copies of each write ExampleDB keeps, 1-16 (the loader's --replication-factor)",
+    value_name: "N",
+    kind: FlagKind::Number,
+    default: Some("1"),
+};
+
+static BENCH_EXT: BenchExt = BenchExt {
+    flags: &[REPLICAS],
+    resolve: resolve_flags,
+    load_args: |v| {
+        v.get(&REPLICAS.key())
+            .and_then(Value::as_u64)
+            .map(|n| crate::tsbs::ToolArg::Flag("replication-factor", n.to_string()))
+            .into_iter()
+            .collect()
+    },
+    summary_lines: |v| {
+        v.get(&REPLICAS.key())
+            .and_then(Value::as_u64)
+            .map(|n| format!("Write replicas (`--example-replicas`): **{n}** (the loader's `--replication-factor`)"))
+            .into_iter()
+            .collect()
+    },
+    operations: &[Operation {
+        name: "vacuum",
+        about: "Rewrite the managed workspace's segments without deleted rows (a maintenance run).",
+        run: vacuum,
+    }],
+};
+
+/// The loading phases take `--example-replicas` (default 1); the others refuse it.
+fn resolve_flags(phase: &str, given: &Values) -> Result<Values> {
+    let n = ext::number(given, &REPLICAS, 1..=16)?;
+    let mut out = Values::new();
+    if matches!(phase, "all" | "load") {
+        out.insert(REPLICAS.key(), n.unwrap_or(1).into());
+    } else if n.is_some() {
+        return Err(Error::invalid(format!(
+            "--{} applies to the load and all phases only",
+            REPLICAS.long
+        ))
+        .with_hint(format!("drop --{}", REPLICAS.long)));
+    }
+    Ok(out)
+}
+
+/// `bench exampledb vacuum`: the intent in the workspace's maintenance record, the server
+/// started, its `/vacuum` asked as step `vacuum`, the server stopped, the outcome recorded.
+fn vacuum(ctx: &mut dyn OpCtx, _values: &Values) -> Result<()> {
+    let (run_id, run_dir) = (ctx.run_id(), ctx.run_dir());
+    let record = |status| MaintenanceRecord {
+        operation: "vacuum".into(),
+        status,
+        at: crate::manifest::now_rfc3339(),
+        run_id: run_id.clone(),
+        run_dir: run_dir.clone(),
+        table: "cpu".into(),
+        extra: Default::default(),
+    };
+    let intent = record(MaintenanceStatus::Started);
+    ctx.push_maintenance(intent)?;
+    ctx.start_server()?;
+    ctx.begin("vacuum", 1, None, None)?;
+    let path = format!("/vacuum?db={}&table=cpu", ctx.database());
+    let answer = ctx.http_get(&path).and_then(|b| {
+        serde_json::from_str::<Value>(&b)
+            .map_err(|e| Error::failed(format!("ExampleDB's /vacuum answered {b:?}: {e}")))
+    });
+    let outcome = match answer {
+        Ok(v) => {
+            ctx.end("vacuum", 1, StepEnd::Completed, None, Some(v))?;
+            MaintenanceStatus::Completed
+        }
+        Err(e) => {
+            ctx.end("vacuum", 1, StepEnd::Failed, Some(e.message.clone()), None)?;
+            let _ = ctx.stop_server();
+            let _ = ctx.update_last_maintenance(record(MaintenanceStatus::Failed));
+            return Err(e);
+        }
+    };
+    ctx.stop_server()?;
+    ctx.update_last_maintenance(record(outcome))
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@ use crate::workspace_manifest::WorkspaceManifest;
 // A skeleton third product, compiled only in tests (its module says why).
 #[cfg(any(test, feature = "exampledb"))]
 pub mod exampledb;
+pub mod ext;
 pub mod greptimedb;
 pub mod influxdb2;
 pub mod influxdb3;
@@ -516,6 +517,11 @@ pub trait Product: Send + Sync {
     /// What runs before the queries on the started server (flush, data location), through
     /// [`op::OpCtx`]; `None`: nothing.
     fn before_queries(&self) -> Option<&'static op::BeforeQueries> {
+        None
+    }
+    /// The product's own bench flags and operations (`bench <product> --flag`, `bench
+    /// <product> <operation>`), served by the generic CLI and bench code; `None`: none.
+    fn bench_ext(&self) -> Option<&'static ext::BenchExt> {
         None
     }
     /// Where the server serves Prometheus metrics with its process series

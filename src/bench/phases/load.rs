@@ -107,6 +107,9 @@ impl Bench<'_> {
             chunk_time: self.req.chunk_time.clone(),
             partitions: self.req.partitions,
         });
+        if let Some(x) = self.target.product.bench_ext() {
+            target.args.extend((x.load_args)(&self.req.product_values));
+        }
         target.connection = self.target.product.load_connection(&urls)?;
         let spec = tsbs::LoadSpec {
             binary: loader,

@@ -5,7 +5,8 @@
 //! * `exampledb --version` → `exampledb <V>` (`TESTBED_EMULATED_VERSION`);
 //! * `exampledb --config FILE` serves `[http] addr` with the data under `[storage] data_dir`:
 //!   `GET /health` → `{}`; `GET /version` → `{"version": V}`; `GET /count?db=D&table=T` →
-//!   `{"rows": N}` (404 for a database or table it does not hold);
+//!   `{"rows": N}` (404 for a database or table it does not hold); `GET /vacuum?db=D&table=T`
+//!   → `{"table": T, "rows_kept": N, "rows_removed": 0}` (its maintenance operation);
 //! * GreptimeDB's HTTP dialect, as much as `tsbs_load_greptime` and `tsbs_run_queries_influx`
 //!   use: `/v1/sql` (`SHOW DATABASES`, `CREATE DATABASE`, `DROP DATABASE`; any other
 //!   statement answers an empty result) and `POST /v1/influxdb/write?db=D` (line protocol,
@@ -197,6 +198,21 @@ fn handle(req: &mut tiny_http::Request, dir: &Path, counts: &mut Counts) -> (u16
                     404,
                     json!({"error": format!("no table {table:?} in database {db:?}")}),
                 ),
+            }
+        }
+        // Its maintenance operation (`bench exampledb vacuum`): says how many rows the
+        // table's segment holds (nothing is ever deleted here, so nothing to rewrite).
+        "/vacuum" => {
+            let (db, table) = (q.get("db"), q.get("table"));
+            match (db, table) {
+                (Some(d), Some(t)) => {
+                    let n = counts.get(d).and_then(|ts| ts.get(t)).copied().unwrap_or(0);
+                    (
+                        200,
+                        json!({ "table": t, "rows_kept": n, "rows_removed": 0 }),
+                    )
+                }
+                _ => (400, json!({"error": "vacuum needs db and table"})),
             }
         }
         "/v1/sql" => {
