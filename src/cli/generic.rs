@@ -404,7 +404,7 @@ pub fn bench_request(b: BenchProducts) -> Result<crate::bench::Request> {
     // A field of the shared flags (recorded as `auth_token_env`), no product's group.
     let mut common = b.args.common;
     common.token_env = b.args.token_env;
-    let product = crate::bench::flags::ProductFlags {
+    let product = ProductFlags {
         // A product with flags of its own records them (resolved) even when none was given.
         own: own_flags(b.entry)
             .first()
