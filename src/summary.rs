@@ -1650,6 +1650,52 @@ pub(crate) mod tests {
         );
     }
 
+    /// Each resume is a bullet of its own, after the version line (the real reload of a
+    /// 2.5M-row run on GreptimeDB printed "binary SHA-256 `…`- Resumed …" on one line), and
+    /// names the step attempts it superseded.
+    #[test]
+    fn each_resume_is_its_own_bullet() {
+        let resume = |status: &str, load_mode: Value, superseded: Value| {
+            json!({"at": "t1", "tool": {"version": "v", "git_revision": "g"}, "command": "c",
+                "pid": 1, "previous_status": status, "query_types": ["lastpoint"],
+                "superseded": superseded, "load_mode": load_mode})
+        };
+        for sha in [json!("abc"), Value::Null] {
+            let mut s = minimal_summary("all");
+            s["target"]["binary_sha256"] = sha.clone();
+            s["resumes"] = json!([
+                resume(
+                    "interrupted",
+                    json!("reset"),
+                    json!([{"step": "dataset", "attempt": 1}, {"step": "load", "attempt": 1}])
+                ),
+                resume(
+                    "failed",
+                    Value::Null,
+                    json!([{"step": "query-lastpoint", "attempt": 2}])
+                ),
+            ]);
+            let md = render_md(&s).unwrap();
+            let lines: Vec<&str> = md.lines().collect();
+            let at = lines
+                .iter()
+                .position(|l| l.starts_with("- GreptimeDB version: `v`"))
+                .unwrap_or_else(|| panic!("{md}"));
+            assert!(!lines[at].contains("Resumed"), "{md}");
+            assert!(
+                lines[at + 1].starts_with("- Resumed t1 ")
+                    && lines[at + 1].contains("loaded again from the start (database mode reset), then ran lastpoint; superseded earlier step attempt(s), kept in `events.jsonl`: dataset, load"),
+                "{md}"
+            );
+            assert!(
+                lines[at + 2].starts_with("- Resumed t1 ")
+                    && lines[at + 2].ends_with("superseded unfinished step attempt(s), kept in `events.jsonl`: query-lastpoint (attempt 2)"),
+                "{md}"
+            );
+            assert!(lines[at + 3].starts_with("- "), "{md}");
+        }
+    }
+
     /// The analysis table says whether the "hot" runs repeated the cold query (W2).
     #[test]
     fn analyses_say_what_hot_measured() {
