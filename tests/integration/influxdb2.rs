@@ -601,3 +601,90 @@ fn iot_loads_both_tables_and_runs_its_queries_on_a_real_influxd() {
         .collect();
     assert_eq!(ran, types);
 }
+
+/// Issue 22: the devops use case on the real influxd: nine measurements loaded, each counted by
+/// the server as the file's rows (less any series-and-time repeats), and devops query types
+/// answered by `/query`.
+#[test]
+fn devops_loads_nine_tables_and_runs_its_queries_on_a_real_influxd() {
+    let influxd = match real_influxd() {
+        Ok(p) => p,
+        Err(why) => {
+            return skip(
+                "influxdb2::devops_loads_nine_tables_and_runs_its_queries_on_a_real_influxd",
+                &why,
+            )
+        }
+    };
+    let w = world();
+    let binary = std::fs::read(&influxd).unwrap();
+    testbed::releases::influxdb2::publish(&w.gt.mirror, V, &binary);
+    w.run(&["influxdb2", "install", "--version", V, "--json"])
+        .ok();
+    let port = free_port_block(1).to_string();
+    w.run(&[
+        "influxdb2",
+        "prepare",
+        "--database-id",
+        "dev",
+        "--version",
+        V,
+        "--http-port",
+        &port,
+        "--json",
+    ])
+    .ok();
+    let types = ["high-cpu-1", "lastpoint", "single-groupby-1-1-1"];
+    let mut args = vec![
+        "bench",
+        "influxdb2",
+        "all",
+        "--database-id",
+        "dev",
+        "--profile",
+        "smoke",
+        "--scale",
+        "2",
+        "--log-interval",
+        "60s",
+        "--use-case",
+        "devops",
+        "--dataset-id",
+        "tiny-devops",
+        "--queries",
+        "2",
+        "--stop-timeout",
+        "30",
+        "--json",
+    ];
+    for t in types {
+        args.extend(["--query-type", t]);
+    }
+    let r = w.run(&args);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["status"], "completed", "{s}");
+    let m = read_json(
+        &w.gt
+            .env
+            .root
+            .join("datasets/tiny-devops/formats/influx/manifest.json"),
+    );
+    let rc = &s["row_count"];
+    assert_eq!(rc["ok"], true, "{rc}");
+    let counted = rc["tables"].as_array().unwrap();
+    assert_eq!(counted.len(), 9, "{rc}");
+    for t in counted {
+        let f = &m["tables"][t["table"].as_str().unwrap()];
+        let want = f["rows"].as_u64().unwrap() - f["duplicates"].as_u64().unwrap_or(0);
+        assert_eq!(t["actual"], want, "{t} {f}");
+    }
+    let ran: Vec<&str> = s["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .inspect(|q| assert_eq!(q["status"], "completed", "{q}"))
+        .map(|q| q["query_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(ran, types);
+}

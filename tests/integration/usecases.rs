@@ -445,3 +445,86 @@ fn devops_and_iot_on_a_real_postgresql() {
     );
     assert_eq!(query_types(&s), types);
 }
+
+/// Issue 22: devops on InfluxDB 3 (its stand-in keeps the real server's tables and moving
+/// counts): nine tables loaded and each counted on the server, devops query types answered;
+/// then an iot dataset loads with `bench influxdb3 load` (the fork only lacks iot queries),
+/// both of its tables counted.
+#[test]
+fn influxdb3_loads_and_counts_devops_and_iot_tables() {
+    let w = world();
+    publish_influx3(&w, "core");
+    w.prepare_influx3("core1", "core");
+    let common = [
+        "--database-id",
+        "core1",
+        "--stop-timeout",
+        "10",
+        "--profile",
+        "smoke",
+        "--scale",
+        "2",
+        "--log-interval",
+        "60s",
+        "--json",
+    ];
+    let mut a = vec!["bench", "influxdb3", "all"];
+    a.extend(common);
+    a.extend([
+        "--use-case",
+        "devops",
+        "--dataset-id",
+        "tiny-devops",
+        "--queries",
+        "2",
+        "--query-type",
+        "lastpoint",
+        "--query-type",
+        "single-groupby-1-1-1",
+    ]);
+    let r = w.run(&a);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["status"], "completed", "{s}");
+    let rc = &s["row_count"];
+    assert_eq!(rc["ok"], true, "{rc}");
+    assert_eq!(rc["actual"], 9 * PER_TABLE, "{rc}");
+    let counted = rc["tables"].as_array().unwrap();
+    assert_eq!(counted.len(), 9, "{rc}");
+    for t in counted {
+        assert_eq!(t["actual"], PER_TABLE, "{t}");
+    }
+    assert_eq!(query_types(&s), ["lastpoint", "single-groupby-1-1-1"]);
+
+    let mut a = vec!["bench", "influxdb3", "load"];
+    a.extend(common);
+    a.extend([
+        "--use-case",
+        "iot",
+        "--dataset-id",
+        "tiny-iot",
+        "--database-mode",
+        "reset",
+        "--confirm-reset",
+        "benchmark",
+    ]);
+    let r = w.run(&a);
+    r.ok();
+    let s = summary(&run_dir(&r));
+    assert_eq!(s["status"], "completed", "{s}");
+    let m = format_manifest(&w, "tiny-iot");
+    let rc = &s["row_count"];
+    assert_eq!(rc["ok"], true, "{rc}");
+    let names: Vec<&str> = rc["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["table"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["readings", "diagnostics"], "{rc}");
+    for t in rc["tables"].as_array().unwrap() {
+        let f = &m["tables"][t["table"].as_str().unwrap()];
+        let want = f["rows"].as_u64().unwrap() - f["duplicates"].as_u64().unwrap_or(0);
+        assert_eq!(t["actual"], want, "{t} {f}");
+    }
+}
