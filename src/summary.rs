@@ -1332,7 +1332,19 @@ fn resources(
         if names.is_empty() {
             "unknown (/metrics has no process series)".to_string()
         } else {
-            format!("/metrics: {}", names.join(", "))
+            let mut text = format!("/metrics: {}", names.join(", "));
+            if names.contains(&sampler::metrics::JEMALLOC_RESIDENT) {
+                text.push_str(
+                    " (the memory allocator's resident pages, not the whole process's RSS)",
+                );
+            }
+            if !names
+                .iter()
+                .any(|n| sampler::metrics::CPU_SERIES.contains(n))
+            {
+                text.push_str("; no CPU series: CPU unknown");
+            }
+            text
         }
     };
     let phases = phases::summarise(&samples);

@@ -8,6 +8,12 @@ pub const RSS_SERIES: &[&str] = &[
     "process_resident_memory_bytes",
     "greptime_process_resident_memory_bytes",
 ];
+/// InfluxDB 3 registers no process collector: its memory is jemalloc's statistics, one gauge
+/// with a `stat` label (`influxdb3/src/commands/serve/jemalloc.rs`). Its `resident` pages are
+/// the allocator's memory, read when no process series is there.
+pub const JEMALLOC_RESIDENT: &str = "jemalloc_memstats_bytes{stat=\"resident\"}";
+const JEMALLOC_NAME: &str = "jemalloc_memstats_bytes";
+
 /// Names of the CPU counter (user plus system seconds).
 pub const CPU_SERIES: &[&str] = &[
     "process_cpu_seconds_total",
@@ -28,6 +34,7 @@ pub struct ProcessSeries {
 /// stays `None`. The first sample of a name counts (the process collector has no labels).
 pub fn parse(text: &str) -> ProcessSeries {
     let mut out = ProcessSeries::default();
+    let mut jemalloc = None;
     for line in text.lines() {
         if line.starts_with('#') || out.rss_bytes.is_some() && out.cpu_seconds.is_some() {
             continue;
@@ -46,6 +53,15 @@ pub fn parse(text: &str) -> ProcessSeries {
         else {
             continue;
         };
+        if name == JEMALLOC_NAME
+            && jemalloc.is_none()
+            && line[name_end..].starts_with('{')
+            && label_is(&line[name_end..], "stat", "resident")
+            && value.is_finite()
+            && value >= 0.0
+        {
+            jemalloc = Some(value as u64);
+        }
         if out.rss_bytes.is_none() {
             if let Some(n) = RSS_SERIES.iter().find(|n| **n == name) {
                 if value.is_finite() && value >= 0.0 {
@@ -63,7 +79,21 @@ pub fn parse(text: &str) -> ProcessSeries {
             }
         }
     }
+    if out.rss_bytes.is_none() && jemalloc.is_some() {
+        out.rss_bytes = jemalloc;
+        out.rss_series = Some(JEMALLOC_RESIDENT);
+    }
     out
+}
+
+/// Whether the label set `{…}` at the start of `labels` has `name="value"`.
+fn label_is(labels: &str, name: &str, value: &str) -> bool {
+    let Some(end) = labels.find('}') else {
+        return false;
+    };
+    labels[1..end]
+        .split(',')
+        .any(|p| p.trim() == format!("{name}=\"{value}\""))
 }
 
 #[cfg(test)]
@@ -88,6 +118,18 @@ mod tests {
                 Some(4096),
                 Some("greptime_process_cpu_seconds_total")
             )
+        );
+        // InfluxDB 3: jemalloc's resident pages, no CPU; a process series wins over it.
+        let influx = "# HELP jemalloc_memstats_bytes jemalloc metrics - http://jemalloc.net/jemalloc.3.html#stats.active\n# TYPE jemalloc_memstats_bytes gauge\njemalloc_memstats_bytes{stat=\"active\"} 100\njemalloc_memstats_bytes{stat=\"resident\"} 4096\n# EOF\n";
+        let s = parse(influx);
+        assert_eq!(
+            (s.rss_bytes, s.rss_series, s.cpu_seconds),
+            (Some(4096), Some(JEMALLOC_RESIDENT), None)
+        );
+        let s = parse(&format!("{influx}process_resident_memory_bytes 7\n"));
+        assert_eq!(
+            (s.rss_bytes, s.rss_series),
+            (Some(7), Some("process_resident_memory_bytes"))
         );
         // A text without them: unknown, never 0.
         let none = parse(

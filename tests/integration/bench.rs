@@ -920,6 +920,31 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
         "{md}"
     );
     assert!(!md.lines().any(|l| l.contains(")- ")), "{md}");
+    // Issue 24: the real server's /metrics has no process collector, only jemalloc's gauge
+    // (influxdb3/src/commands/serve/jemalloc.rs): its resident bytes are the memory the
+    // timeline shows, named as such; CPU is unknown, never 0.
+    let text = std::fs::read_to_string(dir.join("timeline.jsonl")).unwrap();
+    let samples: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(samples.iter().any(|s| s["phase"] == "load"), "{text}");
+    for x in &samples {
+        assert_eq!(x["source"], "metrics", "{x}");
+        assert!(x["rss_bytes"].as_u64().unwrap() > 0, "{x}");
+        assert!(x["cpu_s"].is_null(), "{x}");
+    }
+    let source = s["resources"]["source"].as_str().unwrap();
+    assert!(
+        source.starts_with("/metrics: jemalloc_memstats_bytes{stat=\"resident\"}")
+            && source.contains("not the whole process"),
+        "{source}"
+    );
+    let load_row = md
+        .lines()
+        .find(|l| l.starts_with("| load |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(load_row.contains("| unknown |"), "{load_row}");
     // The logged command lines show <redacted>, and the token is nowhere.
     let load_log =
         std::fs::read_to_string(dir.join(s["ingestion"]["log"].as_str().unwrap())).unwrap();

@@ -305,6 +305,13 @@ fn a_real_influxd_installs_prepares_and_answers_bench_all() {
     let s = summary(&run_dir(&r));
     assert_eq!(s["row_count"]["actual"], ROWS, "{}", s["row_count"]);
     assert_eq!(s["target"]["mode"], "external", "{}", s["target"]);
+    // Issue 24: the real influxd's /metrics has only Go runtime series, no process
+    // collector: the external timeline's memory and CPU are unknown, and say so.
+    assert_eq!(
+        s["resources"]["source"], "unknown (/metrics has no process series)",
+        "{}",
+        s["resources"]
+    );
     // create again: the bucket exists; reset replaces it (the count is the dataset's again).
     let again = ext(&["--database-mode", "create"], Some(&token));
     assert_ne!(again.code, 0, "{}", again.describe());

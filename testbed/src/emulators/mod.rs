@@ -45,6 +45,37 @@ pub(crate) fn not_emulated(tool: &str) -> i32 {
 /// The Prometheus process collector's series, as the real servers serve them on `/metrics`,
 /// with this emulator process's own values from `/proc/self` (so a sampler reading them sees
 /// a live process, not constants).
+/// The process's resident bytes (`VmRSS`), 0 when unreadable.
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let rss_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    rss_kib * 1024
+}
+
+/// What InfluxDB 3's `/metrics` says of its memory: no process collector (no CPU series, no
+/// `process_resident_memory_bytes`), only jemalloc's statistics as one gauge with a `stat`
+/// label (`influxdb3/src/commands/serve/jemalloc.rs`, encoded by `metric_exporters`'
+/// Prometheus text encoder). The emulator's own resident bytes stand for jemalloc's.
+pub(crate) fn jemalloc_metrics() -> String {
+    let rss = rss_bytes();
+    let mut s = String::from("# HELP jemalloc_memstats_bytes jemalloc metrics - http://jemalloc.net/jemalloc.3.html#stats.active\n# TYPE jemalloc_memstats_bytes gauge\n");
+    for (stat, v) in [
+        ("active", rss / 10 * 8),
+        ("alloc", rss / 10 * 7),
+        ("metadata", rss / 100),
+        ("mapped", rss / 10 * 9),
+        ("resident", rss / 10 * 9),
+        ("retained", rss / 10),
+    ] {
+        s.push_str(&format!("jemalloc_memstats_bytes{{stat=\"{stat}\"}} {v}\n"));
+    }
+    s
+}
+
 pub(crate) fn process_metrics() -> String {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     // After the command name (which may hold spaces): utime and stime are fields 14 and 15.
@@ -61,15 +92,9 @@ pub(crate) fn process_metrics() -> String {
         .unwrap_or(0);
     // SAFETY: sysconf only reads a configuration value.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let rss_kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0);
     format!(
         "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total {}\n# HELP process_resident_memory_bytes Resident memory size in bytes.\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes {}\n",
         ticks as f64 / hz,
-        rss_kib * 1024
+        rss_bytes()
     )
 }

@@ -303,13 +303,9 @@ impl App {
             self.requests.load(Ordering::Relaxed),
             self.writes_seen.load(Ordering::Relaxed),
             self.store.row_count(),
-            crate::emulators::process_metrics()
+            crate::emulators::jemalloc_metrics()
         );
-        Reply::new(
-            200,
-            Some("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-            body,
-        )
+        Reply::new(200, Some("text/plain; version=0.0.4; charset=utf-8"), body)
     }
 
     fn read_body(req: &mut Request, limit: usize) -> Result<Vec<u8>, Reply> {

@@ -77,8 +77,9 @@
 //! malformed header 400); `--disable-authz` exempts `health`, `ping`, `metrics`.
 //! * `GET /health`, `/api/v1/health` → 200 `OK`. `GET|POST /ping` → JSON `{"product_name",
 //!   "version","revision","process_id"}` with `X-Influxdb-Version`, `X-Influxdb-Build`
-//!   (`Core`/`Enterprise`), `Request-Id`, `X-Request-Id`. `GET /metrics` → Prometheus text (with
-//!   `process_cpu_seconds_total` and `process_resident_memory_bytes` of the emulator itself).
+//!   (`Core`/`Enterprise`), `Request-Id`, `X-Request-Id`. `GET /metrics` → Prometheus text as the real
+//!   one: no process collector (no CPU series), memory only as jemalloc's
+//!   `jemalloc_memstats_bytes{stat="resident"}` (the emulator's own resident bytes stand in).
 //! * `/api/v3/configure/database`: `GET ?format=json[&show_deleted=true]` →
 //!   `[{"iox::database":"_internal"},...]` (without `format`: 400, no content type,
 //!   ``serde error: missing field `format` ``); `POST {"db":..}` → 200 empty, 409 `attempted to
