@@ -281,11 +281,41 @@ pub fn verify_cmd(ctx: &Ctx, p: &dyn Product, a: IdArgs) -> Result<Outcome> {
 
 /// `remove`
 pub fn remove_cmd(ctx: &Ctx, p: &dyn Product, a: RemoveArgs) -> Result<Outcome> {
+    // A workspace on object storage leaves its objects in the bucket: tsbsctl does not delete
+    // what it cannot be sure is only the workspace's. Listed before the removal (the
+    // manifest names the location), so the person learns what is left and where.
+    let left = workspace::load(&ctx.root, p, &a.database_id)
+        .ok()
+        .map(|ws| p.object_store_footprint(&ws.manifest, &ws.dir));
     let dir = workspace::remove(ctx, p, &a.database_id, &a.confirm, &(&a.lock).into())?;
-    Ok(Outcome::new(
-        json!({"database_id": a.database_id, "removed": dir}),
-        format!("workspace {} removed ({})\n", a.database_id, dir.display()),
-    ))
+    let mut text = format!("workspace {} removed ({})\n", a.database_id, dir.display());
+    let mut data = json!({"database_id": a.database_id, "removed": dir});
+    match left {
+        Some(Ok(Some((o, _)))) => {
+            let (bucket, prefix) = (o["bucket"].as_str(), o["prefix"].as_str());
+            let (bucket, prefix) = (bucket.unwrap_or("?"), prefix.unwrap_or("?"));
+            text.push_str(&format!(
+                "left in object storage: {} object(s), {} in bucket {bucket} at {} under {prefix}/ (tsbsctl deletes no object; e.g. `aws s3 rm --recursive s3://{bucket}/{prefix}/ --endpoint-url {}`)\n",
+                o["objects"].as_u64().unwrap_or(0),
+                crate::render::bytes(minijinja::Value::from_serialize(&o["bytes"])),
+                o["endpoint"].as_str().unwrap_or("?"),
+                o["endpoint"].as_str().unwrap_or("?"),
+            ));
+            data["object_store_left"] = json!({
+                "endpoint": o["endpoint"], "bucket": o["bucket"], "prefix": o["prefix"],
+                "objects": o["objects"], "bytes": o["bytes"],
+            });
+        }
+        Some(Err(e)) => {
+            text.push_str(&format!(
+                "its objects in object storage were left and not listed: {}\n",
+                e.message
+            ));
+            data["object_store_left"] = json!({"listed": false, "reason": e.message});
+        }
+        _ => {}
+    }
+    Ok(Outcome::new(data, text))
 }
 
 /// `serve`: the workspace's server in the foreground until Ctrl-C (exit 130).

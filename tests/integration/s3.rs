@@ -399,6 +399,24 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
     w.run(&q).code(2).says("refused");
     w.gt.env.envs.retain(|(k, _)| k != "TSBS_TEST_S3_SECRET");
     w.gt.env.env("TSBS_TEST_S3_SECRET", &secret);
+    // Removing a workspace deletes no object (the prefix may hold what is not only its own):
+    // it lists what it leaves, and where.
+    let rm = w.run(&[
+        "greptimedb",
+        "remove",
+        "--database-id",
+        "s2",
+        "--confirm",
+        "s2",
+        "--json",
+    ]);
+    rm.ok();
+    let left = &rm.json()["data"]["object_store_left"];
+    assert_eq!(left["bucket"], "tsbs-bench", "{left}");
+    assert_eq!(left["prefix"], p2.as_str(), "{left}");
+    let still = s3.list("tsbs-bench", &format!("{p2}/")).unwrap();
+    assert_eq!(left["objects"].as_u64(), Some(still.len() as u64), "{left}");
+    assert!(!still.is_empty());
     drop(gw);
     w.run(&q).code(2).says("did not answer");
     assert!(!ws.join("server.pid").exists());
@@ -406,6 +424,17 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
     w.run(&["greptimedb", "orphans", "--database-id", "s1", "--remove"])
         .code(2)
         .says("keeps its SSTs in S3");
+    let rm = w.run(&[
+        "greptimedb",
+        "remove",
+        "--database-id",
+        "s1",
+        "--confirm",
+        "s1",
+    ]);
+    rm.ok()
+        .says("its objects in object storage were left and not listed");
+    assert!(!ws.exists());
 }
 
 /// The reason to skip a test that needs etcd too, if there is one.
