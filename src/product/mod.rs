@@ -43,6 +43,7 @@ pub mod influxdb2;
 pub mod influxdb3;
 pub mod op;
 pub mod timescaledb;
+pub mod ws_op;
 
 pub use op::{CompactRequest, Compaction, OpCtx, StepEnd};
 
