@@ -19,7 +19,6 @@ use crate::ids::validate_id;
 use crate::output::Outcome;
 use crate::product::influxdb3::activation::{self, ActivateRequest, LicenseSource, LicenseType};
 use crate::product::influxdb3::{object_store, Edition, InfluxDb3};
-use crate::product::Product as _;
 use crate::workspace::{self, PrepareRequest};
 
 #[derive(Debug, clap::Subcommand)]
@@ -433,16 +432,7 @@ fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
         .with_hint("pass the hold token with --hold-token-env VAR instead"));
     }
     let p = existing(ctx, &a.database_id)?;
-    if !p.needs_license() {
-        return Err(Error::invalid(format!(
-            "workspace {} is InfluxDB 3 Core, which needs no licence",
-            a.database_id
-        ))
-        .with_hint(format!(
-            "serve it as it is (`tsbsctl influxdb3 serve --database-id {}`); licences are for Enterprise workspaces",
-            a.database_id
-        )));
-    }
+    activation::check_needs_license(&p, &a.database_id)?;
     if a.license_file.is_some() && (a.license_email_stdin || a.license_email_env.is_some()) {
         return Err(Error::invalid(
             "--license-email-stdin and --license-email-env go with --license-type, not --license-file",

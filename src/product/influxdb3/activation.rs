@@ -303,22 +303,26 @@ struct Watch {
     failure: Mutex<Option<String>>,
 }
 
+/// Refuses (exit 2) to activate workspace `id` of an edition that needs no licence.
+pub fn check_needs_license(product: &InfluxDb3, id: &str) -> Result<()> {
+    if product.needs_license() {
+        return Ok(());
+    }
+    Err(
+        Error::invalid(format!("workspace {id} is InfluxDB 3 Core, which needs no licence"))
+            .with_hint(format!(
+                "serve it as it is (`tsbsctl influxdb3 serve --database-id {id}`); licences are for Enterprise workspaces"
+            )),
+    )
+}
+
 /// Activates the licence of Enterprise workspace `req.id`, opened (not yet locked) as `w`.
 pub fn activate(
     w: &mut dyn WorkspaceOpCtx,
     product: &InfluxDb3,
     req: ActivateRequest,
 ) -> Result<ActivateOutcome> {
-    if !product.needs_license() {
-        return Err(Error::invalid(format!(
-            "workspace {} is InfluxDB 3 Core, which needs no licence",
-            req.id
-        ))
-        .with_hint(format!(
-            "serve it as it is (`tsbsctl influxdb3 serve --database-id {}`); licences are for Enterprise workspaces",
-            req.id
-        )));
-    }
+    check_needs_license(product, &req.id)?;
     w.lock()?;
     let reporter = w.reporter();
     let version = w.manifest().version.clone();
