@@ -46,6 +46,7 @@ pub mod timescaledb;
 pub mod ws_op;
 
 pub use op::{CompactRequest, Compaction, OpCtx, StepEnd};
+pub use ws_op::{ServerStart, WorkspaceOpCtx};
 
 /// Where one release archive and its checksum file live.
 #[derive(Debug, Clone, PartialEq, Eq)]

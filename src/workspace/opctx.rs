@@ -10,8 +10,7 @@ use crate::context::Ctx;
 use crate::error::Result;
 use crate::lock::{LockGuard, LockOptions};
 use crate::output::SharedReporter;
-use crate::product::ws_op::{ServerStart, WorkspaceOpCtx};
-use crate::product::Product;
+use crate::product::{Product, ServerStart, WorkspaceOpCtx};
 use crate::server::ServerSpec;
 
 use super::{load, lock_workspace, server_spec, Workspace, WorkspaceManifest};
