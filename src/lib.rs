@@ -4,7 +4,6 @@
 //! [`context::Ctx`], and return an [`output::Outcome`] or an [`error::Error`] whose kind picks the
 //! exit code.
 
-pub mod activation;
 pub mod answers;
 pub mod archive;
 pub mod bench;

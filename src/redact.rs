@@ -1,6 +1,6 @@
-//! Scrubbing secrets out of text a server prints before it reaches a file or a person: licence
-//! e-mail addresses (the one the user gave, in any case, plain or URL-encoded, and anything else
-//! shaped like an address), licence keys (JWT-shaped strings), InfluxDB 3 tokens and the values
+//! Scrubbing secrets out of text a server prints before it reaches a file or a person: e-mail
+//! addresses (the one the user gave, in any case, plain or URL-encoded, and anything else
+//! shaped like an address), licence keys (JWT-shaped strings), API tokens and the values
 //! of `token=` / `Authorization:`-style fields. Used line by line on server output (the
 //! supervisor's output filter) and on log samples shown in summaries.
 

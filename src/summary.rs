@@ -55,7 +55,7 @@ pub struct RunSummary {
     pub target: RunTarget,
     pub server: Option<ServerSummary>,
     pub durability: Option<Durability>,
-    /// InfluxDB 3: licence, WAL/snapshot settings, storage engine, telemetry.
+    /// What the product says its server runs with (settings, engine, telemetry).
     pub server_settings: Value,
     pub environment: EnvironmentSummary,
     pub dataset: Option<DatasetSummary>,

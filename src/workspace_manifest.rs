@@ -42,7 +42,7 @@ pub struct WorkspaceManifest {
     pub created_at: String,
     pub updated_at: String,
     pub tool_version: String,
-    /// Product-specific fields (InfluxDB 3: node id, cluster id, licence).
+    /// Product-specific fields (e.g. a node id, a cluster id, what an operation recorded).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -81,7 +81,7 @@ pub fn check_query_flags(req: &Request) -> Result<()> {
     Ok(())
 }
 
-/// A managed server that cannot serve (an Enterprise workspace without an active licence) is
+/// A managed server that cannot serve (the product's `check_can_serve` says why) is
 /// refused before the run exists (#16).
 pub fn check_can_serve(target: &Target, req: &Request) -> Result<()> {
     if let Some(shape) = &req.shape {

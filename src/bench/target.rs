@@ -109,8 +109,8 @@ impl Target {
             let guard = workspace::lock_workspace(ctx, product.as_ref(), &ws.dir, id, &req.lock)?;
             // Re-read under the lock: another command may have changed it meanwhile.
             let ws = workspace::load(root, product.as_ref(), id)?;
-            // Every phase starts the server: a workspace the product refuses to serve (InfluxDB 3
-            // Enterprise without a valid licence) is refused before a run exists.
+            // Every phase starts the server: a workspace the product refuses to serve is refused
+            // before a run exists.
             product.check_can_serve(&ws.manifest)?;
             if let Some(w) = product.serve_warning(&ws.manifest) {
                 ctx.reporter.warn(&w);

@@ -1,7 +1,8 @@
 //! `tsbsctl influxdb3 install|prepare|activate|list|inspect|verify|remove|serve`: installations
 //! and workspaces of InfluxDB 3 Core and Enterprise, over the generic [`crate::cli::dbcmd`]
-//! commands, plus Enterprise licence activation ([`crate::activation`]). Commands on an existing
-//! workspace take its edition from its manifest; only `install` and `prepare` name one.
+//! commands, plus Enterprise licence activation ([`crate::product::influxdb3::activation`], on
+//! the workspace opened as a [`workspace::OpContext`]). Commands on an existing workspace take
+//! its edition from its manifest; only `install` and `prepare` name one.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,7 +10,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::activation::{self, ActivateRequest, LicenseSource, LicenseType};
 use crate::cli::bench as bench_cli;
 use crate::cli::common::LockArgs;
 use crate::cli::dbcmd::{self, IdArgs, RemoveArgs, ServeArgs};
@@ -17,8 +17,8 @@ use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::ids::validate_id;
 use crate::output::Outcome;
+use crate::product::influxdb3::activation::{self, ActivateRequest, LicenseSource, LicenseType};
 use crate::product::influxdb3::{object_store, Edition, InfluxDb3};
-use crate::product::Product as _;
 use crate::workspace::{self, PrepareRequest};
 
 #[derive(Debug, clap::Subcommand)]
@@ -432,16 +432,7 @@ fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
         .with_hint("pass the hold token with --hold-token-env VAR instead"));
     }
     let p = existing(ctx, &a.database_id)?;
-    if !p.needs_license() {
-        return Err(Error::invalid(format!(
-            "workspace {} is InfluxDB 3 Core, which needs no licence",
-            a.database_id
-        ))
-        .with_hint(format!(
-            "serve it as it is (`tsbsctl influxdb3 serve --database-id {}`); licences are for Enterprise workspaces",
-            a.database_id
-        )));
-    }
+    activation::check_needs_license(&p, &a.database_id)?;
     if a.license_file.is_some() && (a.license_email_stdin || a.license_email_env.is_some()) {
         return Err(Error::invalid(
             "--license-email-stdin and --license-email-env go with --license-type, not --license-file",
@@ -475,19 +466,22 @@ fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
         }
     };
     let id = a.database_id.clone();
-    let o = activation::activate(
-        ctx,
-        &p,
-        ActivateRequest {
-            id: id.clone(),
-            source,
-            timeout,
-            stop_timeout,
-            kill_orphan: a.kill_orphan,
-        },
-        &(&a.lock).into(),
-    )?;
-    let m = &o.workspace.manifest;
+    // The workspace is opened here and locked by the activation; the lock ends with `w`.
+    let o = {
+        let mut w = workspace::OpContext::open(ctx, &p, &id, &(&a.lock).into())?;
+        activation::activate(
+            &mut w,
+            &p,
+            ActivateRequest {
+                id: id.clone(),
+                source,
+                timeout,
+                stop_timeout,
+                kill_orphan: a.kill_orphan,
+            },
+        )?
+    };
+    let m = &o.manifest;
     let lic = m.extra.get("license").cloned().unwrap_or(Value::Null);
     let d = &o.diagnostics;
     let mut human = if o.reused {
@@ -515,7 +509,7 @@ fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
     Ok(Outcome::new(
         json!({
             "database_id": id,
-            "database_path": o.workspace.dir,
+            "database_path": o.dir,
             "edition": m.edition,
             "version": m.version,
             "license": lic,

@@ -3,9 +3,10 @@
 //! `GET /health`, admin over `/api/v3/configure/database` and SQL over `/api/v3/query_sql`
 //! (reference setup.md §3, benchmark.md §6.2, protocols.md §3 and §4.2).
 //!
-//! Written for the benchmark phases (issue 7); the `tsbsctl influxdb3` command set (licence
-//! activation in particular) extends this file.
+//! Written for the benchmark phases (issue 7); the `tsbsctl influxdb3` command set extends
+//! this file, and Enterprise licence activation lives in [`activation`].
 
+pub mod activation;
 pub mod object_store;
 
 use std::collections::BTreeMap;

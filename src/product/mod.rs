@@ -43,8 +43,10 @@ pub mod influxdb2;
 pub mod influxdb3;
 pub mod op;
 pub mod timescaledb;
+pub mod ws_op;
 
 pub use op::{CompactRequest, Compaction, OpCtx, StepEnd};
+pub use ws_op::{ServerStart, WorkspaceOpCtx};
 
 /// Where one release archive and its checksum file live.
 #[derive(Debug, Clone, PartialEq, Eq)]

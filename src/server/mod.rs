@@ -14,7 +14,7 @@
 //!    group. Dropping a `Server` stops it too.
 //!
 //! Every step is recorded as an [`Event`] with a UTC timestamp; callers copy
-//! [`Server::events`] into their manifests (run directories, activation records).
+//! [`Server::events`] into their manifests (run directories, a product's workspace operation records).
 //!
 //! Spawning, signals and log pumps go through [`crate::proc`].
 //!
@@ -166,7 +166,7 @@ pub struct ServerSpec {
     pub kill_orphan_flag: String,
     pub timing: Timing,
     /// When set, the server's stdout and stderr go through this line filter on their way to
-    /// the log (InfluxDB 3 activation redacts e-mail addresses and licence keys this way).
+    /// the log (a product's operation redacts the secrets it passes to the server this way).
     /// Without it the log file is the process's stdout/stderr directly.
     pub output_filter: Option<OutputFilter>,
     /// Picks the lines of the server log that explain a failed start (PostgreSQL's `FATAL`

@@ -28,6 +28,7 @@ use crate::product::{Product, CONFIG_FILE};
 use crate::server::{Listener, ServerSpec, Timing};
 
 mod copy;
+mod opctx;
 mod prepare;
 pub mod repair;
 mod store;
@@ -38,6 +39,7 @@ pub use manifest::{
     Binding, DataState, LoadRecord, MaintenanceRecord, MaintenanceStatus, Provenance,
     WorkspaceManifest,
 };
+pub use opctx::OpContext;
 pub use prepare::{free_http_port, prepare, requested_ports, PrepareOutcome, PrepareRequest};
 pub use store::{
     inspect, inspect_dir, list, load, lock_workspace, remove, verify, workspace_ids, Inspection,

@@ -12,6 +12,8 @@
 //!   heartbeat shows the wait goes on. Done means `/health` answers 200 *and* the licence is
 //!   stored under `data/<cluster-id>/`; the server is then stopped and the licence recorded as
 //!   `active`. A timeout records `pending` and says how to resume (run `activate` again).
+//! * The workspace (its lock, manifest, directories and server) is reached only through
+//!   [`WorkspaceOpCtx`], which the workspace side implements.
 //! * Licence file: only the absolute path is recorded; the file is never opened, read, hashed
 //!   or copied (the server reads it; `serve` and the benchmarks pass it on).
 
@@ -23,18 +25,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::context::Ctx;
+use super::{license, license_env_names, renewal_hint, trial_expiry, InfluxDb3};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fsutil;
-use crate::lock::LockOptions;
 use crate::logscan::Diagnostics;
 use crate::manifest;
 use crate::output::Reporter;
-use crate::product::influxdb3::{license, license_env_names, InfluxDb3};
+use crate::product::ws_op::{ServerStart, WorkspaceOpCtx};
 use crate::product::Product;
 use crate::redact::Redactor;
 use crate::server::{OutputFilter, Server};
-use crate::workspace::{self, Workspace};
+use crate::workspace_manifest::WorkspaceManifest;
 
 /// The activation log inside a workspace's `logs/`.
 pub const LOG_FILE: &str = "license-activation.log";
@@ -120,7 +121,9 @@ pub struct ActivateRequest {
 /// What `activate` did.
 #[derive(Debug)]
 pub struct ActivateOutcome {
-    pub workspace: Workspace,
+    /// The workspace's directory and its manifest as recorded.
+    pub dir: PathBuf,
+    pub manifest: WorkspaceManifest,
     /// The licence was already active from the same source; no server was started.
     pub reused: bool,
     pub log: PathBuf,
@@ -300,40 +303,40 @@ struct Watch {
     failure: Mutex<Option<String>>,
 }
 
-/// Activates the licence of Enterprise workspace `req.id`.
+/// Refuses (exit 2) to activate workspace `id` of an edition that needs no licence.
+pub fn check_needs_license(product: &InfluxDb3, id: &str) -> Result<()> {
+    if product.needs_license() {
+        return Ok(());
+    }
+    Err(
+        Error::invalid(format!("workspace {id} is InfluxDB 3 Core, which needs no licence"))
+            .with_hint(format!(
+                "serve it as it is (`tsbsctl influxdb3 serve --database-id {id}`); licences are for Enterprise workspaces"
+            )),
+    )
+}
+
+/// Activates the licence of Enterprise workspace `req.id`, opened (not yet locked) as `w`.
 pub fn activate(
-    ctx: &Ctx,
+    w: &mut dyn WorkspaceOpCtx,
     product: &InfluxDb3,
     req: ActivateRequest,
-    lock_opts: &LockOptions,
 ) -> Result<ActivateOutcome> {
-    let ws = workspace::load(&ctx.root, product, &req.id)?;
-    if !product.needs_license() {
-        return Err(Error::invalid(format!(
-            "workspace {} is InfluxDB 3 Core, which needs no licence",
-            req.id
-        ))
-        .with_hint(format!(
-            "serve it as it is (`tsbsctl influxdb3 serve --database-id {}`); licences are for Enterprise workspaces",
-            req.id
-        )));
-    }
-    let _guard = workspace::lock_workspace(ctx, product, &ws.dir, &req.id, lock_opts)?;
-    let mut ws = workspace::load(&ctx.root, product, &req.id)?;
-    let log = ws.logs_dir().join(LOG_FILE);
+    check_needs_license(product, &req.id)?;
+    w.lock()?;
+    let reporter = w.reporter();
+    let version = w.manifest().version.clone();
+    let log = w.logs_dir().join(LOG_FILE);
 
-    let current = ws
-        .manifest
+    let current = w
+        .manifest()
         .extra
         .get("license")
         .cloned()
         .unwrap_or(Value::Null);
     // An expired trial: the server finds the stored (expired) licence before any e-mail, so
     // only a licence file renews it.
-    if let (Some(exp), LicenseSource::Email { .. }) = (
-        crate::product::influxdb3::trial_expiry(&current),
-        &req.source,
-    ) {
+    if let (Some(exp), LicenseSource::Email { .. }) = (trial_expiry(&current), &req.source) {
         if exp <= time::OffsetDateTime::now_utc() {
             return Err(Error::invalid(format!(
                 "the trial licence of workspace {} expired at {}; another e-mail activation does not renew it",
@@ -341,16 +344,17 @@ pub fn activate(
                 exp.format(&time::format_description::well_known::Rfc3339)
                     .unwrap_or_default()
             ))
-            .with_hint(crate::product::influxdb3::renewal_hint(&req.id)));
+            .with_hint(renewal_hint(&req.id)));
         }
     }
     if current["status"] == license::ACTIVE
         && current["source"] == req.source.name()
         && current["path"].as_str().map(Path::new) == req.source.path()
-        && (req.source.path().is_some() || stored_license(&ws).is_some())
+        && (req.source.path().is_some() || stored_license(w).is_some())
     {
         return Ok(ActivateOutcome {
-            workspace: ws,
+            dir: w.dir().to_path_buf(),
+            manifest: w.manifest().clone(),
             reused: true,
             log,
             waited: Duration::ZERO,
@@ -366,37 +370,33 @@ pub fn activate(
     } = &req.source
     {
         redactor = redactor.with_secret(email);
-        let (email_var, type_var) = license_env_names(&ws.manifest.version);
+        let (email_var, type_var) = license_env_names(&version);
         env.push((email_var.to_string(), email.clone()));
         env.push((type_var.to_string(), license_type.as_str().to_string()));
     }
 
     // The server is started as if the licence were active (that is what `serve` refuses
     // otherwise), with the licence source of this attempt.
-    let mut trial = ws.clone();
-    trial.manifest.extra.insert(
-        "license".into(),
-        json!({"status": license::ACTIVE, "source": req.source.name(), "path": req.source.path()}),
-    );
     let mut timing = product.default_timing();
     timing.startup_timeout = req.timeout;
     if let Some(g) = req.stop_timeout {
         timing.grace = g;
     }
-    let mut spec = workspace::server_spec(
-        &ctx.root,
-        product,
-        &trial,
-        log.clone(),
-        timing,
-        req.kill_orphan,
-    )?;
-    spec.env.extend(env);
     let watch = Arc::new(Watch::default());
-    spec.output_filter = Some(activation_filter(redactor.clone(), Arc::clone(&watch)));
+    let spec = w.server_spec(ServerStart {
+        fields: vec![(
+            "license".into(),
+            json!({"status": license::ACTIVE, "source": req.source.name(), "path": req.source.path()}),
+        )],
+        log: log.clone(),
+        timing,
+        kill_orphan: req.kill_orphan,
+        env,
+        output_filter: activation_filter(redactor.clone(), Arc::clone(&watch)),
+    })?;
 
-    std::fs::create_dir_all(ws.logs_dir())
-        .map_err(|e| Error::io("create directory", &ws.logs_dir(), e))?;
+    let logs = w.logs_dir();
+    std::fs::create_dir_all(&logs).map_err(|e| Error::io("create directory", &logs, e))?;
     let offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     append_line(
         &log,
@@ -406,18 +406,18 @@ pub fn activate(
             req.source.name()
         ),
     )?;
-    ctx.reporter.info(&format!(
+    reporter.info(&format!(
         "starting {} {} for workspace {} to activate a {} licence (log: {})",
         product.display_name(),
-        ws.manifest.version,
+        version,
         req.id,
         req.source.name(),
         log.display()
     ));
     let started = Instant::now();
-    let mut server = Server::start(spec, ctx.reporter.as_ref())?;
+    let mut server = Server::start(spec, reporter.as_ref())?;
     let heartbeat = Heartbeat::start(
-        ctx.reporter.clone(),
+        reporter.clone(),
         Arc::clone(&watch),
         req.timeout,
         matches!(req.source, LicenseSource::Email { .. }),
@@ -430,11 +430,11 @@ pub fn activate(
     let served = ready.is_ok();
     let result = ready.and_then(|()| match &req.source {
         LicenseSource::File(_) => Ok(()),
-        LicenseSource::Email { .. } => stored_license(&ws).map(|_| ()).ok_or_else(|| {
+        LicenseSource::Email { .. } => stored_license(w).map(|_| ()).ok_or_else(|| {
             Error::failed(format!(
                 "{} served, but stored no licence under {}",
                 server.label(),
-                cluster_dir(&ws).display()
+                cluster_dir(w).display()
             ))
             .with_hint(format!("see {}; run activate again", log.display()))
         }),
@@ -442,7 +442,7 @@ pub fn activate(
     // Whatever happened, the server is stopped before the manifest is written.
     let outcome = server.stop();
     if result.is_ok() && outcome.forced {
-        ctx.reporter.warn(&format!(
+        reporter.warn(&format!(
             "{} did not stop within the grace period and was killed",
             server.label()
         ));
@@ -494,10 +494,7 @@ pub fn activate(
         m
     };
     lic.insert("last_attempt".into(), attempt_record);
-    ws.manifest
-        .extra
-        .insert("license".into(), Value::Object(lic));
-    ws.save()?;
+    w.record("license", Value::Object(lic))?;
 
     if let Err(e) = result {
         let id = &req.id;
@@ -518,7 +515,7 @@ pub fn activate(
             "timeout" => Error::failed(format!(
                 "{} {} did not serve within {}; workspace {id}'s licence is pending",
                 product.display_name(),
-                ws.manifest.version,
+                version,
                 human_duration(req.timeout)
             ))
             .with_hint(format!("read {}; then {resume}", log.display())),
@@ -536,7 +533,8 @@ pub fn activate(
         });
     }
     Ok(ActivateOutcome {
-        workspace: ws,
+        dir: w.dir().to_path_buf(),
+        manifest: w.manifest().clone(),
         reused: false,
         log,
         waited,
@@ -545,16 +543,16 @@ pub fn activate(
 }
 
 /// `data/<cluster-id>/` of a workspace.
-fn cluster_dir(ws: &Workspace) -> PathBuf {
-    let cluster = ws.manifest.extra["cluster_id"].as_str().unwrap_or("");
-    ws.data_dir().join(cluster)
+fn cluster_dir(w: &dyn WorkspaceOpCtx) -> PathBuf {
+    let cluster = w.manifest().extra["cluster_id"].as_str().unwrap_or("");
+    w.data_dir().join(cluster)
 }
 
 /// The licence file the server stored in the data directory, if any (by name only; never read).
-pub fn stored_license(ws: &Workspace) -> Option<PathBuf> {
+fn stored_license(w: &dyn WorkspaceOpCtx) -> Option<PathBuf> {
     [license::TRIAL_OR_HOME_FILE, license::COMMERCIAL_FILE]
         .iter()
-        .map(|n| cluster_dir(ws).join(n))
+        .map(|n| cluster_dir(w).join(n))
         .find(|p| p.is_file())
 }
 
@@ -758,6 +756,106 @@ mod tests {
             failure,
             "License management error: expired for <redacted-email>"
         );
+    }
+
+    /// A workspace context without a workspace: what the operation asked of it.
+    struct Fake {
+        m: WorkspaceManifest,
+        dir: PathBuf,
+        locked: bool,
+        records: usize,
+    }
+
+    impl Fake {
+        fn new(license: Value) -> Fake {
+            let m = serde_json::from_value(json!({
+                "database_id": "ent", "product": "influxdb3", "edition": "enterprise",
+                "version": "3.11.1", "version_source": "explicit", "platform": "linux-amd64",
+                "installation_path": "/nonexistent", "binary_sha256": "0", "database": "benchmark",
+                "ports": {"http": 1}, "config_sha256": null, "binding": null,
+                "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+                "tool_version": "0", "cluster_id": "ent-cluster", "license": license,
+            }))
+            .unwrap();
+            Fake {
+                m,
+                dir: PathBuf::from("/nonexistent/ent"),
+                locked: false,
+                records: 0,
+            }
+        }
+    }
+
+    impl WorkspaceOpCtx for Fake {
+        fn reporter(&self) -> crate::output::SharedReporter {
+            Arc::new(crate::output::SilentReporter)
+        }
+        fn lock(&mut self) -> Result<()> {
+            self.locked = true;
+            Ok(())
+        }
+        fn manifest(&self) -> &WorkspaceManifest {
+            &self.m
+        }
+        fn dir(&self) -> &Path {
+            &self.dir
+        }
+        fn logs_dir(&self) -> PathBuf {
+            self.dir.join("logs")
+        }
+        fn data_dir(&self) -> PathBuf {
+            self.dir.join("data")
+        }
+        fn record(&mut self, _key: &str, _value: Value) -> Result<()> {
+            self.records += 1;
+            Ok(())
+        }
+        fn server_spec(&self, _start: ServerStart) -> Result<crate::server::ServerSpec> {
+            // Any start fails the test: neither case may reach the server.
+            Err(Error::failed("no server in this test"))
+        }
+    }
+
+    fn request(source: LicenseSource) -> ActivateRequest {
+        ActivateRequest {
+            id: "ent".into(),
+            source,
+            timeout: Duration::from_secs(1),
+            stop_timeout: None,
+            kill_orphan: false,
+        }
+    }
+
+    #[test]
+    fn core_is_refused_before_the_lock() {
+        let mut w = Fake::new(json!({"status": license::NOT_REQUIRED}));
+        let e = activate(
+            &mut w,
+            &InfluxDb3::new(super::super::Edition::Core),
+            request(LicenseSource::File("/x/lic".into())),
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("needs no licence"), "{}", e.message);
+        assert!(!w.locked);
+        assert_eq!(w.records, 0);
+    }
+
+    #[test]
+    fn the_same_active_licence_file_is_reused_under_the_lock_without_a_server() {
+        let mut w =
+            Fake::new(json!({"status": license::ACTIVE, "source": "file", "path": "/x/lic"}));
+        let o = activate(
+            &mut w,
+            &InfluxDb3::new(super::super::Edition::Enterprise),
+            request(LicenseSource::File("/x/lic".into())),
+        )
+        .unwrap();
+        assert!(o.reused && w.locked);
+        assert_eq!(o.dir, w.dir);
+        assert_eq!(o.log, w.dir.join("logs").join(LOG_FILE));
+        assert_eq!(o.manifest.extra["license"]["path"], "/x/lic");
+        assert_eq!(w.records, 0);
     }
 
     #[test]
