@@ -1,9 +1,44 @@
 //! Where a GreptimeDB query run's data was when its queries started (`data_location` of a
 //! run summary): SST files, memtables (unflushed WAL replayed into memory at start), or both.
 //! Reading memtables and reading SST files are different work, so `runs report` and
-//! `runs compare` state a difference in it next to any latency they put side by side.
+//! `runs compare` state a difference in it next to any latency they put side by side: they
+//! reach it through the product's [`DataLocation`] ([`DATA_LOCATION`]).
 
 use serde_json::Value;
+
+use crate::product::ext::DataLocation;
+
+/// What `runs report` and `runs compare` read of a GreptimeDB run's `data_location`.
+pub static DATA_LOCATION: DataLocation = DataLocation {
+    place: |loc| place_of(loc).map(|p| (p as u8, p.name())),
+    describe: describe_of,
+    report_why: "a latency difference between them mixes the flush state (memtables replayed from the WAL vs SST files) with what differs in the data state (e.g. compaction); for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`",
+    compare_why: "reading memtables replayed from the WAL is other work than reading SST files (for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`)",
+    orphan_files,
+};
+
+/// SST files on disk the table's manifest does not hold (compactions a stop threw away). The
+/// server's own count, taken when the queries started, when the run has it; else files on
+/// disk (`storage`, the footprint) against the manifest's count. The footprint is taken after
+/// the load, so with a flush (and its compaction) before the queries the two moments differ
+/// and no count is derived from them.
+fn orphan_files(loc: &Value, storage: &Value) -> Option<u64> {
+    let counted = loc["orphan_files"].as_u64();
+    let flushed = loc["flushed_before_queries"] == true;
+    match (
+        counted,
+        storage["data_files"].as_u64(),
+        loc["sst_num"].as_u64(),
+    ) {
+        (Some(n), _, _) if n > 0 => Some(n),
+        (None, Some(on_disk), Some(live))
+            if !flushed && storage["layout"] == "greptimedb" && on_disk > live =>
+        {
+            Some(on_disk - live)
+        }
+        _ => None,
+    }
+}
 
 /// Where the data was read from, as far as the region statistics tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -83,11 +118,6 @@ pub fn describe_of(loc: &Value) -> String {
     }
 }
 
-/// A data state label that says the data may be anything (interrupted or failed maintenance).
-pub fn state_unknown(label: &Value) -> bool {
-    label.as_str().is_some_and(|l| l.contains("unknown"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,9 +139,36 @@ mod tests {
             None
         );
         assert!(describe(&loc(1, 0)).starts_with("1 SST file,"));
-        assert!(state_unknown(&json!(
-            "maintenance interrupted: state unknown"
-        )));
-        assert!(!state_unknown(&json!("as loaded")));
+        // The hook says the same: ordered as the places, named as they are.
+        let hook = |v: &Value| (DATA_LOCATION.place)(&v["data_location"]);
+        assert_eq!(hook(&loc(0, 5)), Some((0, "memtables only")));
+        assert_eq!(hook(&loc(3, 5)), Some((1, "SST files and memtables")));
+        assert_eq!(hook(&loc(3, 0)), Some((2, "SST files only")));
+        assert_eq!(hook(&loc(0, 0)), None);
+        assert_eq!(
+            (DATA_LOCATION.describe)(&loc(1, 0)["data_location"]),
+            describe(&loc(1, 0))
+        );
+    }
+
+    #[test]
+    fn orphans_are_the_servers_count_else_disk_against_the_manifest() {
+        let st = json!({"layout": "greptimedb", "data_files": 9});
+        assert_eq!(
+            orphan_files(&json!({"orphan_files": 2, "sst_num": 3}), &st),
+            Some(2)
+        );
+        assert_eq!(
+            orphan_files(&json!({"orphan_files": 0, "sst_num": 3}), &st),
+            None
+        );
+        assert_eq!(orphan_files(&json!({"sst_num": 3}), &st), Some(6));
+        // After a flush the footprint is of another moment: nothing derived.
+        let flushed = json!({"sst_num": 3, "flushed_before_queries": true});
+        assert_eq!(orphan_files(&flushed, &st), None);
+        assert_eq!(orphan_files(&json!({"sst_num": 9}), &st), None);
+        assert_eq!(orphan_files(&Value::Null, &st), None);
+        let other = json!({"layout": "other", "data_files": 9});
+        assert_eq!(orphan_files(&json!({"sst_num": 3}), &other), None);
     }
 }
