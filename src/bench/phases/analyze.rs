@@ -11,7 +11,6 @@ use crate::error::{Error, Result};
 use crate::product::op::StepEnd;
 use crate::product::phase::PhaseCtx;
 use crate::queryset::QuerySet;
-use crate::run::Status;
 use crate::tsbs::TsbsCommand;
 
 use super::super::{exec, integrity, Bench};
@@ -88,12 +87,7 @@ impl PhaseCtx for Ctx<'_, '_> {
         reason: Option<String>,
         data: Option<Value>,
     ) -> Result<()> {
-        let status = match how {
-            StepEnd::Completed => Status::Completed,
-            StepEnd::Failed => Status::Failed,
-            StepEnd::Interrupted => Status::Interrupted,
-        };
-        self.b.run.end(step, attempt, status, reason, data)
+        self.b.run.end(step, attempt, how.into(), reason, data)
     }
     fn run_tool(
         &mut self,
