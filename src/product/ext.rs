@@ -82,10 +82,16 @@ pub struct BenchExt {
     pub analyze: Option<&'static super::phase::QueryPhase>,
 }
 
+/// The data of a run's last step named so (`None`: no such step).
+pub type StepData<'a> = dyn Fn(&str) -> Option<Value> + 'a;
+
 /// Where a product's query run found its data when the queries started (a run summary's
 /// `data_location`, recorded by the product's before-queries step), as `runs report` and
 /// `runs compare` tell runs apart by it.
 pub struct DataLocation {
+    /// The summary's `data_location` from the run's steps (`step(name)`: the data of the last
+    /// step of that name); `None`: the run has none.
+    pub record: fn(step: &StepData) -> Option<Value>,
     /// The place a `data_location` record names: its rank (places differ when ranks do; the
     /// order in which they are listed) and its name. `None`: the record cannot tell (never
     /// guessed).

@@ -6,16 +6,27 @@
 
 use serde_json::Value;
 
-use crate::product::ext::DataLocation;
+use crate::product::ext::{DataLocation, StepData};
 
 /// What `runs report` and `runs compare` read of a GreptimeDB run's `data_location`.
 pub static DATA_LOCATION: DataLocation = DataLocation {
+    record,
     place: |loc| place_of(loc).map(|p| (p as u8, p.name())),
     describe: describe_of,
     report_why: "a latency difference between them mixes the flush state (memtables replayed from the WAL vs SST files) with what differs in the data state (e.g. compaction); for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`",
     compare_why: "reading memtables replayed from the WAL is other work than reading SST files (for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`)",
     orphan_files,
 };
+
+/// The `data-location` step's data (where the data was when the queries started), with the
+/// wait for the compaction a flush started (`automatic-compaction`), when there was a flush.
+fn record(step: &StepData) -> Option<Value> {
+    let mut d = step("data-location")?;
+    if let (Some(a), Value::Object(o)) = (step("automatic-compaction"), &mut d) {
+        o.insert("compaction_after_flush".into(), a);
+    }
+    Some(d)
+}
 
 /// SST files on disk the table's manifest does not hold (compactions a stop threw away). The
 /// server's own count, taken when the queries started, when the run has it; else files on
@@ -149,6 +160,23 @@ mod tests {
             (DATA_LOCATION.describe)(&loc(1, 0)["data_location"]),
             describe(&loc(1, 0))
         );
+    }
+
+    #[test]
+    fn the_record_is_the_data_location_step_with_the_compaction_after_a_flush() {
+        let steps = |with_compaction: bool| {
+            move |name: &str| match name {
+                "data-location" => Some(json!({"sst_num": 1})),
+                "automatic-compaction" if with_compaction => Some(json!({"waited": true})),
+                _ => None,
+            }
+        };
+        assert_eq!(record(&steps(false)), Some(json!({"sst_num": 1})));
+        assert_eq!(
+            record(&steps(true)),
+            Some(json!({"sst_num": 1, "compaction_after_flush": {"waited": true}}))
+        );
+        assert_eq!(record(&|_: &str| None), None);
     }
 
     #[test]
