@@ -486,10 +486,10 @@ fn edition_caveats(base: &RunSummary, cand: &RunSummary) -> Vec<String> {
 }
 
 fn data_caveats(base: &RunSummary, cand: &RunSummary) -> (Vec<String>, bool) {
-    use crate::datalocation as dl;
+    use crate::workspace_manifest::DataState;
     let label = |s: &RunSummary| json!(s.data_state.as_ref().map(|d| &d.label));
     let (sb, sc) = (&label(base), &label(cand));
-    let mut unknown = dl::state_unknown(sb) || dl::state_unknown(sc);
+    let mut unknown = DataState::label_unknown(sb) || DataState::label_unknown(sc);
     let mut out = Vec::new();
     if sb != sc {
         out.push(format!(
@@ -524,17 +524,23 @@ fn data_caveats(base: &RunSummary, cand: &RunSummary) -> (Vec<String>, bool) {
         ));
         unknown = true;
     }
+    // Where each product says its data was; told apart only within one product.
     let loc = |s: &RunSummary| s.data_location.clone().unwrap_or(Value::Null);
+    let dl =
+        crate::product::ext::data_location(&base.product).filter(|_| base.product == cand.product);
     let (base, cand) = (&loc(base), &loc(cand));
-    if let (Some(pb), Some(pc)) = (dl::place_of(base), dl::place_of(cand)) {
-        if pb != pc {
-            out.push(format!(
-                "the data was in different places when the queries started: baseline {} ({}), candidate {} ({}); reading memtables replayed from the WAL is other work than reading SST files (for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`)",
-                pb.name(),
-                dl::describe_of(base),
-                pc.name(),
-                dl::describe_of(cand)
-            ));
+    if let Some(dl) = dl {
+        if let (Some(pb), Some(pc)) = ((dl.place)(base), (dl.place)(cand)) {
+            if pb != pc {
+                out.push(format!(
+                    "the data was in different places when the queries started: baseline {} ({}), candidate {} ({}); {}",
+                    pb.1,
+                    (dl.describe)(base),
+                    pc.1,
+                    (dl.describe)(cand),
+                    dl.compare_why
+                ));
+            }
         }
     }
     (out, unknown)

@@ -12,7 +12,6 @@ pub mod canonical;
 pub mod cli;
 pub mod compare;
 pub mod context;
-pub mod datalocation;
 pub mod dataset;
 pub mod diskspace;
 pub mod download;

@@ -26,6 +26,7 @@ use crate::run::present;
 use crate::run::{Host, RunKind, Status, TargetMode, ToolInfo, Workload};
 use crate::runlist::{self, RecordedRun};
 use crate::summary::{DatasetSummary, Durability, EnvironmentSummary, Present, QuerySetSummary};
+use crate::workspace_manifest::DataState;
 
 /// Bumped when the shape of a report's `summary.json` changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -666,7 +667,7 @@ fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
 /// files): a caveat that says what differs, not a refusal (a before/after compaction view of
 /// one workspace is what a report is for).
 fn data_notes(cols: &[ReportColumn], n: &mut Notes) {
-    use crate::datalocation as dl;
+    use crate::product::ext::data_location;
     // An external server's run records no data state: nothing to compare it by.
     let queried = |c: &ReportColumn| c.query_set.is_some() && c.data_state.is_some();
     let product = |c: &ReportColumn| format!("{} {}", c.product, opt(c.edition.as_ref()));
@@ -679,9 +680,14 @@ fn data_notes(cols: &[ReportColumn], n: &mut Notes) {
             .filter(|c| queried(c) && product(c) == p)
             .collect();
         let name = runs[0].product_label.clone();
-        let places: BTreeSet<dl::Place> =
-            runs.iter().filter_map(|c| dl::place_of(&loc(c))).collect();
-        let unknown = if runs.iter().any(|c| dl::state_unknown(&json!(c.data_state))) {
+        // Where the product says its data was (a product that records no place has none).
+        let dl = data_location(&runs[0].product);
+        let place = |c: &ReportColumn| dl.and_then(|dl| (dl.place)(&loc(c)));
+        let places: BTreeSet<(u8, &str)> = runs.iter().filter_map(|c| place(c)).collect();
+        let unknown = if runs
+            .iter()
+            .any(|c| DataState::label_unknown(&json!(c.data_state)))
+        {
             " (a state unknown after interrupted or failed maintenance may be anything)"
         } else {
             ""
@@ -689,7 +695,7 @@ fn data_notes(cols: &[ReportColumn], n: &mut Notes) {
         if places.len() > 1 {
             let each: Vec<String> = runs
                 .iter()
-                .filter(|c| dl::place_of(&loc(c)).is_some())
+                .filter(|c| place(c).is_some())
                 .map(|c| {
                     let state = state(c);
                     // A label that already names the state ("... (after manual compaction)").
@@ -701,8 +707,8 @@ fn data_notes(cols: &[ReportColumn], n: &mut Notes) {
                     format!(
                         "{} ({state}{}, {})",
                         c.label,
-                        dl::place_of(&loc(c)).map_or("", |x| x.name()),
-                        dl::describe_of(&loc(c))
+                        place(c).map_or("", |x| x.1),
+                        dl.map_or(String::new(), |dl| (dl.describe)(&loc(c)))
                     )
                 })
                 .collect();
@@ -710,8 +716,9 @@ fn data_notes(cols: &[ReportColumn], n: &mut Notes) {
                 "data location",
                 &["queries"],
                 format!(
-                    "the {name} runs read their data from different places when the queries started: {}; a latency difference between them mixes the flush state (memtables replayed from the WAL vs SST files) with what differs in the data state (e.g. compaction); for a like-for-like baseline, run the queries with `bench ... query|all --flush-before-queries`{unknown}",
-                    each.join(" vs ")
+                    "the {name} runs read their data from different places when the queries started: {}; {}{unknown}",
+                    each.join(" vs "),
+                    dl.map_or("", |dl| dl.report_why)
                 ),
             );
         } else if let Some(d) = differ(cols, |c| queried(c) && product(c) == p, |c| Some(state(c)))
@@ -996,28 +1003,15 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
                 v["sst_after_compaction_bytes"] = c["after"]["sst_size"].clone();
             }
             v["data_location"] = json!(l.summary.data_location);
-            // SST files on disk the table's manifest does not hold (compactions a stop threw
-            // away): counted in the data files, said beside them as summary.md does.
-            // The server's own count, taken when the queries started, when the run has it;
-            // else files on disk against the manifest's count. The footprint is taken after
-            // the load, so with a flush (and its compaction) before the queries the two
-            // moments differ and no count is derived from them.
-            let loc = l.summary.data_location.as_ref();
-            let counted = loc.and_then(|d| d["orphan_files"].as_u64());
-            let flushed = loc.is_some_and(|d| d["flushed_before_queries"] == true);
-            let sst = loc.and_then(|d| d["sst_num"].as_u64());
-            match (counted, st["data_files"].as_u64(), sst) {
-                (Some(n), on_disk, _) if n > 0 => {
-                    v["orphan_files"] = json!(n);
-                    v["data_files"] = json!(on_disk);
-                }
-                (None, Some(on_disk), Some(live))
-                    if !flushed && st["layout"] == "greptimedb" && on_disk > live =>
-                {
-                    v["orphan_files"] = json!(on_disk - live);
-                    v["data_files"] = json!(on_disk);
-                }
-                _ => {}
+            // Data files on disk the product's own record does not hold (GreptimeDB: SSTs a
+            // stop threw away), as the product counts them from where its data was and the
+            // footprint: counted in the data files, said beside them as summary.md does.
+            let loc = l.summary.data_location.clone().unwrap_or(Value::Null);
+            if let Some(n) = crate::product::ext::data_location(&l.summary.product)
+                .and_then(|dl| (dl.orphan_files)(&loc, st))
+            {
+                v["orphan_files"] = json!(n);
+                v["data_files"] = json!(st["data_files"].as_u64());
             }
             // What the data left behind costs at the next start (InfluxDB 3 Core: its WAL
             // replay), beside what it takes on disk.

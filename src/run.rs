@@ -73,6 +73,18 @@ impl RunKind {
     }
 }
 
+/// How a product's step ended, as the run records it.
+impl From<crate::product::op::StepEnd> for Status {
+    fn from(how: crate::product::op::StepEnd) -> Status {
+        use crate::product::op::StepEnd;
+        match how {
+            StepEnd::Completed => Status::Completed,
+            StepEnd::Failed => Status::Failed,
+            StepEnd::Interrupted => Status::Interrupted,
+        }
+    }
+}
+
 impl Status {
     pub fn as_str(self) -> &'static str {
         match self {

@@ -648,15 +648,12 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         }
         v
     });
-    // GreptimeDB: where the data was when the queries started (SSTs or memtables).
-    // With the wait for the compaction a flush started, when there was a flush.
-    let data_location = last("data-location").map(|s| {
-        let mut d = s.data.clone();
-        if let (Some(a), Value::Object(o)) = (last("automatic-compaction"), &mut d) {
-            o.insert("compaction_after_flush".into(), a.data.clone());
-        }
-        d
-    });
+    // Where the data was when the queries started, as the product records it from its steps.
+    let data_location = product
+        .as_ref()
+        .and_then(|p| p.bench_ext())
+        .and_then(|x| x.data_location)
+        .and_then(|dl| (dl.record)(&|name| last(name).map(|s| s.data.clone())));
 
     // Queries: per type, completed attempts aggregated; failed attempts are failures.
     let mut attempts: Vec<QueryAttempt> = Vec::new();

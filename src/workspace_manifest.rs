@@ -158,6 +158,12 @@ impl DataState {
         }
         label.into()
     }
+
+    /// Whether a data state label says the data may be anything (interrupted or failed
+    /// maintenance, see [`DataState::label`]).
+    pub fn label_unknown(label: &Value) -> bool {
+        label.as_str().is_some_and(|l| l.contains("unknown"))
+    }
 }
 
 /// Where a copied workspace came from.
@@ -286,8 +292,11 @@ mod tests {
             m.data_state.label(),
             "maintenance interrupted: state unknown"
         );
+        assert!(DataState::label_unknown(&m.data_state.label().into()));
         m.update_last_maintenance(rec("compaction", MaintenanceStatus::Failed));
         assert_eq!(m.data_state.label(), "maintenance failed: state unknown");
+        assert!(DataState::label_unknown(&m.data_state.label().into()));
+        assert!(!DataState::label_unknown(&"as loaded".into()));
         m.update_last_maintenance(rec("compaction", MaintenanceStatus::Completed));
         assert_eq!(m.data_state.label(), "after manual compaction");
     }

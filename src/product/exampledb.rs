@@ -275,6 +275,8 @@ static BENCH_EXT: BenchExt = BenchExt {
         about: "Rewrite the managed workspace's segments without deleted rows (a maintenance run).",
         run: vacuum,
     }],
+    data_location: None,
+    analyze: None,
 };
 
 /// The loading phases take `--example-replicas` (default 1); the others refuse it.

@@ -75,6 +75,46 @@ pub struct BenchExt {
     /// The lines `summary.md` shows of the resolved values (empty: none).
     pub summary_lines: fn(values: &Values) -> Vec<String>,
     pub operations: &'static [Operation],
+    /// How `runs report` and `runs compare` read the `data_location` its query runs record
+    /// (`None`: it records none).
+    pub data_location: Option<&'static DataLocation>,
+    /// Its `analyze` phase (`None`: it has none).
+    pub analyze: Option<&'static super::phase::QueryPhase>,
+}
+
+/// The data of a run's last step named so (`None`: no such step).
+pub type StepData<'a> = dyn Fn(&str) -> Option<Value> + 'a;
+
+/// Where a product's query run found its data when the queries started (a run summary's
+/// `data_location`, recorded by the product's before-queries step), as `runs report` and
+/// `runs compare` tell runs apart by it.
+pub struct DataLocation {
+    /// The summary's `data_location` from the run's steps (`step(name)`: the data of the last
+    /// step of that name); `None`: the run has none.
+    pub record: fn(step: &StepData) -> Option<Value>,
+    /// The place a `data_location` record names: its rank (places differ when ranks do; the
+    /// order in which they are listed) and its name. `None`: the record cannot tell (never
+    /// guessed).
+    pub place: fn(loc: &Value) -> Option<(u8, &'static str)>,
+    /// The record in words (files, bytes, rows).
+    pub describe: fn(loc: &Value) -> String,
+    /// Why runs whose places differ are not like for like: `runs report`'s caveat, after the
+    /// runs and their places.
+    pub report_why: &'static str,
+    /// The same for `runs compare`, after the two places.
+    pub compare_why: &'static str,
+    /// Data files on disk the product's own bookkeeping does not hold (files left behind), by
+    /// the `data_location` record and the run's footprint (`storage` of its summary); `None`:
+    /// none, or it cannot tell.
+    pub orphan_files: fn(loc: &Value, storage: &Value) -> Option<u64>,
+}
+
+/// The [`DataLocation`] of the product named `product`, if it has one.
+pub fn data_location(product: &str) -> Option<&'static DataLocation> {
+    (super::entry(product).ok()?.make)(None)
+        .ok()?
+        .bench_ext()?
+        .data_location
 }
 
 impl BenchExt {

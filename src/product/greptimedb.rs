@@ -1,9 +1,12 @@
 //! GreptimeDB (standalone): GitHub releases, `greptime standalone start -c config.toml`,
 //! readiness by `POST /v1/sql` `SHOW DATABASES`, admin SQL over `/v1/sql`.
 
+mod analyze;
 mod before_queries;
 pub mod cluster;
 mod compact;
+pub mod datalocation;
+pub mod explain;
 pub mod partition;
 mod partitioned;
 pub mod ssts;
@@ -610,7 +613,22 @@ impl Product for GreptimeDb {
     fn before_queries(&self) -> Option<&'static super::op::BeforeQueries> {
         Some(&before_queries::BEFORE_QUERIES)
     }
+    /// No flags or operations of its own through it (yet): where its data was
+    /// (`data_location`) and its analyze phase.
+    fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
+        Some(&BENCH_EXT)
+    }
 }
+
+static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
+    flags: &[],
+    resolve: |_, given| Ok(given.clone()),
+    load_args: |_| Vec::new(),
+    summary_lines: |_| Vec::new(),
+    operations: &[],
+    data_location: Some(&datalocation::DATA_LOCATION),
+    analyze: Some(&analyze::ANALYZE),
+};
 
 impl super::Maintenance for GreptimeDb {
     /// A real v1.0.2 stopped during a compaction finishes its window passes, then fails the

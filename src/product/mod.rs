@@ -42,6 +42,7 @@ pub mod greptimedb;
 pub mod influxdb2;
 pub mod influxdb3;
 pub mod op;
+pub mod phase;
 pub mod timescaledb;
 pub mod ws_op;
 

@@ -9,7 +9,6 @@
 
 pub mod command;
 pub mod credentials;
-pub mod explain;
 pub mod failure;
 pub mod load;
 pub mod query;
@@ -23,7 +22,6 @@ pub use command::{
     explain_command, load_command, query_command, DatabaseMode, ExplainSpec, LoadInput, LoadSpec,
     LoadTarget, QuerySpec, QueryTarget, Secret, ToolArg, TsbsCommand,
 };
-pub use explain::{explain_result, ExplainEntry, ExplainResult};
 pub use failure::{detect, FailureKind, ToolFailure};
 pub use load::{load_result, LoadResult};
 pub use query::{
@@ -55,19 +53,6 @@ pub fn query_outcome(
         return Err(f);
     }
     query_result(results_file, log_text).map_err(|e| ToolFailure::unreadable(tool, &e))
-}
-
-/// One analysis step (one type, one attempt), as [`load_outcome`].
-pub fn explain_outcome(
-    tool: &str,
-    status: ExitStatus,
-    log_text: &str,
-    spec: &ExplainSpec,
-) -> std::result::Result<ExplainResult, ToolFailure> {
-    if let Some(f) = detect(tool, status, log_text) {
-        return Err(f);
-    }
-    explain_result(spec, log_text).map_err(|e| ToolFailure::unreadable(tool, &e))
 }
 
 /// The `ResultFormatVersion` the parsers read structurally.

@@ -17,7 +17,7 @@ use tsbsctl::tsbs::{
 };
 
 use crate::util::testbed_bin;
-use tsbsctl::product::greptimedb::GreptimeDb;
+use tsbsctl::product::greptimedb::{explain, GreptimeDb};
 use tsbsctl::product::influxdb3::{Edition, InfluxDb3};
 use tsbsctl::product::{Product, ToolOptions};
 
@@ -503,7 +503,7 @@ fn explain_command_produces_the_expected_files() {
     };
     let cmd = tsbs::explain_command(&spec).unwrap();
     let (status, log) = w.run_raw(&cmd, &w.path("runner.log"), None);
-    let checked = tsbs::explain_outcome(&cmd.tool(), status, &log, &spec).unwrap();
+    let checked = explain::outcome(&cmd.tool(), status, &log, &spec).unwrap();
     assert_eq!((checked.hot.len(), checked.metrics.all.count), (2, 3));
     assert_eq!(srv.requests().len(), 3);
     for (i, p) in std::iter::once(spec.cold_result())

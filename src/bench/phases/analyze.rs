@@ -1,93 +1,106 @@
-//! The analyze phase (GreptimeDB): EXPLAIN ANALYZE VERBOSE per query type, each type on a
-//! fresh (cold) server, then its hot runs.
+//! The analyze phase: the product's own phase over the query set
+//! ([`crate::product::ext::BenchExt::analyze`]), run in a [`PhaseCtx`] this module implements.
 
-use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+
+use serde_json::Value;
 
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
+use crate::product::op::StepEnd;
+use crate::product::phase::PhaseCtx;
 use crate::queryset::QuerySet;
-use crate::run::Status;
-use crate::tsbs;
+use crate::tsbs::TsbsCommand;
 
 use super::super::{exec, integrity, Bench};
 
 impl Bench<'_> {
     pub(in crate::bench) fn analyze(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
         let hot = self.req.hot_runs.unwrap_or(2);
-        let binary =
-            integrity::verified_binary(env, tsbs::command::RUN_QUERIES_GREPTIME, &mut self.run)?;
-        // The rows first, on a server of its own: every type below still starts cold.
-        self.start_server()?;
-        self.check_loaded_rows()?;
-        for (qt, file) in &set.files {
-            crate::interrupt::check()?;
-            let step = format!("analyze:{qt}");
-            let attempt = self.run.next_attempt(&step)?;
-            let dir_rel = format!("results/analyze/{qt}/run-{attempt:03}");
-            let results_dir = self.run.dir.join(&dir_rel);
-            let log_rel = format!("logs/analyze/{qt}/run-{attempt:03}/runner.log");
-            let log = self.run.dir.join(&log_rel);
-            // Cold: a fresh server per type.
-            self.stop_server()?;
-            self.start_server()?;
-            let spec = tsbs::ExplainSpec {
-                binary: binary.clone(),
-                file: file.path.clone(),
-                database: self.target.database().to_string(),
-                url: self.endpoint(),
-                hot_runs: hot,
-                results_dir: results_dir.clone(),
-            };
-            let cmd = tsbs::explain_command(&spec)?;
-            if let Some(parent) = results_dir.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
-            }
-            // Attempt directories are immutable: a new one per attempt, never overwritten.
-            std::fs::create_dir(&results_dir).map_err(|e| Error::io("create", &results_dir, e))?;
-            self.run.begin(
-                &step,
-                attempt,
-                Some(&log_rel),
-                Some(&dir_rel),
-                Some(json!({
-                    "query_type": qt,
-                    "hot_runs": hot,
-                    "file": file.path,
-                    "file_sha256": file.sha256,
-                    "cold_result": format!("{dir_rel}/cold.json"),
-                    "hot_results": (1..=hot).map(|i| format!("{dir_rel}/hot-{i:03}.json")).collect::<Vec<_>>(),
-                    "metrics": format!("{dir_rel}/metrics.json"),
-                    "server_log": format!("logs/server-{:03}.log", self.server_attempt),
-                    "command": cmd.redacted(),
-                })),
-            )?;
-            let cwd = self.cwd.clone();
-            let (end, _) = exec::run_tool(&cmd, &cwd, &log, exec::Input::None, &mut || {
-                self.server_gone()
+        let phase = self
+            .target
+            .product
+            .bench_ext()
+            .and_then(|x| x.analyze)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "{} has no analyze phase",
+                    self.target.entry.display
+                ))
             })?;
-            let status = self.tool_exit(&step, attempt, end, &format!("analysis of {qt}"), &log)?;
-            let text = crate::fsutil::read_log(&log);
-            match tsbs::explain_outcome(&cmd.tool(), status, &text, &spec) {
-                Ok(r) => self.run.end(
-                    &step,
-                    attempt,
-                    Status::Completed,
-                    None,
-                    Some(json!({
-                        "metrics_mean_ms": r.metrics.all.mean_ms,
-                        // The hot runs are the file's next queries; say whether they repeat it.
-                        "hot_same_sql_as_cold": r.hot.iter().all(|h| h.sql == r.cold.sql),
-                    })),
-                )?,
-                Err(f) => self.run.end(
-                    &step,
-                    attempt,
-                    Status::Failed,
-                    Some(f.reason.clone()),
-                    Some(json!({"failure": f})),
-                )?,
-            }
-        }
-        Ok(())
+        (phase.run)(&mut Ctx { b: self, env }, set, hot)
+    }
+}
+
+/// The bench run as a product phase sees it.
+struct Ctx<'a, 'b> {
+    b: &'a mut Bench<'b>,
+    env: &'a TsbsEnv,
+}
+
+impl PhaseCtx for Ctx<'_, '_> {
+    fn run_dir(&self) -> PathBuf {
+        self.b.run.dir.clone()
+    }
+    fn database(&self) -> String {
+        self.b.target.database().to_string()
+    }
+    fn endpoint(&self) -> String {
+        self.b.endpoint()
+    }
+    fn verified_tool(&mut self, name: &str) -> Result<PathBuf> {
+        integrity::verified_binary(self.env, name, &mut self.b.run)
+    }
+    fn start_server(&mut self) -> Result<()> {
+        self.b.start_server()
+    }
+    fn stop_server(&mut self) -> Result<()> {
+        self.b.stop_server()
+    }
+    fn server_log_rel(&self) -> String {
+        format!("logs/server-{:03}.log", self.b.server_attempt)
+    }
+    fn check_loaded_rows(&mut self) -> Result<()> {
+        self.b.check_loaded_rows()
+    }
+    fn next_attempt(&mut self, step: &str) -> Result<u32> {
+        self.b.run.next_attempt(step)
+    }
+    fn begin(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        log: &str,
+        results: &str,
+        data: Value,
+    ) -> Result<()> {
+        self.b
+            .run
+            .begin(step, attempt, Some(log), Some(results), Some(data))
+    }
+    fn end(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        how: StepEnd,
+        reason: Option<String>,
+        data: Option<Value>,
+    ) -> Result<()> {
+        self.b.run.end(step, attempt, how.into(), reason, data)
+    }
+    fn run_tool(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        cmd: &TsbsCommand,
+        log: &Path,
+        during: &str,
+    ) -> Result<ExitStatus> {
+        let cwd = self.b.cwd.clone();
+        let (end, _) = exec::run_tool(cmd, &cwd, log, exec::Input::None, &mut || {
+            self.b.server_gone()
+        })?;
+        self.b.tool_exit(step, attempt, end, during, log)
     }
 }

@@ -6,13 +6,15 @@
 //! also reads the latencies of `metrics.json`.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 
 use serde::{Deserialize, Serialize};
 
-use super::command::{ExplainSpec, EXPLAIN_PREFIX};
-use super::parse_failure;
-use super::query::{query_result, QueryRunResult};
 use crate::error::Result;
+use crate::tsbs::command::{ExplainSpec, EXPLAIN_PREFIX};
+use crate::tsbs::parse_failure;
+use crate::tsbs::query::{query_result, QueryRunResult};
+use crate::tsbs::{detect, ToolFailure};
 
 /// One checked explain file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,6 +34,20 @@ pub struct ExplainResult {
     pub hot: Vec<ExplainEntry>,
     /// The latencies of the 1 + N explain queries (`metrics.json`).
     pub metrics: QueryRunResult,
+}
+
+/// One analysis step (one type, one attempt), as [`crate::tsbs::load_outcome`]: the runner's
+/// failure, else the checked files.
+pub fn outcome(
+    tool: &str,
+    status: ExitStatus,
+    log_text: &str,
+    spec: &ExplainSpec,
+) -> std::result::Result<ExplainResult, ToolFailure> {
+    if let Some(f) = detect(tool, status, log_text) {
+        return Err(f);
+    }
+    explain_result(spec, log_text).map_err(|e| ToolFailure::unreadable(tool, &e))
 }
 
 /// Checks an analysis attempt after its runner exited 0: every expected file exists, each

@@ -1,0 +1,69 @@
+//! The narrow context a product's own bench phase runs in (design-2 §5 point 3), as
+//! [`super::op::OpCtx`] is for an operation: a phase inside a bench run, on its query set, that
+//! runs a TSBS tool once per step (GreptimeDB's analyze). The benchmark side implements it, so
+//! the phase lives with its product without naming `bench` or `run` internals, and without an
+//! import circle.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+
+use serde_json::Value;
+
+use super::op::StepEnd;
+use crate::error::Result;
+use crate::tsbs::TsbsCommand;
+
+/// What a product's bench phase may ask of its run.
+pub trait PhaseCtx {
+    /// The run's directory (steps name their files relative to it).
+    fn run_dir(&self) -> PathBuf;
+    /// The SQL database the benchmarks use.
+    fn database(&self) -> String;
+    /// The server's endpoint (the running one's, when started).
+    fn endpoint(&self) -> String;
+    /// The pinned TSBS tool `name`, its checksum checked again and recorded in the run.
+    fn verified_tool(&mut self, name: &str) -> Result<PathBuf>;
+    fn start_server(&mut self) -> Result<()>;
+    fn stop_server(&mut self) -> Result<()>;
+    /// The running server's log, relative to the run directory.
+    fn server_log_rel(&self) -> String;
+    /// Refuses (exit 4) a server whose row count is not the one its workspace was loaded with.
+    fn check_loaded_rows(&mut self) -> Result<()>;
+    /// The next attempt number of `step`.
+    fn next_attempt(&mut self, step: &str) -> Result<u32>;
+    /// A step of the run that writes its results under `results` (both paths relative to the
+    /// run directory).
+    fn begin(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        log: &str,
+        results: &str,
+        data: Value,
+    ) -> Result<()>;
+    fn end(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        how: StepEnd,
+        reason: Option<String>,
+        data: Option<Value>,
+    ) -> Result<()>;
+    /// Runs `cmd` as step `step`'s tool, its output in `log`, watched for a dead server. An
+    /// end that was not an exit (Ctrl-C, the server dying) ends the step and is the error
+    /// (`during` words what was under way); an exit status is for the caller to judge.
+    fn run_tool(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        cmd: &TsbsCommand,
+        log: &Path,
+        during: &str,
+    ) -> Result<ExitStatus>;
+}
+
+/// A product's own bench phase over the query set (`bench <product> analyze`).
+pub struct QueryPhase {
+    /// Runs it for every query type of `set`, `hot` being `--hot-runs` (default applied).
+    pub run: fn(ctx: &mut dyn PhaseCtx, set: &crate::queryset::QuerySet, hot: u32) -> Result<()>,
+}
