@@ -1,8 +1,10 @@
 //! The compact phase (`bench <product> compact`): its own run directory (kind `compaction`)
 //! under the workspace lock, in which the product's [`Compaction`] runs through
-//! [`OpCtx`], implemented here by [`Bench`]. GreptimeDB's compaction itself lives in
-//! `product/greptimedb/compact.rs`. Also the SQL maintenance steps the query phase takes
-//! before GreptimeDB queries (the optional flush, where the data is).
+//! [`OpCtx`], implemented here by [`Bench`] (also for the product's other operations and
+//! what it does before its queries). The product's SQL, its defaults and what its
+//! maintenance means live with the product (GreptimeDB: `product/greptimedb/compact.rs`
+//! and `before_queries.rs`); here is only the generic driver: a maintenance statement as
+//! a step, waited for, interruptible, its late answer recorded.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -25,12 +27,8 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
         .table
         .clone()
         .unwrap_or_else(|| super::TABLE.to_string());
-    let strategy = req.strategy.clone().unwrap_or_else(|| "swcs".into());
-    // strict_window is swcs spelled the long way: same default window.
-    let window = req
-        .window
-        .or(matches!(strategy.as_str(), "swcs" | "strict_window").then_some(7200));
     let op = compaction_of(&target)?;
+    let (strategy, window) = (op.defaults)(req.strategy.as_deref(), req.window);
     let creq = CompactRequest {
         table: table.clone(),
         strategy: strategy.clone(),
@@ -75,13 +73,19 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
 
 /// The product's compaction, or a refusal (exit 2) naming the product.
 fn compaction_of(target: &Target) -> Result<&'static Compaction> {
-    target.product.compaction().ok_or_else(|| {
-        Error::invalid(format!(
-            "{} has no SQL maintenance (compaction, flush)",
-            target.entry.display
-        ))
-        .with_hint("run the load and query phases only")
-    })
+    target
+        .product
+        .compaction()
+        .ok_or_else(|| no_maintenance(target))
+}
+
+/// The refusal (exit 2) of a product that has no SQL maintenance.
+fn no_maintenance(target: &Target) -> Error {
+    Error::invalid(format!(
+        "{} has no SQL maintenance (compaction, flush)",
+        target.entry.display
+    ))
+    .with_hint("run the load and query phases only")
 }
 
 impl Bench<'_> {
@@ -110,8 +114,9 @@ impl Bench<'_> {
         std::thread::spawn(move || {
             let _ = tx.send(admin.maintenance_sql(&endpoint, Some(&db), &stmt));
         });
+        let server = self.target.entry.display;
         self.ctx.reporter.info(&format!(
-            "{sql}: waiting for GreptimeDB's answer (it answers once the work is done; Ctrl-C stops)"
+            "{sql}: waiting for {server}'s answer (it answers once the work is done; Ctrl-C stops)"
         ));
         let bar = self
             .ctx
@@ -133,7 +138,7 @@ impl Bench<'_> {
                     s.discard_running_work(why);
                 }
                 break Err(Error::interrupted(format!(
-                    "interrupted after {:.1} s while GreptimeDB ran {sql:?}, before it answered",
+                    "interrupted after {:.1} s while {server} ran {sql:?}, before it answered",
                     started.elapsed().as_secs_f64()
                 )));
             }
@@ -217,13 +222,10 @@ impl Bench<'_> {
 
     /// The product's SQL maintenance (the compact phase and the data location need it).
     fn admin(&self) -> Result<Box<dyn Maintenance>> {
-        self.target.product.maintenance().ok_or_else(|| {
-            Error::invalid(format!(
-                "{} has no SQL maintenance (compaction, flush)",
-                self.target.entry.display
-            ))
-            .with_hint("run the load and query phases only")
-        })
+        self.target
+            .product
+            .maintenance()
+            .ok_or_else(|| no_maintenance(&self.target))
     }
 
     /// Runs the product's compaction, its server pin and data state recorded first.
@@ -309,7 +311,7 @@ impl OpCtx for Bench<'_> {
             self.target.product.as_ref(),
             &d,
         )?)?;
-        // GreptimeDB on S3: the SSTs a compaction rewrites are objects in the bucket.
+        // A server on object storage: what an operation rewrites are objects in the bucket.
         if let Some(m) = self.target.managed() {
             if let Some((o, c)) = self
                 .target

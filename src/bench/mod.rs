@@ -30,7 +30,6 @@ pub mod quickstart;
 pub mod quiet;
 pub mod request;
 mod serving;
-pub mod settle;
 pub mod target;
 pub mod timeline;
 mod tokens;

@@ -670,10 +670,21 @@ impl Target {
             .count_rows_detailed(&self.count_request(endpoint, table))
     }
 
-    /// What the server says it has persisted of `table` (see [`crate::product::Persisted`]).
-    pub fn persisted_files(&self, endpoint: &str, table: &str) -> crate::product::Persisted {
+    /// The row count of `table` after a load of `expected` rows (`no_sync`: loaded with
+    /// `--no-sync`), read as the product reads it (see [`crate::product::Product::count_after_load`]).
+    pub fn count_after_load(
+        &self,
+        endpoint: &str,
+        table: &str,
+        expected: u64,
+        no_sync: bool,
+    ) -> std::result::Result<crate::product::LoadCount, crate::product::CountFailed> {
+        let load = crate::product::LoadRun {
+            no_sync,
+            managed: self.is_managed(),
+        };
         self.product
-            .persisted_files(&self.count_request(endpoint, table))
+            .count_after_load(&self.count_request(endpoint, table), expected, load)
     }
 
     fn count_request<'a>(&'a self, endpoint: &'a str, table: &'a str) -> CountRequest<'a> {

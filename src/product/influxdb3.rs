@@ -8,6 +8,7 @@
 
 pub mod activation;
 pub mod object_store;
+mod settle;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -534,21 +535,14 @@ impl Product for InfluxDb3 {
         }
     }
     /// Both durable and `--no-sync` loads: a real Core hides acknowledged durable rows while a
-    /// snapshot persists, and unsynced ones until the next flush.
-    fn count_settling(&self, no_sync: bool) -> Option<crate::product::Settling> {
-        Some(crate::product::Settling {
-            flush: DEFAULT_WAL_FLUSH_INTERVAL,
-            reason: if no_sync {
-                "--no-sync: acknowledged rows become queryable only after the next WAL flush, and a WAL snapshot hides rows from count(*) while its Parquet files persist"
-            } else {
-                "a WAL snapshot hides acknowledged rows from count(*) while its Parquet files persist (InfluxDB 3 Core 3.10.1, queryable_buffer.rs)"
-            },
-            max_counts: 6,
-            persist_wait: std::time::Duration::from_secs(900),
-        })
-    }
-    fn persisted_files(&self, req: &CountRequest) -> crate::product::Persisted {
-        persisted_files(req)
+    /// snapshot persists, and unsynced ones until the next flush ([`settle`]).
+    fn count_after_load(
+        &self,
+        req: &CountRequest,
+        expected: u64,
+        load: crate::product::LoadRun,
+    ) -> std::result::Result<crate::product::LoadCount, crate::product::CountFailed> {
+        settle::count_after_load(req, expected, load)
     }
     fn probe_version(
         &self,
@@ -1018,7 +1012,7 @@ pub fn count_table(req: &CountRequest) -> Result<RowCount> {
 /// The table's landed Parquet files and their rows, from `system.parquet_files` (real
 /// 3.10.1: `table_name`, `path`, `size_bytes`, `row_count`, `min_time`, `max_time`). A system
 /// table: no file limit applies. `None` when the server does not answer it.
-pub fn persisted_files(req: &CountRequest) -> crate::product::Persisted {
+pub fn persisted_files(req: &CountRequest) -> settle::Persisted {
     crate::ids::validate_sql_identifier("--table", req.table).ok()?;
     let client = count_client(std::time::Duration::from_secs(60)).ok()?;
     let q = format!(

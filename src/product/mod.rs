@@ -416,15 +416,24 @@ pub trait Product: Send + Sync {
     fn statistics_exclusion(&self) -> &'static str {
         "Nothing: every query in the file is in these statistics, the first query of each worker included (it also sets up the worker's HTTP connection; this runner has no burn-in)."
     }
-    /// How the row count after a load (`no_sync`: with `--no-sync`) must be read when one
-    /// reading cannot decide (`None`: one count decides; see `bench::settle`).
-    fn count_settling(&self, _no_sync: bool) -> Option<Settling> {
-        None
-    }
-    /// What the server says it has persisted of the counted table (files, rows in them),
-    /// read around each count to tell a snapshot in progress. `None`: it does not say.
-    fn persisted_files(&self, _req: &CountRequest) -> Persisted {
-        None
+    /// The row count of a table after a load of `expected` rows into it. Default: one count
+    /// decides. A product whose count moves after a load (InfluxDB 3) counts until it can
+    /// trust the reading, and says what it waited for and, when the count differs, why.
+    fn count_after_load(
+        &self,
+        req: &CountRequest,
+        expected: u64,
+        load: LoadRun,
+    ) -> std::result::Result<LoadCount, CountFailed> {
+        let _ = (expected, load);
+        self.count_rows_detailed(req)
+            .map(|(rows, method)| LoadCount {
+                rows,
+                method,
+                wait: None,
+                mismatch: None,
+            })
+            .map_err(|e| Box::new((e, None)))
     }
     /// Checks an external target's `--url` before anything is touched (exit 2 when it is not
     /// one this product takes) and returns the SQL database it names, if it names one
@@ -700,22 +709,35 @@ pub struct CountRequest<'a> {
     pub timeout: std::time::Duration,
 }
 
-/// How a product's post-load count must be read: counted again until two readings agree with
-/// nothing persisting between them, within these bounds (see `bench::settle`).
+/// How the load that is counted ran (see [`Product::count_after_load`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Settling {
-    /// The server's WAL flush interval: two of them pass between counts.
-    pub flush: std::time::Duration,
-    /// Why one reading is not enough, for the record.
-    pub reason: &'static str,
-    /// The most counts, the first included.
-    pub max_counts: u32,
-    /// The most time spent waiting for snapshot files to stop landing, in all.
-    pub persist_wait: std::time::Duration,
+pub struct LoadRun {
+    /// Loaded with `--no-sync`.
+    pub no_sync: bool,
+    /// The server is one tsbsctl started (its settings are known).
+    pub managed: bool,
 }
 
-/// What a server reports it has persisted of a table: `(files, rows in them)`, when it says.
-pub type Persisted = Option<(u64, u64)>;
+/// A row count after a load (see [`Product::count_after_load`]).
+#[derive(Debug, Clone)]
+pub struct LoadCount {
+    pub rows: u64,
+    /// How it was obtained, where the product counts in pieces (the record's `method`).
+    pub method: Option<Value>,
+    /// The readings, where one count was not enough to decide (the record's `wait`; its
+    /// `polls` is how many counts were taken).
+    pub wait: Option<Value>,
+    /// The product's own words for a difference from the expected rows: the step's failure
+    /// reason and the hint. `None`: the plain "row count mismatch".
+    pub mismatch: Option<(String, &'static str)>,
+}
+
+/// The hint of a post-load count that differs from the dataset's rows, read as rows not stored.
+pub const NOT_STORED_HINT: &str = "the load did not store every row; look at the load and server logs, then load again with --database-mode reset --confirm-reset NAME";
+
+/// A count after a load that failed: the error, and the readings so far (the record's
+/// `wait`) where there were several.
+pub type CountFailed = Box<(Error, Option<Value>)>;
 
 /// One product in the registry: its name (CLI area, state directory), display name, the
 /// variants it comes in (editions, modes) and how to build it.

@@ -87,8 +87,13 @@ pub struct CompactRequest {
     pub confirm_timeout: Option<f64>,
 }
 
+/// The given strategy and window (`None`: not given) to the ones a compaction uses.
+pub type CompactDefaults = fn(strategy: Option<&str>, window: Option<u64>) -> (String, Option<u64>);
+
 /// A product's manual compaction.
 pub struct Compaction {
+    /// The strategy and window a compaction uses when the flags name none (given ones kept).
+    pub defaults: CompactDefaults,
     /// Refuses (exit 2, before the run exists) what the workspace's `version` cannot run.
     pub check: fn(version: &str, req: &CompactRequest) -> Result<()>,
     /// Runs it in the context of a run whose server is stopped.

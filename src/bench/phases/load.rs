@@ -8,13 +8,13 @@ use serde_json::{json, Value};
 use crate::dataset::{Compression, Dataset, StoredFormat};
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
-use crate::product::ToolOptions;
+use crate::product::{LoadCount, ToolOptions, NOT_STORED_HINT};
 use crate::run::Status;
 use crate::tsbs::{self, DatabaseMode};
 
 use super::super::exec::{self, Input, ToolEnd};
 use super::super::inputfile::WatchedFile;
-use super::super::{footprint, integrity, settle, watch, Bench};
+use super::super::{footprint, integrity, watch, Bench};
 
 impl Bench<'_> {
     pub(in crate::bench) fn load(
@@ -463,8 +463,8 @@ impl Bench<'_> {
 
     /// Counts each table of the dataset's use case after the load and judges it against the
     /// rows the file holds for it (cpu-only: the one table `cpu`). Where the product's count
-    /// moves (InfluxDB 3), a shortfall is counted again until it is stable ([`settle`]); only
-    /// a stable difference says rows are missing. One `row-count` step: with several tables
+    /// moves, the product counts again until it can trust the reading
+    /// ([`crate::product::Product::count_after_load`]) and words a difference itself. One `row-count` step: with several tables
     /// its data lists each (`tables`) and sums them.
     fn row_count(&mut self, ds: &Dataset, sf: &StoredFormat) -> Result<()> {
         let attempt = self.run.next_attempt("row-count")?;
@@ -520,39 +520,21 @@ impl Bench<'_> {
     fn count_table(&mut self, table: &str, expected: u64) -> (Value, Option<(Error, String)>) {
         let endpoint = self.endpoint();
         let mut data = json!({"table": table, "expected": expected});
-        let counted = match self.target.product.count_settling(self.req.no_sync) {
-            Some(settling) => {
-                let target = &self.target;
-                settle::count_settled(
-                    expected,
-                    settling,
-                    &mut || target.count_rows_detailed(&endpoint, table),
-                    &mut || target.persisted_files(&endpoint, table),
-                    &mut std::thread::sleep,
-                )
-                .map(|s| {
-                    let mut wait = s.record;
-                    wait["flush_interval_source"] = json!(if target.is_managed() {
-                        "the server's default: tsbsctl passes no --wal-flush-interval"
-                    } else {
-                        "assumed: the server's default (an external server's setting is unknown)"
-                    });
-                    (s.rows, s.detail, Some(wait), s.verdict)
-                })
-                .map_err(|b| {
-                    let (e, wait) = *b;
-                    data["wait"] = wait;
-                    e
-                })
-            }
-            None => self
-                .target
-                .count_rows_detailed(&endpoint, table)
-                .map(|(n, how)| (n, how, None, settle::Verdict::Stable)),
-        };
-        let (actual, how, wait, verdict) = match counted {
+        let counted = self
+            .target
+            .count_after_load(&endpoint, table, expected, self.req.no_sync);
+        let LoadCount {
+            rows: actual,
+            method,
+            wait,
+            mismatch,
+        } = match counted {
             Ok(c) => c,
-            Err(e) => {
+            Err(b) => {
+                let (e, wait) = *b;
+                if let Some(w) = wait {
+                    data["wait"] = w;
+                }
                 // Said as a failed count, never as a mismatch of rows nobody counted.
                 data["error"] = json!(e.message);
                 let reason = format!("count failed: {}", e.message);
@@ -562,36 +544,23 @@ impl Bench<'_> {
         let ok = actual == expected;
         data["actual"] = json!(actual);
         data["ok"] = json!(ok);
-        if let Some(h) = how {
+        if let Some(h) = method {
             data["method"] = h;
         }
-        let readings = wait.as_ref().map(|w| w["polls"].as_u64().unwrap_or(1));
         if let Some(w) = wait {
             data["wait"] = w;
         }
         if ok {
             return (data, None);
         }
-        let (r, hint) = match verdict {
-            settle::Verdict::Unsettled => (
+        let (r, hint) = mismatch.unwrap_or_else(|| {
+            (
                 format!(
-                    "row count not settled: table {table} held {actual} rows at the last of {} counts and was still changing; the dataset has {expected}",
-                    readings.unwrap_or(1),
+                    "row count mismatch: table {table} holds {actual} rows, the dataset has {expected}",
                 ),
-                "the rows may all be there but not yet visible (a WAL snapshot still persisting): summary.md lists every count with its time; count again once the server is idle, or load again with --database-mode reset --confirm-reset NAME",
-            ),
-            _ => (
-                match readings {
-                    Some(n) if n > 1 => format!(
-                        "row count mismatch: table {table} holds {actual} rows in the last two of {n} counts, with no snapshot file landing between them; the dataset has {expected}",
-                    ),
-                    _ => format!(
-                        "row count mismatch: table {table} holds {actual} rows, the dataset has {expected}",
-                    ),
-                },
-                "the load did not store every row; look at the load and server logs, then load again with --database-mode reset --confirm-reset NAME",
-            ),
-        };
+                NOT_STORED_HINT,
+            )
+        });
         (data, Some((Error::failed(r.clone()).with_hint(hint), r)))
     }
 

@@ -93,7 +93,16 @@ fn compact_statement(
 }
 
 /// GreptimeDB's manual compaction, run by `bench greptimedb compact`.
+/// The strategy when none is given is `swcs`; `swcs` (and `strict_window`, `swcs` spelled the
+/// long way) compact in windows of 7,200 s unless `--window` says otherwise.
+fn defaults(strategy: Option<&str>, window: Option<u64>) -> (String, Option<u64>) {
+    let strategy = strategy.unwrap_or("swcs").to_string();
+    let window = window.or(matches!(strategy.as_str(), "swcs" | "strict_window").then_some(7200));
+    (strategy, window)
+}
+
 pub const COMPACTION: Compaction = Compaction {
+    defaults,
     check: |version, req| check_version(version, &req.strategy, req.parallelism),
     run,
 };
@@ -513,6 +522,21 @@ pub(super) fn region_of(line: &str, table_id: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_compaction_without_a_strategy_is_swcs_in_windows_of_two_hours() {
+        assert_eq!(defaults(None, None), ("swcs".to_string(), Some(7200)));
+        assert_eq!(
+            defaults(Some("strict_window"), None),
+            ("strict_window".to_string(), Some(7200))
+        );
+        assert_eq!(
+            defaults(Some("swcs"), Some(60)),
+            ("swcs".to_string(), Some(60))
+        );
+        assert_eq!(defaults(Some("twcs"), None), ("twcs".to_string(), None));
+        assert_eq!((COMPACTION.defaults)(None, None).1, Some(7200));
+    }
 
     #[test]
     fn the_queue_behind_the_automatic_compaction_and_the_merge_time_are_read() {

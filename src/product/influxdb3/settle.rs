@@ -13,13 +13,70 @@
 //! files, `system.parquet_files`, read around each count), within a bound in counts and in
 //! time spent waiting for snapshots, never in the time the counts themselves take (one count
 //! took 61 s at 2.6 M rows; each has its own `--count-timeout`).
+//!
+//! The load phase asks for the count through [`crate::product::Product::count_after_load`]
+//! and records what [`count_after_load`] returns; it knows nothing of flushes or snapshots.
 
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-pub use crate::product::{Persisted, Settling};
+use crate::product::{CountFailed, CountRequest, LoadCount, LoadRun};
+
+/// How the post-load count must be read: counted again until two readings agree with
+/// nothing persisting between them, within these bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct Settling {
+    /// The server's WAL flush interval: two of them pass between counts.
+    pub flush: std::time::Duration,
+    /// Why one reading is not enough, for the record.
+    pub reason: &'static str,
+    /// The most counts, the first included.
+    pub max_counts: u32,
+    /// The most time spent waiting for snapshot files to stop landing, in all.
+    pub persist_wait: std::time::Duration,
+}
+
+/// What a server reports it has persisted of a table: `(files, rows in them)`, when it says.
+pub type Persisted = Option<(u64, u64)>;
+
+/// How a count after a load (`no_sync`: with `--no-sync`) is read: both durable and
+/// `--no-sync` loads, since a real Core hides acknowledged durable rows while a snapshot
+/// persists, and unsynced ones until the next flush.
+fn settling(no_sync: bool) -> Settling {
+    Settling {
+        flush: super::DEFAULT_WAL_FLUSH_INTERVAL,
+        reason: if no_sync {
+            "--no-sync: acknowledged rows become queryable only after the next WAL flush, and a WAL snapshot hides rows from count(*) while its Parquet files persist"
+        } else {
+            "a WAL snapshot hides acknowledged rows from count(*) while its Parquet files persist (InfluxDB 3 Core 3.10.1, queryable_buffer.rs)"
+        },
+        max_counts: 6,
+        persist_wait: std::time::Duration::from_secs(900),
+    }
+}
+
+/// The row count of `req`'s table after a load of `expected` rows, settled (see the module):
+/// the readings are the record's `wait`, and a difference is said in the verdict's words.
+pub fn count_after_load(
+    req: &CountRequest,
+    expected: u64,
+    load: LoadRun,
+) -> std::result::Result<LoadCount, CountFailed> {
+    count_settled(
+        expected,
+        settling(load.no_sync),
+        &mut || super::count_table(req).map(|c| (c.rows, Some(c.detail))),
+        &mut || super::persisted_files(req),
+        &mut std::thread::sleep,
+    )
+    .map(|s| s.load_count(req.table, expected, load.managed))
+    .map_err(|b| {
+        let (e, wait) = *b;
+        Box::new((e, Some(wait)))
+    })
+}
 
 /// One count and what surrounded it.
 #[derive(Debug, Clone)]
@@ -62,6 +119,44 @@ pub struct Settled {
     pub verdict: Verdict,
     /// The record for the row-count step (`wait`): every reading with its time.
     pub record: Value,
+}
+
+impl Settled {
+    /// What the load phase records of it (`managed`: tsbsctl started the server, so its
+    /// flush interval is known) and, when the count differs from `expected`, the words.
+    fn load_count(self, table: &str, expected: u64, managed: bool) -> LoadCount {
+        let mut wait = self.record;
+        wait["flush_interval_source"] = json!(if managed {
+            "the server's default: tsbsctl passes no --wal-flush-interval"
+        } else {
+            "assumed: the server's default (an external server's setting is unknown)"
+        });
+        let readings = wait["polls"].as_u64().unwrap_or(1);
+        let actual = self.rows;
+        let mismatch = match self.verdict {
+            _ if actual == expected => None,
+            Verdict::Unsettled => Some((
+                format!(
+                    "row count not settled: table {table} held {actual} rows at the last of {readings} counts and was still changing; the dataset has {expected}",
+                ),
+                "the rows may all be there but not yet visible (a WAL snapshot still persisting): summary.md lists every count with its time; count again once the server is idle, or load again with --database-mode reset --confirm-reset NAME",
+            )),
+            _ if readings > 1 => Some((
+                format!(
+                    "row count mismatch: table {table} holds {actual} rows in the last two of {readings} counts, with no snapshot file landing between them; the dataset has {expected}",
+                ),
+                crate::product::NOT_STORED_HINT,
+            )),
+            // One reading: the plain mismatch.
+            _ => None,
+        };
+        LoadCount {
+            rows: actual,
+            method: self.detail,
+            wait: Some(wait),
+            mismatch,
+        }
+    }
 }
 
 /// Counts until the count reaches `expected`, or is stable (see the module), or the bound
@@ -311,6 +406,42 @@ mod tests {
         assert_eq!(err.0.message, "no answer within 1 s");
         assert_eq!(err.1["counts"], json!([50]));
         assert_eq!(err.1["outcome"], "count failed");
+    }
+
+    #[test]
+    fn the_load_phase_gets_the_readings_and_the_words_of_a_difference() {
+        let count = |counts: &[u64], managed| {
+            let (s, _) = run(counts, &[None], 100, 3);
+            s.load_count("cpu", 100, managed)
+        };
+        // Reached: no words, the readings recorded with where the flush interval came from.
+        let c = count(&[100], true);
+        assert_eq!((c.rows, c.mismatch.is_none()), (100, true));
+        let w = c.wait.unwrap();
+        assert_eq!(w["polls"], 1);
+        assert!(w["flush_interval_source"]
+            .as_str()
+            .unwrap()
+            .starts_with("the server's default"));
+        // An external server: its flush interval is assumed.
+        let c = count(&[90], false);
+        assert!(c.wait.unwrap()["flush_interval_source"]
+            .as_str()
+            .unwrap()
+            .starts_with("assumed"));
+        // Stable over two readings, and still moving at the bound.
+        let (r, hint) = count(&[80, 90, 90], true).mismatch.unwrap();
+        assert_eq!(
+            r,
+            "row count mismatch: table cpu holds 90 rows in the last two of 3 counts, with no snapshot file landing between them; the dataset has 100"
+        );
+        assert_eq!(hint, crate::product::NOT_STORED_HINT);
+        let (r, hint) = count(&[70, 80, 90], true).mismatch.unwrap();
+        assert_eq!(
+            r,
+            "row count not settled: table cpu held 90 rows at the last of 3 counts and was still changing; the dataset has 100"
+        );
+        assert!(hint.contains("WAL snapshot"), "{hint}");
     }
 
     #[test]
