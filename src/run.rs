@@ -27,6 +27,8 @@ use crate::output::Reporter;
 use crate::paths::Root;
 use crate::workspace::manifest::DataState;
 
+pub mod data;
+
 /// The git revision tsbsctl was built from (`unknown` outside a checkout).
 pub const GIT_REVISION: &str = env!("TSBSCTL_GIT_REVISION");
 
@@ -754,8 +756,18 @@ pub struct Step {
     pub log: Option<String>,
     pub results: Option<String>,
     pub reason: Option<String>,
-    /// The data of the start and end events, merged (end wins).
+    /// The data of the start and end events, merged (end wins); read as its kind's record
+    /// with [`Step::data_as`] (the kinds' records: [`data`]).
     pub data: Value,
+}
+
+impl Step {
+    /// This step's data read as its kind's record (a [`data`] struct). A record that does not
+    /// read as one (a known key of another type) reads as empty, as a look-up of that key read
+    /// `null`; a missing key is `None`, an unknown key is ignored.
+    pub fn data_as<T: serde::de::DeserializeOwned + Default>(&self) -> T {
+        T::deserialize(&self.data).unwrap_or_default()
+    }
 }
 
 /// Reads `events.jsonl`; a torn last line (a crash mid-append) is ignored.

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::logscan::Severity;
+use crate::run::data::{LoadData, MachineRecord, QueryBatchData, QueryData};
 use crate::run::{
     present, Host, RunDir, RunError, RunKind, RunTarget, Status, Step, TargetMode, ToolInfo,
     Workload,
@@ -543,92 +544,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     let product = crate::product::resolve(&m.product, m.edition.as_deref()).ok();
     let dir = &run.dir;
     let mut failures: Vec<Failure> = Vec::new();
-    let fail = |failures: &mut Vec<Failure>, stage: &str, s: &Step, reason: Option<String>| {
-        failures.push(Failure {
-            stage: stage.to_string(),
-            step: Some(s.step.clone()),
-            attempt: Some(s.attempt),
-            status: s.status,
-            log: s.log.clone(),
-            reason: reason
-                .or_else(|| s.reason.clone())
-                .unwrap_or_else(|| s.status.as_str().to_string()),
-        });
-    };
-    let str_at = |v: &Value| v.as_str().map(str::to_string);
-
-    // Ingestion: the last load attempt (completed, reused or failed).
-    let mut ingestion = None;
-    for s in steps.iter().filter(|s| s.step == "load") {
-        let mut v = Ingestion {
-            attempt: s.attempt,
-            status: s.status,
-            database: str_at(&s.data["database"]),
-            database_mode: str_at(&s.data["database_mode"]),
-            dataset_id: str_at(&s.data["dataset_id"]),
-            workers: s.data["workers"].as_u64(),
-            batch_size: s.data["batch_size"].as_u64(),
-            log: s.log.clone(),
-            results_file: s.results.clone(),
-            started_at: s.started_at.clone(),
-            finished_at: s.finished_at.clone(),
-            rows: None,
-            metrics: None,
-            rows_per_second: None,
-            metrics_per_second: None,
-            duration_seconds: None,
-            duration_source: None,
-            reported_duration_seconds: None,
-            backoff_seconds: None,
-            source: None,
-        };
-        match s.status {
-            Status::Completed => {
-                let log_text = read(dir, s.log.as_deref());
-                let results = dir.join(s.results.as_deref().unwrap_or("-"));
-                match tsbs::load_result(&results, &log_text) {
-                    Ok(r) => {
-                        v.rows = Some(r.rows);
-                        v.metrics = Some(r.metrics);
-                        v.rows_per_second = Some(r.rows_per_second);
-                        v.metrics_per_second = Some(r.metrics_per_second);
-                        v.duration_seconds = Some(r.duration_seconds);
-                        v.duration_source = Some("the loader's DurationMillis (whole ms)".into());
-                        // The loader's rate is rows / its own elapsed time at full precision,
-                        // while DurationMillis is truncated to whole ms: derive the duration
-                        // from the rate so that Rows/s and Duration agree (#26).
-                        if let (Some(rows), Some(rate)) =
-                            (r.rows, r.rows_per_second.filter(|x| *x > 0.0))
-                        {
-                            v.reported_duration_seconds = Some(r.duration_seconds);
-                            v.duration_seconds = Some(rows as f64 / rate);
-                            v.duration_source = Some(
-                                "rows / the loader's rows per second (its own full-precision elapsed time)"
-                                    .into(),
-                            );
-                        }
-                        v.backoff_seconds = Some(r.backoff_seconds());
-                        v.source = Some(r.source);
-                        if let Some(w) = r.workers {
-                            v.workers = Some(w);
-                        }
-                        if let Some(b) = r.batch_size {
-                            v.batch_size = Some(b);
-                        }
-                    }
-                    Err(e) => {
-                        v.status = Status::Failed;
-                        fail(&mut failures, "load", s, Some(e.message));
-                    }
-                }
-            }
-            Status::Reused => {
-                v.database_mode = Some("reuse".into());
-            }
-            _ => fail(&mut failures, "load", s, None),
-        }
-        ingestion = Some(v);
-    }
+    let ingestion = ingestion(dir, &steps, &mut failures);
 
     let last = |name: &str| steps.iter().rev().find(|s| s.step == name);
     let row_count = last("row-count").map(|s| {
@@ -753,7 +669,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             v.attempts = Some(a.attempts.clone());
             let means: Vec<f64> = a.attempts.iter().map(|x| x.stats.mean_ms).collect();
             v.passes = PassSpread::of(&means, pass_logs);
-            pool_batches(&mut v, &steps, qt, &mut failures, &fail);
+            pool_batches(&mut v, &steps, qt, &mut failures);
         } else if let Some(s) = last_failed {
             v.log = Some(s.log.clone());
             v.reason = Some(s.reason.clone());
@@ -921,42 +837,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             diag.scan_text_with(l, &read(dir, Some(l)), &redactor, &rules);
         }
     }
-    // A busy machine before or during a measurement (issue 24 §4): said with when it was.
-    let mut busy_machine: Vec<Warning> = Vec::new();
-    for s in &steps {
-        let (q, when) = if s.step == "machine-check" {
-            (
-                &s.data,
-                format!("before {}", s.data["before"].as_str().unwrap_or("a phase")),
-            )
-        } else if s.step == "load"
-            || s.step.starts_with("query:")
-            || s.step.starts_with("query-batch:")
-        {
-            (
-                &s.data["machine"],
-                format!(
-                    "during {} ({} → {})",
-                    s.step,
-                    s.started_at,
-                    s.finished_at.as_deref().unwrap_or("?")
-                ),
-            )
-        } else {
-            continue;
-        };
-        if q["quiet"] == json!(false) {
-            busy_machine.push(Warning {
-                stage: s.step.clone(),
-                attempt: s.attempt,
-                log: s.log.clone(),
-                message: format!(
-                    "not quiet {when}: {}; the measurement shares the host with them",
-                    q["words"].as_str().unwrap_or("other processes were busy")
-                ),
-            });
-        }
-    }
+    let busy_machine = busy_machine(&steps);
     // A server that failed by its own log (a panic, a FATAL of a tracing log, a PostgreSQL
     // process that died) makes the run's numbers suspect: a failure, naming the log. What the
     // product counts but does not call a failure (PostgreSQL's FATAL: one client session) is
@@ -1176,6 +1057,143 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     })
 }
 
+/// Step `load`: the last attempt (completed, reused or failed), measured from its results when
+/// it completed; a load that failed, or whose results do not read, is a failure.
+fn ingestion(dir: &Path, steps: &[Step], failures: &mut Vec<Failure>) -> Option<Ingestion> {
+    let mut ingestion = None;
+    for s in steps.iter().filter(|s| s.step == "load") {
+        let d: LoadData = s.data_as();
+        let mut v = Ingestion {
+            attempt: s.attempt,
+            status: s.status,
+            database: d.database,
+            database_mode: d.database_mode,
+            dataset_id: d.dataset_id,
+            workers: d.workers,
+            batch_size: d.batch_size,
+            log: s.log.clone(),
+            results_file: s.results.clone(),
+            started_at: s.started_at.clone(),
+            finished_at: s.finished_at.clone(),
+            rows: None,
+            metrics: None,
+            rows_per_second: None,
+            metrics_per_second: None,
+            duration_seconds: None,
+            duration_source: None,
+            reported_duration_seconds: None,
+            backoff_seconds: None,
+            source: None,
+        };
+        match s.status {
+            Status::Completed => {
+                let log_text = read(dir, s.log.as_deref());
+                let results = dir.join(s.results.as_deref().unwrap_or("-"));
+                match tsbs::load_result(&results, &log_text) {
+                    Ok(r) => {
+                        v.rows = Some(r.rows);
+                        v.metrics = Some(r.metrics);
+                        v.rows_per_second = Some(r.rows_per_second);
+                        v.metrics_per_second = Some(r.metrics_per_second);
+                        v.duration_seconds = Some(r.duration_seconds);
+                        v.duration_source = Some("the loader's DurationMillis (whole ms)".into());
+                        // The loader's rate is rows / its own elapsed time at full precision,
+                        // while DurationMillis is truncated to whole ms: derive the duration
+                        // from the rate so that Rows/s and Duration agree (#26).
+                        if let (Some(rows), Some(rate)) =
+                            (r.rows, r.rows_per_second.filter(|x| *x > 0.0))
+                        {
+                            v.reported_duration_seconds = Some(r.duration_seconds);
+                            v.duration_seconds = Some(rows as f64 / rate);
+                            v.duration_source = Some(
+                                "rows / the loader's rows per second (its own full-precision elapsed time)"
+                                    .into(),
+                            );
+                        }
+                        v.backoff_seconds = Some(r.backoff_seconds());
+                        v.source = Some(r.source);
+                        if let Some(w) = r.workers {
+                            v.workers = Some(w);
+                        }
+                        if let Some(b) = r.batch_size {
+                            v.batch_size = Some(b);
+                        }
+                    }
+                    Err(e) => {
+                        v.status = Status::Failed;
+                        fail(failures, "load", s, Some(e.message));
+                    }
+                }
+            }
+            Status::Reused => {
+                v.database_mode = Some("reuse".into());
+            }
+            _ => fail(failures, "load", s, None),
+        }
+        ingestion = Some(v);
+    }
+    ingestion
+}
+
+/// Records step `s` as a failure of `stage`: `reason`, else the step's own, else its status.
+fn fail(failures: &mut Vec<Failure>, stage: &str, s: &Step, reason: Option<String>) {
+    failures.push(Failure {
+        stage: stage.to_string(),
+        step: Some(s.step.clone()),
+        attempt: Some(s.attempt),
+        status: s.status,
+        log: s.log.clone(),
+        reason: reason
+            .or_else(|| s.reason.clone())
+            .unwrap_or_else(|| s.status.as_str().to_string()),
+    });
+}
+
+/// A busy machine before a measurement (`machine-check` steps) or during one (the `machine`
+/// of a load, query or batch step; issue 24 §4), said with when it was.
+fn busy_machine(steps: &[Step]) -> Vec<Warning> {
+    let mut busy = Vec::new();
+    for s in steps {
+        let (q, when) = if s.step == "machine-check" {
+            let q: MachineRecord = s.data_as();
+            let when = format!("before {}", q.before.as_deref().unwrap_or("a phase"));
+            (Some(q), when)
+        } else if s.step == "load" {
+            (s.data_as::<LoadData>().end.machine, during(s))
+        } else if s.step.starts_with("query:") {
+            (s.data_as::<QueryData>().end.machine, during(s))
+        } else if s.step.starts_with("query-batch:") {
+            (s.data_as::<QueryBatchData>().end.machine, during(s))
+        } else {
+            continue;
+        };
+        if q.as_ref().is_some_and(MachineRecord::busy) {
+            busy.push(Warning {
+                stage: s.step.clone(),
+                attempt: s.attempt,
+                log: s.log.clone(),
+                message: format!(
+                    "not quiet {when}: {}; the measurement shares the host with them",
+                    q.and_then(|q| q.words)
+                        .as_deref()
+                        .unwrap_or("other processes were busy")
+                ),
+            });
+        }
+    }
+    busy
+}
+
+/// "during <step> (<start> → <end>)".
+fn during(s: &Step) -> String {
+    format!(
+        "during {} ({} → {})",
+        s.step,
+        s.started_at,
+        s.finished_at.as_deref().unwrap_or("?")
+    )
+}
+
 /// The cold starts, when the run made any.
 fn cold_runs(steps: &[crate::run::Step]) -> Option<ColdRuns> {
     let cold: Vec<&crate::run::Step> = steps.iter().filter(|s| s.step == "cold-start").collect();
@@ -1370,18 +1388,9 @@ fn resources(
     })
 }
 
-/// How the summary records a failed step (`build`'s `fail`).
-type FailFn = dyn Fn(&mut Vec<Failure>, &str, &Step, Option<String>);
-
 /// `--target-precision`: the type's extra batches (`query-batch:<type>` steps) pooled into its
 /// headline figures, and its `precision:<type>` records; a failed batch is a failure.
-fn pool_batches(
-    v: &mut QuerySummary,
-    steps: &[Step],
-    qt: &str,
-    failures: &mut Vec<Failure>,
-    fail: &FailFn,
-) {
+fn pool_batches(v: &mut QuerySummary, steps: &[Step], qt: &str, failures: &mut Vec<Failure>) {
     let batch_step = format!("query-batch:{qt}");
     let batches: Vec<&Step> = steps.iter().filter(|s| s.step == batch_step).collect();
     let records: Vec<Value> = steps

@@ -9,8 +9,6 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
 /// Other processes above this share of the host's CPU make a measurement "not quiet".
 pub const OTHERS_LIMIT: f64 = 0.10;
 /// How long the check before a measured phase watches the host, unless
@@ -52,27 +50,8 @@ pub struct Reading {
     swapped: Option<u64>,
 }
 
-/// What the host did between two readings.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Quiet {
-    pub seconds: f64,
-    /// The host's CPUs (all of them) busy, as a share of their time.
-    pub host_busy_share: Option<f64>,
-    /// The part of that spent by processes other than the run's (tsbsctl, its tool, the
-    /// managed server), as a share of all CPU time.
-    pub others_cpu_share: Option<f64>,
-    /// The managed server's whole process tree, as a share of all CPU time (not "other").
-    pub server_cpu_share: Option<f64>,
-    /// Pages swapped in or out per second.
-    pub swap_pages_per_second: Option<f64>,
-    /// The 1-minute load average at the end.
-    pub load_average_1m: Option<f64>,
-    /// The CPU frequency policy ("performance", "powersave", ...), unknown in most VMs.
-    pub cpu_governor: Option<String>,
-    pub threshold: f64,
-    /// Other processes stayed below the threshold and nothing swapped.
-    pub quiet: Option<bool>,
-}
+/// What the host did between two readings (recorded with the steps it was read around).
+pub use crate::run::data::Quiet;
 
 fn host_ticks() -> Option<(u64, u64)> {
     let s = std::fs::read_to_string("/proc/stat").ok()?;

@@ -9,6 +9,7 @@ use crate::dataset::{Compression, Dataset, StoredFormat};
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
 use crate::product::{LoadCount, ToolOptions, NOT_STORED_HINT};
+use crate::run::data::{self, LoadData, LoadEnded};
 use crate::run::Status;
 use crate::tsbs::{self, DatabaseMode};
 
@@ -37,7 +38,12 @@ impl Bench<'_> {
                 1,
                 Status::Reused,
                 None,
-                Some(json!({"dataset_id": ds.id, "database_mode": "reuse", "binding": binding})),
+                Some(data::value(&LoadData {
+                    dataset_id: Some(ds.id.clone()),
+                    database_mode: Some("reuse".into()),
+                    binding: Some(data::value(&binding)),
+                    ..LoadData::default()
+                })),
             )?;
             // The footprint of the loaded data, at rest.
             self.footprint("at-rest")?;
@@ -136,25 +142,24 @@ impl Bench<'_> {
                 spec.urls.len()
             ));
         }
-        let mut data = json!({
-                "dataset_id": ds.id,
-                "database": self.target.database(),
-                "database_mode": mode.as_str(),
-                "workers": workers,
-                "batch_size": batch,
-                "input": if cmd.stdin_data { "stdin" } else { "file" },
-                "command": cmd.redacted(),
-                "stall": self.stall_policy().to_json(),
-        });
-        if let Some(u) = &urls_in_use {
-            data["urls_in_use"] = json!(u);
-        }
+        let started = LoadData {
+            dataset_id: Some(ds.id.clone()),
+            database: Some(self.target.database().to_string()),
+            database_mode: Some(mode.as_str().to_string()),
+            workers: Some(workers.into()),
+            batch_size: Some(batch.into()),
+            input: Some(json!(if cmd.stdin_data { "stdin" } else { "file" })),
+            command: Some(cmd.redacted()),
+            stall: Some(self.stall_policy().to_json()),
+            urls_in_use: urls_in_use.clone(),
+            ..LoadData::default()
+        };
         self.run.begin(
             "load",
             attempt,
             Some(&log_rel),
             Some(&results_rel),
-            Some(data),
+            Some(data::value(&started)),
         )?;
         self.reporter().info(&format!(
             "loading {} rows of {} with {} ({} x {batch} rows); its reports every 10 s go to {}",
@@ -210,7 +215,11 @@ impl Bench<'_> {
                 attempt,
                 Status::Failed,
                 Some(e.message.clone()),
-                Some(json!({"usage": usage, "input": fed})),
+                Some(data::value(&LoadEnded {
+                    usage: Some(json!(usage)),
+                    input: Some(json!(fed)),
+                    ..LoadEnded::default()
+                })),
             )?;
             return Err(e);
         }
@@ -219,17 +228,25 @@ impl Bench<'_> {
         match tsbs::load_outcome(&cmd.tool(), status, &log_text, &spec.results_file) {
             Ok(r) => {
                 let fed = fed.unwrap_or_default();
-                let mut input = serde_json::to_value(&fed).unwrap_or_default();
-                input["expected_sha256"] = json!(sf.uncompressed_sha256);
-                input["matches_manifest"] =
-                    json!(fed.sha256.as_deref() == Some(sf.uncompressed_sha256.as_str()));
+                let input = data::value(&LoaderRead {
+                    fed: &fed,
+                    expected_sha256: &sf.uncompressed_sha256,
+                    matches_manifest: fed.sha256.as_deref()
+                        == Some(sf.uncompressed_sha256.as_str()),
+                });
                 if let Err(e) = check_fed(&fed, sf) {
                     self.run.end(
                         "load",
                         attempt,
                         Status::Failed,
                         Some(e.message.clone()),
-                        Some(json!({"rows": r.rows, "metrics": r.metrics, "usage": usage, "input": input})),
+                        Some(data::value(&LoadEnded {
+                            rows: Some(r.rows),
+                            metrics: Some(Some(r.metrics)),
+                            usage: Some(json!(usage)),
+                            input: Some(input),
+                            ..LoadEnded::default()
+                        })),
                     )?;
                     return Err(e);
                 }
@@ -242,7 +259,14 @@ impl Bench<'_> {
                     attempt,
                     Status::Completed,
                     None,
-                    Some(json!({"rows": r.rows, "metrics": r.metrics, "usage": usage, "input": input, "machine": machine})),
+                    Some(data::value(&LoadEnded {
+                        rows: Some(r.rows),
+                        metrics: Some(Some(r.metrics)),
+                        usage: Some(json!(usage)),
+                        input: Some(input),
+                        machine: Some(machine),
+                        ..LoadEnded::default()
+                    })),
                 )?;
             }
             Err(f) => {
@@ -267,7 +291,11 @@ impl Bench<'_> {
                     attempt,
                     Status::Failed,
                     Some(reason.clone()),
-                    Some(json!({"failure": f, "disk_full": full})),
+                    Some(data::value(&LoadEnded {
+                        failure: Some(json!(f)),
+                        disk_full: Some(full.clone()),
+                        ..LoadEnded::default()
+                    })),
                 );
                 if full.is_some() {
                     return Err(Error::failed(format!("load failed: {reason}")).with_hint(format!(
@@ -645,6 +673,16 @@ impl Bench<'_> {
             Ok(((), v))
         })
     }
+}
+
+/// What a completed loader read (`input` of its `load` step's end): the bytes fed and their
+/// hash, beside the hash the dataset's manifest records.
+#[derive(serde::Serialize)]
+struct LoaderRead<'a> {
+    #[serde(flatten)]
+    fed: &'a exec::Fed,
+    expected_sha256: &'a str,
+    matches_manifest: bool,
 }
 
 /// The dataset's first line (the loader's first row), for the schema probe.

@@ -11,6 +11,7 @@ mod query;
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::run::data::MachineRecord;
 use crate::run::Status;
 use crate::tsbs;
 
@@ -73,12 +74,18 @@ impl Bench<'_> {
         let pid = self.server.as_ref().map(|s| s.pid());
         let q = super::quiet::check_before(pid);
         let attempt = self.run.next_attempt("machine-check")?;
-        let mut data = serde_json::to_value(&q)?;
-        data["before"] = before.into();
-        data["words"] = q.words().into();
-        let busy = q.quiet == Some(false);
+        let record = MachineRecord {
+            words: Some(q.words()),
+            before: Some(before.to_string()),
+            reading: q,
+        };
+        let data = crate::run::data::value(&record);
+        let busy = record.busy();
         if busy && self.req.require_quiet {
-            let r = format!("the machine is not quiet before {before}: {}", q.words());
+            let r = format!(
+                "the machine is not quiet before {before}: {}",
+                record.reading.words()
+            );
             self.run.instant(
                 "machine-check",
                 attempt,
@@ -93,7 +100,7 @@ impl Bench<'_> {
         if busy {
             self.reporter().warn(&format!(
                 "the machine is not quiet before {before}: {} (summary.md warns; --require-quiet refuses)",
-                q.words()
+                record.reading.words()
             ));
         }
         self.run.instant(
@@ -106,11 +113,13 @@ impl Bench<'_> {
     }
 
     /// What other processes did while a tool ran, from a reading taken just before it.
-    pub(super) fn machine_since(&self, r: &super::quiet::Reading) -> serde_json::Value {
+    pub(super) fn machine_since(&self, r: &super::quiet::Reading) -> MachineRecord {
         let q = r.since(self.server.as_ref().map(|s| s.pid()));
-        let mut v = serde_json::to_value(&q).unwrap_or_default();
-        v["words"] = q.words().into();
-        v
+        MachineRecord {
+            words: Some(q.words()),
+            before: None,
+            reading: q,
+        }
     }
 
     pub(super) fn stall_policy(&self) -> watch::StallPolicy {

@@ -209,7 +209,7 @@ pub(super) struct QueryFileRan {
     pub tool: String,
     pub ran: ToolRun,
     /// What other processes did while it ran.
-    pub machine: Value,
+    pub machine: crate::run::data::MachineRecord,
 }
 
 /// How a timed runner ended, once judged.
