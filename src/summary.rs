@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::logscan::Severity;
-use crate::run::data::{LoadData, MachineRecord, QueryBatchData, QueryData};
+use crate::run::data::{AnswersData, LoadData, MachineRecord, QueryBatchData, QueryData};
 use crate::run::{
     present, Host, RunDir, RunError, RunKind, RunTarget, Status, Step, TargetMode, ToolInfo,
     Workload,
@@ -629,8 +629,8 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             },
             queries: list
                 .last()
-                .map(|s| s.data["queries"].clone())
-                .unwrap_or(Value::Null),
+                .and_then(|s| s.data_as::<QueryData>().queries.flatten())
+                .map_or(Value::Null, Value::from),
             repetitions: None,
             query_count: None,
             mean_ms: None,
@@ -1239,14 +1239,13 @@ fn answers_summary(steps: &[Step]) -> Option<crate::answers::AnswersSummary> {
     let mut types: BTreeMap<String, crate::answers::TypeAnswers> = BTreeMap::new();
     for s in steps.iter().filter(|s| s.step.starts_with("answers:")) {
         let qt = s.step["answers:".len()..].to_string();
-        let mut t: crate::answers::TypeAnswers =
-            match serde_json::from_value(s.data["answers"].clone()) {
-                Ok(t) => t,
-                Err(_) => crate::answers::TypeAnswers {
-                    query_type: qt.clone(),
-                    ..Default::default()
-                },
-            };
+        let recorded = s.data_as::<AnswersData>().answers;
+        let mut t: crate::answers::TypeAnswers = recorded
+            .and_then(|a| serde_json::from_value(a).ok())
+            .unwrap_or_else(|| crate::answers::TypeAnswers {
+                query_type: qt.clone(),
+                ..Default::default()
+            });
         if s.status != Status::Completed {
             t.note = Some(
                 s.reason
@@ -1419,14 +1418,14 @@ fn pool_batches(v: &mut QuerySummary, steps: &[Step], qt: &str, failures: &mut V
         }
         let (mut lo, mut hi) = (v.min_ms.flatten(), v.max_ms.flatten());
         for s in &done {
-            let f = |k: &str| s.data[k].as_f64();
+            let b = s.data_as::<QueryBatchData>().end;
             pooled.add(
-                s.data["count"].as_u64().unwrap_or(0),
-                f("mean_ms").unwrap_or(0.0),
-                f("stddev_ms").unwrap_or(0.0),
+                b.count.unwrap_or(0),
+                b.mean_ms.unwrap_or(0.0),
+                b.stddev_ms.flatten().unwrap_or(0.0),
             );
-            lo = lo.zip(f("min_ms")).map(|(a, b)| a.min(b));
-            hi = hi.zip(f("max_ms")).map(|(a, b)| a.max(b));
+            lo = lo.zip(b.min_ms.flatten()).map(|(a, b)| a.min(b));
+            hi = hi.zip(b.max_ms.flatten()).map(|(a, b)| a.max(b));
         }
         v.query_count = Some(pooled.count);
         v.mean_ms = Some(pooled.mean_ms);

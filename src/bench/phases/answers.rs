@@ -9,11 +9,10 @@
 
 use std::path::Path;
 
-use serde_json::json;
-
 use crate::answers::{self, PrintFormat};
 use crate::error::Result;
 use crate::queryset::QuerySet;
+use crate::run::data::{self, AnswersData};
 use crate::run::Status;
 use crate::tsbs;
 
@@ -53,12 +52,16 @@ impl Bench<'_> {
                     label: format!("checking the answers of {qt}"),
                 },
                 |cmd| {
-                    json!({
-                        "query_type": qt,
-                        "queries": queries,
-                        "workers": 1,
-                        "command": cmd.redacted(),
-                        "purpose": "verification pass (not timed): the answers printed with --print-responses",
+                    data::value(&AnswersData {
+                        query_type: Some(qt.clone()),
+                        queries: Some(queries),
+                        workers: Some(1),
+                        command: Some(cmd.redacted()),
+                        purpose: Some(
+                            "verification pass (not timed): the answers printed with --print-responses"
+                                .into(),
+                        ),
+                        answers: None,
                     })
                 },
             )?;
@@ -87,7 +90,10 @@ impl Bench<'_> {
                 attempt,
                 status,
                 reason,
-                Some(json!({"answers": summary})),
+                Some(data::value(&AnswersData {
+                    answers: Some(data::value(&summary)),
+                    ..AnswersData::default()
+                })),
             )?;
         }
         Ok(())

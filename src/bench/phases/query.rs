@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::precision::{Pooled, MAX_BATCHES};
 use crate::product::ToolOptions;
 use crate::queryset::{self, QuerySet};
+use crate::run::data::{self, QueryBatchData, QueryData, QueryEnded};
 use crate::run::Status;
 use crate::tsbs;
 
@@ -96,28 +97,22 @@ impl Bench<'_> {
                         label,
                     },
                     |cmd| {
-                        let mut data = json!({
-                            "query_type": qt,
-                            "file": file.path,
-                            "file_bytes": file.bytes,
-                            "file_sha256": sha,
-                            "file_sha256_verified": true,
-                            "queries": queries,
-                            "workers": workers,
-                            "command": cmd.redacted(),
-                            "stall": stall,
-                        });
-                        if let Some(c) = file_check {
-                            data["file_check"] = c;
-                        }
-                        if let Some(u) = &urls_in_use {
-                            data["urls_in_use"] = json!(u);
-                        }
-                        if passes > 1 {
-                            data["pass"] = json!(pass);
-                            data["passes"] = json!(passes);
-                        }
-                        data
+                        data::value(&QueryData {
+                            query_type: Some(qt.clone()),
+                            file: Some(file.path.clone()),
+                            file_bytes: Some(file.bytes),
+                            file_sha256: Some(sha),
+                            file_sha256_verified: Some(true),
+                            queries: Some(queries),
+                            workers: Some(workers.into()),
+                            command: Some(cmd.redacted()),
+                            stall: Some(stall),
+                            file_check,
+                            urls_in_use: urls_in_use.clone(),
+                            pass: (passes > 1).then_some(pass),
+                            passes: (passes > 1).then_some(passes),
+                            end: QueryEnded::default(),
+                        })
                     },
                 )?;
                 let (step, attempt) = (q.step.clone(), q.attempt);
@@ -129,11 +124,12 @@ impl Bench<'_> {
                             attempt,
                             Status::Completed,
                             None,
-                            Some(json!({
-                                "count": r.all.count,
-                                "mean_ms": r.all.mean_ms,
-                                "usage": q.ran.usage,
-                                "machine": q.machine,
+                            Some(data::value(&QueryEnded {
+                                count: Some(r.all.count),
+                                mean_ms: Some(r.all.mean_ms),
+                                usage: Some(json!(q.ran.usage)),
+                                machine: Some(q.machine.clone()),
+                                ..QueryEnded::default()
                             })),
                         )?;
                         if let Some(p) = precision {
@@ -165,7 +161,7 @@ impl Bench<'_> {
                             attempt,
                             Status::Failed,
                             Some(f.reason.clone()),
-                            Some(json!({"failure": f})),
+                            Some(failed(&f)),
                         )?
                     }
                 }
@@ -529,15 +525,16 @@ impl Bench<'_> {
                 label: format!("query type {qt}, batch {batch} ({n} queries)"),
             },
             |cmd| {
-                json!({
-                    "query_type": qt,
-                    "pass": b.pass,
-                    "batch": batch,
-                    "file": file.path,
-                    "file_sha256": sha,
-                    "queries": n,
-                    "workers": b.workers,
-                    "command": cmd.redacted(),
+                data::value(&QueryBatchData {
+                    query_type: Some(qt.to_string()),
+                    pass: Some(b.pass),
+                    batch: Some(batch),
+                    file: Some(file.path.clone()),
+                    file_sha256: Some(sha),
+                    queries: Some(n),
+                    workers: Some(b.workers.into()),
+                    command: Some(cmd.redacted()),
+                    end: QueryEnded::default(),
                 })
             },
         )?;
@@ -550,14 +547,15 @@ impl Bench<'_> {
                     attempt,
                     Status::Completed,
                     None,
-                    Some(json!({
-                        "count": r.all.count,
-                        "mean_ms": r.all.mean_ms,
-                        "stddev_ms": r.all.stddev_ms,
-                        "min_ms": r.all.min_ms,
-                        "max_ms": r.all.max_ms,
-                        "usage": q.ran.usage,
-                        "machine": q.machine,
+                    Some(data::value(&QueryEnded {
+                        count: Some(r.all.count),
+                        mean_ms: Some(r.all.mean_ms),
+                        stddev_ms: Some(r.all.stddev_ms),
+                        min_ms: Some(r.all.min_ms),
+                        max_ms: Some(r.all.max_ms),
+                        usage: Some(json!(q.ran.usage)),
+                        machine: Some(q.machine.clone()),
+                        ..QueryEnded::default()
                     })),
                 )?;
                 Ok(Some(r.all))
@@ -572,7 +570,7 @@ impl Bench<'_> {
                     attempt,
                     Status::Failed,
                     Some(f.reason.clone()),
-                    Some(json!({"failure": f})),
+                    Some(failed(&f)),
                 )?;
                 Ok(None)
             }
@@ -608,7 +606,10 @@ impl Bench<'_> {
             attempt,
             Status::Failed,
             Some(r.clone()),
-            Some(json!({"server_died": {"result": what, "evidence": reason}})),
+            Some(data::value(&QueryEnded {
+                server_died: Some(json!({"result": what, "evidence": reason})),
+                ..QueryEnded::default()
+            })),
         )?;
         self.reporter().warn(&format!(
             "query type {qt}: {what}; starting the server again for the other types"
@@ -630,6 +631,14 @@ impl Bench<'_> {
         )?;
         Ok(())
     }
+}
+
+/// The end of a query runner's step that failed: why.
+fn failed(f: &tsbs::ToolFailure) -> Value {
+    data::value(&QueryEnded {
+        failure: Some(json!(f)),
+        ..QueryEnded::default()
+    })
 }
 
 /// Hashes one query file and compares it with the query set's manifest.
