@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::logscan::Severity;
-use crate::run::data::{AnswersData, LoadData, MachineRecord, QueryBatchData, QueryData};
+use crate::run::data::{
+    AnswersData, ColdStartData, LoadData, MachineRecord, QueryBatchData, QueryData, ServerData,
+};
 use crate::run::{
     present, Host, RunDir, RunError, RunKind, RunTarget, Status, Step, TargetMode, ToolInfo,
     Workload,
@@ -747,96 +749,17 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         json!({"name": m.phase, "steps": steps})
     });
 
-    // Server attempts and diagnostics from their logs.
-    let mut warnings: Vec<Warning> = Vec::new();
-    let mut server_attempts = Vec::new();
-    let mut diag = crate::logscan::Diagnostics::default();
-    let redactor = crate::redact::Redactor::new();
-    // The product reads its own log lines (an unknown product: the tracing rules).
+    // Server attempts and diagnostics from their logs. The product reads its own log lines
+    // (an unknown product: the tracing rules).
     let rules = product
         .as_ref()
         .map(|p| p.log_rules())
         .unwrap_or(crate::logscan::LogRules::TRACING);
-    let load_done = steps
-        .iter()
-        .find(|s| s.step == "load" && s.status == Status::Completed)
-        .and_then(|s| s.finished_at.clone());
     let restart_words = product
         .as_ref()
         .and_then(|p| p.default_timing().startup_wait);
-    // A run without a load (queries, compaction) starts on data an earlier run left: its
-    // first start replays that, and is named so.
-    let had_load = steps.iter().any(|s| s.step == "load");
-    let mut restart_named = false;
-    for s in steps.iter().filter(|s| s.step == "server") {
-        let ready_seconds = s.data["events"].as_array().and_then(|ev| {
-            ev.iter()
-                .find(|e| e["event"] == "ready")
-                .and_then(|e| e["after_ms"].as_f64())
-                .map(|ms| ms / 1000.0)
-        });
-        // Timestamps are RFC 3339 UTC of one format: they order as strings.
-        let after_load = match &load_done {
-            Some(done) if !restart_named && s.started_at.as_str() > done.as_str() => {
-                restart_named = true;
-                Some(match restart_words {
-                    Some(w) => format!("first start after the load: {w}"),
-                    None => "first start after the load".to_string(),
-                })
-            }
-            None if !had_load && !restart_named => {
-                restart_named = true;
-                Some(match restart_words {
-                    Some(w) => format!("first start of this run, on loaded data: {w}"),
-                    None => "first start of this run, on loaded data".to_string(),
-                })
-            }
-            _ => None,
-        };
-        // A start a cold run made says before which type (and pass) it came.
-        let after_load = after_load.or_else(|| {
-            steps
-                .iter()
-                .find(|c| c.step == "cold-start" && c.data["server_attempt"] == s.attempt)
-                .map(|c| match c.data["pass"].as_u64() {
-                    Some(p) if p > 1 => format!(
-                        "cold start before {}, pass {p}",
-                        c.data["before_query_type"].as_str().unwrap_or("?")
-                    ),
-                    _ => format!(
-                        "cold start before {}",
-                        c.data["before_query_type"].as_str().unwrap_or("?")
-                    ),
-                })
-        });
-        server_attempts.push(ServerAttempt {
-            ready_seconds,
-            after_load,
-            attempt: s.attempt,
-            status: s.status,
-            log: s.log.clone(),
-            started_at: s.started_at.clone(),
-            finished_at: s.finished_at.clone(),
-            reason: s.reason.clone(),
-            events: s.data["events"].clone(),
-            outcome: s.data["outcome"].clone(),
-            stop_seconds: s.data["stop_seconds"].clone(),
-        });
-        if s.status == Status::Failed || s.status == Status::Interrupted {
-            fail(&mut failures, "server", s, None);
-        }
-        if let Some(w) = s.data["warning"].as_str() {
-            warnings.push(Warning {
-                stage: "server".into(),
-                attempt: s.attempt,
-                log: s.log.clone(),
-                message: w.to_string(),
-            });
-        }
-        if let Some(l) = &s.log {
-            diag.scan_text_with(l, &read(dir, Some(l)), &redactor, &rules);
-        }
-    }
+    let (server_attempts, warnings, diag) =
+        server_attempts(dir, &steps, restart_words, &rules, &mut failures);
     let busy_machine = busy_machine(&steps);
     // A server that failed by its own log (a panic, a FATAL of a tracing log, a PostgreSQL
     // process that died) makes the run's numbers suspect: a failure, naming the log. What the
@@ -1149,6 +1072,99 @@ fn fail(failures: &mut Vec<Failure>, stage: &str, s: &Step, reason: Option<Strin
     });
 }
 
+/// Step `server`: each attempt with its ready time, what its start followed (the load, data an
+/// earlier run left, a cold restart) and how it stopped; a failed attempt is a failure, a slow
+/// or killed stop a warning, and each attempt's log is scanned.
+fn server_attempts(
+    dir: &Path,
+    steps: &[Step],
+    restart_words: Option<&str>,
+    rules: &crate::logscan::LogRules,
+    failures: &mut Vec<Failure>,
+) -> (
+    Vec<ServerAttempt>,
+    Vec<Warning>,
+    crate::logscan::Diagnostics,
+) {
+    let mut warnings: Vec<Warning> = Vec::new();
+    let mut attempts = Vec::new();
+    let mut diag = crate::logscan::Diagnostics::default();
+    let redactor = crate::redact::Redactor::new();
+    let load_done = steps
+        .iter()
+        .find(|s| s.step == "load" && s.status == Status::Completed)
+        .and_then(|s| s.finished_at.clone());
+    // A run without a load (queries, compaction) starts on data an earlier run left: its
+    // first start replays that, and is named so.
+    let had_load = steps.iter().any(|s| s.step == "load");
+    let mut restart_named = false;
+    for s in steps.iter().filter(|s| s.step == "server") {
+        let d: ServerData = s.data_as();
+        // Timestamps are RFC 3339 UTC of one format: they order as strings.
+        let after_load = match &load_done {
+            Some(done) if !restart_named && s.started_at.as_str() > done.as_str() => {
+                restart_named = true;
+                Some(match restart_words {
+                    Some(w) => format!("first start after the load: {w}"),
+                    None => "first start after the load".to_string(),
+                })
+            }
+            None if !had_load && !restart_named => {
+                restart_named = true;
+                Some(match restart_words {
+                    Some(w) => format!("first start of this run, on loaded data: {w}"),
+                    None => "first start of this run, on loaded data".to_string(),
+                })
+            }
+            _ => None,
+        };
+        // A start a cold run made says before which type (and pass) it came.
+        let after_load = after_load.or_else(|| cold_start_before(steps, s.attempt));
+        attempts.push(ServerAttempt {
+            ready_seconds: d.ready_seconds(),
+            after_load,
+            attempt: s.attempt,
+            status: s.status,
+            log: s.log.clone(),
+            started_at: s.started_at.clone(),
+            finished_at: s.finished_at.clone(),
+            reason: s.reason.clone(),
+            events: d.end.events.unwrap_or(Value::Null),
+            outcome: d.end.outcome.unwrap_or(Value::Null),
+            stop_seconds: d.end.stop_seconds.map_or(Value::Null, Value::from),
+        });
+        if s.status == Status::Failed || s.status == Status::Interrupted {
+            fail(failures, "server", s, None);
+        }
+        if let Some(w) = d.end.warning {
+            warnings.push(Warning {
+                stage: "server".into(),
+                attempt: s.attempt,
+                log: s.log.clone(),
+                message: w,
+            });
+        }
+        if let Some(l) = &s.log {
+            diag.scan_text_with(l, &read(dir, Some(l)), &redactor, rules);
+        }
+    }
+    (attempts, warnings, diag)
+}
+
+/// Step `cold-start`: the one that started server attempt `server_attempt`, in words.
+fn cold_start_before(steps: &[Step], server_attempt: u32) -> Option<String> {
+    let c = steps
+        .iter()
+        .filter(|c| c.step == "cold-start")
+        .map(Step::data_as::<ColdStartData>)
+        .find(|c| c.server_attempt == Some(server_attempt))?;
+    let before = c.before_query_type.as_deref().unwrap_or("?");
+    Some(match c.pass {
+        Some(p) if p > 1 => format!("cold start before {before}, pass {p}"),
+        _ => format!("cold start before {before}"),
+    })
+}
+
 /// A busy machine before a measurement (`machine-check` steps) or during one (the `machine`
 /// of a load, query or batch step; issue 24 §4), said with when it was.
 fn busy_machine(steps: &[Step]) -> Vec<Warning> {
@@ -1200,14 +1216,15 @@ fn cold_runs(steps: &[crate::run::Step]) -> Option<ColdRuns> {
     if cold.is_empty() {
         return None;
     }
-    let secs = |s: &crate::run::Step, k: &str| s.data[k].as_f64().unwrap_or(0.0);
+    let cold: Vec<ColdStartData> = cold.iter().map(|s| s.data_as()).collect();
     Some(ColdRuns {
         starts: cold.len(),
         max_drop_seconds: cold
             .iter()
-            .map(|s| secs(s, "drop_seconds"))
+            .map(|c| c.drop_seconds.unwrap_or(0.0))
             .fold(0.0, f64::max),
-        mean_seconds: cold.iter().map(|s| secs(s, "seconds")).sum::<f64>() / cold.len() as f64,
+        mean_seconds: cold.iter().map(|c| c.seconds.unwrap_or(0.0)).sum::<f64>()
+            / cold.len() as f64,
     })
 }
 

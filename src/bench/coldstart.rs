@@ -8,9 +8,8 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
-use serde_json::json;
-
 use crate::error::{Error, Result};
+use crate::run::data::{self, ColdStartData};
 use crate::run::Status;
 
 use super::Bench;
@@ -69,13 +68,13 @@ impl Bench<'_> {
             attempt,
             Status::Completed,
             None,
-            Some(json!({
-                "before_query_type": qt,
-                "pass": pass,
-                "server_attempt": self.server_attempt,
-                "page_cache_dropped": true,
-                "drop_seconds": drop_seconds,
-                "seconds": started.elapsed().as_secs_f64(),
+            Some(data::value(&ColdStartData {
+                before_query_type: Some(qt.to_string()),
+                pass: Some(pass),
+                server_attempt: Some(self.server_attempt),
+                page_cache_dropped: Some(true),
+                drop_seconds: Some(drop_seconds),
+                seconds: Some(started.elapsed().as_secs_f64()),
             })),
         )
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::error::{ErrorKind, Result};
+use crate::run::data::{self, ServerData, ServerEnded};
 use crate::run::Status;
 use crate::server::{Server, Timing};
 
@@ -72,10 +73,11 @@ impl Bench<'_> {
                     log: None,
                     results: None,
                     reason: None,
-                    data: Some(json!({
-                        "pid": s.pid(),
-                        "endpoint": s.endpoint(),
-                        "cgroup": s.shape_record(),
+                    data: Some(data::value(&ServerData {
+                        pid: Some(s.pid()),
+                        endpoint: Some(s.endpoint().to_string()),
+                        cgroup: Some(json!(s.shape_record())),
+                        end: ServerEnded::default(),
                     })),
                 })?;
                 self.start_timeline(s.pid());
@@ -140,7 +142,12 @@ impl Bench<'_> {
         } else {
             None
         };
-        let mut data = json!({"events": s.events(), "outcome": out, "stop_seconds": out.stop_ms as f64 / 1000.0});
+        let mut data = ServerEnded {
+            events: Some(json!(s.events())),
+            outcome: Some(json!(out)),
+            stop_seconds: Some(out.stop_ms as f64 / 1000.0),
+            warning: None,
+        };
         let warning = if out.forced {
             Some(format!(
                 "the server did not stop within the grace period and was killed (SIGKILL after {:.1} s); work it still had queued was lost",
@@ -157,11 +164,12 @@ impl Bench<'_> {
         };
         if let Some(w) = warning {
             self.reporter().warn(&w);
-            data["warning"] = json!(w);
+            data.warning = Some(w);
             // Later footprints are marked as taken after an unclean stop.
             self.forced_stop = true;
         }
-        self.run.end("server", n, status, reason, Some(data))?;
+        self.run
+            .end("server", n, status, reason, Some(data::value(&data)))?;
         self.record_late_answer()
     }
 
