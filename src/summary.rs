@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::logscan::Severity;
 use crate::run::data::{
-    AnswersData, ColdStartData, LoadData, MachineRecord, QueryBatchData, QueryData, ServerData,
+    self, AnswersData, ColdStartData, LoadData, MachineRecord, QueryBatchData, QueryData,
+    RowCountData, ServerData,
 };
 use crate::run::{
     present, Host, RunDir, RunError, RunKind, RunTarget, Status, Step, TargetMode, ToolInfo,
@@ -553,9 +554,10 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         if s.status != Status::Completed {
             fail(&mut failures, "verify", s, None);
         }
-        let mut v = s.data.clone();
-        v["status"] = json!(s.status);
-        v
+        data::value(&RowCountSummary {
+            count: s.data_as(),
+            status: s.status,
+        })
     });
     // With what the product's parts hold, for the headings (the product words its own files).
     let storage = last("footprint").map(|s| {
@@ -679,26 +681,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         queries.push(v);
     }
 
-    // Analyses (GreptimeDB).
-    let mut analyses = Vec::new();
-    for s in steps.iter().filter(|s| s.step.starts_with("analyze:")) {
-        let mut v = s.data.clone();
-        v["attempt"] = json!(s.attempt);
-        v["status"] = json!(s.status);
-        v["log"] = json!(s.log);
-        v["result_dir"] = json!(s.results);
-        // What "hot" measured (real finding W2): the next queries of the file, not repetitions.
-        v["hot_queries"] = json!(
-            "queries 2..N+1 of the query file, run after the first on the warmed server: the same type with other random hosts and time windows, unless hot_same_sql_as_cold"
-        );
-        if v.get("hot_same_sql_as_cold").is_none() {
-            v["hot_same_sql_as_cold"] = Value::Null;
-        }
-        if s.status != Status::Completed {
-            fail(&mut failures, "analyze", s, None);
-        }
-        analyses.push(v);
-    }
+    let analyses = analyses(&steps, &mut failures);
 
     // Compaction (its own run kind).
     let compaction = (m.run_kind == RunKind::Compaction).then(|| {
@@ -1163,6 +1146,54 @@ fn cold_start_before(steps: &[Step], server_attempt: u32) -> Option<String> {
         Some(p) if p > 1 => format!("cold start before {before}, pass {p}"),
         _ => format!("cold start before {before}"),
     })
+}
+
+/// A `row-count` step as the summary shows it: the count and how the step ended.
+#[derive(Serialize)]
+struct RowCountSummary {
+    #[serde(flatten)]
+    count: RowCountData,
+    status: Status,
+}
+
+/// One `analyze:<type>` step as the summary shows it: the product's record of it, then how it
+/// ran and what "hot" measured.
+#[derive(Serialize)]
+struct Analysis {
+    #[serde(flatten)]
+    record: serde_json::Map<String, Value>,
+    attempt: u32,
+    status: Status,
+    log: Option<String>,
+    result_dir: Option<String>,
+    hot_queries: &'static str,
+    /// `null` when the record does not say (it ended before the answers were compared).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hot_same_sql_as_cold: Option<Value>,
+}
+
+/// The `analyze:<type>` steps (a product's `analyze` phase); one that did not complete is a
+/// failure.
+fn analyses(steps: &[Step], failures: &mut Vec<Failure>) -> Vec<Value> {
+    let mut analyses = Vec::new();
+    for s in steps.iter().filter(|s| s.step.starts_with("analyze:")) {
+        let record = s.data.as_object().cloned().unwrap_or_default();
+        let said = record.contains_key("hot_same_sql_as_cold");
+        analyses.push(data::value(&Analysis {
+            record,
+            attempt: s.attempt,
+            status: s.status,
+            log: s.log.clone(),
+            result_dir: s.results.clone(),
+            // What "hot" measured (real finding W2): the next queries of the file, not repetitions.
+            hot_queries: "queries 2..N+1 of the query file, run after the first on the warmed server: the same type with other random hosts and time windows, unless hot_same_sql_as_cold",
+            hot_same_sql_as_cold: (!said).then_some(Value::Null),
+        }));
+        if s.status != Status::Completed {
+            fail(failures, "analyze", s, None);
+        }
+    }
+    analyses
 }
 
 /// A busy machine before a measurement (`machine-check` steps) or during one (the `machine`

@@ -111,7 +111,12 @@ fn died_under_queries(run: &RunDir) -> Vec<(String, u32)> {
     run.steps()
         .unwrap_or_default()
         .into_iter()
-        .filter(|s| s.step.starts_with("query") && s.data.get("server_died").is_some())
+        .filter(|s| {
+            s.step.starts_with("query")
+                && s.data_as::<crate::run::data::QueryEnded>()
+                    .server_died
+                    .is_some()
+        })
         .map(|s| (s.step, s.attempt))
         .collect()
 }

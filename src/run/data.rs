@@ -397,6 +397,43 @@ pub struct ColdStartData {
     pub seconds: Option<f64>,
 }
 
+/// Step `row-count`: a table counted after the load against the rows the dataset holds for it;
+/// with several tables (`devops`, `iot`) their sum, with each table's count in `tables`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowCountData {
+    /// The table, or the tables' names joined with ", ".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<bool>,
+    /// How the product counted (its own words and figures).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub method: Option<Value>,
+    /// How long the product waited for its count to settle (its own record).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub wait: Option<Value>,
+    /// The count failed (no number was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<Vec<RowCountData>>,
+    /// Keys of a record this tsbsctl does not know (an older one's), kept as they were.
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, Value>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -448,6 +485,7 @@ mod tests {
                     ("answers", _) => same_bytes::<AnswersData>(d),
                     ("machine-check", _) => same_bytes::<MachineRecord>(d),
                     ("cold-start", _) => same_bytes::<ColdStartData>(d),
+                    ("row-count", _) => same_bytes::<RowCountData>(d),
                     (other, _) => panic!("no record for step {other}"),
                 }
             }
@@ -467,6 +505,7 @@ mod tests {
                 "answers" => same_bytes::<AnswersData>(&s.data),
                 "machine-check" => same_bytes::<MachineRecord>(&s.data),
                 "cold-start" => same_bytes::<ColdStartData>(&s.data),
+                "row-count" => same_bytes::<RowCountData>(&s.data),
                 other => panic!("no record for step {other}"),
             }
         }

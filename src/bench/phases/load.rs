@@ -9,7 +9,7 @@ use crate::dataset::{Compression, Dataset, StoredFormat};
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
 use crate::product::{LoadCount, ToolOptions, NOT_STORED_HINT};
-use crate::run::data::{self, LoadData, LoadEnded};
+use crate::run::data::{self, LoadData, LoadEnded, RowCountData};
 use crate::run::Status;
 use crate::tsbs::{self, DatabaseMode};
 
@@ -509,22 +509,25 @@ impl Bench<'_> {
             }
         }
         let data = if tables.len() == 1 {
-            datas.pop().unwrap_or(Value::Null)
+            datas.pop().map_or(Value::Null, |d| data::value(&d))
         } else {
-            let sum = |k: &str| datas.iter().filter_map(|d| d[k].as_u64()).sum::<u64>();
-            let mut d = json!({
-                "table": tables.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>().join(", "),
-                "expected": tables.iter().map(|(_, n)| n).sum::<u64>(),
-                "actual": sum("actual"),
-                "ok": failure.is_none() && datas.len() == tables.len(),
-            });
-            if let Some((e, _)) = &failure {
-                if datas.last().is_some_and(|l| l.get("error").is_some()) {
-                    d["error"] = json!(e.message);
-                }
-            }
-            d["tables"] = Value::Array(datas);
-            d
+            let failed = failure.as_ref().map(|(e, _)| e.message.clone());
+            data::value(&RowCountData {
+                table: Some(
+                    tables
+                        .iter()
+                        .map(|(t, _)| t.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+                expected: Some(tables.iter().map(|(_, n)| n).sum::<u64>()),
+                actual: Some(datas.iter().filter_map(|d| d.actual).sum::<u64>()),
+                ok: Some(failure.is_none() && datas.len() == tables.len()),
+                // The last table's count failed (not a mismatch): said on the sum too.
+                error: failed.filter(|_| datas.last().is_some_and(|l| l.error.is_some())),
+                tables: Some(datas),
+                ..RowCountData::default()
+            })
         };
         match failure {
             None => self
@@ -545,9 +548,17 @@ impl Bench<'_> {
 
     /// Counts one table against `expected`: its record, and the error with the step's failure
     /// reason when it does not hold them.
-    fn count_table(&mut self, table: &str, expected: u64) -> (Value, Option<(Error, String)>) {
+    fn count_table(
+        &mut self,
+        table: &str,
+        expected: u64,
+    ) -> (RowCountData, Option<(Error, String)>) {
         let endpoint = self.endpoint();
-        let mut data = json!({"table": table, "expected": expected});
+        let mut data = RowCountData {
+            table: Some(table.to_string()),
+            expected: Some(expected),
+            ..RowCountData::default()
+        };
         let counted = self
             .target
             .count_after_load(&endpoint, table, expected, self.req.no_sync);
@@ -560,24 +571,18 @@ impl Bench<'_> {
             Ok(c) => c,
             Err(b) => {
                 let (e, wait) = *b;
-                if let Some(w) = wait {
-                    data["wait"] = w;
-                }
+                data.wait = wait;
                 // Said as a failed count, never as a mismatch of rows nobody counted.
-                data["error"] = json!(e.message);
+                data.error = Some(e.message.clone());
                 let reason = format!("count failed: {}", e.message);
                 return (data, Some((e, reason)));
             }
         };
         let ok = actual == expected;
-        data["actual"] = json!(actual);
-        data["ok"] = json!(ok);
-        if let Some(h) = method {
-            data["method"] = h;
-        }
-        if let Some(w) = wait {
-            data["wait"] = w;
-        }
+        data.actual = Some(actual);
+        data.ok = Some(ok);
+        data.method = method;
+        data.wait = wait;
         if ok {
             return (data, None);
         }
