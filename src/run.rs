@@ -762,9 +762,9 @@ pub struct Step {
 }
 
 impl Step {
-    /// This step's data read as its kind's record (a [`data`] struct). A record that does not
-    /// read as one (a known key of another type) reads as empty, as a look-up of that key read
-    /// `null`; a missing key is `None`, an unknown key is ignored.
+    /// This step's data read as its kind's record (a [`data`] struct): a missing key is `None`,
+    /// an unknown key is ignored, a known key of another type is `None` (as a look-up of it
+    /// read `null`); a record that still does not read (not an object) reads as empty.
     pub fn data_as<T: serde::de::DeserializeOwned + Default>(&self) -> T {
         T::deserialize(&self.data).unwrap_or_default()
     }

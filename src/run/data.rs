@@ -5,8 +5,9 @@
 //! start's place and the end's value). Each struct here serialises to exactly the bytes the
 //! writers recorded before it existed: fields in the recorded key order, a field that a writer
 //! leaves out skipped, a recorded `null` kept (`Present`). Reading is as forgiving as the
-//! look-ups it replaces: a missing key is `None`, an unknown key is ignored, and a record whose
-//! known key has another type reads as empty ([`super::Step::data_as`]).
+//! look-ups it replaces: a missing key is `None`, an unknown key is ignored, and a known key of
+//! another type reads as `None` ([`lenient`]; where a recorded `null` must be told apart from an
+//! absent key, such a record reads as empty: [`super::Step::data_as`]).
 //!
 //! Parts that other modules own and no summary reads by field (a tool's resource usage, the
 //! stall policy, a load's binding, a failure) stay JSON values here: the writer converts at
@@ -25,6 +26,18 @@ pub type Present<T> = Option<Option<T>>;
 /// The value of a record, as [`serde_json::to_value`] makes it (field order kept).
 pub fn value<T: Serialize>(data: &T) -> Value {
     serde_json::to_value(data).unwrap_or(Value::Null)
+}
+
+/// A field read as forgivingly as a look-up of it: a value of another type reads as `None`
+/// (`#[serde(default, deserialize_with = "lenient")]` on an `Option` field), so one odd key
+/// does not empty the rest of the record.
+pub fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let v = Value::deserialize(d)?;
+    Ok(T::deserialize(v).ok())
 }
 
 /// What the host did between two readings: the `machine` of a load, query or batch step and
@@ -66,9 +79,17 @@ pub struct MachineRecord {
     #[serde(flatten)]
     pub reading: Quiet,
     /// `machine-check`: before which phase ("the load", "the queries").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub before: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub words: Option<String>,
 }
 
@@ -83,15 +104,35 @@ impl MachineRecord {
 /// did). A reused load is `dataset_id`, `database_mode` and `binding` only.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoadData {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub dataset_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub database: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub database_mode: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub workers: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub batch_size: Option<u64>,
     /// At the start `stdin` or `file`; after the end what the loader read (its bytes and hash).
     #[serde(
@@ -101,7 +142,11 @@ pub struct LoadData {
     )]
     pub input: Option<Value>,
     /// The loader's command line, secrets redacted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub command: Option<String>,
     #[serde(
         default,
@@ -109,7 +154,11 @@ pub struct LoadData {
         deserialize_with = "present"
     )]
     pub stall: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub urls_in_use: Option<Vec<String>>,
     /// A reused load: the workspace's binding that made it unneeded.
     #[serde(
@@ -151,7 +200,11 @@ pub struct LoadEnded {
         deserialize_with = "present"
     )]
     pub input: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub machine: Option<MachineRecord>,
     #[serde(
         default,
@@ -172,9 +225,17 @@ pub struct LoadEnded {
 /// usage and the machine, or why it failed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueryEnded {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub count: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub mean_ms: Option<f64>,
     /// A batch only (a timed pass's are read from its results file).
     #[serde(
@@ -201,7 +262,11 @@ pub struct QueryEnded {
         deserialize_with = "present"
     )]
     pub usage: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub machine: Option<MachineRecord>,
     #[serde(
         default,
@@ -221,15 +286,35 @@ pub struct QueryEnded {
 /// Step `query:<type>`: one timed pass of a query type, folded with its end.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueryData {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub query_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub file: Option<PathBuf>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub file_bytes: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub file_sha256: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub file_sha256_verified: Option<bool>,
     /// The queries the file holds (`null`: not known).
     #[serde(
@@ -238,9 +323,17 @@ pub struct QueryData {
         deserialize_with = "present"
     )]
     pub queries: Present<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub workers: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub command: Option<String>,
     #[serde(
         default,
@@ -255,12 +348,24 @@ pub struct QueryData {
         deserialize_with = "present"
     )]
     pub file_check: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub urls_in_use: Option<Vec<String>>,
     /// With `--passes` above 1: which pass of how many.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub pass: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub passes: Option<u32>,
     #[serde(flatten)]
     pub end: QueryEnded,
@@ -269,21 +374,53 @@ pub struct QueryData {
 /// Step `query-batch:<type>`: one extra batch of `--target-precision`, folded with its end.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueryBatchData {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub query_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub pass: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub batch: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub file: Option<PathBuf>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub file_sha256: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub queries: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub workers: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub command: Option<String>,
     #[serde(flatten)]
     pub end: QueryEnded,
@@ -293,7 +430,11 @@ pub struct QueryBatchData {
 /// it read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AnswersData {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub query_type: Option<String>,
     #[serde(
         default,
@@ -301,11 +442,23 @@ pub struct AnswersData {
         deserialize_with = "present"
     )]
     pub queries: Present<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub workers: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub command: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub purpose: Option<String>,
     /// The type's answers (a [`crate::answers::TypeAnswers`]; kept as recorded, read by the
     /// summary).
@@ -320,9 +473,17 @@ pub struct AnswersData {
 /// Step `server`: the started server (pid, endpoint, cgroup), folded with how it stopped.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerData {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub pid: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub endpoint: Option<String>,
     /// The cgroup the kernel holds the server to (`null`: none).
     #[serde(
@@ -350,10 +511,18 @@ pub struct ServerEnded {
         deserialize_with = "present"
     )]
     pub outcome: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub stop_seconds: Option<f64>,
     /// A slow or killed stop, in words.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub warning: Option<String>,
 }
 
@@ -382,18 +551,42 @@ impl ServerData {
 /// Step `cold-start` (`--cold`): the restart with the page cache dropped before a type.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ColdStartData {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub before_query_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub pass: Option<u32>,
     /// The `server` step attempt it started.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub server_attempt: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub page_cache_dropped: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub drop_seconds: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub seconds: Option<f64>,
 }
 
@@ -402,13 +595,29 @@ pub struct ColdStartData {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RowCountData {
     /// The table, or the tables' names joined with ", ".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub table: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub expected: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub actual: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub ok: Option<bool>,
     /// How the product counted (its own words and figures).
     #[serde(
@@ -425,9 +634,17 @@ pub struct RowCountData {
     )]
     pub wait: Option<Value>,
     /// The count failed (no number was read).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub error: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub tables: Option<Vec<RowCountData>>,
     /// Keys of a record this tsbsctl does not know (an older one's), kept as they were.
     #[serde(flatten)]
@@ -561,9 +778,10 @@ mod tests {
             step(serde_json::json!({"dataset_id": "d", "a_later_key": [1]})).data_as();
         assert_eq!(d.dataset_id.as_deref(), Some("d"));
         assert_eq!(d.workers, None);
-        // A known key of another type: read as nothing, as a look-up of it read null.
-        let d: LoadData = step(serde_json::json!({"workers": "four"})).data_as();
-        assert_eq!(d, LoadData::default());
+        // A known key of another type: read as nothing, as a look-up of it read null; the
+        // rest of the record still reads.
+        let d: LoadData = step(serde_json::json!({"dataset_id": "d", "workers": "four"})).data_as();
+        assert_eq!((d.dataset_id.as_deref(), d.workers), (Some("d"), None));
         let d: LoadData = step(Value::Null).data_as();
         assert_eq!(d, LoadData::default());
     }

@@ -3,6 +3,7 @@
 //! then hold, the product's hooks around the load, and the storage footprint at
 //! rest. A managed workspace's binding is set only once all of that held.
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::dataset::{Compression, Dataset, StoredFormat};
@@ -375,7 +376,7 @@ impl Bench<'_> {
                 scale: ds.spec.scale,
                 sample_line: &sample,
             });
-        let mut v = match made {
+        let v = match made {
             Ok(v) => v,
             Err(e) => {
                 self.run.instant(
@@ -388,38 +389,48 @@ impl Bench<'_> {
                 return Err(e);
             }
         };
-        for (key, name) in [
-            ("auto_created", "show-create-auto-created.sql"),
-            ("created", "show-create-partitioned.sql"),
-        ] {
+        let made = TableMade::deserialize(&v).unwrap_or_default();
+        let write = |text: Option<String>, name: &str| -> Result<String> {
             let (path, rel) = self.run.result(name);
-            let text = v[key].as_str().unwrap_or_default().to_string();
+            let text = text.unwrap_or_default();
             crate::fsutil::write_atomic(&path, format!("{text}\n").as_bytes())?;
-            v[format!("{key}_file")] = json!(rel);
-        }
-        if v["schema_matches"] == true {
+            Ok(rel)
+        };
+        let record = CreatedTable {
+            auto_created_file: write(made.auto_created, "show-create-auto-created.sql")?,
+            created_file: write(made.created, "show-create-partitioned.sql")?,
+            record: match v {
+                Value::Object(m) => m,
+                _ => serde_json::Map::new(),
+            },
+        };
+        if made.schema_matches == Some(true) {
             let said = format!(
                 "created table {} split into {} regions on {} (the schema the server auto-creates from the dataset's first line)",
-                v["table"].as_str().unwrap_or("cpu"),
+                made.table.as_deref().unwrap_or("cpu"),
                 p.partitions,
                 p.column
             );
-            self.run
-                .instant("create-table", attempt, Status::Completed, None, Some(v))?;
+            self.run.instant(
+                "create-table",
+                attempt,
+                Status::Completed,
+                None,
+                Some(data::value(&record)),
+            )?;
             self.reporter().info(&said);
             return Ok(());
         }
         let why = format!(
             "the partitioned table's SHOW CREATE TABLE, less its PARTITION block, differs from the table the server auto-creates for the dataset's first line (see {} and {})",
-            v["auto_created_file"].as_str().unwrap_or_default(),
-            v["created_file"].as_str().unwrap_or_default()
+            record.auto_created_file, record.created_file
         );
         self.run.instant(
             "create-table",
             attempt,
             Status::Failed,
             Some(why.clone()),
-            Some(v),
+            Some(data::value(&record)),
         )?;
         Err(Error::failed(why).with_hint(
             "the loader would write into a table of another schema than its own; load without --partitions, and report the two texts",
@@ -433,25 +444,32 @@ impl Bench<'_> {
         let endpoint = self.endpoint();
         let db = self.target.database().to_string();
         let got = self.product_step("regions", |b| {
-            let mut r =
-                b.target
-                    .product
-                    .region_report(&endpoint, &db, crate::bench::TABLE, loaded)?;
-            if let Some(v) = r.as_mut() {
-                v["loaded_rows"] = json!(loaded);
-                v["rows_match"] = json!(v["rows"].as_u64() == Some(loaded));
-            }
-            Ok(r)
+            let r = b
+                .target
+                .product
+                .region_report(&endpoint, &db, crate::bench::TABLE, loaded)?;
+            Ok(r.map(|v| {
+                let counts = RegionCounts::deserialize(&v).unwrap_or_default();
+                data::value(&RegionsChecked {
+                    report: match v {
+                        Value::Object(m) => m,
+                        _ => serde_json::Map::new(),
+                    },
+                    loaded_rows: loaded,
+                    rows_match: counts.rows == Some(loaded),
+                })
+            }))
         })?;
         if let Some(v) = got {
-            if v["rows_match"] != true {
+            let counts = RegionCounts::deserialize(&v).unwrap_or_default();
+            if counts.rows != Some(loaded) {
                 self.reporter().warn(&format!(
                     "the regions of {} report {} rows in all (information_schema.region_statistics), the load {loaded}",
                     crate::bench::TABLE,
-                    v["rows"]
+                    json!(counts.rows)
                 ));
             }
-            if let Some(e) = v["empty_regions"].as_array().filter(|e| !e.is_empty()) {
+            if let Some(e) = counts.empty_regions.filter(|e| !e.is_empty()) {
                 self.reporter().warn(&format!(
                     "region(s) {} of {} hold no rows",
                     e.iter()
@@ -678,6 +696,50 @@ impl Bench<'_> {
             Ok(((), v))
         })
     }
+}
+
+/// Step `create-table` (a partitioned load): the product's record of the table it made, then
+/// the files tsbsctl wrote its two `SHOW CREATE TABLE` texts to.
+#[derive(serde::Serialize)]
+struct CreatedTable {
+    #[serde(flatten)]
+    record: serde_json::Map<String, Value>,
+    auto_created_file: String,
+    created_file: String,
+}
+
+/// What the load reads of the product's record of a partitioned table.
+#[derive(Default, serde::Deserialize)]
+struct TableMade {
+    #[serde(default, deserialize_with = "data::lenient")]
+    table: Option<String>,
+    /// The `SHOW CREATE TABLE` text of the table the server made from the first line.
+    #[serde(default, deserialize_with = "data::lenient")]
+    auto_created: Option<String>,
+    /// And of the partitioned table.
+    #[serde(default, deserialize_with = "data::lenient")]
+    created: Option<String>,
+    #[serde(default, deserialize_with = "data::lenient")]
+    schema_matches: Option<bool>,
+}
+
+/// Step `regions`: the product's report of the loaded table's regions, then whether their rows
+/// add up to the load.
+#[derive(serde::Serialize)]
+struct RegionsChecked {
+    #[serde(flatten)]
+    report: serde_json::Map<String, Value>,
+    loaded_rows: u64,
+    rows_match: bool,
+}
+
+/// What the load reads of the product's region report.
+#[derive(Default, serde::Deserialize)]
+struct RegionCounts {
+    #[serde(default, deserialize_with = "data::lenient")]
+    rows: Option<u64>,
+    #[serde(default, deserialize_with = "data::lenient")]
+    empty_regions: Option<Vec<Value>>,
 }
 
 /// What a completed loader read (`input` of its `load` step's end): the bytes fed and their
