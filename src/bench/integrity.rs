@@ -5,11 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
 use crate::output::NoProgress;
+use crate::run::data::{self, RowCountData};
 use crate::run::{RunDir, Status};
 
 /// Re-hashes the built tool `name` (a few tens of MB: well under a second) and returns its
@@ -92,20 +93,28 @@ impl super::Bench<'_> {
         ));
         let mut checked = Vec::new();
         let mut failed = None;
+        let count = |table: &str, expected: u64, actual: u64, took_s: f64| RowCountData {
+            table: Some(table.to_string()),
+            expected: Some(expected),
+            actual: Some(actual),
+            ok: Some(actual == expected),
+            took_s: Some(took_s),
+            ..RowCountData::default()
+        };
         for (table, expected) in &tables {
             let started = std::time::Instant::now();
             let counted = self.target.count_rows(&endpoint, table);
             let took_s = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
             match counted {
                 Ok(actual) if actual == *expected => {
-                    checked.push(json!({"table": table, "expected": expected, "actual": actual, "ok": true, "took_s": took_s}));
+                    checked.push(count(table, *expected, actual, took_s));
                 }
                 Ok(actual) => {
                     let r = format!(
                         "workspace {ws} holds {actual} rows in table {table}, but its binding to dataset {dataset} says {expected}: the loaded data is {}",
                         if actual < *expected { "incomplete" } else { "not what was loaded" }
                     );
-                    let data = json!({"table": table, "expected": expected, "actual": actual, "ok": false, "took_s": took_s});
+                    let data = data::value(&count(table, *expected, actual, took_s));
                     failed = Some((r.clone(), Error::integrity(r), Some(data)));
                     break;
                 }
@@ -127,9 +136,15 @@ impl super::Bench<'_> {
         }
         let Some((reason, err, data)) = failed else {
             let data = if checked.len() == 1 {
-                checked.pop().unwrap_or(Value::Null)
+                checked.pop().map_or(Value::Null, |c| data::value(&c))
             } else {
-                json!({"table": names.join(", "), "expected": tables.iter().map(|(_, n)| n).sum::<u64>(), "ok": true, "tables": checked})
+                data::value(&RowCountData {
+                    table: Some(names.join(", ")),
+                    expected: Some(tables.iter().map(|(_, n)| n).sum::<u64>()),
+                    ok: Some(true),
+                    tables: Some(checked),
+                    ..RowCountData::default()
+                })
             };
             self.run
                 .end("row-check", attempt, Status::Completed, None, Some(data))?;

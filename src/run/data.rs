@@ -590,8 +590,9 @@ pub struct ColdStartData {
     pub seconds: Option<f64>,
 }
 
-/// Step `row-count`: a table counted after the load against the rows the dataset holds for it;
-/// with several tables (`devops`, `iot`) their sum, with each table's count in `tables`.
+/// Steps `row-count` and `row-check`: a table counted after the load (or before the queries)
+/// against the rows the dataset holds for it; with several tables (`devops`, `iot`) their sum,
+/// with each table's count in `tables`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RowCountData {
     /// The table, or the tables' names joined with ", ".
@@ -619,6 +620,13 @@ pub struct RowCountData {
         deserialize_with = "lenient"
     )]
     pub ok: Option<bool>,
+    /// `row-check` (the count before the queries): how long the count took, in seconds.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub took_s: Option<f64>,
     /// How the product counted (its own words and figures).
     #[serde(
         default,
@@ -702,7 +710,7 @@ mod tests {
                     ("answers", _) => same_bytes::<AnswersData>(d),
                     ("machine-check", _) => same_bytes::<MachineRecord>(d),
                     ("cold-start", _) => same_bytes::<ColdStartData>(d),
-                    ("row-count", _) => same_bytes::<RowCountData>(d),
+                    ("row-count" | "row-check", _) => same_bytes::<RowCountData>(d),
                     (other, _) => panic!("no record for step {other}"),
                 }
             }
@@ -722,7 +730,7 @@ mod tests {
                 "answers" => same_bytes::<AnswersData>(&s.data),
                 "machine-check" => same_bytes::<MachineRecord>(&s.data),
                 "cold-start" => same_bytes::<ColdStartData>(&s.data),
-                "row-count" => same_bytes::<RowCountData>(&s.data),
+                "row-count" | "row-check" => same_bytes::<RowCountData>(&s.data),
                 other => panic!("no record for step {other}"),
             }
         }
