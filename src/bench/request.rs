@@ -58,14 +58,6 @@ pub struct Request {
     pub partitions: Option<u32>,
     /// GreptimeDB `--partition-column`: the tag the regions of the `cpu` table split on.
     pub partition_column: Option<String>,
-    pub strategy: Option<String>,
-    pub window: Option<u64>,
-    pub table: Option<String>,
-    pub hot_runs: Option<u32>,
-    /// Compaction: how long to wait, after the answer, for the corroborating server log line.
-    pub confirm_timeout: Option<f64>,
-    /// Compaction: server-side parallelism (`parallelism=N`; the server's default is 1).
-    pub parallelism: Option<u32>,
     /// GreptimeDB query runs: `ADMIN FLUSH_TABLE` before the queries (like-for-like with a
     /// compacted state; the published flow does not flush).
     pub flush_before_queries: bool,
@@ -89,6 +81,8 @@ pub struct Request {
     pub operation: Option<&'static str>,
     /// The product's own flags ([`crate::product::ext`]), resolved: checks and defaults applied.
     pub product_values: serde_json::Map<String, Value>,
+    /// The product's own flags as given (typed): [`validate`] checks that the phase takes them.
+    pub product_given: serde_json::Map<String, Value>,
     /// `runs rerun`: the run this one reproduces, and the pins it must meet.
     pub rerun: Option<RerunPins>,
     /// `runs resume`: what the resumed run still has to do.
@@ -382,17 +376,18 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     let product = (entry.make)(None)?;
     product.check_benchmarkable()?;
     let phase = req.phase.unwrap_or(Phase::All);
-    phase_only_flags(entry, phase, req)?;
+    phase_only_flags(phase, req)?;
+    if let Some(x) = product.bench_ext() {
+        crate::product::ext::check_phases(entry.name, x, phase.as_str(), &req.product_given)?;
+    }
     positive("--load-workers", req.load_workers)?;
     positive("--batch-size", req.batch_size)?;
     positive("--query-workers", req.query_workers)?;
     check_passes(phase, req.passes)?;
     check_cold(phase, req)?;
     precision(phase, req)?;
-    positive("--hot-runs", req.hot_runs)?;
     preflight::check_bounds(req)?;
     preflight::check_query_flags(req)?;
-    positive("--parallelism", req.parallelism)?;
     check_hypertable_flags(phase, req)?;
     watch::StallPolicy::new(req.stall_timeout, req.on_stall)?;
     match (&req.database_id, req.urls.is_empty()) {
@@ -511,62 +506,16 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
         ))
         .with_hint("pass --database-id ID"));
     }
-    if phase == Phase::Compact {
-        let strategy = req.strategy.as_deref().unwrap_or("swcs");
-        if !["swcs", "twcs", "strict_window", "regular"].contains(&strategy) {
-            return Err(
-                Error::invalid(format!("unknown compaction strategy {strategy:?}"))
-                    .with_hint("use --strategy swcs (strict window), twcs or regular"),
-            );
-        }
-        if req.window == Some(0) {
-            return Err(Error::invalid("--window must be positive (seconds)")
-                .with_hint("e.g. --window 7200 for a 2-hour window"));
-        }
-        if req.window.is_some() && !matches!(strategy, "swcs" | "strict_window") {
-            return Err(Error::invalid("--window applies to --strategy swcs only")
-                .with_hint("drop --window, or use --strategy swcs"));
-        }
-        if let Some(t) = &req.table {
-            crate::ids::validate_sql_identifier("--table", t).map_err(|_| {
-                Error::invalid(format!("--table {t:?} is not a valid table name"))
-                    .with_hint("use letters, digits and '_'")
-            })?;
-        }
-    }
     Ok(phase)
 }
 
-/// Flags that belong to one phase (compact, analyze, query) used with another (exit 2).
-fn phase_only_flags(entry: &Entry, phase: Phase, req: &Request) -> Result<()> {
-    if phase != Phase::Compact
-        && (req.table.is_some()
-            || req.strategy.is_some()
-            || req.window.is_some()
-            || req.confirm_timeout.is_some()
-            || req.parallelism.is_some())
-    {
-        return Err(Error::invalid(
-            "--table, --strategy, --window, --confirm-timeout and --parallelism apply to the compact phase only",
-        )
-        .with_hint(format!("drop them, or run `bench {} compact`", entry.name)));
-    }
-    if !matches!(phase, Phase::All | Phase::Query) && req.flush_before_queries {
-        return Err(Error::invalid(
-            "--flush-before-queries applies to the query and all phases only",
-        )
-        .with_hint("drop --flush-before-queries"));
-    }
+/// Flags that belong to one phase used with another (exit 2). A product's own flags declare
+/// their phases ([`crate::product::ext::check_phases`]).
+fn phase_only_flags(phase: Phase, req: &Request) -> Result<()> {
     if !matches!(phase, Phase::All | Phase::Query) && req.check_answers {
         return Err(
             Error::invalid("--check-answers applies to the query and all phases only")
                 .with_hint("drop --check-answers"),
-        );
-    }
-    if phase != Phase::Analyze && req.hot_runs.is_some() {
-        return Err(
-            Error::invalid("--hot-runs applies to the analyze phase only")
-                .with_hint("drop --hot-runs"),
         );
     }
     Ok(())
@@ -920,97 +869,6 @@ mod tests {
                 g,
                 external(Phase::Analyze, &[url]),
                 Some("analyze needs a managed workspace"),
-            ),
-            (
-                "unknown strategy",
-                g,
-                Request {
-                    strategy: Some("lsm".into()),
-                    ..managed(Phase::Compact)
-                },
-                Some("unknown compaction strategy \"lsm\""),
-            ),
-            (
-                "window with twcs",
-                g,
-                Request {
-                    strategy: Some("twcs".into()),
-                    window: Some(60),
-                    ..managed(Phase::Compact)
-                },
-                Some("--window applies to --strategy swcs only"),
-            ),
-            (
-                "zero window",
-                g,
-                Request {
-                    window: Some(0),
-                    ..managed(Phase::Compact)
-                },
-                Some("--window must be positive"),
-            ),
-            (
-                "bad table",
-                g,
-                Request {
-                    table: Some("cpu;drop".into()),
-                    ..managed(Phase::Compact)
-                },
-                Some("--table \"cpu;drop\" is not a valid table name"),
-            ),
-            (
-                "compact flags on a load",
-                g,
-                Request {
-                    table: Some("cpu".into()),
-                    ..managed(Phase::Load)
-                },
-                Some("apply to the compact phase only"),
-            ),
-            (
-                "parallelism on a query",
-                g,
-                Request {
-                    parallelism: Some(2),
-                    ..managed(Phase::Query)
-                },
-                Some("apply to the compact phase only"),
-            ),
-            (
-                "flush before a load",
-                g,
-                Request {
-                    flush_before_queries: true,
-                    ..managed(Phase::Load)
-                },
-                Some("--flush-before-queries applies to the query and all phases only"),
-            ),
-            (
-                "flush before queries",
-                g,
-                Request {
-                    flush_before_queries: true,
-                    ..managed(Phase::Query)
-                },
-                None,
-            ),
-            (
-                "hot runs on a query",
-                g,
-                Request {
-                    hot_runs: Some(3),
-                    ..managed(Phase::Query)
-                },
-                Some("--hot-runs applies to the analyze phase only"),
-            ),
-            (
-                "hot runs on analyze",
-                g,
-                Request {
-                    hot_runs: Some(3),
-                    ..managed(Phase::Analyze)
-                },
-                None,
             ),
             (
                 "external postgresql",

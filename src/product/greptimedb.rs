@@ -7,6 +7,7 @@ pub mod cluster;
 mod compact;
 pub mod datalocation;
 pub mod explain;
+mod flags;
 pub mod partition;
 mod partitioned;
 pub mod ssts;
@@ -613,7 +614,8 @@ impl Product for GreptimeDb {
     fn before_queries(&self) -> Option<&'static super::op::BeforeQueries> {
         Some(&before_queries::BEFORE_QUERIES)
     }
-    /// No flags or operations of its own through it (yet): where its data was
+    /// Its own flags (compaction, analyze, the query run's flush and version override:
+    /// `greptimedb/flags.rs`, recorded flat as they always were), where its data was
     /// (`data_location`) and its analyze phase.
     fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
         Some(&BENCH_EXT)
@@ -621,8 +623,9 @@ impl Product for GreptimeDb {
 }
 
 static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
-    flags: &[],
-    resolve: |_, given| Ok(given.clone()),
+    flags: flags::FLAGS,
+    record: super::ext::Record::Flat,
+    resolve: flags::resolve,
     load_args: |_| Vec::new(),
     summary_lines: |_| Vec::new(),
     operations: &[],
