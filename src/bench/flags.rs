@@ -366,7 +366,7 @@ impl OwnFlags {
     /// takes them is [`crate::bench::validate`]'s check, with the other phase rules).
     pub fn resolve(&self, phase: &str) -> Result<crate::product::ext::Values> {
         match self.ext()? {
-            Some(x) => (x.resolve)(phase, &x.typed(&self.values)?),
+            Some(x) => (x.resolve)(phase, &self.values),
             None if self.values.is_empty() => Ok(Default::default()),
             None => Err(Error::invalid(format!(
                 "{} takes no flags of its own",
@@ -565,7 +565,14 @@ impl Flags {
         let i = self.product.influxdb3.clone().unwrap_or_default();
         let t = self.product.timescaledb.clone().unwrap_or_default();
         let own_given = |key: &str| self.product.own.as_ref().and_then(|o| o.values.get(key));
-        let own_text = |key: &str| own_given(key).and_then(|v| v.as_str()).map(str::to_string);
+        // The product's flags that run another installed version, if it declares them.
+        let runtime = match &self.product.own {
+            Some(own) => match own.ext()?.and_then(|x| x.version_override) {
+                Some(o) => o.given(&own.values),
+                None => (None, None),
+            },
+            None => (None, None),
+        };
         Ok(Request {
             phase: Some(phase),
             database_id: c.database_id.clone(),
@@ -607,10 +614,11 @@ impl Flags {
             // one `partitions`, which serde may read into either group).
             partitions: t.partitions.or(g.partitions),
             partition_column: g.partition_column,
-            // Declared by GreptimeDB, still read here (issue 23 §2: they follow).
+            // Declared by GreptimeDB, still read here (issue 23 §2: it follows once the query
+            // phase takes the product's values).
             flush_before_queries: own_given("flush_before_queries").is_some_and(|v| v == true),
-            greptime_version: own_text("greptime_version"),
-            confirm_version_override: own_text("confirm_version_override"),
+            runtime_version: runtime.0,
+            confirm_runtime: runtime.1,
             startup_timeout: c.timing.startup_timeout,
             stop_timeout: c.timing.stop_timeout,
             shape: c.shape.shape(),

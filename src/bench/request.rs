@@ -61,8 +61,10 @@ pub struct Request {
     /// GreptimeDB query runs: `ADMIN FLUSH_TABLE` before the queries (like-for-like with a
     /// compacted state; the published flow does not flush).
     pub flush_before_queries: bool,
-    pub greptime_version: Option<String>,
-    pub confirm_version_override: Option<String>,
+    /// Another installed version to run on a managed workspace's data, and its confirmation
+    /// (the product's [`crate::product::ext::VersionOverride`] flags).
+    pub runtime_version: Option<String>,
+    pub confirm_runtime: Option<String>,
     pub startup_timeout: Option<f64>,
     pub stop_timeout: Option<f64>,
     /// `--cpus` / `--memory`: the managed server's own cgroup.
@@ -485,20 +487,7 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
         ))
         .with_hint("drop them, or run the load phase"));
     }
-    if req.greptime_version.is_some() || req.confirm_version_override.is_some() {
-        if !matches!(phase, Phase::Query | Phase::Analyze) || external {
-            return Err(Error::invalid(
-                "--greptime-version runs another installed version on a managed workspace's data, for query and analyze only",
-            )
-            .with_hint("use it with `bench greptimedb query|analyze --database-id ID`"));
-        }
-        if req.greptime_version.is_none() {
-            return Err(
-                Error::invalid("--confirm-version-override requires --greptime-version")
-                    .with_hint("add --greptime-version V"),
-            );
-        }
-    }
+    check_version_override(entry, product.as_ref(), phase, req)?;
     if matches!(phase, Phase::Compact | Phase::Analyze) && external {
         return Err(Error::invalid(format!(
             "{} needs a managed workspace (tsbsctl restarts and inspects its server)",
@@ -507,6 +496,42 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
         .with_hint("pass --database-id ID"));
     }
     Ok(phase)
+}
+
+/// The product's flags that run another installed version: a managed workspace, the phases
+/// that take them, the version with its confirmation.
+fn check_version_override(
+    entry: &Entry,
+    product: &dyn Product,
+    phase: Phase,
+    req: &Request,
+) -> Result<()> {
+    if req.runtime_version.is_none() && req.confirm_runtime.is_none() {
+        return Ok(());
+    }
+    let Some(o) = product.bench_ext().and_then(|x| x.version_override) else {
+        return Err(Error::invalid(format!(
+            "{} runs no other version on a workspace's data",
+            entry.display
+        )));
+    };
+    let (version, confirm) = (o.version.long, o.confirm.long);
+    if !o.phases.contains(&phase.as_str()) || req.database_id.is_none() {
+        return Err(Error::invalid(format!(
+            "--{version} runs another installed version on a managed workspace's data, for {} only",
+            o.phases.join(" and ")
+        ))
+        .with_hint(format!(
+            "use it with `bench {} {} --database-id ID`",
+            entry.name,
+            o.phases.join("|")
+        )));
+    }
+    if req.runtime_version.is_none() {
+        return Err(Error::invalid(format!("--{confirm} requires --{version}"))
+            .with_hint(format!("add --{version} {}", o.version.value_name)));
+    }
+    Ok(())
 }
 
 /// Flags that belong to one phase used with another (exit 2). A product's own flags declare
@@ -835,7 +860,7 @@ mod tests {
                 "version override on a load",
                 g,
                 Request {
-                    greptime_version: Some("1.0.0".into()),
+                    runtime_version: Some("1.0.0".into()),
                     ..managed(Phase::Load)
                 },
                 Some("--greptime-version runs another installed version"),
@@ -844,7 +869,7 @@ mod tests {
                 "version override confirmation alone",
                 g,
                 Request {
-                    confirm_version_override: Some("ws1".into()),
+                    confirm_runtime: Some("ws1".into()),
                     ..managed(Phase::Query)
                 },
                 Some("--confirm-version-override requires --greptime-version"),
@@ -853,7 +878,7 @@ mod tests {
                 "version override on a query",
                 g,
                 Request {
-                    greptime_version: Some("1.0.0".into()),
+                    runtime_version: Some("1.0.0".into()),
                     ..managed(Phase::Query)
                 },
                 None,

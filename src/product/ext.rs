@@ -91,8 +91,9 @@ pub struct BenchExt {
     pub flags: &'static [BenchFlag],
     /// How the run's `flags` record them.
     pub record: Record,
-    /// Given values (only the flags given; text from a command line, typed from a record)
-    /// to resolved ones, for `phase`: checks (exit 2 with the product's message) and defaults.
+    /// Given values (only the flags given; text from a command line, typed from a record:
+    /// [`typed`] reads both) to resolved ones, for `phase`: checks (exit 2 with the product's
+    /// message) and defaults.
     pub resolve: fn(phase: &str, given: &Values) -> Result<Values>,
     /// The loader's arguments from the resolved values (after the product's own).
     pub load_args: fn(values: &Values) -> Vec<ToolArg>,
@@ -104,6 +105,32 @@ pub struct BenchExt {
     pub data_location: Option<&'static DataLocation>,
     /// Its `analyze` phase (`None`: it has none).
     pub analyze: Option<&'static super::phase::QueryPhase>,
+    /// Its flags that run another installed version on a managed workspace's data (`None`:
+    /// it has none).
+    pub version_override: Option<&'static VersionOverride>,
+}
+
+/// A product's pair of flags that runs another installed version of it on a managed
+/// workspace's data, for some phases (the workspace stays bound to its own version): the
+/// version, and its confirmation (the workspace id, exactly). The core checks and runs it.
+pub struct VersionOverride {
+    pub version: &'static BenchFlag,
+    pub confirm: &'static BenchFlag,
+    /// The phases that take them.
+    pub phases: &'static [&'static str],
+}
+
+impl VersionOverride {
+    /// The version and the confirmation given among `given`.
+    pub fn given(&self, given: &Values) -> (Option<String>, Option<String>) {
+        let text = |f: &BenchFlag| {
+            given
+                .get(&f.key())
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        (text(self.version), text(self.confirm))
+    }
 }
 
 /// The data of a run's last step named so (`None`: no such step).
@@ -152,33 +179,9 @@ impl BenchExt {
         self.flags.iter().find(|f| f.key() == key)
     }
 
-    /// The given values (text from a command line) as a record holds them: a number as a
-    /// number, a switch as `true`; a value that is not of its flag's kind is exit 2.
+    /// The given values (text from a command line) as a record holds them ([`typed`]).
     pub fn typed(&self, given: &Values) -> Result<Values> {
-        let mut out = Values::new();
-        for f in self.flags {
-            let Some(v) = given.get(&f.key()) else {
-                continue;
-            };
-            let typed = match (f.kind, v) {
-                (FlagKind::Number, Value::String(s)) => s
-                    .trim()
-                    .parse::<u64>()
-                    .map(Value::from)
-                    .map_err(|_| not_a(f, s, "whole number"))?,
-                (FlagKind::Seconds, Value::String(s)) => s
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-                    .and_then(serde_json::Number::from_f64)
-                    .map(Value::Number)
-                    .ok_or_else(|| not_a(f, s, "number of seconds"))?,
-                (FlagKind::Switch, Value::Bool(false)) => continue,
-                (_, v) => v.clone(),
-            };
-            out.insert(f.key(), typed);
-        }
-        Ok(out)
+        typed(self.flags, given)
     }
 
     /// The record of `given` (typed) in the [`Record::Flat`] shape: every declared flag in
@@ -228,12 +231,41 @@ impl BenchExt {
     }
 }
 
+/// The given values of `flags` (text from a command line, or typed from a record) as a record
+/// holds them: a number as a number, a switch as `true`; a value that is not of its flag's
+/// kind is exit 2.
+pub fn typed(flags: &[BenchFlag], given: &Values) -> Result<Values> {
+    let mut out = Values::new();
+    for f in flags {
+        let Some(v) = given.get(&f.key()) else {
+            continue;
+        };
+        let typed = match (f.kind, v) {
+            (FlagKind::Number, Value::String(s)) => s
+                .trim()
+                .parse::<u64>()
+                .map(Value::from)
+                .map_err(|_| not_a(f, s, "whole number"))?,
+            (FlagKind::Seconds, Value::String(s)) => s
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number)
+                .ok_or_else(|| not_a(f, s, "number of seconds"))?,
+            (FlagKind::Switch, Value::Bool(false)) => continue,
+            (_, v) => v.clone(),
+        };
+        out.insert(f.key(), typed);
+    }
+    Ok(out)
+}
+
 /// The one step from given values to resolved ones, for a command line and a recorded run
-/// alike: the phases checked ([`check_phases`]), the values typed ([`BenchExt::typed`]), then
-/// the product's [`BenchExt::resolve`].
+/// alike: the phases checked ([`check_phases`]), then the product's [`BenchExt::resolve`].
 pub fn resolve(product: &str, ext: &BenchExt, phase: &str, given: &Values) -> Result<Values> {
     check_phases(product, ext, phase, given)?;
-    (ext.resolve)(phase, &ext.typed(given)?)
+    (ext.resolve)(phase, given)
 }
 
 fn not_a(f: &BenchFlag, given: &str, what: &str) -> Error {
@@ -355,6 +387,7 @@ mod tests {
         operations: &[],
         data_location: None,
         analyze: None,
+        version_override: None,
     };
 
     fn given(pairs: &[(&str, Value)]) -> Values {

@@ -631,6 +631,7 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     operations: &[],
     data_location: Some(&datalocation::DATA_LOCATION),
     analyze: Some(&analyze::ANALYZE),
+    version_override: Some(&flags::VERSION_OVERRIDE),
 };
 
 impl super::Maintenance for GreptimeDb {

@@ -5,8 +5,9 @@
 //! * compact: `--table --strategy --window --confirm-timeout --parallelism` (defaults: table
 //!   `cpu`, strategy swcs, a swcs window of 7,200 s, 5 s for the log line);
 //! * analyze: `--hot-runs` (default 2);
-//! * query/all: `--flush-before-queries`; query/analyze: `--greptime-version` with
-//!   `--confirm-version-override` (checked and read by the core for now: issue 23 §2).
+//! * query/all: `--flush-before-queries` (read by the core's query phase for now);
+//! * query/analyze: `--greptime-version` with `--confirm-version-override`, declared as the
+//!   product's [`VersionOverride`] (the core checks them against the target and runs it).
 
 use std::collections::BTreeMap;
 
@@ -14,7 +15,7 @@ use serde_json::Value;
 
 use crate::bounds;
 use crate::error::{Error, Result};
-use crate::product::ext::{BenchFlag, FlagKind, Values};
+use crate::product::ext::{BenchFlag, FlagKind, Values, VersionOverride};
 use crate::product::op::CompactRequest;
 
 /// The table compacted when `--table` names none.
@@ -103,7 +104,7 @@ pub const HOT_RUNS: BenchFlag = BenchFlag {
         "N",
     )
 };
-// Their phase rule has its own words (the core checks them with the target: issue 23 §2).
+// Checked and run by the core, which knows the target ([`VERSION_OVERRIDE`]).
 pub const GREPTIME_VERSION: BenchFlag = flag(
     "greptime-version",
     "query/analyze: run this installed version on the workspace's data",
@@ -114,6 +115,14 @@ pub const CONFIRM_VERSION_OVERRIDE: BenchFlag = flag(
     "Confirms --greptime-version: the workspace id, exactly",
     "ID",
 );
+
+/// `--greptime-version V --confirm-version-override ID`: another installed version on a
+/// managed workspace's data, for query and analyze.
+pub static VERSION_OVERRIDE: VersionOverride = VersionOverride {
+    version: &GREPTIME_VERSION,
+    confirm: &CONFIRM_VERSION_OVERRIDE,
+    phases: &["query", "analyze"],
+};
 
 /// In the order runs have always recorded them.
 pub const FLAGS: &[BenchFlag] = &[
@@ -148,6 +157,7 @@ fn positive(f: &BenchFlag, v: Option<u64>) -> Result<()> {
 /// have always seen) and defaults. Only what the phase uses is resolved; the phases were
 /// checked before ([`crate::product::ext::check_phases`]).
 pub fn resolve(phase: &str, given: &Values) -> Result<Values> {
+    let given = &crate::product::ext::typed(FLAGS, given)?;
     let hot_runs = whole(given, &HOT_RUNS);
     positive(&HOT_RUNS, hot_runs)?;
     bounds::at_most("--hot-runs", hot_runs, bounds::MAX_HOT_RUNS)?;
