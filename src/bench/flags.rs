@@ -564,7 +564,10 @@ impl Flags {
         let g = self.product.greptimedb.clone().unwrap_or_default();
         let i = self.product.influxdb3.clone().unwrap_or_default();
         let t = self.product.timescaledb.clone().unwrap_or_default();
-        let own_given = |key: &str| self.product.own.as_ref().and_then(|o| o.values.get(key));
+        let own_resolved = match &self.product.own {
+            Some(own) => own.resolve(phase.as_str())?,
+            None => Default::default(),
+        };
         // The product's flags that run another installed version, if it declares them.
         let runtime = match &self.product.own {
             Some(own) => match own.ext()?.and_then(|x| x.version_override) {
@@ -614,9 +617,9 @@ impl Flags {
             // one `partitions`, which serde may read into either group).
             partitions: t.partitions.or(g.partitions),
             partition_column: g.partition_column,
-            // Declared by GreptimeDB, still read here (issue 23 §2: it follows once the query
-            // phase takes the product's values).
-            flush_before_queries: own_given("flush_before_queries").is_some_and(|v| v == true),
+            // GreptimeDB's resolved switch, which the query phase reads (issue 23 §2: it
+            // follows once the query phase hands the product its values).
+            flush_before_queries: own_resolved.get("flush_before_queries") == Some(&true.into()),
             runtime_version: runtime.0,
             confirm_runtime: runtime.1,
             startup_timeout: c.timing.startup_timeout,
@@ -629,10 +632,7 @@ impl Flags {
                 .and_then(|t| std::time::Duration::try_from_secs_f64(t).ok()),
             stall_timeout: c.stall_timeout,
             on_stall: c.on_stall,
-            product_values: match &self.product.own {
-                Some(own) => own.resolve(phase.as_str())?,
-                None => Default::default(),
-            },
+            product_values: own_resolved,
             product_given: match &self.product.own {
                 Some(own) => own.given()?,
                 None => Default::default(),
@@ -702,7 +702,10 @@ mod tests {
         // resolve through the product's step: `--hot-runs` is the analyze phase's.
         let back = Flags::from_value(&f.to_value(), "greptimedb").unwrap();
         let all = back.request(Phase::All).unwrap();
-        assert!(all.product_values.is_empty(), "{all:?}");
+        assert_eq!(
+            serde_json::Value::Object(all.product_values.clone()),
+            serde_json::json!({"flush_before_queries": false})
+        );
         assert_eq!(all.product_given["hot_runs"], 2);
         let req = back.request(Phase::Analyze).unwrap();
         assert_eq!(req.mode, Some(DatabaseMode::Reset));
@@ -794,7 +797,7 @@ mod tests {
         );
         assert_eq!(
             serde_json::Value::Object(req.write_settings()),
-            serde_json::json!({"partitions": 8, "partition_column": "hostname"})
+            serde_json::json!({"partitions": 8, "partition_column": "hostname", "flush_before_queries": false})
         );
         // Without them nothing is recorded or asked for.
         let v =
@@ -825,7 +828,8 @@ mod tests {
         let req = f.request(Phase::Load).unwrap();
         assert_eq!(req.stall_timeout, None);
         assert_eq!(req.on_stall, None);
-        assert!(!req.no_sync && req.product_values.is_empty() && req.chunk_time.is_none());
+        assert!(!req.no_sync && !req.flush_before_queries && req.chunk_time.is_none());
+        assert!(req.product_values.get("table").is_none(), "{req:?}");
     }
 
     #[test]

@@ -261,7 +261,8 @@ fn run_in(
         // `hot_runs` (analyze) and the product's other settings: its resolved values.
         "no_sync": caps.durability.then_some(req.no_sync),
         "accept_partial": caps.durability.then_some(req.accept_partial),
-        "flush_before_queries": caps.flush_before_queries.then_some(req.flush_before_queries),
+        // A key every record has in this place (`null` but for the product that resolves it).
+        "flush_before_queries": null,
     });
     if let Some(w) = workload.as_object_mut() {
         w.extend(req.write_settings());

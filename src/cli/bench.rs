@@ -254,7 +254,15 @@ mod tests {
                     assert_eq!(v("confirm_timeout"), Some(5.0.into()), "{command}");
                 }
                 Phase::Analyze => assert_eq!(v("hot_runs"), Some(2.into())),
-                _ => assert!(req.product_values.is_empty(), "{command}"),
+                _ => {}
+            }
+            if phase != Phase::Compact {
+                // What the workload records of it (`null` for a phase that did not flush).
+                assert_eq!(
+                    v("flush_before_queries").as_ref(),
+                    Some(&m["workload"]["flush_before_queries"]),
+                    "{command}"
+                );
             }
         }
     }

@@ -462,7 +462,6 @@ impl Product for GreptimeDb {
     }
     fn bench_caps(&self) -> BenchCaps {
         BenchCaps {
-            flush_before_queries: true,
             partitioned_tables: true,
             ..BenchCaps::default()
         }

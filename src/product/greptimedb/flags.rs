@@ -208,6 +208,13 @@ pub fn resolve(phase: &str, given: &Values) -> Result<Values> {
         }
         _ => {}
     }
+    // The benchmark phases' workloads record whether the queries ran on flushed data.
+    if matches!(phase, "all" | "load" | "query" | "analyze") {
+        out.insert(
+            FLUSH_BEFORE_QUERIES.key(),
+            given.get(&FLUSH_BEFORE_QUERIES.key()).is_some().into(),
+        );
+    }
     Ok(out)
 }
 
@@ -341,12 +348,20 @@ mod tests {
         let c = compact_request(&resolved("compact", json!({"window": 3600})).unwrap());
         assert_eq!(c.window, Some(3600));
         let a = resolved("analyze", json!({})).unwrap();
-        assert_eq!(Value::Object(a.clone()), json!({"hot_runs": 2}));
+        assert_eq!(
+            Value::Object(a.clone()),
+            json!({"hot_runs": 2, "flush_before_queries": false})
+        );
         assert_eq!(hot_runs(&a), 2);
-        // Other phases resolve nothing into the run's workload.
-        assert!(resolved("query", json!({"flush_before_queries": true}))
-            .unwrap()
-            .is_empty());
+        // The other benchmark phases resolve only the flush into the run's workload.
+        assert_eq!(
+            Value::Object(resolved("query", json!({"flush_before_queries": true})).unwrap()),
+            json!({"flush_before_queries": true})
+        );
+        assert_eq!(
+            Value::Object(resolved("load", json!({})).unwrap()),
+            json!({"flush_before_queries": false})
+        );
         let mut counts = BTreeMap::new();
         counts.insert("lastpoint".to_string(), 3);
         check_analyze_counts(&a, &counts).unwrap();
