@@ -5,7 +5,9 @@
 //! [`Flags::request`].
 //!
 //! The field order is the recorded key order (serde_json keeps it): `phase`, the common
-//! flags, then the product's ([`ProductFlags`]); it is also the order of `--help`. Secrets are
+//! flags, then the product's ([`ProductFlags`]); it is also the order of `--help`. A product's
+//! declared flags ([`crate::product::ext`], [`OwnFlags`]) are not fields here: the product
+//! resolves them, and [`Flags::to_value`] records them in the shape it declares. Secrets are
 //! never recorded: only the names of the environment variables that hold them, and
 //! [`REDACTED`] for a hold token. The groups shared with other commands (locks, the dataset
 //! spec and root, server timing) live here too because the core may not name `crate::cli`;
@@ -18,7 +20,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use super::{watch, Phase, Request};
 use crate::dataset::{Compression, Profile, SpecOverrides};
 use crate::error::{Error, Result};
-use crate::product::ext::{BenchExt, Record};
+use crate::product::ext::{BenchExt, Record, Values};
 use crate::tsbs::DatabaseMode;
 
 /// What a hold token is recorded as.
@@ -352,7 +354,7 @@ pub struct ProductFlags {
 #[derive(Debug, Clone, Default)]
 pub struct OwnFlags {
     pub product: &'static str,
-    pub values: crate::product::ext::Values,
+    pub values: Values,
 }
 
 impl OwnFlags {
@@ -364,7 +366,7 @@ impl OwnFlags {
     /// The values resolved by the product ([`crate::product::ext::BenchExt::resolve`]) for
     /// `phase`: the one step a command line and a recorded run go through (whether `phase`
     /// takes them is [`crate::bench::validate`]'s check, with the other phase rules).
-    pub fn resolve(&self, phase: &str) -> Result<crate::product::ext::Values> {
+    pub fn resolve(&self, phase: &str) -> Result<Values> {
         match self.ext()? {
             Some(x) => (x.resolve)(phase, &self.values),
             None if self.values.is_empty() => Ok(Default::default()),
@@ -377,10 +379,7 @@ impl OwnFlags {
 
     /// What the run's record keeps, `resolved` being [`OwnFlags::resolve`]'s answer: the
     /// resolved values, or (a flat record) the given ones, typed.
-    pub fn recorded(
-        &self,
-        resolved: &crate::product::ext::Values,
-    ) -> Result<crate::product::ext::Values> {
+    pub fn recorded(&self, resolved: &Values) -> Result<Values> {
         match self.ext()? {
             Some(x) if x.record == Record::Flat => self.given(),
             _ => Ok(resolved.clone()),
@@ -388,7 +387,7 @@ impl OwnFlags {
     }
 
     /// The values given, typed as a record holds them.
-    pub fn given(&self) -> Result<crate::product::ext::Values> {
+    pub fn given(&self) -> Result<Values> {
         match self.ext()? {
             Some(x) => x.typed(&self.values),
             None => Ok(self.values.clone()),

@@ -10,7 +10,7 @@ use super::{preflight, target, watch, Phase};
 use crate::dataset::{Compression, Profile, SpecOverrides};
 use crate::error::{Error, Result};
 use crate::lock::LockOptions;
-use crate::product::{Entry, Product};
+use crate::product::{ext, Entry, Product};
 use crate::tsbs::DatabaseMode;
 
 /// Everything a bench command asks for (the CLI fills it).
@@ -380,7 +380,7 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     let phase = req.phase.unwrap_or(Phase::All);
     phase_only_flags(phase, req)?;
     if let Some(x) = product.bench_ext() {
-        crate::product::ext::check_phases(entry.name, x, phase.as_str(), &req.product_given)?;
+        ext::check_phases(entry.name, x, phase.as_str(), &req.product_given)?;
     }
     positive("--load-workers", req.load_workers)?;
     positive("--batch-size", req.batch_size)?;
