@@ -396,22 +396,11 @@ impl OwnFlags {
 }
 
 /// `bench greptimedb` flags the core still reads (issue 23: they follow the others into the
-/// product's declared flags, [`crate::product::ext`]). Recorded after its declared ones.
+/// product's declared flags, [`crate::product::ext`]; the key `password_env` is TimescaleDB's
+/// too). Recorded after its declared ones.
 #[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GreptimeFlags {
-    /// load/all, cpu-only: create the `cpu` table before the load split into N regions
-    /// (2-1024) by ranges of --partition-column, each holding an equal share of the
-    /// dataset's hosts; the loader then only writes into it.
-    // The key `partitions` is TimescaleDB's too (one record has one); recorded only when given.
-    #[arg(long, value_name = "N", requires = "partition_column")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub partitions: Option<u32>,
-    /// With --partitions: the tag the regions split on (hostname: ranges computed from the
-    /// dataset's host names).
-    #[arg(long, value_name = "TAG", requires = "partitions")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub partition_column: Option<String>,
     /// External servers with authentication (a static user provider): the user name (recorded)
     /// for HTTP basic auth of tsbsctl's requests, the loader and the query runner.
     // Recorded only when given: older records keep their keys.
@@ -513,7 +502,9 @@ impl Flags {
                     .filter(|(k, _)| !groups.contains_key(*k))
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
-                out.extend(x.flat_record(&own.values));
+                // As given, typed (a value that is not of its kind was refused before a run).
+                let given = x.typed(&own.values).unwrap_or_else(|_| own.values.clone());
+                out.extend(x.flat_record(&given));
                 out.extend(groups);
                 *m = out;
             }
@@ -567,6 +558,11 @@ impl Flags {
             Some(own) => own.resolve(phase.as_str())?,
             None => Default::default(),
         };
+        // The table split into regions the product's resolved values ask for.
+        let partitioning = match &self.product.own {
+            Some(own) => own.ext()?.and_then(|x| (x.partitioning)(&own_resolved)),
+            None => None,
+        };
         // The product's flags that run another installed version, if it declares them.
         let runtime = match &self.product.own {
             Some(own) => match own.ext()?.and_then(|x| x.version_override) {
@@ -614,8 +610,10 @@ impl Flags {
             chunk_time: t.chunk_time,
             // TimescaleDB's hypertable partitions or GreptimeDB's regions (one record has
             // one `partitions`, which serde may read into either group).
-            partitions: t.partitions.or(g.partitions),
-            partition_column: g.partition_column,
+            // (A GreptimeDB record's `partitions` reads into TimescaleDB's group too: the same
+            // number as its resolved regions.)
+            partitions: t.partitions.or(partitioning.as_ref().map(|p| p.partitions)),
+            partitioning,
             // GreptimeDB's resolved switch, which the query phase reads (issue 23 §2: it
             // follows once the query phase hands the product its values).
             flush_before_queries: own_resolved.get("flush_before_queries") == Some(&true.into()),
@@ -767,12 +765,10 @@ mod tests {
     #[test]
     fn a_greptimedb_partitioned_record_round_trips() {
         let product = ProductFlags {
-            greptimedb: Some(GreptimeFlags {
-                partitions: Some(8),
-                partition_column: Some("hostname".into()),
-                ..GreptimeFlags::default()
-            }),
-            own: Some(greptimedb_given(serde_json::json!({}))),
+            greptimedb: Some(GreptimeFlags::default()),
+            own: Some(greptimedb_given(
+                serde_json::json!({"partitions": "8", "partition_column": "hostname"}),
+            )),
             ..ProductFlags::default()
         };
         let v = Flags::record(Phase::All, CommonFlags::default(), product).to_value();

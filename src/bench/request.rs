@@ -56,8 +56,9 @@ pub struct Request {
     /// Hypertable space partitions (TimescaleDB) or, with `partition_column`, the regions of
     /// a partitioned table (GreptimeDB).
     pub partitions: Option<u32>,
-    /// GreptimeDB `--partition-column`: the tag the regions of the `cpu` table split on.
-    pub partition_column: Option<String>,
+    /// The table split into regions the product's resolved flags ask the load to create
+    /// ([`crate::product::ext::BenchExt::partitioning`]).
+    pub partitioning: Option<crate::product::Partitioning>,
     /// GreptimeDB query runs: `ADMIN FLUSH_TABLE` before the queries (like-for-like with a
     /// compacted state; the published flow does not flush).
     pub flush_before_queries: bool,
@@ -139,19 +140,14 @@ impl Request {
         if let Some(n) = self.partitions {
             m.insert("partitions".into(), n.into());
         }
-        if let Some(c) = &self.partition_column {
-            m.insert("partition_column".into(), c.clone().into());
-        }
         m.extend(self.product_values.clone());
         m
     }
 
-    /// `--partitions N --partition-column C` (a table split into regions), when both are given.
+    /// The table split into regions the load creates first, if the product's flags ask for
+    /// one.
     pub fn partitioning(&self) -> Option<crate::product::Partitioning> {
-        Some(crate::product::Partitioning {
-            partitions: self.partitions?,
-            column: self.partition_column.clone()?,
-        })
+        self.partitioning.clone()
     }
 }
 
@@ -192,21 +188,9 @@ fn check_hypertable_flags(phase: Phase, req: &Request) -> Result<()> {
 /// workspace's mode is known only from its manifest), refused before a run exists.
 pub fn check_write_caps(product: &dyn Product, req: &Request) -> Result<()> {
     let caps = product.bench_caps();
+    // Its own regions (`--partitions` with their tag) are its resolved flags' to check.
     if caps.partitioned_tables && req.chunk_time.is_none() {
-        return match (req.partitions, &req.partition_column) {
-            (Some(_), Some(_)) | (None, None) => Ok(()),
-            _ => Err(Error::invalid(
-                "--partitions and --partition-column go together: the number of regions and the tag they split on",
-            )
-            .with_hint("e.g. --partitions 8 --partition-column hostname")),
-        };
-    }
-    if req.partition_column.is_some() {
-        return Err(Error::invalid(format!(
-            "--partition-column splits a GreptimeDB table into regions; {} has none",
-            product.display_name()
-        ))
-        .with_hint("drop --partition-column"));
+        return Ok(());
     }
     if (req.chunk_time.is_some() || req.partitions.is_some()) && !caps.hypertables {
         return Err(Error::invalid(format!(
@@ -1048,33 +1032,17 @@ mod tests {
             "{}",
             e.message
         );
-        let e = check_write_caps(
-            &greptimedb::GreptimeDb,
-            &Request {
-                partitions: Some(2),
-                ..managed(Phase::Load)
-            },
-        )
-        .unwrap_err();
-        assert_eq!(e.exit_code(), 2);
-        assert!(e.message.contains("go together"), "{}", e.message);
+        // GreptimeDB's regions are its own flags (their pair is its resolve's to check).
         check_write_caps(&greptimedb::GreptimeDb, &managed(Phase::Load)).unwrap();
-        // GreptimeDB's regions: both flags; its column means nothing to TimescaleDB.
         let regions = Request {
             partitions: Some(8),
-            partition_column: Some("hostname".into()),
+            partitioning: Some(crate::product::Partitioning {
+                partitions: 8,
+                column: "hostname".into(),
+            }),
             ..managed(Phase::Load)
         };
         check_write_caps(&greptimedb::GreptimeDb, &regions).unwrap();
-        let e = check_write_caps(
-            &TimescaleDb {
-                mode: Mode::Timescaledb,
-            },
-            &regions,
-        )
-        .unwrap_err();
-        assert_eq!(e.exit_code(), 2);
-        assert!(e.message.contains("--partition-column"), "{}", e.message);
     }
 
     #[test]

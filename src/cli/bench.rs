@@ -267,6 +267,39 @@ mod tests {
         }
     }
 
+    /// GreptimeDB's regions (`--partitions` with `--partition-column`, its declared flags):
+    /// recorded after its other flags only when given, as before, and back into the same
+    /// request (`runs rerun` makes the same table), though serde also reads the shared key
+    /// `partitions` into TimescaleDB's group.
+    #[test]
+    fn greptimedb_regions_record_and_round_trip() {
+        let req = request_of(
+            "greptimedb",
+            "all --database-id g1 --partitions 8 --partition-column hostname --user u --password-env PW",
+        );
+        let text = serde_json::to_string(&req.flags).unwrap();
+        assert!(
+            text.ends_with(r#""confirm_version_override":null,"partitions":8,"partition_column":"hostname","user":"u","password_env":"PW"}"#),
+            "{text}"
+        );
+        let p = req.partitioning().unwrap();
+        assert_eq!((p.partitions, p.column.as_str()), (8, "hostname"));
+        assert_eq!(req.partitions, Some(8));
+        let mut back = Flags::from_value(&req.flags, "greptimedb")
+            .unwrap()
+            .request(Phase::All)
+            .unwrap();
+        back.lock = req.lock.clone();
+        back.flags = req.flags.clone();
+        assert_eq!(format!("{back:?}"), format!("{req:?}"));
+        // The pair goes together (clap says so on the command line; a record, the product).
+        let argv = "tsbsctl bench greptimedb load --database-id g1 --partitions 8";
+        let e = crate::cli::Cli::try_parse_from(argv.split_whitespace()).unwrap_err();
+        assert!(e.to_string().contains("--partition-column"), "{e}");
+        let plain = request_of("greptimedb", "load --database-id g1");
+        assert!(plain.partitioning().is_none() && plain.partitions.is_none());
+    }
+
     /// A record the generic `--token-env` wrote before the variable had a field of its own
     /// (it was carried in InfluxDB 3's group, whose other keys came with it) still reads back
     /// into the same request (`runs rerun`).

@@ -282,6 +282,7 @@ static BENCH_EXT: BenchExt = BenchExt {
     data_location: None,
     analyze: None,
     version_override: None,
+    partitioning: |_| None,
 };
 
 /// The loading phases take `--example-replicas` (default 1; the others are refused it by

@@ -108,6 +108,9 @@ pub struct BenchExt {
     /// Its flags that run another installed version on a managed workspace's data (`None`:
     /// it has none).
     pub version_override: Option<&'static VersionOverride>,
+    /// The table split into regions its resolved values ask the load to create (`None`:
+    /// none; the product's [`super::Product::create_partitioned`] makes it).
+    pub partitioning: fn(values: &Values) -> Option<super::Partitioning>,
 }
 
 /// A product's pair of flags that runs another installed version of it on a managed
@@ -388,6 +391,7 @@ mod tests {
         data_location: None,
         analyze: None,
         version_override: None,
+        partitioning: |_| None,
     };
 
     fn given(pairs: &[(&str, Value)]) -> Values {

@@ -631,6 +631,7 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     data_location: Some(&datalocation::DATA_LOCATION),
     analyze: Some(&analyze::ANALYZE),
     version_override: Some(&flags::VERSION_OVERRIDE),
+    partitioning: flags::partitioning,
 };
 
 impl super::Maintenance for GreptimeDb {

@@ -116,6 +116,31 @@ pub const CONFIRM_VERSION_OVERRIDE: BenchFlag = flag(
     "ID",
 );
 
+const LOADS: &[&str] = &["load", "all"];
+
+// Recorded only when given (the key `partitions` is TimescaleDB's too: one record has one).
+pub const PARTITIONS: BenchFlag = BenchFlag {
+    phases: LOADS,
+    kind: FlagKind::Number,
+    requires: Some("partition-column"),
+    always_recorded: false,
+    ..flag(
+        "partitions",
+        "load/all, cpu-only: create the `cpu` table before the load split into N regions (2-1024) by ranges of --partition-column, each holding an equal share of the dataset's hosts; the loader then only writes into it",
+        "N",
+    )
+};
+pub const PARTITION_COLUMN: BenchFlag = BenchFlag {
+    phases: LOADS,
+    requires: Some("partitions"),
+    always_recorded: false,
+    ..flag(
+        "partition-column",
+        "With --partitions: the tag the regions split on (hostname: ranges computed from the dataset's host names)",
+        "TAG",
+    )
+};
+
 /// `--greptime-version V --confirm-version-override ID`: another installed version on a
 /// managed workspace's data, for query and analyze.
 pub static VERSION_OVERRIDE: VersionOverride = VersionOverride {
@@ -135,6 +160,8 @@ pub const FLAGS: &[BenchFlag] = &[
     HOT_RUNS,
     GREPTIME_VERSION,
     CONFIRM_VERSION_OVERRIDE,
+    PARTITIONS,
+    PARTITION_COLUMN,
 ];
 
 fn text<'a>(given: &'a Values, f: &BenchFlag) -> Option<&'a str> {
@@ -206,6 +233,21 @@ pub fn resolve(phase: &str, given: &Values) -> Result<Values> {
         "analyze" => {
             out.insert(HOT_RUNS.key(), hot_runs.unwrap_or(DEFAULT_HOT_RUNS).into());
         }
+        "load" | "all" => {
+            // The regions of the `cpu` table: checked against the dataset once it is known
+            // (`Product::check_partitioning`).
+            match (whole(given, &PARTITIONS), text(given, &PARTITION_COLUMN)) {
+                (Some(n), Some(c)) => {
+                    out.insert(PARTITIONS.key(), n.into());
+                    out.insert(PARTITION_COLUMN.key(), c.into());
+                }
+                (None, None) => {}
+                _ => return Err(Error::invalid(
+                    "--partitions and --partition-column go together: the number of regions and the tag they split on",
+                )
+                .with_hint("e.g. --partitions 8 --partition-column hostname")),
+            }
+        }
         _ => {}
     }
     // The benchmark phases' workloads record whether the queries ran on flushed data.
@@ -232,6 +274,14 @@ pub fn compact_request(values: &Values) -> CompactRequest {
             .and_then(Value::as_f64)
             .unwrap_or(DEFAULT_CONFIRM_SECONDS),
     }
+}
+
+/// The table split into regions the resolved values of a load ask for.
+pub fn partitioning(values: &Values) -> Option<crate::product::Partitioning> {
+    Some(crate::product::Partitioning {
+        partitions: u32::try_from(whole(values, &PARTITIONS)?).unwrap_or(u32::MAX),
+        column: text(values, &PARTITION_COLUMN)?.to_string(),
+    })
 }
 
 /// The queries after the first, cold one, of the resolved values of the analyze phase.
@@ -294,6 +344,9 @@ mod tests {
             ("zero hot runs", "analyze", json!({"hot_runs": "0"}), Some("--hot-runs must be positive")),
             ("too many hot runs", "analyze", json!({"hot_runs": "1001"}), Some("--hot-runs 1001 is above the limit of 1000")),
             ("hot runs on analyze", "analyze", json!({"hot_runs": "3"}), None),
+            ("regions of a load", "load", json!({"partitions": "8", "partition_column": "hostname"}), None),
+            ("regions without their tag", "all", json!({"partitions": "8"}), Some("--partitions and --partition-column go together")),
+            ("regions of a query", "query", json!({"partitions": "8", "partition_column": "hostname"}), Some("--partitions and --partition-column apply to the load and all phases only")),
         ];
         for (name, phase, g, want) in cases {
             match (want, resolved(phase, g)) {
