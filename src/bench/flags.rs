@@ -338,8 +338,6 @@ pub use crate::fsutil::parse_size;
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ProductFlags {
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub greptimedb: Option<GreptimeFlags>,
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub influxdb3: Option<Influx3Flags>,
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub timescaledb: Option<TimescaleFlags>,
@@ -393,25 +391,6 @@ impl OwnFlags {
             None => Ok(self.values.clone()),
         }
     }
-}
-
-/// `bench greptimedb` flags the core still reads (issue 23: they follow the others into the
-/// product's declared flags, [`crate::product::ext`]; the key `password_env` is TimescaleDB's
-/// too). Recorded after its declared ones.
-#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
-#[serde(default)]
-pub struct GreptimeFlags {
-    /// External servers with authentication (a static user provider): the user name (recorded)
-    /// for HTTP basic auth of tsbsctl's requests, the loader and the query runner.
-    // Recorded only when given: older records keep their keys.
-    #[arg(long, value_name = "NAME", requires = "password_env")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user: Option<String>,
-    /// With --user: the environment variable holding its password (the variable's name is
-    /// recorded, never the password; the tools get it through a file without a name).
-    #[arg(long, value_name = "VAR", requires = "user")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub password_env: Option<String>,
 }
 
 /// `bench influxdb3` flags (token flags hold variable names, never tokens).
@@ -551,7 +530,6 @@ impl Flags {
     /// recorded `flags` are the caller's to set).
     pub fn request(&self, phase: Phase) -> Result<Request> {
         let c = &self.common;
-        let g = self.product.greptimedb.clone().unwrap_or_default();
         let i = self.product.influxdb3.clone().unwrap_or_default();
         let t = self.product.timescaledb.clone().unwrap_or_default();
         let own_resolved = match &self.product.own {
@@ -562,6 +540,14 @@ impl Flags {
         let partitioning = match &self.product.own {
             Some(own) => own.ext()?.and_then(|x| (x.partitioning)(&own_resolved)),
             None => None,
+        };
+        // The product's basic-auth flags, if it declares them.
+        let basic_auth = match &self.product.own {
+            Some(own) => match own.ext()?.and_then(|x| x.basic_auth) {
+                Some(b) => b.given(&own.values),
+                None => (None, None),
+            },
+            None => (None, None),
         };
         // The product's flags that run another installed version, if it declares them.
         let runtime = match &self.product.own {
@@ -598,14 +584,15 @@ impl Flags {
             run_id: c.run_id.clone(),
             no_sync: i.no_sync,
             accept_partial: i.accept_partial,
-            // PostgreSQL's and GreptimeDB's passwords go through the auth-token seam (one
-            // record has one `password_env`, read into both groups).
+            // PostgreSQL's password and a declared basic-auth password go through the
+            // auth-token seam (a GreptimeDB record's `password_env` reads into TimescaleDB's
+            // group too: the same name).
             auth_token_env: i
                 .auth_token_env
                 .or(t.password_env)
-                .or(g.password_env)
+                .or(basic_auth.1)
                 .or(c.token_env.clone()),
-            user: g.user,
+            user: basic_auth.0,
             admin_token_env: i.admin_token_env,
             chunk_time: t.chunk_time,
             // TimescaleDB's hypertable partitions or GreptimeDB's regions (one record has
@@ -672,7 +659,6 @@ mod tests {
             ..CommonFlags::default()
         };
         let product = ProductFlags {
-            greptimedb: Some(GreptimeFlags::default()),
             own: Some(greptimedb_given(serde_json::json!({"hot_runs": 2}))),
             ..ProductFlags::default()
         };
@@ -765,7 +751,6 @@ mod tests {
     #[test]
     fn a_greptimedb_partitioned_record_round_trips() {
         let product = ProductFlags {
-            greptimedb: Some(GreptimeFlags::default()),
             own: Some(greptimedb_given(
                 serde_json::json!({"partitions": "8", "partition_column": "hostname"}),
             )),

@@ -48,7 +48,8 @@ pub struct Request {
     /// The variable holding the auth token (PostgreSQL and GreptimeDB: the password,
     /// `--password-env`; a product without flags of its own: the generic `--token-env`).
     pub auth_token_env: Option<String>,
-    /// GreptimeDB `--user`: the user of HTTP basic auth (external servers).
+    /// The user of HTTP basic auth against external servers (a product's
+    /// [`crate::product::ext::BasicAuth`] flags).
     pub user: Option<String>,
     pub admin_token_env: Option<String>,
     /// TimescaleDB hypertables: the chunk interval (a Go duration) and space partitions.
@@ -322,34 +323,41 @@ pub fn passes(req: &Request) -> u32 {
     req.passes.map_or(1, |n| n.clamp(1, MAX_PASSES) as u32)
 }
 
-/// `--user` and `--password-env` (GreptimeDB): together, for an external server only, a user
-/// name HTTP basic auth can carry.
+/// A product's basic-auth flags ([`crate::product::ext::BasicAuth`], GreptimeDB's `--user` and
+/// `--password-env`): together, for an external server only, a user name HTTP basic auth can
+/// carry.
 fn check_basic_auth(entry: &Entry, product: &dyn Product, req: &Request) -> Result<()> {
-    if !product.takes_basic_auth() {
+    let Some(b) = product.bench_ext().and_then(|x| x.basic_auth) else {
         return Ok(());
-    }
+    };
+    let (user_flag, password_flag) = (b.user.long, b.password_env.long);
     let Some(user) = &req.user else {
         if req.auth_token_env.is_some() {
-            return Err(Error::invalid("--password-env needs --user")
-                .with_hint("pass --user NAME with --password-env VAR"));
+            return Err(
+                Error::invalid(format!("--{password_flag} needs --{user_flag}")).with_hint(
+                    format!("pass --{user_flag} NAME with --{password_flag} VAR"),
+                ),
+            );
         }
         return Ok(());
     };
     if req.database_id.is_some() {
         return Err(Error::invalid(format!(
-            "--user applies to an external {} (--url): a managed workspace's server runs without authentication",
+            "--{user_flag} applies to an external {} (--url): a managed workspace's server runs without authentication",
             entry.display
         ))
-        .with_hint("drop --user and --password-env, or benchmark the server with --url"));
+        .with_hint(format!(
+            "drop --{user_flag} and --{password_flag}, or benchmark the server with --url"
+        )));
     }
     if req.auth_token_env.is_none() {
-        return Err(Error::invalid("--user needs --password-env VAR")
-            .with_hint("put the password in an environment variable and name it with --password-env (never on the command line)"));
+        return Err(Error::invalid(format!("--{user_flag} needs --{password_flag} VAR"))
+            .with_hint(format!("put the password in an environment variable and name it with --{password_flag} (never on the command line)")));
     }
     // Basic auth splits `user:password` at the first colon (the server does too).
     if user.is_empty() || user.contains(':') || user.chars().any(char::is_control) {
         return Err(Error::invalid(format!(
-            "--user {user:?} is not a user name HTTP basic auth can carry"
+            "--{user_flag} {user:?} is not a user name HTTP basic auth can carry"
         ))
         .with_hint("give a non-empty name without ':' or control characters"));
     }

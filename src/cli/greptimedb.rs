@@ -197,14 +197,13 @@ pub struct BenchFlags {
     pub common: bench_cli::CommonArgs,
 }
 
-/// `tsbsctl bench greptimedb PHASE ...`: the flags above, the flags GreptimeDB declares itself
-/// ([`crate::product::ext`], added at runtime), then those the core still holds.
+/// `tsbsctl bench greptimedb PHASE ...`: the flags above, then the flags GreptimeDB declares
+/// itself ([`crate::product::ext`], added at runtime).
 #[derive(Debug)]
 pub struct BenchArgs {
     pub flags: BenchFlags,
     /// GreptimeDB's own flags that were given, as typed.
     pub own: crate::product::ext::Values,
-    pub product: crate::bench::flags::GreptimeFlags,
 }
 
 impl clap::FromArgMatches for BenchArgs {
@@ -212,7 +211,6 @@ impl clap::FromArgMatches for BenchArgs {
         Ok(BenchArgs {
             flags: BenchFlags::from_arg_matches(m)?,
             own: super::generic::own_values(&crate::product::greptimedb::ENTRY, m),
-            product: crate::bench::flags::GreptimeFlags::from_arg_matches(m)?,
         })
     }
     fn update_from_arg_matches(
@@ -226,11 +224,10 @@ impl clap::FromArgMatches for BenchArgs {
 
 impl clap::Args for BenchArgs {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        let cmd = super::generic::add_own_flags(
+        super::generic::add_own_flags(
             BenchFlags::augment_args(cmd),
             &crate::product::greptimedb::ENTRY,
-        );
-        crate::bench::flags::GreptimeFlags::augment_args(cmd)
+        )
     }
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
         BenchArgs::augment_args(cmd)
@@ -246,7 +243,6 @@ pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
 /// The request of `tsbsctl bench greptimedb` (its checks done), with its recorded flags.
 pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
     let product = crate::bench::flags::ProductFlags {
-        greptimedb: Some(a.product),
         own: Some(crate::bench::flags::OwnFlags {
             product: crate::product::greptimedb::ENTRY.name,
             values: a.own,

@@ -282,6 +282,7 @@ static BENCH_EXT: BenchExt = BenchExt {
     data_location: None,
     analyze: None,
     version_override: None,
+    basic_auth: None,
     partitioning: |_| None,
 };
 

@@ -108,6 +108,8 @@ pub struct BenchExt {
     /// Its flags that run another installed version on a managed workspace's data (`None`:
     /// it has none).
     pub version_override: Option<&'static VersionOverride>,
+    /// Its flags for HTTP basic auth against an external server (`None`: it has none).
+    pub basic_auth: Option<&'static BasicAuth>,
     /// The table split into regions its resolved values ask the load to create (`None`:
     /// none; the product's [`super::Product::create_partitioned`] makes it).
     pub partitioning: fn(values: &Values) -> Option<super::Partitioning>,
@@ -123,16 +125,34 @@ pub struct VersionOverride {
     pub phases: &'static [&'static str],
 }
 
+/// A product's pair of flags for HTTP basic auth against an external server: the user (its
+/// name recorded) and the environment variable holding the password (the variable's name
+/// recorded, never the password). The core checks them and hands them to the requests and
+/// the tools (`Product::takes_basic_auth`).
+pub struct BasicAuth {
+    pub user: &'static BenchFlag,
+    pub password_env: &'static BenchFlag,
+}
+
+impl BasicAuth {
+    /// The user and the password's variable given among `given`.
+    pub fn given(&self, given: &Values) -> (Option<String>, Option<String>) {
+        (text(given, self.user), text(given, self.password_env))
+    }
+}
+
+/// The text given for `f`.
+fn text(given: &Values, f: &BenchFlag) -> Option<String> {
+    given
+        .get(&f.key())
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 impl VersionOverride {
     /// The version and the confirmation given among `given`.
     pub fn given(&self, given: &Values) -> (Option<String>, Option<String>) {
-        let text = |f: &BenchFlag| {
-            given
-                .get(&f.key())
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
-        (text(self.version), text(self.confirm))
+        (text(given, self.version), text(given, self.confirm))
     }
 }
 
@@ -391,6 +411,7 @@ mod tests {
         data_location: None,
         analyze: None,
         version_override: None,
+        basic_auth: None,
         partitioning: |_| None,
     };
 

@@ -631,6 +631,7 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     data_location: Some(&datalocation::DATA_LOCATION),
     analyze: Some(&analyze::ANALYZE),
     version_override: Some(&flags::VERSION_OVERRIDE),
+    basic_auth: Some(&flags::BASIC_AUTH),
     partitioning: flags::partitioning,
 };
 

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::bounds;
 use crate::error::{Error, Result};
-use crate::product::ext::{BenchFlag, FlagKind, Values, VersionOverride};
+use crate::product::ext::{BasicAuth, BenchFlag, FlagKind, Values, VersionOverride};
 use crate::product::op::CompactRequest;
 
 /// The table compacted when `--table` names none.
@@ -141,6 +141,32 @@ pub const PARTITION_COLUMN: BenchFlag = BenchFlag {
     )
 };
 
+// Recorded only when given (the key `password_env` is TimescaleDB's too: one record has one).
+pub const USER: BenchFlag = BenchFlag {
+    requires: Some("password-env"),
+    always_recorded: false,
+    ..flag(
+        "user",
+        "External servers with authentication (a static user provider): the user name (recorded) for HTTP basic auth of tsbsctl's requests, the loader and the query runner",
+        "NAME",
+    )
+};
+pub const PASSWORD_ENV: BenchFlag = BenchFlag {
+    requires: Some("user"),
+    always_recorded: false,
+    ..flag(
+        "password-env",
+        "With --user: the environment variable holding its password (the variable's name is recorded, never the password; the tools get it through a file without a name)",
+        "VAR",
+    )
+};
+
+/// `--user NAME --password-env VAR`: HTTP basic auth against an external server.
+pub static BASIC_AUTH: BasicAuth = BasicAuth {
+    user: &USER,
+    password_env: &PASSWORD_ENV,
+};
+
 /// `--greptime-version V --confirm-version-override ID`: another installed version on a
 /// managed workspace's data, for query and analyze.
 pub static VERSION_OVERRIDE: VersionOverride = VersionOverride {
@@ -162,6 +188,8 @@ pub const FLAGS: &[BenchFlag] = &[
     CONFIRM_VERSION_OVERRIDE,
     PARTITIONS,
     PARTITION_COLUMN,
+    USER,
+    PASSWORD_ENV,
 ];
 
 fn text<'a>(given: &'a Values, f: &BenchFlag) -> Option<&'a str> {
