@@ -358,7 +358,7 @@ pub(crate) fn request(m: &RunManifest, database_id: String, pins: RerunPins) -> 
     // The same record the original command built its request from, retargeted: the
     // workspace, never the original's URLs, edition (a workspace's comes from its manifest),
     // database or run id; the dataset the run actually used.
-    let mut req = Flags::from_value(f)?.request(phase)?;
+    let mut req = Flags::from_value(f, &m.product)?.request(phase)?;
     req.database_id = Some(database_id);
     req.urls = Vec::new();
     req.edition = None;

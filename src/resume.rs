@@ -461,7 +461,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         breq.compression = None;
         breq.chunk_time = None;
         breq.partitions = None;
-        breq.partition_column = None;
+        breq.partitioning = None;
     }
     breq.flags = m.flags.clone();
     check_dataset(ctx, &m, breq.dataset_root.as_deref())?;

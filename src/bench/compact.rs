@@ -23,19 +23,10 @@ use crate::workspace_manifest::MaintenanceRecord;
 use super::target::Target;
 
 pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outcome> {
-    let table = req
-        .table
-        .clone()
-        .unwrap_or_else(|| super::TABLE.to_string());
     let op = compaction_of(&target)?;
-    let (strategy, window) = (op.defaults)(req.strategy.as_deref(), req.window);
-    let creq = CompactRequest {
-        table: table.clone(),
-        strategy: strategy.clone(),
-        window,
-        parallelism: req.parallelism,
-        confirm_timeout: req.confirm_timeout,
-    };
+    // What the product's resolved flags ask for (its checks and defaults applied).
+    let creq = (op.request)(&req.product_values);
+    let table = creq.table.clone();
     if let Some(m) = target.managed() {
         (op.check)(&m.ws.manifest.version, &creq)?;
     }
@@ -53,9 +44,9 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
             target: target.to_run_target()?,
             workload: serde_json::from_value(json!({
                 "table": table,
-                "strategy": strategy,
-                "window_seconds": window,
-                "parallelism": req.parallelism,
+                "strategy": creq.strategy,
+                "window_seconds": creq.window,
+                "parallelism": creq.parallelism,
             }))?,
             host_data_dir: target.data_dir(),
         },

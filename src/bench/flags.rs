@@ -5,7 +5,9 @@
 //! [`Flags::request`].
 //!
 //! The field order is the recorded key order (serde_json keeps it): `phase`, the common
-//! flags, then the product's ([`ProductFlags`]); it is also the order of `--help`. Secrets are
+//! flags, then the product's ([`ProductFlags`]); it is also the order of `--help`. A product's
+//! declared flags ([`crate::product::ext`], [`OwnFlags`]) are not fields here: the product
+//! resolves them, and [`Flags::to_value`] records them in the shape it declares. Secrets are
 //! never recorded: only the names of the environment variables that hold them, and
 //! [`REDACTED`] for a hold token. The groups shared with other commands (locks, the dataset
 //! spec and root, server timing) live here too because the core may not name `crate::cli`;
@@ -18,6 +20,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use super::{watch, Phase, Request};
 use crate::dataset::{Compression, Profile, SpecOverrides};
 use crate::error::{Error, Result};
+use crate::product::ext::{BenchExt, Record, Values};
 use crate::tsbs::DatabaseMode;
 
 /// What a hold token is recorded as.
@@ -335,8 +338,6 @@ pub use crate::fsutil::parse_size;
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ProductFlags {
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub greptimedb: Option<GreptimeFlags>,
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub influxdb3: Option<Influx3Flags>,
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub timescaledb: Option<TimescaleFlags>,
@@ -346,89 +347,50 @@ pub struct ProductFlags {
     pub own: Option<OwnFlags>,
 }
 
-/// A product's own flag values: as given, or as resolved (the record keeps the resolved ones).
+/// A product's own flag values: as given, or as recorded (a [`Record::Nested`] record keeps
+/// the resolved ones, a [`Record::Flat`] one the given ones, typed).
 #[derive(Debug, Clone, Default)]
 pub struct OwnFlags {
     pub product: &'static str,
-    pub values: crate::product::ext::Values,
+    pub values: Values,
 }
 
 impl OwnFlags {
+    /// The product's declared flags.
+    fn ext(&self) -> Result<Option<&'static BenchExt>> {
+        Ok(crate::product::resolve(self.product, None)?.bench_ext())
+    }
+
     /// The values resolved by the product ([`crate::product::ext::BenchExt::resolve`]) for
-    /// `phase`: the one step a command line and a recorded run go through.
-    pub fn resolve(&self, phase: &str) -> Result<crate::product::ext::Values> {
-        let p = crate::product::resolve(self.product, None)?;
-        match p.bench_ext() {
+    /// `phase`: the one step a command line and a recorded run go through (whether `phase`
+    /// takes them is [`crate::bench::validate`]'s check, with the other phase rules).
+    pub fn resolve(&self, phase: &str) -> Result<Values> {
+        match self.ext()? {
             Some(x) => (x.resolve)(phase, &self.values),
             None if self.values.is_empty() => Ok(Default::default()),
             None => Err(Error::invalid(format!(
                 "{} takes no flags of its own",
-                p.display_name()
+                crate::product::resolve(self.product, None)?.display_name()
             ))),
         }
     }
-}
 
-/// `bench greptimedb` flags.
-#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
-#[serde(default)]
-pub struct GreptimeFlags {
-    /// compact: table to compact.
-    #[arg(long, value_name = "TABLE")]
-    pub table: Option<String>,
-    /// compact: strategy (swcs = strict window compaction).
-    #[arg(long, value_name = "S")]
-    pub strategy: Option<String>,
-    /// compact: the window of swcs, in seconds of data (default 7200).
-    #[arg(long, value_name = "SECONDS")]
-    pub window: Option<u64>,
-    /// compact: seconds to wait, after GreptimeDB answered, for the server log line that
-    /// corroborates the compaction (default 5; the answer itself is the completion signal).
-    #[arg(long, value_name = "SECONDS")]
-    pub confirm_timeout: Option<f64>,
-    /// compact: server-side parallelism of the compaction (`parallelism=N`, GreptimeDB
-    /// 1.0.0-beta.1 and later; the server's default is 1).
-    #[arg(long, value_name = "N")]
-    pub parallelism: Option<u32>,
-    /// query/all: run `ADMIN FLUSH_TABLE` before the queries, so they read SST files rather
-    /// than memtables replayed from the WAL (recorded; off by default: the published flow
-    /// does not flush).
-    #[arg(long)]
-    pub flush_before_queries: bool,
-    /// analyze: how many more queries of the file run after the first, cold one (default 2).
-    /// They are the file's next queries of the same type, on the warmed server: other random
-    /// hosts and time windows, not repetitions of the first (only lastpoint's SQL is fixed).
-    #[arg(long, value_name = "N")]
-    pub hot_runs: Option<u32>,
-    /// query/analyze: run this installed version on the workspace's data.
-    #[arg(long, value_name = "V")]
-    pub greptime_version: Option<String>,
-    /// Confirms --greptime-version: the workspace id, exactly.
-    #[arg(long, value_name = "ID")]
-    pub confirm_version_override: Option<String>,
-    /// load/all, cpu-only: create the `cpu` table before the load split into N regions
-    /// (2-1024) by ranges of --partition-column, each holding an equal share of the
-    /// dataset's hosts; the loader then only writes into it.
-    // The key `partitions` is TimescaleDB's too (one record has one); recorded only when given.
-    #[arg(long, value_name = "N", requires = "partition_column")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub partitions: Option<u32>,
-    /// With --partitions: the tag the regions split on (hostname: ranges computed from the
-    /// dataset's host names).
-    #[arg(long, value_name = "TAG", requires = "partitions")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub partition_column: Option<String>,
-    /// External servers with authentication (a static user provider): the user name (recorded)
-    /// for HTTP basic auth of tsbsctl's requests, the loader and the query runner.
-    // Recorded only when given: older records keep their keys.
-    #[arg(long, value_name = "NAME", requires = "password_env")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user: Option<String>,
-    /// With --user: the environment variable holding its password (the variable's name is
-    /// recorded, never the password; the tools get it through a file without a name).
-    #[arg(long, value_name = "VAR", requires = "user")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub password_env: Option<String>,
+    /// What the run's record keeps, `resolved` being [`OwnFlags::resolve`]'s answer: the
+    /// resolved values, or (a flat record) the given ones, typed.
+    pub fn recorded(&self, resolved: &Values) -> Result<Values> {
+        match self.ext()? {
+            Some(x) if x.record == Record::Flat => self.given(),
+            _ => Ok(resolved.clone()),
+        }
+    }
+
+    /// The values given, typed as a record holds them.
+    pub fn given(&self) -> Result<Values> {
+        match self.ext()? {
+            Some(x) => x.typed(&self.values),
+            None => Ok(self.values.clone()),
+        }
+    }
 }
 
 /// `bench influxdb3` flags (token flags hold variable names, never tokens).
@@ -497,34 +459,70 @@ impl Flags {
         }
     }
 
-    /// The recorded JSON (the manifest's `flags`): a product's own flags last, as one object
-    /// under its name (only for a product that has them, so other records keep their keys).
+    /// The recorded JSON (the manifest's `flags`): a product's own flags as one object under
+    /// its name, last (only for a product that has them, so other records keep their keys),
+    /// or, declared [`Record::Flat`], each at the top level after the common keys.
     pub fn to_value(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self).expect("bench flags serialize");
-        if let (Some(own), Some(m)) = (&self.product.own, v.as_object_mut()) {
-            m.insert(own.product.into(), own.values.clone().into());
+        let (Some(own), Some(m)) = (&self.product.own, v.as_object_mut()) else {
+            return v;
+        };
+        match own.ext().ok().flatten() {
+            Some(x) if x.record == Record::Flat => {
+                // The keys of the product's flag groups the core still holds come after them.
+                let groups = serde_json::to_value(ProductFlags {
+                    own: None,
+                    ..self.product.clone()
+                })
+                .expect("bench flags serialize");
+                let groups = groups.as_object().cloned().unwrap_or_default();
+                let mut out: serde_json::Map<String, serde_json::Value> = m
+                    .iter()
+                    .filter(|(k, _)| !groups.contains_key(*k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                // As given, typed (a value that is not of its kind was refused before a run).
+                let given = x.typed(&own.values).unwrap_or_else(|_| own.values.clone());
+                out.extend(x.flat_record(&given));
+                out.extend(groups);
+                *m = out;
+            }
+            _ => {
+                m.insert(own.product.into(), own.values.clone().into());
+            }
         }
         v
     }
 
-    /// Reads recorded flags back (`runs rerun`); a value of the wrong kind is an integrity
-    /// error: the manifest was changed outside tsbsctl.
-    pub fn from_value(v: &serde_json::Value) -> Result<Flags> {
-        let mut f: Flags = serde_json::from_value(v.clone()).map_err(|e| {
+    /// Reads recorded flags back (`runs rerun`) of a run of `product`; a value of the wrong
+    /// kind is an integrity error: the manifest was changed outside tsbsctl.
+    pub fn from_value(v: &serde_json::Value, product: &str) -> Result<Flags> {
+        let edited = |e: String| {
             Error::integrity(format!(
                 "the run manifest records flags tsbsctl cannot read: {e}"
             ))
             .with_hint("the manifest was changed by hand or by another tool version")
-        })?;
-        // A product's own flags: the object under a registry product's name.
-        f.product.own = crate::product::names().into_iter().find_map(|name| {
-            v.get(name)
+        };
+        let mut f: Flags = serde_json::from_value(v.clone()).map_err(|e| edited(e.to_string()))?;
+        // A product's own flags: the object under its name, or its keys at the top level.
+        let Ok(entry) = crate::product::entry(product) else {
+            return Ok(f);
+        };
+        let ext = (entry.make)(None).ok().and_then(|p| p.bench_ext());
+        let record = v.as_object().cloned().unwrap_or_default();
+        f.product.own = match ext {
+            Some(x) if x.record == Record::Flat && !x.flags.is_empty() => Some(OwnFlags {
+                product: entry.name,
+                values: x.from_flat_record(&record).map_err(edited)?,
+            }),
+            _ => v
+                .get(entry.name)
                 .and_then(|o| o.as_object())
                 .map(|values| OwnFlags {
-                    product: name,
+                    product: entry.name,
                     values: values.clone(),
-                })
-        });
+                }),
+        };
         Ok(f)
     }
 
@@ -532,9 +530,33 @@ impl Flags {
     /// recorded `flags` are the caller's to set).
     pub fn request(&self, phase: Phase) -> Result<Request> {
         let c = &self.common;
-        let g = self.product.greptimedb.clone().unwrap_or_default();
         let i = self.product.influxdb3.clone().unwrap_or_default();
         let t = self.product.timescaledb.clone().unwrap_or_default();
+        let own_resolved = match &self.product.own {
+            Some(own) => own.resolve(phase.as_str())?,
+            None => Default::default(),
+        };
+        // The table split into regions the product's resolved values ask for.
+        let partitioning = match &self.product.own {
+            Some(own) => own.ext()?.and_then(|x| (x.partitioning)(&own_resolved)),
+            None => None,
+        };
+        // The product's basic-auth flags, if it declares them.
+        let basic_auth = match &self.product.own {
+            Some(own) => match own.ext()?.and_then(|x| x.basic_auth) {
+                Some(b) => b.given(&own.values),
+                None => (None, None),
+            },
+            None => (None, None),
+        };
+        // The product's flags that run another installed version, if it declares them.
+        let runtime = match &self.product.own {
+            Some(own) => match own.ext()?.and_then(|x| x.version_override) {
+                Some(o) => o.given(&own.values),
+                None => (None, None),
+            },
+            None => (None, None),
+        };
         Ok(Request {
             phase: Some(phase),
             database_id: c.database_id.clone(),
@@ -562,29 +584,28 @@ impl Flags {
             run_id: c.run_id.clone(),
             no_sync: i.no_sync,
             accept_partial: i.accept_partial,
-            // PostgreSQL's and GreptimeDB's passwords go through the auth-token seam (one
-            // record has one `password_env`, read into both groups).
+            // PostgreSQL's password and a declared basic-auth password go through the
+            // auth-token seam (a GreptimeDB record's `password_env` reads into TimescaleDB's
+            // group too: the same name).
             auth_token_env: i
                 .auth_token_env
                 .or(t.password_env)
-                .or(g.password_env)
+                .or(basic_auth.1)
                 .or(c.token_env.clone()),
-            user: g.user,
+            user: basic_auth.0,
             admin_token_env: i.admin_token_env,
             chunk_time: t.chunk_time,
             // TimescaleDB's hypertable partitions or GreptimeDB's regions (one record has
             // one `partitions`, which serde may read into either group).
-            partitions: t.partitions.or(g.partitions),
-            partition_column: g.partition_column,
-            strategy: g.strategy,
-            window: g.window,
-            table: g.table,
-            hot_runs: g.hot_runs,
-            confirm_timeout: g.confirm_timeout,
-            parallelism: g.parallelism,
-            flush_before_queries: g.flush_before_queries,
-            greptime_version: g.greptime_version,
-            confirm_version_override: g.confirm_version_override,
+            // (A GreptimeDB record's `partitions` reads into TimescaleDB's group too: the same
+            // number as its resolved regions.)
+            partitions: t.partitions.or(partitioning.as_ref().map(|p| p.partitions)),
+            partitioning,
+            // GreptimeDB's resolved switch, which the query phase reads (issue 23 §2: it
+            // follows once the query phase hands the product its values).
+            flush_before_queries: own_resolved.get("flush_before_queries") == Some(&true.into()),
+            runtime_version: runtime.0,
+            confirm_runtime: runtime.1,
             startup_timeout: c.timing.startup_timeout,
             stop_timeout: c.timing.stop_timeout,
             shape: c.shape.shape(),
@@ -595,8 +616,9 @@ impl Flags {
                 .and_then(|t| std::time::Duration::try_from_secs_f64(t).ok()),
             stall_timeout: c.stall_timeout,
             on_stall: c.on_stall,
-            product_values: match &self.product.own {
-                Some(own) => own.resolve(phase.as_str())?,
+            product_values: own_resolved,
+            product_given: match &self.product.own {
+                Some(own) => own.given()?,
                 None => Default::default(),
             },
             ..Request::default()
@@ -607,6 +629,14 @@ impl Flags {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// GreptimeDB's declared flags, as given.
+    fn greptimedb_given(v: serde_json::Value) -> OwnFlags {
+        OwnFlags {
+            product: "greptimedb",
+            values: v.as_object().cloned().unwrap_or_default(),
+        }
+    }
 
     /// The recorded keys, in the order manifests have always had them (common, then the
     /// product's), and the values as the record writes them: the defaults of the stall
@@ -629,10 +659,7 @@ mod tests {
             ..CommonFlags::default()
         };
         let product = ProductFlags {
-            greptimedb: Some(GreptimeFlags {
-                hot_runs: Some(2),
-                ..GreptimeFlags::default()
-            }),
+            own: Some(greptimedb_given(serde_json::json!({"hot_runs": 2}))),
             ..ProductFlags::default()
         };
         let f = Flags::record(Phase::All, common, product);
@@ -654,13 +681,20 @@ mod tests {
                 r#""confirm_version_override":null}"#
             )
         );
-        // And back: the request a rerun builds is the one the command built.
-        let back = Flags::from_value(&f.to_value()).unwrap();
-        let req = back.request(Phase::All).unwrap();
+        // And back: the request a rerun builds is the one the command built. Its own flags
+        // resolve through the product's step: `--hot-runs` is the analyze phase's.
+        let back = Flags::from_value(&f.to_value(), "greptimedb").unwrap();
+        let all = back.request(Phase::All).unwrap();
+        assert_eq!(
+            serde_json::Value::Object(all.product_values.clone()),
+            serde_json::json!({"flush_before_queries": false})
+        );
+        assert_eq!(all.product_given["hot_runs"], 2);
+        let req = back.request(Phase::Analyze).unwrap();
         assert_eq!(req.mode, Some(DatabaseMode::Reset));
         assert_eq!(req.spec.profile, Some(Profile::Smoke));
         assert_eq!(req.load_workers, Some(3));
-        assert_eq!(req.hot_runs, Some(2));
+        assert_eq!(req.product_values["hot_runs"], 2);
         assert_eq!(req.on_stall, Some(watch::OnStall::Warn));
         assert_eq!(req.stall_timeout, Some(watch::DEFAULT_STALL_SECS));
         assert_eq!(back.common.lock.hold_token.as_deref(), Some(REDACTED));
@@ -694,7 +728,10 @@ mod tests {
             v.get("edition").is_none() && v.get("table").is_none(),
             "{text}"
         );
-        let req = Flags::from_value(&v).unwrap().request(Phase::All).unwrap();
+        let req = Flags::from_value(&v, "timescaledb")
+            .unwrap()
+            .request(Phase::All)
+            .unwrap();
         assert_eq!(req.edition.as_deref(), Some("timescaledb"));
         assert_eq!(req.auth_token_env.as_deref(), Some("TSBS_PG_PASSWORD"));
         assert_eq!(req.chunk_time.as_deref(), Some("6h"));
@@ -714,11 +751,9 @@ mod tests {
     #[test]
     fn a_greptimedb_partitioned_record_round_trips() {
         let product = ProductFlags {
-            greptimedb: Some(GreptimeFlags {
-                partitions: Some(8),
-                partition_column: Some("hostname".into()),
-                ..GreptimeFlags::default()
-            }),
+            own: Some(greptimedb_given(
+                serde_json::json!({"partitions": "8", "partition_column": "hostname"}),
+            )),
             ..ProductFlags::default()
         };
         let v = Flags::record(Phase::All, CommonFlags::default(), product).to_value();
@@ -729,7 +764,10 @@ mod tests {
             ),
             "{text}"
         );
-        let req = Flags::from_value(&v).unwrap().request(Phase::All).unwrap();
+        let req = Flags::from_value(&v, "greptimedb")
+            .unwrap()
+            .request(Phase::All)
+            .unwrap();
         assert_eq!(
             req.partitioning(),
             Some(crate::product::Partitioning {
@@ -739,14 +777,14 @@ mod tests {
         );
         assert_eq!(
             serde_json::Value::Object(req.write_settings()),
-            serde_json::json!({"partitions": 8, "partition_column": "hostname"})
+            serde_json::json!({"partitions": 8, "partition_column": "hostname", "flush_before_queries": false})
         );
         // Without them nothing is recorded or asked for.
         let v =
             Flags::record(Phase::All, CommonFlags::default(), ProductFlags::default()).to_value();
         assert!(v.get("partitions").is_none() && v.get("partition_column").is_none());
         assert_eq!(
-            Flags::from_value(&v)
+            Flags::from_value(&v, "greptimedb")
                 .unwrap()
                 .request(Phase::All)
                 .unwrap()
@@ -759,25 +797,48 @@ mod tests {
     /// flag's absence.
     #[test]
     fn an_old_record_without_keys_still_reads() {
-        let f =
-            Flags::from_value(&serde_json::json!({"phase": "load", "load_workers": 2})).unwrap();
+        let f = Flags::from_value(
+            &serde_json::json!({"phase": "load", "load_workers": 2}),
+            "greptimedb",
+        )
+        .unwrap();
         assert_eq!(f.phase.as_deref(), Some("load"));
         assert_eq!(f.common.load_workers, Some(2));
         assert!(f.common.urls.is_empty() && !f.common.lock.hold_token_stdin);
         let req = f.request(Phase::Load).unwrap();
         assert_eq!(req.stall_timeout, None);
         assert_eq!(req.on_stall, None);
-        assert!(!req.no_sync && req.table.is_none() && req.chunk_time.is_none());
+        assert!(!req.no_sync && !req.flush_before_queries && req.chunk_time.is_none());
+        assert!(req.product_values.get("table").is_none(), "{req:?}");
     }
 
     #[test]
     fn an_edited_record_is_an_integrity_error_not_a_guess() {
         let bad = serde_json::json!({"database_mode": "drop"});
-        assert_eq!(Flags::from_value(&bad).unwrap_err().exit_code(), 4);
+        assert_eq!(
+            Flags::from_value(&bad, "greptimedb")
+                .unwrap_err()
+                .exit_code(),
+            4
+        );
         let bad = serde_json::json!({"on_stall": "explode"});
-        assert_eq!(Flags::from_value(&bad).unwrap_err().exit_code(), 4);
+        assert_eq!(
+            Flags::from_value(&bad, "greptimedb")
+                .unwrap_err()
+                .exit_code(),
+            4
+        );
+        // A declared flag recorded flat, of the wrong kind.
+        let bad = serde_json::json!({"window": "an hour"});
+        assert_eq!(
+            Flags::from_value(&bad, "greptimedb")
+                .unwrap_err()
+                .exit_code(),
+            4
+        );
         let f = Flags::from_value(
             &serde_json::json!({"edition": "core", "count_timeout": -1.0, "no_sync": true}),
+            "influxdb3",
         )
         .unwrap();
         let req = f.request(Phase::Query).unwrap();

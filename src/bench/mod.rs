@@ -236,18 +236,9 @@ fn run_in(
         )?,
     };
     if phase == Phase::Analyze {
-        let need = 1 + req.hot_runs.unwrap_or(2) as u64;
-        let short: Vec<String> = counts
-            .iter()
-            .filter(|(_, c)| **c < need)
-            .map(|(t, c)| format!("{t}={c}"))
-            .collect();
-        if !short.is_empty() {
-            return Err(Error::invalid(format!(
-                "analyze needs at least {need} queries per type; too few: {}",
-                short.join(", ")
-            ))
-            .with_hint(format!("pass --queries {need} (or lower --hot-runs)")));
+        // The product's analyze phase says how many queries of a type it needs.
+        if let Some(a) = target.product.bench_ext().and_then(|x| x.analyze) {
+            (a.check_counts)(&req.product_values, &counts)?;
         }
     }
     // A query type the dataset is too small for would panic in the generator: refuse first.
@@ -267,10 +258,11 @@ fn run_in(
         "query_workers": req.query_workers.unwrap_or(1),
         "database_mode": phase.loads().then(|| target.mode(req).as_str()),
         "query_counts": counts,
-        "hot_runs": (phase == Phase::Analyze).then(|| req.hot_runs.unwrap_or(2)),
+        // `hot_runs` (analyze) and the product's other settings: its resolved values.
         "no_sync": caps.durability.then_some(req.no_sync),
         "accept_partial": caps.durability.then_some(req.accept_partial),
-        "flush_before_queries": caps.flush_before_queries.then_some(req.flush_before_queries),
+        // A key every record has in this place (`null` but for the product that resolves it).
+        "flush_before_queries": null,
     });
     if let Some(w) = workload.as_object_mut() {
         w.extend(req.write_settings());

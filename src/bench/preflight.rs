@@ -31,17 +31,10 @@ pub fn check_bounds(req: &Request) -> Result<()> {
         req.batch_size.map(u64::from),
         bounds::MAX_BATCH_SIZE,
     )?;
-    bounds::at_most(
-        "--hot-runs",
-        req.hot_runs.map(u64::from),
-        bounds::MAX_HOT_RUNS,
-    )?;
-    bounds::at_most("--window", req.window, bounds::MAX_WINDOW_SECONDS)?;
     bounds::scale(req.spec.scale)?;
     bounds::queries(req.queries, &req.query_counts)?;
     bounds::wait_seconds("--startup-timeout", req.startup_timeout)?;
     bounds::wait_seconds("--stop-timeout", req.stop_timeout)?;
-    bounds::wait_seconds("--confirm-timeout", req.confirm_timeout)?;
     Ok(())
 }
 

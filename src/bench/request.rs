@@ -10,7 +10,7 @@ use super::{preflight, target, watch, Phase};
 use crate::dataset::{Compression, Profile, SpecOverrides};
 use crate::error::{Error, Result};
 use crate::lock::LockOptions;
-use crate::product::{Entry, Product};
+use crate::product::{ext, Entry, Product};
 use crate::tsbs::DatabaseMode;
 
 /// Everything a bench command asks for (the CLI fills it).
@@ -48,7 +48,8 @@ pub struct Request {
     /// The variable holding the auth token (PostgreSQL and GreptimeDB: the password,
     /// `--password-env`; a product without flags of its own: the generic `--token-env`).
     pub auth_token_env: Option<String>,
-    /// GreptimeDB `--user`: the user of HTTP basic auth (external servers).
+    /// The user of HTTP basic auth against external servers (a product's
+    /// [`crate::product::ext::BasicAuth`] flags).
     pub user: Option<String>,
     pub admin_token_env: Option<String>,
     /// TimescaleDB hypertables: the chunk interval (a Go duration) and space partitions.
@@ -56,21 +57,16 @@ pub struct Request {
     /// Hypertable space partitions (TimescaleDB) or, with `partition_column`, the regions of
     /// a partitioned table (GreptimeDB).
     pub partitions: Option<u32>,
-    /// GreptimeDB `--partition-column`: the tag the regions of the `cpu` table split on.
-    pub partition_column: Option<String>,
-    pub strategy: Option<String>,
-    pub window: Option<u64>,
-    pub table: Option<String>,
-    pub hot_runs: Option<u32>,
-    /// Compaction: how long to wait, after the answer, for the corroborating server log line.
-    pub confirm_timeout: Option<f64>,
-    /// Compaction: server-side parallelism (`parallelism=N`; the server's default is 1).
-    pub parallelism: Option<u32>,
+    /// The table split into regions the product's resolved flags ask the load to create
+    /// ([`crate::product::ext::BenchExt::partitioning`]).
+    pub partitioning: Option<crate::product::Partitioning>,
     /// GreptimeDB query runs: `ADMIN FLUSH_TABLE` before the queries (like-for-like with a
     /// compacted state; the published flow does not flush).
     pub flush_before_queries: bool,
-    pub greptime_version: Option<String>,
-    pub confirm_version_override: Option<String>,
+    /// Another installed version to run on a managed workspace's data, and its confirmation
+    /// (the product's [`crate::product::ext::VersionOverride`] flags).
+    pub runtime_version: Option<String>,
+    pub confirm_runtime: Option<String>,
     pub startup_timeout: Option<f64>,
     pub stop_timeout: Option<f64>,
     /// `--cpus` / `--memory`: the managed server's own cgroup.
@@ -89,6 +85,8 @@ pub struct Request {
     pub operation: Option<&'static str>,
     /// The product's own flags ([`crate::product::ext`]), resolved: checks and defaults applied.
     pub product_values: serde_json::Map<String, Value>,
+    /// The product's own flags as given (typed): [`validate`] checks that the phase takes them.
+    pub product_given: serde_json::Map<String, Value>,
     /// `runs rerun`: the run this one reproduces, and the pins it must meet.
     pub rerun: Option<RerunPins>,
     /// `runs resume`: what the resumed run still has to do.
@@ -143,19 +141,14 @@ impl Request {
         if let Some(n) = self.partitions {
             m.insert("partitions".into(), n.into());
         }
-        if let Some(c) = &self.partition_column {
-            m.insert("partition_column".into(), c.clone().into());
-        }
         m.extend(self.product_values.clone());
         m
     }
 
-    /// `--partitions N --partition-column C` (a table split into regions), when both are given.
+    /// The table split into regions the load creates first, if the product's flags ask for
+    /// one.
     pub fn partitioning(&self) -> Option<crate::product::Partitioning> {
-        Some(crate::product::Partitioning {
-            partitions: self.partitions?,
-            column: self.partition_column.clone()?,
-        })
+        self.partitioning.clone()
     }
 }
 
@@ -196,21 +189,9 @@ fn check_hypertable_flags(phase: Phase, req: &Request) -> Result<()> {
 /// workspace's mode is known only from its manifest), refused before a run exists.
 pub fn check_write_caps(product: &dyn Product, req: &Request) -> Result<()> {
     let caps = product.bench_caps();
+    // Its own regions (`--partitions` with their tag) are its resolved flags' to check.
     if caps.partitioned_tables && req.chunk_time.is_none() {
-        return match (req.partitions, &req.partition_column) {
-            (Some(_), Some(_)) | (None, None) => Ok(()),
-            _ => Err(Error::invalid(
-                "--partitions and --partition-column go together: the number of regions and the tag they split on",
-            )
-            .with_hint("e.g. --partitions 8 --partition-column hostname")),
-        };
-    }
-    if req.partition_column.is_some() {
-        return Err(Error::invalid(format!(
-            "--partition-column splits a GreptimeDB table into regions; {} has none",
-            product.display_name()
-        ))
-        .with_hint("drop --partition-column"));
+        return Ok(());
     }
     if (req.chunk_time.is_some() || req.partitions.is_some()) && !caps.hypertables {
         return Err(Error::invalid(format!(
@@ -342,34 +323,41 @@ pub fn passes(req: &Request) -> u32 {
     req.passes.map_or(1, |n| n.clamp(1, MAX_PASSES) as u32)
 }
 
-/// `--user` and `--password-env` (GreptimeDB): together, for an external server only, a user
-/// name HTTP basic auth can carry.
+/// A product's basic-auth flags ([`crate::product::ext::BasicAuth`], GreptimeDB's `--user` and
+/// `--password-env`): together, for an external server only, a user name HTTP basic auth can
+/// carry.
 fn check_basic_auth(entry: &Entry, product: &dyn Product, req: &Request) -> Result<()> {
-    if !product.takes_basic_auth() {
+    let Some(b) = product.bench_ext().and_then(|x| x.basic_auth) else {
         return Ok(());
-    }
+    };
+    let (user_flag, password_flag) = (b.user.long, b.password_env.long);
     let Some(user) = &req.user else {
         if req.auth_token_env.is_some() {
-            return Err(Error::invalid("--password-env needs --user")
-                .with_hint("pass --user NAME with --password-env VAR"));
+            return Err(
+                Error::invalid(format!("--{password_flag} needs --{user_flag}")).with_hint(
+                    format!("pass --{user_flag} NAME with --{password_flag} VAR"),
+                ),
+            );
         }
         return Ok(());
     };
     if req.database_id.is_some() {
         return Err(Error::invalid(format!(
-            "--user applies to an external {} (--url): a managed workspace's server runs without authentication",
+            "--{user_flag} applies to an external {} (--url): a managed workspace's server runs without authentication",
             entry.display
         ))
-        .with_hint("drop --user and --password-env, or benchmark the server with --url"));
+        .with_hint(format!(
+            "drop --{user_flag} and --{password_flag}, or benchmark the server with --url"
+        )));
     }
     if req.auth_token_env.is_none() {
-        return Err(Error::invalid("--user needs --password-env VAR")
-            .with_hint("put the password in an environment variable and name it with --password-env (never on the command line)"));
+        return Err(Error::invalid(format!("--{user_flag} needs --{password_flag} VAR"))
+            .with_hint(format!("put the password in an environment variable and name it with --{password_flag} (never on the command line)")));
     }
     // Basic auth splits `user:password` at the first colon (the server does too).
     if user.is_empty() || user.contains(':') || user.chars().any(char::is_control) {
         return Err(Error::invalid(format!(
-            "--user {user:?} is not a user name HTTP basic auth can carry"
+            "--{user_flag} {user:?} is not a user name HTTP basic auth can carry"
         ))
         .with_hint("give a non-empty name without ':' or control characters"));
     }
@@ -382,17 +370,18 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     let product = (entry.make)(None)?;
     product.check_benchmarkable()?;
     let phase = req.phase.unwrap_or(Phase::All);
-    phase_only_flags(entry, phase, req)?;
+    phase_only_flags(phase, req)?;
+    if let Some(x) = product.bench_ext() {
+        ext::check_phases(entry.name, x, phase.as_str(), &req.product_given)?;
+    }
     positive("--load-workers", req.load_workers)?;
     positive("--batch-size", req.batch_size)?;
     positive("--query-workers", req.query_workers)?;
     check_passes(phase, req.passes)?;
     check_cold(phase, req)?;
     precision(phase, req)?;
-    positive("--hot-runs", req.hot_runs)?;
     preflight::check_bounds(req)?;
     preflight::check_query_flags(req)?;
-    positive("--parallelism", req.parallelism)?;
     check_hypertable_flags(phase, req)?;
     watch::StallPolicy::new(req.stall_timeout, req.on_stall)?;
     match (&req.database_id, req.urls.is_empty()) {
@@ -490,20 +479,7 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
         ))
         .with_hint("drop them, or run the load phase"));
     }
-    if req.greptime_version.is_some() || req.confirm_version_override.is_some() {
-        if !matches!(phase, Phase::Query | Phase::Analyze) || external {
-            return Err(Error::invalid(
-                "--greptime-version runs another installed version on a managed workspace's data, for query and analyze only",
-            )
-            .with_hint("use it with `bench greptimedb query|analyze --database-id ID`"));
-        }
-        if req.greptime_version.is_none() {
-            return Err(
-                Error::invalid("--confirm-version-override requires --greptime-version")
-                    .with_hint("add --greptime-version V"),
-            );
-        }
-    }
+    check_version_override(entry, product.as_ref(), phase, req)?;
     if matches!(phase, Phase::Compact | Phase::Analyze) && external {
         return Err(Error::invalid(format!(
             "{} needs a managed workspace (tsbsctl restarts and inspects its server)",
@@ -511,62 +487,52 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
         ))
         .with_hint("pass --database-id ID"));
     }
-    if phase == Phase::Compact {
-        let strategy = req.strategy.as_deref().unwrap_or("swcs");
-        if !["swcs", "twcs", "strict_window", "regular"].contains(&strategy) {
-            return Err(
-                Error::invalid(format!("unknown compaction strategy {strategy:?}"))
-                    .with_hint("use --strategy swcs (strict window), twcs or regular"),
-            );
-        }
-        if req.window == Some(0) {
-            return Err(Error::invalid("--window must be positive (seconds)")
-                .with_hint("e.g. --window 7200 for a 2-hour window"));
-        }
-        if req.window.is_some() && !matches!(strategy, "swcs" | "strict_window") {
-            return Err(Error::invalid("--window applies to --strategy swcs only")
-                .with_hint("drop --window, or use --strategy swcs"));
-        }
-        if let Some(t) = &req.table {
-            crate::ids::validate_sql_identifier("--table", t).map_err(|_| {
-                Error::invalid(format!("--table {t:?} is not a valid table name"))
-                    .with_hint("use letters, digits and '_'")
-            })?;
-        }
-    }
     Ok(phase)
 }
 
-/// Flags that belong to one phase (compact, analyze, query) used with another (exit 2).
-fn phase_only_flags(entry: &Entry, phase: Phase, req: &Request) -> Result<()> {
-    if phase != Phase::Compact
-        && (req.table.is_some()
-            || req.strategy.is_some()
-            || req.window.is_some()
-            || req.confirm_timeout.is_some()
-            || req.parallelism.is_some())
-    {
-        return Err(Error::invalid(
-            "--table, --strategy, --window, --confirm-timeout and --parallelism apply to the compact phase only",
-        )
-        .with_hint(format!("drop them, or run `bench {} compact`", entry.name)));
+/// The product's flags that run another installed version: a managed workspace, the phases
+/// that take them, the version with its confirmation.
+fn check_version_override(
+    entry: &Entry,
+    product: &dyn Product,
+    phase: Phase,
+    req: &Request,
+) -> Result<()> {
+    if req.runtime_version.is_none() && req.confirm_runtime.is_none() {
+        return Ok(());
     }
-    if !matches!(phase, Phase::All | Phase::Query) && req.flush_before_queries {
-        return Err(Error::invalid(
-            "--flush-before-queries applies to the query and all phases only",
-        )
-        .with_hint("drop --flush-before-queries"));
+    let Some(o) = product.bench_ext().and_then(|x| x.version_override) else {
+        return Err(Error::invalid(format!(
+            "{} runs no other version on a workspace's data",
+            entry.display
+        )));
+    };
+    let (version, confirm) = (o.version.long, o.confirm.long);
+    if !o.phases.contains(&phase.as_str()) || req.database_id.is_none() {
+        return Err(Error::invalid(format!(
+            "--{version} runs another installed version on a managed workspace's data, for {} only",
+            o.phases.join(" and ")
+        ))
+        .with_hint(format!(
+            "use it with `bench {} {} --database-id ID`",
+            entry.name,
+            o.phases.join("|")
+        )));
     }
+    if req.runtime_version.is_none() {
+        return Err(Error::invalid(format!("--{confirm} requires --{version}"))
+            .with_hint(format!("add --{version} {}", o.version.value_name)));
+    }
+    Ok(())
+}
+
+/// Flags that belong to one phase used with another (exit 2). A product's own flags declare
+/// their phases ([`crate::product::ext::check_phases`]).
+fn phase_only_flags(phase: Phase, req: &Request) -> Result<()> {
     if !matches!(phase, Phase::All | Phase::Query) && req.check_answers {
         return Err(
             Error::invalid("--check-answers applies to the query and all phases only")
                 .with_hint("drop --check-answers"),
-        );
-    }
-    if phase != Phase::Analyze && req.hot_runs.is_some() {
-        return Err(
-            Error::invalid("--hot-runs applies to the analyze phase only")
-                .with_hint("drop --hot-runs"),
         );
     }
     Ok(())
@@ -886,7 +852,7 @@ mod tests {
                 "version override on a load",
                 g,
                 Request {
-                    greptime_version: Some("1.0.0".into()),
+                    runtime_version: Some("1.0.0".into()),
                     ..managed(Phase::Load)
                 },
                 Some("--greptime-version runs another installed version"),
@@ -895,7 +861,7 @@ mod tests {
                 "version override confirmation alone",
                 g,
                 Request {
-                    confirm_version_override: Some("ws1".into()),
+                    confirm_runtime: Some("ws1".into()),
                     ..managed(Phase::Query)
                 },
                 Some("--confirm-version-override requires --greptime-version"),
@@ -904,7 +870,7 @@ mod tests {
                 "version override on a query",
                 g,
                 Request {
-                    greptime_version: Some("1.0.0".into()),
+                    runtime_version: Some("1.0.0".into()),
                     ..managed(Phase::Query)
                 },
                 None,
@@ -920,97 +886,6 @@ mod tests {
                 g,
                 external(Phase::Analyze, &[url]),
                 Some("analyze needs a managed workspace"),
-            ),
-            (
-                "unknown strategy",
-                g,
-                Request {
-                    strategy: Some("lsm".into()),
-                    ..managed(Phase::Compact)
-                },
-                Some("unknown compaction strategy \"lsm\""),
-            ),
-            (
-                "window with twcs",
-                g,
-                Request {
-                    strategy: Some("twcs".into()),
-                    window: Some(60),
-                    ..managed(Phase::Compact)
-                },
-                Some("--window applies to --strategy swcs only"),
-            ),
-            (
-                "zero window",
-                g,
-                Request {
-                    window: Some(0),
-                    ..managed(Phase::Compact)
-                },
-                Some("--window must be positive"),
-            ),
-            (
-                "bad table",
-                g,
-                Request {
-                    table: Some("cpu;drop".into()),
-                    ..managed(Phase::Compact)
-                },
-                Some("--table \"cpu;drop\" is not a valid table name"),
-            ),
-            (
-                "compact flags on a load",
-                g,
-                Request {
-                    table: Some("cpu".into()),
-                    ..managed(Phase::Load)
-                },
-                Some("apply to the compact phase only"),
-            ),
-            (
-                "parallelism on a query",
-                g,
-                Request {
-                    parallelism: Some(2),
-                    ..managed(Phase::Query)
-                },
-                Some("apply to the compact phase only"),
-            ),
-            (
-                "flush before a load",
-                g,
-                Request {
-                    flush_before_queries: true,
-                    ..managed(Phase::Load)
-                },
-                Some("--flush-before-queries applies to the query and all phases only"),
-            ),
-            (
-                "flush before queries",
-                g,
-                Request {
-                    flush_before_queries: true,
-                    ..managed(Phase::Query)
-                },
-                None,
-            ),
-            (
-                "hot runs on a query",
-                g,
-                Request {
-                    hot_runs: Some(3),
-                    ..managed(Phase::Query)
-                },
-                Some("--hot-runs applies to the analyze phase only"),
-            ),
-            (
-                "hot runs on analyze",
-                g,
-                Request {
-                    hot_runs: Some(3),
-                    ..managed(Phase::Analyze)
-                },
-                None,
             ),
             (
                 "external postgresql",
@@ -1165,33 +1040,17 @@ mod tests {
             "{}",
             e.message
         );
-        let e = check_write_caps(
-            &greptimedb::GreptimeDb,
-            &Request {
-                partitions: Some(2),
-                ..managed(Phase::Load)
-            },
-        )
-        .unwrap_err();
-        assert_eq!(e.exit_code(), 2);
-        assert!(e.message.contains("go together"), "{}", e.message);
+        // GreptimeDB's regions are its own flags (their pair is its resolve's to check).
         check_write_caps(&greptimedb::GreptimeDb, &managed(Phase::Load)).unwrap();
-        // GreptimeDB's regions: both flags; its column means nothing to TimescaleDB.
         let regions = Request {
             partitions: Some(8),
-            partition_column: Some("hostname".into()),
+            partitioning: Some(crate::product::Partitioning {
+                partitions: 8,
+                column: "hostname".into(),
+            }),
             ..managed(Phase::Load)
         };
         check_write_caps(&greptimedb::GreptimeDb, &regions).unwrap();
-        let e = check_write_caps(
-            &TimescaleDb {
-                mode: Mode::Timescaledb,
-            },
-            &regions,
-        )
-        .unwrap_err();
-        assert_eq!(e.exit_code(), 2);
-        assert!(e.message.contains("--partition-column"), "{}", e.message);
     }
 
     #[test]

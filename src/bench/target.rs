@@ -127,7 +127,7 @@ impl Target {
             if let (Some(mode), true) = (req.mode, phase.loads()) {
                 mode.check_confirmation(&ws.manifest.database, req.confirm_reset.as_deref())?;
             }
-            let runtime = match &req.greptime_version {
+            let runtime = match &req.runtime_version {
                 None => None,
                 Some(v) => version_override(root, product.as_ref(), &ws, v, req)?,
             };
@@ -756,16 +756,24 @@ fn version_override(
     if v == ws.manifest.version {
         return Ok(None);
     }
-    if req.confirm_version_override.as_deref() != Some(ws.id()) {
+    if req.confirm_runtime.as_deref() != Some(ws.id()) {
+        // The product's confirmation flag (validate found it declared).
+        let confirm = product
+            .bench_ext()
+            .and_then(|x| x.version_override)
+            .map_or_else(
+                || "a confirmation".to_string(),
+                |o| format!("--{}", o.confirm.long),
+            );
         return Err(Error::invalid(format!(
-            "running {} {v} on workspace {} (bound to {}) needs --confirm-version-override {}",
+            "running {} {v} on workspace {} (bound to {}) needs {confirm} {}",
             product.display_name(),
             ws.id(),
             ws.manifest.version,
             ws.id()
         ))
         .with_hint(format!(
-            "add --confirm-version-override {}; or copy the workspace with `{} copy` to bind another version for good",
+            "add {confirm} {}; or copy the workspace with `{} copy` to bind another version for good",
             ws.id(),
             product.cli()
         )));

@@ -213,20 +213,28 @@ fn bench_command(e: &'static Entry) -> clap::Command {
         ops.iter()
             .map(|o| clap::builder::PossibleValue::new(o.name).help(o.about)),
     );
-    let mut cmd = BenchArgs::augment_args(clap::Command::new(e.name))
+    let cmd = BenchArgs::augment_args(clap::Command::new(e.name))
         .about(about)
         .mut_arg("phase", |a| {
             a.value_parser(clap::builder::PossibleValuesParser::new(values))
         });
-    // The product's own flags, after the shared ones (text: the product checks them).
+    add_own_flags(cmd, e)
+}
+
+/// `cmd` with the flags product `e` declares itself, after the shared ones (text: the
+/// product checks them).
+pub(super) fn add_own_flags(mut cmd: clap::Command, e: &Entry) -> clap::Command {
     for f in own_flags(e) {
-        let arg = clap::Arg::new(f.long).long(f.long).help(match f.default {
+        let mut arg = clap::Arg::new(f.long).long(f.long).help(match f.default {
             Some(d) => format!("{} (default {d})", f.help),
             None => f.help.to_string(),
         });
+        if let Some(other) = f.requires {
+            arg = arg.requires(other);
+        }
         cmd = cmd.arg(match f.kind {
             FlagKind::Switch => arg.action(clap::ArgAction::SetTrue),
-            FlagKind::Number | FlagKind::Text => arg
+            FlagKind::Number | FlagKind::Seconds | FlagKind::Text => arg
                 .value_name(f.value_name)
                 .allow_negative_numbers(true)
                 .action(clap::ArgAction::Set),
@@ -244,7 +252,7 @@ fn own_flags(e: &Entry) -> &'static [BenchFlag] {
 }
 
 /// The product's own flags given in `m`, by key: text as typed, a switch as `true`.
-fn own_values(e: &Entry, m: &ArgMatches) -> Values {
+pub(super) fn own_values(e: &Entry, m: &ArgMatches) -> Values {
     let mut out = Values::new();
     for f in own_flags(e) {
         match f.kind {
@@ -253,7 +261,7 @@ fn own_values(e: &Entry, m: &ArgMatches) -> Values {
                     out.insert(f.key(), true.into());
                 }
             }
-            FlagKind::Number | FlagKind::Text => {
+            FlagKind::Number | FlagKind::Seconds | FlagKind::Text => {
                 if let Some(v) = m.get_one::<String>(f.long) {
                     out.insert(f.key(), v.clone().into());
                 }

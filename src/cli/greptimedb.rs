@@ -190,13 +190,48 @@ pub struct CopyArgs {
 
 #[derive(Debug, clap::Args)]
 // `tsbsctl bench greptimedb PHASE ...` (no doc comment: clap would make it the help text).
-pub struct BenchArgs {
+pub struct BenchFlags {
     #[arg(value_enum)]
     pub phase: crate::bench::Phase,
     #[command(flatten)]
     pub common: bench_cli::CommonArgs,
-    #[command(flatten)]
-    pub product: crate::bench::flags::GreptimeFlags,
+}
+
+/// `tsbsctl bench greptimedb PHASE ...`: the flags above, then the flags GreptimeDB declares
+/// itself ([`crate::product::ext`], added at runtime).
+#[derive(Debug)]
+pub struct BenchArgs {
+    pub flags: BenchFlags,
+    /// GreptimeDB's own flags that were given, as typed.
+    pub own: crate::product::ext::Values,
+}
+
+impl clap::FromArgMatches for BenchArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> std::result::Result<Self, clap::Error> {
+        Ok(BenchArgs {
+            flags: BenchFlags::from_arg_matches(m)?,
+            own: super::generic::own_values(&crate::product::greptimedb::ENTRY, m),
+        })
+    }
+    fn update_from_arg_matches(
+        &mut self,
+        m: &clap::ArgMatches,
+    ) -> std::result::Result<(), clap::Error> {
+        *self = BenchArgs::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for BenchArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        super::generic::add_own_flags(
+            BenchFlags::augment_args(cmd),
+            &crate::product::greptimedb::ENTRY,
+        )
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        BenchArgs::augment_args(cmd)
+    }
 }
 
 /// `tsbsctl bench greptimedb`: the shared flags plus GreptimeDB's own.
@@ -208,10 +243,13 @@ pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
 /// The request of `tsbsctl bench greptimedb` (its checks done), with its recorded flags.
 pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
     let product = crate::bench::flags::ProductFlags {
-        greptimedb: Some(a.product),
+        own: Some(crate::bench::flags::OwnFlags {
+            product: crate::product::greptimedb::ENTRY.name,
+            values: a.own,
+        }),
         ..Default::default()
     };
-    bench_cli::request(a.common, product, a.phase)
+    bench_cli::request(a.flags.common, product, a.flags.phase)
 }
 
 pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {

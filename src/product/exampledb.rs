@@ -251,10 +251,14 @@ const REPLICAS: BenchFlag = BenchFlag {
     value_name: "N",
     kind: FlagKind::Number,
     default: Some("1"),
+    phases: &["load", "all"],
+    requires: None,
+    always_recorded: false,
 };
 
 static BENCH_EXT: BenchExt = BenchExt {
     flags: &[REPLICAS],
+    record: ext::Record::Nested,
     resolve: resolve_flags,
     load_args: |v| {
         v.get(&REPLICAS.key())
@@ -277,20 +281,18 @@ static BENCH_EXT: BenchExt = BenchExt {
     }],
     data_location: None,
     analyze: None,
+    version_override: None,
+    basic_auth: None,
+    partitioning: |_| None,
 };
 
-/// The loading phases take `--example-replicas` (default 1); the others refuse it.
+/// The loading phases take `--example-replicas` (default 1; the others are refused it by
+/// its declared phases).
 fn resolve_flags(phase: &str, given: &Values) -> Result<Values> {
     let n = ext::number(given, &REPLICAS, 1..=16)?;
     let mut out = Values::new();
-    if matches!(phase, "all" | "load") {
+    if REPLICAS.phases.contains(&phase) {
         out.insert(REPLICAS.key(), n.unwrap_or(1).into());
-    } else if n.is_some() {
-        return Err(Error::invalid(format!(
-            "--{} applies to the load and all phases only",
-            REPLICAS.long
-        ))
-        .with_hint(format!("drop --{}", REPLICAS.long)));
     }
     Ok(out)
 }

@@ -32,6 +32,8 @@ pub enum FlagKind {
     Text,
     /// Present or not.
     Switch,
+    /// A decimal number (seconds; given as text, a number in a record).
+    Seconds,
 }
 
 /// One product bench flag.
@@ -44,6 +46,15 @@ pub struct BenchFlag {
     pub kind: FlagKind,
     /// Shown in `--help` (the value [`BenchExt::resolve`] applies when the flag is absent).
     pub default: Option<&'static str>,
+    /// The phases (and operations) that take it, by name (`compact`, `query` ...); empty:
+    /// every one. Another phase given it is refused (exit 2) before the product resolves
+    /// anything ([`check_phases`]).
+    pub phases: &'static [&'static str],
+    /// The `--<long>` of a flag it goes with (both or neither; clap refuses one alone).
+    pub requires: Option<&'static str>,
+    /// [`Record::Flat`]: recorded when absent too (`null`, a switch `false`), as records
+    /// always had the key; `false`: only when given.
+    pub always_recorded: bool,
 }
 
 impl BenchFlag {
@@ -64,11 +75,25 @@ pub struct Operation {
     pub run: fn(ctx: &mut dyn OpCtx, values: &Values) -> Result<()>,
 }
 
+/// How a run's `flags` record a product's own flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    /// One object under the product's name, after every other key: the resolved values.
+    Nested,
+    /// Each flag's key at the top level after the common keys, in the declared order, as
+    /// given (typed): the keys records had before the product declared its flags, so old
+    /// and new records read the same, byte for byte.
+    Flat,
+}
+
 /// Everything a product adds to `bench <product>`.
 pub struct BenchExt {
     pub flags: &'static [BenchFlag],
-    /// Given values (only the flags given; text from a command line, typed from a record)
-    /// to resolved ones, for `phase`: checks (exit 2 with the product's message) and defaults.
+    /// How the run's `flags` record them.
+    pub record: Record,
+    /// Given values (only the flags given; text from a command line, typed from a record:
+    /// [`typed`] reads both) to resolved ones, for `phase`: checks (exit 2 with the product's
+    /// message) and defaults.
     pub resolve: fn(phase: &str, given: &Values) -> Result<Values>,
     /// The loader's arguments from the resolved values (after the product's own).
     pub load_args: fn(values: &Values) -> Vec<ToolArg>,
@@ -80,6 +105,55 @@ pub struct BenchExt {
     pub data_location: Option<&'static DataLocation>,
     /// Its `analyze` phase (`None`: it has none).
     pub analyze: Option<&'static super::phase::QueryPhase>,
+    /// Its flags that run another installed version on a managed workspace's data (`None`:
+    /// it has none).
+    pub version_override: Option<&'static VersionOverride>,
+    /// Its flags for HTTP basic auth against an external server (`None`: it has none).
+    pub basic_auth: Option<&'static BasicAuth>,
+    /// The table split into regions its resolved values ask the load to create (`None`:
+    /// none; the product's [`super::Product::create_partitioned`] makes it).
+    pub partitioning: fn(values: &Values) -> Option<super::Partitioning>,
+}
+
+/// A product's pair of flags that runs another installed version of it on a managed
+/// workspace's data, for some phases (the workspace stays bound to its own version): the
+/// version, and its confirmation (the workspace id, exactly). The core checks and runs it.
+pub struct VersionOverride {
+    pub version: &'static BenchFlag,
+    pub confirm: &'static BenchFlag,
+    /// The phases that take them.
+    pub phases: &'static [&'static str],
+}
+
+/// A product's pair of flags for HTTP basic auth against an external server: the user (its
+/// name recorded) and the environment variable holding the password (the variable's name
+/// recorded, never the password). The core checks them and hands them to the requests and
+/// the tools (`Product::takes_basic_auth`).
+pub struct BasicAuth {
+    pub user: &'static BenchFlag,
+    pub password_env: &'static BenchFlag,
+}
+
+impl BasicAuth {
+    /// The user and the password's variable given among `given`.
+    pub fn given(&self, given: &Values) -> (Option<String>, Option<String>) {
+        (text(given, self.user), text(given, self.password_env))
+    }
+}
+
+/// The text given for `f`.
+fn text(given: &Values, f: &BenchFlag) -> Option<String> {
+    given
+        .get(&f.key())
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+impl VersionOverride {
+    /// The version and the confirmation given among `given`.
+    pub fn given(&self, given: &Values) -> (Option<String>, Option<String>) {
+        (text(given, self.version), text(given, self.confirm))
+    }
 }
 
 /// The data of a run's last step named so (`None`: no such step).
@@ -122,6 +196,140 @@ impl BenchExt {
     pub fn operation(&self, name: &str) -> Option<&'static Operation> {
         self.operations.iter().find(|o| o.name == name)
     }
+
+    /// The flag whose key is `key`.
+    pub fn flag(&self, key: &str) -> Option<&'static BenchFlag> {
+        self.flags.iter().find(|f| f.key() == key)
+    }
+
+    /// The given values (text from a command line) as a record holds them ([`typed`]).
+    pub fn typed(&self, given: &Values) -> Result<Values> {
+        typed(self.flags, given)
+    }
+
+    /// The record of `given` (typed) in the [`Record::Flat`] shape: every declared flag in
+    /// order, an absent one as `null` (a switch `false`) when [`BenchFlag::always_recorded`].
+    pub fn flat_record(&self, given: &Values) -> Values {
+        let mut out = Values::new();
+        for f in self.flags {
+            match given.get(&f.key()) {
+                Some(v) => {
+                    out.insert(f.key(), v.clone());
+                }
+                None if f.always_recorded => {
+                    let absent = match f.kind {
+                        FlagKind::Switch => Value::Bool(false),
+                        _ => Value::Null,
+                    };
+                    out.insert(f.key(), absent);
+                }
+                None => {}
+            }
+        }
+        out
+    }
+
+    /// The given values a [`Record::Flat`] record holds (its declared keys; `null` and a
+    /// `false` switch are absent). `Err` names a value not of its flag's kind (the record was
+    /// edited).
+    pub fn from_flat_record(&self, record: &Values) -> std::result::Result<Values, String> {
+        let mut out = Values::new();
+        for f in self.flags {
+            let v = match record.get(&f.key()) {
+                None | Some(Value::Null) | Some(Value::Bool(false)) => continue,
+                Some(v) => v,
+            };
+            let fits = match f.kind {
+                FlagKind::Number => v.is_u64(),
+                FlagKind::Seconds => v.is_number(),
+                FlagKind::Text => v.is_string(),
+                FlagKind::Switch => v.is_boolean(),
+            };
+            if !fits {
+                return Err(format!("{}: {v} is not a value of --{}", f.key(), f.long));
+            }
+            out.insert(f.key(), v.clone());
+        }
+        Ok(out)
+    }
+}
+
+/// The given values of `flags` (text from a command line, or typed from a record) as a record
+/// holds them: a number as a number, a switch as `true`; a value that is not of its flag's
+/// kind is exit 2.
+pub fn typed(flags: &[BenchFlag], given: &Values) -> Result<Values> {
+    let mut out = Values::new();
+    for f in flags {
+        let Some(v) = given.get(&f.key()) else {
+            continue;
+        };
+        let typed = match (f.kind, v) {
+            (FlagKind::Number, Value::String(s)) => s
+                .trim()
+                .parse::<u64>()
+                .map(Value::from)
+                .map_err(|_| not_a(f, s, "whole number"))?,
+            (FlagKind::Seconds, Value::String(s)) => s
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number)
+                .ok_or_else(|| not_a(f, s, "number of seconds"))?,
+            (FlagKind::Switch, Value::Bool(false)) => continue,
+            (_, v) => v.clone(),
+        };
+        out.insert(f.key(), typed);
+    }
+    Ok(out)
+}
+
+/// The one step from given values to resolved ones, for a command line and a recorded run
+/// alike: the phases checked ([`check_phases`]), then the product's [`BenchExt::resolve`].
+pub fn resolve(product: &str, ext: &BenchExt, phase: &str, given: &Values) -> Result<Values> {
+    check_phases(product, ext, phase, given)?;
+    (ext.resolve)(phase, given)
+}
+
+fn not_a(f: &BenchFlag, given: &str, what: &str) -> Error {
+    Error::invalid(format!("--{} {given:?} is not a {what}", f.long)).with_hint(match f.default {
+        Some(d) => format!("e.g. --{} {d}", f.long),
+        None => format!("pass --{} {}", f.long, f.value_name),
+    })
+}
+
+/// Refuses (exit 2) a given flag the phase `phase` does not take. The message names every
+/// flag taken by the same phases as the one given (they are one group to a user), and the
+/// phases: "--hot-runs applies to the analyze phase only", "--table, --strategy and --window
+/// apply to the compact phase only" (hint: drop them, or run `bench <product> compact`).
+pub fn check_phases(product: &str, ext: &BenchExt, phase: &str, given: &Values) -> Result<()> {
+    let Some(f) = ext.flags.iter().find(|f| {
+        given.contains_key(&f.key()) && !f.phases.is_empty() && !f.phases.contains(&phase)
+    }) else {
+        return Ok(());
+    };
+    let group: Vec<String> = ext
+        .flags
+        .iter()
+        .filter(|g| g.phases == f.phases)
+        .map(|g| format!("--{}", g.long))
+        .collect();
+    let (flags, verb) = match group.as_slice() {
+        [one] => (one.clone(), "applies"),
+        [init @ .., last] => (format!("{} and {last}", init.join(", ")), "apply"),
+        [] => unreachable!("the flag is in its own group"),
+    };
+    let phases = match f.phases {
+        [one] => format!("the {one} phase"),
+        [init @ .., last] => format!("the {} and {last} phases", init.join(", ")),
+        [] => unreachable!("checked above"),
+    };
+    let hint = match (group.len(), f.phases) {
+        (1, _) => format!("drop {flags}"),
+        (_, [one]) => format!("drop them, or run `bench {product} {one}`"),
+        _ => "drop them".to_string(),
+    };
+    Err(Error::invalid(format!("{flags} {verb} to {phases} only")).with_hint(hint))
 }
 
 /// A whole number given for `--<long>` (text or a number), checked to lie in `range`.
@@ -168,7 +376,94 @@ mod tests {
         value_name: "N",
         kind: FlagKind::Number,
         default: Some("10"),
+        phases: &[],
+        requires: None,
+        always_recorded: false,
     };
+
+    const A: BenchFlag = BenchFlag {
+        long: "alpha",
+        phases: &["compact"],
+        always_recorded: true,
+        ..F
+    };
+    const B: BenchFlag = BenchFlag {
+        long: "beta",
+        kind: FlagKind::Seconds,
+        phases: &["compact"],
+        always_recorded: true,
+        ..F
+    };
+    const S: BenchFlag = BenchFlag {
+        long: "gamma",
+        kind: FlagKind::Switch,
+        phases: &["query", "all"],
+        always_recorded: true,
+        ..F
+    };
+    static EXT: BenchExt = BenchExt {
+        flags: &[A, B, S, F],
+        record: Record::Flat,
+        resolve: |_, g| Ok(g.clone()),
+        load_args: |_| Vec::new(),
+        summary_lines: |_| Vec::new(),
+        operations: &[],
+        data_location: None,
+        analyze: None,
+        version_override: None,
+        basic_auth: None,
+        partitioning: |_| None,
+    };
+
+    fn given(pairs: &[(&str, Value)]) -> Values {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_flag_given_to_a_phase_that_does_not_take_it_is_refused_with_its_group() {
+        let g = given(&[("beta", "5".into())]);
+        check_phases("p", &EXT, "compact", &g).unwrap();
+        let e = check_phases("p", &EXT, "query", &g).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.message,
+            "--alpha and --beta apply to the compact phase only"
+        );
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("drop them, or run `bench p compact`")
+        );
+        let e = check_phases("p", &EXT, "load", &given(&[("gamma", true.into())])).unwrap_err();
+        assert_eq!(
+            e.message,
+            "--gamma applies to the query and all phases only"
+        );
+        assert_eq!(e.hint.as_deref(), Some("drop --gamma"));
+        // A flag every phase takes, and no flag at all.
+        check_phases("p", &EXT, "load", &given(&[("some_bytes", 3.into())])).unwrap();
+        check_phases("p", &EXT, "load", &Values::new()).unwrap();
+    }
+
+    #[test]
+    fn a_flat_record_keeps_every_key_in_order_and_reads_back() {
+        let g = EXT
+            .typed(&given(&[("beta", "5".into()), ("alpha", "7".into())]))
+            .unwrap();
+        let rec = EXT.flat_record(&g);
+        assert_eq!(
+            serde_json::to_string(&rec).unwrap(),
+            r#"{"alpha":7,"beta":5.0,"gamma":false}"#
+        );
+        assert_eq!(EXT.from_flat_record(&rec).unwrap(), g);
+        let edited = given(&[("alpha", "seven".into())]);
+        assert!(EXT.from_flat_record(&edited).is_err());
+        let e = EXT.typed(&given(&[("beta", "soon".into())])).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("--beta \"soon\""), "{}", e.message);
+    }
 
     #[test]
     fn a_number_reads_from_text_or_a_record_and_is_checked() {

@@ -7,6 +7,7 @@ pub mod cluster;
 mod compact;
 pub mod datalocation;
 pub mod explain;
+mod flags;
 pub mod partition;
 mod partitioned;
 pub mod ssts;
@@ -461,7 +462,6 @@ impl Product for GreptimeDb {
     }
     fn bench_caps(&self) -> BenchCaps {
         BenchCaps {
-            flush_before_queries: true,
             partitioned_tables: true,
             ..BenchCaps::default()
         }
@@ -613,7 +613,8 @@ impl Product for GreptimeDb {
     fn before_queries(&self) -> Option<&'static super::op::BeforeQueries> {
         Some(&before_queries::BEFORE_QUERIES)
     }
-    /// No flags or operations of its own through it (yet): where its data was
+    /// Its own flags (compaction, analyze, the query run's flush and version override:
+    /// `greptimedb/flags.rs`, recorded flat as they always were), where its data was
     /// (`data_location`) and its analyze phase.
     fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
         Some(&BENCH_EXT)
@@ -621,13 +622,17 @@ impl Product for GreptimeDb {
 }
 
 static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
-    flags: &[],
-    resolve: |_, given| Ok(given.clone()),
+    flags: flags::FLAGS,
+    record: super::ext::Record::Flat,
+    resolve: flags::resolve,
     load_args: |_| Vec::new(),
     summary_lines: |_| Vec::new(),
     operations: &[],
     data_location: Some(&datalocation::DATA_LOCATION),
     analyze: Some(&analyze::ANALYZE),
+    version_override: Some(&flags::VERSION_OVERRIDE),
+    basic_auth: Some(&flags::BASIC_AUTH),
+    partitioning: flags::partitioning,
 };
 
 impl super::Maintenance for GreptimeDb {

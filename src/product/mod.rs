@@ -638,8 +638,6 @@ pub fn check_http_url(u: &str) -> Result<()> {
 pub struct BenchCaps {
     /// `--no-sync` / `--accept-partial` (write acknowledgement and partial batches).
     pub durability: bool,
-    /// `--flush-before-queries`.
-    pub flush_before_queries: bool,
     /// `--chunk-time` / `--partitions` (TimescaleDB hypertables).
     pub hypertables: bool,
     /// `--partitions` / `--partition-column` (GreptimeDB: a table split into regions).

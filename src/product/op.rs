@@ -83,17 +83,15 @@ pub struct CompactRequest {
     pub strategy: String,
     pub window: Option<u64>,
     pub parallelism: Option<u32>,
-    /// How long to wait, after the answer, for the corroborating server log line.
-    pub confirm_timeout: Option<f64>,
+    /// How long to wait, after the answer, for the corroborating server log line (seconds).
+    pub confirm_timeout: f64,
 }
-
-/// The given strategy and window (`None`: not given) to the ones a compaction uses.
-pub type CompactDefaults = fn(strategy: Option<&str>, window: Option<u64>) -> (String, Option<u64>);
 
 /// A product's manual compaction.
 pub struct Compaction {
-    /// The strategy and window a compaction uses when the flags name none (given ones kept).
-    pub defaults: CompactDefaults,
+    /// The compaction the product's resolved flag values of the compact phase ask for
+    /// ([`super::ext::BenchExt::resolve`]: checks and defaults applied).
+    pub request: fn(values: &super::ext::Values) -> CompactRequest,
     /// Refuses (exit 2, before the run exists) what the workspace's `version` cannot run.
     pub check: fn(version: &str, req: &CompactRequest) -> Result<()>,
     /// Runs it in the context of a run whose server is stopped.

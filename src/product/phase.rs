@@ -64,6 +64,15 @@ pub trait PhaseCtx {
 
 /// A product's own bench phase over the query set (`bench <product> analyze`).
 pub struct QueryPhase {
-    /// Runs it for every query type of `set`, `hot` being `--hot-runs` (default applied).
-    pub run: fn(ctx: &mut dyn PhaseCtx, set: &crate::queryset::QuerySet, hot: u32) -> Result<()>,
+    /// Runs it for every query type of `set`, with the product's resolved flag values.
+    pub run: fn(
+        ctx: &mut dyn PhaseCtx,
+        set: &crate::queryset::QuerySet,
+        values: &super::ext::Values,
+    ) -> Result<()>,
+    /// Refuses (exit 2, before a run exists) query counts too small for it.
+    pub check_counts: fn(
+        values: &super::ext::Values,
+        counts: &std::collections::BTreeMap<String, u64>,
+    ) -> Result<()>,
 }

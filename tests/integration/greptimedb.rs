@@ -1267,3 +1267,49 @@ fn a_forced_stop_after_a_load_is_a_warning_and_marks_the_footprint() {
     assert!(!w.gt.ws_dir("g1").join("server.pid").exists());
     assert_eq!(w.ws()["binding"]["dataset_id"], "tiny");
 }
+
+/// Issue 23: GreptimeDB's compaction and analyze flags are the product's declared flags. A
+/// phase that does not take one refuses it (exit 2, nothing written, the words users always
+/// saw), and a compact run records its flags and workload byte for byte as runs did before
+/// (the fixture's command line, run again).
+#[test]
+fn declared_compaction_flags_keep_their_phases_and_their_record() {
+    let w = world();
+    w.bench("all", &[]).ok();
+    let before = run_dirs(&w);
+    for (flag, value) in [
+        ("--table", "cpu"),
+        ("--strategy", "twcs"),
+        ("--window", "3600"),
+        ("--confirm-timeout", "5"),
+        ("--parallelism", "2"),
+    ] {
+        w.bench("query", &[flag, value])
+            .code(2)
+            .says("--table, --strategy, --window, --confirm-timeout and --parallelism apply to the compact phase only")
+            .says("bench greptimedb compact");
+    }
+    w.bench("query", &["--hot-runs", "3"])
+        .code(2)
+        .says("--hot-runs applies to the analyze phase only");
+    w.bench("compact", &["--window", "0"])
+        .code(2)
+        .says("--window must be positive");
+    assert_eq!(run_dirs(&w), before, "no run directory for a refusal");
+    // `tsbsctl bench greptimedb compact --database-id g1 --stop-timeout 5 --strategy twcs`.
+    let fixture = read_json(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/run-data-v1/run-greptimedb-compaction-completed.json"),
+    );
+    let dir = w.bench_ok("compact", &["--strategy", "twcs"]);
+    let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+    let m: Value = serde_json::from_str(&text).unwrap();
+    for key in ["flags", "workload"] {
+        assert_eq!(
+            serde_json::to_string(&m[key]).unwrap(),
+            serde_json::to_string(&fixture[key]).unwrap(),
+            "{key}"
+        );
+    }
+    assert_eq!(m["command"], fixture["command"]);
+}

@@ -17,7 +17,6 @@ use super::super::{exec, integrity, Bench};
 
 impl Bench<'_> {
     pub(in crate::bench) fn analyze(&mut self, env: &TsbsEnv, set: &QuerySet) -> Result<()> {
-        let hot = self.req.hot_runs.unwrap_or(2);
         let phase = self
             .target
             .product
@@ -29,7 +28,8 @@ impl Bench<'_> {
                     self.target.entry.display
                 ))
             })?;
-        (phase.run)(&mut Ctx { b: self, env }, set, hot)
+        let values = self.req.product_values.clone();
+        (phase.run)(&mut Ctx { b: self, env }, set, &values)
     }
 }
 

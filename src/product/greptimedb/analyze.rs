@@ -6,14 +6,19 @@ use serde_json::json;
 
 use super::explain;
 use crate::error::{Error, Result};
+use crate::product::ext::Values;
 use crate::product::op::StepEnd;
 use crate::product::phase::{PhaseCtx, QueryPhase};
 use crate::queryset::QuerySet;
 use crate::tsbs;
 
-pub static ANALYZE: QueryPhase = QueryPhase { run: analyze };
+pub static ANALYZE: QueryPhase = QueryPhase {
+    run: analyze,
+    check_counts: super::flags::check_analyze_counts,
+};
 
-fn analyze(ctx: &mut dyn PhaseCtx, set: &QuerySet, hot: u32) -> Result<()> {
+fn analyze(ctx: &mut dyn PhaseCtx, set: &QuerySet, values: &Values) -> Result<()> {
+    let hot = super::flags::hot_runs(values);
     let binary = ctx.verified_tool(tsbs::command::RUN_QUERIES_GREPTIME)?;
     // The rows first, on a server of its own: every type below still starts cold.
     ctx.start_server()?;

@@ -31,9 +31,6 @@ const KEY_VALUE_OPTIONS_FROM: &str = "1.0.0-beta.1";
 const ADMIN_FROM: &str = "0.10.0";
 /// The first version that understands `'swcs'` (before it, silently regular TWCS).
 const SWCS_FROM: &str = "0.9.2";
-/// Default wait for the corroborating log line after the answer (it is written a few ms
-/// before the answer; this covers log buffering).
-const DEFAULT_CONFIRM: Duration = Duration::from_secs(5);
 
 /// Refuses (exit 2) what the workspace's version cannot run, instead of letting the server
 /// silently run another strategy.
@@ -92,17 +89,10 @@ fn compact_statement(
     }
 }
 
-/// GreptimeDB's manual compaction, run by `bench greptimedb compact`.
-/// The strategy when none is given is `swcs`; `swcs` (and `strict_window`, `swcs` spelled the
-/// long way) compact in windows of 7,200 s unless `--window` says otherwise.
-fn defaults(strategy: Option<&str>, window: Option<u64>) -> (String, Option<u64>) {
-    let strategy = strategy.unwrap_or("swcs").to_string();
-    let window = window.or(matches!(strategy.as_str(), "swcs" | "strict_window").then_some(7200));
-    (strategy, window)
-}
-
+/// GreptimeDB's manual compaction, run by `bench greptimedb compact` (its flags, their checks
+/// and defaults: `flags.rs`).
 pub const COMPACTION: Compaction = Compaction {
-    defaults,
+    request: super::flags::compact_request,
     check: |version, req| check_version(version, &req.strategy, req.parallelism),
     run,
 };
@@ -357,10 +347,7 @@ fn flush_and_compact(
                 .collect()
         })
         .unwrap_or_default();
-    let timeout = req
-        .confirm_timeout
-        .map(|t| Duration::from_secs_f64(t.max(0.1)))
-        .unwrap_or(DEFAULT_CONFIRM);
+    let timeout = Duration::from_secs_f64(req.confirm_timeout.max(0.1));
     ctx.begin(
         "confirm",
         1,
@@ -525,17 +512,21 @@ mod tests {
 
     #[test]
     fn a_compaction_without_a_strategy_is_swcs_in_windows_of_two_hours() {
-        assert_eq!(defaults(None, None), ("swcs".to_string(), Some(7200)));
+        let of = |v: serde_json::Value| {
+            let r = super::super::flags::resolve("compact", v.as_object().unwrap()).unwrap();
+            let c = (COMPACTION.request)(&r);
+            (c.strategy, c.window)
+        };
+        assert_eq!(of(json!({})), ("swcs".to_string(), Some(7200)));
         assert_eq!(
-            defaults(Some("strict_window"), None),
+            of(json!({"strategy": "strict_window"})),
             ("strict_window".to_string(), Some(7200))
         );
         assert_eq!(
-            defaults(Some("swcs"), Some(60)),
+            of(json!({"strategy": "swcs", "window": 60})),
             ("swcs".to_string(), Some(60))
         );
-        assert_eq!(defaults(Some("twcs"), None), ("twcs".to_string(), None));
-        assert_eq!((COMPACTION.defaults)(None, None).1, Some(7200));
+        assert_eq!(of(json!({"strategy": "twcs"})), ("twcs".to_string(), None));
     }
 
     #[test]
