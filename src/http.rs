@@ -148,7 +148,7 @@ mod tests {
             e.message,
             "GreptimeDB refused \"ADMIN X\" (500 Internal Server Error): compaction exploded"
         );
-        assert_eq!((e.http_status, e.exit_code()), (Some(500), 1));
+        assert_eq!((e.http_status(), e.exit_code()), (Some(500), 1));
         let long = "x".repeat(400);
         assert_eq!(
             answer(502, &format!(" {long} ")).said("error"),

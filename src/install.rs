@@ -329,6 +329,7 @@ pub fn install_expecting(
             "the release source serves {display} as {} with SHA-256 {expected}, not the archive with SHA-256 {want} expected",
             asset.url
         ))
+        .with_detail(crate::error::Detail::ArchiveDiffers)
         .with_hint("nothing was installed; point the release source at the original archive (e.g. a mirror via TSBSCTL_GITHUB_URL / TSBSCTL_INFLUXDATA_DL_URL)"));
     }
     let archive_file = dl.fetch_verified(&asset.url, &expected, &asset.file_name)?;

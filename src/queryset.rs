@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::dataset::{Dataset, Fingerprint, Generator, GeneratorRecord, Profile};
-use crate::error::{Error, Result};
+use crate::error::{Detail, Error, Result};
 use crate::manifest::{self, Manifest};
 use crate::output::Reporter;
 use crate::paths::Root;
@@ -1003,7 +1003,8 @@ fn generate_into(
                     .values()
                     .any(|r| r.is_err());
                 let r = if failed_before || crate::interrupt::requested() {
-                    Err(Error::failed("skipped after an earlier failure"))
+                    Err(Error::failed("skipped after an earlier failure")
+                        .with_detail(Detail::Skipped))
                 } else {
                     generate_type(&qdir, &work, req.log_dir, spec, &t, n, gen)
                 };
@@ -1013,21 +1014,7 @@ fn generate_into(
     });
     crate::interrupt::check()?;
     let results = results.into_inner().expect("results");
-    let mut first_err = None;
-    for (t, r) in results {
-        match r {
-            Ok(rec) => {
-                files.insert(t, rec);
-            }
-            Err(e) if first_err.is_none() && !e.message.starts_with("skipped") => {
-                first_err = Some(e)
-            }
-            Err(_) => {}
-        }
-    }
-    if let Some(e) = first_err {
-        return Err(e);
-    }
+    files.extend(generated_or_first_failure(results)?);
     fs::remove_dir_all(&work).map_err(|e| Error::io("remove", &work, e))?;
     for f in fs::read_dir(&qdir)
         .map_err(|e| Error::io("list", &qdir, e))?
@@ -1055,6 +1042,28 @@ fn generate_into(
         extended_from: reuse.from.clone(),
     };
     write_manifest(&staging.join("manifest.json"), req.format, &m)
+}
+
+/// The generated files, or the first real failure: a type skipped because another failed
+/// ([`Detail::Skipped`]) is never the one reported.
+fn generated_or_first_failure(
+    results: BTreeMap<String, Result<QueryFileRecord>>,
+) -> Result<BTreeMap<String, QueryFileRecord>> {
+    let mut files = BTreeMap::new();
+    let mut first_err = None;
+    for (t, r) in results {
+        match r {
+            Ok(rec) => {
+                files.insert(t, rec);
+            }
+            Err(e) if first_err.is_none() && !e.is(Detail::Skipped) => first_err = Some(e),
+            Err(_) => {}
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(files),
+    }
 }
 
 fn generate_type(
@@ -1141,6 +1150,38 @@ fn generate_type(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The detail, not the words, decides which failure is reported: a skipped type worded
+    /// any way is passed over, and a real failure whose words begin "skipped" is reported.
+    #[test]
+    fn a_skipped_type_is_never_the_failure_reported() {
+        let rec = QueryFileRecord {
+            path: "queries/a.dat".into(),
+            bytes: 1,
+            sha256: "00".into(),
+            fingerprint: None,
+            generated_at: None,
+        };
+        let mut results = BTreeMap::new();
+        results.insert(
+            "a-skipped".to_string(),
+            Err(Error::failed("not run: another type failed").with_detail(Detail::Skipped)),
+        );
+        results.insert(
+            "b-real".to_string(),
+            Err(Error::failed(
+                "skipped rows: tsbs_generate_queries exited 1",
+            )),
+        );
+        results.insert("c-ok".to_string(), Ok(rec.clone()));
+        let e = generated_or_first_failure(results).unwrap_err();
+        assert_eq!(e.message, "skipped rows: tsbs_generate_queries exited 1");
+
+        let mut results = BTreeMap::new();
+        results.insert("a".to_string(), Ok(rec));
+        let files = generated_or_first_failure(results).unwrap();
+        assert_eq!(files.keys().collect::<Vec<_>>(), ["a"]);
+    }
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

@@ -204,14 +204,18 @@ impl Downloader {
     }
 
     /// Turns an error status into a failure with a message and a hint.
+    /// Every such failure carries the status as its [`Detail::HttpStatus`](crate::error::Detail).
     fn status_failure(&self, url: &str, current: &str, resp: Response) -> Failure {
         let status = resp.status();
+        let code = status.as_u16();
         let shown = redact(current);
         if status.is_server_error() {
-            return Failure::Retry(Error::failed(format!("HTTP {status} from {shown}")));
+            return Failure::Retry(
+                Error::failed(format!("HTTP {status} from {shown}")).with_http_status(code),
+            );
         }
         if status == StatusCode::NOT_FOUND {
-            return Failure::Status(not_found(current, self.hint_for(url)));
+            return Failure::Status(not_found(current, self.hint_for(url)).with_http_status(code));
         }
         let from_api = under(current, self.sources.get(SourceKey::GithubApi));
         if from_api && (status == StatusCode::FORBIDDEN || status == StatusCode::TOO_MANY_REQUESTS)
@@ -225,12 +229,15 @@ impl Downloader {
             if remaining_zero || body.to_ascii_lowercase().contains("rate limit") {
                 return Failure::Status(
                     Error::failed(format!("the GitHub API rate limit is exhausted ({status} from {shown})"))
-                        .with_hint("set GITHUB_TOKEN or pass --version (an exact version needs no GitHub API call)"),
+                        .with_hint("set GITHUB_TOKEN or pass --version (an exact version needs no GitHub API call)")
+                        .with_http_status(code),
                 );
             }
         }
         Failure::Status(
-            Error::failed(format!("HTTP {status} from {shown}")).with_hint(self.hint_for(url)),
+            Error::failed(format!("HTTP {status} from {shown}"))
+                .with_hint(self.hint_for(url))
+                .with_http_status(code),
         )
     }
 
