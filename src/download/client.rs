@@ -324,15 +324,7 @@ fn bearer(token: &str, reporter: &dyn crate::output::Reporter) -> Option<HeaderV
 }
 
 fn build_client(timeout: Duration) -> Result<Client> {
-    crate::http::build(
-        Client::builder()
-            .user_agent(format!("tsbsctl/{}", crate::VERSION))
-            .connect_timeout(timeout)
-            // The blocking client applies this to the wait for headers and to every read: an
-            // idle timeout, not a limit on the whole transfer.
-            .timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none()),
-    )
+    crate::http::download(timeout)
 }
 
 fn env_number(name: &str) -> Result<Option<u64>> {
