@@ -248,6 +248,28 @@ mod tests {
         assert!(Error::failed("x").source().is_none());
     }
 
+    /// What fs-err says reaches the user whole: what failed and on which path, with the cause;
+    /// the io::Error stays the source.
+    #[test]
+    fn an_fs_err_failure_names_the_operation_and_the_path() {
+        use std::error::Error as _;
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-such-file");
+        let e: Error = fs_err::read(&missing).unwrap_err().into();
+        assert_eq!(e.kind, ErrorKind::Failed);
+        assert!(
+            e.message.starts_with(&format!(
+                "failed to open file `{}`: ",
+                missing.display()
+            )),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("(os error 2)"), "{}", e.message);
+        let io = e.source().unwrap().downcast_ref::<std::io::Error>().unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    }
+
     #[test]
     fn the_http_status_is_a_detail() {
         let e = Error::failed("refused (503)").with_http_status(503);
