@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 /// the target, fsync the directory. Creates the parent directory if needed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let parent = parent_of(path)?;
-    fs::create_dir_all(parent).map_err(|e| Error::io("create directory", parent, e))?;
+    fs_err::create_dir_all(parent)?;
     write_atomic_in_place(path, bytes)
 }
 
@@ -43,9 +43,7 @@ pub fn write_atomic_in_place(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Fsyncs a directory so that a rename inside it survives a crash.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    let f = File::open(dir).map_err(|e| Error::io("open directory", dir, e))?;
-    f.sync_all()
-        .map_err(|e| Error::io("sync directory", dir, e))
+    Ok(fs_err::File::open(dir)?.sync_all()?)
 }
 
 /// Renames `from` to `to` and fsyncs the parent of `to` (and of `from`, when different).
