@@ -337,10 +337,9 @@ pub fn install_expecting(
 
     // Everything is built inside a private staging directory: the extracted tree lands at
     // <staging>/tree; a crash leaves only <staging>, removed by the next install.
-    std::fs::create_dir_all(&version_dir)
-        .map_err(|e| Error::io("create directory", &version_dir, e))?;
+    fs_err::create_dir_all(&version_dir)?;
     let staging = fsutil::staging_path(&target, "install")?;
-    std::fs::create_dir(&staging).map_err(|e| Error::io("create directory", &staging, e))?;
+    fs_err::create_dir(&staging)?;
     let result = build_and_publish(
         ctx,
         product,
@@ -501,13 +500,12 @@ pub fn pin_local(
     let version_output = run_version(&pin.binary, Path::new("/"), product.version_args())?;
     product.check_version_output(version, &version_output)?;
     let version_dir = target.parent().expect("version dir").to_path_buf();
-    std::fs::create_dir_all(&version_dir)
-        .map_err(|e| Error::io("create directory", &version_dir, e))?;
+    fs_err::create_dir_all(&version_dir)?;
     let staging = fsutil::staging_path(&target, "install")?;
-    std::fs::create_dir(&staging).map_err(|e| Error::io("create directory", &staging, e))?;
+    fs_err::create_dir(&staging)?;
     let result = (|| -> Result<(InstallManifest, bool)> {
         let tree = staging.join("tree");
-        std::fs::create_dir(&tree).map_err(|e| Error::io("create directory", &tree, e))?;
+        fs_err::create_dir(&tree)?;
         for (name, bytes) in &pin.files {
             fsutil::write_atomic(&tree.join(name), bytes)?;
         }

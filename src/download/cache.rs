@@ -82,7 +82,7 @@ impl Downloader {
         if let Some(v) = self.reuse(&final_path, &expected, url)? {
             return Ok(v);
         }
-        fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
+        fs_err::create_dir_all(&dir)?;
 
         // One process per cache entry: a second one waits, then finds the published file.
         let lock_path = dir.join(format!(".{file_name}.lock"));
@@ -143,7 +143,7 @@ impl Downloader {
             "{} is damaged (sha256 {actual}); downloading it again",
             path.display()
         ));
-        fs::remove_file(path).map_err(|e| Error::io("remove", path, e))?;
+        fs_err::remove_file(path)?;
         Ok(None)
     }
 
@@ -156,17 +156,17 @@ impl Downloader {
         expected: &str,
         progress: &dyn Progress,
     ) -> Result<u64> {
-        let mut input = match File::open(src) {
+        let mut input = match fs_err::File::open(src) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(not_found(url, self.hint_for(url)))
             }
-            Err(e) => return Err(Error::io("open", src, e)),
+            Err(e) => return Err(e.into()),
         };
         if let Ok(m) = input.metadata() {
             progress.set_total(m.len());
         }
-        let mut out = File::create(partial).map_err(|e| Error::io("create", partial, e))?;
+        let mut out = fs_err::File::create(partial)?;
         let mut hasher = Sha256::new();
         let mut buf = vec![0u8; CHUNK];
         let mut size = 0u64;
@@ -176,10 +176,9 @@ impl Downloader {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io("read", src, e)),
+                Err(e) => return Err(e.into()),
             };
-            out.write_all(&buf[..n])
-                .map_err(|e| Error::io("write", partial, e))?;
+            out.write_all(&buf[..n])?;
             hasher.update(&buf[..n]);
             size += n as u64;
             progress.inc(n as u64);
@@ -190,7 +189,7 @@ impl Downloader {
             let _ = fs::remove_file(partial);
             return Err(self.mismatch(url, expected, &actual));
         }
-        out.sync_all().map_err(|e| Error::io("sync", partial, e))?;
+        out.sync_all()?;
         Ok(size)
     }
 

@@ -366,7 +366,7 @@ fn read_local_text(path: &Path, url: &str, hint: String) -> Result<Vec<u8>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(url, hint)),
         Err(e) => return Err(Error::io("read", path, e)),
     }
-    fs::read(path).map_err(|e| Error::io("read", path, e))
+    Ok(fs_err::read(path)?)
 }
 
 pub(super) fn not_found(url: &str, hint: String) -> Error {
