@@ -205,9 +205,9 @@ fn fetch(
         crate::fsutil::rename_durable(&src, &aside)?;
         let _ = std::fs::remove_dir_all(&aside);
     }
-    std::fs::create_dir_all(&base).map_err(|e| Error::io("create", &base, e))?;
+    fs_err::create_dir_all(&base)?;
     let stage = crate::fsutil::staging_path(&src, "fetch")?;
-    std::fs::create_dir_all(&stage).map_err(|e| Error::io("create", &stage, e))?;
+    fs_err::create_dir_all(&stage)?;
     let cleanup = StageGuard(stage.clone());
     reporter.info(&format!("fetching TSBS {commit} from {}", redact_url(repo)));
     run_git(&stage, &["init", "-q"])?;
@@ -450,7 +450,7 @@ pub fn prepare(
     {
         cx.reporter.warn(&w);
     }
-    std::fs::create_dir_all(dir.join("bin")).map_err(|e| Error::io("create", &dir, e))?;
+    fs_err::create_dir_all(dir.join("bin"))?;
     let manifest_path = dir.join("manifest.json");
     let previous: Option<BuildManifest> = match manifest::read_optional(&manifest_path) {
         Ok(m) => m,
@@ -671,7 +671,7 @@ fn build_one(
     let (env, recorded, go_settings_from) = build_env(root, go);
     for k in ["HOME", "GOCACHE", "GOMODCACHE", "GOPATH"] {
         if let Some((_, v)) = env.iter().find(|(n, _)| n == k) {
-            std::fs::create_dir_all(v).map_err(|e| Error::io("create", Path::new(v), e))?;
+            fs_err::create_dir_all(v)?;
         }
     }
     let final_path = dir.join("bin").join(tool);
