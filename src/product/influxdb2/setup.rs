@@ -54,7 +54,7 @@ pub fn read_token(ws_dir: &Path) -> Result<Secret> {
 fn write_token(at: &Path, token: &str) -> Result<()> {
     use std::io::Write;
     let dir = at.join("secrets");
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
+    fs_err::create_dir_all(&dir)?;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
         .map_err(|e| Error::io("restrict", &dir, e))?;
     let p = at.join(TOKEN_FILE);

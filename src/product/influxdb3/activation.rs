@@ -396,7 +396,7 @@ pub fn activate(
     })?;
 
     let logs = w.logs_dir();
-    std::fs::create_dir_all(&logs).map_err(|e| Error::io("create directory", &logs, e))?;
+    fs_err::create_dir_all(&logs)?;
     let offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     append_line(
         &log,

@@ -203,7 +203,7 @@ impl Cmd {
 /// `server/fail-initdb-untraversable-parent.txt`), and says which parent and why.
 pub fn prepare_dirs(layout: &Layout, run_as: &RunAs) -> Result<()> {
     for (dir, mode) in [(&layout.data_dir, 0o700), (&layout.socket_dir, 0o755)] {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
+        fs_err::create_dir_all(dir)?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
             .map_err(|e| Error::io("set the mode of", dir, e))?;
         if let Some((uid, gid)) = run_as.ids() {
@@ -223,7 +223,7 @@ pub fn check_traversable(dir: &Path, run_as: &RunAs) -> Result<()> {
     let groups = supplementary_groups(run_as, gid);
     let abs = std::path::absolute(dir).map_err(|e| Error::io("resolve", dir, e))?;
     for parent in abs.ancestors().skip(1) {
-        let meta = std::fs::metadata(parent).map_err(|e| Error::io("stat", parent, e))?;
+        let meta = fs_err::metadata(parent)?;
         let mode = meta.mode();
         let ok = if meta.uid() == uid {
             mode & 0o100 != 0
@@ -415,7 +415,7 @@ pub fn install_config(data_dir: &Path, rendered: &str, run_as: &RunAs) -> Result
             .map_err(|e| Error::io("chown", &path, e))?;
     }
     let main = data_dir.join("postgresql.conf");
-    let text = std::fs::read_to_string(&main).map_err(|e| Error::io("read", &main, e))?;
+    let text = fs_err::read_to_string(&main)?;
     if !text.lines().any(|l| l.trim() == INCLUDE_LINE) {
         let mut f = std::fs::OpenOptions::new()
             .append(true)
@@ -643,7 +643,7 @@ pub fn clear_stale_pid(data_dir: &Path) -> Result<Option<String>> {
             "stop it first (kill -INT {pid} is a fast shutdown), or wait until it has stopped"
         )));
     }
-    std::fs::remove_file(&file).map_err(|e| Error::io("remove", &file, e))?;
+    fs_err::remove_file(&file)?;
     Ok(Some(match pid {
         Some(p) => format!(
             "removed a stale postmaster.pid (pid {p} no longer runs) from {}",
@@ -676,7 +676,7 @@ pub fn clear_stale_socket_locks(socket_dir: &Path) -> Result<Vec<PathBuf>> {
         if pid.is_some_and(postmaster_alive) {
             continue;
         }
-        std::fs::remove_file(e.path()).map_err(|err| Error::io("remove", &e.path(), err))?;
+        fs_err::remove_file(e.path())?;
         removed.push(e.path());
     }
     Ok(removed)
