@@ -243,7 +243,7 @@ fn create_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
         .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
         .map(Path::to_path_buf)
         .collect();
-    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
+    fs_err::create_dir_all(dir)?;
     Ok(missing.into_iter().rev().collect())
 }
 

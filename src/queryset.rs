@@ -598,7 +598,7 @@ fn publish(
 ) -> Result<QuerySet> {
     let (spec, id) = (spec.clone(), id.to_string());
     let parent = dir.parent().expect("a set dir has a parent").to_path_buf();
-    fs::create_dir_all(&parent).map_err(|e| Error::io("create", &parent, e))?;
+    fs_err::create_dir_all(&parent)?;
     let _ = crate::fsutil::clean_staging(dir, "stage");
     let staging = crate::fsutil::staging_path(dir, "stage")?;
     let result = (|| -> Result<bool> {
@@ -844,7 +844,7 @@ fn validate(
     }
     let qdir = dir.join("queries");
     let mut stems = BTreeSet::new();
-    let rd = fs::read_dir(&qdir).map_err(|e| Error::io("list", &qdir, e))?;
+    let rd = fs_err::read_dir(&qdir)?;
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if let Some(stem) = name.strip_suffix(".dat") {
@@ -939,16 +939,16 @@ fn generate_into(
 ) -> Result<()> {
     let qdir = staging.join("queries");
     let work = staging.join("work");
-    fs::create_dir_all(&qdir).map_err(|e| Error::io("create", &qdir, e))?;
+    fs_err::create_dir_all(&qdir)?;
     // TSBS reads a config.* from its working directory: give it an empty one.
-    fs::create_dir_all(&work).map_err(|e| Error::io("create", &work, e))?;
-    fs::create_dir_all(req.log_dir).map_err(|e| Error::io("create", req.log_dir, e))?;
+    fs_err::create_dir_all(&work)?;
+    fs_err::create_dir_all(req.log_dir)?;
     // Reused files first: copied and hashed on the way, so a changed earlier file is never
     // carried into the new set.
     let mut files = BTreeMap::new();
     for (t, (src, rec)) in &reuse.files {
         let out = qdir.join(format!("{t}.dat"));
-        fs::copy(src, &out).map_err(|e| Error::io("copy", src, e))?;
+        fs_err::copy(src, &out)?;
         let (sha, n) = crate::hash::sha256_file(&out, &crate::output::NoProgress)?;
         if sha != rec.sha256 || n != rec.bytes {
             return Err(Error::integrity(format!(
@@ -1015,11 +1015,8 @@ fn generate_into(
     crate::interrupt::check()?;
     let results = results.into_inner().expect("results");
     files.extend(generated_or_first_failure(results)?);
-    fs::remove_dir_all(&work).map_err(|e| Error::io("remove", &work, e))?;
-    for f in fs::read_dir(&qdir)
-        .map_err(|e| Error::io("list", &qdir, e))?
-        .flatten()
-    {
+    fs_err::remove_dir_all(&work)?;
+    for f in fs_err::read_dir(&qdir)?.flatten() {
         File::open(f.path())
             .and_then(|f| f.sync_all())
             .map_err(|e| Error::io("sync", &f.path(), e))?;
@@ -1081,10 +1078,10 @@ fn generate_type(
         Some(b) => log_dir.join(format!("generate-query-{query_type}-batch{b:03}.log")),
         None => log_dir.join(format!("generate-query-{query_type}.log")),
     };
-    let mut log = File::create(&log_path).map_err(|e| Error::io("create", &log_path, e))?;
+    let mut log = fs_err::File::create(&log_path)?;
     let line = crate::proc::command_line(&gen.path.to_string_lossy(), &args);
-    writeln!(log, "$ {line}").map_err(|e| Error::io("write", &log_path, e))?;
-    let out = File::create(&out_path).map_err(|e| Error::io("create", &out_path, e))?;
+    writeln!(log, "$ {line}")?;
+    let out = fs_err::File::create(&out_path)?.into_file();
     let mut cmd = Command::new(&gen.path);
     cmd.args(&args)
         .current_dir(work)
