@@ -578,7 +578,7 @@ fn adopt_variant(
     let rows = counter.rows();
     let tables = counter.table_rows();
     crate::fsutil::rename_durable(&staging, &target)?;
-    let fp = Fingerprint::of(&target).map_err(|e| Error::io("stat", &target, e))?;
+    let fp = Fingerprint::of(&target)?;
     let digest = Digest { bytes, sha256: sha };
     // The reference's generate.log goes along (its header is the command it ran).
     let log = dir.join("generate.log");

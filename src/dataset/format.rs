@@ -4,7 +4,6 @@
 //! and the row count.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -74,9 +73,10 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
+    /// The error names the path (fs-err).
     pub fn of(path: &Path) -> io::Result<Fingerprint> {
         use std::os::unix::fs::MetadataExt;
-        let m = fs::metadata(path)?;
+        let m = fs_err::metadata(path)?;
         Ok(Fingerprint {
             size: m.len(),
             mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
@@ -462,7 +462,7 @@ pub(super) fn reuse_fast(dir: &Path, m: &FormatManifest) -> Result<Option<Stored
             ))
             .with_hint("regenerate it with `tsbsctl data generate --regenerate`"))
         }
-        Err(e) => return Err(Error::io("stat", &sf.path, e)),
+        Err(e) => return Err(e.into()),
     };
     if fp.size != sf.bytes {
         return Err(Error::integrity(format!(
@@ -511,7 +511,7 @@ fn verify_variant(
 ) -> Result<StoredFormat> {
     let mut sf = StoredFormat::from_manifest(dir, m, true, true)?;
     let layout = manifest_layout(m, known)?;
-    let before = Fingerprint::of(&sf.path).map_err(|e| Error::io("stat", &sf.path, e))?;
+    let before = Fingerprint::of(&sf.path)?;
     if before.size != sf.bytes {
         return Err(Error::integrity(format!(
             "dataset artifact size mismatch: {} has {} bytes, the manifest records {}",

@@ -505,7 +505,7 @@ fn generate(
         }
     };
     crate::fsutil::rename_durable(&staging, &target)?;
-    let fp = Fingerprint::of(&target).map_err(|e| Error::io("stat", &target, e))?;
+    let fp = Fingerprint::of(&target)?;
     let (stored_sha, stored_bytes) = streamed
         .stored
         .clone()
