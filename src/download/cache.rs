@@ -3,7 +3,9 @@
 //! cache lock) streams the file into a `.partial`, hashing on the way, resumes it with `Range`
 //! after a network error, and publishes it by rename only when the digest matches.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
+
+use fs_err::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -206,13 +208,11 @@ impl Downloader {
             .truncate(false)
             .read(true)
             .write(true)
-            .open(partial)
-            .map_err(|e| Error::io("open", partial, e))?;
+            .open(partial)?;
         // A partial left by an earlier attempt or run: its bytes go through the hasher once,
         // so the final digest covers the whole file.
         let mut hasher = Sha256::new();
-        let mut have = crate::hash::hash_reader(&mut file, &mut hasher, &NoProgress)
-            .map_err(|e| Error::io("read", partial, e))?;
+        let mut have = crate::hash::hash_reader(&mut file, &mut hasher, &NoProgress)?;
         // True when the bytes came from more than one response: a mismatch may then be a
         // stale partial, so one fresh download is tried before giving up.
         let mut mixed = have > 0;
@@ -222,15 +222,7 @@ impl Downloader {
         loop {
             crate::interrupt::check()?;
             let before = have;
-            let step = self.transfer(
-                url,
-                &mut file,
-                partial,
-                &mut hasher,
-                &mut have,
-                &mut mixed,
-                progress,
-            );
+            let step = self.transfer(url, &mut file, &mut hasher, &mut have, &mut mixed, progress);
             let outcome = match step {
                 Ok(Step::Done) => None,
                 Ok(Step::RangeNotSatisfiable { total }) => {
@@ -238,7 +230,7 @@ impl Downloader {
                         None
                     } else {
                         // The partial is longer than the file or wrong: start over.
-                        reset(&mut file, partial, &mut hasher, &mut have)?;
+                        reset(&mut file, &mut hasher, &mut have)?;
                         mixed = false;
                         Some(Error::failed(format!(
                             "{} refused to resume the partial download",
@@ -259,7 +251,7 @@ impl Downloader {
                 None => {
                     let actual = hasher.clone().finish_hex();
                     if actual == expected {
-                        file.sync_all().map_err(|e| Error::io("sync", partial, e))?;
+                        file.sync_all()?;
                         return Ok(have);
                     }
                     if mixed && !fresh_retry_used {
@@ -268,7 +260,7 @@ impl Downloader {
                             "the resumed download of {} does not verify; downloading it again from the start",
                             redact(url)
                         ));
-                        reset(&mut file, partial, &mut hasher, &mut have)?;
+                        reset(&mut file, &mut hasher, &mut have)?;
                         mixed = false;
                         continue;
                     }
@@ -313,7 +305,6 @@ impl Downloader {
         &self,
         url: &str,
         file: &mut File,
-        partial: &Path,
         hasher: &mut Sha256,
         have: &mut u64,
         mixed: &mut bool,
@@ -325,7 +316,7 @@ impl Downloader {
             StatusCode::PARTIAL_CONTENT if range.is_some() => {
                 let start = content_range(resp.headers()).map(|(s, _)| s);
                 if start == Some(0) {
-                    reset(file, partial, hasher, have)?;
+                    reset(file, hasher, have)?;
                 } else if start != Some(*have) {
                     return Err(Failure::Retry(Error::failed(format!(
                         "{} answered a different byte range than asked for",
@@ -342,7 +333,7 @@ impl Downloader {
                         "{} does not support resuming; starting over",
                         redact(url)
                     ));
-                    reset(file, partial, hasher, have)?;
+                    reset(file, hasher, have)?;
                     *mixed = false;
                 }
             }
@@ -366,7 +357,7 @@ impl Downloader {
         // Writing and hashing overlap: the hash runs on a helper thread, and its state comes
         // back (covering exactly the bytes written) however this response ends.
         let mut pipe = crate::hash::HashPipe::new(std::mem::take(hasher));
-        let streamed = stream_body(&mut resp, file, partial, &mut pipe, have, progress, url);
+        let streamed = stream_body(&mut resp, file, &mut pipe, have, progress, url);
         *hasher = pipe.finish();
         streamed?;
         if let Some(end) = expected_end {
@@ -398,7 +389,6 @@ impl Downloader {
 fn stream_body(
     resp: &mut Response,
     file: &mut File,
-    partial: &Path,
     pipe: &mut crate::hash::HashPipe,
     have: &mut u64,
     progress: &dyn Progress,
@@ -431,7 +421,7 @@ fn stream_body(
         }
         if filled > 0 {
             file.write_all(&buf[..filled])
-                .map_err(|e| Failure::Fatal(Error::io("write", partial, e)))?;
+                .map_err(|e| Failure::Fatal(e.into()))?;
             buf.truncate(filled);
             pipe.push(buf);
             *have += filled as u64;
@@ -450,10 +440,9 @@ fn stream_body(
     }
 }
 
-fn reset(file: &mut File, partial: &Path, hasher: &mut Sha256, have: &mut u64) -> Result<()> {
-    file.set_len(0)
-        .and_then(|_| file.seek(SeekFrom::Start(0)).map(|_| ()))
-        .map_err(|e| Error::io("truncate", partial, e))?;
+fn reset(file: &mut File, hasher: &mut Sha256, have: &mut u64) -> Result<()> {
+    file.set_len(0)?;
+    file.seek(SeekFrom::Start(0))?;
     *hasher = Sha256::new();
     *have = 0;
     Ok(())

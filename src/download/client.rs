@@ -3,7 +3,6 @@
 //! backoff for network errors and 5xx, small text and JSON documents, and URL redaction for
 //! every message.
 
-use std::fs;
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
@@ -357,14 +356,14 @@ fn read_snippet(resp: Response) -> String {
 }
 
 fn read_local_text(path: &Path, url: &str, hint: String) -> Result<Vec<u8>> {
-    match fs::metadata(path) {
+    match fs_err::metadata(path) {
         Ok(m) if m.len() > MAX_TEXT => return Err(too_big(url)),
         Ok(m) if m.is_dir() => {
             return Err(Error::failed(format!("{} is a directory", path.display())).with_hint(hint))
         }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(url, hint)),
-        Err(e) => return Err(Error::io("read", path, e)),
+        Err(e) => return Err(e.into()),
     }
     Ok(fs_err::read(path)?)
 }
