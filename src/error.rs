@@ -258,15 +258,17 @@ mod tests {
         let e: Error = fs_err::read(&missing).unwrap_err().into();
         assert_eq!(e.kind, ErrorKind::Failed);
         assert!(
-            e.message.starts_with(&format!(
-                "failed to open file `{}`: ",
-                missing.display()
-            )),
+            e.message
+                .starts_with(&format!("failed to open file `{}`: ", missing.display())),
             "{}",
             e.message
         );
         assert!(e.message.contains("(os error 2)"), "{}", e.message);
-        let io = e.source().unwrap().downcast_ref::<std::io::Error>().unwrap();
+        let io = e
+            .source()
+            .unwrap()
+            .downcast_ref::<std::io::Error>()
+            .unwrap();
         assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
     }
 

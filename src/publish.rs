@@ -196,13 +196,13 @@ pub fn write_dir(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
         let p = dir.join(name);
         let r = (|| -> std::io::Result<()> {
             use std::io::Write;
-            let mut f = std::fs::File::create(&p)?;
+            let mut f = fs_err::File::create(&p)?;
             f.write_all(bytes)?;
             f.sync_all()
         })();
         if let Err(e) = r {
             let _ = std::fs::remove_dir_all(dir);
-            return Err(Error::io("write", &p, e));
+            return Err(e.into());
         }
     }
     crate::fsutil::sync_dir(dir)
