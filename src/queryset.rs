@@ -15,7 +15,7 @@
 //! * [`verify_query_set`]: full hashing of every file.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -650,12 +650,12 @@ pub fn extend_query_set(
         return ensure_query_set(root, req, generator, reporter);
     }
     let base_manifest = base_dir.join("manifest.json");
-    let bytes = fs::read(&base_manifest).map_err(|e| match e.kind() {
+    let bytes = fs_err::read(&base_manifest).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => {
             Error::invalid(format!("no query set at {} to extend", base_dir.display()))
                 .with_hint("`tsbsctl data inspect --dataset-id ID` lists the dataset's query sets")
         }
-        _ => Error::io("read", &base_manifest, e),
+        _ => e.into(),
     })?;
     let base = read_manifest(&base_manifest, req.format)?;
     // Everything but the workload must be the same: the files of one generator spec only.
@@ -819,9 +819,9 @@ fn validate(
     reused: bool,
 ) -> Result<QuerySet> {
     let manifest_path = dir.join("manifest.json");
-    let bytes = fs::read(&manifest_path).map_err(|e| match e.kind() {
+    let bytes = fs_err::read(&manifest_path).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => integrity(dir, "query set has no manifest"),
-        _ => Error::io("read", &manifest_path, e),
+        _ => e.into(),
     })?;
     let manifest_sha256 = crate::hash::sha256_hex(&bytes);
     if let Some(pinned) = req.pinned_manifest_sha256 {
@@ -864,7 +864,7 @@ fn validate(
             return Err(integrity(dir, "malformed query artifact metadata"));
         }
         let path = dir.join(&rec.path);
-        let fp = Fingerprint::of(&path).map_err(|e| Error::io("stat", &path, e))?;
+        let fp = Fingerprint::of(&path)?;
         if fp.size != rec.bytes {
             return Err(integrity(
                 dir,
@@ -957,7 +957,7 @@ fn generate_into(
             ))
             .with_hint("remove that query set; the extension then generates every type"));
         }
-        let fingerprint = Fingerprint::of(&out).map_err(|e| Error::io("stat", &out, e))?;
+        let fingerprint = Fingerprint::of(&out)?;
         files.insert(
             t.clone(),
             QueryFileRecord {
@@ -1017,9 +1017,7 @@ fn generate_into(
     files.extend(generated_or_first_failure(results)?);
     fs_err::remove_dir_all(&work)?;
     for f in fs_err::read_dir(&qdir)?.flatten() {
-        File::open(f.path())
-            .and_then(|f| f.sync_all())
-            .map_err(|e| Error::io("sync", &f.path(), e))?;
+        fs_err::File::open(f.path())?.sync_all()?;
     }
     crate::fsutil::sync_dir(&qdir)?;
     let m = QuerySetManifest {
@@ -1134,7 +1132,7 @@ fn generate_type(
         .with_hint("check the log; nothing was published, so running again retries"));
     }
     let (sha256, bytes) = crate::hash::sha256_file(&out_path, &crate::output::NoProgress)?;
-    let fingerprint = Fingerprint::of(&out_path).map_err(|e| Error::io("stat", &out_path, e))?;
+    let fingerprint = Fingerprint::of(&out_path)?;
     Ok(QueryFileRecord {
         path: format!("queries/{query_type}.dat"),
         bytes,

@@ -2,7 +2,6 @@
 //! the six tools the benchmarks use, once per commit, into `environment/tsbs/<key>/bin/`.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -686,11 +685,10 @@ fn build_one(
         tmp.display().to_string(),
         format!("./cmd/{tool}"),
     ];
-    let mut log = OpenOptions::new()
+    let mut log = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(log_path)
-        .map_err(|e| Error::io("open", log_path, e))?;
+        .open(log_path)?;
     let started = manifest::now_rfc3339();
     let header = format!(
         "# {started} building {tool} with Go {} ({}, {})\n# cwd: {}\n# env: {}\n# $ {}\n",
@@ -705,15 +703,10 @@ fn build_one(
             .join(" "),
         argv.join(" ")
     );
-    log.write_all(header.as_bytes())
-        .map_err(|e| Error::io("write", log_path, e))?;
+    log.write_all(header.as_bytes())?;
     let output_from = log.metadata().map(|m| m.len()).unwrap_or(0);
-    let out = log
-        .try_clone()
-        .map_err(|e| Error::io("open", log_path, e))?;
-    let err = log
-        .try_clone()
-        .map_err(|e| Error::io("open", log_path, e))?;
+    let out = log.try_clone()?.into_file();
+    let err = log.try_clone()?.into_file();
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
         .current_dir(src)
