@@ -577,12 +577,11 @@ fn activation_filter(redactor: Redactor, watch: Arc<Watch>) -> OutputFilter {
 }
 
 fn append_line(path: &Path, line: &str) -> Result<()> {
-    let mut f = std::fs::OpenOptions::new()
+    let mut f = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(path)
-        .map_err(|e| Error::io("open", path, e))?;
-    writeln!(f, "{line}").map_err(|e| Error::io("write", path, e))
+        .open(path)?;
+    Ok(writeln!(f, "{line}")?)
 }
 
 /// Belt and braces: if the log somehow holds a secret (a line split by the server mid-address),
