@@ -632,18 +632,16 @@ pub fn normalise(query_type: &str, a: &RawAnswer) -> AnswerRecord {
 pub fn append(run_dir: &Path, records: &[AnswerRecord]) -> Result<()> {
     use std::io::Write;
     let path = run_dir.join(FILE);
-    let mut f = std::fs::OpenOptions::new()
+    let mut f = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)
-        .map_err(|e| Error::io("open", &path, e))?;
+        .open(&path)?;
     let mut text = String::new();
     for r in records {
         text.push_str(&serde_json::to_string(r).map_err(|e| Error::failed(e.to_string()))?);
         text.push('\n');
     }
-    f.write_all(text.as_bytes())
-        .map_err(|e| Error::io("write", &path, e))
+    Ok(f.write_all(text.as_bytes())?)
 }
 
 /// A run's answers: by query type, then by index in the type's file.

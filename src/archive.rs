@@ -10,7 +10,6 @@
 //! earlier link resolves to, every symlink is checked once more when the archive is done.
 
 use std::ffi::OsString;
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
@@ -107,11 +106,11 @@ const XZ_MAGIC: &[u8] = &[0xfd, b'7', b'z', b'X', b'Z', 0x00];
 /// Extracts `archive` (gzip or xz, detected from the bytes) into a staging directory beside
 /// `target`.
 pub fn extract_staged(archive: &Path, target: &Path, opts: &ExtractOptions) -> Result<Staged> {
-    let mut file = File::open(archive).map_err(|e| Error::io("open archive", archive, e))?;
+    let mut file = fs_err::File::open(archive)?;
     let mut magic = [0u8; 6];
-    let n = read_up_to(&mut file, &mut magic).map_err(|e| Error::io("read", archive, e))?;
+    let n = read_up_to(&mut file, &mut magic)?;
     let magic = &magic[..n];
-    let file = File::open(archive).map_err(|e| Error::io("open archive", archive, e))?;
+    let file = fs_err::File::open(archive)?;
     let reader = BufReader::with_capacity(1 << 20, file);
     let decoder: Box<dyn Read> = if magic.starts_with(GZIP_MAGIC) {
         Box::new(flate2::read::MultiGzDecoder::new(reader))
@@ -126,13 +125,13 @@ pub fn extract_staged(archive: &Path, target: &Path, opts: &ExtractOptions) -> R
     };
 
     if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io("create directory", parent, e))?;
+        fs_err::create_dir_all(parent)?;
     }
     // Leftovers of extractions whose process died are recognised by name and removed; a
     // failure to remove one does not stop this extraction (its staging name is unique).
     let _ = crate::fsutil::clean_staging(target, "extract");
     let root = crate::fsutil::staging_path(target, "extract")?;
-    std::fs::create_dir(&root).map_err(|e| Error::io("create staging directory", &root, e))?;
+    fs_err::create_dir(&root)?;
     let inner = match &opts.top_dir {
         Some(top) => root.join(top),
         None => root.clone(),
@@ -224,8 +223,7 @@ impl Extractor<'_> {
         self.dir_modes
             .sort_by_key(|d| std::cmp::Reverse(d.0.components().count()));
         for (path, mode) in &self.dir_modes {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(*mode))
-                .map_err(|e| Error::io("set permissions of", path, e))?;
+            fs_err::set_permissions(path, std::fs::Permissions::from_mode(*mode))?;
         }
         Ok(())
     }
@@ -313,8 +311,7 @@ impl Extractor<'_> {
         if kind == EntryType::Directory {
             let mode = entry.header().mode().unwrap_or(0o755) & 0o777;
             // Keep it fillable until the end; the recorded mode is applied then.
-            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(mode | 0o700))
-                .map_err(|e| Error::io("set permissions of", &dst, e))?;
+            fs_err::set_permissions(&dst, std::fs::Permissions::from_mode(mode | 0o700))?;
             self.dir_modes.push((dst, mode));
         }
         Ok(())
@@ -437,17 +434,14 @@ impl Extractor<'_> {
     /// Checks every symlink of the finished tree again: a later entry may have changed what an
     /// earlier link resolves to.
     fn recheck_symlinks(&self, dir: &Path, rel: &[OsString]) -> Result<()> {
-        let rd = std::fs::read_dir(dir).map_err(|e| Error::io("list", dir, e))?;
+        let rd = fs_err::read_dir(dir)?;
         for e in rd {
-            let e = e.map_err(|e| Error::io("list", dir, e))?;
-            let ft = e
-                .file_type()
-                .map_err(|err| Error::io("inspect", &e.path(), err))?;
+            let e = e?;
+            let ft = e.file_type()?;
             let mut here = rel.to_vec();
             here.push(e.file_name());
             if ft.is_symlink() {
-                let target = std::fs::read_link(e.path())
-                    .map_err(|err| Error::io("read link", &e.path(), err))?;
+                let target = fs_err::read_link(e.path())?;
                 let name = here
                     .iter()
                     .map(|s| s.to_string_lossy())

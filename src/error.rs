@@ -1,5 +1,7 @@
 //! One error type for the whole tool. Every failure carries a kind (which decides the exit
-//! code), a message that says what went wrong, and a hint that says what to do next.
+//! code), a message that says what went wrong, and a hint that says what to do next; where a
+//! caller decides something by the failure, a typed [`Detail`] (never the message's words);
+//! and, where one caused it, the underlying error as its [`source`](std::error::Error::source).
 //!
 //! Modules build errors with the constructors below and add context with [`Context`];
 //! `main` turns the kind into the exit code and the JSON envelope's `error` object.
@@ -44,8 +46,20 @@ impl ErrorKind {
     }
 }
 
-/// The tool's error: a kind, a message, an optional hint (what to do next), and an optional
-/// chain of context lines added on the way up.
+/// What code may decide by, beyond the kind: a failure's typed detail. Callers match this,
+/// never the message (whose words are for people and may change).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// The error is a server's answer with this HTTP status (not a request that got none).
+    HttpStatus(u16),
+    /// The work was not attempted because an earlier part of the same job failed.
+    Skipped,
+    /// The release source serves another archive than the one expected (by SHA-256).
+    ArchiveDiffers,
+}
+
+/// The tool's error: a kind, a message (context added on the way up is prefixed to it), an
+/// optional hint (what to do next), an optional typed detail, and an optional source.
 #[derive(Debug)]
 pub struct Error {
     pub kind: ErrorKind,
@@ -54,8 +68,10 @@ pub struct Error {
     /// Printed as a plain line, not as "error: ..." (a foreground server stopped by Ctrl-C:
     /// exit 130, but the normal way to stop it).
     pub plain: bool,
-    /// The HTTP status when the error is a server's answer (not a request that got none).
-    pub http_status: Option<u16>,
+    /// What callers decide by (an HTTP status, a skipped part), when there is something.
+    pub detail: Option<Detail>,
+    /// The underlying error, when one caused this (an I/O error): [`std::error::Error::source`].
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -67,12 +83,36 @@ impl Error {
             message: message.into(),
             hint: None,
             plain: false,
-            http_status: None,
+            detail: None,
+            source: None,
         }
     }
     /// The error is the server's answer with this HTTP status.
-    pub fn with_http_status(mut self, status: u16) -> Self {
-        self.http_status = Some(status);
+    pub fn with_http_status(self, status: u16) -> Self {
+        self.with_detail(Detail::HttpStatus(status))
+    }
+    /// The HTTP status, when the error is a server's answer.
+    pub fn http_status(&self) -> Option<u16> {
+        match self.detail {
+            Some(Detail::HttpStatus(s)) => Some(s),
+            _ => None,
+        }
+    }
+    /// Sets (or replaces) the typed detail callers decide by.
+    pub fn with_detail(mut self, detail: Detail) -> Self {
+        self.detail = Some(detail);
+        self
+    }
+    /// Whether the error carries this detail.
+    pub fn is(&self, detail: Detail) -> bool {
+        self.detail == Some(detail)
+    }
+    /// Keeps `source` as the error that caused this one.
+    pub fn with_source(
+        mut self,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        self.source = Some(source.into());
         self
     }
     pub fn failed(message: impl Into<String>) -> Self {
@@ -93,7 +133,7 @@ impl Error {
 
     /// An I/O error on `path`, as a failure that names the path.
     pub fn io(action: &str, path: &std::path::Path, err: std::io::Error) -> Self {
-        Self::failed(format!("could not {action} {}: {err}", path.display()))
+        Self::failed(format!("could not {action} {}: {err}", path.display())).with_source(err)
     }
 
     /// Marks the error as an expected end, printed as its plain message.
@@ -125,7 +165,13 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// Adds context to any result whose error converts into [`Error`].
 pub trait Context<T> {
@@ -144,13 +190,13 @@ impl<T, E: Into<Error>> Context<T> for std::result::Result<T, E> {
 
 impl From<std::io::Error> for Error {
     fn from(err: std::io::Error) -> Self {
-        Error::failed(err.to_string())
+        Error::failed(err.to_string()).with_source(err)
     }
 }
 
 impl From<serde_json::Error> for Error {
     fn from(err: serde_json::Error) -> Self {
-        Error::failed(format!("JSON error: {err}"))
+        Error::failed(format!("JSON error: {err}")).with_source(err)
     }
 }
 
@@ -185,5 +231,58 @@ mod tests {
             "verifying go1.21.13.linux-amd64.tar.gz: sha256 differs"
         );
         assert_eq!(e.hint.as_deref(), Some("re-download"));
+    }
+
+    #[test]
+    fn an_io_error_is_the_source_and_the_message_names_the_path() {
+        use std::error::Error as _;
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "gone");
+        let e = Error::io("read", std::path::Path::new("/x/y"), io);
+        assert_eq!(e.message, "could not read /x/y: gone");
+        let src = e.source().expect("a source");
+        let io = src.downcast_ref::<std::io::Error>().expect("the io::Error");
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        // Context keeps the source.
+        let e = e.context("installing");
+        assert!(e.source().is_some());
+        assert!(Error::failed("x").source().is_none());
+    }
+
+    /// What fs-err says reaches the user whole: what failed and on which path, with the cause;
+    /// the io::Error stays the source.
+    #[test]
+    fn an_fs_err_failure_names_the_operation_and_the_path() {
+        use std::error::Error as _;
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-such-file");
+        let e: Error = fs_err::read(&missing).unwrap_err().into();
+        assert_eq!(e.kind, ErrorKind::Failed);
+        assert!(
+            e.message
+                .starts_with(&format!("failed to open file `{}`: ", missing.display())),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("(os error 2)"), "{}", e.message);
+        let io = e
+            .source()
+            .unwrap()
+            .downcast_ref::<std::io::Error>()
+            .unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn the_http_status_is_a_detail() {
+        let e = Error::failed("refused (503)").with_http_status(503);
+        assert_eq!(e.http_status(), Some(503));
+        assert!(e.is(Detail::HttpStatus(503)) && !e.is(Detail::Skipped));
+        assert_eq!(Error::failed("HTTP 503").http_status(), None);
+        assert_eq!(
+            Error::failed("s")
+                .with_detail(Detail::Skipped)
+                .http_status(),
+            None
+        );
     }
 }

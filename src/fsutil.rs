@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 /// the target, fsync the directory. Creates the parent directory if needed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let parent = parent_of(path)?;
-    fs::create_dir_all(parent).map_err(|e| Error::io("create directory", parent, e))?;
+    fs_err::create_dir_all(parent)?;
     write_atomic_in_place(path, bytes)
 }
 
@@ -43,9 +43,7 @@ pub fn write_atomic_in_place(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Fsyncs a directory so that a rename inside it survives a crash.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    let f = File::open(dir).map_err(|e| Error::io("open directory", dir, e))?;
-    f.sync_all()
-        .map_err(|e| Error::io("sync directory", dir, e))
+    Ok(fs_err::File::open(dir)?.sync_all()?)
 }
 
 /// Renames `from` to `to` and fsyncs the parent of `to` (and of `from`, when different).
@@ -87,10 +85,10 @@ pub fn clean_staging(target: &Path, tag: &str) -> Result<Vec<PathBuf>> {
     let parent = parent_of(target)?;
     let prefix = format!(".{}.{tag}-", file_name(target));
     let mut removed = Vec::new();
-    let entries = match fs::read_dir(parent) {
+    let entries = match fs_err::read_dir(parent) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
-        Err(e) => return Err(Error::io("list", parent, e)),
+        Err(e) => return Err(e.into()),
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -286,10 +284,10 @@ pub fn tree_usage(dir: &Path) -> Result<(u64, u64, u64)> {
     let (mut files, mut bytes, mut apparent) = (0u64, 0u64, 0u64);
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let rd = match std::fs::read_dir(&d) {
+        let rd = match fs_err::read_dir(&d) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(crate::error::Error::io("read directory", &d, e)),
+            Err(e) => return Err(e.into()),
         };
         for e in rd.flatten() {
             let Ok(m) = e.path().symlink_metadata() else {

@@ -17,7 +17,7 @@ pub const READ_BUF: usize = 2 << 20;
 /// SHA-256 (lowercase hex) and size of a file, with progress in bytes. Reading and hashing
 /// overlap (the hash runs on a helper thread), so the read is hidden behind the hash.
 pub fn sha256_file(path: &Path, progress: &dyn Progress) -> Result<(String, u64)> {
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut file = fs_err::File::open(path)?.into_file();
     sha256_open(&mut file, path, progress)
 }
 

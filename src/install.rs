@@ -329,6 +329,7 @@ pub fn install_expecting(
             "the release source serves {display} as {} with SHA-256 {expected}, not the archive with SHA-256 {want} expected",
             asset.url
         ))
+        .with_detail(crate::error::Detail::ArchiveDiffers)
         .with_hint("nothing was installed; point the release source at the original archive (e.g. a mirror via TSBSCTL_GITHUB_URL / TSBSCTL_INFLUXDATA_DL_URL)"));
     }
     let archive_file = dl.fetch_verified(&asset.url, &expected, &asset.file_name)?;
@@ -336,10 +337,9 @@ pub fn install_expecting(
 
     // Everything is built inside a private staging directory: the extracted tree lands at
     // <staging>/tree; a crash leaves only <staging>, removed by the next install.
-    std::fs::create_dir_all(&version_dir)
-        .map_err(|e| Error::io("create directory", &version_dir, e))?;
+    fs_err::create_dir_all(&version_dir)?;
     let staging = fsutil::staging_path(&target, "install")?;
-    std::fs::create_dir(&staging).map_err(|e| Error::io("create directory", &staging, e))?;
+    fs_err::create_dir(&staging)?;
     let result = build_and_publish(
         ctx,
         product,
@@ -500,13 +500,12 @@ pub fn pin_local(
     let version_output = run_version(&pin.binary, Path::new("/"), product.version_args())?;
     product.check_version_output(version, &version_output)?;
     let version_dir = target.parent().expect("version dir").to_path_buf();
-    std::fs::create_dir_all(&version_dir)
-        .map_err(|e| Error::io("create directory", &version_dir, e))?;
+    fs_err::create_dir_all(&version_dir)?;
     let staging = fsutil::staging_path(&target, "install")?;
-    std::fs::create_dir(&staging).map_err(|e| Error::io("create directory", &staging, e))?;
+    fs_err::create_dir(&staging)?;
     let result = (|| -> Result<(InstallManifest, bool)> {
         let tree = staging.join("tree");
-        std::fs::create_dir(&tree).map_err(|e| Error::io("create directory", &tree, e))?;
+        fs_err::create_dir(&tree)?;
         for (name, bytes) in &pin.files {
             fsutil::write_atomic(&tree.join(name), bytes)?;
         }

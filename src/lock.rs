@@ -243,7 +243,7 @@ fn create_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
         .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
         .map(Path::to_path_buf)
         .collect();
-    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
+    fs_err::create_dir_all(dir)?;
     Ok(missing.into_iter().rev().collect())
 }
 
@@ -503,10 +503,10 @@ impl Hold {
 /// never silently ignored: that would drop a person's hold).
 pub fn read_hold(dir: &Path) -> Result<Option<Hold>> {
     let path = hold_path_of(dir);
-    let bytes = match std::fs::read(&path) {
+    let bytes = match fs_err::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("read", &path, e)),
+        Err(e) => return Err(e.into()),
     };
     serde_json::from_slice(&bytes).map(Some).map_err(|e| {
         Error::integrity(format!("damaged hold file {}: {e}", path.display())).with_hint(
@@ -645,10 +645,10 @@ pub fn release_hold(
 
 fn remove_hold_file(dir: &Path) -> Result<()> {
     let path = hold_path_of(dir);
-    match std::fs::remove_file(&path) {
+    match fs_err::remove_file(&path) {
         Ok(()) => crate::fsutil::sync_dir(dir),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("remove", &path, e)),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -134,7 +134,7 @@ pub fn publish(
     base: &Path,
     mut make: impl FnMut(&str) -> Result<Vec<(String, Vec<u8>)>>,
 ) -> Result<(String, PathBuf)> {
-    std::fs::create_dir_all(base).map_err(|e| Error::io("create", base, e))?;
+    fs_err::create_dir_all(base)?;
     sweep_dead_staging(base);
     let stem = crate::ids::timestamp_id_now();
     for n in 0..1000 {
@@ -191,18 +191,18 @@ fn sweep_dead_staging(base: &Path) {
 
 /// Writes files into a fresh directory, each synced.
 pub fn write_dir(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
-    std::fs::create_dir(dir).map_err(|e| Error::io("create", dir, e))?;
+    fs_err::create_dir(dir)?;
     for (name, bytes) in files {
         let p = dir.join(name);
         let r = (|| -> std::io::Result<()> {
             use std::io::Write;
-            let mut f = std::fs::File::create(&p)?;
+            let mut f = fs_err::File::create(&p)?;
             f.write_all(bytes)?;
             f.sync_all()
         })();
         if let Err(e) = r {
             let _ = std::fs::remove_dir_all(dir);
-            return Err(Error::io("write", &p, e));
+            return Err(e.into());
         }
     }
     crate::fsutil::sync_dir(dir)

@@ -15,7 +15,7 @@
 //! * [`verify_query_set`]: full hashing of every file.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::dataset::{Dataset, Fingerprint, Generator, GeneratorRecord, Profile};
-use crate::error::{Error, Result};
+use crate::error::{Detail, Error, Result};
 use crate::manifest::{self, Manifest};
 use crate::output::Reporter;
 use crate::paths::Root;
@@ -598,7 +598,7 @@ fn publish(
 ) -> Result<QuerySet> {
     let (spec, id) = (spec.clone(), id.to_string());
     let parent = dir.parent().expect("a set dir has a parent").to_path_buf();
-    fs::create_dir_all(&parent).map_err(|e| Error::io("create", &parent, e))?;
+    fs_err::create_dir_all(&parent)?;
     let _ = crate::fsutil::clean_staging(dir, "stage");
     let staging = crate::fsutil::staging_path(dir, "stage")?;
     let result = (|| -> Result<bool> {
@@ -650,12 +650,12 @@ pub fn extend_query_set(
         return ensure_query_set(root, req, generator, reporter);
     }
     let base_manifest = base_dir.join("manifest.json");
-    let bytes = fs::read(&base_manifest).map_err(|e| match e.kind() {
+    let bytes = fs_err::read(&base_manifest).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => {
             Error::invalid(format!("no query set at {} to extend", base_dir.display()))
                 .with_hint("`tsbsctl data inspect --dataset-id ID` lists the dataset's query sets")
         }
-        _ => Error::io("read", &base_manifest, e),
+        _ => e.into(),
     })?;
     let base = read_manifest(&base_manifest, req.format)?;
     // Everything but the workload must be the same: the files of one generator spec only.
@@ -819,9 +819,9 @@ fn validate(
     reused: bool,
 ) -> Result<QuerySet> {
     let manifest_path = dir.join("manifest.json");
-    let bytes = fs::read(&manifest_path).map_err(|e| match e.kind() {
+    let bytes = fs_err::read(&manifest_path).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => integrity(dir, "query set has no manifest"),
-        _ => Error::io("read", &manifest_path, e),
+        _ => e.into(),
     })?;
     let manifest_sha256 = crate::hash::sha256_hex(&bytes);
     if let Some(pinned) = req.pinned_manifest_sha256 {
@@ -844,7 +844,7 @@ fn validate(
     }
     let qdir = dir.join("queries");
     let mut stems = BTreeSet::new();
-    let rd = fs::read_dir(&qdir).map_err(|e| Error::io("list", &qdir, e))?;
+    let rd = fs_err::read_dir(&qdir)?;
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if let Some(stem) = name.strip_suffix(".dat") {
@@ -864,7 +864,7 @@ fn validate(
             return Err(integrity(dir, "malformed query artifact metadata"));
         }
         let path = dir.join(&rec.path);
-        let fp = Fingerprint::of(&path).map_err(|e| Error::io("stat", &path, e))?;
+        let fp = Fingerprint::of(&path)?;
         if fp.size != rec.bytes {
             return Err(integrity(
                 dir,
@@ -939,16 +939,16 @@ fn generate_into(
 ) -> Result<()> {
     let qdir = staging.join("queries");
     let work = staging.join("work");
-    fs::create_dir_all(&qdir).map_err(|e| Error::io("create", &qdir, e))?;
+    fs_err::create_dir_all(&qdir)?;
     // TSBS reads a config.* from its working directory: give it an empty one.
-    fs::create_dir_all(&work).map_err(|e| Error::io("create", &work, e))?;
-    fs::create_dir_all(req.log_dir).map_err(|e| Error::io("create", req.log_dir, e))?;
+    fs_err::create_dir_all(&work)?;
+    fs_err::create_dir_all(req.log_dir)?;
     // Reused files first: copied and hashed on the way, so a changed earlier file is never
     // carried into the new set.
     let mut files = BTreeMap::new();
     for (t, (src, rec)) in &reuse.files {
         let out = qdir.join(format!("{t}.dat"));
-        fs::copy(src, &out).map_err(|e| Error::io("copy", src, e))?;
+        fs_err::copy(src, &out)?;
         let (sha, n) = crate::hash::sha256_file(&out, &crate::output::NoProgress)?;
         if sha != rec.sha256 || n != rec.bytes {
             return Err(Error::integrity(format!(
@@ -957,7 +957,7 @@ fn generate_into(
             ))
             .with_hint("remove that query set; the extension then generates every type"));
         }
-        let fingerprint = Fingerprint::of(&out).map_err(|e| Error::io("stat", &out, e))?;
+        let fingerprint = Fingerprint::of(&out)?;
         files.insert(
             t.clone(),
             QueryFileRecord {
@@ -1003,7 +1003,8 @@ fn generate_into(
                     .values()
                     .any(|r| r.is_err());
                 let r = if failed_before || crate::interrupt::requested() {
-                    Err(Error::failed("skipped after an earlier failure"))
+                    Err(Error::failed("skipped after an earlier failure")
+                        .with_detail(Detail::Skipped))
                 } else {
                     generate_type(&qdir, &work, req.log_dir, spec, &t, n, gen)
                 };
@@ -1013,29 +1014,10 @@ fn generate_into(
     });
     crate::interrupt::check()?;
     let results = results.into_inner().expect("results");
-    let mut first_err = None;
-    for (t, r) in results {
-        match r {
-            Ok(rec) => {
-                files.insert(t, rec);
-            }
-            Err(e) if first_err.is_none() && !e.message.starts_with("skipped") => {
-                first_err = Some(e)
-            }
-            Err(_) => {}
-        }
-    }
-    if let Some(e) = first_err {
-        return Err(e);
-    }
-    fs::remove_dir_all(&work).map_err(|e| Error::io("remove", &work, e))?;
-    for f in fs::read_dir(&qdir)
-        .map_err(|e| Error::io("list", &qdir, e))?
-        .flatten()
-    {
-        File::open(f.path())
-            .and_then(|f| f.sync_all())
-            .map_err(|e| Error::io("sync", &f.path(), e))?;
+    files.extend(generated_or_first_failure(results)?);
+    fs_err::remove_dir_all(&work)?;
+    for f in fs_err::read_dir(&qdir)?.flatten() {
+        fs_err::File::open(f.path())?.sync_all()?;
     }
     crate::fsutil::sync_dir(&qdir)?;
     let m = QuerySetManifest {
@@ -1057,6 +1039,28 @@ fn generate_into(
     write_manifest(&staging.join("manifest.json"), req.format, &m)
 }
 
+/// The generated files, or the first real failure: a type skipped because another failed
+/// ([`Detail::Skipped`]) is never the one reported.
+fn generated_or_first_failure(
+    results: BTreeMap<String, Result<QueryFileRecord>>,
+) -> Result<BTreeMap<String, QueryFileRecord>> {
+    let mut files = BTreeMap::new();
+    let mut first_err = None;
+    for (t, r) in results {
+        match r {
+            Ok(rec) => {
+                files.insert(t, rec);
+            }
+            Err(e) if first_err.is_none() && !e.is(Detail::Skipped) => first_err = Some(e),
+            Err(_) => {}
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(files),
+    }
+}
+
 fn generate_type(
     qdir: &Path,
     work: &Path,
@@ -1072,10 +1076,10 @@ fn generate_type(
         Some(b) => log_dir.join(format!("generate-query-{query_type}-batch{b:03}.log")),
         None => log_dir.join(format!("generate-query-{query_type}.log")),
     };
-    let mut log = File::create(&log_path).map_err(|e| Error::io("create", &log_path, e))?;
+    let mut log = fs_err::File::create(&log_path)?;
     let line = crate::proc::command_line(&gen.path.to_string_lossy(), &args);
-    writeln!(log, "$ {line}").map_err(|e| Error::io("write", &log_path, e))?;
-    let out = File::create(&out_path).map_err(|e| Error::io("create", &out_path, e))?;
+    writeln!(log, "$ {line}")?;
+    let out = fs_err::File::create(&out_path)?.into_file();
     let mut cmd = Command::new(&gen.path);
     cmd.args(&args)
         .current_dir(work)
@@ -1128,7 +1132,7 @@ fn generate_type(
         .with_hint("check the log; nothing was published, so running again retries"));
     }
     let (sha256, bytes) = crate::hash::sha256_file(&out_path, &crate::output::NoProgress)?;
-    let fingerprint = Fingerprint::of(&out_path).map_err(|e| Error::io("stat", &out_path, e))?;
+    let fingerprint = Fingerprint::of(&out_path)?;
     Ok(QueryFileRecord {
         path: format!("queries/{query_type}.dat"),
         bytes,
@@ -1141,6 +1145,38 @@ fn generate_type(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The detail, not the words, decides which failure is reported: a skipped type worded
+    /// any way is passed over, and a real failure whose words begin "skipped" is reported.
+    #[test]
+    fn a_skipped_type_is_never_the_failure_reported() {
+        let rec = QueryFileRecord {
+            path: "queries/a.dat".into(),
+            bytes: 1,
+            sha256: "00".into(),
+            fingerprint: None,
+            generated_at: None,
+        };
+        let mut results = BTreeMap::new();
+        results.insert(
+            "a-skipped".to_string(),
+            Err(Error::failed("not run: another type failed").with_detail(Detail::Skipped)),
+        );
+        results.insert(
+            "b-real".to_string(),
+            Err(Error::failed(
+                "skipped rows: tsbs_generate_queries exited 1",
+            )),
+        );
+        results.insert("c-ok".to_string(), Ok(rec.clone()));
+        let e = generated_or_first_failure(results).unwrap_err();
+        assert_eq!(e.message, "skipped rows: tsbs_generate_queries exited 1");
+
+        let mut results = BTreeMap::new();
+        results.insert("a".to_string(), Ok(rec));
+        let files = generated_or_first_failure(results).unwrap();
+        assert_eq!(files.keys().collect::<Vec<_>>(), ["a"]);
+    }
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

@@ -1416,7 +1416,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
                 }
             } else {
                 if let Some(p) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(p).map_err(|e| Error::io("create", p, e))?;
+                    fs_err::create_dir_all(p)?;
                 }
                 let staging = crate::fsutil::staging_path(out, "stage")?;
                 crate::publish::write_dir(&staging, &fs)?;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::run::{RunKind, TargetMode};
 use crate::summary::RunSummary;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::output::Reporter;
 use crate::paths::Root;
 use crate::run::{self, RunDir, RunManifest};
@@ -267,7 +267,7 @@ pub fn load(root: &Root, run: &str, reporter: &dyn Reporter) -> Result<RecordedR
     let r = RunDir::open(&dir, reporter)?;
     let summary = crate::summary::build(&r)?;
     let path = dir.join("manifest.json");
-    let bytes = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
+    let bytes = fs_err::read(&path)?;
     Ok(RecordedRun {
         dir: r.dir.clone(),
         manifest: r.manifest.clone(),

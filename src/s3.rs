@@ -647,13 +647,9 @@ impl Location {
     }
 }
 
-/// The client of tsbsctl's S3 requests (bounded; a remote endpoint may need the proxy).
+/// The client of tsbsctl's S3 requests ([`crate::http::s3`]).
 pub fn client() -> Result<Client> {
-    Client::builder()
-        .timeout(std::time::Duration::from_secs(60))
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .build()
-        .map_err(|e| Error::failed(format!("HTTP client: {e}")))
+    crate::http::s3()
 }
 
 #[cfg(test)]

@@ -90,7 +90,7 @@ pub fn drift(dest: &Path, rendered: &BTreeMap<String, String>) -> Vec<String> {
 /// Writes the rendered skills under `dest`, one skill directory at a time: each is staged beside
 /// its final place and swapped in by rename, so an agent never reads a half-written skill.
 pub fn write(dest: &Path, rendered: &BTreeMap<String, String>) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dest).map_err(|e| Error::io("create", dest, e))?;
+    fs_err::create_dir_all(dest)?;
     let mut written = Vec::new();
     for name in skill_names() {
         let target = dest.join(&name);
@@ -103,15 +103,15 @@ pub fn write(dest: &Path, rendered: &BTreeMap<String, String>) -> Result<Vec<Pat
         {
             let path = staging.join(rel.strip_prefix(&format!("{name}/")).unwrap_or(rel));
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+                fs_err::create_dir_all(parent)?;
             }
-            std::fs::write(&path, text).map_err(|e| Error::io("write", &path, e))?;
+            fs_err::write(&path, text)?;
         }
         if target.exists() {
             let old = fsutil::staging_path(&target, "old")?;
             fsutil::rename_durable(&target, &old)?;
             fsutil::rename_durable(&staging, &target)?;
-            std::fs::remove_dir_all(&old).map_err(|e| Error::io("remove", &old, e))?;
+            fs_err::remove_dir_all(&old)?;
         } else {
             fsutil::rename_durable(&staging, &target)?;
         }

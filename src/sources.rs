@@ -230,10 +230,10 @@ pub fn check_config_keys(file: &Path, doc: &toml::Table) -> Result<()> {
 }
 
 fn read_config(file: &Path) -> Result<BTreeMap<SourceKey, String>> {
-    let text = match std::fs::read_to_string(file) {
+    let text = match fs_err::read_to_string(file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(Error::io("read", file, e)),
+        Err(e) => return Err(e.into()),
     };
     let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
         Error::invalid(format!(

@@ -7,7 +7,6 @@
 //! `kind NUL path NUL octal-mode NUL content NUL`, where content is the raw 32-byte SHA-256 of
 //! a file, the target of a symlink, nothing for a directory.
 
-use std::fs::File;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -30,11 +29,11 @@ pub fn tree_digest(root: &Path) -> Result<String> {
         if rel.as_slice() == b"manifest.json" {
             continue;
         }
-        let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io("inspect", path, e))?;
+        let meta = fs_err::symlink_metadata(path)?;
         let ft = meta.file_type();
         let mode = meta.permissions().mode() & 0o7777;
         let (kind, content): (&str, Vec<u8>) = if ft.is_symlink() {
-            let target = std::fs::read_link(path).map_err(|e| Error::io("read link", path, e))?;
+            let target = fs_err::read_link(path)?;
             ("symlink", target.as_os_str().as_bytes().to_vec())
         } else if ft.is_dir() {
             ("directory", Vec::new())
@@ -81,11 +80,11 @@ fn unsupported(path: &Path) -> Error {
 }
 
 fn file_sha256(path: &Path) -> Result<[u8; 32]> {
-    let mut f = File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut f = fs_err::File::open(path)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = f.read(&mut buf).map_err(|e| Error::io("read", path, e))?;
+        let n = f.read(&mut buf)?;
         if n == 0 {
             break;
         }

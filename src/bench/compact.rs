@@ -196,8 +196,8 @@ impl Bench<'_> {
         };
         let answer = match l.rx.recv_timeout(Duration::from_millis(500)) {
             Ok(Ok(out)) => json!({"ok": true, "response": out}),
-            Ok(Err(e)) if e.http_status.is_some() => {
-                json!({"ok": false, "status": e.http_status, "error": e.message})
+            Ok(Err(e)) if e.http_status().is_some() => {
+                json!({"ok": false, "status": e.http_status(), "error": e.message})
             }
             // No answer: the connection is still open, or it closed with the killed server.
             Ok(Err(_)) | Err(_) => return Ok(()),

@@ -263,7 +263,7 @@ pub fn run_tool_observed(
     let (child0, _) = rusage(libc::RUSAGE_CHILDREN);
     let started = Instant::now();
     if let Some(parent) = log.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+        fs_err::create_dir_all(parent)?;
     }
     let mut file = OpenOptions::new()
         .create(true)

@@ -110,9 +110,9 @@ impl WatchedFile {
     pub fn open(path: &Path) -> Result<WatchedFile> {
         let name = path.file_name().map(OsString::from).unwrap_or_default();
         let (inotify, file_wd) = watch(path);
-        let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+        let file = fs_err::File::open(path)?.into_file();
         let before = Identity::of(&file.metadata().map_err(|e| Error::io("stat", path, e))?);
-        let path_now = std::fs::metadata(path).map_err(|e| Error::io("stat", path, e))?;
+        let path_now = fs_err::metadata(path)?;
         let mut w = WatchedFile {
             path: path.to_path_buf(),
             file,

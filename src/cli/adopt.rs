@@ -191,7 +191,7 @@ fn adopt_installation(
         Ok(o) => o,
         Err(e) => {
             let integrity = e.kind == crate::error::ErrorKind::Integrity;
-            let reason = if integrity && e.message.starts_with("the release source serves") {
+            let reason = if e.is(crate::error::Detail::ArchiveDiffers) {
                 format!(
                     "the reference installed an archive with SHA-256 {archive}, and {}; nothing was installed",
                     e.message

@@ -327,10 +327,10 @@ fn list_all(ctx: &Ctx, product: Option<Product>) -> Result<Vec<Workspace>> {
     let mut out = Vec::new();
     for p in products {
         let dir = ctx.root.databases(p);
-        let rd = match std::fs::read_dir(&dir) {
+        let rd = match fs_err::read_dir(&dir) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io("list", &dir, e)),
+            Err(e) => return Err(e.into()),
         };
         let mut ids: Vec<String> = rd
             .flatten()

@@ -10,7 +10,7 @@
 //! hard-linked when both sit on one filesystem (no copy, the source untouched), else copied;
 //! staged under a hidden name, then renamed, as generation does.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -97,8 +97,7 @@ pub fn find_datasets(source: &Path) -> Result<Vec<PathBuf>> {
     } else {
         source.to_path_buf()
     };
-    let mut found: Vec<PathBuf> = fs::read_dir(&root)
-        .map_err(|e| Error::io("list", &root, e))?
+    let mut found: Vec<PathBuf> = fs_err::read_dir(&root)?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.join("dataset.json").is_file())
@@ -476,7 +475,7 @@ fn adopt_variant(
     }
     let dir = ds.format_dir(fmt.name);
     super::format::sweep_leftovers(&dir, reporter);
-    fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
+    fs_err::create_dir_all(&dir)?;
     let _guard = lock::lock_dir(
         &dir,
         &format!("dataset {}/{}", ds.id, fmt.name),
@@ -579,7 +578,7 @@ fn adopt_variant(
     let rows = counter.rows();
     let tables = counter.table_rows();
     crate::fsutil::rename_durable(&staging, &target)?;
-    let fp = Fingerprint::of(&target).map_err(|e| Error::io("stat", &target, e))?;
+    let fp = Fingerprint::of(&target)?;
     let digest = Digest { bytes, sha256: sha };
     // The reference's generate.log goes along (its header is the command it ran).
     let log = dir.join("generate.log");
@@ -646,16 +645,14 @@ fn read_counting(
     mut counter: RowCounter,
     progress: &dyn Progress,
 ) -> Result<(String, u64, RowCounter)> {
-    let mut input = File::open(src).map_err(|e| Error::io("open", src, e))?;
+    let mut input = fs_err::File::open(src)?;
     let mut out = match dst {
-        Some(dst) => Some((
-            fs::OpenOptions::new()
+        Some(dst) => Some(
+            fs_err::OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .open(dst)
-                .map_err(|e| Error::io("create", dst, e))?,
-            dst,
-        )),
+                .open(dst)?,
+        ),
         None => None,
     };
     let mut hash = Sha256::new();
@@ -667,19 +664,18 @@ fn read_counting(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Error::io("read", src, e)),
+            Err(e) => return Err(e.into()),
         };
         hash.update(&buf[..n]);
         counter.feed(&buf[..n]);
-        if let Some((out, dst)) = out.as_mut() {
-            out.write_all(&buf[..n])
-                .map_err(|e| Error::io("write", dst, e))?;
+        if let Some(out) = out.as_mut() {
+            out.write_all(&buf[..n])?;
         }
         size += n as u64;
         progress.inc(n as u64);
     }
-    if let Some((out, dst)) = out {
-        out.sync_all().map_err(|e| Error::io("sync", dst, e))?;
+    if let Some(out) = out {
+        out.sync_all()?;
     }
     Ok((hash.finish_hex(), size, counter))
 }

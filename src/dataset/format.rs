@@ -4,7 +4,6 @@
 //! and the row count.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -74,9 +73,10 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
+    /// The error names the path (fs-err).
     pub fn of(path: &Path) -> io::Result<Fingerprint> {
         use std::os::unix::fs::MetadataExt;
-        let m = fs::metadata(path)?;
+        let m = fs_err::metadata(path)?;
         Ok(Fingerprint {
             size: m.len(),
             mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
@@ -252,7 +252,7 @@ impl StoredFormat {
 
     /// The uncompressed line protocol, streamed (decompressing on the fly).
     pub fn open_uncompressed(&self) -> Result<Box<dyn Read + Send>> {
-        let f = File::open(&self.path).map_err(|e| Error::io("open", &self.path, e))?;
+        let f = fs_err::File::open(&self.path)?;
         let r = BufReader::with_capacity(CHUNK, f);
         Ok(match self.compression {
             Compression::None => Box::new(r),
@@ -462,7 +462,7 @@ pub(super) fn reuse_fast(dir: &Path, m: &FormatManifest) -> Result<Option<Stored
             ))
             .with_hint("regenerate it with `tsbsctl data generate --regenerate`"))
         }
-        Err(e) => return Err(Error::io("stat", &sf.path, e)),
+        Err(e) => return Err(e.into()),
     };
     if fp.size != sf.bytes {
         return Err(Error::integrity(format!(
@@ -511,7 +511,7 @@ fn verify_variant(
 ) -> Result<StoredFormat> {
     let mut sf = StoredFormat::from_manifest(dir, m, true, true)?;
     let layout = manifest_layout(m, known)?;
-    let before = Fingerprint::of(&sf.path).map_err(|e| Error::io("stat", &sf.path, e))?;
+    let before = Fingerprint::of(&sf.path)?;
     if before.size != sf.bytes {
         return Err(Error::integrity(format!(
             "dataset artifact size mismatch: {} has {} bytes, the manifest records {}",
@@ -577,7 +577,7 @@ pub(super) fn sha256_and_rows(
     layout: RowLayout,
     progress: &dyn Progress,
 ) -> Result<(String, u64, u64)> {
-    let mut file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut file = fs_err::File::open(path)?;
     let mut pipe = crate::hash::HashPipe::new(Sha256::new());
     let mut size = 0u64;
     let mut counter = RowCounter::new(layout);
@@ -588,7 +588,7 @@ pub(super) fn sha256_and_rows(
             match file.read(&mut buf) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io("read", path, e)),
+                Err(e) => return Err(e.into()),
             }
         };
         if n == 0 {
@@ -722,7 +722,7 @@ fn verify_compressed(
             Ok(n)
         }
     }
-    let f = File::open(&sf.path).map_err(|e| Error::io("open", &sf.path, e))?;
+    let f = fs_err::File::open(&sf.path)?;
     let mut tee = Tee {
         inner: f,
         hash: Sha256::new(),
@@ -763,7 +763,7 @@ fn verify_compressed(
         }
     }
     // Trailing bytes after the compressed stream are part of the stored file's hash.
-    io::copy(&mut tee, &mut io::sink()).map_err(|e| Error::io("read", &sf.path, e))?;
+    io::copy(&mut tee, &mut io::sink())?;
     Ok((
         tee.hash.finish_hex(),
         tee.bytes,

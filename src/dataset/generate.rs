@@ -2,7 +2,7 @@
 //! `tsbs_generate_data` under the variant lock, streams its output through the
 //! pipeline (`pipeline.rs`) and publishes the data file and its manifest.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -121,7 +121,7 @@ pub fn ensure_generated(
         crate::diskspace::ensure_room(&[generation_need(dataset, req, expected_rows)?])?;
     }
     let (dataset, _) = dataset.ensure_stored(command, reporter)?;
-    fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
+    fs_err::create_dir_all(&dir)?;
     let _guard = lock::lock_dir(
         &dir,
         &format!("dataset {}/{}", dataset.id, req.format),
@@ -313,15 +313,13 @@ fn generate(
 
     let outcome = (|| -> Result<StreamResult> {
         // TSBS reads a config.* from its working directory: give it an empty one.
-        fs::create_dir(&cwd).map_err(|e| Error::io("create", &cwd, e))?;
-        let mut log =
-            File::create(&log_staging).map_err(|e| Error::io("create", &log_staging, e))?;
+        fs_err::create_dir(&cwd)?;
+        let mut log = fs_err::File::create(&log_staging)?;
         writeln!(
             log,
             "$ {}",
             crate::proc::command_line(&command[0], &command[1..])
-        )
-        .map_err(|e| Error::io("write", &log_staging, e))?;
+        )?;
         let file = fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -507,7 +505,7 @@ fn generate(
         }
     };
     crate::fsutil::rename_durable(&staging, &target)?;
-    let fp = Fingerprint::of(&target).map_err(|e| Error::io("stat", &target, e))?;
+    let fp = Fingerprint::of(&target)?;
     let (stored_sha, stored_bytes) = streamed
         .stored
         .clone()

@@ -1,7 +1,6 @@
 //! The logical dataset store: `<dataset-root>/<id>/dataset.json`, resolving a dataset from an
 //! id and the spec flags (no writes), storing it under the dataset lock, opening and listing.
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -206,7 +205,7 @@ impl Dataset {
     pub fn format_names(&self) -> Result<Vec<String>> {
         let dir = self.formats_dir();
         let mut names = Vec::new();
-        match fs::read_dir(&dir) {
+        match fs_err::read_dir(&dir) {
             Ok(rd) => {
                 for e in rd.flatten() {
                     if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
@@ -218,7 +217,7 @@ impl Dataset {
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("list", &dir, e)),
+            Err(e) => return Err(e.into()),
         }
         names.sort();
         Ok(names)
@@ -258,10 +257,10 @@ pub fn list(root: &Root) -> Result<(Vec<Dataset>, Vec<String>)> {
     let dir = root.datasets();
     let mut out = Vec::new();
     let mut warnings = Vec::new();
-    let rd = match fs::read_dir(&dir) {
+    let rd = match fs_err::read_dir(&dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((out, warnings)),
-        Err(e) => return Err(Error::io("list", &dir, e)),
+        Err(e) => return Err(e.into()),
     };
     let mut names: Vec<String> = rd
         .flatten()

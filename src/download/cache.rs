@@ -3,7 +3,9 @@
 //! cache lock) streams the file into a `.partial`, hashing on the way, resumes it with `Range`
 //! after a network error, and publishes it by rename only when the digest matches.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
+
+use fs_err::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -82,7 +84,7 @@ impl Downloader {
         if let Some(v) = self.reuse(&final_path, &expected, url)? {
             return Ok(v);
         }
-        fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
+        fs_err::create_dir_all(&dir)?;
 
         // One process per cache entry: a second one waits, then finds the published file.
         let lock_path = dir.join(format!(".{file_name}.lock"));
@@ -143,7 +145,7 @@ impl Downloader {
             "{} is damaged (sha256 {actual}); downloading it again",
             path.display()
         ));
-        fs::remove_file(path).map_err(|e| Error::io("remove", path, e))?;
+        fs_err::remove_file(path)?;
         Ok(None)
     }
 
@@ -156,17 +158,17 @@ impl Downloader {
         expected: &str,
         progress: &dyn Progress,
     ) -> Result<u64> {
-        let mut input = match File::open(src) {
+        let mut input = match fs_err::File::open(src) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(not_found(url, self.hint_for(url)))
             }
-            Err(e) => return Err(Error::io("open", src, e)),
+            Err(e) => return Err(e.into()),
         };
         if let Ok(m) = input.metadata() {
             progress.set_total(m.len());
         }
-        let mut out = File::create(partial).map_err(|e| Error::io("create", partial, e))?;
+        let mut out = fs_err::File::create(partial)?;
         let mut hasher = Sha256::new();
         let mut buf = vec![0u8; CHUNK];
         let mut size = 0u64;
@@ -176,10 +178,9 @@ impl Downloader {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io("read", src, e)),
+                Err(e) => return Err(e.into()),
             };
-            out.write_all(&buf[..n])
-                .map_err(|e| Error::io("write", partial, e))?;
+            out.write_all(&buf[..n])?;
             hasher.update(&buf[..n]);
             size += n as u64;
             progress.inc(n as u64);
@@ -190,7 +191,7 @@ impl Downloader {
             let _ = fs::remove_file(partial);
             return Err(self.mismatch(url, expected, &actual));
         }
-        out.sync_all().map_err(|e| Error::io("sync", partial, e))?;
+        out.sync_all()?;
         Ok(size)
     }
 
@@ -207,13 +208,11 @@ impl Downloader {
             .truncate(false)
             .read(true)
             .write(true)
-            .open(partial)
-            .map_err(|e| Error::io("open", partial, e))?;
+            .open(partial)?;
         // A partial left by an earlier attempt or run: its bytes go through the hasher once,
         // so the final digest covers the whole file.
         let mut hasher = Sha256::new();
-        let mut have = crate::hash::hash_reader(&mut file, &mut hasher, &NoProgress)
-            .map_err(|e| Error::io("read", partial, e))?;
+        let mut have = crate::hash::hash_reader(&mut file, &mut hasher, &NoProgress)?;
         // True when the bytes came from more than one response: a mismatch may then be a
         // stale partial, so one fresh download is tried before giving up.
         let mut mixed = have > 0;
@@ -223,15 +222,7 @@ impl Downloader {
         loop {
             crate::interrupt::check()?;
             let before = have;
-            let step = self.transfer(
-                url,
-                &mut file,
-                partial,
-                &mut hasher,
-                &mut have,
-                &mut mixed,
-                progress,
-            );
+            let step = self.transfer(url, &mut file, &mut hasher, &mut have, &mut mixed, progress);
             let outcome = match step {
                 Ok(Step::Done) => None,
                 Ok(Step::RangeNotSatisfiable { total }) => {
@@ -239,7 +230,7 @@ impl Downloader {
                         None
                     } else {
                         // The partial is longer than the file or wrong: start over.
-                        reset(&mut file, partial, &mut hasher, &mut have)?;
+                        reset(&mut file, &mut hasher, &mut have)?;
                         mixed = false;
                         Some(Error::failed(format!(
                             "{} refused to resume the partial download",
@@ -260,7 +251,7 @@ impl Downloader {
                 None => {
                     let actual = hasher.clone().finish_hex();
                     if actual == expected {
-                        file.sync_all().map_err(|e| Error::io("sync", partial, e))?;
+                        file.sync_all()?;
                         return Ok(have);
                     }
                     if mixed && !fresh_retry_used {
@@ -269,7 +260,7 @@ impl Downloader {
                             "the resumed download of {} does not verify; downloading it again from the start",
                             redact(url)
                         ));
-                        reset(&mut file, partial, &mut hasher, &mut have)?;
+                        reset(&mut file, &mut hasher, &mut have)?;
                         mixed = false;
                         continue;
                     }
@@ -314,7 +305,6 @@ impl Downloader {
         &self,
         url: &str,
         file: &mut File,
-        partial: &Path,
         hasher: &mut Sha256,
         have: &mut u64,
         mixed: &mut bool,
@@ -326,7 +316,7 @@ impl Downloader {
             StatusCode::PARTIAL_CONTENT if range.is_some() => {
                 let start = content_range(resp.headers()).map(|(s, _)| s);
                 if start == Some(0) {
-                    reset(file, partial, hasher, have)?;
+                    reset(file, hasher, have)?;
                 } else if start != Some(*have) {
                     return Err(Failure::Retry(Error::failed(format!(
                         "{} answered a different byte range than asked for",
@@ -343,7 +333,7 @@ impl Downloader {
                         "{} does not support resuming; starting over",
                         redact(url)
                     ));
-                    reset(file, partial, hasher, have)?;
+                    reset(file, hasher, have)?;
                     *mixed = false;
                 }
             }
@@ -367,7 +357,7 @@ impl Downloader {
         // Writing and hashing overlap: the hash runs on a helper thread, and its state comes
         // back (covering exactly the bytes written) however this response ends.
         let mut pipe = crate::hash::HashPipe::new(std::mem::take(hasher));
-        let streamed = stream_body(&mut resp, file, partial, &mut pipe, have, progress, url);
+        let streamed = stream_body(&mut resp, file, &mut pipe, have, progress, url);
         *hasher = pipe.finish();
         streamed?;
         if let Some(end) = expected_end {
@@ -399,7 +389,6 @@ impl Downloader {
 fn stream_body(
     resp: &mut Response,
     file: &mut File,
-    partial: &Path,
     pipe: &mut crate::hash::HashPipe,
     have: &mut u64,
     progress: &dyn Progress,
@@ -432,7 +421,7 @@ fn stream_body(
         }
         if filled > 0 {
             file.write_all(&buf[..filled])
-                .map_err(|e| Failure::Fatal(Error::io("write", partial, e)))?;
+                .map_err(|e| Failure::Fatal(e.into()))?;
             buf.truncate(filled);
             pipe.push(buf);
             *have += filled as u64;
@@ -451,10 +440,9 @@ fn stream_body(
     }
 }
 
-fn reset(file: &mut File, partial: &Path, hasher: &mut Sha256, have: &mut u64) -> Result<()> {
-    file.set_len(0)
-        .and_then(|_| file.seek(SeekFrom::Start(0)).map(|_| ()))
-        .map_err(|e| Error::io("truncate", partial, e))?;
+fn reset(file: &mut File, hasher: &mut Sha256, have: &mut u64) -> Result<()> {
+    file.set_len(0)?;
+    file.seek(SeekFrom::Start(0))?;
     *hasher = Sha256::new();
     *have = 0;
     Ok(())

@@ -3,7 +3,6 @@
 //! backoff for network errors and 5xx, small text and JSON documents, and URL redaction for
 //! every message.
 
-use std::fs;
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
@@ -204,14 +203,18 @@ impl Downloader {
     }
 
     /// Turns an error status into a failure with a message and a hint.
+    /// Every such failure carries the status as its [`Detail::HttpStatus`](crate::error::Detail).
     fn status_failure(&self, url: &str, current: &str, resp: Response) -> Failure {
         let status = resp.status();
+        let code = status.as_u16();
         let shown = redact(current);
         if status.is_server_error() {
-            return Failure::Retry(Error::failed(format!("HTTP {status} from {shown}")));
+            return Failure::Retry(
+                Error::failed(format!("HTTP {status} from {shown}")).with_http_status(code),
+            );
         }
         if status == StatusCode::NOT_FOUND {
-            return Failure::Status(not_found(current, self.hint_for(url)));
+            return Failure::Status(not_found(current, self.hint_for(url)).with_http_status(code));
         }
         let from_api = under(current, self.sources.get(SourceKey::GithubApi));
         if from_api && (status == StatusCode::FORBIDDEN || status == StatusCode::TOO_MANY_REQUESTS)
@@ -225,12 +228,15 @@ impl Downloader {
             if remaining_zero || body.to_ascii_lowercase().contains("rate limit") {
                 return Failure::Status(
                     Error::failed(format!("the GitHub API rate limit is exhausted ({status} from {shown})"))
-                        .with_hint("set GITHUB_TOKEN or pass --version (an exact version needs no GitHub API call)"),
+                        .with_hint("set GITHUB_TOKEN or pass --version (an exact version needs no GitHub API call)")
+                        .with_http_status(code),
                 );
             }
         }
         Failure::Status(
-            Error::failed(format!("HTTP {status} from {shown}")).with_hint(self.hint_for(url)),
+            Error::failed(format!("HTTP {status} from {shown}"))
+                .with_hint(self.hint_for(url))
+                .with_http_status(code),
         )
     }
 
@@ -317,15 +323,7 @@ fn bearer(token: &str, reporter: &dyn crate::output::Reporter) -> Option<HeaderV
 }
 
 fn build_client(timeout: Duration) -> Result<Client> {
-    crate::http::build(
-        Client::builder()
-            .user_agent(format!("tsbsctl/{}", crate::VERSION))
-            .connect_timeout(timeout)
-            // The blocking client applies this to the wait for headers and to every read: an
-            // idle timeout, not a limit on the whole transfer.
-            .timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none()),
-    )
+    crate::http::download(timeout)
 }
 
 fn env_number(name: &str) -> Result<Option<u64>> {
@@ -358,16 +356,16 @@ fn read_snippet(resp: Response) -> String {
 }
 
 fn read_local_text(path: &Path, url: &str, hint: String) -> Result<Vec<u8>> {
-    match fs::metadata(path) {
+    match fs_err::metadata(path) {
         Ok(m) if m.len() > MAX_TEXT => return Err(too_big(url)),
         Ok(m) if m.is_dir() => {
             return Err(Error::failed(format!("{} is a directory", path.display())).with_hint(hint))
         }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(url, hint)),
-        Err(e) => return Err(Error::io("read", path, e)),
+        Err(e) => return Err(e.into()),
     }
-    fs::read(path).map_err(|e| Error::io("read", path, e))
+    Ok(fs_err::read(path)?)
 }
 
 pub(super) fn not_found(url: &str, hint: String) -> Error {

@@ -135,10 +135,10 @@ pub fn configured_default(root: &Root, var: &str, key: &str) -> Result<Option<(S
         return Ok(Some((v.to_string_lossy().into_owned(), var.to_string())));
     }
     let file = root.config_file();
-    let text = match std::fs::read_to_string(&file) {
+    let text = match fs_err::read_to_string(&file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("read", &file, e)),
+        Err(e) => return Err(e.into()),
     };
     let doc: toml::Table = text.parse().map_err(|e| {
         Error::invalid(format!("{} is not valid TOML: {e}", file.display()))

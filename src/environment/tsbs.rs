@@ -2,7 +2,6 @@
 //! the six tools the benchmarks use, once per commit, into `environment/tsbs/<key>/bin/`.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -205,9 +204,9 @@ fn fetch(
         crate::fsutil::rename_durable(&src, &aside)?;
         let _ = std::fs::remove_dir_all(&aside);
     }
-    std::fs::create_dir_all(&base).map_err(|e| Error::io("create", &base, e))?;
+    fs_err::create_dir_all(&base)?;
     let stage = crate::fsutil::staging_path(&src, "fetch")?;
-    std::fs::create_dir_all(&stage).map_err(|e| Error::io("create", &stage, e))?;
+    fs_err::create_dir_all(&stage)?;
     let cleanup = StageGuard(stage.clone());
     reporter.info(&format!("fetching TSBS {commit} from {}", redact_url(repo)));
     run_git(&stage, &["init", "-q"])?;
@@ -450,7 +449,7 @@ pub fn prepare(
     {
         cx.reporter.warn(&w);
     }
-    std::fs::create_dir_all(dir.join("bin")).map_err(|e| Error::io("create", &dir, e))?;
+    fs_err::create_dir_all(dir.join("bin"))?;
     let manifest_path = dir.join("manifest.json");
     let previous: Option<BuildManifest> = match manifest::read_optional(&manifest_path) {
         Ok(m) => m,
@@ -671,7 +670,7 @@ fn build_one(
     let (env, recorded, go_settings_from) = build_env(root, go);
     for k in ["HOME", "GOCACHE", "GOMODCACHE", "GOPATH"] {
         if let Some((_, v)) = env.iter().find(|(n, _)| n == k) {
-            std::fs::create_dir_all(v).map_err(|e| Error::io("create", Path::new(v), e))?;
+            fs_err::create_dir_all(v)?;
         }
     }
     let final_path = dir.join("bin").join(tool);
@@ -686,11 +685,10 @@ fn build_one(
         tmp.display().to_string(),
         format!("./cmd/{tool}"),
     ];
-    let mut log = OpenOptions::new()
+    let mut log = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(log_path)
-        .map_err(|e| Error::io("open", log_path, e))?;
+        .open(log_path)?;
     let started = manifest::now_rfc3339();
     let header = format!(
         "# {started} building {tool} with Go {} ({}, {})\n# cwd: {}\n# env: {}\n# $ {}\n",
@@ -705,15 +703,10 @@ fn build_one(
             .join(" "),
         argv.join(" ")
     );
-    log.write_all(header.as_bytes())
-        .map_err(|e| Error::io("write", log_path, e))?;
+    log.write_all(header.as_bytes())?;
     let output_from = log.metadata().map(|m| m.len()).unwrap_or(0);
-    let out = log
-        .try_clone()
-        .map_err(|e| Error::io("open", log_path, e))?;
-    let err = log
-        .try_clone()
-        .map_err(|e| Error::io("open", log_path, e))?;
+    let out = log.try_clone()?.into_file();
+    let err = log.try_clone()?.into_file();
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
         .current_dir(src)

@@ -148,7 +148,7 @@ impl Product for GreptimeDb {
         );
         let hint = "pass an exact --version (e.g. --version 1.1.4)";
         let doc = dl.fetch_json(&url, ACCEPT_GITHUB_JSON).map_err(|e| {
-            let limited = e.message.contains("403") || e.message.to_lowercase().contains("rate limit");
+            let limited = matches!(e.http_status(), Some(403 | 429));
             let h = if limited {
                 "GitHub refused the request (403, probably its rate limit of 60 anonymous requests an hour): set GITHUB_TOKEN, or pass an exact --version".to_string()
             } else {

@@ -255,8 +255,7 @@ impl Product for InfluxDb3 {
         if is_file(&extracted.join(bin)) {
             return Ok(extracted.to_path_buf());
         }
-        let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(extracted)
-            .map_err(|e| Error::io("read", extracted, e))?
+        let mut entries: Vec<std::path::PathBuf> = fs_err::read_dir(extracted)?
             .flatten()
             .map(|e| e.path())
             .collect();

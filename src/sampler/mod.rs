@@ -18,7 +18,7 @@ pub mod metrics;
 pub mod phases;
 pub mod procfs;
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -110,11 +110,11 @@ pub struct Sampler {
 impl Sampler {
     /// Opens the timeline for appending and starts sampling (the first sample at once).
     pub fn start(spec: Spec) -> Result<Sampler> {
-        let file = OpenOptions::new()
+        let file = fs_err::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&spec.out)
-            .map_err(|e| Error::io("open", &spec.out, e))?;
+            .open(&spec.out)?
+            .into_file();
         let (tx, rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("tsbsctl-sampler".into())
@@ -351,7 +351,7 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         // A line cut by a kill at the end.
-        let mut f = OpenOptions::new().append(true).open(&out).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&out).unwrap();
         f.write_all(b"{\"t\":\"2026").unwrap();
         let samples = read(&out);
         assert!(samples.len() >= 5, "{samples:?}");

@@ -34,7 +34,7 @@ pub struct PidRecord {
 
 /// Reads the `server.pid` record, if any.
 pub fn read_pid_record(path: &Path) -> Result<Option<PidRecord>> {
-    match std::fs::read(path) {
+    match fs_err::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
             Error::integrity(format!(
                 "{} is not a server pid record: {e}",
@@ -43,7 +43,7 @@ pub fn read_pid_record(path: &Path) -> Result<Option<PidRecord>> {
             .with_hint("remove the file once you made sure no server of this workspace runs")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("read", path, e)),
+        Err(e) => Err(e.into()),
     }
 }
 

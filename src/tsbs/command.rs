@@ -420,7 +420,7 @@ const TOOL_DIR_PREFIX: &str = "tsbsctl-tool-";
 impl ToolDir {
     pub fn create(parent: &Path) -> Result<ToolDir> {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+        fs_err::create_dir_all(parent)?;
         sweep_stale_tool_dirs(parent);
         let t = tempfile::Builder::new()
             .prefix(&format!("{TOOL_DIR_PREFIX}{}.", std::process::id()))

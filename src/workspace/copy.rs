@@ -2,7 +2,7 @@
 //! files refused) into a new workspace bound to another installed version, verified by file
 //! count, byte count and content digest, staged then published.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -86,11 +86,10 @@ pub fn copy(
     let _guard = lock_workspace(ctx, product, &source.dir, &req.source_id, lock_opts)?;
     let source = load(&ctx.root, product, &req.source_id)?;
     refuse_live_server(&source.dir)?;
-    let manifest_bytes = fs::read(source.manifest_path())
-        .map_err(|e| Error::io("read", &source.manifest_path(), e))?;
+    let manifest_bytes = fs_err::read(source.manifest_path())?;
     sweep_leftovers(ctx, product);
     let staging = fsutil::staging_path(&dest, "copy")?;
-    fs::create_dir_all(&staging).map_err(|e| Error::io("create directory", &staging, e))?;
+    fs_err::create_dir_all(&staging)?;
     let r = copy_into(
         ctx,
         product,
@@ -216,8 +215,7 @@ fn walk(root: &Path) -> Result<Vec<(String, fs::Metadata)>> {
             let at = err.path().unwrap_or(root).to_path_buf();
             Error::io("list", &at, err.into())
         })?;
-        let meta =
-            fs::symlink_metadata(e.path()).map_err(|err| Error::io("stat", e.path(), err))?;
+        let meta = fs_err::symlink_metadata(e.path())?;
         let ft = meta.file_type();
         if ft.is_symlink() || !(ft.is_file() || ft.is_dir()) {
             return Err(Error::integrity(format!(
@@ -280,7 +278,7 @@ pub fn data_digest(root: &Path) -> Result<DataDigest> {
 /// directory. Returns the digest of what was read.
 fn copy_tree(src: &Path, dst: &Path) -> Result<DataDigest> {
     use std::os::unix::fs::PermissionsExt;
-    fs::create_dir(dst).map_err(|e| Error::io("create directory", dst, e))?;
+    fs_err::create_dir(dst)?;
     let entries = walk(src)?;
     let mut h = hash::Sha256::new();
     let (mut files, mut dirs, mut bytes) = (0, 0, 0);
@@ -290,37 +288,34 @@ fn copy_tree(src: &Path, dst: &Path) -> Result<DataDigest> {
         crate::interrupt::check()?;
         let to = dst.join(rel);
         if meta.is_dir() {
-            fs::create_dir(&to).map_err(|e| Error::io("create directory", &to, e))?;
+            fs_err::create_dir(&to)?;
             dirs += 1;
             digest_entry(&mut h, rel, "dir", 0, "");
             made_dirs.push(to);
             continue;
         }
         let from = src.join(rel);
-        let mut r = File::open(&from).map_err(|e| Error::io("open", &from, e))?;
-        let mut w = fs::OpenOptions::new()
+        let mut r = fs_err::File::open(&from)?;
+        let mut w = fs_err::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .open(&to)
-            .map_err(|e| Error::io("create", &to, e))?;
+            .open(&to)?;
         let mut fh = hash::Sha256::new();
         let mut size = 0u64;
         loop {
-            let n = r.read(&mut buf).map_err(|e| Error::io("read", &from, e))?;
+            let n = r.read(&mut buf)?;
             if n == 0 {
                 break;
             }
             fh.update(&buf[..n]);
-            w.write_all(&buf[..n])
-                .map_err(|e| Error::io("write", &to, e))?;
+            w.write_all(&buf[..n])?;
             size += n as u64;
         }
-        w.sync_all().map_err(|e| Error::io("sync", &to, e))?;
-        fs::set_permissions(
+        w.sync_all()?;
+        fs_err::set_permissions(
             &to,
             fs::Permissions::from_mode(meta.permissions().mode() & 0o7777),
-        )
-        .map_err(|e| Error::io("set permissions of", &to, e))?;
+        )?;
         files += 1;
         bytes += size;
         digest_entry(&mut h, rel, "file", size, &fh.finish_hex());

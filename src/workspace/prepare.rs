@@ -431,7 +431,7 @@ fn check_adoptable(dir: &Path) -> Result<()> {
 pub(super) fn create_layout(product: &dyn Product, ws: &mut Workspace, at: &Path) -> Result<()> {
     for sub in ["data", "logs"] {
         let p = at.join(sub);
-        fs::create_dir_all(&p).map_err(|e| Error::io("create directory", &p, e))?;
+        fs_err::create_dir_all(&p)?;
     }
     write_config(product, ws, at)?;
     product.init_data_dir(&ws.manifest, at)
@@ -452,7 +452,7 @@ fn write_config(product: &dyn Product, ws: &mut Workspace, at: &Path) -> Result<
 /// manifest); a changed config or a missing `data/` is an integrity error.
 fn repair_layout(product: &dyn Product, ws: &mut Workspace) -> Result<()> {
     let logs = ws.logs_dir();
-    fs::create_dir_all(&logs).map_err(|e| Error::io("create directory", &logs, e))?;
+    fs_err::create_dir_all(&logs)?;
     if !ws.data_dir().is_dir() {
         return Err(Error::integrity(format!(
             "{} is missing; the workspace lost its data",

@@ -398,7 +398,7 @@ pub fn remove(
     refuse_live_server(&dir)?;
     let aside = fsutil::staging_path(&dir, "removing")?;
     fsutil::rename_durable(&dir, &aside)?;
-    fs::remove_dir_all(&aside).map_err(|e| Error::io("remove", &aside, e))?;
+    fs_err::remove_dir_all(&aside)?;
     sweep_leftovers(ctx, product);
     Ok(dir)
 }

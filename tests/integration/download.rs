@@ -217,6 +217,7 @@ fn not_found_fails_at_once_with_url_and_hint() {
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Failed);
     assert_eq!(err.message, format!("not found at {url}"));
+    assert_eq!(err.http_status(), Some(404));
     let hint = err.hint.unwrap();
     assert!(
         hint.contains("version") && hint.contains("TSBSCTL_GITHUB_URL"),
@@ -246,6 +247,7 @@ fn github_rate_limit_says_set_github_token_or_pass_version() {
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Failed);
     assert!(err.message.contains("rate limit"), "{}", err.message);
+    assert_eq!(err.http_status(), Some(403));
     let hint = err.hint.unwrap();
     assert!(
         hint.contains("GITHUB_TOKEN") && hint.contains("--version"),
@@ -262,6 +264,7 @@ fn github_rate_limit_says_set_github_token_or_pass_version() {
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Failed);
     assert!(err.message.contains("403"), "{}", err.message);
+    assert_eq!(err.http_status(), Some(403));
     assert!(!err.hint.unwrap().contains("GITHUB_TOKEN"));
 }
 

@@ -147,7 +147,7 @@ pub fn describe_unmanaged(
     source: GoSource,
     platform: &Platform,
 ) -> Result<GoToolchain> {
-    let resolved = std::fs::canonicalize(binary).map_err(|e| Error::io("resolve", binary, e))?;
+    let resolved = fs_err::canonicalize(binary)?;
     let probe = probe_acceptable(&resolved)?;
     Ok(GoToolchain {
         source,

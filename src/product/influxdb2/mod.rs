@@ -307,8 +307,7 @@ impl Product for InfluxDb2 {
     /// (2.7 linux) or its root (2.9 linux, darwin). The installation is the directory that
     /// holds it.
     fn distribution_root(&self, extracted: &Path) -> Result<PathBuf> {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(extracted)
-            .map_err(|e| Error::io("read", extracted, e))?
+        let mut entries: Vec<PathBuf> = fs_err::read_dir(extracted)?
             .flatten()
             .map(|e| e.path())
             .collect();

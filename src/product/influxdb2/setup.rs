@@ -7,7 +7,7 @@
 //! stops it again. The benchmark bucket itself is created by the first load.
 
 use std::io::Read;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -52,21 +52,19 @@ pub fn read_token(ws_dir: &Path) -> Result<Secret> {
 }
 
 fn write_token(at: &Path, token: &str) -> Result<()> {
+    use fs_err::os::unix::fs::OpenOptionsExt as _;
     use std::io::Write;
     let dir = at.join("secrets");
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| Error::io("restrict", &dir, e))?;
+    fs_err::create_dir_all(&dir)?;
+    fs_err::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
     let p = at.join(TOKEN_FILE);
-    let mut f = std::fs::OpenOptions::new()
+    let mut f = fs_err::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(&p)
-        .map_err(|e| Error::io("create", &p, e))?;
-    f.write_all(token.as_bytes())
-        .and_then(|_| f.sync_all())
-        .map_err(|e| Error::io("write", &p, e))
+        .open(&p)?;
+    f.write_all(token.as_bytes())?;
+    Ok(f.sync_all()?)
 }
 
 /// A free loopback port (bound and released: the short race is acceptable for a setup run).
@@ -104,10 +102,9 @@ pub fn onboard(binary: &Path, at: &Path, org: &str, user: &str) -> Result<()> {
     let data = at.join("data");
     let port = free_port()?;
     let log_path: PathBuf = at.join("logs").join("setup.log");
-    let log = std::fs::File::create(&log_path).map_err(|e| Error::io("create", &log_path, e))?;
-    let log2 = log
-        .try_clone()
-        .map_err(|e| Error::io("open", &log_path, e))?;
+    let log = fs_err::File::create(&log_path)?;
+    let log2 = log.try_clone()?.into_file();
+    let log = log.into_file();
     let mut cmd = Command::new(binary);
     cmd.arg(format!(
         "--bolt-path={}",

@@ -396,7 +396,7 @@ pub fn activate(
     })?;
 
     let logs = w.logs_dir();
-    std::fs::create_dir_all(&logs).map_err(|e| Error::io("create directory", &logs, e))?;
+    fs_err::create_dir_all(&logs)?;
     let offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     append_line(
         &log,
@@ -577,12 +577,11 @@ fn activation_filter(redactor: Redactor, watch: Arc<Watch>) -> OutputFilter {
 }
 
 fn append_line(path: &Path, line: &str) -> Result<()> {
-    let mut f = std::fs::OpenOptions::new()
+    let mut f = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(path)
-        .map_err(|e| Error::io("open", path, e))?;
-    writeln!(f, "{line}").map_err(|e| Error::io("write", path, e))
+        .open(path)?;
+    Ok(writeln!(f, "{line}")?)
 }
 
 /// Belt and braces: if the log somehow holds a secret (a line split by the server mid-address),

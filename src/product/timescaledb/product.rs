@@ -286,7 +286,7 @@ impl Product for TimescaleDb {
         let layout = Layout::in_dir(dir);
         pg::initdb(&inst, &layout, &run_as)?;
         let cfg = dir.join(CONFIG_FILE);
-        let text = std::fs::read_to_string(&cfg).map_err(|e| Error::io("read", &cfg, e))?;
+        let text = fs_err::read_to_string(&cfg)?;
         pg::install_config(&layout.data_dir, &text, &run_as)?;
         Ok(())
     }
@@ -334,7 +334,7 @@ impl Product for TimescaleDb {
         // Sockets: recreated when missing (the workspace dir may have been restored).
         pg::prepare_dirs(&layout, &run_as)?;
         let cfg = dir.join(CONFIG_FILE);
-        let text = std::fs::read_to_string(&cfg).map_err(|e| Error::io("read", &cfg, e))?;
+        let text = fs_err::read_to_string(&cfg)?;
         pg::install_config(&layout.data_dir, &text, &run_as)?;
         Ok(pg::server_command(
             &inst,
@@ -346,7 +346,7 @@ impl Product for TimescaleDb {
     /// `postgresql.auto.conf` and what follows the include in `postgresql.conf`.
     fn outside_settings(&self, ws_dir: &Path) -> Result<Vec<crate::product::OutsideSetting>> {
         let cfg = ws_dir.join(CONFIG_FILE);
-        let text = std::fs::read_to_string(&cfg).map_err(|e| Error::io("read", &cfg, e))?;
+        let text = fs_err::read_to_string(&cfg)?;
         pg::outside_settings(
             &pg::Layout::in_dir(ws_dir).data_dir,
             &pg::config_assignments(&text),
@@ -418,7 +418,7 @@ impl Product for TimescaleDb {
         pid: u32,
     ) -> Result<Option<Value>> {
         let cfg = ws_dir.join(CONFIG_FILE);
-        let text = std::fs::read_to_string(&cfg).map_err(|e| Error::io("read", &cfg, e))?;
+        let text = fs_err::read_to_string(&cfg)?;
         let want = pg::config_assignments(&text);
         let mut names: Vec<String> = want.iter().map(|(n, _)| n.clone()).collect();
         names.extend(sql::REPORTED_SETTINGS.iter().map(|s| s.to_string()));

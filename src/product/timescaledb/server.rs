@@ -203,12 +203,10 @@ impl Cmd {
 /// `server/fail-initdb-untraversable-parent.txt`), and says which parent and why.
 pub fn prepare_dirs(layout: &Layout, run_as: &RunAs) -> Result<()> {
     for (dir, mode) in [(&layout.data_dir, 0o700), (&layout.socket_dir, 0o755)] {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
-            .map_err(|e| Error::io("set the mode of", dir, e))?;
+        fs_err::create_dir_all(dir)?;
+        fs_err::set_permissions(dir, std::fs::Permissions::from_mode(mode))?;
         if let Some((uid, gid)) = run_as.ids() {
-            std::os::unix::fs::chown(dir, Some(uid), Some(gid))
-                .map_err(|e| Error::io("chown", dir, e))?;
+            fs_err::os::unix::fs::chown(dir, Some(uid), Some(gid))?;
         }
     }
     check_traversable(&layout.data_dir, run_as)?;
@@ -223,7 +221,7 @@ pub fn check_traversable(dir: &Path, run_as: &RunAs) -> Result<()> {
     let groups = supplementary_groups(run_as, gid);
     let abs = std::path::absolute(dir).map_err(|e| Error::io("resolve", dir, e))?;
     for parent in abs.ancestors().skip(1) {
-        let meta = std::fs::metadata(parent).map_err(|e| Error::io("stat", parent, e))?;
+        let meta = fs_err::metadata(parent)?;
         let mode = meta.mode();
         let ok = if meta.uid() == uid {
             mode & 0o100 != 0
@@ -408,19 +406,14 @@ pub fn render_config(
 pub fn install_config(data_dir: &Path, rendered: &str, run_as: &RunAs) -> Result<PathBuf> {
     let path = data_dir.join(CONFIG_NAME);
     crate::fsutil::write_atomic(&path, rendered.as_bytes())?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
-        .map_err(|e| Error::io("set the mode of", &path, e))?;
+    fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
     if let Some((uid, gid)) = run_as.ids() {
-        std::os::unix::fs::chown(&path, Some(uid), Some(gid))
-            .map_err(|e| Error::io("chown", &path, e))?;
+        fs_err::os::unix::fs::chown(&path, Some(uid), Some(gid))?;
     }
     let main = data_dir.join("postgresql.conf");
-    let text = std::fs::read_to_string(&main).map_err(|e| Error::io("read", &main, e))?;
+    let text = fs_err::read_to_string(&main)?;
     if !text.lines().any(|l| l.trim() == INCLUDE_LINE) {
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&main)
-            .map_err(|e| Error::io("open", &main, e))?;
+        let mut f = fs_err::OpenOptions::new().append(true).open(&main)?;
         let sep = if text.ends_with('\n') || text.is_empty() {
             ""
         } else {
@@ -429,8 +422,7 @@ pub fn install_config(data_dir: &Path, rendered: &str, run_as: &RunAs) -> Result
         writeln!(
             f,
             "{sep}\n# tsbsctl's benchmark settings (they win: last one counts)\n{INCLUDE_LINE}"
-        )
-        .map_err(|e| Error::io("append to", &main, e))?;
+        )?;
     }
     Ok(path)
 }
@@ -485,10 +477,10 @@ pub fn outside_settings(
 ) -> Result<Vec<crate::product::OutsideSetting>> {
     let read = |name: &str| -> Result<String> {
         let p = data_dir.join(name);
-        match std::fs::read_to_string(&p) {
+        match fs_err::read_to_string(&p) {
             Ok(t) => Ok(t),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-            Err(e) => Err(Error::io("read", &p, e)),
+            Err(e) => Err(e.into()),
         }
     };
     let main = read("postgresql.conf")?;
@@ -643,7 +635,7 @@ pub fn clear_stale_pid(data_dir: &Path) -> Result<Option<String>> {
             "stop it first (kill -INT {pid} is a fast shutdown), or wait until it has stopped"
         )));
     }
-    std::fs::remove_file(&file).map_err(|e| Error::io("remove", &file, e))?;
+    fs_err::remove_file(&file)?;
     Ok(Some(match pid {
         Some(p) => format!(
             "removed a stale postmaster.pid (pid {p} no longer runs) from {}",
@@ -676,7 +668,7 @@ pub fn clear_stale_socket_locks(socket_dir: &Path) -> Result<Vec<PathBuf>> {
         if pid.is_some_and(postmaster_alive) {
             continue;
         }
-        std::fs::remove_file(e.path()).map_err(|err| Error::io("remove", &e.path(), err))?;
+        fs_err::remove_file(e.path())?;
         removed.push(e.path());
     }
     Ok(removed)

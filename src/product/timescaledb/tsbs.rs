@@ -98,9 +98,7 @@ pub struct QueryFileCheck {
 /// so an influx file decodes with an empty `SqlQuery` and "measures" empty statements.
 pub fn check_query_file(path: &Path) -> Result<QueryFileCheck> {
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(|e| Error::io("read", path, e))?;
+    fs_err::File::open(path)?.read_to_end(&mut bytes)?;
     let wrong = |why: String| {
         Error::integrity(format!(
             "{} is not a timescaledb query file: {why}",
