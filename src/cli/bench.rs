@@ -1,7 +1,8 @@
 //! `tsbsctl bench <product> PHASE [target] [workload flags]` (thin: the logic is in
 //! [`crate::bench`]): the request of a parsed bench command, built from its record. The flags
 //! themselves (common and each product's) are declared once, with their record, in
-//! [`crate::bench::flags`]; each product's CLI module flattens its own group and checks it.
+//! [`crate::bench::flags`]; each product's CLI module flattens its own group and checks it,
+//! or adds the flags its product declares ([`crate::product::ext`]: GreptimeDB's).
 
 use crate::bench::flags::{Flags, ProductFlags};
 use crate::bench::{Phase, Request};
