@@ -456,31 +456,44 @@ fn compare_one(
 /// What the latencies of two runs may owe to their data rather than to the servers: a data
 /// state that differs, a data location that differs (memtables vs SST files). True as the
 /// second value when either state is unknown (the latency verdicts are then not comparable).
-/// Runs of two editions (InfluxDB 3 Core vs Enterprise), or under different licences: other
-/// server builds with other limits, so a verdict measures those too (trial 2 N17; the report
-/// says it in its notes).
+/// Runs of two editions, or under different limits (a licence): other server builds or other
+/// limits, so a verdict measures those too (trial 2 N17; the report says it in its notes).
+/// The product words both ([`crate::product::variants`]).
 fn edition_caveats(base: &RunSummary, cand: &RunSummary) -> Vec<String> {
+    let variants = |s: &RunSummary| {
+        crate::product::resolve(&s.product, s.edition.as_deref())
+            .ok()
+            .and_then(|p| p.run_variants())
+    };
+    let (vb, vc) = (variants(base), variants(cand));
     let mut out = Vec::new();
     let ed = |s: &RunSummary| s.edition.clone().unwrap_or_else(|| "-".into());
     if base.edition != cand.edition {
+        let why = vc
+            .or(vb)
+            .map_or("they are different server builds", |v| v.editions_why);
         out.push(format!(
-            "the editions differ: baseline {}, candidate {}; they are different server builds (storage engine, licence and its limits), so the latencies show the edition as well as the version",
+            "the editions differ: baseline {}, candidate {}; {why}, so the latencies show the edition as well as the version",
             ed(base),
             ed(cand)
         ));
     }
-    let licence = |s: &RunSummary| {
-        s.server_settings["license"]["type"]
-            .as_str()
-            .map(String::from)
-    };
-    let (lb, lc) = (licence(base), licence(cand));
-    if (lb.is_some() || lc.is_some()) && lb != lc {
-        out.push(format!(
-            "the licences differ: baseline {}, candidate {} (an At-Home licence runs 2 cores, 1 IO and 1 DataFusion thread)",
-            lb.as_deref().unwrap_or("none"),
-            lc.as_deref().unwrap_or("none")
-        ));
+    // Either run's limits (a Core run has none; it reads "none" against an Enterprise one).
+    if let Some(limits) = [vc, vb]
+        .into_iter()
+        .flatten()
+        .find_map(|v| v.limits.as_ref())
+    {
+        let (lb, lc) = (
+            (limits.label)(&base.server_settings),
+            (limits.label)(&cand.server_settings),
+        );
+        if (lb.is_some() || lc.is_some()) && lb != lc {
+            out.push((limits.compare_note)(
+                lb.as_deref().unwrap_or("none"),
+                lc.as_deref().unwrap_or("none"),
+            ));
+        }
     }
     out
 }
@@ -1426,6 +1439,32 @@ pub(crate) mod tests {
         ))["caveats"]
             .to_string();
         assert_eq!(cav, "[]");
+        assert!(cav_of("influxdb3", "core", "enterprise")
+            .contains("different server builds (storage engine, licence"),);
+    }
+
+    fn cav_of(product: &str, a: &str, b: &str) -> String {
+        let with = |id: &str, edition: &str| {
+            loaded_with(
+                id,
+                json!({
+                    "label": id, "product": product, "edition": edition,
+                    "ingestion": {"status": "reused"},
+                    "queries": [{"query_type": "lastpoint", "status": "completed", "query_count": 10,
+                                 "mean_ms": 10.0, "median_ms": 10.0, "p95_ms": 10.0, "stddev_ms": 0.1}],
+                }),
+            )
+        };
+        json!(compare_one(&with("a", a), &with("b", b), 5.0, &NO_DRIFT))["caveats"].to_string()
+    }
+
+    /// The wording of two editions is the product's: TimescaleDB's two modes are one server
+    /// with other tables, not other server builds with a licence.
+    #[test]
+    fn two_editions_are_worded_by_their_product() {
+        let cav = cav_of("timescaledb", "timescaledb", "postgresql");
+        assert!(cav.contains("the editions differ: baseline timescaledb, candidate postgresql; one stores the data in TimescaleDB hypertables"), "{cav}");
+        assert!(!cav.contains("licence"), "{cav}");
     }
 
     #[test]

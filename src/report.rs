@@ -588,26 +588,27 @@ fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
             format!("the loads used different durability settings: {d}; ingestion is not ranked"),
         );
     }
-    // Runs of products that need a licence (InfluxDB 3 Enterprise: an At-Home licence runs
-    // 2 cores, 1 IO and 1 DataFusion thread). `server_settings` is product-specific: read as
-    // recorded.
-    if let Some(d) = differ(
-        cols,
-        |c| {
-            crate::product::resolve(&c.product, c.edition.as_deref())
-                .is_ok_and(|p| p.needs_license())
-        },
-        |c| {
-            c.server_settings["license"]["type"]
-                .as_str()
-                .map(String::from)
-        },
-    ) {
-        n.add(
-            "licence",
-            &["ingestion", "queries", "storage"],
-            format!("the Enterprise runs ran under different licences (At-Home: 2 cores, 1 IO and 1 DataFusion thread): {d}"),
-        );
+    // Runs under limits their product declares (a licence), compared among the runs they
+    // apply to; `server_settings` is product-specific: read as recorded.
+    let limits = |c: &ReportColumn| {
+        crate::product::resolve(&c.product, c.edition.as_deref())
+            .ok()
+            .and_then(|p| p.run_variants())
+            .and_then(|v| v.limits.as_ref())
+            .filter(|l| (l.applies)(c.edition.as_deref()))
+    };
+    if let Some(first) = cols.iter().find_map(limits) {
+        if let Some(d) = differ(
+            cols,
+            |c| limits(c).is_some(),
+            |c| (first.label)(&c.server_settings),
+        ) {
+            n.add(
+                first.note_key,
+                &["ingestion", "queries", "storage"],
+                (first.report_note)(&d),
+            );
+        }
     }
     // Settings are product-specific: compared between runs of one product only (PostgreSQL
     // records its settings too, and has no such WAL knobs).

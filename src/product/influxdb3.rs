@@ -15,6 +15,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
+use super::variants::{RunLimits, RunVariants};
 use super::{check_semver, BenchCaps, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions};
 use crate::dataset::Profile;
 use crate::download::{Downloader, ACCEPT_ARTIFACT};
@@ -70,6 +71,12 @@ pub struct InfluxDb3 {
 impl InfluxDb3 {
     pub fn new(edition: Edition) -> InfluxDb3 {
         InfluxDb3 { edition }
+    }
+
+    /// Whether the server needs an activated licence to serve (Enterprise): the licence
+    /// operation (`activate`) applies to it.
+    pub fn needs_license(&self) -> bool {
+        self.edition == Edition::Enterprise
     }
 
     /// The node id of a workspace: the id with anything but `[A-Za-z0-9-]` replaced by `-`,
@@ -163,6 +170,23 @@ pub fn license_env_names(version: &str) -> (&'static str, &'static str) {
         )
     }
 }
+
+/// Core and Enterprise are other server builds; an Enterprise run ran under its licence
+/// (recorded in `server_settings.license.type`), and an At-Home licence limits the server.
+static VARIANTS: RunVariants = RunVariants {
+    editions_why: "they are different server builds (storage engine, licence and its limits)",
+    limits: Some(RunLimits {
+        applies: |edition| edition == Some(Edition::Enterprise.as_str()),
+        note_key: "licence",
+        label: |settings| settings["license"]["type"].as_str().map(String::from),
+        report_note: |groups| {
+            format!("the Enterprise runs ran under different licences (At-Home: 2 cores, 1 IO and 1 DataFusion thread): {groups}")
+        },
+        compare_note: |base, cand| {
+            format!("the licences differ: baseline {base}, candidate {cand} (an At-Home licence runs 2 cores, 1 IO and 1 DataFusion thread)")
+        },
+    }),
+};
 
 impl Product for InfluxDb3 {
     fn name(&self) -> &'static str {
@@ -467,8 +491,8 @@ impl Product for InfluxDb3 {
         .map(|c| c.rows)
     }
 
-    fn needs_license(&self) -> bool {
-        self.edition == Edition::Enterprise
+    fn run_variants(&self) -> Option<&'static RunVariants> {
+        Some(&VARIANTS)
     }
     fn serve_warning(&self, ws: &WorkspaceManifest) -> Option<String> {
         expiry_warning(ws)

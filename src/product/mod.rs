@@ -44,6 +44,7 @@ pub mod influxdb3;
 pub mod op;
 pub mod phase;
 pub mod timescaledb;
+pub mod variants;
 pub mod ws_op;
 
 pub use op::{CompactRequest, Compaction, OpCtx, StepEnd};
@@ -207,10 +208,10 @@ pub trait Product: Send + Sync {
         dir: &Path,
         install_dir: &Path,
     ) -> Result<ServerCommand>;
-    /// Whether the server needs an activated licence to serve (InfluxDB 3 Enterprise): the
-    /// licence capability (`activate`) applies to it.
-    fn needs_license(&self) -> bool {
-        false
+    /// How its runs differ beyond their version: editions and the limits a server ran under
+    /// (`runs report` and `runs compare` word them); `None`: they cannot.
+    fn run_variants(&self) -> Option<&'static variants::RunVariants> {
+        None
     }
     /// A warning to show before a workspace's server is started (a licence about to expire).
     fn serve_warning(&self, _ws: &WorkspaceManifest) -> Option<String> {

@@ -202,9 +202,18 @@ impl TimescaleDb {
     }
 }
 
+/// The two modes are one PostgreSQL server with and without the extension's tables.
+static VARIANTS: crate::product::variants::RunVariants = crate::product::variants::RunVariants {
+    editions_why: "one stores the data in TimescaleDB hypertables, the other in plain PostgreSQL tables (other table layouts and query plans)",
+    limits: None,
+};
+
 impl Product for TimescaleDb {
     fn name(&self) -> &'static str {
         "timescaledb"
+    }
+    fn run_variants(&self) -> Option<&'static crate::product::variants::RunVariants> {
+        Some(&VARIANTS)
     }
     fn display_name(&self) -> String {
         match self.mode {
