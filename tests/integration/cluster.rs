@@ -181,7 +181,7 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
         "--stop-timeout",
         "20",
         "--startup-timeout",
-        "60",
+        CLUSTER_STARTUP,
         "--load-workers",
         "2",
         "--queries",
@@ -351,8 +351,10 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
 
     // Serving: cluster_info lists every node through every frontend.
     let f0 = endpoint_of(&w.gt.manifest("c1"));
-    let mut bg =
-        w.gt.serve_bg("c1", &["--startup-timeout", "60", "--stop-timeout", "20"]);
+    let mut bg = w.gt.serve_bg(
+        "c1",
+        &["--startup-timeout", CLUSTER_STARTUP, "--stop-timeout", "20"],
+    );
     bg.wait_serving(|| cluster_info(&f0).len() == 6);
     let rows = cluster_info(&f0);
     let types: Vec<&str> = rows.iter().map(|r| r[1].as_str().unwrap()).collect();
@@ -372,8 +374,10 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
     assert!(left.is_empty(), "left behind: {left:?}");
 
     // And the next start finds the same data (etcd's metadata, the datanodes' regions).
-    let mut bg =
-        w.gt.serve_bg("c1", &["--startup-timeout", "60", "--stop-timeout", "20"]);
+    let mut bg = w.gt.serve_bg(
+        "c1",
+        &["--startup-timeout", CLUSTER_STARTUP, "--stop-timeout", "20"],
+    );
     bg.wait_serving(|| cluster_info(&f0).len() == 6);
     assert_eq!(count_rows(&f0), CROWS);
     // A role that dies is a failure naming it and its log.
@@ -507,7 +511,7 @@ fn a_cluster_keeps_its_metadata_in_a_postgresql_of_its_own() {
         "--stop-timeout",
         "20",
         "--startup-timeout",
-        "60",
+        CLUSTER_STARTUP,
         "--queries",
         "2",
         "--json",
@@ -564,8 +568,10 @@ fn a_cluster_keeps_its_metadata_in_a_postgresql_of_its_own() {
 
     // Serving: the routes and nodes are rows of the metasrv's table in that PostgreSQL.
     let f0 = endpoint_of(&w.gt.manifest("p1"));
-    let mut bg =
-        w.gt.serve_bg("p1", &["--startup-timeout", "60", "--stop-timeout", "20"]);
+    let mut bg = w.gt.serve_bg(
+        "p1",
+        &["--startup-timeout", CLUSTER_STARTUP, "--stop-timeout", "20"],
+    );
     bg.wait_serving(|| cluster_info(&f0).len() == 4);
     let mut c = postgres::Config::new()
         .host("127.0.0.1")
@@ -598,8 +604,10 @@ fn a_cluster_keeps_its_metadata_in_a_postgresql_of_its_own() {
     let _ = bg.wait();
     let left = gone_within(&ws, Duration::from_secs(10));
     assert!(left.is_empty(), "left behind: {left:?}");
-    let mut bg =
-        w.gt.serve_bg("p1", &["--startup-timeout", "60", "--stop-timeout", "20"]);
+    let mut bg = w.gt.serve_bg(
+        "p1",
+        &["--startup-timeout", CLUSTER_STARTUP, "--stop-timeout", "20"],
+    );
     bg.wait_serving(|| cluster_info(&f0).len() == 4);
     assert_eq!(count_rows(&f0), rows);
     bg.interrupt().code(130);

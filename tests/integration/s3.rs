@@ -532,7 +532,7 @@ fn a_cluster_on_s3_shares_one_bucket_with_a_cache_per_datanode() {
         "--stop-timeout",
         "20",
         "--startup-timeout",
-        "60",
+        CLUSTER_STARTUP,
         "--query-type",
         "lastpoint",
         "--queries",
@@ -588,8 +588,10 @@ fn a_cluster_on_s3_shares_one_bucket_with_a_cache_per_datanode() {
     );
 
     // Serving: only the datanodes have the keys, in their environment.
-    let mut bg =
-        w.gt.serve_bg("c1", &["--startup-timeout", "60", "--stop-timeout", "20"]);
+    let mut bg = w.gt.serve_bg(
+        "c1",
+        &["--startup-timeout", CLUSTER_STARTUP, "--stop-timeout", "20"],
+    );
     let f0 = endpoint_of(&w.gt.manifest("c1"));
     bg.wait_serving(|| sql_status(&f0, "SELECT 1") == Some(200));
     let roles = crate::cluster::processes_mentioning(&ws.to_string_lossy());

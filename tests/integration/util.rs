@@ -13,6 +13,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// `--startup-timeout` of a managed cluster in the tests (etcd, a metasrv, datanodes and
+/// frontends start in order): a bound, not an expectation. 60 s was too short on a 2-core host
+/// busy with builds (seen failing); an idle host is ready in seconds.
+pub const CLUSTER_STARTUP: &str = "300";
+
 /// Path of the `tsbsctl` binary under test.
 pub fn tsbsctl_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tsbsctl"))
