@@ -268,12 +268,7 @@ impl OpCtx for Bench<'_> {
         reason: Option<String>,
         data: Option<Value>,
     ) -> Result<()> {
-        let status = match how {
-            StepEnd::Completed => Status::Completed,
-            StepEnd::Failed => Status::Failed,
-            StepEnd::Interrupted => Status::Interrupted,
-        };
-        self.run.end(step, attempt, status, reason, data)
+        self.run.end(step, attempt, how.into(), reason, data)
     }
     fn start_server(&mut self) -> Result<()> {
         Bench::start_server(self)
