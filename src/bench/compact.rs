@@ -289,6 +289,9 @@ impl OpCtx for Bench<'_> {
     fn maintenance_step(&mut self, step: &str, sql: &str) -> Result<Value> {
         Bench::maintenance_step(self, step, sql)
     }
+    fn tables(&self) -> Vec<String> {
+        self.target.tables.clone()
+    }
     fn footprint(&self) -> Result<Option<Value>> {
         let Some(d) = self.target.data_dir() else {
             return Ok(None);

@@ -82,6 +82,9 @@ pub struct Target {
     /// and the limit of one count request.
     pub count_window: Option<(i64, i64)>,
     pub count_timeout: std::time::Duration,
+    /// The tables of the run's dataset, in the generator's order (empty: no dataset resolved,
+    /// e.g. a maintenance run).
+    pub tables: Vec<String>,
 }
 
 impl Target {
@@ -143,6 +146,7 @@ impl Target {
                 auth_token,
                 admin_token,
                 count_window: None,
+                tables: Vec::new(),
                 count_timeout: req
                     .count_timeout
                     .unwrap_or(crate::product::DEFAULT_COUNT_TIMEOUT),
@@ -216,6 +220,7 @@ impl Target {
             auth_token,
             admin_token,
             count_window: None,
+            tables: Vec::new(),
             count_timeout: req
                 .count_timeout
                 .unwrap_or(crate::product::DEFAULT_COUNT_TIMEOUT),
@@ -225,6 +230,11 @@ impl Target {
     /// Row counts of this run stay inside `ds`'s time range (InfluxDB 3 slices in it).
     pub fn set_count_window(&mut self, ds: &Dataset) {
         self.count_window = count_window(&ds.spec);
+        self.tables = ds
+            .spec
+            .use_case()
+            .map(|u| u.table_names().into_iter().map(String::from).collect())
+            .unwrap_or_default();
     }
 
     /// The managed workspace, when the target is one.
@@ -930,6 +940,7 @@ mod tests {
             admin_token: None,
             count_window: None,
             count_timeout: crate::product::DEFAULT_COUNT_TIMEOUT,
+            tables: Vec::new(),
         }
     }
 

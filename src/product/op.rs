@@ -30,6 +30,9 @@ pub trait OpCtx {
     fn version(&self) -> String;
     fn run_id(&self) -> String;
     fn run_dir(&self) -> PathBuf;
+    /// The tables of the run's dataset, in the generator's order (`cpu` for cpu-only; nine
+    /// for devops; two for iot). Empty when the run has no dataset (a maintenance run).
+    fn tables(&self) -> Vec<String>;
 
     /// A step of the run: a begin/end pair of events (`log`: relative to the run directory).
     fn begin(

@@ -134,13 +134,55 @@ fn devops_loads_nine_tables_and_runs_its_queries() {
         "lastpoint",
         "--queries",
         "2",
+        "--flush-before-queries",
         "--json",
     ]);
     r.ok();
-    let s = summary(&run_dir(&r));
-    let check = step_data(&run_dir(&r), "row-check");
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    let check = step_data(&dir, "row-check");
     assert_eq!(check["tables"].as_array().unwrap().len(), 9, "{check}");
     assert_eq!(s["status"], "completed");
+    // Seen on a real GreptimeDB with iot: the summary said "FROM readings, diagnostics found
+    // the - rows"; each table is named with its count.
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains(&format!(
+            "one `SELECT count(*)` per table found the rows the workspace is bound to: `cpu` {}",
+            fmt_thousands(PER_TABLE)
+        )),
+        "{md}"
+    );
+    assert!(!md.contains("found the - rows"), "{md}");
+    // The flush and the data location cover every table of the dataset, not `cpu` alone.
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let flushed: Vec<String> = events
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["step"] == "flush" && e["status"] == "running")
+        .map(|e| e["data"]["sql"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(flushed.len(), 9, "{events}");
+    assert!(
+        flushed.contains(&"ADMIN FLUSH_TABLE('redis')".to_string()),
+        "{flushed:?}"
+    );
+    let loc = step_data(&dir, "data-location");
+    assert!(loc["table"].as_str().unwrap().starts_with("cpu, "), "{loc}");
+    assert_eq!(loc["tables"].as_array().unwrap().len(), 9, "{loc}");
+    assert_eq!(loc["region_rows"], 9 * PER_TABLE, "{loc}");
+}
+
+fn fmt_thousands(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::new();
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[test]

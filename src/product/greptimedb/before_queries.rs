@@ -1,7 +1,7 @@
 //! Before GreptimeDB's queries (the query phase, on the started server), through [`OpCtx`]:
 //!
-//! 1. `--flush-before-queries`: `ADMIN FLUSH_TABLE('cpu')`, recorded in the workspace's data
-//!    state ("as loaded, flushed").
+//! 1. `--flush-before-queries`: `ADMIN FLUSH_TABLE` of each of the dataset's tables (`cpu`;
+//!    devops's nine; iot's two), recorded in the workspace's data state ("as loaded, flushed").
 //! 2. The automatic compaction that flush starts runs to its end before the first query.
 //!    Every flush schedules a TWCS job (v1.0.2 `worker/handle_flush.rs`, after the FLUSH
 //!    answer; 13-52 s at 5.2 M rows, growing with the data): queries beside it would measure
@@ -14,6 +14,8 @@
 //!    bytes compressed, so bytes cannot be compared), and the files on storage that no
 //!    manifest lists (`information_schema.ssts_storage`): outputs of compactions a stop threw
 //!    away. What the version cannot say is recorded as unknown, and never fails the run.
+//!    Several tables are summed (the record names them, with each one's id); one table keeps
+//!    the record it always had.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -25,7 +27,7 @@ use super::ssts;
 use crate::error::{Error, Result};
 use crate::product::op::{BeforeQueries, OpCtx, StepEnd};
 
-/// The benchmark table (what the TSBS loader writes).
+/// The benchmark table of a run without a dataset (what the TSBS loader writes for cpu-only).
 const TABLE: &str = "cpu";
 /// The gauge of running compaction jobs (absent until the first job ran).
 const GAUGE: &str = "greptime_mito_inflight_compaction_count";
@@ -41,44 +43,68 @@ const KEEP: usize = 20;
 pub const BEFORE_QUERIES: BeforeQueries = BeforeQueries { run };
 
 fn run(ctx: &mut dyn OpCtx, flush: bool) -> Result<()> {
-    let table_id = table_id(ctx);
+    let mut names = ctx.tables();
+    if names.is_empty() {
+        names.push(TABLE.to_string());
+    }
+    let tables: Vec<(String, Option<u64>)> = names
+        .into_iter()
+        .map(|t| {
+            let id = table_id(ctx, &t);
+            (t, id)
+        })
+        .collect();
     if flush {
         let log = ctx.server_log();
         let offset = log
             .as_ref()
             .and_then(|(p, _)| std::fs::metadata(p).ok())
             .map_or(0, |m| m.len());
-        let sql = format!("ADMIN FLUSH_TABLE('{TABLE}')");
-        ctx.maintenance_step("flush", &sql)?;
+        let mut statements = Vec::new();
+        for (t, _) in &tables {
+            let sql = format!("ADMIN FLUSH_TABLE('{t}')");
+            ctx.maintenance_step("flush", &sql)?;
+            statements.push(sql);
+        }
         let rec = serde_json::from_value(json!({
             "operation": "flush",
             "status": "completed",
             "at": crate::manifest::now_rfc3339(),
             "run_id": ctx.run_id(),
             "run_dir": ctx.run_dir(),
-            "table": TABLE,
-            "statements": [sql],
+            "table": joined(&tables),
+            "statements": statements,
         }))?;
         ctx.push_maintenance(Clone::clone(&rec))?;
         // The same record again: copies the workspace's data state into the run.
         ctx.update_last_maintenance(rec)?;
+        let ids: Vec<u64> = tables.iter().filter_map(|(_, id)| *id).collect();
         wait_for_compaction(
             ctx,
             log.as_ref().map(|(p, r)| (p.as_path(), r.as_str())),
             offset,
-            table_id,
+            &ids,
         )?;
     }
-    data_location(ctx, flush, table_id)
+    data_location(ctx, flush, &tables)
 }
 
-/// The benchmark table's id (`None`: the server could not say).
-fn table_id(ctx: &dyn OpCtx) -> Option<u64> {
+/// The tables' names as one record value ("cpu"; "readings, diagnostics").
+fn joined(tables: &[(String, Option<u64>)]) -> String {
+    tables
+        .iter()
+        .map(|(t, _)| t.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A table's id (`None`: the server could not say).
+fn table_id(ctx: &dyn OpCtx, table: &str) -> Option<u64> {
     let db = ctx.database().to_string();
     ctx.sql(
         None,
         &format!(
-            "SELECT table_id FROM information_schema.tables WHERE table_schema = '{db}' AND table_name = '{TABLE}'"
+            "SELECT table_id FROM information_schema.tables WHERE table_schema = '{db}' AND table_name = '{table}'"
         ),
     )
     .ok()
@@ -104,7 +130,7 @@ fn wait_for_compaction(
     ctx: &mut dyn OpCtx,
     log: Option<(&Path, &str)>,
     offset: u64,
-    table_id: Option<u64>,
+    table_ids: &[u64],
 ) -> Result<()> {
     let step = "automatic-compaction";
     ctx.begin(
@@ -154,10 +180,13 @@ fn wait_for_compaction(
         }
         std::thread::sleep(POLL);
     };
-    let lines: Vec<String> = match (log, table_id) {
-        (Some((path, _)), Some(id)) => read_from(path, offset)
+    let lines: Vec<String> = match log {
+        Some((path, _)) if !table_ids.is_empty() => read_from(path, offset)
             .lines()
-            .filter(|l| l.contains("Compacted SST files") && region_of(l, id).is_some())
+            .filter(|l| {
+                l.contains("Compacted SST files")
+                    && table_ids.iter().any(|id| region_of(l, *id).is_some())
+            })
             .map(|l| l.trim().to_string())
             .collect(),
         _ => Vec::new(),
@@ -224,26 +253,44 @@ fn sst_files(ctx: &dyn OpCtx, table_id: u64) -> Value {
     })
 }
 
-/// Where the data of the benchmark table is before the queries run. Never fails the run:
-/// what cannot be read is recorded as unknown.
-fn data_location(ctx: &mut dyn OpCtx, flushed: bool, table_id: Option<u64>) -> Result<()> {
+/// Where the data of the benchmark tables is before the queries run (several tables:
+/// summed; a sum is unknown when one table's part is). Never fails the run: what cannot be
+/// read is recorded as unknown.
+fn data_location(
+    ctx: &mut dyn OpCtx,
+    flushed: bool,
+    tables: &[(String, Option<u64>)],
+) -> Result<()> {
     ctx.begin("data-location", 1, None, None)?;
     let db = ctx.database().to_string();
-    let (regions, waited) = match table_id {
-        Some(id) => settled_region_statistics(ctx, &db, id),
-        None => (None, 0.0),
-    };
+    let mut regions: Option<Vec<Value>> = Some(Vec::new());
+    let mut waited = 0.0;
+    let mut files = Vec::new();
+    for (_, id) in tables {
+        let (r, w) = match id {
+            Some(id) => settled_region_statistics(ctx, &db, *id),
+            None => (None, 0.0),
+        };
+        waited += w;
+        regions = regions.zip(r).map(|(mut a, b)| {
+            a.extend(b);
+            a
+        });
+        files.push(id.map_or(json!({}), |id| sst_files(ctx, id)));
+    }
     let sum = |k: &str| -> Option<u64> {
         let rs = regions.as_ref()?;
         let vals: Vec<u64> = rs.iter().filter_map(|r| r[k].as_u64()).collect();
         (!vals.is_empty()).then(|| vals.iter().sum())
     };
-    let files = table_id.map_or(json!({}), |id| sst_files(ctx, id));
+    // Every table's part, or unknown.
+    let total = |k: &str| -> Option<u64> { files.iter().map(|f| f[k].as_u64()).sum() };
     let region_rows = sum("region_rows");
-    let sst_rows = files["sst_rows"].as_u64();
+    let sst_rows = total("sst_rows");
+    let one = (tables.len() == 1).then(|| tables[0].1).flatten();
     let mut v = json!({
-        "table": TABLE,
-        "table_id": table_id,
+        "table": joined(tables),
+        "table_id": one,
         "information_schema": regions.is_some(),
         "statistics_waited_s": waited,
         "sst_num": sum("sst_num"),
@@ -254,19 +301,31 @@ fn data_location(ctx: &mut dyn OpCtx, flushed: bool, table_id: Option<u64>) -> R
         "memtable_rows": region_rows.zip(sst_rows).map(|(r, s)| r.saturating_sub(s)),
         "flushed_before_queries": flushed,
     });
-    for k in [
-        "orphan_files",
-        "orphan_index_files",
-        "orphan_bytes",
-        "orphan_paths",
-    ] {
-        if let Some(x) = files.get(k) {
-            v[k] = x.clone();
+    if tables.len() > 1 {
+        v["tables"] = tables
+            .iter()
+            .map(|(t, id)| json!({"table": t, "table_id": id}))
+            .collect();
+    }
+    for k in ["orphan_files", "orphan_index_files", "orphan_bytes"] {
+        if files.iter().any(|f| f.get(k).is_some()) {
+            v[k] = json!(files.iter().map(|f| f[k].as_u64()).sum::<Option<u64>>());
         }
+    }
+    if files.iter().any(|f| f.get("orphan_paths").is_some()) {
+        let paths: Vec<Value> = files
+            .iter()
+            .filter_map(|f| f["orphan_paths"].as_array())
+            .flatten()
+            .take(KEEP)
+            .cloned()
+            .collect();
+        v["orphan_paths"] = json!(paths);
     }
     if let Some(n) = v["orphan_files"].as_u64().filter(|n| *n > 0) {
         ctx.reporter().warn(&format!(
-            "{n} SST file(s) of table {TABLE} are on storage but in no manifest (outputs of compactions a stop threw away); `tsbsctl greptimedb orphans --database-id {}` names them and removes them with --remove",
+            "{n} SST file(s) of table {} are on storage but in no manifest (outputs of compactions a stop threw away); `tsbsctl greptimedb orphans --database-id {}` names them and removes them with --remove",
+            joined(tables),
             ctx.database_id()
         ));
     }
