@@ -1118,14 +1118,25 @@ fn iot_query(t: &str, rng: &mut Rng, scale: u64, from: i128, to: i128) -> String
     let fleet = fleets[rng.below(4) as usize];
     let truck = format!("truck_{}", rng.below(scale));
     let (f, e) = (rfc3339(from), rfc3339(to));
+    // The fork's text, line breaks and tabs included (`databases/influx/iot.go` at the pinned
+    // commit); `tenMinutePeriods(5, 4h)` is 22 and `tenMinutePeriods(35, 24h)` is 60.
     match t {
-        "last-loc" => format!("SELECT \"latitude\", \"longitude\" FROM \"readings\" WHERE \"fleet\"='{fleet}' GROUP BY \"name\",\"driver\" ORDER BY \"time\" LIMIT 1"),
-            "single-last-loc" => format!("SELECT \"name\", \"driver\", \"latitude\", \"longitude\" FROM \"readings\" WHERE \"name\" = '{truck}' ORDER BY \"time\" LIMIT 1"),
-            "low-fuel" => format!("SELECT \"name\", \"driver\", \"fuel_state\" FROM \"diagnostics\" WHERE \"fuel_state\" <= 0.1 AND \"fleet\" = '{fleet}' GROUP BY \"name\" ORDER BY \"time\" DESC LIMIT 1"),
-            "high-load" => format!("SELECT \"current_load\", \"load_capacity\" FROM \"diagnostics\" WHERE fleet = '{fleet}' GROUP BY \"name\",\"driver\" ORDER BY \"time\" DESC LIMIT 1"),
-            "stationary-trucks" | "long-driving-sessions" | "long-daily-sessions" => format!("SELECT mean(\"velocity\") as mean_velocity FROM \"readings\" WHERE time > '{f}' AND time <= '{e}' GROUP BY time(10m),\"name\",\"driver\",\"fleet\" LIMIT 1"),
-            "avg-load" | "avg-vs-projected-fuel-consumption" | "breakdown-frequency" => "SELECT mean(\"current_load\") FROM \"diagnostics\" GROUP BY \"fleet\", \"model\"".into(),
-            _ => "SELECT count(\"velocity\") FROM \"readings\" GROUP BY \"fleet\", \"model\"".into(),
+        "last-loc" => format!("SELECT \"latitude\", \"longitude\" \n\t\tFROM \"readings\" \n\t\tWHERE \"fleet\"='{fleet}' \n\t\tGROUP BY \"name\",\"driver\" \n\t\tORDER BY \"time\" \n\t\tLIMIT 1"),
+        "single-last-loc" => format!("SELECT \"name\", \"driver\", \"latitude\", \"longitude\" \n\t\tFROM \"readings\" \n\t\tWHERE (\"name\" = '{truck}') \n\t\tORDER BY \"time\" \n\t\tLIMIT 1"),
+        "low-fuel" => format!("SELECT \"name\", \"driver\", \"fuel_state\" \n\t\tFROM \"diagnostics\" \n\t\tWHERE \"fuel_state\" <= 0.1 AND \"fleet\" = '{fleet}' \n\t\tGROUP BY \"name\" \n\t\tORDER BY \"time\" DESC \n\t\tLIMIT 1"),
+        "high-load" => format!("SELECT \"name\", \"driver\", \"current_load\", \"load_capacity\" \n\t\tFROM (SELECT  \"current_load\", \"load_capacity\" \n\t\t FROM \"diagnostics\" WHERE fleet = '{fleet}' \n\t\t GROUP BY \"name\",\"driver\" \n\t\t ORDER BY \"time\" DESC \n\t\t LIMIT 1) \n\t\tWHERE \"current_load\" >= 0.9 * \"load_capacity\" \n\t\tGROUP BY \"name\" \n\t\tORDER BY \"time\" DESC"),
+        "stationary-trucks" => format!("SELECT \"name\", \"driver\" \n\t\tFROM(SELECT mean(\"velocity\") as mean_velocity \n\t\t FROM \"readings\" \n\t\t WHERE time > '{f}' AND time <= '{e}' \n\t\t GROUP BY time(10m),\"name\",\"driver\",\"fleet\"  \n\t\t LIMIT 1) \n\t\tWHERE \"fleet\" = '{fleet}' AND \"mean_velocity\" < 1 \n\t\tGROUP BY \"name\""),
+        "long-driving-sessions" | "long-daily-sessions" => {
+            let periods = if t == "long-driving-sessions" { 22 } else { 60 };
+            format!("SELECT \"name\",\"driver\" \n\t\tFROM(SELECT count(*) AS ten_min \n\t\t FROM(SELECT mean(\"velocity\") AS mean_velocity \n\t\t  FROM readings \n\t\t  WHERE \"fleet\" = '{fleet}' AND time > '{f}' AND time <= '{e}' \n\t\t  GROUP BY time(10m),\"name\",\"driver\") \n\t\t WHERE \"mean_velocity\" > 1 \n\t\t GROUP BY \"name\",\"driver\") \n\t\tWHERE ten_min_mean_velocity > {periods}")
+        }
+        "avg-vs-projected-fuel-consumption" => "SELECT mean(\"fuel_consumption\") AS \"mean_fuel_consumption\", mean(\"nominal_fuel_consumption\") AS \"nominal_fuel_consumption\" \n\t\tFROM \"readings\" \n\t\tWHERE \"velocity\" > 1 \n\t\tGROUP BY \"fleet\"".into(),
+        "avg-daily-driving-duration" => format!("SELECT count(\"mv\")/6 as \"hours driven\" \n\t\tFROM (SELECT mean(\"velocity\") as \"mv\" \n\t\t FROM \"readings\" \n\t\t WHERE time > '{f}' AND time < '{e}' \n\t\t GROUP BY time(10m),\"fleet\", \"name\", \"driver\") \n\t\tWHERE time > '{f}' AND time < '{e}' \n\t\tGROUP BY time(1d),\"fleet\", \"name\", \"driver\""),
+        "avg-daily-driving-session" => format!("SELECT \"elapsed\" \n\t\tINTO \"random_measure2_1\" \n\t\tFROM (SELECT difference(\"difka\"), elapsed(\"difka\", 1m) \n\t\t FROM (SELECT \"difka\" \n\t\t  FROM (SELECT difference(\"mv\") AS difka \n\t\t   FROM (SELECT floor(mean(\"velocity\")/10)/floor(mean(\"velocity\")/10) AS \"mv\" \n\t\t    FROM \"readings\" \n\t\t    WHERE \"name\"!='' AND time > '{f}' AND time < '{e}' \n\t\t    GROUP BY time(10m), \"name\" fill(0)) \n\t\t   GROUP BY \"name\") \n\t\t  WHERE \"difka\"!=0 \n\t\t  GROUP BY \"name\") \n\t\t GROUP BY \"name\") \n\t\tWHERE \"difference\" = -2 \n\t\tGROUP BY \"name\"; \n\t\tSELECT mean(\"elapsed\") \n\t\tFROM \"random_measure2_1\" \n\t\tWHERE time > '{f}' AND time < '{e}' \n\t\tGROUP BY time(1d),\"name\""),
+        "avg-load" => "SELECT mean(\"ml\") AS mean_load_percentage \n\t\tFROM (SELECT \"current_load\"/\"load_capacity\" AS \"ml\" \n\t\t FROM \"diagnostics\" \n\t\t GROUP BY \"name\", \"fleet\", \"model\") \n\t\tGROUP BY \"fleet\", \"model\"".into(),
+        "daily-activity" => format!("SELECT count(\"ms\")/144 \n\t\tFROM (SELECT mean(\"status\") AS ms \n\t\t FROM \"diagnostics\" \n\t\t WHERE time >= '{f}' AND time < '{e}' \n\t\t GROUP BY time(10m), \"model\", \"fleet\") \n\t\tWHERE time >= '{f}' AND time < '{e}' AND \"ms\"<1 \n\t\tGROUP BY time(1d), \"model\", \"fleet\""),
+        // breakdown-frequency
+        _ => format!("SELECT count(\"state_changed\") \n\t\tFROM (SELECT difference(\"broken_down\") AS \"state_changed\" \n\t\t FROM (SELECT floor(2*(sum(\"nzs\")/count(\"nzs\")))/floor(2*(sum(\"nzs\")/count(\"nzs\"))) AS \"broken_down\" \n\t\t  FROM (SELECT \"model\", \"status\"/\"status\" AS nzs \n\t\t   FROM \"diagnostics\" \n\t\t   WHERE time >= '{f}' AND time < '{e}') \n\t\t  WHERE time >= '{f}' AND time < '{e}' \n\t\t  GROUP BY time(10m),\"model\") \n\t\t GROUP BY \"model\") \n\t\tWHERE \"state_changed\" = 1 \n\t\tGROUP BY \"model\""),
     }
 }
 
