@@ -268,6 +268,61 @@ mod tests {
         }
     }
 
+    /// The recorded runs of InfluxDB 3 kept as fixtures (written before its flags were
+    /// declared by the product): their command lines, parsed again, record the same `flags`
+    /// byte for byte, and the record reads back into the same request (`runs rerun`): the
+    /// edition, durability and the workload's write settings.
+    #[test]
+    fn influxdb3_fixture_runs_record_the_same_flags() {
+        let fixtures = [
+            include_str!("../../tests/fixtures/run-data-v1/run-influxdb3-core-all.json"),
+            include_str!(
+                "../../tests/fixtures/run-data-v1/run-influxdb3-external-enterprise-all.json"
+            ),
+        ];
+        for text in fixtures {
+            let m: serde_json::Value = serde_json::from_str(text).unwrap();
+            let command = m["command"].as_str().unwrap();
+            let args = command
+                .strip_prefix("tsbsctl bench influxdb3 ")
+                .unwrap()
+                .replace(" --json", "");
+            let req = request_of("influxdb3", &args);
+            assert_eq!(
+                serde_json::to_string(&req.flags).unwrap(),
+                serde_json::to_string(&m["flags"]).unwrap(),
+                "{command}"
+            );
+            let phase = req.phase.unwrap();
+            let mut back = Flags::from_value(&m["flags"], "influxdb3")
+                .unwrap()
+                .request(phase)
+                .unwrap();
+            back.lock = req.lock.clone();
+            back.flags = req.flags.clone();
+            assert_eq!(format!("{back:?}"), format!("{req:?}"), "{command}");
+            assert_eq!(
+                req.edition.as_ref(),
+                m["flags"]["edition"].as_str().map(String::from).as_ref()
+            );
+            assert_eq!(serde_json::Value::from(req.no_sync), m["flags"]["no_sync"]);
+            for k in ["no_sync", "accept_partial"] {
+                assert_eq!(
+                    req.write_settings().get(k),
+                    Some(&m["workload"][k]),
+                    "{command}: {k}"
+                );
+            }
+        }
+        // Its `--auth-token-env` names the token's variable, as the generic `--token-env`
+        // does for other products (both are recorded as `auth_token_env`).
+        let req = request_of("influxdb3", "query --url http://h:8181 --auth-token-env AT");
+        assert_eq!(req.auth_token_env.as_deref(), Some("AT"));
+        let argv = "tsbsctl bench influxdb3 query --url http://h:8181 --edition cloud";
+        let e = crate::cli::Cli::try_parse_from(argv.split_whitespace()).unwrap_err();
+        assert!(e.to_string().contains("core, enterprise"), "{e}");
+    }
+
     /// GreptimeDB's regions (`--partitions` with `--partition-column`, its declared flags):
     /// recorded after its other flags only when given, as before, and back into the same
     /// request (`runs rerun` makes the same table), though serde also reads the shared key

@@ -222,9 +222,13 @@ fn bench_command(e: &'static Entry) -> clap::Command {
 }
 
 /// `cmd` with the flags product `e` declares itself, after the shared ones (text: the
-/// product checks them).
+/// product checks them). A flag `cmd` has already (the product's CLI module parses it as its
+/// own type, `--edition`) is not added again: the module gives its value to the product.
 pub(super) fn add_own_flags(mut cmd: clap::Command, e: &Entry) -> clap::Command {
     for f in own_flags(e) {
+        if cmd.get_arguments().any(|a| a.get_long() == Some(f.long)) {
+            continue;
+        }
         let mut arg = clap::Arg::new(f.long).long(f.long).help(match f.default {
             Some(d) => format!("{} (default {d})", f.help),
             None => f.help.to_string(),
@@ -256,13 +260,15 @@ pub(super) fn own_values(e: &Entry, m: &ArgMatches) -> Values {
     let mut out = Values::new();
     for f in own_flags(e) {
         match f.kind {
+            // A flag the product's CLI module parses itself, as its own type, is not a bool or
+            // text here (`Err`): its value is the module's to give.
             FlagKind::Switch => {
-                if m.get_flag(f.long) {
+                if let Ok(Some(true)) = m.try_get_one::<bool>(f.long) {
                     out.insert(f.key(), true.into());
                 }
             }
             FlagKind::Number | FlagKind::Seconds | FlagKind::Text => {
-                if let Some(v) = m.get_one::<String>(f.long) {
+                if let Ok(Some(v)) = m.try_get_one::<String>(f.long) {
                     out.insert(f.key(), v.clone().into());
                 }
             }

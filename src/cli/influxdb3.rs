@@ -143,16 +143,53 @@ pub enum Influx3Phase {
 
 #[derive(Debug, clap::Args)]
 // `tsbsctl bench influxdb3 PHASE ...` (no doc comment: clap would make it the help text).
-pub struct BenchArgs {
+pub struct BenchFlags {
     #[arg(value_enum)]
     pub phase: Influx3Phase,
     #[command(flatten)]
     pub common: bench_cli::CommonArgs,
     /// External targets: the edition the servers run.
+    // Declared by the product (`influxdb3/flags.rs`) and given to it as text; parsed here as
+    // its enum, so `--help` lists the editions.
     #[arg(long, value_name = "EDITION", value_enum)]
     pub edition: Option<crate::product::influxdb3::Edition>,
-    #[command(flatten)]
-    pub product: crate::bench::flags::Influx3Flags,
+}
+
+/// `tsbsctl bench influxdb3 PHASE ...`: the flags above, then the flags InfluxDB 3 declares
+/// itself ([`crate::product::ext`], added at runtime).
+#[derive(Debug)]
+pub struct BenchArgs {
+    pub flags: BenchFlags,
+    /// InfluxDB 3's own flags that were given, as typed (token flags: variable names only).
+    pub own: crate::product::ext::Values,
+}
+
+impl clap::FromArgMatches for BenchArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> std::result::Result<Self, clap::Error> {
+        Ok(BenchArgs {
+            flags: BenchFlags::from_arg_matches(m)?,
+            own: super::generic::own_values(&crate::product::influxdb3::ENTRY, m),
+        })
+    }
+    fn update_from_arg_matches(
+        &mut self,
+        m: &clap::ArgMatches,
+    ) -> std::result::Result<(), clap::Error> {
+        *self = BenchArgs::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for BenchArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        super::generic::add_own_flags(
+            BenchFlags::augment_args(cmd),
+            &crate::product::influxdb3::ENTRY,
+        )
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        BenchArgs::augment_args(cmd)
+    }
 }
 
 /// `tsbsctl bench influxdb3`: the shared flags plus InfluxDB 3's own.
@@ -163,27 +200,24 @@ pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
 
 /// The request of `tsbsctl bench influxdb3` (its checks done), with its recorded flags.
 pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
-    let phase = match a.phase {
+    let phase = match a.flags.phase {
         Influx3Phase::All => crate::bench::Phase::All,
         Influx3Phase::Load => crate::bench::Phase::Load,
         Influx3Phase::Query => crate::bench::Phase::Query,
     };
-    if let Some(t) = a.product.count_timeout {
-        if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
-            return Err(crate::error::Error::invalid(format!(
-                "--count-timeout {t} is not a number of seconds in (0, 86400]"
-            ))
-            .with_hint("e.g. --count-timeout 3600"));
-        }
+    let mut own = a.own;
+    if let Some(e) = a.flags.edition {
+        let key = crate::product::influxdb3::flags::EDITION.key();
+        own.insert(key, e.as_str().into());
     }
-    // The token flags are variable names only: the values never leave the environment.
-    let mut flags = a.product;
-    flags.edition = a.edition.map(|e| e.as_str().to_string());
     let product = crate::bench::flags::ProductFlags {
-        influxdb3: Some(flags),
+        own: Some(crate::bench::flags::OwnFlags {
+            product: crate::product::influxdb3::ENTRY.name,
+            values: own,
+        }),
         ..Default::default()
     };
-    bench_cli::request(a.common, product, phase)
+    bench_cli::request(a.flags.common, product, phase)
 }
 
 pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
