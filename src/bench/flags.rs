@@ -335,11 +335,10 @@ impl ServerShapeArgs {
 
 pub use crate::fsutil::parse_size;
 
-/// The product-specific flags, recorded after the common ones (only the product's keys).
+/// The product-specific flags, recorded after the common ones (only the product's keys):
+/// the values of the flags the product declares.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ProductFlags {
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub timescaledb: Option<TimescaleFlags>,
     /// The flags a product declares itself ([`crate::product::ext`]), recorded as one object
     /// under the product's name, after every other key (see [`Flags::to_value`]).
     #[serde(skip)]
@@ -392,28 +391,6 @@ impl OwnFlags {
     }
 }
 
-/// `bench timescaledb` flags (`password_env` holds a variable name, never the password).
-#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TimescaleFlags {
-    /// External targets: what the server is benchmarked as: timescaledb (hypertables; the
-    /// extension must be installed and preloaded) or postgresql (plain tables).
-    #[arg(long, value_name = "MODE", value_parser = ["timescaledb", "postgresql"])]
-    pub mode: Option<String>,
-    /// External targets: the environment variable holding the password of the --url user
-    /// (the variable's name is recorded, never its value; no variable is read unless named).
-    #[arg(long, value_name = "VAR")]
-    pub password_env: Option<String>,
-    /// TimescaleDB mode, load and all: the hypertable's chunk interval, a Go duration (the
-    /// loader's default: 12h).
-    #[arg(long, value_name = "DURATION")]
-    pub chunk_time: Option<String>,
-    /// TimescaleDB mode, load and all: hypertable space partitions on the host key, 1-32767
-    /// (the loader's default: none).
-    #[arg(long, value_name = "N")]
-    pub partitions: Option<u32>,
-}
-
 impl Flags {
     /// The record of a parsed command line: the parsed groups themselves, with what the
     /// record has always normalised: `stall_timeout` and `on_stall` with their defaults
@@ -441,24 +418,16 @@ impl Flags {
         };
         match own.ext().ok().flatten() {
             Some(x) if x.record == Record::Flat => {
-                // The keys of the product's flag groups the core still holds come after them.
-                let groups = serde_json::to_value(ProductFlags {
-                    own: None,
-                    ..self.product.clone()
-                })
-                .expect("bench flags serialize");
-                let groups = groups.as_object().cloned().unwrap_or_default();
                 // A declared key the common flags have too (`auth_token_env`, read back from a
                 // record into both) is written in the product's place.
                 let mut out: serde_json::Map<String, serde_json::Value> = m
                     .iter()
-                    .filter(|(k, _)| !groups.contains_key(*k) && x.flag(k).is_none())
+                    .filter(|(k, _)| x.flag(k).is_none())
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
                 // As given, typed (a value that is not of its kind was refused before a run).
                 let given = x.typed(&own.values).unwrap_or_else(|_| own.values.clone());
                 out.extend(x.flat_record(&given));
-                out.extend(groups);
                 *m = out;
             }
             _ => {
@@ -504,7 +473,6 @@ impl Flags {
     /// recorded `flags` are the caller's to set).
     pub fn request(&self, phase: Phase) -> Result<Request> {
         let c = &self.common;
-        let t = self.product.timescaledb.clone().unwrap_or_default();
         let own_resolved = match &self.product.own {
             Some(own) => own.resolve(phase.as_str())?,
             None => Default::default(),
@@ -543,8 +511,8 @@ impl Flags {
             phase: Some(phase),
             database_id: c.database_id.clone(),
             urls: c.urls.clone(),
-            // The variant: a declared flag's, or PostgreSQL's mode (one product records one).
-            edition: core.variant.or(t.mode),
+            // The variant: the declared flag's (InfluxDB 3's edition, TimescaleDB's mode).
+            edition: core.variant,
             database: c.database.clone(),
             mode: c.database_mode,
             confirm_reset: c.confirm_reset.clone(),
@@ -567,21 +535,16 @@ impl Flags {
             no_sync: core.no_sync,
             accept_partial: core.accept_partial,
             // PostgreSQL's password and a declared basic-auth password go through the
-            // auth-token seam (a GreptimeDB record's `password_env` reads into TimescaleDB's
-            // group too: the same name).
-            auth_token_env: core
-                .auth_token_env
-                .or(t.password_env)
-                .or(basic_auth.1)
-                .or(c.token_env.clone()),
+            // auth-token seam.
+            auth_token_env: core.auth_token_env.or(basic_auth.1).or(c.token_env.clone()),
             user: basic_auth.0,
             admin_token_env: core.admin_token_env,
-            chunk_time: t.chunk_time,
-            // TimescaleDB's hypertable partitions or GreptimeDB's regions (one record has
-            // one `partitions`, which serde may read into either group).
-            // (A GreptimeDB record's `partitions` reads into TimescaleDB's group too: the same
-            // number as its resolved regions.)
-            partitions: t.partitions.or(partitioning.as_ref().map(|p| p.partitions)),
+            chunk_time: core.chunk_time,
+            // TimescaleDB's hypertable partitions or GreptimeDB's regions (each reads the
+            // `partitions` of its own record only).
+            partitions: core
+                .partitions
+                .or(partitioning.as_ref().map(|p| p.partitions)),
             partitioning,
             // GreptimeDB's resolved switch, which the query phase reads (issue 23 §2: it
             // follows once the query phase hands the product its values).
@@ -692,13 +655,16 @@ mod tests {
             ..CommonFlags::default()
         };
         let product = ProductFlags {
-            timescaledb: Some(TimescaleFlags {
-                mode: Some("timescaledb".into()),
-                password_env: Some("TSBS_PG_PASSWORD".into()),
-                chunk_time: Some("6h".into()),
-                partitions: Some(4),
+            own: Some(OwnFlags {
+                product: "timescaledb",
+                values: serde_json::json!({
+                    "mode": "timescaledb", "password_env": "TSBS_PG_PASSWORD",
+                    "chunk_time": "6h", "partitions": "4"
+                })
+                .as_object()
+                .cloned()
+                .unwrap(),
             }),
-            ..ProductFlags::default()
         };
         let v = Flags::record(Phase::All, common, product).to_value();
         let text = serde_json::to_string(&v).unwrap();
@@ -790,7 +756,11 @@ mod tests {
         let req = f.request(Phase::Load).unwrap();
         assert_eq!(req.stall_timeout, None);
         assert_eq!(req.on_stall, None);
-        assert!(!req.no_sync && !req.flush_before_queries && req.chunk_time.is_none());
+        assert!(!req.no_sync && req.chunk_time.is_none());
+        assert_eq!(
+            req.product_values.get("flush_before_queries"),
+            Some(&false.into())
+        );
         assert!(req.product_values.get("table").is_none(), "{req:?}");
     }
 

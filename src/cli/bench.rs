@@ -191,6 +191,14 @@ mod tests {
             back.lock = req.lock.clone();
             back.flags = req.flags.clone();
             assert_eq!(format!("{back:?}"), format!("{req:?}"), "{product} {args}");
+            // Read back and written again: the same bytes (no other product's keys: a
+            // record's `partitions` or `password_env` is its own product's only).
+            let again = Flags::from_value(&req.flags, product).unwrap().to_value();
+            assert_eq!(
+                serde_json::to_string(&again).unwrap(),
+                text,
+                "{product} {args}"
+            );
         }
         let generic_req = request_of(
             generic,
@@ -325,8 +333,7 @@ mod tests {
 
     /// GreptimeDB's regions (`--partitions` with `--partition-column`, its declared flags):
     /// recorded after its other flags only when given, as before, and back into the same
-    /// request (`runs rerun` makes the same table), though serde also reads the shared key
-    /// `partitions` into TimescaleDB's group.
+    /// request (`runs rerun` makes the same table).
     #[test]
     fn greptimedb_regions_record_and_round_trip() {
         let req = request_of(
@@ -348,6 +355,12 @@ mod tests {
         back.lock = req.lock.clone();
         back.flags = req.flags.clone();
         assert_eq!(format!("{back:?}"), format!("{req:?}"));
+        // Its `partitions` and `password_env` are not read into TimescaleDB's flags: written
+        // again, the record is the same.
+        let again = Flags::from_value(&req.flags, "greptimedb")
+            .unwrap()
+            .to_value();
+        assert_eq!(serde_json::to_string(&again).unwrap(), text);
         // The pair goes together (clap says so on the command line; a record, the product).
         let argv = "tsbsctl bench greptimedb load --database-id g1 --partitions 8";
         let e = crate::cli::Cli::try_parse_from(argv.split_whitespace()).unwrap_err();
