@@ -546,9 +546,6 @@ impl Flags {
                 .partitions
                 .or(partitioning.as_ref().map(|p| p.partitions)),
             partitioning,
-            // GreptimeDB's resolved switch, which the query phase reads (issue 23 §2: it
-            // follows once the query phase hands the product its values).
-            flush_before_queries: own_resolved.get("flush_before_queries") == Some(&true.into()),
             runtime_version: runtime.0,
             confirm_runtime: runtime.1,
             startup_timeout: c.timing.startup_timeout,

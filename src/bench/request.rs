@@ -60,9 +60,6 @@ pub struct Request {
     /// The table split into regions the product's resolved flags ask the load to create
     /// ([`crate::product::ext::BenchExt::partitioning`]).
     pub partitioning: Option<crate::product::Partitioning>,
-    /// GreptimeDB query runs: `ADMIN FLUSH_TABLE` before the queries (like-for-like with a
-    /// compacted state; the published flow does not flush).
-    pub flush_before_queries: bool,
     /// Another installed version to run on a managed workspace's data, and its confirmation
     /// (the product's [`crate::product::ext::VersionOverride`] flags).
     pub runtime_version: Option<String>,

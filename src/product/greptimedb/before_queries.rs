@@ -40,8 +40,9 @@ const KEEP: usize = 20;
 
 pub const BEFORE_QUERIES: BeforeQueries = BeforeQueries { run };
 
-fn run(ctx: &mut dyn OpCtx, flush: bool) -> Result<()> {
+fn run(ctx: &mut dyn OpCtx, values: &crate::product::ext::Values) -> Result<()> {
     let table_id = table_id(ctx);
+    let flush = super::flags::flush_before_queries(values);
     if flush {
         let log = ctx.server_log();
         let offset = log

@@ -5,7 +5,7 @@
 //! * compact: `--table --strategy --window --confirm-timeout --parallelism` (defaults: table
 //!   `cpu`, strategy swcs, a swcs window of 7,200 s, 5 s for the log line);
 //! * analyze: `--hot-runs` (default 2);
-//! * query/all: `--flush-before-queries` (read by the core's query phase for now);
+//! * query/all: `--flush-before-queries` (the product's before-queries step reads it);
 //! * query/analyze: `--greptime-version` with `--confirm-version-override`, declared as the
 //!   product's [`VersionOverride`] (the core checks them against the target and runs it).
 
@@ -304,6 +304,11 @@ pub fn compact_request(values: &Values) -> CompactRequest {
     }
 }
 
+/// Whether the resolved values of a query run ask for `ADMIN FLUSH_TABLE` before the queries.
+pub fn flush_before_queries(values: &Values) -> bool {
+    values.get(&FLUSH_BEFORE_QUERIES.key()) == Some(&Value::Bool(true))
+}
+
 /// The table split into regions the resolved values of a load ask for.
 pub fn partitioning(values: &Values) -> Option<crate::product::Partitioning> {
     Some(crate::product::Partitioning {
@@ -443,6 +448,11 @@ mod tests {
             Value::Object(resolved("load", json!({})).unwrap()),
             json!({"flush_before_queries": false})
         );
+        // What its before-queries step reads of them.
+        assert!(flush_before_queries(
+            &resolved("query", json!({"flush_before_queries": true})).unwrap()
+        ));
+        assert!(!flush_before_queries(&resolved("all", json!({})).unwrap()));
         let mut counts = BTreeMap::new();
         counts.insert("lastpoint".to_string(), 3);
         check_analyze_counts(&a, &counts).unwrap();
