@@ -602,7 +602,6 @@ mod tests {
         };
         let product = ProductFlags {
             own: Some(greptimedb_given(serde_json::json!({"hot_runs": 2}))),
-            ..ProductFlags::default()
         };
         let f = Flags::record(Phase::All, common, product);
         let text = serde_json::to_string(&f.to_value()).unwrap();
@@ -699,7 +698,6 @@ mod tests {
             own: Some(greptimedb_given(
                 serde_json::json!({"partitions": "8", "partition_column": "hostname"}),
             )),
-            ..ProductFlags::default()
         };
         let v = Flags::record(Phase::All, CommonFlags::default(), product).to_value();
         let text = serde_json::to_string(&v).unwrap();

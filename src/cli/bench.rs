@@ -207,6 +207,32 @@ mod tests {
         assert_eq!(generic_req.auth_token_env.as_deref(), Some("I2_TOK"));
     }
 
+    /// A stored run of `product` (`text`, its manifest): its command line, parsed again,
+    /// records the same `flags` byte for byte, and the record reads back into the same
+    /// request (`runs rerun`). The manifest and the request.
+    fn fixture_records_the_same_flags(product: &str, text: &str) -> (serde_json::Value, Request) {
+        let m: serde_json::Value = serde_json::from_str(text).unwrap();
+        let command = m["command"].as_str().unwrap();
+        let args = command
+            .strip_prefix(&format!("tsbsctl bench {product} "))
+            .unwrap()
+            .replace(" --json", "");
+        let req = request_of(product, &args);
+        assert_eq!(
+            serde_json::to_string(&req.flags).unwrap(),
+            serde_json::to_string(&m["flags"]).unwrap(),
+            "{command}"
+        );
+        let mut back = Flags::from_value(&m["flags"], product)
+            .unwrap()
+            .request(req.phase.unwrap())
+            .unwrap();
+        back.lock = req.lock.clone();
+        back.flags = req.flags.clone();
+        assert_eq!(format!("{back:?}"), format!("{req:?}"), "{command}");
+        (m, req)
+    }
+
     /// The recorded runs of GreptimeDB kept as fixtures (written before its flags were
     /// declared by the product): their command lines, parsed again, record the same `flags`
     /// byte for byte, and the record reads back into the same request (`runs rerun`), its
@@ -230,26 +256,9 @@ mod tests {
             ),
         ];
         for text in fixtures {
-            let m: serde_json::Value = serde_json::from_str(text).unwrap();
+            let (m, req) = fixture_records_the_same_flags("greptimedb", text);
             let command = m["command"].as_str().unwrap();
-            let args = command
-                .strip_prefix("tsbsctl bench greptimedb ")
-                .unwrap()
-                .replace(" --json", "");
-            let req = request_of("greptimedb", &args);
-            assert_eq!(
-                serde_json::to_string(&req.flags).unwrap(),
-                serde_json::to_string(&m["flags"]).unwrap(),
-                "{command}"
-            );
             let phase = req.phase.unwrap();
-            let mut back = Flags::from_value(&m["flags"], "greptimedb")
-                .unwrap()
-                .request(phase)
-                .unwrap();
-            back.lock = req.lock.clone();
-            back.flags = req.flags.clone();
-            assert_eq!(format!("{back:?}"), format!("{req:?}"), "{command}");
             let v = |k: &str| req.product_values.get(k).cloned();
             match phase {
                 Phase::Compact => {
@@ -289,26 +298,8 @@ mod tests {
             ),
         ];
         for text in fixtures {
-            let m: serde_json::Value = serde_json::from_str(text).unwrap();
+            let (m, req) = fixture_records_the_same_flags("influxdb3", text);
             let command = m["command"].as_str().unwrap();
-            let args = command
-                .strip_prefix("tsbsctl bench influxdb3 ")
-                .unwrap()
-                .replace(" --json", "");
-            let req = request_of("influxdb3", &args);
-            assert_eq!(
-                serde_json::to_string(&req.flags).unwrap(),
-                serde_json::to_string(&m["flags"]).unwrap(),
-                "{command}"
-            );
-            let phase = req.phase.unwrap();
-            let mut back = Flags::from_value(&m["flags"], "influxdb3")
-                .unwrap()
-                .request(phase)
-                .unwrap();
-            back.lock = req.lock.clone();
-            back.flags = req.flags.clone();
-            assert_eq!(format!("{back:?}"), format!("{req:?}"), "{command}");
             assert_eq!(
                 req.edition.as_ref(),
                 m["flags"]["edition"].as_str().map(String::from).as_ref()

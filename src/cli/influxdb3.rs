@@ -155,42 +155,15 @@ pub struct BenchFlags {
     pub edition: Option<crate::product::influxdb3::Edition>,
 }
 
+impl super::generic::OwnFlagsOf for BenchFlags {
+    fn entry() -> &'static crate::product::Entry {
+        &crate::product::influxdb3::ENTRY
+    }
+}
+
 /// `tsbsctl bench influxdb3 PHASE ...`: the flags above, then the flags InfluxDB 3 declares
-/// itself ([`crate::product::ext`], added at runtime).
-#[derive(Debug)]
-pub struct BenchArgs {
-    pub flags: BenchFlags,
-    /// InfluxDB 3's own flags that were given, as typed (token flags: variable names only).
-    pub own: crate::product::ext::Values,
-}
-
-impl clap::FromArgMatches for BenchArgs {
-    fn from_arg_matches(m: &clap::ArgMatches) -> std::result::Result<Self, clap::Error> {
-        Ok(BenchArgs {
-            flags: BenchFlags::from_arg_matches(m)?,
-            own: super::generic::own_values(&crate::product::influxdb3::ENTRY, m),
-        })
-    }
-    fn update_from_arg_matches(
-        &mut self,
-        m: &clap::ArgMatches,
-    ) -> std::result::Result<(), clap::Error> {
-        *self = BenchArgs::from_arg_matches(m)?;
-        Ok(())
-    }
-}
-
-impl clap::Args for BenchArgs {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        super::generic::add_own_flags(
-            BenchFlags::augment_args(cmd),
-            &crate::product::influxdb3::ENTRY,
-        )
-    }
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        BenchArgs::augment_args(cmd)
-    }
-}
+/// itself (token flags: variable names only).
+pub type BenchArgs = super::generic::WithOwnFlags<BenchFlags>;
 
 /// `tsbsctl bench influxdb3`: the shared flags plus InfluxDB 3's own.
 pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
@@ -205,18 +178,8 @@ pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
         Influx3Phase::Load => crate::bench::Phase::Load,
         Influx3Phase::Query => crate::bench::Phase::Query,
     };
-    let mut own = a.own;
-    if let Some(e) = a.flags.edition {
-        let key = crate::product::influxdb3::flags::EDITION.key();
-        own.insert(key, e.as_str().into());
-    }
-    let product = crate::bench::flags::ProductFlags {
-        own: Some(crate::bench::flags::OwnFlags {
-            product: crate::product::influxdb3::ENTRY.name,
-            values: own,
-        }),
-        ..Default::default()
-    };
+    let edition = a.flags.edition.map(|e| e.as_str());
+    let product = a.product_flags(edition.map(|e| (&crate::product::influxdb3::flags::EDITION, e)));
     bench_cli::request(a.flags.common, product, phase)
 }
 

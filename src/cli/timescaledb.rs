@@ -97,42 +97,15 @@ pub struct BenchFlags {
     pub mode: Option<String>,
 }
 
-/// `tsbsctl bench timescaledb PHASE ...`: the flags above, then the flags TimescaleDB declares
-/// itself ([`crate::product::ext`], added at runtime).
-#[derive(Debug)]
-pub struct BenchArgs {
-    pub flags: BenchFlags,
-    /// TimescaleDB's own flags that were given, as typed (`password_env`: a variable's name).
-    pub own: crate::product::ext::Values,
-}
-
-impl clap::FromArgMatches for BenchArgs {
-    fn from_arg_matches(m: &clap::ArgMatches) -> std::result::Result<Self, clap::Error> {
-        Ok(BenchArgs {
-            flags: BenchFlags::from_arg_matches(m)?,
-            own: super::generic::own_values(&crate::product::timescaledb::ENTRY, m),
-        })
-    }
-    fn update_from_arg_matches(
-        &mut self,
-        m: &clap::ArgMatches,
-    ) -> std::result::Result<(), clap::Error> {
-        *self = BenchArgs::from_arg_matches(m)?;
-        Ok(())
+impl super::generic::OwnFlagsOf for BenchFlags {
+    fn entry() -> &'static crate::product::Entry {
+        &crate::product::timescaledb::ENTRY
     }
 }
 
-impl clap::Args for BenchArgs {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        super::generic::add_own_flags(
-            BenchFlags::augment_args(cmd),
-            &crate::product::timescaledb::ENTRY,
-        )
-    }
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        BenchArgs::augment_args(cmd)
-    }
-}
+/// `tsbsctl bench timescaledb PHASE ...`: the flags above, then the flags TimescaleDB
+/// declares itself (`password_env`: a variable's name).
+pub type BenchArgs = super::generic::WithOwnFlags<BenchFlags>;
 
 /// `tsbsctl bench timescaledb`. `--password-env` with a managed workspace is refused: its
 /// server trusts local connections (initdb `--auth=trust`), a password would mean nothing.
@@ -155,16 +128,8 @@ pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
         .with_hint("drop --password-env, or benchmark an external server with --url postgres://USER@HOST:PORT/DB --password-env VAR"));
     }
     // `password_env` is the variable's name only: the value never leaves the environment.
-    let mut own = a.own;
-    if let Some(m) = a.flags.mode {
-        own.insert(crate::product::timescaledb::flags::MODE.key(), m.into());
-    }
-    let product = crate::bench::flags::ProductFlags {
-        own: Some(crate::bench::flags::OwnFlags {
-            product: crate::product::timescaledb::ENTRY.name,
-            values: own,
-        }),
-    };
+    let mode = a.flags.mode.as_deref();
+    let product = a.product_flags(mode.map(|m| (&crate::product::timescaledb::flags::MODE, m)));
     bench_cli::request(a.flags.common, product, phase)
 }
 

@@ -57,6 +57,21 @@ pub struct BenchFlag {
     pub always_recorded: bool,
 }
 
+/// A text flag every phase takes, always recorded: the base the products' flag declarations
+/// change with struct update (`BenchFlag { kind: FlagKind::Number, ..flag(...) }`).
+pub const fn flag(long: &'static str, help: &'static str, value_name: &'static str) -> BenchFlag {
+    BenchFlag {
+        long,
+        help,
+        value_name,
+        kind: FlagKind::Text,
+        default: None,
+        phases: &[],
+        requires: None,
+        always_recorded: true,
+    }
+}
+
 impl BenchFlag {
     /// The flag's key in the values and the records.
     pub fn key(&self) -> String {
@@ -229,6 +244,23 @@ pub fn data_location(product: &str) -> Option<&'static DataLocation> {
 }
 
 impl BenchExt {
+    /// No flags, operations or phases: the base a product's extension changes with struct
+    /// update (`BenchExt { flags, resolve, core, ..BenchExt::NONE }`).
+    pub const NONE: BenchExt = BenchExt {
+        flags: &[],
+        record: Record::Nested,
+        resolve: |_, _| Ok(Values::new()),
+        load_args: |_| Vec::new(),
+        summary_lines: |_| Vec::new(),
+        operations: &[],
+        data_location: None,
+        analyze: None,
+        version_override: None,
+        basic_auth: None,
+        partitioning: |_| None,
+        core: CoreValues::none,
+    };
+
     /// The operation named `name`, if the product has one.
     pub fn operation(&self, name: &str) -> Option<&'static Operation> {
         self.operations.iter().find(|o| o.name == name)

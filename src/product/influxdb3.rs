@@ -682,15 +682,8 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     flags: flags::FLAGS,
     record: super::ext::Record::Flat,
     resolve: flags::resolve,
-    load_args: |_| Vec::new(),
-    summary_lines: |_| Vec::new(),
-    operations: &[],
-    data_location: None,
-    analyze: None,
-    version_override: None,
-    basic_auth: None,
-    partitioning: |_| None,
     core: flags::core,
+    ..super::ext::BenchExt::NONE
 };
 
 /// The registry line of InfluxDB 3 (variant: the edition).

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::bounds;
 use crate::error::{Error, Result};
-use crate::product::ext::{BasicAuth, BenchFlag, FlagKind, Values, VersionOverride};
+use crate::product::ext::{flag, BasicAuth, BenchFlag, FlagKind, Values, VersionOverride};
 use crate::product::op::CompactRequest;
 
 /// The table compacted when `--table` names none.
@@ -32,19 +32,6 @@ pub const DEFAULT_HOT_RUNS: u64 = 2;
 const STRATEGIES: [&str; 4] = ["swcs", "twcs", "strict_window", "regular"];
 
 const COMPACT: &[&str] = &["compact"];
-
-const fn flag(long: &'static str, help: &'static str, value_name: &'static str) -> BenchFlag {
-    BenchFlag {
-        long,
-        help,
-        value_name,
-        kind: FlagKind::Text,
-        default: None,
-        phases: &[],
-        requires: None,
-        always_recorded: true,
-    }
-}
 
 pub const TABLE: BenchFlag = BenchFlag {
     phases: COMPACT,

@@ -10,23 +10,10 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::product::ext::{given_text, BenchFlag, CoreValues, FlagKind, Values};
+use crate::product::ext::{flag, given_text, BenchFlag, CoreValues, FlagKind, Values};
 
 /// The longest one row-count request may be given (a day).
 pub const MAX_COUNT_TIMEOUT: f64 = 86_400.0;
-
-const fn flag(long: &'static str, help: &'static str, value_name: &'static str) -> BenchFlag {
-    BenchFlag {
-        long,
-        help,
-        value_name,
-        kind: FlagKind::Text,
-        default: None,
-        phases: &[],
-        requires: None,
-        always_recorded: true,
-    }
-}
 
 /// The entry's `variant_flag`: its CLI module parses it (the product's enum, so `--help`
 /// lists the editions) and gives it as text.

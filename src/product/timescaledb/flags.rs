@@ -8,23 +8,10 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::product::ext::{given_text, BenchFlag, CoreValues, FlagKind, Values};
+use crate::product::ext::{flag, given_text, BenchFlag, CoreValues, FlagKind, Values};
 
 /// The most hypertable space partitions TimescaleDB accepts (`number_partitions`).
 pub const MAX_PARTITIONS: u64 = 32767;
-
-const fn flag(long: &'static str, help: &'static str, value_name: &'static str) -> BenchFlag {
-    BenchFlag {
-        long,
-        help,
-        value_name,
-        kind: FlagKind::Text,
-        default: None,
-        phases: &[],
-        requires: None,
-        always_recorded: true,
-    }
-}
 
 /// The entry's `variant_flag`: its CLI module parses it (so `--help` lists the modes) and
 /// gives it as text.

@@ -49,15 +49,8 @@ pub(super) static BENCH_EXT: crate::product::ext::BenchExt = crate::product::ext
     flags: super::flags::FLAGS,
     record: crate::product::ext::Record::Flat,
     resolve: super::flags::resolve,
-    load_args: |_| Vec::new(),
-    summary_lines: |_| Vec::new(),
-    operations: &[],
-    data_location: None,
-    analyze: None,
-    version_override: None,
-    basic_auth: None,
-    partitioning: |_| None,
     core: super::flags::core,
+    ..crate::product::ext::BenchExt::NONE
 };
 
 /// Manifest of a TimescaleDB query set (kind `timescaledb-query-set`).
