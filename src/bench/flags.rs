@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use super::{watch, Phase, Request};
 use crate::dataset::{Compression, Profile, SpecOverrides};
 use crate::error::{Error, Result};
-use crate::product::ext::{BenchExt, Record, Values};
+use crate::product::ext::{BenchExt, CoreValues, Record, Values};
 use crate::tsbs::DatabaseMode;
 
 /// What a hold token is recorded as.
@@ -149,7 +149,8 @@ pub struct CommonFlags {
     /// flags do not name one (the generic `bench <product> --token-env VAR`, which sets it):
     /// the name is recorded, never the token, as `auth_token_env` after the common keys
     /// (where the generic command has always recorded it), and only when given. A product
-    /// whose group has its own `auth_token_env` (InfluxDB 3) reads the same key.
+    /// that declares a flag of the same key (InfluxDB 3's `--auth-token-env`) records it in
+    /// its own place instead ([`Flags::to_value`]).
     #[arg(skip)]
     #[serde(rename = "auth_token_env", skip_serializing_if = "Option::is_none")]
     pub token_env: Option<String>,
@@ -334,13 +335,10 @@ impl ServerShapeArgs {
 
 pub use crate::fsutil::parse_size;
 
-/// The product-specific flags, recorded after the common ones (only the product's keys).
+/// The product-specific flags, recorded after the common ones (only the product's keys):
+/// the values of the flags the product declares.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ProductFlags {
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub influxdb3: Option<Influx3Flags>,
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub timescaledb: Option<TimescaleFlags>,
     /// The flags a product declares itself ([`crate::product::ext`]), recorded as one object
     /// under the product's name, after every other key (see [`Flags::to_value`]).
     #[serde(skip)]
@@ -393,55 +391,6 @@ impl OwnFlags {
     }
 }
 
-/// `bench influxdb3` flags (token flags hold variable names, never tokens).
-#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Influx3Flags {
-    // `--edition` is the product's own enum, which the core does not name (a product branch
-    // outside src/product/): the CLI module parses it and sets this field.
-    #[arg(skip)]
-    pub edition: Option<String>,
-    /// Acknowledge writes before the WAL is persisted (default: durable acknowledgement).
-    #[arg(long)]
-    pub no_sync: bool,
-    /// Accept the valid lines of a batch with invalid ones (default: reject the whole batch).
-    #[arg(long)]
-    pub accept_partial: bool,
-    /// Environment variable holding the auth token (default INFLUXDB3_AUTH_TOKEN, if set).
-    #[arg(long, value_name = "VAR")]
-    pub auth_token_env: Option<String>,
-    /// Environment variable holding the admin token (default INFLUXDB3_ADMIN_TOKEN, if set;
-    /// else the auth token).
-    #[arg(long, value_name = "VAR")]
-    pub admin_token_env: Option<String>,
-    /// Seconds one row-count request may take (default 1800: a count over the published
-    /// 103.7 M rows can take minutes; Core's counts may be split into time slices).
-    #[arg(long, value_name = "SECONDS")]
-    pub count_timeout: Option<f64>,
-}
-
-/// `bench timescaledb` flags (`password_env` holds a variable name, never the password).
-#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TimescaleFlags {
-    /// External targets: what the server is benchmarked as: timescaledb (hypertables; the
-    /// extension must be installed and preloaded) or postgresql (plain tables).
-    #[arg(long, value_name = "MODE", value_parser = ["timescaledb", "postgresql"])]
-    pub mode: Option<String>,
-    /// External targets: the environment variable holding the password of the --url user
-    /// (the variable's name is recorded, never its value; no variable is read unless named).
-    #[arg(long, value_name = "VAR")]
-    pub password_env: Option<String>,
-    /// TimescaleDB mode, load and all: the hypertable's chunk interval, a Go duration (the
-    /// loader's default: 12h).
-    #[arg(long, value_name = "DURATION")]
-    pub chunk_time: Option<String>,
-    /// TimescaleDB mode, load and all: hypertable space partitions on the host key, 1-32767
-    /// (the loader's default: none).
-    #[arg(long, value_name = "N")]
-    pub partitions: Option<u32>,
-}
-
 impl Flags {
     /// The record of a parsed command line: the parsed groups themselves, with what the
     /// record has always normalised: `stall_timeout` and `on_stall` with their defaults
@@ -469,22 +418,16 @@ impl Flags {
         };
         match own.ext().ok().flatten() {
             Some(x) if x.record == Record::Flat => {
-                // The keys of the product's flag groups the core still holds come after them.
-                let groups = serde_json::to_value(ProductFlags {
-                    own: None,
-                    ..self.product.clone()
-                })
-                .expect("bench flags serialize");
-                let groups = groups.as_object().cloned().unwrap_or_default();
+                // A declared key the common flags have too (`auth_token_env`, read back from a
+                // record into both) is written in the product's place.
                 let mut out: serde_json::Map<String, serde_json::Value> = m
                     .iter()
-                    .filter(|(k, _)| !groups.contains_key(*k))
+                    .filter(|(k, _)| x.flag(k).is_none())
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
                 // As given, typed (a value that is not of its kind was refused before a run).
                 let given = x.typed(&own.values).unwrap_or_else(|_| own.values.clone());
                 out.extend(x.flat_record(&given));
-                out.extend(groups);
                 *m = out;
             }
             _ => {
@@ -530,8 +473,6 @@ impl Flags {
     /// recorded `flags` are the caller's to set).
     pub fn request(&self, phase: Phase) -> Result<Request> {
         let c = &self.common;
-        let i = self.product.influxdb3.clone().unwrap_or_default();
-        let t = self.product.timescaledb.clone().unwrap_or_default();
         let own_resolved = match &self.product.own {
             Some(own) => own.resolve(phase.as_str())?,
             None => Default::default(),
@@ -549,6 +490,15 @@ impl Flags {
             },
             None => (None, None),
         };
+        // What the core reads of the product's given flags (the variant, token variables,
+        // write settings), whichever flags give them.
+        let core = match &self.product.own {
+            Some(own) => match own.ext()? {
+                Some(x) => (x.core)(&own.given()?),
+                None => CoreValues::default(),
+            },
+            None => CoreValues::default(),
+        };
         // The product's flags that run another installed version, if it declares them.
         let runtime = match &self.product.own {
             Some(own) => match own.ext()?.and_then(|x| x.version_override) {
@@ -561,8 +511,8 @@ impl Flags {
             phase: Some(phase),
             database_id: c.database_id.clone(),
             urls: c.urls.clone(),
-            // The variant: InfluxDB 3's edition or PostgreSQL's mode (one product records one).
-            edition: i.edition.or(t.mode),
+            // The variant: the declared flag's (InfluxDB 3's edition, TimescaleDB's mode).
+            edition: core.variant,
             database: c.database.clone(),
             mode: c.database_mode,
             confirm_reset: c.confirm_reset.clone(),
@@ -582,28 +532,20 @@ impl Flags {
             precision_budget: c.precision_budget.clone(),
             check_answers: c.check_answers,
             run_id: c.run_id.clone(),
-            no_sync: i.no_sync,
-            accept_partial: i.accept_partial,
+            no_sync: core.no_sync,
+            accept_partial: core.accept_partial,
             // PostgreSQL's password and a declared basic-auth password go through the
-            // auth-token seam (a GreptimeDB record's `password_env` reads into TimescaleDB's
-            // group too: the same name).
-            auth_token_env: i
-                .auth_token_env
-                .or(t.password_env)
-                .or(basic_auth.1)
-                .or(c.token_env.clone()),
+            // auth-token seam.
+            auth_token_env: core.auth_token_env.or(basic_auth.1).or(c.token_env.clone()),
             user: basic_auth.0,
-            admin_token_env: i.admin_token_env,
-            chunk_time: t.chunk_time,
-            // TimescaleDB's hypertable partitions or GreptimeDB's regions (one record has
-            // one `partitions`, which serde may read into either group).
-            // (A GreptimeDB record's `partitions` reads into TimescaleDB's group too: the same
-            // number as its resolved regions.)
-            partitions: t.partitions.or(partitioning.as_ref().map(|p| p.partitions)),
+            admin_token_env: core.admin_token_env,
+            chunk_time: core.chunk_time,
+            // TimescaleDB's hypertable partitions or GreptimeDB's regions (each reads the
+            // `partitions` of its own record only).
+            partitions: core
+                .partitions
+                .or(partitioning.as_ref().map(|p| p.partitions)),
             partitioning,
-            // GreptimeDB's resolved switch, which the query phase reads (issue 23 §2: it
-            // follows once the query phase hands the product its values).
-            flush_before_queries: own_resolved.get("flush_before_queries") == Some(&true.into()),
             runtime_version: runtime.0,
             confirm_runtime: runtime.1,
             startup_timeout: c.timing.startup_timeout,
@@ -611,7 +553,7 @@ impl Flags {
             shape: c.shape.shape(),
             require_quiet: c.require_quiet,
             // Checked by the CLI; a recorded value out of range is refused, not a panic.
-            count_timeout: i
+            count_timeout: core
                 .count_timeout
                 .and_then(|t| std::time::Duration::try_from_secs_f64(t).ok()),
             stall_timeout: c.stall_timeout,
@@ -660,7 +602,6 @@ mod tests {
         };
         let product = ProductFlags {
             own: Some(greptimedb_given(serde_json::json!({"hot_runs": 2}))),
-            ..ProductFlags::default()
         };
         let f = Flags::record(Phase::All, common, product);
         let text = serde_json::to_string(&f.to_value()).unwrap();
@@ -710,13 +651,16 @@ mod tests {
             ..CommonFlags::default()
         };
         let product = ProductFlags {
-            timescaledb: Some(TimescaleFlags {
-                mode: Some("timescaledb".into()),
-                password_env: Some("TSBS_PG_PASSWORD".into()),
-                chunk_time: Some("6h".into()),
-                partitions: Some(4),
+            own: Some(OwnFlags {
+                product: "timescaledb",
+                values: serde_json::json!({
+                    "mode": "timescaledb", "password_env": "TSBS_PG_PASSWORD",
+                    "chunk_time": "6h", "partitions": "4"
+                })
+                .as_object()
+                .cloned()
+                .unwrap(),
             }),
-            ..ProductFlags::default()
         };
         let v = Flags::record(Phase::All, common, product).to_value();
         let text = serde_json::to_string(&v).unwrap();
@@ -754,7 +698,6 @@ mod tests {
             own: Some(greptimedb_given(
                 serde_json::json!({"partitions": "8", "partition_column": "hostname"}),
             )),
-            ..ProductFlags::default()
         };
         let v = Flags::record(Phase::All, CommonFlags::default(), product).to_value();
         let text = serde_json::to_string(&v).unwrap();
@@ -808,7 +751,11 @@ mod tests {
         let req = f.request(Phase::Load).unwrap();
         assert_eq!(req.stall_timeout, None);
         assert_eq!(req.on_stall, None);
-        assert!(!req.no_sync && !req.flush_before_queries && req.chunk_time.is_none());
+        assert!(!req.no_sync && req.chunk_time.is_none());
+        assert_eq!(
+            req.product_values.get("flush_before_queries"),
+            Some(&false.into())
+        );
         assert!(req.product_values.get("table").is_none(), "{req:?}");
     }
 
@@ -836,13 +783,23 @@ mod tests {
                 .exit_code(),
             4
         );
+        // InfluxDB 3's declared flags: a negative wait is refused by the product's step (as
+        // on a command line), not a panic; a good record reads back.
         let f = Flags::from_value(
             &serde_json::json!({"edition": "core", "count_timeout": -1.0, "no_sync": true}),
             "influxdb3",
         )
         .unwrap();
+        let e = f.request(Phase::Query).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{}", e.message);
+        assert!(e.message.contains("--count-timeout -1"), "{}", e.message);
+        let f = Flags::from_value(
+            &serde_json::json!({"edition": "core", "count_timeout": 60.0, "no_sync": true}),
+            "influxdb3",
+        )
+        .unwrap();
         let req = f.request(Phase::Query).unwrap();
-        assert_eq!(req.count_timeout, None, "a negative wait is not a panic");
+        assert_eq!(req.count_timeout, Some(std::time::Duration::from_secs(60)));
         assert!(req.no_sync);
         assert_eq!(req.edition.as_deref(), Some("core"));
     }

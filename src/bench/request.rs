@@ -60,9 +60,6 @@ pub struct Request {
     /// The table split into regions the product's resolved flags ask the load to create
     /// ([`crate::product::ext::BenchExt::partitioning`]).
     pub partitioning: Option<crate::product::Partitioning>,
-    /// GreptimeDB query runs: `ADMIN FLUSH_TABLE` before the queries (like-for-like with a
-    /// compacted state; the published flow does not flush).
-    pub flush_before_queries: bool,
     /// Another installed version to run on a managed workspace's data, and its confirmation
     /// (the product's [`crate::product::ext::VersionOverride`] flags).
     pub runtime_version: Option<String>,
@@ -126,9 +123,6 @@ pub fn default_write(product: &dyn Product, profile: Profile) -> (u32, u32) {
     product.default_write(profile)
 }
 
-/// The most hypertable space partitions TimescaleDB accepts (`number_partitions`).
-pub const MAX_PARTITIONS: u32 = 32767;
-
 impl Request {
     /// The product write settings given on the command line, for the run's workload (and so
     /// the summary's write parameters): only those set, so other products' records keep
@@ -150,39 +144,6 @@ impl Request {
     pub fn partitioning(&self) -> Option<crate::product::Partitioning> {
         self.partitioning.clone()
     }
-}
-
-/// `--chunk-time` and `--partitions`: what the loader's hypertable takes (exit 2 otherwise).
-/// Whether they apply to the product in the variant that runs is checked once it is known
-/// ([`check_write_caps`]).
-fn check_hypertable_flags(phase: Phase, req: &Request) -> Result<()> {
-    if req.chunk_time.is_none() && req.partitions.is_none() {
-        return Ok(());
-    }
-    if !phase.loads() {
-        return Err(Error::invalid(format!(
-            "--chunk-time and --partitions apply to load and all, not {}",
-            phase.as_str()
-        ))
-        .with_hint("drop them: the hypertable is made by the load"));
-    }
-    if let Some(c) = &req.chunk_time {
-        if crate::dataset::parse_go_duration(c).is_none_or(|ns| ns <= 0) {
-            return Err(Error::invalid(format!(
-                "--chunk-time {c:?} is not a positive Go duration"
-            ))
-            .with_hint("e.g. --chunk-time 12h (the loader's default), 30m or 1h30m"));
-        }
-    }
-    if let Some(n) = req.partitions {
-        if !(1..=MAX_PARTITIONS).contains(&n) {
-            return Err(Error::invalid(format!(
-                "--partitions {n} is outside 1..={MAX_PARTITIONS}"
-            ))
-            .with_hint("omit it for no space partitions (the loader's default)"));
-        }
-    }
-    Ok(())
 }
 
 /// Product write flags that do not apply to `product` (the variant that runs: a managed
@@ -382,7 +343,6 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     precision(phase, req)?;
     preflight::check_bounds(req)?;
     preflight::check_query_flags(req)?;
-    check_hypertable_flags(phase, req)?;
     watch::StallPolicy::new(req.stall_timeout, req.on_stall)?;
     match (&req.database_id, req.urls.is_empty()) {
         (Some(_), false) => {
@@ -940,52 +900,6 @@ mod tests {
                     ..external(Phase::Query, &[pg])
                 },
                 None,
-            ),
-            (
-                "chunk time on a load",
-                t,
-                Request {
-                    chunk_time: Some("1h30m".into()),
-                    partitions: Some(4),
-                    ..managed(Phase::Load)
-                },
-                None,
-            ),
-            (
-                "chunk time on a query",
-                t,
-                Request {
-                    chunk_time: Some("1h".into()),
-                    ..managed(Phase::Query)
-                },
-                Some("--chunk-time and --partitions apply to load and all, not query"),
-            ),
-            (
-                "chunk time not a go duration",
-                t,
-                Request {
-                    chunk_time: Some("12 hours".into()),
-                    ..managed(Phase::All)
-                },
-                Some("--chunk-time \"12 hours\" is not a positive Go duration"),
-            ),
-            (
-                "zero chunk time",
-                t,
-                Request {
-                    chunk_time: Some("0s".into()),
-                    ..managed(Phase::All)
-                },
-                Some("is not a positive Go duration"),
-            ),
-            (
-                "zero partitions",
-                t,
-                Request {
-                    partitions: Some(0),
-                    ..managed(Phase::All)
-                },
-                Some("--partitions 0 is outside 1..=32767"),
             ),
             (
                 "unknown query type",

@@ -191,12 +191,46 @@ mod tests {
             back.lock = req.lock.clone();
             back.flags = req.flags.clone();
             assert_eq!(format!("{back:?}"), format!("{req:?}"), "{product} {args}");
+            // Read back and written again: the same bytes (no other product's keys: a
+            // record's `partitions` or `password_env` is its own product's only).
+            let again = Flags::from_value(&req.flags, product).unwrap().to_value();
+            assert_eq!(
+                serde_json::to_string(&again).unwrap(),
+                text,
+                "{product} {args}"
+            );
         }
         let generic_req = request_of(
             generic,
             "load --url http://127.0.0.1:8086 --token-env I2_TOK",
         );
         assert_eq!(generic_req.auth_token_env.as_deref(), Some("I2_TOK"));
+    }
+
+    /// A stored run of `product` (`text`, its manifest): its command line, parsed again,
+    /// records the same `flags` byte for byte, and the record reads back into the same
+    /// request (`runs rerun`). The manifest and the request.
+    fn fixture_records_the_same_flags(product: &str, text: &str) -> (serde_json::Value, Request) {
+        let m: serde_json::Value = serde_json::from_str(text).unwrap();
+        let command = m["command"].as_str().unwrap();
+        let args = command
+            .strip_prefix(&format!("tsbsctl bench {product} "))
+            .unwrap()
+            .replace(" --json", "");
+        let req = request_of(product, &args);
+        assert_eq!(
+            serde_json::to_string(&req.flags).unwrap(),
+            serde_json::to_string(&m["flags"]).unwrap(),
+            "{command}"
+        );
+        let mut back = Flags::from_value(&m["flags"], product)
+            .unwrap()
+            .request(req.phase.unwrap())
+            .unwrap();
+        back.lock = req.lock.clone();
+        back.flags = req.flags.clone();
+        assert_eq!(format!("{back:?}"), format!("{req:?}"), "{command}");
+        (m, req)
     }
 
     /// The recorded runs of GreptimeDB kept as fixtures (written before its flags were
@@ -222,26 +256,9 @@ mod tests {
             ),
         ];
         for text in fixtures {
-            let m: serde_json::Value = serde_json::from_str(text).unwrap();
+            let (m, req) = fixture_records_the_same_flags("greptimedb", text);
             let command = m["command"].as_str().unwrap();
-            let args = command
-                .strip_prefix("tsbsctl bench greptimedb ")
-                .unwrap()
-                .replace(" --json", "");
-            let req = request_of("greptimedb", &args);
-            assert_eq!(
-                serde_json::to_string(&req.flags).unwrap(),
-                serde_json::to_string(&m["flags"]).unwrap(),
-                "{command}"
-            );
             let phase = req.phase.unwrap();
-            let mut back = Flags::from_value(&m["flags"], "greptimedb")
-                .unwrap()
-                .request(phase)
-                .unwrap();
-            back.lock = req.lock.clone();
-            back.flags = req.flags.clone();
-            assert_eq!(format!("{back:?}"), format!("{req:?}"), "{command}");
             let v = |k: &str| req.product_values.get(k).cloned();
             match phase {
                 Phase::Compact => {
@@ -268,10 +285,46 @@ mod tests {
         }
     }
 
+    /// The recorded runs of InfluxDB 3 kept as fixtures (written before its flags were
+    /// declared by the product): their command lines, parsed again, record the same `flags`
+    /// byte for byte, and the record reads back into the same request (`runs rerun`): the
+    /// edition, durability and the workload's write settings.
+    #[test]
+    fn influxdb3_fixture_runs_record_the_same_flags() {
+        let fixtures = [
+            include_str!("../../tests/fixtures/run-data-v1/run-influxdb3-core-all.json"),
+            include_str!(
+                "../../tests/fixtures/run-data-v1/run-influxdb3-external-enterprise-all.json"
+            ),
+        ];
+        for text in fixtures {
+            let (m, req) = fixture_records_the_same_flags("influxdb3", text);
+            let command = m["command"].as_str().unwrap();
+            assert_eq!(
+                req.edition.as_ref(),
+                m["flags"]["edition"].as_str().map(String::from).as_ref()
+            );
+            assert_eq!(serde_json::Value::from(req.no_sync), m["flags"]["no_sync"]);
+            for k in ["no_sync", "accept_partial"] {
+                assert_eq!(
+                    req.write_settings().get(k),
+                    Some(&m["workload"][k]),
+                    "{command}: {k}"
+                );
+            }
+        }
+        // Its `--auth-token-env` names the token's variable, as the generic `--token-env`
+        // does for other products (both are recorded as `auth_token_env`).
+        let req = request_of("influxdb3", "query --url http://h:8181 --auth-token-env AT");
+        assert_eq!(req.auth_token_env.as_deref(), Some("AT"));
+        let argv = "tsbsctl bench influxdb3 query --url http://h:8181 --edition cloud";
+        let e = crate::cli::Cli::try_parse_from(argv.split_whitespace()).unwrap_err();
+        assert!(e.to_string().contains("core, enterprise"), "{e}");
+    }
+
     /// GreptimeDB's regions (`--partitions` with `--partition-column`, its declared flags):
     /// recorded after its other flags only when given, as before, and back into the same
-    /// request (`runs rerun` makes the same table), though serde also reads the shared key
-    /// `partitions` into TimescaleDB's group.
+    /// request (`runs rerun` makes the same table).
     #[test]
     fn greptimedb_regions_record_and_round_trip() {
         let req = request_of(
@@ -293,6 +346,12 @@ mod tests {
         back.lock = req.lock.clone();
         back.flags = req.flags.clone();
         assert_eq!(format!("{back:?}"), format!("{req:?}"));
+        // Its `partitions` and `password_env` are not read into TimescaleDB's flags: written
+        // again, the record is the same.
+        let again = Flags::from_value(&req.flags, "greptimedb")
+            .unwrap()
+            .to_value();
+        assert_eq!(serde_json::to_string(&again).unwrap(), text);
         // The pair goes together (clap says so on the command line; a record, the product).
         let argv = "tsbsctl bench greptimedb load --database-id g1 --partitions 8";
         let e = crate::cli::Cli::try_parse_from(argv.split_whitespace()).unwrap_err();

@@ -221,10 +221,70 @@ fn bench_command(e: &'static Entry) -> clap::Command {
     add_own_flags(cmd, e)
 }
 
+/// The parsed flags of a product CLI module's bench command ([`WithOwnFlags`]): its product.
+pub trait OwnFlagsOf: Args + FromArgMatches {
+    /// The product whose declared flags follow these.
+    fn entry() -> &'static Entry;
+}
+
+/// A product CLI module's bench flags (`F`: the phase, the shared flags and what the module
+/// parses itself), then the flags its product declares ([`crate::product::ext`], added at
+/// runtime), given as typed.
+#[derive(Debug)]
+pub struct WithOwnFlags<F> {
+    pub flags: F,
+    /// The product's own flags that were given, as typed (token and password flags: the
+    /// variables' names only).
+    pub own: Values,
+}
+
+impl<F: OwnFlagsOf> FromArgMatches for WithOwnFlags<F> {
+    fn from_arg_matches(m: &ArgMatches) -> std::result::Result<Self, clap::Error> {
+        Ok(WithOwnFlags {
+            flags: F::from_arg_matches(m)?,
+            own: own_values(F::entry(), m),
+        })
+    }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> std::result::Result<(), clap::Error> {
+        *self = WithOwnFlags::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl<F: OwnFlagsOf> Args for WithOwnFlags<F> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        add_own_flags(F::augment_args(cmd), F::entry())
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        WithOwnFlags::<F>::augment_args(cmd)
+    }
+}
+
+impl<F: OwnFlagsOf> WithOwnFlags<F> {
+    /// The product's flags of the record: the given ones (and `extra`, what the module
+    /// parsed itself, as text).
+    pub fn product_flags(&self, extra: Option<(&BenchFlag, &str)>) -> ProductFlags {
+        let mut values = self.own.clone();
+        if let Some((f, v)) = extra {
+            values.insert(f.key(), v.into());
+        }
+        ProductFlags {
+            own: Some(crate::bench::flags::OwnFlags {
+                product: F::entry().name,
+                values,
+            }),
+        }
+    }
+}
+
 /// `cmd` with the flags product `e` declares itself, after the shared ones (text: the
-/// product checks them).
+/// product checks them). A flag `cmd` has already (the product's CLI module parses it as its
+/// own type, `--edition`) is not added again: the module gives its value to the product.
 pub(super) fn add_own_flags(mut cmd: clap::Command, e: &Entry) -> clap::Command {
     for f in own_flags(e) {
+        if cmd.get_arguments().any(|a| a.get_long() == Some(f.long)) {
+            continue;
+        }
         let mut arg = clap::Arg::new(f.long).long(f.long).help(match f.default {
             Some(d) => format!("{} (default {d})", f.help),
             None => f.help.to_string(),
@@ -256,13 +316,15 @@ pub(super) fn own_values(e: &Entry, m: &ArgMatches) -> Values {
     let mut out = Values::new();
     for f in own_flags(e) {
         match f.kind {
+            // A flag the product's CLI module parses itself, as its own type, is not a bool or
+            // text here (`Err`): its value is the module's to give.
             FlagKind::Switch => {
-                if m.get_flag(f.long) {
+                if let Ok(Some(true)) = m.try_get_one::<bool>(f.long) {
                     out.insert(f.key(), true.into());
                 }
             }
             FlagKind::Number | FlagKind::Seconds | FlagKind::Text => {
-                if let Some(v) = m.get_one::<String>(f.long) {
+                if let Ok(Some(v)) = m.try_get_one::<String>(f.long) {
                     out.insert(f.key(), v.clone().into());
                 }
             }
@@ -420,7 +482,6 @@ pub fn bench_request(b: BenchProducts) -> Result<crate::bench::Request> {
                 product: b.entry.name,
                 values: b.own,
             }),
-        ..Default::default()
     };
     let mut req = bench_cli::request(common, product, phase)?;
     req.operation = operation;

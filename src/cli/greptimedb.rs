@@ -197,42 +197,15 @@ pub struct BenchFlags {
     pub common: bench_cli::CommonArgs,
 }
 
+impl super::generic::OwnFlagsOf for BenchFlags {
+    fn entry() -> &'static crate::product::Entry {
+        &crate::product::greptimedb::ENTRY
+    }
+}
+
 /// `tsbsctl bench greptimedb PHASE ...`: the flags above, then the flags GreptimeDB declares
-/// itself ([`crate::product::ext`], added at runtime).
-#[derive(Debug)]
-pub struct BenchArgs {
-    pub flags: BenchFlags,
-    /// GreptimeDB's own flags that were given, as typed.
-    pub own: crate::product::ext::Values,
-}
-
-impl clap::FromArgMatches for BenchArgs {
-    fn from_arg_matches(m: &clap::ArgMatches) -> std::result::Result<Self, clap::Error> {
-        Ok(BenchArgs {
-            flags: BenchFlags::from_arg_matches(m)?,
-            own: super::generic::own_values(&crate::product::greptimedb::ENTRY, m),
-        })
-    }
-    fn update_from_arg_matches(
-        &mut self,
-        m: &clap::ArgMatches,
-    ) -> std::result::Result<(), clap::Error> {
-        *self = BenchArgs::from_arg_matches(m)?;
-        Ok(())
-    }
-}
-
-impl clap::Args for BenchArgs {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        super::generic::add_own_flags(
-            BenchFlags::augment_args(cmd),
-            &crate::product::greptimedb::ENTRY,
-        )
-    }
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        BenchArgs::augment_args(cmd)
-    }
-}
+/// itself.
+pub type BenchArgs = super::generic::WithOwnFlags<BenchFlags>;
 
 /// `tsbsctl bench greptimedb`: the shared flags plus GreptimeDB's own.
 pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
@@ -242,13 +215,7 @@ pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
 
 /// The request of `tsbsctl bench greptimedb` (its checks done), with its recorded flags.
 pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
-    let product = crate::bench::flags::ProductFlags {
-        own: Some(crate::bench::flags::OwnFlags {
-            product: crate::product::greptimedb::ENTRY.name,
-            values: a.own,
-        }),
-        ..Default::default()
-    };
+    let product = a.product_flags(None);
     bench_cli::request(a.flags.common, product, a.flags.phase)
 }
 

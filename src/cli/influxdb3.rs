@@ -143,17 +143,27 @@ pub enum Influx3Phase {
 
 #[derive(Debug, clap::Args)]
 // `tsbsctl bench influxdb3 PHASE ...` (no doc comment: clap would make it the help text).
-pub struct BenchArgs {
+pub struct BenchFlags {
     #[arg(value_enum)]
     pub phase: Influx3Phase,
     #[command(flatten)]
     pub common: bench_cli::CommonArgs,
     /// External targets: the edition the servers run.
+    // Declared by the product (`influxdb3/flags.rs`) and given to it as text; parsed here as
+    // its enum, so `--help` lists the editions.
     #[arg(long, value_name = "EDITION", value_enum)]
     pub edition: Option<crate::product::influxdb3::Edition>,
-    #[command(flatten)]
-    pub product: crate::bench::flags::Influx3Flags,
 }
+
+impl super::generic::OwnFlagsOf for BenchFlags {
+    fn entry() -> &'static crate::product::Entry {
+        &crate::product::influxdb3::ENTRY
+    }
+}
+
+/// `tsbsctl bench influxdb3 PHASE ...`: the flags above, then the flags InfluxDB 3 declares
+/// itself (token flags: variable names only).
+pub type BenchArgs = super::generic::WithOwnFlags<BenchFlags>;
 
 /// `tsbsctl bench influxdb3`: the shared flags plus InfluxDB 3's own.
 pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
@@ -163,27 +173,14 @@ pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
 
 /// The request of `tsbsctl bench influxdb3` (its checks done), with its recorded flags.
 pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
-    let phase = match a.phase {
+    let phase = match a.flags.phase {
         Influx3Phase::All => crate::bench::Phase::All,
         Influx3Phase::Load => crate::bench::Phase::Load,
         Influx3Phase::Query => crate::bench::Phase::Query,
     };
-    if let Some(t) = a.product.count_timeout {
-        if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
-            return Err(crate::error::Error::invalid(format!(
-                "--count-timeout {t} is not a number of seconds in (0, 86400]"
-            ))
-            .with_hint("e.g. --count-timeout 3600"));
-        }
-    }
-    // The token flags are variable names only: the values never leave the environment.
-    let mut flags = a.product;
-    flags.edition = a.edition.map(|e| e.as_str().to_string());
-    let product = crate::bench::flags::ProductFlags {
-        influxdb3: Some(flags),
-        ..Default::default()
-    };
-    bench_cli::request(a.common, product, phase)
+    let edition = a.flags.edition.map(|e| e.as_str());
+    let product = a.product_flags(edition.map(|e| (&crate::product::influxdb3::flags::EDITION, e)));
+    bench_cli::request(a.flags.common, product, phase)
 }
 
 pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {

@@ -84,14 +84,28 @@ pub struct PrepareArgs {
 
 #[derive(Debug, clap::Args)]
 // `tsbsctl bench timescaledb PHASE ...` (no doc comment: clap would make it the help text).
-pub struct BenchArgs {
+pub struct BenchFlags {
     #[arg(value_enum)]
     pub phase: crate::cli::generic::GenericPhase,
     #[command(flatten)]
     pub common: bench_cli::CommonArgs,
-    #[command(flatten)]
-    pub product: crate::bench::flags::TimescaleFlags,
+    /// External targets: what the server is benchmarked as: timescaledb (hypertables; the
+    /// extension must be installed and preloaded) or postgresql (plain tables).
+    // Declared by the product (`timescaledb/flags.rs`) and given to it as text; parsed here
+    // so `--help` lists the modes.
+    #[arg(long, value_name = "MODE", value_parser = ["timescaledb", "postgresql"])]
+    pub mode: Option<String>,
 }
+
+impl super::generic::OwnFlagsOf for BenchFlags {
+    fn entry() -> &'static crate::product::Entry {
+        &crate::product::timescaledb::ENTRY
+    }
+}
+
+/// `tsbsctl bench timescaledb PHASE ...`: the flags above, then the flags TimescaleDB
+/// declares itself (`password_env`: a variable's name).
+pub type BenchArgs = super::generic::WithOwnFlags<BenchFlags>;
 
 /// `tsbsctl bench timescaledb`. `--password-env` with a managed workspace is refused: its
 /// server trusts local connections (initdb `--auth=trust`), a password would mean nothing.
@@ -102,19 +116,21 @@ pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
 
 /// The request of `tsbsctl bench timescaledb` (its checks done), with its recorded flags.
 pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
-    let phase: crate::bench::Phase = a.phase.into();
-    if let (Some(var), Some(id)) = (&a.product.password_env, &a.common.database_id) {
+    let phase: crate::bench::Phase = a.flags.phase.into();
+    let password_env = a
+        .own
+        .get(&crate::product::timescaledb::flags::PASSWORD_ENV.key())
+        .and_then(serde_json::Value::as_str);
+    if let (Some(var), Some(id)) = (password_env, &a.flags.common.database_id) {
         return Err(Error::invalid(format!(
             "--password-env {var} applies to external servers (--url); workspace {id}'s server trusts local connections and takes no password"
         ))
         .with_hint("drop --password-env, or benchmark an external server with --url postgres://USER@HOST:PORT/DB --password-env VAR"));
     }
     // `password_env` is the variable's name only: the value never leaves the environment.
-    let product = crate::bench::flags::ProductFlags {
-        timescaledb: Some(a.product),
-        ..Default::default()
-    };
-    bench_cli::request(a.common, product, phase)
+    let mode = a.flags.mode.as_deref();
+    let product = a.product_flags(mode.map(|m| (&crate::product::timescaledb::flags::MODE, m)));
+    bench_cli::request(a.flags.common, product, phase)
 }
 
 fn found_by(f: pginstall::FoundBy) -> &'static str {

@@ -284,6 +284,7 @@ static BENCH_EXT: BenchExt = BenchExt {
     version_override: None,
     basic_auth: None,
     partitioning: |_| None,
+    core: super::ext::CoreValues::none,
 };
 
 /// The loading phases take `--example-replicas` (default 1; the others are refused it by

@@ -57,6 +57,21 @@ pub struct BenchFlag {
     pub always_recorded: bool,
 }
 
+/// A text flag every phase takes, always recorded: the base the products' flag declarations
+/// change with struct update (`BenchFlag { kind: FlagKind::Number, ..flag(...) }`).
+pub const fn flag(long: &'static str, help: &'static str, value_name: &'static str) -> BenchFlag {
+    BenchFlag {
+        long,
+        help,
+        value_name,
+        kind: FlagKind::Text,
+        default: None,
+        phases: &[],
+        requires: None,
+        always_recorded: true,
+    }
+}
+
 impl BenchFlag {
     /// The flag's key in the values and the records.
     pub fn key(&self) -> String {
@@ -113,6 +128,43 @@ pub struct BenchExt {
     /// The table split into regions its resolved values ask the load to create (`None`:
     /// none; the product's [`super::Product::create_partitioned`] makes it).
     pub partitioning: fn(values: &Values) -> Option<super::Partitioning>,
+    /// What the core reads of its given flags (typed, checked by [`BenchExt::resolve`]):
+    /// the variant, the token variables, the write settings the loader and the row count
+    /// take ([`CoreValues::none`]: nothing).
+    pub core: fn(given: &Values) -> CoreValues,
+}
+
+/// The few of a product's flag values the core itself reads (the rest is the product's):
+/// generic settings, whichever product flag gives them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CoreValues {
+    /// The variant the target runs (the value of the entry's `variant_flag`).
+    pub variant: Option<String>,
+    /// The variable holding the token (or password) of an external server: the name only.
+    pub auth_token_env: Option<String>,
+    /// The variable holding the admin token, where the product reads one.
+    pub admin_token_env: Option<String>,
+    /// Seconds one row-count request may take.
+    pub count_timeout: Option<f64>,
+    /// Writes acknowledged before they are durable, and batches accepted in part: what the
+    /// loader and the row count after the load take.
+    pub no_sync: bool,
+    pub accept_partial: bool,
+    /// The loader's hypertable settings: chunk interval (a Go duration) and space partitions.
+    pub chunk_time: Option<String>,
+    pub partitions: Option<u32>,
+}
+
+impl CoreValues {
+    /// A product whose flags the core does not read.
+    pub fn none(_: &Values) -> CoreValues {
+        CoreValues::default()
+    }
+}
+
+/// The text given for the flag `f` (typed values).
+pub fn given_text(given: &Values, f: &BenchFlag) -> Option<String> {
+    text(given, f)
 }
 
 /// A product's pair of flags that runs another installed version of it on a managed
@@ -192,6 +244,23 @@ pub fn data_location(product: &str) -> Option<&'static DataLocation> {
 }
 
 impl BenchExt {
+    /// No flags, operations or phases: the base a product's extension changes with struct
+    /// update (`BenchExt { flags, resolve, core, ..BenchExt::NONE }`).
+    pub const NONE: BenchExt = BenchExt {
+        flags: &[],
+        record: Record::Nested,
+        resolve: |_, _| Ok(Values::new()),
+        load_args: |_| Vec::new(),
+        summary_lines: |_| Vec::new(),
+        operations: &[],
+        data_location: None,
+        analyze: None,
+        version_override: None,
+        basic_auth: None,
+        partitioning: |_| None,
+        core: CoreValues::none,
+    };
+
     /// The operation named `name`, if the product has one.
     pub fn operation(&self, name: &str) -> Option<&'static Operation> {
         self.operations.iter().find(|o| o.name == name)
@@ -413,6 +482,7 @@ mod tests {
         version_override: None,
         basic_auth: None,
         partitioning: |_| None,
+        core: CoreValues::none,
     };
 
     fn given(pairs: &[(&str, Value)]) -> Values {

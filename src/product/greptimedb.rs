@@ -633,6 +633,7 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     version_override: Some(&flags::VERSION_OVERRIDE),
     basic_auth: Some(&flags::BASIC_AUTH),
     partitioning: flags::partitioning,
+    core: super::ext::CoreValues::none,
 };
 
 impl super::Maintenance for GreptimeDb {

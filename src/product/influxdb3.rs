@@ -7,6 +7,7 @@
 //! this file, and Enterprise licence activation lives in [`activation`].
 
 pub mod activation;
+pub mod flags;
 pub mod object_store;
 mod settle;
 
@@ -670,7 +671,20 @@ impl Product for InfluxDb3 {
     fn records_durability(&self) -> bool {
         true
     }
+    /// Its own flags (`influxdb3/flags.rs`, recorded flat as they always were): durability,
+    /// tokens, the count timeout and the edition of an external target.
+    fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
+        Some(&BENCH_EXT)
+    }
 }
+
+static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
+    flags: flags::FLAGS,
+    record: super::ext::Record::Flat,
+    resolve: flags::resolve,
+    core: flags::core,
+    ..super::ext::BenchExt::NONE
+};
 
 /// The registry line of InfluxDB 3 (variant: the edition).
 pub const ENTRY: super::Entry = super::Entry {

@@ -101,9 +101,10 @@ pub struct Compaction {
     pub run: fn(ctx: &mut dyn OpCtx, req: &CompactRequest) -> Result<()>,
 }
 
-/// What a product does before its queries run, on a started server: GreptimeDB's optional
-/// flush (`--flush-before-queries`), the wait for the compaction that flush starts, and where
-/// the data is.
+/// What a product does before its queries run, on a started server, given its resolved flag
+/// values ([`super::ext::BenchExt::resolve`]): GreptimeDB's optional flush
+/// (`--flush-before-queries`), the wait for the compaction that flush starts, and where the
+/// data is.
 pub struct BeforeQueries {
-    pub run: fn(ctx: &mut dyn OpCtx, flush: bool) -> Result<()>,
+    pub run: fn(ctx: &mut dyn OpCtx, values: &super::ext::Values) -> Result<()>,
 }

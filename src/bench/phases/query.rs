@@ -36,11 +36,12 @@ impl Bench<'_> {
             integrity::verified_binary(env, self.target.product.tsbs_runner(), &mut self.run)?;
         self.start_server()?;
         self.check_loaded_rows()?;
-        // What the product does on the started server before its queries (GreptimeDB: the
-        // flush when asked, the compaction it starts, where the data is).
+        // What the product does on the started server before its queries, given its resolved
+        // flag values (GreptimeDB: the flush when asked, the compaction it starts, where the
+        // data is).
         if let Some(op) = self.target.product.before_queries() {
-            let flush = self.req.flush_before_queries;
-            (op.run)(self, flush)?;
+            let req = self.req;
+            (op.run)(self, &req.product_values)?;
         }
         let w = self.run.manifest.workload.benchmark();
         let workers = w.map_or(1, |w| w.query_workers) as u32;

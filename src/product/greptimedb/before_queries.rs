@@ -42,7 +42,8 @@ const KEEP: usize = 20;
 
 pub const BEFORE_QUERIES: BeforeQueries = BeforeQueries { run };
 
-fn run(ctx: &mut dyn OpCtx, flush: bool) -> Result<()> {
+fn run(ctx: &mut dyn OpCtx, values: &crate::product::ext::Values) -> Result<()> {
+    let flush = super::flags::flush_before_queries(values);
     let mut names = ctx.tables();
     if names.is_empty() {
         names.push(TABLE.to_string());

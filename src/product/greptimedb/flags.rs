@@ -5,7 +5,7 @@
 //! * compact: `--table --strategy --window --confirm-timeout --parallelism` (defaults: table
 //!   `cpu`, strategy swcs, a swcs window of 7,200 s, 5 s for the log line);
 //! * analyze: `--hot-runs` (default 2);
-//! * query/all: `--flush-before-queries` (read by the core's query phase for now);
+//! * query/all: `--flush-before-queries` (the product's before-queries step reads it);
 //! * query/analyze: `--greptime-version` with `--confirm-version-override`, declared as the
 //!   product's [`VersionOverride`] (the core checks them against the target and runs it).
 
@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::bounds;
 use crate::error::{Error, Result};
-use crate::product::ext::{BasicAuth, BenchFlag, FlagKind, Values, VersionOverride};
+use crate::product::ext::{flag, BasicAuth, BenchFlag, FlagKind, Values, VersionOverride};
 use crate::product::op::CompactRequest;
 
 /// The table compacted when `--table` names none.
@@ -32,19 +32,6 @@ pub const DEFAULT_HOT_RUNS: u64 = 2;
 const STRATEGIES: [&str; 4] = ["swcs", "twcs", "strict_window", "regular"];
 
 const COMPACT: &[&str] = &["compact"];
-
-const fn flag(long: &'static str, help: &'static str, value_name: &'static str) -> BenchFlag {
-    BenchFlag {
-        long,
-        help,
-        value_name,
-        kind: FlagKind::Text,
-        default: None,
-        phases: &[],
-        requires: None,
-        always_recorded: true,
-    }
-}
 
 pub const TABLE: BenchFlag = BenchFlag {
     phases: COMPACT,
@@ -304,6 +291,11 @@ pub fn compact_request(values: &Values) -> CompactRequest {
     }
 }
 
+/// Whether the resolved values of a query run ask for `ADMIN FLUSH_TABLE` before the queries.
+pub fn flush_before_queries(values: &Values) -> bool {
+    values.get(&FLUSH_BEFORE_QUERIES.key()) == Some(&Value::Bool(true))
+}
+
 /// The table split into regions the resolved values of a load ask for.
 pub fn partitioning(values: &Values) -> Option<crate::product::Partitioning> {
     Some(crate::product::Partitioning {
@@ -443,6 +435,11 @@ mod tests {
             Value::Object(resolved("load", json!({})).unwrap()),
             json!({"flush_before_queries": false})
         );
+        // What its before-queries step reads of them.
+        assert!(flush_before_queries(
+            &resolved("query", json!({"flush_before_queries": true})).unwrap()
+        ));
+        assert!(!flush_before_queries(&resolved("all", json!({})).unwrap()));
         let mut counts = BTreeMap::new();
         counts.insert("lastpoint".to_string(), 3);
         check_analyze_counts(&a, &counts).unwrap();

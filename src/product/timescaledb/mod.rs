@@ -13,6 +13,7 @@
 //! * [`tsbs`]: the TSBS loader, runner and generator command lines per mode, the query-file
 //!   format check, and the loader/runner output parsers checked on the real outputs.
 
+pub mod flags;
 pub mod install;
 pub mod log;
 pub mod server;

@@ -45,6 +45,14 @@ pub const ENTRY: crate::product::Entry = crate::product::Entry {
     },
 };
 
+pub(super) static BENCH_EXT: crate::product::ext::BenchExt = crate::product::ext::BenchExt {
+    flags: super::flags::FLAGS,
+    record: crate::product::ext::Record::Flat,
+    resolve: super::flags::resolve,
+    core: super::flags::core,
+    ..crate::product::ext::BenchExt::NONE
+};
+
 /// Manifest of a TimescaleDB query set (kind `timescaledb-query-set`).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
@@ -560,6 +568,11 @@ impl Product for TimescaleDb {
     }
     fn secret_word(&self) -> &'static str {
         "password"
+    }
+    /// Its own flags (`timescaledb/flags.rs`, recorded flat as they always were): the mode
+    /// of an external target, the password's variable and the hypertable's settings.
+    fn bench_ext(&self) -> Option<&'static crate::product::ext::BenchExt> {
+        Some(&BENCH_EXT)
     }
     fn bench_caps(&self) -> BenchCaps {
         BenchCaps {
