@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::context::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::manifest::{self, Manifest};
-use crate::output::{NoProgress, Outcome};
+use crate::output::{Event, NoProgress, Outcome};
 use crate::paths::Root;
 use crate::platform::Platform;
 
@@ -355,11 +355,10 @@ fn choose_go(
                 match go::describe_unmanaged(&candidate, GoSource::System, platform) {
                     Ok(t) => return Ok((t, "found".into())),
                     Err(e) if e.kind == ErrorKind::Interrupted => return Err(e),
-                    Err(e) => ctx.reporter.info(&format!(
-                        "not using {}: {}",
-                        candidate.display(),
-                        e.message
-                    )),
+                    Err(e) => ctx.reporter.event(&Event::GoNotUsed {
+                        path: candidate.clone(),
+                        why: e.message,
+                    }),
                 }
             }
             // A managed Go chosen by an earlier prepare (say with --go-version) is kept rather
