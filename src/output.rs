@@ -260,11 +260,7 @@ pub enum Event {
         exact: bool,
     },
     /// A dataset format was generated.
-    Generated {
-        rows: u64,
-        bytes: u64,
-        seconds: f64,
-    },
+    Generated { rows: u64, bytes: u64, seconds: f64 },
     /// A query set was published.
     QuerySetPublished { id: String, dir: PathBuf },
     /// A query set is generated from scratch.
@@ -350,6 +346,10 @@ pub enum Event {
         /// Query types added by this resume.
         added: Vec<String>,
     },
+    /// `quickstart` prepares the TSBS environment.
+    QuickstartEnvironment,
+    /// `quickstart` prepares its workspace.
+    QuickstartWorkspace { product: String, id: String },
     /// A lock is held by another process; this one waits.
     WaitingForLock {
         label: String,

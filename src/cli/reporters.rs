@@ -316,6 +316,13 @@ impl fmt::Display for Event {
                 }
                 Ok(())
             }
+            Event::QuickstartEnvironment => {
+                f.write_str("quickstart: preparing the TSBS environment (Go and the TSBS tools)")
+            }
+            Event::QuickstartWorkspace { product, id } => write!(
+                f,
+                "quickstart: preparing the {product} workspace `{id}`"
+            ),
             Event::WaitingForLock {
                 label,
                 holder,
