@@ -133,7 +133,8 @@ pub fn run(ctx: &Ctx, cmd: RunsCmd) -> Result<Outcome> {
                 baseline,
                 out,
             },
-        ),
+        )
+        .map(|r| Outcome::new(r.data(), report_words(&r))),
         RunsCmd::Rerun {
             run,
             database_id,
@@ -205,4 +206,26 @@ fn summarize(ctx: &Ctx, run: &str) -> Result<Outcome> {
             md.display()
         ),
     ))
+}
+
+/// What `runs report` says to a person: what keeps the runs from being compared, then where
+/// the report is.
+fn report_words(r: &crate::report::Reported) -> String {
+    let mut human = String::new();
+    for w in &r.summary.incomplete {
+        human.push_str(&format!("Incomplete: {w}\n"));
+    }
+    for w in &r.summary.warnings {
+        human.push_str(&format!("Not strictly comparable: {w}\n"));
+    }
+    human.push_str(&format!(
+        "Report of {} run(s) (id {}), baseline {}\nDirectory: {}\nHTML: {}\nMarkdown: {}\n",
+        r.runs,
+        r.id,
+        r.summary.baseline_label,
+        r.dir.display(),
+        r.dir.join("report.html").display(),
+        r.dir.join("summary.md").display()
+    ));
+    human
 }
