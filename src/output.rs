@@ -2,7 +2,8 @@
 //!
 //! Commands return an [`Outcome`] (JSON data plus a human rendering) and never print; progress
 //! and log lines go through a [`Reporter`], so the core stays testable and `--json` keeps stdout
-//! to exactly one document.
+//! to exactly one document. Status lines are typed [`Event`]s; their words live in the CLI
+//! (`src/cli/reporters.rs`).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
