@@ -21,7 +21,6 @@ use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::error::{Error, Result};
-use crate::output::Outcome;
 use crate::run::{RunKind, Status};
 use crate::runlist::{self, RecordedRun};
 use crate::summary::{QuerySummary, RunIdentity, RunSummary};
@@ -1022,7 +1021,38 @@ pub struct Request {
 }
 
 /// Runs the comparison and publishes `comparisons/<id>/`.
-pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
+/// What `runs compare` found; the CLI words it for a person (`src/cli/runs.rs`).
+#[derive(Debug, Clone)]
+pub struct Compared {
+    /// `None` when the comparison could not be saved (read-only media).
+    pub id: Option<String>,
+    pub dir: Option<PathBuf>,
+    /// The baseline run's id.
+    pub baseline: String,
+    /// How many query types regressed, over all candidates.
+    pub regressed: u64,
+    pub summary: Comparison,
+}
+
+impl Compared {
+    /// The `data` object of the JSON envelope.
+    pub fn data(&self) -> Value {
+        json!({
+            "comparison_id": self.id,
+            "comparison_dir": self.dir,
+            "summary_md": self.dir.as_ref().map(|d| d.join("summary.md")),
+            "regressed": self.regressed,
+            "summary": self.summary,
+        })
+    }
+}
+
+/// How many query types of a candidate have the class `k` (`improved`, `unchanged`, ...).
+pub fn class_count(c: &CandidateComparison, k: &str) -> u64 {
+    c.counts.get(k).copied().unwrap_or(0)
+}
+
+pub fn run(ctx: &Ctx, req: &Request) -> Result<Compared> {
     let threshold = check_threshold(req.threshold.unwrap_or(DEFAULT_THRESHOLD))?;
     let run_drift = crate::noise::run_drift().map_err(|v| {
         Error::invalid(format!(
@@ -1164,81 +1194,18 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         }
         Err(e) => return Err(e),
     };
-    let count = |c: &CandidateComparison, k: &str| c.counts.get(k).copied().unwrap_or(0);
     let regressed: u64 = summary
         .candidates
         .iter()
-        .map(|c| count(c, "regressed"))
+        .map(|c| class_count(c, "regressed"))
         .sum();
-    let mut human = String::new();
-    for c in &summary.candidates {
-        human.push_str(&format!(
-            "{} ({}) vs baseline {}: improved {}, unchanged {} ({} of them within noise), regressed {}; ingestion {}\n",
-            c.identity.label,
-            c.identity.run_id,
-            base.manifest.run_id,
-            count(c, "improved"),
-            count(c, "unchanged"),
-            c.within_noise,
-            count(c, "regressed"),
-            c.ingestion.classification(),
-        ));
-        if c.verdict == "not comparable" {
-            human.push_str("  latency verdicts: not comparable\n");
-        }
-        for q in &c.queries {
-            human.push_str(&format!("  {}\n", query_line(q)));
-        }
-        for cv in &c.caveats {
-            human.push_str(&format!("  caveat: {cv}\n"));
-        }
-    }
-    match &dir {
-        Some(dir) => human.push_str(&format!(
-            "Comparison directory: {}\nSummary: {}\n",
-            dir.display(),
-            dir.join("summary.md").display()
-        )),
-        None => {
-            human.push('\n');
-            human.push_str(&render_md(&summary)?);
-        }
-    }
-    Ok(Outcome::new(
-        json!({
-            "comparison_id": id,
-            "comparison_dir": dir,
-            "summary_md": dir.as_ref().map(|d| d.join("summary.md")),
-            "regressed": regressed,
-            "summary": summary,
-        }),
-        human,
-    ))
-}
-
-/// One type's verdict on one line: the change, its corrected interval, the class.
-fn query_line(q: &QueryComparison) -> String {
-    let n = &q.noise;
-    let f = |v: &Value| v.as_f64().map_or("?".to_string(), |x| format!("{x:+.1}%"));
-    match n["interval_percent"].as_array() {
-        Some(iv) if iv.len() == 2 => format!(
-            "{:<28} {:>8}  [{}, {}] at {:.2}%  {}",
-            q.query_type,
-            f(&n["change_percent"]),
-            f(&iv[0]),
-            f(&iv[1]),
-            n["interval_level"].as_f64().unwrap_or(0.0) * 100.0,
-            q.classification
-        ),
-        _ => format!(
-            "{:<28} {:>8}  (no interval: the band alone)  {}",
-            q.query_type,
-            q.mean_ms
-                .delta_percent
-                .map_or("?".to_string(), |x| format!("{x:+.1}%")),
-            q.classification
-        ),
-    }
+    Ok(Compared {
+        id,
+        dir,
+        baseline: base.manifest.run_id.clone(),
+        regressed,
+        summary,
+    })
 }
 
 /// Renders a comparison's `summary.md` (a [`Comparison`], or a value of its shape).

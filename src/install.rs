@@ -28,7 +28,7 @@ use crate::fsutil;
 use crate::hash;
 use crate::lock::{self, LockOptions};
 use crate::manifest::{self, Manifest};
-use crate::output::NoProgress;
+use crate::output::{Event, LeftBy, NoProgress};
 use crate::platform::Platform;
 use crate::product::{compare_versions, Product};
 use crate::publish::{self, Swap};
@@ -319,7 +319,9 @@ pub fn install_expecting(
     let asset = product.release_asset(&sources, version, &platform)?;
     // Where the archive comes from is said by the download itself ("downloading … from"
     // or "using the verified download …"), so a cached archive never claims a URL (#30).
-    ctx.reporter.info(&format!("installing {display}"));
+    ctx.reporter.event(&Event::Installing {
+        product: display.to_string(),
+    });
     let checksum_text = dl
         .fetch_text(&asset.checksum_url, ACCEPT_ARTIFACT)
         .map_err(|e| e.context(format!("fetching the checksum of {display}")))?;
@@ -608,10 +610,10 @@ fn repair(target: &Path, ctx: &Ctx) -> Result<()> {
     }
     for tag in ["old", "install"] {
         for p in fsutil::clean_staging(target, tag)? {
-            ctx.reporter.info(&format!(
-                "removed leftover {} of an earlier run",
-                p.display()
-            ));
+            ctx.reporter.event(&Event::RemovedLeftover {
+                path: p,
+                left_by: LeftBy::EarlierRun,
+            });
         }
     }
     Ok(())

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::output::Reporter;
+use crate::output::{Event, Reporter};
 
 /// How to take a lock.
 #[derive(Debug, Clone, Default)]
@@ -301,10 +301,11 @@ fn acquire(
         match deadline {
             Some(d) if now < d => {
                 if !announced {
-                    reporter.info(&format!(
-                        "waiting up to {}s for {label}: held by {holder}",
-                        opts.wait.unwrap_or_default().as_secs()
-                    ));
+                    reporter.event(&Event::WaitingForLock {
+                        label: label.to_string(),
+                        holder: holder.clone(),
+                        wait: opts.wait.unwrap_or_default(),
+                    });
                     announced = true;
                 }
                 crate::interrupt::check()?;
@@ -756,11 +757,16 @@ mod tests {
     use crate::output::{NoProgress, Progress, SilentReporter, Unit};
     use std::sync::Mutex;
 
+    /// Keeps every line, and the typed events apart.
     #[derive(Default)]
-    struct Recorder(Mutex<Vec<String>>);
+    struct Recorder(Mutex<Vec<String>>, Mutex<Vec<Event>>);
     impl Reporter for Recorder {
         fn info(&self, msg: &str) {
             self.0.lock().unwrap().push(msg.to_string());
+        }
+        fn event(&self, e: &Event) {
+            self.1.lock().unwrap().push(e.clone());
+            self.info(&e.to_string());
         }
         fn warn(&self, msg: &str) {
             self.0.lock().unwrap().push(msg.to_string());
@@ -820,6 +826,23 @@ mod tests {
         let lines = rec.0.lock().unwrap().clone();
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(lines[0].starts_with("waiting"), "{lines:?}");
+        // The wait is announced as data, worded by the CLI (issue 23 §3).
+        let events = rec.1.lock().unwrap().clone();
+        assert!(
+            matches!(
+                events.as_slice(),
+                [Event::WaitingForLock { label, wait, .. }]
+                    if label == "workspace t/x" && *wait == Duration::from_millis(300)
+            ),
+            "{events:?}"
+        );
+        assert_eq!(
+            lines[0],
+            format!(
+                "waiting up to 0s for workspace t/x: held by {}",
+                holder_text(&lock_path_of(d.path()))
+            )
+        );
     }
 
     #[test]

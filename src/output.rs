@@ -2,9 +2,11 @@
 //!
 //! Commands return an [`Outcome`] (JSON data plus a human rendering) and never print; progress
 //! and log lines go through a [`Reporter`], so the core stays testable and `--json` keeps stdout
-//! to exactly one document.
+//! to exactly one document. Status lines are typed [`Event`]s; their words live in the CLI
+//! (`src/cli/reporters.rs`).
 
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -124,10 +126,248 @@ pub fn fmt_duration(d: Duration) -> String {
     }
 }
 
+/// What a leftover was left by, for [`Event::RemovedLeftover`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeftBy {
+    /// An earlier install of the product (`.old-*`, `.install-*`).
+    EarlierRun,
+    /// An interrupted workspace operation, named by its staging tag (`copy`, `removing`).
+    Interrupted(String),
+    /// An interrupted dataset generation or adoption.
+    Generation,
+    /// An interrupted query-set generation.
+    QuerySetGeneration,
+}
+
+/// Why a TSBS tool is (re)built, for [`Event::Building`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildReason {
+    /// `--rebuild` was given.
+    Asked,
+    /// The checkout has local changes.
+    DirtyCheckout,
+    /// No build is recorded.
+    NotBuilt,
+    /// The recorded binary is gone.
+    Missing,
+    /// The binary's checksum no longer matches the record.
+    Drifted,
+}
+
+/// A port two workspaces share, for [`Event::PortShared`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedPort {
+    pub port: u16,
+    pub product: String,
+    pub workspace: String,
+}
+
+/// A status line as data: the core emits these through [`Reporter::event`] and the CLI words
+/// them (`src/cli/reporters.rs`, `impl Display for Event`), so no sentence is built in the
+/// core. URLs are already redacted when they get here.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    // -- download and install
+    /// An archive is being fetched into the download cache.
+    Downloading { file: String, url: String },
+    /// A cached archive that still hashes to its checksum is reused.
+    UsingVerifiedDownload { path: PathBuf },
+    /// A transient failure; the request is tried again after `delay` (from `from_byte` when
+    /// a partial download resumes).
+    Retrying {
+        error: String,
+        delay: Duration,
+        from_byte: Option<u64>,
+    },
+    /// The server ignored the Range header of a resumed download.
+    NoResume { url: String },
+    /// A product release is being installed.
+    Installing { product: String },
+    /// A staging leftover of an interrupted operation was removed.
+    RemovedLeftover { path: PathBuf, left_by: LeftBy },
+    /// The Go archive's checksum is looked up in the download index.
+    CheckingGo { archive: String, index_url: String },
+    /// An archive is being unpacked.
+    Extracting { archive: String },
+    /// A managed Go was installed.
+    GoInstalled { version: String, dir: PathBuf },
+    /// A system Go was looked at and passed over.
+    GoNotUsed { path: PathBuf, why: String },
+    /// The TSBS source is fetched at a commit.
+    FetchingTsbs { commit: String, repo: String },
+    /// A TSBS tool is being built.
+    Building {
+        tool: String,
+        reason: BuildReason,
+        go_version: String,
+    },
+
+    // -- server
+    /// A started server has not answered yet.
+    WaitingForServer {
+        label: String,
+        /// What the server says it waits for, if anything (`startup_wait`).
+        until: Option<String>,
+        timeout: Duration,
+    },
+    /// A server is stopped without waiting for work whose result is discarded.
+    StoppingDiscarded {
+        label: String,
+        why: String,
+        kill_after: Duration,
+    },
+    /// A server drains its flush and compaction jobs before it exits.
+    StoppingDraining {
+        label: String,
+        stall: Duration,
+        limit: Duration,
+    },
+
+    // -- workspace
+    /// No release of the product is installed; the latest one will be.
+    NoneInstalled { product: String, latest: String },
+    /// A workspace listens on a port other workspaces use too.
+    PortShared { id: String, shared: Vec<SharedPort> },
+    /// A workspace's data is copied into a new one.
+    CopyingWorkspace { from: PathBuf, id: String },
+
+    // -- datasets and query sets
+    /// A stored dataset was written by another build of the same TSBS commit; it is reused.
+    OtherBuildSameCommit {
+        what: String,
+        commit: String,
+        recorded_sha256: String,
+        recorded_go: String,
+        prepared_sha256: String,
+        prepared_go: String,
+    },
+    /// A stored data file's size, mtime or inode changed; it is hashed again.
+    VerifyingChanged { path: PathBuf },
+    /// A dataset format was adopted from the reference tool's directory.
+    Adopted {
+        dataset: String,
+        format: String,
+        rows: u64,
+        bytes: u64,
+        hard_link: bool,
+    },
+    /// A dataset format is being generated.
+    Generating {
+        dataset: String,
+        format: String,
+        compression: String,
+        rows: u64,
+        /// Whether `rows` is exact (`false`: at most).
+        exact: bool,
+    },
+    /// A dataset format was generated.
+    Generated { rows: u64, bytes: u64, seconds: f64 },
+    /// A query set was published.
+    QuerySetPublished { id: String, dir: PathBuf },
+    /// A query set is generated from scratch.
+    GeneratingQuerySet {
+        id: String,
+        types: usize,
+        parallel: usize,
+    },
+    /// A query set is generated by extending another one.
+    ExtendingQuerySet {
+        from: String,
+        id: String,
+        copied: usize,
+        generated: usize,
+        parallel: usize,
+    },
+
+    // -- benchmark runs
+    /// A managed workspace already holds the dataset: the load is skipped.
+    LoadSkipped { workspace: String, dataset: String },
+    /// The loader starts.
+    Loading {
+        rows: u64,
+        dataset: String,
+        tool: String,
+        workers: u32,
+        batch: u32,
+        log: PathBuf,
+    },
+    /// A partitioned table was created with the schema the server gives the dataset.
+    TableCreated {
+        table: String,
+        regions: u32,
+        column: String,
+    },
+    /// A run starts in its directory; `operation` names a maintenance run (`compaction`).
+    RunIn {
+        operation: Option<String>,
+        run: String,
+        dir: PathBuf,
+    },
+    /// The managed server answers.
+    ServerReady { label: String, endpoint: String },
+    /// The tables' rows are counted before the queries.
+    CountingRows { tables: Vec<String>, expected: u64 },
+    /// A maintenance statement was sent; the server answers when its work is done.
+    WaitingForAnswer { sql: String, server: String },
+    /// A maintenance statement was answered.
+    Answered { step: String, seconds: f64 },
+    /// An external server was probed.
+    ExternalVersion {
+        product: String,
+        urls: Vec<String>,
+        version: Option<String>,
+    },
+    /// What the external server's cluster information lists.
+    ClusterInfo {
+        summary: Option<String>,
+        frontends_unused: u64,
+    },
+    /// A rerun builds the TSBS commit its run recorded.
+    BuildingRecordedTsbs { commit: String, go: String },
+    /// A rerun prepares the workspace it runs in.
+    PreparingWorkspace {
+        id: String,
+        product: String,
+        version: String,
+        http_port: u16,
+    },
+    /// A run is run again with its recorded pins.
+    Rerunning {
+        run: String,
+        product: String,
+        version: Option<String>,
+    },
+    /// A stopped run is resumed.
+    Resuming {
+        run: String,
+        status: String,
+        /// The database mode of a load run again, if it is.
+        load_again: Option<String>,
+        types: usize,
+        /// Query types added by this resume.
+        added: Vec<String>,
+    },
+    /// `quickstart` prepares the TSBS environment.
+    QuickstartEnvironment,
+    /// `quickstart` prepares its workspace.
+    QuickstartWorkspace { product: String, id: String },
+    /// A lock is held by another process; this one waits.
+    WaitingForLock {
+        label: String,
+        holder: String,
+        wait: Duration,
+    },
+}
+
 /// Where logs and progress go. The core calls this; it never prints by itself.
 pub trait Reporter: Send + Sync {
     /// A status line for a person ("downloading X", "server ready on ..."). Goes to stderr.
     fn info(&self, msg: &str);
+    /// A typed status line; the CLI words it (`src/cli/reporters.rs`). By default it goes to
+    /// [`Reporter::info`] in those words.
+    fn event(&self, e: &Event) {
+        self.info(&e.to_string());
+    }
     /// A warning line. Goes to stderr, even with `--quiet`.
     fn warn(&self, msg: &str);
     /// A progress bar for a long operation; a no-op when not on a terminal or with `--json`.

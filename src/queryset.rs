@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use crate::dataset::{Dataset, Fingerprint, Generator, GeneratorRecord, Profile};
 use crate::error::{Detail, Error, Result};
 use crate::manifest::{self, Manifest};
-use crate::output::Reporter;
+use crate::output::{Event, LeftBy, Reporter};
 use crate::paths::Root;
 
 /// The fifteen devops query types, sorted (the use case's list).
@@ -547,10 +547,10 @@ pub fn ensure_query_set(
     // Staging sets of killed generations, of any query set of this format (trial-run #15).
     if let Some(parent) = dir.parent() {
         for p in crate::fsutil::sweep_staging(parent, &["stage"]) {
-            reporter.info(&format!(
-                "removed {}, left by an interrupted query-set generation",
-                p.display()
-            ));
+            reporter.event(&Event::RemovedLeftover {
+                path: p,
+                left_by: LeftBy::QuerySetGeneration,
+            });
         }
     }
     if dir.exists() {
@@ -626,7 +626,10 @@ fn publish(
     let mut set = validate(dir, req, &spec, &id, !published)?;
     set.reused = !published;
     if published {
-        reporter.info(&format!("query set {id} published at {}", dir.display()));
+        reporter.event(&Event::QuerySetPublished {
+            id: id.to_string(),
+            dir: dir.to_path_buf(),
+        });
     }
     Ok(set)
 }
@@ -979,16 +982,18 @@ fn generate_into(
         .min(todo.len())
         .max(1);
     match &reuse.from {
-        Some(f) => reporter.info(&format!(
-            "extending query set {} to {id}: {} types copied, {} generated, {parallel} at a time",
-            f.query_set_id,
-            reuse.files.len(),
-            todo.len()
-        )),
-        None => reporter.info(&format!(
-            "generating query set {id}: {} types, {parallel} at a time",
-            req.counts.len()
-        )),
+        Some(f) => reporter.event(&Event::ExtendingQuerySet {
+            from: f.query_set_id.to_string(),
+            id: id.to_string(),
+            copied: reuse.files.len(),
+            generated: todo.len(),
+            parallel,
+        }),
+        None => reporter.event(&Event::GeneratingQuerySet {
+            id: id.to_string(),
+            types: req.counts.len(),
+            parallel,
+        }),
     }
     let queue: Mutex<Vec<(String, u64)>> = Mutex::new(todo);
     let results: Mutex<BTreeMap<String, Result<QueryFileRecord>>> = Mutex::new(BTreeMap::new());

@@ -21,7 +21,6 @@ use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::error::{Error, Result};
-use crate::output::Outcome;
 use crate::run::present;
 use crate::run::{Host, RunKind, Status, TargetMode, ToolInfo, Workload};
 use crate::runlist::{self, RecordedRun};
@@ -1324,7 +1323,34 @@ pub fn render(summary: &Report) -> Result<(String, String)> {
 }
 
 /// Runs `runs report`.
-pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
+/// What `runs report` wrote; the CLI words it for a person (`src/cli/runs.rs`).
+#[derive(Debug, Clone)]
+pub struct Reported {
+    pub id: String,
+    pub dir: PathBuf,
+    /// How many runs the report covers.
+    pub runs: usize,
+    pub summary: Report,
+}
+
+impl Reported {
+    /// The `data` object of the JSON envelope.
+    pub fn data(&self) -> Value {
+        let (dir, summary) = (&self.dir, &self.summary);
+        json!({
+            "report_id": self.id,
+            "report_dir": dir,
+            "report_html": dir.join("report.html"),
+            "summary_md": dir.join("summary.md"),
+            "summary_json": dir.join("summary.json"),
+            "comparable": summary.comparable,
+            "warnings": summary.warnings,
+            "summary": summary,
+        })
+    }
+}
+
+pub fn run(ctx: &Ctx, req: &Request) -> Result<Reported> {
     if req.runs.is_empty() {
         return Err(Error::invalid("no run to report on")
             .with_hint("pass one or more runs: tsbsctl runs report RUN [RUN ...]"));
@@ -1429,34 +1455,12 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
             (id, out.clone())
         }
     };
-    let mut human = String::new();
-    for w in &summary.incomplete {
-        human.push_str(&format!("Incomplete: {w}\n"));
-    }
-    for w in &summary.warnings {
-        human.push_str(&format!("Not strictly comparable: {w}\n"));
-    }
-    human.push_str(&format!(
-        "Report of {} run(s) (id {id}), baseline {}\nDirectory: {}\nHTML: {}\nMarkdown: {}\n",
-        loaded.len(),
-        summary.baseline_label,
-        dir.display(),
-        dir.join("report.html").display(),
-        dir.join("summary.md").display()
-    ));
-    Ok(Outcome::new(
-        json!({
-            "report_id": id,
-            "report_dir": dir,
-            "report_html": dir.join("report.html"),
-            "summary_md": dir.join("summary.md"),
-            "summary_json": dir.join("summary.json"),
-            "comparable": summary.comparable,
-            "warnings": summary.warnings,
-            "summary": summary,
-        }),
-        human,
-    ))
+    Ok(Reported {
+        id,
+        dir,
+        runs: loaded.len(),
+        summary,
+    })
 }
 
 /// ★ "fastest" only for a lead larger than this fraction: a 0.3% difference is noise, not a

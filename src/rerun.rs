@@ -12,7 +12,7 @@ use crate::bench::{self, Phase, Request, RerunPins};
 use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::install;
-use crate::output::Outcome;
+use crate::output::{Event, Outcome};
 use crate::platform::Platform;
 use crate::product::{Entry, Product};
 use crate::run::{self, RunEnvironment, RunKind, RunManifest};
@@ -59,9 +59,10 @@ pub(crate) fn check_environment(ctx: &Ctx, env: &RunEnvironment) -> Result<Strin
                         &prepare,
                     )
                 })?;
-            ctx.reporter.info(&format!(
-                "TSBS {commit} is not built here: building it with Go {go}"
-            ));
+            ctx.reporter.event(&Event::BuildingRecordedTsbs {
+                commit: commit.to_string(),
+                go: go.to_string(),
+            });
             crate::environment::prepare(
                 ctx,
                 &crate::environment::PrepareRequest {
@@ -264,10 +265,12 @@ pub(crate) fn check_target(
         }
         // Not always the default port: the run's own workspace (or another) may use it.
         let http_port = crate::workspace::free_http_port(ctx, product)?;
-        ctx.reporter.info(&format!(
-            "preparing workspace {id} with {} {ws_version} on HTTP port {http_port}",
-            product.display_name()
-        ));
+        ctx.reporter.event(&Event::PreparingWorkspace {
+            id: id.to_string(),
+            product: product.display_name(),
+            version: ws_version.to_string(),
+            http_port,
+        });
         crate::workspace::prepare(
             ctx,
             product,
@@ -504,12 +507,11 @@ pub fn run(
         req.flags["accept_data_state"] = json!(a);
     }
     req.flags["expected_data_state"] = json!(data_state);
-    ctx.reporter.info(&format!(
-        "rerunning {} ({} {}) with its pins",
-        m.run_id,
-        kind.display,
-        m.target.version.as_deref().unwrap_or("?")
-    ));
+    ctx.reporter.event(&Event::Rerunning {
+        run: m.run_id.to_string(),
+        product: kind.display.to_string(),
+        version: m.target.version.clone(),
+    });
     let mut out = bench::run(ctx, kind, &req)?;
     out.data["rerun_of"] = json!(m.run_id);
     out.human = format!("Rerun of {}\n{}", m.run_id, out.human);

@@ -29,7 +29,7 @@ use crate::bench::{self, Phase, RerunPins, ResumePlan};
 use crate::context::Ctx;
 use crate::dataset::Profile;
 use crate::error::{Error, Result};
-use crate::output::Outcome;
+use crate::output::{Event, Outcome};
 use crate::run::{self, ResumeRecord, RunDir, RunKind, RunManifest, Status, Step, StepRef};
 use crate::tsbs::DatabaseMode;
 use crate::workspace::WorkspaceManifest;
@@ -513,27 +513,13 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         done_files: left.done.clone(),
         record: Some(record),
     });
-    ctx.reporter.info(&format!(
-        "resuming run {} ({}): {}{} query type(s) to run{}",
-        m.run_id,
-        m.status.words(),
-        match load_mode {
-            Some(mode) => format!(
-                "its load again from the start (database mode {}), ",
-                mode.as_str()
-            ),
-            None => String::new(),
-        },
-        types.len(),
-        if extending {
-            format!(
-                ", {} added",
-                added.keys().cloned().collect::<Vec<_>>().join(", ")
-            )
-        } else {
-            String::new()
-        }
-    ));
+    ctx.reporter.event(&Event::Resuming {
+        run: m.run_id.to_string(),
+        status: m.status.words().to_string(),
+        load_again: load_mode.map(|mode| mode.as_str().to_string()),
+        types: types.len(),
+        added: added.keys().cloned().collect(),
+    });
     let mut out = bench::resume(ctx, entry, &breq, run)?;
     out.data["resumed"] = json!({
         "load_mode": load_mode.map(|m| m.as_str()),

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::{Bench, Phase, Request};
 use crate::context::Ctx;
 use crate::error::{Error, ErrorKind, Result};
-use crate::output::{Outcome, Reporter};
+use crate::output::{Event, Outcome, Reporter};
 use crate::paths::Root;
 use crate::product::{CompactRequest, Compaction, Maintenance, OpCtx, StepEnd};
 use crate::run::{NewRun, RunDir, RunKind, Status};
@@ -52,11 +52,11 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
         },
         ctx.reporter.as_ref(),
     )?;
-    ctx.reporter.info(&format!(
-        "compaction run {} in {}",
-        run.id(),
-        run.dir.display()
-    ));
+    ctx.reporter.event(&Event::RunIn {
+        operation: Some("compaction".into()),
+        run: run.id().to_string(),
+        dir: run.dir.clone(),
+    });
     let mut b = Bench::maintenance(ctx, root, Phase::Compact, req, target, run);
     let result = b.compact(op, &creq);
     b.conclude(result)
@@ -106,9 +106,10 @@ impl Bench<'_> {
             let _ = tx.send(admin.maintenance_sql(&endpoint, Some(&db), &stmt));
         });
         let server = self.target.entry.display;
-        self.ctx.reporter.info(&format!(
-            "{sql}: waiting for {server}'s answer (it answers once the work is done; Ctrl-C stops)"
-        ));
+        self.ctx.reporter.event(&Event::WaitingForAnswer {
+            sql: sql.to_string(),
+            server: server.to_string(),
+        });
         let bar = self
             .ctx
             .reporter
@@ -155,9 +156,10 @@ impl Bench<'_> {
         }
         match res {
             Ok(out) => {
-                self.ctx
-                    .reporter
-                    .info(&format!("{step} answered after {secs:.1} s"));
+                self.ctx.reporter.event(&Event::Answered {
+                    step: step.to_string(),
+                    seconds: secs,
+                });
                 self.run.end(
                     step,
                     attempt,

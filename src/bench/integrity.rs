@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
-use crate::output::NoProgress;
+use crate::output::{Event, NoProgress};
 use crate::run::data::{self, RowCountData};
 use crate::run::{RunDir, Status};
 
@@ -87,10 +87,10 @@ impl super::Bench<'_> {
         let endpoint = self.endpoint();
         let names: Vec<&str> = tables.iter().map(|(t, _)| t.as_str()).collect();
         // A full count: minutes on a large table (229 s at 2.6 M rows on a real InfluxDB 3).
-        self.ctx.reporter.info(&format!(
-            "counting the rows of {} before the queries (the workspace is bound to {expected})",
-            names.join(", ")
-        ));
+        self.ctx.reporter.event(&Event::CountingRows {
+            tables: names.iter().map(|n| n.to_string()).collect(),
+            expected,
+        });
         let mut checked = Vec::new();
         let mut failed = None;
         let count = |table: &str, expected: u64, actual: u64, took_s: f64| RowCountData {

@@ -44,7 +44,7 @@ use crate::context::Ctx;
 use crate::dataset::{Dataset, Profile};
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
-use crate::output::Outcome;
+use crate::output::{Event, Outcome};
 use crate::paths::Root;
 use crate::product::Entry;
 use crate::queryset;
@@ -310,8 +310,11 @@ fn run_in(
         run.manifest.rerun_of = Some(p.rerun_of.clone());
         run.save()?;
     }
-    ctx.reporter
-        .info(&format!("run {} in {}", run.id(), run.dir.display()));
+    ctx.reporter.event(&Event::RunIn {
+        operation: None,
+        run: run.id().to_string(),
+        dir: run.dir.clone(),
+    });
     let cwd = tsbs::command::tool_dir_parent();
     let timeline = timeline::Timeline::new(&run.dir);
     run.set_observer(timeline.clone());

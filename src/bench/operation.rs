@@ -9,7 +9,7 @@ use super::target::Target;
 use super::{Bench, Phase, Request};
 use crate::context::Ctx;
 use crate::error::{Error, Result};
-use crate::output::Outcome;
+use crate::output::{Event, Outcome};
 use crate::paths::Root;
 use crate::product::ext::Operation;
 use crate::run::{NewRun, RunDir, RunKind};
@@ -42,12 +42,11 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
         },
         ctx.reporter.as_ref(),
     )?;
-    ctx.reporter.info(&format!(
-        "{} run {} in {}",
-        op.name,
-        run.id(),
-        run.dir.display()
-    ));
+    ctx.reporter.event(&Event::RunIn {
+        operation: Some(op.name.to_string()),
+        run: run.id().to_string(),
+        dir: run.dir.clone(),
+    });
     let mut b = Bench::maintenance(ctx, root, Phase::Operation, req, target, run);
     let result = b.operation(op);
     b.conclude(result)

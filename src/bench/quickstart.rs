@@ -19,7 +19,7 @@ use crate::dataset::Profile;
 use crate::environment::{self, tsbs as envtsbs, GoRequest, TsbsEnv};
 use crate::error::{Error, Result};
 use crate::lock::LockOptions;
-use crate::output::Outcome;
+use crate::output::{Event, Outcome};
 use crate::sources::{SourceKey, Sources};
 use crate::workspace::{self, PrepareRequest};
 
@@ -126,7 +126,7 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
         if !system_go() {
             check_reachable(&sources, SourceKey::GoDl, "downloading Go to build TSBS")?;
         }
-        r.info("quickstart: preparing the TSBS environment (Go and the TSBS tools)");
+        r.event(&Event::QuickstartEnvironment);
         let commit = envtsbs::default_commit(&ctx.root)?.0;
         let req = environment::PrepareRequest {
             go: GoRequest::Auto,
@@ -154,7 +154,10 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
             )?;
             check_reachable(&sources, SourceKey::Github, "downloading GreptimeDB")?;
         }
-        r.info("quickstart: preparing the GreptimeDB workspace `quickstart`");
+        r.event(&Event::QuickstartWorkspace {
+            product: product.display_name(),
+            id: WORKSPACE.to_string(),
+        });
         workspace::prepare(ctx, product, &asked, &LockOptions::default())?;
     }
     // 3. The smoke benchmark (dataset, query set, load or reuse, queries).

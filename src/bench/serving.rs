@@ -62,8 +62,10 @@ impl Bench<'_> {
         })();
         match res {
             Ok(s) => {
-                self.reporter()
-                    .info(&format!("{} ready at {}", s.label(), s.endpoint()));
+                self.reporter().event(&crate::output::Event::ServerReady {
+                    label: s.label().to_string(),
+                    endpoint: s.endpoint().to_string(),
+                });
                 self.run.event(crate::run::StepEvent {
                     seq: 0,
                     step: "server".into(),

@@ -11,6 +11,7 @@ use crate::dataset::{Dataset, StoredFormat};
 use crate::error::{Error, Result};
 use crate::install;
 use crate::lock::LockGuard;
+use crate::output::Event;
 use crate::paths::Root;
 use crate::platform::Platform;
 use crate::product::{CountRequest, Entry, Product};
@@ -185,23 +186,17 @@ impl Target {
             bearer,
             req.edition.as_deref(),
         )?;
-        ctx.reporter.info(&format!(
-            "external {} at {} reports version {}",
-            entry.display,
-            urls.join(", "),
-            probe["version"].as_str().unwrap_or("unknown")
-        ));
+        ctx.reporter.event(&Event::ExternalVersion {
+            product: entry.display.to_string(),
+            urls: urls.clone(),
+            version: probe["version"].as_str().map(str::to_string),
+        });
         if let Some(t) = probe.get("topology").filter(|t| t["known"] == true) {
             let unused = t["frontends_unused"].as_u64().unwrap_or(0);
-            ctx.reporter.info(&format!(
-                "its information_schema.cluster_info lists {}{}",
-                t["summary"].as_str().unwrap_or("unknown"),
-                if unused > 0 {
-                    format!("; {unused} frontend(s) no --url reaches take no part in this run")
-                } else {
-                    String::new()
-                }
-            ));
+            ctx.reporter.event(&Event::ClusterInfo {
+                summary: t["summary"].as_str().map(str::to_string),
+                frontends_unused: unused,
+            });
         }
         Ok(Target {
             entry,

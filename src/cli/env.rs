@@ -79,7 +79,50 @@ fn finish(ctx: &Ctx, report: Report) -> Outcome {
     for w in &report.warnings {
         ctx.reporter.warn(w);
     }
-    report.outcome()
+    Outcome::new(report.data(), words(&report))
+}
+
+/// The report's words for a person (the JSON `data` is [`Report::data`]).
+fn words(report: &Report) -> String {
+    let g = &report.go;
+    let mut h = String::new();
+    h.push_str(&format!(
+        "Go source: {} ({})\n",
+        g.source.as_str(),
+        report.go_status
+    ));
+    h.push_str(&format!("Go version: {}\n", g.version));
+    h.push_str(&format!("Go platform: {}\n", g.platform));
+    h.push_str(&format!("Go binary: {}\n", g.binary.display()));
+    h.push_str(&format!("Go binary SHA-256: {}\n", g.binary_sha256));
+    if let Some(c) = &g.checksum_source {
+        h.push_str(&format!("Go archive checksum vouched by: {c}\n"));
+    }
+    h.push_str(&format!("TSBS repo: {}\n", report.source.repo));
+    h.push_str(&format!(
+        "TSBS commit: {}{}\n",
+        report.source.commit,
+        if report.source.dirty { " (DIRTY)" } else { "" }
+    ));
+    h.push_str(&format!(
+        "TSBS source: {} ({})\n",
+        report.source.dir.display(),
+        report.source_status
+    ));
+    h.push_str(&format!(
+        "TSBS binaries: {}\n",
+        report.dir.join("bin").display()
+    ));
+    for b in &report.binaries {
+        h.push_str(&format!(
+            "  {:<26} {}  {} (go{})\n",
+            b.name, b.sha256, b.status, b.go_version
+        ));
+    }
+    if let Some(v) = report.verified {
+        h.push_str(&format!("Verified: yes ({v})\n"));
+    }
+    h
 }
 
 /// Turns flags into a request, validating everything before anything is changed.

@@ -25,6 +25,7 @@ mod greptimedb;
 mod influxdb3;
 mod queries;
 mod quickstart;
+pub mod reporters;
 mod runs;
 mod skills;
 mod timescaledb;

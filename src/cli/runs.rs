@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::error::Result;
@@ -113,15 +113,18 @@ pub fn run(ctx: &Ctx, cmd: RunsCmd) -> Result<Outcome> {
             candidates,
             replicates,
             threshold,
-        } => crate::compare::run(
-            ctx,
-            &crate::compare::Request {
-                baseline,
-                candidates,
-                replicates,
-                threshold: Some(threshold),
-            },
-        ),
+        } => {
+            let c = crate::compare::run(
+                ctx,
+                &crate::compare::Request {
+                    baseline,
+                    candidates,
+                    replicates,
+                    threshold: Some(threshold),
+                },
+            )?;
+            Ok(Outcome::new(c.data(), compare_words(&c)?))
+        }
         RunsCmd::Report {
             runs,
             baseline,
@@ -133,7 +136,8 @@ pub fn run(ctx: &Ctx, cmd: RunsCmd) -> Result<Outcome> {
                 baseline,
                 out,
             },
-        ),
+        )
+        .map(|r| Outcome::new(r.data(), report_words(&r))),
         RunsCmd::Rerun {
             run,
             database_id,
@@ -205,4 +209,92 @@ fn summarize(ctx: &Ctx, run: &str) -> Result<Outcome> {
             md.display()
         ),
     ))
+}
+
+/// What `runs report` says to a person: what keeps the runs from being compared, then where
+/// the report is.
+fn report_words(r: &crate::report::Reported) -> String {
+    let mut human = String::new();
+    for w in &r.summary.incomplete {
+        human.push_str(&format!("Incomplete: {w}\n"));
+    }
+    for w in &r.summary.warnings {
+        human.push_str(&format!("Not strictly comparable: {w}\n"));
+    }
+    human.push_str(&format!(
+        "Report of {} run(s) (id {}), baseline {}\nDirectory: {}\nHTML: {}\nMarkdown: {}\n",
+        r.runs,
+        r.id,
+        r.summary.baseline_label,
+        r.dir.display(),
+        r.dir.join("report.html").display(),
+        r.dir.join("summary.md").display()
+    ));
+    human
+}
+
+/// What `runs compare` says to a person: each candidate's verdicts, type by type, then where
+/// the comparison is (or its summary, when it could not be saved).
+fn compare_words(c: &crate::compare::Compared) -> Result<String> {
+    use crate::compare::class_count as count;
+    let mut human = String::new();
+    for c2 in &c.summary.candidates {
+        human.push_str(&format!(
+            "{} ({}) vs baseline {}: improved {}, unchanged {} ({} of them within noise), regressed {}; ingestion {}\n",
+            c2.identity.label,
+            c2.identity.run_id,
+            c.baseline,
+            count(c2, "improved"),
+            count(c2, "unchanged"),
+            c2.within_noise,
+            count(c2, "regressed"),
+            c2.ingestion.classification(),
+        ));
+        if c2.verdict == "not comparable" {
+            human.push_str("  latency verdicts: not comparable\n");
+        }
+        for q in &c2.queries {
+            human.push_str(&format!("  {}\n", query_line(q)));
+        }
+        for cv in &c2.caveats {
+            human.push_str(&format!("  caveat: {cv}\n"));
+        }
+    }
+    match &c.dir {
+        Some(dir) => human.push_str(&format!(
+            "Comparison directory: {}\nSummary: {}\n",
+            dir.display(),
+            dir.join("summary.md").display()
+        )),
+        None => {
+            human.push('\n');
+            human.push_str(&crate::compare::render_md(&c.summary)?);
+        }
+    }
+    Ok(human)
+}
+
+/// One type's verdict on one line: the change, its corrected interval, the class.
+fn query_line(q: &crate::compare::QueryComparison) -> String {
+    let n = &q.noise;
+    let f = |v: &Value| v.as_f64().map_or("?".to_string(), |x| format!("{x:+.1}%"));
+    match n["interval_percent"].as_array() {
+        Some(iv) if iv.len() == 2 => format!(
+            "{:<28} {:>8}  [{}, {}] at {:.2}%  {}",
+            q.query_type,
+            f(&n["change_percent"]),
+            f(&iv[0]),
+            f(&iv[1]),
+            n["interval_level"].as_f64().unwrap_or(0.0) * 100.0,
+            q.classification
+        ),
+        _ => format!(
+            "{:<28} {:>8}  (no interval: the band alone)  {}",
+            q.query_type,
+            q.mean_ms
+                .delta_percent
+                .map_or("?".to_string(), |x| format!("{x:+.1}%")),
+            q.classification
+        ),
+    }
 }

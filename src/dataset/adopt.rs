@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::hash::Sha256;
 use crate::lock::{self, LockOptions};
 use crate::manifest;
-use crate::output::{Progress, Reporter, Unit};
+use crate::output::{Event, Progress, Reporter, Unit};
 use crate::paths::Root;
 
 use super::format::read_format_manifest;
@@ -295,18 +295,13 @@ fn adopt_dataset(
         ours = Some(ds);
         match result? {
             VariantOutcome::Adopted(a) => {
-                reporter.info(&format!(
-                    "adopted {}/{}: {} rows, {} bytes ({})",
-                    a.dataset_id,
-                    a.format,
-                    a.rows,
-                    a.bytes,
-                    if a.method == AdoptMethod::Link {
-                        "hard link"
-                    } else {
-                        "copy"
-                    }
-                ));
+                reporter.event(&Event::Adopted {
+                    dataset: a.dataset_id.to_string(),
+                    format: a.format.to_string(),
+                    rows: a.rows,
+                    bytes: a.bytes,
+                    hard_link: a.method == AdoptMethod::Link,
+                });
                 report.adopted.push(a)
             }
             VariantOutcome::Present(a) => report.present.push(a),

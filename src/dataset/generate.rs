@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::lock::{self, LockOptions};
 use crate::manifest;
-use crate::output::{Reporter, Unit};
+use crate::output::{Event, Reporter, Unit};
 
 use super::format::{
     check_generator, read_format_manifest, reuse_checked, reuse_fast, sweep_leftovers, use_formats,
@@ -303,13 +303,13 @@ fn generate(
     command.extend(args.iter().cloned());
     let started_at = manifest::now_rfc3339();
     let t0 = Instant::now();
-    reporter.info(&format!(
-        "generating {} ({format}, {}): {} {} rows",
-        dataset.id,
-        compression.as_str(),
-        if expected.exact { "" } else { "at most" },
-        expected_rows
-    ));
+    reporter.event(&Event::Generating {
+        dataset: dataset.id.to_string(),
+        format: format.to_string(),
+        compression: compression.as_str().to_string(),
+        rows: expected_rows,
+        exact: expected.exact,
+    });
 
     let outcome = (|| -> Result<StreamResult> {
         // TSBS reads a config.* from its working directory: give it an empty one.
@@ -541,10 +541,11 @@ fn generate(
             let _ = fs::remove_file(dir.join(c.file_name()));
         }
     }
-    reporter.info(&format!(
-        "generated {} rows ({} bytes) in {:.1}s",
-        streamed.rows, streamed.bytes, seconds
-    ));
+    reporter.event(&Event::Generated {
+        rows: streamed.rows,
+        bytes: streamed.bytes,
+        seconds,
+    });
     StoredFormat::from_manifest(dir, &m, false, false)
 }
 

@@ -16,7 +16,7 @@ use reqwest::StatusCode;
 
 use crate::error::{Error, Result};
 use crate::hash::Sha256;
-use crate::output::{NoProgress, Progress, Unit};
+use crate::output::{Event, NoProgress, Progress, Unit};
 use crate::sources::file_url_path;
 
 use super::checksum::normalize_digest;
@@ -105,8 +105,10 @@ impl Downloader {
         }
 
         let partial = dir.join(format!("{file_name}.partial"));
-        self.reporter
-            .info(&format!("downloading {file_name} from {}", redact(url)));
+        self.reporter.event(&Event::Downloading {
+            file: file_name.to_string(),
+            url: redact(url),
+        });
         let progress = self.reporter.progress(file_name, None, Unit::Bytes);
         let result = match file_url_path(url) {
             Some(src) => self.copy_local(&src, url, &partial, &expected, progress.as_ref()),
@@ -131,8 +133,9 @@ impl Downloader {
         }
         let (actual, size) = crate::hash::sha256_file(path, &NoProgress)?;
         if actual == expected {
-            self.reporter
-                .info(&format!("using the verified download {}", path.display()));
+            self.reporter.event(&Event::UsingVerifiedDownload {
+                path: path.to_path_buf(),
+            });
             return Ok(Some(Verified {
                 path: path.to_path_buf(),
                 sha256: actual,
@@ -283,16 +286,11 @@ impl Downloader {
                             )));
                     }
                     let delay = self.backoff(failures.max(1));
-                    self.reporter.info(&format!(
-                        "{}; retrying in {:.1}s{}",
-                        err.message,
-                        delay.as_secs_f64(),
-                        if have > 0 {
-                            format!(" from byte {have}")
-                        } else {
-                            String::new()
-                        }
-                    ));
+                    self.reporter.event(&Event::Retrying {
+                        error: err.message.clone(),
+                        delay,
+                        from_byte: (have > 0).then_some(have),
+                    });
                     sleep_interruptible(delay)?;
                 }
             }
@@ -329,10 +327,7 @@ impl Downloader {
             StatusCode::OK => {
                 if *have > 0 {
                     // The server ignored the Range header: start over.
-                    self.reporter.info(&format!(
-                        "{} does not support resuming; starting over",
-                        redact(url)
-                    ));
+                    self.reporter.event(&Event::NoResume { url: redact(url) });
                     reset(file, hasher, have)?;
                     *mixed = false;
                 }

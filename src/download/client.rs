@@ -12,7 +12,7 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, LOCATION, R
 use reqwest::StatusCode;
 
 use crate::error::{Error, Result};
-use crate::output::SharedReporter;
+use crate::output::{Event, SharedReporter};
 use crate::paths::Root;
 use crate::sources::{file_url_path, under, SourceKey, Sources};
 
@@ -264,11 +264,11 @@ impl Downloader {
                 }
                 Err(Failure::Retry(e)) => {
                     let delay = self.backoff(n);
-                    self.reporter.info(&format!(
-                        "{}; retrying in {:.1}s",
-                        e.message,
-                        delay.as_secs_f64()
-                    ));
+                    self.reporter.event(&Event::Retrying {
+                        error: e.message.clone(),
+                        delay,
+                        from_byte: None,
+                    });
                     sleep_interruptible(delay)?;
                 }
             }

@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::manifest::{self, Manifest};
-use crate::output::{NoProgress, Outcome};
+use crate::output::{Event, NoProgress};
 use crate::paths::Root;
 use crate::platform::Platform;
 
@@ -211,9 +211,11 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn outcome(&self) -> Outcome {
+    /// The `data` object of the JSON envelope; the CLI words the report for a person
+    /// (`src/cli/env.rs`).
+    pub fn data(&self) -> Value {
         let g = &self.go;
-        let data = json!({
+        json!({
             "go": {
                 "source": g.source.as_str(),
                 "status": self.go_status,
@@ -238,45 +240,7 @@ impl Report {
             "binaries": self.binaries,
             "verified": self.verified,
             "warnings": self.warnings,
-        });
-        let mut h = String::new();
-        h.push_str(&format!(
-            "Go source: {} ({})\n",
-            g.source.as_str(),
-            self.go_status
-        ));
-        h.push_str(&format!("Go version: {}\n", g.version));
-        h.push_str(&format!("Go platform: {}\n", g.platform));
-        h.push_str(&format!("Go binary: {}\n", g.binary.display()));
-        h.push_str(&format!("Go binary SHA-256: {}\n", g.binary_sha256));
-        if let Some(c) = &g.checksum_source {
-            h.push_str(&format!("Go archive checksum vouched by: {c}\n"));
-        }
-        h.push_str(&format!("TSBS repo: {}\n", self.source.repo));
-        h.push_str(&format!(
-            "TSBS commit: {}{}\n",
-            self.source.commit,
-            if self.source.dirty { " (DIRTY)" } else { "" }
-        ));
-        h.push_str(&format!(
-            "TSBS source: {} ({})\n",
-            self.source.dir.display(),
-            self.source_status
-        ));
-        h.push_str(&format!(
-            "TSBS binaries: {}\n",
-            self.dir.join("bin").display()
-        ));
-        for b in &self.binaries {
-            h.push_str(&format!(
-                "  {:<26} {}  {} (go{})\n",
-                b.name, b.sha256, b.status, b.go_version
-            ));
-        }
-        if let Some(v) = self.verified {
-            h.push_str(&format!("Verified: yes ({v})\n"));
-        }
-        Outcome::new(data, h)
+        })
     }
 }
 
@@ -355,11 +319,10 @@ fn choose_go(
                 match go::describe_unmanaged(&candidate, GoSource::System, platform) {
                     Ok(t) => return Ok((t, "found".into())),
                     Err(e) if e.kind == ErrorKind::Interrupted => return Err(e),
-                    Err(e) => ctx.reporter.info(&format!(
-                        "not using {}: {}",
-                        candidate.display(),
-                        e.message
-                    )),
+                    Err(e) => ctx.reporter.event(&Event::GoNotUsed {
+                        path: candidate.clone(),
+                        why: e.message,
+                    }),
                 }
             }
             // A managed Go chosen by an earlier prepare (say with --go-version) is kept rather

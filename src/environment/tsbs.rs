@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{self, LockOptions};
 use crate::manifest::{self, Manifest};
-use crate::output::{NoProgress, Reporter};
+use crate::output::{BuildReason, Event, NoProgress, Reporter};
 use crate::paths::Root;
 
 use super::go::GoToolchain;
@@ -208,7 +208,10 @@ fn fetch(
     let stage = crate::fsutil::staging_path(&src, "fetch")?;
     fs_err::create_dir_all(&stage)?;
     let cleanup = StageGuard(stage.clone());
-    reporter.info(&format!("fetching TSBS {commit} from {}", redact_url(repo)));
+    reporter.event(&Event::FetchingTsbs {
+        commit: commit.to_string(),
+        repo: redact_url(repo),
+    });
     run_git(&stage, &["init", "-q"])?;
     run_git(&stage, &["remote", "add", "origin", repo])?;
     let mut c = git(&stage);
@@ -467,13 +470,13 @@ pub fn prepare(
         crate::interrupt::check()?;
         let bin = dir.join("bin").join(tool);
         let reason = if rebuild {
-            Some("--rebuild")
+            Some(BuildReason::Asked)
         } else if source.dirty {
-            Some("the checkout is dirty")
+            Some(BuildReason::DirtyCheckout)
         } else {
             match records.get(tool) {
-                None => Some("not built yet"),
-                Some(_) if !bin.exists() => Some("the binary is missing"),
+                None => Some(BuildReason::NotBuilt),
+                Some(_) if !bin.exists() => Some(BuildReason::Missing),
                 Some(r) => {
                     let sha = crate::hash::sha256_file(&bin, &NoProgress)?.0;
                     if sha != r.sha256 {
@@ -482,7 +485,7 @@ pub fn prepare(
                             bin.display(),
                             r.sha256
                         ));
-                        Some("its checksum drifted")
+                        Some(BuildReason::Drifted)
                     } else {
                         None
                     }
@@ -490,10 +493,11 @@ pub fn prepare(
             }
         };
         let status = if let Some(reason) = reason {
-            cx.reporter.info(&format!(
-                "building {tool} ({reason}) with Go {}",
-                go.version
-            ));
+            cx.reporter.event(&Event::Building {
+                tool: tool.to_string(),
+                reason,
+                go_version: go.version.to_string(),
+            });
             let rec = build_one(cx.root, &source.dir, &dir, tool, &go, &build_log)?;
             records.insert(tool.to_string(), rec);
             // Record each binary as soon as it exists, so an interrupted build keeps its work.

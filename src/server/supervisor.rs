@@ -17,7 +17,7 @@ use nix::sys::signal::Signal;
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::interrupt;
-use crate::output::Reporter;
+use crate::output::{self, Reporter};
 use crate::proc::{process_cpu_ticks, process_start_time, signal_group};
 
 use super::orphan::{handle_orphan, remove_pid_record};
@@ -218,16 +218,11 @@ impl Server {
         loop {
             if let (Some(r), None) = (reporter, bar.as_ref()) {
                 if self.started.elapsed() >= Duration::from_secs(3) {
-                    r.info(&format!(
-                        "waiting for {} to answer{} (up to {:.0} s, --startup-timeout)",
-                        self.spec.label,
-                        self.spec
-                            .timing
-                            .startup_wait
-                            .map(|w| format!(": {w}"))
-                            .unwrap_or_default(),
-                        self.spec.timing.startup_timeout.as_secs_f64()
-                    ));
+                    r.event(&output::Event::WaitingForServer {
+                        label: self.spec.label.to_string(),
+                        until: self.spec.timing.startup_wait.map(|w| w.to_string()),
+                        timeout: self.spec.timing.startup_timeout,
+                    });
                     *bar = Some(r.progress("starting", None, crate::output::Unit::Items));
                 }
             }
@@ -384,11 +379,11 @@ impl Server {
             (Some(why), _) => {
                 let bound = grace.min(DISCARDED_WORK_GRACE);
                 if let Some(r) = reporter {
-                    r.info(&format!(
-                        "stopping {}: {why}; SIGKILL after {:.0} s",
-                        self.spec.label,
-                        bound.as_secs_f64()
-                    ));
+                    r.event(&output::Event::StoppingDiscarded {
+                        label: self.spec.label.to_string(),
+                        why: why.to_string(),
+                        kill_after: bound,
+                    });
                 }
                 self.wait_for(bound)
             }
@@ -455,12 +450,11 @@ impl Server {
             // Say what is going on once the stop is no longer instant.
             if let (Some(r), None) = (reporter, &bar) {
                 if now.duration_since(start) >= Duration::from_secs(2) {
-                    r.info(&format!(
-                        "stopping {}: it finishes its running and queued flush and compaction jobs before it exits; waiting while it makes progress (SIGKILL after {:.0} s without progress, or {:.0} s in all)",
-                        self.spec.label,
-                        grace.as_secs_f64(),
-                        limit.as_secs_f64()
-                    ));
+                    r.event(&output::Event::StoppingDraining {
+                        label: self.spec.label.to_string(),
+                        stall: grace,
+                        limit,
+                    });
                     bar = Some(r.progress("stopping", None, crate::output::Unit::Items));
                 }
             }

@@ -15,6 +15,7 @@ use crate::hash;
 use crate::ids::validate_id;
 use crate::install::{self, Installation};
 use crate::lock::LockOptions;
+use crate::output::Event;
 use crate::platform::Platform;
 use crate::product::Product;
 use crate::publish;
@@ -126,11 +127,10 @@ fn copy_into(
                 .with_hint("the source lost its data; nothing to copy"),
         );
     }
-    ctx.reporter.info(&format!(
-        "copying {} to workspace {}",
-        src_data.display(),
-        req.id
-    ));
+    ctx.reporter.event(&Event::CopyingWorkspace {
+        from: src_data.clone(),
+        id: req.id.to_string(),
+    });
     let copied = copy_tree(&src_data, &staging.join("data"))?;
     let check = data_digest(&staging.join("data"))?;
     if check != copied {

@@ -15,6 +15,7 @@ use crate::hash;
 use crate::ids::validate_id;
 use crate::install::{self, InstallOutcome};
 use crate::lock::LockOptions;
+use crate::output::{Event, SharedPort};
 use crate::platform::Platform;
 use crate::product::{Product, CONFIG_FILE};
 
@@ -90,11 +91,10 @@ pub fn prepare(
             ),
             None => {
                 let latest = install::resolve_latest(ctx, product)?;
-                ctx.reporter.info(&format!(
-                    "no {} installed; the latest release is {}",
-                    product.display_name(),
-                    latest.version
-                ));
+                ctx.reporter.event(&Event::NoneInstalled {
+                    product: product.display_name(),
+                    latest: latest.version.to_string(),
+                });
                 (latest.version, latest.source.to_string())
             }
         },
@@ -256,16 +256,20 @@ fn note_shared_ports(ctx: &Ctx, me: &str, id: &str, ports: &BTreeMap<String, u16
                     .as_object()
                     .is_some_and(|o| o.values().any(|p| p.as_u64() == Some(u64::from(*port))))
                 {
-                    shared.push(format!("{port} ({product} workspace {other})"));
+                    shared.push(SharedPort {
+                        port: *port,
+                        product: product.to_string(),
+                        workspace: other.to_string(),
+                    });
                 }
             }
         }
     }
     if !shared.is_empty() {
-        ctx.reporter.info(&format!(
-            "note: workspace {id} listens on a port another workspace uses: {}; they cannot serve at the same time (pick another with --http-port)",
-            shared.join(", ")
-        ));
+        ctx.reporter.event(&Event::PortShared {
+            id: id.to_string(),
+            shared,
+        });
     }
 }
 

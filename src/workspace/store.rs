@@ -15,6 +15,7 @@ use crate::hash;
 use crate::ids::validate_id;
 use crate::install;
 use crate::lock::{self, LockGuard, LockOptions};
+use crate::output::{Event, LeftBy};
 use crate::platform::Platform;
 use crate::product::{Product, CONFIG_FILE};
 use crate::server;
@@ -435,10 +436,10 @@ pub(super) fn sweep_leftovers(ctx: &Ctx, product: &dyn Product) {
             if let Some(i) = rest.rfind(&marker) {
                 let id = &rest[..i];
                 for p in fsutil::clean_staging(&base.join(id), tag).unwrap_or_default() {
-                    ctx.reporter.info(&format!(
-                        "removed leftover {} of an interrupted {tag}",
-                        p.display()
-                    ));
+                    ctx.reporter.event(&Event::RemovedLeftover {
+                        path: p,
+                        left_by: LeftBy::Interrupted(tag.to_string()),
+                    });
                 }
             }
         }

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::dataset::{Compression, Dataset, StoredFormat};
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
+use crate::output::Event;
 use crate::product::{LoadCount, ToolOptions, NOT_STORED_HINT};
 use crate::run::data::{self, LoadData, LoadEnded, RowCountData};
 use crate::run::Status;
@@ -29,11 +30,10 @@ impl Bench<'_> {
         let binding = self.target.binding_for(ds, sf);
         if self.target.is_managed() && mode != DatabaseMode::Reset && self.target.bound_to(&binding)
         {
-            self.reporter().info(&format!(
-                "workspace {} already holds dataset {}: load skipped",
-                self.target.database_id().unwrap_or_default(),
-                ds.id
-            ));
+            self.reporter().event(&Event::LoadSkipped {
+                workspace: self.target.database_id().unwrap_or_default().to_string(),
+                dataset: ds.id.to_string(),
+            });
             self.run.instant(
                 "load",
                 1,
@@ -162,14 +162,14 @@ impl Bench<'_> {
             Some(&results_rel),
             Some(data::value(&started)),
         )?;
-        self.reporter().info(&format!(
-            "loading {} rows of {} with {} ({} x {batch} rows); its reports every 10 s go to {}",
-            sf.rows,
-            ds.id,
-            cmd.tool(),
-            crate::output::count_of(workers, "worker"),
-            log.display()
-        ));
+        self.reporter().event(&Event::Loading {
+            rows: sf.rows,
+            dataset: ds.id.to_string(),
+            tool: cmd.tool().to_string(),
+            workers,
+            batch,
+            log: log.to_path_buf(),
+        });
         // Watched from before the loader starts, so no change can slip in between.
         let tool_input = if cmd.stdin_data {
             Input::Stream(sf.open_uncompressed()?)
@@ -405,12 +405,11 @@ impl Bench<'_> {
             },
         };
         if made.schema_matches == Some(true) {
-            let said = format!(
-                "created table {} split into {} regions on {} (the schema the server auto-creates from the dataset's first line)",
-                made.table.as_deref().unwrap_or("cpu"),
-                p.partitions,
-                p.column
-            );
+            let said = Event::TableCreated {
+                table: made.table.as_deref().unwrap_or("cpu").to_string(),
+                regions: p.partitions,
+                column: p.column.clone(),
+            };
             self.run.instant(
                 "create-table",
                 attempt,
@@ -418,7 +417,7 @@ impl Bench<'_> {
                 None,
                 Some(data::value(&record)),
             )?;
-            self.reporter().info(&said);
+            self.reporter().event(&said);
             return Ok(());
         }
         let why = format!(

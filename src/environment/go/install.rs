@@ -16,7 +16,7 @@ use crate::environment::process::run_capture;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{self, LockOptions};
 use crate::manifest::{self, Manifest};
-use crate::output::{NoProgress, SharedReporter};
+use crate::output::{Event, NoProgress, SharedReporter};
 use crate::paths::Root;
 use crate::platform::Platform;
 use crate::sources::{SourceKey, Sources};
@@ -323,8 +323,10 @@ fn install(
     let name = archive_name(version, platform);
     let index_url = sources.url(SourceKey::GoDl, "?mode=json&include=all");
     let pin = pinned_sha256(version, &platform.dashed());
-    cx.reporter
-        .info(&format!("checking {name} against {index_url}"));
+    cx.reporter.event(&Event::CheckingGo {
+        archive: name.clone(),
+        index_url: index_url.clone(),
+    });
     let index = downloader.fetch_json(&index_url, "application/json");
     crate::interrupt::check()?;
     let reporter = Arc::clone(&cx.reporter);
@@ -334,7 +336,9 @@ fn install(
     let url = sources.url(SourceKey::GoDl, &name);
     let verified = downloader.fetch_verified(&url, &vouched.sha256, &name)?;
     crate::interrupt::check()?;
-    cx.reporter.info(&format!("extracting {name}"));
+    cx.reporter.event(&Event::Extracting {
+        archive: name.clone(),
+    });
     let staged = archive::extract_staged(
         &verified.path,
         dir,
@@ -384,7 +388,9 @@ fn install(
     manifest::write(&tree.join("manifest.json"), &m)?;
     crate::interrupt::check()?;
     staged.publish(dir)?;
-    cx.reporter
-        .info(&format!("installed Go {version} in {}", dir.display()));
+    cx.reporter.event(&Event::GoInstalled {
+        version: version.to_string(),
+        dir: dir.to_path_buf(),
+    });
     check_managed(dir, version, platform, false)
 }
