@@ -15,6 +15,8 @@ use crate::run::data::{
     self, AnswersData, ColdStartData, LoadData, MachineRecord, QueryBatchData, QueryData,
     RowCountData, ServerData,
 };
+// `Present` is the run records' (a key present as `null` told apart from an absent one).
+pub use crate::run::data::Present;
 use crate::run::{
     present, Host, RunDir, RunError, RunKind, RunTarget, Status, Step, TargetMode, ToolInfo,
     Workload,
@@ -192,9 +194,6 @@ pub struct DataStateSummary {
     pub loads: usize,
     pub maintenance: Vec<MaintenanceRecord>,
 }
-
-/// A present key that may be `null`, told apart from an absent key (`None`).
-pub type Present<T> = Option<Option<T>>;
 
 /// The server's resources during the run, from its timeline ([`crate::sampler`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

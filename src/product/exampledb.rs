@@ -279,12 +279,7 @@ static BENCH_EXT: BenchExt = BenchExt {
         about: "Rewrite the managed workspace's segments without deleted rows (a maintenance run).",
         run: vacuum,
     }],
-    data_location: None,
-    analyze: None,
-    version_override: None,
-    basic_auth: None,
-    partitioning: |_| None,
-    core: super::ext::CoreValues::none,
+    ..BenchExt::NONE
 };
 
 /// The loading phases take `--example-replicas` (default 1; the others are refused it by

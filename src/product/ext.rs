@@ -474,15 +474,7 @@ mod tests {
         flags: &[A, B, S, F],
         record: Record::Flat,
         resolve: |_, g| Ok(g.clone()),
-        load_args: |_| Vec::new(),
-        summary_lines: |_| Vec::new(),
-        operations: &[],
-        data_location: None,
-        analyze: None,
-        version_override: None,
-        basic_auth: None,
-        partitioning: |_| None,
-        core: CoreValues::none,
+        ..BenchExt::NONE
     };
 
     fn given(pairs: &[(&str, Value)]) -> Values {

@@ -625,15 +625,12 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     flags: flags::FLAGS,
     record: super::ext::Record::Flat,
     resolve: flags::resolve,
-    load_args: |_| Vec::new(),
-    summary_lines: |_| Vec::new(),
-    operations: &[],
     data_location: Some(&datalocation::DATA_LOCATION),
     analyze: Some(&analyze::ANALYZE),
     version_override: Some(&flags::VERSION_OVERRIDE),
     basic_auth: Some(&flags::BASIC_AUTH),
     partitioning: flags::partitioning,
-    core: super::ext::CoreValues::none,
+    ..super::ext::BenchExt::NONE
 };
 
 impl super::Maintenance for GreptimeDb {
