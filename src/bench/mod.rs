@@ -211,7 +211,7 @@ fn run_in(
     // An edited dataset.json is refused as `data verify` refuses it, before anything is made
     // from its spec.
     crate::dataset::check_stored_spec(&dataset)?;
-    target.set_count_window(&dataset);
+    target.set_dataset(&dataset);
     // A workspace holding another dataset is refused before anything is written.
     if phase.loads() {
         target.check_binding_id(&dataset, req.mode)?;

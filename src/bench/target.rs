@@ -222,8 +222,9 @@ impl Target {
         })
     }
 
-    /// Row counts of this run stay inside `ds`'s time range (InfluxDB 3 slices in it).
-    pub fn set_count_window(&mut self, ds: &Dataset) {
+    /// The run's dataset: its row counts stay inside `ds`'s time range (InfluxDB 3 slices in
+    /// it), and its tables are what a product's step before the queries covers.
+    pub fn set_dataset(&mut self, ds: &Dataset) {
         self.count_window = count_window(&ds.spec);
         self.tables = ds
             .spec
