@@ -22,7 +22,7 @@ pub struct PhaseResources {
     pub read_bytes: Option<u64>,
     pub write_bytes: Option<u64>,
     /// The data directory's size at the first and last measurement of the phase (its
-    /// boundaries), and the difference.
+    /// boundaries), and what grew while the phase ran (summed over its stretches).
     pub data_dir_start_bytes: Option<u64>,
     pub data_dir_end_bytes: Option<u64>,
     pub data_dir_growth_bytes: Option<i64>,
@@ -42,7 +42,8 @@ struct Acc {
     write: Option<u64>,
     dir_start: Option<u64>,
     dir_end: Option<u64>,
-    dir_measurements: usize,
+    /// What grew within the stretches that measured the directory twice or more.
+    dir_growth: Option<i64>,
 }
 
 fn add_f(acc: &mut Option<f64>, a: Option<f64>, b: Option<f64>) -> bool {
@@ -112,7 +113,11 @@ pub fn summarise(samples: &[Sample]) -> Vec<PhaseResources> {
         if let Some(d) = dirs.last() {
             a.dir_end = Some(*d);
         }
-        a.dir_measurements += dirs.len();
+        // Growth is what grew while the phase ran: a phase that runs again later (a machine
+        // check before the load and before the queries) must not count what grew in between.
+        if let [first, .., last] = dirs[..] {
+            a.dir_growth = Some(a.dir_growth.unwrap_or(0) + (last as i64 - first as i64));
+        }
         i = j;
     }
     order
@@ -135,11 +140,7 @@ pub fn summarise(samples: &[Sample]) -> Vec<PhaseResources> {
             data_dir_start_bytes: a.dir_start,
             data_dir_end_bytes: a.dir_end,
             // One measurement is a size, not a growth.
-            data_dir_growth_bytes: a
-                .dir_start
-                .zip(a.dir_end)
-                .filter(|_| a.dir_measurements >= 2)
-                .map(|(s, e)| e as i64 - s as i64),
+            data_dir_growth_bytes: a.dir_growth,
         })
         .collect()
 }
@@ -219,6 +220,27 @@ mod tests {
         let qb = &p[4];
         assert_eq!((qb.wall_seconds, qb.cpu_seconds), (2.0, Some(0.2)));
         assert_eq!(qb.peak_rss_bytes, Some(80));
+    }
+
+    /// A real InfluxDB 3 run: the machine check ran before the load and again before the
+    /// queries; its growth read +9.51 MiB, the load's, from its first stretch's size to its
+    /// last. A phase that ran several times grows by what grew while it ran.
+    #[test]
+    fn a_phase_run_twice_grows_by_its_stretches_not_by_what_lay_between() {
+        let mut v = vec![
+            s(0.0, "machine-check", 1, 0.0, 1, 0),
+            s(2.0, "load", 1, 0.0, 1, 0),
+            s(20.0, "machine-check", 1, 0.0, 1, 0),
+            s(22.0, "query:a", 1, 0.0, 1, 0),
+        ];
+        for (x, d) in v.iter_mut().zip([1000, 1000, 9000, 9100]) {
+            x.data_dir_bytes = Some(d);
+        }
+        let p = summarise(&v);
+        let check = p.iter().find(|x| x.phase == "machine-check").unwrap();
+        assert_eq!(check.data_dir_growth_bytes, Some(100));
+        let load = p.iter().find(|x| x.phase == "load").unwrap();
+        assert_eq!(load.data_dir_growth_bytes, Some(8000));
     }
 
     #[test]
