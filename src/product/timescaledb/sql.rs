@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Missing, Result};
+use postgres::error::SqlState;
 
 pub use postgres::Client;
 
@@ -240,6 +241,9 @@ pub fn connect(t: &Target, timeout: Duration) -> Result<Client> {
                 "nothing listens at {}: is the server running, and are the host and port in --url right?",
                 t.display()
             ))
+        } else if e.code() == Some(&SqlState::INVALID_CATALOG_NAME) {
+            // `database "x" does not exist`: the server's own answer that it is not there.
+            Error::failed(msg).not_found(Missing::Database(t.dbname.clone()))
         } else {
             Error::failed(msg)
         }
@@ -445,7 +449,15 @@ pub fn db_role_overrides(
 pub fn row_count(c: &mut Client, table: &str) -> Result<u64> {
     let row = c
         .query_one(&format!("SELECT count(*) FROM {}", quote_ident(table)), &[])
-        .map_err(|e| q(&format!("could not count the rows of {table}"), e))?;
+        .map_err(|e| {
+            let undefined = e.code() == Some(&SqlState::UNDEFINED_TABLE);
+            let e = q(&format!("could not count the rows of {table}"), e);
+            if undefined {
+                e.not_found(Missing::Table(table.into()))
+            } else {
+                e
+            }
+        })?;
     Ok(row.get::<_, i64>(0) as u64)
 }
 
