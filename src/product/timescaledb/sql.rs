@@ -236,7 +236,7 @@ pub fn connect(t: &Target, timeout: Duration) -> Result<Client> {
                 "the server wants a password: put it in an environment variable and name it with --password-env VAR"
             };
             Error::invalid(msg).with_hint(hint)
-        } else if describe(&e).to_lowercase().contains("connection refused") {
+        } else if refused(&e) {
             Error::failed(msg).with_hint(format!(
                 "nothing listens at {}: is the server running, and are the host and port in --url right?",
                 t.display()
@@ -248,6 +248,22 @@ pub fn connect(t: &Target, timeout: Duration) -> Result<Client> {
             Error::failed(msg)
         }
     })
+}
+
+/// Whether the connection was refused (nothing listens there): the client's I/O error kind,
+/// found down the error's sources.
+fn refused(e: &postgres::Error) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(inner) = src {
+        if inner
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        src = inner.source();
+    }
+    false
 }
 
 fn q(what: &str, e: postgres::Error) -> Error {
@@ -721,5 +737,14 @@ mod tests {
             "{}",
             e.message
         );
+        // Told by the client's I/O error kind, not by the words.
+        assert!(
+            e.hint
+                .as_deref()
+                .is_some_and(|h| h.starts_with("nothing listens at ")),
+            "{:?}",
+            e.hint
+        );
+        assert_eq!(e.missing(), None);
     }
 }
