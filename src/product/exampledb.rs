@@ -346,6 +346,22 @@ mod tests {
     use super::*;
     use crate::bench::{self, Phase, Request};
 
+    /// Issue 23 §4: its 404 is "not there" (the database or the table); another refusal is
+    /// not.
+    #[test]
+    fn a_count_refused_with_404_is_missing_the_table() {
+        let count = |status| {
+            let ep = crate::http::answers_in_turn(vec![(status, r#"{"error":"no"}"#)]);
+            ExampleDb.count_rows(&ep, "benchmark", "cpu").unwrap_err()
+        };
+        let e = count("404 Not Found");
+        assert_eq!(
+            e.missing(),
+            Some(&crate::error::Missing::Table("benchmark.cpu".into()))
+        );
+        assert_eq!(count("500 Internal Server Error").missing(), None);
+    }
+
     /// The generic code paths find ExampleDB through the registry alone.
     #[test]
     fn the_registry_is_the_only_list() {
