@@ -48,7 +48,7 @@ impl ErrorKind {
 
 /// What code may decide by, beyond the kind: a failure's typed detail. Callers match this,
 /// never the message (whose words are for people and may change).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Detail {
     /// The error is a server's answer with this HTTP status (not a request that got none).
     HttpStatus(u16),
@@ -56,6 +56,28 @@ pub enum Detail {
     Skipped,
     /// The release source serves another archive than the one expected (by SHA-256).
     ArchiveDiffers,
+    /// The server answered that what was asked for is not there, in its own typed terms (an
+    /// error code, a SQLSTATE, a status, a list without it): a row count of a table or
+    /// database that was dropped or wiped.
+    NotFound(Missing),
+}
+
+/// What a server said it does not have ([`Detail::NotFound`]), with the name asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// The database (GreptimeDB, InfluxDB 3 and PostgreSQL database, InfluxDB 2 bucket).
+    Database(String),
+    /// The table (InfluxDB measurement) in a database that is there.
+    Table(String),
+}
+
+impl fmt::Display for Missing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Missing::Database(n) => write!(f, "database {n}"),
+            Missing::Table(n) => write!(f, "table {n}"),
+        }
+    }
 }
 
 /// The tool's error: a kind, a message (context added on the way up is prefixed to it), an
@@ -106,6 +128,17 @@ impl Error {
     /// Whether the error carries this detail.
     pub fn is(&self, detail: Detail) -> bool {
         self.detail == Some(detail)
+    }
+    /// The error is the server's answer that `missing` is not there.
+    pub fn not_found(self, missing: Missing) -> Self {
+        self.with_detail(Detail::NotFound(missing))
+    }
+    /// What the server said it does not have, when the error is such an answer.
+    pub fn missing(&self) -> Option<&Missing> {
+        match &self.detail {
+            Some(Detail::NotFound(m)) => Some(m),
+            _ => None,
+        }
     }
     /// Keeps `source` as the error that caused this one.
     pub fn with_source(
@@ -284,5 +317,22 @@ mod tests {
                 .http_status(),
             None
         );
+    }
+
+    /// "Not there" is a detail with the name asked for, never read from the message.
+    #[test]
+    fn not_found_is_a_detail_naming_what_is_missing() {
+        let e =
+            Error::failed("refused (400): whatever words").not_found(Missing::Table("cpu".into()));
+        assert_eq!(e.missing(), Some(&Missing::Table("cpu".into())));
+        assert_eq!(e.missing().unwrap().to_string(), "table cpu");
+        assert_eq!(
+            Missing::Database("benchmark".into()).to_string(),
+            "database benchmark"
+        );
+        assert_eq!(Error::failed("Table not found: cpu").missing(), None);
+        assert_eq!(Error::failed("x").with_http_status(404).missing(), None);
+        // Context on the way up keeps it.
+        assert!(e.context("counting").missing().is_some());
     }
 }

@@ -194,6 +194,29 @@ impl Answer {
     }
 }
 
+/// A stand-in server for unit tests: answers HTTP requests on 127.0.0.1 in turn, one of
+/// `answers` (status line, body) each, then stops listening; returns its endpoint.
+#[cfg(test)]
+pub(crate) fn answers_in_turn(answers: Vec<(&'static str, &'static str)>) -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let ep = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for (status, body) in answers {
+            let Ok((mut c, _)) = l.accept() else { return };
+            let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut buf = [0u8; 8192];
+            let _ = c.read(&mut buf);
+            let _ = write!(
+                c,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    ep
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,11 +118,13 @@ impl super::Bench<'_> {
                     failed = Some((r.clone(), Error::integrity(r), Some(data)));
                     break;
                 }
-                // The database or table is gone (e.g. `data/` wiped): the binding claims data
-                // that is not there.
-                Err(e) if e.message.to_ascii_lowercase().contains("not found") => {
+                // The database or table is gone (`data/` wiped, a table dropped), as the
+                // server's own typed answer says (each product's count sets it): the binding
+                // claims data that is not there.
+                Err(e) if e.missing().is_some() => {
+                    let missing = e.missing().map(ToString::to_string).unwrap_or_default();
                     let r = format!(
-                        "workspace {ws} is bound to dataset {dataset} ({expected} rows in table {table}), but its server does not have them: {}",
+                        "workspace {ws} is bound to dataset {dataset} ({expected} rows in table {table}), but its server does not have them (no {missing}): {}",
                         e.message
                     );
                     failed = Some((r.clone(), Error::integrity(r), None));

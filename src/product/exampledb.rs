@@ -26,7 +26,7 @@ use super::{
 };
 use crate::dataset::Profile;
 use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
-use crate::error::{Error, Result};
+use crate::error::{Error, Missing, Result};
 use crate::platform::Platform;
 use crate::queryset::QueryFormat;
 use crate::server::Probe;
@@ -161,14 +161,24 @@ impl Product for ExampleDb {
             url: format!("{endpoint}/health"),
         }
     }
+    /// Its 404 says it does not hold the database or the table: [`Missing::Table`].
     fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
+        let failed = |e: reqwest::Error| {
+            let err = Error::failed(format!("ExampleDB did not count {table}: {e}"));
+            match e.status() {
+                Some(reqwest::StatusCode::NOT_FOUND) => {
+                    err.not_found(Missing::Table(format!("{database}.{table}")))
+                }
+                _ => err,
+            }
+        };
         let body: Value = super::admin_client()?
             .get(format!("{endpoint}/count"))
             .query(&[("db", database), ("table", table)])
             .send()
             .and_then(|r| r.error_for_status())
             .and_then(|r| r.json())
-            .map_err(|e| Error::failed(format!("ExampleDB did not count {table}: {e}")))?;
+            .map_err(failed)?;
         body["rows"]
             .as_u64()
             .ok_or_else(|| Error::failed(format!("ExampleDB counted {table} without a number")))
@@ -335,6 +345,22 @@ fn vacuum(ctx: &mut dyn OpCtx, _values: &Values) -> Result<()> {
 mod tests {
     use super::*;
     use crate::bench::{self, Phase, Request};
+
+    /// Issue 23 §4: its 404 is "not there" (the database or the table); another refusal is
+    /// not.
+    #[test]
+    fn a_count_refused_with_404_is_missing_the_table() {
+        let count = |status| {
+            let ep = crate::http::answers_in_turn(vec![(status, r#"{"error":"no"}"#)]);
+            ExampleDb.count_rows(&ep, "benchmark", "cpu").unwrap_err()
+        };
+        let e = count("404 Not Found");
+        assert_eq!(
+            e.missing(),
+            Some(&crate::error::Missing::Table("benchmark.cpu".into()))
+        );
+        assert_eq!(count("500 Internal Server Error").missing(), None);
+    }
 
     /// The generic code paths find ExampleDB through the registry alone.
     #[test]

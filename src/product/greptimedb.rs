@@ -25,7 +25,7 @@ use super::{
 };
 use crate::dataset::Profile;
 use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
-use crate::error::{Error, Result};
+use crate::error::{Error, Missing, Result};
 use crate::platform::Platform;
 use crate::queryset::QueryFormat;
 use crate::server::{Probe, Timing};
@@ -65,6 +65,17 @@ impl GreptimeDb {
         db: Option<&str>,
         sql: &str,
     ) -> Result<Value> {
+        Self::sql_coded(client, endpoint, db, sql).map_err(|(e, _)| e)
+    }
+
+    /// As [`Self::sql_with`]; a refusal comes with GreptimeDB's own status code (the JSON
+    /// `code` of its error answer, e.g. [`TABLE_NOT_FOUND`]) when it gave one.
+    fn sql_coded(
+        client: &reqwest::blocking::Client,
+        endpoint: &str,
+        db: Option<&str>,
+        sql: &str,
+    ) -> std::result::Result<Value, (Error, Option<u64>)> {
         let mut form = vec![("sql", sql)];
         if let Some(db) = db {
             form.push(("db", db));
@@ -76,20 +87,39 @@ impl GreptimeDb {
             req = req.basic_auth(&a.user, Some(a.password.expose()));
         }
         let what = format!("{sql:?}");
-        let a = crate::http::send(&format!("GreptimeDB at {endpoint}"), &what, req, None)?;
-        let body = a.json("GreptimeDB", &what)?;
+        let uncoded = |e: Error| (e, None);
+        let a = crate::http::send(&format!("GreptimeDB at {endpoint}"), &what, req, None)
+            .map_err(uncoded)?;
+        let body = a.json("GreptimeDB", &what).map_err(uncoded)?;
         if a.status == reqwest::StatusCode::UNAUTHORIZED {
-            return Err(unauthorized(endpoint, auth.as_ref(), &a.said("error")));
+            return Err(uncoded(unauthorized(
+                endpoint,
+                auth.as_ref(),
+                &a.said("error"),
+            )));
         }
         if !a.is_success() {
-            return Err(a.refused("GreptimeDB", &what, &a.said("error")));
+            let code = body.get("code").and_then(Value::as_u64);
+            return Err((a.refused("GreptimeDB", &what, &a.said("error")), code));
         }
         body.get("output")
             .and_then(|o| o.get(0))
             .cloned()
-            .ok_or_else(|| Error::failed(format!("GreptimeDB answered {sql:?} without output")))
+            .ok_or_else(|| {
+                uncoded(Error::failed(format!(
+                    "GreptimeDB answered {sql:?} without output"
+                )))
+            })
     }
 }
+
+/// GreptimeDB's status code (`common_error::status_code::StatusCode`, the `code` of its JSON
+/// error answer, HTTP 400) for a table that is not there: a real v1.0.2 answers `SELECT
+/// count(*) FROM cpu` with no such table `{"code":4001,"error":"Failed to plan SQL: Table not
+/// found: greptime.benchmark.cpu",..}`.
+pub const TABLE_NOT_FOUND: u64 = 4001;
+/// Its code for a database that is not there (`Database not found: benchmark`).
+pub const DATABASE_NOT_FOUND: u64 = 4004;
 
 /// GreptimeDB's 401 (its static user provider refused the request): exit 2, the server's own
 /// words (`Username and password does not match, username: U`) and what to pass.
@@ -419,12 +449,17 @@ impl Product for GreptimeDb {
         }
     }
 
+    /// A table or database that is not there is GreptimeDB's own code (4001, 4004), as
+    /// [`Detail::NotFound`](crate::error::Detail::NotFound).
     fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
         crate::ids::validate_sql_identifier("--table", table)?;
-        let out = self.sql(
-            endpoint,
-            Some(database),
-            &format!("SELECT count(*) FROM {table}"),
+        let q = format!("SELECT count(*) FROM {table}");
+        let out = Self::sql_coded(&admin_client()?, endpoint, Some(database), &q).map_err(
+            |(e, code)| match code {
+                Some(TABLE_NOT_FOUND) => e.not_found(Missing::Table(table.into())),
+                Some(DATABASE_NOT_FOUND) => e.not_found(Missing::Database(database.into())),
+                _ => e,
+            },
         )?;
         out.pointer("/records/rows/0/0")
             .and_then(Value::as_u64)
@@ -788,6 +823,33 @@ pub fn parse_latest(doc: &Value) -> Result<Latest> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Issue 23 §4: a count of a table or database that is not there is GreptimeDB's own
+    /// code (4001, 4004, as a real v1.0.2 answers), as [`Missing`] with the name asked for;
+    /// another refusal is not, whatever its words.
+    #[test]
+    fn a_count_of_what_is_not_there_is_told_by_the_status_code() {
+        let count = |status, body| {
+            let ep = crate::http::answers_in_turn(vec![(status, body)]);
+            GreptimeDb.count_rows(&ep, "benchmark", "cpu").unwrap_err()
+        };
+        let e = count(
+            "400 Bad Request",
+            r#"{"code":4001,"error":"Failed to plan SQL: Table not found: greptime.benchmark.cpu","execution_time_ms":0}"#,
+        );
+        assert_eq!(e.missing(), Some(&Missing::Table("cpu".into())), "{e:?}");
+        assert!(e.message.contains("Table not found"), "{}", e.message);
+        let e = count(
+            "400 Bad Request",
+            r#"{"code":4004,"error":"Database not found: benchmark","execution_time_ms":0}"#,
+        );
+        assert_eq!(e.missing(), Some(&Missing::Database("benchmark".into())));
+        let e = count(
+            "400 Bad Request",
+            r#"{"code":1004,"error":"Column not found, or whatever not found","execution_time_ms":0}"#,
+        );
+        assert_eq!((e.missing(), e.http_status()), (None, Some(400)));
+    }
 
     #[test]
     fn latest_answers() {

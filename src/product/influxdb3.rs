@@ -20,7 +20,7 @@ use super::variants::{RunLimits, RunVariants};
 use super::{check_semver, BenchCaps, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions};
 use crate::dataset::Profile;
 use crate::download::{Downloader, ACCEPT_ARTIFACT};
-use crate::error::{Error, Result};
+use crate::error::{Error, Missing, Result};
 use crate::paths::Root;
 use crate::platform::Platform;
 use crate::queryset::QueryFormat;
@@ -1074,6 +1074,24 @@ pub fn persisted_files(req: &CountRequest) -> settle::Persisted {
     Some((files.len() as u64, rows))
 }
 
+/// Whether `SHOW TABLES` in the request's database lists its table among the data tables
+/// (schema `iox`); `None` when the server does not answer it.
+fn lists_table(c: &reqwest::blocking::Client, req: &CountRequest) -> Option<bool> {
+    let server = format!("InfluxDB 3 at {}", req.endpoint);
+    let a = crate::http::send(
+        &server,
+        "SHOW TABLES",
+        sql_request(c, req, "SHOW TABLES"),
+        Some(req.timeout),
+    )
+    .ok()
+    .filter(crate::http::Answer::is_success)?;
+    let rows = a.json(&server, "SHOW TABLES").ok()?;
+    Some(rows.as_array()?.iter().any(|r| {
+        r["table_schema"].as_str() == Some("iox") && r["table_name"].as_str() == Some(req.table)
+    }))
+}
+
 /// The client of a count's requests: no proxy, `timeout` per request.
 fn count_client(timeout: std::time::Duration) -> Result<reqwest::blocking::Client> {
     crate::http::local(Some(timeout))
@@ -1131,11 +1149,18 @@ fn count_once(
                 .and_then(|n| n.parse().ok());
             return Err(CountFailure::FileLimit(files));
         }
-        return Err(CountFailure::Other(a.refused(
-            "InfluxDB 3",
-            &what,
-            a.text.trim(),
-        )));
+        let e = a.refused("InfluxDB 3", &what, a.text.trim());
+        // Not there, in the server's own terms: an unknown database is its 404
+        // (`QueryExecutorError::DatabaseNotFound`); a table the database lacks is a planning
+        // error like any other, so its own list of tables says it.
+        let e = if a.status == reqwest::StatusCode::NOT_FOUND {
+            e.not_found(Missing::Database(req.database.into()))
+        } else if lists_table(c, req) == Some(false) {
+            e.not_found(Missing::Table(table.into()))
+        } else {
+            e
+        };
+        return Err(CountFailure::Other(e));
     }
     let body = a.json("InfluxDB 3", &what).map_err(CountFailure::Other)?;
     body.get(0)
@@ -1227,33 +1252,63 @@ mod tests {
         assert_eq!(InfluxDb3::node_id("a.b_c"), "a-b-c-node");
     }
 
-    /// Answers one HTTP request on 127.0.0.1 with `status` and `body`; returns the endpoint.
-    fn one_answer(status: &str, body: &'static str) -> String {
-        use std::io::{Read, Write};
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let ep = format!("http://{}", l.local_addr().unwrap());
-        let status = status.to_string();
-        std::thread::spawn(move || {
-            if let Ok((mut c, _)) = l.accept() {
-                let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(5)));
-                let mut buf = [0u8; 4096];
-                let _ = c.read(&mut buf);
-                let _ = write!(
-                    c,
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            }
-        });
-        ep
+    /// Issue 23 §4: a database that is not there is the server's 404; a table that is not
+    /// there is a refusal whose database's `SHOW TABLES` does not list it. Either is
+    /// [`Missing`], with the name asked for; any other refusal is not.
+    #[test]
+    fn a_count_of_what_is_not_there_says_so_by_the_servers_own_answers() {
+        let count = |ep: &str| {
+            count_table(&CountRequest {
+                endpoint: ep,
+                database: "benchmark",
+                table: "cpu",
+                window: None,
+                token: None,
+                timeout: std::time::Duration::from_secs(5),
+            })
+            .unwrap_err()
+        };
+        let e = count(&crate::http::answers_in_turn(vec![(
+            "404 Not Found",
+            r#"{"error":"query error: database not found: benchmark","data":null}"#,
+        )]));
+        assert_eq!(e.missing(), Some(&Missing::Database("benchmark".into())));
+        let shown = r#"[{"table_catalog":"public","table_schema":"iox","table_name":"mem","table_type":"BASE TABLE"},{"table_catalog":"public","table_schema":"system","table_name":"cpu","table_type":"BASE TABLE"}]"#;
+        let e = count(&crate::http::answers_in_turn(vec![
+            (
+                "400 Bad Request",
+                "Error during planning: table 'public.iox.cpu' not found",
+            ),
+            ("200 OK", shown),
+        ]));
+        assert_eq!(e.missing(), Some(&Missing::Table("cpu".into())), "{e:?}");
+        // A refusal of a table the server lists is not "not there", whatever its words.
+        let e = count(&crate::http::answers_in_turn(vec![
+            ("500 Internal Server Error", "Table not found, or not"),
+            (
+                "200 OK",
+                r#"[{"table_catalog":"public","table_schema":"iox","table_name":"cpu","table_type":"BASE TABLE"}]"#,
+            ),
+        ]));
+        assert_eq!(e.missing(), None, "{e:?}");
+        assert_eq!(e.http_status(), Some(500));
+        // No list of tables (the second request refused): not decided either way.
+        let e = count(&crate::http::answers_in_turn(vec![
+            (
+                "400 Bad Request",
+                "Error during planning: table 'public.iox.cpu' not found",
+            ),
+            ("500 Internal Server Error", "busy"),
+        ]));
+        assert_eq!(e.missing(), None, "{e:?}");
     }
 
     #[test]
     fn a_file_limit_refusal_is_named_and_sliced_counts_are_bounded() {
-        let ep = one_answer(
+        let ep = crate::http::answers_in_turn(vec![(
             "500 Internal Server Error",
             "External error: Query would scan 432 Parquet files, exceeding the file limit. InfluxDB 3 Core caps file access",
-        );
+        )]);
         // No window to slice in: the limit is named as the limit it is (the real refusal's
         // number), not as a file count nor as missing rows.
         let e = count_table(&CountRequest {

@@ -1267,6 +1267,39 @@ fn a_failed_count_is_said_as_such_not_as_a_mismatch() {
     assert!(!md.contains("MISMATCH"), "{md}");
 }
 
+/// Issue 23 §4: before the queries, a count the server refuses with the words "Table not
+/// found" of a table it still lists is a failed count (exit 1), not data that is gone; a
+/// workspace whose `data/` was wiped is told by the server's 404 for the database: exit 4 with
+/// the reload command, no query run.
+#[test]
+fn before_queries_a_missing_database_is_told_by_the_404_not_by_the_words() {
+    let w = world();
+    let knobs = publish_influx3(&w, "core");
+    w.prepare_influx3("nf1", "core");
+    bench_influx3(&w, "nf1", "load", &[]).ok();
+    let plain = std::fs::read_to_string(&knobs).unwrap();
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20,
+               "query_failures": [{"contains": "count(", "status": 500, "error": "Table not found (injected)"}]})
+        .to_string(),
+    )
+    .unwrap();
+    let r = bench_influx3(&w, "nf1", "query", &[]);
+    r.code(1).says("Table not found (injected)");
+    assert!(!r.stderr.contains("does not have them"), "{}", r.stderr);
+    std::fs::write(&knobs, plain).unwrap();
+    let data = w.gt.env.root.join("influxdb3/databases/nf1/data");
+    std::fs::remove_dir_all(&data).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let r = bench_influx3(&w, "nf1", "query", &[]);
+    r.code(4)
+        .says("its server does not have them (no database benchmark)")
+        .says("--database-mode reset --confirm-reset benchmark");
+    let events = std::fs::read_to_string(run_dir(&r).join("events.jsonl")).unwrap();
+    assert!(!events.contains("\"step\":\"query:"), "{events}");
+}
+
 #[test]
 fn core_table_over_the_query_file_limit_is_counted_in_time_slices() {
     let w = world();

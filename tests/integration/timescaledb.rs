@@ -760,6 +760,53 @@ fn the_settings_in_force_are_the_workspaces_or_the_run_stops() {
         .says("work_mem=1MB (role postgres: ALTER ROLE ... SET)");
 }
 
+/// Issue 23 §4: a workspace whose `cpu` table was dropped (SQLSTATE 42P01), or whose database
+/// was (3D000), no longer holds what its binding claims: `bench timescaledb query` stops with
+/// exit 4, the integrity message and the reload command, no query runs, and the workspace's
+/// manifest (its binding) is left as it was. Decided by the SQLSTATE, not by the words.
+#[test]
+fn a_dropped_table_or_database_is_an_integrity_error_with_the_reload_hint() {
+    let Some(w) = pg_world("a_dropped_table_or_database_is_an_integrity_error") else {
+        return;
+    };
+    let env = &w.gt.env;
+    let m = prepare_pg(env, "pd")["data"]["manifest"].clone();
+    let port = m["ports"]["postgres"].as_u64().unwrap();
+    env.run(&pg_all_args("pd", &[])).ok();
+    let manifest = ws_dir(env, "pd").join("manifest.json");
+    let before = std::fs::read(&manifest).unwrap();
+    let mut query = pg_all_args("pd", &[]);
+    query[2] = "query";
+    for (drop, db, missing) in [
+        ("DROP TABLE cpu", "benchmark", "(no table cpu)"),
+        (
+            "DROP DATABASE benchmark",
+            "postgres",
+            "(no database benchmark)",
+        ),
+    ] {
+        let mut bg = Bg::spawn(env, &["timescaledb", "serve", "--database-id", "pd"]);
+        bg.wait_serving(|| psql(port, "postgres", "SELECT 1").status.success());
+        let out = psql(port, db, drop);
+        assert!(out.status.success(), "{drop}: {out:?}");
+        bg.interrupt().code(130);
+        let r = env.run(&query);
+        r.code(4)
+            .says("is bound to dataset")
+            .says("its server does not have them")
+            .says(missing)
+            .says("--database-mode reset --confirm-reset benchmark");
+        let events =
+            std::fs::read_to_string(crate::world::run_dir(&r).join("events.jsonl")).unwrap();
+        assert!(!events.contains("\"step\":\"query:"), "{drop}: {events}");
+        assert_eq!(
+            std::fs::read(&manifest).unwrap(),
+            before,
+            "{drop}: the workspace manifest changed"
+        );
+    }
+}
+
 /// PostgreSQL's FATAL ends one client session, not the server: 20 `psql` connections to a
 /// missing database while `bench timescaledb all` loads leave the run `completed`, with the
 /// FATAL lines counted and explained in summary.md. The readiness probe itself adds none: it

@@ -8,7 +8,7 @@ use std::time::Duration;
 use reqwest::blocking::{Client, RequestBuilder};
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Missing, Result};
 use crate::http::Answer;
 
 /// A client for one server and token.
@@ -190,7 +190,8 @@ impl<'a> Api<'a> {
             return Err(Error::failed(format!(
                 "InfluxDB 2 at {} has no bucket {bucket}",
                 self.endpoint
-            )));
+            ))
+            .not_found(Missing::Database(bucket.into())));
         };
         let (start, stop) = match window {
             Some((s, e)) => (format!("time(v: {s})"), format!("time(v: {e})")),
@@ -249,7 +250,9 @@ pub fn count_rows(
     if let Some((s, e)) = window {
         q.push_str(&format!(" WHERE time >= {s} AND time < {e}"));
     }
-    let first = api.influxql(db, &q, timeout)?;
+    let first = api
+        .influxql(db, &q, timeout)
+        .map_err(|e| bucket_gone(api, db, e))?;
     let Some(series) = first["series"].as_array().and_then(|s| s.first()) else {
         return Ok((0, json!({"query": q, "fields_counted": 0})));
     };
@@ -281,6 +284,17 @@ pub fn count_rows(
     ))
 }
 
+/// `e`, the failure of a count in bucket `db`, as [`Missing::Database`] when the server's list
+/// of buckets does not hold `db`. (influxd 2.7.12 answers the v1 `/query` of an unknown
+/// database 200 with only words in the statement's `error`; an unknown measurement is no
+/// series, 0 rows.)
+fn bucket_gone(api: &Api, db: &str, e: Error) -> Error {
+    match api.bucket(db) {
+        Ok(None) => e.not_found(Missing::Database(db.into())),
+        _ => e,
+    }
+}
+
 /// The `_value` column of the first data row of a Flux CSV answer (`,result,table,_value`);
 /// no row (no data in the range): 0.
 fn parse_flux_count(csv: &str) -> u64 {
@@ -298,6 +312,31 @@ fn parse_flux_count(csv: &str) -> u64 {
 
 #[cfg(test)]
 mod flux_tests {
+    use crate::error::Missing;
+
+    /// Issue 23 §4: influxd 2.7.12 answers the v1 `/query` of an unknown database 200 with
+    /// words only (`database not found: b`); its list of buckets without it says the bucket is
+    /// not there. A bucket it lists is not missing, whatever the words.
+    #[test]
+    fn a_count_in_a_bucket_the_server_does_not_list_is_missing_the_database() {
+        let count = |bucket_list: &'static str| {
+            let ep = crate::http::answers_in_turn(vec![
+                (
+                    "200 OK",
+                    r#"{"results":[{"statement_id":0,"error":"database not found: b"}]}"#,
+                ),
+                ("200 OK", bucket_list),
+            ]);
+            let api = super::Api::new(&ep, Some("t")).unwrap();
+            super::count_rows(&api, "b", "cpu", None, std::time::Duration::from_secs(5))
+                .unwrap_err()
+        };
+        let e = count(r#"{"buckets":[]}"#);
+        assert_eq!(e.missing(), Some(&Missing::Database("b".into())), "{e:?}");
+        let e = count(r#"{"buckets":[{"id":"1","orgID":"2","name":"b"}]}"#);
+        assert_eq!(e.missing(), None, "{e:?}");
+    }
+
     #[test]
     fn a_flux_count_is_read_from_its_value_column() {
         let csv = ",result,table,_value\r\n,_result,0,2577\r\n\r\n";

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Missing, Result};
+use postgres::error::SqlState;
 
 pub use postgres::Client;
 
@@ -235,15 +236,34 @@ pub fn connect(t: &Target, timeout: Duration) -> Result<Client> {
                 "the server wants a password: put it in an environment variable and name it with --password-env VAR"
             };
             Error::invalid(msg).with_hint(hint)
-        } else if describe(&e).to_lowercase().contains("connection refused") {
+        } else if refused(&e) {
             Error::failed(msg).with_hint(format!(
                 "nothing listens at {}: is the server running, and are the host and port in --url right?",
                 t.display()
             ))
+        } else if e.code() == Some(&SqlState::INVALID_CATALOG_NAME) {
+            // `database "x" does not exist`: the server's own answer that it is not there.
+            Error::failed(msg).not_found(Missing::Database(t.dbname.clone()))
         } else {
             Error::failed(msg)
         }
     })
+}
+
+/// Whether the connection was refused (nothing listens there): the client's I/O error kind,
+/// found down the error's sources.
+fn refused(e: &postgres::Error) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(inner) = src {
+        if inner
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        src = inner.source();
+    }
+    false
 }
 
 fn q(what: &str, e: postgres::Error) -> Error {
@@ -445,7 +465,15 @@ pub fn db_role_overrides(
 pub fn row_count(c: &mut Client, table: &str) -> Result<u64> {
     let row = c
         .query_one(&format!("SELECT count(*) FROM {}", quote_ident(table)), &[])
-        .map_err(|e| q(&format!("could not count the rows of {table}"), e))?;
+        .map_err(|e| {
+            let undefined = e.code() == Some(&SqlState::UNDEFINED_TABLE);
+            let e = q(&format!("could not count the rows of {table}"), e);
+            if undefined {
+                e.not_found(Missing::Table(table.into()))
+            } else {
+                e
+            }
+        })?;
     Ok(row.get::<_, i64>(0) as u64)
 }
 
@@ -709,5 +737,14 @@ mod tests {
             "{}",
             e.message
         );
+        // Told by the client's I/O error kind, not by the words.
+        assert!(
+            e.hint
+                .as_deref()
+                .is_some_and(|h| h.starts_with("nothing listens at ")),
+            "{:?}",
+            e.hint
+        );
+        assert_eq!(e.missing(), None);
     }
 }
