@@ -100,6 +100,18 @@ fn label_is(labels: &str, name: &str, value: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// What a running InfluxDB 3 Core 3.10.1 (built from source here) served at `/metrics`,
+    /// cut to the families named in the fixture's README: jemalloc's resident pages are its
+    /// memory; `process_start_time_seconds` is there without any process CPU or RSS series.
+    #[test]
+    fn a_real_influxdb3_answer_gives_jemalloc_resident_and_no_cpu() {
+        let real = include_str!("../../tests/fixtures/influxdb3-real/metrics-3.10.1.txt");
+        let p = parse(real);
+        assert_eq!(p.rss_bytes, Some(9_216_000));
+        assert_eq!(p.rss_series, Some(JEMALLOC_RESIDENT));
+        assert_eq!((p.cpu_seconds, p.cpu_series), (None, None));
+    }
+
     #[test]
     fn process_series_are_read_with_or_without_labels_and_timestamps() {
         let text = "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 12.5\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes{instance=\"a b\"} 1.234e+08 1700000000000\nprocess_resident_memory_bytes 5\n";
