@@ -955,6 +955,27 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
         "{first}"
     );
     assert_no_secret(w.gt.env.path().join("root").as_path(), token, &[&r]);
+    // Issue 23 §3: the run's status lines are typed lines of its events.jsonl too (the
+    // loader's start with its workers), none of them with the token; --json stdout has none.
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let recorded: Vec<Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e.get("event").is_some())
+        .collect();
+    assert!(recorded.iter().any(|e| e["event"] == "run_in"), "{events}");
+    let loading = recorded
+        .iter()
+        .find(|e| e["event"] == "loading")
+        .unwrap_or_else(|| panic!("{events}"));
+    assert_eq!(loading["workers"], 2, "{loading}");
+    assert!(
+        loading["message"].as_str().unwrap().starts_with("loading "),
+        "{loading}"
+    );
+    assert!(recorded.iter().all(|e| e.get("step").is_none()), "{events}");
+    assert!(!events.contains(token));
+    assert!(!r.stdout.contains("\"event\""), "{}", r.stdout);
     // A query-only run: the dataset is what its queries were generated for, said as such
     // (F8: it showed "(-, -), - rows, SHA-256 `-`").
     let mut q = vec![
