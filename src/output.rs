@@ -367,6 +367,24 @@ pub enum Event {
     QuickstartEnvironment,
     /// `quickstart` prepares its workspace.
     QuickstartWorkspace { product: String, id: String },
+    /// A query type's precision target was reached or not (`stop`: why the batches stopped).
+    Precision {
+        query_type: String,
+        /// The target half-width, in percent.
+        target_pct: f64,
+        reached: bool,
+        stop: String,
+        /// The half-width reached, as a fraction (none: too few queries to tell).
+        half_width: Option<f64>,
+        queries: u64,
+        batches: u32,
+    },
+    /// A TSBS tool that had stalled makes progress again.
+    ProgressResumed {
+        tool: String,
+        count: u64,
+        unit: String,
+    },
     /// A lock is held by another process; this one waits.
     WaitingForLock {
         label: String,
@@ -533,8 +551,8 @@ pub enum Warning {
         groups: FailureGroups,
     },
 
-    /// A warning a product's own module words (`src/product/<name>`): its server's state, its
-    /// licence's expiry, ... (the core knows no product's concepts).
+    /// A warning a product's own module words (`src/product/<name>`) about its server's
+    /// state (the core knows no product's concepts).
     Product { text: String },
 }
 

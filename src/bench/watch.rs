@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::error::{Error, Result};
-use crate::output::{Progress, Reporter, Unit, Warning};
+use crate::output::{Event, Progress, Reporter, Unit, Warning};
 use crate::run::{RunDir, StepEvent};
 
 use super::exec::Observer;
@@ -167,13 +167,13 @@ impl<'a> ToolWatch<'a> {
             self.last_growth = Instant::now();
             if self.stalled {
                 self.stalled = false;
-                let msg = format!(
-                    "{}: progress resumed ({} {})",
-                    self.tool,
+                let resumed = Event::ProgressResumed {
+                    tool: self.tool.to_string(),
                     count,
-                    self.unit()
-                );
-                self.reporter.info(&msg);
+                    unit: self.unit().to_string(),
+                };
+                self.reporter.event(&resumed);
+                let msg = resumed.to_string();
                 self.record("resumed", &msg);
             }
         }

@@ -318,6 +318,33 @@ impl fmt::Display for Event {
                 }
                 Ok(())
             }
+            Event::Precision {
+                query_type,
+                target_pct,
+                reached,
+                stop,
+                half_width,
+                queries,
+                batches,
+            } => {
+                write!(f, "query type {query_type}: target ±{target_pct}%: ")?;
+                match (reached, half_width) {
+                    (true, Some(h)) => write!(
+                        f,
+                        "±{:.2}% after {queries} queries in {batches} batch(es)",
+                        h * 100.0
+                    ),
+                    (false, Some(h)) => write!(
+                        f,
+                        "not reached ({stop}): ±{:.2}% after {queries} queries in {batches} batch(es)",
+                        h * 100.0
+                    ),
+                    (_, None) => write!(f, "not reached: {stop}"),
+                }
+            }
+            Event::ProgressResumed { tool, count, unit } => {
+                write!(f, "{tool}: progress resumed ({count} {unit})")
+            }
             Event::QuickstartEnvironment => {
                 f.write_str("quickstart: preparing the TSBS environment (Go and the TSBS tools)")
             }
@@ -693,6 +720,50 @@ mod tests {
                     ],
                 },
                 "note: workspace b listens on a port another workspace uses: 4000 (greptimedb workspace a), 4001 (greptimedb workspace c); they cannot serve at the same time (pick another with --http-port)",
+            ),
+            (
+                Event::Precision {
+                    query_type: "lastpoint".into(),
+                    target_pct: 5.0,
+                    reached: true,
+                    stop: "reached".into(),
+                    half_width: Some(0.04321),
+                    queries: 120,
+                    batches: 2,
+                },
+                "query type lastpoint: target ±5%: ±4.32% after 120 queries in 2 batch(es)",
+            ),
+            (
+                Event::Precision {
+                    query_type: "lastpoint".into(),
+                    target_pct: 2.5,
+                    reached: false,
+                    stop: "budget".into(),
+                    half_width: Some(0.1),
+                    queries: 40,
+                    batches: 1,
+                },
+                "query type lastpoint: target ±2.5%: not reached (budget): ±10.00% after 40 queries in 1 batch(es)",
+            ),
+            (
+                Event::Precision {
+                    query_type: "lastpoint".into(),
+                    target_pct: 5.0,
+                    reached: false,
+                    stop: "a batch failed".into(),
+                    half_width: None,
+                    queries: 1,
+                    batches: 1,
+                },
+                "query type lastpoint: target ±5%: not reached: a batch failed",
+            ),
+            (
+                Event::ProgressResumed {
+                    tool: "tsbs_load".into(),
+                    count: 300,
+                    unit: "rows".into(),
+                },
+                "tsbs_load: progress resumed (300 rows)",
             ),
         ];
         for (e, words) in cases {

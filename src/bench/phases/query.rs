@@ -427,23 +427,15 @@ impl Bench<'_> {
         };
         let half = pooled.half_width();
         let reached = stop == "reached";
-        let words = match (reached, half) {
-            (true, Some(h)) => format!(
-                "±{:.2}% after {} queries in {batches} batch(es)",
-                h * 100.0,
-                pooled.count
-            ),
-            (false, Some(h)) => format!(
-                "not reached ({stop}): ±{:.2}% after {} queries in {batches} batch(es)",
-                h * 100.0,
-                pooled.count
-            ),
-            (_, None) => format!("not reached: {stop}"),
-        };
-        self.reporter().info(&format!(
-            "query type {qt}: target ±{}%: {words}",
-            p.target * 100.0
-        ));
+        self.reporter().event(&crate::output::Event::Precision {
+            query_type: qt.to_string(),
+            target_pct: p.target * 100.0,
+            reached,
+            stop: stop.to_string(),
+            half_width: half,
+            queries: pooled.count,
+            batches,
+        });
         let attempt = self.run.next_attempt(&format!("precision:{qt}"))?;
         self.run.instant(
             &format!("precision:{qt}"),
