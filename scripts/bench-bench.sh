@@ -43,6 +43,8 @@ import json, os, sys
 runs = sorted(os.listdir(sys.argv[1]))
 for line in open(os.path.join(sys.argv[1], runs[-1], "events.jsonl")):
     e = json.loads(line)
+    if "step" not in e:  # a recorded event or warning, not a step line
+        continue
     if e["step"] == "load" and e["status"] == "completed":
         u = e["data"]["usage"]
         print(u["tsbsctl_cpu_seconds"], u["tool_cpu_seconds"], u["tsbsctl_max_rss_kib"], u["wall_seconds"])
@@ -82,6 +84,8 @@ ready = 0
 first = None
 for line in open(os.path.join(sys.argv[1], runs[-1], "events.jsonl")):
     e = json.loads(line)
+    if "step" not in e:  # a recorded event or warning, not a step line
+        continue
     if e["step"].startswith("query:") and e["status"] == "running" and first is None:
         t = datetime.datetime.strptime(e["at"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
         first = (t.timestamp() - float(sys.argv[2])) * 1000

@@ -65,6 +65,8 @@ run = d["run_dir"]
 ing = d["summary"]["ingestion"]
 for line in open(f"{run}/events.jsonl"):
     e = json.loads(line)
+    if "step" not in e:  # a recorded event or warning, not a step line
+        continue
     if e["step"] == "load" and e["status"] == "completed":
         u = e["data"]["usage"]
         assert e["data"]["input"]["read_by"] == "file", e["data"]["input"]
@@ -129,6 +131,8 @@ run = json.load(open(sys.argv[1]))["data"]["run_dir"]
 cpu = wall = 0.0
 for line in open(f"{run}/events.jsonl"):
     e = json.loads(line)
+    if "step" not in e:  # a recorded event or warning, not a step line
+        continue
     if e["step"].startswith("query:") and e["status"] == "completed":
         cpu += e["data"]["usage"]["tsbsctl_cpu_seconds"]
         wall += e["data"]["usage"]["wall_seconds"]

@@ -58,6 +58,8 @@ t = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestam
 start = end = None
 for line in open(f"{run}/events.jsonl"):
     e = json.loads(line)
+    if "step" not in e:  # a recorded event or warning, not a step line
+        continue
     if e["step"].startswith(("query:", "query-batch:")):
         if e["status"] == "running" and start is None:
             start = t(e["at"])

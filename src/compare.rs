@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::error::{Error, Result};
+use crate::output::Warning;
 use crate::run::{RunKind, Status};
 use crate::runlist::{self, RecordedRun};
 use crate::summary::{QuerySummary, RunIdentity, RunSummary};
@@ -1184,11 +1185,10 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Compared> {
     let (id, dir) = match published {
         Ok((id, dir)) => (Some(id), Some(dir)),
         Err(e) if crate::media::is_read_only(&base_dir) => {
-            rep.warn(&format!(
-                "{} is on read-only media: the comparison is shown but not saved ({})",
-                base_dir.display(),
-                e.message
-            ));
+            rep.warning(&Warning::ComparisonNotSaved {
+                dir: base_dir.clone(),
+                error: e.message,
+            });
             summary.comparison_id = None;
             (None, None)
         }

@@ -16,6 +16,17 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// This context with another reporter (a run's, which also records what it is told).
+    pub fn with_reporter(&self, reporter: SharedReporter) -> Ctx {
+        Ctx {
+            root: self.root.clone(),
+            json: self.json,
+            quiet: self.quiet,
+            reporter,
+            argv: self.argv.clone(),
+        }
+    }
+
     /// This invocation as recorded in lock files and manifests: `tsbsctl env prepare ...`, with
     /// the value of `--hold-token` replaced by `<redacted>` (a token is a capability).
     pub fn command_line(&self) -> String {

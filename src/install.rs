@@ -28,7 +28,7 @@ use crate::fsutil;
 use crate::hash;
 use crate::lock::{self, LockOptions};
 use crate::manifest::{self, Manifest};
-use crate::output::{Event, LeftBy, NoProgress};
+use crate::output::{Event, LeftBy, NoProgress, Warning};
 use crate::platform::Platform;
 use crate::product::{compare_versions, Product};
 use crate::publish::{self, Swap};
@@ -570,10 +570,10 @@ fn replace(new: &Path, target: &Path, ctx: &Ctx) -> Result<()> {
                 return Err(e);
             }
             if let Err(e) = std::fs::remove_dir_all(&aside) {
-                ctx.reporter.warn(&format!(
-                    "could not remove the replaced installation {}: {e}",
-                    aside.display()
-                ));
+                ctx.reporter.warning(&Warning::ReplacedNotRemoved {
+                    path: aside.clone(),
+                    error: e.to_string(),
+                });
             }
             Ok(())
         }
@@ -601,10 +601,9 @@ fn repair(target: &Path, ctx: &Ctx) -> Result<()> {
             .unwrap_or_default();
         asides.sort();
         if let Some(last) = asides.pop() {
-            ctx.reporter.warn(&format!(
-                "restoring {} from an interrupted reinstall",
-                target.display()
-            ));
+            ctx.reporter.warning(&Warning::RestoringInstall {
+                path: target.to_path_buf(),
+            });
             fsutil::rename_durable(&last, target)?;
         }
     }

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::output::{Event, Reporter};
+use crate::output::{Event, Reporter, Warning};
 
 /// How to take a lock.
 #[derive(Debug, Clone, Default)]
@@ -200,9 +200,9 @@ pub fn lock_dir(
     // hold while holding the lock, so the second check cannot miss one.
     let had_hold = check_hold(dir, label, token.as_deref())?;
     if !had_hold && token.is_some() {
-        reporter.warn(&format!(
-            "{label} has no manual hold (it was released); --hold-token is ignored"
-        ));
+        reporter.warning(&Warning::HoldTokenIgnored {
+            label: label.to_string(),
+        });
     }
     let mut guard = acquire(
         &lock_path_of(dir),

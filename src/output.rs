@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::error::Error;
@@ -127,7 +128,8 @@ pub fn fmt_duration(d: Duration) -> String {
 }
 
 /// What a leftover was left by, for [`Event::RemovedLeftover`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LeftBy {
     /// An earlier install of the product (`.old-*`, `.install-*`).
     EarlierRun,
@@ -140,7 +142,8 @@ pub enum LeftBy {
 }
 
 /// Why a TSBS tool is (re)built, for [`Event::Building`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BuildReason {
     /// `--rebuild` was given.
     Asked,
@@ -155,7 +158,7 @@ pub enum BuildReason {
 }
 
 /// A port two workspaces share, for [`Event::PortShared`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SharedPort {
     pub port: u16,
     pub product: String,
@@ -164,8 +167,11 @@ pub struct SharedPort {
 
 /// A status line as data: the core emits these through [`Reporter::event`] and the CLI words
 /// them (`src/cli/reporters.rs`, `impl Display for Event`), so no sentence is built in the
-/// core. URLs are already redacted when they get here.
-#[derive(Debug, Clone, PartialEq)]
+/// core. URLs are already redacted when they get here. In a run's `events.jsonl` an event is
+/// a line `{"ts", "event": "<variant in snake_case>", <its fields>, "message"}` (durations
+/// in seconds).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     // -- download and install
     /// An archive is being fetched into the download cache.
@@ -176,6 +182,7 @@ pub enum Event {
     /// a partial download resumes).
     Retrying {
         error: String,
+        #[serde(serialize_with = "secs")]
         delay: Duration,
         from_byte: Option<u64>,
     },
@@ -208,18 +215,22 @@ pub enum Event {
         label: String,
         /// What the server says it waits for, if anything (`startup_wait`).
         until: Option<String>,
+        #[serde(serialize_with = "secs")]
         timeout: Duration,
     },
     /// A server is stopped without waiting for work whose result is discarded.
     StoppingDiscarded {
         label: String,
         why: String,
+        #[serde(serialize_with = "secs")]
         kill_after: Duration,
     },
     /// A server drains its flush and compaction jobs before it exits.
     StoppingDraining {
         label: String,
+        #[serde(serialize_with = "secs")]
         stall: Duration,
+        #[serde(serialize_with = "secs")]
         limit: Duration,
     },
 
@@ -309,8 +320,13 @@ pub enum Event {
     CountingRows { tables: Vec<String>, expected: u64 },
     /// A maintenance statement was sent; the server answers when its work is done.
     WaitingForAnswer { sql: String, server: String },
-    /// A maintenance statement was answered.
-    Answered { step: String, seconds: f64 },
+    /// A maintenance statement was answered. (`statement_step` in `events.jsonl`: a line with
+    /// a `step` key is a step line.)
+    Answered {
+        #[serde(rename = "statement_step")]
+        step: String,
+        seconds: f64,
+    },
     /// An external server was probed.
     ExternalVersion {
         product: String,
@@ -351,12 +367,211 @@ pub enum Event {
     QuickstartEnvironment,
     /// `quickstart` prepares its workspace.
     QuickstartWorkspace { product: String, id: String },
+    /// A query type's precision target was reached or not (`stop`: why the batches stopped).
+    Precision {
+        query_type: String,
+        /// The target half-width, in percent.
+        target_pct: f64,
+        reached: bool,
+        stop: String,
+        /// The half-width reached, as a fraction (none: too few queries to tell).
+        half_width: Option<f64>,
+        queries: u64,
+        batches: u32,
+    },
+    /// A TSBS tool that had stalled makes progress again.
+    ProgressResumed {
+        tool: String,
+        count: u64,
+        unit: String,
+    },
     /// A lock is held by another process; this one waits.
     WaitingForLock {
         label: String,
         holder: String,
+        #[serde(serialize_with = "secs")]
         wait: Duration,
     },
+}
+
+/// Which TSBS tool leaves `--url` endpoints unused, for [`Warning::UrlsUnused`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UrlUser {
+    /// The loader (`--workers`).
+    Loader,
+    /// The query runner (`--query-workers`).
+    QueryRunner,
+}
+
+/// Failures of one cause, with the steps it hit (#22), for [`Warning::DiedUnderQueries`] and
+/// the error of a failed run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FailureGroup {
+    /// The first failure's reason.
+    pub reason: String,
+    pub steps: Vec<String>,
+}
+
+/// The failure groups of a run, said in one line (`cause (steps: a, b); ...`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct FailureGroups(pub Vec<FailureGroup>);
+
+/// A warning as data: the core emits these through [`Reporter::warning`] and the CLI words
+/// them (`src/cli/reporters.rs`, `impl Display for Warning`). In a run's `events.jsonl` a
+/// warning is a line `{"ts", "event": "warning", "kind": "<variant in snake_case>", <its
+/// fields>, "message"}` (durations in seconds).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Warning {
+    // -- download and install
+    /// A cached download no longer hashes to its checksum; it is fetched again.
+    DamagedDownload { path: PathBuf, sha256: String },
+    /// A resumed download does not verify; it starts over once.
+    ResumedDownloadBad { url: String },
+    /// `GITHUB_TOKEN` cannot be sent in a header.
+    GithubTokenUnusable,
+    /// The installation a reinstall replaced could not be removed.
+    ReplacedNotRemoved { path: PathBuf, error: String },
+    /// An installation moved aside by an interrupted reinstall is put back.
+    RestoringInstall { path: PathBuf },
+    /// The Go download index does not list the archive; the compiled checksum is used.
+    GoNotInIndex { index_url: String, archive: String },
+    /// The Go download index could not be read; the compiled checksum is used.
+    GoIndexUnreadable { archive: String, why: String },
+    /// The TSBS checkout holds another commit or local changes; it is fetched again.
+    TsbsCheckoutStale {
+        path: PathBuf,
+        head: String,
+        commit: String,
+    },
+    /// The TSBS checkout is not a git checkout tsbsctl can read; it is fetched again.
+    TsbsCheckoutUnusable { path: PathBuf, commit: String },
+    /// The TSBS `go.mod` asks for a Go that ignores `math/rand.Seed`.
+    SeedIgnored { major: u32, minor: u32 },
+    /// The TSBS build record does not read; everything is built again.
+    BuildRecordUnreadable { error: String },
+    /// A built TSBS tool's checksum drifted; it is built again.
+    BinaryDrifted {
+        path: PathBuf,
+        recorded: String,
+        found: String,
+    },
+
+    // -- workspaces, locks and servers
+    /// `--hold-token` was given for a lock without a manual hold.
+    HoldTokenIgnored { label: String },
+    /// A workspace's config file differs from what this tsbsctl would write.
+    ConfigDiffers { path: PathBuf, written_by: String },
+    /// A setting in a file tsbsctl does not write; `overridden`: tsbsctl's value replaces it.
+    OutsideSetting {
+        file: String,
+        name: String,
+        value: String,
+        overridden: bool,
+    },
+    /// A server tsbsctl did not stop is no longer running.
+    OrphanGone {
+        pid: u32,
+        started_at: String,
+        tsbsctl_pid: u32,
+        log: PathBuf,
+    },
+    /// A server tsbsctl did not stop is stopped now.
+    StoppingOrphan {
+        pid: u32,
+        #[serde(serialize_with = "secs")]
+        grace: Duration,
+    },
+    /// A server did not stop within its grace period.
+    KilledAfterGrace { label: String },
+    /// The managed server of a run needed SIGKILL to stop; queued work was lost.
+    ServerStopForced { seconds: f64 },
+    /// The managed server was killed during its shutdown by something else.
+    ServerKilledInShutdown { how: String, seconds: f64 },
+
+    // -- runs and comparisons
+    /// A rerun measures another data state, accepted with `--accept-data-state`.
+    DataStateAccepted {
+        run: String,
+        original: String,
+        now: String,
+    },
+    /// A run whose owner died is on read-only media: its end cannot be recorded.
+    ReadOnlyRun { run: String },
+    /// A comparison could not be saved on read-only media.
+    ComparisonNotSaved { dir: PathBuf, error: String },
+
+    // -- benchmark runs
+    /// The host was busy before a phase.
+    NotQuiet { before: String, reading: String },
+    /// Fewer tool workers than `--url` endpoints.
+    UrlsUnused {
+        tool: UrlUser,
+        workers: u32,
+        used: usize,
+        urls: usize,
+    },
+    /// `--check-answers` with a runner whose responses tsbsctl cannot read.
+    AnswersNotChecked { runner: String },
+    /// A query type failed.
+    QueryTypeFailed { query_type: String, reason: String },
+    /// A query type failed with the cause an earlier one (`first`) failed with.
+    QueryTypeFailedAsBefore { query_type: String, first: String },
+    /// A batch of an analyze phase failed.
+    QueryBatchFailed {
+        query_type: String,
+        batch: u32,
+        reason: String,
+    },
+    /// The managed server died under a query type; it is started again.
+    ServerDiedUnder { query_type: String, what: String },
+    /// The regions' row total differs from what the load wrote.
+    RegionRowsDiffer {
+        table: String,
+        regions: Option<u64>,
+        loaded: u64,
+    },
+    /// Regions of the table hold no rows.
+    EmptyRegions { table: String, regions: Vec<String> },
+    /// The resource timeline could not start.
+    NoTimeline { error: String },
+    /// A TSBS tool made no progress for a while; `stopped`: `--on-stall stop` stopped it.
+    Stalled {
+        tool: String,
+        seconds: u64,
+        count: u64,
+        unit: String,
+        stopped: bool,
+    },
+    /// Every failure of a run is a result of the server dying under query types.
+    DiedUnderQueries {
+        failures: usize,
+        groups: FailureGroups,
+    },
+
+    /// A warning a product's own module words (`src/product/<name>`) about its server's
+    /// state (the core knows no product's concepts).
+    Product { text: String },
+}
+
+/// How a bench command ended, for its human output (worded by the CLI,
+/// `src/cli/reporters.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchOutcome {
+    pub run_id: String,
+    /// The run's status in words (`completed with failures`).
+    pub status: String,
+    pub run_dir: PathBuf,
+    pub summary_md: PathBuf,
+    /// Each query type that did not complete, with its failure kind (as the report names it).
+    pub failed_types: Vec<(String, String)>,
+}
+
+/// A duration as seconds (in `events.jsonl`).
+fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
 }
 
 /// Where logs and progress go. The core calls this; it never prints by itself.
@@ -370,6 +585,11 @@ pub trait Reporter: Send + Sync {
     }
     /// A warning line. Goes to stderr, even with `--quiet`.
     fn warn(&self, msg: &str);
+    /// A typed warning; the CLI words it (`src/cli/reporters.rs`). By default it goes to
+    /// [`Reporter::warn`] in those words.
+    fn warning(&self, w: &Warning) {
+        self.warn(&w.to_string());
+    }
     /// A progress bar for a long operation; a no-op when not on a terminal or with `--json`.
     fn progress(&self, label: &str, total: Option<u64>, unit: Unit) -> Box<dyn Progress>;
 }

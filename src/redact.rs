@@ -45,8 +45,8 @@ static FIELD_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// Redacts known secrets (exact values, matched case-insensitively) and secret-shaped text.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
-    /// Lower-cased secrets, longest first.
-    secrets: Vec<String>,
+    /// Lower-cased secrets, longest first, each with what replaces it.
+    secrets: Vec<(String, &'static str)>,
 }
 
 impl Redactor {
@@ -54,16 +54,27 @@ impl Redactor {
         Redactor::default()
     }
 
-    /// Also redacts `secret` wherever it appears (plain, any case, or URL-encoded).
-    pub fn with_secret(mut self, secret: &str) -> Redactor {
+    /// Also redacts `secret` (an e-mail address) wherever it appears (plain, any case, or
+    /// URL-encoded).
+    pub fn with_secret(self, secret: &str) -> Redactor {
+        self.with(secret, EMAIL)
+    }
+
+    /// Also redacts `token` (a token or password) wherever it appears, as [`SECRET`].
+    pub fn with_token(self, token: &str) -> Redactor {
+        self.with(token, SECRET)
+    }
+
+    fn with(mut self, secret: &str, label: &'static str) -> Redactor {
         let s = secret.trim();
         if !s.is_empty() {
-            self.secrets.push(s.to_ascii_lowercase());
+            self.secrets.push((s.to_ascii_lowercase(), label));
             let encoded = s.replace('@', "%40").replace('+', "%2B");
             if encoded != s {
-                self.secrets.push(encoded.to_ascii_lowercase());
+                self.secrets.push((encoded.to_ascii_lowercase(), label));
             }
-            self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+            self.secrets
+                .sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
         }
         self
     }
@@ -71,8 +82,8 @@ impl Redactor {
     /// `line` with every secret replaced.
     pub fn redact(&self, line: &str) -> String {
         let mut out = line.to_string();
-        for s in &self.secrets {
-            out = replace_ci(&out, s, EMAIL);
+        for (s, label) in &self.secrets {
+            out = replace_ci(&out, s, label);
         }
         let out = JWT_RE.replace_all(&out, LICENSE);
         let out = TOKEN_RE.replace_all(&out, SECRET);
@@ -136,6 +147,9 @@ mod tests {
         // A secret that is not e-mail shaped is still found.
         let r = Redactor::new().with_secret("Weird Secret");
         assert_eq!(r.redact("x weird secret y"), "x <redacted-email> y");
+        // A token is said to be one.
+        let r = Redactor::new().with_token("plain-Tok3n");
+        assert_eq!(r.redact("x PLAIN-tok3n y"), "x <redacted> y");
     }
 
     #[test]

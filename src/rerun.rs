@@ -12,7 +12,7 @@ use crate::bench::{self, Phase, Request, RerunPins};
 use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::install;
-use crate::output::{Event, Outcome};
+use crate::output::{Event, Outcome, Warning};
 use crate::platform::Platform;
 use crate::product::{Entry, Product};
 use crate::run::{self, RunEnvironment, RunKind, RunManifest};
@@ -432,10 +432,11 @@ fn check_data_state(
     }
     match accept {
         Some(a) if normalize_state(a) == normalize_state(&now) => {
-            ctx.reporter.warn(&format!(
-                "run {} measured data {original}; this rerun measures data {now} (accepted with --accept-data-state)",
-                m.run_id
-            ));
+            ctx.reporter.warning(&Warning::DataStateAccepted {
+                run: m.run_id.clone(),
+                original: original.to_string(),
+                now: now.to_string(),
+            });
             Ok(now)
         }
         Some(a) => Err(Error::invalid(format!(

@@ -7,7 +7,10 @@
 //!   every flag, environment, server, dataset, query set, data state); it is rewritten
 //!   atomically whenever a pin is added.
 //! * `events.jsonl` gets one line per step start and end (status, attempt, log, results),
-//!   appended and fsynced, so a crash loses at most the step that was running.
+//!   appended and fsynced, so a crash loses at most the step that was running. Beside them, a
+//!   bench command records every typed [`Event`] and [`Warning`] it emits while the run is
+//!   open ([`RunEvents`]): lines `{"ts", "event": <kind>, ...}` (a warning: `"event":
+//!   "warning", "kind": <kind>`), redacted; step readers skip them.
 //! * While a command works in a run it holds the run's lock (`.lock`). A run found `running`
 //!   whose lock is free belongs to a dead process: [`RunDir::open`] marks its unfinished steps
 //!   and the run `interrupted`, never leaving them `running` forever.
@@ -23,8 +26,9 @@ use serde_json::{json, Map, Value};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{self, LockGuard, LockOptions};
 use crate::manifest::{self, Manifest};
-use crate::output::Reporter;
+use crate::output::{Event, Progress, Reporter, SharedReporter, Unit, Warning};
 use crate::paths::Root;
+use crate::redact::Redactor;
 use crate::workspace::manifest::DataState;
 
 pub mod data;
@@ -780,8 +784,106 @@ pub fn read_events(dir: &Path) -> Result<Vec<StepEvent>> {
     };
     Ok(text
         .lines()
+        .filter(|l| !is_event_line(l))
         .filter_map(|l| serde_json::from_str::<StepEvent>(l).ok())
         .collect())
+}
+
+/// Whether a line of `events.jsonl` is a recorded [`Event`] or [`Warning`] ([`RunEvents`]
+/// writes `ts` first), not a step line.
+pub fn is_event_line(line: &str) -> bool {
+    line.starts_with(r#"{"ts":"#)
+}
+
+/// A reporter that records every typed [`Event`] and [`Warning`] in a run's `events.jsonl`
+/// before passing it on: a line `{"ts", "event": <kind>, <fields>, "message": <the words>}`;
+/// a warning's line is `{"ts", "event": "warning", "kind": <kind>, <fields>, "message"}`.
+/// Every string in it goes through the redactor (the run's tokens, secret-shaped text).
+/// A line that cannot be written is not an error: the status line still reaches the user.
+pub struct RunEvents {
+    inner: SharedReporter,
+    path: PathBuf,
+    redactor: Redactor,
+    /// One line at a time (threads report too: the tool watcher, the sampler).
+    write: std::sync::Mutex<()>,
+}
+
+impl RunEvents {
+    pub fn new(run: &RunDir, inner: SharedReporter, redactor: Redactor) -> RunEvents {
+        RunEvents {
+            inner,
+            path: run.dir.join(EVENTS_FILE),
+            redactor,
+            write: std::sync::Mutex::new(()),
+        }
+    }
+
+    /// `{"ts", "event", <head>..., <body's fields>, "message"}`, redacted.
+    fn line(&self, head: &[(&str, &str)], body: Value, message: String) -> Option<String> {
+        let mut m = Map::new();
+        m.insert("ts".into(), json!(manifest::now_rfc3339()));
+        for (k, v) in head {
+            m.insert((*k).into(), json!(v));
+        }
+        if let Value::Object(fields) = body {
+            for (k, v) in fields {
+                m.entry(k).or_insert(v);
+            }
+        }
+        m.insert("message".into(), json!(message));
+        let mut v = Value::Object(m);
+        redact_strings(&mut v, &self.redactor);
+        serde_json::to_string(&v).ok()
+    }
+
+    fn append(&self, line: Option<String>) {
+        let Some(mut line) = line else { return };
+        line.push('\n');
+        let _one = self.write.lock().unwrap_or_else(|e| e.into_inner());
+        if let Ok(mut f) = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// Every string in `v` (keys stay) through `r`.
+fn redact_strings(v: &mut Value, r: &Redactor) {
+    match v {
+        Value::String(s) => *s = r.redact(s),
+        Value::Array(a) => a.iter_mut().for_each(|x| redact_strings(x, r)),
+        Value::Object(m) => m.values_mut().for_each(|x| redact_strings(x, r)),
+        _ => {}
+    }
+}
+
+impl Reporter for RunEvents {
+    fn info(&self, msg: &str) {
+        self.inner.info(msg);
+    }
+    fn event(&self, e: &Event) {
+        let line = serde_json::to_value(e)
+            .ok()
+            .and_then(|body| self.line(&[], body, e.to_string()));
+        self.append(line);
+        self.inner.event(e);
+    }
+    fn warn(&self, msg: &str) {
+        self.inner.warn(msg);
+    }
+    fn warning(&self, w: &Warning) {
+        let line = serde_json::to_value(w)
+            .ok()
+            .and_then(|body| self.line(&[("event", "warning")], body, w.to_string()));
+        self.append(line);
+        self.inner.warning(w);
+    }
+    fn progress(&self, label: &str, total: Option<u64>, unit: Unit) -> Box<dyn Progress> {
+        self.inner.progress(label, total, unit)
+    }
 }
 
 /// Folds events into steps, in the order they started.
@@ -984,10 +1086,9 @@ impl RunDir {
                 if run.manifest.finished_at.is_none() {
                     run.manifest.finished_at = events.last().map(|e| e.at.clone());
                 }
-                reporter.warn(&format!(
-                    "run {} is on read-only media: shown as interrupted, but that cannot be recorded there",
-                    run.manifest.run_id
-                ));
+                reporter.warning(&Warning::ReadOnlyRun {
+                    run: run.manifest.run_id.clone(),
+                });
             }
         } else if run.manifest.status == Status::Running {
             match lock::lock_dir(
@@ -1508,6 +1609,102 @@ mod tests {
         assert_eq!(steps[1].status, Status::Running);
     }
 
+    /// A run of the first fixture's manifest in `dir`, with no events yet.
+    fn fixture_run(dir: &Path) -> RunDir {
+        RunDir {
+            dir: dir.to_path_buf(),
+            manifest: serde_json::from_str(RUN_FIXTURES[0].1).unwrap(),
+            seq: 0,
+            _lock: None,
+            observer: None,
+        }
+    }
+
+    /// Issue 23 §3: a run's typed events and warnings are lines of its events.jsonl beside
+    /// the step lines, which every step reader still reads alone; no token reaches the file.
+    #[test]
+    fn events_and_warnings_are_recorded_beside_the_steps_and_redacted() {
+        use crate::output::{Event, SilentReporter, Warning};
+        let d = tempfile::tempdir().unwrap();
+        let mut run = fixture_run(d.path());
+        let token = "plainTOKENvalue42";
+        let rep = RunEvents::new(
+            &run,
+            std::sync::Arc::new(SilentReporter),
+            Redactor::new().with_token(token),
+        );
+        rep.event(&Event::RunIn {
+            operation: None,
+            run: "R".into(),
+            dir: d.path().to_path_buf(),
+        });
+        run.begin("load", 1, None, None, Some(json!({"rows": 3})))
+            .unwrap();
+        rep.warning(&Warning::QueryTypeFailed {
+            query_type: "lastpoint".into(),
+            reason: format!("HTTP 401: token {token} refused"),
+        });
+        rep.event(&Event::WaitingForLock {
+            label: "run R".into(),
+            holder: "pid 1".into(),
+            wait: std::time::Duration::from_millis(1500),
+        });
+        run.end("load", 1, Status::Completed, None, None).unwrap();
+        // A torn last line, as a crash mid-append leaves it.
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(d.path().join(EVENTS_FILE))
+            .unwrap();
+        f.write_all(br#"{"ts":"2026-12-06T00:00:00Z","event":"downl"#)
+            .unwrap();
+        drop(f);
+
+        let text = fs::read_to_string(d.path().join(EVENTS_FILE)).unwrap();
+        assert!(!text.contains(token), "{text}");
+        let lines: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let kinds: Vec<String> = lines
+            .iter()
+            .map(|l| match (l.get("event"), l.get("step")) {
+                (Some(e), _) => format!(
+                    "{}/{}",
+                    e.as_str().unwrap(),
+                    l["kind"].as_str().unwrap_or("")
+                ),
+                (None, Some(s)) => format!("step {}", s.as_str().unwrap()),
+                _ => "?".into(),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "run_in/",
+                "step load",
+                "warning/query_type_failed",
+                "waiting_for_lock/",
+                "step load"
+            ]
+        );
+        let w = &lines[2];
+        assert!(w["ts"].is_string(), "{w}");
+        assert_eq!(w["query_type"], "lastpoint");
+        assert_eq!(w["reason"], "HTTP 401: token <redacted> refused");
+        assert_eq!(
+            w["message"],
+            "query type lastpoint failed: HTTP 401: token <redacted> refused"
+        );
+        assert_eq!(lines[3]["wait"], 1.5, "durations in seconds");
+        // Step readers see the steps only; the seq goes on from the step lines.
+        let events = read_events(d.path()).unwrap();
+        assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+        let steps = fold_steps(&events);
+        assert_eq!(steps.len(), 1);
+        assert_eq!(steps[0].status, Status::Completed);
+        assert_eq!(steps[0].data["rows"], 3);
+    }
+
     #[test]
     fn host_facts_are_plausible() {
         let h = Host::current(Some(Path::new("/")));
@@ -1573,13 +1770,7 @@ mod tests {
     #[test]
     fn a_step_records_its_start_and_end_and_an_error_leaves_it_for_finish() {
         let d = tempfile::tempdir().unwrap();
-        let mut run = RunDir {
-            dir: d.path().to_path_buf(),
-            manifest: serde_json::from_str(RUN_FIXTURES[0].1).unwrap(),
-            seq: 0,
-            _lock: None,
-            observer: None,
-        };
+        let mut run = fixture_run(d.path());
         let got = run
             .step("dataset", 1, |r| {
                 r.manifest.phase = "changed inside".into();

@@ -52,6 +52,7 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
         },
         ctx.reporter.as_ref(),
     )?;
+    let ctx = &super::recording(ctx, &run, &target);
     ctx.reporter.event(&Event::RunIn {
         operation: Some("compaction".into()),
         run: run.id().to_string(),

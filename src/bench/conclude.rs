@@ -5,30 +5,34 @@
 use serde_json::json;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::output::Outcome;
+use crate::output::{BenchOutcome, FailureGroup, FailureGroups, Outcome, Warning};
 use crate::run::{RunDir, Status};
 
 use super::Bench;
 
-/// What a finished command reports.
+/// What a finished command reports: the data, and the outcome the CLI words
+/// ([`BenchOutcome`]).
 fn outcome(run: &RunDir, summary: &crate::summary::RunSummary) -> Outcome {
     let md = run.dir.join("summary.md");
-    let mut human = format!(
-        "Run {}: {}\nRun directory: {}\nSummary: {}\n",
-        run.id(),
-        run.manifest.status.words(),
-        run.dir.display(),
-        md.display()
-    );
-    // The cells that are results of the server's death, named as the report names them.
-    for q in summary.queries.iter().filter(|q| q.status != "completed") {
-        let reason = q.reason.clone().flatten().unwrap_or_default();
-        human.push_str(&format!(
-            "  {}: {}\n",
-            q.query_type,
-            crate::failurekind::failure_kind(&reason)
-        ));
-    }
+    let ended = BenchOutcome {
+        run_id: run.id().to_string(),
+        status: run.manifest.status.words().to_string(),
+        run_dir: run.dir.clone(),
+        summary_md: md.clone(),
+        // The cells that are results of the server's death, named as the report names them.
+        failed_types: summary
+            .queries
+            .iter()
+            .filter(|q| q.status != "completed")
+            .map(|q| {
+                let reason = q.reason.clone().flatten().unwrap_or_default();
+                (
+                    q.query_type.clone(),
+                    crate::failurekind::failure_kind(&reason).to_string(),
+                )
+            })
+            .collect(),
+    };
     Outcome::new(
         json!({
             "run_id": run.id(),
@@ -38,7 +42,7 @@ fn outcome(run: &RunDir, summary: &crate::summary::RunSummary) -> Outcome {
             "summary_md": md,
             "summary": summary,
         }),
-        human,
+        ended.to_string(),
     )
 }
 
@@ -68,11 +72,10 @@ impl Bench<'_> {
             Err(e) if e.kind == ErrorKind::Interrupted => (Status::Interrupted, Some(e)),
             Err(e) => (Status::Failed, Some(e)),
             Ok(()) if !failures.is_empty() && results_only(&failures, &died) => {
-                self.reporter().warn(&format!(
-                    "{} failure(s), results of the server dying under a query type: {}",
-                    failures.len(),
-                    group_failures(&failed_steps)
-                ));
+                self.reporter().warning(&Warning::DiedUnderQueries {
+                    failures: failures.len(),
+                    groups: group_failures(&failed_steps),
+                });
                 (Status::CompletedWithFailures, None)
             }
             Ok(()) if !failures.is_empty() => (
@@ -143,29 +146,22 @@ pub(super) fn same_cause(reason: &str) -> String {
         .into_owned()
 }
 
-/// Failures with one cause said once, with the steps it hit (#22): `cause (steps: a, b)`.
-fn group_failures(failures: &[(String, String)]) -> String {
-    let mut groups: Vec<(String, &str, Vec<&str>)> = Vec::new();
+/// Failures grouped by cause, each with the steps it hit (#22); worded by the CLI as
+/// `cause (steps: a, b)`.
+fn group_failures(failures: &[(String, String)]) -> FailureGroups {
+    let mut groups: Vec<(String, FailureGroup)> = Vec::new();
     for (step, reason) in failures {
         let cause = same_cause(reason);
-        match groups.iter_mut().find(|(c, _, _)| *c == cause) {
-            Some((_, _, steps)) => steps.push(step),
-            None => groups.push((cause, reason, vec![step])),
+        match groups.iter_mut().find(|(c, _)| *c == cause) {
+            Some((_, g)) => g.steps.push(step.clone()),
+            None => groups.push((
+                cause,
+                FailureGroup {
+                    reason: reason.clone(),
+                    steps: vec![step.clone()],
+                },
+            )),
         }
     }
-    groups
-        .iter()
-        .map(|(_, reason, steps)| {
-            if steps.len() == 1 {
-                format!("{}: {reason}", steps[0])
-            } else {
-                format!(
-                    "{reason} (the same cause in {} steps: {})",
-                    steps.len(),
-                    steps.join(", ")
-                )
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
+    FailureGroups(groups.into_iter().map(|(_, g)| g).collect())
 }

@@ -310,6 +310,8 @@ fn run_in(
         run.manifest.rerun_of = Some(p.rerun_of.clone());
         run.save()?;
     }
+    // From here every event and warning is recorded in the run's events.jsonl too.
+    let ctx = &recording(ctx, &run, &target);
     ctx.reporter.event(&Event::RunIn {
         operation: None,
         run: run.id().to_string(),
@@ -344,6 +346,23 @@ fn run_in(
     };
     let result = b.work(&dataset, &counts);
     b.conclude(result)
+}
+
+/// `ctx` with a reporter that also records every event and warning in `run`'s
+/// `events.jsonl`, redacted (the target's tokens included).
+pub(super) fn recording(ctx: &Ctx, run: &RunDir, target: &Target) -> Ctx {
+    let (auth, admin) = target.tokens();
+    let redactor = [auth, admin]
+        .into_iter()
+        .flatten()
+        .fold(crate::redact::Redactor::new(), |r, t| {
+            r.with_token(t.expose())
+        });
+    ctx.with_reporter(std::sync::Arc::new(crate::run::RunEvents::new(
+        run,
+        ctx.reporter.clone(),
+        redactor,
+    )))
 }
 
 /// Picks the dataset: `--dataset-id` / spec flags; for query and analyze on a bound

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::error::{ErrorKind, Result};
+use crate::output::Warning;
 use crate::run::data::{self, ServerData, ServerEnded};
 use crate::run::Status;
 use crate::server::{Server, Timing};
@@ -150,23 +151,20 @@ impl Bench<'_> {
             stop_seconds: Some(out.stop_ms as f64 / 1000.0),
             warning: None,
         };
+        let seconds = out.stop_ms as f64 / 1000.0;
         let warning = if out.forced {
-            Some(format!(
-                "the server did not stop within the grace period and was killed (SIGKILL after {:.1} s); work it still had queued was lost",
-                out.stop_ms as f64 / 1000.0
-            ))
+            Some(Warning::ServerStopForced { seconds })
         } else if out.killed {
-            Some(format!(
-                "the server was killed during its shutdown ({}, not sent by tsbsctl) after {:.1} s; its shutdown did not finish, so the next start recovers",
-                describe(out.code, out.signal),
-                out.stop_ms as f64 / 1000.0
-            ))
+            Some(Warning::ServerKilledInShutdown {
+                how: describe(out.code, out.signal),
+                seconds,
+            })
         } else {
             None
         };
         if let Some(w) = warning {
-            self.reporter().warn(&w);
-            data.warning = Some(w);
+            self.reporter().warning(&w);
+            data.warning = Some(w.to_string());
             // Later footprints are marked as taken after an unclean stop.
             self.forced_stop = true;
         }

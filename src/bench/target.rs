@@ -11,7 +11,7 @@ use crate::dataset::{Dataset, StoredFormat};
 use crate::error::{Error, Result};
 use crate::install;
 use crate::lock::LockGuard;
-use crate::output::Event;
+use crate::output::{Event, Warning};
 use crate::paths::Root;
 use crate::platform::Platform;
 use crate::product::{CountRequest, Entry, Product};
@@ -117,7 +117,7 @@ impl Target {
             // before a run exists.
             product.check_can_serve(&ws.manifest)?;
             if let Some(w) = product.serve_warning(&ws.manifest) {
-                ctx.reporter.warn(&w);
+                ctx.reporter.warning(&Warning::Product { text: w });
             }
             if let Some(d) = &req.database {
                 if d != &ws.manifest.database {

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::output::Warning;
 use crate::run::{Status, StepObserver};
 use crate::sampler::{self, Sampler, Source, Spec};
 
@@ -50,7 +51,7 @@ impl Timeline {
 
     /// Starts sampling `source` (a sampler already running is kept). A sampler that cannot
     /// start costs the run its timeline, not its measurement: said as a warning.
-    pub fn start(&self, source: Source, data_dir: Option<PathBuf>) -> Option<String> {
+    pub fn start(&self, source: Source, data_dir: Option<PathBuf>) -> Option<Warning> {
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if g.sampler.is_some() {
             return None;
@@ -70,7 +71,7 @@ impl Timeline {
                 g.sampler = Some(s);
                 None
             }
-            Err(e) => Some(format!("no resource timeline: {}", e.message)),
+            Err(e) => Some(Warning::NoTimeline { error: e.message }),
         }
     }
 
@@ -122,7 +123,7 @@ impl Bench<'_> {
             .timeline
             .start(Source::Proc { pid }, self.target.data_dir());
         if let Some(w) = warning {
-            self.reporter().warn(&w);
+            self.reporter().warning(&w);
         }
     }
 
@@ -134,7 +135,7 @@ impl Bench<'_> {
         let url = format!("{}{path}", self.target.endpoint().trim_end_matches('/'));
         let token = self.target.external_token().map(str::to_string);
         if let Some(w) = self.timeline.start(Source::Metrics { url, token }, None) {
-            self.reporter().warn(&w);
+            self.reporter().warning(&w);
         }
     }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::error::{Error, Result};
-use crate::output::{Progress, Reporter, Unit};
+use crate::output::{Event, Progress, Reporter, Unit, Warning};
 use crate::run::{RunDir, StepEvent};
 
 use super::exec::Observer;
@@ -167,13 +167,13 @@ impl<'a> ToolWatch<'a> {
             self.last_growth = Instant::now();
             if self.stalled {
                 self.stalled = false;
-                let msg = format!(
-                    "{}: progress resumed ({} {})",
-                    self.tool,
+                let resumed = Event::ProgressResumed {
+                    tool: self.tool.to_string(),
                     count,
-                    self.unit()
-                );
-                self.reporter.info(&msg);
+                    unit: self.unit().to_string(),
+                };
+                self.reporter.event(&resumed);
+                let msg = resumed.to_string();
                 self.record("resumed", &msg);
             }
         }
@@ -253,17 +253,15 @@ impl Observer for ToolWatch<'_> {
         self.stalled = true;
         self.stalls += 1;
         let secs = quiet.as_secs();
-        let msg = match self.policy.on_stall {
-            OnStall::Warn => format!(
-                "{} made no progress for {secs} s (still at {} {}); it may be retrying a write the server keeps refusing: see the server log. Stop it with Ctrl-C, or pass --on-stall stop",
-                self.tool, self.count, self.unit()
-            ),
-            OnStall::Stop => format!(
-                "{} made no progress for {secs} s (stuck at {} {}): stopped (--on-stall stop)",
-                self.tool, self.count, self.unit()
-            ),
+        let warning = Warning::Stalled {
+            tool: self.tool.to_string(),
+            seconds: secs,
+            count: self.count,
+            unit: self.unit().to_string(),
+            stopped: self.policy.on_stall == OnStall::Stop,
         };
-        self.reporter.warn(&msg);
+        self.reporter.warning(&warning);
+        let msg = warning.to_string();
         self.record("stalled", &msg);
         match self.policy.on_stall {
             OnStall::Warn => None,

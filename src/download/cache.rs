@@ -16,7 +16,7 @@ use reqwest::StatusCode;
 
 use crate::error::{Error, Result};
 use crate::hash::Sha256;
-use crate::output::{Event, NoProgress, Progress, Unit};
+use crate::output::{Event, NoProgress, Progress, Unit, Warning};
 use crate::sources::file_url_path;
 
 use super::checksum::normalize_digest;
@@ -144,10 +144,10 @@ impl Downloader {
                 cached: true,
             }));
         }
-        self.reporter.warn(&format!(
-            "{} is damaged (sha256 {actual}); downloading it again",
-            path.display()
-        ));
+        self.reporter.warning(&Warning::DamagedDownload {
+            path: path.to_path_buf(),
+            sha256: actual.to_string(),
+        });
         fs_err::remove_file(path)?;
         Ok(None)
     }
@@ -259,10 +259,9 @@ impl Downloader {
                     }
                     if mixed && !fresh_retry_used {
                         fresh_retry_used = true;
-                        self.reporter.warn(&format!(
-                            "the resumed download of {} does not verify; downloading it again from the start",
-                            redact(url)
-                        ));
+                        self.reporter.warning(&Warning::ResumedDownloadBad {
+                            url: redact(url).to_string(),
+                        });
                         reset(&mut file, &mut hasher, &mut have)?;
                         mixed = false;
                         continue;

@@ -12,7 +12,7 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, LOCATION, R
 use reqwest::StatusCode;
 
 use crate::error::{Error, Result};
-use crate::output::{Event, SharedReporter};
+use crate::output::{Event, SharedReporter, Warning};
 use crate::paths::Root;
 use crate::sources::{file_url_path, under, SourceKey, Sources};
 
@@ -314,9 +314,7 @@ fn bearer(token: &str, reporter: &dyn crate::output::Reporter) -> Option<HeaderV
             Some(v)
         }
         Err(_) => {
-            reporter.warn(
-                "GITHUB_TOKEN holds characters not allowed in an HTTP header; it is not used",
-            );
+            reporter.warning(&Warning::GithubTokenUnusable);
             None
         }
     }

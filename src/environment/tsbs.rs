@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{self, LockOptions};
 use crate::manifest::{self, Manifest};
-use crate::output::{BuildReason, Event, NoProgress, Reporter};
+use crate::output::{BuildReason, Event, NoProgress, Reporter, Warning};
 use crate::paths::Root;
 
 use super::go::GoToolchain;
@@ -191,14 +191,15 @@ fn fetch(
     if src.exists() {
         match head_of(&src) {
             Ok(h) if h == commit && !is_dirty(&src)? => return Ok((source, false)),
-            Ok(h) => reporter.warn(&format!(
-                "{} holds {h} or has local changes; fetching {commit} again",
-                src.display()
-            )),
-            Err(_) => reporter.warn(&format!(
-                "{} is not a usable checkout; fetching {commit} again",
-                src.display()
-            )),
+            Ok(h) => reporter.warning(&Warning::TsbsCheckoutStale {
+                path: src.clone(),
+                head: h,
+                commit: commit.to_string(),
+            }),
+            Err(_) => reporter.warning(&Warning::TsbsCheckoutUnusable {
+                path: src.clone(),
+                commit: commit.to_string(),
+            }),
         }
         let aside = crate::fsutil::staging_path(&src, "fetch")?;
         crate::fsutil::rename_durable(&src, &aside)?;
@@ -450,7 +451,7 @@ pub fn prepare(
         .ok()
         .and_then(|t| seeding_warning(&t))
     {
-        cx.reporter.warn(&w);
+        cx.reporter.warning(&w);
     }
     fs_err::create_dir_all(dir.join("bin"))?;
     let manifest_path = dir.join("manifest.json");
@@ -458,7 +459,8 @@ pub fn prepare(
         Ok(m) => m,
         Err(e) if e.kind == ErrorKind::Interrupted => return Err(e),
         Err(e) => {
-            cx.reporter.warn(&format!("{}; rebuilding", e.message));
+            cx.reporter
+                .warning(&Warning::BuildRecordUnreadable { error: e.message });
             None
         }
     };
@@ -480,11 +482,11 @@ pub fn prepare(
                 Some(r) => {
                     let sha = crate::hash::sha256_file(&bin, &NoProgress)?.0;
                     if sha != r.sha256 {
-                        cx.reporter.warn(&format!(
-                            "{} changed since it was built (recorded {}, found {sha}); rebuilding",
-                            bin.display(),
-                            r.sha256
-                        ));
+                        cx.reporter.warning(&Warning::BinaryDrifted {
+                            path: bin.clone(),
+                            recorded: r.sha256.clone(),
+                            found: sha,
+                        });
                         Some(BuildReason::Drifted)
                     } else {
                         None
@@ -554,13 +556,9 @@ pub fn go_directive(go_mod: &str) -> Option<(u32, u32)> {
 /// (GODEBUG `randseednop`), and the TSBS generators seed with it: their "seeded" datasets and
 /// query sets would differ run to run (real finding C9; inferred from Go's GODEBUG rules). The
 /// pinned TSBS says `go 1.14`.
-fn seeding_warning(go_mod: &str) -> Option<String> {
+fn seeding_warning(go_mod: &str) -> Option<Warning> {
     let (major, minor) = go_directive(go_mod)?;
-    ((major, minor) >= (1, 24)).then(|| {
-        format!(
-            "this TSBS's go.mod says go {major}.{minor}: Go then ignores math/rand.Seed (GODEBUG randseednop=1), so its generators may not reproduce a dataset or query set from its seed"
-        )
-    })
+    ((major, minor) >= (1, 24)).then_some(Warning::SeedIgnored { major, minor })
 }
 
 /// A recorded binary as reported.
@@ -816,6 +814,7 @@ mod tests {
         assert_eq!(go_directive("module x\ngo 1.24.1\n"), Some((1, 24)));
         assert!(seeding_warning("module x\ngo 1.24\n")
             .unwrap()
+            .to_string()
             .contains("randseednop"));
         assert_eq!(seeding_warning("module x\n"), None);
     }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::fsutil;
-use crate::output::Reporter;
+use crate::output::{Reporter, Warning};
 use crate::proc::{is_zombie, process_start_time, signal_group};
 
 use super::{event, Event, EventKind, ServerSpec};
@@ -74,13 +74,12 @@ pub(super) fn handle_orphan(
         alive,
     }));
     if !alive {
-        reporter.warn(&format!(
-            "a server (pid {}) started at {} by tsbsctl pid {} was not stopped by tsbsctl; it is no longer running (log: {})",
-            rec.pid,
-            rec.started_at,
-            rec.tsbsctl_pid,
-            rec.log.display()
-        ));
+        reporter.warning(&Warning::OrphanGone {
+            pid: rec.pid,
+            started_at: rec.started_at.clone(),
+            tsbsctl_pid: rec.tsbsctl_pid,
+            log: rec.log.clone(),
+        });
         let _ = std::fs::remove_file(&spec.pid_file);
         return Ok(());
     }
@@ -97,11 +96,10 @@ pub(super) fn handle_orphan(
             spec.kill_orphan_flag, rec.pgid
         )));
     }
-    reporter.warn(&format!(
-        "stopping orphaned server pid {} (SIGTERM, then SIGKILL after {}s)",
-        rec.pid,
-        spec.timing.grace.as_secs_f64()
-    ));
+    reporter.warning(&Warning::StoppingOrphan {
+        pid: rec.pid,
+        grace: spec.timing.grace,
+    });
     let forced = stop_orphan(&rec, spec.timing.grace);
     events.push(event(EventKind::OrphanStopped {
         pid: rec.pid,

@@ -15,7 +15,7 @@ use crate::hash;
 use crate::ids::validate_id;
 use crate::install;
 use crate::lock::{self, LockGuard, LockOptions};
-use crate::output::{Event, LeftBy};
+use crate::output::{Event, LeftBy, Warning};
 use crate::platform::Platform;
 use crate::product::{Product, CONFIG_FILE};
 use crate::server;
@@ -319,11 +319,10 @@ pub fn verify(ctx: &Ctx, product: &dyn Product, id: &str) -> Result<Value> {
         if let Ok(Some(text)) = product.render_config(&ws.manifest, &ws.dir) {
             let now = hash::sha256_hex(text.as_bytes());
             if ws.manifest.config_sha256.as_deref() != Some(now.as_str()) {
-                ctx.reporter.warn(&format!(
-                    "{} differs from what this tsbsctl would write today (it was written by tsbsctl {})",
-                    ws.config_path().display(),
-                    ws.manifest.tool_version
-                ));
+                ctx.reporter.warning(&Warning::ConfigDiffers {
+                    path: ws.config_path(),
+                    written_by: ws.manifest.tool_version.clone(),
+                });
             }
         }
     }
@@ -331,15 +330,12 @@ pub fn verify(ctx: &Ctx, product: &dyn Product, id: &str) -> Result<Value> {
     // records the others as in force. Said here so nobody is surprised by them.
     let outside = product.outside_settings(&ws.dir).unwrap_or_default();
     for s in &outside {
-        let effect = if s.overridden {
-            "tsbsctl's value replaces it when the server runs"
-        } else {
-            "in force when the server runs, recorded with the run's settings"
-        };
-        ctx.reporter.warn(&format!(
-            "{} sets {} = '{}': {effect}",
-            s.file, s.name, s.value
-        ));
+        ctx.reporter.warning(&Warning::OutsideSetting {
+            file: s.file.to_string(),
+            name: s.name.to_string(),
+            value: s.value.to_string(),
+            overridden: s.overridden,
+        });
     }
     if !problems.is_empty() {
         let msg = problems

@@ -474,10 +474,12 @@ fn ctrl_c_during_queries_stops_everything_and_marks_the_run_interrupted() {
     let s = summary(&dir);
     assert_eq!(s["status"], "interrupted");
     assert_eq!(s["queries"][0]["status"], "interrupted");
+    // The step lines (the recorded status lines and warnings beside them have no step).
     let events: Vec<Value> = std::fs::read_to_string(dir.join("events.jsonl"))
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e.get("step").is_some())
         .collect();
     // The query running at Ctrl-C ended as interrupted, and no step was left running.
     assert!(
@@ -955,6 +957,27 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
         "{first}"
     );
     assert_no_secret(w.gt.env.path().join("root").as_path(), token, &[&r]);
+    // Issue 23 §3: the run's status lines are typed lines of its events.jsonl too (the
+    // loader's start with its workers), none of them with the token; --json stdout has none.
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let recorded: Vec<Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e.get("event").is_some())
+        .collect();
+    assert!(recorded.iter().any(|e| e["event"] == "run_in"), "{events}");
+    let loading = recorded
+        .iter()
+        .find(|e| e["event"] == "loading")
+        .unwrap_or_else(|| panic!("{events}"));
+    assert_eq!(loading["workers"], 2, "{loading}");
+    assert!(
+        loading["message"].as_str().unwrap().starts_with("loading "),
+        "{loading}"
+    );
+    assert!(recorded.iter().all(|e| e.get("step").is_none()), "{events}");
+    assert!(!events.contains(token));
+    assert!(!r.stdout.contains("\"event\""), "{}", r.stdout);
     // A query-only run: the dataset is what its queries were generated for, said as such
     // (F8: it showed "(-, -), - rows, SHA-256 `-`").
     let mut q = vec![

@@ -296,6 +296,11 @@ fn a_real_influxd_installs_prepares_and_answers_bench_all() {
         Some(&token),
     );
     r.ok();
+    // Issue 23 §3: the run's events.jsonl records its status lines (the external server's
+    // run, the loader's start), and the token --token-env names is in none of them.
+    let events = std::fs::read_to_string(run_dir(&r).join("events.jsonl")).unwrap();
+    assert!(events.contains(r#""event":"loading""#), "{events}");
+    assert!(!events.contains(token.as_str()), "{events}");
     let m = read_json(&run_dir(&r).join("manifest.json"));
     assert_eq!(m["flags"]["auth_token_env"], "I2_TOK", "{}", m["flags"]);
     // Recorded as a field of the shared flags: no other product's keys come with it.

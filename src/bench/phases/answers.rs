@@ -11,6 +11,7 @@ use std::path::Path;
 
 use crate::answers::{self, PrintFormat};
 use crate::error::Result;
+use crate::output::Warning;
 use crate::queryset::QuerySet;
 use crate::run::data::{self, AnswersData};
 use crate::run::Status;
@@ -25,9 +26,9 @@ impl Bench<'_> {
     pub(in crate::bench) fn check_answers(&mut self, binary: &Path, set: &QuerySet) -> Result<()> {
         let runner = self.target.product.tsbs_runner();
         let Some(format) = PrintFormat::of_runner(runner) else {
-            self.reporter().warn(&format!(
-                "--check-answers: {runner} prints no responses tsbsctl can read; answers not checked"
-            ));
+            self.reporter().warning(&Warning::AnswersNotChecked {
+                runner: runner.to_string(),
+            });
             return Ok(());
         };
         for (qt, file) in set.files.iter() {

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::dataset::{Compression, Dataset, StoredFormat};
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
-use crate::output::Event;
+use crate::output::{Event, UrlUser, Warning};
 use crate::product::{LoadCount, ToolOptions, NOT_STORED_HINT};
 use crate::run::data::{self, LoadData, LoadEnded, RowCountData};
 use crate::run::Status;
@@ -135,13 +135,12 @@ impl Bench<'_> {
         let cmd = tsbs::load_command(&spec)?;
         let urls_in_use = self.target.urls_in_use(workers);
         if let Some(used) = urls_in_use.as_ref().filter(|u| u.len() < spec.urls.len()) {
-            self.reporter().warn(&format!(
-                "the loader's {workers} worker(s) write through {} of the {} --url endpoints (worker i writes to URL i mod {}); pass --workers {} to spread the load over all",
-                used.len(),
-                spec.urls.len(),
-                spec.urls.len(),
-                spec.urls.len()
-            ));
+            self.reporter().warning(&Warning::UrlsUnused {
+                tool: UrlUser::Loader,
+                workers,
+                used: used.len(),
+                urls: spec.urls.len(),
+            });
         }
         let started = LoadData {
             dataset_id: Some(ds.id.clone()),
@@ -462,21 +461,17 @@ impl Bench<'_> {
         if let Some(v) = got {
             let counts = RegionCounts::deserialize(&v).unwrap_or_default();
             if counts.rows != Some(loaded) {
-                self.reporter().warn(&format!(
-                    "the regions of {} report {} rows in all (information_schema.region_statistics), the load {loaded}",
-                    crate::bench::TABLE,
-                    json!(counts.rows)
-                ));
+                self.reporter().warning(&Warning::RegionRowsDiffer {
+                    table: crate::bench::TABLE.to_string(),
+                    regions: counts.rows,
+                    loaded,
+                });
             }
             if let Some(e) = counts.empty_regions.filter(|e| !e.is_empty()) {
-                self.reporter().warn(&format!(
-                    "region(s) {} of {} hold no rows",
-                    e.iter()
-                        .map(|x| x.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    crate::bench::TABLE
-                ));
+                self.reporter().warning(&Warning::EmptyRegions {
+                    table: crate::bench::TABLE.to_string(),
+                    regions: e.iter().map(|x| x.to_string()).collect(),
+                });
             }
         }
         Ok(())

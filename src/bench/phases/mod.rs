@@ -11,6 +11,7 @@ mod query;
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::output::Warning;
 use crate::run::data::MachineRecord;
 use crate::run::Status;
 use crate::tsbs;
@@ -98,10 +99,10 @@ impl Bench<'_> {
             ));
         }
         if busy {
-            self.reporter().warn(&format!(
-                "the machine is not quiet before {before}: {} (summary.md warns; --require-quiet refuses)",
-                record.reading.words()
-            ));
+            self.reporter().warning(&Warning::NotQuiet {
+                before: before.to_string(),
+                reading: record.reading.words(),
+            });
         }
         self.run.instant(
             "machine-check",

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::dataset::Dataset;
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
+use crate::output::{UrlUser, Warning};
 use crate::precision::{Pooled, MAX_BATCHES};
 use crate::product::ToolOptions;
 use crate::queryset::{self, QuerySet};
@@ -50,10 +51,12 @@ impl Bench<'_> {
         if let Some(used) = &urls_in_use {
             let n = self.target.urls_with(&self.endpoint()).len();
             if used.len() < n {
-                self.reporter().warn(&format!(
-                    "the query runner's {workers} worker(s) use {} of the {n} --url endpoints (worker i queries URL i mod {n}); pass --query-workers {n} to query through all",
-                    used.len()
-                ));
+                self.reporter().warning(&Warning::UrlsUnused {
+                    tool: UrlUser::QueryRunner,
+                    workers,
+                    used: used.len(),
+                    urls: n,
+                });
             }
         }
         self.machine_check("the queries")?;
@@ -148,12 +151,17 @@ impl Bench<'_> {
                     QueryFileEnd::Failed(f) => {
                         let cause = same_cause(&f.reason);
                         match &last_failure {
-                            Some((first, c)) if *c == cause => self.reporter().warn(&format!(
-                                "query type {qt} failed: the same cause as {first}"
-                            )),
+                            Some((first, c)) if *c == cause => {
+                                self.reporter().warning(&Warning::QueryTypeFailedAsBefore {
+                                    query_type: qt.clone(),
+                                    first: first.clone(),
+                                })
+                            }
                             _ => {
-                                self.reporter()
-                                    .warn(&format!("query type {qt} failed: {}", f.reason));
+                                self.reporter().warning(&Warning::QueryTypeFailed {
+                                    query_type: qt.clone(),
+                                    reason: f.reason.clone(),
+                                });
                                 last_failure = Some((qt.clone(), cause));
                             }
                         }
@@ -419,23 +427,15 @@ impl Bench<'_> {
         };
         let half = pooled.half_width();
         let reached = stop == "reached";
-        let words = match (reached, half) {
-            (true, Some(h)) => format!(
-                "±{:.2}% after {} queries in {batches} batch(es)",
-                h * 100.0,
-                pooled.count
-            ),
-            (false, Some(h)) => format!(
-                "not reached ({stop}): ±{:.2}% after {} queries in {batches} batch(es)",
-                h * 100.0,
-                pooled.count
-            ),
-            (_, None) => format!("not reached: {stop}"),
-        };
-        self.reporter().info(&format!(
-            "query type {qt}: target ±{}%: {words}",
-            p.target * 100.0
-        ));
+        self.reporter().event(&crate::output::Event::Precision {
+            query_type: qt.to_string(),
+            target_pct: p.target * 100.0,
+            reached,
+            stop: stop.to_string(),
+            half_width: half,
+            queries: pooled.count,
+            batches,
+        });
         let attempt = self.run.next_attempt(&format!("precision:{qt}"))?;
         self.run.instant(
             &format!("precision:{qt}"),
@@ -562,10 +562,11 @@ impl Bench<'_> {
                 Ok(Some(r.all))
             }
             QueryFileEnd::Failed(f) => {
-                self.reporter().warn(&format!(
-                    "query type {qt}, batch {batch} failed: {}",
-                    f.reason
-                ));
+                self.reporter().warning(&Warning::QueryBatchFailed {
+                    query_type: qt.to_string(),
+                    batch,
+                    reason: f.reason.clone(),
+                });
                 self.run.end(
                     &step,
                     attempt,
@@ -612,9 +613,10 @@ impl Bench<'_> {
                 ..QueryEnded::default()
             })),
         )?;
-        self.reporter().warn(&format!(
-            "query type {qt}: {what}; starting the server again for the other types"
-        ));
+        self.reporter().warning(&Warning::ServerDiedUnder {
+            query_type: qt.to_string(),
+            what: what.to_string(),
+        });
         // Records the dead server's end (its events, the OOM evidence) as its own step.
         self.stop_server()?;
         let started = std::time::Instant::now();

@@ -331,7 +331,7 @@ fn install(
     crate::interrupt::check()?;
     let reporter = Arc::clone(&cx.reporter);
     let vouched = vouch(version, platform, pin, index.as_ref(), &index_url, &|m| {
-        reporter.warn(m)
+        reporter.warning(m)
     })?;
     let url = sources.url(SourceKey::GoDl, &name);
     let verified = downloader.fetch_verified(&url, &vouched.sha256, &name)?;

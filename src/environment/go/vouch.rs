@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::output::Warning;
 use crate::platform::Platform;
 
 use super::version::{archive_name, GoVersion};
@@ -75,7 +76,7 @@ pub fn vouch(
     pin: Option<&str>,
     index: std::result::Result<&Value, &Error>,
     index_url: &str,
-    warn: &dyn Fn(&str),
+    warn: &dyn Fn(&Warning),
 ) -> Result<Vouched> {
     let name = archive_name(version, platform);
     let listed = match index {
@@ -96,18 +97,20 @@ pub fn vouch(
         ))
         .with_hint("the index or a mirror in between may be compromised or wrong; check TSBSCTL_GO_DL_URL / [sources] go_dl, or pass --go PATH to use a Go you trust")),
         (Some(pin), Ok(None)) => {
-            warn(&format!(
-                "the Go download index at {index_url} does not list {name}; using the compiled checksum"
-            ));
+            warn(&Warning::GoNotInIndex {
+                index_url: index_url.to_string(),
+                archive: name.to_string(),
+            });
             Ok(Vouched {
                 sha256: pin.to_string(),
                 source: "pinned",
             })
         }
         (Some(pin), Err(why)) => {
-            warn(&format!(
-                "could not cross-check {name} with the Go download index ({why}); using the compiled checksum"
-            ));
+            warn(&Warning::GoIndexUnreadable {
+                archive: name.to_string(),
+                why: why.to_string(),
+            });
             Ok(Vouched {
                 sha256: pin.to_string(),
                 source: "pinned",
@@ -189,7 +192,7 @@ mod tests {
     fn vouching_rules() {
         let pin = pinned_sha256(DEFAULT_VERSION, "linux-amd64").unwrap();
         let warned = std::cell::RefCell::new(Vec::<String>::new());
-        let warn = |m: &str| warned.borrow_mut().push(m.to_string());
+        let warn = |w: &Warning| warned.borrow_mut().push(w.to_string());
         let p = linux();
         let good = index(pin);
         let r = vouch(DEFAULT_VERSION, &p, Some(pin), Ok(&good), "u", &warn).unwrap();

@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 use super::compact::{read_from, region_of, settled_region_statistics};
 use super::ssts;
 use crate::error::{Error, Result};
+use crate::output::Warning;
 use crate::product::op::{BeforeQueries, OpCtx, StepEnd};
 
 /// The benchmark table of a run without a dataset (what the TSBS loader writes for cpu-only).
@@ -199,9 +200,11 @@ fn wait_for_compaction(
         Ok("none ran") if !lines.is_empty() => "finished".to_string(),
         Ok(o) => o.to_string(),
         Err(why) => {
-            ctx.reporter().warn(&format!(
-                "could not tell whether GreptimeDB still compacts after the flush ({why}): the queries may run beside a compaction"
-            ));
+            ctx.reporter().warning(&Warning::Product {
+                text: format!(
+                    "could not tell whether GreptimeDB still compacts after the flush ({why}): the queries may run beside a compaction"
+                ),
+            });
             format!("unknown: {why}")
         }
     };
@@ -210,10 +213,12 @@ fn wait_for_compaction(
             "the compaction after the flush finished ({:.1} s waited)",
             waited
         )),
-        "still running" => ctx.reporter().warn(&format!(
-            "GreptimeDB still compacts {} s after the flush: the queries start beside it",
-            WAIT_LIMIT.as_secs()
-        )),
+        "still running" => ctx.reporter().warning(&Warning::Product {
+            text: format!(
+                "GreptimeDB still compacts {} s after the flush: the queries start beside it",
+                WAIT_LIMIT.as_secs()
+            ),
+        }),
         _ => {}
     }
     let data = json!({
@@ -324,11 +329,13 @@ fn data_location(
         v["orphan_paths"] = json!(paths);
     }
     if let Some(n) = v["orphan_files"].as_u64().filter(|n| *n > 0) {
-        ctx.reporter().warn(&format!(
-            "{n} SST file(s) of table {} are on storage but in no manifest (outputs of compactions a stop threw away); `tsbsctl greptimedb orphans --database-id {}` names them and removes them with --remove",
-            joined(tables),
-            ctx.database_id()
-        ));
+        ctx.reporter().warning(&Warning::Product {
+            text: format!(
+                "{n} SST file(s) of table {} are on storage but in no manifest (outputs of compactions a stop threw away); `tsbsctl greptimedb orphans --database-id {}` names them and removes them with --remove",
+                joined(tables),
+                ctx.database_id()
+            ),
+        });
     }
     ctx.end("data-location", 1, StepEnd::Completed, None, Some(v))
 }

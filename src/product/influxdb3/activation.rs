@@ -30,7 +30,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fsutil;
 use crate::logscan::Diagnostics;
 use crate::manifest;
-use crate::output::Reporter;
+use crate::output::{Reporter, Warning};
 use crate::product::ws_op::{ServerStart, WorkspaceOpCtx};
 use crate::product::Product;
 use crate::redact::Redactor;
@@ -442,10 +442,9 @@ pub fn activate(
     // Whatever happened, the server is stopped before the manifest is written.
     let outcome = server.stop();
     if result.is_ok() && outcome.forced {
-        reporter.warn(&format!(
-            "{} did not stop within the grace period and was killed",
-            server.label()
-        ));
+        reporter.warning(&Warning::KilledAfterGrace {
+            label: server.label().to_string(),
+        });
     }
     let events = server.events().to_vec();
     drop(server);
