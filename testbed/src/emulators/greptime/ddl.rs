@@ -259,17 +259,7 @@ fn sql_type(kind: &str) -> &'static str {
 
 /// The `Create Table` text of SHOW CREATE TABLE.
 pub fn show_create(t: &TableMeta) -> String {
-    let order: Vec<String> = match &t.created {
-        Some(c) => c.order.clone(),
-        // Auto-created: tags, then fields, then the time index, in first-seen order.
-        None => t
-            .tags
-            .iter()
-            .cloned()
-            .chain(t.fields.iter().map(|(f, _)| f.clone()))
-            .chain([t.time_index.clone()])
-            .collect(),
-    };
+    let order = t.column_order();
     let mut lines: Vec<String> = order
         .iter()
         .map(|c| {

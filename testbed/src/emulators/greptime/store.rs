@@ -106,6 +106,21 @@ impl TableMeta {
             .map_or(1, |p| p.rules.len().max(1) as u32)
     }
 
+    /// The columns in the table's order: as `CREATE TABLE` declared them, or (auto-created by
+    /// a write) tags, then fields, then the time index, each in first-seen order.
+    pub fn column_order(&self) -> Vec<String> {
+        match &self.created {
+            Some(c) => c.order.clone(),
+            None => self
+                .tags
+                .iter()
+                .cloned()
+                .chain(self.fields.iter().map(|(f, _)| f.clone()))
+                .chain([self.time_index.clone()])
+                .collect(),
+        }
+    }
+
     /// Column name → GreptimeDB type name.
     pub fn column_type(&self, name: &str) -> Option<&str> {
         if name == self.time_index {
