@@ -435,6 +435,19 @@ fn assert_conforms(diffs: Vec<String>) {
     );
 }
 
+/// The emulated GreptimeDB v1.0.2 on a fresh data home under `dir`, ready.
+fn gt_v102(dir: &Path) -> gt::Server {
+    let mut s = gt::start(
+        dir,
+        gt::Opts {
+            version: "1.0.2",
+            ..Default::default()
+        },
+    );
+    s.ready();
+    s
+}
+
 fn gt_base(s: &gt::Server) -> String {
     s.url("")
 }
@@ -517,14 +530,7 @@ fn the_comparison_sees_what_matters_and_ignores_what_is_run_specific() {
 #[test]
 fn greptimedb_answers_as_the_real_server_recorded() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut s = gt::start(
-        tmp.path(),
-        gt::Opts {
-            version: "1.0.2",
-            ..Default::default()
-        },
-    );
-    s.ready();
+    let mut s = gt_v102(tmp.path());
     let base = gt_base(&s);
     let mut diffs = Vec::new();
     for name in GT_FRESH {
@@ -546,14 +552,7 @@ fn greptimedb_answers_as_the_real_server_recorded() {
 #[test]
 fn greptimedb_answers_the_forks_iot_queries_as_recorded() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut s = gt::start(
-        tmp.path(),
-        gt::Opts {
-            version: "1.0.2",
-            ..Default::default()
-        },
-    );
-    s.ready();
+    let mut s = gt_v102(tmp.path());
     s.ok_sql(None, "CREATE DATABASE iot");
     let lines = std::fs::read_to_string(fixtures().join("greptimedb-iot-lines.lp")).unwrap();
     let (code, body) = s.write("iot", &lines);
