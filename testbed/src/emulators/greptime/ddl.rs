@@ -243,6 +243,7 @@ pub fn parse_create(stmt: &str) -> Result<CreateTable, GtError> {
             time_index: ts,
             partition,
             created: Some(CreatedDef { order, options }),
+            hosted: None,
         },
     })
 }
@@ -325,6 +326,7 @@ mod tests {
             time_index: "greptime_timestamp".into(),
             partition: None,
             created: None,
+            hosted: None,
         };
         let text = show_create(&auto);
         assert_eq!(

@@ -33,6 +33,52 @@ pub struct Ctx<'a> {
     pub knobs: &'a Knobs,
     /// The database of the request (`db`, default `public`).
     pub db: String,
+    /// A cluster's datanode: where a table created here stands (from the frontend).
+    pub placement: Option<Placement>,
+    /// A cluster's datanode: the other datanodes (HTTP addresses) holding regions of the table
+    /// a query reads; their rows are read with this one's.
+    pub peers: Vec<String>,
+}
+
+/// The id and the region numbers here of a table spread over a cluster's datanodes.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    pub table_id: u32,
+    pub regions: Vec<u32>,
+}
+
+/// The rows of table `table_id` here and in the request's peers.
+fn table_rows(ctx: &Ctx, store: &Store, table_id: u32) -> Result<u64, GtError> {
+    let mut n = store.row_count(table_id);
+    for p in &ctx.peers {
+        n += from_peer(p, table_id, true)?
+            .trim()
+            .parse::<u64>()
+            .unwrap_or(0);
+    }
+    Ok(n)
+}
+
+/// What `peer` holds of table `table_id`: its row count (`count`) or its stored lines.
+fn from_peer(peer: &str, table_id: u32, count: bool) -> Result<String, GtError> {
+    let what = if count { "count" } else { "lines" };
+    super::cluster::agent()
+        .get(&format!("http://{peer}/testbed/{what}"))
+        .query("table_id", &table_id.to_string())
+        .call()
+        .map_err(|e| {
+            GtError::new(
+                1003,
+                format!("Failed to read region data from datanode {peer}: {e}"),
+            )
+        })?
+        .into_string()
+        .map_err(|e| {
+            GtError::new(
+                1003,
+                format!("Failed to read region data from datanode {peer}: {e}"),
+            )
+        })
 }
 
 fn lock(store: &Arc<Mutex<Store>>) -> std::sync::MutexGuard<'_, Store> {
@@ -360,10 +406,14 @@ fn create_database(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
 }
 
 fn create_table(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
-    let c = super::ddl::parse_create(stmt)?;
+    let mut c = super::ddl::parse_create(stmt)?;
     let db = c.db.clone().unwrap_or_else(|| ctx.db.clone());
     let regions = c.meta.region_numbers().len();
     let name = c.meta.name.clone();
+    if let Some(p) = &ctx.placement {
+        c.meta.table_id = p.table_id;
+        c.meta.hosted = Some(p.regions.clone());
+    }
     if lock(ctx.store).create_table(&db, c.meta, c.if_not_exists)? {
         logging::info(
             "common_meta::ddl::create_table",
@@ -789,7 +839,7 @@ fn select(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
         };
         return Ok(Output::Records {
             columns: vec![(name.into(), "Int64".into())],
-            rows: vec![vec![json!(store.row_count(t.table_id))]],
+            rows: vec![vec![json!(table_rows(ctx, &store, t.table_id)?)]],
         });
     }
     let refused = super::plan_refusals::refusal(stmt, |name| {
@@ -818,7 +868,16 @@ fn query(ctx: &Ctx, store: &Store, stmt: &str, tables: &[TableMeta]) -> Result<O
     if tables.len() != 1 {
         return Err(not_emulated(stmt));
     }
-    let data = rows::rows_of(store, &tables[0])?;
+    let data = if ctx.peers.is_empty() {
+        rows::rows_of(store, &tables[0])?
+    } else {
+        let mut lines = Vec::new();
+        for p in &ctx.peers {
+            let text = from_peer(p, tables[0].table_id, false)?;
+            lines.extend(text.lines().filter(|l| !l.is_empty()).map(String::from));
+        }
+        Arc::new(rows::rows_with(store, &tables[0], lines)?)
+    };
     let out = match sqleval::run(&*data, &q) {
         Ok(o) => o,
         Err(EvalError::NoField(c)) => {
@@ -868,7 +927,7 @@ fn explain(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
     let store = lock(ctx.store);
     let tables = check_select(ctx, &store, &inner)?;
     let t = &tables[0];
-    let rows_total = store.row_count(t.table_id);
+    let rows_total = table_rows(ctx, &store, t.table_id)?;
     let files = store.sst_count(t.table_id);
     let rid = store
         .region_ids(t.table_id)
@@ -1457,6 +1516,7 @@ mod tests {
             time_index: "greptime_timestamp".into(),
             partition: None,
             created: None,
+            hosted: None,
         }
     }
 
