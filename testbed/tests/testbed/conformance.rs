@@ -530,7 +530,7 @@ fn the_comparison_sees_what_matters_and_ignores_what_is_run_specific() {
 #[test]
 fn greptimedb_answers_as_the_real_server_recorded() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut s = gt_v102(tmp.path());
+    let s = gt_v102(tmp.path());
     let base = gt_base(&s);
     let mut diffs = Vec::new();
     for name in GT_FRESH {
@@ -552,7 +552,7 @@ fn greptimedb_answers_as_the_real_server_recorded() {
 #[test]
 fn greptimedb_answers_the_forks_iot_queries_as_recorded() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut s = gt_v102(tmp.path());
+    let s = gt_v102(tmp.path());
     s.ok_sql(None, "CREATE DATABASE iot");
     let lines = std::fs::read_to_string(fixtures().join("greptimedb-iot-lines.lp")).unwrap();
     let (code, body) = s.write("iot", &lines);
