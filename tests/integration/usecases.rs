@@ -199,11 +199,14 @@ fn iot_counts_what_the_file_holds_and_sends_the_forks_own_query_text() {
     // copies `databases/influx/iot.go`): `"time"`, `GROUP BY time(10m)`, unnamed subqueries
     // on `/v1/sql`. A real v1.0.2 refused 12 of the 13 types and ran
     // `avg-vs-projected-fuel-consumption` (plain `mean()` per fleet); the stand-in must refuse
-    // the same ones, in the real parser's words where it was the parser. The load and the
-    // counts stand.
+    // the same ones with the real codes and words, the parser's and the planner's. The load
+    // and the counts stand.
     r.code(1)
         .says("Expected: joined table, found: as at Line: 2, Column: 33")
-        .says("Expected: identifier, found: * at Line: 2, Column: 21");
+        .says("Expected: identifier, found: * at Line: 2, Column: 21")
+        // last-loc parses; the planner refuses `ORDER BY "time"` with the real code and the
+        // valid fields in the real order (the SELECT's items, then the table's columns).
+        .says(r#"code=400, body={"code":3000,"error":"Failed to plan SQL: No field named time. Valid fields are readings.latitude, readings.longitude, readings.name, readings.fleet"#);
     let dir = run_dir(&r);
     let s = summary(&dir);
     assert_eq!(s["status"], "failed", "{s}");

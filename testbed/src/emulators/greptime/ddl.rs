@@ -243,6 +243,7 @@ pub fn parse_create(stmt: &str) -> Result<CreateTable, GtError> {
             time_index: ts,
             partition,
             created: Some(CreatedDef { order, options }),
+            hosted: None,
         },
     })
 }
@@ -259,17 +260,7 @@ fn sql_type(kind: &str) -> &'static str {
 
 /// The `Create Table` text of SHOW CREATE TABLE.
 pub fn show_create(t: &TableMeta) -> String {
-    let order: Vec<String> = match &t.created {
-        Some(c) => c.order.clone(),
-        // Auto-created: tags, then fields, then the time index, in first-seen order.
-        None => t
-            .tags
-            .iter()
-            .cloned()
-            .chain(t.fields.iter().map(|(f, _)| f.clone()))
-            .chain([t.time_index.clone()])
-            .collect(),
-    };
+    let order = t.column_order();
     let mut lines: Vec<String> = order
         .iter()
         .map(|c| {
@@ -335,6 +326,7 @@ mod tests {
             time_index: "greptime_timestamp".into(),
             partition: None,
             created: None,
+            hosted: None,
         };
         let text = show_create(&auto);
         assert_eq!(

@@ -216,6 +216,7 @@ mod lineproto;
 mod logging;
 mod objstore;
 pub mod partition;
+mod plan_refusals;
 mod rows;
 mod server;
 mod sql;

@@ -101,8 +101,8 @@ fn field_value(v: &str) -> Val {
     v.parse().map(Val::F).unwrap_or(Val::Null)
 }
 
-/// Builds the rows of `meta` from the store (see the module documentation).
-fn load(store: &Store, meta: &TableMeta) -> Result<GRows, GtError> {
+/// Builds the rows of `meta` from its stored lines (see the module documentation).
+fn load(meta: &TableMeta, lines: Vec<String>) -> GRows {
     let mut columns: Vec<(String, ColType)> = meta
         .tags
         .iter()
@@ -120,7 +120,7 @@ fn load(store: &Store, meta: &TableMeta) -> Result<GRows, GtError> {
     let mut series_tags: HashMap<String, Arc<Vec<Val>>> = HashMap::new();
     // (series, ts) → row; later lines win.
     let mut latest: HashMap<(String, i64), GRow> = HashMap::new();
-    for line in store.scan_lines(meta.table_id)? {
+    for line in lines {
         let Some((series, rest)) = split_series(&line) else {
             continue;
         };
@@ -165,13 +165,13 @@ fn load(store: &Store, meta: &TableMeta) -> Result<GRows, GtError> {
     }
     let mut keyed: Vec<((String, i64), GRow)> = latest.into_iter().collect();
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(GRows {
+    GRows {
         table: meta.name.clone(),
         time_index: meta.time_index.clone(),
         columns,
         index,
         rows: keyed.into_iter().map(|(_, r)| r).collect(),
-    })
+    }
 }
 
 /// `<series> <rest>` at the first unescaped space.
@@ -202,9 +202,17 @@ pub fn rows_of(store: &Store, meta: &TableMeta) -> Result<Arc<GRows>, GtError> {
             return Ok(rows.clone());
         }
     }
-    let rows = Arc::new(load(store, meta)?);
+    let rows = Arc::new(load(meta, store.scan_lines(meta.table_id)?));
     c.insert(meta.table_id, (version, rows.clone()));
     Ok(rows)
+}
+
+/// The rows of `meta` here and in `peers` (the stored lines of the other datanodes that hold
+/// regions of the table, in a cluster), read afresh.
+pub fn rows_with(store: &Store, meta: &TableMeta, peers: Vec<String>) -> Result<GRows, GtError> {
+    let mut lines = store.scan_lines(meta.table_id)?;
+    lines.extend(peers);
+    Ok(load(meta, lines))
 }
 
 /// GreptimeDB's name of a column type in `column_schemas`.

@@ -270,6 +270,8 @@ impl Shared {
                 text(200, &body)
             }
             "/v1/sql" if get_post => self.sql(req, query, method == "POST"),
+            "/testbed/lines" if method == "GET" => self.held(query, false),
+            "/testbed/count" if method == "GET" => self.held(query, true),
             "/v1/influxdb/write" | "/v1/influxdb/api/v2/write" if self.opts.influxdb_enable => {
                 if method != "POST" {
                     return empty(405);
@@ -341,12 +343,36 @@ impl Shared {
                 );
             }
         }
+        // What a cluster's frontend adds for a datanode (testbed-only parameters): the id and
+        // the region numbers of a table it creates here, and the other datanodes that hold
+        // regions of the table a query reads.
+        let placement = q
+            .get("testbed_table_id")
+            .and_then(|id| id.parse().ok())
+            .map(|id| sql::Placement {
+                table_id: id,
+                regions: q
+                    .get("testbed_regions")
+                    .map(|r| r.split(',').filter_map(|n| n.parse().ok()).collect())
+                    .unwrap_or_default(),
+            });
+        let peers = q
+            .get("testbed_peers")
+            .map(|p| {
+                p.split(',')
+                    .filter(|a| !a.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
         let ctx = sql::Ctx {
             store: &self.store,
             scheduler: &self.scheduler,
             version: &self.version,
             knobs: &self.knobs,
             db,
+            placement,
+            peers,
         };
         match sql::execute(&ctx, sql_text) {
             Ok(outputs) => {
@@ -379,6 +405,24 @@ impl Shared {
                     .with_header(header("x-greptime-execution-time", &elapsed.to_string()))
             }
             Err(e) => sql_error(&e, ms(start)),
+        }
+    }
+
+    /// What this server holds of table `table_id` (ids are global in a cluster): its stored
+    /// lines, one a line (`/testbed/lines`), or its row count (`/testbed/count`). A cluster's
+    /// datanode that answers a query reads the other datanodes' regions of the table so.
+    fn held(&self, query: &str, count: bool) -> Resp {
+        let q = params(query);
+        let Some(id) = q.get("table_id").and_then(|t| t.parse().ok()) else {
+            return empty(400);
+        };
+        let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        if count {
+            return text(200, &store.row_count(id).to_string());
+        }
+        match store.scan_lines(id) {
+            Ok(lines) => text(200, &lines.join("\n")),
+            Err(e) => sql_error(&e, 0),
         }
     }
 

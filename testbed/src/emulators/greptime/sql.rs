@@ -33,6 +33,52 @@ pub struct Ctx<'a> {
     pub knobs: &'a Knobs,
     /// The database of the request (`db`, default `public`).
     pub db: String,
+    /// A cluster's datanode: where a table created here stands (from the frontend).
+    pub placement: Option<Placement>,
+    /// A cluster's datanode: the other datanodes (HTTP addresses) holding regions of the table
+    /// a query reads; their rows are read with this one's.
+    pub peers: Vec<String>,
+}
+
+/// The id and the region numbers here of a table spread over a cluster's datanodes.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    pub table_id: u32,
+    pub regions: Vec<u32>,
+}
+
+/// The rows of table `table_id` here and in the request's peers.
+fn table_rows(ctx: &Ctx, store: &Store, table_id: u32) -> Result<u64, GtError> {
+    let mut n = store.row_count(table_id);
+    for p in &ctx.peers {
+        n += from_peer(p, table_id, true)?
+            .trim()
+            .parse::<u64>()
+            .unwrap_or(0);
+    }
+    Ok(n)
+}
+
+/// What `peer` holds of table `table_id`: its row count (`count`) or its stored lines.
+fn from_peer(peer: &str, table_id: u32, count: bool) -> Result<String, GtError> {
+    let what = if count { "count" } else { "lines" };
+    super::cluster::agent()
+        .get(&format!("http://{peer}/testbed/{what}"))
+        .query("table_id", &table_id.to_string())
+        .call()
+        .map_err(|e| {
+            GtError::new(
+                1003,
+                format!("Failed to read region data from datanode {peer}: {e}"),
+            )
+        })?
+        .into_string()
+        .map_err(|e| {
+            GtError::new(
+                1003,
+                format!("Failed to read region data from datanode {peer}: {e}"),
+            )
+        })
 }
 
 fn lock(store: &Arc<Mutex<Store>>) -> std::sync::MutexGuard<'_, Store> {
@@ -360,10 +406,14 @@ fn create_database(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
 }
 
 fn create_table(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
-    let c = super::ddl::parse_create(stmt)?;
+    let mut c = super::ddl::parse_create(stmt)?;
     let db = c.db.clone().unwrap_or_else(|| ctx.db.clone());
     let regions = c.meta.region_numbers().len();
     let name = c.meta.name.clone();
+    if let Some(p) = &ctx.placement {
+        c.meta.table_id = p.table_id;
+        c.meta.hosted = Some(p.regions.clone());
+    }
     if lock(ctx.store).create_table(&db, c.meta, c.if_not_exists)? {
         logging::info(
             "common_meta::ddl::create_table",
@@ -789,8 +839,16 @@ fn select(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
         };
         return Ok(Output::Records {
             columns: vec![(name.into(), "Int64".into())],
-            rows: vec![vec![json!(store.row_count(t.table_id))]],
+            rows: vec![vec![json!(table_rows(ctx, &store, t.table_id)?)]],
         });
+    }
+    let refused = super::plan_refusals::refusal(stmt, |name| {
+        let mut t = store.table(&ctx.db, name)?.clone();
+        t.name = name.to_string();
+        Some(t)
+    });
+    if let Some(e) = refused {
+        return Err(e);
     }
     let tables = check_select(ctx, &store, stmt)?;
     query(ctx, &store, stmt, &tables)
@@ -810,7 +868,16 @@ fn query(ctx: &Ctx, store: &Store, stmt: &str, tables: &[TableMeta]) -> Result<O
     if tables.len() != 1 {
         return Err(not_emulated(stmt));
     }
-    let data = rows::rows_of(store, &tables[0])?;
+    let data = if ctx.peers.is_empty() {
+        rows::rows_of(store, &tables[0])?
+    } else {
+        let mut lines = Vec::new();
+        for p in &ctx.peers {
+            let text = from_peer(p, tables[0].table_id, false)?;
+            lines.extend(text.lines().filter(|l| !l.is_empty()).map(String::from));
+        }
+        Arc::new(rows::rows_with(store, &tables[0], lines)?)
+    };
     let out = match sqleval::run(&*data, &q) {
         Ok(o) => o,
         Err(EvalError::NoField(c)) => {
@@ -860,7 +927,7 @@ fn explain(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
     let store = lock(ctx.store);
     let tables = check_select(ctx, &store, &inner)?;
     let t = &tables[0];
-    let rows_total = store.row_count(t.table_id);
+    let rows_total = table_rows(ctx, &store, t.table_id)?;
     let files = store.sst_count(t.table_id);
     let rid = store
         .region_ids(t.table_id)
@@ -1430,7 +1497,98 @@ fn jitter_us(max: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::derived_function_item;
+    use super::{derived_function_item, statements};
+    use crate::emulators::greptime::plan_refusals::refusal;
+    use crate::emulators::greptime::store::TableMeta;
+
+    /// An iot table as a write of the fork's first lines creates it (tags, fields, time index).
+    fn iot_table(name: &str, fields: &[&str]) -> TableMeta {
+        TableMeta {
+            name: name.into(),
+            table_id: 1024,
+            tags: ["name", "fleet", "driver", "model", "device_version"]
+                .map(String::from)
+                .to_vec(),
+            fields: fields
+                .iter()
+                .map(|f| (f.to_string(), "Float64".to_string()))
+                .collect(),
+            time_index: "greptime_timestamp".into(),
+            partition: None,
+            created: None,
+            hosted: None,
+        }
+    }
+
+    /// The iot types whose text parses fail in a real v1.0.2's planner: its code and its
+    /// words, the valid fields in its order (recorded 2026-12-06, conformance fixtures 21-25).
+    #[test]
+    fn the_planner_refuses_the_iot_types_the_parser_took_as_the_real_one_does() {
+        let tables = [
+            iot_table(
+                "readings",
+                &[
+                    "load_capacity",
+                    "fuel_capacity",
+                    "nominal_fuel_consumption",
+                    "latitude",
+                    "longitude",
+                    "elevation",
+                    "velocity",
+                    "heading",
+                    "grade",
+                    "fuel_consumption",
+                ],
+            ),
+            iot_table(
+                "diagnostics",
+                &[
+                    "load_capacity",
+                    "fuel_capacity",
+                    "nominal_fuel_consumption",
+                    "fuel_state",
+                    "current_load",
+                    "status",
+                ],
+            ),
+        ];
+        let lookup = |n: &str| tables.iter().find(|t| t.name == n).cloned();
+        let cases = [
+            (
+                "SELECT \"name\", \"driver\", \"current_load\", \"load_capacity\" \n\t\tFROM (SELECT  \"current_load\", \"load_capacity\" \n\t\t FROM \"diagnostics\" WHERE fleet = 'South' \n\t\t GROUP BY \"name\",\"driver\" \n\t\t ORDER BY \"time\" DESC \n\t\t LIMIT 1) \n\t\tWHERE \"current_load\" >= 0.9 * \"load_capacity\" \n\t\tGROUP BY \"name\" \n\t\tORDER BY \"time\" DESC",
+                "Failed to plan SQL: No field named time. Valid fields are diagnostics.current_load, diagnostics.load_capacity, diagnostics.name, diagnostics.fleet, diagnostics.driver, diagnostics.model, diagnostics.device_version, diagnostics.load_capacity, diagnostics.fuel_capacity, diagnostics.nominal_fuel_consumption, diagnostics.fuel_state, diagnostics.current_load, diagnostics.status, diagnostics.greptime_timestamp.",
+            ),
+            (
+                "SELECT \"latitude\", \"longitude\" \n\t\tFROM \"readings\" \n\t\tWHERE \"fleet\"='South' \n\t\tGROUP BY \"name\",\"driver\" \n\t\tORDER BY \"time\" \n\t\tLIMIT 1",
+                "Failed to plan SQL: No field named time. Valid fields are readings.latitude, readings.longitude, readings.name, readings.fleet, readings.driver, readings.model, readings.device_version, readings.load_capacity, readings.fuel_capacity, readings.nominal_fuel_consumption, readings.latitude, readings.longitude, readings.elevation, readings.velocity, readings.heading, readings.grade, readings.fuel_consumption, readings.greptime_timestamp.",
+            ),
+            (
+                "SELECT \"name\", \"driver\", \"fuel_state\" \n\t\tFROM \"diagnostics\" \n\t\tWHERE \"fuel_state\" <= 0.1 AND \"fleet\" = 'South' \n\t\tGROUP BY \"name\" \n\t\tORDER BY \"time\" DESC \n\t\tLIMIT 1",
+                "Failed to plan SQL: No field named time. Valid fields are diagnostics.name, diagnostics.driver, diagnostics.fuel_state, diagnostics.name, diagnostics.fleet, diagnostics.driver, diagnostics.model, diagnostics.device_version, diagnostics.load_capacity, diagnostics.fuel_capacity, diagnostics.nominal_fuel_consumption, diagnostics.fuel_state, diagnostics.current_load, diagnostics.status, diagnostics.greptime_timestamp.",
+            ),
+            (
+                "SELECT \"name\", \"driver\", \"latitude\", \"longitude\" \n\t\tFROM \"readings\" \n\t\tWHERE (\"name\" = 'truck_5') \n\t\tORDER BY \"time\" \n\t\tLIMIT 1",
+                "Failed to plan SQL: No field named time. Valid fields are readings.name, readings.driver, readings.latitude, readings.longitude, readings.name, readings.fleet, readings.driver, readings.model, readings.device_version, readings.load_capacity, readings.fuel_capacity, readings.nominal_fuel_consumption, readings.latitude, readings.longitude, readings.elevation, readings.velocity, readings.heading, readings.grade, readings.fuel_consumption, readings.greptime_timestamp.",
+            ),
+            (
+                "SELECT mean(\"ml\") AS mean_load_percentage \n\t\tFROM (SELECT \"current_load\"/\"load_capacity\" AS \"ml\" \n\t\t FROM \"diagnostics\" \n\t\t GROUP BY \"name\", \"fleet\", \"model\") \n\t\tGROUP BY \"fleet\", \"model\"",
+                "Failed to plan SQL: Error during planning: Column in SELECT must be in GROUP BY or an aggregate function: While expanding wildcard, column \"diagnostics.current_load\" must appear in the GROUP BY clause or must be part of an aggregate function, currently only \"diagnostics.name, diagnostics.fleet, diagnostics.model\" appears in the SELECT clause satisfies this requirement",
+            ),
+        ];
+        for (sql, want) in cases {
+            let stmt = &statements(sql)[0];
+            let e = refusal(stmt, lookup).expect(sql);
+            assert_eq!((e.code, e.msg.as_str()), (3000, want), "{sql}");
+        }
+        // The type that runs, and SQL that plans, are not refused.
+        for sql in [
+            "SELECT mean(\"fuel_consumption\") AS \"mean_fuel_consumption\", mean(\"nominal_fuel_consumption\") AS \"nominal_fuel_consumption\" \n\t\tFROM \"readings\" \n\t\tWHERE \"velocity\" > 1 \n\t\tGROUP BY \"fleet\"",
+            "SELECT date_bin('1 minute', greptime_timestamp) AS minute, max(velocity) FROM readings GROUP BY minute ORDER BY minute DESC LIMIT 5",
+            "SELECT name, velocity FROM readings ORDER BY greptime_timestamp DESC LIMIT 1",
+        ] {
+            assert!(refusal(&statements(sql)[0], lookup).is_none(), "{sql}");
+        }
+    }
 
     /// The fork's iot text and what a real v1.0.2 answered it (the query files of a real
     /// run, 2026-12-06): the same words and positions.

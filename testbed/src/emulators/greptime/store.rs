@@ -75,6 +75,11 @@ pub struct TableMeta {
     /// (absent: auto-created by a write, columns tags-fields-time index).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<CreatedDef>,
+    /// In a cluster, the region numbers this datanode holds (the metasrv spreads a table's
+    /// regions over the datanodes round-robin; each datanode opens and stores only its own);
+    /// absent: all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosted: Option<Vec<u32>>,
 }
 
 /// The partition of a table as stored in the catalog.
@@ -104,6 +109,28 @@ impl TableMeta {
             .partition
             .as_ref()
             .map_or(1, |p| p.rules.len().max(1) as u32)
+    }
+
+    /// The region numbers this server holds (all of them but in a cluster's datanode).
+    pub fn local_regions(&self) -> Vec<u32> {
+        self.region_numbers()
+            .filter(|n| self.hosted.as_ref().is_none_or(|h| h.contains(n)))
+            .collect()
+    }
+
+    /// The columns in the table's order: as `CREATE TABLE` declared them, or (auto-created by
+    /// a write) tags, then fields, then the time index, each in first-seen order.
+    pub fn column_order(&self) -> Vec<String> {
+        match &self.created {
+            Some(c) => c.order.clone(),
+            None => self
+                .tags
+                .iter()
+                .cloned()
+                .chain(self.fields.iter().map(|(f, _)| f.clone()))
+                .chain([self.time_index.clone()])
+                .collect(),
+        }
     }
 
     /// Column name → GreptimeDB type name.
@@ -513,7 +540,8 @@ impl Store {
             .iter()
             .flat_map(|(db, m)| {
                 m.tables.iter().flat_map(move |(t, tm)| {
-                    tm.region_numbers()
+                    tm.local_regions()
+                        .into_iter()
                         .map(move |n| (db.clone(), t.clone(), region_id(tm.table_id, n)))
                 })
             })
@@ -691,7 +719,7 @@ impl Store {
         };
         self.save_catalog()?;
         for t in meta.tables.values() {
-            for n in t.region_numbers() {
+            for n in t.local_regions() {
                 if let Some(r) = self.regions.remove(&region_id(t.table_id, n)) {
                     let _ = fs::remove_file(&r.wal_path);
                 }
@@ -788,6 +816,7 @@ impl Store {
                     time_index: TIME_INDEX.into(),
                     partition: None,
                     created: None,
+                    hosted: None,
                 }
             });
             if meta.table_id == next_id {
@@ -881,13 +910,16 @@ impl Store {
             ));
         }
         meta.table_id = match TABLE_IDS.get() {
+            // A table spread over datanodes: the frontend took its id from the metasrv once
+            // and gave it to each.
+            _ if meta.hosted.is_some() => meta.table_id,
             // A datanode: table ids are global, the metasrv hands them out.
             Some(source) => source()
                 .map_err(|e| GtError::new(1003, format!("Failed to allocate table id: {e}")))?,
             None => self.catalog.next_table_id,
         };
         self.catalog.next_table_id = self.catalog.next_table_id.max(meta.table_id + 1);
-        let (name, table_id, numbers) = (meta.name.clone(), meta.table_id, meta.region_numbers());
+        let (name, table_id, numbers) = (meta.name.clone(), meta.table_id, meta.local_regions());
         self.catalog
             .databases
             .get_mut(db)

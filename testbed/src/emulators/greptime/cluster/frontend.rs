@@ -13,10 +13,12 @@ use serde_json::{json, Value};
 use tiny_http::{Header, Request, Response};
 
 use super::{agent, call_metasrv, heartbeat, metasrv_url, now_ms, HEARTBEAT};
+use crate::emulators::greptime::ddl;
 use crate::emulators::greptime::logging;
+use crate::emulators::greptime::partition::{parse_rules, region_of, RuleSet};
 use crate::emulators::greptime::server::http_status;
 use crate::emulators::greptime::sql::{self, InfoTable, Output};
-use crate::emulators::greptime::store::GtError;
+use crate::emulators::greptime::store::{series_tag, GtError, PartitionDef};
 use crate::emulators::greptime::version::Version;
 
 pub struct Args {
@@ -329,22 +331,59 @@ impl Front {
         Ok(d)
     }
 
-    fn route(&self, db: &str, table: &str, create: bool) -> Result<Option<String>, GtError> {
+    /// Where the regions of `db.table` are (`None`: no such table). With `create`, a new
+    /// table is placed: `regions` regions, split by `partition` (a created table's rules).
+    fn route(
+        &self,
+        db: &str,
+        table: &str,
+        create: bool,
+        regions: usize,
+        partition: Option<&PartitionDef>,
+    ) -> Result<Option<Route>, GtError> {
         let v = call_metasrv(
             &self.agent,
             &self.metasrv,
             "/testbed/route",
-            Some(json!({"db": db, "table": table, "create": create})),
+            Some(json!({"db": db, "table": table, "create": create, "regions": regions, "partition": partition})),
         )
         .map_err(|e| GtError::new(1003, format!("Failed to find table route: {e}")))?;
-        Ok(v["http_addr"].as_str().map(str::to_string))
+        if v["found"] != true {
+            return Ok(None);
+        }
+        let peers: Vec<String> = v["peers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["http_addr"].as_str().map(str::to_string))
+            .collect();
+        if peers.is_empty() {
+            return Ok(None);
+        }
+        let rules = serde_json::from_value::<Option<PartitionDef>>(v["partition"].clone())
+            .ok()
+            .flatten()
+            .and_then(|p| parse_rules(&p.columns, &p.rules.join(",\n")).ok());
+        Ok(Some(Route {
+            peers,
+            rules,
+            created: v["created"] == true,
+        }))
     }
 
     fn forward_sql(&self, dn: &str, stmt: &str, db: &str) -> Answer {
+        self.forward_sql_with(dn, stmt, db, &[])
+    }
+
+    /// [`Front::forward_sql`] with testbed-only parameters for the datanode (placement,
+    /// peers: see `server.rs`).
+    fn forward_sql_with(&self, dn: &str, stmt: &str, db: &str, extra: &[(&str, &str)]) -> Answer {
+        let mut form = vec![("sql", stmt), ("db", db)];
+        form.extend_from_slice(extra);
         let r = self
             .agent
             .post(&format!("http://{dn}/v1/sql"))
-            .send_form(&[("sql", stmt), ("db", db)]);
+            .send_form(&form);
         match r {
             Ok(r) => Answer {
                 status: r.status(),
@@ -397,6 +436,28 @@ impl Front {
             .with_header(header("x-greptime-execution-time", &elapsed.to_string()))
     }
 
+    /// Sends `stmt` to each of `dns` (at least one) in turn, with `extra(dn)`'s parameters:
+    /// the first failing answer, else the first answer.
+    fn to_each(
+        &self,
+        dns: &[String],
+        stmt: &str,
+        db: &str,
+        extra: impl Fn(&str) -> Vec<(&'static str, String)>,
+    ) -> Result<Answer, Answer> {
+        let mut first = None;
+        for dn in dns {
+            let params = extra(dn);
+            let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let a = self.forward_sql_with(dn, stmt, db, &params);
+            if a.status >= 400 {
+                return Err(a);
+            }
+            first.get_or_insert(a);
+        }
+        Ok(first.expect("at least one datanode"))
+    }
+
     /// The output object of one statement, or the failing answer.
     fn statement(&self, stmt: &str, db: &str) -> Result<Value, Answer> {
         let fail = |e: GtError| Answer {
@@ -416,14 +477,7 @@ impl Front {
             }
             Dest::All => {
                 let dns = self.datanodes().map_err(fail)?;
-                let mut first = None;
-                for dn in &dns {
-                    let a = self.forward_sql(dn, stmt, db);
-                    if a.status >= 400 {
-                        return Err(a);
-                    }
-                    first.get_or_insert(a);
-                }
+                let first = self.to_each(&dns, stmt, db, |_| Vec::new())?;
                 if re(r"(?is)^drop\s+(database|schema)\s+(?:if\s+exists\s+)?([\w]+)")
                     .captures(stmt)
                     .is_some()
@@ -439,19 +493,79 @@ impl Front {
                         Some(json!({ "db": name })),
                     );
                 }
-                first_output(first.expect("at least one datanode"))
+                first_output(first)
             }
             Dest::Table {
                 db: tdb,
                 table,
                 create,
             } => {
-                let dn = match self.route(&tdb, &table, create).map_err(fail)? {
-                    Some(dn) => dn,
-                    // Unknown table: any datanode answers "Table not found" as the real one.
-                    None => self.datanodes().map_err(fail)?.remove(0),
+                // A table to create: its regions and rules first (a statement the datanode
+                // refuses is refused before anything is placed).
+                let created = if create {
+                    match ddl::parse_create(stmt) {
+                        Ok(c) => Some(c),
+                        Err(_) => {
+                            let dn = self.datanodes().map_err(fail)?.remove(0);
+                            return first_output(self.forward_sql(&dn, stmt, db));
+                        }
+                    }
+                } else {
+                    None
                 };
-                first_output(self.forward_sql(&dn, stmt, db))
+                let regions = created
+                    .as_ref()
+                    .map_or(1, |c| c.meta.region_numbers().len());
+                let partition = created.as_ref().and_then(|c| c.meta.partition.as_ref());
+                let Some(route) = self
+                    .route(&tdb, &table, create, regions, partition)
+                    .map_err(fail)?
+                else {
+                    // Unknown table: any datanode answers "Table not found" as the real one.
+                    let dn = self.datanodes().map_err(fail)?.remove(0);
+                    return first_output(self.forward_sql(&dn, stmt, db));
+                };
+                let holders = route.holders();
+                if route.created {
+                    // One table id for all its datanodes; each opens its own regions.
+                    let id = call_metasrv(
+                        &self.agent,
+                        &self.metasrv,
+                        "/testbed/table-id",
+                        Some(json!({})),
+                    )
+                    .ok()
+                    .and_then(|v| v["table_id"].as_u64())
+                    .ok_or_else(|| fail(GtError::new(1003, "Failed to allocate table id")))?
+                    .to_string();
+                    let first = self.to_each(&holders, stmt, db, |dn| {
+                        let numbers: Vec<String> = route
+                            .peers
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, p)| *p == dn)
+                            .map(|(n, _)| n.to_string())
+                            .collect();
+                        vec![
+                            ("testbed_table_id", id.clone()),
+                            ("testbed_regions", numbers.join(",")),
+                        ]
+                    })?;
+                    return first_output(first);
+                }
+                let lower = stmt.to_ascii_lowercase();
+                if lower.starts_with("admin") || lower.starts_with("drop") {
+                    // Flush, compaction, drop: every datanode of the table does its regions.
+                    return first_output(self.to_each(&holders, stmt, db, |_| Vec::new())?);
+                }
+                // A query: the first datanode answers, reading the others' regions too.
+                let others = holders[1..].join(",");
+                first_output(self.forward_sql_with(
+                    &holders[0],
+                    stmt,
+                    db,
+                    &[("testbed_peers", &others)],
+                ))
             }
             Dest::ShowTables => {
                 let mut names = std::collections::BTreeSet::new();
@@ -544,11 +658,18 @@ impl Front {
                 .collect();
             for r in rec["rows"].as_array().into_iter().flatten() {
                 let row: Vec<Value> = r.as_array().cloned().unwrap_or_default();
-                // Databases and build info exist on every datanode: listed once.
-                if matches!(table, "schemata" | "build_info") && rows.contains(&row) {
+                // What every datanode knows (databases, build info, the tables and the
+                // partitions of a table spread over several): listed once.
+                if rows.contains(&row) {
                     continue;
                 }
                 rows.push(row);
+            }
+        }
+        // Each datanode lists the regions it holds: in region order, as the real table route.
+        if let Some(i) = cols.iter().position(|(c, _)| c == "region_id") {
+            if table == "region_peers" {
+                rows.sort_by_key(|r| r.get(i).and_then(Value::as_u64).unwrap_or(0));
             }
         }
         Ok((cols, rows))
@@ -624,28 +745,27 @@ impl Front {
             .cloned()
             .unwrap_or_else(|| "public".into());
         let text = String::from_utf8_lossy(&body);
-        // Lines by the datanode of their table, in order.
+        // Lines by the datanode of their region (the table's partition rule), in order.
         let mut per_node: BTreeMap<String, String> = BTreeMap::new();
-        let mut routes: BTreeMap<String, String> = BTreeMap::new();
+        let mut routes: BTreeMap<String, Route> = BTreeMap::new();
         for line in text.lines() {
             let t = line.trim_start();
             if t.is_empty() || t.starts_with('#') {
                 continue;
             }
             let m = measurement(t);
-            let dn = match routes.get(&m) {
-                Some(d) => d.clone(),
-                None => match self.route(&db, &m, true) {
-                    Ok(Some(d)) => {
-                        routes.insert(m.clone(), d.clone());
-                        d
+            if !routes.contains_key(&m) {
+                match self.route(&db, &m, true, 1, None) {
+                    Ok(Some(r)) => {
+                        routes.insert(m.clone(), r);
                     }
                     Ok(None) => {
                         return json_resp(503, br#"{"error":"no route for the table"}"#.to_vec())
                     }
                     Err(e) => return sql_error(&e, 0),
-                },
-            };
+                }
+            }
+            let dn = routes[&m].datanode_of(t).to_string();
             let buf = per_node.entry(dn).or_default();
             buf.push_str(line);
             buf.push('\n');
@@ -669,6 +789,55 @@ impl Front {
         }
         Response::from_data(Vec::new()).with_status_code(204)
     }
+}
+
+/// Where a table's regions are: the datanode (HTTP address) of each region number, and the
+/// rules that split rows into regions (none: one region).
+struct Route {
+    peers: Vec<String>,
+    rules: Option<RuleSet>,
+    /// Placed by this call.
+    created: bool,
+}
+
+impl Route {
+    /// The datanodes holding regions of the table, region 0's first.
+    fn holders(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in &self.peers {
+            if !out.contains(p) {
+                out.push(p.clone());
+            }
+        }
+        out
+    }
+
+    /// The datanode of a line's region (its series' tags against the rules).
+    fn datanode_of(&self, line: &str) -> &str {
+        let number = match &self.rules {
+            Some(rules) if self.peers.len() > 1 => {
+                let series = series_of(line);
+                region_of(rules, &|c| series_tag(series, c)) as usize
+            }
+            _ => 0,
+        };
+        self.peers.get(number).unwrap_or(&self.peers[0])
+    }
+}
+
+/// The measurement and tag set of a line-protocol line: up to the first unescaped space.
+fn series_of(line: &str) -> &str {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            b' ' => return &line[..i],
+            _ => {}
+        }
+        i += 1;
+    }
+    line
 }
 
 /// The measurement of a line-protocol line: up to the first unescaped `,` or space.
@@ -739,6 +908,35 @@ mod tests {
         );
         assert_eq!(t("DESC TABLE cpu"), "benchmark.cpu:false");
         assert_eq!(t("SHOW CREATE TABLE other.cpu"), "other.cpu:false");
+    }
+
+    #[test]
+    fn a_row_goes_to_the_datanode_of_its_region() {
+        let rules = parse_rules(
+            &["hostname".to_string()],
+            "hostname < 'host_1',\nhostname >= 'host_1' AND hostname < 'host_2',\nhostname >= 'host_2'",
+        )
+        .unwrap();
+        let r = Route {
+            peers: vec!["dn2".into(), "dn3".into(), "dn2".into()],
+            rules: Some(rules),
+            created: false,
+        };
+        assert_eq!(r.holders(), ["dn2", "dn3"]);
+        assert_eq!(r.datanode_of("cpu,hostname=host_0 usage_user=1 1"), "dn2");
+        assert_eq!(
+            r.datanode_of("cpu,region=x,hostname=host_1 usage_user=1 1"),
+            "dn3"
+        );
+        assert_eq!(r.datanode_of("cpu,hostname=host_9 usage_user=1 1"), "dn2");
+        // A tag value with an escaped space is one value.
+        assert_eq!(series_of("cpu,hostname=a\\ b x=1 1"), "cpu,hostname=a\\ b");
+        let one = Route {
+            peers: vec!["dn1".into()],
+            rules: None,
+            created: true,
+        };
+        assert_eq!(one.datanode_of("probe x=1 1"), "dn1");
     }
 
     #[test]

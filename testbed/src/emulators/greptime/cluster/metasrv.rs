@@ -1,7 +1,7 @@
 //! `greptime metasrv start`: the cluster's metadata (nodes, table ids, table routes) in etcd or PostgreSQL.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,13 +29,14 @@ pub struct Args {
 const NODE_PREFIX: &str = "__meta_cluster_node_info-0-";
 const ROUTE_PREFIX: &str = "__table_route/";
 const TABLE_ID_SEQ: &str = "__table_id_seq";
-const SELECTOR_SEQ: &str = "__selector_round_robin";
 
 struct Meta {
     kv: Kv,
     /// One metasrv: sequences are read-modify-write under this lock.
     seq: Mutex<()>,
     self_node: Value,
+    /// The round-robin selector's turn (in memory: it starts again at 0 with the metasrv).
+    selector: AtomicUsize,
     /// Heartbeats per node since its region statistics were last published.
     stat_beats: Mutex<std::collections::HashMap<String, usize>>,
 }
@@ -143,6 +144,7 @@ pub fn run(a: Args, version: &Version) -> i32 {
     let meta = Arc::new(Meta {
         kv,
         seq: Mutex::new(()),
+        selector: AtomicUsize::new(0),
         stat_beats: Mutex::new(Default::default()),
         self_node: json!({
             "peer_id": 0,
@@ -323,29 +325,49 @@ fn next_table_id(meta: &Meta) -> Result<u64, String> {
     Ok(id)
 }
 
-/// The datanode holding `db.table`; with `create`, a new table is placed on the next alive
-/// datanode (round-robin). Answers `{"found": false}` for an unknown table without `create`.
+/// Where the regions of `db.table` are: one peer per region number. With `create`, a new
+/// table's `regions` (default 1) are placed one after the other on the alive datanodes in
+/// node-id order, each region taking the selector's next turn (the real `round_robin`
+/// selector: an in-memory counter of the metasrv, from 0 at its start, one turn per region;
+/// a real v1.0.2 put a one-region table on peer 1 and the next table's 8 regions on peers
+/// 2,3,1,2,3,1,2,3). The partition rules given at creation are kept with the route, for the
+/// frontends' writes. Answers `{"found": false}` for an unknown table without `create`.
 fn route(meta: &Meta, input: &Value) -> Result<Value, String> {
     let db = input["db"].as_str().unwrap_or_default();
     let table = input["table"].as_str().unwrap_or_default();
     let key = format!("{ROUTE_PREFIX}{db}/{table}");
     let _g = meta.seq.lock().unwrap_or_else(|e| e.into_inner());
     let datanodes = alive_datanodes(meta)?;
-    let with_addr = |id: i64| -> Result<Value, String> {
-        let n = datanodes
+    let answer = |stored: &Value, created: bool| -> Result<Value, String> {
+        // Routes written before regions were spread name one datanode for the whole table.
+        let ids: Vec<i64> = match stored["peers"].as_array() {
+            Some(p) => p.iter().filter_map(Value::as_i64).collect(),
+            None => stored["datanode"].as_i64().into_iter().collect(),
+        };
+        if ids.is_empty() {
+            return Err("bad route".into());
+        }
+        let peers = ids
             .iter()
-            .find(|n| n["peer_id"].as_i64() == Some(id))
-            .ok_or_else(|| format!("Datanode {id} holding {db}.{table} is not available"))?;
-        Ok(
-            json!({"found": true, "datanode": id, "http_addr": n["http_addr"], "peer_addr": n["peer_addr"]}),
-        )
+            .map(|id| {
+                let n = datanodes
+                    .iter()
+                    .find(|n| n["peer_id"].as_i64() == Some(*id))
+                    .ok_or_else(|| format!("Datanode {id} holding {db}.{table} is not available"))?;
+                Ok(json!({"datanode": id, "http_addr": n["http_addr"], "peer_addr": n["peer_addr"]}))
+            })
+            .collect::<Result<Vec<Value>, String>>()?;
+        Ok(json!({
+            "found": true,
+            "created": created,
+            "http_addr": peers[0]["http_addr"],
+            "peers": peers,
+            "partition": stored["partition"],
+        }))
     };
     if let Some(v) = meta.kv.get(&key)? {
-        let id = serde_json::from_str::<Value>(&v)
-            .ok()
-            .and_then(|r| r["datanode"].as_i64())
-            .ok_or("bad route")?;
-        return with_addr(id);
+        let stored = serde_json::from_str::<Value>(&v).map_err(|_| "bad route")?;
+        return answer(&stored, false);
     }
     if input["create"].as_bool() != Some(true) {
         return Ok(json!({"found": false}));
@@ -353,17 +375,16 @@ fn route(meta: &Meta, input: &Value) -> Result<Value, String> {
     if datanodes.is_empty() {
         return Err("Failed to allocate regions: no available Datanode".into());
     }
-    let n = meta
-        .kv
-        .get(SELECTOR_SEQ)?
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(0);
-    meta.kv.put(SELECTOR_SEQ, &(n + 1).to_string())?;
-    let id = datanodes[n % datanodes.len()]["peer_id"]
-        .as_i64()
-        .unwrap_or(0);
-    meta.kv.put(&key, &json!({ "datanode": id }).to_string())?;
-    with_addr(id)
+    let regions = input["regions"].as_u64().unwrap_or(1).max(1);
+    let peers: Vec<Value> = (0..regions)
+        .map(|_| {
+            let turn = meta.selector.fetch_add(1, Ordering::SeqCst);
+            datanodes[turn % datanodes.len()]["peer_id"].clone()
+        })
+        .collect();
+    let stored = json!({ "peers": peers, "partition": input["partition"] });
+    meta.kv.put(&key, &stored.to_string())?;
+    answer(&stored, true)
 }
 
 /// Every datanode alive now (for broadcasts and gathers).
@@ -375,4 +396,75 @@ pub fn datanodes_of(list: &[Value]) -> Vec<Value> {
         .collect();
     d.sort_by_key(|n| n["peer_id"].as_i64().unwrap_or(0));
     d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta_with_datanodes(ids: &[i64]) -> Meta {
+        let meta = Meta {
+            kv: Kv::memory(),
+            seq: Mutex::new(()),
+            selector: AtomicUsize::new(0),
+            self_node: json!({"peer_id": 0, "peer_type": "METASRV"}),
+            stat_beats: Mutex::new(Default::default()),
+        };
+        for id in ids {
+            let node = json!({
+                "peer_id": id,
+                "peer_type": "DATANODE",
+                "peer_addr": format!("127.0.0.1:{}", 4100 + id),
+                "http_addr": format!("127.0.0.1:{}", 4200 + id),
+            });
+            heartbeat(&meta, &node).unwrap();
+        }
+        meta
+    }
+
+    fn peer_ids(r: &Value) -> Vec<i64> {
+        r["peers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["datanode"].as_i64().unwrap())
+            .collect()
+    }
+
+    /// A real v1.0.2 cluster of 3 datanodes put the schema probe's one-region table on peer 1
+    /// and the next table's 8 regions on peers 2,3,1,2,3,1,2,3 (2 datanodes, 4 regions:
+    /// 2,1,2,1): one selector turn per region, datanodes in node-id order.
+    #[test]
+    fn regions_are_spread_round_robin_one_turn_per_region() {
+        let meta = meta_with_datanodes(&[3, 1, 2]);
+        let ask = |table: &str, create: bool, regions: u64| {
+            route(
+                &meta,
+                &json!({"db": "benchmark", "table": table, "create": create, "regions": regions,
+                        "partition": {"columns": ["hostname"], "rules": ["hostname < 'b'"]}}),
+            )
+            .unwrap()
+        };
+        let probe = ask("probe", true, 1);
+        assert_eq!(peer_ids(&probe), [1]);
+        let cpu = ask("cpu", true, 8);
+        assert_eq!(peer_ids(&cpu), [2, 3, 1, 2, 3, 1, 2, 3]);
+        assert_eq!(cpu["created"], true);
+        assert_eq!(cpu["http_addr"], "127.0.0.1:4202");
+        // Asked again (a write, a query): the same placement, and the rules kept with it.
+        let again = ask("cpu", true, 1);
+        assert_eq!(peer_ids(&again), [2, 3, 1, 2, 3, 1, 2, 3]);
+        assert_eq!(again["created"], false);
+        assert_eq!(again["partition"]["columns"], json!(["hostname"]));
+        assert_eq!(ask("other", false, 1), json!({"found": false}));
+
+        let two = meta_with_datanodes(&[1, 2]);
+        route(&two, &json!({"db": "b", "table": "probe", "create": true})).unwrap();
+        let t = route(
+            &two,
+            &json!({"db": "b", "table": "cpu", "create": true, "regions": 4}),
+        )
+        .unwrap();
+        assert_eq!(peer_ids(&t), [2, 1, 2, 1]);
+    }
 }

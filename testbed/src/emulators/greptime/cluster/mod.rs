@@ -14,17 +14,24 @@
 //!   the regions of the tables it holds.
 //!   Its HTTP port serves what a standalone serves (the frontends reach it there; the real
 //!   datanode is reached over gRPC, which nothing of tsbsctl's speaks).
-//! * frontend: stores nothing. Writes are split by table and sent to the datanode that holds
-//!   the table (the metasrv places a new table's region on the next datanode, round-robin, as
-//!   the default `round_robin` selector does); SQL on a table goes to its datanode; database
-//!   DDL goes to every datanode; `information_schema` is gathered from every datanode, except
+//! * frontend: stores nothing. The metasrv places a new table's regions on the datanodes
+//!   round-robin, one selector turn per region, as the default `round_robin` selector does
+//!   (an in-memory counter from 0 at the metasrv's start; 8 regions after a one-region table on
+//!   3 datanodes: peers 2,3,1,2,3,1,2,3, as a real v1.0.2 placed them). `CREATE TABLE` goes to
+//!   each datanode holding a region, with the table id (one, from the metasrv) and its region
+//!   numbers; each opens and stores only its own regions. Written rows go to the datanode of
+//!   their region (the table's partition rule, kept with the route); a query on a table goes to
+//!   the datanode of region 0, which reads the other holders' rows (`/testbed/lines`,
+//!   `/testbed/count`) with its own; flush, compaction and `DROP TABLE` go to every holder;
+//!   database DDL goes to every datanode; `information_schema` is gathered from every
+//!   datanode (a row every datanode lists, once; `region_peers` in region order), except
 //!   `region_statistics`, which is what each datanode sent the metasrv in its last heartbeat
 //!   (up to 3 s late, as on a real cluster), and
 //!   `cluster_info`, which is the metasrv's node list (METASRV peer 0, DATANODE their node id,
 //!   FRONTEND -1, as the real table).
 //!
-//! Not emulated: partitioned tables whose regions span datanodes (a table lives on one
-//! datanode here), region failover, election, flownodes, TLS, `-c` for metasrv and frontend.
+//! Not emulated: region failover and migration, election, flownodes, TLS, `-c` for metasrv
+//! and frontend.
 
 pub mod datanode;
 pub mod frontend;
