@@ -21,8 +21,7 @@ use serde_json::{json, Value};
 use super::ext::{self, BenchExt, BenchFlag, FlagKind, Operation, Values};
 use super::op::{OpCtx, StepEnd};
 use super::{
-    check_semver, BenchCaps, FilePart, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions,
-    CONFIG_FILE,
+    check_semver, FilePart, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions, CONFIG_FILE,
 };
 use crate::dataset::Profile;
 use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
@@ -190,9 +189,6 @@ impl Product for ExampleDb {
             Profile::Manual => (4, 5000),
             Profile::Smoke => (1, 1000),
         }
-    }
-    fn bench_caps(&self) -> BenchCaps {
-        BenchCaps::default()
     }
     /// `tsbs_load_greptime --urls=<endpoints>` (round-robin), plain requests.
     fn load_target(&self, _o: &ToolOptions) -> LoadTarget {

@@ -80,6 +80,7 @@ impl BenchFlag {
 }
 
 /// A product operation: `bench <product> <name>`.
+#[derive(Debug)]
 pub struct Operation {
     /// The subcommand (also the run's phase).
     pub name: &'static str,
@@ -129,8 +130,7 @@ pub struct BenchExt {
     /// none; the product's [`super::Product::create_partitioned`] makes it).
     pub partitioning: fn(values: &Values) -> Option<super::Partitioning>,
     /// What the core reads of its given flags (typed, checked by [`BenchExt::resolve`]):
-    /// the variant, the token variables, the write settings the loader and the row count
-    /// take ([`CoreValues::none`]: nothing).
+    /// the variant, the token variables, the count timeout ([`CoreValues::none`]: nothing).
     pub core: fn(given: &Values) -> CoreValues,
 }
 
@@ -146,13 +146,9 @@ pub struct CoreValues {
     pub admin_token_env: Option<String>,
     /// Seconds one row-count request may take.
     pub count_timeout: Option<f64>,
-    /// Writes acknowledged before they are durable, and batches accepted in part: what the
-    /// loader and the row count after the load take.
+    /// Writes acknowledged before they are durable, as parsed (the request shows it; the
+    /// loader and the row count read the product's resolved values).
     pub no_sync: bool,
-    pub accept_partial: bool,
-    /// The loader's hypertable settings: chunk interval (a Go duration) and space partitions.
-    pub chunk_time: Option<String>,
-    pub partitions: Option<u32>,
 }
 
 impl CoreValues {

@@ -20,8 +20,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{
-    admin_client, check_semver, compare_versions, BenchCaps, FilePart, Latest, Product,
-    ReleaseAsset, ServerCommand, ToolOptions, CONFIG_FILE,
+    admin_client, check_semver, compare_versions, FilePart, Latest, Product, ReleaseAsset,
+    ServerCommand, ToolOptions, CONFIG_FILE,
 };
 use crate::dataset::Profile;
 use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
@@ -459,12 +459,6 @@ impl Product for GreptimeDb {
     }
     fn takes_basic_auth(&self) -> bool {
         true
-    }
-    fn bench_caps(&self) -> BenchCaps {
-        BenchCaps {
-            partitioned_tables: true,
-            ..BenchCaps::default()
-        }
     }
     fn check_partitioning(
         &self,

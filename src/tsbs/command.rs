@@ -824,8 +824,10 @@ mod tests {
         load_command(&LoadSpec {
             binary: "/t/bin/tsbs_load_influx3".into(),
             target: influx3_target(crate::product::ToolOptions {
-                no_sync: false,
-                accept_partial: true,
+                values: serde_json::json!({"no_sync": false, "accept_partial": true})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
                 auth_token: auth.map(Secret::new),
                 admin_token: admin.map(Secret::new),
                 ..Default::default()
@@ -877,8 +879,10 @@ mod tests {
         let spec_debug = format!(
             "{:?}",
             influx3_target(crate::product::ToolOptions {
-                no_sync: true,
-                accept_partial: false,
+                values: serde_json::json!({"no_sync": true, "accept_partial": false})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
                 auth_token: Some(Secret::new("s3cr3t-auth")),
                 admin_token: None,
                 ..Default::default()

@@ -28,7 +28,7 @@ impl Bench<'_> {
                     self.target.entry.display
                 ))
             })?;
-        let values = self.req.product_values.clone();
+        let values = self.plan.product.clone();
         (phase.run)(&mut Ctx { b: self, env }, set, &values)
     }
 }
