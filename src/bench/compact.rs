@@ -15,6 +15,7 @@ use super::{Bench, Phase, Plan};
 use crate::context::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::output::{Event, Outcome, Reporter};
+use crate::product::op::StepCtx;
 use crate::product::{CompactRequest, Compaction, Maintenance, OpCtx, StepEnd};
 use crate::run::{NewRun, RunDir, RunKind, Status};
 use crate::workspace_manifest::MaintenanceRecord;
@@ -229,6 +230,43 @@ impl Bench<'_> {
     }
 }
 
+/// The run's steps and its managed server, as a product's code sees them (its operations,
+/// phases and work before the queries): the one implementation.
+impl StepCtx for Bench<'_> {
+    fn run_dir(&self) -> PathBuf {
+        self.run.dir.clone()
+    }
+    fn next_attempt(&mut self, step: &str) -> Result<u32> {
+        self.run.next_attempt(step)
+    }
+    fn begin(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        log: Option<&str>,
+        results: Option<&str>,
+        data: Option<Value>,
+    ) -> Result<()> {
+        self.run.begin(step, attempt, log, results, data)
+    }
+    fn end(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        how: StepEnd,
+        reason: Option<String>,
+        data: Option<Value>,
+    ) -> Result<()> {
+        self.run.end(step, attempt, how.into(), reason, data)
+    }
+    fn start_server(&mut self) -> Result<()> {
+        Bench::start_server(self)
+    }
+    fn stop_server(&mut self) -> Result<()> {
+        Bench::stop_server(self)
+    }
+}
+
 /// What a product's operation may do, on this run, its server and its workspace.
 impl OpCtx for Bench<'_> {
     fn reporter(&self) -> &dyn Reporter {
@@ -248,34 +286,6 @@ impl OpCtx for Bench<'_> {
     }
     fn run_id(&self) -> String {
         self.run.id().to_string()
-    }
-    fn run_dir(&self) -> PathBuf {
-        self.run.dir.clone()
-    }
-    fn begin(
-        &mut self,
-        step: &str,
-        attempt: u32,
-        log: Option<&str>,
-        data: Option<Value>,
-    ) -> Result<()> {
-        self.run.begin(step, attempt, log, None, data)
-    }
-    fn end(
-        &mut self,
-        step: &str,
-        attempt: u32,
-        how: StepEnd,
-        reason: Option<String>,
-        data: Option<Value>,
-    ) -> Result<()> {
-        self.run.end(step, attempt, how.into(), reason, data)
-    }
-    fn start_server(&mut self) -> Result<()> {
-        Bench::start_server(self)
-    }
-    fn stop_server(&mut self) -> Result<()> {
-        Bench::stop_server(self)
     }
     fn server_log(&self) -> Option<(PathBuf, String)> {
         let s = self.server.as_ref()?;

@@ -305,7 +305,7 @@ fn vacuum(ctx: &mut dyn OpCtx, _values: &Values) -> Result<()> {
     let intent = record(MaintenanceStatus::Started);
     ctx.push_maintenance(intent)?;
     ctx.start_server()?;
-    ctx.begin("vacuum", 1, None, None)?;
+    ctx.begin("vacuum", 1, None, None, None)?;
     let path = format!("/vacuum?db={}&table=cpu", ctx.database());
     let answer = ctx.http_get(&path).and_then(|b| {
         serde_json::from_str::<Value>(&b)
