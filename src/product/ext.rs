@@ -121,6 +121,9 @@ pub struct BenchExt {
     pub data_location: Option<&'static DataLocation>,
     /// Its `analyze` phase (`None`: it has none).
     pub analyze: Option<&'static super::phase::QueryPhase>,
+    /// What it does on the started server before its queries, through
+    /// [`super::op::OpCtx`] (`None`: nothing).
+    pub before_queries: Option<&'static super::op::BeforeQueries>,
     /// Its flags that run another installed version on a managed workspace's data (`None`:
     /// it has none).
     pub version_override: Option<&'static VersionOverride>,
@@ -251,6 +254,7 @@ impl BenchExt {
         operations: &[],
         data_location: None,
         analyze: None,
+        before_queries: None,
         version_override: None,
         basic_auth: None,
         partitioning: |_| None,

@@ -604,12 +604,9 @@ impl Product for GreptimeDb {
     fn metrics_path(&self) -> Option<&'static str> {
         Some("/metrics")
     }
-    fn before_queries(&self) -> Option<&'static super::op::BeforeQueries> {
-        Some(&before_queries::BEFORE_QUERIES)
-    }
     /// Its own flags (compaction, analyze, the query run's flush and version override:
     /// `greptimedb/flags.rs`, recorded flat as they always were), where its data was
-    /// (`data_location`) and its analyze phase.
+    /// (`data_location`), its analyze phase and what it does before the queries.
     fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
         Some(&BENCH_EXT)
     }
@@ -621,6 +618,7 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     resolve: flags::resolve,
     data_location: Some(&datalocation::DATA_LOCATION),
     analyze: Some(&analyze::ANALYZE),
+    before_queries: Some(&before_queries::BEFORE_QUERIES),
     version_override: Some(&flags::VERSION_OVERRIDE),
     basic_auth: Some(&flags::BASIC_AUTH),
     partitioning: flags::partitioning,

@@ -529,11 +529,6 @@ pub trait Product: Send + Sync {
     fn compaction(&self) -> Option<&'static op::Compaction> {
         None
     }
-    /// What runs before the queries on the started server (flush, data location), through
-    /// [`op::OpCtx`]; `None`: nothing.
-    fn before_queries(&self) -> Option<&'static op::BeforeQueries> {
-        None
-    }
     /// The product's own bench flags and operations (`bench <product> --flag`, `bench
     /// <product> <operation>`), served by the generic CLI and bench code; `None`: none.
     fn bench_ext(&self) -> Option<&'static ext::BenchExt> {

@@ -40,7 +40,12 @@ impl Bench<'_> {
         // What the product does on the started server before its queries, given its resolved
         // flag values (GreptimeDB: the flush when asked, the compaction it starts, where the
         // data is).
-        if let Some(op) = self.target.product.before_queries() {
+        if let Some(op) = self
+            .target
+            .product
+            .bench_ext()
+            .and_then(|x| x.before_queries)
+        {
             let plan = self.plan;
             (op.run)(self, &plan.product)?;
         }
