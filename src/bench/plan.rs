@@ -262,17 +262,11 @@ pub fn resolve(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<(Plan,
         .with_dataset_root(req.dataset_root.as_deref())?;
     check_run_id(&root, entry, req)?;
     let stall = watch::StallPolicy::new(req.stall_timeout, req.on_stall)?;
-    let precision = super::request::precision(phase, req)?;
+    let queries = query_plan(phase, req)?;
     // Managed: workspace loaded and locked for the whole command; external: probed.
     let mut target = Target::open(ctx, &root, entry, &target_plan(entry, phase, req)?)?;
     preflight::check_can_serve(&target, req.shape.as_ref())?;
-    let mut timing = target.default_timing();
-    if let Some(s) = req.startup_timeout {
-        timing.startup_timeout = Duration::from_secs_f64(s);
-    }
-    if let Some(s) = req.stop_timeout {
-        timing.grace = Duration::from_secs_f64(s);
-    }
+    let timing = server_timing(target.default_timing(), req);
     let mode = resolved_mode(req);
     let work = match phase {
         Phase::Compact => Work::Compact,
@@ -285,12 +279,7 @@ pub fn resolve(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<(Plan,
         mode,
         confirm_reset: req.confirm_reset.clone(),
         compression: req.compression,
-        queries: QueryPlan {
-            passes: super::request::passes(req),
-            cold: req.cold,
-            check_answers: req.check_answers,
-            sampling: precision.map_or(Sampling::Fixed, Sampling::UntilPrecise),
-        },
+        queries,
         stall,
         require_quiet: req.require_quiet,
         server: ServerPlan {
@@ -305,6 +294,31 @@ pub fn resolve(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<(Plan,
         work,
     };
     Ok((plan, target))
+}
+
+/// The query phase's settings (checked by [`super::validate`]): one pass, the query set's
+/// counts, unless asked otherwise.
+fn query_plan(phase: Phase, req: &Request) -> Result<QueryPlan> {
+    Ok(QueryPlan {
+        passes: super::request::passes(req),
+        cold: req.cold,
+        check_answers: req.check_answers,
+        sampling: super::request::precision(phase, req)?
+            .map_or(Sampling::Fixed, Sampling::UntilPrecise),
+    })
+}
+
+/// The product's server timing (`base`) with `--startup-timeout` and `--stop-timeout` in
+/// place of its defaults (bounded and positive: checked by [`super::validate`], also for a
+/// rerun's recorded flags, which no CLI parser saw).
+fn server_timing(mut base: Timing, req: &Request) -> Timing {
+    if let Some(s) = req.startup_timeout {
+        base.startup_timeout = Duration::from_secs_f64(s);
+    }
+    if let Some(s) = req.stop_timeout {
+        base.grace = Duration::from_secs_f64(s);
+    }
+    base
 }
 
 /// `--run-id`, and that no run of that name exists, before the runs directory is created.
@@ -499,4 +513,141 @@ fn check_use_case(target: &Target, phase: Phase, ds: &Dataset) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::product::{greptimedb, timescaledb, Product};
+
+    fn managed(phase: Phase) -> Request {
+        Request {
+            phase: Some(phase),
+            database_id: Some("ws1".into()),
+            ..Request::default()
+        }
+    }
+
+    /// Nothing given: every default decided here, not by the phases.
+    #[test]
+    fn the_query_plan_has_its_defaults_applied() {
+        assert_eq!(
+            query_plan(Phase::Query, &managed(Phase::Query)).unwrap(),
+            QueryPlan {
+                passes: 1,
+                cold: false,
+                check_answers: false,
+                sampling: Sampling::Fixed,
+            }
+        );
+        let req = Request {
+            passes: Some(3),
+            target_precision: Some("2%".into()),
+            check_answers: true,
+            ..managed(Phase::All)
+        };
+        let q = query_plan(Phase::All, &req).unwrap();
+        assert_eq!((q.passes, q.check_answers), (3, true));
+        assert_eq!(
+            q.sampling,
+            Sampling::UntilPrecise(super::super::request::Precision {
+                target: 0.02,
+                budget: Duration::from_secs(300),
+            })
+        );
+    }
+
+    #[test]
+    fn the_server_timing_is_the_products_with_the_given_waits() {
+        let base = greptimedb::GreptimeDb.default_timing();
+        let t = server_timing(base, &managed(Phase::Query));
+        assert_eq!(
+            (t.startup_timeout, t.grace),
+            (base.startup_timeout, base.grace)
+        );
+        let req = Request {
+            startup_timeout: Some(2.5),
+            stop_timeout: Some(7.0),
+            ..managed(Phase::Query)
+        };
+        let t = server_timing(base, &req);
+        assert_eq!(t.startup_timeout, Duration::from_millis(2500));
+        assert_eq!(t.grace, Duration::from_secs(7));
+        assert_eq!(t.drain_limit, base.drain_limit);
+    }
+
+    /// The target's part: an external server's URLs without a trailing `/`, its database
+    /// decided (`--database`, else the one the URL names, else `benchmark`), the load's mode
+    /// `create` unless given, and the count timeout's default.
+    #[test]
+    fn the_target_plan_decides_the_database_mode_and_count_timeout() {
+        let g = &greptimedb::ENTRY;
+        let req = Request {
+            phase: Some(Phase::Load),
+            urls: vec!["http://10.0.0.5:4000/".into()],
+            mode: Some(DatabaseMode::Reuse),
+            ..Request::default()
+        };
+        let t = target_plan(g, Phase::Load, &req).unwrap();
+        match &t.place {
+            PlacePlan::External {
+                urls,
+                database,
+                variant,
+                user,
+            } => {
+                assert_eq!(urls, &["http://10.0.0.5:4000"]);
+                assert_eq!(database, "benchmark");
+                assert!(variant.is_none() && user.is_none());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(t.load_mode, Some((DatabaseMode::Reuse, None)));
+        assert_eq!(t.count_timeout, crate::product::DEFAULT_COUNT_TIMEOUT);
+        // A query loads nothing: no mode to check.
+        assert_eq!(
+            target_plan(g, Phase::Query, &Request { mode: None, ..req })
+                .unwrap()
+                .load_mode,
+            None
+        );
+        // PostgreSQL: the database the URL names.
+        let pg = Request {
+            phase: Some(Phase::Query),
+            urls: vec!["postgres://bench@10.0.0.5:5432/tsbs".into()],
+            edition: Some("postgresql".into()),
+            ..Request::default()
+        };
+        let t = target_plan(&timescaledb::ENTRY, Phase::Query, &pg).unwrap();
+        assert!(
+            matches!(&t.place, PlacePlan::External { database, .. } if database == "tsbs"),
+            "{t:?}"
+        );
+        // Managed: the workspace, a version override with its confirmation, a load's
+        // default mode.
+        let req = Request {
+            runtime_version: Some("1.0.0".into()),
+            confirm_runtime: Some("ws1".into()),
+            count_timeout: Some(Duration::from_secs(60)),
+            ..managed(Phase::Load)
+        };
+        let t = target_plan(g, Phase::Load, &req).unwrap();
+        match &t.place {
+            PlacePlan::Managed {
+                database_id,
+                database,
+                runtime,
+            } => {
+                assert_eq!(database_id, "ws1");
+                assert!(database.is_none());
+                assert_eq!(
+                    runtime.as_ref(),
+                    Some(&("1.0.0".to_string(), Some("ws1".to_string())))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(t.load_mode, Some((DatabaseMode::Create, None)));
+        assert_eq!(t.count_timeout, Duration::from_secs(60));
+    }
 }
