@@ -312,7 +312,7 @@ impl Bench<'_> {
 
         // 4. Load.
         if let (true, Some(sf)) = (self.phase.loads(), &stored) {
-            self.load(&env, &ds, sf)?;
+            self.load(&env, w, &ds, sf)?;
         }
         // A resume runs only the types not done (and the added ones).
         let set = match (set, &self.plan.resume) {
@@ -326,7 +326,7 @@ impl Bench<'_> {
         if let Some(set) = &set {
             match self.phase {
                 Phase::Analyze => self.analyze(&env, set)?,
-                _ => self.query(&env, &ds, set)?,
+                _ => self.query(&env, w, &ds, set)?,
             }
         }
         self.stop_server()?;

@@ -517,16 +517,9 @@ fn check_use_case(target: &Target, phase: Phase, ds: &Dataset) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::request::tests::managed;
     use super::*;
     use crate::product::{greptimedb, timescaledb, Product};
-
-    fn managed(phase: Phase) -> Request {
-        Request {
-            phase: Some(phase),
-            database_id: Some("ws1".into()),
-            ..Request::default()
-        }
-    }
 
     /// Nothing given: every default decided here, not by the phases.
     #[test]

@@ -506,11 +506,12 @@ fn phase_only_flags(phase: Phase, req: &Request) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::product::{greptimedb, influxdb3};
 
-    fn managed(phase: Phase) -> Request {
+    /// A request for `phase` on the managed workspace `ws1`.
+    pub(in crate::bench) fn managed(phase: Phase) -> Request {
         Request {
             phase: Some(phase),
             database_id: Some("ws1".into()),

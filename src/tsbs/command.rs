@@ -830,7 +830,6 @@ mod tests {
                     .unwrap(),
                 auth_token: auth.map(Secret::new),
                 admin_token: admin.map(Secret::new),
-                ..Default::default()
             }),
             urls: vec!["http://a:8181".into(), "http://b:8181".into()],
             input: LoadInput::Stdin,
@@ -885,7 +884,6 @@ mod tests {
                     .unwrap(),
                 auth_token: Some(Secret::new("s3cr3t-auth")),
                 admin_token: None,
-                ..Default::default()
             })
         );
         for shown in [c.redacted(), c.log_line(), format!("{c:?}")] {

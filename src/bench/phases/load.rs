@@ -17,12 +17,14 @@ use crate::tsbs::{self, DatabaseMode};
 
 use super::super::exec::{self, Input, ToolEnd};
 use super::super::inputfile::WatchedFile;
+use super::super::plan::Workload;
 use super::super::{footprint, integrity, watch, Bench};
 
 impl Bench<'_> {
     pub(in crate::bench) fn load(
         &mut self,
         env: &TsbsEnv,
+        w: &Workload,
         ds: &Dataset,
         sf: &StoredFormat,
     ) -> Result<()> {
@@ -76,10 +78,6 @@ impl Bench<'_> {
             None
         };
         self.machine_check("the load")?;
-        let plan = self.plan;
-        let w = plan
-            .workload()
-            .ok_or_else(|| Error::failed("a maintenance run has no load"))?;
         let (workers, batch) = (w.load_workers, w.batch_size);
         let attempt = self.run.next_attempt("load")?;
         let (log, log_rel) = self.run.log(&format!("load-{attempt:03}.log"));

@@ -22,13 +22,14 @@ use crate::tsbs;
 use super::super::conclude::same_cause;
 use super::super::exec::{Input, ToolEnd, ToolRun};
 use super::super::inputfile::WatchedFile;
-use super::super::plan::Sampling;
+use super::super::plan::{Sampling, Workload};
 use super::super::{integrity, watch, Bench};
 
 impl Bench<'_> {
     pub(in crate::bench) fn query(
         &mut self,
         env: &TsbsEnv,
+        w: &Workload,
         ds: &Dataset,
         set: &QuerySet,
     ) -> Result<()> {
@@ -49,7 +50,7 @@ impl Bench<'_> {
             let plan = self.plan;
             (op.run)(self, &plan.product)?;
         }
-        let workers = self.plan.workload().map_or(1, |w| w.query_workers);
+        let workers = w.query_workers;
         let total_types = set.files.len();
         let urls_in_use = self.target.urls_in_use(workers);
         if let Some(used) = &urls_in_use {

@@ -105,7 +105,7 @@ pub fn resolve(_phase: &str, given: &Values) -> Result<Values> {
 }
 
 /// What the core reads of the given values: the edition, the token variables, the count
-/// timeout and the write settings the loader and the row count take.
+/// timeout and `--no-sync` as parsed (the loader and the row count read the resolved values).
 pub fn core(given: &Values) -> CoreValues {
     CoreValues {
         variant: given_text(given, &EDITION),
@@ -113,7 +113,6 @@ pub fn core(given: &Values) -> CoreValues {
         admin_token_env: given_text(given, &ADMIN_TOKEN_ENV),
         count_timeout: seconds(given),
         no_sync: switch(given, &NO_SYNC),
-        ..CoreValues::default()
     }
 }
 
