@@ -18,12 +18,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::target::Target;
-use super::{preflight, watch, Phase, Request, RerunPins, ResumePlan};
+use super::target::{PlacePlan, Target, TargetPlan};
+use super::{watch, Phase, Request, RerunPins, ResumePlan};
 use crate::context::Ctx;
 use crate::dataset::{Compression, Dataset, Profile};
 use crate::error::{Error, Result};
-use crate::lock::LockOptions;
 use crate::paths::Root;
 use crate::product::ext::{Operation, Values};
 use crate::product::{Entry, Partitioning};
@@ -134,47 +133,6 @@ impl Plan {
     }
 }
 
-/// Where the target is, and how it is reached: decided from the flags before the target
-/// opens ([`Target::open`] reads only this).
-#[derive(Debug)]
-pub struct TargetPlan {
-    pub place: PlacePlan,
-    /// The tokens, read from their variables (the given ones, else the product's defaults).
-    pub auth_token: Option<Secret>,
-    pub admin_token: Option<Secret>,
-    pub lock: LockOptions,
-    /// The limit of one row-count request.
-    pub count_timeout: Duration,
-    /// A load's mode and its confirmation, checked against a workspace's database (`None`:
-    /// the phase does not load).
-    pub load_mode: Option<(DatabaseMode, Option<String>)>,
-    /// The product's resolved values: the variant that runs checks them
-    /// ([`crate::product::Product::check_bench_values`]) before a workspace is locked.
-    pub product_values: Values,
-}
-
-/// A managed workspace or an external server.
-#[derive(Debug)]
-pub enum PlacePlan {
-    Managed {
-        database_id: String,
-        /// `--database` given: it must be the workspace's.
-        database: Option<String>,
-        /// Another installed version to run on the workspace's data, and its confirmation.
-        runtime: Option<(String, Option<String>)>,
-    },
-    External {
-        /// Without a trailing `/`.
-        urls: Vec<String>,
-        /// `--database`, else the one the URL names, else `benchmark`.
-        database: String,
-        /// The variant the servers run (products with variants).
-        variant: Option<String>,
-        /// The user of HTTP basic auth.
-        user: Option<String>,
-    },
-}
-
 /// The target part of `req` (checked by [`super::validate`]).
 fn target_plan(entry: &Entry, phase: Phase, req: &Request) -> Result<TargetPlan> {
     // The tokens are read before any variant is known: every variant reads the same ones.
@@ -265,7 +223,7 @@ pub fn resolve(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<(Plan,
     let queries = query_plan(phase, req)?;
     // Managed: workspace loaded and locked for the whole command; external: probed.
     let mut target = Target::open(ctx, &root, entry, &target_plan(entry, phase, req)?)?;
-    preflight::check_can_serve(&target, req.shape.as_ref())?;
+    target.check_can_serve(req.shape.as_ref())?;
     let timing = server_timing(target.default_timing(), req);
     let mode = resolved_mode(req);
     let work = match phase {

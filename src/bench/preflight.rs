@@ -11,28 +11,6 @@ use crate::diskspace::{self, Need};
 use crate::error::{Error, Result};
 use crate::queryset::{self, QuerySetRequest};
 
-/// A managed server that cannot serve (the product's `check_can_serve` says why) is
-/// refused before the run exists (#16).
-pub fn check_can_serve(
-    target: &Target,
-    shape: Option<&crate::server::cgroup::Shape>,
-) -> Result<()> {
-    if let Some(shape) = shape {
-        if !target.is_managed() {
-            return Err(Error::invalid(
-                "--cpus and --memory hold a server tsbsctl manages to a shape; an external server runs in the shape of its own host",
-            )
-            .with_hint("leave them out with --url (the summary records what the server's /metrics say, where it has them), or benchmark a managed workspace"));
-        }
-        // Whether a cgroup can be had here: exit 2 with the reason before anything exists.
-        crate::server::cgroup::check(shape)?;
-    }
-    match target.managed() {
-        Some(m) => target.product.check_can_serve(&m.ws.manifest),
-        None => Ok(()),
-    }
-}
-
 /// `--compression` that differs from how the dataset stores the format the product loads
 /// (#16): generation would refuse it later, after the run directory exists.
 pub fn check_compression(target: &Target, ds: &Dataset, plan: &Plan) -> Result<()> {

@@ -5,15 +5,16 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::plan::{PlacePlan, TargetPlan};
 use crate::context::Ctx;
 use crate::dataset::{Dataset, StoredFormat};
 use crate::error::{Error, Result};
 use crate::install;
 use crate::lock::LockGuard;
+use crate::lock::LockOptions;
 use crate::output::Event;
 use crate::paths::Root;
 use crate::platform::Platform;
+use crate::product::ext::Values;
 use crate::product::{CountRequest, Entry, Product};
 use crate::run::{RunDir, RunTarget, TargetMode};
 use crate::server::{ServerSpec, Timing};
@@ -24,6 +25,47 @@ use crate::workspace::{self, Workspace};
 /// PostgreSQL: `postgres://USER@HOST:PORT/DB`, no password); the SQL database it names, if any.
 pub fn check_url(product: &dyn Product, u: &str) -> Result<Option<String>> {
     product.check_external_url(u)
+}
+
+/// Where the target is, and how it is reached: decided from the flags before the target
+/// opens ([`Target::open`] reads only this; [`super::plan::resolve`] decides it).
+#[derive(Debug)]
+pub struct TargetPlan {
+    pub place: PlacePlan,
+    /// The tokens, read from their variables (the given ones, else the product's defaults).
+    pub auth_token: Option<Secret>,
+    pub admin_token: Option<Secret>,
+    pub lock: LockOptions,
+    /// The limit of one row-count request.
+    pub count_timeout: std::time::Duration,
+    /// A load's mode and its confirmation, checked against a workspace's database (`None`:
+    /// the phase does not load).
+    pub load_mode: Option<(DatabaseMode, Option<String>)>,
+    /// The product's resolved values: the variant that runs checks them
+    /// ([`crate::product::Product::check_bench_values`]) before a workspace is locked.
+    pub product_values: Values,
+}
+
+/// A managed workspace or an external server.
+#[derive(Debug)]
+pub enum PlacePlan {
+    Managed {
+        database_id: String,
+        /// `--database` given: it must be the workspace's.
+        database: Option<String>,
+        /// Another installed version to run on the workspace's data, and its confirmation.
+        runtime: Option<(String, Option<String>)>,
+    },
+    External {
+        /// Without a trailing `/`.
+        urls: Vec<String>,
+        /// `--database`, else the one the URL names, else `benchmark`.
+        database: String,
+        /// The variant the servers run (products with variants).
+        variant: Option<String>,
+        /// The user of HTTP basic auth.
+        user: Option<String>,
+    },
 }
 
 /// A managed workspace held under its lock.
@@ -194,6 +236,26 @@ impl Target {
                     count_timeout: plan.count_timeout,
                 })
             }
+        }
+    }
+
+    /// A managed server that cannot serve (the product's `check_can_serve` says why), or a
+    /// shape (`--cpus`, `--memory`) for a server tsbsctl does not manage or cannot hold, is
+    /// refused before the run exists (#16).
+    pub fn check_can_serve(&self, shape: Option<&crate::server::cgroup::Shape>) -> Result<()> {
+        if let Some(shape) = shape {
+            if !self.is_managed() {
+                return Err(Error::invalid(
+                    "--cpus and --memory hold a server tsbsctl manages to a shape; an external server runs in the shape of its own host",
+                )
+                .with_hint("leave them out with --url (the summary records what the server's /metrics say, where it has them), or benchmark a managed workspace"));
+            }
+            // Whether a cgroup can be had here: exit 2 with the reason before anything exists.
+            crate::server::cgroup::check(shape)?;
+        }
+        match self.managed() {
+            Some(m) => self.product.check_can_serve(&m.ws.manifest),
+            None => Ok(()),
         }
     }
 
