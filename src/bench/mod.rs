@@ -198,14 +198,14 @@ fn run_in(
         "query_workers": w.query_workers,
         "database_mode": phase.loads().then(|| plan.mode.as_str()),
         "query_counts": w.counts,
-        // Keys every record has in this place (`null` but for the product whose resolved
-        // values have them).
-        "no_sync": null,
-        "accept_partial": null,
-        "flush_before_queries": null,
     });
-    // `hot_runs` (analyze) and the product's other settings: its resolved values.
     if let Some(o) = workload.as_object_mut() {
+        // Keys every record has in this place (`null` but for the product whose resolved
+        // values have them), then `hot_runs` (analyze) and the product's other settings:
+        // its resolved values.
+        for k in crate::product::ext::WORKLOAD_KEYS {
+            o.insert(k.to_string(), Value::Null);
+        }
         o.extend(plan.product.clone());
     }
     if phase.loads() {

@@ -23,6 +23,11 @@ use crate::tsbs::ToolArg;
 /// Resolved (or given) product flag values, by key (the flag's name in snake case).
 pub type Values = Map<String, Value>;
 
+/// The write settings every benchmark run's workload records in this place, after its query
+/// counts: `null`, but for the product whose resolved values have them (InfluxDB 3's
+/// durability, GreptimeDB's flush), as records had them before the products owned their flags.
+pub const WORKLOAD_KEYS: [&str; 3] = ["no_sync", "accept_partial", "flush_before_queries"];
+
 /// What a product flag takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlagKind {
