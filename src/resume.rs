@@ -459,9 +459,6 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         breq.mode = None;
         breq.confirm_reset = None;
         breq.compression = None;
-        breq.chunk_time = None;
-        breq.partitions = None;
-        breq.partitioning = None;
     }
     breq.flags = m.flags.clone();
     check_dataset(ctx, &m, breq.dataset_root.as_deref())?;
@@ -502,6 +499,13 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         previous_query_set: None,
         load_mode: load_mode.map(|m| m.as_str().to_string()),
     };
+    // The run's own write and query numbers (its workload records them as resolved then).
+    if let Some(w) = m.workload.benchmark() {
+        let n = |v: u64| u32::try_from(v).ok();
+        breq.load_workers = n(w.load_workers).or(breq.load_workers);
+        breq.batch_size = n(w.batch_size).or(breq.batch_size);
+        breq.query_workers = n(w.query_workers).or(breq.query_workers);
+    }
     breq.resume = Some(ResumePlan {
         query_types: types.clone(),
         counts: all_counts,

@@ -11,36 +11,36 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{Bench, Phase, Request};
+use super::{Bench, Phase, Plan};
 use crate::context::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::output::{Event, Outcome, Reporter};
-use crate::paths::Root;
+use crate::product::op::StepCtx;
 use crate::product::{CompactRequest, Compaction, Maintenance, OpCtx, StepEnd};
 use crate::run::{NewRun, RunDir, RunKind, Status};
 use crate::workspace_manifest::MaintenanceRecord;
 
 use super::target::Target;
 
-pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outcome> {
+pub fn run(ctx: &Ctx, plan: &Plan, target: Target) -> Result<Outcome> {
     let op = compaction_of(&target)?;
     // What the product's resolved flags ask for (its checks and defaults applied).
-    let creq = (op.request)(&req.product_values);
+    let creq = (op.request)(&plan.product);
     let table = creq.table.clone();
     if let Some(m) = target.managed() {
         (op.check)(&m.ws.manifest.version, &creq)?;
     }
     super::preflight::check_compact_table(&target, &table)?;
     let run = RunDir::create(
-        &root,
+        &plan.root,
         NewRun {
             product: target.entry.name,
             edition: None,
             kind: RunKind::Compaction,
             phase: Phase::Compact.as_str(),
-            run_id: req.run_id.as_deref(),
+            run_id: plan.run_id.as_deref(),
             command: ctx.command_line(),
-            flags: req.flags.clone(),
+            flags: plan.flags.clone(),
             target: target.to_run_target()?,
             workload: serde_json::from_value(json!({
                 "table": table,
@@ -58,7 +58,7 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
         run: run.id().to_string(),
         dir: run.dir.clone(),
     });
-    let mut b = Bench::maintenance(ctx, root, Phase::Compact, req, target, run);
+    let mut b = Bench::maintenance(ctx, plan, target, run);
     let result = b.compact(op, &creq);
     b.conclude(result)
 }
@@ -231,6 +231,43 @@ impl Bench<'_> {
     }
 }
 
+/// The run's steps and its managed server, as a product's code sees them (its operations,
+/// phases and work before the queries): the one implementation.
+impl StepCtx for Bench<'_> {
+    fn run_dir(&self) -> PathBuf {
+        self.run.dir.clone()
+    }
+    fn next_attempt(&mut self, step: &str) -> Result<u32> {
+        self.run.next_attempt(step)
+    }
+    fn begin(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        log: Option<&str>,
+        results: Option<&str>,
+        data: Option<Value>,
+    ) -> Result<()> {
+        self.run.begin(step, attempt, log, results, data)
+    }
+    fn end(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        how: StepEnd,
+        reason: Option<String>,
+        data: Option<Value>,
+    ) -> Result<()> {
+        self.run.end(step, attempt, how.into(), reason, data)
+    }
+    fn start_server(&mut self) -> Result<()> {
+        Bench::start_server(self)
+    }
+    fn stop_server(&mut self) -> Result<()> {
+        Bench::stop_server(self)
+    }
+}
+
 /// What a product's operation may do, on this run, its server and its workspace.
 impl OpCtx for Bench<'_> {
     fn reporter(&self) -> &dyn Reporter {
@@ -250,34 +287,6 @@ impl OpCtx for Bench<'_> {
     }
     fn run_id(&self) -> String {
         self.run.id().to_string()
-    }
-    fn run_dir(&self) -> PathBuf {
-        self.run.dir.clone()
-    }
-    fn begin(
-        &mut self,
-        step: &str,
-        attempt: u32,
-        log: Option<&str>,
-        data: Option<Value>,
-    ) -> Result<()> {
-        self.run.begin(step, attempt, log, None, data)
-    }
-    fn end(
-        &mut self,
-        step: &str,
-        attempt: u32,
-        how: StepEnd,
-        reason: Option<String>,
-        data: Option<Value>,
-    ) -> Result<()> {
-        self.run.end(step, attempt, how.into(), reason, data)
-    }
-    fn start_server(&mut self) -> Result<()> {
-        Bench::start_server(self)
-    }
-    fn stop_server(&mut self) -> Result<()> {
-        Bench::stop_server(self)
     }
     fn server_log(&self) -> Option<(PathBuf, String)> {
         let s = self.server.as_ref()?;

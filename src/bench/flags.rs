@@ -477,11 +477,6 @@ impl Flags {
             Some(own) => own.resolve(phase.as_str())?,
             None => Default::default(),
         };
-        // The table split into regions the product's resolved values ask for.
-        let partitioning = match &self.product.own {
-            Some(own) => own.ext()?.and_then(|x| (x.partitioning)(&own_resolved)),
-            None => None,
-        };
         // The product's basic-auth flags, if it declares them.
         let basic_auth = match &self.product.own {
             Some(own) => match own.ext()?.and_then(|x| x.basic_auth) {
@@ -533,19 +528,11 @@ impl Flags {
             check_answers: c.check_answers,
             run_id: c.run_id.clone(),
             no_sync: core.no_sync,
-            accept_partial: core.accept_partial,
             // PostgreSQL's password and a declared basic-auth password go through the
             // auth-token seam.
             auth_token_env: core.auth_token_env.or(basic_auth.1).or(c.token_env.clone()),
             user: basic_auth.0,
             admin_token_env: core.admin_token_env,
-            chunk_time: core.chunk_time,
-            // TimescaleDB's hypertable partitions or GreptimeDB's regions (each reads the
-            // `partitions` of its own record only).
-            partitions: core
-                .partitions
-                .or(partitioning.as_ref().map(|p| p.partitions)),
-            partitioning,
             runtime_version: runtime.0,
             confirm_runtime: runtime.1,
             startup_timeout: c.timing.startup_timeout,
@@ -569,8 +556,19 @@ impl Flags {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The table split into regions `product`'s resolved values in `req` ask for.
+    pub(crate) fn partitioning(
+        product: &str,
+        req: &Request,
+    ) -> Option<crate::product::Partitioning> {
+        crate::product::resolve(product, None)
+            .unwrap()
+            .bench_ext()
+            .and_then(|x| (x.partitioning)(&req.product_values))
+    }
 
     /// GreptimeDB's declared flags, as given.
     fn greptimedb_given(v: serde_json::Value) -> OwnFlags {
@@ -678,8 +676,10 @@ mod tests {
             .unwrap();
         assert_eq!(req.edition.as_deref(), Some("timescaledb"));
         assert_eq!(req.auth_token_env.as_deref(), Some("TSBS_PG_PASSWORD"));
-        assert_eq!(req.chunk_time.as_deref(), Some("6h"));
-        assert_eq!(req.partitions, Some(4));
+        assert_eq!(
+            serde_json::Value::Object(req.product_values.clone()),
+            serde_json::json!({"chunk_time": "6h", "partitions": 4})
+        );
         assert_eq!(
             serde_json::Value::Object(req.write_settings()),
             serde_json::json!({"chunk_time": "6h", "partitions": 4})
@@ -712,7 +712,7 @@ mod tests {
             .request(Phase::All)
             .unwrap();
         assert_eq!(
-            req.partitioning(),
+            partitioning("greptimedb", &req),
             Some(crate::product::Partitioning {
                 partitions: 8,
                 column: "hostname".into()
@@ -726,14 +726,11 @@ mod tests {
         let v =
             Flags::record(Phase::All, CommonFlags::default(), ProductFlags::default()).to_value();
         assert!(v.get("partitions").is_none() && v.get("partition_column").is_none());
-        assert_eq!(
-            Flags::from_value(&v, "greptimedb")
-                .unwrap()
-                .request(Phase::All)
-                .unwrap()
-                .partitioning(),
-            None
-        );
+        let req = Flags::from_value(&v, "greptimedb")
+            .unwrap()
+            .request(Phase::All)
+            .unwrap();
+        assert_eq!(partitioning("greptimedb", &req), None);
     }
 
     /// Manifests written before a flag existed (every key absent) still read, as the
@@ -751,7 +748,7 @@ mod tests {
         let req = f.request(Phase::Load).unwrap();
         assert_eq!(req.stall_timeout, None);
         assert_eq!(req.on_stall, None);
-        assert!(!req.no_sync && req.chunk_time.is_none());
+        assert!(!req.no_sync && !req.product_values.contains_key("chunk_time"));
         assert_eq!(
             req.product_values.get("flush_before_queries"),
             Some(&false.into())

@@ -25,6 +25,7 @@ pub mod inputfile;
 pub mod integrity;
 pub mod operation;
 mod phases;
+pub mod plan;
 pub mod preflight;
 pub mod quickstart;
 pub mod quiet;
@@ -35,13 +36,11 @@ pub mod timeline;
 mod tokens;
 pub mod watch;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
 use crate::context::Ctx;
-use crate::dataset::{Dataset, Profile};
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
 use crate::output::{Event, Outcome};
@@ -83,11 +82,12 @@ impl Phase {
             Phase::Operation => "operation",
         }
     }
-    fn loads(self) -> bool {
+    pub fn loads(self) -> bool {
         matches!(self, Phase::All | Phase::Load)
     }
 }
 
+pub use plan::Plan;
 pub use request::{default_write, validate, Request, RerunPins, ResumePlan};
 pub use tokens::token_from_env;
 
@@ -100,7 +100,8 @@ pub struct Bench<'a> {
     pub root: Root,
     pub entry: &'static Entry,
     pub phase: Phase,
-    pub req: &'a Request,
+    /// The resolved plan: every value the phases read.
+    pub plan: &'a Plan,
     pub target: Target,
     pub run: RunDir,
     pub server: Option<Server>,
@@ -122,23 +123,16 @@ pub struct Bench<'a> {
 impl<'a> Bench<'a> {
     /// The bench of a maintenance run (a compaction, a product's operation): the timeline
     /// observes the run, the tools' working directories are under the run's, no server yet.
-    fn maintenance(
-        ctx: &'a Ctx,
-        root: Root,
-        phase: Phase,
-        req: &'a Request,
-        target: Target,
-        mut run: RunDir,
-    ) -> Bench<'a> {
+    fn maintenance(ctx: &'a Ctx, plan: &'a Plan, target: Target, mut run: RunDir) -> Bench<'a> {
         let cwd = run.dir.clone();
         let timeline = timeline::Timeline::new(&run.dir);
         run.set_observer(timeline.clone());
         Bench {
             ctx,
-            root,
+            root: plan.root.clone(),
             entry: target.entry,
-            phase,
-            req,
+            phase: plan.phase,
+            plan,
             target,
             run,
             server: None,
@@ -189,99 +183,46 @@ fn run_in(
     req: &Request,
     resumed: Option<RunDir>,
 ) -> Result<Outcome> {
-    let phase = validate(entry, req)?;
-    // A bad TSBSCTL_ADMIN_TIMEOUT_SECS is bad input: said before anything exists.
-    crate::product::admin_timeout()?;
-    quiet::before()?;
-    let root = ctx
-        .root
-        .clone()
-        .with_dataset_root(req.dataset_root.as_deref())?;
-    preflight::check_run_id(&root, entry, req)?;
-    // Managed: workspace loaded and locked for the whole command; external: probed.
-    let mut target = Target::open(ctx, &root, entry, phase, req)?;
-    preflight::check_can_serve(&target, req)?;
-    if phase == Phase::Compact {
-        return compact::run(ctx, root, target, req);
-    }
-    if phase == Phase::Operation {
-        return operation::run(ctx, root, target, req);
-    }
-    let (dataset, profile) = resolve_dataset(&root, &target, phase, req)?;
-    // An edited dataset.json is refused as `data verify` refuses it, before anything is made
-    // from its spec.
-    crate::dataset::check_stored_spec(&dataset)?;
-    target.set_dataset(&dataset);
-    // A workspace holding another dataset is refused before anything is written.
-    if phase.loads() {
-        target.check_binding_id(&dataset, req.mode)?;
-        if let Some(p) = req.partitioning() {
-            check_partitioning(&target, req, &dataset, &p)?;
-        }
-    } else {
-        let named = req.dataset_id.is_some() || req.spec.any();
-        target.require_binding(&root, &dataset, named)?;
-    }
-    let (workers, batch) = default_write(target.product.as_ref(), profile);
-    // A resume keeps the run's workload (plus the types it adds).
-    let counts = match &req.resume {
-        Some(plan) => plan.counts.clone(),
-        None => queryset::resolve_counts_in(
-            dataset.spec.use_case()?.query_types,
-            profile,
-            None,
-            &req.query_types,
-            req.queries,
-            &req.query_counts,
-        )?,
+    // Every rule and default, the target opened (managed: locked for the whole command).
+    let (plan, target) = plan::resolve(ctx, entry, req)?;
+    let w = match &plan.work {
+        plan::Work::Compact => return compact::run(ctx, &plan, target),
+        plan::Work::Operation(op) => return operation::run(ctx, &plan, op, target),
+        plan::Work::Benchmark(w) => w,
     };
-    if phase == Phase::Analyze {
-        // The product's analyze phase says how many queries of a type it needs.
-        if let Some(a) = target.product.bench_ext().and_then(|x| x.analyze) {
-            (a.check_counts)(&req.product_values, &counts)?;
-        }
-    }
-    // A query type the dataset is too small for would panic in the generator: refuse first.
-    if matches!(phase, Phase::All | Phase::Query | Phase::Analyze) {
-        queryset::check_query_needs(&dataset, &counts)?;
-        queryset::check_runnable_types(
-            &target.product.query_format(),
-            target.product.family_display(),
-            &counts,
-        )?;
-    }
-    let caps = target.product.bench_caps();
+    let phase = plan.phase;
     let mut workload = json!({
-        "profile": profile.as_str(),
-        "load_workers": req.load_workers.unwrap_or(workers),
-        "batch_size": req.batch_size.unwrap_or(batch),
-        "query_workers": req.query_workers.unwrap_or(1),
-        "database_mode": phase.loads().then(|| target.mode(req).as_str()),
-        "query_counts": counts,
-        // `hot_runs` (analyze) and the product's other settings: its resolved values.
-        "no_sync": caps.durability.then_some(req.no_sync),
-        "accept_partial": caps.durability.then_some(req.accept_partial),
-        // A key every record has in this place (`null` but for the product that resolves it).
-        "flush_before_queries": null,
+        "profile": w.profile.as_str(),
+        "load_workers": w.load_workers,
+        "batch_size": w.batch_size,
+        "query_workers": w.query_workers,
+        "database_mode": phase.loads().then(|| plan.mode.as_str()),
+        "query_counts": w.counts,
     });
-    if let Some(w) = workload.as_object_mut() {
-        w.extend(req.write_settings());
+    if let Some(o) = workload.as_object_mut() {
+        // Keys every record has in this place (`null` but for the product whose resolved
+        // values have them), then `hot_runs` (analyze) and the product's other settings:
+        // its resolved values.
+        for k in crate::product::ext::WORKLOAD_KEYS {
+            o.insert(k.to_string(), Value::Null);
+        }
+        o.extend(plan.product.clone());
     }
     if phase.loads() {
-        preflight::check_compression(&target, &dataset, req)?;
-        preflight::check_binding_content(&target, &dataset, req)?;
+        preflight::check_compression(&target, &w.dataset, &plan)?;
+        preflight::check_binding_content(&target, &w.dataset, &plan)?;
     }
     // Without built TSBS tools nothing can run: say so before a run directory exists, and
     // before the disk estimate (a workload that would not fit is the second thing to fix).
-    TsbsEnv::load(&ctx.root, req.rerun.as_ref().map(|p| p.tsbs_key.as_str()))?;
-    preflight::check_disk(&root, &target, phase, &dataset, req, &counts)?;
+    TsbsEnv::load(&ctx.root, plan.rerun.as_ref().map(|p| p.tsbs_key.as_str()))?;
+    preflight::check_disk(&target, &plan, w)?;
     let run = match resumed {
         Some(mut run) => {
-            if let Some(mut record) = req.resume.as_ref().and_then(|p| p.record.clone()) {
+            if let Some(mut record) = plan.resume.as_ref().and_then(|p| p.record.clone()) {
                 if !record.added_query_types.is_empty() {
                     record.previous_query_set = run.manifest.query_set.clone();
-                    if let Workload::Benchmark(w) = &mut run.manifest.workload {
-                        w.query_counts = counts.clone();
+                    if let Workload::Benchmark(rw) = &mut run.manifest.workload {
+                        rw.query_counts = w.counts.clone();
                     }
                 }
                 run.record_resume(record)?;
@@ -289,15 +230,15 @@ fn run_in(
             run
         }
         None => RunDir::create(
-            &root,
+            &plan.root,
             NewRun {
                 product: entry.name,
                 edition: target.edition(),
                 kind: RunKind::Benchmark,
                 phase: phase.as_str(),
-                run_id: req.run_id.as_deref(),
+                run_id: plan.run_id.as_deref(),
                 command: ctx.command_line(),
-                flags: req.flags.clone(),
+                flags: plan.flags.clone(),
                 target: target.to_run_target()?,
                 workload: serde_json::from_value(workload)?,
                 host_data_dir: target.data_dir(),
@@ -306,7 +247,7 @@ fn run_in(
         )?,
     };
     let mut run = run;
-    if let Some(p) = req.rerun.as_ref().filter(|_| req.resume.is_none()) {
+    if let Some(p) = plan.rerun.as_ref().filter(|_| plan.resume.is_none()) {
         run.manifest.rerun_of = Some(p.rerun_of.clone());
         run.save()?;
     }
@@ -330,10 +271,10 @@ fn run_in(
         .unwrap_or(0);
     let mut b = Bench {
         ctx,
-        root,
+        root: plan.root.clone(),
         entry,
         phase,
-        req,
+        plan: &plan,
         target,
         run,
         server: None,
@@ -344,7 +285,7 @@ fn run_in(
         cwd,
         timeline,
     };
-    let result = b.work(&dataset, &counts);
+    let result = b.work(w);
     b.conclude(result)
 }
 
@@ -365,101 +306,6 @@ pub(super) fn recording(ctx: &Ctx, run: &RunDir, target: &Target) -> Ctx {
     )))
 }
 
-/// Picks the dataset: `--dataset-id` / spec flags; for query and analyze on a bound
-/// workspace without them, the bound dataset. Returns the workload profile too.
-fn resolve_dataset(
-    root: &Root,
-    target: &Target,
-    phase: Phase,
-    req: &Request,
-) -> Result<(Dataset, Profile)> {
-    let mut id = req.dataset_id.clone();
-    if id.is_none() && !req.spec.any() && !phase.loads() {
-        if let Some(b) = target.binding() {
-            id = Some(b.dataset_id.clone());
-        }
-    }
-    let ds = Dataset::resolve(root, id.as_deref(), &req.spec)?;
-    check_use_case(target, phase, &ds)?;
-    let profile = req
-        .spec
-        .profile
-        .unwrap_or(if ds.spec == Profile::Smoke.spec() {
-            Profile::Smoke
-        } else {
-            Profile::Manual
-        });
-    Ok((ds, profile))
-}
-
-/// `--partitions`/`--partition-column` for this dataset (exit 2): the product's rules, and no
-/// workspace already holding it (its load would be skipped, its table left as it is).
-fn check_partitioning(
-    target: &Target,
-    req: &Request,
-    ds: &Dataset,
-    p: &crate::product::Partitioning,
-) -> Result<()> {
-    target
-        .product
-        .check_partitioning(p, ds.spec.use_case()?.name, ds.spec.scale)?;
-    let mode = target.mode(req);
-    if mode != tsbs::DatabaseMode::Reset && target.binding().is_some_and(|b| b.dataset_id == ds.id)
-    {
-        return Err(Error::invalid(format!(
-            "workspace {} already holds dataset {} in the table its load made; --partitions needs a new load",
-            target.database_id().unwrap_or_default(),
-            ds.id
-        ))
-        .with_hint(format!(
-            "load again with --database-mode reset --confirm-reset {}",
-            target.database()
-        )));
-    }
-    Ok(())
-}
-
-/// Refuses (exit 2) a dataset whose use case the product's TSBS tools cannot run in `phase`:
-/// every loader loads every use case, but not every query generator has its queries
-/// (`cmd/tsbs_generate_queries/databases/influx3` has no iot).
-fn check_use_case(target: &Target, phase: Phase, ds: &Dataset) -> Result<()> {
-    let uc = ds.spec.use_case()?;
-    if phase.loads() && phase != Phase::All {
-        return Ok(());
-    }
-    let format = target.product.query_format();
-    if matches!(phase, Phase::All | Phase::Query | Phase::Analyze)
-        && !format.use_cases.contains(&uc.query_use_case)
-    {
-        let others: Vec<&str> = crate::product::all()
-            .iter()
-            .filter(|e| {
-                (e.make)(None)
-                    .map(|p| p.query_format().use_cases.contains(&uc.query_use_case))
-                    .unwrap_or(false)
-            })
-            .map(|e| e.name)
-            .collect();
-        return Err(Error::invalid(format!(
-            "{} cannot run {} queries: the fork's query generator has no {} queries for its format {} (it has: {}); dataset {} is {}",
-            target.product.family_display(),
-            uc.name,
-            uc.query_use_case,
-            format.name,
-            format.use_cases.join(", "),
-            ds.id,
-            uc.name
-        ))
-        .with_hint(format!(
-            "load it without queries (`tsbsctl bench {} load`), or benchmark {} on {}",
-            target.entry.name,
-            uc.name,
-            others.join(", ")
-        )));
-    }
-    Ok(())
-}
-
 impl Bench<'_> {
     fn reporter(&self) -> &dyn crate::output::Reporter {
         self.ctx.reporter.as_ref()
@@ -467,15 +313,15 @@ impl Bench<'_> {
 
     /// The phases in their order: inputs first, so the server never idles while they are
     /// made; then the load, then the queries (or the analysis), each starting its server.
-    fn work(&mut self, ds: &Dataset, counts: &BTreeMap<String, u64>) -> Result<()> {
+    fn work(&mut self, w: &plan::Workload) -> Result<()> {
         let env = self.env()?;
         // 1. Dataset (materialised for loads, logical otherwise).
-        let (ds, stored) = self.dataset(&env, ds)?;
+        let (ds, stored) = self.dataset(&env, &w.dataset)?;
         // 2. Query set.
         let set = if self.phase == Phase::Load {
             None
         } else {
-            Some(self.query_set(&env, &ds, counts)?)
+            Some(self.query_set(&env, &ds, &w.counts)?)
         };
 
         // 3. Server pins and the data state this run starts from.
@@ -485,10 +331,10 @@ impl Bench<'_> {
 
         // 4. Load.
         if let (true, Some(sf)) = (self.phase.loads(), &stored) {
-            self.load(&env, &ds, sf)?;
+            self.load(&env, w, &ds, sf)?;
         }
         // A resume runs only the types not done (and the added ones).
-        let set = match (set, &self.req.resume) {
+        let set = match (set, &self.plan.resume) {
             (Some(mut set), Some(plan)) => {
                 set.files.retain(|t, _| plan.query_types.contains(t));
                 Some(set)
@@ -499,7 +345,7 @@ impl Bench<'_> {
         if let Some(set) = &set {
             match self.phase {
                 Phase::Analyze => self.analyze(&env, set)?,
-                _ => self.query(&env, &ds, set)?,
+                _ => self.query(&env, w, &ds, set)?,
             }
         }
         self.stop_server()?;

@@ -6,16 +6,14 @@
 use serde_json::json;
 
 use super::target::Target;
-use super::{Bench, Phase, Request};
+use super::{Bench, Plan};
 use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::output::{Event, Outcome};
-use crate::paths::Root;
 use crate::product::ext::Operation;
 use crate::run::{NewRun, RunDir, RunKind};
 
-pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outcome> {
-    let op = operation_of(&target, req)?;
+pub fn run(ctx: &Ctx, plan: &Plan, op: &Operation, target: Target) -> Result<Outcome> {
     if target.managed().is_none() {
         return Err(Error::invalid(format!(
             "`bench {} {}` works on a managed workspace",
@@ -25,17 +23,17 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
     }
     let mut workload = serde_json::Map::new();
     workload.insert("operation".into(), op.name.into());
-    workload.extend(req.product_values.clone());
+    workload.extend(plan.product.clone());
     let run = RunDir::create(
-        &root,
+        &plan.root,
         NewRun {
             product: target.entry.name,
             edition: None,
             kind: RunKind::Operation,
             phase: op.name,
-            run_id: req.run_id.as_deref(),
+            run_id: plan.run_id.as_deref(),
             command: ctx.command_line(),
-            flags: req.flags.clone(),
+            flags: plan.flags.clone(),
             target: target.to_run_target()?,
             workload: serde_json::from_value(json!(workload))?,
             host_data_dir: target.data_dir(),
@@ -48,25 +46,9 @@ pub fn run(ctx: &Ctx, root: Root, target: Target, req: &Request) -> Result<Outco
         run: run.id().to_string(),
         dir: run.dir.clone(),
     });
-    let mut b = Bench::maintenance(ctx, root, Phase::Operation, req, target, run);
+    let mut b = Bench::maintenance(ctx, plan, target, run);
     let result = b.operation(op);
     b.conclude(result)
-}
-
-/// The operation the request names, of the target's product (exit 2 when it has none).
-fn operation_of(target: &Target, req: &Request) -> Result<&'static Operation> {
-    let name = req.operation.unwrap_or_default();
-    target
-        .product
-        .bench_ext()
-        .and_then(|x| x.operation(name))
-        .ok_or_else(|| {
-            Error::invalid(format!(
-                "{} has no operation {name:?}",
-                target.entry.display
-            ))
-            .with_hint(format!("see `tsbsctl bench {} --help`", target.entry.name))
-        })
 }
 
 impl Bench<'_> {
@@ -74,7 +56,7 @@ impl Bench<'_> {
         self.run.manifest.server = self.target.server_pin();
         self.run.manifest.data_state = self.target.data_state();
         self.run.save()?;
-        let values = self.req.product_values.clone();
+        let values = self.plan.product.clone();
         (op.run)(self, &values)
     }
 }

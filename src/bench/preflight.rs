@@ -1,102 +1,20 @@
 //! Checks that must pass before a run directory is reserved or a server starts (trial-run
-//! defects #1, #16, #17): exit 2 means nothing changed, so everything a bench command can
-//! refuse as invalid input is decided here, from the flags and the workspace's manifest alone.
+//! defects #1, #16, #17): exit 2 means nothing changed. They read the resolved plan
+//! ([`super::plan`]) and the workspace's and dataset's manifests; the flags' own rules are
+//! [`super::validate`]'s.
 
-use std::collections::BTreeMap;
-
+use super::plan::{Plan, Workload};
 use super::target::Target;
-use super::{Phase, Request};
-use crate::bounds;
+use super::Phase;
 use crate::dataset::{self, Dataset, GenerateRequest};
 use crate::diskspace::{self, Need};
 use crate::error::{Error, Result};
-use crate::paths::Root;
-use crate::product::Entry;
 use crate::queryset::{self, QuerySetRequest};
-
-/// Flag bounds (#1); called from [`super::validate`].
-pub fn check_bounds(req: &Request) -> Result<()> {
-    bounds::at_most(
-        "--load-workers",
-        req.load_workers.map(u64::from),
-        bounds::MAX_WORKERS,
-    )?;
-    bounds::at_most(
-        "--query-workers",
-        req.query_workers.map(u64::from),
-        bounds::MAX_WORKERS,
-    )?;
-    bounds::at_most(
-        "--batch-size",
-        req.batch_size.map(u64::from),
-        bounds::MAX_BATCH_SIZE,
-    )?;
-    bounds::scale(req.spec.scale)?;
-    bounds::queries(req.queries, &req.query_counts)?;
-    bounds::wait_seconds("--startup-timeout", req.startup_timeout)?;
-    bounds::wait_seconds("--stop-timeout", req.stop_timeout)?;
-    Ok(())
-}
-
-/// `--run-id`, and that no run of that name exists, before the runs directory is created.
-pub fn check_run_id(root: &Root, entry: &Entry, req: &Request) -> Result<()> {
-    let Some(id) = &req.run_id else {
-        return Ok(());
-    };
-    crate::ids::validate_id("--run-id", id)?;
-    let dir = root.runs(entry.name).join(id);
-    if dir.exists() {
-        return Err(
-            Error::invalid(format!("run {id} already exists at {}", dir.display()))
-                .with_hint("choose another --run-id, or omit it to get a fresh time-based id"),
-        );
-    }
-    Ok(())
-}
-
-/// The query flags' syntax and types, before the workspace is even opened (#17: an unloaded
-/// workspace must not mask a bad flag). The profile only decides default counts, so any
-/// profile checks the same things.
-pub fn check_query_flags(req: &Request) -> Result<()> {
-    // Any use case's types: which one the dataset has is known later.
-    let all: Vec<&str> = dataset::USE_CASES
-        .iter()
-        .flat_map(|u| u.query_types.iter().copied())
-        .collect();
-    queryset::resolve_counts_in(
-        &all,
-        dataset::Profile::Smoke,
-        None,
-        &req.query_types,
-        req.queries,
-        &req.query_counts,
-    )?;
-    Ok(())
-}
-
-/// A managed server that cannot serve (the product's `check_can_serve` says why) is
-/// refused before the run exists (#16).
-pub fn check_can_serve(target: &Target, req: &Request) -> Result<()> {
-    if let Some(shape) = &req.shape {
-        if !target.is_managed() {
-            return Err(Error::invalid(
-                "--cpus and --memory hold a server tsbsctl manages to a shape; an external server runs in the shape of its own host",
-            )
-            .with_hint("leave them out with --url (the summary records what the server's /metrics say, where it has them), or benchmark a managed workspace"));
-        }
-        // Whether a cgroup can be had here: exit 2 with the reason before anything exists.
-        crate::server::cgroup::check(shape)?;
-    }
-    match target.managed() {
-        Some(m) => target.product.check_can_serve(&m.ws.manifest),
-        None => Ok(()),
-    }
-}
 
 /// `--compression` that differs from how the dataset stores the format the product loads
 /// (#16): generation would refuse it later, after the run directory exists.
-pub fn check_compression(target: &Target, ds: &Dataset, req: &Request) -> Result<()> {
-    let Some(want) = req.compression else {
+pub fn check_compression(target: &Target, ds: &Dataset, plan: &Plan) -> Result<()> {
+    let Some(want) = plan.compression else {
         return Ok(());
     };
     if !ds.stored {
@@ -120,8 +38,8 @@ pub fn check_compression(target: &Target, ds: &Dataset, req: &Request) -> Result
 /// A load into a workspace bound to the same dataset id but other content (the dataset was
 /// regenerated since) needs a confirmed reset: decided from the manifests before the run
 /// exists, as for another id (#16).
-pub fn check_binding_content(target: &Target, ds: &Dataset, req: &Request) -> Result<()> {
-    let mode = target.mode(req);
+pub fn check_binding_content(target: &Target, ds: &Dataset, plan: &Plan) -> Result<()> {
+    let mode = plan.mode;
     let Some(b) = target.binding() else {
         return Ok(());
     };
@@ -144,14 +62,8 @@ pub fn check_binding_content(target: &Target, ds: &Dataset, req: &Request) -> Re
 
 /// Free space for what this command will generate: the dataset (loads, when no completed
 /// variant exists) and the query set (unless published), #1.
-pub fn check_disk(
-    root: &Root,
-    target: &Target,
-    phase: Phase,
-    ds: &Dataset,
-    req: &Request,
-    counts: &BTreeMap<String, u64>,
-) -> Result<()> {
+pub fn check_disk(target: &Target, plan: &Plan, w: &Workload) -> Result<()> {
+    let (root, phase, ds, counts) = (&plan.root, plan.phase, &w.dataset, &w.counts);
     let mut needs: Vec<Need> = Vec::new();
     if phase.loads() {
         let format = target.product.data_format().name;
@@ -164,7 +76,7 @@ pub fn check_disk(
                 ds,
                 &GenerateRequest {
                     format: format.into(),
-                    compression: req.compression,
+                    compression: plan.compression,
                     regenerate: false,
                     generatable: crate::product::data_formats(),
                 },

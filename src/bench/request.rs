@@ -6,11 +6,14 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{preflight, target, watch, Phase};
+use super::{target, watch, Phase};
+use crate::bounds;
+use crate::dataset;
 use crate::dataset::{Compression, Profile, SpecOverrides};
 use crate::error::{Error, Result};
 use crate::lock::LockOptions;
 use crate::product::{ext, Entry, Product};
+use crate::queryset;
 use crate::tsbs::DatabaseMode;
 
 /// Everything a bench command asks for (the CLI fills it).
@@ -43,8 +46,9 @@ pub struct Request {
     /// `--check-answers`: a verification pass after the timed ones (issue 24 §5).
     pub check_answers: bool,
     pub run_id: Option<String>,
+    /// The product's `--no-sync` as parsed (the record tests read it; the phases read the
+    /// product's resolved values in [`super::Plan::product`]).
     pub no_sync: bool,
-    pub accept_partial: bool,
     /// The variable holding the auth token (PostgreSQL and GreptimeDB: the password,
     /// `--password-env`; a product without flags of its own: the generic `--token-env`).
     pub auth_token_env: Option<String>,
@@ -52,14 +56,6 @@ pub struct Request {
     /// [`crate::product::ext::BasicAuth`] flags).
     pub user: Option<String>,
     pub admin_token_env: Option<String>,
-    /// TimescaleDB hypertables: the chunk interval (a Go duration) and space partitions.
-    pub chunk_time: Option<String>,
-    /// Hypertable space partitions (TimescaleDB) or, with `partition_column`, the regions of
-    /// a partitioned table (GreptimeDB).
-    pub partitions: Option<u32>,
-    /// The table split into regions the product's resolved flags ask the load to create
-    /// ([`crate::product::ext::BenchExt::partitioning`]).
-    pub partitioning: Option<crate::product::Partitioning>,
     /// Another installed version to run on a managed workspace's data, and its confirmation
     /// (the product's [`crate::product::ext::VersionOverride`] flags).
     pub runtime_version: Option<String>,
@@ -124,44 +120,11 @@ pub fn default_write(product: &dyn Product, profile: Profile) -> (u32, u32) {
 }
 
 impl Request {
-    /// The product write settings given on the command line, for the run's workload (and so
-    /// the summary's write parameters): only those set, so other products' records keep
-    /// their keys.
+    /// The product's write settings for the run's workload (and so the summary's write
+    /// parameters): its resolved values, which the workload records after the common keys.
     pub fn write_settings(&self) -> serde_json::Map<String, Value> {
-        let mut m = serde_json::Map::new();
-        if let Some(c) = &self.chunk_time {
-            m.insert("chunk_time".into(), c.clone().into());
-        }
-        if let Some(n) = self.partitions {
-            m.insert("partitions".into(), n.into());
-        }
-        m.extend(self.product_values.clone());
-        m
+        self.product_values.clone()
     }
-
-    /// The table split into regions the load creates first, if the product's flags ask for
-    /// one.
-    pub fn partitioning(&self) -> Option<crate::product::Partitioning> {
-        self.partitioning.clone()
-    }
-}
-
-/// Product write flags that do not apply to `product` (the variant that runs: a managed
-/// workspace's mode is known only from its manifest), refused before a run exists.
-pub fn check_write_caps(product: &dyn Product, req: &Request) -> Result<()> {
-    let caps = product.bench_caps();
-    // Its own regions (`--partitions` with their tag) are its resolved flags' to check.
-    if caps.partitioned_tables && req.chunk_time.is_none() {
-        return Ok(());
-    }
-    if (req.chunk_time.is_some() || req.partitions.is_some()) && !caps.hypertables {
-        return Err(Error::invalid(format!(
-            "--chunk-time and --partitions shape TimescaleDB hypertables; {} has none",
-            product.display_name()
-        ))
-        .with_hint("drop them, or benchmark TimescaleDB (a workspace prepared with --mode timescaledb, or --mode timescaledb for an external server)"));
-    }
-    Ok(())
 }
 
 fn positive(flag: &str, v: Option<u32>) -> Result<()> {
@@ -325,6 +288,50 @@ fn check_basic_auth(entry: &Entry, product: &dyn Product, req: &Request) -> Resu
     Ok(())
 }
 
+/// Flag bounds (#1).
+fn check_bounds(req: &Request) -> Result<()> {
+    bounds::at_most(
+        "--load-workers",
+        req.load_workers.map(u64::from),
+        bounds::MAX_WORKERS,
+    )?;
+    bounds::at_most(
+        "--query-workers",
+        req.query_workers.map(u64::from),
+        bounds::MAX_WORKERS,
+    )?;
+    bounds::at_most(
+        "--batch-size",
+        req.batch_size.map(u64::from),
+        bounds::MAX_BATCH_SIZE,
+    )?;
+    bounds::scale(req.spec.scale)?;
+    bounds::queries(req.queries, &req.query_counts)?;
+    bounds::wait_seconds("--startup-timeout", req.startup_timeout)?;
+    bounds::wait_seconds("--stop-timeout", req.stop_timeout)?;
+    Ok(())
+}
+
+/// The query flags' syntax and types, before the workspace is even opened (#17: an unloaded
+/// workspace must not mask a bad flag). The profile only decides default counts, so any
+/// profile checks the same things.
+fn check_query_flags(req: &Request) -> Result<()> {
+    // Any use case's types: which one the dataset has is known later.
+    let all: Vec<&str> = dataset::USE_CASES
+        .iter()
+        .flat_map(|u| u.query_types.iter().copied())
+        .collect();
+    queryset::resolve_counts_in(
+        &all,
+        dataset::Profile::Smoke,
+        None,
+        &req.query_types,
+        req.queries,
+        &req.query_counts,
+    )?;
+    Ok(())
+}
+
 /// Checks flag combinations before anything is touched (exit 2).
 pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     // Rules that hold for every variant: asked of the default one.
@@ -341,8 +348,8 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
     check_passes(phase, req.passes)?;
     check_cold(phase, req)?;
     precision(phase, req)?;
-    preflight::check_bounds(req)?;
-    preflight::check_query_flags(req)?;
+    check_bounds(req)?;
+    check_query_flags(req)?;
     watch::StallPolicy::new(req.stall_timeout, req.on_stall)?;
     match (&req.database_id, req.urls.is_empty()) {
         (Some(_), false) => {
@@ -499,11 +506,12 @@ fn phase_only_flags(phase: Phase, req: &Request) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::product::{greptimedb, influxdb3};
 
-    fn managed(phase: Phase) -> Request {
+    /// A request for `phase` on the managed workspace `ws1`.
+    pub(in crate::bench) fn managed(phase: Phase) -> Request {
         Request {
             phase: Some(phase),
             database_id: Some("ws1".into()),
@@ -923,48 +931,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// The hypertable flags meet the variant that runs (a workspace's mode is known only
-    /// from its manifest, so this is checked when the target opens).
-    #[test]
-    fn hypertable_flags_need_hypertables() {
-        use crate::product::timescaledb::{Mode, TimescaleDb};
-        let req = Request {
-            chunk_time: Some("6h".into()),
-            ..managed(Phase::Load)
-        };
-        check_write_caps(
-            &TimescaleDb {
-                mode: Mode::Timescaledb,
-            },
-            &req,
-        )
-        .unwrap();
-        let e = check_write_caps(
-            &TimescaleDb {
-                mode: Mode::Postgresql,
-            },
-            &req,
-        )
-        .unwrap_err();
-        assert_eq!(e.exit_code(), 2);
-        assert!(
-            e.message.contains("PostgreSQL (no TimescaleDB) has none"),
-            "{}",
-            e.message
-        );
-        // GreptimeDB's regions are its own flags (their pair is its resolve's to check).
-        check_write_caps(&greptimedb::GreptimeDb, &managed(Phase::Load)).unwrap();
-        let regions = Request {
-            partitions: Some(8),
-            partitioning: Some(crate::product::Partitioning {
-                partitions: 8,
-                column: "hostname".into(),
-            }),
-            ..managed(Phase::Load)
-        };
-        check_write_caps(&greptimedb::GreptimeDb, &regions).unwrap();
     }
 
     #[test]

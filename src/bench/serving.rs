@@ -1,15 +1,13 @@
 //! The managed server as steps of a bench run: each start is a `server` attempt with its own
 //! log (`logs/server-NNN.log`), ended by the stop that records how the server went down.
 
-use std::time::Duration;
-
 use serde_json::json;
 
 use crate::error::{ErrorKind, Result};
 use crate::output::Warning;
 use crate::run::data::{self, ServerData, ServerEnded};
 use crate::run::Status;
-use crate::server::{Server, Timing};
+use crate::server::Server;
 
 use super::Bench;
 
@@ -26,10 +24,10 @@ impl Bench<'_> {
         let n = self.server_attempt;
         let (log, rel) = self.run.log(&format!("server-{n:03}.log"));
         self.run.begin("server", n, Some(&rel), None, None)?;
-        let timing = self.timing();
+        let timing = self.plan.server.timing;
         let res = (|| -> Result<Server> {
             let mut spec = self.target.server_spec(&self.root, log, timing)?;
-            spec.shape = self.req.shape;
+            spec.shape = self.plan.server.shape;
             let mut s = Server::start(spec, self.reporter())?;
             // The shape the server really got (what the kernel holds), once per run.
             if let Some(r) = s.shape_record() {
@@ -98,19 +96,6 @@ impl Bench<'_> {
                 Err(e)
             }
         }
-    }
-
-    fn timing(&self) -> Timing {
-        let mut t = self.target.default_timing();
-        // Bounded and positive: checked by `preflight::check_bounds` (also for a rerun's
-        // recorded flags, which no CLI parser saw).
-        if let Some(s) = self.req.startup_timeout {
-            t.startup_timeout = Duration::from_secs_f64(s);
-        }
-        if let Some(s) = self.req.stop_timeout {
-            t.grace = Duration::from_secs_f64(s);
-        }
-        t
     }
 
     /// Stops the managed server (normally), recording how it ended.

@@ -5,15 +5,16 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::{Phase, Request};
 use crate::context::Ctx;
 use crate::dataset::{Dataset, StoredFormat};
 use crate::error::{Error, Result};
 use crate::install;
 use crate::lock::LockGuard;
+use crate::lock::LockOptions;
 use crate::output::{Event, Warning};
 use crate::paths::Root;
 use crate::platform::Platform;
+use crate::product::ext::Values;
 use crate::product::{CountRequest, Entry, Product};
 use crate::run::{RunDir, RunTarget, TargetMode};
 use crate::server::{ServerSpec, Timing};
@@ -26,13 +27,45 @@ pub fn check_url(product: &dyn Product, u: &str) -> Result<Option<String>> {
     product.check_external_url(u)
 }
 
-/// A token from the variable `var` names, else from the product's default variable (none:
-/// no token unless `var` names one).
-fn read_token(var: Option<&str>, default: Option<&str>, word: &str) -> Result<Option<Secret>> {
-    match (var, default) {
-        (None, None) => Ok(None),
-        (v, d) => super::token_from_env(v, d.unwrap_or_default(), word),
-    }
+/// Where the target is, and how it is reached: decided from the flags before the target
+/// opens ([`Target::open`] reads only this; [`super::plan::resolve`] decides it).
+#[derive(Debug)]
+pub struct TargetPlan {
+    pub place: PlacePlan,
+    /// The tokens, read from their variables (the given ones, else the product's defaults).
+    pub auth_token: Option<Secret>,
+    pub admin_token: Option<Secret>,
+    pub lock: LockOptions,
+    /// The limit of one row-count request.
+    pub count_timeout: std::time::Duration,
+    /// A load's mode and its confirmation, checked against a workspace's database (`None`:
+    /// the phase does not load).
+    pub load_mode: Option<(DatabaseMode, Option<String>)>,
+    /// The product's resolved values: the variant that runs checks them
+    /// ([`crate::product::Product::check_bench_values`]) before a workspace is locked.
+    pub product_values: Values,
+}
+
+/// A managed workspace or an external server.
+#[derive(Debug)]
+pub enum PlacePlan {
+    Managed {
+        database_id: String,
+        /// `--database` given: it must be the workspace's.
+        database: Option<String>,
+        /// Another installed version to run on the workspace's data, and its confirmation.
+        runtime: Option<(String, Option<String>)>,
+    },
+    External {
+        /// Without a trailing `/`.
+        urls: Vec<String>,
+        /// `--database`, else the one the URL names, else `benchmark`.
+        database: String,
+        /// The variant the servers run (products with variants).
+        variant: Option<String>,
+        /// The user of HTTP basic auth.
+        user: Option<String>,
+    },
 }
 
 /// A managed workspace held under its lock.
@@ -89,137 +122,141 @@ pub struct Target {
 }
 
 impl Target {
+    /// Opens the target the plan names: a managed workspace loaded and locked (for the whole
+    /// command), or an external server probed.
     pub fn open(
         ctx: &Ctx,
         root: &Root,
         entry: &'static Entry,
-        phase: Phase,
-        req: &Request,
+        plan: &TargetPlan,
     ) -> Result<Target> {
-        // The tokens are read before any variant is known: every variant reads the same ones.
-        let any = (entry.make)(None)?;
-        let (auth_token, admin_token) = match any.token_env_defaults() {
-            Some((auth, admin)) => (
-                read_token(req.auth_token_env.as_deref(), auth, any.secret_word())?,
-                read_token(req.admin_token_env.as_deref(), admin, "token")?,
-            ),
-            None => (None, None),
-        };
-        if let Some(id) = &req.database_id {
-            let product = crate::product::for_workspace(root, entry.name, id)?;
-            // The workspace's mode decides, before its lock is taken (nothing to wait for).
-            super::request::check_write_caps(product.as_ref(), req)?;
-            let ws = workspace::load(root, product.as_ref(), id)?;
-            let guard = workspace::lock_workspace(ctx, product.as_ref(), &ws.dir, id, &req.lock)?;
-            // Re-read under the lock: another command may have changed it meanwhile.
-            let ws = workspace::load(root, product.as_ref(), id)?;
-            // Every phase starts the server: a workspace the product refuses to serve is refused
-            // before a run exists.
-            product.check_can_serve(&ws.manifest)?;
-            if let Some(w) = product.serve_warning(&ws.manifest) {
-                ctx.reporter.warning(&Warning::Product { text: w });
-            }
-            if let Some(d) = &req.database {
-                if d != &ws.manifest.database {
-                    return Err(Error::invalid(format!(
-                        "workspace {id} is bound to SQL database {:?}, not {d:?}",
-                        ws.manifest.database
-                    ))
-                    .with_hint("drop --database (the workspace's database is used), or prepare another workspace"));
+        let (auth_token, admin_token) = (plan.auth_token.clone(), plan.admin_token.clone());
+        match &plan.place {
+            PlacePlan::Managed {
+                database_id: id,
+                database,
+                runtime,
+            } => {
+                let product = crate::product::for_workspace(root, entry.name, id)?;
+                // The workspace's variant decides, before its lock is taken (nothing to wait for).
+                product.check_bench_values(&plan.product_values)?;
+                let ws = workspace::load(root, product.as_ref(), id)?;
+                let guard =
+                    workspace::lock_workspace(ctx, product.as_ref(), &ws.dir, id, &plan.lock)?;
+                // Re-read under the lock: another command may have changed it meanwhile.
+                let ws = workspace::load(root, product.as_ref(), id)?;
+                // Every phase starts the server: a workspace the product refuses to serve is
+                // refused before a run exists.
+                product.check_can_serve(&ws.manifest)?;
+                if let Some(w) = product.serve_warning(&ws.manifest) {
+                    ctx.reporter.warning(&Warning::Product { text: w });
                 }
+                if let Some(d) = database {
+                    if d != &ws.manifest.database {
+                        return Err(Error::invalid(format!(
+                            "workspace {id} is bound to SQL database {:?}, not {d:?}",
+                            ws.manifest.database
+                        ))
+                        .with_hint("drop --database (the workspace's database is used), or prepare another workspace"));
+                    }
+                }
+                if let Some((mode, confirm)) = &plan.load_mode {
+                    mode.check_confirmation(&ws.manifest.database, confirm.as_deref())?;
+                }
+                let runtime = match runtime {
+                    None => None,
+                    Some((v, confirm)) => {
+                        version_override(root, product.as_ref(), &ws, v, confirm.as_deref())?
+                    }
+                };
+                Ok(Target {
+                    entry,
+                    product,
+                    place: Place::Managed(Box::new(Managed {
+                        root: root.clone(),
+                        ws,
+                        _guard: guard,
+                        runtime,
+                    })),
+                    auth_token,
+                    admin_token,
+                    count_window: None,
+                    tables: Vec::new(),
+                    count_timeout: plan.count_timeout,
+                })
             }
-            if let (Some(mode), true) = (req.mode, phase.loads()) {
-                mode.check_confirmation(&ws.manifest.database, req.confirm_reset.as_deref())?;
-            }
-            let runtime = match &req.runtime_version {
-                None => None,
-                Some(v) => version_override(root, product.as_ref(), &ws, v, req)?,
-            };
-            return Ok(Target {
-                entry,
-                product,
-                place: Place::Managed(Box::new(Managed {
-                    root: root.clone(),
-                    ws,
-                    _guard: guard,
-                    runtime,
-                })),
-                auth_token,
-                admin_token,
-                count_window: None,
-                tables: Vec::new(),
-                count_timeout: req
-                    .count_timeout
-                    .unwrap_or(crate::product::DEFAULT_COUNT_TIMEOUT),
-            });
-        }
-        let urls: Vec<String> = req
-            .urls
-            .iter()
-            .map(|u| u.trim_end_matches('/').to_string())
-            .collect();
-        let product = (entry.make)(req.edition.as_deref())?;
-        super::request::check_write_caps(product.as_ref(), req)?;
-        // The database the --url names (PostgreSQL), else --database, else `benchmark`
-        // (validation refused the two naming different ones).
-        let mut named = None;
-        for u in &urls {
-            named = named.or(check_url(product.as_ref(), u)?);
-        }
-        // `--user`: the password is the auth secret; both reach every request to these URLs
-        // (tsbsctl's and the tools') as HTTP basic auth, never a bearer token.
-        let user = req.user.clone().filter(|_| product.takes_basic_auth());
-        if let (Some(user), Some(password)) = (&user, &auth_token) {
-            crate::tsbs::credentials::register(
-                &urls,
-                &crate::tsbs::credentials::BasicAuth {
-                    user: user.clone(),
-                    password: password.clone(),
-                },
-            );
-        }
-        let bearer = auth_token.as_ref().filter(|_| !product.takes_basic_auth());
-        let probe = probe_external(
-            entry,
-            product.as_ref(),
-            &urls,
-            bearer,
-            req.edition.as_deref(),
-        )?;
-        ctx.reporter.event(&Event::ExternalVersion {
-            product: entry.display.to_string(),
-            urls: urls.clone(),
-            version: probe["version"].as_str().map(str::to_string),
-        });
-        if let Some(t) = probe.get("topology").filter(|t| t["known"] == true) {
-            let unused = t["frontends_unused"].as_u64().unwrap_or(0);
-            ctx.reporter.event(&Event::ClusterInfo {
-                summary: t["summary"].as_str().map(str::to_string),
-                frontends_unused: unused,
-            });
-        }
-        Ok(Target {
-            entry,
-            product,
-            place: Place::External(External {
-                user,
+            PlacePlan::External {
                 urls,
-                database: req
-                    .database
-                    .clone()
-                    .or(named)
-                    .unwrap_or_else(|| "benchmark".into()),
-                edition: req.edition.clone(),
-                probe,
-            }),
-            auth_token,
-            admin_token,
-            count_window: None,
-            tables: Vec::new(),
-            count_timeout: req
-                .count_timeout
-                .unwrap_or(crate::product::DEFAULT_COUNT_TIMEOUT),
-        })
+                database,
+                variant,
+                user,
+            } => {
+                let product = (entry.make)(variant.as_deref())?;
+                product.check_bench_values(&plan.product_values)?;
+                // `--user`: the password is the auth secret; both reach every request to these
+                // URLs (tsbsctl's and the tools') as HTTP basic auth, never a bearer token.
+                if let (Some(user), Some(password)) = (user, &auth_token) {
+                    crate::tsbs::credentials::register(
+                        urls,
+                        &crate::tsbs::credentials::BasicAuth {
+                            user: user.clone(),
+                            password: password.clone(),
+                        },
+                    );
+                }
+                let bearer = auth_token.as_ref().filter(|_| !product.takes_basic_auth());
+                let probe =
+                    probe_external(entry, product.as_ref(), urls, bearer, variant.as_deref())?;
+                ctx.reporter.event(&Event::ExternalVersion {
+                    product: entry.display.to_string(),
+                    urls: urls.clone(),
+                    version: probe["version"].as_str().map(str::to_string),
+                });
+                if let Some(t) = probe.get("topology").filter(|t| t["known"] == true) {
+                    let unused = t["frontends_unused"].as_u64().unwrap_or(0);
+                    ctx.reporter.event(&Event::ClusterInfo {
+                        summary: t["summary"].as_str().map(str::to_string),
+                        frontends_unused: unused,
+                    });
+                }
+                Ok(Target {
+                    entry,
+                    product,
+                    place: Place::External(External {
+                        user: user.clone(),
+                        urls: urls.clone(),
+                        database: database.clone(),
+                        edition: variant.clone(),
+                        probe,
+                    }),
+                    auth_token,
+                    admin_token,
+                    count_window: None,
+                    tables: Vec::new(),
+                    count_timeout: plan.count_timeout,
+                })
+            }
+        }
+    }
+
+    /// A managed server that cannot serve (the product's `check_can_serve` says why), or a
+    /// shape (`--cpus`, `--memory`) for a server tsbsctl does not manage or cannot hold, is
+    /// refused before the run exists (#16).
+    pub fn check_can_serve(&self, shape: Option<&crate::server::cgroup::Shape>) -> Result<()> {
+        if let Some(shape) = shape {
+            if !self.is_managed() {
+                return Err(Error::invalid(
+                    "--cpus and --memory hold a server tsbsctl manages to a shape; an external server runs in the shape of its own host",
+                )
+                .with_hint("leave them out with --url (the summary records what the server's /metrics say, where it has them), or benchmark a managed workspace"));
+            }
+            // Whether a cgroup can be had here: exit 2 with the reason before anything exists.
+            crate::server::cgroup::check(shape)?;
+        }
+        match self.managed() {
+            Some(m) => self.product.check_can_serve(&m.ws.manifest),
+            None => Ok(()),
+        }
     }
 
     /// The run's dataset: its row counts stay inside `ds`'s time range (InfluxDB 3 slices in
@@ -311,11 +348,6 @@ impl Target {
             Place::External(_) if self.product.takes_basic_auth() => None,
             Place::External(_) => self.auth_token.as_ref().map(|t| t.expose()),
         }
-    }
-
-    /// The default mode: managed `create`; external has none (validated earlier).
-    pub fn mode(&self, req: &Request) -> DatabaseMode {
-        req.mode.unwrap_or(DatabaseMode::Create)
     }
 
     pub fn data_dir(&self) -> Option<PathBuf> {
@@ -492,12 +524,12 @@ impl Target {
 
     /// Before anything is written: a workspace bound to another dataset needs a confirmed
     /// reset.
-    pub fn check_binding_id(&self, ds: &Dataset, mode: Option<DatabaseMode>) -> Result<()> {
+    pub fn check_binding_id(&self, ds: &Dataset, mode: DatabaseMode) -> Result<()> {
         let Some(b) = self.binding() else {
             return Ok(());
         };
         let bound = b.dataset_id.as_str();
-        if bound != ds.id && mode != Some(DatabaseMode::Reset) {
+        if bound != ds.id && mode != DatabaseMode::Reset {
             return Err(self.rebind_error(bound, &ds.id));
         }
         Ok(())
@@ -676,17 +708,17 @@ impl Target {
             .count_rows_detailed(&self.count_request(endpoint, table))
     }
 
-    /// The row count of `table` after a load of `expected` rows (`no_sync`: loaded with
-    /// `--no-sync`), read as the product reads it (see [`crate::product::Product::count_after_load`]).
+    /// The row count of `table` after a load of `expected` rows (`values`: the product's
+    /// resolved flag values the load ran with), read as the product reads it (see [`crate::product::Product::count_after_load`]).
     pub fn count_after_load(
         &self,
         endpoint: &str,
         table: &str,
         expected: u64,
-        no_sync: bool,
+        values: &crate::product::ext::Values,
     ) -> std::result::Result<crate::product::LoadCount, crate::product::CountFailed> {
         let load = crate::product::LoadRun {
-            no_sync,
+            values,
             managed: self.is_managed(),
         };
         self.product
@@ -756,13 +788,13 @@ fn version_override(
     product: &dyn Product,
     ws: &Workspace,
     raw: &str,
-    req: &Request,
+    confirm: Option<&str>,
 ) -> Result<Option<Runtime>> {
     let v = product.normalize_version(raw)?;
     if v == ws.manifest.version {
         return Ok(None);
     }
-    if req.confirm_runtime.as_deref() != Some(ws.id()) {
+    if confirm != Some(ws.id()) {
         // The product's confirmation flag (validate found it declared).
         let confirm = product
             .bench_ext()

@@ -336,9 +336,9 @@ mod tests {
             text.ends_with(r#""confirm_version_override":null,"partitions":8,"partition_column":"hostname","user":"u","password_env":"PW"}"#),
             "{text}"
         );
-        let p = req.partitioning().unwrap();
+        let p = crate::bench::flags::tests::partitioning("greptimedb", &req).unwrap();
         assert_eq!((p.partitions, p.column.as_str()), (8, "hostname"));
-        assert_eq!(req.partitions, Some(8));
+        assert_eq!(req.product_values["partitions"], 8);
         let mut back = Flags::from_value(&req.flags, "greptimedb")
             .unwrap()
             .request(Phase::All)
@@ -357,7 +357,8 @@ mod tests {
         let e = crate::cli::Cli::try_parse_from(argv.split_whitespace()).unwrap_err();
         assert!(e.to_string().contains("--partition-column"), "{e}");
         let plain = request_of("greptimedb", "load --database-id g1");
-        assert!(plain.partitioning().is_none() && plain.partitions.is_none());
+        assert!(crate::bench::flags::tests::partitioning("greptimedb", &plain).is_none());
+        assert!(!plain.product_values.contains_key("partitions"));
     }
 
     /// A record the generic `--token-env` wrote before the variable had a field of its own
@@ -375,7 +376,8 @@ mod tests {
             .request(Phase::Load)
             .unwrap();
         assert_eq!(req.auth_token_env.as_deref(), Some("I2_TOK"));
-        assert!(!req.no_sync && !req.accept_partial && req.edition.is_none());
+        assert!(!req.no_sync && req.edition.is_none());
+        assert_eq!(req.product_values["accept_partial"], false);
         assert!(req.admin_token_env.is_none() && req.count_timeout.is_none());
     }
 

@@ -21,8 +21,7 @@ use serde_json::{json, Value};
 use super::ext::{self, BenchExt, BenchFlag, FlagKind, Operation, Values};
 use super::op::{OpCtx, StepEnd};
 use super::{
-    check_semver, BenchCaps, FilePart, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions,
-    CONFIG_FILE,
+    check_semver, FilePart, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions, CONFIG_FILE,
 };
 use crate::dataset::Profile;
 use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
@@ -201,9 +200,6 @@ impl Product for ExampleDb {
             Profile::Smoke => (1, 1000),
         }
     }
-    fn bench_caps(&self) -> BenchCaps {
-        BenchCaps::default()
-    }
     /// `tsbs_load_greptime --urls=<endpoints>` (round-robin), plain requests.
     fn load_target(&self, _o: &ToolOptions) -> LoadTarget {
         LoadTarget {
@@ -319,7 +315,7 @@ fn vacuum(ctx: &mut dyn OpCtx, _values: &Values) -> Result<()> {
     let intent = record(MaintenanceStatus::Started);
     ctx.push_maintenance(intent)?;
     ctx.start_server()?;
-    ctx.begin("vacuum", 1, None, None)?;
+    ctx.begin("vacuum", 1, None, None, None)?;
     let path = format!("/vacuum?db={}&table=cpu", ctx.database());
     let answer = ctx.http_get(&path).and_then(|b| {
         serde_json::from_str::<Value>(&b)

@@ -23,6 +23,11 @@ use crate::tsbs::ToolArg;
 /// Resolved (or given) product flag values, by key (the flag's name in snake case).
 pub type Values = Map<String, Value>;
 
+/// The write settings every benchmark run's workload records in this place, after its query
+/// counts: `null`, but for the product whose resolved values have them (InfluxDB 3's
+/// durability, GreptimeDB's flush), as records had them before the products owned their flags.
+pub const WORKLOAD_KEYS: [&str; 3] = ["no_sync", "accept_partial", "flush_before_queries"];
+
 /// What a product flag takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlagKind {
@@ -80,6 +85,7 @@ impl BenchFlag {
 }
 
 /// A product operation: `bench <product> <name>`.
+#[derive(Debug)]
 pub struct Operation {
     /// The subcommand (also the run's phase).
     pub name: &'static str,
@@ -120,6 +126,9 @@ pub struct BenchExt {
     pub data_location: Option<&'static DataLocation>,
     /// Its `analyze` phase (`None`: it has none).
     pub analyze: Option<&'static super::phase::QueryPhase>,
+    /// What it does on the started server before its queries, through
+    /// [`super::op::OpCtx`] (`None`: nothing).
+    pub before_queries: Option<&'static super::op::BeforeQueries>,
     /// Its flags that run another installed version on a managed workspace's data (`None`:
     /// it has none).
     pub version_override: Option<&'static VersionOverride>,
@@ -129,8 +138,7 @@ pub struct BenchExt {
     /// none; the product's [`super::Product::create_partitioned`] makes it).
     pub partitioning: fn(values: &Values) -> Option<super::Partitioning>,
     /// What the core reads of its given flags (typed, checked by [`BenchExt::resolve`]):
-    /// the variant, the token variables, the write settings the loader and the row count
-    /// take ([`CoreValues::none`]: nothing).
+    /// the variant, the token variables, the count timeout ([`CoreValues::none`]: nothing).
     pub core: fn(given: &Values) -> CoreValues,
 }
 
@@ -146,13 +154,9 @@ pub struct CoreValues {
     pub admin_token_env: Option<String>,
     /// Seconds one row-count request may take.
     pub count_timeout: Option<f64>,
-    /// Writes acknowledged before they are durable, and batches accepted in part: what the
-    /// loader and the row count after the load take.
+    /// Writes acknowledged before they are durable, as parsed (the request shows it; the
+    /// loader and the row count read the product's resolved values).
     pub no_sync: bool,
-    pub accept_partial: bool,
-    /// The loader's hypertable settings: chunk interval (a Go duration) and space partitions.
-    pub chunk_time: Option<String>,
-    pub partitions: Option<u32>,
 }
 
 impl CoreValues {
@@ -255,6 +259,7 @@ impl BenchExt {
         operations: &[],
         data_location: None,
         analyze: None,
+        before_queries: None,
         version_override: None,
         basic_auth: None,
         partitioning: |_| None,

@@ -20,8 +20,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{
-    admin_client, check_semver, compare_versions, BenchCaps, FilePart, Latest, Product,
-    ReleaseAsset, ServerCommand, ToolOptions, CONFIG_FILE,
+    admin_client, check_semver, compare_versions, FilePart, Latest, Product, ReleaseAsset,
+    ServerCommand, ToolOptions, CONFIG_FILE,
 };
 use crate::dataset::Profile;
 use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
@@ -495,12 +495,6 @@ impl Product for GreptimeDb {
     fn takes_basic_auth(&self) -> bool {
         true
     }
-    fn bench_caps(&self) -> BenchCaps {
-        BenchCaps {
-            partitioned_tables: true,
-            ..BenchCaps::default()
-        }
-    }
     fn check_partitioning(
         &self,
         p: &super::Partitioning,
@@ -645,12 +639,9 @@ impl Product for GreptimeDb {
     fn metrics_path(&self) -> Option<&'static str> {
         Some("/metrics")
     }
-    fn before_queries(&self) -> Option<&'static super::op::BeforeQueries> {
-        Some(&before_queries::BEFORE_QUERIES)
-    }
     /// Its own flags (compaction, analyze, the query run's flush and version override:
     /// `greptimedb/flags.rs`, recorded flat as they always were), where its data was
-    /// (`data_location`) and its analyze phase.
+    /// (`data_location`), its analyze phase and what it does before the queries.
     fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
         Some(&BENCH_EXT)
     }
@@ -662,6 +653,7 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     resolve: flags::resolve,
     data_location: Some(&datalocation::DATA_LOCATION),
     analyze: Some(&analyze::ANALYZE),
+    before_queries: Some(&before_queries::BEFORE_QUERIES),
     version_override: Some(&flags::VERSION_OVERRIDE),
     basic_auth: Some(&flags::BASIC_AUTH),
     partitioning: flags::partitioning,

@@ -17,7 +17,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use super::variants::{RunLimits, RunVariants};
-use super::{check_semver, BenchCaps, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions};
+use super::{check_semver, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions};
 use crate::dataset::Profile;
 use crate::download::{Downloader, ACCEPT_ARTIFACT};
 use crate::error::{Error, Missing, Result};
@@ -516,19 +516,16 @@ impl Product for InfluxDb3 {
     fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
         Some((Some("INFLUXDB3_AUTH_TOKEN"), Some("INFLUXDB3_ADMIN_TOKEN")))
     }
-    fn bench_caps(&self) -> BenchCaps {
-        BenchCaps {
-            durability: true,
-            ..BenchCaps::default()
-        }
-    }
     /// `tsbs_load_influx3`: durability flags and optional tokens. `--admin-token` falls back
     /// to the auth token when no admin token is given (reference §3.3).
     fn load_target(&self, o: &ToolOptions) -> crate::tsbs::LoadTarget {
         use crate::tsbs::ToolArg;
         let mut args = vec![
-            ToolArg::Flag("no-sync", o.no_sync.to_string()),
-            ToolArg::Flag("accept-partial", o.accept_partial.to_string()),
+            ToolArg::Flag("no-sync", flags::no_sync(&o.values).to_string()),
+            ToolArg::Flag(
+                "accept-partial",
+                flags::accept_partial(&o.values).to_string(),
+            ),
         ];
         let auth = o.auth_token.as_ref().filter(|t| !t.is_empty());
         if let Some(t) = auth {
@@ -564,7 +561,7 @@ impl Product for InfluxDb3 {
         &self,
         req: &CountRequest,
         expected: u64,
-        load: crate::product::LoadRun,
+        load: crate::product::LoadRun<'_>,
     ) -> std::result::Result<crate::product::LoadCount, crate::product::CountFailed> {
         settle::count_after_load(req, expected, load)
     }

@@ -323,9 +323,11 @@ pub trait Product: Send + Sync {
     fn check_benchmarkable(&self) -> Result<()> {
         Ok(())
     }
-    /// Which product-specific bench flags apply (recorded as `null` where they do not).
-    fn bench_caps(&self) -> BenchCaps {
-        BenchCaps::default()
+    /// Refuses (exit 2) resolved values of its own bench flags ([`ext::BenchExt::resolve`])
+    /// that this variant cannot take (a managed workspace's variant is known only from its
+    /// manifest, so this is asked once the target is known, before it is locked).
+    fn check_bench_values(&self, _values: &ext::Values) -> Result<()> {
+        Ok(())
     }
     /// The loader's product-specific part.
     fn load_target(&self, o: &ToolOptions) -> crate::tsbs::LoadTarget;
@@ -353,7 +355,7 @@ pub trait Product: Send + Sync {
         Ok(false)
     }
     /// `--partitions`/`--partition-column` against the dataset's use case and scale, before
-    /// anything is made (exit 2). Only products with [`BenchCaps::partitioned_tables`] are asked.
+    /// anything is made (exit 2). Only products whose [`ext::BenchExt::partitioning`] asks for one are asked.
     fn check_partitioning(&self, _p: &Partitioning, _use_case: &str, _scale: u64) -> Result<()> {
         Err(Error::invalid(format!(
             "{} has no partitioned tables",
@@ -424,7 +426,7 @@ pub trait Product: Send + Sync {
         &self,
         req: &CountRequest,
         expected: u64,
-        load: LoadRun,
+        load: LoadRun<'_>,
     ) -> std::result::Result<LoadCount, CountFailed> {
         let _ = (expected, load);
         self.count_rows_detailed(req)
@@ -525,11 +527,6 @@ pub trait Product: Send + Sync {
     }
     /// Manual compaction (the compact phase), run through [`op::OpCtx`]; `None`: none.
     fn compaction(&self) -> Option<&'static op::Compaction> {
-        None
-    }
-    /// What runs before the queries on the started server (flush, data location), through
-    /// [`op::OpCtx`]; `None`: nothing.
-    fn before_queries(&self) -> Option<&'static op::BeforeQueries> {
         None
     }
     /// The product's own bench flags and operations (`bench <product> --flag`, `bench
@@ -634,19 +631,8 @@ pub fn check_http_url(u: &str) -> Result<()> {
     }
 }
 
-/// Product-specific bench flags that apply to a product.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BenchCaps {
-    /// `--no-sync` / `--accept-partial` (write acknowledgement and partial batches).
-    pub durability: bool,
-    /// `--chunk-time` / `--partitions` (TimescaleDB hypertables).
-    pub hypertables: bool,
-    /// `--partitions` / `--partition-column` (GreptimeDB: a table split into regions).
-    pub partitioned_tables: bool,
-}
-
 /// `--partitions N --partition-column C`: a table created before the load, split into N
-/// regions on column C (products with [`BenchCaps::partitioned_tables`]).
+/// regions on column C (products whose [`ext::BenchExt::partitioning`] asks for one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partitioning {
     pub partitions: u32,
@@ -669,14 +655,11 @@ pub struct PartitionedLoad<'a> {
 /// What the TSBS tools get beyond the generic flags (the product picks what it uses).
 #[derive(Debug, Clone, Default)]
 pub struct ToolOptions {
-    pub no_sync: bool,
-    pub accept_partial: bool,
     pub auth_token: Option<crate::tsbs::Secret>,
     pub admin_token: Option<crate::tsbs::Secret>,
-    /// Hypertable chunk interval, a Go duration (products with [`BenchCaps::hypertables`]).
-    pub chunk_time: Option<String>,
-    /// Hypertable space partitions (products with [`BenchCaps::hypertables`]).
-    pub partitions: Option<u32>,
+    /// The product's own bench flag values, resolved ([`ext::BenchExt::resolve`]): what of
+    /// them reaches its tools is the product's to say.
+    pub values: ext::Values,
 }
 
 /// What [`Product::after_load`] gets.
@@ -710,9 +693,9 @@ pub struct CountRequest<'a> {
 
 /// How the load that is counted ran (see [`Product::count_after_load`]).
 #[derive(Debug, Clone, Copy)]
-pub struct LoadRun {
-    /// Loaded with `--no-sync`.
-    pub no_sync: bool,
+pub struct LoadRun<'a> {
+    /// The product's own bench flag values the load ran with, resolved.
+    pub values: &'a ext::Values,
     /// The server is one tsbsctl started (its settings are known).
     pub managed: bool,
 }

@@ -20,26 +20,22 @@ pub enum StepEnd {
     Interrupted,
 }
 
-/// What an operation may ask of the run it is part of.
-pub trait OpCtx {
-    fn reporter(&self) -> &dyn Reporter;
-    /// The SQL database the benchmarks use.
-    fn database(&self) -> &str;
-    /// The managed workspace's id and installed version (operations need a managed target).
-    fn database_id(&self) -> String;
-    fn version(&self) -> String;
-    fn run_id(&self) -> String;
+/// The steps of the run a product's code runs in (an operation, its own bench phase, its work
+/// before the queries) and the managed server they start and stop: what [`OpCtx`] and
+/// [`super::phase::PhaseCtx`] both offer, declared once.
+pub trait StepCtx {
+    /// The run's directory (steps name their files relative to it).
     fn run_dir(&self) -> PathBuf;
-    /// The tables of the run's dataset, in the generator's order (`cpu` for cpu-only; nine
-    /// for devops; two for iot). Empty when the run has no dataset (a maintenance run).
-    fn tables(&self) -> Vec<String>;
-
-    /// A step of the run: a begin/end pair of events (`log`: relative to the run directory).
+    /// The next attempt number of `step`.
+    fn next_attempt(&mut self, step: &str) -> Result<u32>;
+    /// A step of the run: a begin/end pair of events (`log` and `results`: relative to the
+    /// run directory).
     fn begin(
         &mut self,
         step: &str,
         attempt: u32,
         log: Option<&str>,
+        results: Option<&str>,
         data: Option<Value>,
     ) -> Result<()>;
     fn end(
@@ -50,10 +46,24 @@ pub trait OpCtx {
         reason: Option<String>,
         data: Option<Value>,
     ) -> Result<()>;
-
     fn start_server(&mut self) -> Result<()>;
-    /// A slow stop only warns: the operation's answer was final.
+    /// Stops the managed server; a slow stop only warns (the work before it was final).
     fn stop_server(&mut self) -> Result<()>;
+}
+
+/// What an operation may ask of the run it is part of, beyond its steps.
+pub trait OpCtx: StepCtx {
+    fn reporter(&self) -> &dyn Reporter;
+    /// The SQL database the benchmarks use.
+    fn database(&self) -> &str;
+    /// The managed workspace's id and installed version (operations need a managed target).
+    fn database_id(&self) -> String;
+    fn version(&self) -> String;
+    fn run_id(&self) -> String;
+    /// The tables of the run's dataset, in the generator's order (`cpu` for cpu-only; nine
+    /// for devops; two for iot). Empty when the run has no dataset (a maintenance run).
+    fn tables(&self) -> Vec<String>;
+
     /// The running server's log: its path and its name relative to the run directory.
     fn server_log(&self) -> Option<(PathBuf, String)>;
     /// One read-only statement (bounded by the admin timeout); `db: None` asks outside the

@@ -7,48 +7,22 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
-use serde_json::Value;
-
-use super::op::StepEnd;
+use super::op::StepCtx;
 use crate::error::Result;
 use crate::tsbs::TsbsCommand;
 
-/// What a product's bench phase may ask of its run.
-pub trait PhaseCtx {
-    /// The run's directory (steps name their files relative to it).
-    fn run_dir(&self) -> PathBuf;
+/// What a product's bench phase may ask of its run, beyond its steps.
+pub trait PhaseCtx: StepCtx {
     /// The SQL database the benchmarks use.
     fn database(&self) -> String;
     /// The server's endpoint (the running one's, when started).
     fn endpoint(&self) -> String;
     /// The pinned TSBS tool `name`, its checksum checked again and recorded in the run.
     fn verified_tool(&mut self, name: &str) -> Result<PathBuf>;
-    fn start_server(&mut self) -> Result<()>;
-    fn stop_server(&mut self) -> Result<()>;
     /// The running server's log, relative to the run directory.
     fn server_log_rel(&self) -> String;
     /// Refuses (exit 4) a server whose row count is not the one its workspace was loaded with.
     fn check_loaded_rows(&mut self) -> Result<()>;
-    /// The next attempt number of `step`.
-    fn next_attempt(&mut self, step: &str) -> Result<u32>;
-    /// A step of the run that writes its results under `results` (both paths relative to the
-    /// run directory).
-    fn begin(
-        &mut self,
-        step: &str,
-        attempt: u32,
-        log: &str,
-        results: &str,
-        data: Value,
-    ) -> Result<()>;
-    fn end(
-        &mut self,
-        step: &str,
-        attempt: u32,
-        how: StepEnd,
-        reason: Option<String>,
-        data: Option<Value>,
-    ) -> Result<()>;
     /// Runs `cmd` as step `step`'s tool, its output in `log`, watched for a dead server. An
     /// end that was not an exit (Ctrl-C, the server dying) ends the step and is the error
     /// (`during` words what was under way); an exit status is for the caller to judge.

@@ -824,11 +824,12 @@ mod tests {
         load_command(&LoadSpec {
             binary: "/t/bin/tsbs_load_influx3".into(),
             target: influx3_target(crate::product::ToolOptions {
-                no_sync: false,
-                accept_partial: true,
+                values: serde_json::json!({"no_sync": false, "accept_partial": true})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
                 auth_token: auth.map(Secret::new),
                 admin_token: admin.map(Secret::new),
-                ..Default::default()
             }),
             urls: vec!["http://a:8181".into(), "http://b:8181".into()],
             input: LoadInput::Stdin,
@@ -877,11 +878,12 @@ mod tests {
         let spec_debug = format!(
             "{:?}",
             influx3_target(crate::product::ToolOptions {
-                no_sync: true,
-                accept_partial: false,
+                values: serde_json::json!({"no_sync": true, "accept_partial": false})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
                 auth_token: Some(Secret::new("s3cr3t-auth")),
                 admin_token: None,
-                ..Default::default()
             })
         );
         for shown in [c.redacted(), c.log_line(), format!("{c:?}")] {

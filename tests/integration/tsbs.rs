@@ -288,11 +288,12 @@ fn influx3_load_streams_stdin_and_keeps_tokens_out_of_logs() {
     let spec = LoadSpec {
         binary: w.bin("tsbs_load_influx3"),
         target: InfluxDb3::new(Edition::Core).load_target(&ToolOptions {
-            no_sync: true,
-            accept_partial: false,
             auth_token: Some(Secret::new("tok-Sekrit-1")),
             admin_token: None,
-            ..ToolOptions::default()
+            values: serde_json::json!({"no_sync": true, "accept_partial": false})
+                .as_object()
+                .cloned()
+                .unwrap(),
         }),
         urls: vec![srv.url()],
         input: LoadInput::Stdin,

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::environment::TsbsEnv;
 use crate::error::{Error, Result};
-use crate::product::op::StepEnd;
+use crate::product::op::{StepCtx, StepEnd};
 use crate::product::phase::PhaseCtx;
 use crate::queryset::QuerySet;
 use crate::tsbs::TsbsCommand;
@@ -28,7 +28,7 @@ impl Bench<'_> {
                     self.target.entry.display
                 ))
             })?;
-        let values = self.req.product_values.clone();
+        let values = self.plan.product.clone();
         (phase.run)(&mut Ctx { b: self, env }, set, &values)
     }
 }
@@ -39,45 +39,23 @@ struct Ctx<'a, 'b> {
     env: &'a TsbsEnv,
 }
 
-impl PhaseCtx for Ctx<'_, '_> {
+/// The steps and the server are the bench run's own ([`StepCtx`] for [`Bench`]).
+impl StepCtx for Ctx<'_, '_> {
     fn run_dir(&self) -> PathBuf {
-        self.b.run.dir.clone()
-    }
-    fn database(&self) -> String {
-        self.b.target.database().to_string()
-    }
-    fn endpoint(&self) -> String {
-        self.b.endpoint()
-    }
-    fn verified_tool(&mut self, name: &str) -> Result<PathBuf> {
-        integrity::verified_binary(self.env, name, &mut self.b.run)
-    }
-    fn start_server(&mut self) -> Result<()> {
-        self.b.start_server()
-    }
-    fn stop_server(&mut self) -> Result<()> {
-        self.b.stop_server()
-    }
-    fn server_log_rel(&self) -> String {
-        format!("logs/server-{:03}.log", self.b.server_attempt)
-    }
-    fn check_loaded_rows(&mut self) -> Result<()> {
-        self.b.check_loaded_rows()
+        StepCtx::run_dir(self.b)
     }
     fn next_attempt(&mut self, step: &str) -> Result<u32> {
-        self.b.run.next_attempt(step)
+        StepCtx::next_attempt(self.b, step)
     }
     fn begin(
         &mut self,
         step: &str,
         attempt: u32,
-        log: &str,
-        results: &str,
-        data: Value,
+        log: Option<&str>,
+        results: Option<&str>,
+        data: Option<Value>,
     ) -> Result<()> {
-        self.b
-            .run
-            .begin(step, attempt, Some(log), Some(results), Some(data))
+        StepCtx::begin(self.b, step, attempt, log, results, data)
     }
     fn end(
         &mut self,
@@ -87,7 +65,31 @@ impl PhaseCtx for Ctx<'_, '_> {
         reason: Option<String>,
         data: Option<Value>,
     ) -> Result<()> {
-        self.b.run.end(step, attempt, how.into(), reason, data)
+        StepCtx::end(self.b, step, attempt, how, reason, data)
+    }
+    fn start_server(&mut self) -> Result<()> {
+        self.b.start_server()
+    }
+    fn stop_server(&mut self) -> Result<()> {
+        self.b.stop_server()
+    }
+}
+
+impl PhaseCtx for Ctx<'_, '_> {
+    fn database(&self) -> String {
+        self.b.target.database().to_string()
+    }
+    fn endpoint(&self) -> String {
+        self.b.endpoint()
+    }
+    fn verified_tool(&mut self, name: &str) -> Result<PathBuf> {
+        integrity::verified_binary(self.env, name, &mut self.b.run)
+    }
+    fn server_log_rel(&self) -> String {
+        format!("logs/server-{:03}.log", self.b.server_attempt)
+    }
+    fn check_loaded_rows(&mut self) -> Result<()> {
+        self.b.check_loaded_rows()
     }
     fn run_tool(
         &mut self,

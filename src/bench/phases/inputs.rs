@@ -15,7 +15,7 @@ use super::super::{integrity, Bench};
 impl Bench<'_> {
     /// The TSBS build the run uses (`tsbs-env`); its binaries are re-hashed when they start.
     pub(in crate::bench) fn env(&mut self) -> Result<TsbsEnv> {
-        let key = self.req.rerun.as_ref().map(|p| p.tsbs_key.as_str());
+        let key = self.plan.rerun.as_ref().map(|p| p.tsbs_key.as_str());
         let root = &self.ctx.root;
         let attempt = self.run.next_attempt("tsbs-env")?;
         self.run.step("tsbs-env", attempt, |run| {
@@ -50,7 +50,7 @@ impl Bench<'_> {
         let mut data_gen = move || integrity::verified_generator(&gen_env, "tsbs_generate_data");
         let command = self.ctx.command_line();
         let reporter = self.ctx.reporter.as_ref();
-        let (phase, req, target) = (self.phase, self.req, &self.target);
+        let (phase, plan, target) = (self.phase, self.plan, &self.target);
         let attempt = self.run.next_attempt("dataset")?;
         self.run.step("dataset", attempt, |run| {
             let (ds, stored) = if phase.loads() {
@@ -58,7 +58,7 @@ impl Bench<'_> {
                     ds,
                     &GenerateRequest {
                         format: target.product.data_format().name.into(),
-                        compression: req.compression,
+                        compression: plan.compression,
                         regenerate: false,
                         generatable: crate::product::data_formats(),
                     },
@@ -73,7 +73,7 @@ impl Bench<'_> {
                 (ds, None)
             };
             let mut dv = ds.to_json();
-            if let Some(pinned) = req.rerun.as_ref().and_then(|p| p.dataset_sha256.as_ref()) {
+            if let Some(pinned) = plan.rerun.as_ref().and_then(|p| p.dataset_sha256.as_ref()) {
                 let have = match &stored {
                     Some(sf) => Some(sf.sha256.clone()),
                     None => target.binding().map(|b| b.sha256.clone()),
@@ -127,20 +127,17 @@ impl Bench<'_> {
         let qenv = env.clone();
         let mut q_gen = move || integrity::verified_generator(&qenv, "tsbs_generate_queries");
         let reporter = self.ctx.reporter.as_ref();
-        let (ctx, req, target) = (self.ctx, self.req, &self.target);
+        let (plan, target) = (self.plan, &self.target);
         let attempt = self.run.next_attempt("query-set")?;
         self.run.step("query-set", attempt, |run| {
             let log_dir = run.dir.join("logs");
-            let root = ctx
-                .root
-                .clone()
-                .with_dataset_root(req.dataset_root.as_deref())?;
+            let root = &plan.root;
             let qreq = QuerySetRequest {
                 dataset: ds,
                 format: target.product.query_format(),
                 counts,
                 log_dir: &log_dir,
-                pinned_manifest_sha256: req
+                pinned_manifest_sha256: plan
                     .rerun
                     .as_ref()
                     .and_then(|p| p.query_set_manifest_sha256.as_deref()),
@@ -148,16 +145,16 @@ impl Bench<'_> {
                 batch: None,
             };
             // A resume that extends the run makes the larger set from the run's own.
-            let set = match req
+            let set = match plan
                 .resume
                 .as_ref()
                 .and_then(|r| r.base_query_set.as_deref())
             {
-                Some(base) => queryset::extend_query_set(&root, &qreq, base, &mut q_gen, reporter)?,
-                None => queryset::ensure_query_set(&root, &qreq, &mut q_gen, reporter)?,
+                Some(base) => queryset::extend_query_set(root, &qreq, base, &mut q_gen, reporter)?,
+                None => queryset::ensure_query_set(root, &qreq, &mut q_gen, reporter)?,
             };
-            if let Some(plan) = &req.resume {
-                crate::bench::resume_files_unchanged(plan, &set)?;
+            if let Some(r) = &plan.resume {
+                crate::bench::resume_files_unchanged(r, &set)?;
             }
             let qv = json!({
                 "query_set_id": set.id,

@@ -17,16 +17,18 @@ use crate::tsbs::{self, DatabaseMode};
 
 use super::super::exec::{self, Input, ToolEnd};
 use super::super::inputfile::WatchedFile;
+use super::super::plan::Workload;
 use super::super::{footprint, integrity, watch, Bench};
 
 impl Bench<'_> {
     pub(in crate::bench) fn load(
         &mut self,
         env: &TsbsEnv,
+        w: &Workload,
         ds: &Dataset,
         sf: &StoredFormat,
     ) -> Result<()> {
-        let mode = self.target.mode(self.req);
+        let mode = self.plan.mode;
         let binding = self.target.binding_for(ds, sf);
         if self.target.is_managed() && mode != DatabaseMode::Reset && self.target.bound_to(&binding)
         {
@@ -76,9 +78,7 @@ impl Bench<'_> {
             None
         };
         self.machine_check("the load")?;
-        let w = self.run.manifest.workload.benchmark();
-        let workers = w.map_or(1, |w| w.load_workers) as u32;
-        let batch = w.map_or(3000, |w| w.batch_size) as u32;
+        let (workers, batch) = (w.load_workers, w.batch_size);
         let attempt = self.run.next_attempt("load")?;
         let (log, log_rel) = self.run.log(&format!("load-{attempt:03}.log"));
         let (results, results_rel) = self.run.result(&format!("load-{attempt:03}.json"));
@@ -93,8 +93,8 @@ impl Bench<'_> {
         let (auth, admin) = self.target.tokens();
         // A partitioned table is made by tsbsctl before the loader, which then only writes
         // (with its own create it would drop the database holding the table).
-        let own_db = if let Some(p) = self.req.partitioning() {
-            self.create_partitioned(&p, ds, sf, mode)?;
+        let own_db = if let Some(p) = &w.partitioning {
+            self.create_partitioned(p, ds, sf, mode)?;
             true
         } else {
             // Work its loader leaves to the product (InfluxDB 2's buckets); then the loader only writes.
@@ -107,15 +107,12 @@ impl Bench<'_> {
         };
         let urls = self.target.urls_with(&self.endpoint());
         let mut target = self.target.product.load_target(&ToolOptions {
-            no_sync: self.req.no_sync,
-            accept_partial: self.req.accept_partial,
             auth_token: auth,
             admin_token: admin,
-            chunk_time: self.req.chunk_time.clone(),
-            partitions: self.req.partitions,
+            values: self.plan.product.clone(),
         });
         if let Some(x) = self.target.product.bench_ext() {
-            target.args.extend((x.load_args)(&self.req.product_values));
+            target.args.extend((x.load_args)(&self.plan.product));
         }
         target.connection = self.target.product.load_connection(&urls)?;
         let spec = tsbs::LoadSpec {
@@ -128,7 +125,7 @@ impl Bench<'_> {
             workers,
             results_file: results,
             mode: if own_db { DatabaseMode::Reuse } else { mode },
-            confirm_reset: self.req.confirm_reset.clone().or_else(|| {
+            confirm_reset: self.plan.confirm_reset.clone().or_else(|| {
                 (mode == DatabaseMode::Reset).then(|| self.target.database().to_string())
             }),
         };
@@ -319,7 +316,11 @@ impl Bench<'_> {
 
         // Row count: the database must hold the dataset.
         self.row_count(ds, sf)?;
-        if self.req.partitioning().is_some() {
+        if self
+            .plan
+            .workload()
+            .is_some_and(|w| w.partitioning.is_some())
+        {
             self.region_report(sf.rows)?;
         }
         let scale = ds.spec.scale;
@@ -573,7 +574,7 @@ impl Bench<'_> {
         };
         let counted = self
             .target
-            .count_after_load(&endpoint, table, expected, self.req.no_sync);
+            .count_after_load(&endpoint, table, expected, &self.plan.product);
         let LoadCount {
             rows: actual,
             method,

@@ -82,7 +82,7 @@ impl Bench<'_> {
         };
         let data = crate::run::data::value(&record);
         let busy = record.busy();
-        if busy && self.req.require_quiet {
+        if busy && self.plan.require_quiet {
             let r = format!(
                 "the machine is not quiet before {before}: {}",
                 record.reading.words()
@@ -124,8 +124,7 @@ impl Bench<'_> {
     }
 
     pub(super) fn stall_policy(&self) -> watch::StallPolicy {
-        watch::StallPolicy::new(self.req.stall_timeout, self.req.on_stall)
-            .expect("validated before the run started")
+        self.plan.stall
     }
 
     /// Runs a tool with its progress drawn and stalls watched; the server check runs as with

@@ -23,12 +23,14 @@ use crate::tsbs;
 use super::super::conclude::same_cause;
 use super::super::exec::{Input, ToolEnd, ToolRun};
 use super::super::inputfile::WatchedFile;
+use super::super::plan::{Sampling, Workload};
 use super::super::{integrity, watch, Bench};
 
 impl Bench<'_> {
     pub(in crate::bench) fn query(
         &mut self,
         env: &TsbsEnv,
+        w: &Workload,
         ds: &Dataset,
         set: &QuerySet,
     ) -> Result<()> {
@@ -40,12 +42,16 @@ impl Bench<'_> {
         // What the product does on the started server before its queries, given its resolved
         // flag values (GreptimeDB: the flush when asked, the compaction it starts, where the
         // data is).
-        if let Some(op) = self.target.product.before_queries() {
-            let req = self.req;
-            (op.run)(self, &req.product_values)?;
+        if let Some(op) = self
+            .target
+            .product
+            .bench_ext()
+            .and_then(|x| x.before_queries)
+        {
+            let plan = self.plan;
+            (op.run)(self, &plan.product)?;
         }
-        let w = self.run.manifest.workload.benchmark();
-        let workers = w.map_or(1, |w| w.query_workers) as u32;
+        let workers = w.query_workers;
         let total_types = set.files.len();
         let urls_in_use = self.target.urls_in_use(workers);
         if let Some(used) = &urls_in_use {
@@ -62,12 +68,15 @@ impl Bench<'_> {
         self.machine_check("the queries")?;
         // The first type that failed with the cause the latest failure had (said once).
         let mut last_failure: Option<(String, String)> = None;
-        let passes = super::super::request::passes(self.req);
-        let precision = super::super::request::precision(self.phase, self.req)?;
+        let passes = self.plan.queries.passes;
+        let precision = match self.plan.queries.sampling {
+            Sampling::Fixed => None,
+            Sampling::UntilPrecise(p) => Some(p),
+        };
         for pass in 1..=passes {
             for (i, (qt, file)) in set.files.iter().enumerate() {
                 crate::interrupt::check()?;
-                if self.req.cold {
+                if self.plan.queries.cold {
                     self.cold_start(qt, pass)?;
                 }
                 // The bytes the runner is about to read are the ones the set's manifest records (#7),
@@ -176,7 +185,7 @@ impl Bench<'_> {
                 }
             }
         }
-        if self.req.check_answers {
+        if self.plan.queries.check_answers {
             self.check_answers(&binary, set)?;
         }
         Ok(())
@@ -244,7 +253,8 @@ impl Bench<'_> {
         let urls = self.target.urls_with(&self.endpoint());
         let mut target = self.target.product.query_target(&ToolOptions {
             auth_token: auth,
-            ..ToolOptions::default()
+            admin_token: None,
+            values: self.plan.product.clone(),
         });
         target.connection = self
             .target
@@ -474,13 +484,8 @@ impl Bench<'_> {
         let mut q_gen = move || integrity::verified_generator(&qenv, "tsbs_generate_queries");
         let counts = std::collections::BTreeMap::from([(qt.to_string(), n)]);
         let log_dir = self.run.dir.join("logs");
-        let root = self
-            .ctx
-            .root
-            .clone()
-            .with_dataset_root(self.req.dataset_root.as_deref())?;
         queryset::ensure_query_set(
-            &root,
+            &self.root,
             &queryset::QuerySetRequest {
                 dataset: ds,
                 format: set.format,

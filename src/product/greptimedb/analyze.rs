@@ -49,12 +49,7 @@ fn analyze(ctx: &mut dyn PhaseCtx, set: &QuerySet, values: &Values) -> Result<()
         }
         // Attempt directories are immutable: a new one per attempt, never overwritten.
         std::fs::create_dir(&results_dir).map_err(|e| Error::io("create", &results_dir, e))?;
-        ctx.begin(
-            &step,
-            attempt,
-            &log_rel,
-            &dir_rel,
-            json!({
+        ctx.begin(&step, attempt, Some(&log_rel), Some(&dir_rel), Some(json!({
                 "query_type": qt,
                 "hot_runs": hot,
                 "file": file.path,
@@ -64,8 +59,7 @@ fn analyze(ctx: &mut dyn PhaseCtx, set: &QuerySet, values: &Values) -> Result<()
                 "metrics": format!("{dir_rel}/metrics.json"),
                 "server_log": ctx.server_log_rel(),
                 "command": cmd.redacted(),
-            }),
-        )?;
+            })))?;
         let status = ctx.run_tool(&step, attempt, &cmd, &log, &format!("analysis of {qt}"))?;
         let text = crate::fsutil::read_log(&log);
         match explain::outcome(&cmd.tool(), status, &text, &spec) {

@@ -135,12 +135,7 @@ fn wait_for_compaction(
     table_ids: &[u64],
 ) -> Result<()> {
     let step = "automatic-compaction";
-    ctx.begin(
-        step,
-        1,
-        log.map(|(_, rel)| rel),
-        Some(json!({"signal": format!("{GAUGE} on /metrics"), "limit_seconds": WAIT_LIMIT.as_secs()})),
-    )?;
+    ctx.begin(step, 1, log.map(|(_, rel)| rel), None, Some(json!({"signal": format!("{GAUGE} on /metrics"), "limit_seconds": WAIT_LIMIT.as_secs()})))?;
     let start = Instant::now();
     let mut quiet_since = start;
     let mut busy: Option<(Instant, Instant)> = None;
@@ -267,7 +262,7 @@ fn data_location(
     flushed: bool,
     tables: &[(String, Option<u64>)],
 ) -> Result<()> {
-    ctx.begin("data-location", 1, None, None)?;
+    ctx.begin("data-location", 1, None, None, None)?;
     let db = ctx.database().to_string();
     let mut regions: Option<Vec<Value>> = Some(Vec::new());
     let mut waited = 0.0;

@@ -158,7 +158,7 @@ fn run(ctx: &mut dyn OpCtx, req: &CompactRequest) -> Result<()> {
 
 /// The table's id, or a refusal when it does not exist.
 fn table_id(ctx: &mut dyn OpCtx, table: &str) -> Result<u64> {
-    ctx.begin("table-check", 1, None, None)?;
+    ctx.begin("table-check", 1, None, None, None)?;
     let db = ctx.database().to_string();
     let sql = format!(
         "SELECT table_id FROM information_schema.tables WHERE table_schema = '{db}' AND table_name = '{table}'"
@@ -297,7 +297,7 @@ pub(super) fn settled_region_statistics(
 /// SST count and size per region (information schema, where the version has it) and the
 /// data directory split.
 fn table_state(ctx: &mut dyn OpCtx, step: &str, table_id: u64) -> Result<Value> {
-    ctx.begin(step, 1, None, None)?;
+    ctx.begin(step, 1, None, None, None)?;
     let db = ctx.database().to_string();
     let (stats, waited) = settled_region_statistics(ctx, &db, table_id);
     let regions: Vec<Value> = stats.clone().unwrap_or_default();
@@ -352,6 +352,7 @@ fn flush_and_compact(
         "confirm",
         1,
         Some(log_rel),
+        None,
         Some(json!({"timeout_seconds": timeout.as_secs_f64(), "regions": regions})),
     )?;
     let after = table_state(ctx, "state-after", table_id)?;

@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use serde_json::{json, Map, Value};
 
 use super::{
-    check_semver, BenchCaps, CountRequest, FilePart, FootprintParts, Latest, Product, ReleaseAsset,
+    check_semver, CountRequest, FilePart, FootprintParts, Latest, Product, ReleaseAsset,
     ServerCommand, ToolOptions, CONFIG_FILE,
 };
 use crate::dataset::Profile;
@@ -514,9 +514,6 @@ impl Product for InfluxDb2 {
     }
     fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
         Some((Some(TOKEN_ENV), None))
-    }
-    fn bench_caps(&self) -> BenchCaps {
-        BenchCaps::default()
     }
     fn load_target(&self, o: &ToolOptions) -> LoadTarget {
         self.remember_token(o.auth_token.as_ref());

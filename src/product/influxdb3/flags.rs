@@ -75,6 +75,16 @@ fn switch(given: &Values, f: &BenchFlag) -> bool {
     given.get(&f.key()) == Some(&Value::Bool(true))
 }
 
+/// `--no-sync`, in resolved values.
+pub fn no_sync(values: &Values) -> bool {
+    switch(values, &NO_SYNC)
+}
+
+/// `--accept-partial`, in resolved values.
+pub fn accept_partial(values: &Values) -> bool {
+    switch(values, &ACCEPT_PARTIAL)
+}
+
 /// The given values (typed) to the resolved ones: the count timeout checked (exit 2, the
 /// words users have always seen); the write settings the run's workload records
 /// (`no_sync`, `accept_partial`). The token variables are read by the core ([`core`]).
@@ -95,7 +105,7 @@ pub fn resolve(_phase: &str, given: &Values) -> Result<Values> {
 }
 
 /// What the core reads of the given values: the edition, the token variables, the count
-/// timeout and the write settings the loader and the row count take.
+/// timeout and `--no-sync` as parsed (the loader and the row count read the resolved values).
 pub fn core(given: &Values) -> CoreValues {
     CoreValues {
         variant: given_text(given, &EDITION),
@@ -103,8 +113,6 @@ pub fn core(given: &Values) -> CoreValues {
         admin_token_env: given_text(given, &ADMIN_TOKEN_ENV),
         count_timeout: seconds(given),
         no_sync: switch(given, &NO_SYNC),
-        accept_partial: switch(given, &ACCEPT_PARTIAL),
-        ..CoreValues::default()
     }
 }
 
@@ -158,7 +166,9 @@ mod tests {
             (Some("AT"), Some("ADT"))
         );
         assert_eq!(c.count_timeout, Some(120.0));
-        assert!(c.accept_partial && !c.no_sync);
+        assert!(!c.no_sync);
+        let resolved = resolve("load", &g).unwrap();
+        assert!(accept_partial(&resolved) && !no_sync(&resolved));
         assert_eq!(core(&Values::new()), CoreValues::default());
     }
 }

@@ -62,11 +62,11 @@ fn settling(no_sync: bool) -> Settling {
 pub fn count_after_load(
     req: &CountRequest,
     expected: u64,
-    load: LoadRun,
+    load: LoadRun<'_>,
 ) -> std::result::Result<LoadCount, CountFailed> {
     count_settled(
         expected,
-        settling(load.no_sync),
+        settling(super::flags::no_sync(load.values)),
         &mut || super::count_table(req).map(|c| (c.rows, Some(c.detail))),
         &mut || super::persisted_files(req),
         &mut std::thread::sleep,

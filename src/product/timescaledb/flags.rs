@@ -48,9 +48,9 @@ fn partitions(given: &Values) -> Option<u64> {
 
 /// The given values (typed) checked (exit 2, the words users have always seen): the
 /// hypertable's flags take a load, a positive Go duration and 1-32767 partitions. Whether
-/// the mode that runs has hypertables is the core's check once the mode is known
-/// (`check_write_caps`). Nothing resolves into the workload: the core records the hypertable
-/// settings given ([`core`]).
+/// the mode that runs has hypertables is the product's check once the mode is known
+/// ([`check_mode`]). The hypertable settings given resolve into the workload's write settings
+/// (`chunk_time`, `partitions`) and the loader's arguments ([`hypertable`]).
 pub fn resolve(phase: &str, given: &Values) -> Result<Values> {
     let given = &crate::product::ext::typed(FLAGS, given)?;
     let chunk_time = given_text(given, &CHUNK_TIME);
@@ -80,17 +80,39 @@ pub fn resolve(phase: &str, given: &Values) -> Result<Values> {
             .with_hint("omit it for no space partitions (the loader's default)"));
         }
     }
-    Ok(Values::new())
+    let mut out = Values::new();
+    if let Some(c) = chunk_time {
+        out.insert(CHUNK_TIME.key(), c.into());
+    }
+    if let Some(n) = parts {
+        out.insert(PARTITIONS.key(), n.into());
+    }
+    Ok(out)
 }
 
-/// What the core reads of the given values: the mode, the password's variable and the
-/// hypertable settings the loader takes.
+/// The hypertable's chunk interval and space partitions in resolved values (`None`: the
+/// loader's default).
+pub fn hypertable(values: &Values) -> (Option<String>, Option<u64>) {
+    (given_text(values, &CHUNK_TIME), partitions(values))
+}
+
+/// Refuses (exit 2) hypertable settings for a variant without hypertables (`display`: its
+/// name).
+pub fn check_mode(has_hypertables: bool, display: &str, values: &Values) -> Result<()> {
+    if has_hypertables || hypertable(values) == (None, None) {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "--chunk-time and --partitions shape TimescaleDB hypertables; {display} has none"
+    ))
+    .with_hint("drop them, or benchmark TimescaleDB (a workspace prepared with --mode timescaledb, or --mode timescaledb for an external server)"))
+}
+
+/// What the core reads of the given values: the mode and the password's variable.
 pub fn core(given: &Values) -> CoreValues {
     CoreValues {
         variant: given_text(given, &MODE),
         auth_token_env: given_text(given, &PASSWORD_ENV),
-        chunk_time: given_text(given, &CHUNK_TIME),
-        partitions: partitions(given).and_then(|n| u32::try_from(n).ok()),
         ..CoreValues::default()
     }
 }
@@ -171,7 +193,11 @@ mod tests {
         ];
         for (name, phase, g, want) in cases {
             match (want, resolved(phase, g)) {
-                (None, Ok(v)) => assert!(v.is_empty(), "{name}: {v:?}"),
+                // Only the hypertable settings resolve (the workload's write settings).
+                (None, Ok(v)) => assert!(
+                    v.keys().all(|k| k == "chunk_time" || k == "partitions"),
+                    "{name}: {v:?}"
+                ),
                 (None, Err(e)) => panic!("{name}: refused: {}", e.message),
                 (Some(w), Ok(_)) => panic!("{name}: accepted, wanted {w:?}"),
                 (Some(w), Err(e)) => {
@@ -194,10 +220,12 @@ mod tests {
         let c = core(&g);
         assert_eq!(c.variant.as_deref(), Some("timescaledb"));
         assert_eq!(c.auth_token_env.as_deref(), Some("PW"));
+        let resolved = resolve("load", &g).unwrap();
         assert_eq!(
-            (c.chunk_time.as_deref(), c.partitions),
-            (Some("6h"), Some(4))
+            serde_json::Value::Object(resolved.clone()),
+            json!({"chunk_time": "6h", "partitions": 4})
         );
+        assert_eq!(hypertable(&resolved), (Some("6h".into()), Some(4)));
         assert_eq!(core(&Values::new()), CoreValues::default());
     }
 }

@@ -16,9 +16,7 @@ use super::Mode;
 use crate::dataset::{DataFormat, Profile, RowLayout, RowLine};
 use crate::error::{Error, Result};
 use crate::platform::Platform;
-use crate::product::{
-    BenchCaps, FilePart, FootprintParts, Product, ServerCommand, ToolOptions, CONFIG_FILE,
-};
+use crate::product::{FilePart, FootprintParts, Product, ServerCommand, ToolOptions, CONFIG_FILE};
 use crate::queryset::QueryFormat;
 use crate::server::{Probe, Timing};
 use crate::tsbs::{LoadTarget, QueryTarget, Secret, ToolArg};
@@ -574,11 +572,9 @@ impl Product for TimescaleDb {
     fn bench_ext(&self) -> Option<&'static crate::product::ext::BenchExt> {
         Some(&BENCH_EXT)
     }
-    fn bench_caps(&self) -> BenchCaps {
-        BenchCaps {
-            hypertables: self.mode == Mode::Timescaledb,
-            ..BenchCaps::default()
-        }
+    /// `--chunk-time` and `--partitions` shape hypertables: PostgreSQL mode has none.
+    fn check_bench_values(&self, values: &crate::product::ext::Values) -> Result<()> {
+        super::flags::check_mode(self.mode == Mode::Timescaledb, &self.display_name(), values)
     }
     /// The mode's table layout (hypertables or plain tables), in TimescaleDB mode the
     /// hypertable's `--chunk-time` and `--partitions` when given (the loader's defaults
@@ -594,10 +590,11 @@ impl Product for TimescaleDb {
             ToolArg::Flag("in-table-partition-tag", "false".into()),
         ];
         if self.mode == Mode::Timescaledb {
-            if let Some(c) = &o.chunk_time {
-                args.push(ToolArg::Flag("chunk-time", c.clone()));
+            let (chunk_time, partitions) = super::flags::hypertable(&o.values);
+            if let Some(c) = chunk_time {
+                args.push(ToolArg::Flag("chunk-time", c));
             }
-            if let Some(n) = o.partitions {
+            if let Some(n) = partitions {
                 args.push(ToolArg::Flag("partitions", n.to_string()));
             }
         }
@@ -1054,8 +1051,10 @@ mod tests {
 
         let o = ToolOptions {
             auth_token: Some(Secret::new("s3cret-pw")),
-            chunk_time: Some("6h".into()),
-            partitions: Some(2),
+            values: json!({"chunk_time": "6h", "partitions": 2})
+                .as_object()
+                .cloned()
+                .unwrap(),
             ..ToolOptions::default()
         };
         let ext = "postgres://bench@db.example:6543/tsbs";
@@ -1218,15 +1217,22 @@ mod tests {
         assert_eq!(endpoint_port("http://127.0.0.1:15433").unwrap(), 15433);
         let t = target_of("http://10.1.2.3:7").unwrap();
         assert_eq!(t.display(), "postgres://postgres@10.1.2.3:7/postgres");
-        // Hypertable flags apply to TimescaleDB mode only.
+        // Hypertable flags apply to TimescaleDB mode only (a workspace's mode is known only
+        // from its manifest, so the target asks the variant that runs).
+        let hyper = json!({"chunk_time": "6h"}).as_object().cloned().unwrap();
+        TimescaleDb {
+            mode: Mode::Timescaledb,
+        }
+        .check_bench_values(&hyper)
+        .unwrap();
+        let e = p.check_bench_values(&hyper).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
         assert!(
-            TimescaleDb {
-                mode: Mode::Timescaledb
-            }
-            .bench_caps()
-            .hypertables
+            e.message.contains("PostgreSQL (no TimescaleDB) has none"),
+            "{}",
+            e.message
         );
-        assert!(!p.bench_caps().hypertables);
+        p.check_bench_values(&Default::default()).unwrap();
         assert_eq!(p.token_env_defaults(), Some((None, None)));
     }
 
