@@ -231,18 +231,35 @@ impl Server {
             }
             if let Some(status) = self.try_wait()? {
                 let (code, signal) = split_status(status);
-                let reason = format!("exited during startup ({})", describe_exit(code, signal));
+                // A start can need more memory than a run (a WAL replayed into memory): the
+                // OOM killer ending it is said as such, as it is during a run.
+                let oom = self.oom_evidence(signal);
+                if let Some(evidence) = &oom {
+                    self.push(EventKind::OutOfMemory {
+                        evidence: evidence.clone(),
+                    });
+                }
+                let how = match &oom {
+                    Some(e) => format!("out of memory: {e}"),
+                    None => describe_exit(code, signal),
+                };
+                let reason = format!("exited during startup ({how})");
                 self.push(EventKind::StartupFailed {
                     reason: reason.clone(),
                 });
                 self.stop();
                 let why = self.failure_why();
+                let hint = if oom.is_some() {
+                    "the server needs more memory to start than its limit (a replay of unflushed data is held in memory): raise --memory, or run without it"
+                } else {
+                    "read the log; `verify` checks the installation and the config"
+                };
                 return Err(Error::failed(format!(
                     "{} {reason}{why}; see {}",
                     self.spec.label,
                     self.spec.log_path.display()
                 ))
-                .with_hint("read the log; `verify` checks the installation and the config"));
+                .with_hint(hint));
             }
             if interrupt::requested() {
                 self.push(EventKind::StartupFailed {

@@ -1100,7 +1100,7 @@ fn ctrl_c_at_the_email_prompt_exits_130_and_restores_the_terminal() {
 }
 
 /// `bench influxdb3 <phase>` of managed workspace `id` with the tiny workload.
-fn bench_influx3(w: &World, id: &str, phase: &str, extra: &[&str]) -> Run {
+pub(crate) fn bench_influx3(w: &World, id: &str, phase: &str, extra: &[&str]) -> Run {
     let mut args = vec![
         "bench",
         "influxdb3",

@@ -403,3 +403,64 @@ fn a_servers_busy_child_is_the_servers_cpu_not_another_processes() {
         "{load}"
     );
 }
+
+/// A real InfluxDB 3 Core 3.10.1 under `--memory 1G` was OOM-killed while it replayed 291 MiB
+/// of WAL at start-up, and tsbsctl said only "exited during startup (killed by signal 9)".
+/// A start the OOM killer ends is said as such, with the evidence and what to change.
+#[test]
+fn shape_a_server_killed_at_its_memory_limit_while_starting_says_out_of_memory() {
+    if shaped_host().is_none() {
+        return;
+    }
+    let w = world();
+    let knobs = crate::world::publish_influx3(&w, "core");
+    w.prepare_influx3("om1", "core");
+    crate::influxdb3::bench_influx3(&w, "om1", "load", &[]).ok();
+    // The replay's memory, 400 MiB for this small WAL (the real one needs about 3.5 times
+    // its WAL), over the limit below.
+    let wal: u64 = walk(&w.gt.env.root.join("influxdb3/databases/om1"))
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "wal"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    assert!(wal > 0, "the load left a WAL to replay");
+    let per_mib = 400.0 * (1 << 20) as f64 / wal as f64;
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20, "wal_replay_memory_per_mib": per_mib}).to_string(),
+    )
+    .unwrap();
+    let r = crate::influxdb3::bench_influx3(&w, "om1", "query", &["--memory", "160MiB"]);
+    r.code(1)
+        .says("exited during startup (out of memory: killed by SIGKILL with 1 OOM kill(s) in its cgroup (memory limit 160.0 MiB")
+        .says("--memory");
+    let dir = run_dir(&r);
+    let dead = events(&dir)
+        .into_iter()
+        .find(|e| e["step"] == "server" && e["status"] == "failed")
+        .unwrap();
+    assert!(
+        dead["reason"]
+            .as_str()
+            .unwrap()
+            .contains("exited during startup (out of memory: killed by SIGKILL"),
+        "{dead}"
+    );
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("exited during startup (out of memory"), "{md}");
+    // Without the limit the same start replays and the queries run.
+    crate::influxdb3::bench_influx3(&w, "om1", "query", &[]).ok();
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

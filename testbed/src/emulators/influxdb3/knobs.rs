@@ -44,6 +44,10 @@ pub struct Knobs {
     /// Start-up replays the WAL at this pace per MiB of WAL files (the real `startup time`
     /// grows with the WAL: 92.6 s for 305 MB in a dev build).
     pub wal_replay_ms_per_mib: u64,
+    /// MiB of memory the start-up touches and holds while it replays, per MiB of WAL files
+    /// (default 3.5): the real 3.10.1 rebuilds its in-memory buffer from the WAL and was
+    /// OOM-killed under a 1 GiB cgroup limit replaying 291 MiB of WAL.
+    pub wal_replay_memory_per_mib: Option<f64>,
     pub write_reject_first: u64,
     pub write_reject_status: Option<u16>,
     pub write_retry_after: Option<String>,

@@ -128,7 +128,9 @@
 //!   snapshotted rows are invisible to queries (real 3.10.1 `queryable_buffer.rs:358-366`:
 //!   acknowledged durable rows dip from `count(*)`). A stop abandons a snapshot in flight.
 //!   Start-up replays the WAL after the last snapshot (`replaying WAL files`, `completed
-//!   replaying wal files time_taken=..`), `wal_replay_ms_per_mib` per MiB of it.
+//!   replaying wal files time_taken=..`), `wal_replay_ms_per_mib` per MiB of it, touching and
+//!   holding `wal_replay_memory_per_mib` (default 3.5) MiB of memory per MiB meanwhile (the real
+//!   3.10.1 was OOM-killed replaying 291 MiB of WAL under a 1 GiB limit).
 //! * Enterprise 3.11 and later, for a catalog created by that version (the upgraded storage
 //!   engine, recorded as `storage_engine` in the catalog): the same layout with `.pt` WAL and
 //!   data files instead of `.wal` / `.parquet`. Guess: only the `.pt` extension is documented;
@@ -151,7 +153,7 @@
 //! `at` defaults to `ready`), `admin_token` (the one valid token when auth is on);
 //! `wal_flush_interval_ms`, `snapshot_after_wal_files`, `write_reject_first` (N first writes
 //! refused), `write_reject_status` (429 default, or 503), `write_retry_after` (header value);
-//! `snapshot_persist_ms_per_file`, `wal_replay_ms_per_mib`;
+//! `snapshot_persist_ms_per_file`, `wal_replay_ms_per_mib`, `wal_replay_memory_per_mib`;
 //! `wrong_answers` (`[".."]`: a query containing the text answers its first row's first number
 //! plus one), `query_delay_ms`, `count_ms_per_1000_rows` (a `count(..)` query sleeps in proportion to the
 //! visible rows), `query_failures` (`[{"contains":"..","status":500,"error":".."}]`),

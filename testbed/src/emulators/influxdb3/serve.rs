@@ -178,10 +178,16 @@ pub fn run(build: Build, knobs: Knobs, cfg: ServeConfig) -> i32 {
     let replay = Duration::from_millis(
         knobs.wal_replay_ms_per_mib * store.replayed_wal_bytes / (1024 * 1024),
     );
+    // The buffer the replay rebuilds is resident memory: under a cgroup limit a large WAL
+    // gets the process OOM-killed during start-up, as it did the real one.
+    let replay_memory = touched_bytes(
+        knobs.wal_replay_memory_per_mib.unwrap_or(3.5).max(0.0) * store.replayed_wal_bytes as f64,
+    );
     let replay_end = Instant::now() + replay;
     while Instant::now() < replay_end && !stop_signal.load(Ordering::SeqCst) {
         std::thread::sleep((replay_end - Instant::now()).min(Duration::from_millis(20)));
     }
+    drop(replay_memory);
     log(
         "INFO",
         "influxdb3_wal::object_store",
@@ -357,4 +363,15 @@ pub fn run(build: Build, knobs: Knobs, cfg: ServeConfig) -> i32 {
     }
     log("INFO", SERVE, "shutdown complete", &[]);
     0
+}
+
+/// `bytes` allocated and written page by page, so they are resident (counted by a cgroup's
+/// memory limit), not merely reserved.
+fn touched_bytes(bytes: f64) -> Vec<u8> {
+    let mut v = vec![0u8; bytes as usize];
+    for i in (0..v.len()).step_by(4096) {
+        v[i] = 1;
+    }
+    std::hint::black_box(&mut v);
+    v
 }
