@@ -5,6 +5,8 @@
 //! that cannot be had with its recorded checksum stops the rerun with exit 4; nothing is ever
 //! substituted. The phases themselves are `bench`'s ([`crate::bench::run`]).
 
+use std::path::Path;
+
 use serde_json::{json, Value};
 
 use crate::bench::flags::Flags;
@@ -394,6 +396,7 @@ fn normalize_state(s: &str) -> String {
 /// a rerun cannot meet: the numbers would not reproduce the run's.
 fn check_data_state(
     ctx: &Ctx,
+    run_dir: &Path,
     m: &RunManifest,
     product: &dyn Product,
     id: &str,
@@ -420,7 +423,17 @@ fn check_data_state(
     };
     let loads = matches!(m.phase.as_str(), "all" | "load");
     let will_load = loads && (m.flags["database_mode"].as_str() == Some("reset") || !same_data);
-    let now = if will_load {
+    // A rerun that loads repeats the load and what the run's flags did after it (a flush
+    // before the queries): when the run loaded its data itself, it measures what the run
+    // measured. A run that found its data already there measured another history.
+    let loaded_itself = || -> Result<bool> {
+        Ok(run::read_events(run_dir)?
+            .iter()
+            .any(|e| e.step == "load" && e.status == run::Status::Completed))
+    };
+    let now = if will_load && loaded_itself()? {
+        original.clone()
+    } else if will_load {
         "as loaded".to_string()
     } else {
         state.label()
@@ -496,7 +509,14 @@ pub fn run(
     // Every pin is checked before anything is written.
     let tsbs_key = check_environment(ctx, &env)?;
     let database_id = check_target(ctx, &m, product.as_ref(), new_id)?;
-    let data_state = check_data_state(ctx, &m, product.as_ref(), &database_id, accept_data_state)?;
+    let data_state = check_data_state(
+        ctx,
+        &dir,
+        &m,
+        product.as_ref(),
+        &database_id,
+        accept_data_state,
+    )?;
     let pins = RerunPins {
         rerun_of: m.run_id.clone(),
         tsbs_key,

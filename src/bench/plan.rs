@@ -335,7 +335,7 @@ fn workload(
     if phase.loads() {
         target.check_binding_id(&dataset, mode)?;
         if let Some(p) = &partitioning {
-            check_partitioning(target, mode, &dataset, p)?;
+            check_partitioning(target, mode, &dataset, p, req.rerun.as_ref())?;
         }
     } else {
         let named = req.dataset_id.is_some() || req.spec.any();
@@ -414,20 +414,29 @@ fn check_partitioning(
     mode: DatabaseMode,
     ds: &Dataset,
     p: &Partitioning,
+    rerun: Option<&RerunPins>,
 ) -> Result<()> {
     target
         .product
         .check_partitioning(p, ds.spec.use_case()?.name, ds.spec.scale)?;
     if mode != DatabaseMode::Reset && target.binding().is_some_and(|b| b.dataset_id == ds.id) {
+        // `runs rerun` takes no --database-mode: its way to a new load is a new workspace.
+        let hint = match rerun {
+            Some(r) => format!(
+                "rerun it into a new workspace: tsbsctl runs rerun {} --database-id NEW",
+                r.rerun_of
+            ),
+            None => format!(
+                "load again with --database-mode reset --confirm-reset {}",
+                target.database()
+            ),
+        };
         return Err(Error::invalid(format!(
             "workspace {} already holds dataset {} in the table its load made; --partitions needs a new load",
             target.database_id().unwrap_or_default(),
             ds.id
         ))
-        .with_hint(format!(
-            "load again with --database-mode reset --confirm-reset {}",
-            target.database()
-        )));
+        .with_hint(hint));
     }
     Ok(())
 }

@@ -487,6 +487,54 @@ fn rerun_refuses_another_data_state_defect_10() {
     }
 }
 
+/// Found on a real GreptimeDB v1.0.2: a run of `all --flush-before-queries` measured data "as
+/// loaded, flushed"; `runs rerun RUN --database-id NEW`, the hint's own advice, was refused
+/// (exit 4: "workspace NEW holds data as loaded"), though the rerun repeats the load and the
+/// flush. A rerun that loads afresh measures what the run's own load and flags made.
+#[test]
+fn rerun_into_a_new_workspace_reproduces_a_flushed_run() {
+    let w = world();
+    let dir = w.bench_ok("all", &["--flush-before-queries"]);
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["data_state"]["label"], "as loaded, flushed", "{m}");
+    let run_id = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let r = w.run(&["runs", "rerun", &run_id, "--database-id", "fresh", "--json"]);
+    r.ok();
+    let m = read_json(&run_dir(&r).join("manifest.json"));
+    assert_eq!(m["data_state"]["label"], "as loaded, flushed", "{m}");
+    assert_eq!(m["flags"]["flush_before_queries"], true, "{m}");
+    // A partitioned run again on its own workspace: refused (its table is made), with advice
+    // `runs rerun` takes (it has no --database-mode).
+    w.gt.prepare("p1", crate::world::STABLE);
+    let r = w.gt.run_json(&[
+        "bench",
+        "greptimedb",
+        "all",
+        "--database-id",
+        "p1",
+        "--partitions",
+        "2",
+        "--partition-column",
+        "hostname",
+        "--queries",
+        "1",
+        "--query-type",
+        "lastpoint",
+        "--dataset-id",
+        "tiny",
+    ]);
+    r.ok();
+    let run_id = run_dir(&r)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    w.run(&["runs", "rerun", &run_id])
+        .code(2)
+        .says("--partitions needs a new load")
+        .says(&format!("tsbsctl runs rerun {run_id} --database-id NEW"));
+}
+
 /// Issue 16 #4: the hold token and the licence e-mail cannot both come from stdin.
 #[test]
 fn hold_token_stdin_and_license_email_stdin_exclude_each_other_defect_4() {
