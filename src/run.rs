@@ -861,7 +861,10 @@ fn redact_strings(v: &mut Value, r: &Redactor) {
 }
 
 impl Reporter for RunEvents {
+    /// A line a product words itself (or the query phase's "query type i/n T"): kept as
+    /// printed, so the file holds every status line the command showed.
     fn info(&self, msg: &str) {
+        self.append(self.line(&[("event", "info")], Value::Null, msg.to_string()));
         self.inner.info(msg);
     }
     fn event(&self, e: &Event) {
@@ -872,6 +875,8 @@ impl Reporter for RunEvents {
         self.inner.event(e);
     }
     fn warn(&self, msg: &str) {
+        let head = [("event", "warning"), ("kind", "text")];
+        self.append(self.line(&head, Value::Null, msg.to_string()));
         self.inner.warn(msg);
     }
     fn warning(&self, w: &Warning) {
@@ -1649,6 +1654,7 @@ mod tests {
             holder: "pid 1".into(),
             wait: std::time::Duration::from_millis(1500),
         });
+        rep.info(&format!("query type 1/2 lastpoint ({token})"));
         run.end("load", 1, Status::Completed, None, None).unwrap();
         // A torn last line, as a crash mid-append leaves it.
         let mut f = OpenOptions::new()
@@ -1684,9 +1690,11 @@ mod tests {
                 "step load",
                 "warning/query_type_failed",
                 "waiting_for_lock/",
+                "info/",
                 "step load"
             ]
         );
+        assert_eq!(lines[4]["message"], "query type 1/2 lastpoint (<redacted>)");
         let w = &lines[2];
         assert!(w["ts"].is_string(), "{w}");
         assert_eq!(w["query_type"], "lastpoint");
