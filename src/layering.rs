@@ -168,15 +168,21 @@ fn strip_test_items(s: &str) -> String {
 
 /// The `crate::<name>` paths in a stripped source.
 fn crate_refs(s: &str) -> BTreeSet<String> {
+    refs_after(s, "crate::")
+}
+
+/// The first segments of the paths that start with `prefix` (`crate::`, `super::`,
+/// `crate::bench::`), `prefix::{a, b::c}` groups included.
+fn refs_after(s: &str, prefix: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for (at, _) in s.match_indices("crate::") {
+    for (at, _) in s.match_indices(prefix) {
         if at > 0 {
             let p = s.as_bytes()[at - 1];
-            if p.is_ascii_alphanumeric() || p == b'_' {
-                continue; // e.g. `$crate::` or `my_crate::`
+            if p.is_ascii_alphanumeric() || p == b'_' || p == b':' {
+                continue; // e.g. `my_crate::`, or `super::` inside `super::super::`
             }
         }
-        let tail = &s[at + "crate::".len()..];
+        let tail = &s[at + prefix.len()..];
         let names: Vec<&str> = if let Some(group) = tail.strip_prefix('{') {
             // `crate::{a, b::c}`: the first segment of each entry.
             let end = group.find('}').unwrap_or(group.len());
@@ -336,6 +342,58 @@ fn module_graph_has_no_cycle_beyond_the_allowed_list() {
     assert!(
         new.is_empty(),
         "import cycles not in ALLOWED_CYCLES: {new:?}"
+    );
+}
+
+/// The submodules of `src/bench/` (`plan`, `target`, `phases`, ...) -> the siblings they
+/// name (`super::x` from `bench/y.rs`, `super::super::x` from `bench/phases/…`,
+/// `crate::bench::x` anywhere). `bench/mod.rs`, the parent that declares them all, is left
+/// out: a child naming an item of its parent is no circle between siblings.
+fn bench_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let files: Vec<(PathBuf, String)> = sources()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("bench") && p != Path::new("bench/mod.rs"))
+        .collect();
+    let node = |p: &Path| -> String {
+        let c = p.components().nth(1).unwrap().as_os_str().to_string_lossy();
+        c.strip_suffix(".rs").unwrap_or(&c).to_string()
+    };
+    let nodes: BTreeSet<String> = files.iter().map(|(p, _)| node(p)).collect();
+    let mut g: BTreeMap<String, BTreeSet<String>> =
+        nodes.iter().map(|m| (m.clone(), BTreeSet::new())).collect();
+    for (p, text) in &files {
+        let from = node(p);
+        let up = if p.components().count() > 2 {
+            "super::super::"
+        } else {
+            "super::"
+        };
+        let named = refs_after(text, up)
+            .into_iter()
+            .chain(refs_after(text, "crate::bench::"));
+        for to in named {
+            if to != from && nodes.contains(&to) {
+                g.get_mut(&from).unwrap().insert(to);
+            }
+        }
+    }
+    g
+}
+
+/// Issue 23: "The import graph has no circle inside `src/bench/`" (the review found request
+/// -> preflight -> target -> request).
+#[test]
+fn bench_submodules_form_no_cycle() {
+    let g = bench_graph();
+    assert!(g.contains_key("plan") && g.contains_key("phases"), "{g:?}");
+    assert!(
+        g["plan"].contains("target"),
+        "the scanner sees sibling edges: {g:?}"
+    );
+    let found = cycles(&g);
+    assert!(
+        found.is_empty(),
+        "import cycles inside src/bench/: {found:?}"
     );
 }
 
