@@ -524,8 +524,13 @@ fn query_run_in_background(w: &World) -> (std::process::Child, PathBuf) {
     (child, dir.unwrap())
 }
 
+/// When the last step line was written (event lines, `{"ts", "event"}`, are not steps).
 fn last_event_at(dir: &Path) -> String {
-    events(dir).last().unwrap()["at"]
+    events(dir)
+        .into_iter()
+        .rev()
+        .find(|e| e.get("step").is_some())
+        .unwrap()["at"]
         .as_str()
         .unwrap()
         .to_string()
