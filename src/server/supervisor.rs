@@ -233,23 +233,14 @@ impl Server {
                 let (code, signal) = split_status(status);
                 // A start can need more memory than a run (a WAL replayed into memory): the
                 // OOM killer ending it is said as such, as it is during a run.
-                let oom = self.oom_evidence(signal);
-                if let Some(evidence) = &oom {
-                    self.push(EventKind::OutOfMemory {
-                        evidence: evidence.clone(),
-                    });
-                }
-                let how = match &oom {
-                    Some(e) => format!("out of memory: {e}"),
-                    None => describe_exit(code, signal),
-                };
+                let (oom, how) = self.how_it_died(code, signal);
                 let reason = format!("exited during startup ({how})");
                 self.push(EventKind::StartupFailed {
                     reason: reason.clone(),
                 });
                 self.stop();
                 let why = self.failure_why();
-                let hint = if oom.is_some() {
+                let hint = if oom {
                     "the server needs more memory to start than its limit (a replay of unflushed data is held in memory): raise --memory, or run without it"
                 } else {
                     "read the log; `verify` checks the installation and the config"
@@ -305,17 +296,8 @@ impl Server {
             None => Ok(()),
             Some(status) => {
                 let (code, signal) = split_status(status);
-                let oom = self.oom_evidence(signal);
-                if let Some(evidence) = &oom {
-                    self.push(EventKind::OutOfMemory {
-                        evidence: evidence.clone(),
-                    });
-                }
+                let (_, how) = self.how_it_died(code, signal);
                 self.finish(code, signal, false, true, 0);
-                let how = match &oom {
-                    Some(e) => format!("out of memory: {e}"),
-                    None => describe_exit(code, signal),
-                };
                 Err(Error::failed(format!(
                     "{} exited unexpectedly ({how}){}; see {}",
                     self.spec.label,
@@ -684,6 +666,19 @@ impl Server {
     /// The cgroup the server runs in, as recorded.
     pub fn shape_record(&self) -> Option<&super::cgroup::Record> {
         self.cgroup.as_ref().map(|c| &c.record)
+    }
+
+    /// How an exit tsbsctl did not ask for (`code`, `signal`) is told: the OOM evidence, when
+    /// there is some (recorded as an [`EventKind::OutOfMemory`] event), and the words.
+    fn how_it_died(&mut self, code: Option<i32>, signal: Option<i32>) -> (bool, String) {
+        match self.oom_evidence(signal) {
+            Some(evidence) => {
+                let how = format!("out of memory: {evidence}");
+                self.push(EventKind::OutOfMemory { evidence });
+                (true, how)
+            }
+            None => (false, describe_exit(code, signal)),
+        }
     }
 
     /// Why a death by `signal` was the OOM killer, when the evidence says so (see

@@ -418,7 +418,7 @@ fn shape_a_server_killed_at_its_memory_limit_while_starting_says_out_of_memory()
     crate::influxdb3::bench_influx3(&w, "om1", "load", &[]).ok();
     // The replay's memory, 400 MiB for this small WAL (the real one needs about 3.5 times
     // its WAL), over the limit below.
-    let wal: u64 = walk(&w.gt.env.root.join("influxdb3/databases/om1"))
+    let wal: u64 = crate::util::all_files(&w.gt.env.root.join("influxdb3/databases/om1"))
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "wal"))
         .map(|p| std::fs::metadata(p).unwrap().len())
@@ -450,17 +450,4 @@ fn shape_a_server_killed_at_its_memory_limit_while_starting_says_out_of_memory()
     assert!(md.contains("exited during startup (out of memory"), "{md}");
     // Without the limit the same start replays and the queries run.
     crate::influxdb3::bench_influx3(&w, "om1", "query", &[]).ok();
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }

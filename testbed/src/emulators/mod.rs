@@ -56,6 +56,18 @@ fn rss_bytes() -> u64 {
     rss_kib * 1024
 }
 
+/// `bytes` allocated and written page by page, so they are resident (counted by a cgroup's
+/// memory limit), not merely reserved: a stand-in's working memory that can get it
+/// OOM-killed where the real server is.
+pub(crate) fn touched_bytes(bytes: usize) -> Vec<u8> {
+    let mut v = vec![0u8; bytes];
+    for i in (0..v.len()).step_by(4096) {
+        v[i] = 1;
+    }
+    std::hint::black_box(&mut v);
+    v
+}
+
 /// What InfluxDB 3's `/metrics` says of its memory: no process collector (no CPU series, no
 /// `process_resident_memory_bytes`), only jemalloc's statistics as one gauge with a `stat`
 /// label (`influxdb3/src/commands/serve/jemalloc.rs`, encoded by `metric_exporters`'

@@ -1469,15 +1469,9 @@ pub fn select_information_from(
     })
 }
 
-/// `mib` MiB allocated and written page by page, so it is resident (counted by a cgroup's
-/// memory limit), not merely reserved.
+/// `mib` MiB of resident working memory.
 fn touched_mib(mib: u64) -> Vec<u8> {
-    let mut v = vec![0u8; (mib as usize) << 20];
-    for i in (0..v.len()).step_by(4096) {
-        v[i] = 1;
-    }
-    std::hint::black_box(&mut v);
-    v
+    crate::emulators::touched_bytes((mib as usize) << 20)
 }
 
 /// A uniform draw in `0..=max` (a xorshift over the clock and a counter: no seed to share).

@@ -180,8 +180,9 @@ pub fn run(build: Build, knobs: Knobs, cfg: ServeConfig) -> i32 {
     );
     // The buffer the replay rebuilds is resident memory: under a cgroup limit a large WAL
     // gets the process OOM-killed during start-up, as it did the real one.
-    let replay_memory = touched_bytes(
-        knobs.wal_replay_memory_per_mib.unwrap_or(3.5).max(0.0) * store.replayed_wal_bytes as f64,
+    let replay_memory = crate::emulators::touched_bytes(
+        (knobs.wal_replay_memory_per_mib.unwrap_or(3.5).max(0.0) * store.replayed_wal_bytes as f64)
+            as usize,
     );
     let replay_end = Instant::now() + replay;
     while Instant::now() < replay_end && !stop_signal.load(Ordering::SeqCst) {
@@ -363,15 +364,4 @@ pub fn run(build: Build, knobs: Knobs, cfg: ServeConfig) -> i32 {
     }
     log("INFO", SERVE, "shutdown complete", &[]);
     0
-}
-
-/// `bytes` allocated and written page by page, so they are resident (counted by a cgroup's
-/// memory limit), not merely reserved.
-fn touched_bytes(bytes: f64) -> Vec<u8> {
-    let mut v = vec![0u8; bytes as usize];
-    for i in (0..v.len()).step_by(4096) {
-        v[i] = 1;
-    }
-    std::hint::black_box(&mut v);
-    v
 }
