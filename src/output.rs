@@ -241,6 +241,8 @@ pub enum Event {
     PortShared { id: String, shared: Vec<SharedPort> },
     /// A workspace's data is copied into a new one.
     CopyingWorkspace { from: PathBuf, id: String },
+    /// `remove` deletes a workspace's objects (`location`: [`crate::s3::Location::describe`]).
+    DeletingObjects { location: String },
 
     // -- datasets and query sets
     /// A stored dataset was written by another build of the same TSBS commit; it is reused.

@@ -450,6 +450,35 @@ pub fn list(client: &Client, t: &Target, c: &Credentials, page_size: u32) -> Res
     ))
 }
 
+/// Deletes one object (DeleteObject: a signed `DELETE` of its key). S3 answers 204 also for
+/// a key that is already gone, so a deletion repeated after an interruption succeeds.
+pub fn delete(client: &Client, t: &Target, c: &Credentials, key: &str) -> Result<()> {
+    let mut url = t.bucket_url();
+    // Encoded as SigV4 signs it (every byte but the unreserved ones and `/`), so the path
+    // sent is the path signed.
+    url.set_path(&format!("/{}/{}", t.bucket, uri_encode(key, true)));
+    let mut req = client.delete(url.clone());
+    for (k, v) in sign("DELETE", &url, &[], c, &t.region, &amz_now(), &[]) {
+        req = req.header(k, v);
+    }
+    let resp = req.send().map_err(|e| {
+        Error::new(
+            ErrorKind::Failed,
+            format!("S3 endpoint {} did not answer: {e}", t.endpoint),
+        )
+    })?;
+    let status = resp.status().as_u16();
+    if (200..300).contains(&status) {
+        return Ok(());
+    }
+    let body = resp.text().unwrap_or_default();
+    let code = error_code(&body).unwrap_or_else(|| format!("HTTP {status}"));
+    Err(Error::new(
+        ErrorKind::Failed,
+        format!("S3 deletion of {}/{key} failed: {code}", t.bucket),
+    ))
+}
+
 /// Object count and bytes, in total and per category.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BucketFootprint {
@@ -594,6 +623,31 @@ impl Location {
             )));
         }
         Ok(parse_list_page(&body)?.0.is_empty())
+    }
+
+    /// Deletes every object under the prefix, one by one, listing again until the prefix is
+    /// empty (a server may still have been writing; bounded). `progress` gets each deleted
+    /// object's count so far. Returns the objects and bytes deleted.
+    pub fn delete_all(&self, progress: &mut dyn FnMut(u64)) -> Result<(u64, u64)> {
+        const ROUNDS: usize = 5;
+        let (client, t, creds) = (client()?, self.target()?, self.credentials()?);
+        let (mut objects, mut bytes) = (0u64, 0u64);
+        for _ in 0..ROUNDS {
+            let listed = list(&client, &t, &creds, 1000)?;
+            if listed.is_empty() {
+                return Ok((objects, bytes));
+            }
+            for o in listed {
+                delete(&client, &t, &creds, &o.key)?;
+                objects += 1;
+                bytes += o.size;
+                progress(objects);
+            }
+        }
+        Err(Error::failed(format!(
+            "objects kept appearing under {}/ in bucket {} after {ROUNDS} rounds of deletion",
+            self.prefix, self.bucket
+        )))
     }
 
     /// What a footprint records of the bucket: the location, the object count and bytes, and

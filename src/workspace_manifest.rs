@@ -39,6 +39,11 @@ pub struct WorkspaceManifest {
     pub data_state: DataState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copied_from: Option<Provenance>,
+    /// When `prepare` found the workspace's object-store prefix empty (a workspace on object
+    /// storage; `None` for one prepared before tsbsctl checked it): everything under the prefix
+    /// is then the workspace's own, which `remove` deletes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_store_claimed_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
     pub tool_version: String,

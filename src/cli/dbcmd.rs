@@ -52,6 +52,10 @@ pub struct RemoveArgs {
     /// Repeat the id to confirm the deletion.
     #[arg(long, value_name = "ID")]
     pub confirm: String,
+    /// A workspace on object storage: leave its objects in the bucket (by default they are
+    /// deleted with it, when `prepare` found its prefix empty).
+    #[arg(long)]
+    pub keep_objects: bool,
     #[command(flatten)]
     pub lock: LockArgs,
 }
@@ -281,39 +285,84 @@ pub fn verify_cmd(ctx: &Ctx, p: &dyn Product, a: IdArgs) -> Result<Outcome> {
 
 /// `remove`
 pub fn remove_cmd(ctx: &Ctx, p: &dyn Product, a: RemoveArgs) -> Result<Outcome> {
-    // A workspace on object storage leaves its objects in the bucket: tsbsctl does not delete
-    // what it cannot be sure is only the workspace's. Listed before the removal (the
-    // manifest names the location), so the person learns what is left and where.
-    let left = workspace::load(&ctx.root, p, &a.database_id)
+    use workspace::RemovedObjects;
+    let id = &a.database_id;
+    // What will be left is listed before the removal (the manifest names where it is), so the
+    // person learns what stays and where.
+    let left = workspace::load(&ctx.root, p, id)
         .ok()
+        .filter(|ws| a.keep_objects || ws.manifest.object_store_claimed_at.is_none())
         .map(|ws| p.object_store_footprint(&ws.manifest, &ws.dir));
-    let dir = workspace::remove(ctx, p, &a.database_id, &a.confirm, &(&a.lock).into())?;
-    let mut text = format!("workspace {} removed ({})\n", a.database_id, dir.display());
-    let mut data = json!({"database_id": a.database_id, "removed": dir});
-    match left {
-        Some(Ok(Some((o, _)))) => {
-            let (bucket, prefix) = (o["bucket"].as_str(), o["prefix"].as_str());
-            let (bucket, prefix) = (bucket.unwrap_or("?"), prefix.unwrap_or("?"));
+    let (dir, objects) =
+        workspace::remove(ctx, p, id, &a.confirm, a.keep_objects, &(&a.lock).into())?;
+    let mut text = format!("workspace {id} removed ({})\n", dir.display());
+    let mut data = json!({"database_id": id, "removed": dir});
+    let size = |b: u64| crate::render::bytes(minijinja::Value::from(b));
+    match objects {
+        RemovedObjects::None => {}
+        RemovedObjects::Deleted {
+            location,
+            objects,
+            bytes,
+        } => {
             text.push_str(&format!(
-                "left in object storage: {} object(s), {} in bucket {bucket} at {} under {prefix}/ (tsbsctl deletes no object; e.g. `aws s3 rm --recursive s3://{bucket}/{prefix}/ --endpoint-url {}`)\n",
-                o["objects"].as_u64().unwrap_or(0),
-                crate::render::bytes(minijinja::Value::from_serialize(&o["bytes"])),
-                o["endpoint"].as_str().unwrap_or("?"),
-                o["endpoint"].as_str().unwrap_or("?"),
+                "deleted its {objects} object(s), {}, in {}\n",
+                size(bytes),
+                location.describe()
             ));
-            data["object_store_left"] = json!({
-                "endpoint": o["endpoint"], "bucket": o["bucket"], "prefix": o["prefix"],
-                "objects": o["objects"], "bytes": o["bytes"],
+            data["object_store_deleted"] = json!({
+                "endpoint": location.endpoint, "bucket": location.bucket,
+                "prefix": location.prefix, "objects": objects, "bytes": bytes,
             });
         }
-        Some(Err(e)) => {
-            text.push_str(&format!(
-                "its objects in object storage were left and not listed: {}\n",
-                e.message
-            ));
-            data["object_store_left"] = json!({"listed": false, "reason": e.message});
+        RemovedObjects::Left { location, asked } => {
+            let why = if asked {
+                "--keep-objects"
+            } else {
+                "it was prepared before tsbsctl checked its prefix empty, so the prefix may hold what is not only its own"
+            };
+            let (bucket, prefix, endpoint) =
+                (&location.bucket, &location.prefix, &location.endpoint);
+            match left {
+                Some(Ok(Some((o, _)))) => {
+                    text.push_str(&format!(
+                        "left in object storage ({why}): {} object(s), {} in bucket {bucket} at {endpoint} under {prefix}/ (to delete them: `aws s3 rm --recursive s3://{bucket}/{prefix}/ --endpoint-url {endpoint}`)\n",
+                        o["objects"].as_u64().unwrap_or(0),
+                        crate::render::bytes(minijinja::Value::from_serialize(&o["bytes"])),
+                    ));
+                    data["object_store_left"] = json!({
+                        "endpoint": endpoint, "bucket": bucket, "prefix": prefix,
+                        "objects": o["objects"], "bytes": o["bytes"], "why": why,
+                    });
+                }
+                Some(Err(e)) => {
+                    text.push_str(&format!(
+                        "its objects in {} were left ({why}) and not listed: {}\n",
+                        location.describe(),
+                        e.message
+                    ));
+                    data["object_store_left"] = json!({
+                        "endpoint": endpoint, "bucket": bucket, "prefix": prefix,
+                        "listed": false, "reason": e.message, "why": why,
+                    });
+                }
+                _ => {
+                    text.push_str(&format!(
+                        "its objects in {} were left ({why})\n",
+                        location.describe()
+                    ));
+                    data["object_store_left"] = json!({
+                        "endpoint": endpoint, "bucket": bucket, "prefix": prefix,
+                        "listed": false, "why": why,
+                    });
+                }
+            }
         }
-        _ => {}
+        RemovedObjects::Unknown => {
+            text.push_str(
+                "its manifest did not read, so any objects it kept in an object store were left where they are\n",
+            );
+        }
     }
     Ok(Outcome::new(data, text))
 }

@@ -280,13 +280,6 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
                     ))
                     .with_hint("prepare a new cluster workspace and load it (`tsbsctl greptimedb prepare --database-id NEW --topology cluster ...`)"));
                 }
-                // The data of an object-storage workspace is in its bucket, not in its directory.
-                if let Some(s) = ObjectStorage::of(&src.manifest.extra)? {
-                    return Err(crate::error::Error::invalid(format!(
-                        "workspace {} keeps its data in S3 (bucket {}, prefix {}): copy works on local storage only",
-                        a.source_database_id, s.location.bucket, s.location.prefix
-                    )));
-                }
             }
             let req = CopyRequest {
                 source_id: a.source_database_id,

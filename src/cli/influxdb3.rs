@@ -311,16 +311,8 @@ fn prepare_object_store(
     }
     // Before anything is written: the variables are set, the bucket answers to them.
     l.probe()?;
-    if !l.is_empty()? {
-        return Err(Error::invalid(format!(
-            "bucket {} at {} already holds objects under {}/, the node id of a new workspace {}",
-            l.bucket, l.endpoint, l.prefix, a.database_id
-        ))
-        .with_hint(format!(
-            "the server would load them as its own catalog and data: delete them (e.g. `aws s3 rm --recursive s3://{}/{}/`), or choose another --database-id",
-            l.bucket, l.prefix
-        )));
-    }
+    // That the node id's prefix is empty is checked by `prepare` (its objects are the
+    // workspace's own, which `remove` deletes).
     Ok([(
         object_store::FIELD.to_string(),
         object_store::field(Some(&l)),

@@ -135,6 +135,9 @@ impl fmt::Display for Event {
             Event::CopyingWorkspace { from, id } => {
                 write!(f, "copying {} to workspace {id}", from.display())
             }
+            Event::DeletingObjects { location } => {
+                write!(f, "deleting the workspace's objects in {location}")
+            }
 
             // -- datasets and query sets
             Event::OtherBuildSameCommit {

@@ -642,6 +642,13 @@ impl Product for GreptimeDb {
     /// Its own flags (compaction, analyze, the query run's flush and version override:
     /// `greptimedb/flags.rs`, recorded flat as they always were), where its data was
     /// (`data_location`), its analyze phase and what it does before the queries.
+    fn object_location(
+        &self,
+        _database_id: &str,
+        extra: &serde_json::Map<String, Value>,
+    ) -> Result<Option<crate::s3::Location>> {
+        Ok(storage::ObjectStorage::of(extra)?.map(|s| s.location))
+    }
     fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
         Some(&BENCH_EXT)
     }

@@ -670,6 +670,13 @@ impl Product for InfluxDb3 {
     }
     /// Its own flags (`influxdb3/flags.rs`, recorded flat as they always were): durability,
     /// tokens, the count timeout and the edition of an external target.
+    fn object_location(
+        &self,
+        database_id: &str,
+        extra: &Map<String, Value>,
+    ) -> Result<Option<crate::s3::Location>> {
+        object_store::of_extra(extra, &object_store::node_id_of(database_id, extra))
+    }
     fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
         Some(&BENCH_EXT)
     }

@@ -534,6 +534,16 @@ pub trait Product: Send + Sync {
     fn bench_ext(&self) -> Option<&'static ext::BenchExt> {
         None
     }
+    /// Where a managed workspace keeps its objects (`None`: in its data directory). A new
+    /// workspace claims an empty prefix there at `prepare`, and `remove` deletes what it holds.
+    /// `extra`: the workspace manifest's product fields.
+    fn object_location(
+        &self,
+        _database_id: &str,
+        _extra: &Map<String, Value>,
+    ) -> Result<Option<crate::s3::Location>> {
+        Ok(None)
+    }
     /// Where the server serves Prometheus metrics with its process series
     /// (`process_resident_memory_bytes`, `process_cpu_seconds_total`): how an external
     /// server's resources are sampled. `None`: unknown for external servers.

@@ -61,6 +61,18 @@ pub fn copy(
         .with_hint("choose a new --database-id for the copy"));
     }
     let source = load(&ctx.root, product, &req.source_id)?;
+    // The data of an object-storage workspace is in its bucket, not in its directory: a copy
+    // would be a workspace without its data.
+    if let Some(l) = product.object_location(&req.source_id, &source.manifest.extra)? {
+        return Err(Error::invalid(format!(
+            "workspace {} keeps its data in S3 (bucket {}, prefix {}): copy works on local storage only",
+            req.source_id, l.bucket, l.prefix
+        ))
+        .with_hint(format!(
+            "prepare a new workspace and load it (`{} prepare --database-id NEW ...`)",
+            product.cli()
+        )));
+    }
     let platform = Platform::host()?;
     let inst = install::open(&ctx.root, product, &version, &platform)?.ok_or_else(|| {
         Error::invalid(format!(
@@ -181,6 +193,8 @@ fn copy_into(
             bytes: copied.bytes,
             content_sha256: copied.content_sha256.clone(),
         }),
+        // A copy is of local files; a workspace on object storage is not copied.
+        object_store_claimed_at: None,
         created_at: now.clone(),
         updated_at: now,
         tool_version: crate::VERSION.to_string(),

@@ -43,7 +43,7 @@ pub use opctx::OpContext;
 pub use prepare::{free_http_port, prepare, requested_ports, PrepareOutcome, PrepareRequest};
 pub use store::{
     inspect, inspect_dir, list, load, lock_workspace, remove, verify, workspace_ids, Inspection,
-    Problem,
+    Problem, RemovedObjects,
 };
 
 use prepare::check_config;

@@ -77,6 +77,7 @@ pub fn prepare(
         check_unchanged(product, m, req, version.as_deref(), &ports, &platform)?;
     } else {
         check_adoptable(&dir)?;
+        check_prefix_free(product, req)?;
     }
 
     // The workspace records how its version was first chosen; an install made now records
@@ -165,6 +166,7 @@ pub fn prepare(
                 binding: None,
                 data_state: DataState::default(),
                 copied_from: None,
+                object_store_claimed_at: None,
                 created_at: now.clone(),
                 updated_at: now,
                 tool_version: crate::VERSION.to_string(),
@@ -175,6 +177,11 @@ pub fn prepare(
                 },
             };
             let mut ws = Workspace { dir, manifest: m };
+            // Checked empty before anything was written (above); again now, under the lock,
+            // so that what the prefix holds from here on is the workspace's own.
+            if check_prefix_free(product, req)? {
+                ws.manifest.object_store_claimed_at = Some(ws.manifest.created_at.clone());
+            }
             let at = ws.dir.clone();
             create_layout(product, &mut ws, &at)?;
             crate::manifest::write(&ws.manifest_path(), &ws.manifest)?;
@@ -186,6 +193,29 @@ pub fn prepare(
             })
         }
     }
+}
+
+/// A new workspace on object storage starts from an empty prefix: objects already there would
+/// be taken by the server as its own catalog and data, and counted in its footprint, and
+/// `remove` could not tell them from the workspace's. Exit 2 when the prefix holds objects;
+/// `true` when the workspace keeps its data in an object store.
+fn check_prefix_free(product: &dyn Product, req: &PrepareRequest) -> Result<bool> {
+    let mut extra = product.new_workspace_fields(&req.id);
+    extra.extend(req.extra.clone());
+    let Some(l) = product.object_location(&req.id, &extra)? else {
+        return Ok(false);
+    };
+    if !l.is_empty()? {
+        return Err(Error::invalid(format!(
+            "bucket {} at {} already holds objects under {}/, where the new workspace {} would keep its data",
+            l.bucket, l.endpoint, l.prefix, req.id
+        ))
+        .with_hint(format!(
+            "the server would take them as its own: delete them (e.g. `aws s3 rm --recursive s3://{}/{}/ --endpoint-url {}`), or give the workspace a prefix of its own",
+            l.bucket, l.prefix, l.endpoint
+        )));
+    }
+    Ok(true)
 }
 
 /// Every port the workspaces of this root (of every product) are bound to.

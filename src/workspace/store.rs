@@ -368,14 +368,40 @@ pub fn verify(ctx: &Ctx, product: &dyn Product, id: &str) -> Result<Value> {
     }))
 }
 
-/// Deletes workspace `id` under its lock; `confirm` must repeat the id.
+/// What `remove` did about a workspace's objects in an object store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemovedObjects {
+    /// The workspace keeps its data in its directory.
+    None,
+    /// Deleted: every object under the workspace's prefix (it found the prefix empty at
+    /// `prepare`, so they were its own).
+    Deleted {
+        location: crate::s3::Location,
+        objects: u64,
+        bytes: u64,
+    },
+    /// Left in place: `--keep-objects`, or the workspace was prepared before tsbsctl checked
+    /// its prefix empty (so the prefix may hold what is not only its own).
+    Left {
+        location: crate::s3::Location,
+        asked: bool,
+    },
+    /// The manifest does not read, so where its objects are is unknown.
+    Unknown,
+}
+
+/// Deletes workspace `id` under its lock; `confirm` must repeat the id. A workspace on object
+/// storage that claimed its prefix at `prepare` has its objects deleted first, unless
+/// `keep_objects`; if that fails part-way the workspace is kept, no longer bound to a dataset
+/// (its data is incomplete), and the error says so.
 pub fn remove(
     ctx: &Ctx,
     product: &dyn Product,
     id: &str,
     confirm: &str,
+    keep_objects: bool,
     lock_opts: &LockOptions,
-) -> Result<PathBuf> {
+) -> Result<(PathBuf, RemovedObjects)> {
     validate_id("--database-id", id)?;
     if confirm != id {
         return Err(Error::invalid(format!(
@@ -393,11 +419,62 @@ pub fn remove(
     }
     let _guard = lock_workspace(ctx, product, &dir, id, lock_opts)?;
     refuse_live_server(&dir)?;
+    let objects = remove_objects(ctx, product, id, &dir, keep_objects)?;
     let aside = fsutil::staging_path(&dir, "removing")?;
     fsutil::rename_durable(&dir, &aside)?;
     fs_err::remove_dir_all(&aside)?;
     sweep_leftovers(ctx, product);
-    Ok(dir)
+    Ok((dir, objects))
+}
+
+/// The object-store part of [`remove`], under the workspace's lock.
+fn remove_objects(
+    ctx: &Ctx,
+    product: &dyn Product,
+    id: &str,
+    dir: &Path,
+    keep_objects: bool,
+) -> Result<RemovedObjects> {
+    let Ok(Some(mut m)) = read_manifest(dir) else {
+        return Ok(RemovedObjects::Unknown);
+    };
+    let location = match product.object_location(id, &m.extra) {
+        Ok(Some(l)) => l,
+        Ok(None) => return Ok(RemovedObjects::None),
+        Err(_) => return Ok(RemovedObjects::Unknown),
+    };
+    if keep_objects || m.object_store_claimed_at.is_none() {
+        return Ok(RemovedObjects::Left {
+            location,
+            asked: keep_objects,
+        });
+    }
+    // The data goes first: should the deletion stop part-way (an error, kill -9), the
+    // workspace that stays is no longer loaded, so no benchmark measures what is left of it.
+    if m.binding.is_some() {
+        m.binding = None;
+        m.updated_at = crate::manifest::now_rfc3339();
+        crate::manifest::write(&dir.join("manifest.json"), &m)?;
+    }
+    ctx.reporter.event(&Event::DeletingObjects {
+        location: location.describe(),
+    });
+    let bar = ctx
+        .reporter
+        .progress("deleting objects", None, crate::output::Unit::Items);
+    let done = location.delete_all(&mut |n| bar.set_position(n));
+    bar.finish();
+    let (objects, bytes) = done.map_err(|e| {
+        e.with_hint(format!(
+            "workspace {id} is kept, no longer loaded; remove it again to delete the rest, or leave the objects with `{} remove --database-id {id} --confirm {id} --keep-objects`",
+            product.cli()
+        ))
+    })?;
+    Ok(RemovedObjects::Deleted {
+        location,
+        objects,
+        bytes,
+    })
 }
 
 pub(super) fn refuse_live_server(dir: &Path) -> Result<()> {

@@ -254,6 +254,12 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
     assert_eq!(st["prefix"], "tsbs/s1");
     assert_eq!(st["access_key_env"], "TSBS_TEST_S3_KEY_ID");
     assert_eq!(st["cache_size_bytes"], 64 << 20);
+    // The prefix was empty: what it holds from now on is the workspace's own.
+    assert!(
+        prep.json()["data"]["manifest"]["object_store_claimed_at"].is_string(),
+        "{}",
+        prep.json()
+    );
     let config = std::fs::read_to_string(ws.join("config.toml")).unwrap();
     let c: toml::Value = toml::from_str(&config).unwrap();
     assert_eq!(c["storage"]["type"].as_str(), Some("S3"), "{config}");
@@ -399,8 +405,31 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
     w.run(&q).code(2).says("refused");
     w.gt.env.envs.retain(|(k, _)| k != "TSBS_TEST_S3_SECRET");
     w.gt.env.env("TSBS_TEST_S3_SECRET", &secret);
-    // Removing a workspace deletes no object (the prefix may hold what is not only its own):
-    // it lists what it leaves, and where.
+    // A new workspace on a prefix that holds objects is refused before anything is written:
+    // the server would take them as its own, and `remove` could not tell them apart.
+    let mut a = prepare_args("s9", "0", &gw.endpoint, "tsbs-bench");
+    a.retain(|x| *x != "--http-port" && *x != "0");
+    w.run(&a)
+        .code(2)
+        .says("already holds objects under tsbs/s1/");
+    assert!(!w.gt.ws_dir("s9").exists());
+    // A copy would be a workspace without its data (that is in the bucket): refused.
+    w.run(&[
+        "greptimedb",
+        "copy",
+        "--source-database-id",
+        "s1",
+        "--database-id",
+        "s1c",
+        "--version",
+        STABLE,
+    ])
+    .code(2)
+    .says("copy works on local storage only");
+    // Removing a workspace that found its prefix empty deletes its objects, and only them.
+    let before = s3.list("tsbs-bench", &format!("{p2}/")).unwrap();
+    assert!(!before.is_empty());
+    let s1_objects = s3.list("tsbs-bench", "tsbs/s1/").unwrap();
     let rm = w.run(&[
         "greptimedb",
         "remove",
@@ -411,12 +440,21 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
         "--json",
     ]);
     rm.ok();
-    let left = &rm.json()["data"]["object_store_left"];
-    assert_eq!(left["bucket"], "tsbs-bench", "{left}");
-    assert_eq!(left["prefix"], p2.as_str(), "{left}");
-    let still = s3.list("tsbs-bench", &format!("{p2}/")).unwrap();
-    assert_eq!(left["objects"].as_u64(), Some(still.len() as u64), "{left}");
-    assert!(!still.is_empty());
+    let gone = &rm.json()["data"]["object_store_deleted"];
+    assert_eq!(gone["bucket"], "tsbs-bench", "{gone}");
+    assert_eq!(gone["prefix"], p2.as_str(), "{gone}");
+    assert_eq!(
+        gone["objects"].as_u64(),
+        Some(before.len() as u64),
+        "{gone}"
+    );
+    assert_eq!(
+        gone["bytes"].as_u64(),
+        Some(before.iter().map(|(_, n)| n).sum::<u64>()),
+        "{gone}"
+    );
+    assert!(s3.list("tsbs-bench", &format!("{p2}/")).unwrap().is_empty());
+    assert_eq!(s3.list("tsbs-bench", "tsbs/s1/").unwrap(), s1_objects);
     drop(gw);
     w.run(&q).code(2).says("did not answer");
     assert!(!ws.join("server.pid").exists());
@@ -424,6 +462,8 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
     w.run(&["greptimedb", "orphans", "--database-id", "s1", "--remove"])
         .code(2)
         .says("keeps its SSTs in S3");
+    // With the store gone its objects cannot be deleted: the workspace stays (no longer
+    // loaded), and the hint names the way to leave them.
     let rm = w.run(&[
         "greptimedb",
         "remove",
@@ -432,8 +472,19 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
         "--confirm",
         "s1",
     ]);
-    rm.ok()
-        .says("its objects in object storage were left and not listed");
+    rm.code(1).says("did not answer").says("--keep-objects");
+    assert!(ws.exists());
+    assert!(w.gt.manifest("s1")["binding"].is_null());
+    let rm = w.run(&[
+        "greptimedb",
+        "remove",
+        "--database-id",
+        "s1",
+        "--confirm",
+        "s1",
+        "--keep-objects",
+    ]);
+    rm.ok().says("were left (--keep-objects) and not listed");
     assert!(!ws.exists());
 }
 
@@ -820,4 +871,28 @@ fn influxdb3_core_on_s3_keeps_wal_parquet_and_catalog_in_the_bucket() {
     w.gt.env.env("TSBS_TEST_S3_SECRET", "changed");
     w.run(&query).code(2).says("refused");
     assert!(!ws_dir.join("server.pid").exists());
+
+    // Removing the workspace deletes its node's objects, and nothing else of the bucket.
+    w.gt.env.envs.retain(|(k, _)| k != "TSBS_TEST_S3_SECRET");
+    w.gt.env.env("TSBS_TEST_S3_SECRET", &secret);
+    let now = s3.list("tsbs-influx", "core-s3-node/").unwrap();
+    let rm = w.run(&[
+        "influxdb3",
+        "remove",
+        "--database-id",
+        "core-s3",
+        "--confirm",
+        "core-s3",
+        "--json",
+    ]);
+    rm.ok();
+    let gone = &rm.json()["data"]["object_store_deleted"];
+    assert_eq!(gone["objects"].as_u64(), Some(now.len() as u64), "{gone}");
+    assert!(s3.list("tsbs-influx", "core-s3-node/").unwrap().is_empty());
+    assert_eq!(
+        s3.list("tsbs-influx", "used-s3-node/").unwrap().len(),
+        1,
+        "another prefix's object was touched"
+    );
+    assert!(!ws_dir.exists());
 }

@@ -64,10 +64,16 @@ impl Flags {
 
 /// The node id of a workspace (its manifest's, else the one derived from its id).
 fn node_id(ws: &WorkspaceManifest) -> String {
-    ws.extra["node_id"]
-        .as_str()
+    node_id_of(&ws.database_id, &ws.extra)
+}
+
+/// [`node_id`] from a workspace's id and product fields.
+pub fn node_id_of(database_id: &str, extra: &Map<String, Value>) -> String {
+    extra
+        .get("node_id")
+        .and_then(Value::as_str)
         .map(str::to_string)
-        .unwrap_or_else(|| super::InfluxDb3::node_id(&ws.database_id))
+        .unwrap_or_else(|| super::InfluxDb3::node_id(database_id))
 }
 
 /// The workspace's object store: `None` for local files (no field, or `type` = `file`). The
