@@ -218,7 +218,7 @@ mod objstore;
 pub mod partition;
 mod plan_refusals;
 mod rows;
-mod server;
+pub mod server;
 mod sql;
 mod store;
 mod version;

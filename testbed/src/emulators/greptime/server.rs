@@ -109,20 +109,24 @@ fn text(status: u16, body: &str) -> Resp {
         .with_header(header("Content-Type", "text/plain; charset=utf-8"))
 }
 
+/// The value of `x-greptime-err-msg` as v1.0.2 writes it (`from_err_code_msg_to_header`,
+/// src/common/error/src/lib.rs): the message as it is when it is a valid header value (visible
+/// ASCII, space, tab), else every byte of it through `std::ascii::escape_default` (quotes and
+/// backslashes escaped too, UTF-8 as `\xNN`, newlines as `\n`).
+pub fn err_msg_header_value(msg: &str) -> String {
+    let plain = msg.bytes().all(|b| b == b'\t' || (32..127).contains(&b));
+    if plain {
+        return msg.to_string();
+    }
+    msg.bytes()
+        .flat_map(std::ascii::escape_default)
+        .map(char::from)
+        .collect()
+}
+
 fn error_headers(resp: Resp, e: &GtError) -> Resp {
-    let msg: String = e
-        .msg
-        .chars()
-        .map(|c| {
-            if c.is_ascii_graphic() || c == ' ' {
-                c
-            } else {
-                '?'
-            }
-        })
-        .collect();
     resp.with_header(header("x-greptime-err-code", &e.code.to_string()))
-        .with_header(header("x-greptime-err-msg", &msg))
+        .with_header(header("x-greptime-err-msg", &err_msg_header_value(&e.msg)))
 }
 
 fn sql_error(e: &GtError, elapsed: u64) -> Resp {
@@ -898,4 +902,22 @@ fn busy_child() -> BusyChild {
         });
     }
     BusyChild(cmd.spawn().expect("testbed: spawn the busy child"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::err_msg_header_value;
+
+    /// v1.0.2's rule: a valid header value goes as it is; anything else is escaped byte by byte
+    /// with `escape_default`, the whole message (so its quotes are escaped too).
+    #[test]
+    fn the_error_header_is_escaped_as_the_real_server_escapes_it() {
+        let plain = "Table not found: greptime.public.cpu";
+        assert_eq!(err_msg_header_value(plain), plain);
+        assert_eq!(
+            err_msg_header_value("Failed to plan SQL: No field named \"time\".\nValid fields"),
+            "Failed to plan SQL: No field named \\\"time\\\".\\nValid fields"
+        );
+        assert_eq!(err_msg_header_value("é 'x'"), "\\xc3\\xa9 \\'x\\'");
+    }
 }

@@ -59,8 +59,7 @@ fn sql_error(e: &GtError, elapsed: u64) -> Resp {
     .with_header(header("x-greptime-err-code", &e.code.to_string()))
     .with_header(header(
         "x-greptime-err-msg",
-        &e.msg
-            .replace(|c: char| !c.is_ascii() || c.is_control(), " "),
+        &crate::emulators::greptime::server::err_msg_header_value(&e.msg),
     ))
 }
 
