@@ -385,6 +385,23 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
     );
     bg.wait_serving(|| cluster_info(&f0).len() == 6);
     assert_eq!(count_rows(&f0), CROWS);
+    // EXPLAIN ANALYZE shows the MergeScan's sub-stages as v1.0.2 does: stage 1 has one row per
+    // region (node 0..7), each region's own scan, wherever its datanode is.
+    let plan = sql_rows(&f0, "EXPLAIN ANALYZE VERBOSE SELECT * FROM cpu");
+    let stage1: Vec<&Value> = plan.iter().filter(|r| r[0] == 1).collect();
+    assert_eq!(stage1.len(), 8, "{plan:#?}");
+    let nodes: Vec<u64> = stage1.iter().map(|r| r[1].as_u64().unwrap()).collect();
+    assert_eq!(nodes, (0..8).collect::<Vec<u64>>(), "{plan:#?}");
+    let scanned: u64 = stage1
+        .iter()
+        .map(|r| {
+            let p = r[2].as_str().unwrap();
+            assert!(p.starts_with("SeqScan: region="), "{p}");
+            let n = p.split("output_rows: ").nth(1).unwrap();
+            n[..n.find(',').unwrap()].parse::<u64>().unwrap()
+        })
+        .sum();
+    assert_eq!(scanned, CROWS, "{plan:#?}");
     // A role that dies is a failure naming it and its log.
     let victim = processes_mentioning(&ws.join("data/datanode-2").to_string_lossy())
         .into_iter()
@@ -407,21 +424,28 @@ fn a_managed_cluster_prepares_serves_benchmarks_and_leaves_nothing_behind() {
     assert!(gone_within(&ws, Duration::from_secs(10)).is_empty());
 }
 
-fn count_rows(endpoint: &str) -> u64 {
+/// The rows of `sql`'s answer in the benchmark database.
+fn sql_rows(endpoint: &str, sql: &str) -> Vec<Value> {
     let v: Value = reqwest::blocking::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(10))
         .build()
         .unwrap()
         .post(format!("{endpoint}/v1/sql"))
-        .form(&[("sql", "SELECT count(*) FROM cpu"), ("db", "benchmark")])
+        .form(&[("sql", sql), ("db", "benchmark")])
         .send()
         .unwrap()
         .json()
         .unwrap();
-    v["output"][0]["records"]["rows"][0][0]
-        .as_u64()
+    v["output"][0]["records"]["rows"]
+        .as_array()
+        .cloned()
         .unwrap_or_else(|| panic!("{v}"))
+}
+
+fn count_rows(endpoint: &str) -> u64 {
+    let rows = sql_rows(endpoint, "SELECT count(*) FROM cpu");
+    rows[0][0].as_u64().unwrap_or_else(|| panic!("{rows:?}"))
 }
 
 /// The metasrv's `postgres-store`: a cluster whose metadata lives in a PostgreSQL server of the

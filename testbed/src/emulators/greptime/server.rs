@@ -276,6 +276,7 @@ impl Shared {
             "/v1/sql" if get_post => self.sql(req, query, method == "POST"),
             "/testbed/lines" if method == "GET" => self.held(query, false),
             "/testbed/count" if method == "GET" => self.held(query, true),
+            "/testbed/regions" if method == "GET" => self.region_scans(query),
             "/v1/influxdb/write" | "/v1/influxdb/api/v2/write" if self.opts.influxdb_enable => {
                 if method != "POST" {
                     return empty(405);
@@ -428,6 +429,21 @@ impl Shared {
             Ok(lines) => text(200, &lines.join("\n")),
             Err(e) => sql_error(&e, 0),
         }
+    }
+
+    /// This server's open regions of table `table_id` as a scan reads them
+    /// (`/testbed/regions`): a cluster's datanode that answers EXPLAIN ANALYZE shows every
+    /// region, its own and the other datanodes', as the real MergeScan's sub-stages do.
+    fn region_scans(&self, query: &str) -> Resp {
+        let q = params(query);
+        let Some(id) = q.get("table_id").and_then(|t| t.parse().ok()) else {
+            return empty(400);
+        };
+        let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        json_response(
+            200,
+            serde_json::to_vec(&store.region_scans(id)).unwrap_or_default(),
+        )
     }
 
     fn influx_write(&self, req: &mut Request, query: &str, v2: bool) -> Resp {

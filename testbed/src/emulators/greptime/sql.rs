@@ -927,12 +927,15 @@ fn explain(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
     let store = lock(ctx.store);
     let tables = check_select(ctx, &store, &inner)?;
     let t = &tables[0];
-    let rows_total = table_rows(ctx, &store, t.table_id)?;
-    let files = store.sst_count(t.table_id);
-    let rid = store
-        .region_ids(t.table_id)
-        .into_iter()
-        .map(region_display)
+    // Every region of the table, this server's and (in a cluster) the other datanodes'.
+    let mut scans = store.region_scans(t.table_id);
+    for p in &ctx.peers {
+        scans.extend(peer_region_scans(p, t.table_id)?);
+    }
+    scans.sort_by_key(|r| r.region_id);
+    let rid = scans
+        .iter()
+        .map(|r| region_display(r.region_id))
         .collect::<Vec<_>>()
         .join(", ");
     if !analyze {
@@ -956,37 +959,65 @@ fn explain(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
             ],
         });
     }
-    let detail = if verbose {
-        format!(
-            "\"partition_count\":{{\"count\":1, \"mem_ranges\":{}, \"files\":{files}, \"file_ranges\":{files}}}, ",
-            usize::from(rows_total > 0)
-        )
-    } else {
-        String::new()
-    };
+    // Stage 0 is the frontend's plan; stage 1 has one row per region, `node` counting the
+    // MergeScan's sub-stages (src/query/src/analyze.rs, v1.0.2), each the scan of one region.
+    let mut rows = vec![vec![
+        json!(0),
+        json!(0),
+        json!(format!(
+            "MergeScanExec: peers=[{rid}, ] metrics=[output_rows: 0, greptime_exec_read_cost: 0, finish_time: 1000000, first_consume_time: 900000, ready_time: 800000, ]\n"
+        )),
+    ]];
+    for (node, r) in scans.iter().enumerate() {
+        let detail = if verbose {
+            format!(
+                "\"partition_count\":{{\"count\":1, \"mem_ranges\":{}, \"files\":{}, \"file_ranges\":{}}}, ",
+                usize::from(r.memtable),
+                r.files,
+                r.files
+            )
+        } else {
+            String::new()
+        };
+        rows.push(vec![
+            json!(1),
+            json!(node),
+            json!(format!(
+                "SeqScan: region={}, {detail}metrics=[output_rows: {}, mem_cost: 1000, scan_cost: 2000, ]\n",
+                region_display(r.region_id),
+                r.rows
+            )),
+        ]);
+    }
+    rows.push(vec![Value::Null, Value::Null, json!("Total rows: 0")]);
     Ok(Output::Records {
         columns: vec![
             ("stage".into(), "UInt32".into()),
             ("node".into(), "UInt32".into()),
             ("plan".into(), "String".into()),
         ],
-        rows: vec![
-            vec![
-                json!(0),
-                json!(0),
-                json!(format!(
-                    "MergeScanExec: peers=[{rid}, ] metrics=[output_rows: 0, greptime_exec_read_cost: 0, finish_time: 1000000, first_consume_time: 900000, ready_time: 800000, ]\n"
-                )),
-            ],
-            vec![
-                json!(1),
-                json!(0),
-                json!(format!(
-                    "SeqScan: region={rid}, {detail}metrics=[output_rows: {rows_total}, mem_cost: 1000, scan_cost: 2000, ]\n"
-                )),
-            ],
-            vec![Value::Null, Value::Null, json!("Total rows: 0")],
-        ],
+        rows,
+    })
+}
+
+/// `peer`'s open regions of table `table_id` as a scan reads them.
+fn peer_region_scans(peer: &str, table_id: u32) -> Result<Vec<super::store::RegionScan>, GtError> {
+    let body = super::cluster::agent()
+        .get(&format!("http://{peer}/testbed/regions"))
+        .query("table_id", &table_id.to_string())
+        .call()
+        .and_then(|r| r.into_string().map_err(Into::into))
+        .map_err(|e| {
+            GtError::new(
+                1003,
+                format!("Failed to read region data from datanode {peer}: {e}"),
+            )
+        })?;
+    serde_json::from_str(&body).map_err(|e| {
+        GtError::new(
+            1003,
+            format!("Failed to read region data from datanode {peer}: {e}"),
+        )
     })
 }
 

@@ -325,6 +325,15 @@ fn stored_line_key(line: &str) -> Option<(&str, i64)> {
 pub static TABLE_IDS: std::sync::OnceLock<Box<dyn Fn() -> Result<u32, String> + Send + Sync>> =
     std::sync::OnceLock::new();
 
+/// One region's part of a scan (see [`Store::region_scans`]).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RegionScan {
+    pub region_id: u64,
+    pub rows: u64,
+    pub files: usize,
+    pub memtable: bool,
+}
+
 pub fn region_id(table_id: u32, number: u32) -> u64 {
     ((table_id as u64) << 32) | number as u64
 }
@@ -1221,8 +1230,17 @@ impl Store {
     }
 
     /// The SST files of a table (for EXPLAIN output).
-    pub fn sst_count(&self, table_id: u32) -> usize {
-        self.table_regions(table_id).map(|r| r.m.files.len()).sum()
+    /// What a scan of each open region of `table_id` reads, for EXPLAIN ANALYZE: region id,
+    /// rows, SST files, and whether its memtable holds rows.
+    pub fn region_scans(&self, table_id: u32) -> Vec<RegionScan> {
+        self.table_regions(table_id)
+            .map(|r| RegionScan {
+                region_id: r.m.region_id,
+                rows: r.keys.len() as u64,
+                files: r.m.files.len(),
+                memtable: r.wal_len > r.m.flushed_wal_offset,
+            })
+            .collect()
     }
 
     /// What a query of `table_id` reads: the normalised lines (`<series> <fields> <ts>`) of
