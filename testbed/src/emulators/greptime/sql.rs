@@ -61,7 +61,11 @@ fn table_rows(ctx: &Ctx, store: &Store, table_id: u32) -> Result<u64, GtError> {
 
 /// What `peer` holds of table `table_id`: its row count (`count`) or its stored lines.
 fn from_peer(peer: &str, table_id: u32, count: bool) -> Result<String, GtError> {
-    let what = if count { "count" } else { "lines" };
+    peer_get(peer, if count { "count" } else { "lines" }, table_id)
+}
+
+/// `GET /testbed/<what>?table_id=` of datanode `peer`: its answer's body.
+fn peer_get(peer: &str, what: &str, table_id: u32) -> Result<String, GtError> {
     super::cluster::agent()
         .get(&format!("http://{peer}/testbed/{what}"))
         .query("table_id", &table_id.to_string())
@@ -1002,17 +1006,7 @@ fn explain(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
 
 /// `peer`'s open regions of table `table_id` as a scan reads them.
 fn peer_region_scans(peer: &str, table_id: u32) -> Result<Vec<super::store::RegionScan>, GtError> {
-    let body = super::cluster::agent()
-        .get(&format!("http://{peer}/testbed/regions"))
-        .query("table_id", &table_id.to_string())
-        .call()
-        .and_then(|r| r.into_string().map_err(Into::into))
-        .map_err(|e| {
-            GtError::new(
-                1003,
-                format!("Failed to read region data from datanode {peer}: {e}"),
-            )
-        })?;
+    let body = peer_get(peer, "regions", table_id)?;
     serde_json::from_str(&body).map_err(|e| {
         GtError::new(
             1003,
