@@ -42,7 +42,7 @@ pub struct TargetPlan {
     /// the phase does not load).
     pub load_mode: Option<(DatabaseMode, Option<String>)>,
     /// The product's resolved values: the variant that runs checks them
-    /// ([`crate::product::Product::check_bench_values`]) before a workspace is locked.
+    /// ([`crate::product::Driver::check_bench_values`]) before a workspace is locked.
     pub product_values: Values,
 }
 
@@ -676,7 +676,7 @@ impl Target {
     }
 
     /// The product's checks of a managed server that answers (see
-    /// [`Product::check_serving`]); nothing for an external one.
+    /// [`crate::product::ManagedServer::check_serving`]); nothing for an external one.
     pub fn check_serving(&self, endpoint: &str, pid: u32) -> Result<Option<Value>> {
         match self.managed() {
             Some(m) => self
@@ -709,7 +709,7 @@ impl Target {
     }
 
     /// The row count of `table` after a load of `expected` rows (`values`: the product's
-    /// resolved flag values the load ran with), read as the product reads it (see [`crate::product::Product::count_after_load`]).
+    /// resolved flag values the load ran with), read as the product reads it (see [`crate::product::Loading::count_after_load`]).
     pub fn count_after_load(
         &self,
         endpoint: &str,

@@ -32,8 +32,9 @@ pub struct PrepareRequest {
     pub http_port: Option<u16>,
     /// Overrides of other listener ports (`grpc` -> 5001, ...).
     pub ports: BTreeMap<String, u16>,
-    /// Product fields of a new workspace, over [`Product::new_workspace_fields`] (TimescaleDB:
-    /// its durability). An existing workspace keeps its own: the product's CLI checks them.
+    /// Product fields of a new workspace, over
+    /// [`crate::product::WorkspaceSetup::new_workspace_fields`] (TimescaleDB: its durability).
+    /// An existing workspace keeps its own: the product's CLI checks them.
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
