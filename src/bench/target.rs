@@ -15,7 +15,7 @@ use crate::output::{Event, Warning};
 use crate::paths::Root;
 use crate::platform::Platform;
 use crate::product::ext::Values;
-use crate::product::{CountRequest, Entry, Product};
+use crate::product::{CountRequest, Entry, ExternalServer, Product};
 use crate::run::{RunDir, RunTarget, TargetMode};
 use crate::server::{ServerSpec, Timing};
 use crate::tsbs::{DatabaseMode, Secret};
@@ -23,7 +23,7 @@ use crate::workspace::{self, Workspace};
 
 /// Checks an external `--url` the product's way (HTTP products: absolute http(s) with a host;
 /// PostgreSQL: `postgres://USER@HOST:PORT/DB`, no password); the SQL database it names, if any.
-pub fn check_url(product: &dyn Product, u: &str) -> Result<Option<String>> {
+pub fn check_url(product: &dyn ExternalServer, u: &str) -> Result<Option<String>> {
     product.check_external_url(u)
 }
 
@@ -840,7 +840,7 @@ fn client() -> Result<reqwest::blocking::Client> {
 /// InfluxDB 3 `X-Influxdb-Build` that is not `--edition` is an integrity error).
 fn probe_external(
     entry: &Entry,
-    product: &dyn Product,
+    product: &dyn ExternalServer,
     urls: &[String],
     token: Option<&Secret>,
     edition: Option<&str>,
@@ -905,7 +905,7 @@ fn health(
 
 /// The probe's refusal of a server that is not the product (exit 2: the --url is wrong;
 /// nothing was written yet).
-fn not_the_product(entry: &Entry, product: &dyn Product, url: &str) -> Error {
+fn not_the_product(entry: &Entry, product: &dyn ExternalServer, url: &str) -> Error {
     let (how, port) = product.probe_identity();
     Error::invalid(format!(
         "the server at {url} does not identify as {}: {how}",
