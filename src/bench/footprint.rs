@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::product::{FilePart as Part, Product};
+use crate::product::{FilePart as Part, StorageFootprint};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Footprint {
@@ -88,7 +88,7 @@ impl Footprint {
 
 /// Measures a stopped server's data home with the product's classifier. A product with its
 /// own layout also counts index and metadata on their own.
-pub fn measure_for(product: &dyn Product, dir: &Path) -> Result<Footprint> {
+pub fn measure_for(product: &dyn StorageFootprint, dir: &Path) -> Result<Footprint> {
     let Some(layout) = product.footprint_layout() else {
         return walk(dir, &|rel| product.classify_file(rel));
     };

@@ -108,7 +108,7 @@ pub struct Bench<'a> {
     server_attempt: u32,
     /// The last stop needed SIGKILL (footprints after it say so).
     forced_stop: bool,
-    /// The product's own footprint of the load (`Product::after_load`), for the footprint step.
+    /// The product's own footprint of the load (`Loading::after_load`), for the footprint step.
     load_footprint: Option<Value>,
     /// Where each TSBS tool gets its private working directory (its tokens' `config.json`).
     cwd: PathBuf,

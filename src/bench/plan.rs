@@ -486,7 +486,7 @@ fn check_use_case(target: &Target, phase: Phase, ds: &Dataset) -> Result<()> {
 mod tests {
     use super::super::request::tests::managed;
     use super::*;
-    use crate::product::{greptimedb, timescaledb, Product};
+    use crate::product::{greptimedb, timescaledb, ManagedServer};
 
     /// Nothing given: every default decided here, not by the phases.
     #[test]

@@ -12,7 +12,7 @@ use crate::dataset;
 use crate::dataset::{Compression, Profile, SpecOverrides};
 use crate::error::{Error, Result};
 use crate::lock::LockOptions;
-use crate::product::{ext, Entry, Product};
+use crate::product::{ext, Driver, Entry, Product};
 use crate::queryset;
 use crate::tsbs::DatabaseMode;
 
@@ -115,7 +115,7 @@ pub struct RerunPins {
 }
 
 /// Default write parameters per product and profile (DESIGN.md, Benchmark runs).
-pub fn default_write(product: &dyn Product, profile: Profile) -> (u32, u32) {
+pub fn default_write(product: &dyn Driver, profile: Profile) -> (u32, u32) {
     product.default_write(profile)
 }
 

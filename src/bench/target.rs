@@ -15,7 +15,7 @@ use crate::output::{Event, Warning};
 use crate::paths::Root;
 use crate::platform::Platform;
 use crate::product::ext::Values;
-use crate::product::{CountRequest, Entry, Product};
+use crate::product::{CountRequest, Entry, ExternalServer, Product};
 use crate::run::{RunDir, RunTarget, TargetMode};
 use crate::server::{ServerSpec, Timing};
 use crate::tsbs::{DatabaseMode, Secret};
@@ -23,7 +23,7 @@ use crate::workspace::{self, Workspace};
 
 /// Checks an external `--url` the product's way (HTTP products: absolute http(s) with a host;
 /// PostgreSQL: `postgres://USER@HOST:PORT/DB`, no password); the SQL database it names, if any.
-pub fn check_url(product: &dyn Product, u: &str) -> Result<Option<String>> {
+pub fn check_url(product: &dyn ExternalServer, u: &str) -> Result<Option<String>> {
     product.check_external_url(u)
 }
 
@@ -42,7 +42,7 @@ pub struct TargetPlan {
     /// the phase does not load).
     pub load_mode: Option<(DatabaseMode, Option<String>)>,
     /// The product's resolved values: the variant that runs checks them
-    /// ([`crate::product::Product::check_bench_values`]) before a workspace is locked.
+    /// ([`crate::product::Driver::check_bench_values`]) before a workspace is locked.
     pub product_values: Values,
 }
 
@@ -676,7 +676,7 @@ impl Target {
     }
 
     /// The product's checks of a managed server that answers (see
-    /// [`Product::check_serving`]); nothing for an external one.
+    /// [`crate::product::ManagedServer::check_serving`]); nothing for an external one.
     pub fn check_serving(&self, endpoint: &str, pid: u32) -> Result<Option<Value>> {
         match self.managed() {
             Some(m) => self
@@ -709,7 +709,7 @@ impl Target {
     }
 
     /// The row count of `table` after a load of `expected` rows (`values`: the product's
-    /// resolved flag values the load ran with), read as the product reads it (see [`crate::product::Product::count_after_load`]).
+    /// resolved flag values the load ran with), read as the product reads it (see [`crate::product::Loading::count_after_load`]).
     pub fn count_after_load(
         &self,
         endpoint: &str,
@@ -840,7 +840,7 @@ fn client() -> Result<reqwest::blocking::Client> {
 /// InfluxDB 3 `X-Influxdb-Build` that is not `--edition` is an integrity error).
 fn probe_external(
     entry: &Entry,
-    product: &dyn Product,
+    product: &dyn ExternalServer,
     urls: &[String],
     token: Option<&Secret>,
     edition: Option<&str>,
@@ -905,7 +905,7 @@ fn health(
 
 /// The probe's refusal of a server that is not the product (exit 2: the --url is wrong;
 /// nothing was written yet).
-fn not_the_product(entry: &Entry, product: &dyn Product, url: &str) -> Error {
+fn not_the_product(entry: &Entry, product: &dyn ExternalServer, url: &str) -> Error {
     let (how, port) = product.probe_identity();
     Error::invalid(format!(
         "the server at {url} does not identify as {}: {how}",

@@ -478,7 +478,7 @@ fn last_orphans(ctx: &Ctx, id: &str) -> Option<(String, u64, Option<u64>)> {
 /// `orphans [--remove]`: the server's own list (its manifests against its storage), taken
 /// while it is idle; files are removed only with the server stopped, so none can be in use.
 fn orphans_cmd(ctx: &Ctx, a: OrphansArgs) -> Result<Outcome> {
-    use crate::product::Product;
+    use crate::product::ManagedServer;
     let p = GreptimeDb;
     let timing = a.timing.apply(p.default_timing());
     let ws = crate::workspace::load(&ctx.root, &p, &a.database_id)?;
@@ -609,7 +609,7 @@ fn prepare_storage(
         return Ok(Default::default());
     };
     if let Some(v) = &a.version {
-        let v = crate::product::Product::normalize_version(&GreptimeDb, v)?;
+        let v = crate::product::Distribution::normalize_version(&GreptimeDb, v)?;
         if crate::product::compare_versions(&v, storage::MIN_VERSION).is_lt() {
             return Err(Error::invalid(format!(
                 "--storage s3 needs GreptimeDB {} or later (its write cache keys); {v} is older",

@@ -21,7 +21,7 @@ use crate::output::Outcome;
 use crate::platform::Platform;
 use crate::product::timescaledb::install::{self as pginstall, SearchPaths};
 use crate::product::timescaledb::{product as tsp, Durability, Mode, TimescaleDb, INSTALL_RECORD};
-use crate::product::Product;
+use crate::product::{Distribution, Product};
 use crate::workspace::PrepareRequest;
 
 #[derive(Debug, clap::Subcommand)]

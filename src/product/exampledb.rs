@@ -21,7 +21,9 @@ use serde_json::{json, Value};
 use super::ext::{self, BenchExt, BenchFlag, FlagKind, Operation, Values};
 use super::op::{OpCtx, StepEnd};
 use super::{
-    check_semver, FilePart, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions, CONFIG_FILE,
+    check_semver, Distribution, Driver, ExternalServer, FilePart, Latest, Loading, ManagedServer,
+    Product, ReleaseAsset, Reporting, ServerCommand, StorageFootprint, ToolOptions, WorkspaceSetup,
+    CONFIG_FILE,
 };
 use crate::dataset::Profile;
 use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
@@ -58,6 +60,13 @@ impl Product for ExampleDb {
     fn display_name(&self) -> String {
         "ExampleDB".into()
     }
+    /// Its own bench flag (`--example-replicas`) and operation (`vacuum`).
+    fn bench_ext(&self) -> Option<&'static BenchExt> {
+        Some(&BENCH_EXT)
+    }
+}
+
+impl Distribution for ExampleDb {
     fn binary_name(&self) -> &'static str {
         "exampledb"
     }
@@ -114,6 +123,9 @@ impl Product for ExampleDb {
             )))
         }
     }
+}
+
+impl WorkspaceSetup for ExampleDb {
     fn default_http_port(&self) -> u16 {
         7700
     }
@@ -139,6 +151,9 @@ impl Product for ExampleDb {
             .map(Some)
             .map_err(|e| Error::failed(format!("rendering the ExampleDB config: {e}")))
     }
+}
+
+impl ManagedServer for ExampleDb {
     fn server_command(
         &self,
         _ws: &WorkspaceManifest,
@@ -160,29 +175,9 @@ impl Product for ExampleDb {
             url: format!("{endpoint}/health"),
         }
     }
-    /// Its 404 says it does not hold the database or the table: [`Missing::Table`].
-    fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
-        let failed = |e: reqwest::Error| {
-            let err = Error::failed(format!("ExampleDB did not count {table}: {e}"));
-            match e.status() {
-                Some(reqwest::StatusCode::NOT_FOUND) => {
-                    err.not_found(Missing::Table(format!("{database}.{table}")))
-                }
-                _ => err,
-            }
-        };
-        let body: Value = super::admin_client()?
-            .get(format!("{endpoint}/count"))
-            .query(&[("db", database), ("table", table)])
-            .send()
-            .and_then(|r| r.error_for_status())
-            .and_then(|r| r.json())
-            .map_err(failed)?;
-        body["rows"]
-            .as_u64()
-            .ok_or_else(|| Error::failed(format!("ExampleDB counted {table} without a number")))
-    }
+}
 
+impl Driver for ExampleDb {
     /// Its writes and SQL are GreptimeDB's, so GreptimeDB's loader and runner drive it.
     fn tsbs_loader(&self) -> &'static str {
         crate::tsbs::command::LOAD_GREPTIME
@@ -212,6 +207,34 @@ impl Product for ExampleDb {
     fn query_target(&self, _o: &ToolOptions) -> QueryTarget {
         QueryTarget::default()
     }
+}
+
+impl Loading for ExampleDb {
+    /// Its 404 says it does not hold the database or the table: [`Missing::Table`].
+    fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
+        let failed = |e: reqwest::Error| {
+            let err = Error::failed(format!("ExampleDB did not count {table}: {e}"));
+            match e.status() {
+                Some(reqwest::StatusCode::NOT_FOUND) => {
+                    err.not_found(Missing::Table(format!("{database}.{table}")))
+                }
+                _ => err,
+            }
+        };
+        let body: Value = super::admin_client()?
+            .get(format!("{endpoint}/count"))
+            .query(&[("db", database), ("table", table)])
+            .send()
+            .and_then(|r| r.error_for_status())
+            .and_then(|r| r.json())
+            .map_err(failed)?;
+        body["rows"]
+            .as_u64()
+            .ok_or_else(|| Error::failed(format!("ExampleDB counted {table} without a number")))
+    }
+}
+
+impl ExternalServer for ExampleDb {
     fn probe_version(
         &self,
         c: &reqwest::blocking::Client,
@@ -232,10 +255,9 @@ impl Product for ExampleDb {
     fn probe_identity(&self) -> (&'static str, u16) {
         ("its /version does not report an ExampleDB version", 7700)
     }
-    /// Its own bench flag (`--example-replicas`) and operation (`vacuum`).
-    fn bench_ext(&self) -> Option<&'static BenchExt> {
-        Some(&BENCH_EXT)
-    }
+}
+
+impl StorageFootprint for ExampleDb {
     /// Its own layout: `journal/` is the WAL, `*.seg` the data.
     fn classify_file(&self, rel: &Path) -> FilePart {
         if rel.starts_with("journal") {
@@ -247,6 +269,9 @@ impl Product for ExampleDb {
         }
     }
 }
+
+/// Its runs are labelled and summarised as the defaults word them.
+impl Reporting for ExampleDb {}
 
 /// `--example-replicas N`: how many copies of each write the server keeps (the loader's
 /// `--replication-factor`), for the load and all phases.

@@ -135,7 +135,7 @@ pub struct BenchExt {
     /// Its flags for HTTP basic auth against an external server (`None`: it has none).
     pub basic_auth: Option<&'static BasicAuth>,
     /// The table split into regions its resolved values ask the load to create (`None`:
-    /// none; the product's [`super::Product::create_partitioned`] makes it).
+    /// none; the product's [`super::Loading::create_partitioned`] makes it).
     pub partitioning: fn(values: &Values) -> Option<super::Partitioning>,
     /// What the core reads of its given flags (typed, checked by [`BenchExt::resolve`]):
     /// the variant, the token variables, the count timeout ([`CoreValues::none`]: nothing).
@@ -184,7 +184,7 @@ pub struct VersionOverride {
 /// A product's pair of flags for HTTP basic auth against an external server: the user (its
 /// name recorded) and the environment variable holding the password (the variable's name
 /// recorded, never the password). The core checks them and hands them to the requests and
-/// the tools (`Product::takes_basic_auth`).
+/// the tools (`ExternalServer::takes_basic_auth`).
 pub struct BasicAuth {
     pub user: &'static BenchFlag,
     pub password_env: &'static BenchFlag,

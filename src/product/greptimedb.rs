@@ -6,30 +6,27 @@ mod before_queries;
 pub mod cluster;
 mod compact;
 pub mod datalocation;
+mod distribution;
+mod driver;
 pub mod explain;
+mod external;
 mod flags;
+mod loading;
+mod managed_server;
 pub mod partition;
 mod partitioned;
 pub mod ssts;
 pub mod storage;
 mod topology;
+mod workspace_setup;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::{
-    admin_client, check_semver, compare_versions, FilePart, Latest, Product, ReleaseAsset,
-    ServerCommand, ToolOptions, CONFIG_FILE,
-};
-use crate::dataset::Profile;
-use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
-use crate::error::{Error, Missing, Result};
-use crate::platform::Platform;
+use super::{admin_client, Distribution, FilePart, Latest, Product, Reporting, StorageFootprint};
+use crate::error::{Error, Result};
 use crate::queryset::QueryFormat;
-use crate::server::{Probe, Timing};
-use crate::sources::{SourceKey, Sources};
 use crate::workspace_manifest::WorkspaceManifest;
 
 const TEMPLATE: &str = include_str!("../../templates/greptimedb/standalone.toml.j2");
@@ -149,467 +146,24 @@ impl Product for GreptimeDb {
     fn display_name(&self) -> String {
         "GreptimeDB".into()
     }
-    fn binary_name(&self) -> &'static str {
-        "greptime"
-    }
     fn has_copy(&self) -> bool {
         true
     }
+    fn maintenance(&self) -> Option<Box<dyn super::Maintenance>> {
+        Some(Box::new(GreptimeDb))
+    }
+    fn compaction(&self) -> Option<&'static super::op::Compaction> {
+        Some(&compact::COMPACTION)
+    }
+    /// Its own flags (compaction, analyze, the query run's flush and version override:
+    /// `greptimedb/flags.rs`, recorded flat as they always were), where its data was
+    /// (`data_location`), its analyze phase and what it does before the queries.
+    fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
+        Some(&BENCH_EXT)
+    }
+}
 
-    fn check_platform(&self, _platform: &Platform) -> Result<()> {
-        // GreptimeDB ships every platform tsbsctl knows (linux/darwin, amd64/arm64).
-        Ok(())
-    }
-
-    /// Strips one leading `v` (`v1.1.4` and `1.1.4` are the same); then an exact version.
-    fn normalize_version(&self, raw: &str) -> Result<String> {
-        let v = raw.strip_prefix('v').unwrap_or(raw);
-        // The refusal quotes what was typed (`v1`), not the stripped form (trial-run #30).
-        check_semver("--version", v, "1.1.4 or v1.2.0-beta.1").map_err(|e| {
-            crate::error::Error::invalid(format!("--version {raw:?} is not an exact version"))
-                .with_hint(e.hint.unwrap_or_default())
-        })
-    }
-
-    fn resolve_latest(&self, dl: &Downloader, sources: &Sources) -> Result<Latest> {
-        let url = sources.url(
-            SourceKey::GithubApi,
-            &format!("repos/{REPO}/releases/latest"),
-        );
-        let hint = "pass an exact --version (e.g. --version 1.1.4)";
-        let doc = dl.fetch_json(&url, ACCEPT_GITHUB_JSON).map_err(|e| {
-            let limited = matches!(e.http_status(), Some(403 | 429));
-            let h = if limited {
-                "GitHub refused the request (403, probably its rate limit of 60 anonymous requests an hour): set GITHUB_TOKEN, or pass an exact --version".to_string()
-            } else {
-                e.hint.clone().map(|h| format!("{h}; or {hint}")).unwrap_or_else(|| hint.into())
-            };
-            e.context("resolving the latest GreptimeDB release").with_hint(h)
-        })?;
-        parse_latest(&doc)
-    }
-
-    fn release_asset(
-        &self,
-        sources: &Sources,
-        version: &str,
-        platform: &Platform,
-    ) -> Result<ReleaseAsset> {
-        let stem = format!("greptime-{}-v{version}", platform.dashed());
-        let dir = format!("{REPO}/releases/download/v{version}");
-        Ok(ReleaseAsset {
-            url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.tar.gz")),
-            checksum_url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.sha256sum")),
-            file_name: format!("{stem}.tar.gz"),
-            top_dir: Some(stem),
-        })
-    }
-
-    /// `greptime --version` prints `version: X.Y.Z` among other lines (`-V`: `greptime X.Y.Z`);
-    /// one whitespace-separated token must be exactly the version (one leading `v` allowed).
-    /// Nightly and hash builds (`1.2.0-nightly-20260706`, `1.2.0-d1e61a4ad-…`) print their
-    /// Cargo version (`1.2.0`): that is accepted for them (the installation records both the
-    /// tag and the output).
-    fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
-        let cargo = nightly_cargo_version(version);
-        let found = output.split_whitespace().any(|t| {
-            let t = t.strip_prefix('v').unwrap_or(t);
-            t == version || Some(t) == cargo
-        });
-        if found {
-            Ok(())
-        } else {
-            Err(Error::integrity(format!(
-                "`greptime --version` does not report {version}: {:?}",
-                output.trim()
-            )))
-        }
-    }
-
-    fn default_http_port(&self) -> u16 {
-        4000
-    }
-
-    /// The vendor's layout: HTTP P, gRPC P+1, MySQL P+2, PostgreSQL P+3 (4000-4003).
-    fn default_ports(&self, http: u16) -> Result<BTreeMap<String, u16>> {
-        if http > u16::MAX - 3 {
-            return Err(Error::invalid(format!(
-                "--http-port {http} leaves no room for the gRPC, MySQL and PostgreSQL ports above it"
-            ))
-            .with_hint("pick an HTTP port of at most 65532"));
-        }
-        Ok(BTreeMap::from([
-            ("http".to_string(), http),
-            ("grpc".to_string(), http + 1),
-            ("mysql".to_string(), http + 2),
-            ("postgres".to_string(), http + 3),
-        ]))
-    }
-
-    fn render_config(&self, ws: &WorkspaceManifest, dir: &Path) -> Result<Option<String>> {
-        let s3 = storage::ObjectStorage::of(&ws.extra)?;
-        if s3.is_some() && compare_versions(&ws.version, storage::MIN_VERSION).is_lt() {
-            return Err(Error::invalid(format!(
-                "--storage s3 needs GreptimeDB {} or later (its write cache keys); the workspace has {}",
-                storage::MIN_VERSION,
-                ws.version
-            )));
-        }
-        if cluster::Topology::of(ws).is_some() {
-            return Ok(Some(cluster::datanode_config(ws, s3.as_ref())));
-        }
-        let port = |name: &str| -> Result<String> {
-            ws.ports
-                .get(name)
-                .map(|p| format!("127.0.0.1:{p}"))
-                .ok_or_else(|| {
-                    Error::integrity(format!("workspace {} has no {name} port", ws.database_id))
-                })
-        };
-        let mut env = minijinja::Environment::new();
-        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-        env.set_keep_trailing_newline(true);
-        env.add_filter("toml", |s: String| toml::Value::String(s).to_string());
-        env.add_template("standalone.toml", TEMPLATE)
-            .map_err(|e| Error::failed(format!("GreptimeDB config template: {e}")))?;
-        let path = |p: &Path| p.to_string_lossy().into_owned();
-        let s3 = s3.map(|s| {
-            minijinja::context! {
-                bucket => s.location.bucket,
-                prefix => s.location.prefix,
-                endpoint => s.location.endpoint,
-                region => s.location.region,
-                cache_path => path(&dir.join(storage::CACHE_DIR)),
-                // Bytes, unambiguous: GreptimeDB reads "MB" as MiB.
-                cache_size => format!("{}B", s.cache_size_bytes),
-            }
-        });
-        let ctx = minijinja::context! {
-            s3 => s3,
-            database_id => ws.database_id,
-            version => ws.version,
-            tool_version => crate::VERSION,
-            http_addr => port("http")?,
-            grpc_addr => port("grpc")?,
-            mysql_addr => port("mysql")?,
-            postgres_addr => port("postgres")?,
-            // v0.12.0 renamed `[grpc] addr` to `[grpc] bind_addr`.
-            grpc_bind_addr_key => compare_versions(&ws.version, "0.12.0").is_ge(),
-            // `0s` disables the server's HTTP timeout only from 0.9 (GreptimeTeam/greptimedb
-            // #4217); before, a zero timeout cuts every request, so a day stands for "none".
-            http_timeout => if compare_versions(&ws.version, "0.9.0").is_ge() { "0s" } else { "24h" },
-            data_home => path(&dir.join("data")),
-            log_dir => path(&dir.join("logs")),
-        };
-        let text = env
-            .get_template("standalone.toml")
-            .and_then(|t| t.render(ctx))
-            .map_err(|e| Error::failed(format!("rendering the GreptimeDB config: {e}")))?;
-        toml::from_str::<toml::Value>(&text).map_err(|e| {
-            Error::failed(format!("the rendered GreptimeDB config is not TOML: {e}"))
-        })?;
-        Ok(Some(text))
-    }
-
-    fn server_command(
-        &self,
-        ws: &WorkspaceManifest,
-        dir: &Path,
-        install_dir: &Path,
-    ) -> Result<ServerCommand> {
-        // Object storage: the bucket must answer before the server starts (the real one
-        // would start and fail its first flush), and the keys go in its environment only:
-        // a standalone's, or (through the launcher, which hands them to no other role) the
-        // datanodes'.
-        let s3 = storage::ObjectStorage::of(&ws.extra)?;
-        if let Some(s) = &s3 {
-            s.probe()?;
-        }
-        if cluster::Topology::of(ws).is_some() {
-            // tsbsctl's own launcher runs the roles (cluster.rs).
-            let me = std::env::current_exe()
-                .map_err(|e| Error::failed(format!("cannot find tsbsctl's own binary: {e}")))?;
-            return Ok(ServerCommand {
-                program: me,
-                args: vec![
-                    "greptimedb".into(),
-                    "cluster-run".into(),
-                    "--workspace-dir".into(),
-                    dir.to_string_lossy().into_owned(),
-                    "--greptime".into(),
-                    install_dir
-                        .join(self.binary_name())
-                        .to_string_lossy()
-                        .into_owned(),
-                ],
-                env: match &s3 {
-                    Some(s) => s.server_env(storage::DATANODE_ENV)?,
-                    None => vec![],
-                },
-                // GREPTIMEDB_<ROLE>__* would override the roles' flags and config; the
-                // variables the keys come from stay with tsbsctl.
-                env_remove: std::env::vars()
-                    .map(|(k, _)| k)
-                    .filter(|k| k.starts_with("GREPTIMEDB_"))
-                    .chain(s3.iter().flat_map(|s| s.location.source_vars()))
-                    .collect(),
-            });
-        }
-        let env = match &s3 {
-            Some(s) => s.server_env(storage::STANDALONE_ENV)?,
-            None => vec![],
-        };
-        Ok(ServerCommand {
-            program: install_dir.join(self.binary_name()),
-            args: vec![
-                "standalone".into(),
-                "start".into(),
-                "-c".into(),
-                dir.join(CONFIG_FILE).to_string_lossy().into_owned(),
-            ],
-            env,
-            // GREPTIMEDB_STANDALONE__* would override the config; the workspace decides. The
-            // variables the keys come from stay with tsbsctl.
-            env_remove: std::env::vars()
-                .map(|(k, _)| k)
-                .filter(|k| k.starts_with("GREPTIMEDB_STANDALONE"))
-                .chain(s3.iter().flat_map(|s| s.location.source_vars()))
-                .collect(),
-        })
-    }
-
-    /// A cluster launcher's `FAILED:` line names the role that failed and its log.
-    fn failure_lines(&self) -> Option<fn(&str) -> Vec<String>> {
-        Some(|log| {
-            log.lines()
-                .filter_map(|l| l.strip_prefix("tsbsctl cluster: FAILED: "))
-                .map(str::to_string)
-                .collect()
-        })
-    }
-
-    fn managed_urls(&self, ws: &WorkspaceManifest, endpoint: &str) -> Vec<String> {
-        match cluster::Topology::of(ws) {
-            Some(t) => cluster::frontend_urls(ws, &t),
-            None => vec![endpoint.to_string()],
-        }
-    }
-
-    /// A cluster is ready when its launcher says so (every role answered and
-    /// `cluster_info` lists every node through every frontend) and `cluster_info` still does.
-    fn readiness_probe_for(&self, endpoint: &str, _install_dir: &Path, ws_dir: &Path) -> Probe {
-        let cluster = crate::manifest::read::<WorkspaceManifest>(&ws_dir.join("manifest.json"))
-            .ok()
-            .filter(|m| cluster::Topology::of(m).is_some());
-        match (cluster, std::env::current_exe()) {
-            (Some(_), Ok(me)) => Probe::Command {
-                program: me,
-                args: vec![
-                    "greptimedb".into(),
-                    "cluster-ready".into(),
-                    "--workspace-dir".into(),
-                    ws_dir.to_string_lossy().into_owned(),
-                ],
-                gate: Some(crate::server::StatusGate {
-                    path: ws_dir.join(cluster::STATUS_FILE),
-                    pid_line: Some(1),
-                    status_line: 2,
-                    ready: "ready".into(),
-                }),
-            },
-            _ => self.readiness_probe(endpoint),
-        }
-    }
-
-    fn check_can_serve(&self, ws: &WorkspaceManifest) -> Result<()> {
-        match cluster::Topology::of(ws) {
-            Some(t) => cluster::check_store(&t),
-            None => Ok(()),
-        }
-    }
-
-    fn readiness_probe(&self, endpoint: &str) -> Probe {
-        Probe::PostForm {
-            url: Self::sql_url(endpoint),
-            body: "sql=SHOW%20DATABASES".into(),
-        }
-    }
-
-    /// GreptimeDB answers only after every region is open and its WAL replayed (slow after a
-    /// large load: nothing is flushed on shutdown), and on SIGTERM it finishes every queued
-    /// and running flush and compaction first (minutes after a large load or during a
-    /// compaction): the stop waits while it makes progress.
-    fn default_timing(&self) -> Timing {
-        Timing {
-            startup_timeout: std::time::Duration::from_secs(600),
-            grace: std::time::Duration::from_secs(600),
-            drain_limit: Some(std::time::Duration::from_secs(6 * 3600)),
-            startup_wait: Some("it opens its regions and replays unflushed WAL first"),
-            ..Timing::default()
-        }
-    }
-
-    /// A table or database that is not there is GreptimeDB's own code (4001, 4004), as
-    /// [`Detail::NotFound`](crate::error::Detail::NotFound).
-    fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
-        crate::ids::validate_sql_identifier("--table", table)?;
-        let q = format!("SELECT count(*) FROM {table}");
-        let out = Self::sql_coded(&admin_client()?, endpoint, Some(database), &q).map_err(
-            |(e, code)| match code {
-                Some(TABLE_NOT_FOUND) => e.not_found(Missing::Table(table.into())),
-                Some(DATABASE_NOT_FOUND) => e.not_found(Missing::Database(database.into())),
-                _ => e,
-            },
-        )?;
-        out.pointer("/records/rows/0/0")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| {
-                Error::failed(format!(
-                    "GreptimeDB answered count(*) of {table} without a number"
-                ))
-            })
-    }
-
-    fn tsbs_loader(&self) -> &'static str {
-        crate::tsbs::command::LOAD_GREPTIME
-    }
-    fn tsbs_runner(&self) -> &'static str {
-        crate::tsbs::command::RUN_QUERIES_GREPTIME
-    }
-    fn query_format(&self) -> QueryFormat {
-        QueryFormat::Greptime
-    }
-    fn default_write(&self, profile: Profile) -> (u32, u32) {
-        match profile {
-            Profile::Manual => (6, 3000),
-            Profile::Smoke => (2, 3000),
-        }
-    }
-    /// The password of `--user`, read only from the variable `--password-env` names.
-    fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
-        Some((None, None))
-    }
-    fn secret_word(&self) -> &'static str {
-        "password"
-    }
-    fn takes_basic_auth(&self) -> bool {
-        true
-    }
-    fn check_partitioning(
-        &self,
-        p: &super::Partitioning,
-        use_case: &str,
-        scale: u64,
-    ) -> Result<()> {
-        partition::validate(p.partitions, &p.column, use_case, scale)
-    }
-    fn create_partitioned(&self, req: &super::PartitionedLoad) -> Result<Value> {
-        partitioned::create(self, req)
-    }
-    fn region_report(
-        &self,
-        endpoint: &str,
-        database: &str,
-        table: &str,
-        loaded: u64,
-    ) -> Result<Option<Value>> {
-        partitioned::report(self, endpoint, database, table, loaded)
-    }
-    /// `tsbs_load_greptime --urls=<u1,u2,..>`: worker i writes to URL i mod n, the database
-    /// is listed, created and dropped at the first (`process.go`, `creator.go`). Credentials
-    /// are its `user` and `password` keys (Basic auth on DDL and writes when both are set).
-    fn load_target(&self, _o: &ToolOptions) -> crate::tsbs::LoadTarget {
-        crate::tsbs::LoadTarget {
-            single_url: None,
-            args: Vec::new(),
-            connection: None,
-            basic_auth: Some(crate::tsbs::credentials::BasicAuthStyle::ConfigKeys {
-                user: "user",
-                password: "password",
-            }),
-        }
-    }
-    /// `tsbs_run_queries_influx` against `/v1/sql`: worker i queries URL i mod n. It has no
-    /// auth flag for GreptimeDB (only `--is-v2`'s `Token`): credentials go in its URLs.
-    fn query_target(&self, _o: &ToolOptions) -> crate::tsbs::QueryTarget {
-        crate::tsbs::QueryTarget {
-            per_query_latencies: true,
-            basic_auth: Some(crate::tsbs::credentials::BasicAuthStyle::UrlUserinfo),
-            ..Default::default()
-        }
-    }
-    fn probe_version(
-        &self,
-        c: &reqwest::blocking::Client,
-        u: &str,
-        _token: Option<&crate::tsbs::Secret>,
-        _variant: Option<&str>,
-    ) -> Result<(Option<String>, Value)> {
-        let v: Option<Value> = c
-            .get(format!("{u}/status"))
-            .send()
-            .ok()
-            .filter(|r| r.status().is_success())
-            .and_then(|r| r.json().ok());
-        let version = v
-            .as_ref()
-            .and_then(|v| v["version"].as_str())
-            .map(|s| s.trim_start_matches('v').to_string());
-        if version.is_some() {
-            // `/status` needs no credentials; `/v1/sql` does when the server has users: a
-            // missing or wrong password fails here, before anything is written.
-            Self::sql_with(c, u, None, "SHOW DATABASES")?;
-        }
-        Ok((version, v.unwrap_or(Value::Null)))
-    }
-    fn probe_topology(
-        &self,
-        c: &reqwest::blocking::Client,
-        urls: &[String],
-    ) -> Result<Option<Value>> {
-        topology::probe(c, urls).map(Some)
-    }
-    fn probe_identity(&self) -> (&'static str, u16) {
-        ("its /status does not report a GreptimeDB version", 4000)
-    }
-    /// A rerun of a run on S3 measures the same setup (endpoint, bucket, region, cache, key
-    /// variables) under a prefix of its own, beside the recorded one: the new workspace must
-    /// not write into, nor be counted with, the first one's objects.
-    fn rerun_workspace_fields(
-        &self,
-        server_settings: Option<&Value>,
-    ) -> serde_json::Map<String, Value> {
-        let Some(mut s) = server_settings
-            .and_then(|v| v.get("object_storage"))
-            .and_then(|v| serde_json::from_value::<storage::ObjectStorage>(v.clone()).ok())
-        else {
-            return Default::default();
-        };
-        s.location.prefix = format!(
-            "{}-rerun-{}",
-            s.location.prefix,
-            time::OffsetDateTime::now_utc().unix_timestamp()
-        );
-        [(
-            storage::FIELD.to_string(),
-            storage::ObjectStorage::field(Some(&s)),
-        )]
-        .into_iter()
-        .collect()
-    }
-    /// A workspace on object storage records where (the variables' names, not the keys).
-    fn server_settings(
-        &self,
-        ws: Option<&WorkspaceManifest>,
-        _data_dir: Option<&Path>,
-        _runtime_version: Option<&str>,
-    ) -> Option<Value> {
-        let s = storage::ObjectStorage::of(&ws?.extra).ok()??;
-        Some(serde_json::json!({
-            "source": "the workspace manifest, fixed at prepare",
-            "object_storage": storage::ObjectStorage::field(Some(&s)),
-        }))
-    }
+impl StorageFootprint for GreptimeDb {
     /// On S3: the bucket under the prefix (SSTs, indexes, manifests), and the local write
     /// cache (a cluster: each datanode's, `cache/datanode-<i>`).
     fn object_store_footprint(
@@ -624,24 +178,7 @@ impl Product for GreptimeDb {
         let (o, cache) = s.record(&ws_dir.join(storage::CACHE_DIR), datanodes)?;
         Ok(Some((o, Some(cache))))
     }
-    fn classify_file(&self, rel: &Path) -> FilePart {
-        classify(rel)
-    }
-    fn footprint_layout(&self) -> Option<&'static str> {
-        Some("greptimedb")
-    }
-    fn maintenance(&self) -> Option<Box<dyn super::Maintenance>> {
-        Some(Box::new(GreptimeDb))
-    }
-    fn compaction(&self) -> Option<&'static super::op::Compaction> {
-        Some(&compact::COMPACTION)
-    }
-    fn metrics_path(&self) -> Option<&'static str> {
-        Some("/metrics")
-    }
-    /// Its own flags (compaction, analyze, the query run's flush and version override:
-    /// `greptimedb/flags.rs`, recorded flat as they always were), where its data was
-    /// (`data_location`), its analyze phase and what it does before the queries.
+    /// `--storage s3`: the bucket and prefix (`root`) of the workspace's storage.
     fn object_location(
         &self,
         _database_id: &str,
@@ -649,8 +186,27 @@ impl Product for GreptimeDb {
     ) -> Result<Option<crate::s3::Location>> {
         Ok(storage::ObjectStorage::of(extra)?.map(|s| s.location))
     }
-    fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
-        Some(&BENCH_EXT)
+    fn classify_file(&self, rel: &Path) -> FilePart {
+        classify(rel)
+    }
+    fn footprint_layout(&self) -> Option<&'static str> {
+        Some("greptimedb")
+    }
+}
+
+impl Reporting for GreptimeDb {
+    /// A workspace on object storage records where (the variables' names, not the keys).
+    fn server_settings(
+        &self,
+        ws: Option<&WorkspaceManifest>,
+        _data_dir: Option<&Path>,
+        _runtime_version: Option<&str>,
+    ) -> Option<Value> {
+        let s = storage::ObjectStorage::of(&ws?.extra).ok()??;
+        Some(serde_json::json!({
+            "source": "the workspace manifest, fixed at prepare",
+            "object_storage": storage::ObjectStorage::field(Some(&s)),
+        }))
     }
 }
 
@@ -821,6 +377,8 @@ pub fn parse_latest(doc: &Value) -> Result<Latest> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Missing;
+    use crate::product::{Loading, WorkspaceSetup};
     use serde_json::json;
 
     /// Issue 23 §4: a count of a table or database that is not there is GreptimeDB's own

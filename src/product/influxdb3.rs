@@ -7,25 +7,23 @@
 //! this file, and Enterprise licence activation lives in [`activation`].
 
 pub mod activation;
+mod distribution;
+mod driver;
+mod external;
 pub mod flags;
+mod managed_server;
 pub mod object_store;
 mod settle;
+mod workspace_setup;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::variants::{RunLimits, RunVariants};
-use super::{check_semver, Latest, Product, ReleaseAsset, ServerCommand, ToolOptions};
-use crate::dataset::Profile;
-use crate::download::{Downloader, ACCEPT_ARTIFACT};
+use super::{check_semver, Loading, Product, Reporting, StorageFootprint};
 use crate::error::{Error, Missing, Result};
-use crate::paths::Root;
-use crate::platform::Platform;
 use crate::queryset::QueryFormat;
-use crate::server::{Probe, Timing};
-use crate::sources::{SourceKey, Sources};
 use crate::workspace_manifest::WorkspaceManifest;
 
 /// `version_source` of a version read from the official installer script.
@@ -199,287 +197,18 @@ impl Product for InfluxDb3 {
     fn edition(&self) -> Option<&str> {
         Some(self.edition.as_str())
     }
-    fn binary_name(&self) -> &'static str {
-        "influxdb3"
-    }
 
-    fn check_platform(&self, platform: &Platform) -> Result<()> {
-        match platform.dashed().as_str() {
-            "linux-amd64" | "linux-arm64" | "darwin-arm64" => Ok(()),
-            other => Err(Error::invalid(format!(
-                "InfluxData publishes no InfluxDB 3 build for {other}"
-            ))
-            .with_hint("use linux-amd64, linux-arm64 or darwin-arm64, or benchmark an external server with --url")),
-        }
+    fn run_variants(&self) -> Option<&'static RunVariants> {
+        Some(&VARIANTS)
     }
+    /// Its own flags (`influxdb3/flags.rs`, recorded flat as they always were): durability,
+    /// tokens, the count timeout and the edition of an external target.
+    fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
+        Some(&BENCH_EXT)
+    }
+}
 
-    fn normalize_version(&self, raw: &str) -> Result<String> {
-        check_semver("--version", raw, "3.11.1")
-    }
-
-    fn resolve_latest(&self, dl: &Downloader, sources: &Sources) -> Result<Latest> {
-        let url = sources.get(SourceKey::Influxdb3Installer).to_string();
-        let script = dl
-            .fetch_text(&url, ACCEPT_ARTIFACT)
-            .map_err(|e| e.context("reading the InfluxDB 3 installer script"))?;
-        let name = match self.edition {
-            Edition::Core => "INFLUXDB_OSS_VERSION",
-            Edition::Enterprise => "INFLUXDB_ENT_VERSION",
-        };
-        Ok(Latest {
-            version: script_version(&script, name)?,
-            source: LATEST_SOURCE,
-        })
-    }
-
-    fn release_asset(
-        &self,
-        sources: &Sources,
-        version: &str,
-        platform: &Platform,
-    ) -> Result<ReleaseAsset> {
-        let file = format!(
-            "influxdb3-{}-{version}_{}.tar.gz",
-            self.edition.as_str(),
-            platform.underscored()
-        );
-        let url = sources.url(
-            SourceKey::InfluxdataDl,
-            &format!("influxdb/releases/{file}"),
-        );
-        Ok(ReleaseAsset {
-            checksum_url: format!("{url}.sha256"),
-            url,
-            file_name: file,
-            // The real root's name is unconfirmed: [`Self::distribution_root`] accepts any.
-            top_dir: None,
-        })
-    }
-
-    /// Tracing logs, with a word on the warning every wide query logs.
-    fn log_rules(&self) -> crate::logscan::LogRules {
-        crate::logscan::LogRules {
-            note: Some("`cannot split dedup operation, fanout too wide` (WARN, `iox_query::physical_optimizer::dedup::split`) is logged by the real server for every query over many files and is harmless."),
-            ..crate::logscan::LogRules::TRACING
-        }
-    }
-    /// The installer script can lag the releases (the v3.10.1 tag's names 3.9.1).
-    fn latest_words(&self) -> &'static str {
-        "the version InfluxData's installer script names"
-    }
-    /// As the vendor's installer (`install_influxdb.sh`: `--strip-components` 0 or 1, when
-    /// `*/influxdb3` is there): `influxdb3` at the archive's root, or under its one leading
-    /// directory of any name. Anything else is refused; the binary is then run and must report
-    /// the edition and version asked for.
-    fn distribution_root(&self, extracted: &Path) -> Result<std::path::PathBuf> {
-        let bin = self.binary_name();
-        // The root holds the binary only when `influxdb3` there is a file: an archive whose
-        // top directory is named `influxdb3` (`influxdb3/influxdb3`) is descended into, as
-        // the vendor's installer does (`grep '[a-zA-Z0-9]/influxdb3$'`, strip one level).
-        let is_file = |p: &Path| p.symlink_metadata().is_ok_and(|m| !m.is_dir());
-        if is_file(&extracted.join(bin)) {
-            return Ok(extracted.to_path_buf());
-        }
-        let mut entries: Vec<std::path::PathBuf> = fs_err::read_dir(extracted)?
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        entries.sort();
-        if let [only] = entries.as_slice() {
-            let is_dir = only.symlink_metadata().map(|m| m.is_dir()).unwrap_or(false);
-            if is_dir && is_file(&only.join(bin)) {
-                return Ok(only.clone());
-            }
-        }
-        let names: Vec<String> = entries
-            .iter()
-            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .collect();
-        Err(Error::integrity(format!(
-            "the {} archive has no `{bin}` at its root or under a single top directory (its top level: {})",
-            self.display_name(),
-            if names.is_empty() { "empty".into() } else { names.join(", ") }
-        ))
-        .with_hint("nothing was installed; check that the file is the InfluxDB 3 release archive you asked for"))
-    }
-
-    /// `influxdb3 --version` prints `influxdb3 InfluxDB 3 Core, 3.11.1, revision ...`.
-    fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
-        let want = format!("InfluxDB 3 {}, {version}", self.edition.title());
-        let ok = output.lines().any(|l| {
-            l.find(&want).is_some_and(|i| {
-                let rest = &l[i + want.len()..];
-                rest.is_empty() || rest.starts_with(',') || rest.starts_with(char::is_whitespace)
-            })
-        });
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::integrity(format!(
-                "`influxdb3 --version` does not report {want}: {}",
-                output.trim()
-            ))
-            .with_hint(self.install_command(version, true)))
-        }
-    }
-
-    fn installations_dir(&self, root: &Root) -> std::path::PathBuf {
-        root.installations(self.name()).join(self.edition.as_str())
-    }
-
-    fn default_http_port(&self) -> u16 {
-        8181
-    }
-
-    fn default_ports(&self, http_port: u16) -> Result<BTreeMap<String, u16>> {
-        Ok(BTreeMap::from([("http".to_string(), http_port)]))
-    }
-
-    fn new_workspace_fields(&self, id: &str) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert("node_id".into(), json!(Self::node_id(id)));
-        match self.edition {
-            Edition::Core => {
-                m.insert("cluster_id".into(), Value::Null);
-                m.insert(
-                    "license".into(),
-                    json!({"status": license::NOT_REQUIRED, "source": null, "path": null}),
-                );
-            }
-            Edition::Enterprise => {
-                let stem = Self::node_id(id);
-                let stem = stem.trim_end_matches("-node");
-                m.insert("cluster_id".into(), json!(format!("{stem}-cluster")));
-                m.insert(
-                    "license".into(),
-                    json!({"status": license::UNCONFIGURED, "source": null, "path": null}),
-                );
-            }
-        }
-        m
-    }
-
-    fn render_config(&self, _ws: &WorkspaceManifest, _dir: &Path) -> Result<Option<String>> {
-        Ok(None)
-    }
-
-    fn server_command(
-        &self,
-        ws: &WorkspaceManifest,
-        dir: &Path,
-        install_dir: &Path,
-    ) -> Result<ServerCommand> {
-        let port = ws.ports.get("http").copied().ok_or_else(|| {
-            Error::integrity(format!("workspace {} has no http port", ws.database_id))
-        })?;
-        let node = ws.extra["node_id"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| Self::node_id(&ws.database_id));
-        // On S3 the bucket must answer before the server starts (the real one fails its
-        // catalog load otherwise), and the keys go in its environment only.
-        let s3 = object_store::of(ws)?;
-        let mut args = vec!["serve".to_string()];
-        match &s3 {
-            Some(l) => {
-                l.probe()?;
-                args.extend(object_store::server_args(l));
-            }
-            None => {
-                args.push("--object-store=file".into());
-                args.push(format!("--data-dir={}", dir.join("data").display()));
-            }
-        }
-        args.extend([
-            format!("--node-id={node}"),
-            format!("--http-bind=127.0.0.1:{port}"),
-            "--without-auth".into(),
-            // A benchmark run stays offline-clean: no upload to telemetry.v3.influxdata.com.
-            "--disable-telemetry-upload".into(),
-        ]);
-        if self.edition == Edition::Enterprise {
-            if let Some(c) = ws.extra["cluster_id"].as_str() {
-                args.push(format!("--cluster-id={c}"));
-            }
-            if let Some(p) = ws.extra["license"]["path"].as_str() {
-                args.push(format!("--license-file={p}"));
-            }
-        }
-        Ok(ServerCommand {
-            program: install_dir.join(self.binary_name()),
-            args,
-            env: match &s3 {
-                Some(l) => object_store::server_env(l)?,
-                None => vec![],
-            },
-            // The workspace decides: no INFLUXDB3_* override (object store, auth, licence
-            // e-mail) from the caller's shell, and no token reaches the server; nor any AWS_*
-            // (the S3 client reads AWS_ENDPOINT, AWS_SESSION_TOKEN, ... from it).
-            // The variables the keys come from stay with tsbsctl too.
-            env_remove: std::env::vars()
-                .map(|(k, _)| k)
-                .filter(|k| k.starts_with("INFLUXDB3_") || k.starts_with("AWS_"))
-                .chain(s3.iter().flat_map(|l| l.source_vars()))
-                .collect(),
-        })
-    }
-
-    fn check_can_serve(&self, ws: &WorkspaceManifest) -> Result<()> {
-        let status = ws.extra["license"]["status"].as_str().unwrap_or("unknown");
-        if self.edition == Edition::Enterprise && status != license::ACTIVE {
-            let id = &ws.database_id;
-            return Err(Error::invalid(format!(
-                "InfluxDB 3 Enterprise workspace {id} has no active licence (licence status: {status})"
-            ))
-            .with_hint(format!(
-                "activate it first: `tsbsctl influxdb3 activate --database-id {id} --license-type trial` \
-                 (or home; the e-mail comes from $INFLUXDB3_LICENSE_EMAIL or --license-email-stdin), \
-                 or `tsbsctl influxdb3 activate --database-id {id} --license-file PATH`"
-            )));
-        }
-        // An expired trial: queries fail and the server does not restart (docs
-        // admin/license.md), so nothing is started.
-        if let Some(exp) = trial_expiry(&ws.extra["license"]) {
-            if exp <= time::OffsetDateTime::now_utc() {
-                let id = &ws.database_id;
-                return Err(Error::invalid(format!(
-                    "the trial licence of InfluxDB 3 Enterprise workspace {id} expired at {} ({TRIAL_DAYS} days after its activation)",
-                    rfc3339(exp)
-                ))
-                .with_hint(renewal_hint(id)));
-            }
-        }
-        Ok(())
-    }
-
-    /// The server may print a licence e-mail, a licence key or a token: every line is
-    /// redacted before it reaches the log.
-    fn output_filter(&self) -> Option<crate::server::OutputFilter> {
-        let r = crate::redact::Redactor::new();
-        Some(crate::server::OutputFilter(std::sync::Arc::new(
-            move |line: &str| r.redact(line),
-        )))
-    }
-
-    fn readiness_probe(&self, endpoint: &str) -> Probe {
-        Probe::Get {
-            url: format!("{endpoint}/health"),
-        }
-    }
-
-    fn default_timing(&self) -> Timing {
-        Timing {
-            startup_timeout: std::time::Duration::from_secs(600),
-            // A graceful stop flushes the WAL buffer (and snapshots only if one is due).
-            grace: std::time::Duration::from_secs(60),
-            // 92.6 s for 305 MB of WAL in a real 3.10.1 dev build.
-            startup_wait: Some(
-                "it replays its WAL, where Core keeps all data no snapshot has persisted",
-            ),
-            ..Timing::default()
-        }
-    }
-
+impl Loading for InfluxDb3 {
     fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
         count_table(&CountRequest {
             endpoint,
@@ -491,70 +220,6 @@ impl Product for InfluxDb3 {
         })
         .map(|c| c.rows)
     }
-
-    fn run_variants(&self) -> Option<&'static RunVariants> {
-        Some(&VARIANTS)
-    }
-    fn serve_warning(&self, ws: &WorkspaceManifest) -> Option<String> {
-        expiry_warning(ws)
-    }
-    fn tsbs_loader(&self) -> &'static str {
-        crate::tsbs::command::LOAD_INFLUX3
-    }
-    fn tsbs_runner(&self) -> &'static str {
-        crate::tsbs::command::RUN_QUERIES_INFLUX3
-    }
-    fn query_format(&self) -> QueryFormat {
-        QueryFormat::Influx3
-    }
-    fn default_write(&self, profile: Profile) -> (u32, u32) {
-        match profile {
-            Profile::Manual => (16, 25000),
-            Profile::Smoke => (2, 3000),
-        }
-    }
-    fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
-        Some((Some("INFLUXDB3_AUTH_TOKEN"), Some("INFLUXDB3_ADMIN_TOKEN")))
-    }
-    /// `tsbs_load_influx3`: durability flags and optional tokens. `--admin-token` falls back
-    /// to the auth token when no admin token is given (reference §3.3).
-    fn load_target(&self, o: &ToolOptions) -> crate::tsbs::LoadTarget {
-        use crate::tsbs::ToolArg;
-        let mut args = vec![
-            ToolArg::Flag("no-sync", flags::no_sync(&o.values).to_string()),
-            ToolArg::Flag(
-                "accept-partial",
-                flags::accept_partial(&o.values).to_string(),
-            ),
-        ];
-        let auth = o.auth_token.as_ref().filter(|t| !t.is_empty());
-        if let Some(t) = auth {
-            args.push(ToolArg::Secret("auth-token", t.clone()));
-        }
-        if let Some(t) = o.admin_token.as_ref().filter(|t| !t.is_empty()).or(auth) {
-            args.push(ToolArg::Secret("admin-token", t.clone()));
-        }
-        crate::tsbs::LoadTarget {
-            basic_auth: None,
-            single_url: None,
-            args,
-            connection: None,
-        }
-    }
-    /// `tsbs_run_queries_influx3`, with the auth token when one is set.
-    fn query_target(&self, o: &ToolOptions) -> crate::tsbs::QueryTarget {
-        crate::tsbs::QueryTarget {
-            basic_auth: None,
-            args: o
-                .auth_token
-                .iter()
-                .filter(|t| !t.is_empty())
-                .map(|t| crate::tsbs::ToolArg::Secret("auth-token", t.clone()))
-                .collect(),
-            connection: None,
-            per_query_latencies: true,
-        }
-    }
     /// Both durable and `--no-sync` loads: a real Core hides acknowledged durable rows while a
     /// snapshot persists, and unsynced ones until the next flush ([`settle`]).
     fn count_after_load(
@@ -565,56 +230,38 @@ impl Product for InfluxDb3 {
     ) -> std::result::Result<crate::product::LoadCount, crate::product::CountFailed> {
         settle::count_after_load(req, expected, load)
     }
-    fn probe_version(
-        &self,
-        c: &reqwest::blocking::Client,
-        u: &str,
-        token: Option<&crate::tsbs::Secret>,
-        edition: Option<&str>,
-    ) -> Result<(Option<String>, Value)> {
-        let mut r = c.get(format!("{u}/ping"));
-        if let Some(t) = token {
-            r = r.bearer_auth(t.expose());
-        }
-        let resp = r.send().ok();
-        let header = resp.as_ref().and_then(|r| {
-            r.headers()
-                .get("x-influxdb-version")
-                .and_then(|h| h.to_str().ok())
-                .map(str::to_string)
-        });
-        let build = resp.as_ref().and_then(|r| {
-            r.headers()
-                .get("x-influxdb-build")
-                .and_then(|h| h.to_str().ok())
-                .map(str::to_string)
-        });
-        if let (Some(b), Some(want)) = (&build, edition) {
-            if !b.eq_ignore_ascii_case(want) {
-                return Err(Error::integrity(format!(
-                    "InfluxDB 3 at {u} reports X-Influxdb-Build: {b}, not the --edition {want} asked for"
-                ))
-                .with_hint(format!(
-                    "pass --edition {} (or point --url at an InfluxDB 3 {} server)",
-                    b.to_ascii_lowercase(),
-                    if want == "core" { "Core" } else { "Enterprise" }
-                )));
-            }
-        }
-        let body: Option<Value> = resp.and_then(|r| r.json().ok());
-        let version = body
-            .as_ref()
-            .and_then(|b| b["version"].as_str().map(str::to_string))
-            .or(header);
-        Ok((version, json!({"ping": body, "build": build})))
-    }
-    fn probe_identity(&self) -> (&'static str, u16) {
-        ("its /ping does not report an InfluxDB 3 version", 8181)
-    }
     fn count_rows_detailed(&self, req: &CountRequest) -> Result<(u64, Option<Value>)> {
         let c = count_table(req)?;
         Ok((c.rows, Some(c.detail)))
     }
+}
+
+impl StorageFootprint for InfluxDb3 {
+    /// On S3: the bucket's objects under the node id (WAL, Parquet, catalog); no local cache.
+    fn object_store_footprint(
+        &self,
+        ws: &WorkspaceManifest,
+        _ws_dir: &Path,
+    ) -> Result<Option<(Value, Option<Value>)>> {
+        match object_store::of(ws)? {
+            Some(l) => Ok(Some((object_store::record(&l)?, None))),
+            None => Ok(None),
+        }
+    }
+    /// `--object-store s3`: the bucket, under the node id.
+    fn object_location(
+        &self,
+        database_id: &str,
+        extra: &serde_json::Map<String, Value>,
+    ) -> Result<Option<crate::s3::Location>> {
+        object_store::of_extra(extra, &object_store::node_id_of(database_id, extra))
+    }
+    fn detect_engine(&self, dir: &Path) -> Option<&'static str> {
+        detect_engine(dir)
+    }
+}
+
+impl Reporting for InfluxDb3 {
     fn server_settings(
         &self,
         ws: Option<&WorkspaceManifest>,
@@ -633,52 +280,8 @@ impl Product for InfluxDb3 {
         }
         Some(v)
     }
-    /// On S3: the bucket's objects under the node id (WAL, Parquet, catalog); no local cache.
-    fn object_store_footprint(
-        &self,
-        ws: &WorkspaceManifest,
-        _ws_dir: &Path,
-    ) -> Result<Option<(Value, Option<Value>)>> {
-        match object_store::of(ws)? {
-            Some(l) => Ok(Some((object_store::record(&l)?, None))),
-            None => Ok(None),
-        }
-    }
-    /// A rerun of a run on S3 measures the same store (endpoint, bucket, region, key
-    /// variables); the new workspace's node id is its own, so are its objects.
-    fn rerun_workspace_fields(&self, server_settings: Option<&Value>) -> Map<String, Value> {
-        match server_settings.and_then(|v| v.get("object_storage")) {
-            Some(v) if v.get("type").and_then(Value::as_str) == Some("s3") => {
-                let mut v = v.clone();
-                if let Some(o) = v.as_object_mut() {
-                    // The node id decides it (see `object_store::of`).
-                    o.remove("prefix");
-                }
-                [(object_store::FIELD.to_string(), v)].into_iter().collect()
-            }
-            _ => Map::new(),
-        }
-    }
-    fn detect_engine(&self, dir: &Path) -> Option<&'static str> {
-        detect_engine(dir)
-    }
-    fn metrics_path(&self) -> Option<&'static str> {
-        Some("/metrics")
-    }
     fn records_durability(&self) -> bool {
         true
-    }
-    /// Its own flags (`influxdb3/flags.rs`, recorded flat as they always were): durability,
-    /// tokens, the count timeout and the edition of an external target.
-    fn object_location(
-        &self,
-        database_id: &str,
-        extra: &Map<String, Value>,
-    ) -> Result<Option<crate::s3::Location>> {
-        object_store::of_extra(extra, &object_store::node_id_of(database_id, extra))
-    }
-    fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
-        Some(&BENCH_EXT)
     }
 }
 
@@ -1181,6 +784,8 @@ fn count_once(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::Platform;
+    use crate::product::{Distribution, WorkspaceSetup};
 
     #[test]
     fn settings_provenance_names_the_source_version_it_was_read_in() {

@@ -1,38 +1,37 @@
 //! The products tsbsctl manages. A [`Product`] is what differs between GreptimeDB and
 //! InfluxDB 3 (and a third database); everything else (the installation store in
 //! [`crate::install`], workspaces in [`crate::workspace`], the supervisor in [`crate::server`],
-//! the benchmarks in [`crate::bench`]) is generic and asks the product:
+//! the benchmarks in [`crate::bench`]) is generic and asks the product, through the part of it
+//! that caller needs:
 //!
-//! * releases: how "latest" is found, where the archive and its checksum live, the archive's
-//!   top directory, what `--version` must print (optional: the defaults refuse, for products
-//!   installed from a local directory);
-//! * installation layout: the binary's name, where installations of this product (edition)
-//!   live;
-//! * workspaces: default ports, the config file (a template in `templates/`), the data-dir
-//!   initialisation, the server's command line and readiness probe (HTTP or a command),
-//!   product-specific manifest fields;
-//! * benchmarks: the TSBS loader and runner and their arguments, the query format, default
-//!   write parameters, the tokens it reads, probing an external server, counting rows, server
-//!   settings, the footprint and log-severity classifiers; capabilities (SQL maintenance for
-//!   compaction, a licence) where a product has them.
+//! * [`Distribution`]: releases (how "latest" is found, where the archive and its checksum
+//!   live, the archive's top directory, what `--version` must print; the defaults refuse, for
+//!   products installed from a local directory) and the installation layout (the binary's
+//!   name, where installations of this product (edition) live);
+//! * [`WorkspaceSetup`]: a workspace's default ports, config file (a template in
+//!   `templates/`), data-dir initialisation and product-specific manifest fields;
+//! * [`ManagedServer`]: the server's command line, output filter, log rules and readiness
+//!   probe (HTTP or a command), and the checks before it is started and measured;
+//! * [`Driver`]: the TSBS loader and runner, their formats, default write parameters and
+//!   arguments;
+//! * [`Loading`]: the database work around a load, and counting rows;
+//! * [`ExternalServer`]: checking and probing an external server, the tokens it reads;
+//! * [`StorageFootprint`]: the footprint classifier and where the data lives;
+//! * [`Reporting`]: the server settings a run records and how summaries word its runs;
+//! * [`Product`] itself: names and editions, the hints' commands, and capabilities (SQL
+//!   maintenance for compaction, the product's own bench flags) where a product has them.
 //!
 //! [`all`] is the one list of products (the registry): a new product is one module here, its
 //! templates and one line in [`all`].
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::dataset::{DataFormat, RowLayout, RowLine};
-use crate::download::Downloader;
 use crate::error::{Error, Result};
 use crate::paths::Root;
-use crate::platform::Platform;
-use crate::server::{Probe, Timing};
-use crate::sources::Sources;
-use crate::workspace_manifest::WorkspaceManifest;
 
 // A skeleton third product, compiled only in tests (its module says why).
 #[cfg(any(test, feature = "exampledb"))]
@@ -47,7 +46,24 @@ pub mod timescaledb;
 pub mod variants;
 pub mod ws_op;
 
+mod distribution;
+mod driver;
+mod external;
+mod footprint;
+mod loading;
+mod managed_server;
+mod reporting;
+mod workspace_setup;
+
+pub use distribution::Distribution;
+pub use driver::Driver;
+pub use external::ExternalServer;
+pub use footprint::StorageFootprint;
+pub use loading::Loading;
+pub use managed_server::ManagedServer;
 pub use op::{CompactRequest, Compaction, OpCtx, StepEnd};
+pub use reporting::Reporting;
+pub use workspace_setup::WorkspaceSetup;
 pub use ws_op::{ServerStart, WorkspaceOpCtx};
 
 /// Where one release archive and its checksum file live.
@@ -77,8 +93,20 @@ pub struct ServerCommand {
     pub env_remove: Vec<String>,
 }
 
-/// A database product (and edition).
-pub trait Product: Send + Sync {
+/// A database product (and edition): the parts its callers ask for, and what no one caller
+/// group asks (its names and editions, the commands hints name, its capabilities).
+pub trait Product:
+    Distribution
+    + WorkspaceSetup
+    + ManagedServer
+    + Driver
+    + Loading
+    + ExternalServer
+    + StorageFootprint
+    + Reporting
+    + Send
+    + Sync
+{
     /// `greptimedb`, `influxdb3`: the directory under the state root and the CLI area.
     fn name(&self) -> &'static str;
     /// "GreptimeDB", "InfluxDB 3 Enterprise": for messages.
@@ -92,67 +120,10 @@ pub trait Product: Send + Sync {
     fn installation_edition(&self) -> Option<&str> {
         self.edition()
     }
-    /// Product checks of an installation beyond the server binary (the other pinned binaries
-    /// of a local installation); run by `verify`. Default: none.
-    fn verify_installation(&self, _install_dir: &Path) -> Result<()> {
-        Ok(())
-    }
-    /// Settings a workspace's server reads from files tsbsctl did not write (PostgreSQL:
-    /// `postgresql.auto.conf`, lines after the include): shown by `verify`. Default: none.
-    fn outside_settings(&self, _ws_dir: &Path) -> Result<Vec<OutsideSetting>> {
-        Ok(Vec::new())
-    }
-    /// The server binary inside an installation (`greptime`, `influxdb3`).
-    fn binary_name(&self) -> &'static str;
-
-    /// Refuses platforms the vendor does not ship (exit 2).
-    fn check_platform(&self, platform: &Platform) -> Result<()>;
-    /// Validates and normalises a user-given version (GreptimeDB strips one leading `v`).
-    fn normalize_version(&self, raw: &str) -> Result<String>;
-    /// Resolves the newest stable version from the vendor (never a guess, never a cache).
-    /// Products without release archives (a local installation pinned by path) keep the
-    /// default: a refusal naming the product.
-    fn resolve_latest(&self, _downloader: &Downloader, _sources: &Sources) -> Result<Latest> {
-        Err(no_releases(self.display_name()))
-    }
-    /// The archive and checksum locations of `version` for `platform` (default: none).
-    fn release_asset(
-        &self,
-        _sources: &Sources,
-        _version: &str,
-        _platform: &Platform,
-    ) -> Result<ReleaseAsset> {
-        Err(no_releases(self.display_name()))
-    }
-    /// Extracts the expected SHA-256 (lowercase hex) from the vendor's checksum file.
-    fn parse_checksum(&self, text: &str, asset: &ReleaseAsset) -> Result<String> {
-        crate::download::parse_checksum_file(text, &asset.file_name)
-    }
-    /// Checks the output of `<binary> --version` names `version` (and the edition).
-    fn check_version_output(&self, version: &str, output: &str) -> Result<()>;
-    /// The arguments that make the binary print its version (`influxd` has no `--version`).
-    fn version_args(&self) -> &'static [&'static str] {
-        &["--version"]
-    }
-    /// The distribution root inside an extracted archive (`extracted` is the archive's root,
-    /// or the contents of [`ReleaseAsset::top_dir`] when the product names one). Products
-    /// whose archives have a top directory of unknown name find it here.
-    fn distribution_root(&self, extracted: &Path) -> Result<PathBuf> {
-        Ok(extracted.to_path_buf())
-    }
-
-    /// Directory holding `<version>/<platform>/` installations of this product (edition).
-    fn installations_dir(&self, root: &Root) -> PathBuf {
-        root.installations(self.name())
-    }
     /// Whether `tsbsctl <product> copy` exists (a workspace's data copied to a new workspace
     /// bound to another version), for hints. Default: no.
     fn has_copy(&self) -> bool {
         false
-    }
-    /// What picked the version `install` takes without `--version` (after "<Product> <V>: ").
-    fn latest_words(&self) -> &'static str {
-        "the latest stable release"
     }
     /// The command that (re)installs `version`, for hints.
     fn install_command(&self, version: &str, reinstall: bool) -> String {
@@ -171,354 +142,17 @@ pub trait Product: Send + Sync {
     fn cli(&self) -> String {
         format!("tsbsctl {}", self.name())
     }
-
-    /// Initialises a new workspace's data directory `dir/data` once its layout and config
-    /// exist (PostgreSQL: `initdb`). Default: nothing to do.
-    fn init_data_dir(&self, _ws: &WorkspaceManifest, _dir: &Path) -> Result<()> {
-        Ok(())
-    }
-
-    /// The HTTP port of a new workspace unless the user picks one.
-    fn default_http_port(&self) -> u16;
-    /// How a managed server on 127.0.0.1:`port` serving SQL database `database` is reached,
-    /// as messages, the server's ready line and run manifests show it (and the product's own
-    /// hooks read it back). Default: `http://127.0.0.1:PORT`.
-    fn local_endpoint(&self, port: u16, _database: &str) -> String {
-        format!("http://127.0.0.1:{port}")
-    }
-    /// Every listener a workspace's server opens, given its HTTP port: name -> port. Recorded
-    /// in the workspace manifest and probed before each start.
-    fn default_ports(&self, http_port: u16) -> Result<BTreeMap<String, u16>>;
-    /// Product-specific manifest fields of a new workspace (InfluxDB 3: node id, licence).
-    fn new_workspace_fields(&self, _id: &str) -> Map<String, Value> {
-        Map::new()
-    }
-    /// The manifest fields a workspace made for `runs rerun --database-id NEW` takes from the
-    /// recorded run's `server_settings`, so the rerun measures the same server setup
-    /// (TimescaleDB: its durability).
-    fn rerun_workspace_fields(&self, _server_settings: Option<&Value>) -> Map<String, Value> {
-        Map::new()
-    }
-    /// The workspace's config file name and content, when the product uses one.
-    fn render_config(&self, ws: &WorkspaceManifest, dir: &Path) -> Result<Option<String>>;
-    /// How to start the server of the workspace in `dir` whose installation is `install_dir`.
-    fn server_command(
-        &self,
-        ws: &WorkspaceManifest,
-        dir: &Path,
-        install_dir: &Path,
-    ) -> Result<ServerCommand>;
     /// How its runs differ beyond their version: editions and the limits a server ran under
     /// (`runs report` and `runs compare` word them); `None`: they cannot.
     fn run_variants(&self) -> Option<&'static variants::RunVariants> {
         None
     }
-    /// A warning to show before a workspace's server is started (a licence about to expire).
-    fn serve_warning(&self, _ws: &WorkspaceManifest) -> Option<String> {
-        None
-    }
-    /// Refuses to start a workspace's server for product reasons (InfluxDB 3 Enterprise without
-    /// an active licence), with the command that fixes it.
-    fn check_can_serve(&self, _ws: &WorkspaceManifest) -> Result<()> {
-        Ok(())
-    }
-    /// How this product's server log is read: the severity of a line, which severities fail a
-    /// run, and what the counts mean (default: tracing-style level fields and Rust panics,
-    /// where FATAL and panics fail, [`crate::logscan::LogRules::TRACING`]).
-    fn log_rules(&self) -> crate::logscan::LogRules {
-        crate::logscan::LogRules::TRACING
-    }
-    /// A line filter for the server's output on its way to the log (secrets a server may
-    /// print: InfluxDB 3 licence e-mails and tokens). `None`: the log gets the output as is.
-    fn output_filter(&self) -> Option<crate::server::OutputFilter> {
-        None
-    }
-    /// Picks the lines of the server log that explain a failed start, for the error message
-    /// (PostgreSQL: its `FATAL` lines). `None`: the message names the log only.
-    fn failure_lines(&self) -> Option<fn(&str) -> Vec<String>> {
-        None
-    }
-    /// The URLs the TSBS tools get for a managed workspace served at `endpoint` (a GreptimeDB
-    /// cluster: every frontend). Default: the endpoint alone.
-    fn managed_urls(&self, _ws: &WorkspaceManifest, endpoint: &str) -> Vec<String> {
-        vec![endpoint.to_string()]
-    }
-    /// The readiness probe against `endpoint` (`http://127.0.0.1:PORT`).
-    fn readiness_probe(&self, endpoint: &str) -> Probe;
-    /// The readiness probe of a managed server whose installation is `install_dir` and whose
-    /// workspace is `workspace_dir` (a probe by a command of the installation, e.g.
-    /// `pg_isready`, gated by a status file of the data directory). Default:
-    /// [`Product::readiness_probe`].
-    fn readiness_probe_for(
-        &self,
-        endpoint: &str,
-        _install_dir: &Path,
-        _workspace_dir: &Path,
-    ) -> Probe {
-        self.readiness_probe(endpoint)
-    }
-    /// Checks a managed server once it answers, before anything is measured, returning what
-    /// it found for the run's `server_settings` (PostgreSQL: the settings in force, read from
-    /// the server, and the addresses the postmaster listens on). An error stops the run.
-    fn check_serving(
-        &self,
-        _ws: &WorkspaceManifest,
-        _ws_dir: &Path,
-        _endpoint: &str,
-        _pid: u32,
-    ) -> Result<Option<Value>> {
-        Ok(None)
-    }
-    /// Default startup timeout, grace period and port wait.
-    fn default_timing(&self) -> Timing {
-        Timing::default()
-    }
-
-    /// `SELECT count(*) FROM table` in `database`.
-    fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64>;
-
-    // ---- What the benchmarks ask (bench/, tsbs/, queryset, summary) ----
-
     /// The product without its variant ("GreptimeDB", "InfluxDB 3"): for messages that hold
     /// for every variant.
     fn family_display(&self) -> &'static str {
         entry(self.name())
             .map(|e| e.display)
             .unwrap_or("the product")
-    }
-    /// The TSBS loader and query runner of this product (`<tsbs>/bin/<name>`).
-    fn tsbs_loader(&self) -> &'static str;
-    fn tsbs_runner(&self) -> &'static str;
-    /// The data format the loader reads (`tsbs_generate_data --format`) and its row layout.
-    fn data_format(&self) -> DataFormat {
-        DataFormat::Influx
-    }
-    /// The query format its runner reads.
-    fn query_format(&self) -> crate::queryset::QueryFormat;
-    /// Default loader workers and batch size for a profile (DESIGN.md, Benchmark runs).
-    fn default_write(&self, profile: crate::dataset::Profile) -> (u32, u32);
-    /// The most `--url`s a benchmark of this product takes (`None`: any number).
-    fn max_urls(&self) -> Option<usize> {
-        None
-    }
-    /// The default environment variables of the auth and admin tokens (`None`: the product
-    /// reads no token; a `None` inside: that token is read only from a variable the command
-    /// names, or not at all).
-    fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
-        None
-    }
-    /// What the auth secret is called in messages ("token"; PostgreSQL: "password").
-    fn secret_word(&self) -> &'static str {
-        "token"
-    }
-    /// Whether an external server of this product takes `--user NAME --password-env VAR`
-    /// (HTTP basic auth; the password is then the auth secret of the token seam, and the
-    /// credentials reach tsbsctl's requests and the TSBS tools through
-    /// [`crate::tsbs::credentials`]).
-    fn takes_basic_auth(&self) -> bool {
-        false
-    }
-    /// Refuses `bench <product>` while the product's benchmark phases are not built (exit 2,
-    /// before anything is written), rather than a run that is bound to fail.
-    fn check_benchmarkable(&self) -> Result<()> {
-        Ok(())
-    }
-    /// Refuses (exit 2) resolved values of its own bench flags ([`ext::BenchExt::resolve`])
-    /// that this variant cannot take (a managed workspace's variant is known only from its
-    /// manifest, so this is asked once the target is known, before it is locked).
-    fn check_bench_values(&self, _values: &ext::Values) -> Result<()> {
-        Ok(())
-    }
-    /// The loader's product-specific part.
-    fn load_target(&self, o: &ToolOptions) -> crate::tsbs::LoadTarget;
-    /// The query runner's product-specific part.
-    fn query_target(&self, o: &ToolOptions) -> crate::tsbs::QueryTarget;
-    /// The run label for server version `version` and the recorded `server_settings`
-    /// (`None`: `<display name> <version>`).
-    fn run_label(&self, _version: &str, _settings: Option<&Value>) -> Option<String> {
-        None
-    }
-    /// Before a load, on the running server (PostgreSQL: no other session on the database).
-    /// `Some`: what was done, recorded as step `before-load` and passed to [`Product::after_load`].
-    fn before_load(&self, _endpoint: &str, _database: &str) -> Result<Option<Value>> {
-        Ok(None)
-    }
-    /// Before the loader, managed or external: the database work of `mode` its loader cannot
-    /// do (InfluxDB 2's buckets). `true`: done; the loader only writes (`--do-create-db=false`).
-    fn prepare_database(
-        &self,
-        _endpoint: &str,
-        _db: &str,
-        _mode: crate::tsbs::DatabaseMode,
-        _token: Option<&str>,
-    ) -> Result<bool> {
-        Ok(false)
-    }
-    /// `--partitions`/`--partition-column` against the dataset's use case and scale, before
-    /// anything is made (exit 2). Only products whose [`ext::BenchExt::partitioning`] asks for one are asked.
-    fn check_partitioning(&self, _p: &Partitioning, _use_case: &str, _scale: u64) -> Result<()> {
-        Err(Error::invalid(format!(
-            "{} has no partitioned tables",
-            self.display_name()
-        )))
-    }
-    /// Before the loader, managed or external: the database by `mode`, then the table split
-    /// into regions, with exactly the schema the loader would have made. Returns what was
-    /// done (recorded as step `create-table`); the loader then only writes (`--do-create-db=false`).
-    fn create_partitioned(&self, _req: &PartitionedLoad) -> Result<Value> {
-        Err(Error::invalid(format!(
-            "{} has no partitioned tables",
-            self.display_name()
-        )))
-    }
-    /// After a load's row count: where each region of `table` is and how many rows it holds
-    /// (`None`: nothing to say), read until the regions hold the `loaded` rows where the
-    /// server's statistics lag. Recorded as step `regions`.
-    fn region_report(
-        &self,
-        _endpoint: &str,
-        _database: &str,
-        _table: &str,
-        _loaded: u64,
-    ) -> Result<Option<Value>> {
-        Ok(None)
-    }
-    /// After a load's row count, on the running server (PostgreSQL: the tags count, ANALYZE,
-    /// the SQL footprint). `Some`: recorded as step `after-load`; its `footprint` object goes
-    /// into the footprint step (the run's storage) where the data-directory walk has nothing.
-    fn after_load(&self, _req: &AfterLoad) -> Result<Option<Value>> {
-        Ok(None)
-    }
-    /// Checks a query file is one this product's runner executes as meant, before it runs
-    /// (`Some`: what was found, recorded in the step). Default: nothing to check.
-    fn check_query_file(&self, _path: &Path) -> Result<Option<Value>> {
-        Ok(None)
-    }
-    /// The loader's own connection flags for `urls` (set as [`crate::tsbs::LoadTarget::connection`]).
-    /// `None`: the HTTP loaders' `--urls=` and `--gzip=false`.
-    fn load_connection(&self, _urls: &[String]) -> Result<Option<Vec<crate::tsbs::ToolArg>>> {
-        Ok(None)
-    }
-    /// The runner's own connection flags for `urls`, for a query file of `queries` queries
-    /// run by `workers` workers (set as [`crate::tsbs::QueryTarget::connection`]). `None`:
-    /// `--urls=`.
-    fn query_connection(
-        &self,
-        _urls: &[String],
-        _queries: Option<u64>,
-        _workers: u32,
-    ) -> Result<Option<Vec<crate::tsbs::ToolArg>>> {
-        Ok(None)
-    }
-    /// What the recorded server version is the version of, when it is not the product's own
-    /// (TimescaleDB: the server is PostgreSQL, the extension has its own version).
-    fn version_name(&self) -> Option<&'static str> {
-        None
-    }
-    /// What the runner leaves out of a query type's statistics, and why, for summary.md.
-    fn statistics_exclusion(&self) -> &'static str {
-        "Nothing: every query in the file is in these statistics, the first query of each worker included (it also sets up the worker's HTTP connection; this runner has no burn-in)."
-    }
-    /// The row count of a table after a load of `expected` rows into it. Default: one count
-    /// decides. A product whose count moves after a load (InfluxDB 3) counts until it can
-    /// trust the reading, and says what it waited for and, when the count differs, why.
-    fn count_after_load(
-        &self,
-        req: &CountRequest,
-        expected: u64,
-        load: LoadRun<'_>,
-    ) -> std::result::Result<LoadCount, CountFailed> {
-        let _ = (expected, load);
-        self.count_rows_detailed(req)
-            .map(|(rows, method)| LoadCount {
-                rows,
-                method,
-                wait: None,
-                mismatch: None,
-            })
-            .map_err(|e| Box::new((e, None)))
-    }
-    /// Checks an external target's `--url` before anything is touched (exit 2 when it is not
-    /// one this product takes) and returns the SQL database it names, if it names one
-    /// (PostgreSQL URLs do). Default: an absolute HTTP(S) URL with a host, naming none.
-    fn check_external_url(&self, url: &str) -> Result<Option<String>> {
-        check_http_url(url).map(|()| None)
-    }
-    /// The HTTP path an external server answers when healthy, asked before
-    /// [`Product::probe_version`] (`None`: the product's probe is its own health check, e.g. a
-    /// SQL connection). Default: `/health`.
-    fn external_health_path(&self) -> Option<&'static str> {
-        Some("/health")
-    }
-    /// Asks an external server at `url` (already healthy, when the product has a
-    /// [`Product::external_health_path`]) for its version: the version as
-    /// the product names it (`None`: the server is not this product) and the details to record.
-    fn probe_version(
-        &self,
-        client: &reqwest::blocking::Client,
-        url: &str,
-        token: Option<&crate::tsbs::Secret>,
-        variant: Option<&str>,
-    ) -> Result<(Option<String>, Value)>;
-    /// What the external servers at `urls` (already probed) say about the deployment they
-    /// belong to, recorded with the run (`None`: the product has nothing to say). A product
-    /// refuses URLs that reach different deployments (exit 2).
-    fn probe_topology(
-        &self,
-        _client: &reqwest::blocking::Client,
-        _urls: &[String],
-    ) -> Result<Option<Value>> {
-        Ok(None)
-    }
-    /// How the probe tells this product (for the refusal of a server that is not it) and
-    /// its default HTTP port.
-    fn probe_identity(&self) -> (&'static str, u16);
-    /// Row count of `table` and, where the product counts in pieces, how it was obtained.
-    fn count_rows_detailed(&self, req: &CountRequest) -> Result<(u64, Option<Value>)> {
-        self.count_rows(req.endpoint, req.database, req.table)
-            .map(|n| (n, None))
-    }
-    /// Product server settings recorded with the target (InfluxDB 3: durability, engine).
-    fn server_settings(
-        &self,
-        _ws: Option<&WorkspaceManifest>,
-        _data_dir: Option<&Path>,
-        _runtime_version: Option<&str>,
-    ) -> Option<Value> {
-        None
-    }
-    /// Which part of a footprint split a file (path relative to the data directory) is.
-    fn classify_file(&self, rel: &Path) -> FilePart {
-        classify_generic(rel)
-    }
-    /// The name of a product-specific footprint layout (index and metadata counted on their
-    /// own); `None`: the generic WAL/data/other split.
-    fn footprint_layout(&self) -> Option<&'static str> {
-        None
-    }
-    /// What the WAL, data and other parts of the data-directory split hold, in the product's
-    /// own words (the headings of `summary.md` and the notes of `runs report`).
-    fn footprint_parts(&self) -> FootprintParts {
-        FootprintParts::GENERIC
-    }
-    /// A managed workspace whose data lives in an object store: what a footprint adds to the
-    /// data directory's, measured now: `object_store` (a listing of the bucket under the
-    /// workspace's prefix, by part) and, when the server keeps a local cache of it, `cache`
-    /// (measured on disk). `None`: the data is in the data directory.
-    fn object_store_footprint(
-        &self,
-        _ws: &WorkspaceManifest,
-        _ws_dir: &Path,
-    ) -> Result<Option<(Value, Option<Value>)>> {
-        Ok(None)
-    }
-    /// The storage engine the files on disk show, when the product has several.
-    fn detect_engine(&self, _dir: &Path) -> Option<&'static str> {
-        None
-    }
-    /// Whether the server is told a durability policy the summary shows (InfluxDB 3).
-    fn records_durability(&self) -> bool {
-        false
     }
     /// SQL maintenance (flush, compaction, table state) for the compact phase and the data
     /// location before queries; `None`: the product has none.
@@ -534,21 +168,22 @@ pub trait Product: Send + Sync {
     fn bench_ext(&self) -> Option<&'static ext::BenchExt> {
         None
     }
-    /// Where a managed workspace keeps its objects (`None`: in its data directory). A new
-    /// workspace claims an empty prefix there at `prepare`, and `remove` deletes what it holds.
-    /// `extra`: the workspace manifest's product fields.
-    fn object_location(
-        &self,
-        _database_id: &str,
-        _extra: &Map<String, Value>,
-    ) -> Result<Option<crate::s3::Location>> {
-        Ok(None)
+}
+
+/// A product's names, for the default bodies of the parts that word them (the parts cannot
+/// name [`Product`], which extends them): every product has them, from [`Product::name`] and
+/// [`Product::display_name`].
+pub trait Named {
+    fn product_name(&self) -> &'static str;
+    fn product_display_name(&self) -> String;
+}
+
+impl<P: Product> Named for P {
+    fn product_name(&self) -> &'static str {
+        self.name()
     }
-    /// Where the server serves Prometheus metrics with its process series
-    /// (`process_resident_memory_bytes`, `process_cpu_seconds_total`): how an external
-    /// server's resources are sampled. `None`: unknown for external servers.
-    fn metrics_path(&self) -> Option<&'static str> {
-        None
+    fn product_display_name(&self) -> String {
+        self.display_name()
     }
 }
 
@@ -599,7 +234,8 @@ impl FootprintParts {
     };
 }
 
-/// [`Product::footprint_parts`] of `name` in `variant` (an unknown product: the generic parts).
+/// [`StorageFootprint::footprint_parts`] of `name` in `variant` (an unknown product: the
+/// generic parts).
 pub fn footprint_parts(name: &str, variant: Option<&str>) -> FootprintParts {
     resolve(name, variant)
         .map(|p| p.footprint_parts())
@@ -649,7 +285,7 @@ pub struct Partitioning {
     pub column: String,
 }
 
-/// What [`Product::create_partitioned`] gets: where, how, and the dataset the table is for.
+/// What [`Loading::create_partitioned`] gets: where, how, and the dataset the table is for.
 #[derive(Debug, Clone)]
 pub struct PartitionedLoad<'a> {
     pub endpoint: &'a str,
@@ -672,7 +308,7 @@ pub struct ToolOptions {
     pub values: ext::Values,
 }
 
-/// What [`Product::after_load`] gets.
+/// What [`Loading::after_load`] gets.
 #[derive(Debug, Clone)]
 pub struct AfterLoad<'a> {
     pub endpoint: &'a str,
@@ -682,7 +318,7 @@ pub struct AfterLoad<'a> {
     /// Whether every device keeps its tags: false for iot, which clears tags at random, so a
     /// loader can store more tag sets than devices.
     pub exact_tags: bool,
-    /// What [`Product::before_load`] returned.
+    /// What [`Loading::before_load`] returned.
     pub before: Option<&'a Value>,
     /// The auth token (PostgreSQL: the password; external servers only).
     pub token: Option<&'a str>,
@@ -701,7 +337,7 @@ pub struct CountRequest<'a> {
     pub timeout: std::time::Duration,
 }
 
-/// How the load that is counted ran (see [`Product::count_after_load`]).
+/// How the load that is counted ran (see [`Loading::count_after_load`]).
 #[derive(Debug, Clone, Copy)]
 pub struct LoadRun<'a> {
     /// The product's own bench flag values the load ran with, resolved.
@@ -710,7 +346,7 @@ pub struct LoadRun<'a> {
     pub managed: bool,
 }
 
-/// A row count after a load (see [`Product::count_after_load`]).
+/// A row count after a load (see [`Loading::count_after_load`]).
 #[derive(Debug, Clone)]
 pub struct LoadCount {
     pub rows: u64,
@@ -776,7 +412,7 @@ pub fn data_formats() -> Vec<DataFormat> {
 #[allow(non_upper_case_globals)]
 impl DataFormat {
     /// TSBS's `influx` format, InfluxDB line protocol: one row a line. Most products load it
-    /// (hence the default of [`Product::data_format`]).
+    /// (hence the default of [`Driver::data_format`]).
     pub const Influx: DataFormat = DataFormat {
         name: "influx",
         layout: RowLayout {

@@ -543,7 +543,7 @@ pub enum ToolArg {
 }
 
 /// The target-specific part of a load, as the product builds it
-/// ([`crate::product::Product::load_target`]).
+/// ([`crate::product::Driver::load_target`]).
 #[derive(Debug, Clone, Default)]
 pub struct LoadTarget {
     /// The product's display name when its loader takes exactly one endpoint (the refusal
@@ -552,7 +552,7 @@ pub struct LoadTarget {
     /// The product's own arguments, after the common ones, in order.
     pub args: Vec<ToolArg>,
     /// The loader's own connection flags (`--host=.. --port=..`), set from the endpoint by
-    /// [`crate::product::Product::load_connection`]. `None`: the HTTP loaders' `--urls=` and
+    /// [`crate::product::Driver::load_connection`]. `None`: the HTTP loaders' `--urls=` and
     /// `--gzip=false` (tools that take neither reject them).
     pub connection: Option<Vec<ToolArg>>,
     /// How the loader takes basic credentials, when it does: those registered for its URLs
@@ -620,12 +620,12 @@ pub fn load_command(spec: &LoadSpec) -> Result<TsbsCommand> {
 }
 
 /// The target-specific part of a query run, as the product builds it
-/// ([`crate::product::Product::query_target`]): its own arguments, in order.
+/// ([`crate::product::Driver::query_target`]): its own arguments, in order.
 #[derive(Debug, Clone, Default)]
 pub struct QueryTarget {
     pub args: Vec<ToolArg>,
     /// The runner's own connection flags instead of `--urls=` (see [`LoadTarget::connection`]),
-    /// from [`crate::product::Product::query_connection`].
+    /// from [`crate::product::Driver::query_connection`].
     pub connection: Option<Vec<ToolArg>>,
     /// The runner prints each query's latency with `--debug=1` (`debug: <label> in <ms>ms`,
     /// the influx and influx3 runners; not the PostgreSQL one).
@@ -745,7 +745,7 @@ fn check_common(urls: &[String], database: &str, workers: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::product::Product;
+    use crate::product::Driver;
 
     fn greptime_target() -> LoadTarget {
         crate::product::greptimedb::GreptimeDb.load_target(&Default::default())

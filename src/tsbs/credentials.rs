@@ -3,7 +3,7 @@
 //!
 //! Why a store and not a parameter: tsbsctl's own requests to a server (DDL, row counts,
 //! flush, compaction, the probe) reach it through many paths that carry only an endpoint
-//! (`Maintenance::sql`, `Product::count_rows`, the before-queries op); looking the endpoint
+//! (`Maintenance::sql`, `Loading::count_rows`, the before-queries op); looking the endpoint
 //! up here gives every one of them the credentials, and a managed server, never registered,
 //! never gets any. The TSBS tools get them the same way ([`crate::tsbs::command`]): by the
 //! URLs they are given, in the form the product's tool reads ([`BasicAuthStyle`]).

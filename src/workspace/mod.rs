@@ -123,8 +123,9 @@ impl Workspace {
             .copied()
             .unwrap_or(0)
     }
-    /// Where the server is reached, as its product words it ([`Product::local_endpoint`]:
-    /// `http://127.0.0.1:PORT`, PostgreSQL's `postgres://postgres@127.0.0.1:PORT/DB`).
+    /// Where the server is reached, as its product words it
+    /// ([`crate::product::ManagedServer::local_endpoint`]: `http://127.0.0.1:PORT`,
+    /// PostgreSQL's `postgres://postgres@127.0.0.1:PORT/DB`).
     pub fn endpoint(&self) -> String {
         let m = &self.manifest;
         match crate::product::resolve(&m.product, m.edition.as_deref()) {

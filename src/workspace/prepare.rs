@@ -17,7 +17,7 @@ use crate::install::{self, InstallOutcome};
 use crate::lock::LockOptions;
 use crate::output::{Event, SharedPort};
 use crate::platform::Platform;
-use crate::product::{Product, CONFIG_FILE};
+use crate::product::{Product, WorkspaceSetup, CONFIG_FILE};
 
 use super::store::{check_identity, lock_workspace, read_manifest, sweep_leftovers};
 use super::{workspace_dir, DataState, Workspace, WorkspaceManifest, DEFAULT_DATABASE};
@@ -32,8 +32,9 @@ pub struct PrepareRequest {
     pub http_port: Option<u16>,
     /// Overrides of other listener ports (`grpc` -> 5001, ...).
     pub ports: BTreeMap<String, u16>,
-    /// Product fields of a new workspace, over [`Product::new_workspace_fields`] (TimescaleDB:
-    /// its durability). An existing workspace keeps its own: the product's CLI checks them.
+    /// Product fields of a new workspace, over
+    /// [`crate::product::WorkspaceSetup::new_workspace_fields`] (TimescaleDB: its durability).
+    /// An existing workspace keeps its own: the product's CLI checks them.
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
@@ -315,7 +316,7 @@ fn install_lock(opts: &LockOptions) -> LockOptions {
 /// The ports of a new workspace: the product's defaults for the HTTP port, with overrides.
 /// Invalid ports are bad input, said before anything is written.
 pub fn requested_ports(
-    product: &dyn Product,
+    product: &dyn WorkspaceSetup,
     req: &PrepareRequest,
 ) -> Result<BTreeMap<String, u16>> {
     let http = req.http_port.unwrap_or(product.default_http_port());
@@ -462,7 +463,11 @@ fn check_adoptable(dir: &Path) -> Result<()> {
 
 /// Creates `data/`, `logs/` and the config in `at` (the workspace or its staging directory)
 /// and records the config checksum in the manifest. Paths in the config point at `ws.dir`.
-pub(super) fn create_layout(product: &dyn Product, ws: &mut Workspace, at: &Path) -> Result<()> {
+pub(super) fn create_layout(
+    product: &dyn WorkspaceSetup,
+    ws: &mut Workspace,
+    at: &Path,
+) -> Result<()> {
     for sub in ["data", "logs"] {
         let p = at.join(sub);
         fs_err::create_dir_all(&p)?;
@@ -471,7 +476,7 @@ pub(super) fn create_layout(product: &dyn Product, ws: &mut Workspace, at: &Path
     product.init_data_dir(&ws.manifest, at)
 }
 
-fn write_config(product: &dyn Product, ws: &mut Workspace, at: &Path) -> Result<()> {
+fn write_config(product: &dyn WorkspaceSetup, ws: &mut Workspace, at: &Path) -> Result<()> {
     match product.render_config(&ws.manifest, &ws.dir)? {
         Some(text) => {
             fsutil::write_atomic(&at.join(CONFIG_FILE), text.as_bytes())?;

@@ -479,7 +479,7 @@ fn copy_is_independent_verified_and_records_provenance() {
     assert_ne!(a.ino(), b.ino());
     gt.with_server("dst", |ep| {
         assert_eq!(
-            tsbsctl::product::Product::count_rows(
+            tsbsctl::product::Loading::count_rows(
                 &tsbsctl::product::greptimedb::GreptimeDb,
                 ep,
                 "benchmark",

@@ -450,8 +450,8 @@ fn the_influx_query_format_is_influxql_over_query() {
 }
 
 /// Issue 23, "How we will know": outside its own files, `src/` names InfluxDB 2 only in the
-/// registry (its CLI is the generic one). Its generic seams (`Product::prepare_database`,
-/// `Product::version_args`, the generic bench's `--token-env`) name no product.
+/// registry (its CLI is the generic one). Its generic seams (`Loading::prepare_database`,
+/// `Distribution::version_args`, the generic bench's `--token-env`) name no product.
 #[test]
 fn outside_its_module_src_names_influxdb2_only_in_the_registry() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

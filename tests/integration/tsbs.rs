@@ -19,7 +19,7 @@ use tsbsctl::tsbs::{
 use crate::util::testbed_bin;
 use tsbsctl::product::greptimedb::{explain, GreptimeDb};
 use tsbsctl::product::influxdb3::{Edition, InfluxDb3};
-use tsbsctl::product::{Product, ToolOptions};
+use tsbsctl::product::{Driver, ToolOptions};
 
 struct World {
     dir: tempfile::TempDir,

@@ -505,7 +505,7 @@ impl Bench<'_> {
     /// Counts each table of the dataset's use case after the load and judges it against the
     /// rows the file holds for it (cpu-only: the one table `cpu`). Where the product's count
     /// moves, the product counts again until it can trust the reading
-    /// ([`crate::product::Product::count_after_load`]) and words a difference itself. One `row-count` step: with several tables
+    /// ([`crate::product::Loading::count_after_load`]) and words a difference itself. One `row-count` step: with several tables
     /// its data lists each (`tables`) and sums them.
     fn row_count(&mut self, ds: &Dataset, sf: &StoredFormat) -> Result<()> {
         let attempt = self.run.next_attempt("row-count")?;

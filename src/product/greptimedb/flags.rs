@@ -250,7 +250,7 @@ pub fn resolve(phase: &str, given: &Values) -> Result<Values> {
         }
         "load" | "all" => {
             // The regions of the `cpu` table: checked against the dataset once it is known
-            // (`Product::check_partitioning`).
+            // (`Loading::check_partitioning`).
             match (whole(given, &PARTITIONS), text(given, &PARTITION_COLUMN)) {
                 (Some(n), Some(c)) => {
                     out.insert(PARTITIONS.key(), n.into());

@@ -1,4 +1,7 @@
 use super::*;
+use crate::platform::Platform;
+use crate::product::{Distribution, Driver, ReleaseAsset, ToolOptions};
+use crate::sources::Sources;
 
 #[test]
 fn release_paths_follow_influxdatas_moves() {

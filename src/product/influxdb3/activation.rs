@@ -32,7 +32,7 @@ use crate::logscan::Diagnostics;
 use crate::manifest;
 use crate::output::{Reporter, Warning};
 use crate::product::ws_op::{ServerStart, WorkspaceOpCtx};
-use crate::product::Product;
+use crate::product::{ManagedServer, Product};
 use crate::redact::Redactor;
 use crate::server::{OutputFilter, Server};
 use crate::workspace_manifest::WorkspaceManifest;

@@ -14,7 +14,7 @@
 //! time spent waiting for snapshots, never in the time the counts themselves take (one count
 //! took 61 s at 2.6 M rows; each has its own `--count-timeout`).
 //!
-//! The load phase asks for the count through [`crate::product::Product::count_after_load`]
+//! The load phase asks for the count through [`crate::product::Loading::count_after_load`]
 //! and records what [`count_after_load`] returns; it knows nothing of flushes or snapshots.
 
 use std::time::{Duration, Instant};

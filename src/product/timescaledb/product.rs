@@ -1,25 +1,31 @@
-//! The `Product` implementation of TimescaleDB / PostgreSQL. Installations are pinned, not
-//! downloaded ([`crate::install::pin_local`]): the installation directory holds
-//! [`INSTALL_RECORD`], the [`PgInstallation`] with every binary's checksum, and the manifest's
-//! binary is the absolute path of `postgres`. The variant is the [`Mode`], bound to the
-//! workspace (its `edition` field); installations are shared by both modes.
+//! The `Product` implementation of TimescaleDB / PostgreSQL (its larger parts in `product/`,
+//! one file a part). Installations are pinned, not downloaded ([`crate::install::pin_local`]):
+//! the installation directory holds [`INSTALL_RECORD`], the [`PgInstallation`] with every
+//! binary's checksum, and the manifest's binary is the absolute path of `postgres`. The
+//! variant is the [`Mode`], bound to the workspace (its `edition` field); installations are
+//! shared by both modes.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+mod distribution;
+mod driver;
+mod external;
+mod loading;
+mod managed_server;
+mod reporting;
+mod workspace_setup;
 
-use serde_json::{json, Map, Value};
+use std::path::Path;
 
 use super::install::PgInstallation;
-use super::server::{self as pg, Layout, RunAs, Settings};
-use super::sql::{self, Target};
+use super::server::{Layout, Settings};
+use super::sql::Target;
 use super::Mode;
-use crate::dataset::{DataFormat, Profile, RowLayout, RowLine};
+use crate::dataset::{DataFormat, RowLayout, RowLine};
 use crate::error::{Error, Result};
-use crate::platform::Platform;
-use crate::product::{FilePart, FootprintParts, Product, ServerCommand, ToolOptions, CONFIG_FILE};
+use crate::product::{
+    FilePart, FootprintParts, Product, StorageFootprint, ToolOptions, WorkspaceSetup,
+};
 use crate::queryset::QueryFormat;
-use crate::server::{Probe, Timing};
-use crate::tsbs::{LoadTarget, QueryTarget, Secret, ToolArg};
+use crate::tsbs::ToolArg;
 use crate::workspace_manifest::WorkspaceManifest;
 
 /// The pinned installation record inside an installation directory.
@@ -138,7 +144,7 @@ pub fn read_record(install_dir: &Path) -> Result<PgInstallation> {
 const ADMIN_DB: &str = "postgres";
 
 /// Where an endpoint is: a managed workspace's `postgres://postgres@127.0.0.1:PORT/DB`
-/// ([`Product::local_endpoint`]) or an external `--url postgres://USER@HOST:PORT/DB`; the
+/// ([`ManagedServer::local_endpoint`]) or an external `--url postgres://USER@HOST:PORT/DB`; the
 /// generic `http://HOST:PORT` form (older records, tests) means the superuser on that port.
 fn target_of(endpoint: &str) -> Result<Target> {
     match url::Url::parse(endpoint) {
@@ -234,50 +240,6 @@ impl Product for TimescaleDb {
     fn installation_edition(&self) -> Option<&str> {
         None
     }
-    fn verify_installation(&self, install_dir: &Path) -> Result<()> {
-        let rec = read_record(install_dir)?;
-        let changed = rec.changed_binaries();
-        if changed.is_empty() {
-            return Ok(());
-        }
-        Err(Error::integrity(format!(
-            "the pinned PostgreSQL binaries changed since `install`: {}",
-            changed.join("; ")
-        )))
-    }
-    fn binary_name(&self) -> &'static str {
-        "postgres"
-    }
-    fn check_platform(&self, _platform: &Platform) -> Result<()> {
-        Ok(())
-    }
-    /// PostgreSQL versions are `MAJOR.MINOR` (`15.18`).
-    fn normalize_version(&self, raw: &str) -> Result<String> {
-        let parts: Vec<&str> = raw.split('.').collect();
-        let ok = (1..=2).contains(&parts.len())
-            && parts
-                .iter()
-                .all(|p| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit()));
-        if ok {
-            Ok(raw.to_string())
-        } else {
-            Err(
-                Error::invalid(format!("--version {raw:?} is not a PostgreSQL version"))
-                    .with_hint("give the version `postgres --version` prints, e.g. 15.18"),
-            )
-        }
-    }
-    fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
-        let v = super::install::parse_version(output.trim())?;
-        if v.version == version {
-            Ok(())
-        } else {
-            Err(Error::integrity(format!(
-                "`postgres --version` reports {}, not {version}",
-                v.version
-            )))
-        }
-    }
     fn install_command(&self, _version: &str, reinstall: bool) -> String {
         if reinstall {
             "tsbsctl timescaledb install --reinstall".into()
@@ -288,527 +250,14 @@ impl Product for TimescaleDb {
     fn cli(&self) -> String {
         format!("tsbsctl timescaledb --mode {}", self.mode.as_str())
     }
-
-    /// initdb into `dir/data` as the server's user, then the rendered settings included.
-    /// TimescaleDB mode on an installation without the extension is refused first.
-    fn init_data_dir(&self, ws: &WorkspaceManifest, dir: &Path) -> Result<()> {
-        let inst = read_record(&ws.installation_path)?;
-        self.mode.require_available(
-            inst.extension_version(),
-            &inst.bin_dir.display().to_string(),
-        )?;
-        let run_as = RunAs::detect();
-        let layout = Layout::in_dir(dir);
-        pg::initdb(&inst, &layout, &run_as)?;
-        let cfg = dir.join(CONFIG_FILE);
-        let text = fs_err::read_to_string(&cfg)?;
-        pg::install_config(&layout.data_dir, &text, &run_as)?;
-        Ok(())
-    }
-
-    fn default_http_port(&self) -> u16 {
-        15432
-    }
-    /// `postgres://postgres@127.0.0.1:PORT/DB`: what `psql` and the TSBS tools connect to.
-    fn local_endpoint(&self, port: u16, database: &str) -> String {
-        Target::local(port, database).display()
-    }
-    fn default_ports(&self, port: u16) -> Result<BTreeMap<String, u16>> {
-        Ok(BTreeMap::from([("postgres".to_string(), port)]))
-    }
-    fn render_config(&self, ws: &WorkspaceManifest, dir: &Path) -> Result<Option<String>> {
-        let inst = read_record(&ws.installation_path).ok();
-        let label = self.mode.label(
-            inst.as_ref()
-                .map(|i| i.version.version.as_str())
-                .unwrap_or(&ws.version),
-            inst.as_ref().and_then(|i| i.extension_version()),
-        );
-        pg::render_config(
-            &self.settings(ws, dir),
-            &ws.database_id,
-            &label,
-            crate::VERSION,
-        )
-        .map(Some)
-    }
-    /// `postgres -D data` in the foreground as the server's user; the checked workspace
-    /// config is installed again first (so the file the server reads is the one verified), and
-    /// a `postmaster.pid` no process holds is removed.
-    fn server_command(
-        &self,
-        _ws: &WorkspaceManifest,
-        dir: &Path,
-        install_dir: &Path,
-    ) -> Result<ServerCommand> {
-        let inst = read_record(install_dir)?;
-        let run_as = RunAs::detect();
-        let layout = Layout::in_dir(dir);
-        pg::clear_stale_pid(&layout.data_dir)?;
-        pg::clear_stale_socket_locks(&layout.socket_dir)?;
-        // Sockets: recreated when missing (the workspace dir may have been restored).
-        pg::prepare_dirs(&layout, &run_as)?;
-        let cfg = dir.join(CONFIG_FILE);
-        let text = fs_err::read_to_string(&cfg)?;
-        pg::install_config(&layout.data_dir, &text, &run_as)?;
-        Ok(pg::server_command(
-            &inst,
-            &layout,
-            &run_as,
-            &pg::config_assignments(&text),
-        ))
-    }
-    /// `postgresql.auto.conf` and what follows the include in `postgresql.conf`.
-    fn outside_settings(&self, ws_dir: &Path) -> Result<Vec<crate::product::OutsideSetting>> {
-        let cfg = ws_dir.join(CONFIG_FILE);
-        let text = fs_err::read_to_string(&cfg)?;
-        pg::outside_settings(
-            &pg::Layout::in_dir(ws_dir).data_dir,
-            &pg::config_assignments(&text),
-        )
-    }
-    /// PostgreSQL's log: FATAL ends a session, only PANIC or a dead server process fails.
-    fn log_rules(&self) -> crate::logscan::LogRules {
-        super::log::RULES
-    }
-    fn failure_lines(&self) -> Option<fn(&str) -> Vec<String>> {
-        Some(super::log::fatal_lines)
-    }
-    /// Without the installation: `pg_isready` from PATH.
-    fn readiness_probe(&self, endpoint: &str) -> Probe {
-        let port = endpoint_port(endpoint).unwrap_or(5432);
-        Probe::Command {
-            program: PathBuf::from("pg_isready"),
-            args: vec![
-                "-h".into(),
-                "127.0.0.1".into(),
-                "-p".into(),
-                port.to_string(),
-                "-U".into(),
-                pg::SUPERUSER.into(),
-            ],
-            gate: None,
-        }
-    }
-    /// The recorded run's durability (a run of a workspace made before the choice: relaxed).
-    fn rerun_workspace_fields(&self, server_settings: Option<&Value>) -> Map<String, Value> {
-        let d = server_settings
-            .and_then(|s| s["settings"]["durability"].as_str())
-            .map_or(Ok(super::Durability::Relaxed), super::Durability::parse)
-            .unwrap_or(super::Durability::Relaxed);
-        [(super::Durability::FIELD.to_string(), d.as_str().into())]
-            .into_iter()
-            .collect()
-    }
-    /// `pg_isready` of the installation, asked only once `postmaster.pid` says `ready`: a
-    /// connection during startup or WAL replay is refused with a FATAL line in the log.
-    fn readiness_probe_for(
-        &self,
-        endpoint: &str,
-        install_dir: &Path,
-        workspace_dir: &Path,
-    ) -> Probe {
-        match (read_record(install_dir), endpoint_port(endpoint)) {
-            (Ok(inst), Ok(port)) => {
-                let c = pg::pg_isready_command(&inst, port);
-                Probe::Command {
-                    program: c.program,
-                    args: c.args,
-                    gate: Some(pg::ready_gate(&Layout::in_dir(workspace_dir).data_dir)),
-                }
-            }
-            _ => self.readiness_probe(endpoint),
-        }
-    }
-    /// The settings in force are the workspace's (N1): each setting of its file must come from
-    /// the command line tsbsctl gave (so nothing in `postgresql.conf` after the include, nor
-    /// `postgresql.auto.conf`, won), no `ALTER DATABASE/ROLE ... SET` may change one for the
-    /// benchmark's sessions, and the postmaster must listen on 127.0.0.1 only. Exit 4 naming
-    /// every difference; else the settings as read, with their source, for the run.
-    fn check_serving(
-        &self,
-        ws: &WorkspaceManifest,
-        ws_dir: &Path,
-        endpoint: &str,
-        pid: u32,
-    ) -> Result<Option<Value>> {
-        let cfg = ws_dir.join(CONFIG_FILE);
-        let text = fs_err::read_to_string(&cfg)?;
-        let want = pg::config_assignments(&text);
-        let mut names: Vec<String> = want.iter().map(|(n, _)| n.clone()).collect();
-        names.extend(sql::REPORTED_SETTINGS.iter().map(|s| s.to_string()));
-        // What the person set in the cluster's own files is recorded as in force too.
-        let outside = pg::outside_settings(&Layout::in_dir(ws_dir).data_dir, &want)?;
-        names.extend(outside.into_iter().map(|s| s.name.to_lowercase()));
-        names.sort();
-        names.dedup();
-        let admin = target_of(endpoint)?.with_db(ADMIN_DB);
-        let (db, q_names) = (ws.database.clone(), names.clone());
-        let (in_force, overrides) = on_thread(move || {
-            let mut c = sql::connect(&admin, sql::TIMEOUT)?;
-            let f = sql::settings_in_force(&mut c, &q_names)?;
-            let o = sql::db_role_overrides(&mut c, &q_names, &db, pg::SUPERUSER)?;
-            Ok((f, o))
-        })?;
-        let mut wrong = Vec::new();
-        for (name, value) in &want {
-            match in_force.get(&name.to_lowercase()) {
-                Some(f) if f.source == "command line" => {}
-                // A placeholder's source is not kept: its value must be the workspace's.
-                Some(f) if f.source == sql::PLACEHOLDER && &f.value == value => {}
-                Some(f) => wrong.push(format!(
-                    "{name} = {} from the {}, not the workspace's {value}",
-                    f.value, f.source
-                )),
-                None => wrong.push(format!("{name} is not in pg_settings")),
-            }
-        }
-        for o in &overrides {
-            wrong.push(format!("{o} changes a workspace setting"));
-        }
-        let listening = crate::proc::tcp_listeners(pid).ok();
-        if let Some(l) = &listening {
-            let open: Vec<String> = l
-                .iter()
-                .filter(|a| a.ip() != std::net::Ipv4Addr::LOCALHOST)
-                .map(|a| a.to_string())
-                .collect();
-            if !open.is_empty() {
-                wrong.push(format!(
-                    "the server listens on {} (only 127.0.0.1 is allowed)",
-                    open.join(", ")
-                ));
-            }
-        }
-        if !wrong.is_empty() {
-            return Err(Error::integrity(format!(
-                "PostgreSQL of workspace {} runs with settings that are not the workspace's: {}",
-                ws.database_id,
-                wrong.join("; ")
-            ))
-            .with_hint(
-                "remove them (`ALTER DATABASE ... RESET name`, `ALTER ROLE ... RESET name`, or the lines in the data directory's postgresql.conf or postgresql.auto.conf), or prepare a new workspace",
-            ));
-        }
-        Ok(Some(json!({
-            "effective": in_force,
-            "effective_source": "pg_settings, read once the server answered",
-            "listening": listening.map(|l| l.iter().map(|a| a.to_string()).collect::<Vec<_>>()),
-        })))
-    }
-    /// SIGINT is PostgreSQL's fast shutdown (SIGTERM waits for every client to leave).
-    fn default_timing(&self) -> Timing {
-        Timing {
-            startup_timeout: std::time::Duration::from_secs(120),
-            grace: std::time::Duration::from_secs(60),
-            stop_signal: nix::sys::signal::Signal::SIGINT,
-            startup_wait: Some("it replays its WAL after an unclean stop"),
-            ..Timing::default()
-        }
-    }
-    fn count_rows(&self, endpoint: &str, database: &str, table: &str) -> Result<u64> {
-        self.count_rows_detailed(&crate::product::CountRequest {
-            endpoint,
-            database,
-            table,
-            window: None,
-            token: None,
-            timeout: sql::TIMEOUT,
-        })
-        .map(|(n, _)| n)
-    }
-    /// Over the endpoint's connection (an external server's user, with its password).
-    fn count_rows_detailed(
-        &self,
-        req: &crate::product::CountRequest,
-    ) -> Result<(u64, Option<Value>)> {
-        crate::ids::validate_sql_identifier("--table", req.table)?;
-        let t = target_of(req.endpoint)?
-            .with_db(req.database)
-            .with_password(req.token);
-        let table = req.table.to_string();
-        let n = on_thread(move || {
-            let mut c = sql::connect(&t, sql::TIMEOUT)?;
-            sql::row_count(&mut c, &table)
-        })?;
-        Ok((n, None))
-    }
-
-    fn tsbs_loader(&self) -> &'static str {
-        "tsbs_load_timescaledb"
-    }
-    fn tsbs_runner(&self) -> &'static str {
-        "tsbs_run_queries_timescaledb"
-    }
-    fn data_format(&self) -> DataFormat {
-        DATA_FORMAT
-    }
-    fn query_format(&self) -> QueryFormat {
-        match self.mode {
-            Mode::Timescaledb => FORMAT,
-            Mode::Postgresql => FORMAT_POSTGRESQL,
-        }
-    }
-    /// The published comparison: 8 workers x 10,000 rows.
-    fn default_write(&self, profile: Profile) -> (u32, u32) {
-        match profile {
-            Profile::Manual => (8, 10_000),
-            Profile::Smoke => (2, 3000),
-        }
-    }
-    fn max_urls(&self) -> Option<usize> {
-        Some(1)
-    }
-    /// The password of an external server, read only from the variable `--password-env`
-    /// names (no default: not even `PGPASSWORD` is read unasked).
-    fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
-        Some((None, None))
-    }
-    fn secret_word(&self) -> &'static str {
-        "password"
-    }
     /// Its own flags (`timescaledb/flags.rs`, recorded flat as they always were): the mode
     /// of an external target, the password's variable and the hypertable's settings.
     fn bench_ext(&self) -> Option<&'static crate::product::ext::BenchExt> {
         Some(&BENCH_EXT)
     }
-    /// `--chunk-time` and `--partitions` shape hypertables: PostgreSQL mode has none.
-    fn check_bench_values(&self, values: &crate::product::ext::Values) -> Result<()> {
-        super::flags::check_mode(self.mode == Mode::Timescaledb, &self.display_name(), values)
-    }
-    /// The mode's table layout (hypertables or plain tables), in TimescaleDB mode the
-    /// hypertable's `--chunk-time` and `--partitions` when given (the loader's defaults
-    /// otherwise: 12h, none; refused in postgresql mode before a run exists), the password in
-    /// the environment only.
-    fn load_target(&self, o: &ToolOptions) -> LoadTarget {
-        let mut args = vec![
-            ToolArg::Flag(
-                "use-hypertable",
-                (self.mode == Mode::Timescaledb).to_string(),
-            ),
-            ToolArg::Flag("use-jsonb-tags", "false".into()),
-            ToolArg::Flag("in-table-partition-tag", "false".into()),
-        ];
-        if self.mode == Mode::Timescaledb {
-            let (chunk_time, partitions) = super::flags::hypertable(&o.values);
-            if let Some(c) = chunk_time {
-                args.push(ToolArg::Flag("chunk-time", c));
-            }
-            if let Some(n) = partitions {
-                args.push(ToolArg::Flag("partitions", n.to_string()));
-            }
-        }
-        args.extend(password_arg(o));
-        LoadTarget {
-            basic_auth: None,
-            single_url: Some("PostgreSQL"),
-            args,
-            connection: None,
-        }
-    }
-    /// "PostgreSQL 17.2 (no TimescaleDB)", "TimescaleDB 2.17.2 (PostgreSQL 17.2)".
-    fn run_label(&self, version: &str, settings: Option<&Value>) -> Option<String> {
-        let ext = settings.and_then(|s| s["extension_version"].as_str());
-        Some(self.mode.label(version, ext))
-    }
-    /// The version a server answers with is PostgreSQL's (`SHOW server_version`).
-    fn version_name(&self) -> Option<&'static str> {
-        Some("PostgreSQL")
-    }
-    /// No other session on the benchmark database (a leftover one would block the loader's
-    /// `DROP DATABASE` and compete with it), and the WAL position the load starts from.
-    /// Called for managed servers only: other people's sessions on an external server are
-    /// theirs.
-    fn before_load(&self, endpoint: &str, database: &str) -> Result<Option<Value>> {
-        let admin = target_of(endpoint)?.with_db(ADMIN_DB);
-        let db = database.to_string();
-        on_thread(move || {
-            let mut c = sql::connect(&admin, sql::TIMEOUT)?;
-            let ended = sql::terminate_sessions(&mut c, &db, sql::TIMEOUT)?;
-            let lsn = sql::wal_lsn(&mut c)?;
-            Ok(Some(
-                json!({"terminated_sessions": ended, "wal_lsn_before": lsn}),
-            ))
-        })
-    }
-    /// One `tags` row per host, `ANALYZE` (the loader runs none), then the footprint as the
-    /// published comparison counts it: `pg_database_size`, table/index split, the load's WAL.
-    /// External servers: over the `--url` connection with its password; no WAL figure (no
-    /// position was taken before the load).
-    fn after_load(&self, req: &crate::product::AfterLoad) -> Result<Option<Value>> {
-        let t = target_of(req.endpoint)?
-            .with_db(req.database)
-            .with_password(req.token);
-        let scale = req.scale;
-        let exact_tags = req.exact_tags;
-        let before = req
-            .before
-            .and_then(|b| b["wal_lsn_before"].as_str())
-            .map(String::from);
-        on_thread(move || {
-            let mut c = sql::connect(&t, sql::TIMEOUT)?;
-            let tags = sql::row_count(&mut c, "tags")?;
-            // iot clears tags at random: a truck may also appear under a tag set with a
-            // cleared value, so there are at least as many tag sets as trucks.
-            if tags != scale && (exact_tags || tags < scale) {
-                return Err(Error::failed(format!(
-                    "table tags holds {tags} rows, the dataset has {scale} hosts"
-                ))
-                .with_hint("the load did not store every host; load again with --database-mode reset --confirm-reset NAME"));
-            }
-            sql::analyze(&mut c)?;
-            let f = sql::footprint(&mut c)?;
-            let wal = match &before {
-                Some(b) => {
-                    let now = sql::wal_lsn(&mut c)?;
-                    Some(sql::wal_bytes(&mut c, b, &now)?)
-                }
-                None => None,
-            };
-            let sum = |g: fn(&sql::RelationSize) -> u64| {
-                f.cpu.iter().chain(f.tags.iter()).map(g).sum::<u64>()
-            };
-            Ok(Some(json!({
-                "tags": if exact_tags {
-                    json!({"expected": scale, "actual": tags, "ok": true})
-                } else {
-                    json!({"expected": scale, "actual": tags, "ok": true, "at_least": true})
-                },
-                "analyze": true,
-                "footprint": {
-                    "database_bytes": f.database_bytes,
-                    "table_bytes": sum(|r| r.table_bytes),
-                    "index_bytes": sum(|r| r.index_bytes),
-                    "load_wal_bytes": wal,
-                    "sql": f,
-                },
-            })))
-        })
-    }
-    /// The runner executes any gob file, an influx one as empty SQL: check the labels first.
-    fn check_query_file(&self, path: &Path) -> Result<Option<Value>> {
-        let c = super::tsbs::check_query_file(path)?;
-        Ok(Some(json!({"queries": c.queries, "labels": c.labels})))
-    }
-    /// `--host=H --port=P --user=U` from the endpoint (the workspace's or the `--url`); the
-    /// database is `--db-name`, the target's.
-    fn load_connection(&self, urls: &[String]) -> Result<Option<Vec<ToolArg>>> {
-        let t = one_target(urls)?;
-        Ok(Some(vec![
-            ToolArg::Flag("host", t.host),
-            ToolArg::Flag("port", t.port.to_string()),
-            ToolArg::Flag("user", t.user),
-        ]))
-    }
-    /// `--hosts=H --port=P`, and with more queries than workers `--burn-in=W --max-queries=N`
-    /// for W workers: each worker's first query (which pays its connection setup, 3-7 ms)
-    /// runs uncounted, so N-W of the file's N queries are measured. The runner skips the
-    /// first W queries to finish, whichever worker ran them: one per worker whenever no
-    /// worker finishes two before another finishes one (each pays its setup first).
-    fn query_connection(
-        &self,
-        urls: &[String],
-        queries: Option<u64>,
-        workers: u32,
-    ) -> Result<Option<Vec<ToolArg>>> {
-        let t = one_target(urls)?;
-        let mut a = vec![
-            ToolArg::Flag("hosts", t.host),
-            ToolArg::Flag("port", t.port.to_string()),
-            ToolArg::Flag("user", t.user),
-        ];
-        let w = u64::from(workers.max(1));
-        if let Some(n) = queries.filter(|n| *n > w) {
-            let b = super::tsbs::BurnIn::new(w, n)?;
-            a.push(ToolArg::Flag("burn-in", b.burn_in.to_string()));
-            a.push(ToolArg::Flag("max-queries", b.max_queries.to_string()));
-        }
-        Ok(Some(a))
-    }
-    fn statistics_exclusion(&self) -> &'static str {
-        "The first query of each query worker (`--burn-in` = the query workers, on the runner's command line in each query log): it pays the worker's connection setup (3-7 ms), which would otherwise land in sub-millisecond latencies. A type whose file has no more queries than workers runs without a burn-in, its setup included."
-    }
-    /// The password in the environment only (the user comes with the connection flags).
-    fn query_target(&self, o: &ToolOptions) -> QueryTarget {
-        QueryTarget {
-            basic_auth: None,
-            args: password_arg(o).into_iter().collect(),
-            connection: None,
-            per_query_latencies: false,
-        }
-    }
-    /// `postgres://USER@HOST[:PORT][/DB]`: no password, no parameters; `DB` is the benchmark
-    /// database (the loader's `--db-name`).
-    fn check_external_url(&self, url: &str) -> Result<Option<String>> {
-        let db = Target::url_database(url)?;
-        if let Some(d) = &db {
-            crate::ids::validate_sql_identifier("the --url database", d)?;
-        }
-        Ok(db)
-    }
-    /// The probe's SQL connection is the health check.
-    fn external_health_path(&self) -> Option<&'static str> {
-        None
-    }
-    /// `url` is `postgres://USER@HOST:PORT/DB`; `token` the password (from the environment).
-    /// It connects to the maintenance database `postgres`, as the loader does (the benchmark
-    /// database may not exist yet). TimescaleDB mode needs the extension installed and
-    /// preloaded, else the loader's `CREATE EXTENSION` fails: refused here (exit 2), before a
-    /// run exists, never downgraded.
-    fn probe_version(
-        &self,
-        _client: &reqwest::blocking::Client,
-        url: &str,
-        token: Option<&Secret>,
-        _variant: Option<&str>,
-    ) -> Result<(Option<String>, Value)> {
-        let t = Target::from_url(url)?
-            .with_db(ADMIN_DB)
-            .with_password(token.map(Secret::expose));
-        let where_ = Target::from_url(url)?.display();
-        let p = on_thread(move || sql::probe(&t, sql::TIMEOUT))?;
-        let version = p
-            .server_version
-            .split_whitespace()
-            .next()
-            .map(str::to_string);
-        if self.mode == Mode::Timescaledb {
-            self.mode
-                .require_available(p.timescaledb_available.as_deref(), &where_)?;
-            // Unknown to a user who may not read the setting: the loader's CREATE EXTENSION
-            // then says it.
-            if p.timescaledb_preloaded == Some(false) {
-                return Err(Error::invalid(format!(
-                    "the timescaledb extension is installed on {where_} but not preloaded, so hypertables cannot be created"
-                ))
-                .with_hint("add timescaledb to shared_preload_libraries in that server's postgresql.conf and restart it, or benchmark plain PostgreSQL with --mode postgresql"));
-            }
-        }
-        Ok((version, serde_json::to_value(&p).unwrap_or(Value::Null)))
-    }
-    fn probe_identity(&self) -> (&'static str, u16) {
-        ("it does not answer as PostgreSQL", 5432)
-    }
-    /// The benchmark settings and the mode, recorded with every run.
-    fn server_settings(
-        &self,
-        ws: Option<&WorkspaceManifest>,
-        data_dir: Option<&Path>,
-        _runtime_version: Option<&str>,
-    ) -> Option<Value> {
-        let ws = ws?;
-        let dir = data_dir.and_then(Path::parent)?;
-        let rendered = std::fs::read_to_string(dir.join(CONFIG_FILE)).ok();
-        Some(json!({
-            "mode": self.mode.as_str(),
-            "settings": self.settings(ws, dir),
-            "config_file": pg::CONFIG_NAME,
-            "config": rendered,
-            "extension_version": read_record(&ws.installation_path)
-                .ok()
-                .and_then(|i| i.extension_version().map(String::from)),
-        }))
-    }
+}
+
+impl StorageFootprint for TimescaleDb {
     /// What [`Self::classify_file`] puts in each part (reference §5.5).
     fn footprint_parts(&self) -> FootprintParts {
         FootprintParts {
@@ -834,6 +283,13 @@ impl Product for TimescaleDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    use serde_json::{json, Value};
+
+    use crate::dataset::Profile;
+    use crate::product::{Distribution, Driver, ExternalServer, ManagedServer};
+    use crate::tsbs::Secret;
 
     /// A rerun into a new workspace keeps the recorded run's durability; a run made before
     /// the choice existed ran relaxed.

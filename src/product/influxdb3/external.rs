@@ -1,0 +1,62 @@
+//! InfluxDB 3's [`ExternalServer`]: its external servers.
+
+use serde_json::{json, Value};
+
+use super::InfluxDb3;
+use crate::error::{Error, Result};
+use crate::product::ExternalServer;
+
+impl ExternalServer for InfluxDb3 {
+    fn token_env_defaults(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
+        Some((Some("INFLUXDB3_AUTH_TOKEN"), Some("INFLUXDB3_ADMIN_TOKEN")))
+    }
+    fn probe_version(
+        &self,
+        c: &reqwest::blocking::Client,
+        u: &str,
+        token: Option<&crate::tsbs::Secret>,
+        edition: Option<&str>,
+    ) -> Result<(Option<String>, Value)> {
+        let mut r = c.get(format!("{u}/ping"));
+        if let Some(t) = token {
+            r = r.bearer_auth(t.expose());
+        }
+        let resp = r.send().ok();
+        let header = resp.as_ref().and_then(|r| {
+            r.headers()
+                .get("x-influxdb-version")
+                .and_then(|h| h.to_str().ok())
+                .map(str::to_string)
+        });
+        let build = resp.as_ref().and_then(|r| {
+            r.headers()
+                .get("x-influxdb-build")
+                .and_then(|h| h.to_str().ok())
+                .map(str::to_string)
+        });
+        if let (Some(b), Some(want)) = (&build, edition) {
+            if !b.eq_ignore_ascii_case(want) {
+                return Err(Error::integrity(format!(
+                    "InfluxDB 3 at {u} reports X-Influxdb-Build: {b}, not the --edition {want} asked for"
+                ))
+                .with_hint(format!(
+                    "pass --edition {} (or point --url at an InfluxDB 3 {} server)",
+                    b.to_ascii_lowercase(),
+                    if want == "core" { "Core" } else { "Enterprise" }
+                )));
+            }
+        }
+        let body: Option<Value> = resp.and_then(|r| r.json().ok());
+        let version = body
+            .as_ref()
+            .and_then(|b| b["version"].as_str().map(str::to_string))
+            .or(header);
+        Ok((version, json!({"ping": body, "build": build})))
+    }
+    fn probe_identity(&self) -> (&'static str, u16) {
+        ("its /ping does not report an InfluxDB 3 version", 8181)
+    }
+    fn metrics_path(&self) -> Option<&'static str> {
+        Some("/metrics")
+    }
+}
