@@ -27,7 +27,14 @@ impl Bench<'_> {
         let timing = self.plan.server.timing;
         let res = (|| -> Result<Server> {
             let mut spec = self.target.server_spec(&self.root, log, timing)?;
-            spec.shape = self.plan.server.shape;
+            if let Some(m) = self.target.managed() {
+                crate::workspace::shape_spec(
+                    self.target.product.as_ref(),
+                    &m.ws.manifest,
+                    &mut spec,
+                    self.plan.server.shape,
+                );
+            }
             let mut s = Server::start(spec, self.reporter())?;
             // The shape the server really got (what the kernel holds), once per run.
             if let Some(r) = s.shape_record() {

@@ -482,7 +482,7 @@ pub fn settings_source(version: &str) -> String {
 /// `MAJOR.MINOR` of `version` is at least `major.minor` (a pre-release of 3.11 counts as 3.11:
 /// the flags it gates arrived with the 3.11 pre-releases). False for a version that is not
 /// SemVer.
-fn version_at_least(version: &str, major: u64, minor: u64) -> bool {
+pub(crate) fn version_at_least(version: &str, major: u64, minor: u64) -> bool {
     semver::Version::parse(version).is_ok_and(|v| (v.major, v.minor) >= (major, minor))
 }
 

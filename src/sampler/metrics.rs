@@ -86,6 +86,23 @@ pub fn parse(text: &str) -> ProcessSeries {
     out
 }
 
+/// The first sample of series `name` (with the label `key="value"` when `label` is given), as
+/// a number; `None` when the text has none.
+pub fn sample(text: &str, name: &str, label: Option<(&str, &str)>) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let rest = line.strip_prefix(name)?;
+            let after = match (rest.strip_prefix('{'), label) {
+                (Some(_), Some((k, v))) if label_is(rest, k, v) => &rest[rest.find('}')? + 1..],
+                (Some(_), _) => return None,
+                (None, None) if rest.starts_with(' ') => rest,
+                (None, _) => return None,
+            };
+            after.split_whitespace().next()?.parse::<f64>().ok()
+        })
+}
+
 /// Whether the label set `{…}` at the start of `labels` has `name="value"`.
 fn label_is(labels: &str, name: &str, value: &str) -> bool {
     let Some(end) = labels.find('}') else {
@@ -110,6 +127,34 @@ mod tests {
         assert_eq!(p.rss_bytes, Some(9_216_000));
         assert_eq!(p.rss_series, Some(JEMALLOC_RESIDENT));
         assert_eq!((p.cpu_seconds, p.cpu_series), (None, None));
+    }
+
+    /// The query engine's pool as a real 3.10.1 served it: 20% of the host without a shape,
+    /// 20% of the shape with the size tsbsctl passes under `--memory 2G`.
+    #[test]
+    fn a_labelled_sample_is_read_by_name_and_label() {
+        let real = include_str!("../../tests/fixtures/influxdb3-real/metrics-3.10.1.txt");
+        assert_eq!(
+            sample(real, "query_datafusion_query_execution_ooms_total", None),
+            Some(0.0)
+        );
+        let host = include_str!("../../tests/fixtures/influxdb3-real/mem-pool-3.10.1-host.txt");
+        let shaped = include_str!("../../tests/fixtures/influxdb3-real/mem-pool-3.10.1-shaped.txt");
+        let pool = |text, state| sample(text, "datafusion_mem_pool_bytes", Some(("state", state)));
+        assert_eq!(pool(host, "limit"), Some(5_055_240_602.0));
+        assert_eq!(pool(shaped, "limit"), Some(429_496_720.0));
+        assert_eq!(pool(shaped, "reserved"), Some(0.0));
+        assert_eq!(pool(shaped, "other"), None);
+        // A labelled series is not read without its label, nor a longer name as it.
+        assert_eq!(sample(shaped, "datafusion_mem_pool_bytes", None), None);
+        assert_eq!(
+            sample(
+                "datafusion_mem_pool_bytes_x 3\n",
+                "datafusion_mem_pool_bytes",
+                None
+            ),
+            None
+        );
     }
 
     #[test]

@@ -199,6 +199,21 @@ pub fn workspace_dir(root: &crate::paths::Root, product: &dyn Product, id: &str)
 /// The supervisor spec for the workspace's server. Checks first that the installed binary is
 /// still the one the workspace is bound to (hashing the binary only) and that the config is
 /// unchanged.
+/// Holds the server of `spec` to `shape` (its own cgroup), with the product's arguments that
+/// size what the server would otherwise size from the host's memory
+/// ([`crate::product::ManagedServer::shape_args`]).
+pub fn shape_spec(
+    product: &dyn Product,
+    ws: &WorkspaceManifest,
+    spec: &mut ServerSpec,
+    shape: Option<crate::server::cgroup::Shape>,
+) {
+    if let Some(mem) = shape.and_then(|s| s.memory_bytes) {
+        spec.args.extend(product.shape_args(ws, mem));
+    }
+    spec.shape = shape;
+}
+
 pub fn server_spec(
     root: &crate::paths::Root,
     product: &dyn Product,

@@ -451,3 +451,97 @@ fn shape_a_server_killed_at_its_memory_limit_while_starting_says_out_of_memory()
     // Without the limit the same start replays and the queries run.
     crate::influxdb3::bench_influx3(&w, "om1", "query", &[]).ok();
 }
+
+/// The memory the InfluxDB 3 stand-in (like the real server, through sysinfo) sizes its
+/// percentages from: the ROOT cgroup's limit, capped by the machine's memory.
+fn host_memory_seen_by_a_server() -> u64 {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .map(|v| {
+            v.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .unwrap()
+                * 1024
+        })
+        .unwrap();
+    read("/sys/fs/cgroup/memory/memory.limit_in_bytes").map_or(total, |l| l.min(total))
+}
+
+/// A real InfluxDB 3 Core 3.10.1 under `--memory 2G` reported a query pool of 4.7 GiB: 20% of
+/// the host's 23.5 GiB, not of the shape (sysinfo reads the root cgroup's limit, not the
+/// server's own group). Under a shape tsbsctl now gives it the shares (20%, 20%, 50%) of the
+/// shape, and records the pool the server reports; without a shape the pool is the server's
+/// own 20% of what it sees, said as such.
+#[test]
+fn shape_influxdb3_sizes_its_memory_shares_from_the_shape_not_the_host() {
+    if shaped_host().is_none() {
+        return;
+    }
+    let w = world();
+    crate::world::publish_influx3_version(&w, "core", "3.10.1");
+    let port = crate::util::free_port_block(1).to_string();
+    w.run(&[
+        "influxdb3",
+        "prepare",
+        "--database-id",
+        "m1",
+        "--edition",
+        "core",
+        "--version",
+        "3.10.1",
+        "--http-port",
+        &port,
+    ])
+    .ok();
+    let shaped = 512u64 << 20;
+    let r = crate::influxdb3::bench_influx3(&w, "m1", "load", &["--memory", "512MiB"]);
+    r.ok();
+    let dir = run_dir(&r);
+    let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
+    assert_eq!(st["query_memory_pool_bytes"], shaped / 100 * 20, "{st}");
+    assert_eq!(st["query_memory_pool_sized_to_shape"], true, "{st}");
+    let log = std::fs::read_to_string(dir.join("logs/server-001.log")).unwrap();
+    for flag in [
+        format!("--exec-mem-pool-bytes={}b", shaped / 100 * 20),
+        format!("--parquet-mem-cache-size={}b", shaped / 100 * 20),
+        format!("--force-snapshot-mem-threshold={}b", shaped / 100 * 50),
+    ] {
+        assert!(log.contains(&flag), "{flag} in\n{log}");
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("- Server memory: query memory pool 102.40 MiB as the server reports it; tsbsctl gave it"),
+        "{md}"
+    );
+    // Without a shape: the server's own default share of the memory it sees.
+    let r = crate::influxdb3::bench_influx3(
+        &w,
+        "m1",
+        "load",
+        &["--database-mode", "reset", "--confirm-reset", "benchmark"],
+    );
+    r.ok();
+    let dir = run_dir(&r);
+    let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
+    let host = host_memory_seen_by_a_server();
+    assert_eq!(
+        st["query_memory_pool_bytes"],
+        (host as f64 * 0.2).round() as u64,
+        "{st}"
+    );
+    assert_eq!(st["query_memory_pool_sized_to_shape"], false, "{st}");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("(its default, 20% of the memory it sees"),
+        "{md}"
+    );
+}

@@ -339,13 +339,18 @@ pub(crate) fn summary(dir: &Path) -> Value {
 
 /// Publishes InfluxDB 3 `edition` 3.11.1 on the mirror (and the installer script naming it).
 pub(crate) fn publish_influx3(w: &World, edition: &str) -> PathBuf {
+    publish_influx3_version(w, edition, "3.11.1")
+}
+
+/// [`publish_influx3`] of `version` (the installer script still names 3.11.1 as the latest).
+pub(crate) fn publish_influx3_version(w: &World, edition: &str, version: &str) -> PathBuf {
     use testbed::releases::influxdb3::{installer_script, Installer, Release};
     let knobs =
         w.gt.env
             .path()
             .join(format!("influxdb3-{edition}.knobs.json"));
     std::fs::write(&knobs, json!({"wal_flush_interval_ms": 20}).to_string()).unwrap();
-    let r = Release::new(edition, "3.11.1", &knobs);
+    let r = Release::new(edition, version, &knobs);
     let archive = r.archive();
     let sum = r.checksum_file(&archive).unwrap();
     let base = testbed::mirror::INFLUXDATA_DL;

@@ -124,6 +124,79 @@ impl ManagedServer for InfluxDb3 {
         }
     }
 
+    /// The three sizes the server takes as a share of the memory it sees (query pool 20%,
+    /// Parquet cache 20%, forced snapshot 50%: src serve.rs, the same from 3.0 to 3.10), given
+    /// as that share of the shape. sysinfo's `cgroup_limits`, which it sizes them from, reads
+    /// the root's limit only: a real 3.10.1 under `--memory 2G` had a 4.7 GiB pool, 20% of the
+    /// host. Bytes (`Nb`) from 3.2; before, a bare number of megabytes (10^6 bytes). 3.11
+    /// renamed two of them and wants units (its release notes, not checked): none given.
+    fn shape_args(&self, ws: &WorkspaceManifest, memory_bytes: u64) -> Vec<String> {
+        if super::version_at_least(&ws.version, 3, 11) {
+            return Vec::new();
+        }
+        let size = |pct: u64| {
+            let b = memory_bytes / 100 * pct;
+            if super::version_at_least(&ws.version, 3, 2) {
+                format!("{b}b")
+            } else {
+                (b / 1_000_000).to_string()
+            }
+        };
+        vec![
+            format!("--exec-mem-pool-bytes={}", size(20)),
+            format!("--parquet-mem-cache-size={}", size(20)),
+            format!("--force-snapshot-mem-threshold={}", size(50)),
+        ]
+    }
+
+    /// The query engine's memory pool in force, as the server reports it
+    /// (`datafusion_mem_pool_bytes{state="limit"}` of `/metrics`), and whether tsbsctl sized it
+    /// to the shape (its flag on the server's command line): the pool decides whether a heavy
+    /// query is refused ("Resources exhausted", the published OOM cells) or grows the server
+    /// until a memory limit kills it.
+    fn check_serving(
+        &self,
+        _ws: &WorkspaceManifest,
+        _ws_dir: &Path,
+        endpoint: &str,
+        pid: u32,
+    ) -> Result<Option<serde_json::Value>> {
+        let pool = crate::http::local(Some(std::time::Duration::from_secs(10)))
+            .ok()
+            .and_then(|c| c.get(format!("{endpoint}/metrics")).send().ok())
+            .filter(|r| r.status().is_success())
+            .and_then(|r| r.text().ok())
+            .and_then(|t| {
+                crate::sampler::metrics::sample(
+                    &t,
+                    "datafusion_mem_pool_bytes",
+                    Some(("state", "limit")),
+                )
+            })
+            .map(|v| v as u64);
+        let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let sized = argv
+            .split(|b| *b == 0)
+            .any(|a| a.starts_with(b"--exec-mem-pool-bytes="));
+        let say = |b: u64| crate::render::bytes(minijinja::Value::from(b));
+        let note = match (pool, sized) {
+            (Some(p), true) => format!(
+                "query memory pool {} as the server reports it; tsbsctl gave it, its Parquet cache and its forced-snapshot threshold the shares (20%, 20%, 50%) of the --memory shape they take of a machine, which the server would have taken of the host's memory",
+                say(p)
+            ),
+            (Some(p), false) => format!(
+                "query memory pool {} as the server reports it (its default, 20% of the memory it sees: the host's, also under --memory, for which tsbsctl sizes it only up to 3.10)",
+                say(p)
+            ),
+            (None, _) => "query memory pool unknown (the server's /metrics has no datafusion_mem_pool_bytes)".to_string(),
+        };
+        Ok(Some(serde_json::json!({
+            "query_memory_pool_bytes": pool,
+            "query_memory_pool_sized_to_shape": sized,
+            "memory_note": note,
+        })))
+    }
+
     fn default_timing(&self) -> Timing {
         Timing {
             startup_timeout: std::time::Duration::from_secs(600),

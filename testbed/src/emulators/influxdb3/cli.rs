@@ -29,6 +29,129 @@ pub struct ServeConfig {
     pub license_file: Option<PathBuf>,
     /// The `--object-store s3` options (read whatever the store is, as clap does).
     pub s3: super::objects::S3Config,
+    /// The query engine's memory pool in bytes (`--exec-mem-pool-bytes`, 3.11:
+    /// `--exec-mem-pool-size`; default 20% of [`total_mem_bytes`]), served as
+    /// `datafusion_mem_pool_bytes{state="limit"}`.
+    pub exec_mem_pool_bytes: u64,
+}
+
+/// The memory the real server sizes its percentages from (`total_mem_bytes`,
+/// influxdb3_clap_blocks memory_size.rs, through sysinfo 0.37's `cgroup_limits`): the cgroup
+/// limit read at the ROOT of the hierarchy (`/sys/fs/cgroup/memory.max` for cgroup v2,
+/// `/sys/fs/cgroup/memory/memory.limit_in_bytes` for v1), never the process's own group,
+/// capped by the machine's memory. A server in a group of its own below the root (as tsbsctl's
+/// `--memory` makes) therefore sizes itself from the host.
+pub fn total_mem_bytes() -> u64 {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    let mem_total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024);
+    let v2 = read("/sys/fs/cgroup/memory.current").is_some()
+        && std::path::Path::new("/sys/fs/cgroup/memory.stat").exists();
+    if v2 {
+        return read("/sys/fs/cgroup/memory.max").map_or(mem_total, |m| m.min(mem_total));
+    }
+    match (
+        read("/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+        read("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+    ) {
+        (Some(_), Some(limit)) => limit.min(mem_total),
+        _ => mem_total,
+    }
+}
+
+/// A `MemorySizeMb` value (src serve.rs, later influxdb3_clap_blocks memory_size.rs): `N%` of
+/// [`total_mem_bytes`], or a bare number of MEGABYTES (10^6 bytes before 3.9, 2^20 since; the
+/// real switch was in 3.8.1); `Nb` bytes from 3.2; `Ngb`/`Nmb`/`Nkb` from 3.9.
+fn memory_size_mb(build: &Build) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync {
+    let (bytes_suffix, units, mb) = (
+        build.at_least(3, 2),
+        build.at_least(3, 9),
+        if build.at_least(3, 9) {
+            1u64 << 20
+        } else {
+            1_000_000
+        },
+    );
+    move |s: &str| {
+        let lower = s.trim().to_ascii_lowercase();
+        if lower.ends_with('%') || (units && lower.ends_with("kb")) {
+            return parse_memory_size_mb(s);
+        }
+        if units && (lower.ends_with("gb") || lower.ends_with("mb")) {
+            return parse_memory_size_mb(s);
+        }
+        if let Some(n) = lower.strip_suffix('b').filter(|_| bytes_suffix) {
+            return n
+                .parse::<u64>()
+                .map_err(|_| "failed to parse value as unsigned integer".to_string());
+        }
+        lower
+            .parse::<u64>()
+            .map(|n| n * mb)
+            .map_err(|_| "failed to parse value as unsigned integer".to_string())
+    }
+}
+
+/// 3.10's `MemorySizeMb` (influxdb3_clap_blocks memory_size.rs): `N%` of [`total_mem_bytes`],
+/// `Ngb`/`Nmb`/`Nkb`/`Nb`, or a bare number of MEGABYTES.
+fn parse_memory_size_mb(s: &str) -> Result<u64, String> {
+    let lower = s.trim().to_ascii_lowercase();
+    let num = |t: &str, what: &str| {
+        t.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("failed to parse '{s}' as a memory size in {what}: {e}"))
+    };
+    if let Some(p) = lower.strip_suffix('%') {
+        let p = p.parse::<u64>().map_err(|e| {
+            format!("failed to parse '{s}' as a percentage of available memory: {e}")
+        })?;
+        if p > 100 {
+            return Err(format!(
+                "failed to parse '{s}' as a percentage of available memory: relative memory size must be in [0, 100] but is {p}"
+            ));
+        }
+        return Ok((p as f64 / 100.0 * total_mem_bytes() as f64).round() as u64);
+    }
+    if let Some(n) = lower.strip_suffix("gb") {
+        return Ok(num(n, "GB")? << 30);
+    }
+    if let Some(n) = lower.strip_suffix("mb") {
+        return Ok(num(n, "MB")? << 20);
+    }
+    if let Some(n) = lower.strip_suffix("kb") {
+        return Ok(num(n, "KB")? << 10);
+    }
+    if let Some(n) = lower.strip_suffix('b') {
+        return num(n, "bytes");
+    }
+    Ok(num(&lower, "MB")? << 20)
+}
+
+/// The parser of a memory size of `build`'s serve flags.
+fn memory_size(build: &Build) -> clap::builder::ValueParser {
+    if build.at_least(3, 11) {
+        clap::builder::ValueParser::new(parse_memory_size_units)
+    } else {
+        clap::builder::ValueParser::new(memory_size_mb(build))
+    }
+}
+
+/// 3.11's sizes need units (release notes); a percentage as before.
+fn parse_memory_size_units(s: &str) -> Result<u64, String> {
+    if s.trim().ends_with('%') {
+        return parse_memory_size_mb(s);
+    }
+    parse_size_with_units(s).map(|n| n as u64)
 }
 
 fn command(build: &Build) -> Command {
@@ -171,6 +294,37 @@ fn command(build: &Build) -> Command {
                 .env("INFLUXDB3_GEN1_DURATION")
                 .default_value("10m")
                 .value_parser(["1m", "5m", "10m"]),
+        )
+        // The three sizes the real server takes as a share of the memory it sees (defaults
+        // 20%, 20%, 50%); 3.11 renamed the first two and wants units.
+        .arg(
+            Arg::new("exec-mem-pool")
+                .long(if build.at_least(3, 11) {
+                    "exec-mem-pool-size"
+                } else {
+                    "exec-mem-pool-bytes"
+                })
+                .value_name("EXEC_MEM_POOL_BYTES")
+                .default_value("20%")
+                .value_parser(memory_size(build)),
+        )
+        .arg(
+            Arg::new("parquet-mem-cache")
+                .long(if build.at_least(3, 11) {
+                    "file-cache-size"
+                } else {
+                    "parquet-mem-cache-size"
+                })
+                .value_name("PARQUET_MEM_CACHE_SIZE")
+                .default_value("20%")
+                .value_parser(memory_size(build)),
+        )
+        .arg(
+            Arg::new("force-snapshot-mem-threshold")
+                .long("force-snapshot-mem-threshold")
+                .value_name("FORCE_SNAPSHOT_MEM_THRESHOLD")
+                .default_value("50%")
+                .value_parser(memory_size(build)),
         )
         .arg(
             Arg::new("tcp-listener-file-path")
@@ -410,6 +564,7 @@ pub fn run(args: Vec<String>, build: Build, knobs: Knobs) -> i32 {
             access_key_id: m.get_one::<String>("aws-access-key-id").cloned(),
             secret_access_key: m.get_one::<String>("aws-secret-access-key").cloned(),
         },
+        exec_mem_pool_bytes: *m.get_one::<u64>("exec-mem-pool").expect("default"),
     };
     super::serve::run(build, knobs, cfg)
 }

@@ -299,10 +299,11 @@ impl App {
 
     fn metrics(&self) -> Reply {
         let body = format!(
-            "# HELP http_requests_total Total HTTP requests.\n# TYPE http_requests_total counter\nhttp_requests_total {}\n# HELP influxdb3_write_requests_total Write requests.\n# TYPE influxdb3_write_requests_total counter\ninfluxdb3_write_requests_total {}\n# HELP influxdb3_buffered_rows Rows held in the write buffer.\n# TYPE influxdb3_buffered_rows gauge\ninfluxdb3_buffered_rows {}\n{}# EOF\n",
+            "# HELP http_requests_total Total HTTP requests.\n# TYPE http_requests_total counter\nhttp_requests_total {}\n# HELP influxdb3_write_requests_total Write requests.\n# TYPE influxdb3_write_requests_total counter\ninfluxdb3_write_requests_total {}\n# HELP influxdb3_buffered_rows Rows held in the write buffer.\n# TYPE influxdb3_buffered_rows gauge\ninfluxdb3_buffered_rows {}\n# HELP datafusion_mem_pool_bytes Number of bytes within the datafusion memory pool\n# TYPE datafusion_mem_pool_bytes gauge\ndatafusion_mem_pool_bytes{{state=\"limit\"}} {}\ndatafusion_mem_pool_bytes{{state=\"reserved\"}} 0\n{}# EOF\n",
             self.requests.load(Ordering::Relaxed),
             self.writes_seen.load(Ordering::Relaxed),
             self.store.row_count(),
+            self.cfg.exec_mem_pool_bytes,
             crate::emulators::jemalloc_metrics()
         );
         Reply::new(200, Some("text/plain; version=0.0.4; charset=utf-8"), body)
