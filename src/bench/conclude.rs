@@ -108,17 +108,22 @@ impl Bench<'_> {
     }
 }
 
-/// The `(step, attempt)` of every query step the managed server died under (its end records
-/// `server_died`).
+/// The `(step, attempt)` of every query step whose failure is a result of memory or a crash:
+/// the managed server died under it (its end records `server_died`), or the server's query
+/// engine ran out of its memory pool during it (`query_engine_ooms`), managed or
+/// external: the published tables' "OOM" cells.
 fn died_under_queries(run: &RunDir) -> Vec<(String, u32)> {
     run.steps()
         .unwrap_or_default()
         .into_iter()
         .filter(|s| {
-            s.step.starts_with("query")
-                && s.data_as::<crate::run::data::QueryEnded>()
-                    .server_died
-                    .is_some()
+            let end = s.data_as::<crate::run::data::QueryEnded>();
+            let refused = end
+                .query_engine_ooms
+                .as_ref()
+                .and_then(|o| o["refused"].as_u64())
+                .is_some_and(|n| n > 0);
+            s.step.starts_with("query") && (end.server_died.is_some() || refused)
         })
         .map(|s| (s.step, s.attempt))
         .collect()

@@ -575,7 +575,7 @@ impl fmt::Display for Warning {
             ),
             Warning::DiedUnderQueries { failures, groups } => write!(
                 f,
-                "{failures} failure(s), results of the server dying under a query type: {groups}"
+                "{failures} failure(s), results of the server running out of memory or dying under a query type: {groups}"
             ),
             Warning::Product { text } => f.write_str(text),
         }
@@ -942,7 +942,7 @@ mod tests {
                         FailureGroup { reason: s("panic"), steps: vec![s("server")] },
                     ]),
                 },
-                "3 failure(s), results of the server dying under a query type: died (the same cause in 2 steps: query-a, query-b); server: panic",
+                "3 failure(s), results of the server running out of memory or dying under a query type: died (the same cause in 2 steps: query-a, query-b); server: panic",
             ),
             (Warning::Product { text: s("its own words") }, "its own words"),
         ];

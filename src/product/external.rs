@@ -67,4 +67,12 @@ pub trait ExternalServer {
     fn metrics_path(&self) -> Option<&'static str> {
         None
     }
+    /// The counter of the times the server's query engine ran out of its memory pool (an
+    /// allocation refused: one query can count many),
+    /// in its metrics ([`ExternalServer::metrics_path`]): read before and after each query
+    /// type, so that a type that failed while it rose is "OOM" however the runner ended (a
+    /// real InfluxDB 3 cuts the answer short, and its runner panics "unexpected EOF").
+    fn query_oom_series(&self) -> Option<&'static str> {
+        None
+    }
 }

@@ -281,6 +281,11 @@ pub struct QueryEnded {
         deserialize_with = "present"
     )]
     pub server_died: Option<Value>,
+    /// How many times the server's query engine ran out of its memory pool during
+    /// the type, by its own counter (InfluxDB 3's
+    /// `query_datafusion_query_execution_ooms_total`, before and after).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_engine_ooms: Option<Value>,
 }
 
 /// Step `query:<type>`: one timed pass of a query type, folded with its end.

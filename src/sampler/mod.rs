@@ -267,6 +267,14 @@ impl Worker {
     }
 }
 
+/// One read of series `series` (no labels) of a server's metrics at `url`, with its bearer
+/// token if any; `None` when the server does not answer it or has no such series.
+pub fn read_counter(url: &str, token: &Option<String>, series: &str) -> Option<u64> {
+    let c = crate::http::local(Some(Duration::from_secs(5))).ok()?;
+    let text = get(&c, url, token)?;
+    metrics::sample(&text, series, None).map(|v| v as u64)
+}
+
 fn get(c: &reqwest::blocking::Client, url: &str, token: &Option<String>) -> Option<String> {
     let mut req = c.get(url).timeout(Duration::from_secs(5));
     if let Some(t) = token {

@@ -1267,6 +1267,67 @@ fn a_failed_count_is_said_as_such_not_as_a_mismatch() {
     assert!(!md.contains("MISMATCH"), "{md}");
 }
 
+/// Issue 24 §2 as a real InfluxDB 3 Core 3.10.1 showed it (2 MiB query pool, 2026-12-06): its
+/// pool ran out while it streamed answers, it cut them short (its runner panicked "unexpected
+/// EOF", no word of memory), logged `ResourcesExhausted` and counted 170 in
+/// `query_datafusion_query_execution_ooms_total`. The type that failed while the counter rose
+/// is "OOM" with that evidence, the other types run, and the run ends "completed with
+/// failures"; a query that fits the pool runs.
+#[test]
+fn a_query_cut_short_when_the_pool_runs_out_is_oom_by_the_servers_own_count() {
+    let w = world();
+    let knobs = publish_influx3(&w, "core");
+    std::fs::write(
+        &knobs,
+        json!({"wal_flush_interval_ms": 20,
+               "query_failures": [
+                   {"contains": "max(", "needs_bytes": 1u64 << 50},
+                   {"contains": "usage_user > 90", "needs_bytes": 1024}]})
+        .to_string(),
+    )
+    .unwrap();
+    w.prepare_influx3("oom1", "core");
+    let r = bench_influx3(&w, "oom1", "all", &[]);
+    r.ok();
+    let dir = run_dir(&r);
+    let s = summary(&dir);
+    assert_eq!(s["status"], "completed_with_failures", "{}", s["failures"]);
+    let q = |t: &str| {
+        s["queries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["query_type"] == t)
+            .unwrap()
+            .clone()
+    };
+    let oom = q("single-groupby-1-1-1");
+    assert_eq!(oom["status"], "failed", "{oom}");
+    let reason = oom["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("out of memory: the server's query engine ran out of its memory pool 1 time(s) during this type (query_datafusion_query_execution_ooms_total 0 -> 1); the runner: ")
+            && reason.contains("unexpected EOF"),
+        "{reason}"
+    );
+    // high-cpu-1 needs less than the pool: it runs; so does lastpoint.
+    assert_eq!(q("high-cpu-1")["status"], "completed");
+    assert_eq!(q("lastpoint")["status"], "completed");
+    let log = std::fs::read_to_string(dir.join("logs/query-single-groupby-1-1-1-001.log")).unwrap();
+    assert!(log.contains("panic: unexpected EOF"), "{log}");
+    // The report's cell says it as the published table does.
+    let out = w.gt.env.path().join("oom-report");
+    w.run(&[
+        "runs",
+        "report",
+        dir.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .ok();
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("OOM"), "{md}");
+}
+
 /// Issue 23 §4: before the queries, a count the server refuses with the words "Table not
 /// found" of a table it still lists is a failed count (exit 1), not data that is gone; a
 /// workspace whose `data/` was wiped is told by the server's 404 for the database: exit 4 with

@@ -95,6 +95,7 @@ impl Bench<'_> {
                 }
                 let queries = set.counts().get(qt).copied();
                 let type_started = std::time::Instant::now();
+                let ooms_before = self.query_engine_ooms();
                 let mut q = self.run_query_file(
                     QueryFileRun {
                         kind: "query",
@@ -129,7 +130,12 @@ impl Bench<'_> {
                     },
                 )?;
                 let (step, attempt) = (q.step.clone(), q.attempt);
-                match self.judge_query_file(qt, &file_path, &mut q)? {
+                let judged = self.judge_query_file(qt, &file_path, &mut q)?;
+                let ooms = ooms_before.and_then(|before| {
+                    let after = self.query_engine_ooms()?;
+                    Some(EngineOoms { before, after })
+                });
+                match judged {
                     QueryFileEnd::ServerDied => continue,
                     QueryFileEnd::Done(r) => {
                         self.run.end(
@@ -142,6 +148,7 @@ impl Bench<'_> {
                                 mean_ms: Some(r.all.mean_ms),
                                 usage: Some(json!(q.ran.usage)),
                                 machine: Some(q.machine.clone()),
+                                query_engine_ooms: ooms.as_ref().map(EngineOoms::record),
                                 ..QueryEnded::default()
                             })),
                         )?;
@@ -157,7 +164,19 @@ impl Bench<'_> {
                         }
                     }
                     // One type failing (e.g. a non-200) does not stop the others.
-                    QueryFileEnd::Failed(f) => {
+                    QueryFileEnd::Failed(mut f) => {
+                        // The server's query engine ran out of its memory pool
+                        // while the type failed: that is why, whatever the runner saw.
+                        if let Some(o) = ooms.as_ref().filter(|o| o.after > o.before) {
+                            f.reason = format!(
+                                "out of memory: the server's query engine ran out of its memory pool {} time(s) during this type ({} {} -> {}); the runner: {}",
+                                o.after - o.before,
+                                self.target.product.query_oom_series().unwrap_or("its OOM counter"),
+                                o.before,
+                                o.after,
+                                f.reason
+                            );
+                        }
                         let cause = same_cause(&f.reason);
                         match &last_failure {
                             Some((first, c)) if *c == cause => {
@@ -174,12 +193,16 @@ impl Bench<'_> {
                                 last_failure = Some((qt.clone(), cause));
                             }
                         }
+                        let mut end = failed(&f);
+                        if let Some(o) = &ooms {
+                            end["query_engine_ooms"] = o.record();
+                        }
                         self.run.end(
                             &step,
                             attempt,
                             Status::Failed,
                             Some(f.reason.clone()),
-                            Some(failed(&f)),
+                            Some(end),
                         )?
                     }
                 }
@@ -189,6 +212,32 @@ impl Bench<'_> {
             self.check_answers(&binary, set)?;
         }
         Ok(())
+    }
+}
+
+/// The server's count of the times its query engine ran out of its memory pool, before and
+/// after one query type.
+struct EngineOoms {
+    before: u64,
+    after: u64,
+}
+
+impl EngineOoms {
+    fn record(&self) -> serde_json::Value {
+        json!({"before": self.before, "after": self.after, "refused": self.after.saturating_sub(self.before)})
+    }
+}
+
+impl Bench<'_> {
+    /// The server's own count of the times its query engine ran out of memory, where its
+    /// product serves one ([`crate::product::ExternalServer::query_oom_series`]); managed or
+    /// external, through its metrics. `None`: no such counter, or no answer.
+    fn query_engine_ooms(&self) -> Option<u64> {
+        let series = self.target.product.query_oom_series()?;
+        let path = self.target.product.metrics_path()?;
+        let url = format!("{}{path}", self.endpoint().trim_end_matches('/'));
+        let token = self.target.external_token().map(str::to_string);
+        crate::sampler::read_counter(&url, &token, series)
     }
 }
 

@@ -794,11 +794,19 @@ fn do_influx3(
         Err(ureq::Error::Transport(t)) => return Err(go_transport_error("POST", &url, &t)),
     };
     let status = resp.status();
+    let cut = resp
+        .header(crate::emulators::influxdb3::http::CUT_SHORT_HEADER)
+        .is_some();
     let mut body = Vec::new();
     resp.into_reader()
         .take(1 << 30)
         .read_to_end(&mut body)
         .map_err(|e| e.to_string())?;
+    // The real server cut the answer mid-body (its query pool ran out while it streamed):
+    // the Go runner's read of the body ends in io.ErrUnexpectedEOF, which it panics with.
+    if cut {
+        return Err("unexpected EOF".into());
+    }
     let lag = start.elapsed().as_nanos() as f64 / 1e6;
     if status != 200 {
         return Err(format!(

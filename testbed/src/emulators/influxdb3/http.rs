@@ -20,6 +20,8 @@ pub struct App {
     process_id: String,
     writes_seen: AtomicU64,
     requests: AtomicU64,
+    /// Allocations refused for lack of pool memory (`query_datafusion_query_execution_ooms_total`).
+    query_ooms: AtomicU64,
     in_flight: AtomicUsize,
     /// Set once the final flush is done: durable writers stop waiting.
     pub released: AtomicBool,
@@ -35,7 +37,20 @@ pub struct Reply {
     log_error: Option<String>,
 }
 
+/// The header by which the stand-in server tells the stand-in runner that the real server
+/// would cut the connection after the body sent (tiny_http cannot close a kept-alive
+/// connection mid-answer): the runner then fails as the real Go runner does when the real
+/// server cuts it, `unexpected EOF`.
+pub const CUT_SHORT_HEADER: &str = "x-testbed-cut-short";
+
 impl Reply {
+    /// A 200 whose body the real server would not finish (see [`CUT_SHORT_HEADER`]).
+    fn cut_short(partial: Vec<u8>) -> Reply {
+        let mut r = Reply::new(200, Some("application/json"), partial);
+        r.headers.push((CUT_SHORT_HEADER.into(), "1".into()));
+        r
+    }
+
     fn new(status: u16, content_type: Option<&'static str>, body: impl Into<Vec<u8>>) -> Reply {
         Reply {
             status,
@@ -141,6 +156,7 @@ impl App {
             process_id: super::uuid(4),
             writes_seen: AtomicU64::new(0),
             requests: AtomicU64::new(0),
+            query_ooms: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             released: AtomicBool::new(false),
         }
@@ -299,11 +315,12 @@ impl App {
 
     fn metrics(&self) -> Reply {
         let body = format!(
-            "# HELP http_requests_total Total HTTP requests.\n# TYPE http_requests_total counter\nhttp_requests_total {}\n# HELP influxdb3_write_requests_total Write requests.\n# TYPE influxdb3_write_requests_total counter\ninfluxdb3_write_requests_total {}\n# HELP influxdb3_buffered_rows Rows held in the write buffer.\n# TYPE influxdb3_buffered_rows gauge\ninfluxdb3_buffered_rows {}\n# HELP datafusion_mem_pool_bytes Number of bytes within the datafusion memory pool\n# TYPE datafusion_mem_pool_bytes gauge\ndatafusion_mem_pool_bytes{{state=\"limit\"}} {}\ndatafusion_mem_pool_bytes{{state=\"reserved\"}} 0\n{}# EOF\n",
+            "# HELP http_requests_total Total HTTP requests.\n# TYPE http_requests_total counter\nhttp_requests_total {}\n# HELP influxdb3_write_requests_total Write requests.\n# TYPE influxdb3_write_requests_total counter\ninfluxdb3_write_requests_total {}\n# HELP influxdb3_buffered_rows Rows held in the write buffer.\n# TYPE influxdb3_buffered_rows gauge\ninfluxdb3_buffered_rows {}\n# HELP datafusion_mem_pool_bytes Number of bytes within the datafusion memory pool\n# TYPE datafusion_mem_pool_bytes gauge\ndatafusion_mem_pool_bytes{{state=\"limit\"}} {}\ndatafusion_mem_pool_bytes{{state=\"reserved\"}} 0\n# HELP query_datafusion_query_execution_ooms_total Number of OOMs encountered by the query engine\n# TYPE query_datafusion_query_execution_ooms_total counter\nquery_datafusion_query_execution_ooms_total {}\n{}# EOF\n",
             self.requests.load(Ordering::Relaxed),
             self.writes_seen.load(Ordering::Relaxed),
             self.store.row_count(),
             self.cfg.exec_mem_pool_bytes,
+            self.query_ooms.load(Ordering::Relaxed),
             crate::emulators::jemalloc_metrics()
         );
         Reply::new(200, Some("text/plain; version=0.0.4; charset=utf-8"), body)
@@ -628,10 +645,33 @@ impl App {
             .iter()
             .find(|f| lower.contains(&f.contains.to_ascii_lowercase()))
         {
-            let msg = f.error.clone().unwrap_or_else(|| {
-                "query error: Resources exhausted: Failed to allocate additional 10485760 bytes for GroupedHashAggregateStream[0] with 0 bytes already allocated for this reservation - 1048576 bytes remain available for the total pool".into()
-            });
-            return Reply::json(f.status.unwrap_or(500), &serde_json::json!({"error": msg}));
+            match f.needs_bytes {
+                Some(need) if need <= self.cfg.exec_mem_pool_bytes => {}
+                Some(need) => {
+                    // What a real 3.10.1 did when its pool ran out while it streamed the
+                    // answer (its log, ext-oom run of 2026-12-06): counted, logged, cut.
+                    self.query_ooms.fetch_add(1, Ordering::Relaxed);
+                    log(
+                        "ERROR",
+                        "influxdb3_server",
+                        &format!(
+                            "Error serving connection: hyper::Error(User(Body), Shared(External(Context(\"Execution error for 'deduplicate batches'\", Context(\"Not enough memory to continue external sort. Consider increasing the memory limit, or decreasing sort_spill_reservation_bytes\", ResourcesExhausted(\"Additional allocation failed for ExternalSorter[0] with top memory consumers (across reservations) as:\\n  ExternalSorter[0]#1(can spill: true) consumed {need} B, peak {need} B.\\nError: Failed to allocate additional {need} B for ExternalSorter[0] with 0 B already allocated for this reservation - {} B remain available for the total pool\"))))))",
+                            self.cfg.exec_mem_pool_bytes
+                        ),
+                        &[],
+                    );
+                    return Reply::cut_short(b"[{\"hostname\":\"host_0\",".to_vec());
+                }
+                None => {
+                    let msg = f.error.clone().unwrap_or_else(|| {
+                        "query error: Resources exhausted: Failed to allocate additional 10485760 bytes for GroupedHashAggregateStream[0] with 0 bytes already allocated for this reservation - 1048576 bytes remain available for the total pool".into()
+                    });
+                    return Reply::json(
+                        f.status.unwrap_or(500),
+                        &serde_json::json!({"error": msg}),
+                    );
+                }
+            }
         }
         // Core refuses at planning a query that would scan more Parquet files than its limit
         // (src influxdb3_write/src/write_buffer/mod.rs). As 3.10.1 answered: 500, the

@@ -97,6 +97,13 @@ pub struct QueryFailure {
     /// when a query runs out of its memory pool).
     #[serde(default)]
     pub error: Option<String>,
+    /// The memory the query needs: it fails only when that is more than the server's query
+    /// pool (`--exec-mem-pool-bytes`), and then as a real 3.10.1 did: the answer starts (200)
+    /// and is cut short mid-body, the server logs `Error serving connection: ...
+    /// ResourcesExhausted(...)` and counts it in `query_datafusion_query_execution_ooms_total`;
+    /// its runner panics "unexpected EOF". Without it the entry always fails, with `status`.
+    #[serde(default)]
+    pub needs_bytes: Option<u64>,
 }
 
 impl Knobs {

@@ -168,7 +168,7 @@
 //! v1/v2 write and query APIs, Parquet output, database/table/column limits (422).
 
 mod cli;
-mod http;
+pub mod http;
 mod knobs;
 mod license;
 mod lp;
