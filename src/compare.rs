@@ -313,7 +313,7 @@ fn compare_one(
         .map(|k| (k.to_string(), 0))
         .collect();
     let (mut caveats, state_unknown) = data_caveats(&base.summary, &cand.summary);
-    caveats.extend(edition_caveats(&base.summary, &cand.summary));
+    caveats.extend(variant_caveats(&base.summary, &cand.summary));
     let mut queries = Vec::new();
     let mut largest: Option<&QueryComparison> = None;
     let mut within_noise = 0u64;
@@ -456,26 +456,23 @@ fn compare_one(
 /// What the latencies of two runs may owe to their data rather than to the servers: a data
 /// state that differs, a data location that differs (memtables vs SST files). True as the
 /// second value when either state is unknown (the latency verdicts are then not comparable).
-/// Runs of two editions, or under different limits (a licence): other server builds or other
-/// limits, so a verdict measures those too (trial 2 N17; the report says it in its notes).
-/// The product words both ([`crate::product::variants`]).
-fn edition_caveats(base: &RunSummary, cand: &RunSummary) -> Vec<String> {
+/// Runs of two variants (editions), or under different limits (a licence): other server
+/// builds or other limits, so a verdict measures those too (trial 2 N17; the report says it
+/// in its notes). The product words both ([`crate::product::variants`]).
+fn variant_caveats(base: &RunSummary, cand: &RunSummary) -> Vec<String> {
     let variants = |s: &RunSummary| {
-        crate::product::resolve(&s.product, s.edition.as_deref())
+        crate::product::resolve(&s.product, s.variant.as_deref())
             .ok()
             .and_then(|p| p.run_variants())
     };
     let (vb, vc) = (variants(base), variants(cand));
     let mut out = Vec::new();
-    let ed = |s: &RunSummary| s.edition.clone().unwrap_or_else(|| "-".into());
-    if base.edition != cand.edition {
-        let why = vc
-            .or(vb)
-            .map_or("they are different server builds", |v| v.editions_why);
-        out.push(format!(
-            "the editions differ: baseline {}, candidate {}; {why}, so the latencies show the edition as well as the version",
-            ed(base),
-            ed(cand)
+    let name = |s: &RunSummary| s.variant.clone().unwrap_or_else(|| "-".into());
+    if base.variant != cand.variant {
+        out.push(crate::product::variants::differ_caveat(
+            vc.or(vb),
+            &name(base),
+            &name(cand),
         ));
     }
     // Either run's limits (a Core run has none; it reads "none" against an Enterprise one).
@@ -1326,7 +1323,7 @@ pub(crate) mod tests {
             run_id: id.into(),
             run_kind: RunKind::Benchmark,
             product: "greptimedb".into(),
-            edition: None,
+            variant: None,
             phase: "query".into(),
             status: Status::Completed,
             created_at: String::new(),

@@ -57,7 +57,8 @@ pub struct ReportColumn {
     pub color: String,
     pub product: String,
     pub product_label: String,
-    pub edition: Option<String>,
+    #[serde(rename = "edition")]
+    pub variant: Option<String>,
     pub version: Option<String>,
     pub mode: TargetMode,
     pub database_id: Option<String>,
@@ -94,7 +95,7 @@ fn column(l: &RecordedRun, label: String, color: &str) -> ReportColumn {
         color: color.to_string(),
         product: id.product,
         product_label: s.product_label.clone(),
-        edition: id.edition,
+        variant: id.variant,
         version: id.version,
         mode: id.mode,
         database_id: id.database_id,
@@ -590,11 +591,11 @@ fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
     // Runs under limits their product declares (a licence), compared among the runs they
     // apply to; `server_settings` is product-specific: read as recorded.
     let limits = |c: &ReportColumn| {
-        crate::product::resolve(&c.product, c.edition.as_deref())
+        crate::product::resolve(&c.product, c.variant.as_deref())
             .ok()
             .and_then(|p| p.run_variants())
             .and_then(|v| v.limits.as_ref())
-            .filter(|l| (l.applies)(c.edition.as_deref()))
+            .filter(|l| (l.applies)(c.variant.as_deref()))
     };
     if let Some(first) = cols.iter().find_map(limits) {
         if let Some(d) = differ(
@@ -670,7 +671,7 @@ fn data_notes(cols: &[ReportColumn], n: &mut Notes) {
     use crate::product::ext::data_location;
     // An external server's run records no data state: nothing to compare it by.
     let queried = |c: &ReportColumn| c.query_set.is_some() && c.data_state.is_some();
-    let product = |c: &ReportColumn| format!("{} {}", c.product, opt(c.edition.as_ref()));
+    let product = |c: &ReportColumn| format!("{} {}", c.product, opt(c.variant.as_ref()));
     let state = |c: &ReportColumn| opt(c.data_state.as_ref());
     let loc = |c: &ReportColumn| c.data_location.clone().unwrap_or(Value::Null);
     let products: BTreeSet<String> = cols.iter().filter(|c| queried(c)).map(product).collect();
@@ -923,7 +924,7 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
     // that measures its database over SQL (PostgreSQL) has that size beside them.
     let parts: Vec<crate::product::FootprintParts> = loaded
         .iter()
-        .map(|l| crate::product::footprint_parts(&l.summary.product, l.summary.edition.as_deref()))
+        .map(|l| crate::product::footprint_parts(&l.summary.product, l.summary.variant.as_deref()))
         .collect();
     let measured_parts: Vec<crate::product::FootprintParts> = loaded
         .iter()
@@ -1562,7 +1563,7 @@ mod tests {
                 Value::Null,
                 q(3.0, 0.1),
             );
-            pg.summary.edition = Some("postgresql".into());
+            pg.summary.variant = Some("postgresql".into());
             let mut st = dir.clone();
             for (k, v) in [
                 ("database_bytes", 25533799u64),
@@ -1619,7 +1620,7 @@ mod tests {
         assert!(r.storage[0]["parts_note"].is_null());
         // GreptimeDB and InfluxDB 3 keep the headings they had, without a SQL row.
         let mut i = run("Core", "influxdb3", "as loaded", Value::Null, q(2.0, 0.1));
-        i.summary.edition = Some("core".into());
+        i.summary.variant = Some("core".into());
         i.summary.storage = Some(dir.clone());
         let mut g = run(
             "GreptimeDB",
@@ -1719,10 +1720,10 @@ mod tests {
     fn issue_16_memtables_vs_sst_of_one_product_is_a_caveat_at_the_top_and_on_latency() {
         // The README's four runs: GreptimeDB as loaded read 0 SSTs, after compaction 12.
         let mut core = run("Core", "influxdb3", "as loaded", Value::Null, q(40.0, 0.1));
-        core.summary.edition = Some("core".into());
+        core.summary.variant = Some("core".into());
         // External: no data state recorded, nothing to compare it by.
         let mut ent = run("Enterprise", "influxdb3", "-", Value::Null, q(45.0, 0.1));
-        ent.summary.edition = Some("enterprise".into());
+        ent.summary.variant = Some("enterprise".into());
         ent.summary.data_state = None;
         let runs = vec![
             run(

@@ -325,7 +325,9 @@ pub struct RunManifest {
     pub run_kind: RunKind,
     /// `greptimedb`, `influxdb3`.
     pub product: String,
-    pub edition: Option<String>,
+    /// The product's variant (an edition, a mode), recorded as `edition`.
+    #[serde(rename = "edition")]
+    pub variant: Option<String>,
     /// `all`, `load`, `query`, `compact`, `analyze`.
     pub phase: String,
     pub status: Status,
@@ -412,7 +414,8 @@ pub enum TargetMode {
 pub struct RunTarget {
     pub mode: TargetMode,
     pub product: String,
-    pub edition: Option<String>,
+    #[serde(rename = "edition")]
+    pub variant: Option<String>,
     /// The workspace id (managed); `null` for an external server.
     pub database_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1001,7 +1004,7 @@ pub fn reserve(runs: &Path, requested: Option<&str>) -> Result<(String, PathBuf)
 /// What a new run starts with.
 pub struct NewRun<'a> {
     pub product: &'a str,
-    pub edition: Option<String>,
+    pub variant: Option<String>,
     pub kind: RunKind,
     pub phase: &'a str,
     pub run_id: Option<&'a str>,
@@ -1033,7 +1036,7 @@ impl RunDir {
             run_id: id,
             run_kind: new.kind,
             product: new.product.to_string(),
-            edition: new.edition,
+            variant: new.variant,
             phase: new.phase.to_string(),
             status: Status::Running,
             created_at: now.clone(),

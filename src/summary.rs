@@ -44,7 +44,8 @@ pub struct RunSummary {
     /// What `target.version` is the version of, when not the product (TimescaleDB: PostgreSQL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_label: Option<String>,
-    pub edition: Option<String>,
+    #[serde(rename = "edition")]
+    pub variant: Option<String>,
     /// Product label, version and (when not as loaded) the data state.
     pub label: String,
     pub phase: String,
@@ -507,7 +508,8 @@ pub struct RunIdentity {
     pub path: PathBuf,
     pub label: String,
     pub product: String,
-    pub edition: Option<String>,
+    #[serde(rename = "edition")]
+    pub variant: Option<String>,
     pub mode: TargetMode,
     pub database_id: Option<String>,
     pub urls: Option<Vec<String>>,
@@ -525,7 +527,7 @@ impl RunSummary {
             path: dir.to_path_buf(),
             label: self.label.clone(),
             product: self.product.clone(),
-            edition: self.edition.clone(),
+            variant: self.variant.clone(),
             mode: self.target.mode,
             database_id: self.target.database_id.clone(),
             urls: self.target.urls.clone(),
@@ -543,7 +545,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     let steps = run.steps()?;
     // The run's product, resolved once for the parts of the summary it words (`None`: a
     // product this tsbsctl does not know).
-    let product = crate::product::resolve(&m.product, m.edition.as_deref()).ok();
+    let product = crate::product::resolve(&m.product, m.variant.as_deref()).ok();
     let dir = &run.dir;
     let mut failures: Vec<Failure> = Vec::new();
     let ingestion = ingestion(dir, &steps, &mut failures);
@@ -562,7 +564,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     let storage = last("footprint").map(|s| {
         let mut v = s.data.clone();
         if let Value::Object(o) = &mut v {
-            let parts = crate::product::footprint_parts(&m.product, m.edition.as_deref());
+            let parts = crate::product::footprint_parts(&m.product, m.variant.as_deref());
             o.insert("parts".into(), json!(parts));
         }
         v
@@ -792,13 +794,13 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         }
     }
 
-    let edition = m.edition.clone();
-    let product_label = crate::product::label(&m.product, edition.as_deref());
+    let variant = m.variant.clone();
+    let product_label = crate::product::label(&m.product, variant.as_deref());
     let version = m.target.version.clone();
     let data_state_label = m.data_state.as_ref().map(|d| d.label.clone());
     let own = crate::product::run_label(
         &m.product,
-        edition.as_deref(),
+        variant.as_deref(),
         version.as_deref(),
         m.target.extra.get("server_settings"),
     );
@@ -880,7 +882,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             .as_ref()
             .and_then(|p| p.version_name())
             .map(String::from),
-        edition,
+        variant,
         label,
         phase: m.phase.clone(),
         status: m.status,

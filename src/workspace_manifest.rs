@@ -16,8 +16,9 @@ pub struct WorkspaceManifest {
     pub database_id: String,
     /// `greptimedb`, `influxdb3`.
     pub product: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edition: Option<String>,
+    /// The product's variant (an edition, a mode), recorded as `edition`.
+    #[serde(default, rename = "edition", skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     pub version: String,
     /// How the version was chosen (`explicit`, `github-latest-stable`, `newest-installed`, ...).
     pub version_source: String,

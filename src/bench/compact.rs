@@ -35,7 +35,7 @@ pub fn run(ctx: &Ctx, plan: &Plan, target: Target) -> Result<Outcome> {
         &plan.root,
         NewRun {
             product: target.entry.name,
-            edition: None,
+            variant: None,
             kind: RunKind::Compaction,
             phase: Phase::Compact.as_str(),
             run_id: plan.run_id.as_deref(),

@@ -233,7 +233,7 @@ fn run_in(
             &plan.root,
             NewRun {
                 product: entry.name,
-                edition: target.edition(),
+                variant: target.variant(),
                 kind: RunKind::Benchmark,
                 phase: phase.as_str(),
                 run_id: plan.run_id.as_deref(),

@@ -28,7 +28,7 @@ pub fn run(ctx: &Ctx, plan: &Plan, op: &Operation, target: Target) -> Result<Out
         &plan.root,
         NewRun {
             product: target.entry.name,
-            edition: None,
+            variant: None,
             kind: RunKind::Operation,
             phase: op.name,
             run_id: plan.run_id.as_deref(),

@@ -154,7 +154,7 @@ fn target_plan(entry: &Entry, phase: Phase, req: &Request) -> Result<TargetPlan>
                 .map(|v| (v, req.confirm_runtime.clone())),
         },
         None => {
-            let product = (entry.make)(req.edition.as_deref())?;
+            let product = (entry.make)(req.variant.as_deref())?;
             // The database the --url names (PostgreSQL), else --database, else `benchmark`
             // (validation refused the two naming different ones).
             let mut named = None;
@@ -172,7 +172,7 @@ fn target_plan(entry: &Entry, phase: Phase, req: &Request) -> Result<TargetPlan>
                     .clone()
                     .or(named)
                     .unwrap_or_else(|| "benchmark".into()),
-                variant: req.edition.clone(),
+                variant: req.variant.clone(),
                 user: req.user.clone().filter(|_| product.takes_basic_auth()),
             }
         }
@@ -575,7 +575,7 @@ mod tests {
         let pg = Request {
             phase: Some(Phase::Query),
             urls: vec!["postgres://bench@10.0.0.5:5432/tsbs".into()],
-            edition: Some("postgresql".into()),
+            variant: Some("postgresql".into()),
             ..Request::default()
         };
         let t = target_plan(&timescaledb::ENTRY, Phase::Query, &pg).unwrap();

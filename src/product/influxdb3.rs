@@ -175,6 +175,7 @@ pub fn license_env_names(version: &str) -> (&'static str, &'static str) {
 /// Core and Enterprise are other server builds; an Enterprise run ran under its licence
 /// (recorded in `server_settings.license.type`), and an At-Home licence limits the server.
 static VARIANTS: RunVariants = RunVariants {
+    noun: "edition",
     editions_why: "they are different server builds (storage engine, licence and its limits)",
     limits: Some(RunLimits {
         applies: |edition| edition == Some(Edition::Enterprise.as_str()),
@@ -802,7 +803,7 @@ pub fn server_settings(
         });
     };
     let lic = &ws.extra["license"];
-    let enterprise = ws.edition.as_deref() == Some("enterprise");
+    let enterprise = ws.variant.as_deref() == Some("enterprise");
     let license = if !enterprise {
         json!({"type": "not-required"})
     } else {

@@ -210,6 +210,7 @@ impl TimescaleDb {
 
 /// The two modes are one PostgreSQL server with and without the extension's tables.
 static VARIANTS: crate::product::variants::RunVariants = crate::product::variants::RunVariants {
+    noun: "edition",
     editions_why: "one stores the data in TimescaleDB hypertables, the other in plain PostgreSQL tables (other table layouts and query plans)",
     limits: None,
 };
