@@ -185,10 +185,10 @@ impl Product for ExampleDb {
 
     /// Its writes and SQL are GreptimeDB's, so GreptimeDB's loader and runner drive it.
     fn tsbs_loader(&self) -> &'static str {
-        crate::tsbs::command::LOAD_GREPTIME
+        super::greptimedb::LOAD_GREPTIME
     }
     fn tsbs_runner(&self) -> &'static str {
-        crate::tsbs::command::RUN_QUERIES_GREPTIME
+        super::greptimedb::RUN_QUERIES_GREPTIME
     }
     /// The queries TSBS generates for GreptimeDB (`--format greptime`): the same files.
     fn query_format(&self) -> QueryFormat {

@@ -35,6 +35,11 @@ use crate::workspace_manifest::WorkspaceManifest;
 const TEMPLATE: &str = include_str!("../../templates/greptimedb/standalone.toml.j2");
 /// `version_source` of a version found through GitHub's `releases/latest`.
 pub const LATEST_SOURCE: &str = "github-latest-stable";
+/// Its TSBS loader.
+pub const LOAD_GREPTIME: &str = "tsbs_load_greptime";
+/// Its TSBS query runner: the InfluxDB v1 runner (GreptimeDB's `/v1/sql` query paths). Other
+/// products whose servers answer the same paths borrow it.
+pub const RUN_QUERIES_GREPTIME: &str = "tsbs_run_queries_influx";
 const REPO: &str = "GreptimeTeam/greptimedb";
 
 /// The GreptimeDB product.
@@ -471,10 +476,10 @@ impl Product for GreptimeDb {
     }
 
     fn tsbs_loader(&self) -> &'static str {
-        crate::tsbs::command::LOAD_GREPTIME
+        LOAD_GREPTIME
     }
     fn tsbs_runner(&self) -> &'static str {
-        crate::tsbs::command::RUN_QUERIES_GREPTIME
+        RUN_QUERIES_GREPTIME
     }
     fn query_format(&self) -> QueryFormat {
         QueryFormat::Greptime
@@ -715,6 +720,7 @@ impl QueryFormat {
         generator_flags: &[],
         use_cases: &["devops", "iot"],
         refused_types: &[],
+        answers: Some(crate::answers::PrintFormat::JsonEnvelope),
     };
 }
 

@@ -30,6 +30,9 @@ use crate::workspace_manifest::WorkspaceManifest;
 
 /// `version_source` of a version read from the official installer script.
 pub const LATEST_SOURCE: &str = "installer-script";
+/// Its TSBS loader and query runner.
+pub const LOAD_INFLUX3: &str = "tsbs_load_influx3";
+pub const RUN_QUERIES_INFLUX3: &str = "tsbs_run_queries_influx3";
 
 /// The two editions (`--edition`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -500,10 +503,10 @@ impl Product for InfluxDb3 {
         expiry_warning(ws)
     }
     fn tsbs_loader(&self) -> &'static str {
-        crate::tsbs::command::LOAD_INFLUX3
+        LOAD_INFLUX3
     }
     fn tsbs_runner(&self) -> &'static str {
-        crate::tsbs::command::RUN_QUERIES_INFLUX3
+        RUN_QUERIES_INFLUX3
     }
     fn query_format(&self) -> QueryFormat {
         QueryFormat::Influx3
@@ -728,6 +731,7 @@ impl QueryFormat {
         // `databases/influx3` implements `NewDevops` only: no iot queries.
         use_cases: &["devops"],
         refused_types: &[],
+        answers: Some(crate::answers::PrintFormat::SqlThenBody),
     };
 }
 

@@ -500,7 +500,7 @@ impl Product for InfluxDb2 {
         LOAD_INFLUX2
     }
     fn tsbs_runner(&self) -> &'static str {
-        crate::tsbs::command::RUN_QUERIES_GREPTIME
+        super::greptimedb::RUN_QUERIES_GREPTIME
     }
     fn query_format(&self) -> QueryFormat {
         QueryFormat::Influx
@@ -706,6 +706,7 @@ impl QueryFormat {
         generator_flags: &[],
         use_cases: &["devops", "iot"],
         refused_types: &[],
+        answers: Some(crate::answers::PrintFormat::JsonEnvelope),
     };
 }
 

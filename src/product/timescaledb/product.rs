@@ -97,6 +97,7 @@ const FORMAT: QueryFormat = QueryFormat {
     ],
     use_cases: &["devops", "iot"],
     refused_types: &[],
+    answers: Some(crate::answers::PrintFormat::QueryResults),
 };
 const FORMAT_POSTGRESQL: QueryFormat = QueryFormat {
     generator_flags: &[
