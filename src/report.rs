@@ -743,18 +743,43 @@ fn yes(v: &Value) -> &'static str {
     }
 }
 
-/// The `compaction` section of the summary of the last completed compaction in a run's data
-/// state, when its run directory is still readable.
-fn compaction_of(summary: &crate::summary::RunSummary) -> Option<Value> {
-    let m = &summary.data_state.as_ref()?.maintenance;
-    let last = m.iter().rev().find(|r| {
-        r.operation == "compaction" && r.status == crate::workspace::MaintenanceStatus::Completed
-    })?;
-    let dir = &last.run_dir;
-    // Another run's summary, maybe of an older version: only its `compaction` is needed.
-    let text = std::fs::read(dir.join("summary.json")).ok()?;
-    let s: Value = serde_json::from_slice(&text).ok()?;
-    Some(s["compaction"].clone()).filter(|c| !c.is_null())
+/// The storage cells of a run's product operations that declare them: for each, from its
+/// section of the summary of the last completed run of it in the run's data state (its
+/// maintenance record names it as messages do, [`crate::product::ext::Operation::noun`]),
+/// when that run directory is still readable.
+fn operation_storage(summary: &crate::summary::RunSummary) -> Vec<(&'static str, Value)> {
+    let Some(state) = summary.data_state.as_ref() else {
+        return Vec::new();
+    };
+    let Some(ext) = crate::product::resolve(&summary.product, None)
+        .ok()
+        .and_then(|p| p.bench_ext())
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for op in ext.operations {
+        let Some(own) = op.summary else {
+            continue;
+        };
+        let Some(last) = state.maintenance.iter().rev().find(|r| {
+            r.operation == op.noun() && r.status == crate::workspace::MaintenanceStatus::Completed
+        }) else {
+            continue;
+        };
+        // Another run's summary, maybe of an older version: only the section is needed.
+        let Some(s) = std::fs::read(last.run_dir.join("summary.json"))
+            .ok()
+            .and_then(|t| serde_json::from_slice::<Value>(&t).ok())
+        else {
+            continue;
+        };
+        let section = &s[own.key];
+        if !section.is_null() {
+            out.extend((own.report_storage)(section));
+        }
+    }
+    out
 }
 
 /// Unique column labels: a repeated label gets the run id.
@@ -997,11 +1022,10 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
                     cell.extend(extra);
                 }
             }
-            // GreptimeDB: SST bytes after the flush and after the compaction, as the
-            // compaction run that produced this state measured them.
-            if let Some(c) = compaction_of(&l.summary) {
-                v["sst_after_flush_bytes"] = c["after_flush"]["sst_size"].clone();
-                v["sst_after_compaction_bytes"] = c["after"]["sst_size"].clone();
+            // What the product's operation that produced this state measured of it
+            // (GreptimeDB: SST bytes after the flush and after its compaction).
+            for (k, x) in operation_storage(&l.summary) {
+                v[k] = x;
             }
             v["data_location"] = json!(l.summary.data_location);
             // Data files on disk the product's own record does not hold (GreptimeDB: SSTs a
@@ -1388,7 +1412,12 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Reported> {
                 l.manifest.run_id,
                 l.summary.run_kind.as_str()
             ))
-            .with_hint("report on benchmark runs; a compaction shows in the data state of the query runs after it"));
+            .with_hint(format!(
+                "report on benchmark runs; a {} shows in the data state of the query runs after it",
+                l.manifest
+                    .operation()
+                    .map_or("maintenance run", |o| o.noun())
+            )));
         }
     }
     let mut summary = build_report(&loaded, baseline);

@@ -481,12 +481,14 @@ pub fn run(
     let dir = run::resolve(&ctx.root, run_ref)?;
     let m: RunManifest = crate::manifest::read(&dir.join("manifest.json"))?;
     if m.run_kind != RunKind::Benchmark {
-        return Err(Error::invalid(format!(
-            "run {} is a {} run",
-            m.run_id,
-            serde_json::to_value(m.run_kind)?.as_str().unwrap_or("?")
-        ))
-        .with_hint("rerun benchmark runs; compact again with `tsbsctl bench greptimedb compact`"));
+        return Err(
+            Error::invalid(format!("run {} is a {} run", m.run_id, m.run_kind.as_str())).with_hint(
+                format!(
+                    "rerun benchmark runs; {} again with `tsbsctl bench {} {}`",
+                    m.phase, m.product, m.phase
+                ),
+            ),
+        );
     }
     if !m.target.is_managed() {
         return Err(Error::invalid(format!(

@@ -96,6 +96,7 @@ pub fn entry(dir: &Path, m: &RunManifest) -> RunEntry {
                 .and_then(|ev| {
                     crate::run::unfinished_change_label(
                         m.run_kind,
+                        m.changes_data(),
                         crate::run::Status::Interrupted,
                         &crate::run::fold_steps(&ev),
                     )

@@ -90,7 +90,11 @@ pub struct RunSummary {
     pub queries: Vec<QuerySummary>,
     /// One per `analyze:<type>` step: its data plus attempt, status, log and result dir.
     pub analyses: Vec<Value>,
-    pub compaction: Option<CompactionSummary>,
+    /// The product operations' own sections ([`crate::product::ext::OpSummary`]): each
+    /// declared key in every summary, `null` but in a run of its operation; read back with
+    /// any key this version does not know.
+    #[serde(flatten)]
+    pub sections: serde_json::Map<String, Value>,
     /// A product operation's run (`bench <product> <operation>`): its name and its steps
     /// (the server's excepted), each with its status, reason and data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -421,21 +425,6 @@ impl QuerySummary {
     }
 }
 
-/// A compaction run's parameters and the data of its steps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompactionSummary {
-    pub table: Option<String>,
-    pub strategy: Option<String>,
-    pub window_seconds: Option<u64>,
-    pub flush: Value,
-    pub compact: Value,
-    pub confirmation: Value,
-    pub before: Value,
-    pub after_flush: Value,
-    pub after: Value,
-    pub parallelism: Option<u64>,
-}
-
 /// Server attempts and what their logs report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerDiagnostics {
@@ -684,39 +673,24 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
 
     let analyses = analyses(&steps, &mut failures);
 
-    // Compaction (its own run kind).
-    let compaction = (m.run_kind == RunKind::Compaction).then(|| {
-        let get = |n: &str| last(n).map(|s| s.data.clone()).unwrap_or(Value::Null);
-        // A statement's step with how it ended: an interrupted wait is no answer.
-        let statement = |n: &str| {
-            last(n)
-                .map(|s| {
-                    let mut v = s.data.clone();
-                    if let Value::Object(o) = &mut v {
-                        o.insert("status".into(), json!(s.status));
-                        o.insert("reason".into(), json!(s.reason));
-                    }
-                    v
-                })
-                .unwrap_or(Value::Null)
+    // A product operation's own section, from its workload and steps; every declared key is
+    // in every summary (`null` but in a run of its operation).
+    let op = m.operation();
+    let mut sections: serde_json::Map<String, Value> = crate::product::ext::summary_keys()
+        .into_iter()
+        .map(|k| (k.to_string(), Value::Null))
+        .collect();
+    if let Some(own) = op.and_then(|o| o.summary) {
+        let step = |n: &str| {
+            last(n).map(|s| json!({"status": s.status, "reason": s.reason, "data": s.data}))
         };
-        let w = m.workload.compaction();
-        CompactionSummary {
-            table: w.map(|w| w.table.clone()),
-            strategy: w.map(|w| w.strategy.clone()),
-            window_seconds: w.and_then(|w| w.window_seconds),
-            flush: statement("flush"),
-            compact: statement("compact"),
-            confirmation: get("confirm"),
-            before: get("state-before"),
-            after_flush: get("state-after-flush"),
-            after: get("state-after"),
-            parallelism: w.and_then(|w| w.parallelism),
-        }
-    });
+        sections.insert(own.key.to_string(), (own.build)(m.workload.fields(), &step));
+    }
 
-    // A product operation (its own run kind): the steps it took, in order.
-    let operation = (m.run_kind == RunKind::Operation).then(|| {
+    // A product operation without a section of its own: the steps it took, in order.
+    let generic_operation =
+        matches!(m.run_kind, RunKind::Operation(_)) && op.is_none_or(|o| o.summary.is_none());
+    let operation = generic_operation.then(|| {
         let steps: Vec<Value> = steps
             .iter()
             .filter(|s| s.step != "server")
@@ -937,7 +911,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             .filter(|d| !d.is_null()),
         queries,
         analyses,
-        compaction,
+        sections,
         operation,
         server_diagnostics: ServerDiagnostics {
             attempts: server_attempts,

@@ -284,6 +284,7 @@ static BENCH_EXT: BenchExt = BenchExt {
         name: "vacuum",
         about: "Rewrite the managed workspace's segments without deleted rows (a maintenance run).",
         run: vacuum,
+        ..Operation::NONE
     }],
     ..BenchExt::NONE
 };

@@ -94,6 +94,112 @@ pub struct Operation {
     /// Runs it in a run of its own, on the managed workspace's stopped server, with the
     /// product's resolved flag values.
     pub run: fn(ctx: &mut dyn OpCtx, values: &Values) -> Result<()>,
+    /// What its runs are: the word their records carry as their kind (`run_kind`) and
+    /// messages call a run of it ("compaction run ... in ..."), as runs recorded before the
+    /// product declared it; `None`: kind `operation`, called by its name.
+    pub kind: Option<&'static str>,
+    /// Refuses (exit 2, before the run exists) what the managed workspace's installed
+    /// `version` cannot run, by the resolved values.
+    pub check: fn(version: &str, values: &Values) -> Result<()>,
+    /// The table it works on, checked against the workspace's loaded dataset before the run
+    /// exists (`None`: none).
+    pub table: Option<&'static OpTable>,
+    /// The run's `workload` record from the resolved values (`None`: `operation`, its name,
+    /// then the values).
+    pub workload: Option<fn(values: &Values) -> Values>,
+    /// The steps that change the data: a run that leaves one of them unfinished leaves the
+    /// data state unknown (empty: any step but the server's).
+    pub changes_data: &'static [&'static str],
+    /// Its own section of the run's summary (`None`: the generic `operation`, its steps).
+    pub summary: Option<&'static OpSummary>,
+}
+
+/// The table an operation works on.
+#[derive(Debug)]
+pub struct OpTable {
+    /// The flag that names it (the refusal's hint).
+    pub flag: &'static BenchFlag,
+    /// The table the resolved values name (the flag's default applied).
+    pub of: fn(values: &Values) -> String,
+}
+
+/// The step of a run named so, last attempt: `{"status", "reason", "data"}` (`None`: no
+/// such step).
+pub type StepRecord<'a> = dyn Fn(&str) -> Option<Value> + 'a;
+
+/// An operation's own section of its runs' summaries, and what `runs report` shows of it.
+#[derive(Debug)]
+pub struct OpSummary {
+    /// The summary's key (every summary has it: `null` but in a run of this operation), as
+    /// runs recorded before the product declared it.
+    pub key: &'static str,
+    /// The section from the run's workload record and steps.
+    pub build: fn(workload: &Values, step: &StepRecord) -> Value,
+    /// The storage cells `runs report` shows for a run whose data the last completed run of
+    /// this operation left (its maintenance record's `operation` is [`Operation::noun`]),
+    /// from that run's section: (key, value), in order.
+    pub report_storage: fn(section: &Value) -> Vec<(&'static str, Value)>,
+}
+
+/// The run kind of a product operation that declares none.
+pub const OPERATION_KIND: &str = "operation";
+
+impl Operation {
+    /// An operation that declares nothing but what every one must (its name, about and run,
+    /// which a declaration sets): the base the products' declarations change with struct
+    /// update (`Operation { name, about, run, ..Operation::NONE }`).
+    pub const NONE: Operation = Operation {
+        name: "",
+        about: "",
+        run: |_, _| Ok(()),
+        kind: None,
+        check: |_, _| Ok(()),
+        table: None,
+        workload: None,
+        changes_data: &[],
+        summary: None,
+    };
+
+    /// The kind its runs' records carry.
+    pub fn run_kind(&self) -> &'static str {
+        self.kind.unwrap_or(OPERATION_KIND)
+    }
+    /// What messages call a run of it.
+    pub fn noun(&self) -> &'static str {
+        self.kind.unwrap_or(self.name)
+    }
+}
+
+/// Every product's operations (each product's default variant), in registry order.
+fn all_operations() -> impl Iterator<Item = &'static Operation> {
+    super::all()
+        .iter()
+        .filter_map(|e| (e.make)(None).ok()?.bench_ext())
+        .flat_map(|x| x.operations.iter())
+}
+
+/// The operation `phase` of product `product` (a run's phase is its operation's name).
+pub fn operation_of(product: &str, phase: &str) -> Option<&'static Operation> {
+    super::resolve(product, None)
+        .ok()?
+        .bench_ext()?
+        .operation(phase)
+}
+
+/// The run kind an operation declares as `word` (`None`: no product's operation does).
+pub fn declared_run_kind(word: &str) -> Option<&'static str> {
+    all_operations().find_map(|o| o.kind.filter(|k| *k == word))
+}
+
+/// The keys of the operations' own summary sections, each once: every run summary has them.
+pub fn summary_keys() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for k in all_operations().filter_map(|o| o.summary.map(|s| s.key)) {
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
 }
 
 /// How a run's `flags` record a product's own flags.

@@ -638,15 +638,13 @@ impl Product for GreptimeDb {
     fn maintenance(&self) -> Option<Box<dyn super::Maintenance>> {
         Some(Box::new(GreptimeDb))
     }
-    fn compaction(&self) -> Option<&'static super::op::Compaction> {
-        Some(&compact::COMPACTION)
-    }
     fn metrics_path(&self) -> Option<&'static str> {
         Some("/metrics")
     }
     /// Its own flags (compaction, analyze, the query run's flush and version override:
-    /// `greptimedb/flags.rs`, recorded flat as they always were), where its data was
-    /// (`data_location`), its analyze phase and what it does before the queries.
+    /// `greptimedb/flags.rs`, recorded flat as they always were), its manual compaction (the
+    /// operation `compact`), where its data was (`data_location`), its analyze phase and
+    /// what it does before the queries.
     fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
         Some(&BENCH_EXT)
     }
@@ -662,6 +660,7 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     version_override: Some(&flags::VERSION_OVERRIDE),
     basic_auth: Some(&flags::BASIC_AUTH),
     partitioning: flags::partitioning,
+    operations: &[compact::COMPACT],
     ..super::ext::BenchExt::NONE
 };
 

@@ -47,7 +47,7 @@ pub mod timescaledb;
 pub mod variants;
 pub mod ws_op;
 
-pub use op::{CompactRequest, Compaction, OpCtx, StepEnd};
+pub use op::{OpCtx, StepEnd};
 pub use ws_op::{ServerStart, WorkspaceOpCtx};
 
 /// Where one release archive and its checksum file live.
@@ -523,10 +523,6 @@ pub trait Product: Send + Sync {
     /// SQL maintenance (flush, compaction, table state) for the compact phase and the data
     /// location before queries; `None`: the product has none.
     fn maintenance(&self) -> Option<Box<dyn Maintenance>> {
-        None
-    }
-    /// Manual compaction (the compact phase), run through [`op::OpCtx`]; `None`: none.
-    fn compaction(&self) -> Option<&'static op::Compaction> {
         None
     }
     /// The product's own bench flags and operations (`bench <product> --flag`, `bench
