@@ -436,7 +436,7 @@ fn check_data_state(
     } else if will_load {
         "as loaded".to_string()
     } else {
-        state.label()
+        state.label(crate::product::ext::maintenance_words(product.name()))
     };
     // "not loaded": the run ended before it measured any data (a failed load), so there is no
     // state to reproduce.

@@ -672,10 +672,11 @@ pub struct RunDataState {
 }
 
 impl RunDataState {
-    pub fn of(state: &DataState) -> RunDataState {
+    /// The data state of a workspace of `product`, labelled in its maintenance words.
+    pub fn of(state: &DataState, product: &str) -> RunDataState {
         RunDataState {
             state: state.clone(),
-            label: state.label(),
+            label: state.label(crate::product::ext::maintenance_words(product)),
         }
     }
 }

@@ -508,7 +508,10 @@ impl Target {
 
     pub fn data_state(&self) -> Option<crate::run::RunDataState> {
         let m = self.managed()?;
-        Some(crate::run::RunDataState::of(&m.ws.manifest.data_state))
+        Some(crate::run::RunDataState::of(
+            &m.ws.manifest.data_state,
+            self.entry.name,
+        ))
     }
 
     /// The binding a load of `sf` would record.
@@ -776,11 +779,6 @@ fn unfinished_load(
     }
     found.sort();
     found.pop().map(|(_, id, ds)| (id, ds))
-}
-
-/// The data state in words (see [`workspace::DataState::label`]).
-pub fn data_state_label(ds: &workspace::DataState) -> String {
-    ds.label()
 }
 
 fn version_override(

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use super::op::OpCtx;
 use crate::error::{Error, Result};
 use crate::tsbs::ToolArg;
+pub use crate::workspace_manifest::MaintenanceWords;
 
 /// Resolved (or given) product flag values, by key (the flag's name in snake case).
 pub type Values = Map<String, Value>;
@@ -191,6 +192,15 @@ pub fn declared_run_kind(word: &str) -> Option<&'static str> {
     all_operations().find_map(|o| o.kind.filter(|k| *k == word))
 }
 
+/// The maintenance words of the product named `product` ([`BenchExt::maintenance`]; none for
+/// a product this tsbsctl does not know).
+pub fn maintenance_words(product: &str) -> &'static [MaintenanceWords] {
+    super::resolve(product, None)
+        .ok()
+        .and_then(|p| p.bench_ext())
+        .map_or(&[], |x| x.maintenance)
+}
+
 /// The keys of the operations' own summary sections, each once: every run summary has them.
 pub fn summary_keys() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
@@ -246,6 +256,9 @@ pub struct BenchExt {
     /// What the core reads of its given flags (typed, checked by [`BenchExt::resolve`]):
     /// the variant, the token variables, the count timeout ([`CoreValues::none`]: nothing).
     pub core: fn(given: &Values) -> CoreValues,
+    /// The maintenance records its operations and its work before the queries write, and
+    /// what each makes of the data-state label (empty: none changes it).
+    pub maintenance: &'static [MaintenanceWords],
 }
 
 /// The few of a product's flag values the core itself reads (the rest is the product's):
@@ -370,6 +383,7 @@ impl BenchExt {
         basic_auth: None,
         partitioning: |_| None,
         core: CoreValues::none,
+        maintenance: &[],
     };
 
     /// The operation named `name`, if the product has one.

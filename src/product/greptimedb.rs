@@ -661,6 +661,7 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     basic_auth: Some(&flags::BASIC_AUTH),
     partitioning: flags::partitioning,
     operations: &[compact::COMPACT],
+    maintenance: &[compact::COMPACTION_WORDS, before_queries::FLUSH_WORDS],
     ..super::ext::BenchExt::NONE
 };
 

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::product::compare_versions;
-use crate::product::ext::{OpSummary, OpTable, Operation, StepRecord, Values};
+use crate::product::ext::{MaintenanceWords, OpSummary, OpTable, Operation, StepRecord, Values};
 use crate::product::op::{OpCtx, StepEnd};
 
 use super::flags::compact_request;
@@ -115,7 +115,7 @@ pub const COMPACT: Operation = Operation {
     name: "compact",
     about: "Flush, then compact a table (manual compaction).",
     run: |ctx, values| run(ctx, &compact_request(values)),
-    kind: Some("compaction"),
+    kind: Some(COMPACTION_WORDS.operation),
     check: |version, values| {
         let req = compact_request(values);
         check_version(version, &req.strategy, req.parallelism)
@@ -124,6 +124,14 @@ pub const COMPACT: Operation = Operation {
     workload: Some(workload),
     changes_data: &["flush", "compact"],
     summary: Some(&SUMMARY),
+};
+
+/// Its maintenance record: a completed compaction labels the data "after manual
+/// compaction"; one that did not finish leaves the state unknown.
+pub const COMPACTION_WORDS: MaintenanceWords = MaintenanceWords {
+    operation: "compaction",
+    completed: "after manual compaction",
+    rewrites: true,
 };
 
 /// The table compacted (`--table`, default `cpu`) must be one the loaded dataset wrote.
@@ -208,7 +216,7 @@ fn run(ctx: &mut dyn OpCtx, req: &CompactRequest) -> Result<()> {
     // The intent first: a compaction killed from here on leaves the data state unknown,
     // never "as loaded" (the next command reads this record).
     let mut record = json!({
-        "operation": "compaction",
+        "operation": COMPACTION_WORDS.operation,
         "status": "started",
         "at": crate::manifest::now_rfc3339(),
         "run_id": ctx.run_id(),
