@@ -149,14 +149,8 @@ pub struct ServerSummary {
     pub config_sha256: Option<String>,
 }
 
-/// How writes were acknowledged (InfluxDB 3).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Durability {
-    pub no_sync: bool,
-    pub accept_partial: bool,
-    pub durable_write_acknowledgement: bool,
-    pub whole_batch_rejection: bool,
-}
+/// How writes were acknowledged (by a product's write settings).
+pub use crate::product::ext::Durability;
 
 /// The TSBS build (all `null` when the run ended before it was recorded).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -788,22 +782,9 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             label.push_str(&format!(" ({l})"));
         }
     }
-    let durability = crate::product::resolve(&m.product, None)
-        .is_ok_and(|p| p.records_durability())
-        .then(|| {
-            let no_sync = m.workload.extra("no_sync").as_bool().unwrap_or(false);
-            let accept_partial = m
-                .workload
-                .extra("accept_partial")
-                .as_bool()
-                .unwrap_or(false);
-            Durability {
-                no_sync,
-                accept_partial,
-                durable_write_acknowledgement: !no_sync,
-                whole_batch_rejection: !accept_partial,
-            }
-        });
+    // How the writes were acknowledged, as the product reads its write settings.
+    let durability = crate::product::ext::write_settings(&m.product)
+        .map(|w| (w.durability)(m.workload.fields()));
     let environment = m
         .environment
         .as_ref()

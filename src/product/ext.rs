@@ -259,6 +259,55 @@ pub struct BenchExt {
     /// The maintenance records its operations and its work before the queries write, and
     /// what each makes of the data-state label (empty: none changes it).
     pub maintenance: &'static [MaintenanceWords],
+    /// The settings of its loads besides workers and batch size that its runs' workloads
+    /// record, and what summaries, reports and comparisons make of them (`None`: none).
+    pub write_settings: Option<&'static WriteSettings>,
+}
+
+/// A product's write settings (InfluxDB 3's durability flags), as its runs' workloads record
+/// them among [`WORKLOAD_KEYS`].
+pub struct WriteSettings {
+    /// The workload keys that hold them, in order: `runs compare` holds two loads to the same
+    /// values and names the ones recorded by these keys.
+    pub keys: &'static [&'static str],
+    /// How the run's writes were acknowledged (the summary's `durability`), from its
+    /// workload record.
+    pub durability: fn(workload: &Values) -> Durability,
+}
+
+/// How a run's writes were acknowledged: the summary's `durability`, for a product whose
+/// [`WriteSettings`] say it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Durability {
+    pub no_sync: bool,
+    pub accept_partial: bool,
+    pub durable_write_acknowledgement: bool,
+    pub whole_batch_rejection: bool,
+}
+
+/// The [`WriteSettings`] of the product named `product` (`None`: it declares none, or this
+/// tsbsctl does not know it).
+pub fn write_settings(product: &str) -> Option<&'static WriteSettings> {
+    super::resolve(product, None)
+        .ok()?
+        .bench_ext()?
+        .write_settings
+}
+
+/// The values of a run's write settings (the declared keys its `workload` records, `null`
+/// ones left out), by the product named `product`: what `runs compare` holds two loads to.
+pub fn recorded_write_settings(product: &str, workload: &Values) -> Values {
+    write_settings(product)
+        .map(|w| w.keys)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|k| {
+            workload
+                .get(*k)
+                .filter(|v| !v.is_null())
+                .map(|v| (k.to_string(), v.clone()))
+        })
+        .collect()
 }
 
 /// The few of a product's flag values the core itself reads (the rest is the product's):
@@ -384,6 +433,7 @@ impl BenchExt {
         partitioning: |_| None,
         core: CoreValues::none,
         maintenance: &[],
+        write_settings: None,
     };
 
     /// The operation named `name`, if the product has one.

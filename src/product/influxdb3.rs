@@ -684,6 +684,7 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     record: super::ext::Record::Flat,
     resolve: flags::resolve,
     core: flags::core,
+    write_settings: Some(&flags::WRITE_SETTINGS),
     ..super::ext::BenchExt::NONE
 };
 
