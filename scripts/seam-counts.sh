@@ -7,7 +7,12 @@
 # * module-graph cycles: strongly connected components of more than one top-level module,
 #   as the layering unit test (src/layering.rs) finds them;
 # * JSON string look-ups (`["key"]`, `.get("key")`) in the run model: run.rs, summary.rs,
-#   compare.rs, report.rs, rerun.rs, runlist.rs and bench/.
+#   compare.rs, report.rs, rerun.rs, runlist.rs and bench/;
+# * product concepts outside src/product/ and src/cli/ (issue 23's "How we will know",
+#   design-2 §5): lines (comments aside) that name a product or one product's concept (an
+#   edition, a licence, a compaction) in any form, field, function and type names as well as
+#   literals (`#[serde(rename = "edition")]`, which keeps a record's key, counts too), per
+#   file; and the files there whose own name carries one.
 #
 #   scripts/seam-counts.sh           (VERBOSE=1 also lists every hit)
 set -euo pipefail
@@ -40,6 +45,16 @@ cli_branches=$(find src/cli -name '*.rs' | sort |
 n_branches=$(printf '%s' "$branches" | grep -c . || true)
 n_cli_branches=$(printf '%s' "$cli_branches" | grep -c . || true)
 
+# Product concepts: any mention, not only literals.
+CONCEPT_RE='greptime|influx|timescale|postgres|licen[cs]e|edition|compaction'
+core_files=$(find src -name '*.rs' -not -path 'src/product/*' -not -path 'src/cli/*' \
+    -not -name tests.rs | sort)
+concepts=$(for f in $core_files; do nontest "$f"; done | grep -iE "$CONCEPT_RE" |
+    grep -vE '^[^:]+:[0-9]+:\s*(//|///|//!)' || true)
+n_concepts=$(printf '%s' "$concepts" | grep -c . || true)
+concept_files=$(printf '%s\n' $core_files | grep -iE "$CONCEPT_RE" || true)
+n_concept_files=$(printf '%s' "$concept_files" | grep -c . || true)
+
 lookups=$(
     { ls src/run.rs src/summary.rs src/compare.rs src/report.rs src/rerun.rs src/runlist.rs 2>/dev/null
       find src/bench -name '*.rs'; } | sort | while read -r f; do
@@ -59,10 +74,15 @@ echo "product branches outside src/product/: $n_branches"
 echo "  (in the products' own modules outside src/product/ -- src/cli/<product>.rs -- not counted above: $n_cli_branches)"
 echo "module-graph cycles: $n_cycles"
 echo "JSON string look-ups in the run model: $n_lookups"
+echo "product concepts outside src/product/ and src/cli/: $n_concepts lines, $n_concept_files file names"
 if [ "${VERBOSE:-0}" = 1 ]; then
     echo "--- product branches"; printf '%s\n' "$branches"
     echo "--- in the products' own CLI modules"; printf '%s\n' "$cli_branches"
     echo "--- cycles (size: modules)"; printf '%s\n' "$cycles"
     echo "--- look-ups per file"
     printf '%s\n' "$lookups" | cut -d: -f1 | sort | uniq -c
+    echo "--- product concepts per file"
+    printf '%s\n' "$concepts" | cut -d: -f1 | sort | uniq -c | sort -rn
+    echo "--- file names carrying a product concept"
+    printf '%s\n' "$concept_files"
 fi

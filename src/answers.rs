@@ -34,31 +34,20 @@ pub const SIGNIFICANT_DIGITS: usize = 9;
 /// Rows of each answer kept in `answers.jsonl`, to show where two answers differ.
 pub const HEAD_ROWS: usize = 10;
 
-/// The response printing of one TSBS runner (`--print-responses`).
+/// The response printing of one TSBS runner (`--print-responses`); a product's query format
+/// names the one its runner prints ([`crate::queryset::QueryFormat::answers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrintFormat {
-    /// `tsbs_run_queries_influx` (GreptimeDB, InfluxDB v1/v2): `json.MarshalIndent` of
-    /// `{"influxql": <query>, "response": <body>}` with the prefix `ID <n>: ` on every line but
-    /// the first, then an empty line.
-    Influx,
-    /// `tsbs_run_queries_influx3`: `ID <n> SQL: <query>` then the body indented by two spaces
-    /// (the raw body when it is not JSON).
-    Influx3,
-    /// `tsbs_run_queries_timescaledb`: `{"query": <sql>, "results": [{column: value}]}`
-    /// indented by two spaces, then an empty line; no query id (file order with one worker).
-    Timescaledb,
-}
-
-impl PrintFormat {
-    /// The format a runner prints, by its binary's name.
-    pub fn of_runner(runner: &str) -> Option<PrintFormat> {
-        match runner {
-            "tsbs_run_queries_influx" => Some(PrintFormat::Influx),
-            "tsbs_run_queries_influx3" => Some(PrintFormat::Influx3),
-            "tsbs_run_queries_timescaledb" => Some(PrintFormat::Timescaledb),
-            _ => None,
-        }
-    }
+    /// `json.MarshalIndent` of `{"influxql": <query>, "response": <body>}` with the prefix
+    /// `ID <n>: ` on every line but the first, then an empty line; the body a `/v1/sql`
+    /// `output` or an InfluxQL `results`.
+    JsonEnvelope,
+    /// `ID <n> SQL: <query>` then the body indented by two spaces (the raw body when it is not
+    /// JSON): rows as objects.
+    SqlThenBody,
+    /// `{"query": <sql>, "results": [{column: value}]}` indented by two spaces, then an empty
+    /// line; no query id (file order with one worker).
+    QueryResults,
 }
 
 /// One answer as a runner printed it.
@@ -96,9 +85,9 @@ pub struct AnswerRecord {
 /// Parses a runner's output (its log: stdout, with anything else between the blocks).
 pub fn parse(format: PrintFormat, text: &str) -> Vec<RawAnswer> {
     match format {
-        PrintFormat::Influx => parse_influx(text),
-        PrintFormat::Influx3 => parse_influx3(text),
-        PrintFormat::Timescaledb => parse_timescaledb(text),
+        PrintFormat::JsonEnvelope => parse_json_envelope(text),
+        PrintFormat::SqlThenBody => parse_sql_then_body(text),
+        PrintFormat::QueryResults => parse_query_results(text),
     }
 }
 
@@ -120,7 +109,7 @@ fn json_at(text: &str, at: usize) -> Option<(Value, usize)> {
     Some((v, at + it.byte_offset()))
 }
 
-fn parse_influx(text: &str) -> Vec<RawAnswer> {
+fn parse_json_envelope(text: &str) -> Vec<RawAnswer> {
     let lines = lines_with_offsets(text);
     let mut out = Vec::new();
     let mut i = 0;
@@ -142,7 +131,7 @@ fn parse_influx(text: &str) -> Vec<RawAnswer> {
             doc.push('\n');
         }
         let answer = match serde_json::from_str::<Value>(&doc) {
-            Ok(v) => influx_table(id, &v["response"]),
+            Ok(v) => envelope_table(id, &v["response"]),
             Err(e) => failed(id, format!("the printed response is not JSON: {e}")),
         };
         out.push(answer);
@@ -169,7 +158,7 @@ fn failed(id: u64, why: String) -> RawAnswer {
 }
 
 /// The rows of a GreptimeDB `/v1/sql` body or an InfluxQL `/query` body.
-fn influx_table(id: u64, r: &Value) -> RawAnswer {
+fn envelope_table(id: u64, r: &Value) -> RawAnswer {
     if r.is_null() {
         return failed(id, "the response body is not JSON".into());
     }
@@ -297,7 +286,7 @@ fn object_rows(id: u64, v: &Value) -> RawAnswer {
     }
 }
 
-fn parse_influx3(text: &str) -> Vec<RawAnswer> {
+fn parse_sql_then_body(text: &str) -> Vec<RawAnswer> {
     let lines = lines_with_offsets(text);
     let mut out = Vec::new();
     let mut i = 0;
@@ -336,7 +325,7 @@ fn parse_influx3(text: &str) -> Vec<RawAnswer> {
     out
 }
 
-fn parse_timescaledb(text: &str) -> Vec<RawAnswer> {
+fn parse_query_results(text: &str) -> Vec<RawAnswer> {
     let lines = lines_with_offsets(text);
     let mut out = Vec::new();
     let mut i = 0;

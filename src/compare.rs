@@ -313,7 +313,7 @@ fn compare_one(
         .map(|k| (k.to_string(), 0))
         .collect();
     let (mut caveats, state_unknown) = data_caveats(&base.summary, &cand.summary);
-    caveats.extend(edition_caveats(&base.summary, &cand.summary));
+    caveats.extend(variant_caveats(&base.summary, &cand.summary));
     let mut queries = Vec::new();
     let mut largest: Option<&QueryComparison> = None;
     let mut within_noise = 0u64;
@@ -456,26 +456,23 @@ fn compare_one(
 /// What the latencies of two runs may owe to their data rather than to the servers: a data
 /// state that differs, a data location that differs (memtables vs SST files). True as the
 /// second value when either state is unknown (the latency verdicts are then not comparable).
-/// Runs of two editions, or under different limits (a licence): other server builds or other
-/// limits, so a verdict measures those too (trial 2 N17; the report says it in its notes).
-/// The product words both ([`crate::product::variants`]).
-fn edition_caveats(base: &RunSummary, cand: &RunSummary) -> Vec<String> {
+/// Runs of two variants (editions), or under different limits (a licence): other server
+/// builds or other limits, so a verdict measures those too (trial 2 N17; the report says it
+/// in its notes). The product words both ([`crate::product::variants`]).
+fn variant_caveats(base: &RunSummary, cand: &RunSummary) -> Vec<String> {
     let variants = |s: &RunSummary| {
-        crate::product::resolve(&s.product, s.edition.as_deref())
+        crate::product::resolve(&s.product, s.variant.as_deref())
             .ok()
             .and_then(|p| p.run_variants())
     };
     let (vb, vc) = (variants(base), variants(cand));
     let mut out = Vec::new();
-    let ed = |s: &RunSummary| s.edition.clone().unwrap_or_else(|| "-".into());
-    if base.edition != cand.edition {
-        let why = vc
-            .or(vb)
-            .map_or("they are different server builds", |v| v.editions_why);
-        out.push(format!(
-            "the editions differ: baseline {}, candidate {}; {why}, so the latencies show the edition as well as the version",
-            ed(base),
-            ed(cand)
+    let name = |s: &RunSummary| s.variant.clone().unwrap_or_else(|| "-".into());
+    if base.variant != cand.variant {
+        out.push(crate::product::variants::differ_caveat(
+            vc.or(vb),
+            &name(base),
+            &name(cand),
         ));
     }
     // Either run's limits (a Core run has none; it reads "none" against an Enterprise one).
@@ -916,15 +913,21 @@ fn judge_all(
     out
 }
 
-/// What decides a load's throughput besides the server: workers, batch size, durability.
+/// What decides a load's throughput besides the server: workers, batch size, and the
+/// product's write settings (its durability flags), as its workload recorded them.
 fn write_parameters(s: &RunSummary) -> Value {
     let i = s.ingestion.as_ref();
-    json!({
+    let mut w = json!({
         "workers": i.and_then(|i| i.workers),
         "batch_size": i.and_then(|i| i.batch_size),
-        "no_sync": s.workload.extra("no_sync"),
-        "accept_partial": s.workload.extra("accept_partial"),
-    })
+    });
+    if let Value::Object(o) = &mut w {
+        o.extend(crate::product::ext::recorded_write_settings(
+            &s.product,
+            s.workload.fields(),
+        ));
+    }
+    w
 }
 
 fn describe_write(w: &Value) -> String {
@@ -933,9 +936,12 @@ fn describe_write(w: &Value) -> String {
         crate::output::count_of(short(&w["workers"]), "worker"),
         short(&w["batch_size"])
     );
-    for k in ["no_sync", "accept_partial"] {
-        if !w[k].is_null() {
-            out.push_str(&format!(", {k} {}", short(&w[k])));
+    if let Value::Object(o) = w {
+        let settings = o
+            .iter()
+            .filter(|(k, v)| !matches!(k.as_str(), "workers" | "batch_size") && !v.is_null());
+        for (k, v) in settings {
+            out.push_str(&format!(", {k} {}", short(v)));
         }
     }
     out
@@ -1326,7 +1332,7 @@ pub(crate) mod tests {
             run_id: id.into(),
             run_kind: RunKind::Benchmark,
             product: "greptimedb".into(),
-            edition: None,
+            variant: None,
             phase: "query".into(),
             status: Status::Completed,
             created_at: String::new(),
@@ -1476,6 +1482,41 @@ pub(crate) mod tests {
         let v = json!(compare_one(&base, &twin, 5.0, &NO_DRIFT));
         assert_eq!(v["caveats"], json!([]), "{v}");
         assert_eq!(v["verdict"], "unchanged");
+    }
+
+    /// The write settings compared and named are the ones each run's product declares, as
+    /// its workload recorded them (InfluxDB 3's durability flags; none for GreptimeDB).
+    #[test]
+    fn write_settings_are_the_products() {
+        let with = |product: &str, workload: Value| {
+            let mut s = json!({
+                "label": product, "product": product,
+                "ingestion": {"status": "completed", "workers": 4, "batch_size": 5000},
+                "queries": [],
+            });
+            s["workload"] = workload;
+            loaded_with(product, s).summary
+        };
+        let bench = json!({"profile": "smoke", "load_workers": 4, "batch_size": 5000,
+            "query_workers": 1, "database_mode": "create", "query_counts": {}});
+        let mut i3 = bench.clone();
+        i3["no_sync"] = json!(true);
+        i3["accept_partial"] = json!(false);
+        let mut gt = bench.clone();
+        gt["no_sync"] = Value::Null;
+        gt["accept_partial"] = Value::Null;
+        gt["flush_before_queries"] = json!(true);
+        let (wi, wg) = (
+            write_parameters(&with("influxdb3", i3)),
+            write_parameters(&with("greptimedb", gt.clone())),
+        );
+        assert_eq!(
+            describe_write(&wi),
+            "4 workers x 5000 rows, no_sync true, accept_partial false"
+        );
+        assert_eq!(describe_write(&wg), "4 workers x 5000 rows");
+        assert_ne!(wi, wg);
+        assert_eq!(wg, write_parameters(&with("greptimedb", gt)));
     }
 
     #[test]

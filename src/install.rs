@@ -54,8 +54,9 @@ pub mod source {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstallManifest {
     pub product: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edition: Option<String>,
+    /// The product's installation variant, recorded as `edition`.
+    #[serde(default, rename = "edition", skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     pub version: String,
     /// `explicit`, `github-latest-stable`, `installer-script`, ...
     pub version_source: String,
@@ -149,7 +150,7 @@ fn open_dir(
             .with_hint(reinstall.clone())
         })?;
     if m.product != product.name()
-        || m.edition.as_deref() != product.installation_edition()
+        || m.variant.as_deref() != product.installation_edition()
         || m.version != version
         || m.platform != platform.dashed()
     {
@@ -157,7 +158,7 @@ fn open_dir(
             "{} records {} {} {} for {}, not what its path says",
             dir.display(),
             m.product,
-            m.edition.as_deref().unwrap_or(""),
+            m.variant.as_deref().unwrap_or(""),
             m.version,
             m.platform
         ))
@@ -408,7 +409,7 @@ fn build_and_publish(
     let tree_digest = treehash::tree_digest(&tree)?;
     let m = InstallManifest {
         product: product.name().to_string(),
-        edition: product.installation_edition().map(str::to_string),
+        variant: product.installation_edition().map(str::to_string),
         version: version.to_string(),
         version_source: version_source.to_string(),
         platform: platform.dashed(),
@@ -513,7 +514,7 @@ pub fn pin_local(
         }
         let m = InstallManifest {
             product: product.name().to_string(),
-            edition: product.installation_edition().map(str::to_string),
+            variant: product.installation_edition().map(str::to_string),
             version: version.to_string(),
             version_source: pin.version_source.clone(),
             platform: platform.dashed(),

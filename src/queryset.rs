@@ -54,6 +54,9 @@ pub struct QueryFormat {
     /// Query types the format's generator writes but the target cannot run, with the reason
     /// (refused before anything is generated or run).
     pub refused_types: &'static [(&'static str, &'static str)],
+    /// How the runner that reads this format prints the answers (`--print-responses`), for
+    /// `--check-answers`; `None`: tsbsctl cannot read them (answers not checked).
+    pub answers: Option<crate::answers::PrintFormat>,
 }
 
 impl PartialEq for QueryFormat {

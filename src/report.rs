@@ -57,7 +57,8 @@ pub struct ReportColumn {
     pub color: String,
     pub product: String,
     pub product_label: String,
-    pub edition: Option<String>,
+    #[serde(rename = "edition")]
+    pub variant: Option<String>,
     pub version: Option<String>,
     pub mode: TargetMode,
     pub database_id: Option<String>,
@@ -94,7 +95,7 @@ fn column(l: &RecordedRun, label: String, color: &str) -> ReportColumn {
         color: color.to_string(),
         product: id.product,
         product_label: s.product_label.clone(),
-        edition: id.edition,
+        variant: id.variant,
         version: id.version,
         mode: id.mode,
         database_id: id.database_id,
@@ -590,11 +591,11 @@ fn comparability(cols: &[ReportColumn], loaded: &[RecordedRun]) -> Notes {
     // Runs under limits their product declares (a licence), compared among the runs they
     // apply to; `server_settings` is product-specific: read as recorded.
     let limits = |c: &ReportColumn| {
-        crate::product::resolve(&c.product, c.edition.as_deref())
+        crate::product::resolve(&c.product, c.variant.as_deref())
             .ok()
             .and_then(|p| p.run_variants())
             .and_then(|v| v.limits.as_ref())
-            .filter(|l| (l.applies)(c.edition.as_deref()))
+            .filter(|l| (l.applies)(c.variant.as_deref()))
     };
     if let Some(first) = cols.iter().find_map(limits) {
         if let Some(d) = differ(
@@ -670,7 +671,7 @@ fn data_notes(cols: &[ReportColumn], n: &mut Notes) {
     use crate::product::ext::data_location;
     // An external server's run records no data state: nothing to compare it by.
     let queried = |c: &ReportColumn| c.query_set.is_some() && c.data_state.is_some();
-    let product = |c: &ReportColumn| format!("{} {}", c.product, opt(c.edition.as_ref()));
+    let product = |c: &ReportColumn| format!("{} {}", c.product, opt(c.variant.as_ref()));
     let state = |c: &ReportColumn| opt(c.data_state.as_ref());
     let loc = |c: &ReportColumn| c.data_location.clone().unwrap_or(Value::Null);
     let products: BTreeSet<String> = cols.iter().filter(|c| queried(c)).map(product).collect();
@@ -742,18 +743,43 @@ fn yes(v: &Value) -> &'static str {
     }
 }
 
-/// The `compaction` section of the summary of the last completed compaction in a run's data
-/// state, when its run directory is still readable.
-fn compaction_of(summary: &crate::summary::RunSummary) -> Option<Value> {
-    let m = &summary.data_state.as_ref()?.maintenance;
-    let last = m.iter().rev().find(|r| {
-        r.operation == "compaction" && r.status == crate::workspace::MaintenanceStatus::Completed
-    })?;
-    let dir = &last.run_dir;
-    // Another run's summary, maybe of an older version: only its `compaction` is needed.
-    let text = std::fs::read(dir.join("summary.json")).ok()?;
-    let s: Value = serde_json::from_slice(&text).ok()?;
-    Some(s["compaction"].clone()).filter(|c| !c.is_null())
+/// The storage cells of a run's product operations that declare them: for each, from its
+/// section of the summary of the last completed run of it in the run's data state (its
+/// maintenance record names it as messages do, [`crate::product::ext::Operation::noun`]),
+/// when that run directory is still readable.
+fn operation_storage(summary: &crate::summary::RunSummary) -> Vec<(&'static str, Value)> {
+    let Some(state) = summary.data_state.as_ref() else {
+        return Vec::new();
+    };
+    let Some(ext) = crate::product::resolve(&summary.product, None)
+        .ok()
+        .and_then(|p| p.bench_ext())
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for op in ext.operations {
+        let Some(own) = op.summary else {
+            continue;
+        };
+        let Some(last) = state.maintenance.iter().rev().find(|r| {
+            r.operation == op.noun() && r.status == crate::workspace::MaintenanceStatus::Completed
+        }) else {
+            continue;
+        };
+        // Another run's summary, maybe of an older version: only the section is needed.
+        let Some(s) = std::fs::read(last.run_dir.join("summary.json"))
+            .ok()
+            .and_then(|t| serde_json::from_slice::<Value>(&t).ok())
+        else {
+            continue;
+        };
+        let section = &s[own.key];
+        if !section.is_null() {
+            out.extend((own.report_storage)(section));
+        }
+    }
+    out
 }
 
 /// Unique column labels: a repeated label gets the run id.
@@ -923,7 +949,7 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
     // that measures its database over SQL (PostgreSQL) has that size beside them.
     let parts: Vec<crate::product::FootprintParts> = loaded
         .iter()
-        .map(|l| crate::product::footprint_parts(&l.summary.product, l.summary.edition.as_deref()))
+        .map(|l| crate::product::footprint_parts(&l.summary.product, l.summary.variant.as_deref()))
         .collect();
     let measured_parts: Vec<crate::product::FootprintParts> = loaded
         .iter()
@@ -996,11 +1022,10 @@ pub fn build_report(loaded: &[RecordedRun], baseline: usize) -> Report {
                     cell.extend(extra);
                 }
             }
-            // GreptimeDB: SST bytes after the flush and after the compaction, as the
-            // compaction run that produced this state measured them.
-            if let Some(c) = compaction_of(&l.summary) {
-                v["sst_after_flush_bytes"] = c["after_flush"]["sst_size"].clone();
-                v["sst_after_compaction_bytes"] = c["after"]["sst_size"].clone();
+            // What the product's operation that produced this state measured of it
+            // (GreptimeDB: SST bytes after the flush and after its compaction).
+            for (k, x) in operation_storage(&l.summary) {
+                v[k] = x;
             }
             v["data_location"] = json!(l.summary.data_location);
             // Data files on disk the product's own record does not hold (GreptimeDB: SSTs a
@@ -1387,7 +1412,12 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Reported> {
                 l.manifest.run_id,
                 l.summary.run_kind.as_str()
             ))
-            .with_hint("report on benchmark runs; a compaction shows in the data state of the query runs after it"));
+            .with_hint(format!(
+                "report on benchmark runs; a {} shows in the data state of the query runs after it",
+                l.manifest
+                    .operation()
+                    .map_or("maintenance run", |o| o.noun())
+            )));
         }
     }
     let mut summary = build_report(&loaded, baseline);
@@ -1562,7 +1592,7 @@ mod tests {
                 Value::Null,
                 q(3.0, 0.1),
             );
-            pg.summary.edition = Some("postgresql".into());
+            pg.summary.variant = Some("postgresql".into());
             let mut st = dir.clone();
             for (k, v) in [
                 ("database_bytes", 25533799u64),
@@ -1619,7 +1649,7 @@ mod tests {
         assert!(r.storage[0]["parts_note"].is_null());
         // GreptimeDB and InfluxDB 3 keep the headings they had, without a SQL row.
         let mut i = run("Core", "influxdb3", "as loaded", Value::Null, q(2.0, 0.1));
-        i.summary.edition = Some("core".into());
+        i.summary.variant = Some("core".into());
         i.summary.storage = Some(dir.clone());
         let mut g = run(
             "GreptimeDB",
@@ -1719,10 +1749,10 @@ mod tests {
     fn issue_16_memtables_vs_sst_of_one_product_is_a_caveat_at_the_top_and_on_latency() {
         // The README's four runs: GreptimeDB as loaded read 0 SSTs, after compaction 12.
         let mut core = run("Core", "influxdb3", "as loaded", Value::Null, q(40.0, 0.1));
-        core.summary.edition = Some("core".into());
+        core.summary.variant = Some("core".into());
         // External: no data state recorded, nothing to compare it by.
         let mut ent = run("Enterprise", "influxdb3", "-", Value::Null, q(45.0, 0.1));
-        ent.summary.edition = Some("enterprise".into());
+        ent.summary.variant = Some("enterprise".into());
         ent.summary.data_state = None;
         let runs = vec![
             run(

@@ -30,7 +30,7 @@ pub(crate) fn product_of(m: &RunManifest) -> Result<(&'static Entry, Box<dyn Pro
         Error::invalid(format!("run of unknown product {:?}", m.product))
             .with_hint("rerun runs made by tsbsctl bench")
     })?;
-    Ok((entry, (entry.make)(m.edition.as_deref())?))
+    Ok((entry, (entry.make)(m.variant.as_deref())?))
 }
 
 /// The TSBS build the run used, present here with the same binaries and Go.
@@ -333,11 +333,11 @@ pub(crate) fn check_target(
         return Err(mismatch("topology", Some(&have), &want));
     }
     let has_variants = crate::product::entry(&m.product).is_ok_and(|e| e.variant_flag.is_some());
-    if ws.edition != m.edition && has_variants {
+    if ws.variant != m.variant && has_variants {
         return Err(mismatch(
-            "edition",
-            ws.edition.as_deref(),
-            m.edition.as_deref().unwrap_or("none"),
+            crate::product::variants::noun_of(&m.product),
+            ws.variant.as_deref(),
+            m.variant.as_deref().unwrap_or("none"),
         ));
     }
     Ok(id)
@@ -366,7 +366,7 @@ pub(crate) fn request(m: &RunManifest, database_id: String, pins: RerunPins) -> 
     let mut req = Flags::from_value(f, &m.product)?.request(phase)?;
     req.database_id = Some(database_id);
     req.urls = Vec::new();
-    req.edition = None;
+    req.variant = None;
     req.database = None;
     req.run_id = None;
     req.dataset_id = m
@@ -436,7 +436,7 @@ fn check_data_state(
     } else if will_load {
         "as loaded".to_string()
     } else {
-        state.label()
+        state.label(crate::product::ext::maintenance_words(product.name()))
     };
     // "not loaded": the run ended before it measured any data (a failed load), so there is no
     // state to reproduce.
@@ -481,12 +481,14 @@ pub fn run(
     let dir = run::resolve(&ctx.root, run_ref)?;
     let m: RunManifest = crate::manifest::read(&dir.join("manifest.json"))?;
     if m.run_kind != RunKind::Benchmark {
-        return Err(Error::invalid(format!(
-            "run {} is a {} run",
-            m.run_id,
-            serde_json::to_value(m.run_kind)?.as_str().unwrap_or("?")
-        ))
-        .with_hint("rerun benchmark runs; compact again with `tsbsctl bench greptimedb compact`"));
+        return Err(
+            Error::invalid(format!("run {} is a {} run", m.run_id, m.run_kind.as_str())).with_hint(
+                format!(
+                    "rerun benchmark runs; {} again with `tsbsctl bench {} {}`",
+                    m.phase, m.product, m.phase
+                ),
+            ),
+        );
     }
     if !m.target.is_managed() {
         return Err(Error::invalid(format!(

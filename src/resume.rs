@@ -219,7 +219,8 @@ fn check_workspace_data(ctx: &Ctx, m: &RunManifest, product: &str, id: &str) -> 
                 "the data of workspace {id} changed after run {} recorded it: it was {}, it is {} (another load or maintenance)",
                 m.run_id,
                 rec.label,
-                ws.data_state.label()
+                ws.data_state
+                    .label(crate::product::ext::maintenance_words(&m.product))
             )));
         }
     }

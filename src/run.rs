@@ -40,15 +40,34 @@ pub const GIT_REVISION: &str = env!("TSBSCTL_GIT_REVISION");
 pub const EVENTS_FILE: &str = "events.jsonl";
 
 /// What a run is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunKind {
     /// Load and/or query (and analyze) phases.
     Benchmark,
-    /// A manual flush + compaction of a managed workspace.
-    Compaction,
-    /// A product's own operation (`bench <product> <operation>`) on a managed workspace.
-    Operation,
+    /// A product's own operation (`bench <product> <operation>`) on a managed workspace: the
+    /// word its records carry, `operation` or the one the operation declares
+    /// ([`crate::product::ext::Operation::kind`]).
+    Operation(&'static str),
+}
+
+impl Serialize for RunKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for RunKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<RunKind, D::Error> {
+        use crate::product::ext::{declared_run_kind, OPERATION_KIND};
+        let word = String::deserialize(d)?;
+        match word.as_str() {
+            "benchmark" => Ok(RunKind::Benchmark),
+            OPERATION_KIND => Ok(RunKind::Operation(OPERATION_KIND)),
+            w => declared_run_kind(w).map(RunKind::Operation).ok_or_else(|| {
+                serde::de::Error::unknown_variant(w, &["benchmark", OPERATION_KIND])
+            }),
+        }
+    }
 }
 
 /// The state of a run or a step.
@@ -73,8 +92,7 @@ impl RunKind {
     pub fn as_str(self) -> &'static str {
         match self {
             RunKind::Benchmark => "benchmark",
-            RunKind::Compaction => "compaction",
-            RunKind::Operation => "operation",
+            RunKind::Operation(word) => word,
         }
     }
 }
@@ -325,7 +343,9 @@ pub struct RunManifest {
     pub run_kind: RunKind,
     /// `greptimedb`, `influxdb3`.
     pub product: String,
-    pub edition: Option<String>,
+    /// The product's variant (an edition, a mode), recorded as `edition`.
+    #[serde(rename = "edition")]
+    pub variant: Option<String>,
     /// `all`, `load`, `query`, `compact`, `analyze`.
     pub phase: String,
     pub status: Status,
@@ -412,7 +432,8 @@ pub enum TargetMode {
 pub struct RunTarget {
     pub mode: TargetMode,
     pub product: String,
-    pub edition: Option<String>,
+    #[serde(rename = "edition")]
+    pub variant: Option<String>,
     /// The workspace id (managed); `null` for an external server.
     pub database_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -579,12 +600,11 @@ pub struct RunQuerySet {
     pub extra: Map<String, Value>,
 }
 
-/// `workload` of a run manifest: a benchmark's or a compaction's.
+/// `workload` of a run manifest: a benchmark's or a product operation's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Workload {
     Benchmark(BenchWorkload),
-    Compaction(CompactionWorkload),
     Operation(OperationWorkload),
 }
 
@@ -592,23 +612,20 @@ impl Workload {
     pub fn benchmark(&self) -> Option<&BenchWorkload> {
         match self {
             Workload::Benchmark(w) => Some(w),
-            Workload::Compaction(_) | Workload::Operation(_) => None,
+            Workload::Operation(_) => None,
         }
     }
-    pub fn compaction(&self) -> Option<&CompactionWorkload> {
+    /// The fields beside the typed ones: a benchmark's product-specific settings, an
+    /// operation's record.
+    pub fn fields(&self) -> &Map<String, Value> {
         match self {
-            Workload::Compaction(w) => Some(w),
-            Workload::Benchmark(_) | Workload::Operation(_) => None,
+            Workload::Benchmark(w) => &w.extra,
+            Workload::Operation(w) => &w.extra,
         }
     }
     /// A product-specific field (`no_sync`, `flush_before_queries` ...), `null` when absent.
     pub fn extra(&self, key: &str) -> &Value {
-        let extra = match self {
-            Workload::Benchmark(w) => &w.extra,
-            Workload::Compaction(w) => &w.extra,
-            Workload::Operation(w) => &w.extra,
-        };
-        extra.get(key).unwrap_or(&Value::Null)
+        self.fields().get(key).unwrap_or(&Value::Null)
     }
 }
 
@@ -634,21 +651,13 @@ pub struct BenchWorkload {
     pub extra: Map<String, Value>,
 }
 
-/// The workload of a product operation's run: its name and the product's resolved flags.
+/// The workload of a product operation's run: its name and the product's resolved flags, or
+/// the record the operation declares ([`crate::product::ext::Operation::workload`], without
+/// the name).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OperationWorkload {
-    pub operation: String,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-/// The workload of a compaction run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompactionWorkload {
-    pub table: String,
-    pub strategy: String,
-    pub window_seconds: Option<u64>,
-    pub parallelism: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -663,20 +672,23 @@ pub struct RunDataState {
 }
 
 impl RunDataState {
-    pub fn of(state: &DataState) -> RunDataState {
+    /// The data state of a workspace of `product`, labelled in its maintenance words.
+    pub fn of(state: &DataState, product: &str) -> RunDataState {
         RunDataState {
             state: state.clone(),
-            label: state.label(),
+            label: state.label(crate::product::ext::maintenance_words(product)),
         }
     }
 }
 
 /// The data-state label of a run that ended without finishing a step that changes the data
-/// (a load; a compaction's flush or compact): the data is then in an unknown state, whether
-/// the run was stopped by Ctrl-C, kill -9 or a failure, so `runs list`, `summary.md` and the
-/// report all say so (trial 2 N15). `None`: the recorded label stands.
+/// (a load; of a product operation, the steps it declares, `changes_data`, else any but the
+/// server's): the data is then in an unknown state, whether the run was stopped by Ctrl-C,
+/// kill -9 or a failure, so `runs list`, `summary.md` and the report all say so (trial 2
+/// N15). `None`: the recorded label stands.
 pub fn unfinished_change_label(
     kind: RunKind,
+    changes_data: &[&str],
     status: Status,
     steps: &[Step],
 ) -> Option<&'static str> {
@@ -687,18 +699,18 @@ pub fn unfinished_change_label(
     };
     let done = |s: &Step| matches!(s.status, Status::Completed | Status::Reused);
     match kind {
-        RunKind::Compaction => steps
+        // A step of a product's operation that changes the data left unfinished leaves the
+        // data unknown.
+        RunKind::Operation(_) => steps
             .iter()
-            .any(|s| (s.step == "flush" || s.step == "compact") && !done(s))
-            .then_some(if failed {
-                "maintenance failed: state unknown"
-            } else {
-                "maintenance interrupted: state unknown"
-            }),
-        // Any step of a product's operation left unfinished leaves the data unknown.
-        RunKind::Operation => steps
-            .iter()
-            .any(|s| s.step != "server" && !done(s))
+            .any(|s| {
+                let changes = if changes_data.is_empty() {
+                    s.step != "server"
+                } else {
+                    changes_data.contains(&s.step.as_str())
+                };
+                changes && !done(s)
+            })
             .then_some(if failed {
                 "maintenance failed: state unknown"
             } else {
@@ -726,6 +738,21 @@ pub struct RunError {
 
 impl Manifest for RunManifest {
     const KIND: &'static str = "run";
+}
+
+impl RunManifest {
+    /// The product operation this run ran (its phase names it), if it is one this tsbsctl
+    /// knows.
+    pub fn operation(&self) -> Option<&'static crate::product::ext::Operation> {
+        match self.run_kind {
+            RunKind::Operation(_) => crate::product::ext::operation_of(&self.product, &self.phase),
+            RunKind::Benchmark => None,
+        }
+    }
+    /// The steps of its operation that change the data (empty: any but the server's).
+    pub fn changes_data(&self) -> &'static [&'static str] {
+        self.operation().map_or(&[], |o| o.changes_data)
+    }
 }
 
 /// One line of `events.jsonl`.
@@ -1001,7 +1028,7 @@ pub fn reserve(runs: &Path, requested: Option<&str>) -> Result<(String, PathBuf)
 /// What a new run starts with.
 pub struct NewRun<'a> {
     pub product: &'a str,
-    pub edition: Option<String>,
+    pub variant: Option<String>,
     pub kind: RunKind,
     pub phase: &'a str,
     pub run_id: Option<&'a str>,
@@ -1033,7 +1060,7 @@ impl RunDir {
             run_id: id,
             run_kind: new.kind,
             product: new.product.to_string(),
-            edition: new.edition,
+            variant: new.variant,
             phase: new.phase.to_string(),
             status: Status::Running,
             created_at: now.clone(),
@@ -1300,7 +1327,12 @@ impl RunDir {
     fn label_unfinished_change(&mut self) -> Result<()> {
         let steps = self.steps()?;
         if let (Some(l), Some(ds)) = (
-            unfinished_change_label(self.manifest.run_kind, self.manifest.status, &steps),
+            unfinished_change_label(
+                self.manifest.run_kind,
+                self.manifest.changes_data(),
+                self.manifest.status,
+                &steps,
+            ),
             self.manifest.data_state.as_mut(),
         ) {
             ds.label = l.to_string();
@@ -1491,18 +1523,26 @@ mod tests {
             data: Value::Null,
         };
         let label = unfinished_change_label;
+        // GreptimeDB's compaction: its flush and compact steps change the data.
+        let compact = crate::product::ext::operation_of("greptimedb", "compact").unwrap();
+        let compaction = RunKind::Operation(compact.run_kind());
         let flushed_then_killed = [
             step("flush", Status::Completed),
             step("compact", Status::Interrupted),
         ];
         for st in [Status::Interrupted, Status::Running] {
             assert_eq!(
-                label(RunKind::Compaction, st, &flushed_then_killed),
+                label(compaction, compact.changes_data, st, &flushed_then_killed),
                 Some("maintenance interrupted: state unknown")
             );
         }
         assert_eq!(
-            label(RunKind::Compaction, Status::Failed, &flushed_then_killed),
+            label(
+                compaction,
+                compact.changes_data,
+                Status::Failed,
+                &flushed_then_killed
+            ),
             Some("maintenance failed: state unknown")
         );
         // A product's operation: any of its steps unfinished (the server's aside).
@@ -1511,12 +1551,18 @@ mod tests {
             step("vacuum", Status::Failed),
         ];
         assert_eq!(
-            label(RunKind::Operation, Status::Failed, &vacuum_failed),
+            label(
+                RunKind::Operation("operation"),
+                &[],
+                Status::Failed,
+                &vacuum_failed
+            ),
             Some("maintenance failed: state unknown")
         );
         assert_eq!(
             label(
-                RunKind::Operation,
+                RunKind::Operation("operation"),
+                &[],
                 Status::Interrupted,
                 &[step("server", Status::Interrupted)]
             ),
@@ -1525,7 +1571,8 @@ mod tests {
         // Before the flush began, or after the load completed: the recorded label stands.
         assert_eq!(
             label(
-                RunKind::Compaction,
+                compaction,
+                compact.changes_data,
                 Status::Interrupted,
                 &[step("server", Status::Interrupted)]
             ),
@@ -1536,12 +1583,13 @@ mod tests {
             step("query:lastpoint", Status::Interrupted),
         ];
         assert_eq!(
-            label(RunKind::Benchmark, Status::Interrupted, &loaded),
+            label(RunKind::Benchmark, &[], Status::Interrupted, &loaded),
             None
         );
         assert_eq!(
             label(
                 RunKind::Benchmark,
+                &[],
                 Status::Interrupted,
                 &[step("load", Status::Interrupted)]
             ),
@@ -1550,6 +1598,7 @@ mod tests {
         assert_eq!(
             label(
                 RunKind::Benchmark,
+                &[],
                 Status::Failed,
                 &[step("load", Status::Failed)]
             ),
@@ -1558,6 +1607,7 @@ mod tests {
         assert_eq!(
             label(
                 RunKind::Benchmark,
+                &[],
                 Status::Completed,
                 &[step("load", Status::Failed)]
             ),
@@ -1835,7 +1885,9 @@ mod tests {
         let w = ext.workload.benchmark().unwrap();
         assert!(w.extra.contains_key("no_sync"));
         let compact = read("compaction-failed");
-        assert!(compact.workload.compaction().is_some());
+        assert!(compact.workload.benchmark().is_none());
+        assert_eq!(compact.workload.extra("table"), "cpu");
+        assert_eq!(compact.run_kind.as_str(), "compaction");
         assert!(compact.error.is_some());
         let over = read("version-override");
         let pin = over.server.unwrap();

@@ -22,7 +22,8 @@ pub struct RunEntry {
     pub kind: RunKind,
     pub phase: String,
     pub product: String,
-    pub edition: Option<String>,
+    #[serde(rename = "edition")]
+    pub variant: Option<String>,
     pub version: Option<String>,
     pub mode: TargetMode,
     pub database_id: Option<String>,
@@ -80,7 +81,7 @@ pub fn entry(dir: &Path, m: &RunManifest) -> RunEntry {
         kind: m.run_kind,
         phase: m.phase.clone(),
         product: m.product.clone(),
-        edition: m.edition.clone(),
+        variant: m.variant.clone(),
         version: target.version.clone(),
         mode: target.mode,
         database_id: target.database_id.clone(),
@@ -95,6 +96,7 @@ pub fn entry(dir: &Path, m: &RunManifest) -> RunEntry {
                 .and_then(|ev| {
                     crate::run::unfinished_change_label(
                         m.run_kind,
+                        m.changes_data(),
                         crate::run::Status::Interrupted,
                         &crate::run::fold_steps(&ev),
                     )
@@ -183,7 +185,7 @@ pub fn table(entries: &[ListEntry]) -> String {
         let row = match e {
             ListEntry::Run(e) => {
                 let kind = format!("{}/{}", e.kind.as_str(), e.phase);
-                let product = match &e.edition {
+                let product = match &e.variant {
                     Some(ed) => format!("{} {ed}", e.product),
                     None => e.product.clone(),
                 };

@@ -44,7 +44,8 @@ pub struct RunSummary {
     /// What `target.version` is the version of, when not the product (TimescaleDB: PostgreSQL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_label: Option<String>,
-    pub edition: Option<String>,
+    #[serde(rename = "edition")]
+    pub variant: Option<String>,
     /// Product label, version and (when not as loaded) the data state.
     pub label: String,
     pub phase: String,
@@ -89,7 +90,11 @@ pub struct RunSummary {
     pub queries: Vec<QuerySummary>,
     /// One per `analyze:<type>` step: its data plus attempt, status, log and result dir.
     pub analyses: Vec<Value>,
-    pub compaction: Option<CompactionSummary>,
+    /// The product operations' own sections ([`crate::product::ext::OpSummary`]): each
+    /// declared key in every summary, `null` but in a run of its operation; read back with
+    /// any key this version does not know.
+    #[serde(flatten)]
+    pub sections: serde_json::Map<String, Value>,
     /// A product operation's run (`bench <product> <operation>`): its name and its steps
     /// (the server's excepted), each with its status, reason and data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -144,14 +149,8 @@ pub struct ServerSummary {
     pub config_sha256: Option<String>,
 }
 
-/// How writes were acknowledged (InfluxDB 3).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Durability {
-    pub no_sync: bool,
-    pub accept_partial: bool,
-    pub durable_write_acknowledgement: bool,
-    pub whole_batch_rejection: bool,
-}
+/// How writes were acknowledged (by a product's write settings).
+pub use crate::product::ext::Durability;
 
 /// The TSBS build (all `null` when the run ended before it was recorded).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -420,21 +419,6 @@ impl QuerySummary {
     }
 }
 
-/// A compaction run's parameters and the data of its steps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompactionSummary {
-    pub table: Option<String>,
-    pub strategy: Option<String>,
-    pub window_seconds: Option<u64>,
-    pub flush: Value,
-    pub compact: Value,
-    pub confirmation: Value,
-    pub before: Value,
-    pub after_flush: Value,
-    pub after: Value,
-    pub parallelism: Option<u64>,
-}
-
 /// Server attempts and what their logs report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerDiagnostics {
@@ -507,7 +491,8 @@ pub struct RunIdentity {
     pub path: PathBuf,
     pub label: String,
     pub product: String,
-    pub edition: Option<String>,
+    #[serde(rename = "edition")]
+    pub variant: Option<String>,
     pub mode: TargetMode,
     pub database_id: Option<String>,
     pub urls: Option<Vec<String>>,
@@ -525,7 +510,7 @@ impl RunSummary {
             path: dir.to_path_buf(),
             label: self.label.clone(),
             product: self.product.clone(),
-            edition: self.edition.clone(),
+            variant: self.variant.clone(),
             mode: self.target.mode,
             database_id: self.target.database_id.clone(),
             urls: self.target.urls.clone(),
@@ -543,7 +528,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     let steps = run.steps()?;
     // The run's product, resolved once for the parts of the summary it words (`None`: a
     // product this tsbsctl does not know).
-    let product = crate::product::resolve(&m.product, m.edition.as_deref()).ok();
+    let product = crate::product::resolve(&m.product, m.variant.as_deref()).ok();
     let dir = &run.dir;
     let mut failures: Vec<Failure> = Vec::new();
     let ingestion = ingestion(dir, &steps, &mut failures);
@@ -562,7 +547,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
     let storage = last("footprint").map(|s| {
         let mut v = s.data.clone();
         if let Value::Object(o) = &mut v {
-            let parts = crate::product::footprint_parts(&m.product, m.edition.as_deref());
+            let parts = crate::product::footprint_parts(&m.product, m.variant.as_deref());
             o.insert("parts".into(), json!(parts));
         }
         v
@@ -682,39 +667,24 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
 
     let analyses = analyses(&steps, &mut failures);
 
-    // Compaction (its own run kind).
-    let compaction = (m.run_kind == RunKind::Compaction).then(|| {
-        let get = |n: &str| last(n).map(|s| s.data.clone()).unwrap_or(Value::Null);
-        // A statement's step with how it ended: an interrupted wait is no answer.
-        let statement = |n: &str| {
-            last(n)
-                .map(|s| {
-                    let mut v = s.data.clone();
-                    if let Value::Object(o) = &mut v {
-                        o.insert("status".into(), json!(s.status));
-                        o.insert("reason".into(), json!(s.reason));
-                    }
-                    v
-                })
-                .unwrap_or(Value::Null)
+    // A product operation's own section, from its workload and steps; every declared key is
+    // in every summary (`null` but in a run of its operation).
+    let op = m.operation();
+    let mut sections: serde_json::Map<String, Value> = crate::product::ext::summary_keys()
+        .into_iter()
+        .map(|k| (k.to_string(), Value::Null))
+        .collect();
+    if let Some(own) = op.and_then(|o| o.summary) {
+        let step = |n: &str| {
+            last(n).map(|s| json!({"status": s.status, "reason": s.reason, "data": s.data}))
         };
-        let w = m.workload.compaction();
-        CompactionSummary {
-            table: w.map(|w| w.table.clone()),
-            strategy: w.map(|w| w.strategy.clone()),
-            window_seconds: w.and_then(|w| w.window_seconds),
-            flush: statement("flush"),
-            compact: statement("compact"),
-            confirmation: get("confirm"),
-            before: get("state-before"),
-            after_flush: get("state-after-flush"),
-            after: get("state-after"),
-            parallelism: w.and_then(|w| w.parallelism),
-        }
-    });
+        sections.insert(own.key.to_string(), (own.build)(m.workload.fields(), &step));
+    }
 
-    // A product operation (its own run kind): the steps it took, in order.
-    let operation = (m.run_kind == RunKind::Operation).then(|| {
+    // A product operation without a section of its own: the steps it took, in order.
+    let generic_operation =
+        matches!(m.run_kind, RunKind::Operation(_)) && op.is_none_or(|o| o.summary.is_none());
+    let operation = generic_operation.then(|| {
         let steps: Vec<Value> = steps
             .iter()
             .filter(|s| s.step != "server")
@@ -792,13 +762,13 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
         }
     }
 
-    let edition = m.edition.clone();
-    let product_label = crate::product::label(&m.product, edition.as_deref());
+    let variant = m.variant.clone();
+    let product_label = crate::product::label(&m.product, variant.as_deref());
     let version = m.target.version.clone();
     let data_state_label = m.data_state.as_ref().map(|d| d.label.clone());
     let own = crate::product::run_label(
         &m.product,
-        edition.as_deref(),
+        variant.as_deref(),
         version.as_deref(),
         m.target.extra.get("server_settings"),
     );
@@ -812,22 +782,9 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             label.push_str(&format!(" ({l})"));
         }
     }
-    let durability = crate::product::resolve(&m.product, None)
-        .is_ok_and(|p| p.records_durability())
-        .then(|| {
-            let no_sync = m.workload.extra("no_sync").as_bool().unwrap_or(false);
-            let accept_partial = m
-                .workload
-                .extra("accept_partial")
-                .as_bool()
-                .unwrap_or(false);
-            Durability {
-                no_sync,
-                accept_partial,
-                durable_write_acknowledgement: !no_sync,
-                whole_batch_rejection: !accept_partial,
-            }
-        });
+    // How the writes were acknowledged, as the product reads its write settings.
+    let durability = crate::product::ext::write_settings(&m.product)
+        .map(|w| (w.durability)(m.workload.fields()));
     let environment = m
         .environment
         .as_ref()
@@ -880,7 +837,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             .as_ref()
             .and_then(|p| p.version_name())
             .map(String::from),
-        edition,
+        variant,
         label,
         phase: m.phase.clone(),
         status: m.status,
@@ -935,7 +892,7 @@ pub fn build(run: &RunDir) -> Result<RunSummary> {
             .filter(|d| !d.is_null()),
         queries,
         analyses,
-        compaction,
+        sections,
         operation,
         server_diagnostics: ServerDiagnostics {
             attempts: server_attempts,

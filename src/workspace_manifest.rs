@@ -16,8 +16,9 @@ pub struct WorkspaceManifest {
     pub database_id: String,
     /// `greptimedb`, `influxdb3`.
     pub product: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edition: Option<String>,
+    /// The product's variant (an edition, a mode), recorded as `edition`.
+    #[serde(default, rename = "edition", skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     pub version: String,
     /// How the version was chosen (`explicit`, `github-latest-stable`, `newest-installed`, ...).
     pub version_source: String,
@@ -119,10 +120,11 @@ pub enum MaintenanceStatus {
     Failed,
 }
 
-/// One maintenance operation (`flush`, `compaction`) on the loaded data.
+/// One maintenance operation of the product (its `operation`: what the product calls it) on
+/// the loaded data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MaintenanceRecord {
-    /// `flush`, `compaction`.
+    /// What the product calls it ([`MaintenanceWords::operation`]).
     pub operation: String,
     pub status: MaintenanceStatus,
     pub at: String,
@@ -134,29 +136,46 @@ pub struct MaintenanceRecord {
     pub extra: Map<String, Value>,
 }
 
+/// How a product's maintenance records of one `operation` change the data-state label: the
+/// product declares them (`crate::product::ext::BenchExt::maintenance`), the label applies
+/// them. A record no declaration names leaves the label as it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaintenanceWords {
+    /// The records' `operation`.
+    pub operation: &'static str,
+    /// The label once one completed.
+    pub completed: &'static str,
+    /// It rewrites the data: a completed one labels the data whatever it was, one that never
+    /// recorded its outcome (its process died: the intent is written first) or was
+    /// interrupted leaves the state unknown, as does one that failed. `false`: a completed
+    /// one labels only data as loaded, and an unfinished one changes nothing.
+    pub rewrites: bool,
+}
+
 impl DataState {
-    /// The data state in words: "as loaded", "as loaded, flushed" (`--flush-before-queries`),
-    /// "after manual compaction"; "maintenance interrupted: state unknown" when a compaction
-    /// never recorded its outcome (its process died: the intent is written before the flush)
-    /// or was interrupted, "maintenance failed: state unknown" when it failed after it had
-    /// started. The last compaction decides; maintenance is reset by a new load.
-    pub fn label(&self) -> String {
+    /// The data state in words, by the product's maintenance `words`: "not loaded", "as
+    /// loaded", or what its last maintenance made of it (a completed one's own label;
+    /// "maintenance interrupted: state unknown" when one that rewrites the data never recorded
+    /// its outcome or was interrupted, "maintenance failed: state unknown" when it failed
+    /// after it had started). The last one decides; maintenance is reset by a new load.
+    pub fn label(&self, words: &[MaintenanceWords]) -> String {
         let mut label = if self.loads.is_empty() {
             "not loaded"
         } else {
             "as loaded"
         };
         for m in &self.maintenance {
-            match (m.operation.as_str(), m.status) {
-                ("compaction", MaintenanceStatus::Completed) => label = "after manual compaction",
-                ("compaction", MaintenanceStatus::Started | MaintenanceStatus::Interrupted) => {
+            let Some(w) = words.iter().find(|w| w.operation == m.operation) else {
+                continue;
+            };
+            match (w.rewrites, m.status) {
+                (true, MaintenanceStatus::Completed) => label = w.completed,
+                (true, MaintenanceStatus::Started | MaintenanceStatus::Interrupted) => {
                     label = "maintenance interrupted: state unknown"
                 }
-                ("compaction", MaintenanceStatus::Failed) => {
-                    label = "maintenance failed: state unknown"
-                }
-                ("flush", MaintenanceStatus::Completed) if label == "as loaded" => {
-                    label = "as loaded, flushed"
+                (true, MaintenanceStatus::Failed) => label = "maintenance failed: state unknown",
+                (false, MaintenanceStatus::Completed) if label == "as loaded" => {
+                    label = w.completed
                 }
                 _ => {}
             }
@@ -258,6 +277,11 @@ mod tests {
         ),
     ];
 
+    /// GreptimeDB's maintenance words (its compaction and its flush before the queries).
+    fn words() -> &'static [MaintenanceWords] {
+        crate::product::ext::maintenance_words("greptimedb")
+    }
+
     fn read(n: &str) -> WorkspaceManifest {
         let (_, t) = FIXTURES.iter().find(|(f, _)| f.contains(n)).unwrap();
         serde_json::from_str(t).unwrap()
@@ -275,12 +299,15 @@ mod tests {
     #[test]
     fn data_state_labels_follow_the_last_maintenance() {
         assert_eq!(
-            read("greptimedb-compacted").data_state.label(),
+            read("greptimedb-compacted").data_state.label(words()),
             "after manual compaction"
         );
-        assert_eq!(read("greptimedb-unloaded").data_state.label(), "not loaded");
+        assert_eq!(
+            read("greptimedb-unloaded").data_state.label(words()),
+            "not loaded"
+        );
         let mut m = read("influxdb3-core-loaded");
-        assert_eq!(m.data_state.label(), "as loaded");
+        assert_eq!(m.data_state.label(words()), "as loaded");
         let rec = |op: &str, status| MaintenanceRecord {
             operation: op.into(),
             status,
@@ -291,19 +318,26 @@ mod tests {
             extra: Map::new(),
         };
         m.push_maintenance(rec("flush", MaintenanceStatus::Completed));
-        assert_eq!(m.data_state.label(), "as loaded, flushed");
+        assert_eq!(m.data_state.label(words()), "as loaded, flushed");
         m.push_maintenance(rec("compaction", MaintenanceStatus::Started));
         assert_eq!(
-            m.data_state.label(),
+            m.data_state.label(words()),
             "maintenance interrupted: state unknown"
         );
-        assert!(DataState::label_unknown(&m.data_state.label().into()));
+        assert!(DataState::label_unknown(
+            &m.data_state.label(words()).into()
+        ));
         m.update_last_maintenance(rec("compaction", MaintenanceStatus::Failed));
-        assert_eq!(m.data_state.label(), "maintenance failed: state unknown");
-        assert!(DataState::label_unknown(&m.data_state.label().into()));
+        assert_eq!(
+            m.data_state.label(words()),
+            "maintenance failed: state unknown"
+        );
+        assert!(DataState::label_unknown(
+            &m.data_state.label(words()).into()
+        ));
         assert!(!DataState::label_unknown(&"as loaded".into()));
         m.update_last_maintenance(rec("compaction", MaintenanceStatus::Completed));
-        assert_eq!(m.data_state.label(), "after manual compaction");
+        assert_eq!(m.data_state.label(words()), "after manual compaction");
     }
 
     #[test]
@@ -325,6 +359,6 @@ mod tests {
         m.set_binding(b, "r3", "/runs/r3".into(), "t3");
         assert_eq!(m.data_state.loads.len(), 1);
         assert!(m.data_state.maintenance.is_empty());
-        assert_eq!(m.data_state.label(), "as loaded");
+        assert_eq!(m.data_state.label(words()), "as loaded");
     }
 }

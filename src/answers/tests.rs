@@ -10,7 +10,7 @@ const SG: &str = "single-groupby-1-1-1";
 
 #[test]
 fn the_real_postgresql_runner_output_parses_to_its_rows() {
-    let a = parse(PrintFormat::Timescaledb, PG);
+    let a = parse(PrintFormat::QueryResults, PG);
     assert_eq!(a.len(), 1, "one query, then the final report");
     assert_eq!(a[0].id, 0);
     assert_eq!(a[0].columns, ["max_usage_user", "minute"]);
@@ -29,9 +29,9 @@ fn the_real_postgresql_runner_output_parses_to_its_rows() {
 /// has one digest: rows sorted, names mapped, times and numbers normalised.
 #[test]
 fn three_runners_formats_of_one_answer_have_one_digest() {
-    let pg = normalise(SG, &parse(PrintFormat::Timescaledb, PG)[0]);
-    let gt = parse(PrintFormat::Influx, GT);
-    let i3 = parse(PrintFormat::Influx3, I3);
+    let pg = normalise(SG, &parse(PrintFormat::QueryResults, PG)[0]);
+    let gt = parse(PrintFormat::JsonEnvelope, GT);
+    let i3 = parse(PrintFormat::SqlThenBody, I3);
     assert_eq!(gt.len(), 2);
     assert_eq!(i3.len(), 2);
     assert_eq!((gt[1].id, i3[1].id), (1, 1));
@@ -189,7 +189,7 @@ fn error_bodies_and_influxql_series_are_read() {
         out + "\n"
     };
     let a = parse(
-        PrintFormat::Influx,
+        PrintFormat::JsonEnvelope,
         &body(json!({"code": 3000, "error": "Failed to plan SQL"})),
     );
     assert_eq!(a[0].id, 4);
@@ -199,7 +199,7 @@ fn error_bodies_and_influxql_series_are_read() {
         .unwrap()
         .contains("Failed to plan SQL"));
     let a = parse(
-        PrintFormat::Influx,
+        PrintFormat::JsonEnvelope,
         &body(json!({"results": [{"statement_id": 0, "series": [
             {"name": "cpu", "tags": {"hostname": "host_1"}, "columns": ["time", "max_usage_user"], "values": [["2023-06-11T00:00:00Z", 3]]},
             {"name": "cpu", "tags": {"hostname": "host_2"}, "columns": ["time", "max_usage_user"], "values": [["2023-06-11T00:00:00Z", 4]]}
@@ -209,7 +209,7 @@ fn error_bodies_and_influxql_series_are_read() {
     assert_eq!(a[0].rows.len(), 2);
     assert_eq!(a[0].rows[1][0], json!("host_2"));
     // InfluxDB 3's raw body when it is not JSON.
-    let a = parse(PrintFormat::Influx3, "ID 2 SQL: SELECT 1\nnot json\n");
+    let a = parse(PrintFormat::SqlThenBody, "ID 2 SQL: SELECT 1\nnot json\n");
     assert_eq!(a[0].id, 2);
     assert!(a[0].error.is_some());
 }

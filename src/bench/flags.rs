@@ -507,7 +507,7 @@ impl Flags {
             database_id: c.database_id.clone(),
             urls: c.urls.clone(),
             // The variant: the declared flag's (InfluxDB 3's edition, TimescaleDB's mode).
-            edition: core.variant,
+            variant: core.variant,
             database: c.database.clone(),
             mode: c.database_mode,
             confirm_reset: c.confirm_reset.clone(),
@@ -674,7 +674,7 @@ pub(crate) mod tests {
             .unwrap()
             .request(Phase::All)
             .unwrap();
-        assert_eq!(req.edition.as_deref(), Some("timescaledb"));
+        assert_eq!(req.variant.as_deref(), Some("timescaledb"));
         assert_eq!(req.auth_token_env.as_deref(), Some("TSBS_PG_PASSWORD"));
         assert_eq!(
             serde_json::Value::Object(req.product_values.clone()),
@@ -798,7 +798,7 @@ pub(crate) mod tests {
         let req = f.request(Phase::Query).unwrap();
         assert_eq!(req.count_timeout, Some(std::time::Duration::from_secs(60)));
         assert!(req.no_sync);
-        assert_eq!(req.edition.as_deref(), Some("core"));
+        assert_eq!(req.variant.as_deref(), Some("core"));
     }
 
     #[test]

@@ -16,13 +16,13 @@
 //! the end of a run in `conclude.rs`.
 
 mod coldstart;
-pub mod compact;
 mod conclude;
 pub mod exec;
 pub mod flags;
 pub mod footprint;
 pub mod inputfile;
 pub mod integrity;
+pub mod maintenance;
 pub mod operation;
 mod phases;
 pub mod plan;
@@ -115,7 +115,7 @@ pub struct Bench<'a> {
     /// A maintenance statement whose wait was interrupted: the server may still answer it
     /// while it stops (a real v1.0.2 sent HTTP 500 "Region … is stopped"), and that answer is
     /// recorded with the statement's step.
-    late_answer: Option<compact::LateAnswer>,
+    late_answer: Option<maintenance::LateAnswer>,
     /// The server's resource timeline, told of every step by the run.
     timeline: std::sync::Arc<timeline::Timeline>,
 }
@@ -186,7 +186,6 @@ fn run_in(
     // Every rule and default, the target opened (managed: locked for the whole command).
     let (plan, target) = plan::resolve(ctx, entry, req)?;
     let w = match &plan.work {
-        plan::Work::Compact => return compact::run(ctx, &plan, target),
         plan::Work::Operation(op) => return operation::run(ctx, &plan, op, target),
         plan::Work::Benchmark(w) => w,
     };
@@ -233,7 +232,7 @@ fn run_in(
             &plan.root,
             NewRun {
                 product: entry.name,
-                edition: target.edition(),
+                variant: target.variant(),
                 kind: RunKind::Benchmark,
                 phase: phase.as_str(),
                 run_id: plan.run_id.as_deref(),

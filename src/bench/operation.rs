@@ -1,7 +1,9 @@
 //! A product's own operation (`bench <product> <operation>`, [`crate::product::ext`]): its
-//! own run directory (kind `operation`, phase the operation's name) under the workspace lock,
-//! in which the product's code runs through [`crate::product::OpCtx`] (implemented by
-//! [`Bench`] in `compact.rs`). Nothing here names a product or an operation.
+//! own run directory (of the kind the operation declares, else `operation`; phase the
+//! operation's name) under the workspace lock, in which the product's code runs through
+//! [`crate::product::OpCtx`] (implemented by [`Bench`] in `maintenance.rs`). What the
+//! operation checks first, the table it needs and the workload it records are its own
+//! declarations. Nothing here names a product or an operation.
 
 use serde_json::json;
 
@@ -13,23 +15,35 @@ use crate::output::{Event, Outcome};
 use crate::product::ext::Operation;
 use crate::run::{NewRun, RunDir, RunKind};
 
-pub fn run(ctx: &Ctx, plan: &Plan, op: &Operation, target: Target) -> Result<Outcome> {
-    if target.managed().is_none() {
+pub fn run(ctx: &Ctx, plan: &Plan, op: &'static Operation, target: Target) -> Result<Outcome> {
+    let values = &plan.product;
+    let Some(m) = target.managed() else {
         return Err(Error::invalid(format!(
             "`bench {} {}` works on a managed workspace",
             target.entry.name, op.name
         ))
         .with_hint("pass --database-id ID instead of --url"));
+    };
+    // Before the run exists: what the workspace's version cannot run, the table it needs.
+    (op.check)(&m.ws.manifest.version, values)?;
+    if let Some(t) = op.table {
+        super::preflight::check_operation_table(&target, op.name, t.flag, &(t.of)(values))?;
     }
-    let mut workload = serde_json::Map::new();
-    workload.insert("operation".into(), op.name.into());
-    workload.extend(plan.product.clone());
+    let workload = match op.workload {
+        Some(record) => record(values),
+        None => {
+            let mut w = serde_json::Map::new();
+            w.insert("operation".into(), op.name.into());
+            w.extend(values.clone());
+            w
+        }
+    };
     let run = RunDir::create(
         &plan.root,
         NewRun {
             product: target.entry.name,
-            edition: None,
-            kind: RunKind::Operation,
+            variant: None,
+            kind: RunKind::Operation(op.run_kind()),
             phase: op.name,
             run_id: plan.run_id.as_deref(),
             command: ctx.command_line(),
@@ -42,7 +56,7 @@ pub fn run(ctx: &Ctx, plan: &Plan, op: &Operation, target: Target) -> Result<Out
     )?;
     let ctx = &super::recording(ctx, &run, &target);
     ctx.reporter.event(&Event::RunIn {
-        operation: Some(op.name.to_string()),
+        operation: Some(op.noun().to_string()),
         run: run.id().to_string(),
         dir: run.dir.clone(),
     });
@@ -52,6 +66,7 @@ pub fn run(ctx: &Ctx, plan: &Plan, op: &Operation, target: Target) -> Result<Out
 }
 
 impl Bench<'_> {
+    /// Runs the product's operation, its server pin and data state recorded first.
     fn operation(&mut self, op: &Operation) -> Result<()> {
         self.run.manifest.server = self.target.server_pin();
         self.run.manifest.data_state = self.target.data_state();

@@ -100,8 +100,6 @@ pub struct ServerPlan {
 pub enum Work {
     /// Load, query or analyze a dataset.
     Benchmark(Box<Workload>),
-    /// The product's compaction.
-    Compact,
     /// The product's operation.
     Operation(&'static Operation),
 }
@@ -128,7 +126,7 @@ impl Plan {
     pub fn workload(&self) -> Option<&Workload> {
         match &self.work {
             Work::Benchmark(w) => Some(w),
-            Work::Compact | Work::Operation(_) => None,
+            Work::Operation(_) => None,
         }
     }
 }
@@ -154,7 +152,7 @@ fn target_plan(entry: &Entry, phase: Phase, req: &Request) -> Result<TargetPlan>
                 .map(|v| (v, req.confirm_runtime.clone())),
         },
         None => {
-            let product = (entry.make)(req.edition.as_deref())?;
+            let product = (entry.make)(req.variant.as_deref())?;
             // The database the --url names (PostgreSQL), else --database, else `benchmark`
             // (validation refused the two naming different ones).
             let mut named = None;
@@ -172,7 +170,7 @@ fn target_plan(entry: &Entry, phase: Phase, req: &Request) -> Result<TargetPlan>
                     .clone()
                     .or(named)
                     .unwrap_or_else(|| "benchmark".into()),
-                variant: req.edition.clone(),
+                variant: req.variant.clone(),
                 user: req.user.clone().filter(|_| product.takes_basic_auth()),
             }
         }
@@ -227,8 +225,11 @@ pub fn resolve(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<(Plan,
     let timing = server_timing(target.default_timing(), req);
     let mode = resolved_mode(req);
     let work = match phase {
-        Phase::Compact => Work::Compact,
-        Phase::Operation => Work::Operation(operation_of(&target, req)?),
+        // GreptimeDB's compact phase is its operation `compact`.
+        Phase::Compact => Work::Operation(operation_of(&target, Phase::Compact.as_str())?),
+        Phase::Operation => {
+            Work::Operation(operation_of(&target, req.operation.unwrap_or_default())?)
+        }
         _ => Work::Benchmark(Box::new(workload(&root, &mut target, phase, mode, req)?)),
     };
     let plan = Plan {
@@ -295,9 +296,8 @@ fn check_run_id(root: &Root, entry: &Entry, req: &Request) -> Result<()> {
     Ok(())
 }
 
-/// The operation the request names, of the target's product (exit 2 when it has none).
-fn operation_of(target: &Target, req: &Request) -> Result<&'static Operation> {
-    let name = req.operation.unwrap_or_default();
+/// The operation `name` of the target's product (exit 2 when it has none).
+fn operation_of(target: &Target, name: &str) -> Result<&'static Operation> {
     target
         .product
         .bench_ext()
@@ -575,7 +575,7 @@ mod tests {
         let pg = Request {
             phase: Some(Phase::Query),
             urls: vec!["postgres://bench@10.0.0.5:5432/tsbs".into()],
-            edition: Some("postgresql".into()),
+            variant: Some("postgresql".into()),
             ..Request::default()
         };
         let t = target_plan(&timescaledb::ENTRY, Phase::Query, &pg).unwrap();

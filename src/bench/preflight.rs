@@ -102,16 +102,22 @@ pub fn check_disk(target: &Target, plan: &Plan, w: &Workload) -> Result<()> {
     diskspace::ensure_room(&needs)
 }
 
-/// compact: the table must be one the workspace's loaded dataset wrote (#16: deciding it by
-/// asking the server would start the server first): one of its use case's tables.
-pub fn check_compact_table(target: &Target, table: &str) -> Result<()> {
+/// A product operation that works on a table (`op`, given by `flag`): the table must be one
+/// the workspace's loaded dataset wrote (#16: deciding it by asking the server would start
+/// the server first): one of its use case's tables.
+pub fn check_operation_table(
+    target: &Target,
+    op: &str,
+    flag: &crate::product::ext::BenchFlag,
+    table: &str,
+) -> Result<()> {
     let Some(m) = target.managed() else {
         return Ok(());
     };
     let id = m.ws.id();
     match target.binding() {
         None => Err(Error::invalid(format!(
-            "nothing to compact in workspace {id}: it holds no loaded data (table {table} does not exist)"
+            "nothing to {op} in workspace {id}: it holds no loaded data (table {table} does not exist)"
         ))
         .with_hint(format!(
             "load the dataset first: tsbsctl bench {} load --database-id {id}",
@@ -135,7 +141,7 @@ pub fn check_compact_table(target: &Target, table: &str) -> Result<()> {
                 uc.name,
                 tables.join(", ")
             ))
-            .with_hint(format!("pass --table {}", uc.first_table())))
+            .with_hint(format!("pass --{} {}", flag.long, uc.first_table())))
         }
     }
 }

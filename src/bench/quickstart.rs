@@ -114,8 +114,9 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
                 ws.http_port()
             ))
             .with_hint(format!(
-                "run `tsbsctl quickstart` without --http-port to keep {}; a workspace never changes its ports, so for another one remove it first (`tsbsctl greptimedb remove --database-id {WORKSPACE} --confirm {WORKSPACE}`, which deletes its data)",
-                ws.http_port()
+                "run `tsbsctl quickstart` without --http-port to keep {}; a workspace never changes its ports, so for another one remove it first (`{} remove --database-id {WORKSPACE} --confirm {WORKSPACE}`, which deletes its data)",
+                ws.http_port(),
+                product.cli()
             )));
         }
     }
@@ -147,12 +148,13 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
             .map(|p| crate::install::newest_stable_installed(&ctx.root, product, &p).is_some())
             .unwrap_or(false);
         if !installed {
+            let name = product.display_name();
             check_reachable(
                 &sources,
                 SourceKey::GithubApi,
-                "finding the latest GreptimeDB release",
+                &format!("finding the latest {name} release"),
             )?;
-            check_reachable(&sources, SourceKey::Github, "downloading GreptimeDB")?;
+            check_reachable(&sources, SourceKey::Github, &format!("downloading {name}"))?;
         }
         r.event(&Event::QuickstartWorkspace {
             product: product.display_name(),

@@ -22,7 +22,8 @@ pub struct Request {
     pub phase: Option<Phase>,
     pub database_id: Option<String>,
     pub urls: Vec<String>,
-    pub edition: Option<String>,
+    /// The product's variant (its `variant_flag`'s value).
+    pub variant: Option<String>,
     pub database: Option<String>,
     pub mode: Option<DatabaseMode>,
     pub confirm_reset: Option<String>,
@@ -402,7 +403,7 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
         }
     }
     if let Some(flag) = entry.variant_flag {
-        if external && req.edition.is_none() {
+        if external && req.variant.is_none() {
             let choices: Vec<String> = entry
                 .variants
                 .iter()
@@ -415,7 +416,7 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
             ))
             .with_hint(format!("add {}", choices.join(" or "))));
         }
-        if !external && req.edition.is_some() {
+        if !external && req.variant.is_some() {
             return Err(Error::invalid(format!(
                 "a managed workspace's {} comes from its manifest; omit {flag}",
                 flag.trim_start_matches('-')
@@ -706,7 +707,7 @@ pub(super) mod tests {
                 "timescaledb takes one url, and says why",
                 t,
                 Request {
-                    edition: Some("postgresql".into()),
+                    variant: Some("postgresql".into()),
                     ..external(Phase::Query, &[pg, "postgres://bench@10.0.0.6:5432/tsbs"])
                 },
                 Some("TimescaleDB takes one --url: its TSBS loader (tsbs_load_timescaledb) connects to one server"),
@@ -769,7 +770,7 @@ pub(super) mod tests {
                 "influxdb3 takes several urls",
                 i,
                 Request {
-                    edition: Some("core".into()),
+                    variant: Some("core".into()),
                     ..external(Phase::Query, &[url, "http://10.0.0.6:4000"])
                 },
                 None,
@@ -784,7 +785,7 @@ pub(super) mod tests {
                 "managed influxdb3 takes no edition",
                 i,
                 Request {
-                    edition: Some("core".into()),
+                    variant: Some("core".into()),
                     ..managed(Phase::All)
                 },
                 Some("a managed workspace's edition comes from its manifest; omit --edition"),
@@ -859,7 +860,7 @@ pub(super) mod tests {
                 "external postgresql",
                 t,
                 Request {
-                    edition: Some("postgresql".into()),
+                    variant: Some("postgresql".into()),
                     auth_token_env: Some("PGPASS".into()),
                     ..external(Phase::All, &[pg])
                 },
@@ -875,7 +876,7 @@ pub(super) mod tests {
                 "postgresql takes a postgres url",
                 t,
                 Request {
-                    edition: Some("postgresql".into()),
+                    variant: Some("postgresql".into()),
                     ..external(Phase::Query, &[url])
                 },
                 Some("invalid --url"),
@@ -884,7 +885,7 @@ pub(super) mod tests {
                 "a password in the url",
                 t,
                 Request {
-                    edition: Some("postgresql".into()),
+                    variant: Some("postgresql".into()),
                     ..external(Phase::Query, &["postgres://bench:hunter2@h/tsbs"])
                 },
                 Some("--url must not hold a password"),
@@ -893,7 +894,7 @@ pub(super) mod tests {
                 "url and --database name different databases",
                 t,
                 Request {
-                    edition: Some("postgresql".into()),
+                    variant: Some("postgresql".into()),
                     database: Some("other".into()),
                     ..external(Phase::Query, &[pg])
                 },
@@ -903,7 +904,7 @@ pub(super) mod tests {
                 "url and --database agree",
                 t,
                 Request {
-                    edition: Some("postgresql".into()),
+                    variant: Some("postgresql".into()),
                     database: Some("tsbs".into()),
                     ..external(Phase::Query, &[pg])
                 },

@@ -98,7 +98,7 @@ pub struct External {
     pub user: Option<String>,
     pub urls: Vec<String>,
     pub database: String,
-    pub edition: Option<String>,
+    pub variant: Option<String>,
     /// What the server reported (version, ...).
     pub probe: Value,
 }
@@ -226,7 +226,7 @@ impl Target {
                         user: user.clone(),
                         urls: urls.clone(),
                         database: database.clone(),
-                        edition: variant.clone(),
+                        variant: variant.clone(),
                         probe,
                     }),
                     auth_token,
@@ -300,10 +300,10 @@ impl Target {
         }
     }
 
-    pub fn edition(&self) -> Option<String> {
+    pub fn variant(&self) -> Option<String> {
         match &self.place {
-            Place::Managed(m) => m.ws.manifest.edition.clone(),
-            Place::External(e) => e.edition.clone(),
+            Place::Managed(m) => m.ws.manifest.variant.clone(),
+            Place::External(e) => e.variant.clone(),
         }
     }
 
@@ -379,10 +379,10 @@ impl Target {
     }
 
     fn run_target(&self) -> Result<RunTarget> {
-        let common = |mode, edition: Option<String>, database: &str, endpoint: String| RunTarget {
+        let common = |mode, variant: Option<String>, database: &str, endpoint: String| RunTarget {
             mode,
             product: self.entry.name.to_string(),
-            edition,
+            variant,
             database_id: None,
             workspace_path: None,
             urls: None,
@@ -425,7 +425,7 @@ impl Target {
                     version_override: Some(m.runtime.is_some()),
                     ..common(
                         TargetMode::Managed,
-                        w.edition.clone(),
+                        w.variant.clone(),
                         &w.database,
                         m.ws.endpoint(),
                     )
@@ -444,7 +444,7 @@ impl Target {
                 admin_token: Some(self.admin_token.is_some()),
                 ..common(
                     TargetMode::External,
-                    e.edition.clone(),
+                    e.variant.clone(),
                     &e.database,
                     e.urls[0].clone(),
                 )
@@ -508,7 +508,10 @@ impl Target {
 
     pub fn data_state(&self) -> Option<crate::run::RunDataState> {
         let m = self.managed()?;
-        Some(crate::run::RunDataState::of(&m.ws.manifest.data_state))
+        Some(crate::run::RunDataState::of(
+            &m.ws.manifest.data_state,
+            self.entry.name,
+        ))
     }
 
     /// The binding a load of `sf` would record.
@@ -778,11 +781,6 @@ fn unfinished_load(
     found.pop().map(|(_, id, ds)| (id, ds))
 }
 
-/// The data state in words (see [`workspace::DataState::label`]).
-pub fn data_state_label(ds: &workspace::DataState) -> String {
-    ds.label()
-}
-
 fn version_override(
     root: &Root,
     product: &dyn Product,
@@ -843,7 +841,7 @@ fn probe_external(
     product: &dyn ExternalServer,
     urls: &[String],
     token: Option<&Secret>,
-    edition: Option<&str>,
+    variant: Option<&str>,
 ) -> Result<Value> {
     let c = client()?;
     let mut versions = Vec::new();
@@ -852,7 +850,7 @@ fn probe_external(
         if let Some(path) = product.external_health_path() {
             health(entry, &c, u, path, token)?;
         }
-        let (version, extra) = product.probe_version(&c, u, token, edition)?;
+        let (version, extra) = product.probe_version(&c, u, token, variant)?;
         // #13: a server that does not name its version the product's way is not that product
         // (a GreptimeDB benchmark against an InfluxDB 3 port would fail every query type).
         let Some(v) = &version else {
@@ -961,7 +959,7 @@ mod tests {
                 user: user.map(str::to_string),
                 urls: vec!["http://10.0.0.5:4000".into()],
                 database: "benchmark".into(),
-                edition: edition.map(str::to_string),
+                variant: edition.map(str::to_string),
                 probe: Value::Null,
             }),
             auth_token: Some(Secret::new("s3cr3t")),

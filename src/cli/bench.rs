@@ -301,7 +301,7 @@ mod tests {
             let (m, req) = fixture_records_the_same_flags("influxdb3", text);
             let command = m["command"].as_str().unwrap();
             assert_eq!(
-                req.edition.as_ref(),
+                req.variant.as_ref(),
                 m["flags"]["edition"].as_str().map(String::from).as_ref()
             );
             assert_eq!(serde_json::Value::from(req.no_sync), m["flags"]["no_sync"]);
@@ -376,7 +376,7 @@ mod tests {
             .request(Phase::Load)
             .unwrap();
         assert_eq!(req.auth_token_env.as_deref(), Some("I2_TOK"));
-        assert!(!req.no_sync && req.edition.is_none());
+        assert!(!req.no_sync && req.variant.is_none());
         assert_eq!(req.product_values["accept_partial"], false);
         assert!(req.admin_token_env.is_none() && req.count_timeout.is_none());
     }

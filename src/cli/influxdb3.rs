@@ -499,7 +499,7 @@ fn activate_cmd(ctx: &Ctx, a: ActivateArgs) -> Result<Outcome> {
         json!({
             "database_id": id,
             "database_path": o.dir,
-            "edition": m.edition,
+            "edition": m.variant,
             "version": m.version,
             "license": lic,
             "reused": o.reused,

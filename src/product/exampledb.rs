@@ -180,10 +180,10 @@ impl ManagedServer for ExampleDb {
 impl Driver for ExampleDb {
     /// Its writes and SQL are GreptimeDB's, so GreptimeDB's loader and runner drive it.
     fn tsbs_loader(&self) -> &'static str {
-        crate::tsbs::command::LOAD_GREPTIME
+        super::greptimedb::LOAD_GREPTIME
     }
     fn tsbs_runner(&self) -> &'static str {
-        crate::tsbs::command::RUN_QUERIES_GREPTIME
+        super::greptimedb::RUN_QUERIES_GREPTIME
     }
     /// The queries TSBS generates for GreptimeDB (`--format greptime`): the same files.
     fn query_format(&self) -> QueryFormat {
@@ -309,6 +309,7 @@ static BENCH_EXT: BenchExt = BenchExt {
         name: "vacuum",
         about: "Rewrite the managed workspace's segments without deleted rows (a maintenance run).",
         run: vacuum,
+        ..Operation::NONE
     }],
     ..BenchExt::NONE
 };

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use super::op::OpCtx;
 use crate::error::{Error, Result};
 use crate::tsbs::ToolArg;
+pub use crate::workspace_manifest::MaintenanceWords;
 
 /// Resolved (or given) product flag values, by key (the flag's name in snake case).
 pub type Values = Map<String, Value>;
@@ -94,6 +95,121 @@ pub struct Operation {
     /// Runs it in a run of its own, on the managed workspace's stopped server, with the
     /// product's resolved flag values.
     pub run: fn(ctx: &mut dyn OpCtx, values: &Values) -> Result<()>,
+    /// What its runs are: the word their records carry as their kind (`run_kind`) and
+    /// messages call a run of it ("compaction run ... in ..."), as runs recorded before the
+    /// product declared it; `None`: kind `operation`, called by its name.
+    pub kind: Option<&'static str>,
+    /// Refuses (exit 2, before the run exists) what the managed workspace's installed
+    /// `version` cannot run, by the resolved values.
+    pub check: fn(version: &str, values: &Values) -> Result<()>,
+    /// The table it works on, checked against the workspace's loaded dataset before the run
+    /// exists (`None`: none).
+    pub table: Option<&'static OpTable>,
+    /// The run's `workload` record from the resolved values (`None`: `operation`, its name,
+    /// then the values).
+    pub workload: Option<fn(values: &Values) -> Values>,
+    /// The steps that change the data: a run that leaves one of them unfinished leaves the
+    /// data state unknown (empty: any step but the server's).
+    pub changes_data: &'static [&'static str],
+    /// Its own section of the run's summary (`None`: the generic `operation`, its steps).
+    pub summary: Option<&'static OpSummary>,
+}
+
+/// The table an operation works on.
+#[derive(Debug)]
+pub struct OpTable {
+    /// The flag that names it (the refusal's hint).
+    pub flag: &'static BenchFlag,
+    /// The table the resolved values name (the flag's default applied).
+    pub of: fn(values: &Values) -> String,
+}
+
+/// The step of a run named so, last attempt: `{"status", "reason", "data"}` (`None`: no
+/// such step).
+pub type StepRecord<'a> = dyn Fn(&str) -> Option<Value> + 'a;
+
+/// An operation's own section of its runs' summaries, and what `runs report` shows of it.
+#[derive(Debug)]
+pub struct OpSummary {
+    /// The summary's key (every summary has it: `null` but in a run of this operation), as
+    /// runs recorded before the product declared it.
+    pub key: &'static str,
+    /// The section from the run's workload record and steps.
+    pub build: fn(workload: &Values, step: &StepRecord) -> Value,
+    /// The storage cells `runs report` shows for a run whose data the last completed run of
+    /// this operation left (its maintenance record's `operation` is [`Operation::noun`]),
+    /// from that run's section: (key, value), in order.
+    pub report_storage: fn(section: &Value) -> Vec<(&'static str, Value)>,
+}
+
+/// The run kind of a product operation that declares none.
+pub const OPERATION_KIND: &str = "operation";
+
+impl Operation {
+    /// An operation that declares nothing but what every one must (its name, about and run,
+    /// which a declaration sets): the base the products' declarations change with struct
+    /// update (`Operation { name, about, run, ..Operation::NONE }`).
+    pub const NONE: Operation = Operation {
+        name: "",
+        about: "",
+        run: |_, _| Ok(()),
+        kind: None,
+        check: |_, _| Ok(()),
+        table: None,
+        workload: None,
+        changes_data: &[],
+        summary: None,
+    };
+
+    /// The kind its runs' records carry.
+    pub fn run_kind(&self) -> &'static str {
+        self.kind.unwrap_or(OPERATION_KIND)
+    }
+    /// What messages call a run of it.
+    pub fn noun(&self) -> &'static str {
+        self.kind.unwrap_or(self.name)
+    }
+}
+
+/// Every product's operations (each product's default variant), in registry order.
+fn all_operations() -> impl Iterator<Item = &'static Operation> {
+    super::all()
+        .iter()
+        .filter_map(|e| (e.make)(None).ok()?.bench_ext())
+        .flat_map(|x| x.operations.iter())
+}
+
+/// The operation `phase` of product `product` (a run's phase is its operation's name).
+pub fn operation_of(product: &str, phase: &str) -> Option<&'static Operation> {
+    super::resolve(product, None)
+        .ok()?
+        .bench_ext()?
+        .operation(phase)
+}
+
+/// The run kind an operation declares as `word` (`None`: no product's operation does).
+pub fn declared_run_kind(word: &str) -> Option<&'static str> {
+    all_operations().find_map(|o| o.kind.filter(|k| *k == word))
+}
+
+/// The maintenance words of the product named `product` ([`BenchExt::maintenance`]; none for
+/// a product this tsbsctl does not know).
+pub fn maintenance_words(product: &str) -> &'static [MaintenanceWords] {
+    super::resolve(product, None)
+        .ok()
+        .and_then(|p| p.bench_ext())
+        .map_or(&[], |x| x.maintenance)
+}
+
+/// The keys of the operations' own summary sections, each once: every run summary has them.
+pub fn summary_keys() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for k in all_operations().filter_map(|o| o.summary.map(|s| s.key)) {
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
 }
 
 /// How a run's `flags` record a product's own flags.
@@ -140,6 +256,58 @@ pub struct BenchExt {
     /// What the core reads of its given flags (typed, checked by [`BenchExt::resolve`]):
     /// the variant, the token variables, the count timeout ([`CoreValues::none`]: nothing).
     pub core: fn(given: &Values) -> CoreValues,
+    /// The maintenance records its operations and its work before the queries write, and
+    /// what each makes of the data-state label (empty: none changes it).
+    pub maintenance: &'static [MaintenanceWords],
+    /// The settings of its loads besides workers and batch size that its runs' workloads
+    /// record, and what summaries, reports and comparisons make of them (`None`: none).
+    pub write_settings: Option<&'static WriteSettings>,
+}
+
+/// A product's write settings (InfluxDB 3's durability flags), as its runs' workloads record
+/// them among [`WORKLOAD_KEYS`].
+pub struct WriteSettings {
+    /// The workload keys that hold them, in order: `runs compare` holds two loads to the same
+    /// values and names the ones recorded by these keys.
+    pub keys: &'static [&'static str],
+    /// How the run's writes were acknowledged (the summary's `durability`), from its
+    /// workload record.
+    pub durability: fn(workload: &Values) -> Durability,
+}
+
+/// How a run's writes were acknowledged: the summary's `durability`, for a product whose
+/// [`WriteSettings`] say it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Durability {
+    pub no_sync: bool,
+    pub accept_partial: bool,
+    pub durable_write_acknowledgement: bool,
+    pub whole_batch_rejection: bool,
+}
+
+/// The [`WriteSettings`] of the product named `product` (`None`: it declares none, or this
+/// tsbsctl does not know it).
+pub fn write_settings(product: &str) -> Option<&'static WriteSettings> {
+    super::resolve(product, None)
+        .ok()?
+        .bench_ext()?
+        .write_settings
+}
+
+/// The values of a run's write settings (the declared keys its `workload` records, `null`
+/// ones left out), by the product named `product`: what `runs compare` holds two loads to.
+pub fn recorded_write_settings(product: &str, workload: &Values) -> Values {
+    write_settings(product)
+        .map(|w| w.keys)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|k| {
+            workload
+                .get(*k)
+                .filter(|v| !v.is_null())
+                .map(|v| (k.to_string(), v.clone()))
+        })
+        .collect()
 }
 
 /// The few of a product's flag values the core itself reads (the rest is the product's):
@@ -264,6 +432,8 @@ impl BenchExt {
         basic_auth: None,
         partitioning: |_| None,
         core: CoreValues::none,
+        maintenance: &[],
+        write_settings: None,
     };
 
     /// The operation named `name`, if the product has one.

@@ -48,8 +48,4 @@ pub trait StorageFootprint {
     ) -> Result<Option<crate::s3::Location>> {
         Ok(None)
     }
-    /// The storage engine the files on disk show, when the product has several.
-    fn detect_engine(&self, _dir: &Path) -> Option<&'static str> {
-        None
-    }
 }

@@ -32,6 +32,11 @@ use crate::workspace_manifest::WorkspaceManifest;
 const TEMPLATE: &str = include_str!("../../templates/greptimedb/standalone.toml.j2");
 /// `version_source` of a version found through GitHub's `releases/latest`.
 pub const LATEST_SOURCE: &str = "github-latest-stable";
+/// Its TSBS loader.
+pub const LOAD_GREPTIME: &str = "tsbs_load_greptime";
+/// Its TSBS query runner: the InfluxDB v1 runner (GreptimeDB's `/v1/sql` query paths). Other
+/// products whose servers answer the same paths borrow it.
+pub const RUN_QUERIES_GREPTIME: &str = "tsbs_run_queries_influx";
 const REPO: &str = "GreptimeTeam/greptimedb";
 
 /// The GreptimeDB product.
@@ -152,12 +157,10 @@ impl Product for GreptimeDb {
     fn maintenance(&self) -> Option<Box<dyn super::Maintenance>> {
         Some(Box::new(GreptimeDb))
     }
-    fn compaction(&self) -> Option<&'static super::op::Compaction> {
-        Some(&compact::COMPACTION)
-    }
     /// Its own flags (compaction, analyze, the query run's flush and version override:
-    /// `greptimedb/flags.rs`, recorded flat as they always were), where its data was
-    /// (`data_location`), its analyze phase and what it does before the queries.
+    /// `greptimedb/flags.rs`, recorded flat as they always were), its manual compaction (the
+    /// operation `compact`), where its data was (`data_location`), its analyze phase and
+    /// what it does before the queries.
     fn bench_ext(&self) -> Option<&'static super::ext::BenchExt> {
         Some(&BENCH_EXT)
     }
@@ -220,6 +223,8 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     version_override: Some(&flags::VERSION_OVERRIDE),
     basic_auth: Some(&flags::BASIC_AUTH),
     partitioning: flags::partitioning,
+    operations: &[compact::COMPACT],
+    maintenance: &[compact::COMPACTION_WORDS, before_queries::FLUSH_WORDS],
     ..super::ext::BenchExt::NONE
 };
 
@@ -278,6 +283,7 @@ impl QueryFormat {
         generator_flags: &[],
         use_cases: &["devops", "iot"],
         refused_types: &[],
+        answers: Some(crate::answers::PrintFormat::JsonEnvelope),
     };
 }
 

@@ -28,6 +28,9 @@ use crate::workspace_manifest::WorkspaceManifest;
 
 /// `version_source` of a version read from the official installer script.
 pub const LATEST_SOURCE: &str = "installer-script";
+/// Its TSBS loader and query runner.
+pub const LOAD_INFLUX3: &str = "tsbs_load_influx3";
+pub const RUN_QUERIES_INFLUX3: &str = "tsbs_run_queries_influx3";
 
 /// The two editions (`--edition`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -173,6 +176,7 @@ pub fn license_env_names(version: &str) -> (&'static str, &'static str) {
 /// Core and Enterprise are other server builds; an Enterprise run ran under its licence
 /// (recorded in `server_settings.license.type`), and an At-Home licence limits the server.
 static VARIANTS: RunVariants = RunVariants {
+    noun: "edition",
     editions_why: "they are different server builds (storage engine, licence and its limits)",
     limits: Some(RunLimits {
         applies: |edition| edition == Some(Edition::Enterprise.as_str()),
@@ -256,9 +260,6 @@ impl StorageFootprint for InfluxDb3 {
     ) -> Result<Option<crate::s3::Location>> {
         object_store::of_extra(extra, &object_store::node_id_of(database_id, extra))
     }
-    fn detect_engine(&self, dir: &Path) -> Option<&'static str> {
-        detect_engine(dir)
-    }
 }
 
 impl Reporting for InfluxDb3 {
@@ -280,9 +281,6 @@ impl Reporting for InfluxDb3 {
         }
         Some(v)
     }
-    fn records_durability(&self) -> bool {
-        true
-    }
 }
 
 static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
@@ -290,6 +288,7 @@ static BENCH_EXT: super::ext::BenchExt = super::ext::BenchExt {
     record: super::ext::Record::Flat,
     resolve: flags::resolve,
     core: flags::core,
+    write_settings: Some(&flags::WRITE_SETTINGS),
     ..super::ext::BenchExt::NONE
 };
 
@@ -337,6 +336,7 @@ impl QueryFormat {
         // `databases/influx3` implements `NewDevops` only: no iot queries.
         use_cases: &["devops"],
         refused_types: &[],
+        answers: Some(crate::answers::PrintFormat::SqlThenBody),
     };
 }
 
@@ -412,7 +412,7 @@ pub fn server_settings(
         });
     };
     let lic = &ws.extra["license"];
-    let enterprise = ws.edition.as_deref() == Some("enterprise");
+    let enterprise = ws.variant.as_deref() == Some("enterprise");
     let license = if !enterprise {
         json!({"type": "not-required"})
     } else {

@@ -61,7 +61,7 @@ pub use external::ExternalServer;
 pub use footprint::StorageFootprint;
 pub use loading::Loading;
 pub use managed_server::ManagedServer;
-pub use op::{CompactRequest, Compaction, OpCtx, StepEnd};
+pub use op::{OpCtx, StepEnd};
 pub use reporting::Reporting;
 pub use workspace_setup::WorkspaceSetup;
 pub use ws_op::{ServerStart, WorkspaceOpCtx};
@@ -157,10 +157,6 @@ pub trait Product:
     /// SQL maintenance (flush, compaction, table state) for the compact phase and the data
     /// location before queries; `None`: the product has none.
     fn maintenance(&self) -> Option<Box<dyn Maintenance>> {
-        None
-    }
-    /// Manual compaction (the compact phase), run through [`op::OpCtx`]; `None`: none.
-    fn compaction(&self) -> Option<&'static op::Compaction> {
         None
     }
     /// The product's own bench flags and operations (`bench <product> --flag`, `bench

@@ -89,28 +89,6 @@ pub trait OpCtx: StepCtx {
     fn update_last_maintenance(&mut self, rec: MaintenanceRecord) -> Result<()>;
 }
 
-/// What a compaction was asked for (the flags, defaults applied).
-#[derive(Debug, Clone)]
-pub struct CompactRequest {
-    pub table: String,
-    pub strategy: String,
-    pub window: Option<u64>,
-    pub parallelism: Option<u32>,
-    /// How long to wait, after the answer, for the corroborating server log line (seconds).
-    pub confirm_timeout: f64,
-}
-
-/// A product's manual compaction.
-pub struct Compaction {
-    /// The compaction the product's resolved flag values of the compact phase ask for
-    /// ([`super::ext::BenchExt::resolve`]: checks and defaults applied).
-    pub request: fn(values: &super::ext::Values) -> CompactRequest,
-    /// Refuses (exit 2, before the run exists) what the workspace's `version` cannot run.
-    pub check: fn(version: &str, req: &CompactRequest) -> Result<()>,
-    /// Runs it in the context of a run whose server is stopped.
-    pub run: fn(ctx: &mut dyn OpCtx, req: &CompactRequest) -> Result<()>,
-}
-
 /// What a product does before its queries run, on a started server, given its resolved flag
 /// values ([`super::ext::BenchExt::resolve`]): GreptimeDB's optional flush
 /// (`--flush-before-queries`), the wait for the compaction that flush starts, and where the

@@ -24,10 +24,6 @@ pub trait Reporting {
     fn statistics_exclusion(&self) -> &'static str {
         "Nothing: every query in the file is in these statistics, the first query of each worker included (it also sets up the worker's HTTP connection; this runner has no burn-in)."
     }
-    /// Whether the server is told a durability policy the summary shows (InfluxDB 3).
-    fn records_durability(&self) -> bool {
-        false
-    }
     /// Product server settings recorded with the target (InfluxDB 3: durability, engine).
     fn server_settings(
         &self,

@@ -18,13 +18,6 @@ use std::process::Command;
 
 use crate::error::{Error, Result};
 
-/// The loader and runner binaries tsbsctl drives.
-pub const LOAD_GREPTIME: &str = "tsbs_load_greptime";
-pub const LOAD_INFLUX3: &str = "tsbs_load_influx3";
-/// GreptimeDB is queried through the InfluxDB v1 runner (its `/v1/sql` query paths).
-pub const RUN_QUERIES_GREPTIME: &str = "tsbs_run_queries_influx";
-pub const RUN_QUERIES_INFLUX3: &str = "tsbs_run_queries_influx3";
-
 /// The loader's periodic report interval the reference passes.
 pub const REPORTING_PERIOD: &str = "10s";
 /// What every runner invocation passes: no interim stat blocks on stderr.

@@ -128,7 +128,7 @@ impl Workspace {
     /// PostgreSQL's `postgres://postgres@127.0.0.1:PORT/DB`).
     pub fn endpoint(&self) -> String {
         let m = &self.manifest;
-        match crate::product::resolve(&m.product, m.edition.as_deref()) {
+        match crate::product::resolve(&m.product, m.variant.as_deref()) {
             Ok(p) => p.local_endpoint(self.http_port(), &m.database),
             Err(_) => format!("http://127.0.0.1:{}", self.http_port()),
         }

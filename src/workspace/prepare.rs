@@ -152,7 +152,7 @@ pub fn prepare(
             let m = WorkspaceManifest {
                 database_id: req.id.clone(),
                 product: product.name().to_string(),
-                edition: product.edition().map(str::to_string),
+                variant: product.edition().map(str::to_string),
                 version: version.clone(),
                 version_source,
                 platform: platform.dashed(),
@@ -357,15 +357,16 @@ fn check_unchanged(
     platform: &Platform,
 ) -> Result<()> {
     let id = &req.id;
-    if m.edition.as_deref() != product.edition() {
+    if m.variant.as_deref() != product.edition() {
         return Err(Error::invalid(format!(
             "workspace {id} is bound to {} {}; it cannot become {}",
             m.product,
-            m.edition.as_deref().unwrap_or("-"),
+            m.variant.as_deref().unwrap_or("-"),
             product.display_name()
         ))
         .with_hint(format!(
-            "a workspace never changes its edition: prepare a new one (`{} prepare --database-id NEW ...`)",
+            "a workspace never changes its {}: prepare a new one (`{} prepare --database-id NEW ...`)",
+            crate::product::variants::noun(product),
             product.cli()
         )));
     }

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use crate::answers::{self, PrintFormat};
+use crate::answers;
 use crate::error::Result;
 use crate::output::Warning;
 use crate::queryset::QuerySet;
@@ -25,7 +25,7 @@ use super::query::QueryFileRun;
 impl Bench<'_> {
     pub(in crate::bench) fn check_answers(&mut self, binary: &Path, set: &QuerySet) -> Result<()> {
         let runner = self.target.product.tsbs_runner();
-        let Some(format) = PrintFormat::of_runner(runner) else {
+        let Some(format) = self.target.product.query_format().answers else {
             self.reporter().warning(&Warning::AnswersNotChecked {
                 runner: runner.to_string(),
             });

@@ -19,7 +19,7 @@ pub static ANALYZE: QueryPhase = QueryPhase {
 
 fn analyze(ctx: &mut dyn PhaseCtx, set: &QuerySet, values: &Values) -> Result<()> {
     let hot = super::flags::hot_runs(values);
-    let binary = ctx.verified_tool(tsbs::command::RUN_QUERIES_GREPTIME)?;
+    let binary = ctx.verified_tool(super::RUN_QUERIES_GREPTIME)?;
     // The rows first, on a server of its own: every type below still starts cold.
     ctx.start_server()?;
     ctx.check_loaded_rows()?;

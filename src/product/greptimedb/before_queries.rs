@@ -26,7 +26,15 @@ use super::compact::{read_from, region_of, settled_region_statistics};
 use super::ssts;
 use crate::error::{Error, Result};
 use crate::output::Warning;
+use crate::product::ext::MaintenanceWords;
 use crate::product::op::{BeforeQueries, OpCtx, StepEnd};
+
+/// Its flush record (`--flush-before-queries`): data as loaded becomes "as loaded, flushed".
+pub const FLUSH_WORDS: MaintenanceWords = MaintenanceWords {
+    operation: "flush",
+    completed: "as loaded, flushed",
+    rewrites: false,
+};
 
 /// The benchmark table of a run without a dataset (what the TSBS loader writes for cpu-only).
 const TABLE: &str = "cpu";
@@ -69,7 +77,7 @@ fn run(ctx: &mut dyn OpCtx, values: &crate::product::ext::Values) -> Result<()> 
             statements.push(sql);
         }
         let rec = serde_json::from_value(json!({
-            "operation": "flush",
+            "operation": FLUSH_WORDS.operation,
             "status": "completed",
             "at": crate::manifest::now_rfc3339(),
             "run_id": ctx.run_id(),

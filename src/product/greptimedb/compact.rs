@@ -1,6 +1,10 @@
-//! Manual compaction of a managed GreptimeDB workspace (user-flows.md step 5), run by the
-//! compact phase (`bench/compact.rs`: its own run directory of kind `compaction`, under the
-//! workspace lock) through [`OpCtx`], which is all it knows of the run: start the bound
+//! Manual compaction of a managed GreptimeDB workspace (user-flows.md step 5): GreptimeDB's
+//! operation `compact` ([`COMPACT`]), run by the generic operation driver
+//! (`bench/operation.rs`: its own run directory, of the kind `compaction` its runs have always
+//! recorded, under the workspace lock) through [`OpCtx`], which is all it knows of the run.
+//! What is the compaction's own is declared here: its request (from the flags, `flags.rs`),
+//! the version check, the table it needs, its workload record, the steps that change the
+//! data, its summary section and the report's storage cells. It runs: start the bound
 //! instance, confirm the table exists in the bound SQL database, record its state before the
 //! flush, record the intent in the workspace's data state, run `ADMIN FLUSH_TABLE('<t>')`,
 //! record the state after the flush, run `ADMIN COMPACT_TABLE('<t>', '<strategy>',
@@ -22,7 +26,21 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::product::compare_versions;
-use crate::product::op::{CompactRequest, Compaction, OpCtx, StepEnd};
+use crate::product::ext::{MaintenanceWords, OpSummary, OpTable, Operation, StepRecord, Values};
+use crate::product::op::{OpCtx, StepEnd};
+
+use super::flags::compact_request;
+
+/// What a compaction was asked for (the flags, defaults applied: `flags.rs`).
+#[derive(Debug, Clone)]
+pub struct CompactRequest {
+    pub table: String,
+    pub strategy: String,
+    pub window: Option<u64>,
+    pub parallelism: Option<u32>,
+    /// How long to wait, after the answer, for the corroborating server log line (seconds).
+    pub confirm_timeout: f64,
+}
 
 /// The first version whose `compact_table` takes `key=value` options such as `parallelism`
 /// (before: a bare number of seconds).
@@ -89,13 +107,99 @@ fn compact_statement(
     }
 }
 
-/// GreptimeDB's manual compaction, run by `bench greptimedb compact` (its flags, their checks
-/// and defaults: `flags.rs`).
-pub const COMPACTION: Compaction = Compaction {
-    request: super::flags::compact_request,
-    check: |version, req| check_version(version, &req.strategy, req.parallelism),
-    run,
+/// GreptimeDB's manual compaction, `bench greptimedb compact` (its flags, their checks and
+/// defaults: `flags.rs`). Its runs are of kind `compaction`, their workload is the request
+/// (`table`, `strategy`, `window_seconds`, `parallelism`) and their summary's `compaction`
+/// section the statements and table states, as they always were.
+pub const COMPACT: Operation = Operation {
+    name: "compact",
+    about: "Flush, then compact a table (manual compaction).",
+    run: |ctx, values| run(ctx, &compact_request(values)),
+    kind: Some(COMPACTION_WORDS.operation),
+    check: |version, values| {
+        let req = compact_request(values);
+        check_version(version, &req.strategy, req.parallelism)
+    },
+    table: Some(&TABLE),
+    workload: Some(workload),
+    changes_data: &["flush", "compact"],
+    summary: Some(&SUMMARY),
 };
+
+/// Its maintenance record: a completed compaction labels the data "after manual
+/// compaction"; one that did not finish leaves the state unknown.
+pub const COMPACTION_WORDS: MaintenanceWords = MaintenanceWords {
+    operation: "compaction",
+    completed: "after manual compaction",
+    rewrites: true,
+};
+
+/// The table compacted (`--table`, default `cpu`) must be one the loaded dataset wrote.
+static TABLE: OpTable = OpTable {
+    flag: &super::flags::TABLE,
+    of: |values| compact_request(values).table,
+};
+
+/// The run's workload: the request, in the keys compaction runs have always recorded.
+fn workload(values: &Values) -> Values {
+    let req = compact_request(values);
+    let v = json!({
+        "table": req.table,
+        "strategy": req.strategy,
+        "window_seconds": req.window,
+        "parallelism": req.parallelism,
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => unreachable!("an object"),
+    }
+}
+
+/// The summary's `compaction`: the request and the data of the run's steps (a statement's
+/// step with how it ended: an interrupted wait is no answer); its storage cells in `runs
+/// report`: the SST bytes after the flush and after the compaction.
+static SUMMARY: OpSummary = OpSummary {
+    key: "compaction",
+    build: summary,
+    report_storage: |c| {
+        vec![
+            (
+                "sst_after_flush_bytes",
+                c["after_flush"]["sst_size"].clone(),
+            ),
+            ("sst_after_compaction_bytes", c["after"]["sst_size"].clone()),
+        ]
+    },
+};
+
+fn summary(w: &Values, step: &StepRecord) -> Value {
+    let data = |n: &str| step(n).map_or(Value::Null, |s| s["data"].clone());
+    let statement = |n: &str| {
+        step(n)
+            .map(|s| {
+                let mut v = s["data"].clone();
+                if let Value::Object(o) = &mut v {
+                    o.insert("status".into(), s["status"].clone());
+                    o.insert("reason".into(), s["reason"].clone());
+                }
+                v
+            })
+            .unwrap_or(Value::Null)
+    };
+    let field = |k: &str| w.get(k).cloned().unwrap_or(Value::Null);
+    json!({
+        "table": field("table"),
+        "strategy": field("strategy"),
+        "window_seconds": field("window_seconds"),
+        "flush": statement("flush"),
+        "compact": statement("compact"),
+        "confirmation": data("confirm"),
+        "before": data("state-before"),
+        "after_flush": data("state-after-flush"),
+        "after": data("state-after"),
+        "parallelism": field("parallelism"),
+    })
+}
 
 fn run(ctx: &mut dyn OpCtx, req: &CompactRequest) -> Result<()> {
     let table = req.table.as_str();
@@ -112,7 +216,7 @@ fn run(ctx: &mut dyn OpCtx, req: &CompactRequest) -> Result<()> {
     // The intent first: a compaction killed from here on leaves the data state unknown,
     // never "as loaded" (the next command reads this record).
     let mut record = json!({
-        "operation": "compaction",
+        "operation": COMPACTION_WORDS.operation,
         "status": "started",
         "at": crate::manifest::now_rfc3339(),
         "run_id": ctx.run_id(),
@@ -515,7 +619,7 @@ mod tests {
     fn a_compaction_without_a_strategy_is_swcs_in_windows_of_two_hours() {
         let of = |v: serde_json::Value| {
             let r = super::super::flags::resolve("compact", v.as_object().unwrap()).unwrap();
-            let c = (COMPACTION.request)(&r);
+            let c = compact_request(&r);
             (c.strategy, c.window)
         };
         assert_eq!(of(json!({})), ("swcs".to_string(), Some(7200)));

@@ -7,10 +7,10 @@ use crate::queryset::QueryFormat;
 
 impl Driver for GreptimeDb {
     fn tsbs_loader(&self) -> &'static str {
-        crate::tsbs::command::LOAD_GREPTIME
+        super::LOAD_GREPTIME
     }
     fn tsbs_runner(&self) -> &'static str {
-        crate::tsbs::command::RUN_QUERIES_GREPTIME
+        super::RUN_QUERIES_GREPTIME
     }
     fn query_format(&self) -> QueryFormat {
         QueryFormat::Greptime

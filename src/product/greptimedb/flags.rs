@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::compact::CompactRequest;
 use crate::bounds;
 use crate::error::{Error, Result};
 use crate::product::ext::{flag, BasicAuth, BenchFlag, FlagKind, Values, VersionOverride};
-use crate::product::op::CompactRequest;
 
 /// The table compacted when `--table` names none.
 pub const DEFAULT_TABLE: &str = "cpu";

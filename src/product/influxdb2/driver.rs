@@ -12,7 +12,7 @@ impl Driver for InfluxDb2 {
         LOAD_INFLUX2
     }
     fn tsbs_runner(&self) -> &'static str {
-        crate::tsbs::command::RUN_QUERIES_GREPTIME
+        crate::product::greptimedb::RUN_QUERIES_GREPTIME
     }
     fn query_format(&self) -> QueryFormat {
         QueryFormat::Influx

@@ -269,6 +269,7 @@ impl QueryFormat {
         generator_flags: &[],
         use_cases: &["devops", "iot"],
         refused_types: &[],
+        answers: Some(crate::answers::PrintFormat::JsonEnvelope),
     };
 }
 

@@ -7,10 +7,10 @@ use crate::queryset::QueryFormat;
 
 impl Driver for InfluxDb3 {
     fn tsbs_loader(&self) -> &'static str {
-        crate::tsbs::command::LOAD_INFLUX3
+        super::LOAD_INFLUX3
     }
     fn tsbs_runner(&self) -> &'static str {
-        crate::tsbs::command::RUN_QUERIES_INFLUX3
+        super::RUN_QUERIES_INFLUX3
     }
     fn query_format(&self) -> QueryFormat {
         QueryFormat::Influx3

@@ -10,7 +10,9 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::product::ext::{flag, given_text, BenchFlag, CoreValues, FlagKind, Values};
+use crate::product::ext::{
+    flag, given_text, BenchFlag, CoreValues, Durability, FlagKind, Values, WriteSettings,
+};
 
 /// The longest one row-count request may be given (a day).
 pub const MAX_COUNT_TIMEOUT: f64 = 86_400.0;
@@ -74,6 +76,26 @@ fn seconds(given: &Values) -> Option<f64> {
 fn switch(given: &Values, f: &BenchFlag) -> bool {
     given.get(&f.key()) == Some(&Value::Bool(true))
 }
+
+/// Its write settings: the durability flags its runs' workloads record (`no_sync`,
+/// `accept_partial`), and how the writes were acknowledged by them.
+pub static WRITE_SETTINGS: WriteSettings = WriteSettings {
+    keys: &["no_sync", "accept_partial"],
+    durability: |w| {
+        // A record without them: the server's defaults (durable, whole batches).
+        let no_sync = w.get("no_sync").and_then(Value::as_bool).unwrap_or(false);
+        let accept_partial = w
+            .get("accept_partial")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        Durability {
+            no_sync,
+            accept_partial,
+            durable_write_acknowledgement: !no_sync,
+            whole_batch_rejection: !accept_partial,
+        }
+    },
+};
 
 /// `--no-sync`, in resolved values.
 pub fn no_sync(values: &Values) -> bool {

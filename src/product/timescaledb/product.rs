@@ -103,6 +103,7 @@ const FORMAT: QueryFormat = QueryFormat {
     ],
     use_cases: &["devops", "iot"],
     refused_types: &[],
+    answers: Some(crate::answers::PrintFormat::QueryResults),
 };
 const FORMAT_POSTGRESQL: QueryFormat = QueryFormat {
     generator_flags: &[
@@ -216,6 +217,7 @@ impl TimescaleDb {
 
 /// The two modes are one PostgreSQL server with and without the extension's tables.
 static VARIANTS: crate::product::variants::RunVariants = crate::product::variants::RunVariants {
+    noun: "edition",
     editions_why: "one stores the data in TimescaleDB hypertables, the other in plain PostgreSQL tables (other table layouts and query plans)",
     limits: None,
 };

@@ -1,80 +1,28 @@
-//! The compact phase (`bench <product> compact`): its own run directory (kind `compaction`)
-//! under the workspace lock, in which the product's [`Compaction`] runs through
-//! [`OpCtx`], implemented here by [`Bench`] (also for the product's other operations and
-//! what it does before its queries). The product's SQL, its defaults and what its
-//! maintenance means live with the product (GreptimeDB: `product/greptimedb/compact.rs`
-//! and `before_queries.rs`); here is only the generic driver: a maintenance statement as
-//! a step, waited for, interruptible, its late answer recorded.
+//! What a product's code may do inside a run ([`OpCtx`], [`StepCtx`]), implemented here by
+//! [`Bench`]: for its operations (`operation.rs`), its own phases and what it does before
+//! its queries. The product's SQL, its defaults and what its maintenance means live with the
+//! product; here is only the generic driver: a maintenance statement as a step, waited for,
+//! interruptible, its late answer recorded.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{Bench, Phase, Plan};
-use crate::context::Ctx;
+use super::Bench;
 use crate::error::{Error, ErrorKind, Result};
-use crate::output::{Event, Outcome, Reporter};
+use crate::output::{Event, Reporter};
 use crate::product::op::StepCtx;
-use crate::product::{CompactRequest, Compaction, Maintenance, OpCtx, StepEnd};
-use crate::run::{NewRun, RunDir, RunKind, Status};
+use crate::product::{Maintenance, OpCtx, StepEnd};
+use crate::run::Status;
 use crate::workspace_manifest::MaintenanceRecord;
 
 use super::target::Target;
 
-pub fn run(ctx: &Ctx, plan: &Plan, target: Target) -> Result<Outcome> {
-    let op = compaction_of(&target)?;
-    // What the product's resolved flags ask for (its checks and defaults applied).
-    let creq = (op.request)(&plan.product);
-    let table = creq.table.clone();
-    if let Some(m) = target.managed() {
-        (op.check)(&m.ws.manifest.version, &creq)?;
-    }
-    super::preflight::check_compact_table(&target, &table)?;
-    let run = RunDir::create(
-        &plan.root,
-        NewRun {
-            product: target.entry.name,
-            edition: None,
-            kind: RunKind::Compaction,
-            phase: Phase::Compact.as_str(),
-            run_id: plan.run_id.as_deref(),
-            command: ctx.command_line(),
-            flags: plan.flags.clone(),
-            target: target.to_run_target()?,
-            workload: serde_json::from_value(json!({
-                "table": table,
-                "strategy": creq.strategy,
-                "window_seconds": creq.window,
-                "parallelism": creq.parallelism,
-            }))?,
-            host_data_dir: target.data_dir(),
-        },
-        ctx.reporter.as_ref(),
-    )?;
-    let ctx = &super::recording(ctx, &run, &target);
-    ctx.reporter.event(&Event::RunIn {
-        operation: Some("compaction".into()),
-        run: run.id().to_string(),
-        dir: run.dir.clone(),
-    });
-    let mut b = Bench::maintenance(ctx, plan, target, run);
-    let result = b.compact(op, &creq);
-    b.conclude(result)
-}
-
-/// The product's compaction, or a refusal (exit 2) naming the product.
-fn compaction_of(target: &Target) -> Result<&'static Compaction> {
-    target
-        .product
-        .compaction()
-        .ok_or_else(|| no_maintenance(target))
-}
-
 /// The refusal (exit 2) of a product that has no SQL maintenance.
 fn no_maintenance(target: &Target) -> Error {
     Error::invalid(format!(
-        "{} has no SQL maintenance (compaction, flush)",
+        "{} has no SQL maintenance statements",
         target.entry.display
     ))
     .with_hint("run the load and query phases only")
@@ -214,20 +162,13 @@ impl Bench<'_> {
         )
     }
 
-    /// The product's SQL maintenance (the compact phase and the data location need it).
+    /// The product's SQL maintenance (its operations and what it does before its queries
+    /// need it).
     fn admin(&self) -> Result<Box<dyn Maintenance>> {
         self.target
             .product
             .maintenance()
             .ok_or_else(|| no_maintenance(&self.target))
-    }
-
-    /// Runs the product's compaction, its server pin and data state recorded first.
-    fn compact(&mut self, op: &Compaction, req: &CompactRequest) -> Result<()> {
-        self.run.manifest.server = self.target.server_pin();
-        self.run.manifest.data_state = self.target.data_state();
-        self.run.save()?;
-        (op.run)(self, req)
     }
 }
 
