@@ -143,12 +143,41 @@ fn results_only(failures: &[crate::summary::Failure], died: &[(String, u32)]) ->
 }
 
 /// A failure reason without what differs between two failures of one cause (the server's
-/// per-request execution time).
+/// per-request execution time; how many times, by its counter, the server's query engine ran
+/// out of memory during a type).
 pub(super) fn same_cause(reason: &str) -> String {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    RE.get_or_init(|| regex::Regex::new(r#""?execution_time_ms"?\s*:\s*\d+"#).expect("regex"))
-        .replace_all(reason, "execution_time_ms")
-        .into_owned()
+    static TIME: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static OOMS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let r = TIME
+        .get_or_init(|| regex::Regex::new(r#""?execution_time_ms"?\s*:\s*\d+"#).expect("regex"))
+        .replace_all(reason, "execution_time_ms");
+    OOMS.get_or_init(|| {
+        regex::Regex::new(r"memory pool \d+ time\(s\) during this type \([^)]*\)").expect("regex")
+    })
+    .replace_all(&r, "memory pool during this type")
+    .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Eight types a real 3.10.1 refused for memory, each with its own count, are one cause.
+    #[test]
+    fn query_engine_ooms_of_different_counts_are_one_cause() {
+        let r = |n: u32, a: u32, b: u32| {
+            format!("out of memory: the server's query engine ran out of its memory pool {n} time(s) during this type (query_datafusion_query_execution_ooms_total {a} -> {b}); the runner: tsbs_run_queries_influx3 exited with code 2: panic: unexpected EOF")
+        };
+        let g = group_failures(&[
+            ("query:a".into(), r(1, 170, 171)),
+            ("query:b".into(), r(32, 171, 203)),
+            ("load".into(), "other".into()),
+        ]);
+        assert_eq!(g.0.len(), 2, "{g:?}");
+        assert_eq!(g.0[0].steps, vec!["query:a", "query:b"]);
+        assert_eq!(g.0[0].reason, r(1, 170, 171));
+        assert_ne!(same_cause("a 1 b"), same_cause("a 2 b"));
+    }
 }
 
 /// Failures grouped by cause, each with the steps it hit (#22); worded by the CLI as
