@@ -158,6 +158,26 @@ pub(super) fn same_cause(reason: &str) -> String {
     .into_owned()
 }
 
+/// Failures grouped by cause, each with the steps it hit (#22); worded by the CLI as
+/// `cause (steps: a, b)`.
+fn group_failures(failures: &[(String, String)]) -> FailureGroups {
+    let mut groups: Vec<(String, FailureGroup)> = Vec::new();
+    for (step, reason) in failures {
+        let cause = same_cause(reason);
+        match groups.iter_mut().find(|(c, _)| *c == cause) {
+            Some((_, g)) => g.steps.push(step.clone()),
+            None => groups.push((
+                cause,
+                FailureGroup {
+                    reason: reason.clone(),
+                    steps: vec![step.clone()],
+                },
+            )),
+        }
+    }
+    FailureGroups(groups.into_iter().map(|(_, g)| g).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,24 +198,4 @@ mod tests {
         assert_eq!(g.0[0].reason, r(1, 170, 171));
         assert_ne!(same_cause("a 1 b"), same_cause("a 2 b"));
     }
-}
-
-/// Failures grouped by cause, each with the steps it hit (#22); worded by the CLI as
-/// `cause (steps: a, b)`.
-fn group_failures(failures: &[(String, String)]) -> FailureGroups {
-    let mut groups: Vec<(String, FailureGroup)> = Vec::new();
-    for (step, reason) in failures {
-        let cause = same_cause(reason);
-        match groups.iter_mut().find(|(c, _)| *c == cause) {
-            Some((_, g)) => g.steps.push(step.clone()),
-            None => groups.push((
-                cause,
-                FailureGroup {
-                    reason: reason.clone(),
-                    steps: vec![step.clone()],
-                },
-            )),
-        }
-    }
-    FailureGroups(groups.into_iter().map(|(_, g)| g).collect())
 }
