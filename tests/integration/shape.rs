@@ -506,6 +506,7 @@ fn shape_influxdb3_sizes_its_memory_shares_from_the_shape_not_the_host() {
     let r = crate::influxdb3::bench_influx3(&w, "m1", "load", &["--memory", "512MiB"]);
     r.ok();
     let dir = run_dir(&r);
+    let shaped_dir = dir.clone();
     let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
     assert_eq!(st["query_memory_pool_bytes"], shaped / 100 * 20, "{st}");
     assert_eq!(st["query_memory_pool_sized_to_shape"], true, "{st}");
@@ -544,4 +545,18 @@ fn shape_influxdb3_sizes_its_memory_shares_from_the_shape_not_the_host() {
         md.contains("(its default, 20% of the memory it sees"),
         "{md}"
     );
+    // The report sets the two pools side by side.
+    let out = w.gt.env.path().join("pool-report");
+    w.run(&[
+        "runs",
+        "report",
+        shaped_dir.to_str().unwrap(),
+        dir.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .ok();
+    let rep = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(rep.contains("| Query memory pool |"), "{rep}");
+    assert!(rep.contains("| 102.40 MiB (sized to the shape) |"), "{rep}");
 }
