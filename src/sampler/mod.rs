@@ -238,7 +238,11 @@ impl Worker {
             }
             Source::Metrics { url, token } => {
                 s.source = "metrics".into();
-                if let Some(text) = self.client.as_ref().and_then(|c| get(c, url, token)) {
+                if let Some(text) = self
+                    .client
+                    .as_ref()
+                    .and_then(|c| get(c, url, token, Duration::from_secs(5)))
+                {
                     let m = metrics::parse(&text);
                     s.cpu_s = m.cpu_seconds.map(round3);
                     s.rss_bytes = m.rss_bytes;
@@ -267,16 +271,28 @@ impl Worker {
     }
 }
 
-/// One read of series `series` (no labels) of a server's metrics at `url`, with its bearer
-/// token if any; `None` when the server does not answer it or has no such series.
-pub fn read_counter(url: &str, token: &Option<String>, series: &str) -> Option<u64> {
-    let c = crate::http::local(Some(Duration::from_secs(5))).ok()?;
-    let text = get(&c, url, token)?;
-    metrics::sample(&text, series, None).map(|v| v as u64)
+/// One read of series `series` (with the label `key="value"` when `label` is given) of a
+/// server's metrics at `url`, with its bearer token if any, within `timeout`; `None` when the
+/// server does not answer it or has no such series.
+pub fn read_metric(
+    url: &str,
+    token: &Option<String>,
+    series: &str,
+    label: Option<(&str, &str)>,
+    timeout: Duration,
+) -> Option<u64> {
+    let c = crate::http::local(Some(timeout)).ok()?;
+    let text = get(&c, url, token, timeout)?;
+    metrics::sample(&text, series, label).map(|v| v as u64)
 }
 
-fn get(c: &reqwest::blocking::Client, url: &str, token: &Option<String>) -> Option<String> {
-    let mut req = c.get(url).timeout(Duration::from_secs(5));
+fn get(
+    c: &reqwest::blocking::Client,
+    url: &str,
+    token: &Option<String>,
+    timeout: Duration,
+) -> Option<String> {
+    let mut req = c.get(url).timeout(timeout);
     if let Some(t) = token {
         req = req.bearer_auth(t);
     }

@@ -78,7 +78,7 @@ pub fn prepare(
         check_unchanged(product, m, req, version.as_deref(), &ports, &platform)?;
     } else {
         check_adoptable(&dir)?;
-        check_prefix_free(product, req)?;
+        check_prefix_free(product, &req.id, &new_fields(product, req))?;
     }
 
     // The workspace records how its version was first chosen; an install made now records
@@ -171,16 +171,12 @@ pub fn prepare(
                 created_at: now.clone(),
                 updated_at: now,
                 tool_version: crate::VERSION.to_string(),
-                extra: {
-                    let mut extra = product.new_workspace_fields(&req.id);
-                    extra.extend(req.extra.clone());
-                    extra
-                },
+                extra: new_fields(product, req),
             };
             let mut ws = Workspace { dir, manifest: m };
             // Checked empty before anything was written (above); again now, under the lock,
             // so that what the prefix holds from here on is the workspace's own.
-            if check_prefix_free(product, req)? {
+            if check_prefix_free(product, &req.id, &ws.manifest.extra)? {
                 ws.manifest.object_store_claimed_at = Some(ws.manifest.created_at.clone());
             }
             let at = ws.dir.clone();
@@ -196,20 +192,30 @@ pub fn prepare(
     }
 }
 
+/// The product fields of a new workspace: the product's, with the request's over them.
+fn new_fields(product: &dyn Product, req: &PrepareRequest) -> serde_json::Map<String, Value> {
+    let mut extra = product.new_workspace_fields(&req.id);
+    extra.extend(req.extra.clone());
+    extra
+}
+
 /// A new workspace on object storage starts from an empty prefix: objects already there would
 /// be taken by the server as its own catalog and data, and counted in its footprint, and
 /// `remove` could not tell them from the workspace's. Exit 2 when the prefix holds objects;
-/// `true` when the workspace keeps its data in an object store.
-fn check_prefix_free(product: &dyn Product, req: &PrepareRequest) -> Result<bool> {
-    let mut extra = product.new_workspace_fields(&req.id);
-    extra.extend(req.extra.clone());
-    let Some(l) = product.object_location(&req.id, &extra)? else {
+/// `true` when the workspace (`id`, its manifest's product fields `extra`) keeps its data in
+/// an object store.
+fn check_prefix_free(
+    product: &dyn Product,
+    id: &str,
+    extra: &serde_json::Map<String, Value>,
+) -> Result<bool> {
+    let Some(l) = product.object_location(id, extra)? else {
         return Ok(false);
     };
     if !l.is_empty()? {
         return Err(Error::invalid(format!(
-            "bucket {} at {} already holds objects under {}/, where the new workspace {} would keep its data",
-            l.bucket, l.endpoint, l.prefix, req.id
+            "bucket {} at {} already holds objects under {}/, where the new workspace {id} would keep its data",
+            l.bucket, l.endpoint, l.prefix
         ))
         .with_hint(format!(
             "the server would take them as its own: delete them (e.g. `aws s3 rm --recursive s3://{}/{}/ --endpoint-url {}`), or give the workspace a prefix of its own",

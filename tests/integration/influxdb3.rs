@@ -1292,15 +1292,7 @@ fn a_query_cut_short_when_the_pool_runs_out_is_oom_by_the_servers_own_count() {
     let dir = run_dir(&r);
     let s = summary(&dir);
     assert_eq!(s["status"], "completed_with_failures", "{}", s["failures"]);
-    let q = |t: &str| {
-        s["queries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|q| q["query_type"] == t)
-            .unwrap()
-            .clone()
-    };
+    let q = |t: &str| query_of(&s, t);
     let oom = q("single-groupby-1-1-1");
     assert_eq!(oom["status"], "failed", "{oom}");
     let reason = oom["reason"].as_str().unwrap();

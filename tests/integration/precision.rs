@@ -6,17 +6,11 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::util::read_json;
+use crate::util::{query_of, read_json};
 use crate::world::{run_dir, summary, world};
 
 fn lastpoint(s: &Value) -> Value {
-    s["queries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["query_type"] == "lastpoint")
-        .unwrap()
-        .clone()
+    query_of(s, "lastpoint")
 }
 
 fn runs_in(root: &Path) -> usize {

@@ -352,15 +352,7 @@ fn compare_identical_slowed_mismatched_and_failed_runs() {
     ]);
     r.ok();
     let cs = r.json()["data"]["summary"]["candidates"].clone();
-    let lp = |c: &Value| {
-        c["queries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|q| q["query_type"] == "lastpoint")
-            .unwrap()
-            .clone()
-    };
+    let lp = |c: &Value| query_of(c, "lastpoint");
     let a = lp(&cs[0]);
     assert_eq!(a["mean_ms"]["baseline"], 0.0, "{a}");
     assert!(a["mean_ms"]["ratio"].is_null(), "{a}");

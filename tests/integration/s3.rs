@@ -430,15 +430,7 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
     let before = s3.list("tsbs-bench", &format!("{p2}/")).unwrap();
     assert!(!before.is_empty());
     let s1_objects = s3.list("tsbs-bench", "tsbs/s1/").unwrap();
-    let rm = w.run(&[
-        "greptimedb",
-        "remove",
-        "--database-id",
-        "s2",
-        "--confirm",
-        "s2",
-        "--json",
-    ]);
+    let rm = remove(&w, "greptimedb", "s2", &["--json"]);
     rm.ok();
     let gone = &rm.json()["data"]["object_store_deleted"];
     assert_eq!(gone["bucket"], "tsbs-bench", "{gone}");
@@ -464,26 +456,11 @@ fn greptimedb_on_s3_records_the_bucket_and_no_credential_leaks() {
         .says("keeps its SSTs in S3");
     // With the store gone its objects cannot be deleted: the workspace stays (no longer
     // loaded), and the hint names the way to leave them.
-    let rm = w.run(&[
-        "greptimedb",
-        "remove",
-        "--database-id",
-        "s1",
-        "--confirm",
-        "s1",
-    ]);
+    let rm = remove(&w, "greptimedb", "s1", &[]);
     rm.code(1).says("did not answer").says("--keep-objects");
     assert!(ws.exists());
     assert!(w.gt.manifest("s1")["binding"].is_null());
-    let rm = w.run(&[
-        "greptimedb",
-        "remove",
-        "--database-id",
-        "s1",
-        "--confirm",
-        "s1",
-        "--keep-objects",
-    ]);
+    let rm = remove(&w, "greptimedb", "s1", &["--keep-objects"]);
     rm.ok().says("were left (--keep-objects) and not listed");
     assert!(!ws.exists());
 }
@@ -876,15 +853,7 @@ fn influxdb3_core_on_s3_keeps_wal_parquet_and_catalog_in_the_bucket() {
     w.gt.env.envs.retain(|(k, _)| k != "TSBS_TEST_S3_SECRET");
     w.gt.env.env("TSBS_TEST_S3_SECRET", &secret);
     let now = s3.list("tsbs-influx", "core-s3-node/").unwrap();
-    let rm = w.run(&[
-        "influxdb3",
-        "remove",
-        "--database-id",
-        "core-s3",
-        "--confirm",
-        "core-s3",
-        "--json",
-    ]);
+    let rm = remove(&w, "influxdb3", "core-s3", &["--json"]);
     rm.ok();
     let gone = &rm.json()["data"]["object_store_deleted"];
     assert_eq!(gone["objects"].as_u64(), Some(now.len() as u64), "{gone}");
@@ -895,4 +864,11 @@ fn influxdb3_core_on_s3_keeps_wal_parquet_and_catalog_in_the_bucket() {
         "another prefix's object was touched"
     );
     assert!(!ws_dir.exists());
+}
+
+/// `<product> remove --database-id ID --confirm ID` with `extra`.
+fn remove(w: &World, product: &str, id: &str, extra: &[&str]) -> Run {
+    let mut a = vec![product, "remove", "--database-id", id, "--confirm", id];
+    a.extend_from_slice(extra);
+    w.run(&a)
 }

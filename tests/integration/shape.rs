@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::pipeline::events;
-use crate::util::{read_json, wait_until};
+use crate::util::{query_of, read_json, wait_until};
 use crate::world::{endpoint_of, run_dir, world, World};
 
 /// Our own group in the v1 hierarchy of `controller` (tsbsctl runs in the same ones), or why
@@ -147,15 +147,7 @@ fn shape_a_server_killed_at_its_memory_limit_is_an_oom_result_and_the_run_goes_o
     w.run(&["runs", "summarize", dir.to_str().unwrap()])
         .ok()
         .says("completed with failures");
-    let q = |t: &str| {
-        s["queries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|q| q["query_type"] == t)
-            .unwrap()
-            .clone()
-    };
+    let q = |t: &str| query_of(&s, t);
     let hc = q("high-cpu-1");
     assert_eq!(hc["status"], "failed", "{hc}");
     let reason = hc["reason"].as_str().unwrap();
@@ -452,30 +444,6 @@ fn shape_a_server_killed_at_its_memory_limit_while_starting_says_out_of_memory()
     crate::influxdb3::bench_influx3(&w, "om1", "query", &[]).ok();
 }
 
-/// The memory the InfluxDB 3 stand-in (like the real server, through sysinfo) sizes its
-/// percentages from: the ROOT cgroup's limit, capped by the machine's memory.
-fn host_memory_seen_by_a_server() -> u64 {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-    };
-    let total = std::fs::read_to_string("/proc/meminfo")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .map(|v| {
-            v.trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<u64>()
-                .unwrap()
-                * 1024
-        })
-        .unwrap();
-    read("/sys/fs/cgroup/memory/memory.limit_in_bytes").map_or(total, |l| l.min(total))
-}
-
 /// A real InfluxDB 3 Core 3.10.1 under `--memory 2G` reported a query pool of 4.7 GiB: 20% of
 /// the host's 23.5 GiB, not of the shape (sysinfo reads the root cgroup's limit, not the
 /// server's own group). Under a shape tsbsctl now gives it the shares (20%, 20%, 50%) of the
@@ -533,7 +501,9 @@ fn shape_influxdb3_sizes_its_memory_shares_from_the_shape_not_the_host() {
     r.ok();
     let dir = run_dir(&r);
     let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
-    let host = host_memory_seen_by_a_server();
+    // What the stand-in, as the real server through sysinfo, sizes its shares from: the
+    // root cgroup's limit, capped by the machine's memory.
+    let host = testbed::emulators::influxdb3::cli::total_mem_bytes();
     assert_eq!(
         st["query_memory_pool_bytes"],
         (host as f64 * 0.2).round() as u64,

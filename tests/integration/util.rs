@@ -458,3 +458,12 @@ pub fn skip(test: &str, why: &str) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr().lock(), "SKIP {test}: {why}");
 }
+
+/// The entry of query type `t` in a summary's `queries` (panics when the summary has none).
+pub fn query_of(summary: &serde_json::Value, t: &str) -> serde_json::Value {
+    summary["queries"]
+        .as_array()
+        .and_then(|qs| qs.iter().find(|q| q["query_type"] == t))
+        .unwrap_or_else(|| panic!("no query type {t} in {}", summary["queries"]))
+        .clone()
+}

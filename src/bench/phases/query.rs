@@ -237,7 +237,13 @@ impl Bench<'_> {
         let path = self.target.product.metrics_path()?;
         let url = format!("{}{path}", self.endpoint().trim_end_matches('/'));
         let token = self.target.external_token().map(str::to_string);
-        crate::sampler::read_counter(&url, &token, series)
+        crate::sampler::read_metric(
+            &url,
+            &token,
+            series,
+            None,
+            std::time::Duration::from_secs(5),
+        )
     }
 }
 

@@ -161,19 +161,13 @@ impl ManagedServer for InfluxDb3 {
         endpoint: &str,
         pid: u32,
     ) -> Result<Option<serde_json::Value>> {
-        let pool = crate::http::local(Some(std::time::Duration::from_secs(10)))
-            .ok()
-            .and_then(|c| c.get(format!("{endpoint}/metrics")).send().ok())
-            .filter(|r| r.status().is_success())
-            .and_then(|r| r.text().ok())
-            .and_then(|t| {
-                crate::sampler::metrics::sample(
-                    &t,
-                    "datafusion_mem_pool_bytes",
-                    Some(("state", "limit")),
-                )
-            })
-            .map(|v| v as u64);
+        let pool = crate::sampler::read_metric(
+            &format!("{endpoint}/metrics"),
+            &None,
+            "datafusion_mem_pool_bytes",
+            Some(("state", "limit")),
+            std::time::Duration::from_secs(10),
+        );
         let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let sized = argv
             .split(|b| *b == 0)

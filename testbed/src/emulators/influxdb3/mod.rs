@@ -167,7 +167,7 @@
 //! other `influxdb3` subcommands, token management (`--admin-token-file`, `create token`), the
 //! v1/v2 write and query APIs, Parquet output, database/table/column limits (422).
 
-mod cli;
+pub mod cli;
 pub mod http;
 mod knobs;
 mod license;
