@@ -528,5 +528,38 @@ fn shape_influxdb3_sizes_its_memory_shares_from_the_shape_not_the_host() {
     .ok();
     let rep = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(rep.contains("| Query memory pool |"), "{rep}");
+
+    // 3.11 renamed the three and wants a unit; an old name would still be taken, with a
+    // deprecation warning in the log.
+    crate::world::publish_influx3_version(&w, "core", "3.11.1");
+    let port = crate::util::free_port_block(1).to_string();
+    w.run(&[
+        "influxdb3",
+        "prepare",
+        "--database-id",
+        "m2",
+        "--edition",
+        "core",
+        "--version",
+        "3.11.1",
+        "--http-port",
+        &port,
+    ])
+    .ok();
+    let r = crate::influxdb3::bench_influx3(&w, "m2", "load", &["--memory", "512MiB"]);
+    r.ok();
+    let dir = run_dir(&r);
+    let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
+    assert_eq!(st["query_memory_pool_bytes"], shaped / 100 * 20, "{st}");
+    assert_eq!(st["query_memory_pool_sized_to_shape"], true, "{st}");
+    let log = std::fs::read_to_string(dir.join("logs/server-001.log")).unwrap();
+    for flag in [
+        format!("--exec-mem-pool-size={}b", shaped / 100 * 20),
+        format!("--file-cache-size={}b", shaped / 100 * 20),
+        format!("--force-snapshot-mem-size={}b", shaped / 100 * 50),
+    ] {
+        assert!(log.contains(&flag), "{flag} in\n{log}");
+    }
+    assert!(!log.contains("deprecated option"), "{log}");
     assert!(rep.contains("| 102.40 MiB (sized to the shape) |"), "{rep}");
 }

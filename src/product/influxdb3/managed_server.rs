@@ -11,6 +11,19 @@ use crate::product::{Distribution, ManagedServer, ServerCommand};
 use crate::server::{Probe, Timing};
 use crate::workspace_manifest::WorkspaceManifest;
 
+/// The serve flags of the query pool, the Parquet (3.11: file) cache and the forced-snapshot
+/// threshold, in that order, before 3.11 and from 3.11.
+const OLD_MEMORY_FLAGS: [&str; 3] = [
+    "exec-mem-pool-bytes",
+    "parquet-mem-cache-size",
+    "force-snapshot-mem-threshold",
+];
+const NEW_MEMORY_FLAGS: [&str; 3] = [
+    "exec-mem-pool-size",
+    "file-cache-size",
+    "force-snapshot-mem-size",
+];
+
 impl ManagedServer for InfluxDb3 {
     /// Tracing logs, with a word on the warning every wide query logs.
     fn log_rules(&self) -> crate::logscan::LogRules {
@@ -129,11 +142,9 @@ impl ManagedServer for InfluxDb3 {
     /// as that share of the shape. sysinfo's `cgroup_limits`, which it sizes them from, reads
     /// the root's limit only: a real 3.10.1 under `--memory 2G` had a 4.7 GiB pool, 20% of the
     /// host. Bytes (`Nb`) from 3.2; before, a bare number of megabytes (10^6 bytes). 3.11
-    /// renamed two of them and wants units (its release notes, not checked): none given.
+    /// renamed all three and wants a unit (docs-v2 79332006, config-options.md "Size option
+    /// values": `b` is one; the old names stay as deprecated aliases with a start-up warning).
     fn shape_args(&self, ws: &WorkspaceManifest, memory_bytes: u64) -> Vec<String> {
-        if super::version_at_least(&ws.version, 3, 11) {
-            return Vec::new();
-        }
         let size = |pct: u64| {
             let b = memory_bytes / 100 * pct;
             if super::version_at_least(&ws.version, 3, 2) {
@@ -142,11 +153,16 @@ impl ManagedServer for InfluxDb3 {
                 (b / 1_000_000).to_string()
             }
         };
-        vec![
-            format!("--exec-mem-pool-bytes={}", size(20)),
-            format!("--parquet-mem-cache-size={}", size(20)),
-            format!("--force-snapshot-mem-threshold={}", size(50)),
-        ]
+        let names = if super::version_at_least(&ws.version, 3, 11) {
+            NEW_MEMORY_FLAGS
+        } else {
+            OLD_MEMORY_FLAGS
+        };
+        names
+            .iter()
+            .zip([20, 20, 50])
+            .map(|(name, pct)| format!("--{name}={}", size(pct)))
+            .collect()
     }
 
     /// The query engine's memory pool in force, as the server reports it
@@ -169,9 +185,11 @@ impl ManagedServer for InfluxDb3 {
             std::time::Duration::from_secs(10),
         );
         let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let sized = argv
-            .split(|b| *b == 0)
-            .any(|a| a.starts_with(b"--exec-mem-pool-bytes="));
+        let sized = argv.split(|b| *b == 0).any(|a| {
+            [OLD_MEMORY_FLAGS[0], NEW_MEMORY_FLAGS[0]]
+                .iter()
+                .any(|name| a.starts_with(format!("--{name}=").as_bytes()))
+        });
         let say = |b: u64| crate::render::bytes(minijinja::Value::from(b));
         let note = match (pool, sized) {
             (Some(p), true) => format!(

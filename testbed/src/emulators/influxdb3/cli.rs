@@ -146,12 +146,72 @@ fn memory_size(build: &Build) -> clap::builder::ValueParser {
     }
 }
 
-/// 3.11's sizes need units (release notes); a percentage as before.
+/// 3.11's sizes need a unit (`b`, `kb`, `mb`, `gb`, `tb`) or a percentage: a bare number is
+/// refused, "to avoid a silent change in meaning" (docs-v2 config-options.md).
 fn parse_memory_size_units(s: &str) -> Result<u64, String> {
-    if s.trim().ends_with('%') {
+    let t = s.trim();
+    if t.ends_with('%') {
         return parse_memory_size_mb(s);
     }
+    if t.chars().all(|c| c.is_ascii_digit()) {
+        return Err(format!(
+            "invalid size '{s}': a unit is required (b, kb, mb, gb or tb), or a percentage"
+        ));
+    }
+    if let Some(n) = t.to_ascii_lowercase().strip_suffix("tb") {
+        let n: u64 = n.parse().map_err(|_| format!("invalid size '{s}'"))?;
+        return Ok(n << 40);
+    }
     parse_size_with_units(s).map(|n| n as u64)
+}
+
+/// The serve flags sized from memory: (id, id of the deprecated name, name before 3.11,
+/// name from 3.11, default).
+type MemorySize = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+const MEMORY_SIZES: [MemorySize; 3] = [
+    (
+        "exec-mem-pool",
+        "exec-mem-pool-legacy",
+        "exec-mem-pool-bytes",
+        "exec-mem-pool-size",
+        "20%",
+    ),
+    (
+        "parquet-mem-cache",
+        "parquet-mem-cache-legacy",
+        "parquet-mem-cache-size",
+        "file-cache-size",
+        "20%",
+    ),
+    (
+        "force-snapshot-mem",
+        "force-snapshot-mem-legacy",
+        "force-snapshot-mem-threshold",
+        "force-snapshot-mem-size",
+        "50%",
+    ),
+];
+
+/// A memory size as the server resolves it: the deprecated name where it was given (3.11
+/// warns at start-up), else the flag or its default.
+fn memory_size_given(m: &clap::ArgMatches, id: &str) -> u64 {
+    let (_, legacy, old, new, _) = MEMORY_SIZES.iter().find(|s| s.0 == id).expect("known");
+    if let Ok(Some(v)) = m.try_get_one::<u64>(legacy) {
+        super::log(
+            "WARN",
+            "influxdb3::commands::serve",
+            "deprecated option in use",
+            &[("name", format!("--{old}")), ("use", format!("--{new}"))],
+        );
+        return *v;
+    }
+    *m.get_one::<u64>(id).expect("default")
 }
 
 fn command(build: &Build) -> Command {
@@ -294,44 +354,42 @@ fn command(build: &Build) -> Command {
                 .env("INFLUXDB3_GEN1_DURATION")
                 .default_value("10m")
                 .value_parser(["1m", "5m", "10m"]),
-        )
-        // The three sizes the real server takes as a share of the memory it sees (defaults
-        // 20%, 20%, 50%); 3.11 renamed the first two and wants units.
-        .arg(
-            Arg::new("exec-mem-pool")
-                .long(if build.at_least(3, 11) {
-                    "exec-mem-pool-size"
-                } else {
-                    "exec-mem-pool-bytes"
-                })
-                .value_name("EXEC_MEM_POOL_BYTES")
-                .default_value("20%")
-                .value_parser(memory_size(build)),
-        )
-        .arg(
-            Arg::new("parquet-mem-cache")
-                .long(if build.at_least(3, 11) {
-                    "file-cache-size"
-                } else {
-                    "parquet-mem-cache-size"
-                })
-                .value_name("PARQUET_MEM_CACHE_SIZE")
-                .default_value("20%")
-                .value_parser(memory_size(build)),
-        )
-        .arg(
-            Arg::new("force-snapshot-mem-threshold")
-                .long("force-snapshot-mem-threshold")
-                .value_name("FORCE_SNAPSHOT_MEM_THRESHOLD")
-                .default_value("50%")
-                .value_parser(memory_size(build)),
-        )
-        .arg(
-            Arg::new("tcp-listener-file-path")
-                .long("tcp-listener-file-path")
-                .value_name("TCP_LISTENER_FILE_PATH")
-                .value_parser(value_parser!(PathBuf)),
         );
+    // The three sizes the real server takes as a share of the memory it sees (defaults
+    // 20%, 20%, 50%). 3.11 renamed all three and wants units; the old names stay as
+    // deprecated aliases that keep their pre-3.11 format (a bare number is megabytes) and
+    // warn at start-up (docs-v2 79332006 config-options.md "Size option values").
+    for (id, legacy, old, new, default) in MEMORY_SIZES {
+        if build.at_least(3, 11) {
+            serve = serve
+                .arg(
+                    Arg::new(id)
+                        .long(new)
+                        .default_value(default)
+                        .value_parser(memory_size(build)),
+                )
+                .arg(
+                    Arg::new(legacy)
+                        .long(old)
+                        .hide(true)
+                        .conflicts_with(id)
+                        .value_parser(memory_size_mb(build)),
+                );
+        } else {
+            serve = serve.arg(
+                Arg::new(id)
+                    .long(old)
+                    .default_value(default)
+                    .value_parser(memory_size(build)),
+            );
+        }
+    }
+    serve = serve.arg(
+        Arg::new("tcp-listener-file-path")
+            .long("tcp-listener-file-path")
+            .value_name("TCP_LISTENER_FILE_PATH")
+            .value_parser(value_parser!(PathBuf)),
+    );
     if build.at_least(3, 11) {
         serve = serve.arg(
             Arg::new("shutdown-timeout")
@@ -564,7 +622,7 @@ pub fn run(args: Vec<String>, build: Build, knobs: Knobs) -> i32 {
             access_key_id: m.get_one::<String>("aws-access-key-id").cloned(),
             secret_access_key: m.get_one::<String>("aws-secret-access-key").cloned(),
         },
-        exec_mem_pool_bytes: *m.get_one::<u64>("exec-mem-pool").expect("default"),
+        exec_mem_pool_bytes: memory_size_given(&m, "exec-mem-pool"),
     };
     super::serve::run(build, knobs, cfg)
 }
@@ -572,6 +630,45 @@ pub fn run(args: Vec<String>, build: Build, knobs: Knobs) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_sizes_of_3_11_need_a_unit_and_keep_the_old_names_as_megabytes() {
+        let build = |v: &str, semver| Build {
+            edition: super::super::Edition::Core,
+            version: v.into(),
+            semver,
+            revision: "0".into(),
+        };
+        let serve = |b: &Build, args: &[&str]| {
+            let mut argv = vec![
+                "influxdb3",
+                "serve",
+                "--object-store",
+                "memory",
+                "--node-id",
+                "n0",
+            ];
+            argv.extend_from_slice(args);
+            command(b)
+                .try_get_matches_from(argv)
+                .map(|m| memory_size_given(m.subcommand_matches("serve").unwrap(), "exec-mem-pool"))
+        };
+        let b311 = build("3.11.1", (3, 11, 1));
+        assert_eq!(serve(&b311, &["--exec-mem-pool-size=1000b"]).unwrap(), 1000);
+        assert!(serve(&b311, &["--exec-mem-pool-size=1000"]).is_err());
+        assert_eq!(serve(&b311, &["--exec-mem-pool-bytes=3"]).unwrap(), 3 << 20);
+        assert!(serve(
+            &b311,
+            &["--exec-mem-pool-bytes=3", "--exec-mem-pool-size=1b"]
+        )
+        .is_err());
+        let b310 = build("3.10.1", (3, 10, 1));
+        assert_eq!(
+            serve(&b310, &["--exec-mem-pool-bytes=1000b"]).unwrap(),
+            1000
+        );
+        assert!(serve(&b310, &["--exec-mem-pool-size=1000b"]).is_err());
+    }
 
     #[test]
     fn durations_and_sizes() {
