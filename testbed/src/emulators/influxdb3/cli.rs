@@ -622,7 +622,7 @@ pub fn run(args: Vec<String>, build: Build, knobs: Knobs) -> i32 {
             access_key_id: m.get_one::<String>("aws-access-key-id").cloned(),
             secret_access_key: m.get_one::<String>("aws-secret-access-key").cloned(),
         },
-        exec_mem_pool_bytes: memory_size_given(&m, "exec-mem-pool"),
+        exec_mem_pool_bytes: memory_size_given(m, "exec-mem-pool"),
     };
     super::serve::run(build, knobs, cfg)
 }
