@@ -32,7 +32,7 @@ fn events(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn query_types(s: &Value) -> Vec<(String, String)> {
+pub(crate) fn query_types(s: &Value) -> Vec<(String, String)> {
     s["queries"]
         .as_array()
         .unwrap()
@@ -47,7 +47,7 @@ fn query_types(s: &Value) -> Vec<(String, String)> {
 }
 
 /// Every type of [`TYPES`], completed (a summary's [`query_types`] of a finished run).
-fn every_type_completed() -> Vec<(String, String)> {
+pub(crate) fn every_type_completed() -> Vec<(String, String)> {
     TYPES
         .iter()
         .map(|t| (t.to_string(), "completed".to_string()))

@@ -619,7 +619,7 @@ fn pg_all_args<'a>(id: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 
 /// Waits (at most 90 s) until `loading` says the background bench is in its load; a bench
 /// that exits first fails the test with its output.
-fn wait_for_load(bg: &mut Bg, loading: impl Fn() -> bool) {
+fn wait_for_load(bg: &mut Bg, mut loading: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
     while !loading() {
         if let Some(st) = bg.child.as_mut().unwrap().try_wait().unwrap() {
@@ -632,6 +632,125 @@ fn wait_for_load(bg: &mut Bg, loading: impl Fn() -> bool) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// `runs resume` on the real PostgreSQL (issue 22: resume had been checked on one real server
+/// only). A run killed mid-load, while the loader had committed part of the rows, is resumed
+/// in place: the half-written database reset (only when confirmed), loaded again and counted
+/// by the server at exactly the dataset's rows, then queried. A run killed in its query phase
+/// goes on in place with the types not done, the done one not run again.
+#[test]
+fn runs_resume_on_the_real_postgresql_reloads_a_cut_load_and_finishes_cut_queries() {
+    let Some(w) = pg_world("runs_resume_on_the_real_postgresql") else {
+        return;
+    };
+    let env = &w.gt.env;
+    let m = prepare_pg(env, "pr")["data"]["manifest"].clone();
+    let port = m["ports"]["postgres"].as_u64().unwrap();
+    let runs = env.root.join("timescaledb/runs");
+
+    // Killed once the server holds some of the rows (batches of 100, 500 ms apart).
+    w.tool_knobs("tsbs_load_timescaledb", json!({"batch_delay_ms": 500}));
+    let mut bg = Bg::spawn(
+        env,
+        &pg_all_args("pr", &["--batch-size", "100", "--run-id", "cut-load"]),
+    );
+    let mut partial = 0u64;
+    wait_for_load(&mut bg, || {
+        partial = psql(port, "benchmark", "SELECT count(*) FROM cpu")
+            .stdout
+            .iter()
+            .map(|b| *b as char)
+            .collect::<String>()
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        partial > 0
+    });
+    bg.signal(libc::SIGKILL);
+    bg.wait();
+    w.tool_knobs("tsbs_load_timescaledb", json!({}));
+    assert!(partial < crate::world::ROWS, "{partial}");
+    let dir = runs.join("cut-load");
+    // The first look records the dead run as interrupted (its one label everywhere).
+    let show = env.run_json(&["runs", "show", "cut-load"]);
+    assert_eq!(show.ok().json()["data"]["summary"]["status"], "interrupted");
+    let before = std::fs::read(dir.join("manifest.json")).unwrap();
+    env.run(&["runs", "resume", dir.to_str().unwrap()])
+        .code(2)
+        .says("--confirm-reset benchmark");
+    assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), before);
+    let r = env.run(&[
+        "runs",
+        "resume",
+        dir.to_str().unwrap(),
+        "--confirm-reset",
+        "benchmark",
+        "--json",
+    ]);
+    r.ok();
+    assert_eq!(r.json()["data"]["resumed"]["load_mode"], "reset");
+    let s = crate::world::summary(&dir);
+    assert_eq!(s["status"], "completed", "{:#}", s["failures"]);
+    assert_eq!(
+        s["row_count"]["actual"],
+        crate::world::ROWS,
+        "the server's own count after the reset and reload: {:#}",
+        s["row_count"]
+    );
+    assert_eq!(
+        crate::resume::query_types(&s),
+        crate::resume::every_type_completed()
+    );
+
+    // Killed in its query phase, once its second type has started (slow queries).
+    w.tool_knobs(
+        "tsbs_run_queries_timescaledb",
+        json!({"query_delay_ms": 800}),
+    );
+    let mut args = vec![
+        "bench",
+        "timescaledb",
+        "query",
+        "--database-id",
+        "pr",
+        "--dataset-id",
+        "tiny",
+        "--queries",
+        "3",
+        "--stop-timeout",
+        "5",
+        "--run-id",
+        "cut-queries",
+    ];
+    for t in crate::world::TYPES {
+        args.extend(["--query-type", t]);
+    }
+    let dir = runs.join("cut-queries");
+    let mut bg = Bg::spawn(env, &args);
+    let second = dir.join("logs/query-lastpoint-001.log");
+    assert!(
+        wait_until(Duration::from_secs(90), || second.exists()),
+        "the second type never started\n{}",
+        bg.stderr()
+    );
+    bg.signal(libc::SIGKILL);
+    bg.wait();
+    w.tool_knobs("tsbs_run_queries_timescaledb", json!({}));
+    let r = env.run(&["runs", "resume", dir.to_str().unwrap(), "--json"]);
+    r.ok();
+    assert_eq!(
+        r.json()["data"]["resumed"]["query_types"],
+        json!(["lastpoint", "single-groupby-1-1-1"])
+    );
+    let s = crate::world::summary(&dir);
+    assert_eq!(s["status"], "completed", "{:#}", s["failures"]);
+    assert_eq!(
+        crate::resume::query_types(&s),
+        crate::resume::every_type_completed()
+    );
+    assert!(!dir.join("logs/query-high-cpu-1-002.log").exists());
+    assert!(dir.join("logs/query-lastpoint-002.log").exists());
 }
 
 /// `psql -Atc SQL` as `postgres` on database `db` of the server at 127.0.0.1:`port` (no
