@@ -1351,15 +1351,11 @@ fn resources(
             "unknown (/metrics has no process series)".to_string()
         } else {
             let mut text = format!("/metrics: {}", names.join(", "));
-            if names.contains(&sampler::metrics::JEMALLOC_RESIDENT) {
-                text.push_str(
-                    " (the memory allocator's resident pages, not the whole process's RSS)",
-                );
+            let fallback = product.and_then(|p| p.process_series().rss_fallback);
+            if let Some(f) = fallback.filter(|f| names.contains(&f.shown)) {
+                text.push_str(&format!(" ({})", f.note));
             }
-            if !names
-                .iter()
-                .any(|n| sampler::metrics::CPU_SERIES.contains(n))
-            {
+            if samples.iter().all(|s| s.cpu_s.is_none()) {
                 text.push_str("; no CPU series: CPU unknown");
             }
             text

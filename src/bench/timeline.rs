@@ -134,7 +134,11 @@ impl Bench<'_> {
         };
         let url = format!("{}{path}", self.target.endpoint().trim_end_matches('/'));
         let token = self.target.external_token().map(str::to_string);
-        if let Some(w) = self.timeline.start(Source::Metrics { url, token }, None) {
+        let names = self.target.product.process_series();
+        if let Some(w) = self
+            .timeline
+            .start(Source::Metrics { url, token, names }, None)
+        {
             self.reporter().warning(&w);
         }
     }

@@ -67,6 +67,10 @@ pub trait ExternalServer {
     fn metrics_path(&self) -> Option<&'static str> {
         None
     }
+    /// Which series of those metrics say the server process's memory and CPU.
+    fn process_series(&self) -> crate::sampler::metrics::ProcessSeriesNames {
+        crate::sampler::metrics::ProcessSeriesNames::PROCESS_COLLECTOR
+    }
     /// The counter of the times the server's query engine ran out of its memory pool (an
     /// allocation refused: one query can count many),
     /// in its metrics ([`ExternalServer::metrics_path`]): read before and after each query

@@ -1,30 +1,44 @@
 //! The process series of a server's Prometheus `/metrics` text: what tsbsctl can know of an
-//! external server's CPU and memory. The standard names come from the Prometheus client
-//! libraries' process collector; GreptimeDB releases before the switch to it (2023) prefixed
-//! them with `greptime_`.
+//! external server's CPU and memory. Which series those are is the product's to say
+//! ([`ProcessSeriesNames`], through `ExternalServer::process_series`); the standard names come
+//! from the Prometheus client libraries' process collector.
 
-/// Names of the resident memory gauge, in the order they are looked for.
-pub const RSS_SERIES: &[&str] = &[
-    "process_resident_memory_bytes",
-    "greptime_process_resident_memory_bytes",
-];
-/// InfluxDB 3 registers no process collector: its memory is jemalloc's statistics, one gauge
-/// with a `stat` label (`influxdb3/src/commands/serve/jemalloc.rs`). Its `resident` pages are
-/// the allocator's memory, read when no process series is there.
-pub const JEMALLOC_RESIDENT: &str = "jemalloc_memstats_bytes{stat=\"resident\"}";
-const JEMALLOC_NAME: &str = "jemalloc_memstats_bytes";
+/// The series of a server's `/metrics` that say its process's memory and CPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProcessSeriesNames {
+    /// Names of the resident memory gauge, in the order they are looked for.
+    pub rss: &'static [&'static str],
+    /// Names of the CPU counter (user plus system seconds).
+    pub cpu: &'static [&'static str],
+    /// A labelled gauge read as the memory when none of `rss` is there.
+    pub rss_fallback: Option<LabelledGauge>,
+}
 
-/// Names of the CPU counter (user plus system seconds).
-pub const CPU_SERIES: &[&str] = &[
-    "process_cpu_seconds_total",
-    "greptime_process_cpu_seconds_total",
-];
+/// One sample of a labelled gauge (`name{key="value"}`), and what it is, for summary.md.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LabelledGauge {
+    pub name: &'static str,
+    pub label: (&'static str, &'static str),
+    /// How the timeline and summary.md name it (`name{key="value"}`).
+    pub shown: &'static str,
+    /// What it measures, where that is not the process's RSS.
+    pub note: &'static str,
+}
+
+impl ProcessSeriesNames {
+    /// The Prometheus client libraries' process collector.
+    pub const PROCESS_COLLECTOR: ProcessSeriesNames = ProcessSeriesNames {
+        rss: &["process_resident_memory_bytes"],
+        cpu: &["process_cpu_seconds_total"],
+        rss_fallback: None,
+    };
+}
 
 /// What one `/metrics` text says of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ProcessSeries {
     pub rss_bytes: Option<u64>,
-    /// Which of [`RSS_SERIES`] it was.
+    /// Which series it was.
     pub rss_series: Option<&'static str>,
     pub cpu_seconds: Option<f64>,
     pub cpu_series: Option<&'static str>,
@@ -32,9 +46,9 @@ pub struct ProcessSeries {
 
 /// Reads the process series of a Prometheus (or OpenMetrics) text; a series that is absent
 /// stays `None`. The first sample of a name counts (the process collector has no labels).
-pub fn parse(text: &str) -> ProcessSeries {
+pub fn parse(text: &str, names: &ProcessSeriesNames) -> ProcessSeries {
     let mut out = ProcessSeries::default();
-    let mut jemalloc = None;
+    let mut fallback = None;
     for line in text.lines() {
         if line.starts_with('#') || out.rss_bytes.is_some() && out.cpu_seconds.is_some() {
             continue;
@@ -53,17 +67,18 @@ pub fn parse(text: &str) -> ProcessSeries {
         else {
             continue;
         };
-        if name == JEMALLOC_NAME
-            && jemalloc.is_none()
-            && line[name_end..].starts_with('{')
-            && label_is(&line[name_end..], "stat", "resident")
-            && value.is_finite()
-            && value >= 0.0
-        {
-            jemalloc = Some(value as u64);
+        if let Some(f) = names.rss_fallback.filter(|f| {
+            name == f.name
+                && fallback.is_none()
+                && line[name_end..].starts_with('{')
+                && label_is(&line[name_end..], f.label.0, f.label.1)
+                && value.is_finite()
+                && value >= 0.0
+        }) {
+            fallback = Some((value as u64, f.shown));
         }
         if out.rss_bytes.is_none() {
-            if let Some(n) = RSS_SERIES.iter().find(|n| **n == name) {
+            if let Some(n) = names.rss.iter().find(|n| **n == name) {
                 if value.is_finite() && value >= 0.0 {
                     out.rss_bytes = Some(value as u64);
                     out.rss_series = Some(n);
@@ -71,7 +86,7 @@ pub fn parse(text: &str) -> ProcessSeries {
             }
         }
         if out.cpu_seconds.is_none() {
-            if let Some(n) = CPU_SERIES.iter().find(|n| **n == name) {
+            if let Some(n) = names.cpu.iter().find(|n| **n == name) {
                 if value.is_finite() && value >= 0.0 {
                     out.cpu_seconds = Some(value);
                     out.cpu_series = Some(n);
@@ -79,9 +94,9 @@ pub fn parse(text: &str) -> ProcessSeries {
             }
         }
     }
-    if out.rss_bytes.is_none() && jemalloc.is_some() {
-        out.rss_bytes = jemalloc;
-        out.rss_series = Some(JEMALLOC_RESIDENT);
+    if let (None, Some((bytes, shown))) = (out.rss_bytes, fallback) {
+        out.rss_bytes = Some(bytes);
+        out.rss_series = Some(shown);
     }
     out
 }
@@ -116,6 +131,13 @@ fn label_is(labels: &str, name: &str, value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::product::ExternalServer;
+
+    fn influxdb3() -> ProcessSeriesNames {
+        crate::product::influxdb3::InfluxDb3::new(crate::product::influxdb3::Edition::Core)
+            .process_series()
+    }
+    const JEMALLOC_RESIDENT: &str = "jemalloc_memstats_bytes{stat=\"resident\"}";
 
     /// What a running InfluxDB 3 Core 3.10.1 (built from source here) served at `/metrics`,
     /// cut to the families named in the fixture's README: jemalloc's resident pages are its
@@ -123,7 +145,7 @@ mod tests {
     #[test]
     fn a_real_influxdb3_answer_gives_jemalloc_resident_and_no_cpu() {
         let real = include_str!("../../tests/fixtures/influxdb3-real/metrics-3.10.1.txt");
-        let p = parse(real);
+        let p = parse(real, &influxdb3());
         assert_eq!(p.rss_bytes, Some(9_216_000));
         assert_eq!(p.rss_series, Some(JEMALLOC_RESIDENT));
         assert_eq!((p.cpu_seconds, p.cpu_series), (None, None));
@@ -160,14 +182,19 @@ mod tests {
     #[test]
     fn process_series_are_read_with_or_without_labels_and_timestamps() {
         let text = "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 12.5\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes{instance=\"a b\"} 1.234e+08 1700000000000\nprocess_resident_memory_bytes 5\n";
-        let s = parse(text);
+        let standard = ProcessSeriesNames::PROCESS_COLLECTOR;
+        let s = parse(text, &standard);
         assert_eq!(s.cpu_seconds, Some(12.5));
         assert_eq!(s.cpu_series, Some("process_cpu_seconds_total"));
         assert_eq!(s.rss_bytes, Some(123_400_000));
         assert_eq!(s.rss_series, Some("process_resident_memory_bytes"));
-        // The older GreptimeDB names.
+        // The older GreptimeDB names, which only GreptimeDB's names know.
         let old = "greptime_process_cpu_seconds_total 0.86\ngreptime_process_resident_memory_bytes 4096\n";
-        let s = parse(old);
+        assert_eq!(parse(old, &standard), ProcessSeries::default());
+        let s = parse(
+            old,
+            &crate::product::greptimedb::GreptimeDb.process_series(),
+        );
         assert_eq!(
             (s.cpu_seconds, s.rss_bytes, s.cpu_series),
             (
@@ -178,12 +205,15 @@ mod tests {
         );
         // InfluxDB 3: jemalloc's resident pages, no CPU; a process series wins over it.
         let influx = "# HELP jemalloc_memstats_bytes jemalloc metrics - http://jemalloc.net/jemalloc.3.html#stats.active\n# TYPE jemalloc_memstats_bytes gauge\njemalloc_memstats_bytes{stat=\"active\"} 100\njemalloc_memstats_bytes{stat=\"resident\"} 4096\n# EOF\n";
-        let s = parse(influx);
+        let s = parse(influx, &influxdb3());
         assert_eq!(
             (s.rss_bytes, s.rss_series, s.cpu_seconds),
             (Some(4096), Some(JEMALLOC_RESIDENT), None)
         );
-        let s = parse(&format!("{influx}process_resident_memory_bytes 7\n"));
+        let s = parse(
+            &format!("{influx}process_resident_memory_bytes 7\n"),
+            &influxdb3(),
+        );
         assert_eq!(
             (s.rss_bytes, s.rss_series),
             (Some(7), Some("process_resident_memory_bytes"))
@@ -191,6 +221,7 @@ mod tests {
         // A text without them: unknown, never 0.
         let none = parse(
             "greptime_app_version{version=\"1\"} 1\nprocess_resident_memory_bytes_x 3\n# EOF\n",
+            &standard,
         );
         assert_eq!(none, ProcessSeries::default());
     }

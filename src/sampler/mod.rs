@@ -80,7 +80,11 @@ pub enum Source {
     /// The process tree of a managed server.
     Proc { pid: u32 },
     /// The `/metrics` URL of a server, with the bearer token its API needs (if any).
-    Metrics { url: String, token: Option<String> },
+    Metrics {
+        url: String,
+        token: Option<String>,
+        names: metrics::ProcessSeriesNames,
+    },
 }
 
 /// What a sampler thread needs.
@@ -236,14 +240,14 @@ impl Worker {
                     s.write_bytes = u.write_bytes;
                 }
             }
-            Source::Metrics { url, token } => {
+            Source::Metrics { url, token, names } => {
                 s.source = "metrics".into();
                 if let Some(text) = self
                     .client
                     .as_ref()
                     .and_then(|c| get(c, url, token, Duration::from_secs(5)))
                 {
-                    let m = metrics::parse(&text);
+                    let m = metrics::parse(&text, names);
                     s.cpu_s = m.cpu_seconds.map(round3);
                     s.rss_bytes = m.rss_bytes;
                     if boundary {

@@ -1757,4 +1757,13 @@ fn an_external_server_records_its_settings_as_unknown_and_waits_after_no_sync() 
     assert!(md.contains("- WAL and snapshots: unknown ("), "{md}");
     assert!(!md.contains("flush interval unknown"), "{md}");
     assert!(md.contains("Licence: **unknown**"), "{md}");
+    // Its resources through /metrics: InfluxDB 3 has no process collector, so its memory is
+    // jemalloc's resident pages, said as such, and its CPU is unknown.
+    assert_eq!(
+        s["resources"]["source"],
+        "/metrics: jemalloc_memstats_bytes{stat=\"resident\"} (the memory allocator's resident \
+         pages, not the whole process's RSS); no CPU series: CPU unknown",
+        "{:#}",
+        s["resources"]
+    );
 }

@@ -54,4 +54,19 @@ impl ExternalServer for GreptimeDb {
     fn metrics_path(&self) -> Option<&'static str> {
         Some("/metrics")
     }
+    /// The process collector's names; releases before the switch to it (2023) prefixed them
+    /// with `greptime_`.
+    fn process_series(&self) -> crate::sampler::metrics::ProcessSeriesNames {
+        crate::sampler::metrics::ProcessSeriesNames {
+            rss: &[
+                "process_resident_memory_bytes",
+                "greptime_process_resident_memory_bytes",
+            ],
+            cpu: &[
+                "process_cpu_seconds_total",
+                "greptime_process_cpu_seconds_total",
+            ],
+            rss_fallback: None,
+        }
+    }
 }

@@ -59,6 +59,21 @@ impl ExternalServer for InfluxDb3 {
     fn metrics_path(&self) -> Option<&'static str> {
         Some("/metrics")
     }
+    /// InfluxDB 3 registers no process collector: its memory is jemalloc's statistics, one
+    /// gauge with a `stat` label (`influxdb3/src/commands/serve/jemalloc.rs`); its `resident`
+    /// pages are the allocator's memory, read when no process series is there. No CPU series.
+    fn process_series(&self) -> crate::sampler::metrics::ProcessSeriesNames {
+        use crate::sampler::metrics::{LabelledGauge, ProcessSeriesNames};
+        ProcessSeriesNames {
+            rss_fallback: Some(LabelledGauge {
+                name: "jemalloc_memstats_bytes",
+                label: ("stat", "resident"),
+                shown: "jemalloc_memstats_bytes{stat=\"resident\"}",
+                note: "the memory allocator's resident pages, not the whole process's RSS",
+            }),
+            ..ProcessSeriesNames::PROCESS_COLLECTOR
+        }
+    }
     /// iox_query's `OomTrackingMemoryPool` counts every `ResourcesExhausted` of the pool
     /// (core/iox_query/src/memory_pool.rs, 3.10.1); a real 3.10.1 with a 2 MiB pool counted
     /// 170 during seven failing types, whose runner only saw "unexpected EOF".
