@@ -22,12 +22,13 @@ pub struct Footprint {
     pub files: u64,
     pub wal_files: u64,
     pub data_files: u64,
-    /// `.pt` files: InfluxDB 3 Enterprise's upgraded engine (default for clusters created on
-    /// 3.11) keeps both its WAL and its data in them, so they belong to neither part.
-    #[serde(default)]
-    pub pt_files: u64,
-    #[serde(default)]
-    pub pt_bytes: u64,
+    /// Files that hold the WAL and the data together ([`Part::WalAndData`]), so they
+    /// belong to neither part. The record's keys are `pt_*`: the one such format known is
+    /// InfluxDB 3 Enterprise's `.pt` (its upgraded engine, default for clusters from 3.11).
+    #[serde(default, rename = "pt_files")]
+    pub combined_files: u64,
+    #[serde(default, rename = "pt_bytes")]
+    pub combined_bytes: u64,
     /// GreptimeDB only (its real layout, [`measure_for`]): index files (`*.puffin`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index_bytes: Option<u64>,
@@ -57,15 +58,13 @@ pub struct Footprint {
     pub layout: Option<String>,
 }
 
-/// Why a footprint with `.pt` files is a total only.
-pub const PT_NOTE: &str = "WAL and data files share one format (.pt, the upgraded InfluxDB 3 Enterprise storage engine): reported as a total, not split";
-
 impl Footprint {
     /// What a run records: the fields, plus `split` (whether WAL/data/other mean anything)
-    /// and its note. With `.pt` files the split is unknown (null), never a precise-looking 0.
-    pub fn record(&self) -> serde_json::Value {
+    /// and its note. With files that hold WAL and data together the split is unknown (null),
+    /// never a precise-looking 0.
+    pub fn record(&self, product: &dyn StorageFootprint) -> serde_json::Value {
         let mut v = serde_json::to_value(self).expect("a footprint serializes");
-        if self.pt_files > 0 {
+        if self.combined_files > 0 {
             for k in [
                 "wal_bytes",
                 "data_bytes",
@@ -76,8 +75,10 @@ impl Footprint {
                 v[k] = serde_json::Value::Null;
             }
             v["split"] = false.into();
-            v["split_note"] = PT_NOTE.into();
-            v["storage_engine"] = "upgraded (.pt files)".into();
+            v["split_note"] = product.combined_note().into();
+            if let Some(e) = product.storage_engine(self.combined_files, 0) {
+                v["storage_engine"] = e.into();
+            }
         } else {
             v["split"] = true.into();
             v["split_note"] = serde_json::Value::Null;
@@ -159,7 +160,7 @@ fn zero_tail(path: &Path) -> u64 {
 /// (it snapshots after about 900 WAL flushes, not on shutdown). `.pt` files (Enterprise's
 /// upgraded engine) hold both the WAL and the data, so the split is unknown: null.
 pub fn never_flushed(f: &Footprint) -> serde_json::Value {
-    if f.pt_files > 0 {
+    if f.combined_files > 0 {
         return serde_json::Value::Null;
     }
     serde_json::Value::Bool(f.data_files == 0 && f.wal_bytes > 0)
@@ -218,9 +219,9 @@ fn walk(dir: &Path, classify: &dyn Fn(&Path) -> Part) -> Result<Footprint> {
                 *f.metadata_bytes.get_or_insert(0) += size;
             }
             Part::Other => f.other_bytes += size,
-            Part::Pt => {
-                f.pt_bytes += size;
-                f.pt_files += 1;
+            Part::WalAndData => {
+                f.combined_bytes += size;
+                f.combined_files += 1;
             }
         }
     }
@@ -248,7 +249,7 @@ mod tests {
     }
 
     #[test]
-    fn never_flushed_is_known_for_every_split_and_unknown_for_pt_files() {
+    fn never_flushed_is_known_for_every_split_and_unknown_for_combined_files() {
         let wal_only = Footprint {
             wal_bytes: 4096,
             wal_files: 1,
@@ -262,8 +263,8 @@ mod tests {
         };
         assert_eq!(never_flushed(&with_data), serde_json::json!(false));
         let pt = Footprint {
-            pt_files: 2,
-            pt_bytes: 8192,
+            combined_files: 2,
+            combined_bytes: 8192,
             ..Default::default()
         };
         assert!(never_flushed(&pt).is_null());
@@ -343,11 +344,14 @@ mod tests {
         assert_eq!(f.apparent_bytes, 38000);
         assert_eq!(f.total_bytes, f.wal_bytes + f.data_bytes + f.other_bytes);
         assert!(f.wal_bytes >= 15000 && f.data_bytes >= 20000 && f.other_bytes >= 3000);
-        assert_eq!(f.record()["split"], true);
+        assert_eq!(
+            f.record(&crate::product::greptimedb::GreptimeDb)["split"],
+            true
+        );
     }
 
     #[test]
-    fn pt_files_make_a_total_without_a_split() {
+    fn combined_files_make_a_total_without_a_split() {
         let d = tempfile::tempdir().unwrap();
         let w = d.path();
         std::fs::create_dir_all(w.join("node/wal")).unwrap();
@@ -356,9 +360,15 @@ mod tests {
         std::fs::write(w.join("node/wal/00000000001.pt"), vec![1u8; 5000]).unwrap();
         std::fs::write(w.join("node/data/1/2/0000000001.pt"), vec![2u8; 9000]).unwrap();
         std::fs::write(w.join("cluster/catalog/checkpoint"), vec![3u8; 100]).unwrap();
-        let f = measure(w).unwrap();
-        assert_eq!((f.pt_files, f.wal_files, f.data_files), (2, 0, 0));
-        let r = f.record();
+        let enterprise = crate::product::influxdb3::InfluxDb3::new(
+            crate::product::influxdb3::Edition::Enterprise,
+        );
+        // `.pt` is InfluxDB 3's: the generic split does not know it.
+        assert_eq!(measure(w).unwrap().combined_files, 0);
+        let f = measure_for(&enterprise, w).unwrap();
+        assert_eq!((f.combined_files, f.wal_files, f.data_files), (2, 0, 0));
+        let r = f.record(&enterprise);
+        assert_eq!(r["storage_engine"], "upgraded (.pt files)");
         assert_eq!(r["split"], false);
         assert!(r["wal_bytes"].is_null() && r["data_bytes"].is_null(), "{r}");
         assert_eq!(r["total_bytes"], f.total_bytes);

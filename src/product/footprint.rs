@@ -27,6 +27,18 @@ pub trait StorageFootprint {
     fn footprint_parts(&self) -> FootprintParts {
         FootprintParts::GENERIC
     }
+    /// Why a footprint whose files hold the WAL and the data together
+    /// ([`FilePart::WalAndData`]) is a total only.
+    fn combined_note(&self) -> &'static str {
+        "WAL and data files share one format: reported as a total, not split"
+    }
+    /// The storage engine the files of a data-directory footprint show, where the product
+    /// has more than one (`server_settings.storage_engine`): `combined_files` hold WAL and
+    /// data together, `split_files` are WAL or data files. `None`: not said.
+    fn storage_engine(&self, combined_files: u64, split_files: u64) -> Option<&'static str> {
+        let _ = (combined_files, split_files);
+        None
+    }
     /// A managed workspace whose data lives in an object store: what a footprint adds to the
     /// data directory's, measured now: `object_store` (a listing of the bucket under the
     /// workspace's prefix, by part) and, when the server keeps a local cache of it, `cache`

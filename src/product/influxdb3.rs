@@ -29,6 +29,8 @@ use crate::workspace_manifest::WorkspaceManifest;
 /// `version_source` of a version read from the official installer script.
 pub const LATEST_SOURCE: &str = "installer-script";
 /// Its TSBS loader and query runner.
+/// How the run records Enterprise's upgraded storage engine (`server_settings.storage_engine`).
+const UPGRADED_ENGINE: &str = "upgraded (.pt files)";
 pub const LOAD_INFLUX3: &str = "tsbs_load_influx3";
 pub const RUN_QUERIES_INFLUX3: &str = "tsbs_run_queries_influx3";
 
@@ -241,6 +243,27 @@ impl Loading for InfluxDb3 {
 }
 
 impl StorageFootprint for InfluxDb3 {
+    /// The generic split, and Enterprise's upgraded engine's `.pt` files, which hold both the
+    /// WAL and the data (docs: storage-engine.md, admin/load-capture.md).
+    fn classify_file(&self, rel: &Path) -> crate::product::FilePart {
+        match rel.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("pt") => crate::product::FilePart::WalAndData,
+            _ => crate::product::classify_generic(rel),
+        }
+    }
+    fn combined_note(&self) -> &'static str {
+        "WAL and data files share one format (.pt, the upgraded InfluxDB 3 Enterprise storage engine): reported as a total, not split"
+    }
+    /// `.pt` files: the upgraded engine; WAL or Parquet files: the Parquet one.
+    fn storage_engine(&self, combined_files: u64, split_files: u64) -> Option<&'static str> {
+        if combined_files > 0 {
+            Some(UPGRADED_ENGINE)
+        } else if split_files > 0 {
+            Some("parquet")
+        } else {
+            None
+        }
+    }
     /// On S3: the bucket's objects under the node id (WAL, Parquet, catalog); no local cache.
     fn object_store_footprint(
         &self,
@@ -502,7 +525,7 @@ pub fn detect_engine(dir: &Path) -> Option<&'static str> {
             match e.file_type() {
                 Ok(t) if t.is_dir() => stack.push(p),
                 Ok(t) if t.is_file() => match p.extension().and_then(|x| x.to_str()) {
-                    Some("pt") => return Some("upgraded (.pt files)"),
+                    Some("pt") => return Some(UPGRADED_ENGINE),
                     Some("wal" | "parquet") => parquet = true,
                     _ => {}
                 },

@@ -200,8 +200,9 @@ pub trait Maintenance: Send + Sync {
 /// Where a file of a stopped server's data directory belongs in the footprint split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FilePart {
-    /// InfluxDB 3 Enterprise's upgraded engine: WAL and data in one format.
-    Pt,
+    /// A file that holds WAL and data in one format (InfluxDB 3 Enterprise's upgraded engine
+    /// writes `.pt` files): the split is unknown.
+    WalAndData,
     Wal,
     Data,
     Index,
@@ -239,7 +240,7 @@ pub fn footprint_parts(name: &str, variant: Option<&str>) -> FootprintParts {
 }
 
 /// The generic split: anything under a `wal` directory or named `*.wal` / `*.raftlog` is WAL,
-/// Parquet and SST files are data, `.pt` files are their own part, the rest is other.
+/// Parquet and SST files are data, the rest is other.
 pub fn classify_generic(rel: &Path) -> FilePart {
     let ext = rel
         .extension()
@@ -250,9 +251,7 @@ pub fn classify_generic(rel: &Path) -> FilePart {
         .into_iter()
         .flat_map(|p| p.components())
         .any(|c| c.as_os_str().eq_ignore_ascii_case("wal"));
-    if ext == "pt" {
-        FilePart::Pt
-    } else if in_wal || ext == "wal" || ext == "raftlog" {
+    if in_wal || ext == "wal" || ext == "raftlog" {
         FilePart::Wal
     } else if ext == "parquet" || ext == "sst" {
         FilePart::Data

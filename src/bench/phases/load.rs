@@ -635,7 +635,7 @@ impl Bench<'_> {
             .map(|m| (m.ws.manifest.clone(), m.ws.dir.clone()));
         self.run.step("footprint", attempt, |run| {
             let f = footprint::measure_for(product, &dir)?;
-            let mut v = f.record();
+            let mut v = f.record(product);
             if let Some((ws, ws_dir)) = &managed {
                 if let Some((o, cache)) = product.object_store_footprint(ws, ws_dir)? {
                     v["object_store"] = o;
@@ -644,7 +644,8 @@ impl Bench<'_> {
                     }
                 }
             }
-            // InfluxDB 3: the files on disk say which storage engine the server used.
+            // Where a product has more than one storage engine, its files on disk say which
+            // one the server used.
             if run
                 .manifest
                 .target
@@ -652,13 +653,7 @@ impl Bench<'_> {
                 .get("server_settings")
                 .is_some_and(Value::is_object)
             {
-                let engine = if f.pt_files > 0 {
-                    Some("upgraded (.pt files)")
-                } else if f.wal_files + f.data_files > 0 {
-                    Some("parquet")
-                } else {
-                    None
-                };
+                let engine = product.storage_engine(f.combined_files, f.wal_files + f.data_files);
                 if let Some(e) = engine {
                     let st = &mut run.manifest.target.extra["server_settings"];
                     st["storage_engine"] = json!(e);
