@@ -1807,6 +1807,29 @@ pub(crate) mod tests {
         }
     }
 
+    /// summary.md of each fixture, as this version renders it: pins the wording byte for byte
+    /// (each product's sections included), so that a change of the template or of where a
+    /// section is worded shows here. `BLESS=1` writes the files from the current rendering.
+    #[test]
+    fn the_summary_md_of_each_fixture_is_rendered_byte_for_byte() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run-data-v1");
+        for (name, text) in SUMMARY_FIXTURES {
+            let s: RunSummary = serde_json::from_str(text).unwrap();
+            let md = render_md(&s).unwrap();
+            let path = dir.join(name.replace(".json", ".md"));
+            if std::env::var_os("BLESS").is_some() {
+                std::fs::write(&path, &md).unwrap();
+            }
+            let want = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e} (BLESS=1 writes it)", path.display()));
+            assert!(
+                md == want,
+                "{name}: summary.md differs from {}",
+                path.display()
+            );
+        }
+    }
+
     #[test]
     fn absent_and_null_measurements_stay_apart() {
         let read = |n: &str| -> RunSummary {
