@@ -13,10 +13,14 @@
 //!
 //! Not emulated (exit 2 with a `testbed:` message): `--hdr-latencies`, `--memprofile`,
 //! `--show-explain`, `--debug`, `--max-rps`.
+//!
+//! Knobs (`$TESTBED_KNOBS`, the object named after the tool; an unknown key is exit 2):
+//! * `query_delay_ms: N` — each worker sleeps N ms before each query, outside its timer (a
+//!   query phase that is still running when a test acts on it, as a large real one would be).
 
 use std::io::Read;
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::{connect, password, pg_error, read_queries, TsQuery};
 use crate::emulators::tsbs_load::go_open_error;
@@ -24,6 +28,14 @@ use crate::emulators::tsbs_run::{process_stats, Stat};
 use crate::gotool::{self, fatal, flag, go_panic, FlagDef, GoJson, Kind};
 
 const TOOL: &str = "tsbs_run_queries_timescaledb";
+
+/// The knobs of this stand-in (see the module docs).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Knobs {
+    #[serde(default)]
+    query_delay_ms: u64,
+}
 
 /// The flags exactly as the real `-help` lists them.
 pub const FLAGS: &[FlagDef] = &[
@@ -51,6 +63,8 @@ pub const FLAGS: &[FlagDef] = &[
 
 pub fn main(args: Vec<String>) -> i32 {
     super::record_call(TOOL, &args);
+    let knobs: Knobs = gotool::knobs_or_exit(TOOL);
+    let query_delay = Duration::from_millis(knobs.query_delay_ms);
     let flags = match gotool::parse_tool(TOOL, &[FLAGS], &args) {
         Ok(f) => f,
         Err(code) => return code,
@@ -142,6 +156,9 @@ pub fn main(args: Vec<String>) -> i32 {
                 let Ok(q) = next else { break };
                 let runs: &[bool] = if prewarm { &[false, true] } else { &[false] };
                 for &warm in runs {
+                    if !query_delay.is_zero() {
+                        std::thread::sleep(query_delay);
+                    }
                     // The timer starts before the (lazy) connection, as the real runner's.
                     let start = Instant::now();
                     if client.is_none() {
