@@ -363,7 +363,7 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
         (None, true) => {
             return Err(
                 Error::invalid("no target: pass --database-id ID or --url URL").with_hint(
-                    "e.g. --database-id greptime-120-manual; see `tsbsctl greptimedb list`",
+                    format!("`tsbsctl {} list` names the workspaces", entry.name),
                 ),
             )
         }
