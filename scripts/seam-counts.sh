@@ -12,7 +12,8 @@
 #   design-2 §5): lines (comments aside) that name a product or one product's concept (an
 #   edition, a licence, a compaction) in any form, field, function and type names as well as
 #   literals (`#[serde(rename = "edition")]`, which keeps a record's key, counts too), per
-#   file; and the files there whose own name carries one.
+#   file; and the files there whose own name carries one; and the lines of the core's
+#   templates (templates/*.j2, not the products' templates/<product>/) that do.
 #
 #   scripts/seam-counts.sh           (VERBOSE=1 also lists every hit)
 set -euo pipefail
@@ -55,6 +56,10 @@ n_concepts=$(printf '%s' "$concepts" | grep -c . || true)
 concept_files=$(printf '%s\n' $core_files | grep -iE "$CONCEPT_RE" || true)
 n_concept_files=$(printf '%s' "$concept_files" | grep -c . || true)
 
+# The core's templates (the products' own are under templates/<product>/).
+template_concepts=$(grep -inE "$CONCEPT_RE" templates/*.j2 || true)
+n_template_concepts=$(printf '%s' "$template_concepts" | grep -c . || true)
+
 lookups=$(
     { ls src/run.rs src/summary.rs src/compare.rs src/report.rs src/rerun.rs src/runlist.rs 2>/dev/null
       find src/bench -name '*.rs'; } | sort | while read -r f; do
@@ -75,6 +80,7 @@ echo "  (in the products' own modules outside src/product/ -- src/cli/<product>.
 echo "module-graph cycles: $n_cycles"
 echo "JSON string look-ups in the run model: $n_lookups"
 echo "product concepts outside src/product/ and src/cli/: $n_concepts lines, $n_concept_files file names"
+echo "product concepts in the core's templates (templates/*.j2): $n_template_concepts lines"
 if [ "${VERBOSE:-0}" = 1 ]; then
     echo "--- product branches"; printf '%s\n' "$branches"
     echo "--- in the products' own CLI modules"; printf '%s\n' "$cli_branches"
@@ -85,4 +91,6 @@ if [ "${VERBOSE:-0}" = 1 ]; then
     printf '%s\n' "$concepts" | cut -d: -f1 | sort | uniq -c | sort -rn
     echo "--- file names carrying a product concept"
     printf '%s\n' "$concept_files"
+    echo "--- product concepts per core template"
+    printf '%s\n' "$template_concepts" | cut -d: -f1 | sort | uniq -c | sort -rn
 fi
