@@ -29,6 +29,9 @@ use crate::workspace::manifest::MaintenanceRecord;
 pub const SCHEMA_VERSION: u32 = 1;
 
 const TEMPLATE: &str = include_str!("../templates/summary.md.j2");
+/// What summary.md says of a load that left no data file, for a product that does not say it
+/// in its own terms.
+const NEVER_FLUSHED: &str = "\n**No data files yet:** all the loaded data is in the WAL only.\n";
 
 /// `summary.json` of a run. Field order is the JSON key order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1279,7 +1282,22 @@ pub fn write(run: &RunDir) -> Result<RunSummary> {
 
 /// Renders `summary.md` from a summary (a [`RunSummary`], or a value of its shape).
 pub fn render_md<S: Serialize>(summary: &S) -> Result<String> {
-    let env = crate::render::template_env("summary.md", TEMPLATE)?;
+    let mut env = crate::render::template_env("summary.md", TEMPLATE)?;
+    // Each product words its own sections (`<product>/<slot>`); what a product does not
+    // word falls back to the core's words or is left out.
+    env.add_template_owned("never_flushed", format!("{NEVER_FLUSHED}\n"))
+        .map_err(|e| Error::failed(format!("summary template never_flushed: {e}")))?;
+    // A template loses its last newline when rendered; one more keeps each section's text as
+    // it would be where the include stands.
+    for entry in crate::product::all() {
+        let Ok(p) = (entry.make)(None) else { continue };
+        for (slot, source) in p.summary_templates() {
+            env.add_template_owned(format!("{}/{slot}", entry.name), format!("{source}\n"))
+                .map_err(|e| {
+                    Error::failed(format!("summary template {}/{slot}: {e}", entry.name))
+                })?;
+        }
+    }
     let t = env
         .get_template("summary.md")
         .map_err(|e| Error::failed(format!("summary template: {e}")))?;

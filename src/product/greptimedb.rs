@@ -198,6 +198,30 @@ impl StorageFootprint for GreptimeDb {
 }
 
 impl Reporting for GreptimeDb {
+    fn summary_templates(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            (
+                "partitions",
+                include_str!("../../templates/greptimedb/summary-partitions.md.j2"),
+            ),
+            (
+                "storage",
+                include_str!("../../templates/greptimedb/summary-storage.md.j2"),
+            ),
+            (
+                "never_flushed",
+                include_str!("../../templates/greptimedb/summary-never-flushed.md.j2"),
+            ),
+            (
+                "data_location",
+                include_str!("../../templates/greptimedb/summary-data-location.md.j2"),
+            ),
+            (
+                "operations",
+                include_str!("../../templates/greptimedb/summary-operations.md.j2"),
+            ),
+        ]
+    }
     /// A workspace on object storage records where (the variables' names, not the keys).
     fn server_settings(
         &self,

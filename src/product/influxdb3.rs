@@ -286,6 +286,18 @@ impl StorageFootprint for InfluxDb3 {
 }
 
 impl Reporting for InfluxDb3 {
+    fn summary_templates(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            (
+                "settings",
+                include_str!("../../templates/influxdb3/summary-settings.md.j2"),
+            ),
+            (
+                "never_flushed",
+                include_str!("../../templates/influxdb3/summary-never-flushed.md.j2"),
+            ),
+        ]
+    }
     fn server_settings(
         &self,
         ws: Option<&WorkspaceManifest>,

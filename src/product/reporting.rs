@@ -24,6 +24,14 @@ pub trait Reporting {
     fn statistics_exclusion(&self) -> &'static str {
         "Nothing: every query in the file is in these statistics, the first query of each worker included (it also sets up the worker's HTTP connection; this runner has no burn-in)."
     }
+    /// The product's own sections of `summary.md`: (slot, minijinja source), rendered with the
+    /// whole summary as context where `templates/summary.md.j2` includes `<product>/<slot>`:
+    /// `settings` (lines of the run's list), `partitions`, `storage` (the footprint table of
+    /// a run whose `storage.layout` is the product's name), `never_flushed`, `data_location`,
+    /// `operations` (the sections of its operations' runs).
+    fn summary_templates(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
     /// Product server settings recorded with the target (InfluxDB 3: durability, engine).
     fn server_settings(
         &self,

@@ -219,6 +219,18 @@ impl StorageFootprint for InfluxDb2 {
 }
 
 impl Reporting for InfluxDb2 {
+    fn summary_templates(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            (
+                "storage",
+                include_str!("../../../templates/influxdb2/summary-storage.md.j2"),
+            ),
+            (
+                "never_flushed",
+                include_str!("../../../templates/influxdb2/summary-never-flushed.md.j2"),
+            ),
+        ]
+    }
     fn server_settings(
         &self,
         ws: Option<&WorkspaceManifest>,

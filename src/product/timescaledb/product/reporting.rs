@@ -10,6 +10,12 @@ use crate::product::{Reporting, CONFIG_FILE};
 use crate::workspace_manifest::WorkspaceManifest;
 
 impl Reporting for TimescaleDb {
+    fn summary_templates(&self) -> &'static [(&'static str, &'static str)] {
+        &[(
+            "settings",
+            include_str!("../../../../templates/timescaledb/summary-settings.md.j2"),
+        )]
+    }
     /// "PostgreSQL 17.2 (no TimescaleDB)", "TimescaleDB 2.17.2 (PostgreSQL 17.2)".
     fn run_label(&self, version: &str, settings: Option<&Value>) -> Option<String> {
         let ext = settings.and_then(|s| s["extension_version"].as_str());
