@@ -144,14 +144,13 @@ fn state_dirs(root: &Root) -> Vec<PathBuf> {
     dirs
 }
 
-/// The `kind` of every manifest and summary tsbsctl writes: a JSON file carrying one of
-/// these is ours, whichever root it belongs to.
-const TSBSCTL_KINDS: [&str; 13] = [
+/// The `kind` of every manifest and summary tsbsctl writes but the products' query sets
+/// ([`crate::product::query_set_kinds`]): a JSON file carrying one of these is ours, whichever
+/// root it belongs to.
+const TSBSCTL_KINDS: [&str; 11] = [
     "tsbs-build",
     "go-installation",
     "tsbs-environment",
-    "greptimedb-query-set",
-    "influxdb3-query-set",
     "database-workspace",
     "dataset",
     "dataset-format",
@@ -171,7 +170,8 @@ fn tsbsctl_kind(file: &Path) -> Option<String> {
     }
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
     let k = v.get("kind")?.as_str()?;
-    TSBSCTL_KINDS.contains(&k).then(|| k.to_string())
+    (TSBSCTL_KINDS.contains(&k) || crate::product::query_set_kinds().contains(&k))
+        .then(|| k.to_string())
 }
 
 /// The top-level directories of a state root (every product's, datasets, environment); two of
@@ -614,5 +614,30 @@ mod tests {
         assert!(check_result_file(Some(&current), &res).is_ok());
         assert!(check_report_out(&current, &t.path().join("rep")).is_ok());
         assert!(check_report_out(&current, &current.reports().join("mine")).is_ok());
+    }
+
+    /// Every product's query-set manifest is ours, wherever it was copied: PostgreSQL's and
+    /// InfluxDB 2's were not (the kinds were a hand-kept list of two products).
+    #[test]
+    fn every_products_query_set_manifest_is_recognised() {
+        let t = tempfile::tempdir().unwrap();
+        let current = Root::at(t.path().join("a"));
+        let kinds = crate::product::query_set_kinds();
+        for k in [
+            "greptimedb-query-set",
+            "influxdb3-query-set",
+            "influxdb2-query-set",
+            "timescaledb-query-set",
+        ] {
+            assert!(kinds.contains(&k), "{k} in {kinds:?}");
+            let f = t.path().join(format!("{k}.json"));
+            std::fs::write(&f, format!(r#"{{"schema_version": 1, "kind": "{k}"}}"#)).unwrap();
+            let e = check_result_file(Some(&current), &f).unwrap_err();
+            assert!(
+                e.message.contains(&format!("{k} manifest")),
+                "{}",
+                e.message
+            );
+        }
     }
 }

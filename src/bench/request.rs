@@ -362,9 +362,10 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
         }
         (None, true) => {
             return Err(
-                Error::invalid("no target: pass --database-id ID or --url URL").with_hint(
-                    format!("`tsbsctl {} list` names the workspaces", entry.name),
-                ),
+                Error::invalid("no target: pass --database-id ID or --url URL").with_hint(format!(
+                    "`tsbsctl {} list` names the workspaces",
+                    entry.name
+                )),
             )
         }
         _ => {}

@@ -466,6 +466,27 @@ pub fn query_formats() -> Vec<&'static str> {
     out
 }
 
+/// The manifest kinds of every product's query sets (each variant's query format), once each.
+pub fn query_set_kinds() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for e in all() {
+        let variants: Vec<Option<&str>> = if e.variants.is_empty() {
+            vec![None]
+        } else {
+            e.variants.iter().map(|v| Some(*v)).collect()
+        };
+        for v in variants {
+            if let Ok(p) = (e.make)(v) {
+                let k = p.query_format().manifest_kind;
+                if !out.contains(&k) {
+                    out.push(k);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The TSBS tools `env prepare` builds: the two generators, then every product's loader and
 /// query runner (each product's default variant), once each.
 pub fn tsbs_tools() -> Vec<&'static str> {
