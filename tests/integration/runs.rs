@@ -941,6 +941,58 @@ fn rerun_records_identical_pins_and_refuses_a_changed_archive() {
     w.run(&["runs", "rerun", "no-such-run"]).code(2);
 }
 
+/// Issue 24 §6, one pass each: with one worker the runner prints each query's latency, so
+/// `runs compare` pairs the queries of twin runs by their index in the shared query file (the
+/// paired bootstrap) and finds them within noise on this busy machine; a server that slows one
+/// type is found slower by the same test, the other types not. The emulator answers each query
+/// after a fixed 25 ms, as a server doing real work would, so that the scheduling noise of two
+/// busy cores is a small part of every latency.
+#[test]
+fn one_pass_twins_are_paired_by_query_and_within_noise_and_a_slowed_type_is_found() {
+    let w = world();
+    w.bench_ok("load", &[]);
+    w.gt.set_knobs(json!({"query_base_delay_ms": 25}));
+    let one = ["--queries", "20"];
+    let a = w.bench_ok("query", &one);
+    let b = w.bench_ok("query", &one);
+    w.gt.set_knobs(json!({"query_base_delay_ms": 25, "query_delay_ms": 225,
+                          "query_delay_contains": "last_value("}));
+    let slow = w.bench_ok("query", &one);
+    w.gt.set_knobs(json!({}));
+    let compare = |cand: &Path| {
+        let r = w.run(&[
+            "runs",
+            "compare",
+            "--baseline",
+            p(&a),
+            "--candidate",
+            p(cand),
+            "--json",
+        ]);
+        r.ok();
+        r.json()["data"]["summary"]["candidates"][0].clone()
+    };
+    let twin = compare(&b);
+    for q in twin["queries"].as_array().unwrap() {
+        let n = &q["noise"];
+        assert_eq!(n["test"], "bootstrap_paired_queries", "{q}");
+        assert_eq!(n["paired_queries"], 20, "{q}");
+        assert_eq!(n["outside_noise"], false, "twin runs: {q}");
+    }
+    assert_ne!(twin["verdict"], "changed", "{twin}");
+    let c = compare(&slow);
+    for q in c["queries"].as_array().unwrap() {
+        assert_eq!(q["noise"]["test"], "bootstrap_paired_queries", "{q}");
+        if q["query_type"] == "lastpoint" {
+            assert_eq!(q["classification"], "regressed", "{q}");
+            let iv = q["noise"]["interval_ratio"].as_array().unwrap();
+            assert!(iv[0].as_f64().unwrap() > 1.0, "{q}");
+        } else {
+            assert_eq!(q["noise"]["outside_noise"], false, "{q}");
+        }
+    }
+}
+
 /// Issue 24 §6: twin runs of the same binary on the same data (several passes each, on this
 /// busy machine) come out within noise for every type: the passes are the replicates and the
 /// run-to-run drift they cannot show is assumed (`noise::RUN_DRIFT`); a server that slows one

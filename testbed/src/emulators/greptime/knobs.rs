@@ -30,6 +30,10 @@ pub struct Knobs {
     pub ignore_sigterm: Option<bool>,
     /// Extra log lines printed once the HTTP server is bound.
     pub inject_logs: Option<Vec<InjectedLog>>,
+    /// Milliseconds added to every SELECT / EXPLAIN statement, before `query_delay_ms`: the
+    /// time every query costs a server doing real work (latencies that the scheduling noise
+    /// of a busy machine is a small part of).
+    pub query_base_delay_ms: Option<u64>,
     /// Milliseconds added to every SELECT / EXPLAIN statement (only to statements containing
     /// `query_delay_contains` when that is set: one query shape slower, as a planner
     /// regression makes one type slower on the real server).

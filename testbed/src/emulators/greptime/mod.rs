@@ -61,6 +61,7 @@
 //! | `ignore_sigterm` | SIGTERM/SIGINT are logged, then ignored (only SIGKILL ends it) |
 //! | `inject_logs` | `[{"level":"WARN"\|"ERROR"\|"INFO"\|"PANIC","message":".."}]` printed after binding (PANIC = a Rust panic message on stderr; the process keeps running) |
 //! | `wrong_answers` | `[".."]`: a SELECT containing one of the texts (case-insensitive) answers its first row's first number plus one |
+//! | `query_base_delay_ms` | added to every SELECT/EXPLAIN statement, before `query_delay_ms` |
 //! | `query_delay_ms`, `query_delay_contains` | added to every SELECT/EXPLAIN statement (containing the string, case-insensitive, when set) |
 //! | `query_jitter_ms` | up to that many ms more per such statement, drawn anew each time (noisy latencies) |
 //! | `query_memory_mib`, `query_memory_contains` | a SELECT (containing the string, when set) allocates and touches that many MiB while it runs: under a cgroup memory limit the kernel OOM-kills the emulator as it does the real server on a heavy query |

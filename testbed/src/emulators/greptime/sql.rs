@@ -303,6 +303,9 @@ fn execute_one(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
     let words: Vec<String> = lower.split_whitespace().take(3).map(String::from).collect();
     let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
     if matches!(w(0), "select" | "explain") {
+        if let Some(ms) = ctx.knobs.query_base_delay_ms {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
         let applies = ctx
             .knobs
             .query_delay_contains
