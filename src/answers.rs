@@ -229,7 +229,7 @@ fn envelope_table(id: u64, r: &Value) -> RawAnswer {
     }
     failed(
         id,
-        "the response is neither GreptimeDB's nor InfluxQL's".into(),
+        "the response has neither an `output` array (a SQL answer) nor a `results` array (an InfluxQL answer)".into(),
     )
 }
 
