@@ -22,17 +22,21 @@ pub trait Manifest: Serialize + DeserializeOwned {
 /// The JSON text written for `m`: an object with `schema_version` and `kind` first, pretty
 /// printed (2-space indent), one trailing newline.
 pub fn to_text<M: Manifest>(m: &M) -> Result<String> {
+    to_text_of(m, M::KIND, M::SCHEMA_VERSION)
+}
+
+/// [`to_text`] of a value whose kind is known at run time (a product's query-set manifest).
+fn to_text_of<T: Serialize>(m: &T, kind: &str, schema_version: u32) -> Result<String> {
     let value = serde_json::to_value(m)
-        .map_err(|e| Error::failed(format!("could not serialize a {} manifest: {e}", M::KIND)))?;
+        .map_err(|e| Error::failed(format!("could not serialize a {kind} manifest: {e}")))?;
     let Value::Object(fields) = value else {
         return Err(Error::failed(format!(
-            "a {} manifest must serialize to a JSON object",
-            M::KIND
+            "a {kind} manifest must serialize to a JSON object"
         )));
     };
     let mut out = Map::new();
-    out.insert("schema_version".into(), Value::from(M::SCHEMA_VERSION));
-    out.insert("kind".into(), Value::from(M::KIND));
+    out.insert("schema_version".into(), Value::from(schema_version));
+    out.insert("kind".into(), Value::from(kind));
     for (k, v) in fields {
         if k != "schema_version" && k != "kind" {
             out.insert(k, v);
@@ -49,13 +53,29 @@ pub fn write<M: Manifest>(path: &Path, m: &M) -> Result<()> {
     crate::fsutil::write_atomic(path, text.as_bytes())
 }
 
+/// [`write`] with the kind given at run time (schema version 1): the manifests whose kind a
+/// product names (its query sets).
+pub fn write_kind<T: Serialize>(path: &Path, kind: &str, m: &T) -> Result<()> {
+    let text = to_text_of(m, kind, 1)?;
+    crate::fsutil::write_atomic(path, text.as_bytes())
+}
+
+/// [`read`] with the kind given at run time (schema version 1).
+pub fn read_kind<T: DeserializeOwned>(path: &Path, kind: &str) -> Result<T> {
+    read_of(path, kind, 1)
+}
+
 /// Reads and checks a manifest. Missing file: a failure naming the path; invalid JSON, an
 /// unknown schema version or another kind: integrity (exit 4).
 pub fn read<M: Manifest>(path: &Path) -> Result<M> {
-    match read_optional(path)? {
+    read_of(path, M::KIND, M::SCHEMA_VERSION)
+}
+
+fn read_of<T: DeserializeOwned>(path: &Path, kind: &str, schema_version: u32) -> Result<T> {
+    match read_optional_of(path, kind, schema_version)? {
         Some(m) => Ok(m),
         None => Err(
-            Error::failed(format!("missing {} manifest: {}", M::KIND, path.display())).with_hint(
+            Error::failed(format!("missing {kind} manifest: {}", path.display())).with_hint(
                 "the directory was not prepared by tsbsctl or was left unfinished; \
                      run the command that creates it (or remove the directory and run it again)",
             ),
@@ -65,15 +85,28 @@ pub fn read<M: Manifest>(path: &Path) -> Result<M> {
 
 /// Like [`read`], but a missing file is `Ok(None)`.
 pub fn read_optional<M: Manifest>(path: &Path) -> Result<Option<M>> {
+    read_optional_of(path, M::KIND, M::SCHEMA_VERSION)
+}
+
+fn read_optional_of<T: DeserializeOwned>(
+    path: &Path,
+    kind: &str,
+    schema_version: u32,
+) -> Result<Option<T>> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io("read manifest", path, e)),
     };
-    parse::<M>(path, &bytes).map(Some)
+    parse_of(path, &bytes, kind, schema_version).map(Some)
 }
 
-fn parse<M: Manifest>(path: &Path, bytes: &[u8]) -> Result<M> {
+fn parse_of<T: DeserializeOwned>(
+    path: &Path,
+    bytes: &[u8],
+    kind: &str,
+    schema_version: u32,
+) -> Result<T> {
     let fix = "the file was changed or damaged outside tsbsctl; restore it, or remove the \
                directory it describes and prepare it again";
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
@@ -87,12 +120,12 @@ fn parse<M: Manifest>(path: &Path, bytes: &[u8]) -> Result<M> {
         .with_hint(fix));
     };
     match fields.remove("schema_version") {
-        Some(Value::Number(n)) if n.as_u64() == Some(M::SCHEMA_VERSION as u64) => {}
-        Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v > M::SCHEMA_VERSION as u64) => {
+        Some(Value::Number(n)) if n.as_u64() == Some(schema_version as u64) => {}
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v > schema_version as u64) => {
             return Err(Error::integrity(format!(
                 "manifest {} has schema_version {n}, newer than this tsbsctl understands ({})",
                 path.display(),
-                M::SCHEMA_VERSION
+                schema_version
             ))
             .with_hint("upgrade tsbsctl to the version that wrote it"));
         }
@@ -100,7 +133,7 @@ fn parse<M: Manifest>(path: &Path, bytes: &[u8]) -> Result<M> {
             return Err(Error::integrity(format!(
                 "manifest {} has unknown schema_version {other} (this tsbsctl reads {})",
                 path.display(),
-                M::SCHEMA_VERSION
+                schema_version
             ))
             .with_hint(
                 "it was written by another tool or version; remove the directory it describes \
@@ -119,7 +152,7 @@ fn parse<M: Manifest>(path: &Path, bytes: &[u8]) -> Result<M> {
         }
     }
     match fields.remove("kind") {
-        Some(Value::String(k)) if k == M::KIND => {}
+        Some(Value::String(k)) if k == kind => {}
         other => {
             let found = match other {
                 Some(Value::String(k)) => format!("kind {k:?}"),
@@ -129,7 +162,7 @@ fn parse<M: Manifest>(path: &Path, bytes: &[u8]) -> Result<M> {
             return Err(Error::integrity(format!(
                 "manifest {} has {found}, expected {:?}",
                 path.display(),
-                M::KIND
+                kind
             ))
             .with_hint("check that the path points at the right kind of directory"));
         }
@@ -138,7 +171,7 @@ fn parse<M: Manifest>(path: &Path, bytes: &[u8]) -> Result<M> {
         Error::integrity(format!(
             "manifest {} does not have the shape of a {} manifest: {e}",
             path.display(),
-            M::KIND
+            kind
         ))
         .with_hint(fix)
     })

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use crate::dataset::{Dataset, Fingerprint, Generator, GeneratorRecord, Profile};
 use crate::error::{Detail, Error, Result};
-use crate::manifest::{self, Manifest};
+use crate::manifest;
 use crate::output::{Event, LeftBy, Reporter};
 use crate::paths::Root;
 
@@ -43,9 +43,6 @@ pub struct QueryFormat {
     pub manifest_kind: &'static str,
     /// Estimated bytes of one generated query (disk-space checks).
     pub bytes_per_query: u64,
-    /// Writes and reads its manifests ([`write_as`] / [`read_as`] of the product's type).
-    pub write: fn(&Path, &QuerySetManifest) -> Result<()>,
-    pub read: fn(&Path) -> Result<QuerySetManifest>,
     /// `tsbs_generate_queries` flags after `--format` (part of the set's identity when any).
     pub generator_flags: &'static [&'static str],
     /// The query use cases (`--use-case`) the fork's generator implements for this format
@@ -80,19 +77,6 @@ impl QueryFormat {
     pub fn kind(self) -> &'static str {
         self.manifest_kind
     }
-}
-
-/// Writes a query-set manifest as the product's manifest type `M` (its kind).
-pub fn write_as<M: Manifest + From<QuerySetManifest>>(
-    path: &Path,
-    m: &QuerySetManifest,
-) -> Result<()> {
-    manifest::write(path, &M::from(m.clone()))
-}
-
-/// Reads a query-set manifest of the product's manifest type `M` (its kind is checked).
-pub fn read_as<M: Manifest + Into<QuerySetManifest>>(path: &Path) -> Result<QuerySetManifest> {
-    Ok(manifest::read::<M>(path)?.into())
 }
 
 /// The profile's default count for a type (§2.1).
@@ -449,11 +433,12 @@ pub struct QuerySetManifest {
 }
 
 fn write_manifest(path: &Path, format: QueryFormat, m: &QuerySetManifest) -> Result<()> {
-    (format.write)(path, m)
+    manifest::write_kind(path, format.manifest_kind, m)
 }
 
-fn read_manifest(path: &Path, format: QueryFormat) -> Result<QuerySetManifest> {
-    (format.read)(path)
+/// A query set's manifest, of `format`'s kind (another kind: integrity, exit 4).
+pub fn read_manifest(path: &Path, format: QueryFormat) -> Result<QuerySetManifest> {
+    manifest::read_kind(path, format.manifest_kind)
 }
 
 /// A query file ready to run.

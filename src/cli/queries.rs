@@ -107,7 +107,8 @@ pub fn generate(
                     ds.id
                 )));
             }
-            let m: crate::queryset::QuerySetManifest = (format.read)(&dir.join("manifest.json"))?;
+            let m: crate::queryset::QuerySetManifest =
+                crate::queryset::read_manifest(&dir.join("manifest.json"), format)?;
             let counts: BTreeMap<String, u64> = m.spec["query_counts"]
                 .as_object()
                 .map(|o| {
@@ -161,7 +162,8 @@ pub fn generate(
         Some((dir, _)) => queryset::extend_query_set(root, &req, dir, &mut gen, reporter)?,
         None => queryset::ensure_query_set(root, &req, &mut gen, reporter)?,
     };
-    let m: crate::queryset::QuerySetManifest = (format.read)(&set.manifest_path)?;
+    let m: crate::queryset::QuerySetManifest =
+        crate::queryset::read_manifest(&set.manifest_path, format)?;
     let mut data = set.to_json();
     data["dataset_id"] = json!(ds.id);
     data["format"] = json!(format.as_str());

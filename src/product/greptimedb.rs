@@ -277,32 +277,11 @@ pub const ENTRY: super::Entry = super::Entry {
     make: |_| Ok(Box::new(GreptimeDb)),
 };
 
-/// GreptimeDB's query format (`tsbs_generate_queries --format greptime`).
-/// Manifest of a GreptimeDB query set (kind `greptimedb-query-set`).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct GreptimeQuerySetManifest(pub crate::queryset::QuerySetManifest);
-impl crate::manifest::Manifest for GreptimeQuerySetManifest {
-    const KIND: &'static str = "greptimedb-query-set";
-}
-impl From<crate::queryset::QuerySetManifest> for GreptimeQuerySetManifest {
-    fn from(m: crate::queryset::QuerySetManifest) -> GreptimeQuerySetManifest {
-        GreptimeQuerySetManifest(m)
-    }
-}
-impl From<GreptimeQuerySetManifest> for crate::queryset::QuerySetManifest {
-    fn from(m: GreptimeQuerySetManifest) -> crate::queryset::QuerySetManifest {
-        m.0
-    }
-}
-
 #[allow(non_upper_case_globals)]
 impl QueryFormat {
     pub const Greptime: QueryFormat = QueryFormat {
         name: "greptime",
         manifest_kind: "greptimedb-query-set",
-        write: crate::queryset::write_as::<GreptimeQuerySetManifest>,
-        read: crate::queryset::read_as::<GreptimeQuerySetManifest>,
         bytes_per_query: 4096,
         generator_flags: &[],
         use_cases: &["devops", "iot"],

@@ -340,32 +340,11 @@ pub const ENTRY: super::Entry = super::Entry {
     },
 };
 
-/// InfluxDB 3's query format (`tsbs_generate_queries --format influx3`).
-/// Manifest of a InfluxDB 3 query set (kind `influxdb3-query-set`).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Influx3QuerySetManifest(pub crate::queryset::QuerySetManifest);
-impl crate::manifest::Manifest for Influx3QuerySetManifest {
-    const KIND: &'static str = "influxdb3-query-set";
-}
-impl From<crate::queryset::QuerySetManifest> for Influx3QuerySetManifest {
-    fn from(m: crate::queryset::QuerySetManifest) -> Influx3QuerySetManifest {
-        Influx3QuerySetManifest(m)
-    }
-}
-impl From<Influx3QuerySetManifest> for crate::queryset::QuerySetManifest {
-    fn from(m: Influx3QuerySetManifest) -> crate::queryset::QuerySetManifest {
-        m.0
-    }
-}
-
 #[allow(non_upper_case_globals)]
 impl QueryFormat {
     pub const Influx3: QueryFormat = QueryFormat {
         name: "influx3",
         manifest_kind: "influxdb3-query-set",
-        write: crate::queryset::write_as::<Influx3QuerySetManifest>,
-        read: crate::queryset::read_as::<Influx3QuerySetManifest>,
         bytes_per_query: 2560,
         generator_flags: &[],
         // `databases/influx3` implements `NewDevops` only: no iot queries.

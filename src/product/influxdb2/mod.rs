@@ -251,32 +251,12 @@ impl Reporting for InfluxDb2 {
     }
 }
 
-/// Manifest of an InfluxDB 2 query set (kind `influxdb2-query-set`).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Influx2QuerySetManifest(pub crate::queryset::QuerySetManifest);
-impl crate::manifest::Manifest for Influx2QuerySetManifest {
-    const KIND: &'static str = "influxdb2-query-set";
-}
-impl From<crate::queryset::QuerySetManifest> for Influx2QuerySetManifest {
-    fn from(m: crate::queryset::QuerySetManifest) -> Influx2QuerySetManifest {
-        Influx2QuerySetManifest(m)
-    }
-}
-impl From<Influx2QuerySetManifest> for crate::queryset::QuerySetManifest {
-    fn from(m: Influx2QuerySetManifest) -> crate::queryset::QuerySetManifest {
-        m.0
-    }
-}
-
 #[allow(non_upper_case_globals)]
 impl QueryFormat {
     /// InfluxQL (`tsbs_generate_queries --format influx`): POST `/query?q=...`.
     pub const Influx: QueryFormat = QueryFormat {
         name: "influx",
         manifest_kind: "influxdb2-query-set",
-        write: crate::queryset::write_as::<Influx2QuerySetManifest>,
-        read: crate::queryset::read_as::<Influx2QuerySetManifest>,
         bytes_per_query: 1024,
         generator_flags: &[],
         use_cases: &["devops", "iot"],

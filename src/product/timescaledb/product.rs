@@ -57,24 +57,6 @@ pub(super) static BENCH_EXT: crate::product::ext::BenchExt = crate::product::ext
     ..crate::product::ext::BenchExt::NONE
 };
 
-/// Manifest of a TimescaleDB query set (kind `timescaledb-query-set`).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct TimescaleQuerySetManifest(pub crate::queryset::QuerySetManifest);
-impl crate::manifest::Manifest for TimescaleQuerySetManifest {
-    const KIND: &'static str = "timescaledb-query-set";
-}
-impl From<crate::queryset::QuerySetManifest> for TimescaleQuerySetManifest {
-    fn from(m: crate::queryset::QuerySetManifest) -> Self {
-        TimescaleQuerySetManifest(m)
-    }
-}
-impl From<TimescaleQuerySetManifest> for crate::queryset::QuerySetManifest {
-    fn from(m: TimescaleQuerySetManifest) -> Self {
-        m.0
-    }
-}
-
 /// `tsbs_generate_data --format timescaledb`, what `tsbs_load_timescaledb` reads (both modes):
 /// three header lines (the tags' schema, the columns, a blank line), then per row a `tags,...`
 /// line and its `cpu,<ns>,...` values line.
@@ -93,8 +75,6 @@ const DATA_FORMAT: DataFormat = DataFormat {
 const FORMAT: QueryFormat = QueryFormat {
     name: "timescaledb",
     manifest_kind: "timescaledb-query-set",
-    write: crate::queryset::write_as::<TimescaleQuerySetManifest>,
-    read: crate::queryset::read_as::<TimescaleQuerySetManifest>,
     bytes_per_query: 2048,
     generator_flags: &[
         "--timescale-use-time-bucket=true",
