@@ -1327,12 +1327,15 @@ fn thousands(v: f64) -> String {
 
 /// Renders `summary.md` and `report.html` of a report summary.
 pub fn render(summary: &Report) -> Result<(String, String)> {
-    let md_env = crate::render::template_env("report.md", MD_TEMPLATE)?;
+    // Each product words its own sections (`<product>/report.md/<slot>`, `.../report.html/...`).
+    let mut md_env = crate::render::template_env("report.md", MD_TEMPLATE)?;
+    crate::product::add_product_templates(&mut md_env)?;
     let md = md_env
         .get_template("report.md")
         .and_then(|t| t.render(minijinja::Value::from_serialize(summary)))
         .map_err(|e| Error::failed(format!("rendering report.md: {e}")))?;
-    let html_env = crate::render::template_env("report.html", HTML_TEMPLATE)?;
+    let mut html_env = crate::render::template_env("report.html", HTML_TEMPLATE)?;
+    crate::product::add_product_templates(&mut html_env)?;
     let ctx = minijinja::context! {
         r => minijinja::Value::from_serialize(summary),
         charts => minijinja::Value::from_serialize(charts(summary)),

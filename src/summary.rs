@@ -1287,17 +1287,7 @@ pub fn render_md<S: Serialize>(summary: &S) -> Result<String> {
     // word falls back to the core's words or is left out.
     env.add_template_owned("never_flushed", format!("{NEVER_FLUSHED}\n"))
         .map_err(|e| Error::failed(format!("summary template never_flushed: {e}")))?;
-    // A template loses its last newline when rendered; one more keeps each section's text as
-    // it would be where the include stands.
-    for entry in crate::product::all() {
-        let Ok(p) = (entry.make)(None) else { continue };
-        for (slot, source) in p.summary_templates() {
-            env.add_template_owned(format!("{}/{slot}", entry.name), format!("{source}\n"))
-                .map_err(|e| {
-                    Error::failed(format!("summary template {}/{slot}: {e}", entry.name))
-                })?;
-        }
-    }
+    crate::product::add_product_templates(&mut env)?;
     let t = env
         .get_template("summary.md")
         .map_err(|e| Error::failed(format!("summary template: {e}")))?;

@@ -198,27 +198,43 @@ impl StorageFootprint for GreptimeDb {
 }
 
 impl Reporting for GreptimeDb {
-    fn summary_templates(&self) -> &'static [(&'static str, &'static str)] {
+    fn templates(&self) -> &'static [(&'static str, &'static str)] {
         &[
             (
-                "partitions",
+                "summary/partitions",
                 include_str!("../../templates/greptimedb/summary-partitions.md.j2"),
             ),
             (
-                "storage",
+                "summary/storage",
                 include_str!("../../templates/greptimedb/summary-storage.md.j2"),
             ),
             (
-                "never_flushed",
+                "summary/never_flushed",
                 include_str!("../../templates/greptimedb/summary-never-flushed.md.j2"),
             ),
             (
-                "data_location",
+                "summary/data_location",
                 include_str!("../../templates/greptimedb/summary-data-location.md.j2"),
             ),
             (
-                "operations",
+                "summary/operations",
                 include_str!("../../templates/greptimedb/summary-operations.md.j2"),
+            ),
+            (
+                "report.md/storage",
+                include_str!("../../templates/greptimedb/report-storage.md.j2"),
+            ),
+            (
+                "report.md/storage_note",
+                include_str!("../../templates/greptimedb/report-storage-note.md.j2"),
+            ),
+            (
+                "report.html/storage",
+                include_str!("../../templates/greptimedb/report-storage.html.j2"),
+            ),
+            (
+                "report.html/storage_note",
+                include_str!("../../templates/greptimedb/report-storage-note.html.j2"),
             ),
         ]
     }

@@ -286,15 +286,23 @@ impl StorageFootprint for InfluxDb3 {
 }
 
 impl Reporting for InfluxDb3 {
-    fn summary_templates(&self) -> &'static [(&'static str, &'static str)] {
+    fn templates(&self) -> &'static [(&'static str, &'static str)] {
         &[
             (
-                "settings",
+                "summary/settings",
                 include_str!("../../templates/influxdb3/summary-settings.md.j2"),
             ),
             (
-                "never_flushed",
+                "summary/never_flushed",
                 include_str!("../../templates/influxdb3/summary-never-flushed.md.j2"),
+            ),
+            (
+                "report.md/settings",
+                include_str!("../../templates/influxdb3/report-settings.md.j2"),
+            ),
+            (
+                "report.html/settings",
+                include_str!("../../templates/influxdb3/report-settings.html.j2"),
             ),
         ]
     }

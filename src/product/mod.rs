@@ -62,7 +62,7 @@ pub use footprint::StorageFootprint;
 pub use loading::Loading;
 pub use managed_server::ManagedServer;
 pub use op::{OpCtx, StepEnd};
-pub use reporting::Reporting;
+pub use reporting::{add_product_templates, Reporting};
 pub use workspace_setup::WorkspaceSetup;
 pub use ws_op::{ServerStart, WorkspaceOpCtx};
 

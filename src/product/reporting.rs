@@ -24,12 +24,17 @@ pub trait Reporting {
     fn statistics_exclusion(&self) -> &'static str {
         "Nothing: every query in the file is in these statistics, the first query of each worker included (it also sets up the worker's HTTP connection; this runner has no burn-in)."
     }
-    /// The product's own sections of `summary.md`: (slot, minijinja source), rendered with the
-    /// whole summary as context where `templates/summary.md.j2` includes `<product>/<slot>`:
-    /// `settings` (lines of the run's list), `partitions`, `storage` (the footprint table of
-    /// a run whose `storage.layout` is the product's name), `never_flushed`, `data_location`,
-    /// `operations` (the sections of its operations' runs).
-    fn summary_templates(&self) -> &'static [(&'static str, &'static str)] {
+    /// The product's own sections of the rendered files: (slot, minijinja source), rendered
+    /// where the core's templates include `<product>/<slot>`, with their context. Slots of
+    /// `summary.md` (`templates/summary.md.j2`, the run's summary): `summary/settings` (lines
+    /// of the run's list), `summary/partitions`, `summary/storage` (the footprint table of a
+    /// run whose `storage.layout` is the product's name), `summary/never_flushed`,
+    /// `summary/data_location`, `summary/operations` (its operations' runs). Of the reports
+    /// (`report.md.j2`, `report.html.j2`, once for each product among the runs):
+    /// `report.md/settings`, `report.md/storage` (rows of the footprint table),
+    /// `report.md/storage_note` (under it, per run: `st` its storage, `c` its column) and the
+    /// same three of `report.html`.
+    fn templates(&self) -> &'static [(&'static str, &'static str)] {
         &[]
     }
     /// Product server settings recorded with the target (InfluxDB 3: durability, engine).
@@ -41,4 +46,24 @@ pub trait Reporting {
     ) -> Option<Value> {
         None
     }
+}
+
+/// Adds every product's own sections ([`Reporting::templates`]) to `env`, as
+/// `<product>/<slot>`: the core's templates include the ones of the products they show, and
+/// leave out what a product does not word.
+pub fn add_product_templates(
+    env: &mut minijinja::Environment<'static>,
+) -> crate::error::Result<()> {
+    for entry in super::all() {
+        let Ok(p) = (entry.make)(None) else { continue };
+        for (slot, source) in p.templates() {
+            // A template loses its last newline when rendered; one more keeps each section's
+            // text as it would be where the include stands.
+            env.add_template_owned(format!("{}/{slot}", entry.name), format!("{source}\n"))
+                .map_err(|e| {
+                    crate::error::Error::failed(format!("template {}/{slot}: {e}", entry.name))
+                })?;
+        }
+    }
+    Ok(())
 }

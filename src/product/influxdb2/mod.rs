@@ -219,14 +219,14 @@ impl StorageFootprint for InfluxDb2 {
 }
 
 impl Reporting for InfluxDb2 {
-    fn summary_templates(&self) -> &'static [(&'static str, &'static str)] {
+    fn templates(&self) -> &'static [(&'static str, &'static str)] {
         &[
             (
-                "storage",
+                "summary/storage",
                 include_str!("../../../templates/influxdb2/summary-storage.md.j2"),
             ),
             (
-                "never_flushed",
+                "summary/never_flushed",
                 include_str!("../../../templates/influxdb2/summary-never-flushed.md.j2"),
             ),
         ]

@@ -10,9 +10,9 @@ use crate::product::{Reporting, CONFIG_FILE};
 use crate::workspace_manifest::WorkspaceManifest;
 
 impl Reporting for TimescaleDb {
-    fn summary_templates(&self) -> &'static [(&'static str, &'static str)] {
+    fn templates(&self) -> &'static [(&'static str, &'static str)] {
         &[(
-            "settings",
+            "summary/settings",
             include_str!("../../../../templates/timescaledb/summary-settings.md.j2"),
         )]
     }
