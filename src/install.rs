@@ -150,7 +150,7 @@ fn open_dir(
             .with_hint(reinstall.clone())
         })?;
     if m.product != product.name()
-        || m.variant.as_deref() != product.installation_edition()
+        || m.variant.as_deref() != product.installation_variant()
         || m.version != version
         || m.platform != platform.dashed()
     {
@@ -409,7 +409,7 @@ fn build_and_publish(
     let tree_digest = treehash::tree_digest(&tree)?;
     let m = InstallManifest {
         product: product.name().to_string(),
-        variant: product.installation_edition().map(str::to_string),
+        variant: product.installation_variant().map(str::to_string),
         version: version.to_string(),
         version_source: version_source.to_string(),
         platform: platform.dashed(),
@@ -514,7 +514,7 @@ pub fn pin_local(
         }
         let m = InstallManifest {
             product: product.name().to_string(),
-            variant: product.installation_edition().map(str::to_string),
+            variant: product.installation_variant().map(str::to_string),
             version: version.to_string(),
             version_source: pin.version_source.clone(),
             platform: platform.dashed(),

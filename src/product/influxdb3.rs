@@ -200,7 +200,7 @@ impl Product for InfluxDb3 {
     fn display_name(&self) -> String {
         format!("InfluxDB 3 {}", self.edition.title())
     }
-    fn edition(&self) -> Option<&str> {
+    fn variant(&self) -> Option<&str> {
         Some(self.edition.as_str())
     }
 

@@ -111,14 +111,15 @@ pub trait Product:
     fn name(&self) -> &'static str;
     /// "GreptimeDB", "InfluxDB 3 Enterprise": for messages.
     fn display_name(&self) -> String;
-    /// `core` / `enterprise` for InfluxDB 3; `None` for single-edition products.
-    fn edition(&self) -> Option<&str> {
+    /// The variant: `core` / `enterprise` for InfluxDB 3 (records call it `edition`); `None`
+    /// for single-variant products.
+    fn variant(&self) -> Option<&str> {
         None
     }
-    /// The edition its installations are recorded under (default: [`Product::edition`]).
+    /// The variant its installations are recorded under (default: [`Product::variant`]).
     /// Products whose variants share installations (PostgreSQL's modes) return `None`.
-    fn installation_edition(&self) -> Option<&str> {
-        self.edition()
+    fn installation_variant(&self) -> Option<&str> {
+        self.variant()
     }
     /// Whether `tsbsctl <product> copy` exists (a workspace's data copied to a new workspace
     /// bound to another version), for hints. Default: no.
@@ -128,7 +129,7 @@ pub trait Product:
     /// The command that (re)installs `version`, for hints.
     fn install_command(&self, version: &str, reinstall: bool) -> String {
         let mut s = format!("tsbsctl {} install", self.name());
-        if let Some(e) = self.edition() {
+        if let Some(e) = self.variant() {
             s.push_str(&format!(" --edition {e}"));
         }
         s.push_str(&format!(" --version {version}"));

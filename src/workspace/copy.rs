@@ -170,7 +170,7 @@ fn copy_into(
     let m = WorkspaceManifest {
         database_id: req.id.clone(),
         product: product.name().to_string(),
-        variant: product.edition().map(str::to_string),
+        variant: product.variant().map(str::to_string),
         version: version.to_string(),
         version_source: install::source::EXPLICIT.to_string(),
         platform: inst.manifest.platform.clone(),

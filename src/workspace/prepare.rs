@@ -152,7 +152,7 @@ pub fn prepare(
             let m = WorkspaceManifest {
                 database_id: req.id.clone(),
                 product: product.name().to_string(),
-                variant: product.edition().map(str::to_string),
+                variant: product.variant().map(str::to_string),
                 version: version.clone(),
                 version_source,
                 platform: platform.dashed(),
@@ -363,7 +363,7 @@ fn check_unchanged(
     platform: &Platform,
 ) -> Result<()> {
     let id = &req.id;
-    if m.variant.as_deref() != product.edition() {
+    if m.variant.as_deref() != product.variant() {
         return Err(Error::invalid(format!(
             "workspace {id} is bound to {} {}; it cannot become {}",
             m.product,

@@ -215,11 +215,11 @@ impl Product for TimescaleDb {
             Mode::Postgresql => "PostgreSQL (no TimescaleDB)".into(),
         }
     }
-    fn edition(&self) -> Option<&str> {
+    fn variant(&self) -> Option<&str> {
         Some(self.mode.as_str())
     }
     /// Both modes use the same pinned PostgreSQL.
-    fn installation_edition(&self) -> Option<&str> {
+    fn installation_variant(&self) -> Option<&str> {
         None
     }
     fn install_command(&self, _version: &str, reinstall: bool) -> String {
@@ -343,8 +343,8 @@ mod tests {
         let e = crate::product::entry("timescaledb").unwrap();
         assert_eq!(e.variant_flag, Some("--mode"));
         let p = crate::product::resolve("timescaledb", Some("postgresql")).unwrap();
-        assert_eq!(p.edition(), Some("postgresql"));
-        assert_eq!(p.installation_edition(), None);
+        assert_eq!(p.variant(), Some("postgresql"));
+        assert_eq!(p.installation_variant(), None);
         assert_eq!(p.display_name(), "PostgreSQL (no TimescaleDB)");
         assert_eq!(
             crate::product::resolve("timescaledb", Some("x"))
