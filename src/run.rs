@@ -1470,11 +1470,13 @@ fn owner_gone(dir: &Path) -> bool {
 }
 
 /// Finds a run by path or id (across products). An id matching several runs is invalid input
-/// listing the candidates.
+/// listing the candidates. A path comes back absolute: the TSBS tools a resumed run starts
+/// work in a directory of their own, where a relative result path does not lead to the run
+/// (a real runner failed every type of a resume given `state/greptimedb/runs/<id>`).
 pub fn resolve(root: &Root, run: &str) -> Result<PathBuf> {
     let p = Path::new(run);
     if p.join("manifest.json").is_file() {
-        return Ok(p.to_path_buf());
+        return std::path::absolute(p).map_err(|e| Error::io("resolve", p, e));
     }
     let mut found = Vec::new();
     for product in crate::product::names() {

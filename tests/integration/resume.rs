@@ -137,7 +137,13 @@ fn a_run_killed_mid_queries_is_resumed_in_place_then_extended() {
     busy.code(3).says(&format!("held by pid {}", child.id()));
     w.tool_knobs("tsbs_run_queries_influx", json!({}));
 
-    let r = w.run(&["runs", "resume", p(&dir), "--json"]);
+    // Given as a path relative to the current directory: the runner, which works in a
+    // directory of its own, still finds where to write its results.
+    let rel = dir.strip_prefix(&w.gt.env.root).unwrap();
+    let args = ["runs", "resume", rel.to_str().unwrap(), "--json"];
+    let mut c = w.gt.env.cmd(&args);
+    c.current_dir(&w.gt.env.root);
+    let r = crate::util::run_command(c, &args, Duration::from_secs(300));
     r.ok();
     assert_eq!(
         PathBuf::from(r.json()["data"]["run_dir"].as_str().unwrap()),
