@@ -576,6 +576,21 @@ fn defect_28_killed_runs_end_when_they_died_and_list_what_never_started() {
         .says("Never started (the run ended first): lastpoint, single-groupby-1-1-1");
 }
 
+/// Whether any process has `path` open (its `/proc/<pid>/fd` links).
+fn held_by_anyone(path: &Path) -> bool {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs.flatten().any(|p| {
+        std::fs::read_dir(p.path().join("fd"))
+            .map(|fds| {
+                fds.flatten()
+                    .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == path))
+            })
+            .unwrap_or(false)
+    })
+}
+
 /// Runs `tsbsctl args` in a private mount namespace where the state root is read-only; `None`
 /// when this host cannot make one (no `unshare`, or no privilege to mount).
 fn on_read_only_root(w: &World, args: &[&str]) -> Option<Run> {
@@ -618,6 +633,13 @@ fn defect_19_runs_on_read_only_media_can_be_shown_compared_and_reported() {
     let (mut child, dead) = query_run_in_background(&w);
     child.kill().unwrap();
     child.wait().unwrap();
+    // The lock goes when the last process holding it does (bounded: the test is about what a
+    // reader does once the owner is gone, not about how fast a busy machine reaps it).
+    let lock = dead.join(".lock");
+    assert!(
+        wait_until(Duration::from_secs(20), || !held_by_anyone(&lock)),
+        "the killed run's lock is still open somewhere"
+    );
     let before = std::fs::read(dead.join("manifest.json")).unwrap();
 
     let Some(r) = on_read_only_root(&w, &["runs", "show", dead.to_str().unwrap(), "--json"]) else {
