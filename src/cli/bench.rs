@@ -46,9 +46,9 @@ pub(super) fn request(common: CommonArgs, product: ProductFlags, phase: Phase) -
 
 pub fn run(ctx: &Ctx, cmd: BenchCmd) -> Result<Outcome> {
     match cmd {
-        BenchCmd::Greptimedb(a) => super::greptimedb::bench(ctx, *a),
-        BenchCmd::Influxdb3(a) => super::influxdb3::bench(ctx, *a),
-        BenchCmd::Timescaledb(a) => super::timescaledb::bench(ctx, *a),
+        BenchCmd::Greptimedb(a) => a.bench(ctx, super::greptimedb::bench_request),
+        BenchCmd::Influxdb3(a) => a.bench(ctx, super::influxdb3::bench_request),
+        BenchCmd::Timescaledb(a) => a.bench(ctx, super::timescaledb::bench_request),
         BenchCmd::Product(b) => super::generic::bench(ctx, *b),
     }
 }

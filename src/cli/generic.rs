@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use clap::{ArgMatches, Args, FromArgMatches, Subcommand, ValueEnum};
 
 use crate::bench::flags::ProductFlags;
+use crate::bench::Request;
 use crate::cli::bench as bench_cli;
 use crate::cli::common::LockArgs;
 use crate::cli::dbcmd::{self, IdArgs, RemoveArgs, ServeArgs};
@@ -261,6 +262,12 @@ impl<F: OwnFlagsOf> Args for WithOwnFlags<F> {
 }
 
 impl<F: OwnFlagsOf> WithOwnFlags<F> {
+    /// `tsbsctl bench <product>` of a product CLI module: the request the module builds
+    /// (`request`: its own checks, its recorded flags), run against its product.
+    pub fn bench(self, ctx: &Ctx, request: fn(Self) -> Result<Request>) -> Result<Outcome> {
+        let req = request(self)?;
+        crate::bench::run(ctx, F::entry(), &req)
+    }
     /// The product's flags of the record: the given ones (and `extra`, what the module
     /// parsed itself, as text).
     pub fn product_flags(&self, extra: Option<(&BenchFlag, &str)>) -> ProductFlags {

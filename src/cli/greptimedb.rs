@@ -207,12 +207,6 @@ impl super::generic::OwnFlagsOf for BenchFlags {
 /// itself.
 pub type BenchArgs = super::generic::WithOwnFlags<BenchFlags>;
 
-/// `tsbsctl bench greptimedb`: the shared flags plus GreptimeDB's own.
-pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
-    let req = bench_request(a)?;
-    crate::bench::run(ctx, &crate::product::greptimedb::ENTRY, &req)
-}
-
 /// The request of `tsbsctl bench greptimedb` (its checks done), with its recorded flags.
 pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
     let product = a.product_flags(None);

@@ -130,22 +130,11 @@ pub struct ActivateArgs {
     pub lock: LockArgs,
 }
 
-/// The InfluxDB 3 phases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Influx3Phase {
-    /// Dataset and query set, then load, verify, query.
-    All,
-    /// Load (or reuse loaded data) and verify the row count.
-    Load,
-    /// Run every query type of the query set once.
-    Query,
-}
-
 #[derive(Debug, clap::Args)]
 // `tsbsctl bench influxdb3 PHASE ...` (no doc comment: clap would make it the help text).
 pub struct BenchFlags {
     #[arg(value_enum)]
-    pub phase: Influx3Phase,
+    pub phase: crate::cli::generic::GenericPhase,
     #[command(flatten)]
     pub common: bench_cli::CommonArgs,
     /// External targets: the edition the servers run.
@@ -165,19 +154,9 @@ impl super::generic::OwnFlagsOf for BenchFlags {
 /// itself (token flags: variable names only).
 pub type BenchArgs = super::generic::WithOwnFlags<BenchFlags>;
 
-/// `tsbsctl bench influxdb3`: the shared flags plus InfluxDB 3's own.
-pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
-    let req = bench_request(a)?;
-    crate::bench::run(ctx, &crate::product::influxdb3::ENTRY, &req)
-}
-
 /// The request of `tsbsctl bench influxdb3` (its checks done), with its recorded flags.
 pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
-    let phase = match a.flags.phase {
-        Influx3Phase::All => crate::bench::Phase::All,
-        Influx3Phase::Load => crate::bench::Phase::Load,
-        Influx3Phase::Query => crate::bench::Phase::Query,
-    };
+    let phase: crate::bench::Phase = a.flags.phase.into();
     let edition = a.flags.edition.map(|e| e.as_str());
     let product = a.product_flags(edition.map(|e| (&crate::product::influxdb3::flags::EDITION, e)));
     bench_cli::request(a.flags.common, product, phase)

@@ -107,14 +107,9 @@ impl super::generic::OwnFlagsOf for BenchFlags {
 /// declares itself (`password_env`: a variable's name).
 pub type BenchArgs = super::generic::WithOwnFlags<BenchFlags>;
 
-/// `tsbsctl bench timescaledb`. `--password-env` with a managed workspace is refused: its
-/// server trusts local connections (initdb `--auth=trust`), a password would mean nothing.
-pub fn bench(ctx: &Ctx, a: BenchArgs) -> Result<Outcome> {
-    let req = bench_request(a)?;
-    crate::bench::run(ctx, &crate::product::timescaledb::ENTRY, &req)
-}
-
 /// The request of `tsbsctl bench timescaledb` (its checks done), with its recorded flags.
+/// `--password-env` with a managed workspace is refused: its server trusts local connections
+/// (initdb `--auth=trust`), a password would mean nothing.
 pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
     let phase: crate::bench::Phase = a.flags.phase.into();
     let password_env = a

@@ -26,12 +26,12 @@ use super::{
     CONFIG_FILE,
 };
 use crate::dataset::Profile;
-use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
+use crate::download::Downloader;
 use crate::error::{Error, Missing, Result};
 use crate::platform::Platform;
 use crate::queryset::QueryFormat;
 use crate::server::Probe;
-use crate::sources::{SourceKey, Sources};
+use crate::sources::Sources;
 use crate::tsbs::{LoadTarget, QueryTarget};
 use crate::workspace_manifest::{MaintenanceRecord, MaintenanceStatus, WorkspaceManifest};
 
@@ -77,12 +77,7 @@ impl Distribution for ExampleDb {
         check_semver("--version", raw, "1.0.0")
     }
     fn resolve_latest(&self, dl: &Downloader, sources: &Sources) -> Result<Latest> {
-        let url = sources.url(
-            SourceKey::GithubApi,
-            &format!("repos/{REPO}/releases/latest"),
-        );
-        let doc = dl
-            .fetch_json(&url, ACCEPT_GITHUB_JSON)
+        let doc = super::release::github_latest(dl, sources, REPO)
             .map_err(|e| e.context("resolving the latest ExampleDB release"))?;
         let tag = doc["tag_name"].as_str().unwrap_or_default();
         if doc["draft"].as_bool() != Some(false) || doc["prerelease"].as_bool() != Some(false) {
@@ -106,13 +101,13 @@ impl Distribution for ExampleDb {
         platform: &Platform,
     ) -> Result<ReleaseAsset> {
         let stem = format!("exampledb-{version}-{}", platform.dashed());
-        let dir = format!("{REPO}/releases/download/v{version}");
-        Ok(ReleaseAsset {
-            url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.tar.gz")),
-            checksum_url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.tar.gz.sha256")),
-            file_name: format!("{stem}.tar.gz"),
-            top_dir: Some(stem),
-        })
+        Ok(super::release::github_tarball(
+            sources,
+            REPO,
+            version,
+            stem,
+            ".tar.gz.sha256",
+        ))
     }
     fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
         if output.split_whitespace().any(|w| w == version) {

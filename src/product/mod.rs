@@ -52,6 +52,7 @@ mod external;
 mod footprint;
 mod loading;
 mod managed_server;
+mod release;
 mod reporting;
 mod workspace_setup;
 

@@ -1,11 +1,11 @@
 //! GreptimeDB's [`Distribution`]: releases and installations.
 
 use super::{nightly_cargo_version, parse_latest, GreptimeDb, REPO};
-use crate::download::{Downloader, ACCEPT_GITHUB_JSON};
+use crate::download::Downloader;
 use crate::error::{Error, Result};
 use crate::platform::Platform;
-use crate::product::{check_semver, Distribution, Latest, ReleaseAsset};
-use crate::sources::{SourceKey, Sources};
+use crate::product::{check_semver, release, Distribution, Latest, ReleaseAsset};
+use crate::sources::Sources;
 
 impl Distribution for GreptimeDb {
     fn binary_name(&self) -> &'static str {
@@ -28,12 +28,8 @@ impl Distribution for GreptimeDb {
     }
 
     fn resolve_latest(&self, dl: &Downloader, sources: &Sources) -> Result<Latest> {
-        let url = sources.url(
-            SourceKey::GithubApi,
-            &format!("repos/{REPO}/releases/latest"),
-        );
         let hint = "pass an exact --version (e.g. --version 1.1.4)";
-        let doc = dl.fetch_json(&url, ACCEPT_GITHUB_JSON).map_err(|e| {
+        let doc = release::github_latest(dl, sources, REPO).map_err(|e| {
             let limited = matches!(e.http_status(), Some(403 | 429));
             let h = if limited {
                 "GitHub refused the request (403, probably its rate limit of 60 anonymous requests an hour): set GITHUB_TOKEN, or pass an exact --version".to_string()
@@ -52,13 +48,13 @@ impl Distribution for GreptimeDb {
         platform: &Platform,
     ) -> Result<ReleaseAsset> {
         let stem = format!("greptime-{}-v{version}", platform.dashed());
-        let dir = format!("{REPO}/releases/download/v{version}");
-        Ok(ReleaseAsset {
-            url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.tar.gz")),
-            checksum_url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.sha256sum")),
-            file_name: format!("{stem}.tar.gz"),
-            top_dir: Some(stem),
-        })
+        Ok(release::github_tarball(
+            sources,
+            REPO,
+            version,
+            stem,
+            ".sha256sum",
+        ))
     }
 
     /// `greptime --version` prints `version: X.Y.Z` among other lines (`-V`: `greptime X.Y.Z`);

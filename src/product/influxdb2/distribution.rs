@@ -6,21 +6,20 @@ use super::{pinned, release_dir, InfluxDb2, DEFAULT_SOURCE, DEFAULT_VERSION};
 use crate::download::Downloader;
 use crate::error::{Error, Result};
 use crate::platform::Platform;
-use crate::product::{check_semver, Distribution, Latest, Product, ReleaseAsset};
-use crate::sources::{SourceKey, Sources};
+use crate::product::{check_semver, release, Distribution, Latest, Product, ReleaseAsset};
+use crate::sources::Sources;
 
 impl Distribution for InfluxDb2 {
     fn binary_name(&self) -> &'static str {
         "influxd"
     }
     fn check_platform(&self, platform: &Platform) -> Result<()> {
-        match platform.dashed().as_str() {
-            "linux-amd64" | "linux-arm64" | "darwin-amd64" => Ok(()),
-            other => Err(Error::invalid(format!(
-                "InfluxData publishes no InfluxDB 2 build for {other}"
-            ))
-            .with_hint("use linux-amd64, linux-arm64 or darwin-amd64 (Rosetta), or benchmark an external server with --url")),
-        }
+        release::check_influxdata_platform(
+            platform,
+            &["linux-amd64", "linux-arm64", "darwin-amd64"],
+            "InfluxDB 2",
+            "use linux-amd64, linux-arm64 or darwin-amd64 (Rosetta), or benchmark an external server with --url",
+        )
     }
     /// 2.7.x and 2.9.x: the releases whose download paths and layouts are known. 2.8.0's file
     /// names carry a build suffix tsbsctl cannot derive; 1.x and 3.x are other products.
@@ -59,17 +58,14 @@ impl Distribution for InfluxDb2 {
         platform: &Platform,
     ) -> Result<ReleaseAsset> {
         let file = format!("influxdb2-{version}_{}.tar.gz", platform.underscored());
-        let dir = release_dir(version);
-        Ok(ReleaseAsset {
-            url: sources.url(SourceKey::InfluxdataDl, &format!("{dir}/{file}")),
-            checksum_url: sources.url(
-                SourceKey::InfluxdataDl,
-                &format!("{dir}/influxdb.{version}.sha256"),
-            ),
-            file_name: file,
-            // Found by [`Self::distribution_root`]: `influxdb2-<V>/` (2.7 linux: `usr/bin/`).
-            top_dir: None,
-        })
+        // Its top directory is found by [`Self::distribution_root`]: `influxdb2-<V>/` (2.7
+        // linux: `usr/bin/`).
+        Ok(release::influxdata_tarball(
+            sources,
+            &release_dir(version),
+            file,
+            &format!("influxdb.{version}.sha256"),
+        ))
     }
     /// The published line for the archive; where tsbsctl pins a digest, both must agree.
     fn parse_checksum(&self, text: &str, asset: &ReleaseAsset) -> Result<String> {
@@ -92,21 +88,8 @@ impl Distribution for InfluxDb2 {
     /// `influxd version` prints `InfluxDB v2.7.12 (git: ...) build_date: ...`.
     fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
         let want = format!("InfluxDB v{version}");
-        let ok = output.lines().any(|l| {
-            l.find(&want).is_some_and(|i| {
-                let rest = &l[i + want.len()..];
-                rest.is_empty() || rest.starts_with(char::is_whitespace)
-            })
-        });
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::integrity(format!(
-                "`influxd version` does not report {want}: {}",
-                output.trim()
-            ))
-            .with_hint(self.install_command(version, true)))
-        }
+        release::check_reported("influxd version", output, &want, &[])
+            .map_err(|e| e.with_hint(self.install_command(version, true)))
     }
     fn version_args(&self) -> &'static [&'static str] {
         &["version"]
@@ -115,11 +98,7 @@ impl Distribution for InfluxDb2 {
     /// (2.7 linux) or its root (2.9 linux, darwin). The installation is the directory that
     /// holds it.
     fn distribution_root(&self, extracted: &Path) -> Result<PathBuf> {
-        let mut entries: Vec<PathBuf> = fs_err::read_dir(extracted)?
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        entries.sort();
+        let entries = release::sorted_entries(extracted)?;
         let is_file = |p: &Path| p.symlink_metadata().is_ok_and(|m| m.is_file());
         if let [only] = entries.as_slice() {
             let named = only
@@ -138,13 +117,9 @@ impl Distribution for InfluxDb2 {
                 }
             }
         }
-        let names: Vec<String> = entries
-            .iter()
-            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .collect();
         Err(Error::integrity(format!(
             "the InfluxDB 2 archive has no influxdb2-<V>/usr/bin/influxd or influxdb2-<V>/influxd (its top level: {})",
-            if names.is_empty() { "empty".into() } else { names.join(", ") }
+            release::top_level(&entries)
         ))
         .with_hint("nothing was installed; check that the file is the InfluxDB 2 release archive you asked for"))
     }

@@ -7,7 +7,7 @@ use crate::download::{Downloader, ACCEPT_ARTIFACT};
 use crate::error::{Error, Result};
 use crate::paths::Root;
 use crate::platform::Platform;
-use crate::product::{check_semver, Distribution, Latest, Product, ReleaseAsset};
+use crate::product::{check_semver, release, Distribution, Latest, Product, ReleaseAsset};
 use crate::sources::{SourceKey, Sources};
 
 impl Distribution for InfluxDb3 {
@@ -16,13 +16,12 @@ impl Distribution for InfluxDb3 {
     }
 
     fn check_platform(&self, platform: &Platform) -> Result<()> {
-        match platform.dashed().as_str() {
-            "linux-amd64" | "linux-arm64" | "darwin-arm64" => Ok(()),
-            other => Err(Error::invalid(format!(
-                "InfluxData publishes no InfluxDB 3 build for {other}"
-            ))
-            .with_hint("use linux-amd64, linux-arm64 or darwin-arm64, or benchmark an external server with --url")),
-        }
+        release::check_influxdata_platform(
+            platform,
+            &["linux-amd64", "linux-arm64", "darwin-arm64"],
+            "InfluxDB 3",
+            "use linux-amd64, linux-arm64 or darwin-arm64, or benchmark an external server with --url",
+        )
     }
 
     fn normalize_version(&self, raw: &str) -> Result<String> {
@@ -55,17 +54,14 @@ impl Distribution for InfluxDb3 {
             self.edition.as_str(),
             platform.underscored()
         );
-        let url = sources.url(
-            SourceKey::InfluxdataDl,
-            &format!("influxdb/releases/{file}"),
-        );
-        Ok(ReleaseAsset {
-            checksum_url: format!("{url}.sha256"),
-            url,
-            file_name: file,
-            // The real root's name is unconfirmed: [`Self::distribution_root`] accepts any.
-            top_dir: None,
-        })
+        let checksum = format!("{file}.sha256");
+        // The real root's name is unconfirmed: [`Self::distribution_root`] accepts any.
+        Ok(release::influxdata_tarball(
+            sources,
+            "influxdb/releases",
+            file,
+            &checksum,
+        ))
     }
     /// The installer script can lag the releases (the v3.10.1 tag's names 3.9.1).
     fn latest_words(&self) -> &'static str {
@@ -84,25 +80,17 @@ impl Distribution for InfluxDb3 {
         if is_file(&extracted.join(bin)) {
             return Ok(extracted.to_path_buf());
         }
-        let mut entries: Vec<std::path::PathBuf> = fs_err::read_dir(extracted)?
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        entries.sort();
+        let entries = release::sorted_entries(extracted)?;
         if let [only] = entries.as_slice() {
             let is_dir = only.symlink_metadata().map(|m| m.is_dir()).unwrap_or(false);
             if is_dir && is_file(&only.join(bin)) {
                 return Ok(only.clone());
             }
         }
-        let names: Vec<String> = entries
-            .iter()
-            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .collect();
         Err(Error::integrity(format!(
             "the {} archive has no `{bin}` at its root or under a single top directory (its top level: {})",
             self.display_name(),
-            if names.is_empty() { "empty".into() } else { names.join(", ") }
+            release::top_level(&entries)
         ))
         .with_hint("nothing was installed; check that the file is the InfluxDB 3 release archive you asked for"))
     }
@@ -110,21 +98,8 @@ impl Distribution for InfluxDb3 {
     /// `influxdb3 --version` prints `influxdb3 InfluxDB 3 Core, 3.11.1, revision ...`.
     fn check_version_output(&self, version: &str, output: &str) -> Result<()> {
         let want = format!("InfluxDB 3 {}, {version}", self.edition.title());
-        let ok = output.lines().any(|l| {
-            l.find(&want).is_some_and(|i| {
-                let rest = &l[i + want.len()..];
-                rest.is_empty() || rest.starts_with(',') || rest.starts_with(char::is_whitespace)
-            })
-        });
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::integrity(format!(
-                "`influxdb3 --version` does not report {want}: {}",
-                output.trim()
-            ))
-            .with_hint(self.install_command(version, true)))
-        }
+        release::check_reported("influxdb3 --version", output, &want, &[','])
+            .map_err(|e| e.with_hint(self.install_command(version, true)))
     }
 
     fn installations_dir(&self, root: &Root) -> std::path::PathBuf {
