@@ -623,7 +623,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let current = Root::at(t.path().join("a"));
         let kinds = crate::product::query_set_kinds();
-        // Four products with query formats of their own (ExampleDB borrows one).
+        // The four products with query formats of their own (a test product may borrow one).
         assert!(kinds.len() >= 4, "{kinds:?}");
         for k in kinds {
             let f = t.path().join(format!("{k}.json"));
