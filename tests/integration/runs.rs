@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::util::*;
 use crate::world::{
-    enterprise_server, publish_influx3, run_dir, summary, tiny, world, STABLE, TYPES,
+    enterprise_server, publish_influx3, run_dir, summary, tiny, world, World, STABLE, TYPES,
 };
 
 /// A copy of run `dir` under a new id (the same measurements, byte for byte), with `edit`
@@ -941,6 +941,21 @@ fn rerun_records_identical_pins_and_refuses_a_changed_archive() {
     w.run(&["runs", "rerun", "no-such-run"]).code(2);
 }
 
+/// `runs compare --json` of one candidate against a baseline: the candidate's comparison.
+fn compare_json(w: &World, baseline: &Path, candidate: &Path) -> Value {
+    let r = w.run(&[
+        "runs",
+        "compare",
+        "--baseline",
+        p(baseline),
+        "--candidate",
+        p(candidate),
+        "--json",
+    ]);
+    r.ok();
+    r.json()["data"]["summary"]["candidates"][0].clone()
+}
+
 /// Issue 24 §6, one pass each: with one worker the runner prints each query's latency, so
 /// `runs compare` pairs the queries of twin runs by their index in the shared query file (the
 /// paired bootstrap) and finds them within noise on this busy machine; a server that slows one
@@ -959,19 +974,7 @@ fn one_pass_twins_are_paired_by_query_and_within_noise_and_a_slowed_type_is_foun
                           "query_delay_contains": "last_value("}));
     let slow = w.bench_ok("query", &one);
     w.gt.set_knobs(json!({}));
-    let compare = |cand: &Path| {
-        let r = w.run(&[
-            "runs",
-            "compare",
-            "--baseline",
-            p(&a),
-            "--candidate",
-            p(cand),
-            "--json",
-        ]);
-        r.ok();
-        r.json()["data"]["summary"]["candidates"][0].clone()
-    };
+    let compare = |cand: &Path| compare_json(&w, &a, cand);
     let twin = compare(&b);
     for q in twin["queries"].as_array().unwrap() {
         let n = &q["noise"];
@@ -1044,19 +1047,7 @@ fn twin_runs_are_within_noise_and_one_slowed_type_is_found() {
         "{md}"
     );
 
-    let compare = |cand: &Path| {
-        let r = w.run(&[
-            "runs",
-            "compare",
-            "--baseline",
-            p(&a),
-            "--candidate",
-            p(cand),
-            "--json",
-        ]);
-        r.ok();
-        r.json()["data"]["summary"]["candidates"][0].clone()
-    };
+    let compare = |cand: &Path| compare_json(&w, &a, cand);
     let twin = compare(&b);
     for q in twin["queries"].as_array().unwrap() {
         let n = &q["noise"];

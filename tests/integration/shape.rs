@@ -444,6 +444,40 @@ fn shape_a_server_killed_at_its_memory_limit_while_starting_says_out_of_memory()
     crate::influxdb3::bench_influx3(&w, "om1", "query", &[]).ok();
 }
 
+/// Prepares InfluxDB 3 Core `version` as workspace `id`, loads it under `--memory 512MiB` and
+/// checks that the server got the shape's shares (20%, 20%, 50%) in bytes under the `flags`
+/// the version takes (pool, cache, snapshot) and reported the pool; the run directory.
+fn load_influx3_shaped(w: &World, id: &str, version: &str, flags: [&str; 3]) -> PathBuf {
+    let shaped = 512u64 << 20;
+    crate::world::publish_influx3_version(w, "core", version);
+    let port = crate::util::free_port_block(1).to_string();
+    w.run(&[
+        "influxdb3",
+        "prepare",
+        "--database-id",
+        id,
+        "--edition",
+        "core",
+        "--version",
+        version,
+        "--http-port",
+        &port,
+    ])
+    .ok();
+    let r = crate::influxdb3::bench_influx3(w, id, "load", &["--memory", "512MiB"]);
+    r.ok();
+    let dir = run_dir(&r);
+    let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
+    assert_eq!(st["query_memory_pool_bytes"], shaped / 100 * 20, "{st}");
+    assert_eq!(st["query_memory_pool_sized_to_shape"], true, "{st}");
+    let log = std::fs::read_to_string(dir.join("logs/server-001.log")).unwrap();
+    for (flag, share) in flags.iter().zip([20, 20, 50]) {
+        let flag = format!("{flag}={}b", shaped / 100 * share);
+        assert!(log.contains(&flag), "{flag} in\n{log}");
+    }
+    dir
+}
+
 /// A real InfluxDB 3 Core 3.10.1 under `--memory 2G` reported a query pool of 4.7 GiB: 20% of
 /// the host's 23.5 GiB, not of the shape (sysinfo reads the root cgroup's limit, not the
 /// server's own group). Under a shape tsbsctl now gives it the shares (20%, 20%, 50%) of the
@@ -455,37 +489,17 @@ fn shape_influxdb3_sizes_its_memory_shares_from_the_shape_not_the_host() {
         return;
     }
     let w = world();
-    crate::world::publish_influx3_version(&w, "core", "3.10.1");
-    let port = crate::util::free_port_block(1).to_string();
-    w.run(&[
-        "influxdb3",
-        "prepare",
-        "--database-id",
+    let dir = load_influx3_shaped(
+        &w,
         "m1",
-        "--edition",
-        "core",
-        "--version",
         "3.10.1",
-        "--http-port",
-        &port,
-    ])
-    .ok();
-    let shaped = 512u64 << 20;
-    let r = crate::influxdb3::bench_influx3(&w, "m1", "load", &["--memory", "512MiB"]);
-    r.ok();
-    let dir = run_dir(&r);
+        [
+            "--exec-mem-pool-bytes",
+            "--parquet-mem-cache-size",
+            "--force-snapshot-mem-threshold",
+        ],
+    );
     let shaped_dir = dir.clone();
-    let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
-    assert_eq!(st["query_memory_pool_bytes"], shaped / 100 * 20, "{st}");
-    assert_eq!(st["query_memory_pool_sized_to_shape"], true, "{st}");
-    let log = std::fs::read_to_string(dir.join("logs/server-001.log")).unwrap();
-    for flag in [
-        format!("--exec-mem-pool-bytes={}b", shaped / 100 * 20),
-        format!("--parquet-mem-cache-size={}b", shaped / 100 * 20),
-        format!("--force-snapshot-mem-threshold={}b", shaped / 100 * 50),
-    ] {
-        assert!(log.contains(&flag), "{flag} in\n{log}");
-    }
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(
         md.contains("- Server memory: query memory pool 102.40 MiB as the server reports it; tsbsctl gave it"),
@@ -531,35 +545,17 @@ fn shape_influxdb3_sizes_its_memory_shares_from_the_shape_not_the_host() {
 
     // 3.11 renamed the three and wants a unit; an old name would still be taken, with a
     // deprecation warning in the log.
-    crate::world::publish_influx3_version(&w, "core", "3.11.1");
-    let port = crate::util::free_port_block(1).to_string();
-    w.run(&[
-        "influxdb3",
-        "prepare",
-        "--database-id",
+    let dir = load_influx3_shaped(
+        &w,
         "m2",
-        "--edition",
-        "core",
-        "--version",
         "3.11.1",
-        "--http-port",
-        &port,
-    ])
-    .ok();
-    let r = crate::influxdb3::bench_influx3(&w, "m2", "load", &["--memory", "512MiB"]);
-    r.ok();
-    let dir = run_dir(&r);
-    let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
-    assert_eq!(st["query_memory_pool_bytes"], shaped / 100 * 20, "{st}");
-    assert_eq!(st["query_memory_pool_sized_to_shape"], true, "{st}");
+        [
+            "--exec-mem-pool-size",
+            "--file-cache-size",
+            "--force-snapshot-mem-size",
+        ],
+    );
     let log = std::fs::read_to_string(dir.join("logs/server-001.log")).unwrap();
-    for flag in [
-        format!("--exec-mem-pool-size={}b", shaped / 100 * 20),
-        format!("--file-cache-size={}b", shaped / 100 * 20),
-        format!("--force-snapshot-mem-size={}b", shaped / 100 * 50),
-    ] {
-        assert!(log.contains(&flag), "{flag} in\n{log}");
-    }
     assert!(!log.contains("deprecated option"), "{log}");
     assert!(rep.contains("| 102.40 MiB (sized to the shape) |"), "{rep}");
 }
