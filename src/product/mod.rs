@@ -468,8 +468,14 @@ pub fn query_formats() -> Vec<&'static str> {
     out
 }
 
-/// The manifest kinds of every product's query sets (each variant's query format), once each.
-pub fn query_set_kinds() -> Vec<&'static str> {
+/// The manifest kinds of every product's query sets (each variant's query format), once each;
+/// worked out once per process, as a path check asks it for every file it reads.
+pub fn query_set_kinds() -> &'static [&'static str] {
+    static KINDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(collect_query_set_kinds)
+}
+
+fn collect_query_set_kinds() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for e in all() {
         let variants: Vec<Option<&str>> = if e.variants.is_empty() {

@@ -54,16 +54,27 @@ pub trait Reporting {
 pub fn add_product_templates(
     env: &mut minijinja::Environment<'static>,
 ) -> crate::error::Result<()> {
-    for entry in super::all() {
-        let Ok(p) = (entry.make)(None) else { continue };
-        for (slot, source) in p.templates() {
-            // A template loses its last newline when rendered; one more keeps each section's
-            // text as it would be where the include stands.
-            env.add_template_owned(format!("{}/{slot}", entry.name), format!("{source}\n"))
-                .map_err(|e| {
-                    crate::error::Error::failed(format!("template {}/{slot}: {e}", entry.name))
-                })?;
-        }
+    for (name, source) in product_templates() {
+        env.add_template(name, source)
+            .map_err(|e| crate::error::Error::failed(format!("template {name}: {e}")))?;
     }
     Ok(())
+}
+
+/// Every product's templates by their names in an environment, made once per process (a
+/// report renders three environments).
+fn product_templates() -> &'static [(String, String)] {
+    static TEMPLATES: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    TEMPLATES.get_or_init(|| {
+        let mut out = Vec::new();
+        for entry in super::all() {
+            let Ok(p) = (entry.make)(None) else { continue };
+            for (slot, source) in p.templates() {
+                // A template loses its last newline when rendered; one more keeps each
+                // section's text as it would be where the include stands.
+                out.push((format!("{}/{slot}", entry.name), format!("{source}\n")));
+            }
+        }
+        out
+    })
 }
