@@ -30,10 +30,10 @@ impl Bench<'_> {
             if let Some(m) = self.target.managed() {
                 crate::workspace::shape_spec(
                     self.target.product.as_ref(),
-                    &m.ws.manifest,
+                    &m.ws,
                     &mut spec,
                     self.plan.server.shape,
-                );
+                )?;
             }
             let mut s = Server::start(spec, self.reporter())?;
             // The shape the server really got (what the kernel holds), once per run.

@@ -379,7 +379,7 @@ pub fn serve_cmd(ctx: &Ctx, p: &dyn Product, a: ServeArgs) -> Result<Outcome> {
     let ws = workspace::load(&ctx.root, p, &a.database_id)?;
     let log = ws.logs_dir().join("server.log");
     let mut spec = workspace::server_spec(&ctx.root, p, &ws, log, timing, a.kill_orphan)?;
-    workspace::shape_spec(p, &ws.manifest, &mut spec, shape);
+    workspace::shape_spec(p, &ws, &mut spec, shape)?;
     ctx.reporter.info(&format!(
         "starting {} {} for workspace {} (log: {})",
         p.display_name(),

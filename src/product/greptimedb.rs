@@ -13,6 +13,7 @@ mod external;
 mod flags;
 mod loading;
 mod managed_server;
+pub mod memshape;
 pub mod partition;
 mod partitioned;
 pub mod ssts;

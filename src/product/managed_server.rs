@@ -83,13 +83,21 @@ pub trait ManagedServer {
     ) -> Result<Option<Value>> {
         Ok(None)
     }
-    /// Arguments that give the server, for what it would size from the machine's memory, the
-    /// share it would take of a machine of `memory_bytes` (the `--memory` shape). A server in a
-    /// cgroup of its own below the root reads the host's memory (the root's limit, then
-    /// `/proc/meminfo`), so without them it sizes itself from the host. Empty: nothing to size,
-    /// or the product's version takes no such flag tsbsctl knows.
-    fn shape_args(&self, _ws: &WorkspaceManifest, _memory_bytes: u64) -> Vec<String> {
-        Vec::new()
+    /// Gives the server, for what it would size from the machine's memory, the share it would
+    /// take of a machine of `memory_bytes` (the `--memory` shape), by adding to its `args`
+    /// (InfluxDB 3's flags) or by pointing them at a config written in workspace `ws_dir` for
+    /// the shape (GreptimeDB's caches, which have no flags). A server in a cgroup of its own
+    /// below the root reads the host's memory (the root's limit, then `/proc/meminfo`), so
+    /// without this it sizes itself from the host. Default: nothing to size, or the product's
+    /// version takes no such setting tsbsctl knows.
+    fn shape_memory(
+        &self,
+        _ws: &WorkspaceManifest,
+        _ws_dir: &Path,
+        _memory_bytes: u64,
+        _args: &mut Vec<String>,
+    ) -> Result<()> {
+        Ok(())
     }
     /// Default startup timeout, grace period and port wait.
     fn default_timing(&self) -> Timing {

@@ -199,19 +199,20 @@ pub fn workspace_dir(root: &crate::paths::Root, product: &dyn Product, id: &str)
 /// The supervisor spec for the workspace's server. Checks first that the installed binary is
 /// still the one the workspace is bound to (hashing the binary only) and that the config is
 /// unchanged.
-/// Holds the server of `spec` to `shape` (its own cgroup), with the product's arguments that
-/// size what the server would otherwise size from the host's memory
-/// ([`crate::product::ManagedServer::shape_args`]).
+/// Holds the server of `spec` to `shape` (its own cgroup), with what the product gives it
+/// for what it would otherwise size from the host's memory
+/// ([`crate::product::ManagedServer::shape_memory`]).
 pub fn shape_spec(
     product: &dyn Product,
-    ws: &WorkspaceManifest,
+    ws: &Workspace,
     spec: &mut ServerSpec,
     shape: Option<crate::server::cgroup::Shape>,
-) {
+) -> Result<()> {
     if let Some(mem) = shape.and_then(|s| s.memory_bytes) {
-        spec.args.extend(product.shape_args(ws, mem));
+        product.shape_memory(&ws.manifest, &ws.dir, mem, &mut spec.args)?;
     }
     spec.shape = shape;
+    Ok(())
 }
 
 pub fn server_spec(

@@ -107,6 +107,56 @@ fn shape_a_managed_server_runs_in_its_own_cgroup_and_the_group_goes_with_it() {
     );
 }
 
+/// A real GreptimeDB v1.0.2 in a cgroup of its own reads the host's memory, not the shape's
+/// (its `/config` said a page cache of an eighth of this 23.5 GiB host under any shape), and
+/// its write buffer and caches have no flags. Under `--memory` a standalone starts with
+/// `config.shaped.toml`, the workspace's config with the sizes it takes of a machine of the
+/// shape's size; the run records the sizes the server reports. Without a shape they are the
+/// server's own shares of the host, said as such.
+#[test]
+fn shape_greptimedb_sizes_its_write_buffer_and_caches_from_the_shape_not_the_host() {
+    if shaped_host().is_none() {
+        return;
+    }
+    let w = world();
+    let shaped = 512u64 << 20;
+    let dir = w.bench_ok("load", &["--memory", "512MiB"]);
+    let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
+    let sizes = &st["memory_sizes"];
+    assert_eq!(sizes["page_cache_size"], shaped / 8, "{st}");
+    assert_eq!(sizes["global_write_buffer_size"], shaped / 8, "{st}");
+    assert_eq!(sizes["global_write_buffer_reject_size"], shaped / 4, "{st}");
+    assert_eq!(sizes["sst_meta_cache_size"], shaped / 32, "{st}");
+    for k in [
+        "vector_cache_size",
+        "selector_result_cache_size",
+        "range_result_cache_size",
+    ] {
+        assert_eq!(sizes[k], shaped / 16, "{k}: {st}");
+    }
+    assert_eq!(st["memory_sized_to_shape"], true, "{st}");
+    let log = std::fs::read_to_string(dir.join("logs/server-001.log")).unwrap();
+    assert!(log.contains("config.shaped.toml"), "{log}");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("- Server memory: page cache 64.00 MiB, write buffer 64.00 MiB as the server reports them (GET /config); tsbsctl gave"),
+        "{md}"
+    );
+    // The workspace's own config is untouched (verify holds).
+    w.run(&["greptimedb", "verify", "--database-id", "g1"]).ok();
+    // Without a shape: the server's shares of the memory it sees.
+    let dir = w.bench_ok(
+        "load",
+        &["--database-mode", "reset", "--confirm-reset", "benchmark"],
+    );
+    let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
+    let host = testbed::emulators::greptime::total_mem_bytes();
+    assert_eq!(st["memory_sizes"]["page_cache_size"], host / 8, "{st}");
+    assert_eq!(st["memory_sized_to_shape"], false, "{st}");
+    let log = std::fs::read_to_string(dir.join("logs/server-001.log")).unwrap();
+    assert!(!log.contains("config.shaped.toml"), "{log}");
+}
+
 /// Issue 24 §2 with §3: a server the kernel kills at its memory limit during one query type
 /// is that type's result, "OOM" with the evidence; the server is started again and the other
 /// types run.

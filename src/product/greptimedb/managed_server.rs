@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{cluster, storage, GreptimeDb};
+use super::{cluster, memshape, storage, GreptimeDb};
 use crate::error::{Error, Result};
 use crate::product::{Distribution, ManagedServer, ServerCommand, CONFIG_FILE};
 use crate::server::{Probe, Timing};
@@ -124,6 +124,43 @@ impl ManagedServer for GreptimeDb {
             Some(t) => cluster::check_store(&t),
             None => Ok(()),
         }
+    }
+
+    /// A standalone's write buffer and caches (no flags: a config written for the shape,
+    /// [`memshape`]); a cluster's datanodes size theirs from the host (README says so).
+    fn shape_memory(
+        &self,
+        ws: &WorkspaceManifest,
+        ws_dir: &Path,
+        memory_bytes: u64,
+        args: &mut Vec<String>,
+    ) -> Result<()> {
+        if cluster::Topology::of(ws).is_some() {
+            return Ok(());
+        }
+        let shaped = memshape::write_config(ws_dir, memory_bytes)?;
+        let Some(at) = args.iter().position(|a| a == "-c") else {
+            return Err(Error::failed(
+                "the standalone's command line names no config file to size for the shape",
+            ));
+        };
+        args[at + 1] = shaped.to_string_lossy().into_owned();
+        Ok(())
+    }
+
+    /// What a standalone says it sized from the memory (its `/config`), recorded with the
+    /// run; nothing for a cluster (the frontend answers, without a storage engine).
+    fn check_serving(
+        &self,
+        ws: &WorkspaceManifest,
+        _ws_dir: &Path,
+        endpoint: &str,
+        pid: u32,
+    ) -> Result<Option<serde_json::Value>> {
+        if cluster::Topology::of(ws).is_some() {
+            return Ok(None);
+        }
+        Ok(memshape::reported(endpoint, pid))
     }
 
     fn readiness_probe(&self, endpoint: &str) -> Probe {

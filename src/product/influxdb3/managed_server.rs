@@ -144,7 +144,13 @@ impl ManagedServer for InfluxDb3 {
     /// host. Bytes (`Nb`) from 3.2; before, a bare number of megabytes (10^6 bytes). 3.11
     /// renamed all three and wants a unit (docs-v2 79332006, config-options.md "Size option
     /// values": `b` is one; the old names stay as deprecated aliases with a start-up warning).
-    fn shape_args(&self, ws: &WorkspaceManifest, memory_bytes: u64) -> Vec<String> {
+    fn shape_memory(
+        &self,
+        ws: &WorkspaceManifest,
+        _ws_dir: &Path,
+        memory_bytes: u64,
+        args: &mut Vec<String>,
+    ) -> Result<()> {
         let size = |pct: u64| {
             let b = memory_bytes / 100 * pct;
             if super::version_at_least(&ws.version, 3, 2) {
@@ -158,11 +164,13 @@ impl ManagedServer for InfluxDb3 {
         } else {
             OLD_MEMORY_FLAGS
         };
-        names
-            .iter()
-            .zip([20, 20, 50])
-            .map(|(name, pct)| format!("--{name}={}", size(pct)))
-            .collect()
+        args.extend(
+            names
+                .iter()
+                .zip([20, 20, 50])
+                .map(|(name, pct)| format!("--{name}={}", size(pct))),
+        );
+        Ok(())
     }
 
     /// The query engine's memory pool in force, as the server reports it
@@ -197,7 +205,7 @@ impl ManagedServer for InfluxDb3 {
                 say(p)
             ),
             (Some(p), false) => format!(
-                "query memory pool {} as the server reports it (its default, 20% of the memory it sees: the host's, also under --memory, for which tsbsctl sizes it only up to 3.10)",
+                "query memory pool {} as the server reports it (its default, 20% of the memory it sees)",
                 say(p)
             ),
             (None, _) => "query memory pool unknown (the server's /metrics has no datafusion_mem_pool_bytes)".to_string(),

@@ -44,6 +44,67 @@ pub struct Options {
     /// The local write cache: on with object storage (the real datanode forces
     /// `enable_write_cache = true` then), at `write_cache_path` (default: the data home).
     pub write_cache: Option<WriteCache>,
+    /// The region engines in force: the config's list when it has one (listing one replaces
+    /// the real server's default list of mito and file), else both.
+    pub region_engines: Vec<String>,
+    /// The mito engine's buffer and cache sizes in bytes, in the order of [`MITO_SIZES`]: the
+    /// config's, else what the real server takes of the memory it sees ([`total_mem_bytes`]).
+    pub mito_sizes: Vec<(&'static str, u64)>,
+}
+
+/// The mito keys the real v1.0.2 sizes from the machine's memory.
+pub const MITO_SIZES: [&str; 7] = [
+    "global_write_buffer_size",
+    "global_write_buffer_reject_size",
+    "sst_meta_cache_size",
+    "vector_cache_size",
+    "page_cache_size",
+    "selector_result_cache_size",
+    "range_result_cache_size",
+];
+
+/// The memory the real server sizes its buffers and caches from
+/// (`common_stat::get_total_memory_bytes`): the limit it reads at `/sys/fs/cgroup` itself
+/// (`memory.max` when that is a cgroup v2 mount, else `memory.limit_in_bytes` there, a file a
+/// v1 host keeps under `memory/`), never its own group's; no limit there, or one above 1 PB,
+/// is the host's memory. A server in a group of its own (tsbsctl's `--memory`) therefore sizes
+/// from the host.
+pub fn total_mem_bytes() -> u64 {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let file = if v2 {
+        "memory.max"
+    } else {
+        "memory.limit_in_bytes"
+    };
+    match read(&format!("/sys/fs/cgroup/{file}")) {
+        Some(limit) if limit <= 1 << 50 => limit,
+        _ => std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("MemTotal:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })
+            .map_or(0, |kb| kb * 1024),
+    }
+}
+
+/// What v1.0.2 takes of a machine of `m` bytes, per key of [`MITO_SIZES`]
+/// (src/mito2/src/config.rs).
+fn default_mito_size(key: &str, m: u64) -> u64 {
+    let write_buffer = (m / 8).min(1 << 30);
+    match key {
+        "global_write_buffer_size" => write_buffer,
+        "global_write_buffer_reject_size" => write_buffer * 2,
+        "sst_meta_cache_size" => (m / 32).min(128 << 20),
+        "page_cache_size" => m / 8,
+        _ => (m / 16).min(512 << 20),
+    }
 }
 
 /// `[storage]` of type S3. The keys come from the file or the environment
@@ -103,6 +164,18 @@ fn known_keys(v: &Version) -> Vec<(&'static str, &'static str, bool)> {
         ("region_engine.mito", "enable_write_cache", true),
         ("region_engine.mito", "write_cache_path", false),
         ("region_engine.mito", "write_cache_size", false),
+        // What the real server sizes from the machine's memory (`adjust_buffer_and_cache_size`).
+        ("region_engine.mito", "global_write_buffer_size", false),
+        (
+            "region_engine.mito",
+            "global_write_buffer_reject_size",
+            false,
+        ),
+        ("region_engine.mito", "sst_meta_cache_size", false),
+        ("region_engine.mito", "vector_cache_size", false),
+        ("region_engine.mito", "page_cache_size", false),
+        ("region_engine.mito", "selector_result_cache_size", false),
+        ("region_engine.mito", "range_result_cache_size", false),
         ("logging", "dir", false),
         ("logging", "level", false),
         ("wal", "dir", false),
@@ -155,11 +228,17 @@ fn read_config(path: &Path, v: &Version) -> Result<BTreeMap<String, Val>, String
         out.insert(full, val);
         Ok(())
     };
+    let mut engines_listed = None;
     for (name, value) in &table {
         match value {
             // `[[region_engine]]` + `[region_engine.mito]` / `[region_engine.file]`: one engine
             // per element.
             toml::Value::Array(engines) if name == "region_engine" => {
+                let listed: Vec<&str> = engines
+                    .iter()
+                    .filter_map(|e| e.as_table()?.keys().next().map(String::as_str))
+                    .collect();
+                engines_listed = Some(listed.join(","));
                 for e in engines {
                     let Some(t) = e.as_table().filter(|t| t.len() == 1) else {
                         return Err(format!(
@@ -204,6 +283,9 @@ fn read_config(path: &Path, v: &Version) -> Result<BTreeMap<String, Val>, String
             }
             other => check("", name, other)?,
         }
+    }
+    if let Some(listed) = engines_listed {
+        out.insert("region_engine".into(), Val::Str(listed));
     }
     Ok(out)
 }
@@ -407,9 +489,25 @@ pub fn resolve(cli: &CliArgs, v: &Version) -> Result<Options, String> {
         } else {
             None
         };
+    let region_engines = match get_str("region_engine") {
+        Some(list) => list.split(',').map(String::from).collect(),
+        None => vec!["mito".into(), "file".into()],
+    };
+    let host = total_mem_bytes();
+    let mut mito_sizes = Vec::new();
+    for key in MITO_SIZES {
+        let full = format!("region_engine.mito.{key}");
+        let bytes = match get_str(&full) {
+            Some(s) => parse_size(&s).ok_or_else(|| format!("invalid {full} `{s}`"))?,
+            None => default_mito_size(key, host),
+        };
+        mito_sizes.push((key, bytes));
+    }
     Ok(Options {
         object_store,
         write_cache,
+        region_engines,
+        mito_sizes,
         http_addr: parse_addr("HTTP", &http_addr)?,
         http_timeout: get_str("http.timeout"),
         body_limit,

@@ -35,7 +35,11 @@
 //!             secret_access_key: the keys also from `<PREFIX>__STORAGE__ACCESS_KEY_ID` and
 //!             `<PREFIX>__STORAGE__SECRET_ACCESS_KEY`; no bucket, endpoint or key → exit 2
 //! [[region_engine]] [region_engine.mito]  enable_write_cache = true  write_cache_path = "/p"
-//!             write_cache_size = "5GiB"   ([region_engine.file] may follow, empty)
+//!             write_cache_size = "5GiB"   global_write_buffer_size, ..._reject_size,
+//!             sst_meta_cache_size, vector_cache_size, page_cache_size,
+//!             selector_result_cache_size, range_result_cache_size (sizes)
+//!             ([region_engine.file] may follow, empty; listing engines replaces the default
+//!             list of mito and file, as the real layered config does)
 //! [logging]   dir = "/path/logs" ("" = no log files)   level = "info"
 //! [wal]       dir = "/path/wal"   provider = "raft_engine" (only)
 //! [grpc]      bind_addr = "127.0.0.1:4001"   (from 0.12; `addr` before 0.12)
@@ -84,6 +88,10 @@
 //!   `process_cpu_seconds_total` and `process_resident_memory_bytes` (the emulator's own, from
 //!   `/proc/self`, as the real server's process collector serves its own), and
 //!   `greptime_mito_inflight_compaction_count` once a compaction has run (1 while one runs).
+//! * `/config` (GET) → the options in force as TOML, as the real `to_toml` writes them: the
+//!   HTTP address, every region engine, and the mito engine's write buffer and caches sized
+//!   from the memory the real server sees (`config::total_mem_bytes`: the host's, also in a
+//!   cgroup of its own) unless the config file sets them.
 //! * `/v1/sql` (GET, or POST with `Content-Type: application/x-www-form-urlencoded`, else 415):
 //!   `sql` and `db` from query or form (query wins; `db` default `public`, `greptime-<db>` form
 //!   accepted; unknown → 400 `{"code":4004,"error":"Database not found: x",..}`); `format`
@@ -226,6 +234,7 @@ mod version;
 
 use clap::{Arg, ArgAction, Command};
 
+pub use config::total_mem_bytes;
 pub use knobs::Knobs;
 pub use version::Version;
 

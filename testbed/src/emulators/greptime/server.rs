@@ -273,6 +273,7 @@ impl Shared {
                 }
                 text(200, &body)
             }
+            "/config" if method == "GET" => text(200, &self.config_text()),
             "/v1/sql" if get_post => self.sql(req, query, method == "POST"),
             "/testbed/lines" if method == "GET" => self.held(query, false),
             "/testbed/count" if method == "GET" => self.held(query, true),
@@ -290,11 +291,50 @@ impl Shared {
             | "/v1/health"
             | "/status"
             | "/metrics"
+            | "/config"
             | "/v1/sql"
             | "/v1/influxdb/ping"
             | "/v1/influxdb/health" => empty(405),
             _ => empty(404),
         }
+    }
+
+    /// `GET /config`: the options in force as TOML, as the real server serializes them (its
+    /// `to_toml`); the emulator writes the parts tsbsctl reads: the HTTP address, the region
+    /// engines and the mito engine's memory sizes (`ReadableSize`: a whole number of the
+    /// largest binary unit, else a bare number of bytes; zero is `0KiB`).
+    fn config_text(&self) -> String {
+        fn readable(b: u64) -> String {
+            const UNITS: [(u64, &str); 5] = [
+                (1 << 50, "PiB"),
+                (1 << 40, "TiB"),
+                (1 << 30, "GiB"),
+                (1 << 20, "MiB"),
+                (1 << 10, "KiB"),
+            ];
+            if b == 0 {
+                return "\"0KiB\"".into();
+            }
+            match UNITS.iter().find(|(u, _)| b.is_multiple_of(*u)) {
+                Some((u, name)) => format!("\"{}{name}\"", b / u),
+                None => b.to_string(),
+            }
+        }
+        let mut out = format!(
+            "enable_telemetry = {}\n\n[http]\naddr = \"{}\"\n",
+            self.opts.enable_telemetry, self.opts.http_addr
+        );
+        for engine in &self.opts.region_engines {
+            out.push_str(&format!(
+                "\n[[region_engine]]\n\n[region_engine.{engine}]\n"
+            ));
+            if engine == "mito" {
+                for (k, b) in &self.opts.mito_sizes {
+                    out.push_str(&format!("{k} = {}\n", readable(*b)));
+                }
+            }
+        }
+        out
     }
 
     fn sql(&self, req: &mut Request, query: &str, post: bool) -> Resp {
