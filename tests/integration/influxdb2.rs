@@ -644,3 +644,152 @@ fn use_case_on_a_real_influxd(
     assert_eq!(ran, types);
     Some(s)
 }
+
+/// `runs resume` on the real influxd (issue 22: resume is checked on real servers, not only
+/// on stand-ins). A run killed mid-load, once the real server holds part of the rows, is
+/// resumed in place: the half-written bucket reset (only when confirmed), loaded again and
+/// counted by the server at exactly the dataset's rows, then queried. A run killed in its
+/// query phase goes on in place with the types not done, the done ones not run again.
+#[test]
+fn runs_resume_on_a_real_influxd_reloads_a_cut_load_and_finishes_cut_queries() {
+    let test =
+        "influxdb2::runs_resume_on_a_real_influxd_reloads_a_cut_load_and_finishes_cut_queries";
+    let influxd = match real_influxd() {
+        Ok(p) => p,
+        Err(why) => return skip(test, &why),
+    };
+    let w = world();
+    let env = &w.gt.env;
+    let binary = std::fs::read(&influxd).unwrap();
+    testbed::releases::influxdb2::publish(&w.gt.mirror, V, &binary);
+    w.run(&["influxdb2", "install", "--version", V, "--json"])
+        .ok();
+    let port = free_port_block(1).to_string();
+    w.run(&[
+        "influxdb2",
+        "prepare",
+        "--database-id",
+        "rs",
+        "--version",
+        V,
+        "--http-port",
+        &port,
+        "--json",
+    ])
+    .ok();
+    let token = std::fs::read_to_string(
+        env.root
+            .join("influxdb2/databases/rs/secrets/operator-token"),
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let runs = env.root.join("influxdb2/runs");
+    // The rows the real server holds now (its own v1 count; nothing while it is down).
+    let held = || -> u64 {
+        let v: Value = match reqwest::blocking::Client::new()
+            .get(format!("http://127.0.0.1:{port}/query"))
+            .query(&[
+                ("db", "benchmark"),
+                ("q", "SELECT count(usage_user) FROM cpu"),
+            ])
+            .header("Authorization", format!("Token {token}"))
+            .timeout(std::time::Duration::from_secs(5))
+            .send()
+            .and_then(|r| r.json())
+        {
+            Ok(v) => v,
+            Err(_) => return 0,
+        };
+        v["results"][0]["series"][0]["values"][0][1]
+            .as_u64()
+            .unwrap_or(0)
+    };
+
+    // Killed once the server holds some of the rows (batches of 100, 500 ms apart).
+    w.tool_knobs("tsbs_load_influx2", json!({"batch_delay_ms": 500}));
+    let mut args = bench_args(&["all", "--database-id", "rs", "--batch-size", "100"]);
+    args.extend(["--run-id", "cut-load"]);
+    let mut bg = Bg::spawn(env, &args);
+    let mut partial = 0;
+    bg.wait_for_load(|| {
+        partial = held();
+        partial > 0
+    });
+    bg.signal(libc::SIGKILL);
+    bg.wait();
+    w.tool_knobs("tsbs_load_influx2", json!({}));
+    assert!(partial < ROWS, "{partial}");
+    let dir = runs.join("cut-load");
+    let show = env.run_json(&["runs", "show", "cut-load"]);
+    assert_eq!(show.ok().json()["data"]["summary"]["status"], "interrupted");
+    let before = std::fs::read(dir.join("manifest.json")).unwrap();
+    env.run(&["runs", "resume", dir.to_str().unwrap()])
+        .code(2)
+        .says("--confirm-reset benchmark");
+    assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), before);
+    let r = env.run(&[
+        "runs",
+        "resume",
+        dir.to_str().unwrap(),
+        "--confirm-reset",
+        "benchmark",
+        "--json",
+    ]);
+    r.ok();
+    assert_eq!(r.json()["data"]["resumed"]["load_mode"], "reset");
+    let s = summary(&dir);
+    assert_eq!(s["status"], "completed", "{:#}", s["failures"]);
+    assert_eq!(
+        s["row_count"]["actual"], ROWS,
+        "the server's own count after the reset and reload: {:#}",
+        s["row_count"]
+    );
+    assert_eq!(
+        crate::resume::query_types(&s),
+        crate::resume::every_type_completed()
+    );
+
+    // Killed in its query phase, once its second type has started (slow queries).
+    w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 800}));
+    let mut args = vec!["bench", "influxdb2", "query", "--database-id", "rs"];
+    args.extend(tiny());
+    for t in TYPES {
+        args.extend(["--query-type", t]);
+    }
+    args.extend([
+        "--queries",
+        "3",
+        "--stop-timeout",
+        "30",
+        "--run-id",
+        "cut-queries",
+    ]);
+    let dir = runs.join("cut-queries");
+    let mut bg = Bg::spawn(env, &args);
+    let second = dir.join("logs/query-lastpoint-001.log");
+    assert!(
+        wait_until(std::time::Duration::from_secs(90), || second.exists()),
+        "the second type never started\n{}",
+        bg.stderr()
+    );
+    bg.signal(libc::SIGKILL);
+    bg.wait();
+    w.tool_knobs("tsbs_run_queries_influx", json!({}));
+    let r = env.run(&["runs", "resume", dir.to_str().unwrap(), "--json"]);
+    r.ok();
+    assert_eq!(
+        r.json()["data"]["resumed"]["query_types"],
+        json!(["lastpoint", "single-groupby-1-1-1"])
+    );
+    let s = summary(&dir);
+    assert_eq!(s["status"], "completed", "{:#}", s["failures"]);
+    assert_eq!(
+        crate::resume::query_types(&s),
+        crate::resume::every_type_completed()
+    );
+    assert!(!dir.join("logs/query-high-cpu-1-002.log").exists());
+    assert!(dir.join("logs/query-lastpoint-002.log").exists());
+    // The resumed server leaves nothing behind, and the token is in no file but its own.
+    assert!(files_with(&env.root, &token).is_empty());
+}

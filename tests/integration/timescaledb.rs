@@ -617,23 +617,6 @@ fn pg_all_args<'a>(id: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     a
 }
 
-/// Waits (at most 90 s) until `loading` says the background bench is in its load; a bench
-/// that exits first fails the test with its output.
-fn wait_for_load(bg: &mut Bg, mut loading: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    while !loading() {
-        if let Some(st) = bg.child.as_mut().unwrap().try_wait().unwrap() {
-            panic!("bench exited before the load ({st})\n{}", bg.stderr());
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no load within 90 s\n{}",
-            bg.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// `runs resume` on the real PostgreSQL (issue 22: resume had been checked on one real server
 /// only). A run killed mid-load, while the loader had committed part of the rows, is resumed
 /// in place: the half-written database reset (only when confirmed), loaded again and counted
@@ -656,7 +639,7 @@ fn runs_resume_on_the_real_postgresql_reloads_a_cut_load_and_finishes_cut_querie
         &pg_all_args("pr", &["--batch-size", "100", "--run-id", "cut-load"]),
     );
     let mut partial = 0u64;
-    wait_for_load(&mut bg, || {
+    bg.wait_for_load(|| {
         partial = psql(port, "benchmark", "SELECT count(*) FROM cpu")
             .stdout
             .iter()
@@ -943,7 +926,7 @@ fn client_fatal_lines_are_counted_and_never_fail_a_run() {
     w.tool_knobs("tsbs_load_timescaledb", json!({"batch_delay_ms": 500}));
     let args = pg_all_args("pf", &["--batch-size", "100", "--run-id", "fatal-sessions"]);
     let mut bg = Bg::spawn(env, &args);
-    wait_for_load(&mut bg, || !loaders_on(port).is_empty());
+    bg.wait_for_load(|| !loaders_on(port).is_empty());
     for _ in 0..20 {
         let out = psql(port, "nosuchdb", "select 1");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -1016,7 +999,7 @@ fn a_tsbsctl_killed_mid_load_leaves_no_postgres_and_the_next_all_recovers() {
     // Mid-load: the loader has created the database (with durable commits and
     // wal_level=replica, CREATE DATABASE copies the template through the WAL: it takes a
     // while after the loader starts).
-    wait_for_load(&mut bg, || {
+    bg.wait_for_load(|| {
         !loaders_on(port).is_empty()
             && !postgres_under(&dir).is_empty()
             && database_exists(port, "benchmark")

@@ -404,6 +404,23 @@ impl Bg {
         panic!("server not ready within 30s\n{}", self.stderr());
     }
 
+    /// Waits (at most 90 s) until `loading` says the background bench is in its load; a bench
+    /// that exits first fails the test with its output.
+    pub fn wait_for_load(&mut self, mut loading: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while !loading() {
+            if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("bench exited before the load ({st})\n{}", self.stderr());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no load within 90 s\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Sends `sig` to tsbsctl.
     pub fn signal(&self, sig: i32) {
         // SAFETY: signalling the child we spawned.
