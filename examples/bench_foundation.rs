@@ -13,7 +13,6 @@ use std::time::Instant;
 use tsbsctl::download::Downloader;
 use tsbsctl::output::{NoProgress, SilentReporter};
 use tsbsctl::paths::Root;
-use tsbsctl::sources::Sources;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -31,9 +30,13 @@ fn main() {
         ["download", url, sha, root] => {
             let root = Root::at(root);
             let t = Instant::now();
-            Downloader::new(&root, &Sources::defaults(), Arc::new(SilentReporter))
-                .and_then(|d| d.fetch_verified(url, sha, "bench.bin"))
-                .map(|v| format!("{:.6} {}", t.elapsed().as_secs_f64(), v.size))
+            Downloader::new(
+                &root,
+                &tsbsctl::product::default_sources(),
+                Arc::new(SilentReporter),
+            )
+            .and_then(|d| d.fetch_verified(url, sha, "bench.bin"))
+            .map(|v| format!("{:.6} {}", t.elapsed().as_secs_f64(), v.size))
         }
         _ => {
             eprintln!("usage: bench_foundation hash FILE | download URL SHA256 ROOT");

@@ -32,7 +32,6 @@ use crate::output::{Event, LeftBy, NoProgress, Warning};
 use crate::platform::Platform;
 use crate::product::{compare_versions, Product};
 use crate::publish::{self, Swap};
-use crate::sources::Sources;
 use crate::treehash;
 
 /// How long `<binary> --version` may take.
@@ -216,7 +215,7 @@ pub fn newest_stable_installed(
 
 /// Resolves the latest version through the product (GitHub API, installer script, ...).
 pub fn resolve_latest(ctx: &Ctx, product: &dyn Product) -> Result<crate::product::Latest> {
-    let sources = Sources::load(&ctx.root)?;
+    let sources = crate::product::load_sources(&ctx.root)?;
     let dl = Downloader::new(&ctx.root, &sources, ctx.reporter.clone())?;
     product.resolve_latest(&dl, &sources)
 }
@@ -276,7 +275,7 @@ pub fn install_expecting(
     }
 
     // Bad settings are said before the lock file and the root exist (exit 2 changes nothing).
-    let sources = Sources::load(&ctx.root)?;
+    let sources = crate::product::load_sources(&ctx.root)?;
     let dl = Downloader::new(&ctx.root, &sources, ctx.reporter.clone())?;
     ctx.root.ensure()?;
     let version_dir = target.parent().expect("version dir").to_path_buf();
@@ -333,7 +332,10 @@ pub fn install_expecting(
             asset.url
         ))
         .with_detail(crate::error::Detail::ArchiveDiffers)
-        .with_hint("nothing was installed; point the release source at the original archive (e.g. a mirror via TSBSCTL_GITHUB_URL / TSBSCTL_INFLUXDATA_DL_URL)"));
+        .with_hint(format!(
+            "nothing was installed; point {} at the original archive (e.g. a mirror)",
+            sources.setting_for(&asset.url)
+        )));
     }
     let archive_file = dl.fetch_verified(&asset.url, &expected, &asset.file_name)?;
     interrupt_check()?;

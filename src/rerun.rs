@@ -76,6 +76,7 @@ pub(crate) fn check_environment(ctx: &Ctx, env: &RunEnvironment) -> Result<Strin
                     },
                     rebuild: false,
                     tools: crate::product::tsbs_tools(),
+                    source_keys: crate::product::source_keys(),
                 },
             )
             .map_err(|e| {
@@ -171,7 +172,7 @@ fn ensure_installation(
     }
     // Not installed: the vendor's checksum must still name the recorded archive.
     if let Some(a) = archive_sha256 {
-        let sources = crate::sources::Sources::load(&ctx.root)?;
+        let sources = crate::product::load_sources(&ctx.root)?;
         let dl = crate::download::Downloader::new(&ctx.root, &sources, ctx.reporter.clone())?;
         let asset = product.release_asset(&sources, version, &platform)?;
         let text = dl
@@ -184,7 +185,10 @@ fn ensure_installation(
                     "the {name} archive at {} now has SHA-256 {now}, the run used {a}: the release changed",
                     asset.url
                 ),
-                "a rerun never substitutes another build of the same version; restore the original archive (e.g. a mirror via TSBSCTL_GITHUB_URL / TSBSCTL_INFLUXDATA_DL_URL) and try again",
+                &format!(
+                    "a rerun never substitutes another build of the same version; restore the original archive (e.g. a mirror via {}) and try again",
+                    sources.setting_for(&asset.url)
+                ),
             ));
         }
     }

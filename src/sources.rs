@@ -12,78 +12,99 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::paths::Root;
 
-/// One configurable remote location.
+/// One configurable remote location: its key in `[sources]` of `config.toml`, the
+/// environment variable that overrides it, its built-in value, and whether paths are joined
+/// under it. The core's are here ([`SourceKey::CORE`]); a product registers those of its
+/// vendor's hosts (`product::Entry::sources`), and [`Sources::load`] takes the whole list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SourceKey {
-    /// `github` / `TSBSCTL_GITHUB_URL`, default `https://github.com`.
-    Github,
-    /// `github_api` / `TSBSCTL_GITHUB_API_URL`, default `https://api.github.com`.
-    GithubApi,
-    /// `influxdata_dl` / `TSBSCTL_INFLUXDATA_DL_URL`, default `https://dl.influxdata.com`.
-    InfluxdataDl,
-    /// `influxdb3_installer` / `TSBSCTL_INFLUXDB3_INSTALLER_URL`, default
-    /// `https://www.influxdata.com/d/install_influxdb3.sh` (a full URL, not a base).
-    Influxdb3Installer,
-    /// `go_dl` / `TSBSCTL_GO_DL_URL`, default `https://go.dev/dl`.
-    GoDl,
-    /// `tsbs_repo` / `TSBSCTL_TSBS_REPO`, default `https://github.com/GreptimeTeam/tsbs.git`.
-    TsbsRepo,
+pub struct SourceKey {
+    config_key: &'static str,
+    env_var: &'static str,
+    default_value: &'static str,
+    /// A base URL under which paths are joined (else one full URL).
+    base: bool,
+    /// A git remote: `ssh://`, `git://` and scp-like `user@host:path` are locations too.
+    git: bool,
 }
 
 impl SourceKey {
-    /// Every key, in table order.
-    pub const ALL: [SourceKey; 6] = [
-        SourceKey::Github,
-        SourceKey::GithubApi,
-        SourceKey::InfluxdataDl,
-        SourceKey::Influxdb3Installer,
-        SourceKey::GoDl,
-        SourceKey::TsbsRepo,
+    /// A source: `config_key` in `[sources]`, `env_var`, the built-in `default_value`,
+    /// `base` when paths are joined under it, `git` when it is a git remote.
+    pub const fn new(
+        config_key: &'static str,
+        env_var: &'static str,
+        default_value: &'static str,
+        base: bool,
+        git: bool,
+    ) -> SourceKey {
+        SourceKey {
+            config_key,
+            env_var,
+            default_value,
+            base,
+            git,
+        }
+    }
+
+    /// Releases on GitHub.
+    pub const GITHUB: SourceKey = SourceKey::new(
+        "github",
+        "TSBSCTL_GITHUB_URL",
+        "https://github.com",
+        true,
+        false,
+    );
+    /// GitHub's API (the latest release's tag).
+    pub const GITHUB_API: SourceKey = SourceKey::new(
+        "github_api",
+        "TSBSCTL_GITHUB_API_URL",
+        "https://api.github.com",
+        true,
+        false,
+    );
+    /// Go's downloads.
+    pub const GO_DL: SourceKey = SourceKey::new(
+        "go_dl",
+        "TSBSCTL_GO_DL_URL",
+        "https://go.dev/dl",
+        true,
+        false,
+    );
+    /// The TSBS fork the benchmarks build (a git remote).
+    pub const TSBS_REPO: SourceKey = SourceKey::new(
+        "tsbs_repo",
+        "TSBSCTL_TSBS_REPO",
+        "https://github.com/GreptimeTeam/tsbs.git",
+        false,
+        true,
+    );
+
+    /// The core's keys, in table order; the products' follow them.
+    pub const CORE: [SourceKey; 4] = [
+        SourceKey::GITHUB,
+        SourceKey::GITHUB_API,
+        SourceKey::GO_DL,
+        SourceKey::TSBS_REPO,
     ];
 
     /// The key in `[sources]` of `config.toml`.
     pub fn config_key(self) -> &'static str {
-        match self {
-            SourceKey::Github => "github",
-            SourceKey::GithubApi => "github_api",
-            SourceKey::InfluxdataDl => "influxdata_dl",
-            SourceKey::Influxdb3Installer => "influxdb3_installer",
-            SourceKey::GoDl => "go_dl",
-            SourceKey::TsbsRepo => "tsbs_repo",
-        }
+        self.config_key
     }
 
     /// The environment variable that overrides it.
     pub fn env_var(self) -> &'static str {
-        match self {
-            SourceKey::Github => "TSBSCTL_GITHUB_URL",
-            SourceKey::GithubApi => "TSBSCTL_GITHUB_API_URL",
-            SourceKey::InfluxdataDl => "TSBSCTL_INFLUXDATA_DL_URL",
-            SourceKey::Influxdb3Installer => "TSBSCTL_INFLUXDB3_INSTALLER_URL",
-            SourceKey::GoDl => "TSBSCTL_GO_DL_URL",
-            SourceKey::TsbsRepo => "TSBSCTL_TSBS_REPO",
-        }
+        self.env_var
     }
 
     /// The built-in value.
     pub fn default_value(self) -> &'static str {
-        match self {
-            SourceKey::Github => "https://github.com",
-            SourceKey::GithubApi => "https://api.github.com",
-            SourceKey::InfluxdataDl => "https://dl.influxdata.com",
-            SourceKey::Influxdb3Installer => "https://www.influxdata.com/d/install_influxdb3.sh",
-            SourceKey::GoDl => "https://go.dev/dl",
-            SourceKey::TsbsRepo => "https://github.com/GreptimeTeam/tsbs.git",
-        }
+        self.default_value
     }
 
     /// True for keys that are a base URL under which paths are joined.
     pub fn is_base(self) -> bool {
-        !matches!(self, SourceKey::Influxdb3Installer | SourceKey::TsbsRepo)
-    }
-
-    fn from_config_key(key: &str) -> Option<SourceKey> {
-        SourceKey::ALL.into_iter().find(|k| k.config_key() == key)
+        self.base
     }
 }
 
@@ -102,13 +123,14 @@ pub struct Sources {
 }
 
 impl Sources {
-    /// Resolves every key: environment > config.toml `[sources]` > default. An unknown key in
-    /// `[sources]`, or a value that is neither a URL nor a path, is invalid input (exit 2).
-    pub fn load(root: &Root) -> Result<Sources> {
+    /// Resolves every key of `keys` (the core's and the products', `product::load_sources`):
+    /// environment > config.toml `[sources]` > default. A key in `[sources]` not among them,
+    /// or a value that is neither a URL nor a path, is invalid input (exit 2).
+    pub fn load(root: &Root, keys: &[SourceKey]) -> Result<Sources> {
         let file = root.config_file();
-        let from_file = read_config(&file)?;
+        let from_file = read_config(&file, keys)?;
         let mut values = BTreeMap::new();
-        for key in SourceKey::ALL {
+        for &key in keys {
             let env = std::env::var_os(key.env_var());
             let (value, origin) = if let Some(raw) = env {
                 let raw = raw.into_string().map_err(|_| {
@@ -147,16 +169,18 @@ impl Sources {
         Ok(Sources { values })
     }
 
-    /// Sources with every default (library callers and tests).
-    pub fn defaults() -> Sources {
-        let values = SourceKey::ALL
-            .into_iter()
+    /// Sources of `keys` with every default (library callers and tests).
+    pub fn defaults(keys: &[SourceKey]) -> Sources {
+        let values = keys
+            .iter()
+            .copied()
             .map(|k| (k, (k.default_value().to_string(), Origin::Default)))
             .collect();
         Sources { values }
     }
 
-    /// The value for `key`, without a trailing slash.
+    /// The value for `key`, without a trailing slash. A key the sources were not loaded with
+    /// is a defect of the caller (every product's keys are loaded).
     pub fn get(&self, key: SourceKey) -> &str {
         &self.values[&key].0
     }
@@ -166,10 +190,19 @@ impl Sources {
         self.values[&key].1.clone()
     }
 
-    /// `base + "/" + path` for a base key (all but `Influxdb3Installer` and `TsbsRepo`).
+    /// `base + "/" + path` for a base key ([`SourceKey::is_base`]).
     pub fn url(&self, key: SourceKey, path: &str) -> String {
         debug_assert!(key.is_base(), "{key:?} is not a base URL");
         format!("{}/{}", self.get(key), path.trim_start_matches('/'))
+    }
+
+    /// The setting that decides where `url` comes from, for a hint: `TSBSCTL_GITHUB_URL
+    /// (or [sources] github)`, or "the release source" when no key's value holds it.
+    pub fn setting_for(&self, url: &str) -> String {
+        match self.key_for_url(url) {
+            Some(k) => format!("{} (or [sources] {})", k.env_var(), k.config_key()),
+            None => "the release source".into(),
+        }
     }
 
     /// The key whose value `url` lies under (the longest match), for hints that name the
@@ -229,7 +262,7 @@ pub fn check_config_keys(file: &Path, doc: &toml::Table) -> Result<()> {
     Ok(())
 }
 
-fn read_config(file: &Path) -> Result<BTreeMap<SourceKey, String>> {
+fn read_config(file: &Path, keys: &[SourceKey]) -> Result<BTreeMap<SourceKey, String>> {
     let text = match fs_err::read_to_string(file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
@@ -253,14 +286,18 @@ fn read_config(file: &Path) -> Result<BTreeMap<SourceKey, String>> {
             .with_hint("write it as [sources] with key = \"value\" lines")
     })?;
     for (k, v) in table {
-        let key = SourceKey::from_config_key(k).ok_or_else(|| {
-            let known: Vec<&str> = SourceKey::ALL.iter().map(|k| k.config_key()).collect();
-            Error::invalid(format!(
-                "{}: unknown key `{k}` in [sources]",
-                file.display()
-            ))
-            .with_hint(format!("known keys: {}", known.join(", ")))
-        })?;
+        let key = keys
+            .iter()
+            .copied()
+            .find(|key| key.config_key() == k)
+            .ok_or_else(|| {
+                let known: Vec<&str> = keys.iter().map(|k| k.config_key()).collect();
+                Error::invalid(format!(
+                    "{}: unknown key `{k}` in [sources]",
+                    file.display()
+                ))
+                .with_hint(format!("known keys: {}", known.join(", ")))
+            })?;
         let s = v.as_str().ok_or_else(|| {
             Error::invalid(format!(
                 "{}: [sources] {k} must be a string",
@@ -283,7 +320,7 @@ fn normalize(key: SourceKey, raw: &str, base_dir: &Path) -> std::result::Result<
     }
     if let Some((scheme, rest)) = v.split_once("://") {
         let scheme = scheme.to_ascii_lowercase();
-        let allowed: &[&str] = if key == SourceKey::TsbsRepo {
+        let allowed: &[&str] = if key.git {
             &["http", "https", "file", "ssh", "git"]
         } else {
             &["http", "https", "file"]
@@ -305,7 +342,7 @@ fn normalize(key: SourceKey, raw: &str, base_dir: &Path) -> std::result::Result<
         return Ok(v.trim_end_matches('/').to_string());
     }
     // scp-like git remotes (`git@host:owner/repo.git`) stay as they are.
-    if key == SourceKey::TsbsRepo && looks_like_scp(v) {
+    if key.git && looks_like_scp(v) {
         return Ok(v.to_string());
     }
     let path = crate::paths::expand_tilde(Path::new(v));
@@ -345,11 +382,11 @@ mod tests {
     #[test]
     fn urls_lose_their_trailing_slash() {
         assert_eq!(
-            n(SourceKey::Github, "https://mirror.example/gh/").unwrap(),
+            n(SourceKey::GITHUB, "https://mirror.example/gh/").unwrap(),
             "https://mirror.example/gh"
         );
         assert_eq!(
-            n(SourceKey::GoDl, "http://127.0.0.1:8080/go.dev/dl").unwrap(),
+            n(SourceKey::GO_DL, "http://127.0.0.1:8080/go.dev/dl").unwrap(),
             "http://127.0.0.1:8080/go.dev/dl"
         );
     }
@@ -357,15 +394,15 @@ mod tests {
     #[test]
     fn plain_paths_become_file_urls() {
         assert_eq!(
-            n(SourceKey::GoDl, "/srv/mirror/go").unwrap(),
+            n(SourceKey::GO_DL, "/srv/mirror/go").unwrap(),
             "file:///srv/mirror/go"
         );
         assert_eq!(
-            n(SourceKey::GoDl, "mirror/../m2/go/").unwrap(),
+            n(SourceKey::GO_DL, "mirror/../m2/go/").unwrap(),
             "file:///base/dir/m2/go"
         );
         assert_eq!(
-            n(SourceKey::GoDl, "/srv/with space").unwrap(),
+            n(SourceKey::GO_DL, "/srv/with space").unwrap(),
             "file:///srv/with%20space"
         );
         assert_eq!(
@@ -377,17 +414,17 @@ mod tests {
 
     #[test]
     fn bad_values_are_refused() {
-        assert!(n(SourceKey::Github, "").is_err());
-        assert!(n(SourceKey::Github, "ftp://x.example/").is_err());
-        assert!(n(SourceKey::Github, "https:///nohost").is_err());
-        assert!(n(SourceKey::Github, "file://relative/path").is_err());
-        assert!(n(SourceKey::Github, "git@github.com:x/y.git").is_ok()); // a path named so
+        assert!(n(SourceKey::GITHUB, "").is_err());
+        assert!(n(SourceKey::GITHUB, "ftp://x.example/").is_err());
+        assert!(n(SourceKey::GITHUB, "https:///nohost").is_err());
+        assert!(n(SourceKey::GITHUB, "file://relative/path").is_err());
+        assert!(n(SourceKey::GITHUB, "git@github.com:x/y.git").is_ok()); // a path named so
         assert_eq!(
-            n(SourceKey::TsbsRepo, "git@github.com:x/y.git").unwrap(),
+            n(SourceKey::TSBS_REPO, "git@github.com:x/y.git").unwrap(),
             "git@github.com:x/y.git"
         );
-        assert!(n(SourceKey::TsbsRepo, "ssh://git@github.com/x/y.git").is_ok());
-        assert!(n(SourceKey::Github, "ssh://git@github.com/x").is_err());
+        assert!(n(SourceKey::TSBS_REPO, "ssh://git@github.com/x/y.git").is_ok());
+        assert!(n(SourceKey::GITHUB, "ssh://git@github.com/x").is_err());
     }
 
     #[test]
@@ -395,7 +432,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::at(dir.path());
         std::fs::write(root.config_file(), "[sources]\ngithubb = \"https://x\"\n").unwrap();
-        let e = Sources::load(&root).unwrap_err();
+        let e = Sources::load(&root, &SourceKey::CORE).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.message.contains("config.toml"), "{}", e.message);
         assert!(e.message.contains("githubb"), "{}", e.message);
@@ -411,22 +448,22 @@ mod tests {
             ("bogus_key = 1\n", "unknown key `bogus_key`"),
         ] {
             std::fs::write(root.config_file(), text).unwrap();
-            let e = Sources::load(&root).unwrap_err();
+            let e = Sources::load(&root, &SourceKey::CORE).unwrap_err();
             assert_eq!(e.exit_code(), 2);
             assert!(e.message.contains(named), "{}", e.message);
         }
         std::fs::write(root.config_file(), "[sources\n").unwrap();
-        let e = Sources::load(&root).unwrap_err();
+        let e = Sources::load(&root, &SourceKey::CORE).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.message.contains("config.toml"), "{}", e.message);
 
         std::fs::write(root.config_file(), "[sources]\ngo_dl = 3\n").unwrap();
-        let e = Sources::load(&root).unwrap_err();
+        let e = Sources::load(&root, &SourceKey::CORE).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.message.contains("go_dl"), "{}", e.message);
 
         std::fs::write(root.config_file(), "[sources]\ngo_dl = \"gopher://x\"\n").unwrap();
-        let e = Sources::load(&root).unwrap_err();
+        let e = Sources::load(&root, &SourceKey::CORE).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.message.contains("go_dl"), "{}", e.message);
     }
@@ -444,29 +481,29 @@ mod tests {
         std::env::set_var("TSBSCTL_GITHUB_URL", "http://env.example:81/gh");
         std::env::remove_var("TSBSCTL_GO_DL_URL");
         std::env::remove_var("TSBSCTL_GITHUB_API_URL");
-        let s = Sources::load(&root);
+        let s = Sources::load(&root, &SourceKey::CORE);
         std::env::remove_var("TSBSCTL_GITHUB_URL");
         let s = s.unwrap();
-        assert_eq!(s.get(SourceKey::Github), "http://env.example:81/gh");
+        assert_eq!(s.get(SourceKey::GITHUB), "http://env.example:81/gh");
         assert_eq!(
-            s.origin(SourceKey::Github),
+            s.origin(SourceKey::GITHUB),
             Origin::Environment("TSBSCTL_GITHUB_URL")
         );
         let go = format!(
             "{}/offline/go",
             url::Url::from_file_path(dir.path()).unwrap()
         );
-        assert_eq!(s.get(SourceKey::GoDl), go);
-        assert_eq!(s.origin(SourceKey::GoDl), Origin::ConfigFile);
-        assert_eq!(s.get(SourceKey::GithubApi), "https://api.github.com");
-        assert_eq!(s.origin(SourceKey::GithubApi), Origin::Default);
+        assert_eq!(s.get(SourceKey::GO_DL), go);
+        assert_eq!(s.origin(SourceKey::GO_DL), Origin::ConfigFile);
+        assert_eq!(s.get(SourceKey::GITHUB_API), "https://api.github.com");
+        assert_eq!(s.origin(SourceKey::GITHUB_API), Origin::Default);
         assert_eq!(
-            s.url(SourceKey::GoDl, "/go1.21.13.linux-amd64.tar.gz"),
+            s.url(SourceKey::GO_DL, "/go1.21.13.linux-amd64.tar.gz"),
             format!("{go}/go1.21.13.linux-amd64.tar.gz")
         );
         assert_eq!(
             s.key_for_url("https://api.github.com/repos/x"),
-            Some(SourceKey::GithubApi)
+            Some(SourceKey::GITHUB_API)
         );
         assert_eq!(s.key_for_url("https://api.github.community/x"), None);
     }

@@ -94,7 +94,7 @@ fn system_go() -> bool {
 }
 
 pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
-    let sources = Sources::load(&ctx.root)?;
+    let sources = crate::product::load_sources(&ctx.root)?;
     let entry = crate::product::quickstart();
     let product = (entry.make)(None)?;
     let product = product.as_ref();
@@ -123,9 +123,9 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
     // 1. The TSBS environment.
     let env_fresh = TsbsEnv::load(&ctx.root, None).is_err();
     if env_fresh {
-        check_reachable(&sources, SourceKey::TsbsRepo, "fetching the TSBS source")?;
+        check_reachable(&sources, SourceKey::TSBS_REPO, "fetching the TSBS source")?;
         if !system_go() {
-            check_reachable(&sources, SourceKey::GoDl, "downloading Go to build TSBS")?;
+            check_reachable(&sources, SourceKey::GO_DL, "downloading Go to build TSBS")?;
         }
         r.event(&Event::QuickstartEnvironment);
         let commit = envtsbs::default_commit(&ctx.root)?.0;
@@ -133,11 +133,12 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
             go: GoRequest::Auto,
             reinstall_go: false,
             source: envtsbs::SourceRequest::Fetch {
-                repo: sources.get(SourceKey::TsbsRepo).to_string(),
+                repo: sources.get(SourceKey::TSBS_REPO).to_string(),
                 commit,
             },
             rebuild: false,
             tools: crate::product::tsbs_tools(),
+            source_keys: crate::product::source_keys(),
         };
         environment::prepare(ctx, &req)?;
     }
@@ -151,10 +152,10 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
             let name = product.display_name();
             check_reachable(
                 &sources,
-                SourceKey::GithubApi,
+                SourceKey::GITHUB_API,
                 &format!("finding the latest {name} release"),
             )?;
-            check_reachable(&sources, SourceKey::Github, &format!("downloading {name}"))?;
+            check_reachable(&sources, SourceKey::GITHUB, &format!("downloading {name}"))?;
         }
         r.event(&Event::QuickstartWorkspace {
             product: product.display_name(),

@@ -8,7 +8,7 @@ use crate::environment::tsbs::{self, SourceRequest};
 use crate::environment::{self, GoRequest, PrepareRequest, Report};
 use crate::error::Result;
 use crate::output::Outcome;
-use crate::sources::{SourceKey, Sources};
+use crate::sources::SourceKey;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum EnvCmd {
@@ -145,8 +145,8 @@ fn request(ctx: &Ctx, a: PrepareArgs) -> Result<PrepareRequest> {
         };
         let repo = match a.tsbs_repo {
             Some(r) => r,
-            None => Sources::load(&ctx.root)?
-                .get(SourceKey::TsbsRepo)
+            None => crate::product::load_sources(&ctx.root)?
+                .get(SourceKey::TSBS_REPO)
                 .to_string(),
         };
         SourceRequest::Fetch { repo, commit }
@@ -157,5 +157,6 @@ fn request(ctx: &Ctx, a: PrepareArgs) -> Result<PrepareRequest> {
         source,
         rebuild: a.rebuild,
         tools: crate::product::tsbs_tools(),
+        source_keys: crate::product::source_keys(),
     })
 }

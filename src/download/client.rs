@@ -216,7 +216,7 @@ impl Downloader {
         if status == StatusCode::NOT_FOUND {
             return Failure::Status(not_found(current, self.hint_for(url)).with_http_status(code));
         }
-        let from_api = under(current, self.sources.get(SourceKey::GithubApi));
+        let from_api = under(current, self.sources.get(SourceKey::GITHUB_API));
         if from_api && (status == StatusCode::FORBIDDEN || status == StatusCode::TOO_MANY_REQUESTS)
         {
             let remaining_zero = resp
@@ -243,7 +243,7 @@ impl Downloader {
     /// The Authorization header for `url`, only when it lies under the GitHub API source.
     fn token_for(&self, url: &str) -> Option<&HeaderValue> {
         let token = self.token.as_ref()?;
-        under(url, self.sources.get(SourceKey::GithubApi)).then_some(token)
+        under(url, self.sources.get(SourceKey::GITHUB_API)).then_some(token)
     }
 
     /// Runs `attempt` until it succeeds, fails fatally, or has failed `attempts` times.

@@ -192,6 +192,9 @@ pub struct PrepareRequest {
     /// The TSBS tools to build (benchmark.md §3.5; from the product registry:
     /// `crate::product::tsbs_tools`).
     pub tools: Vec<&'static str>,
+    /// The remote locations `config.toml` may name, Go's downloads among them (from the
+    /// product registry: `crate::product::source_keys`).
+    pub source_keys: Vec<crate::sources::SourceKey>,
 }
 
 /// What an `env` command reports.
@@ -303,6 +306,7 @@ fn choose_go(
             root: &ctx.root,
             reporter: ctx.reporter.clone(),
             command_line: ctx.command_line(),
+            source_keys: &req.source_keys,
         };
         let (t, installed) = go::ensure_managed(&cx, version, platform, req.reinstall_go)?;
         Ok((

@@ -51,6 +51,7 @@ pub const ENTRY: super::Entry = super::Entry {
     variant_flag: None,
     variants: &[],
     make: |_| Ok(Box::new(ExampleDb)),
+    sources: &[],
 };
 
 impl Product for ExampleDb {
@@ -405,7 +406,7 @@ mod tests {
 
     #[test]
     fn its_releases_are_github_shaped() {
-        let sources = Sources::defaults();
+        let sources = crate::product::default_sources();
         let platform = Platform::host().unwrap();
         let a = ExampleDb
             .release_asset(&sources, "1.0.0", &platform)

@@ -292,6 +292,7 @@ pub const ENTRY: super::Entry = super::Entry {
     variant_flag: None,
     variants: &[],
     make: |_| Ok(Box::new(GreptimeDb)),
+    sources: &[],
 };
 
 #[allow(non_upper_case_globals)]

@@ -346,6 +346,7 @@ pub const ENTRY: super::Entry = super::Entry {
             v.unwrap_or("core"),
         )?)))
     },
+    sources: &[super::release::INFLUXDATA_DL, distribution::INSTALLER],
 };
 
 #[allow(non_upper_case_globals)]

@@ -375,6 +375,9 @@ pub struct Entry {
     pub variants: &'static [&'static str],
     /// Builds the product of a variant (`None`: the default).
     pub make: fn(Option<&str>) -> Result<Box<dyn Product>>,
+    /// The remote locations of the product's vendor (a download host, an installer script)
+    /// beside the core's, configurable as they are (`[sources]`, `TSBSCTL_*`).
+    pub sources: &'static [crate::sources::SourceKey],
 }
 
 /// Every product tsbsctl knows, in the order commands list them. The only list of products.
@@ -388,6 +391,28 @@ pub fn all() -> &'static [Entry] {
         exampledb::ENTRY,
     ];
     ALL
+}
+
+/// Every remote location tsbsctl may reach: the core's, then the products' own, each once.
+pub fn source_keys() -> Vec<crate::sources::SourceKey> {
+    let mut out = crate::sources::SourceKey::CORE.to_vec();
+    for k in all().iter().flat_map(|e| e.sources) {
+        if !out.contains(k) {
+            out.push(*k);
+        }
+    }
+    out
+}
+
+/// The sources of `root` for every key ([`source_keys`]): environment > `[sources]` >
+/// default.
+pub fn load_sources(root: &crate::paths::Root) -> Result<crate::sources::Sources> {
+    crate::sources::Sources::load(root, &source_keys())
+}
+
+/// Every key's built-in value (library callers and tests).
+pub fn default_sources() -> crate::sources::Sources {
+    crate::sources::Sources::defaults(&source_keys())
 }
 
 /// The data formats the products' loaders read, each once, in registry order: the formats

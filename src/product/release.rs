@@ -13,11 +13,21 @@ use crate::error::{Error, Result};
 use crate::platform::Platform;
 use crate::sources::{SourceKey, Sources};
 
+/// InfluxData's download host (`influxdata_dl` / `TSBSCTL_INFLUXDATA_DL_URL`), where InfluxDB
+/// 2 and 3 publish their release archives.
+pub const INFLUXDATA_DL: SourceKey = SourceKey::new(
+    "influxdata_dl",
+    "TSBSCTL_INFLUXDATA_DL_URL",
+    "https://dl.influxdata.com",
+    true,
+    false,
+);
+
 /// GitHub's answer for `repo`'s latest release (`repos/<repo>/releases/latest` under the API
 /// source). The error is the download's own: the product words its context and hint.
 pub fn github_latest(dl: &Downloader, sources: &Sources, repo: &str) -> Result<Value> {
     let url = sources.url(
-        SourceKey::GithubApi,
+        SourceKey::GITHUB_API,
         &format!("repos/{repo}/releases/latest"),
     );
     dl.fetch_json(&url, ACCEPT_GITHUB_JSON)
@@ -34,8 +44,8 @@ pub fn github_tarball(
 ) -> ReleaseAsset {
     let dir = format!("{repo}/releases/download/v{version}");
     ReleaseAsset {
-        url: sources.url(SourceKey::Github, &format!("{dir}/{stem}.tar.gz")),
-        checksum_url: sources.url(SourceKey::Github, &format!("{dir}/{stem}{checksum_suffix}")),
+        url: sources.url(SourceKey::GITHUB, &format!("{dir}/{stem}.tar.gz")),
+        checksum_url: sources.url(SourceKey::GITHUB, &format!("{dir}/{stem}{checksum_suffix}")),
         file_name: format!("{stem}.tar.gz"),
         top_dir: Some(stem),
     }
@@ -50,8 +60,8 @@ pub fn influxdata_tarball(
     checksum: &str,
 ) -> ReleaseAsset {
     ReleaseAsset {
-        url: sources.url(SourceKey::InfluxdataDl, &format!("{dir}/{file}")),
-        checksum_url: sources.url(SourceKey::InfluxdataDl, &format!("{dir}/{checksum}")),
+        url: sources.url(INFLUXDATA_DL, &format!("{dir}/{file}")),
+        checksum_url: sources.url(INFLUXDATA_DL, &format!("{dir}/{checksum}")),
         file_name: file,
         top_dir: None,
     }

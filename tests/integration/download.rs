@@ -34,14 +34,14 @@ fn world() -> World {
     root.ensure().unwrap();
     let mut cfg = String::from("[sources]\n");
     for (var, value) in mirror.env() {
-        let key = SourceKey::ALL
+        let key = tsbsctl::product::source_keys()
             .into_iter()
             .find(|k| k.env_var() == var)
             .unwrap();
         cfg.push_str(&format!("{} = \"{value}\"\n", key.config_key()));
     }
     std::fs::write(root.config_file(), cfg).unwrap();
-    let sources = Sources::load(&root).unwrap();
+    let sources = tsbsctl::product::load_sources(&root).unwrap();
     World {
         mirror,
         _dir: dir,
@@ -413,26 +413,26 @@ fn file_urls_and_plain_directories_are_read_from_disk() {
         "[sources]\ngo_dl = \"../offline mirror/go/\"\n",
     )
     .unwrap();
-    let sources = Sources::load(&w.root).unwrap();
-    assert!(sources.get(SourceKey::GoDl).starts_with("file:///"));
+    let sources = tsbsctl::product::load_sources(&w.root).unwrap();
+    assert!(sources.get(SourceKey::GO_DL).starts_with("file:///"));
     let d = Downloader::new(&w.root, &sources, Arc::new(SilentReporter))
         .unwrap()
         .with_github_token(None);
     let text = d
         .fetch_text(
-            &sources.url(SourceKey::GoDl, &format!("{name}.sha256")),
+            &sources.url(SourceKey::GO_DL, &format!("{name}.sha256")),
             ACCEPT_ARTIFACT,
         )
         .unwrap();
     let digest = parse_checksum_file(&text, name).unwrap();
     assert_eq!(digest, sha);
     let v = d
-        .fetch_verified(&sources.url(SourceKey::GoDl, name), &digest, name)
+        .fetch_verified(&sources.url(SourceKey::GO_DL, name), &digest, name)
         .unwrap();
     assert_eq!(std::fs::read(&v.path).unwrap(), data);
     assert_eq!(v.path, w.cache_dir(&sha).join(name));
 
-    let missing = sources.url(SourceKey::GoDl, "go9.9.9.linux-amd64.tar.gz");
+    let missing = sources.url(SourceKey::GO_DL, "go9.9.9.linux-amd64.tar.gz");
     let err = d
         .fetch_verified(&missing, &sha256_hex(b"y"), "go9.9.9.linux-amd64.tar.gz")
         .unwrap_err();
@@ -570,7 +570,7 @@ fn testbed_serve_prints_exports_and_serves_until_sigterm() {
     let base = base.expect("TSBSCTL_GITHUB_URL is printed");
     let d = Downloader::new(
         &Root::at(dir.path().join("root")),
-        &Sources::defaults(),
+        &tsbsctl::product::default_sources(),
         Arc::new(SilentReporter),
     )
     .unwrap();

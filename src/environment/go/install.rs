@@ -264,6 +264,8 @@ pub struct InstallCtx<'a> {
     pub root: &'a Root,
     pub reporter: SharedReporter,
     pub command_line: String,
+    /// Every remote location `config.toml` may name (the products' too).
+    pub source_keys: &'a [SourceKey],
 }
 
 /// The managed Go `version` for `platform`: reused when present and intact, else downloaded,
@@ -318,10 +320,10 @@ fn install(
     platform: &Platform,
     dir: &Path,
 ) -> Result<GoToolchain> {
-    let sources = Sources::load(cx.root)?;
+    let sources = Sources::load(cx.root, cx.source_keys)?;
     let downloader = Downloader::new(cx.root, &sources, Arc::clone(&cx.reporter))?;
     let name = archive_name(version, platform);
-    let index_url = sources.url(SourceKey::GoDl, "?mode=json&include=all");
+    let index_url = sources.url(SourceKey::GO_DL, "?mode=json&include=all");
     let pin = pinned_sha256(version, &platform.dashed());
     cx.reporter.event(&Event::CheckingGo {
         archive: name.clone(),
@@ -333,7 +335,7 @@ fn install(
     let vouched = vouch(version, platform, pin, index.as_ref(), &index_url, &|m| {
         reporter.warning(m)
     })?;
-    let url = sources.url(SourceKey::GoDl, &name);
+    let url = sources.url(SourceKey::GO_DL, &name);
     let verified = downloader.fetch_verified(&url, &vouched.sha256, &name)?;
     crate::interrupt::check()?;
     cx.reporter.event(&Event::Extracting {

@@ -98,6 +98,7 @@ pub const ENTRY: super::Entry = super::Entry {
     variant_flag: None,
     variants: &[],
     make: |_| Ok(Box::new(InfluxDb2::default())),
+    sources: &[super::release::INFLUXDATA_DL],
 };
 
 impl InfluxDb2 {

@@ -1,11 +1,10 @@
 use super::*;
 use crate::platform::Platform;
 use crate::product::{Distribution, Driver, ReleaseAsset, ToolOptions};
-use crate::sources::Sources;
 
 #[test]
 fn release_paths_follow_influxdatas_moves() {
-    let sources = Sources::defaults();
+    let sources = crate::product::default_sources();
     let p = Platform::host().unwrap();
     let a = InfluxDb2::default()
         .release_asset(&sources, "2.7.7", &p)

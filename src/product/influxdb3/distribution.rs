@@ -10,6 +10,16 @@ use crate::platform::Platform;
 use crate::product::{check_semver, release, Distribution, Latest, Product, ReleaseAsset};
 use crate::sources::{SourceKey, Sources};
 
+/// InfluxData's installer script (`influxdb3_installer` / `TSBSCTL_INFLUXDB3_INSTALLER_URL`, a
+/// full URL): the latest versions are read from it.
+pub const INSTALLER: SourceKey = SourceKey::new(
+    "influxdb3_installer",
+    "TSBSCTL_INFLUXDB3_INSTALLER_URL",
+    "https://www.influxdata.com/d/install_influxdb3.sh",
+    false,
+    false,
+);
+
 impl Distribution for InfluxDb3 {
     fn binary_name(&self) -> &'static str {
         "influxdb3"
@@ -29,7 +39,7 @@ impl Distribution for InfluxDb3 {
     }
 
     fn resolve_latest(&self, dl: &Downloader, sources: &Sources) -> Result<Latest> {
-        let url = sources.get(SourceKey::Influxdb3Installer).to_string();
+        let url = sources.get(INSTALLER).to_string();
         let script = dl
             .fetch_text(&url, ACCEPT_ARTIFACT)
             .map_err(|e| e.context("reading the InfluxDB 3 installer script"))?;

@@ -47,6 +47,7 @@ pub const ENTRY: crate::product::Entry = crate::product::Entry {
         let mode = v.map(Mode::parse).transpose()?.unwrap_or(Mode::Timescaledb);
         Ok(Box::new(TimescaleDb { mode }))
     },
+    sources: &[],
 };
 
 pub(super) static BENCH_EXT: crate::product::ext::BenchExt = crate::product::ext::BenchExt {
