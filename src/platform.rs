@@ -41,7 +41,7 @@ impl Platform {
         match (os_v, arch_v) {
             (Some(os), Some(arch)) => Ok(Platform { os, arch }),
             _ => Err(Error::invalid(format!("unsupported platform: {os} {arch}"))
-                .with_hint("tsbsctl supports linux-amd64, linux-arm64, darwin-arm64 (and darwin-amd64 for GreptimeDB and Go)")),
+                .with_hint("tsbsctl supports linux-amd64, linux-arm64, darwin-arm64 (and darwin-amd64 where Go and a product's releases have it)")),
         }
     }
 

@@ -417,9 +417,10 @@ impl ReferenceVariant {
             generator: GeneratorRecord {
                 binary,
                 binary_sha256: gs("binary_sha256").unwrap_or("unknown").to_string(),
-                tsbs_repo:
-                    "https://github.com/GreptimeTeam/tsbs.git (the reference tool's checkout)"
-                        .to_string(),
+                tsbs_repo: format!(
+                    "{} (the reference tool's checkout)",
+                    crate::sources::SourceKey::TSBS_REPO.default_value()
+                ),
                 tsbs_commit: commit,
                 go_version,
                 dirty: false,

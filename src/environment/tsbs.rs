@@ -126,7 +126,10 @@ pub fn from_dir(path: &Path, allow_dirty: bool) -> Result<TsbsSource> {
             dir.display(),
             e.message
         ))
-        .with_hint("give the path of a TSBS git checkout (git clone https://github.com/GreptimeTeam/tsbs.git)")
+        .with_hint(format!(
+            "give the path of a TSBS git checkout (git clone {})",
+            crate::sources::SourceKey::TSBS_REPO.default_value()
+        ))
     };
     let top = run_git(&dir, &["rev-parse", "--show-toplevel"]).map_err(not_repo)?;
     let commit = head_of(&dir).map_err(not_repo)?;
