@@ -196,9 +196,6 @@ pub fn workspace_dir(root: &crate::paths::Root, product: &dyn Product, id: &str)
     root.database(product.name(), id)
 }
 
-/// The supervisor spec for the workspace's server. Checks first that the installed binary is
-/// still the one the workspace is bound to (hashing the binary only) and that the config is
-/// unchanged.
 /// Holds the server of `spec` to `shape` (its own cgroup), with what the product gives it
 /// for what it would otherwise size from the host's memory
 /// ([`crate::product::ManagedServer::shape_memory`]).
@@ -215,6 +212,9 @@ pub fn shape_spec(
     Ok(())
 }
 
+/// The supervisor spec for the workspace's server. Checks first that the installed binary is
+/// still the one the workspace is bound to (hashing the binary only) and that the config is
+/// unchanged.
 pub fn server_spec(
     root: &crate::paths::Root,
     product: &dyn Product,

@@ -129,7 +129,7 @@ pub fn reported(endpoint: &str, pid: u32) -> Option<Value> {
     let note = if sized {
         format!("{what}; tsbsctl gave its write buffer and caches the sizes it takes of a machine of the --memory shape's size, which it would have taken of the host's memory")
     } else {
-        format!("{what} (its defaults, shares of the memory it sees: the host's, also under --memory for a cluster's datanodes)")
+        format!("{what} (its defaults: shares of the memory it sees, the host's)")
     };
     Some(json!({
         "memory_sizes": sizes,
