@@ -557,16 +557,9 @@ fn devops_loads_nine_tables_and_runs_its_queries_on_a_real_influxd() {
     assert_eq!(rc["tables"].as_array().unwrap().len(), 9, "{rc}");
 }
 
-/// `bench influxdb2 all` of `use_case` (workspace and dataset `dataset`) on the real influxd
-/// (`None`: SKIP, said by `test`): completed, every table counted by the server as the file's
-/// rows less the series-and-time repeats a line-protocol store keeps once, and `types`
-/// answered. The run's summary.
-fn use_case_on_a_real_influxd(
-    test: &str,
-    use_case: &str,
-    dataset: &str,
-    types: &[&str],
-) -> Option<Value> {
+/// A world with the real influxd installed from the mirror and workspace `id` prepared on
+/// it; its HTTP port. `None`: no real influxd (SKIP said for `test`).
+fn real_influxd_workspace(test: &str, id: &str) -> Option<(World, String)> {
     let influxd = match real_influxd() {
         Ok(p) => p,
         Err(why) => {
@@ -584,7 +577,7 @@ fn use_case_on_a_real_influxd(
         "influxdb2",
         "prepare",
         "--database-id",
-        use_case,
+        id,
         "--version",
         V,
         "--http-port",
@@ -592,6 +585,20 @@ fn use_case_on_a_real_influxd(
         "--json",
     ])
     .ok();
+    Some((w, port))
+}
+
+/// `bench influxdb2 all` of `use_case` (workspace and dataset `dataset`) on the real influxd
+/// (`None`: SKIP, said by `test`): completed, every table counted by the server as the file's
+/// rows less the series-and-time repeats a line-protocol store keeps once, and `types`
+/// answered. The run's summary.
+fn use_case_on_a_real_influxd(
+    test: &str,
+    use_case: &str,
+    dataset: &str,
+    types: &[&str],
+) -> Option<Value> {
+    let (w, _) = real_influxd_workspace(test, use_case)?;
     let mut args = vec![
         "bench",
         "influxdb2",
@@ -654,29 +661,10 @@ fn use_case_on_a_real_influxd(
 fn runs_resume_on_a_real_influxd_reloads_a_cut_load_and_finishes_cut_queries() {
     let test =
         "influxdb2::runs_resume_on_a_real_influxd_reloads_a_cut_load_and_finishes_cut_queries";
-    let influxd = match real_influxd() {
-        Ok(p) => p,
-        Err(why) => return skip(test, &why),
+    let Some((w, port)) = real_influxd_workspace(test, "rs") else {
+        return;
     };
-    let w = world();
     let env = &w.gt.env;
-    let binary = std::fs::read(&influxd).unwrap();
-    testbed::releases::influxdb2::publish(&w.gt.mirror, V, &binary);
-    w.run(&["influxdb2", "install", "--version", V, "--json"])
-        .ok();
-    let port = free_port_block(1).to_string();
-    w.run(&[
-        "influxdb2",
-        "prepare",
-        "--database-id",
-        "rs",
-        "--version",
-        V,
-        "--http-port",
-        &port,
-        "--json",
-    ])
-    .ok();
     let token = std::fs::read_to_string(
         env.root
             .join("influxdb2/databases/rs/secrets/operator-token"),
@@ -720,35 +708,7 @@ fn runs_resume_on_a_real_influxd_reloads_a_cut_load_and_finishes_cut_queries() {
     bg.wait();
     w.tool_knobs("tsbs_load_influx2", json!({}));
     assert!(partial < ROWS, "{partial}");
-    let dir = runs.join("cut-load");
-    let show = env.run_json(&["runs", "show", "cut-load"]);
-    assert_eq!(show.ok().json()["data"]["summary"]["status"], "interrupted");
-    let before = std::fs::read(dir.join("manifest.json")).unwrap();
-    env.run(&["runs", "resume", dir.to_str().unwrap()])
-        .code(2)
-        .says("--confirm-reset benchmark");
-    assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), before);
-    let r = env.run(&[
-        "runs",
-        "resume",
-        dir.to_str().unwrap(),
-        "--confirm-reset",
-        "benchmark",
-        "--json",
-    ]);
-    r.ok();
-    assert_eq!(r.json()["data"]["resumed"]["load_mode"], "reset");
-    let s = summary(&dir);
-    assert_eq!(s["status"], "completed", "{:#}", s["failures"]);
-    assert_eq!(
-        s["row_count"]["actual"], ROWS,
-        "the server's own count after the reset and reload: {:#}",
-        s["row_count"]
-    );
-    assert_eq!(
-        crate::resume::query_types(&s),
-        crate::resume::every_type_completed()
-    );
+    crate::resume::resume_cut_load(env, "cut-load", &runs.join("cut-load"));
 
     // Killed in its query phase, once its second type has started (slow queries).
     w.tool_knobs("tsbs_run_queries_influx", json!({"query_delay_ms": 800}));
@@ -765,31 +725,10 @@ fn runs_resume_on_a_real_influxd_reloads_a_cut_load_and_finishes_cut_queries() {
         "--run-id",
         "cut-queries",
     ]);
-    let dir = runs.join("cut-queries");
-    let mut bg = Bg::spawn(env, &args);
-    let second = dir.join("logs/query-lastpoint-001.log");
-    assert!(
-        wait_until(std::time::Duration::from_secs(90), || second.exists()),
-        "the second type never started\n{}",
-        bg.stderr()
-    );
-    bg.signal(libc::SIGKILL);
-    bg.wait();
-    w.tool_knobs("tsbs_run_queries_influx", json!({}));
-    let r = env.run(&["runs", "resume", dir.to_str().unwrap(), "--json"]);
-    r.ok();
-    assert_eq!(
-        r.json()["data"]["resumed"]["query_types"],
-        json!(["lastpoint", "single-groupby-1-1-1"])
-    );
-    let s = summary(&dir);
-    assert_eq!(s["status"], "completed", "{:#}", s["failures"]);
-    assert_eq!(
-        crate::resume::query_types(&s),
-        crate::resume::every_type_completed()
-    );
-    assert!(!dir.join("logs/query-high-cpu-1-002.log").exists());
-    assert!(dir.join("logs/query-lastpoint-002.log").exists());
+    let bg = Bg::spawn(env, &args);
+    crate::resume::kill_in_queries_and_resume(env, bg, &runs.join("cut-queries"), || {
+        w.tool_knobs("tsbs_run_queries_influx", json!({}))
+    });
     // The resumed server leaves nothing behind, and the token is in no file but its own.
     assert!(files_with(&env.root, &token).is_empty());
 }

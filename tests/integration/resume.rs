@@ -54,6 +54,69 @@ pub(crate) fn every_type_completed() -> Vec<(String, String)> {
         .collect()
 }
 
+/// A real server's run `dir` (id `id`), killed with kill -9 in its load: the first look
+/// records it interrupted; `runs resume` without the confirmation exits 2 and changes
+/// nothing; with it, the database is reset, loaded again, counted by the server at exactly
+/// the dataset's rows, and every type runs.
+pub(crate) fn resume_cut_load(env: &TestEnv, id: &str, dir: &Path) {
+    let show = env.run_json(&["runs", "show", id]);
+    assert_eq!(show.ok().json()["data"]["summary"]["status"], "interrupted");
+    let before = std::fs::read(dir.join("manifest.json")).unwrap();
+    env.run(&["runs", "resume", p(dir)])
+        .code(2)
+        .says("--confirm-reset benchmark");
+    assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), before);
+    let r = env.run(&[
+        "runs",
+        "resume",
+        p(dir),
+        "--confirm-reset",
+        "benchmark",
+        "--json",
+    ]);
+    r.ok();
+    assert_eq!(r.json()["data"]["resumed"]["load_mode"], "reset");
+    let s = summary(dir);
+    assert_eq!(s["status"], "completed", "{:#}", s["failures"]);
+    assert_eq!(
+        s["row_count"]["actual"], ROWS,
+        "the server's own count after the reset and reload: {:#}",
+        s["row_count"]
+    );
+    assert_eq!(query_types(&s), every_type_completed());
+}
+
+/// Kills the background query run `bg` (its directory `dir`, the [`TYPES`] in order) once its
+/// second type has started, calls `after_kill` (the slow knobs are taken back there), then
+/// resumes it: only the two types not done run, in the same directory, and the run completes.
+pub(crate) fn kill_in_queries_and_resume(
+    env: &TestEnv,
+    mut bg: Bg,
+    dir: &Path,
+    after_kill: impl FnOnce(),
+) {
+    let second = dir.join("logs/query-lastpoint-001.log");
+    assert!(
+        wait_until(Duration::from_secs(90), || second.exists()),
+        "the second type never started\n{}",
+        bg.stderr()
+    );
+    bg.signal(libc::SIGKILL);
+    bg.wait();
+    after_kill();
+    let r = env.run(&["runs", "resume", p(dir), "--json"]);
+    r.ok();
+    assert_eq!(
+        r.json()["data"]["resumed"]["query_types"],
+        json!(["lastpoint", "single-groupby-1-1-1"])
+    );
+    let s = summary(dir);
+    assert_eq!(s["status"], "completed", "{:#}", s["failures"]);
+    assert_eq!(query_types(&s), every_type_completed());
+    assert!(!dir.join("logs/query-high-cpu-1-002.log").exists());
+    assert!(dir.join("logs/query-lastpoint-002.log").exists());
+}
+
 /// A whole `phase` run (`all`: of [`TYPES`], 3 queries each) in the background, killed with
 /// SIGKILL once `ready` holds of its directory (bounded wait); returns that directory.
 fn killed_when(w: &World, phase: &str, extra: &[&str], ready: impl Fn(&Path) -> bool) -> PathBuf {

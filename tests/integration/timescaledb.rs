@@ -654,37 +654,8 @@ fn runs_resume_on_the_real_postgresql_reloads_a_cut_load_and_finishes_cut_querie
     bg.wait();
     w.tool_knobs("tsbs_load_timescaledb", json!({}));
     assert!(partial < crate::world::ROWS, "{partial}");
-    let dir = runs.join("cut-load");
     // The first look records the dead run as interrupted (its one label everywhere).
-    let show = env.run_json(&["runs", "show", "cut-load"]);
-    assert_eq!(show.ok().json()["data"]["summary"]["status"], "interrupted");
-    let before = std::fs::read(dir.join("manifest.json")).unwrap();
-    env.run(&["runs", "resume", dir.to_str().unwrap()])
-        .code(2)
-        .says("--confirm-reset benchmark");
-    assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), before);
-    let r = env.run(&[
-        "runs",
-        "resume",
-        dir.to_str().unwrap(),
-        "--confirm-reset",
-        "benchmark",
-        "--json",
-    ]);
-    r.ok();
-    assert_eq!(r.json()["data"]["resumed"]["load_mode"], "reset");
-    let s = crate::world::summary(&dir);
-    assert_eq!(s["status"], "completed", "{:#}", s["failures"]);
-    assert_eq!(
-        s["row_count"]["actual"],
-        crate::world::ROWS,
-        "the server's own count after the reset and reload: {:#}",
-        s["row_count"]
-    );
-    assert_eq!(
-        crate::resume::query_types(&s),
-        crate::resume::every_type_completed()
-    );
+    crate::resume::resume_cut_load(env, "cut-load", &runs.join("cut-load"));
 
     // Killed in its query phase, once its second type has started (slow queries).
     w.tool_knobs(
@@ -709,31 +680,10 @@ fn runs_resume_on_the_real_postgresql_reloads_a_cut_load_and_finishes_cut_querie
     for t in crate::world::TYPES {
         args.extend(["--query-type", t]);
     }
-    let dir = runs.join("cut-queries");
-    let mut bg = Bg::spawn(env, &args);
-    let second = dir.join("logs/query-lastpoint-001.log");
-    assert!(
-        wait_until(Duration::from_secs(90), || second.exists()),
-        "the second type never started\n{}",
-        bg.stderr()
-    );
-    bg.signal(libc::SIGKILL);
-    bg.wait();
-    w.tool_knobs("tsbs_run_queries_timescaledb", json!({}));
-    let r = env.run(&["runs", "resume", dir.to_str().unwrap(), "--json"]);
-    r.ok();
-    assert_eq!(
-        r.json()["data"]["resumed"]["query_types"],
-        json!(["lastpoint", "single-groupby-1-1-1"])
-    );
-    let s = crate::world::summary(&dir);
-    assert_eq!(s["status"], "completed", "{:#}", s["failures"]);
-    assert_eq!(
-        crate::resume::query_types(&s),
-        crate::resume::every_type_completed()
-    );
-    assert!(!dir.join("logs/query-high-cpu-1-002.log").exists());
-    assert!(dir.join("logs/query-lastpoint-002.log").exists());
+    let bg = Bg::spawn(env, &args);
+    crate::resume::kill_in_queries_and_resume(env, bg, &runs.join("cut-queries"), || {
+        w.tool_knobs("tsbs_run_queries_timescaledb", json!({}))
+    });
 }
 
 /// `psql -Atc SQL` as `postgres` on database `db` of the server at 127.0.0.1:`port` (no
