@@ -344,22 +344,14 @@ pub fn datanode_cache(dir: &Path, d: u32) -> PathBuf {
 /// (checked by `verify`) with the datanode's own `write_cache_path`. Written at every start,
 /// from nothing but that file and the workspace directory.
 pub fn write_datanode_files(dir: &Path, datanodes: u32) -> Result<()> {
-    let path = dir.join(super::super::CONFIG_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
-    let base: toml::Table = toml::from_str(&text).map_err(|e| {
-        Error::integrity(format!("{} is not TOML: {e}", path.display()))
-            .with_hint("`tsbsctl greptimedb verify` names what changed")
-    })?;
+    let (path, base) = super::workspace_setup::read_config(dir)?;
     for d in 1..=datanodes {
         let mut t = base.clone();
         let cache = datanode_cache(dir, d);
         let mito = t
             .get_mut("region_engine")
             .and_then(toml::Value::as_array_mut)
-            .and_then(|a| {
-                a.iter_mut()
-                    .find_map(|e| e.get_mut("mito").and_then(toml::Value::as_table_mut))
-            })
+            .and_then(|a| super::workspace_setup::mito_table(a))
             .ok_or_else(|| {
                 Error::integrity(format!(
                     "{} has no [region_engine.mito] for the write cache",

@@ -49,12 +49,7 @@ pub fn mito_sizes(memory: u64) -> [(&'static str, u64); 7] {
 /// machine of `memory` bytes in `[region_engine.mito]` (added, with the file engine kept,
 /// when the workspace lists no engine: listing one replaces the server's default list).
 pub fn write_config(dir: &Path, memory: u64) -> Result<PathBuf> {
-    let path = dir.join(super::super::CONFIG_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
-    let mut t: toml::Table = toml::from_str(&text).map_err(|e| {
-        Error::integrity(format!("{} is not TOML: {e}", path.display()))
-            .with_hint("`tsbsctl greptimedb verify` names what changed")
-    })?;
+    let (path, mut t) = super::workspace_setup::read_config(dir)?;
     let engines = t
         .entry("region_engine")
         .or_insert_with(|| {
@@ -73,15 +68,12 @@ pub fn write_config(dir: &Path, memory: u64) -> Result<PathBuf> {
         .ok_or_else(|| {
             Error::integrity(format!("{}: region_engine is not a list", path.display()))
         })?;
-    let mito = engines
-        .iter_mut()
-        .find_map(|e| e.get_mut("mito").and_then(toml::Value::as_table_mut))
-        .ok_or_else(|| {
-            Error::integrity(format!(
-                "{} lists region engines without [region_engine.mito]",
-                path.display()
-            ))
-        })?;
+    let mito = super::workspace_setup::mito_table(engines).ok_or_else(|| {
+        Error::integrity(format!(
+            "{} lists region engines without [region_engine.mito]",
+            path.display()
+        ))
+    })?;
     for (key, bytes) in mito_sizes(memory) {
         // Bytes, unambiguous: GreptimeDB reads "MB" as MiB.
         mito.insert(key.into(), toml::Value::String(format!("{bytes}B")));

@@ -121,3 +121,22 @@ impl WorkspaceSetup for GreptimeDb {
         .collect()
     }
 }
+
+/// The workspace's `config.toml` in `dir`, parsed, and its path: the base of the configs
+/// derived from it at a start (a cluster datanode's, a shaped standalone's).
+pub(super) fn read_config(dir: &Path) -> Result<(std::path::PathBuf, toml::Table)> {
+    let path = dir.join(crate::product::CONFIG_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
+    let t = toml::from_str(&text).map_err(|e| {
+        Error::integrity(format!("{} is not TOML: {e}", path.display()))
+            .with_hint("`tsbsctl greptimedb verify` names what changed")
+    })?;
+    Ok((path, t))
+}
+
+/// The `[region_engine.mito]` table of a config's engine list, if it lists one.
+pub(super) fn mito_table(engines: &mut [toml::Value]) -> Option<&mut toml::Table> {
+    engines
+        .iter_mut()
+        .find_map(|e| e.get_mut("mito").and_then(toml::Value::as_table_mut))
+}
