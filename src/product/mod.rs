@@ -673,6 +673,51 @@ mod tests {
     use super::*;
     use std::cmp::Ordering;
 
+    /// The core's sources and the products' are one list: every key and variable once, the
+    /// variables DESIGN names (`TSBSCTL_*`), and a `[sources]` key a product registers is
+    /// read from config.toml like the core's (an unknown one is still exit 2).
+    #[test]
+    fn the_products_sources_join_the_cores() {
+        let keys = source_keys();
+        let names: Vec<&str> = keys.iter().map(|k| k.config_key()).collect();
+        for k in [
+            "github",
+            "github_api",
+            "go_dl",
+            "tsbs_repo",
+            "influxdata_dl",
+            "influxdb3_installer",
+        ] {
+            assert_eq!(names.iter().filter(|n| **n == k).count(), 1, "{names:?}");
+        }
+        let mut vars: Vec<&str> = keys.iter().map(|k| k.env_var()).collect();
+        assert!(vars.iter().all(|v| v.starts_with("TSBSCTL_")), "{vars:?}");
+        vars.sort_unstable();
+        vars.dedup();
+        assert_eq!(vars.len(), keys.len());
+        let t = tempfile::tempdir().unwrap();
+        let root = crate::paths::Root::at(t.path());
+        std::fs::write(
+            root.config_file(),
+            "[sources]\ninfluxdata_dl = \"/srv/dl\"\n",
+        )
+        .unwrap();
+        let s = load_sources(&root).unwrap();
+        let dl = keys
+            .iter()
+            .find(|k| k.config_key() == "influxdata_dl")
+            .unwrap();
+        if std::env::var_os(dl.env_var()).is_none() {
+            assert_eq!(s.get(*dl), "file:///srv/dl");
+        }
+        std::fs::write(
+            root.config_file(),
+            "[sources]\ninfluxdata_dll = \"/srv/dl\"\n",
+        )
+        .unwrap();
+        assert_eq!(load_sources(&root).unwrap_err().exit_code(), 2);
+    }
+
     #[test]
     fn semver_grammar() {
         for good in [
