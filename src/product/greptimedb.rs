@@ -222,6 +222,14 @@ impl Reporting for GreptimeDb {
                 include_str!("../../templates/greptimedb/summary-operations.md.j2"),
             ),
             (
+                "report.md/settings",
+                include_str!("../../templates/greptimedb/report-settings.md.j2"),
+            ),
+            (
+                "report.html/settings",
+                include_str!("../../templates/greptimedb/report-settings.html.j2"),
+            ),
+            (
                 "report.md/storage",
                 include_str!("../../templates/greptimedb/report-storage.md.j2"),
             ),

@@ -121,6 +121,7 @@ fn shape_greptimedb_sizes_its_write_buffer_and_caches_from_the_shape_not_the_hos
     let w = world();
     let shaped = 512u64 << 20;
     let dir = w.bench_ok("load", &["--memory", "512MiB"]);
+    let shaped_dir = dir.clone();
     let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
     let sizes = &st["memory_sizes"];
     assert_eq!(sizes["page_cache_size"], shaped / 8, "{st}");
@@ -155,6 +156,26 @@ fn shape_greptimedb_sizes_its_write_buffer_and_caches_from_the_shape_not_the_hos
     assert_eq!(st["memory_sized_to_shape"], false, "{st}");
     let log = std::fs::read_to_string(dir.join("logs/server-001.log")).unwrap();
     assert!(!log.contains("config.shaped.toml"), "{log}");
+    // The report sets the two side by side.
+    let out = w.gt.env.path().join("memory-report");
+    w.run(&[
+        "runs",
+        "report",
+        shaped_dir.to_str().unwrap(),
+        dir.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .ok();
+    let rep = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(rep.contains("### GreptimeDB memory"), "{rep}");
+    assert!(
+        rep.contains("| 64.00 MiB | 64.00 MiB | 16.00 MiB | 32.00 MiB | to the shape |"),
+        "{rep}"
+    );
+    assert!(rep.contains("| from the memory the server sees |"), "{rep}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains(r#"<table id="greptimedb-memory">"#), "{html}");
 }
 
 /// Issue 24 §2 with §3: a server the kernel kills at its memory limit during one query type
