@@ -1307,15 +1307,7 @@ fn a_query_cut_short_when_the_pool_runs_out_is_oom_by_the_servers_own_count() {
     let log = std::fs::read_to_string(dir.join("logs/query-single-groupby-1-1-1-001.log")).unwrap();
     assert!(log.contains("panic: unexpected EOF"), "{log}");
     // The report's cell says it as the published table does.
-    let out = w.gt.env.path().join("oom-report");
-    w.run(&[
-        "runs",
-        "report",
-        dir.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .ok();
+    let out = w.report("oom-report", &[&dir]);
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("OOM"), "{md}");
 }

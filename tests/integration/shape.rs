@@ -157,16 +157,7 @@ fn shape_greptimedb_sizes_its_write_buffer_and_caches_from_the_shape_not_the_hos
     let log = std::fs::read_to_string(dir.join("logs/server-001.log")).unwrap();
     assert!(!log.contains("config.shaped.toml"), "{log}");
     // The report sets the two side by side.
-    let out = w.gt.env.path().join("memory-report");
-    w.run(&[
-        "runs",
-        "report",
-        shaped_dir.to_str().unwrap(),
-        dir.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .ok();
+    let out = w.report("memory-report", &[&shaped_dir, &dir]);
     let rep = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(rep.contains("### GreptimeDB memory"), "{rep}");
     assert!(
@@ -601,16 +592,7 @@ fn shape_influxdb3_sizes_its_memory_shares_from_the_shape_not_the_host() {
         "{md}"
     );
     // The report sets the two pools side by side.
-    let out = w.gt.env.path().join("pool-report");
-    w.run(&[
-        "runs",
-        "report",
-        shaped_dir.to_str().unwrap(),
-        dir.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .ok();
+    let out = w.report("pool-report", &[&shaped_dir, &dir]);
     let rep = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(rep.contains("| Query memory pool |"), "{rep}");
 

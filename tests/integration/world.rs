@@ -286,6 +286,16 @@ impl World {
 
     /// Sets the section of one built TSBS tool in the shared knob file (`go build` bakes that
     /// file into every tool it writes).
+    /// `runs report RUNS... --out <test dir>/NAME`, which must succeed; the report's directory.
+    pub(crate) fn report(&self, name: &str, runs: &[&Path]) -> PathBuf {
+        let out = self.gt.env.path().join(name);
+        let mut args = vec!["runs", "report"];
+        args.extend(runs.iter().map(|r| r.to_str().unwrap()));
+        args.extend(["--out", out.to_str().unwrap()]);
+        self.run(&args).ok();
+        out
+    }
+
     pub(crate) fn tool_knobs(&self, tool: &str, v: Value) {
         let path = self.knobs_dir.join("go.knobs.json");
         let mut all: Value = std::fs::read(&path)
