@@ -328,6 +328,16 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// The command-line arguments of `pid` (Linux: `/proc/<pid>/cmdline`), lossily as text;
+/// empty when the process is gone or unreadable.
+pub fn argv(pid: u32) -> Vec<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    raw.split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
 /// User plus system CPU time of `pid` in clock ticks (Linux: fields 14 and 15).
 pub fn process_cpu_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -275,6 +275,13 @@ impl Worker {
     }
 }
 
+/// The body of a successful `GET url` (with its bearer token if any) within `timeout`;
+/// `None` when the server does not answer it.
+pub fn read_text(url: &str, token: &Option<String>, timeout: Duration) -> Option<String> {
+    let c = crate::http::local(Some(timeout)).ok()?;
+    get(&c, url, token, timeout)
+}
+
 /// One read of series `series` (with the label `key="value"` when `label` is given) of a
 /// server's metrics at `url`, with its bearer token if any, within `timeout`; `None` when the
 /// server does not answer it or has no such series.
@@ -285,8 +292,7 @@ pub fn read_metric(
     label: Option<(&str, &str)>,
     timeout: Duration,
 ) -> Option<u64> {
-    let c = crate::http::local(Some(timeout)).ok()?;
-    let text = get(&c, url, token, timeout)?;
+    let text = read_text(url, token, timeout)?;
     metrics::sample(&text, series, label).map(|v| v as u64)
 }
 

@@ -95,17 +95,15 @@ pub fn write_config(dir: &Path, memory: u64) -> Result<PathBuf> {
 /// command line reads [`SHAPED_CONFIG`]) and the summary's words. `None` when the server
 /// has no `/config` or the answer has no mito engine.
 pub fn reported(endpoint: &str, pid: u32) -> Option<Value> {
-    let timeout = std::time::Duration::from_secs(10);
-    let c = crate::http::local(Some(timeout)).ok()?;
-    let resp = c.get(format!("{endpoint}/config")).send().ok()?;
-    if !resp.status().is_success() {
-        return None;
-    }
-    let sizes = sizes_in(&resp.text().ok()?)?;
-    let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let sized = argv
-        .split(|b| *b == 0)
-        .any(|a| a.ends_with(SHAPED_CONFIG.as_bytes()));
+    let text = crate::sampler::read_text(
+        &format!("{endpoint}/config"),
+        &None,
+        std::time::Duration::from_secs(10),
+    )?;
+    let sizes = sizes_in(&text)?;
+    let sized = crate::proc::argv(pid)
+        .iter()
+        .any(|a| a.ends_with(SHAPED_CONFIG));
     let say = |k: &str| {
         sizes
             .get(k)

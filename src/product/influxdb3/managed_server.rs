@@ -192,11 +192,10 @@ impl ManagedServer for InfluxDb3 {
             Some(("state", "limit")),
             std::time::Duration::from_secs(10),
         );
-        let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let sized = argv.split(|b| *b == 0).any(|a| {
+        let sized = crate::proc::argv(pid).iter().any(|a| {
             [OLD_MEMORY_FLAGS[0], NEW_MEMORY_FLAGS[0]]
                 .iter()
-                .any(|name| a.starts_with(format!("--{name}=").as_bytes()))
+                .any(|name| a.starts_with(&format!("--{name}=")))
         });
         let say = |b: u64| crate::render::bytes(minijinja::Value::from(b));
         let note = match (pool, sized) {
