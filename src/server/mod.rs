@@ -279,7 +279,6 @@ pub fn log_tail(path: &Path, max_bytes: u64) -> String {
 
 #[cfg(test)]
 mod testkit {
-    use std::net::TcpListener;
     use std::path::Path;
     use std::time::Duration;
 
@@ -288,11 +287,7 @@ mod testkit {
     use super::*;
 
     pub(super) fn free_port() -> u16 {
-        TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
+        testbed::ports::free_port_block(1)
     }
 
     pub(super) fn spec(dir: &Path, script: &str, port: u16) -> ServerSpec {

@@ -14,6 +14,7 @@ pub mod catalog;
 pub mod emulators;
 pub mod gotool;
 pub mod mirror;
+pub mod ports;
 pub mod queryfile;
 pub mod releases;
 pub mod s3;

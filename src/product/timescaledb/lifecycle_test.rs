@@ -14,11 +14,7 @@ use super::sql::{self, Target};
 use super::Mode;
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    testbed::ports::free_port_block(1)
 }
 
 /// The pids of the processes whose parent is `pid` (the postmaster's backends).

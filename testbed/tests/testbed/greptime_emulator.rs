@@ -15,12 +15,9 @@ fn bin() -> &'static str {
 
 /// `n` distinct free ports (all held while choosing, so none is handed out twice).
 fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
+    let n = u16::try_from(n).unwrap();
+    let p = testbed::ports::free_port_block(n);
+    (p..p + n).collect()
 }
 
 fn greptime(version: &str, knobs: Option<&Path>) -> Command {

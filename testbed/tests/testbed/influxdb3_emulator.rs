@@ -11,12 +11,9 @@ use std::time::{Duration, Instant};
 
 const EMAIL: &str = "secret.person+tsbs@example.com";
 
+/// A port below the ephemeral range (the activation test leaves it unbound for a while).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    testbed::ports::free_port_block(1)
 }
 
 pub(crate) struct Emu {

@@ -208,11 +208,7 @@ fn start_pg() -> Option<Pg> {
     .output()
     .unwrap();
     assert!(out.status.success(), "initdb: {out:?}");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = testbed::ports::free_port_block(1);
     let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
     let child = run(
         &bin.join("postgres"),
