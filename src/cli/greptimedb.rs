@@ -55,6 +55,10 @@ pub struct ClusterRunArgs {
     pub workspace_dir: std::path::PathBuf,
     #[arg(long, value_name = "PATH")]
     pub greptime: std::path::PathBuf,
+    /// The `--memory` shape the cluster runs in, in bytes: the datanodes' configs are sized
+    /// for their share of it.
+    #[arg(long, value_name = "BYTES")]
+    pub memory_bytes: Option<u64>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -259,9 +263,13 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
             o.data["storage"] = ObjectStorage::field(kept.as_ref());
             Ok(o)
         }
-        GreptimedbCmd::ClusterRun(a) => std::process::exit(
-            crate::product::greptimedb::cluster::launch(&a.workspace_dir, &a.greptime),
-        ),
+        GreptimedbCmd::ClusterRun(a) => {
+            std::process::exit(crate::product::greptimedb::cluster::launch(
+                &a.workspace_dir,
+                &a.greptime,
+                a.memory_bytes,
+            ))
+        }
         GreptimedbCmd::ClusterReady(a) => std::process::exit(
             crate::product::greptimedb::cluster::ready_command(&a.workspace_dir),
         ),

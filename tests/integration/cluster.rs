@@ -23,7 +23,7 @@ pub(crate) fn etcd() -> Option<PathBuf> {
 }
 
 /// A bench world with cluster workspace `c1` (3 datanodes, 2 frontends) prepared.
-fn cluster_world() -> Option<(World, PathBuf)> {
+pub(crate) fn cluster_world() -> Option<(World, PathBuf)> {
     let Some(etcd) = etcd() else {
         eprintln!(
             "SKIP: no etcd on PATH or at /usr/bin/etcd (Debian: apt-get install etcd-server)"

@@ -33,7 +33,12 @@ fn own_group(controller: &str) -> Result<PathBuf, String> {
     let dir = Path::new("/sys/fs/cgroup")
         .join(controller)
         .join(path.trim_start_matches('/'));
-    let probe = dir.join(format!("tsbsctl-probe-{}", std::process::id()));
+    // One name per call: the tests of this process probe at the same time.
+    let probe = dir.join(format!(
+        "tsbsctl-probe-{}-{}",
+        std::process::id(),
+        crate::util::unique()
+    ));
     std::fs::create_dir(&probe)
         .map_err(|e| format!("cannot create a group in {}: {e}", dir.display()))?;
     let _ = std::fs::remove_dir(&probe);
@@ -132,15 +137,23 @@ fn shape_greptimedb_sizes_its_write_buffer_and_caches_from_the_shape_not_the_hos
         "vector_cache_size",
         "selector_result_cache_size",
         "range_result_cache_size",
+        // Below 2 GiB the index caches fall below their defaults too.
+        "index.content_cache_size",
+        "index.result_cache_size",
+        // The index builds' threshold: a sixteenth at any size.
+        "inverted_index.mem_threshold_on_create",
+        "fulltext_index.mem_threshold_on_create",
+        "bloom_filter_index.mem_threshold_on_create",
     ] {
         assert_eq!(sizes[k], shaped / 16, "{k}: {st}");
     }
+    assert_eq!(sizes["index.metadata_cache_size"], shaped / 32, "{st}");
     assert_eq!(st["memory_sized_to_shape"], true, "{st}");
     let log = std::fs::read_to_string(dir.join("logs/server-001.log")).unwrap();
     assert!(log.contains("config.shaped.toml"), "{log}");
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(
-        md.contains("- Server memory: page cache 64.00 MiB, write buffer 64.00 MiB as the server reports them (GET /config); tsbsctl gave"),
+        md.contains("- Server memory: page cache 64.00 MiB, write buffer 64.00 MiB, index build threshold 32.00 MiB as the server reports them (GET /config); tsbsctl gave"),
         "{md}"
     );
     // The workspace's own config is untouched (verify holds).
@@ -153,6 +166,10 @@ fn shape_greptimedb_sizes_its_write_buffer_and_caches_from_the_shape_not_the_hos
     let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
     let host = testbed::emulators::greptime::total_mem_bytes();
     assert_eq!(st["memory_sizes"]["page_cache_size"], host / 8, "{st}");
+    assert_eq!(
+        st["memory_sizes"]["inverted_index.mem_threshold_on_create"], "auto",
+        "{st}"
+    );
     assert_eq!(st["memory_sized_to_shape"], false, "{st}");
     let log = std::fs::read_to_string(dir.join("logs/server-001.log")).unwrap();
     assert!(!log.contains("config.shaped.toml"), "{log}");
@@ -161,12 +178,76 @@ fn shape_greptimedb_sizes_its_write_buffer_and_caches_from_the_shape_not_the_hos
     let rep = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(rep.contains("### GreptimeDB memory"), "{rep}");
     assert!(
-        rep.contains("| 64.00 MiB | 64.00 MiB | 16.00 MiB | 32.00 MiB | to the shape |"),
+        rep.contains(
+            "| 64.00 MiB | 64.00 MiB | 16.00 MiB | 32.00 MiB | 32.00 MiB | 32.00 MiB | to the shape |"
+        ),
         "{rep}"
     );
-    assert!(rep.contains("| from the memory the server sees |"), "{rep}");
+    assert!(
+        rep.contains("| auto | from the memory the server sees |"),
+        "{rep}"
+    );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains(r#"<table id="greptimedb-memory">"#), "{html}");
+}
+
+/// A cluster under `--memory` runs in one group with its metasrv, frontends and metadata
+/// store; each datanode would size its caches from the host (as a standalone would). Its
+/// launcher writes every datanode a config sized for its share of the shape, and the run
+/// records what each datanode reports.
+#[test]
+fn shape_greptimedb_cluster_datanodes_share_the_shape() {
+    if shaped_host().is_none() {
+        return;
+    }
+    let Some((w, _)) = crate::cluster::cluster_world() else {
+        return;
+    };
+    let mut a = vec![
+        "bench",
+        "greptimedb",
+        "load",
+        "--database-id",
+        "c1",
+        "--stop-timeout",
+        "20",
+        "--startup-timeout",
+        crate::util::CLUSTER_STARTUP,
+        "--memory",
+        "3GiB",
+        "--json",
+    ];
+    a.extend(crate::world::tiny());
+    let r = w.run(&a);
+    r.ok();
+    let dir = run_dir(&r);
+    let st = &read_json(&dir.join("manifest.json"))["target"]["server_settings"];
+    // Three datanodes: a 1 GiB machine each.
+    let sizes = &st["memory_sizes"];
+    assert_eq!(sizes["page_cache_size"], 128u64 << 20, "{st}");
+    assert_eq!(sizes["global_write_buffer_size"], 128u64 << 20, "{st}");
+    assert_eq!(sizes["index.metadata_cache_size"], 32u64 << 20, "{st}");
+    assert_eq!(
+        sizes["inverted_index.mem_threshold_on_create"],
+        64u64 << 20,
+        "{st}"
+    );
+    assert_eq!(st["memory_datanodes"], 3, "{st}");
+    assert_eq!(st["memory_sized_to_shape"], true, "{st}");
+    assert!(st.get("memory_sizes_by_datanode").is_none(), "{st}");
+    let ws = w.gt.ws_dir("c1");
+    for d in 1..=3 {
+        let f = std::fs::read_to_string(ws.join(format!("datanode-{d}.toml"))).unwrap();
+        assert!(f.contains("page_cache_size = \"134217728B\""), "{f}");
+        assert!(f.contains("over 3 datanodes"), "{f}");
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("- Server memory: page cache 128.00 MiB, write buffer 128.00 MiB, index build threshold 64.00 MiB in each of the 3 datanodes, as they report them (GET /config); tsbsctl gave each datanode the sizes it takes of a machine of 1/3 of the --memory shape's size"),
+        "{md}"
+    );
+    // The workspace's own config is untouched (verify holds).
+    w.run(&["greptimedb", "verify", "--database-id", "c1"]).ok();
 }
 
 /// Issue 24 §2 with §3: a server the kernel kills at its memory limit during one query type

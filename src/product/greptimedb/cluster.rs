@@ -324,10 +324,11 @@ pub fn datanode_config(ws: &WorkspaceManifest, s3: Option<&ObjectStorage>) -> St
     )
 }
 
-/// The config file of datanode `d`: the workspace's `config.toml` itself, or on object storage
-/// `datanode-<d>.toml` (written by [`write_datanode_files`]).
-pub fn datanode_file(dir: &Path, d: u32, on_s3: bool) -> PathBuf {
-    if on_s3 {
+/// The config file of datanode `d`: the workspace's `config.toml` itself, or, when the
+/// datanodes need their own (on object storage, under `--memory`), `datanode-<d>.toml`
+/// (written by [`write_datanode_files`]).
+pub fn datanode_file(dir: &Path, d: u32, own: bool) -> PathBuf {
+    if own {
         dir.join(format!("datanode-{d}.toml"))
     } else {
         dir.join(super::super::CONFIG_FILE)
@@ -340,37 +341,70 @@ pub fn datanode_cache(dir: &Path, d: u32) -> PathBuf {
         .join(format!("datanode-{d}"))
 }
 
-/// On object storage: `datanode-<i>.toml` for every datanode, the workspace's `config.toml`
-/// (checked by `verify`) with the datanode's own `write_cache_path`. Written at every start,
-/// from nothing but that file and the workspace directory.
-pub fn write_datanode_files(dir: &Path, datanodes: u32) -> Result<()> {
+/// `datanode-<i>.toml` for every datanode: the workspace's `config.toml` (checked by
+/// `verify`) with, on object storage, the datanode's own `write_cache_path`, and under a
+/// `--memory` shape of `memory` bytes the sizes of a machine of its share of the shape
+/// ([`memshape`]: the datanodes divide it). Written at every start, from nothing but that
+/// file, the workspace directory and the shape.
+pub fn write_datanode_files(
+    dir: &Path,
+    datanodes: u32,
+    on_s3: bool,
+    memory: Option<u64>,
+) -> Result<()> {
     let (path, base) = super::workspace_setup::read_config(dir)?;
     for d in 1..=datanodes {
         let mut t = base.clone();
-        let cache = datanode_cache(dir, d);
-        let mito = t
-            .get_mut("region_engine")
-            .and_then(toml::Value::as_array_mut)
-            .and_then(|a| super::workspace_setup::mito_table(a))
-            .ok_or_else(|| {
-                Error::integrity(format!(
-                    "{} has no [region_engine.mito] for the write cache",
-                    path.display()
-                ))
-            })?;
-        mito.insert(
-            "write_cache_path".into(),
-            toml::Value::String(cache.to_string_lossy().into_owned()),
-        );
+        let mut why = Vec::new();
+        if on_s3 {
+            let cache = datanode_cache(dir, d);
+            let mito = t
+                .get_mut("region_engine")
+                .and_then(toml::Value::as_array_mut)
+                .and_then(|a| super::workspace_setup::mito_table(a))
+                .ok_or_else(|| {
+                    Error::integrity(format!(
+                        "{} has no [region_engine.mito] for the write cache",
+                        path.display()
+                    ))
+                })?;
+            mito.insert(
+                "write_cache_path".into(),
+                toml::Value::String(cache.to_string_lossy().into_owned()),
+            );
+            why.push(format!("datanode {d}'s own cache directory"));
+        }
+        if let Some(m) = memory {
+            let share = m / u64::from(datanodes.max(1));
+            super::memshape::shape_config(&mut t, &path, share)?;
+            why.push(format!(
+                "the buffers, caches and index-build thresholds of a machine of {} (--memory {} \
+                 over {datanodes} datanodes)",
+                crate::render::bytes(minijinja::Value::from(share)),
+                crate::render::bytes(minijinja::Value::from(m)),
+            ));
+        }
         let body =
             toml::to_string(&t).map_err(|e| Error::failed(format!("datanode-{d}.toml: {e}")))?;
         let out = format!(
-            "# Written by tsbsctl at every cluster start: config.toml with datanode {d}'s own cache\n\
-             # directory. Edit config.toml, not this file.\n{body}"
+            "# Written by tsbsctl at every cluster start: config.toml with {}.\n\
+             # Edit config.toml, not this file.\n{body}",
+            why.join(" and ")
         );
         crate::fsutil::write_atomic(&datanode_file(dir, d, true), out.as_bytes())?;
     }
     Ok(())
+}
+
+/// The datanodes' HTTP URLs, datanode 1 first.
+pub fn datanode_urls(ws: &WorkspaceManifest, t: &Topology) -> Vec<String> {
+    (1..=t.datanodes)
+        .filter_map(|d| {
+            ws.ports
+                .get(&format!("datanode-{d}-http"))
+                .map(|p| format!("http://{}", addr(*p)))
+        })
+        .collect()
 }
 
 /// One process of the cluster.
@@ -568,13 +602,19 @@ pub fn frontend_urls(ws: &WorkspaceManifest, t: &Topology) -> Vec<String> {
 }
 
 /// The processes in start order.
-pub fn roles(ws: &WorkspaceManifest, dir: &Path, greptime: &Path) -> Result<Vec<Role>> {
+/// `memory`: the `--memory` shape the cluster runs in, if any.
+pub fn roles(
+    ws: &WorkspaceManifest,
+    dir: &Path,
+    greptime: &Path,
+    memory: Option<u64>,
+) -> Result<Vec<Role>> {
     let t = Topology::of(ws)
         .ok_or_else(|| Error::integrity(format!("workspace {} is no cluster", ws.database_id)))?;
     let data = dir.join("data");
     let logs = dir.join("logs");
     let s = |p: &Path| p.to_string_lossy().into_owned();
-    let on_s3 = ObjectStorage::of(&ws.extra)?.is_some();
+    let own_files = ObjectStorage::of(&ws.extra)?.is_some() || memory.is_some();
     let keys: Vec<String> = [
         storage::ENV_ACCESS_KEY_SUFFIX,
         storage::ENV_SECRET_KEY_SUFFIX,
@@ -644,7 +684,7 @@ pub fn roles(ws: &WorkspaceManifest, dir: &Path, greptime: &Path) -> Result<Vec<
                 "--wal-dir".into(),
                 s(&home.join("wal")),
                 "-c".into(),
-                s(&datanode_file(dir, d, on_s3)),
+                s(&datanode_file(dir, d, own_files)),
             ],
             env: Vec::new(),
             log_dir: logs.join(&name),
@@ -765,8 +805,8 @@ struct Running {
 }
 
 /// `tsbsctl greptimedb cluster-run`: the launcher (see the module comment). Exit 0 after a
-/// clean stop, 1 when a role failed.
-pub fn launch(dir: &Path, greptime: &Path) -> i32 {
+/// clean stop, 1 when a role failed. `memory`: the `--memory` shape it runs in, if any.
+pub fn launch(dir: &Path, greptime: &Path, memory: Option<u64>) -> i32 {
     let out = Arc::new(Mutex::new(std::io::stdout()));
     let ws = match read_manifest(dir) {
         Ok(ws) => ws,
@@ -775,7 +815,7 @@ pub fn launch(dir: &Path, greptime: &Path) -> i32 {
             return 1;
         }
     };
-    let roles = match roles(&ws, dir, greptime) {
+    let roles = match roles(&ws, dir, greptime, memory) {
         Ok(r) => r,
         Err(e) => {
             say(&out, &e.message);
@@ -810,8 +850,9 @@ pub fn launch(dir: &Path, greptime: &Path) -> i32 {
             return 1;
         }
     }
-    if matches!(ObjectStorage::of(&ws.extra), Ok(Some(_))) {
-        if let Err(e) = write_datanode_files(dir, t.datanodes) {
+    let on_s3 = matches!(ObjectStorage::of(&ws.extra), Ok(Some(_)));
+    if on_s3 || memory.is_some() {
+        if let Err(e) = write_datanode_files(dir, t.datanodes, on_s3, memory) {
             say(
                 &out,
                 &format!("cannot write the datanodes' configs: {}", e.message),
@@ -1067,7 +1108,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tsbsctl-dn-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(super::super::super::CONFIG_FILE), &text).unwrap();
-        write_datanode_files(&dir, 2).unwrap();
+        write_datanode_files(&dir, 2, true, None).unwrap();
         for d in 1..=2 {
             let f = std::fs::read_to_string(datanode_file(&dir, d, true)).unwrap();
             let t: toml::Value = toml::from_str(&f).unwrap();
@@ -1079,6 +1120,40 @@ mod tests {
             assert_eq!(mito["write_cache_size"].as_str(), Some("33554432B"));
             assert_eq!(t["storage"], v["storage"]);
         }
+        // Under --memory 4GiB on S3: each of the two gets a 2 GiB machine's sizes and keeps
+        // its own cache directory.
+        write_datanode_files(&dir, 2, true, Some(4 << 30)).unwrap();
+        let f = std::fs::read_to_string(datanode_file(&dir, 2, true)).unwrap();
+        let t: toml::Value = toml::from_str(&f).unwrap();
+        let mito = &t["region_engine"][0]["mito"];
+        assert_eq!(mito["page_cache_size"].as_str(), Some("268435456B"));
+        assert_eq!(mito["write_cache_size"].as_str(), Some("33554432B"));
+        assert_eq!(
+            mito["write_cache_path"].as_str(),
+            Some(datanode_cache(&dir, 2).to_string_lossy().as_ref())
+        );
+        assert!(f.contains("over 2 datanodes"), "{f}");
+        // File storage under --memory 3GiB over three: a 1 GiB machine each, the file engine
+        // kept, no cache directory.
+        std::fs::write(
+            dir.join(super::super::super::CONFIG_FILE),
+            datanode_config(&ws, None),
+        )
+        .unwrap();
+        write_datanode_files(&dir, 3, false, Some(3 << 30)).unwrap();
+        let f = std::fs::read_to_string(datanode_file(&dir, 3, true)).unwrap();
+        let t: toml::Value = toml::from_str(&f).unwrap();
+        let engines = t["region_engine"].as_array().unwrap();
+        assert_eq!(engines.len(), 2);
+        assert!(engines[1].get("file").is_some());
+        let mito = &engines[0]["mito"];
+        assert_eq!(mito["page_cache_size"].as_str(), Some("134217728B"));
+        assert_eq!(
+            mito["index"]["metadata_cache_size"].as_str(),
+            Some("33554432B")
+        );
+        assert!(mito.get("write_cache_path").is_none());
+        assert_eq!(t["storage"]["type"].as_str(), Some("File"));
         let _ = std::fs::remove_dir_all(&dir);
         // File storage: the datanodes read config.toml itself.
         assert!(datanode_config(&ws, None).contains("type = \"File\""));

@@ -126,8 +126,10 @@ impl ManagedServer for GreptimeDb {
         }
     }
 
-    /// A standalone's write buffer and caches (no flags: a config written for the shape,
-    /// [`memshape`]); a cluster's datanodes size theirs from the host (README says so).
+    /// The buffers, caches and index-build thresholds GreptimeDB sizes from the memory it
+    /// sees (no flags: configs written for the shape, [`memshape`]): a standalone's in
+    /// `config.shaped.toml`; a cluster's datanodes' in the files their launcher writes, told
+    /// the shape by `--memory-bytes`.
     fn shape_memory(
         &self,
         ws: &WorkspaceManifest,
@@ -136,6 +138,7 @@ impl ManagedServer for GreptimeDb {
         args: &mut Vec<String>,
     ) -> Result<()> {
         if cluster::Topology::of(ws).is_some() {
+            args.extend(["--memory-bytes".into(), memory_bytes.to_string()]);
             return Ok(());
         }
         let shaped = memshape::write_config(ws_dir, memory_bytes)?;
@@ -148,8 +151,9 @@ impl ManagedServer for GreptimeDb {
         Ok(())
     }
 
-    /// What a standalone says it sized from the memory (its `/config`), recorded with the
-    /// run; nothing for a cluster (the frontend answers, without a storage engine).
+    /// What the server says it sized from the memory (its `/config`), recorded with the run:
+    /// a standalone's, or a cluster's datanodes' (the frontend answers without a storage
+    /// engine).
     fn check_serving(
         &self,
         ws: &WorkspaceManifest,
@@ -157,10 +161,17 @@ impl ManagedServer for GreptimeDb {
         endpoint: &str,
         pid: u32,
     ) -> Result<Option<serde_json::Value>> {
-        if cluster::Topology::of(ws).is_some() {
-            return Ok(None);
-        }
-        Ok(memshape::reported(endpoint, pid))
+        let argv = crate::proc::argv(pid);
+        Ok(match cluster::Topology::of(ws) {
+            Some(t) => memshape::reported(
+                &cluster::datanode_urls(ws, &t),
+                argv.iter().any(|a| a == "--memory-bytes"),
+            ),
+            None => memshape::reported(
+                &[endpoint.to_string()],
+                argv.iter().any(|a| a.ends_with(memshape::SHAPED_CONFIG)),
+            ),
+        })
     }
 
     fn readiness_probe(&self, endpoint: &str) -> Probe {

@@ -50,10 +50,21 @@ pub struct Options {
     /// The mito engine's buffer and cache sizes in bytes, in the order of [`MITO_SIZES`]: the
     /// config's, else what the real server takes of the memory it sees ([`total_mem_bytes`]).
     pub mito_sizes: Vec<(&'static str, u64)>,
+    /// Each of [`INDEX_BUILDS`]' `mem_threshold_on_create` as the config sets it (`None`:
+    /// "auto").
+    pub index_thresholds: Vec<(&'static str, Option<Threshold>)>,
 }
 
-/// The mito keys the real v1.0.2 sizes from the machine's memory.
-pub const MITO_SIZES: [&str; 7] = [
+/// An index build's memory threshold other than "auto".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threshold {
+    Unlimited,
+    Size(u64),
+}
+
+/// The mito keys the real v1.0.2 sizes from the machine's memory (`index.*` in
+/// `[region_engine.mito.index]`).
+pub const MITO_SIZES: [&str; 10] = [
     "global_write_buffer_size",
     "global_write_buffer_reject_size",
     "sst_meta_cache_size",
@@ -61,7 +72,14 @@ pub const MITO_SIZES: [&str; 7] = [
     "page_cache_size",
     "selector_result_cache_size",
     "range_result_cache_size",
+    "index.metadata_cache_size",
+    "index.content_cache_size",
+    "index.result_cache_size",
 ];
+
+/// The index builds whose `mem_threshold_on_create` the real server leaves `"auto"` (a
+/// sixteenth of the memory it sees, worked out when an index is built).
+pub const INDEX_BUILDS: [&str; 3] = ["inverted_index", "fulltext_index", "bloom_filter_index"];
 
 /// The memory the real server sizes its buffers and caches from
 /// (`common_stat::get_total_memory_bytes`): the limit it reads at `/sys/fs/cgroup` itself
@@ -103,6 +121,9 @@ fn default_mito_size(key: &str, m: u64) -> u64 {
         "global_write_buffer_reject_size" => write_buffer * 2,
         "sst_meta_cache_size" => (m / 32).min(128 << 20),
         "page_cache_size" => m / 8,
+        // IndexConfig::adjust_buffer_and_cache_size: below its defaults only under 2 GiB.
+        "index.metadata_cache_size" => (m / 32).min(64 << 20),
+        "index.content_cache_size" | "index.result_cache_size" => (m / 16).min(128 << 20),
         _ => (m / 16).min(512 << 20),
     }
 }
@@ -176,6 +197,24 @@ fn known_keys(v: &Version) -> Vec<(&'static str, &'static str, bool)> {
         ("region_engine.mito", "page_cache_size", false),
         ("region_engine.mito", "selector_result_cache_size", false),
         ("region_engine.mito", "range_result_cache_size", false),
+        ("region_engine.mito.index", "metadata_cache_size", false),
+        ("region_engine.mito.index", "content_cache_size", false),
+        ("region_engine.mito.index", "result_cache_size", false),
+        (
+            "region_engine.mito.inverted_index",
+            "mem_threshold_on_create",
+            false,
+        ),
+        (
+            "region_engine.mito.fulltext_index",
+            "mem_threshold_on_create",
+            false,
+        ),
+        (
+            "region_engine.mito.bloom_filter_index",
+            "mem_threshold_on_create",
+            false,
+        ),
         ("logging", "dir", false),
         ("logging", "level", false),
         ("wal", "dir", false),
@@ -256,7 +295,16 @@ fn read_config(path: &Path, v: &Version) -> Result<BTreeMap<String, Val>, String
                         match engine.as_str() {
                             "mito" => {
                                 for (k, v) in opts {
-                                    check("region_engine.mito", k, v)?;
+                                    match v {
+                                        // `[region_engine.mito.index]` and the like.
+                                        toml::Value::Table(sub) => {
+                                            let section = format!("region_engine.mito.{k}");
+                                            for (k2, v2) in sub {
+                                                check(&section, k2, v2)?;
+                                            }
+                                        }
+                                        _ => check("region_engine.mito", k, v)?,
+                                    }
                                 }
                             }
                             "file" if opts.is_empty() => {}
@@ -503,11 +551,25 @@ pub fn resolve(cli: &CliArgs, v: &Version) -> Result<Options, String> {
         };
         mito_sizes.push((key, bytes));
     }
+    let mut index_thresholds = Vec::new();
+    for build in INDEX_BUILDS {
+        let full = format!("region_engine.mito.{build}.mem_threshold_on_create");
+        let t = match get_str(&full) {
+            None => None,
+            Some(s) if s.eq_ignore_ascii_case("auto") => None,
+            Some(s) if s.eq_ignore_ascii_case("unlimited") => Some(Threshold::Unlimited),
+            Some(s) => Some(Threshold::Size(
+                parse_size(&s).ok_or_else(|| format!("invalid {full} `{s}`"))?,
+            )),
+        };
+        index_thresholds.push((build, t));
+    }
     Ok(Options {
         object_store,
         write_cache,
         region_engines,
         mito_sizes,
+        index_thresholds,
         http_addr: parse_addr("HTTP", &http_addr)?,
         http_timeout: get_str("http.timeout"),
         body_limit,

@@ -38,6 +38,10 @@
 //!             write_cache_size = "5GiB"   global_write_buffer_size, ..._reject_size,
 //!             sst_meta_cache_size, vector_cache_size, page_cache_size,
 //!             selector_result_cache_size, range_result_cache_size (sizes)
+//!             [region_engine.mito.index] metadata_cache_size, content_cache_size,
+//!             result_cache_size (sizes)
+//!             [region_engine.mito.inverted_index] (also fulltext_index, bloom_filter_index)
+//!             mem_threshold_on_create = "auto" | "unlimited" | size
 //!             ([region_engine.file] may follow, empty; listing engines replaces the default
 //!             list of mito and file, as the real layered config does)
 //! [logging]   dir = "/path/logs" ("" = no log files)   level = "info"

@@ -329,8 +329,31 @@ impl Shared {
                 "\n[[region_engine]]\n\n[region_engine.{engine}]\n"
             ));
             if engine == "mito" {
+                // The engine's own keys, then its sub-tables, as the real answer orders them.
                 for (k, b) in &self.opts.mito_sizes {
-                    out.push_str(&format!("{k} = {}\n", readable(*b)));
+                    if !k.contains('.') {
+                        out.push_str(&format!("{k} = {}\n", readable(*b)));
+                    }
+                }
+                out.push_str("\n[region_engine.mito.index]\n");
+                for (k, b) in &self.opts.mito_sizes {
+                    if let Some(k) = k.strip_prefix("index.") {
+                        out.push_str(&format!("{k} = {}\n", readable(*b)));
+                    }
+                }
+                for (build, t) in &self.opts.index_thresholds {
+                    let v = match t {
+                        None => "\"auto\"".to_string(),
+                        Some(crate::emulators::greptime::config::Threshold::Unlimited) => {
+                            "\"unlimited\"".to_string()
+                        }
+                        Some(crate::emulators::greptime::config::Threshold::Size(b)) => {
+                            readable(*b)
+                        }
+                    };
+                    out.push_str(&format!(
+                        "\n[region_engine.mito.{build}]\nmem_threshold_on_create = {v}\n"
+                    ));
                 }
             }
         }
