@@ -53,8 +53,10 @@ use crate::tsbs;
 
 use target::Target;
 
-/// The phases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// The phases: the ones every product has, the analysis of the query types a product may
+/// declare, and a product's own operations (by their names). The command line offers a
+/// product the ones it has (`cli::generic::phase_of`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// Dataset and query set, then load, verify, query.
     All,
@@ -62,13 +64,12 @@ pub enum Phase {
     Load,
     /// Run every query type of the query set once.
     Query,
-    /// GreptimeDB: flush, then compact a table (manual compaction).
-    Compact,
-    /// GreptimeDB: EXPLAIN ANALYZE VERBOSE per query type, cold then hot.
+    /// Each query type through the product's own analysis, cold then hot
+    /// ([`crate::product::ext::BenchExt::analyze`]).
     Analyze,
-    /// A product's own operation (`Request::operation` names it; the run's phase is its name).
-    #[value(skip)]
-    Operation,
+    /// A product's own operation, by its name ([`crate::product::ext::Operation`]): the
+    /// run's phase.
+    Operation(&'static str),
 }
 
 impl Phase {
@@ -77,9 +78,8 @@ impl Phase {
             Phase::All => "all",
             Phase::Load => "load",
             Phase::Query => "query",
-            Phase::Compact => "compact",
             Phase::Analyze => "analyze",
-            Phase::Operation => "operation",
+            Phase::Operation(name) => name,
         }
     }
     pub fn loads(self) -> bool {

@@ -225,11 +225,7 @@ pub fn resolve(ctx: &Ctx, entry: &'static Entry, req: &Request) -> Result<(Plan,
     let timing = server_timing(target.default_timing(), req);
     let mode = resolved_mode(req);
     let work = match phase {
-        // GreptimeDB's compact phase is its operation `compact`.
-        Phase::Compact => Work::Operation(operation_of(&target, Phase::Compact.as_str())?),
-        Phase::Operation => {
-            Work::Operation(operation_of(&target, req.operation.unwrap_or_default())?)
-        }
+        Phase::Operation(name) => Work::Operation(operation_of(&target, name)?),
         _ => Work::Benchmark(Box::new(workload(&root, &mut target, phase, mode, req)?)),
     };
     let plan = Plan {

@@ -75,8 +75,6 @@ pub struct Request {
     pub lock: LockOptions,
     /// Every flag, as recorded in the run manifest (no secrets: only variable names).
     pub flags: Value,
-    /// `Phase::Operation`: the product operation to run ([`crate::product::ext::Operation`]).
-    pub operation: Option<&'static str>,
     /// The product's own flags ([`crate::product::ext`]), resolved: checks and defaults applied.
     pub product_values: serde_json::Map<String, Value>,
     /// The product's own flags as given (typed): [`validate`] checks that the phase takes them.
@@ -449,7 +447,7 @@ pub fn validate(entry: &Entry, req: &Request) -> Result<Phase> {
         .with_hint("drop them, or run the load phase"));
     }
     check_version_override(entry, product.as_ref(), phase, req)?;
-    if matches!(phase, Phase::Compact | Phase::Analyze) && external {
+    if matches!(phase, Phase::Operation(_) | Phase::Analyze) && external {
         return Err(Error::invalid(format!(
             "{} needs a managed workspace (tsbsctl restarts and inspects its server)",
             phase.as_str()
@@ -848,7 +846,7 @@ pub(super) mod tests {
             (
                 "compact of an external server",
                 g,
-                external(Phase::Compact, &[url]),
+                external(Phase::Operation("compact"), &[url]),
                 Some("compact needs a managed workspace"),
             ),
             (

@@ -95,7 +95,7 @@ mod tests {
             (
                 "greptimedb",
                 "compact --database-id ws1 --profile smoke --scale 20 --seed 7 --dataset-root /data/ds --compression gzip --query-type lastpoint --query-type high-cpu-1 --query-count lastpoint=5 --load-workers 3 --startup-timeout 30 --hold-token s3cret --wait 10 --table cpu --strategy swcs --window 3600 --parallelism 2 --flush-before-queries --hot-runs 4 --greptime-version v1.0.0 --confirm-version-override ws1",
-                Phase::Compact,
+                Phase::Operation("compact"),
                 concat!(
                 r#"{"phase":"compact","database_id":"ws1","urls":[],"database":null,"#,
                 r#""database_mode":null,"confirm_reset":null,"profile":"smoke","use_case":null,"#,
@@ -261,7 +261,7 @@ mod tests {
             let phase = req.phase.unwrap();
             let v = |k: &str| req.product_values.get(k).cloned();
             match phase {
-                Phase::Compact => {
+                Phase::Operation("compact") => {
                     let want_window = if m["flags"]["strategy"] == "twcs" {
                         serde_json::Value::Null
                     } else {
@@ -274,7 +274,7 @@ mod tests {
                 Phase::Analyze => assert_eq!(v("hot_runs"), Some(2.into())),
                 _ => {}
             }
-            if phase != Phase::Compact {
+            if phase != Phase::Operation("compact") {
                 // What the workload records of it (`null` for a phase that did not flush).
                 assert_eq!(
                     v("flush_before_queries").as_ref(),

@@ -101,7 +101,8 @@ pub struct PrepareArgs {
     pub lock: LockArgs,
 }
 
-/// The phases every product has (compaction and analysis need a product's own flags).
+/// The phases every product has; a product adds its analysis of the query types and its
+/// operations ([`phase_values`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum GenericPhase {
     /// Dataset and query set, then load, verify, query.
@@ -120,6 +121,56 @@ impl From<GenericPhase> for crate::bench::Phase {
             GenericPhase::Query => crate::bench::Phase::Query,
         }
     }
+}
+
+/// The name of the phase a product's analysis of the query types runs as.
+const ANALYZE: &str = "analyze";
+
+/// The phases `bench <product>` offers product `e`: every product's, its analysis of the
+/// query types if it declares one, then its operations, each with its help line.
+fn phase_values(e: &Entry) -> Vec<clap::builder::PossibleValue> {
+    let ext = (e.make)(None).ok().and_then(|p| p.bench_ext());
+    let mut values: Vec<clap::builder::PossibleValue> = GenericPhase::value_variants()
+        .iter()
+        .filter_map(|p| p.to_possible_value())
+        .collect();
+    if let Some(a) = ext.and_then(|x| x.analyze) {
+        values.push(clap::builder::PossibleValue::new(ANALYZE).help(a.about));
+    }
+    values.extend(
+        ext.map_or(&[][..], |x| x.operations)
+            .iter()
+            .map(|o| clap::builder::PossibleValue::new(o.name).help(o.about)),
+    );
+    values
+}
+
+/// `cmd` (a `bench <product>` command) with its `PHASE` argument taking product `e`'s phases.
+fn with_phase_values(cmd: clap::Command, e: &Entry) -> clap::Command {
+    if !cmd.get_arguments().any(|a| a.get_id() == "phase") {
+        return cmd;
+    }
+    let values = phase_values(e);
+    cmd.mut_arg("phase", |a| {
+        a.value_parser(clap::builder::PossibleValuesParser::new(values))
+    })
+}
+
+/// The phase `name` (one of [`phase_values`], as clap checked) of product `e`.
+pub fn phase_of(e: &Entry, name: &str) -> Result<crate::bench::Phase> {
+    if let Ok(p) = GenericPhase::from_str(name, false) {
+        return Ok(p.into());
+    }
+    let ext = (e.make)(None)?.bench_ext();
+    if name == ANALYZE && ext.and_then(|x| x.analyze).is_some() {
+        return Ok(crate::bench::Phase::Analyze);
+    }
+    ext.and_then(|x| x.operation(name))
+        .map(|o| crate::bench::Phase::Operation(o.name))
+        .ok_or_else(|| {
+            crate::error::Error::invalid(format!("{} has no phase {name:?}", e.display))
+                .with_hint(format!("see `tsbsctl bench {} --help`", e.name))
+        })
 }
 
 #[derive(Debug, clap::Args)]
@@ -205,21 +256,8 @@ fn bench_command(e: &'static Entry) -> clap::Command {
             names.join(" | ")
         )
     };
-    // The phases every product has, then the product's own operations.
-    let mut values: Vec<clap::builder::PossibleValue> = GenericPhase::value_variants()
-        .iter()
-        .filter_map(|p| p.to_possible_value())
-        .collect();
-    values.extend(
-        ops.iter()
-            .map(|o| clap::builder::PossibleValue::new(o.name).help(o.about)),
-    );
-    let cmd = BenchArgs::augment_args(clap::Command::new(e.name))
-        .about(about)
-        .mut_arg("phase", |a| {
-            a.value_parser(clap::builder::PossibleValuesParser::new(values))
-        });
-    add_own_flags(cmd, e)
+    let cmd = BenchArgs::augment_args(clap::Command::new(e.name)).about(about);
+    add_own_flags(with_phase_values(cmd, e), e)
 }
 
 /// The parsed flags of a product CLI module's bench command ([`WithOwnFlags`]): its product.
@@ -254,7 +292,10 @@ impl<F: OwnFlagsOf> FromArgMatches for WithOwnFlags<F> {
 
 impl<F: OwnFlagsOf> Args for WithOwnFlags<F> {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        add_own_flags(F::augment_args(cmd), F::entry())
+        add_own_flags(
+            with_phase_values(F::augment_args(cmd), F::entry()),
+            F::entry(),
+        )
     }
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
         WithOwnFlags::<F>::augment_args(cmd)
@@ -445,19 +486,9 @@ pub fn run(ctx: &Ctx, p: Products) -> Result<Outcome> {
 }
 
 impl BenchProducts {
-    /// The phase, and the product operation when the phase names one.
-    pub fn phase(&self) -> (crate::bench::Phase, Option<&'static str>) {
-        match GenericPhase::from_str(&self.args.phase, false) {
-            Ok(p) => (p.into(), None),
-            Err(_) => (
-                crate::bench::Phase::Operation,
-                (self.entry.make)(None)
-                    .ok()
-                    .and_then(|p| p.bench_ext())
-                    .and_then(|x| x.operation(&self.args.phase))
-                    .map(|o| o.name),
-            ),
-        }
+    /// The phase given.
+    pub fn phase(&self) -> Result<crate::bench::Phase> {
+        phase_of(self.entry, &self.args.phase)
     }
 }
 
@@ -471,7 +502,7 @@ pub fn bench(ctx: &Ctx, b: BenchProducts) -> Result<Outcome> {
 
 /// The request (and its record) of a parsed `bench <product>` command.
 pub fn bench_request(b: BenchProducts) -> Result<crate::bench::Request> {
-    let (phase, operation) = b.phase();
+    let phase = b.phase()?;
     if b.args.token_env.is_some() && (b.entry.make)(None)?.token_env_defaults().is_none() {
         return Err(
             crate::error::Error::invalid(format!("{} reads no token", b.entry.display))
@@ -490,9 +521,7 @@ pub fn bench_request(b: BenchProducts) -> Result<crate::bench::Request> {
                 values: b.own,
             }),
     };
-    let mut req = bench_cli::request(common, product, phase)?;
-    req.operation = operation;
-    Ok(req)
+    bench_cli::request(common, product, phase)
 }
 
 #[cfg(test)]
@@ -535,7 +564,7 @@ mod tests {
             panic!("not the generic bench: {:?}", cli.command);
         };
         assert_eq!(b.entry.name, e.name);
-        assert_eq!(b.phase(), (crate::bench::Phase::Load, None));
+        assert_eq!(b.phase().unwrap(), crate::bench::Phase::Load);
         assert_eq!(b.args.common.database_id.as_deref(), Some("x1"));
         let cli_cmd = crate::cli::Cli::command();
         let about = |c: &clap::Command| c.get_about().map(|a| a.to_string()).unwrap_or_default();

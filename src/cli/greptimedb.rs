@@ -195,8 +195,10 @@ pub struct CopyArgs {
 #[derive(Debug, clap::Args)]
 // `tsbsctl bench greptimedb PHASE ...` (no doc comment: clap would make it the help text).
 pub struct BenchFlags {
-    #[arg(value_enum)]
-    pub phase: crate::bench::Phase,
+    // all | load | query, or a phase of the product's own: the values are set per product
+    // (`generic::phase_values`).
+    #[arg(value_name = "PHASE")]
+    pub phase: String,
     #[command(flatten)]
     pub common: bench_cli::CommonArgs,
 }
@@ -214,7 +216,8 @@ pub type BenchArgs = super::generic::WithOwnFlags<BenchFlags>;
 /// The request of `tsbsctl bench greptimedb` (its checks done), with its recorded flags.
 pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
     let product = a.product_flags(None);
-    bench_cli::request(a.flags.common, product, a.flags.phase)
+    let phase = super::generic::phase_of(&crate::product::greptimedb::ENTRY, &a.flags.phase)?;
+    bench_cli::request(a.flags.common, product, phase)
 }
 
 pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {

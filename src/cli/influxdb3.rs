@@ -133,8 +133,10 @@ pub struct ActivateArgs {
 #[derive(Debug, clap::Args)]
 // `tsbsctl bench influxdb3 PHASE ...` (no doc comment: clap would make it the help text).
 pub struct BenchFlags {
-    #[arg(value_enum)]
-    pub phase: crate::cli::generic::GenericPhase,
+    // all | load | query, or a phase of the product's own: the values are set per product
+    // (`generic::phase_values`).
+    #[arg(value_name = "PHASE")]
+    pub phase: String,
     #[command(flatten)]
     pub common: bench_cli::CommonArgs,
     /// External targets: the edition the servers run.
@@ -156,7 +158,7 @@ pub type BenchArgs = super::generic::WithOwnFlags<BenchFlags>;
 
 /// The request of `tsbsctl bench influxdb3` (its checks done), with its recorded flags.
 pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
-    let phase: crate::bench::Phase = a.flags.phase.into();
+    let phase = super::generic::phase_of(&crate::product::influxdb3::ENTRY, &a.flags.phase)?;
     let edition = a.flags.edition.map(|e| e.as_str());
     let product = a.product_flags(edition.map(|e| (&crate::product::influxdb3::flags::EDITION, e)));
     bench_cli::request(a.flags.common, product, phase)

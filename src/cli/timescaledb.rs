@@ -85,8 +85,10 @@ pub struct PrepareArgs {
 #[derive(Debug, clap::Args)]
 // `tsbsctl bench timescaledb PHASE ...` (no doc comment: clap would make it the help text).
 pub struct BenchFlags {
-    #[arg(value_enum)]
-    pub phase: crate::cli::generic::GenericPhase,
+    // all | load | query, or a phase of the product's own: the values are set per product
+    // (`generic::phase_values`).
+    #[arg(value_name = "PHASE")]
+    pub phase: String,
     #[command(flatten)]
     pub common: bench_cli::CommonArgs,
     /// External targets: what the server is benchmarked as: timescaledb (hypertables; the
@@ -111,7 +113,7 @@ pub type BenchArgs = super::generic::WithOwnFlags<BenchFlags>;
 /// `--password-env` with a managed workspace is refused: its server trusts local connections
 /// (initdb `--auth=trust`), a password would mean nothing.
 pub(super) fn bench_request(a: BenchArgs) -> Result<crate::bench::Request> {
-    let phase: crate::bench::Phase = a.flags.phase.into();
+    let phase = super::generic::phase_of(&crate::product::timescaledb::ENTRY, &a.flags.phase)?;
     let password_env = a
         .own
         .get(&crate::product::timescaledb::flags::PASSWORD_ENV.key())

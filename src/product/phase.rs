@@ -38,6 +38,8 @@ pub trait PhaseCtx: StepCtx {
 
 /// A product's own bench phase over the query set (`bench <product> analyze`).
 pub struct QueryPhase {
+    /// One line for `--help` (the phase's value `analyze`).
+    pub about: &'static str,
     /// Runs it for every query type of `set`, with the product's resolved flag values.
     pub run: fn(
         ctx: &mut dyn PhaseCtx,

@@ -247,6 +247,7 @@ fn install_prepare_bench_all_and_report_through_the_registry_alone() {
     let vm = read_json(&vac.join("manifest.json"));
     assert_eq!(vm["run_kind"], "operation", "{vm}");
     assert_eq!(vm["phase"], "vacuum");
+    assert_eq!(vm["flags"]["phase"], "vacuum", "{vm}");
     assert_eq!(vm["workload"], json!({"operation": "vacuum"}));
     let events = std::fs::read_to_string(vac.join("events.jsonl")).unwrap();
     assert!(

@@ -13,6 +13,7 @@ use crate::queryset::QuerySet;
 use crate::tsbs;
 
 pub static ANALYZE: QueryPhase = QueryPhase {
+    about: "EXPLAIN ANALYZE VERBOSE per query type, cold then hot",
     run: analyze,
     check_counts: super::flags::check_analyze_counts,
 };

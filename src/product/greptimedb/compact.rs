@@ -113,7 +113,7 @@ fn compact_statement(
 /// section the statements and table states, as they always were.
 pub const COMPACT: Operation = Operation {
     name: "compact",
-    about: "Flush, then compact a table (manual compaction).",
+    about: "Flush, then compact a table (manual compaction)",
     run: |ctx, values| run(ctx, &compact_request(values)),
     kind: Some(COMPACTION_WORDS.operation),
     check: |version, values| {
