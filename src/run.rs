@@ -845,10 +845,45 @@ impl RunEvents {
         }
     }
 
+    /// Writes what `early` held from before the run directory existed, in order, at the times
+    /// they were told (the user saw them then; they are not told again).
+    pub fn replay(&self, early: &EarlyEvents) {
+        let held = std::mem::take(&mut *early.held.lock().unwrap_or_else(|e| e.into_inner()));
+        for (ts, h) in held {
+            let line = match h {
+                Held::Info(msg) => self.line_at(&ts, &[("event", "info")], Value::Null, msg),
+                Held::Event(e) => serde_json::to_value(&e)
+                    .ok()
+                    .and_then(|body| self.line_at(&ts, &[], body, e.to_string())),
+                Held::Text(msg) => self.line_at(
+                    &ts,
+                    &[("event", "warning"), ("kind", "text")],
+                    Value::Null,
+                    msg,
+                ),
+                Held::Warning(w) => serde_json::to_value(&w).ok().and_then(|body| {
+                    self.line_at(&ts, &[("event", "warning")], body, w.to_string())
+                }),
+            };
+            self.append(line);
+        }
+    }
+
     /// `{"ts", "event", <head>..., <body's fields>, "message"}`, redacted.
     fn line(&self, head: &[(&str, &str)], body: Value, message: String) -> Option<String> {
+        self.line_at(&manifest::now_rfc3339(), head, body, message)
+    }
+
+    /// [`RunEvents::line`] told at `ts`.
+    fn line_at(
+        &self,
+        ts: &str,
+        head: &[(&str, &str)],
+        body: Value,
+        message: String,
+    ) -> Option<String> {
         let mut m = Map::new();
-        m.insert("ts".into(), json!(manifest::now_rfc3339()));
+        m.insert("ts".into(), json!(ts));
         for (k, v) in head {
             m.insert((*k).into(), json!(v));
         }
@@ -874,6 +909,65 @@ impl RunEvents {
         {
             let _ = f.write_all(line.as_bytes());
         }
+    }
+}
+
+/// What a bench command told before its run directory existed (the target opened, the plan
+/// resolved: an external server's version, a product's warning), held in memory with the
+/// time it was told and passed on at once; [`RunEvents::replay`] writes it into the run's
+/// `events.jsonl` once the run exists. Nothing is written before that (the redactor that
+/// knows the run's tokens is the run's).
+pub struct EarlyEvents {
+    inner: SharedReporter,
+    held: std::sync::Mutex<Vec<(String, Held)>>,
+}
+
+/// One thing an [`EarlyEvents`] holds.
+enum Held {
+    Info(String),
+    Event(crate::output::Event),
+    Text(String),
+    Warning(crate::output::Warning),
+}
+
+impl EarlyEvents {
+    pub fn new(inner: SharedReporter) -> EarlyEvents {
+        EarlyEvents {
+            inner,
+            held: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+    /// The reporter it passes everything on to.
+    pub fn inner(&self) -> SharedReporter {
+        self.inner.clone()
+    }
+    fn hold(&self, h: Held) {
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((manifest::now_rfc3339(), h));
+    }
+}
+
+impl Reporter for EarlyEvents {
+    fn info(&self, msg: &str) {
+        self.hold(Held::Info(msg.to_string()));
+        self.inner.info(msg);
+    }
+    fn event(&self, e: &Event) {
+        self.hold(Held::Event(e.clone()));
+        self.inner.event(e);
+    }
+    fn warn(&self, msg: &str) {
+        self.hold(Held::Text(msg.to_string()));
+        self.inner.warn(msg);
+    }
+    fn warning(&self, w: &Warning) {
+        self.hold(Held::Warning(w.clone()));
+        self.inner.warning(w);
+    }
+    fn progress(&self, label: &str, total: Option<u64>, unit: Unit) -> Box<dyn Progress> {
+        self.inner.progress(label, total, unit)
     }
 }
 

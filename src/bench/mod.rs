@@ -183,10 +183,13 @@ fn run_in(
     req: &Request,
     resumed: Option<RunDir>,
 ) -> Result<Outcome> {
+    // What is told before the run directory exists is held, and written into it once it does.
+    let early = std::sync::Arc::new(crate::run::EarlyEvents::new(ctx.reporter.clone()));
+    let early_ctx = &ctx.with_reporter(early.clone());
     // Every rule and default, the target opened (managed: locked for the whole command).
-    let (plan, target) = plan::resolve(ctx, entry, req)?;
+    let (plan, target) = plan::resolve(early_ctx, entry, req)?;
     let w = match &plan.work {
-        plan::Work::Operation(op) => return operation::run(ctx, &plan, op, target),
+        plan::Work::Operation(op) => return operation::run(early_ctx, &plan, op, target, &early),
         plan::Work::Benchmark(w) => w,
     };
     let phase = plan.phase;
@@ -242,7 +245,7 @@ fn run_in(
                 workload: serde_json::from_value(workload)?,
                 host_data_dir: target.data_dir(),
             },
-            ctx.reporter.as_ref(),
+            early_ctx.reporter.as_ref(),
         )?,
     };
     let mut run = run;
@@ -251,7 +254,7 @@ fn run_in(
         run.save()?;
     }
     // From here every event and warning is recorded in the run's events.jsonl too.
-    let ctx = &recording(ctx, &run, &target);
+    let ctx = &recording(ctx, &run, &target, &early);
     ctx.reporter.event(&Event::RunIn {
         operation: None,
         run: run.id().to_string(),
@@ -290,7 +293,14 @@ fn run_in(
 
 /// `ctx` with a reporter that also records every event and warning in `run`'s
 /// `events.jsonl`, redacted (the target's tokens included).
-pub(super) fn recording(ctx: &Ctx, run: &RunDir, target: &Target) -> Ctx {
+/// The run's reporter, which records every event and warning in its `events.jsonl`, first
+/// what `early` held from before the run existed.
+pub(super) fn recording(
+    ctx: &Ctx,
+    run: &RunDir,
+    target: &Target,
+    early: &crate::run::EarlyEvents,
+) -> Ctx {
     let (auth, admin) = target.tokens();
     let redactor = [auth, admin]
         .into_iter()
@@ -298,11 +308,9 @@ pub(super) fn recording(ctx: &Ctx, run: &RunDir, target: &Target) -> Ctx {
         .fold(crate::redact::Redactor::new(), |r, t| {
             r.with_token(t.expose())
         });
-    ctx.with_reporter(std::sync::Arc::new(crate::run::RunEvents::new(
-        run,
-        ctx.reporter.clone(),
-        redactor,
-    )))
+    let events = crate::run::RunEvents::new(run, ctx.reporter.clone(), redactor);
+    events.replay(early);
+    ctx.with_reporter(std::sync::Arc::new(events))
 }
 
 impl Bench<'_> {

@@ -15,7 +15,15 @@ use crate::output::{Event, Outcome};
 use crate::product::ext::Operation;
 use crate::run::{NewRun, RunDir, RunKind};
 
-pub fn run(ctx: &Ctx, plan: &Plan, op: &'static Operation, target: Target) -> Result<Outcome> {
+/// `ctx`'s reporter is `early` (what it tells is written into the run once it exists) until
+/// the run is created.
+pub fn run(
+    ctx: &Ctx,
+    plan: &Plan,
+    op: &'static Operation,
+    target: Target,
+    early: &crate::run::EarlyEvents,
+) -> Result<Outcome> {
     let values = &plan.product;
     let Some(m) = target.managed() else {
         return Err(Error::invalid(format!(
@@ -54,7 +62,7 @@ pub fn run(ctx: &Ctx, plan: &Plan, op: &'static Operation, target: Target) -> Re
         },
         ctx.reporter.as_ref(),
     )?;
-    let ctx = &super::recording(ctx, &run, &target);
+    let ctx = &super::recording(&ctx.with_reporter(early.inner()), &run, &target, early);
     ctx.reporter.event(&Event::RunIn {
         operation: Some(op.noun().to_string()),
         run: run.id().to_string(),

@@ -966,6 +966,16 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
         .filter(|e| e.get("event").is_some())
         .collect();
     assert!(recorded.iter().any(|e| e["event"] == "run_in"), "{events}");
+    // What was told before the run directory existed (the external server's probe) is in it
+    // too, first, at the time it was told.
+    assert_eq!(recorded[0]["event"], "external_version", "{events}");
+    assert_eq!(recorded[0]["urls"], json!([url]), "{events}");
+    let run_in = recorded.iter().position(|e| e["event"] == "run_in").unwrap();
+    assert!(run_in > 0, "{events}");
+    assert!(
+        recorded[0]["ts"].as_str() <= recorded[run_in]["ts"].as_str(),
+        "{events}"
+    );
     let loading = recorded
         .iter()
         .find(|e| e["event"] == "loading")
