@@ -21,16 +21,56 @@ use crate::error::Error;
 pub struct Outcome {
     /// The `data` object of the JSON envelope.
     pub data: Value,
-    /// What a person sees on stdout without `--json`.
-    pub human: String,
+    /// What a person sees on stdout without `--json`: typed where the core ends a command,
+    /// worded by the CLI (`src/cli/reporters.rs`, `impl Display for Words`).
+    pub human: Words,
 }
 
 impl Outcome {
+    /// An outcome a CLI module words itself.
     pub fn new(data: Value, human: impl Into<String>) -> Self {
         Outcome {
             data,
-            human: human.into(),
+            human: Words::Text(human.into()),
         }
+    }
+    /// An outcome the core ends with, in typed words.
+    pub fn typed(data: Value, human: Words) -> Self {
+        Outcome { data, human }
+    }
+    /// Adds a line a CLI module words itself after the outcome's words.
+    pub fn push_line(&mut self, line: &str) {
+        match &mut self.human {
+            Words::Text(t) => t.push_str(line),
+            other => {
+                *other = Words::Text(format!("{other}{line}"));
+            }
+        }
+    }
+}
+
+/// What a person sees when a command succeeds, as data.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Words {
+    /// Worded by the CLI module that made it.
+    Text(String),
+    /// A bench command (or operation) ended.
+    Bench(BenchOutcome),
+    /// `runs rerun`: the run reproduced, then how the bench command ended.
+    Rerun { of: String, then: Box<Words> },
+    /// `runs resume`: the run and the query types it ran, then how it ended.
+    Resumed {
+        run: String,
+        query_types: Vec<String>,
+        then: Box<Words>,
+    },
+    /// `quickstart`: how its benchmark ended, then where to read it.
+    Quickstart { then: Box<Words> },
+}
+
+impl Words {
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Words::Text(t) if t.is_empty())
     }
 }
 

@@ -541,7 +541,10 @@ pub fn run(
     });
     let mut out = bench::run(ctx, kind, &req)?;
     out.data["rerun_of"] = json!(m.run_id);
-    out.human = format!("Rerun of {}\n{}", m.run_id, out.human);
+    out.human = crate::output::Words::Rerun {
+        of: m.run_id.to_string(),
+        then: Box::new(out.human),
+    };
     Ok(out)
 }
 

@@ -532,12 +532,11 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<Outcome> {
         "added_query_types": added.keys().collect::<Vec<_>>(),
         "superseded": superseded,
     });
-    out.human = format!(
-        "Resumed {}: {}\n{}",
-        m.run_id,
-        types.into_iter().collect::<Vec<_>>().join(", "),
-        out.human
-    );
+    out.human = crate::output::Words::Resumed {
+        run: m.run_id.to_string(),
+        query_types: types.into_iter().map(|t| t.to_string()).collect(),
+        then: Box::new(out.human),
+    };
     Ok(out)
 }
 

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::output::{BenchOutcome, FailureGroup, FailureGroups, Outcome, Warning};
+use crate::output::{BenchOutcome, FailureGroup, FailureGroups, Outcome, Warning, Words};
 use crate::run::{RunDir, Status};
 
 use super::Bench;
@@ -33,7 +33,7 @@ fn outcome(run: &RunDir, summary: &crate::summary::RunSummary) -> Outcome {
             })
             .collect(),
     };
-    Outcome::new(
+    Outcome::typed(
         json!({
             "run_id": run.id(),
             "run_dir": run.dir,
@@ -42,7 +42,7 @@ fn outcome(run: &RunDir, summary: &crate::summary::RunSummary) -> Outcome {
             "summary_md": md,
             "summary": summary,
         }),
-        ended.to_string(),
+        Words::Bench(ended),
     )
 }
 

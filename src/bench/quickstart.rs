@@ -175,7 +175,8 @@ pub fn run(ctx: &Ctx, http_port: Option<u16>) -> Result<Outcome> {
         ..Default::default()
     };
     let mut out = bench::run(ctx, entry, &req)?;
-    out.human
-        .push_str("Open summary.md above for ingestion, storage and per-query latency.\n");
+    out.human = crate::output::Words::Quickstart {
+        then: Box::new(out.human),
+    };
     Ok(out)
 }

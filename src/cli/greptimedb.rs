@@ -261,7 +261,7 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
                 .transpose()?
                 .flatten();
             if let Some(s) = &kept {
-                o.human.push_str(&format!("  storage: {}\n", s.describe()));
+                o.push_line(&format!("  storage: {}\n", s.describe()));
             }
             o.data["storage"] = ObjectStorage::field(kept.as_ref());
             Ok(o)
@@ -304,7 +304,7 @@ pub fn run(ctx: &Ctx, cmd: GreptimedbCmd) -> Result<Outcome> {
                 out.data["orphans_last_seen"] =
                     json!({"run_id": run, "sst_files": n, "bytes": bytes});
                 if n > 0 {
-                    out.human.push_str(&format!(
+                    out.push_line(&format!(
                         "the last query run ({run}) found {n} SST file(s){} on storage that no manifest lists (outputs of compactions a stop threw away); `tsbsctl greptimedb orphans --database-id {id}` lists them now and removes them with --remove\n",
                         bytes.map_or(String::new(), |b| format!(
                             " ({})",

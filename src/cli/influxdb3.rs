@@ -188,7 +188,7 @@ pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
                 extra,
             };
             let mut o = dbcmd::prepare_cmd(ctx, &p, req, &a.lock)?;
-            o.human.push_str(&licence_line(&o.data["manifest"]));
+            o.push_line(&licence_line(&o.data["manifest"]));
             let kept = match o.data["manifest"].as_object() {
                 Some(m) => {
                     let node = m
@@ -201,7 +201,7 @@ pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
                 None => None,
             };
             if let Some(l) = &kept {
-                o.human.push_str(&format!(
+                o.push_line(&format!(
                     "  object store: {} ({})\n",
                     l.describe(),
                     l.keys_from()
@@ -217,13 +217,13 @@ pub fn run(ctx: &Ctx, cmd: Influxdb3Cmd) -> Result<Outcome> {
             let mut o = dbcmd::inspect_cmd(ctx, &p, a)?;
             if !o.data["manifest"].is_null() {
                 let m = o.data["manifest"].clone();
-                o.human.push_str(&format!(
+                o.push_line(&format!(
                     "  edition: {}\n  node id: {}\n  cluster id: {}\n",
                     m["edition"].as_str().unwrap_or("-"),
                     m["node_id"].as_str().unwrap_or("-"),
                     m["cluster_id"].as_str().unwrap_or("-"),
                 ));
-                o.human.push_str(&licence_line(&m));
+                o.push_line(&licence_line(&m));
             }
             Ok(o)
         }

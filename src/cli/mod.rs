@@ -228,9 +228,10 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     }
     match result {
         Ok(outcome) => {
-            if !json && !outcome.human.is_empty() {
-                let _ = write!(out, "{}", outcome.human);
-                if !outcome.human.ends_with('\n') {
+            let words = outcome.human.to_string();
+            if !json && !words.is_empty() {
+                let _ = write!(out, "{words}");
+                if !words.ends_with('\n') {
                     let _ = writeln!(out);
                 }
             }

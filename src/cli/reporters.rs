@@ -5,7 +5,7 @@
 use std::fmt;
 
 use crate::output::{
-    count_of, BenchOutcome, BuildReason, Event, FailureGroups, LeftBy, UrlUser, Warning,
+    count_of, BenchOutcome, BuildReason, Event, FailureGroups, LeftBy, UrlUser, Warning, Words,
 };
 
 impl fmt::Display for LeftBy {
@@ -606,6 +606,26 @@ impl fmt::Display for FailureGroups {
     }
 }
 
+/// What a successful command prints.
+impl fmt::Display for Words {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Words::Text(t) => f.write_str(t),
+            Words::Bench(b) => b.fmt(f),
+            Words::Rerun { of, then } => write!(f, "Rerun of {of}\n{then}"),
+            Words::Resumed {
+                run,
+                query_types,
+                then,
+            } => write!(f, "Resumed {run}: {}\n{then}", query_types.join(", ")),
+            Words::Quickstart { then } => writeln!(
+                f,
+                "{then}Open summary.md above for ingestion, storage and per-query latency."
+            ),
+        }
+    }
+}
+
 /// What a finished bench command prints: the run, its status, where its directory and summary
 /// are, and each query type that did not complete with its failure kind.
 impl fmt::Display for BenchOutcome {
@@ -632,6 +652,47 @@ mod tests {
 
     use super::*;
     use crate::output::SharedPort;
+
+    /// A command's typed words read as the sentences the core built before it ended with
+    /// data (issue 23 §3).
+    #[test]
+    fn a_commands_words_read_as_before() {
+        let bench = Words::Bench(BenchOutcome {
+            run_id: "r1".into(),
+            status: "completed with failures".into(),
+            run_dir: PathBuf::from("/s/runs/r1"),
+            summary_md: PathBuf::from("/s/runs/r1/summary.md"),
+            failed_types: vec![("high-cpu-all".into(), "OOM".into())],
+        });
+        let ended = "Run r1: completed with failures\nRun directory: /s/runs/r1\n\
+                     Summary: /s/runs/r1/summary.md\n  high-cpu-all: OOM\n";
+        assert_eq!(bench.to_string(), ended);
+        let rerun = Words::Rerun {
+            of: "r0".into(),
+            then: Box::new(bench.clone()),
+        };
+        assert_eq!(rerun.to_string(), format!("Rerun of r0\n{ended}"));
+        let resumed = Words::Resumed {
+            run: "r1".into(),
+            query_types: vec!["lastpoint".into(), "high-cpu-1".into()],
+            then: Box::new(bench.clone()),
+        };
+        assert_eq!(
+            resumed.to_string(),
+            format!("Resumed r1: lastpoint, high-cpu-1\n{ended}")
+        );
+        let quick = Words::Quickstart {
+            then: Box::new(bench),
+        };
+        assert_eq!(
+            quick.to_string(),
+            format!("{ended}Open summary.md above for ingestion, storage and per-query latency.\n")
+        );
+        let mut o = crate::output::Outcome::typed(serde_json::Value::Null, quick);
+        o.push_line("one more\n");
+        assert!(o.human.to_string().ends_with("latency.\none more\n"));
+        assert!(Words::Text(String::new()).is_empty());
+    }
 
     /// The words are the ones the core used to build itself (issue 23 §3): tests and users
     /// read them.

@@ -272,7 +272,7 @@ fn prepare_cmd(ctx: &Ctx, a: PrepareArgs) -> Result<Outcome> {
     let label = mode.label(&rec.version.version, rec.extension_version());
     // The manifest's product fields are flattened into it.
     let kept = Durability::of(&o.data["manifest"].as_object().cloned().unwrap_or_default());
-    o.human.push_str(&format!(
+    o.push_line(&format!(
         "  {label}\n  durability: {}{}\n",
         kept.as_str(),
         match kept {
@@ -306,7 +306,7 @@ pub fn run(ctx: &Ctx, cmd: TimescaledbCmd) -> Result<Outcome> {
             let p = existing(ctx, &a.database_id)?;
             let mut o = dbcmd::inspect_cmd(ctx, p.as_ref(), a)?;
             if let Some(mode) = o.data["manifest"]["edition"].as_str() {
-                o.human.push_str(&format!("  mode: {mode}\n"));
+                o.push_line(&format!("  mode: {mode}\n"));
             }
             Ok(o)
         }

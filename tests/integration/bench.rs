@@ -970,7 +970,10 @@ fn external_influxdb3_with_tokens_leaks_no_token() {
     // too, first, at the time it was told.
     assert_eq!(recorded[0]["event"], "external_version", "{events}");
     assert_eq!(recorded[0]["urls"], json!([url]), "{events}");
-    let run_in = recorded.iter().position(|e| e["event"] == "run_in").unwrap();
+    let run_in = recorded
+        .iter()
+        .position(|e| e["event"] == "run_in")
+        .unwrap();
     assert!(run_in > 0, "{events}");
     assert!(
         recorded[0]["ts"].as_str() <= recorded[run_in]["ts"].as_str(),
