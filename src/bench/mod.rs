@@ -292,9 +292,8 @@ fn run_in(
 }
 
 /// `ctx` with a reporter that also records every event and warning in `run`'s
-/// `events.jsonl`, redacted (the target's tokens included).
-/// The run's reporter, which records every event and warning in its `events.jsonl`, first
-/// what `early` held from before the run existed.
+/// `events.jsonl`, redacted (the target's tokens included), first what `early` held from
+/// before the run existed.
 pub(super) fn recording(
     ctx: &Ctx,
     run: &RunDir,
