@@ -1317,3 +1317,43 @@ fn partitioned_table_regions_rows_and_show_create() {
     );
     s.stop();
 }
+
+/// `ALTER TABLE ... ADD COLUMN` on a standalone: the column is at the end of the table and
+/// NULL in the rows before it (a query right after reads it, though no row changed), with the
+/// real errors; a column a write adds to a created table is at its end too.
+#[test]
+fn alter_table_adds_a_nullable_column_at_the_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = start(&tmp.path().join("a"), Opts::default());
+    s.ready();
+    s.ok_sql(
+        None,
+        "CREATE TABLE m (host STRING NULL, v DOUBLE NULL, ts TIMESTAMP(9) NOT NULL, TIME INDEX (ts), PRIMARY KEY (host))",
+    );
+    assert_eq!(s.write("public", "m,host=a v=1 1000\n").0, 204);
+    let rows = |s: &Server, sql: &str| s.ok_sql(None, sql)["output"][0]["records"]["rows"].clone();
+    assert_eq!(rows(&s, "SELECT host, v FROM m"), json!([["a", 1.0]]));
+    assert_eq!(
+        s.ok_sql(None, "ALTER TABLE m ADD COLUMN w BIGINT")["output"][0],
+        json!({"affectedrows": 0})
+    );
+    assert_eq!(rows(&s, "SELECT host, w FROM m"), json!([["a", null]]));
+    let (code, v) = s.sql(None, "ALTER TABLE m ADD COLUMN v DOUBLE");
+    assert_eq!((code, &v["code"]), (400, &json!(4003)), "{v}");
+    assert_eq!(v["error"], "Column v already exists in table m");
+    s.ok_sql(None, "ALTER TABLE m ADD COLUMN IF NOT EXISTS v DOUBLE");
+    let (code, v) = s.sql(None, "ALTER TABLE nope ADD COLUMN x DOUBLE");
+    assert_eq!((code, &v["code"]), (400, &json!(4001)), "{v}");
+    assert_eq!(v["error"], "Table not found: greptime.public.nope");
+    assert_eq!(
+        s.write("public", "m,host=b,zone=z v=2,flag=t 2000\n").0,
+        204
+    );
+    let shown = rows(&s, "SHOW CREATE TABLE m");
+    assert!(
+        shown[0][1].as_str().unwrap().starts_with(
+            "CREATE TABLE IF NOT EXISTS \"m\" (\n  \"host\" STRING NULL,\n  \"v\" DOUBLE NULL,\n  \"ts\" TIMESTAMP(9) NOT NULL,\n  \"w\" BIGINT NULL,\n  \"zone\" STRING NULL,\n  \"flag\" BOOLEAN NULL,\n  TIME INDEX (\"ts\"),\n  PRIMARY KEY (\"host\", \"zone\")\n)"
+        ),
+        "{shown}"
+    );
+}

@@ -4,6 +4,7 @@
 
 mod conformance;
 mod go_emulator;
+mod greptime_cluster;
 mod greptime_emulator;
 mod greptime_releases;
 mod influxdb3_emulator;

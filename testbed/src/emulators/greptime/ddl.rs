@@ -1,8 +1,11 @@
-//! `CREATE TABLE` and `SHOW CREATE TABLE` as far as the emulator stores tables: STRING tags
-//! (the primary key), BIGINT / BIGINT UNSIGNED / DOUBLE / STRING / BOOLEAN fields, one
-//! `TIMESTAMP(9)` time index, `PARTITION ON COLUMNS (…) (…)` ([`super::partition`]),
+//! `CREATE TABLE`, `ALTER TABLE ... ADD COLUMN` and `SHOW CREATE TABLE` as far as the emulator
+//! stores tables: STRING tags (the primary key), BIGINT / BIGINT UNSIGNED / DOUBLE / STRING /
+//! BOOLEAN fields, one `TIMESTAMP(9)` time index, `PARTITION ON COLUMNS (…) (…)` ([`super::partition`]),
 //! `ENGINE=mito` and `WITH(…)`. Anything else a real server takes (other types, defaults,
 //! indexes, inline keys) is refused as not emulated (code 1001), never stored differently.
+//! `ALTER TABLE` adds nullable columns at the end of the table (a `PRIMARY KEY` one is a tag,
+//! joining the primary key), with the real checks and errors ([`columns_to_add`]); no other
+//! alteration is emulated.
 //!
 //! SHOW CREATE TABLE prints the real v1.x layout (GreptimeDB `tests/cases/standalone/common/
 //! show/show_create.result`): `CREATE TABLE IF NOT EXISTS "t" (`, one quoted column a line
@@ -83,6 +86,23 @@ fn idents(list: &str) -> Vec<String> {
         .collect()
 }
 
+/// The emulator's kind (GreptimeDB's type name) of a SQL column type it stores.
+fn column_kind(sql_type: &str) -> Option<&'static str> {
+    let ty: String = sql_type
+        .split_whitespace()
+        .collect::<String>()
+        .to_ascii_uppercase();
+    Some(match ty.as_str() {
+        "BIGINTUNSIGNED" => "UInt64",
+        "BIGINT" => "Int64",
+        "DOUBLE" => "Float64",
+        "STRING" => "String",
+        "BOOLEAN" => "Boolean",
+        "TIMESTAMP(9)" => "TimestampNanosecond",
+        _ => return None,
+    })
+}
+
 /// Options the emulator accepts in `WITH(…)` (a subset of the real table options).
 const OPTIONS: [&str; 8] = [
     "comment",
@@ -131,17 +151,8 @@ pub fn parse_create(stmt: &str) -> Result<CreateTable, GtError> {
             let o = item.find('(').ok_or_else(|| syntax(item))?;
             pk = idents(group(item, o)?.0);
         } else if let Some(c) = col_re.captures(item) {
-            let ty = c[2].split_whitespace().collect::<Vec<_>>().join(" ");
-            let ty = ty.to_ascii_uppercase().replace(' ', "");
-            let kind = match ty.as_str() {
-                "BIGINTUNSIGNED" => "UInt64",
-                "BIGINT" => "Int64",
-                "DOUBLE" => "Float64",
-                "STRING" => "String",
-                "BOOLEAN" => "Boolean",
-                "TIMESTAMP(9)" => "TimestampNanosecond",
-                _ => return Err(not_emulated(&format!("the column type {}", &c[2]))),
-            };
+            let kind = column_kind(&c[2])
+                .ok_or_else(|| not_emulated(&format!("the column type {}", &c[2])))?;
             let col = unquote(&c[1]);
             order.push(col.clone());
             typed.push((col, kind.to_string()));
@@ -248,7 +259,143 @@ pub fn parse_create(stmt: &str) -> Result<CreateTable, GtError> {
     })
 }
 
-fn sql_type(kind: &str) -> &'static str {
+/// One `ADD [COLUMN] [IF NOT EXISTS] <name> <type> [NULL | NOT NULL] [PRIMARY KEY]` of
+/// `ALTER TABLE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddColumn {
+    pub name: String,
+    /// The emulator's kind of the column (GreptimeDB's type name: `Float64`, `String`, ...).
+    pub kind: &'static str,
+    /// `PRIMARY KEY`: a tag (the real `is_key`).
+    pub tag: bool,
+    pub nullable: bool,
+    pub if_not_exists: bool,
+}
+
+/// What `ALTER TABLE ... ADD COLUMN ...` asks for.
+#[derive(Debug)]
+pub struct AlterTable {
+    pub db: Option<String>,
+    pub table: String,
+    pub columns: Vec<AddColumn>,
+}
+
+/// An identifier: bare, or quoted with `"` or `` ` `` (a doubled quote inside is one quote).
+const ALTER_IDENT: &str = r#"(?:[A-Za-z_][A-Za-z0-9_\-]*|`(?:[^`]|``)+`|"(?:[^"]|"")+")"#;
+
+fn ident_text(s: &str) -> String {
+    let s = s.trim();
+    for q in ['"', '`'] {
+        if s.len() >= 2 && s.starts_with(q) && s.ends_with(q) {
+            return s[1..s.len() - 1].replace(&format!("{q}{q}"), &q.to_string());
+        }
+    }
+    s.to_string()
+}
+
+fn alter_not_emulated(what: &str) -> GtError {
+    GtError::new(
+        1001,
+        format!("Not supported: the testbed GreptimeDB emulator does not alter tables with {what}"),
+    )
+}
+
+/// Parses `ALTER TABLE [db.]t ADD [COLUMN] [IF NOT EXISTS] c <type> [NULL | NOT NULL]
+/// [PRIMARY KEY] [, ADD ...]`, the v1.0.2 grammar (`sql/src/parsers/alter_parser.rs`
+/// `parse_alter_table_add`, `parse_add_columns`; `PRIMARY KEY` makes a tag:
+/// `sql/src/statements.rs` `sql_column_def_to_grpc_column_def`). The types are those
+/// `CREATE TABLE` takes here; any other alteration, type, `DEFAULT` or `FIRST`/`AFTER` is
+/// refused as not emulated (1001).
+pub fn parse_alter(stmt: &str) -> Result<AlterTable, GtError> {
+    let head = regex::Regex::new(&format!(
+        r"(?is)^alter\s+table\s+({ALTER_IDENT}(?:\.{ALTER_IDENT})?)\s+(.*)$"
+    ))
+    .expect("static regex");
+    let caps = head
+        .captures(stmt)
+        .ok_or_else(|| alter_not_emulated(&format!("{stmt:?}")))?;
+    let parts = super::sql::split_top(&caps[1], '.');
+    let (db, table) = match parts.as_slice() {
+        [d, t] => (Some(ident_text(d)), ident_text(t)),
+        _ => (None, ident_text(&caps[1])),
+    };
+    let add = regex::Regex::new(&format!(
+        r"(?is)^add\s+(?:column\s+)?(if\s+not\s+exists\s+)?({ALTER_IDENT})\s+(bigint\s+unsigned|[a-z][a-z0-9_]*(?:\s*\([^)]*\))?)((?:\s+(?:null|not\s+null|primary\s+key))*)$"
+    ))
+    .expect("static regex");
+    let mut columns = Vec::new();
+    for clause in super::sql::split_top(&caps[2], ',') {
+        let clause = clause.trim();
+        let c = add
+            .captures(clause)
+            .ok_or_else(|| alter_not_emulated(&format!("{clause:?}")))?;
+        let kind = column_kind(&c[3])
+            .filter(|k| *k != "TimestampNanosecond")
+            .ok_or_else(|| alter_not_emulated(&format!("the column type {}", &c[3])))?;
+        let options = c[4].to_ascii_lowercase();
+        let tag = options.contains("primary");
+        if tag && kind != "String" {
+            return Err(alter_not_emulated(
+                "a primary key column that is not STRING",
+            ));
+        }
+        columns.push(AddColumn {
+            name: ident_text(&c[2]),
+            kind,
+            tag,
+            nullable: !options.contains("not"),
+            if_not_exists: c.get(1).is_some(),
+        });
+    }
+    Ok(AlterTable { db, table, columns })
+}
+
+/// The columns `alter` adds to `t`, as the real frontend checks them before its DDL procedure
+/// (`operator/src/statement/ddl.rs` `verify_alter`, `table/src/metadata.rs` `add_columns`):
+/// nothing when every column exists and is `IF NOT EXISTS`; an existing column without it is
+/// `Column c already exists in table t` (4003); a column added twice or `NOT NULL` without a
+/// default is refused (1004). Empty: nothing to change.
+pub fn columns_to_add(t: &TableMeta, alter: &AlterTable) -> Result<Vec<AddColumn>, GtError> {
+    let exists = |c: &AddColumn| t.column_type(&c.name).is_some();
+    if alter.columns.iter().all(|c| exists(c) && c.if_not_exists) {
+        return Ok(Vec::new());
+    }
+    let invalid = |err: String| {
+        GtError::new(
+            1004,
+            format!("Invalid alter table({}) request: {err}", alter.table),
+        )
+    };
+    let mut new: Vec<AddColumn> = Vec::new();
+    for c in &alter.columns {
+        if let Some(kind) = t.column_type(&c.name) {
+            if !c.if_not_exists {
+                return Err(GtError::new(
+                    4003,
+                    format!("Column {} already exists in table {}", c.name, alter.table),
+                ));
+            }
+            if kind != c.kind {
+                return Err(alter_not_emulated(&format!(
+                    "an existing column {} of another type",
+                    c.name
+                )));
+            }
+        } else {
+            if new.iter().any(|n| n.name == c.name) {
+                return Err(invalid(format!("add column {} more than once", c.name)));
+            }
+            if !c.nullable {
+                return Err(invalid(format!("no default value for column {}", c.name)));
+            }
+            new.push(c.clone());
+        }
+    }
+    Ok(new)
+}
+
+/// The SQL type of a kind (`Float64` → `DOUBLE`), as SHOW CREATE TABLE prints it.
+pub fn sql_type(kind: &str) -> &'static str {
     match kind {
         "Int64" => "BIGINT",
         "UInt64" => "BIGINT UNSIGNED",
@@ -349,6 +496,77 @@ mod tests {
             show_create(&c.meta),
             ddl.replace("  'comment' =", "  comment =")
         );
+    }
+
+    #[test]
+    fn alter_table_adds_columns_with_the_real_checks() {
+        let t = parse_create(
+            "CREATE TABLE cpu (hostname STRING, usage_user DOUBLE, ts TIMESTAMP(9) NOT NULL, TIME INDEX (ts), PRIMARY KEY (hostname))",
+        )
+        .unwrap()
+        .meta;
+        let a = parse_alter(
+            "ALTER TABLE benchmark.cpu ADD COLUMN IF NOT EXISTS \"te\"\"mp\" DOUBLE NULL, ADD rack STRING PRIMARY KEY, ADD COLUMN n BIGINT UNSIGNED",
+        )
+        .unwrap();
+        assert_eq!(
+            (a.db.as_deref(), a.table.as_str()),
+            (Some("benchmark"), "cpu")
+        );
+        let col = |name: &str, kind, tag, if_not_exists| AddColumn {
+            name: name.into(),
+            kind,
+            tag,
+            nullable: true,
+            if_not_exists,
+        };
+        assert_eq!(
+            a.columns,
+            [
+                col("te\"mp", "Float64", false, true),
+                col("rack", "String", true, false),
+                col("n", "UInt64", false, false)
+            ]
+        );
+        assert_eq!(columns_to_add(&t, &a).unwrap(), a.columns);
+        let mut t2 = t.clone();
+        for c in &a.columns {
+            t2.add_column(&c.name, c.kind, c.tag);
+        }
+        assert_eq!(t2.tags, ["hostname", "rack"]);
+        assert_eq!(
+            t2.column_order(),
+            ["hostname", "usage_user", "ts", "te\"mp", "rack", "n"]
+        );
+        let e = |sql: &str| columns_to_add(&t, &parse_alter(sql).unwrap()).unwrap_err();
+        let exists = e("ALTER TABLE cpu ADD COLUMN usage_user DOUBLE");
+        assert_eq!(
+            (exists.code, exists.msg.as_str()),
+            (4003, "Column usage_user already exists in table cpu")
+        );
+        // The time index is a column too; with IF NOT EXISTS an existing one is no change.
+        assert_eq!(e("ALTER TABLE cpu ADD COLUMN ts STRING").code, 4003);
+        let none = parse_alter("ALTER TABLE cpu ADD COLUMN IF NOT EXISTS usage_user DOUBLE");
+        assert!(columns_to_add(&t, &none.unwrap()).unwrap().is_empty());
+        assert_eq!(
+            e("ALTER TABLE cpu ADD COLUMN x DOUBLE NOT NULL").msg,
+            "Invalid alter table(cpu) request: no default value for column x"
+        );
+        assert_eq!(
+            e("ALTER TABLE cpu ADD COLUMN x DOUBLE, ADD COLUMN x DOUBLE").msg,
+            "Invalid alter table(cpu) request: add column x more than once"
+        );
+        // Other alterations, types, defaults and positions are not emulated.
+        for sql in [
+            "ALTER TABLE cpu DROP COLUMN usage_user",
+            "ALTER TABLE cpu ADD COLUMN x INT",
+            "ALTER TABLE cpu ADD COLUMN x DOUBLE DEFAULT 0",
+            "ALTER TABLE cpu ADD COLUMN x DOUBLE FIRST",
+            "ALTER TABLE cpu ADD COLUMN x DOUBLE PRIMARY KEY",
+            "ALTER TABLE cpu ADD COLUMN x DOUBLE, y DOUBLE",
+        ] {
+            assert_eq!(parse_alter(sql).unwrap_err().code, 1001, "{sql}");
+        }
     }
 
     #[test]

@@ -133,6 +133,12 @@
 //!   region 0 (the real default region). Flush, compaction (one job and one log line per
 //!   region), counts and scans cover every region. `SHOW CREATE TABLE t` prints the real
 //!   layout (an auto-created table: `WITH('comment' = 'Created on insertion', merge_mode = 'last_non_null')`, as the real InfluxDB write path creates it).
+//! * `ALTER TABLE t ADD [COLUMN] [IF NOT EXISTS] c <type> [NULL] [PRIMARY KEY][, ADD ...]`
+//!   (`ddl.rs`: the `CREATE TABLE` types; `PRIMARY KEY` on STRING adds a tag) → affectedrows
+//!   0; the columns go at the end of the table, nullable. An existing column → 400 code 4003
+//!   `Column c already exists in table t` (none with IF NOT EXISTS); `NOT NULL` → 400 code
+//!   1004 `Invalid alter table(t) request: no default value for column c`; missing table → 400
+//!   code 4001 `Table not found: greptime.<db>.<t>`; any other alteration → 1001.
 //! * `SELECT count(*) FROM t` (exact, deduplicated row count; column `count(*)`, Int64),
 //!   `SELECT 1` (column `Int64(1)`), `DESC [TABLE] t`.
 //! * `ADMIN flush_table('t')` / `ADMIN compact_table('t'[, 'regular'|'twcs'|'swcs'|'strict_window'[, 'opts']])`

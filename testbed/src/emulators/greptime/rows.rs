@@ -191,11 +191,17 @@ fn split_series(line: &str) -> Option<(&str, &str)> {
 
 type Cache = Mutex<HashMap<u32, (String, Arc<GRows>)>>;
 
-/// The rows of `meta`, re-read only when the table changed since the last query.
+/// The rows of `meta`, re-read only when the table changed since the last query (its data,
+/// or its columns: `ALTER TABLE ... ADD COLUMN` adds columns and no data).
 pub fn rows_of(store: &Store, meta: &TableMeta) -> Result<Arc<GRows>, GtError> {
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    let version = store.scan_version(meta.table_id);
+    let version = format!(
+        "{}|{}|{}",
+        store.scan_version(meta.table_id),
+        meta.tags.len(),
+        meta.fields.len()
+    );
     let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((v, rows)) = c.get(&meta.table_id) {
         if *v == version {

@@ -334,6 +334,7 @@ fn execute_one(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
         ("show", "tables") => show_tables(ctx, stmt),
         ("create", "database") | ("create", "schema") => create_database(ctx, stmt),
         ("create", "table") => create_table(ctx, stmt),
+        ("alter", "table") => alter_table(ctx, stmt),
         ("show", "create") => show_create_table(ctx, stmt),
         ("drop", "database") | ("drop", "schema") => drop_database(ctx, stmt),
         ("admin", _) => admin(ctx, stmt),
@@ -426,6 +427,30 @@ fn create_table(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
             "common_meta::ddl::create_table",
             &format!("Created table greptime.{db}.{name} with {regions} region(s)"),
         );
+    }
+    Ok(Output::Affected(0))
+}
+
+/// `ALTER TABLE [db.]t ADD [COLUMN] [IF NOT EXISTS] ...` ([`super::ddl::parse_alter`]): no
+/// rows affected, as the real answer.
+fn alter_table(ctx: &Ctx, stmt: &str) -> Result<Output, GtError> {
+    let a = super::ddl::parse_alter(stmt)?;
+    let db = a.db.clone().unwrap_or_else(|| ctx.db.clone());
+    let mut store = lock(ctx.store);
+    // The real statement executor's lookup (`operator/src/statement/ddl.rs`
+    // `alter_table_inner`): `Table not found: greptime.<db>.<t>`.
+    let Some(t) = store.table(&db, &a.table) else {
+        return Err(GtError::new(
+            4001,
+            format!("Table not found: greptime.{db}.{}", a.table),
+        ));
+    };
+    let new: Vec<(String, String, bool)> = super::ddl::columns_to_add(t, &a)?
+        .into_iter()
+        .map(|c| (c.name, c.kind.to_string(), c.tag))
+        .collect();
+    if !new.is_empty() {
+        store.add_columns(&db, &a.table, &new)?;
     }
     Ok(Output::Affected(0))
 }

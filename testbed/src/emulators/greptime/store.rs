@@ -133,6 +133,19 @@ impl TableMeta {
         }
     }
 
+    /// Adds a column at the end of the table, as the real `ALTER TABLE ... ADD COLUMN` (and
+    /// a write's added column) does: a tag joins the primary key, last.
+    pub fn add_column(&mut self, name: &str, kind: &str, tag: bool) {
+        if tag {
+            self.tags.push(name.to_string());
+        } else {
+            self.fields.push((name.to_string(), kind.to_string()));
+        }
+        if let Some(c) = &mut self.created {
+            c.order.push(name.to_string());
+        }
+    }
+
     /// Column name → GreptimeDB type name.
     pub fn column_type(&self, name: &str) -> Option<&str> {
         if name == self.time_index {
@@ -833,7 +846,7 @@ impl Store {
             }
             for t in &batch.tags {
                 if !meta.tags.contains(t) {
-                    meta.tags.push(t.clone());
+                    meta.add_column(t, "String", true);
                     catalog_changed = true;
                 }
             }
@@ -850,7 +863,7 @@ impl Store {
                     }
                     Some(_) => {}
                     None => {
-                        meta.fields.push((f.clone(), ty.name().to_string()));
+                        meta.add_column(f, ty.name(), false);
                         catalog_changed = true;
                     }
                 }
@@ -942,6 +955,26 @@ impl Store {
             self.regions.insert(rid, r);
         }
         Ok(true)
+    }
+
+    /// Adds `columns` (name, kind, tag) to table `db.table`, in order (`ALTER TABLE ... ADD
+    /// COLUMN`, checked by the caller).
+    pub fn add_columns(
+        &mut self,
+        db: &str,
+        table: &str,
+        columns: &[(String, String, bool)],
+    ) -> Result<(), GtError> {
+        let meta = self
+            .catalog
+            .databases
+            .get_mut(db)
+            .and_then(|d| d.tables.get_mut(table))
+            .ok_or_else(|| GtError::new(4001, format!("Table not found: greptime.{db}.{table}")))?;
+        for (name, kind, tag) in columns {
+            meta.add_column(name, kind, *tag);
+        }
+        self.save_catalog()
     }
 
     /// Flushes the memtable (the unflushed WAL) of every region of a table into a new level-0

@@ -14,6 +14,7 @@ use tiny_http::{Header, Request, Response};
 
 use super::{agent, call_metasrv, heartbeat, metasrv_url, now_ms, HEARTBEAT};
 use crate::emulators::greptime::ddl;
+use crate::emulators::greptime::lineproto::{self, FieldType};
 use crate::emulators::greptime::logging;
 use crate::emulators::greptime::partition::{parse_rules, region_of, RuleSet};
 use crate::emulators::greptime::server::http_status;
@@ -55,6 +56,19 @@ fn sql_error(e: &GtError, elapsed: u64) -> Resp {
     json_resp(
         http_status(e.code),
         serde_json::to_vec(&body).unwrap_or_default(),
+    )
+    .with_header(header("x-greptime-err-code", &e.code.to_string()))
+    .with_header(header(
+        "x-greptime-err-msg",
+        &crate::emulators::greptime::server::err_msg_header_value(&e.msg),
+    ))
+}
+
+/// A refused write, as a datanode (and a standalone) answers it.
+fn write_error(e: &GtError) -> Resp {
+    json_resp(
+        http_status(e.code),
+        serde_json::to_vec(&json!({ "error": e.msg })).unwrap_or_default(),
     )
     .with_header(header("x-greptime-err-code", &e.code.to_string()))
     .with_header(header(
@@ -242,6 +256,9 @@ fn destination(stmt: &str, db: &str) -> Dest {
         re(r#"(?is)^create\s+table\s+(?:if\s+not\s+exists\s+)?([\w."`]+)"#).captures(stmt)
     {
         return table(&c[1], true);
+    }
+    if let Some(c) = re(r#"(?is)^alter\s+table\s+([\w."`]+)"#).captures(stmt) {
+        return table(&c[1], false);
     }
     if let Some(c) = re(r"(?is)^admin\s+\w+\s*\(\s*'([^']+)'").captures(stmt) {
         return table(&c[1], false);
@@ -553,8 +570,14 @@ impl Front {
                     return first_output(first);
                 }
                 let lower = stmt.to_ascii_lowercase();
-                if lower.starts_with("admin") || lower.starts_with("drop") {
-                    // Flush, compaction, drop: every datanode of the table does its regions.
+                if lower.starts_with("admin")
+                    || lower.starts_with("drop")
+                    || lower.starts_with("alter")
+                {
+                    // Flush, compaction, drop: every datanode of the table does its regions;
+                    // a new column reaches every datanode of the table (the real ALTER is one
+                    // DDL procedure over all the regions). The first refusal stops it: an
+                    // existing column is refused by the first datanode, before any change.
                     return first_output(self.to_each(&holders, stmt, db, |_| Vec::new())?);
                 }
                 // A query: the first datanode answers, reading the others' regions too.
@@ -714,6 +737,63 @@ impl Front {
         Ok((cols, rows))
     }
 
+    /// Adds to a table spread over several datanodes (`holders`, region 0's first) the columns
+    /// a write brings that it lacks, on every one of them, before any row is written: the real
+    /// frontend alters the table once for all its regions (`operator/src/insert.rs`
+    /// `create_or_alter_tables_on_demand`: `ADD COLUMN IF NOT EXISTS`, nullable, a tag into the
+    /// primary key), where each datanode would otherwise add a column to its own copy only.
+    fn add_missing_columns(
+        &self,
+        db: &str,
+        table: &str,
+        holders: &[String],
+        brought: &[(String, Option<FieldType>)],
+    ) -> Result<(), GtError> {
+        let answer = |a: Answer| -> Result<Value, GtError> {
+            if a.status >= 400 {
+                return Err(GtError::new(
+                    a.body["code"].as_u64().unwrap_or(1003) as u32,
+                    a.body["error"]
+                        .as_str()
+                        .unwrap_or("datanode error")
+                        .to_string(),
+                ));
+            }
+            Ok(a.body)
+        };
+        let Some(name) = table_ident(table) else {
+            return Ok(());
+        };
+        let desc = answer(self.forward_sql(&holders[0], &format!("DESC TABLE {name}"), db))?;
+        let known: Vec<&str> = desc["output"][0]["records"]["rows"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r[0].as_str())
+            .collect();
+        let clauses: Vec<String> = brought
+            .iter()
+            .filter(|(c, _)| !known.contains(&c.as_str()))
+            .map(|(c, ty)| {
+                let ty = match ty {
+                    None => "STRING PRIMARY KEY",
+                    Some(t) => ddl::sql_type(t.name()),
+                };
+                format!(
+                    "ADD COLUMN IF NOT EXISTS \"{}\" {ty}",
+                    c.replace('"', "\"\"")
+                )
+            })
+            .collect();
+        if clauses.is_empty() {
+            return Ok(());
+        }
+        let stmt = format!("ALTER TABLE {name} {}", clauses.join(", "));
+        self.to_each(holders, &stmt, db, |_| Vec::new())
+            .map(|_| ())
+            .or_else(|a| answer(a).map(|_| ()))
+    }
+
     fn write(&self, req: &mut Request, path: &str, query: &str) -> Resp {
         let mut body = Vec::new();
         if req.as_reader().read_to_end(&mut body).is_err() {
@@ -747,6 +827,8 @@ impl Front {
         // Lines by the datanode of their region (the table's partition rule), in order.
         let mut per_node: BTreeMap<String, String> = BTreeMap::new();
         let mut routes: BTreeMap<String, Route> = BTreeMap::new();
+        // The columns the lines bring to each table spread over several datanodes.
+        let mut brought: BTreeMap<String, Brought> = BTreeMap::new();
         for line in text.lines() {
             let t = line.trim_start();
             if t.is_empty() || t.starts_with('#') {
@@ -756,6 +838,9 @@ impl Front {
             if !routes.contains_key(&m) {
                 match self.route(&db, &m, true, 1, None) {
                     Ok(Some(r)) => {
+                        if r.holders().len() > 1 {
+                            brought.insert(m.clone(), Brought::default());
+                        }
                         routes.insert(m.clone(), r);
                     }
                     Ok(None) => {
@@ -764,10 +849,30 @@ impl Front {
                     Err(e) => return sql_error(&e, 0),
                 }
             }
+            if let Some(b) = brought.get_mut(&m) {
+                if let Err(e) = b.add(t) {
+                    return write_error(&e);
+                }
+            }
             let dn = routes[&m].datanode_of(t).to_string();
             let buf = per_node.entry(dn).or_default();
             buf.push_str(line);
             buf.push('\n');
+        }
+        // Before any row goes: the new columns, on every datanode of the table. Not for a
+        // write the real frontend refuses before it alters anything: a precision it does not
+        // take, a line (of a spread table: the others are not parsed here) that does not
+        // parse; the datanodes answer those as before.
+        let precision = params.get("precision").map(String::as_str);
+        let refused = lineproto::precision_factor(precision).is_none()
+            || brought.values().any(|b| b.unparsed);
+        for (m, b) in &brought {
+            if refused || b.columns.is_empty() {
+                continue;
+            }
+            if let Err(e) = self.add_missing_columns(&db, m, &routes[m].holders(), &b.columns) {
+                return write_error(&e);
+            }
         }
         for (dn, lines) in per_node {
             let r = self
@@ -821,6 +926,79 @@ impl Route {
             _ => 0,
         };
         self.peers.get(number).unwrap_or(&self.peers[0])
+    }
+}
+
+/// The columns a write's lines bring to one table, first seen first: a line's tags, then its
+/// fields, as the real row builder orders a request's columns (`servers/src/influxdb.rs`).
+#[derive(Default)]
+struct Brought {
+    /// (name, `None` for a tag, else the field's type)
+    columns: Vec<(String, Option<FieldType>)>,
+    /// A line did not parse: the datanode that takes it refuses it; no column is added.
+    unparsed: bool,
+    /// The tag and field names of the previous line, as written (TSBS lines repeat one shape).
+    last_tags: Vec<String>,
+    last_fields: Vec<(String, FieldType)>,
+}
+
+impl Brought {
+    /// Takes one line in; a field seen before with another type refuses the write, as a
+    /// standalone refuses it.
+    fn add(&mut self, line: &str) -> Result<(), GtError> {
+        let Ok(l) = lineproto::parse(line.trim_end()) else {
+            self.unparsed = true;
+            return Ok(());
+        };
+        let same = self.last_tags.len() == l.tags.len()
+            && self.last_tags.iter().zip(&l.tags).all(|(a, t)| a == t)
+            && self.last_fields.len() == l.fields.len()
+            && self
+                .last_fields
+                .iter()
+                .zip(&l.fields)
+                .all(|((a, at), (f, ft))| a == f && at == ft);
+        if same {
+            return Ok(());
+        }
+        for t in &l.tags {
+            let t = lineproto::unescape(t);
+            if !self.columns.iter().any(|(c, _)| *c == t) {
+                self.columns.push((t, None));
+            }
+        }
+        for (f, ty) in &l.fields {
+            let f = lineproto::unescape(f);
+            match self.columns.iter().find(|(c, _)| *c == f) {
+                Some((_, Some(t))) if t != ty => {
+                    return Err(GtError::new(
+                        1004,
+                        format!(
+                        "Invalid request to region, reason: column {f} expect type {}, given: {}",
+                        t.name(),
+                        ty.name()
+                    ),
+                    ))
+                }
+                Some(_) => {}
+                None => self.columns.push((f, Some(*ty))),
+            }
+        }
+        self.last_tags = l.tags.iter().map(|t| t.to_string()).collect();
+        self.last_fields = l.fields.iter().map(|(f, t)| (f.to_string(), *t)).collect();
+        Ok(())
+    }
+}
+
+/// A table name as `DESC TABLE` and `ALTER TABLE` take it here: in double quotes, or in
+/// backquotes when it has a double quote (`None`: it has both).
+fn table_ident(table: &str) -> Option<String> {
+    if !table.contains('"') {
+        Some(format!("\"{table}\""))
+    } else if !table.contains('`') {
+        Some(format!("`{table}`"))
+    } else {
+        None
     }
 }
 
@@ -906,6 +1084,10 @@ mod tests {
             "info"
         );
         assert_eq!(t("DESC TABLE cpu"), "benchmark.cpu:false");
+        assert_eq!(
+            t("ALTER TABLE \"cpu\" ADD COLUMN IF NOT EXISTS \"x\" DOUBLE"),
+            "benchmark.cpu:false"
+        );
         assert_eq!(t("SHOW CREATE TABLE other.cpu"), "other.cpu:false");
     }
 
@@ -936,6 +1118,45 @@ mod tests {
             created: true,
         };
         assert_eq!(one.datanode_of("probe x=1 1"), "dn1");
+    }
+
+    #[test]
+    fn a_write_brings_its_tags_and_fields_first_seen_first() {
+        let mut b = Brought::default();
+        b.add("cpu,hostname=h0 usage_user=1 1").unwrap();
+        b.add("cpu,hostname=h0 usage_user=2 2").unwrap();
+        b.add("cpu,hostname=h1,my\\ rack=r1 usage_user=3,n=1i,s=\"x\",ok=t,u=1u 3")
+            .unwrap();
+        let kinds: Vec<(&str, Option<&str>)> = b
+            .columns
+            .iter()
+            .map(|(c, t)| (c.as_str(), t.map(FieldType::name)))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("hostname", None),
+                ("usage_user", Some("Float64")),
+                ("my rack", None),
+                ("n", Some("Int64")),
+                ("s", Some("String")),
+                ("ok", Some("Boolean")),
+                ("u", Some("UInt64"))
+            ]
+        );
+        let e = b.add("cpu,hostname=h2 n=1.5 4").unwrap_err();
+        assert_eq!(
+            (e.code, e.msg.as_str()),
+            (
+                1004,
+                "Invalid request to region, reason: column n expect type Int64, given: Float64"
+            )
+        );
+        b.add("cpu no fields").unwrap();
+        assert!(b.unparsed);
+        assert_eq!(table_ident("cpu").unwrap(), "\"cpu\"");
+        assert_eq!(table_ident("a\"b").unwrap(), "`a\"b`");
+        assert_eq!(table_ident("a\"`b"), None);
     }
 
     #[test]

@@ -20,9 +20,15 @@
 //!   3 datanodes: peers 2,3,1,2,3,1,2,3, as a real v1.0.2 placed them). `CREATE TABLE` goes to
 //!   each datanode holding a region, with the table id (one, from the metasrv) and its region
 //!   numbers; each opens and stores only its own regions. Written rows go to the datanode of
-//!   their region (the table's partition rule, kept with the route); a query on a table goes to
-//!   the datanode of region 0, which reads the other holders' rows (`/testbed/lines`,
-//!   `/testbed/count`) with its own; flush, compaction and `DROP TABLE` go to every holder;
+//!   their region (the table's partition rule, kept with the route). Before that, a write that
+//!   brings tags or fields a table spread over several datanodes lacks (`DESC TABLE` of region
+//!   0's datanode) adds them on every datanode of the table (`ALTER TABLE ... ADD COLUMN IF NOT
+//!   EXISTS`, nullable, a tag as `STRING PRIMARY KEY`, in the order the lines bring them), as
+//!   the real frontend alters the table once for all its regions before it writes
+//!   (`operator/src/insert.rs` `create_or_alter_tables_on_demand`); a table on one datanode
+//!   adds them as a standalone does. A query on a table goes to the datanode of region 0,
+//!   which reads the other holders' rows (`/testbed/lines`, `/testbed/count`) with its own; flush, compaction, `ALTER TABLE` and `DROP TABLE` go to
+//!   every holder (the first refusal stops an `ALTER`: an existing column changes nothing);
 //!   database DDL goes to every datanode; `information_schema` is gathered from every
 //!   datanode (a row every datanode lists, once; `region_peers` in region order), except
 //!   `region_statistics`, which is what each datanode sent the metasrv in its last heartbeat
