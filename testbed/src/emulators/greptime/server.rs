@@ -139,7 +139,9 @@ fn sql_error(e: &GtError, elapsed: u64) -> Resp {
     error_headers(json_response(http_status(e.code), body), e)
 }
 
-fn write_error(e: &GtError) -> Resp {
+/// A refused write: `{"error"}` with the error headers (a datanode's, a standalone's, and the
+/// frontend's own refusals alike).
+pub(crate) fn write_error(e: &GtError) -> Resp {
     let body = serde_json::to_vec(&serde_json::json!({ "error": e.msg })).unwrap_or_default();
     error_headers(json_response(http_status(e.code), body), e)
 }
@@ -636,14 +638,7 @@ impl Shared {
                     let f = lineproto::unescape(f);
                     match b.fields.iter().find(|(n, _)| *n == f) {
                         Some((_, t)) if t != ty => {
-                            return write_error(&GtError::new(
-                                1004,
-                                format!(
-                                    "Invalid request to region, reason: column {f} expect type {}, given: {}",
-                                    t.name(),
-                                    ty.name()
-                                ),
-                            ))
+                            return write_error(&GtError::type_conflict(&f, t, ty))
                         }
                         Some(_) => {}
                         None => b.fields.push((f, *ty)),

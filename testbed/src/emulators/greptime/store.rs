@@ -35,6 +35,19 @@ impl GtError {
             msg: msg.into(),
         }
     }
+
+    /// A write whose field `column` has type `given` where the table (or the batch) has
+    /// `expected`, as v1.0.2 refuses it.
+    pub fn type_conflict(column: &str, expected: &FieldType, given: &FieldType) -> GtError {
+        GtError::new(
+            1004,
+            format!(
+                "Invalid request to region, reason: column {column} expect type {}, given: {}",
+                expected.name(),
+                given.name()
+            ),
+        )
+    }
 }
 
 /// The catalog, where the real standalone server keeps its raft-engine metadata store

@@ -18,6 +18,7 @@ use crate::emulators::greptime::lineproto::{self, FieldType};
 use crate::emulators::greptime::logging;
 use crate::emulators::greptime::partition::{parse_rules, region_of, RuleSet};
 use crate::emulators::greptime::server::http_status;
+use crate::emulators::greptime::server::write_error;
 use crate::emulators::greptime::sql::{self, InfoTable, Output};
 use crate::emulators::greptime::store::{series_tag, GtError, PartitionDef};
 use crate::emulators::greptime::version::Version;
@@ -56,19 +57,6 @@ fn sql_error(e: &GtError, elapsed: u64) -> Resp {
     json_resp(
         http_status(e.code),
         serde_json::to_vec(&body).unwrap_or_default(),
-    )
-    .with_header(header("x-greptime-err-code", &e.code.to_string()))
-    .with_header(header(
-        "x-greptime-err-msg",
-        &crate::emulators::greptime::server::err_msg_header_value(&e.msg),
-    ))
-}
-
-/// A refused write, as a datanode (and a standalone) answers it.
-fn write_error(e: &GtError) -> Resp {
-    json_resp(
-        http_status(e.code),
-        serde_json::to_vec(&json!({ "error": e.msg })).unwrap_or_default(),
     )
     .with_header(header("x-greptime-err-code", &e.code.to_string()))
     .with_header(header(
@@ -289,6 +277,22 @@ fn destination(stmt: &str, db: &str) -> Dest {
 struct Answer {
     status: u16,
     body: Value,
+}
+
+impl Answer {
+    /// The body of an answer below 400, else the datanode's error.
+    fn ok_body(self) -> Result<Value, GtError> {
+        if self.status >= 400 {
+            return Err(GtError::new(
+                self.body["code"].as_u64().unwrap_or(1003) as u32,
+                self.body["error"]
+                    .as_str()
+                    .unwrap_or("datanode error")
+                    .to_string(),
+            ));
+        }
+        Ok(self.body)
+    }
 }
 
 impl Front {
@@ -652,21 +656,14 @@ impl Front {
             return Ok((cols, rows));
         }
         for dn in self.datanodes()? {
-            let a = self.forward_sql(
-                &dn,
-                &format!("SELECT * FROM information_schema.{table}"),
-                db,
-            );
-            if a.status >= 400 {
-                return Err(GtError::new(
-                    a.body["code"].as_u64().unwrap_or(1003) as u32,
-                    a.body["error"]
-                        .as_str()
-                        .unwrap_or("datanode error")
-                        .to_string(),
-                ));
-            }
-            let rec = &a.body["output"][0]["records"];
+            let body = self
+                .forward_sql(
+                    &dn,
+                    &format!("SELECT * FROM information_schema.{table}"),
+                    db,
+                )
+                .ok_body()?;
+            let rec = &body["output"][0]["records"];
             cols = rec["schema"]["column_schemas"]
                 .as_array()
                 .into_iter()
@@ -749,22 +746,12 @@ impl Front {
         holders: &[String],
         brought: &[(String, Option<FieldType>)],
     ) -> Result<(), GtError> {
-        let answer = |a: Answer| -> Result<Value, GtError> {
-            if a.status >= 400 {
-                return Err(GtError::new(
-                    a.body["code"].as_u64().unwrap_or(1003) as u32,
-                    a.body["error"]
-                        .as_str()
-                        .unwrap_or("datanode error")
-                        .to_string(),
-                ));
-            }
-            Ok(a.body)
-        };
         let Some(name) = table_ident(table) else {
             return Ok(());
         };
-        let desc = answer(self.forward_sql(&holders[0], &format!("DESC TABLE {name}"), db))?;
+        let desc = self
+            .forward_sql(&holders[0], &format!("DESC TABLE {name}"), db)
+            .ok_body()?;
         let known: Vec<&str> = desc["output"][0]["records"]["rows"]
             .as_array()
             .into_iter()
@@ -791,7 +778,7 @@ impl Front {
         let stmt = format!("ALTER TABLE {name} {}", clauses.join(", "));
         self.to_each(holders, &stmt, db, |_| Vec::new())
             .map(|_| ())
-            .or_else(|a| answer(a).map(|_| ()))
+            .or_else(|a| a.ok_body().map(|_| ()))
     }
 
     fn write(&self, req: &mut Request, path: &str, query: &str) -> Resp {
@@ -970,16 +957,7 @@ impl Brought {
         for (f, ty) in &l.fields {
             let f = lineproto::unescape(f);
             match self.columns.iter().find(|(c, _)| *c == f) {
-                Some((_, Some(t))) if t != ty => {
-                    return Err(GtError::new(
-                        1004,
-                        format!(
-                        "Invalid request to region, reason: column {f} expect type {}, given: {}",
-                        t.name(),
-                        ty.name()
-                    ),
-                    ))
-                }
+                Some((_, Some(t))) if t != ty => return Err(GtError::type_conflict(&f, t, ty)),
                 Some(_) => {}
                 None => self.columns.push((f, Some(*ty))),
             }
