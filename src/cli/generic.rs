@@ -241,21 +241,11 @@ fn area_command(e: &'static Entry) -> clap::Command {
 }
 
 fn bench_command(e: &'static Entry) -> clap::Command {
-    let about = format!("Benchmark {}: all | load | query.", e.display);
-    let ops = (e.make)(None)
-        .ok()
-        .and_then(|p| p.bench_ext())
-        .map_or(&[][..], |x| x.operations);
-    let about = if ops.is_empty() {
-        about
-    } else {
-        let names: Vec<&str> = ops.iter().map(|o| o.name).collect();
-        format!(
-            "Benchmark {}: all | load | query | {}.",
-            e.display,
-            names.join(" | ")
-        )
-    };
+    let names: Vec<String> = phase_values(e)
+        .iter()
+        .map(|v| v.get_name().to_string())
+        .collect();
+    let about = format!("Benchmark {}: {}", e.display, names.join(" | "));
     let cmd = BenchArgs::augment_args(clap::Command::new(e.name)).about(about);
     add_own_flags(with_phase_values(cmd, e), e)
 }
@@ -579,7 +569,7 @@ mod tests {
         let bench = cli_cmd.find_subcommand("bench").unwrap();
         assert_eq!(
             about(bench.find_subcommand(e.name).unwrap()),
-            format!("Benchmark {}: all | load | query.", e.display)
+            format!("Benchmark {}: all | load | query", e.display)
         );
         let m = crate::cli::Cli::command()
             .try_get_matches_from([

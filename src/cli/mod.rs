@@ -82,7 +82,7 @@ pub enum Command {
     /// Pin this machine's PostgreSQL; manage TimescaleDB / PostgreSQL workspaces and servers.
     #[command(subcommand)]
     Timescaledb(timescaledb::TimescaledbCmd),
-    /// Benchmark phases: load, query, compact, analyze (run directories with summaries).
+    /// Benchmark phases: all, load, query and each product's own (run directories with summaries).
     #[command(subcommand)]
     Bench(bench::BenchCmd),
     /// Smoke benchmark of the latest GreptimeDB in one command (reuses everything next time).
