@@ -849,33 +849,34 @@ impl RunEvents {
     /// they were told (the user saw them then; they are not told again).
     pub fn replay(&self, early: &EarlyEvents) {
         let held = std::mem::take(&mut *early.held.lock().unwrap_or_else(|e| e.into_inner()));
-        for (ts, h) in held {
-            let line = match h {
-                Held::Info(msg) => self.line_at(&ts, &[("event", "info")], Value::Null, msg),
-                Held::Event(e) => serde_json::to_value(&e)
-                    .ok()
-                    .and_then(|body| self.line_at(&ts, &[], body, e.to_string())),
-                Held::Text(msg) => self.line_at(
-                    &ts,
-                    &[("event", "warning"), ("kind", "text")],
-                    Value::Null,
-                    msg,
-                ),
-                Held::Warning(w) => serde_json::to_value(&w).ok().and_then(|body| {
-                    self.line_at(&ts, &[("event", "warning")], body, w.to_string())
-                }),
-            };
-            self.append(line);
+        for (ts, h) in &held {
+            self.record(ts, h.told());
         }
     }
 
-    /// `{"ts", "event", <head>..., <body's fields>, "message"}`, redacted.
-    fn line(&self, head: &[(&str, &str)], body: Value, message: String) -> Option<String> {
-        self.line_at(&manifest::now_rfc3339(), head, body, message)
+    /// Appends the line of what was told at `ts`: an info line as printed, a typed event with
+    /// its fields, a warning (text or typed) under `"event": "warning"`.
+    fn record(&self, ts: &str, told: Told) {
+        let line = match told {
+            Told::Info(msg) => self.line(ts, &[("event", "info")], Value::Null, msg.to_string()),
+            Told::Event(e) => serde_json::to_value(e)
+                .ok()
+                .and_then(|body| self.line(ts, &[], body, e.to_string())),
+            Told::Text(msg) => self.line(
+                ts,
+                &[("event", "warning"), ("kind", "text")],
+                Value::Null,
+                msg.to_string(),
+            ),
+            Told::Warning(w) => serde_json::to_value(w)
+                .ok()
+                .and_then(|body| self.line(ts, &[("event", "warning")], body, w.to_string())),
+        };
+        self.append(line);
     }
 
-    /// [`RunEvents::line`] told at `ts`.
-    fn line_at(
+    /// `{"ts", "event", <head>..., <body's fields>, "message"}`, redacted.
+    fn line(
         &self,
         ts: &str,
         head: &[(&str, &str)],
@@ -922,12 +923,33 @@ pub struct EarlyEvents {
     held: std::sync::Mutex<Vec<(String, Held)>>,
 }
 
-/// One thing an [`EarlyEvents`] holds.
+/// One thing a reporter was told, as [`RunEvents`] records it.
+#[derive(Clone, Copy)]
+enum Told<'a> {
+    Info(&'a str),
+    Event(&'a Event),
+    /// A warning in words only.
+    Text(&'a str),
+    Warning(&'a Warning),
+}
+
+/// One thing an [`EarlyEvents`] holds: what it was told, owned.
 enum Held {
     Info(String),
-    Event(crate::output::Event),
+    Event(Event),
     Text(String),
-    Warning(crate::output::Warning),
+    Warning(Warning),
+}
+
+impl Held {
+    fn told(&self) -> Told<'_> {
+        match self {
+            Held::Info(m) => Told::Info(m),
+            Held::Event(e) => Told::Event(e),
+            Held::Text(m) => Told::Text(m),
+            Held::Warning(w) => Told::Warning(w),
+        }
+    }
 }
 
 impl EarlyEvents {
@@ -985,26 +1007,19 @@ impl Reporter for RunEvents {
     /// A line a product words itself (or the query phase's "query type i/n T"): kept as
     /// printed, so the file holds every status line the command showed.
     fn info(&self, msg: &str) {
-        self.append(self.line(&[("event", "info")], Value::Null, msg.to_string()));
+        self.record(&manifest::now_rfc3339(), Told::Info(msg));
         self.inner.info(msg);
     }
     fn event(&self, e: &Event) {
-        let line = serde_json::to_value(e)
-            .ok()
-            .and_then(|body| self.line(&[], body, e.to_string()));
-        self.append(line);
+        self.record(&manifest::now_rfc3339(), Told::Event(e));
         self.inner.event(e);
     }
     fn warn(&self, msg: &str) {
-        let head = [("event", "warning"), ("kind", "text")];
-        self.append(self.line(&head, Value::Null, msg.to_string()));
+        self.record(&manifest::now_rfc3339(), Told::Text(msg));
         self.inner.warn(msg);
     }
     fn warning(&self, w: &Warning) {
-        let line = serde_json::to_value(w)
-            .ok()
-            .and_then(|body| self.line(&[("event", "warning")], body, w.to_string()));
-        self.append(line);
+        self.record(&manifest::now_rfc3339(), Told::Warning(w));
         self.inner.warning(w);
     }
     fn progress(&self, label: &str, total: Option<u64>, unit: Unit) -> Box<dyn Progress> {
