@@ -293,6 +293,24 @@ fn readable_size(s: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// The shaped config [`write_config`] writes in `dir` for a 2 GiB shape, read back.
+    fn shaped_2gib(dir: &Path) -> toml::Table {
+        let p = write_config(dir, 2 * GIB).unwrap();
+        toml::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
+    }
+
+    /// The index content cache and the inverted index's build threshold of a 2 GiB shape.
+    fn assert_index_sized_for_2gib(mito: &toml::Value) {
+        assert_eq!(
+            mito["index"]["content_cache_size"].as_str(),
+            Some("134217728B")
+        );
+        assert_eq!(
+            mito["inverted_index"][THRESHOLD].as_str(),
+            Some("134217728B")
+        );
+    }
+
     /// The real v1.0.2's shares, as its source works them out, at three sizes.
     #[test]
     fn sizes_are_v1_0_2s_shares_of_the_shape() {
@@ -361,8 +379,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let cfg = t.path().join(super::super::super::CONFIG_FILE);
         std::fs::write(&cfg, "[http]\naddr = \"127.0.0.1:4000\"\n").unwrap();
-        let p = write_config(t.path(), 2 * GIB).unwrap();
-        let got: toml::Table = toml::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let got = shaped_2gib(t.path());
         assert_eq!(got["http"]["addr"].as_str(), Some("127.0.0.1:4000"));
         let engines = got["region_engine"].as_array().unwrap();
         assert_eq!(engines.len(), 2);
@@ -377,8 +394,7 @@ mod tests {
              write_cache_size = \"1024B\"\n[[region_engine]]\n[region_engine.file]\n",
         )
         .unwrap();
-        let p = write_config(t.path(), 2 * GIB).unwrap();
-        let got: toml::Table = toml::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let got = shaped_2gib(t.path());
         let engines = got["region_engine"].as_array().unwrap();
         assert_eq!(engines.len(), 2);
         let mito = &engines[0]["mito"];
@@ -388,14 +404,7 @@ mod tests {
             mito["global_write_buffer_size"].as_str(),
             Some("268435456B")
         );
-        assert_eq!(
-            mito["index"]["content_cache_size"].as_str(),
-            Some("134217728B")
-        );
-        assert_eq!(
-            mito["inverted_index"][THRESHOLD].as_str(),
-            Some("134217728B")
-        );
+        assert_index_sized_for_2gib(mito);
     }
 
     /// A size the workspace sets stays (the server keeps it too); a threshold left "auto" is
@@ -412,22 +421,14 @@ mod tests {
              [region_engine.mito.fulltext_index]\nmem_threshold_on_create = \"unlimited\"\n",
         )
         .unwrap();
-        let p = write_config(t.path(), 2 * GIB).unwrap();
-        let got: toml::Table = toml::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let got = shaped_2gib(t.path());
         let engines = got["region_engine"].as_array().unwrap();
         assert_eq!(engines.len(), 1, "the workspace's engine list stays");
         let mito = &engines[0]["mito"];
         assert_eq!(mito["page_cache_size"].as_str(), Some("1GiB"));
         assert_eq!(mito["sst_meta_cache_size"].as_str(), Some("67108864B"));
         assert_eq!(mito["index"]["result_cache_size"].as_str(), Some("0B"));
-        assert_eq!(
-            mito["index"]["content_cache_size"].as_str(),
-            Some("134217728B")
-        );
-        assert_eq!(
-            mito["inverted_index"][THRESHOLD].as_str(),
-            Some("134217728B")
-        );
+        assert_index_sized_for_2gib(mito);
         assert_eq!(
             mito["fulltext_index"][THRESHOLD].as_str(),
             Some("unlimited")
